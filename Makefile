@@ -1,0 +1,51 @@
+# nodescaler — every target bootstraps what it needs: a virtualenv from the hash-locked
+# requirements/lock.txt and the CDK CLI pinned in package-lock.json.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY_READY := $(VENV)/.ready
+NODE_READY := node_modules/.ready
+SCENARIO ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help setup test lint unit demo bench lock clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+setup: $(PY_READY) $(NODE_READY) ## Create .venv and node_modules from the lock files
+
+$(PY_READY): requirements/lock.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit("nodescaler needs Python 3.11+, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --require-hashes -r requirements/lock.txt
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	@touch $@
+
+$(NODE_READY): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+lint: $(PY_READY) ## ruff (lint + format check) and mypy
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+unit: $(PY_READY) ## Fast tests only (the pure core)
+	$(BIN)/pytest tests/unit -q
+
+test: setup lint ## Lint, type-check and run every test suite
+	$(BIN)/pytest -q
+
+demo: setup ## Run the main job on the local sandbox (SCENARIO=path/to/file.yaml for one)
+	$(BIN)/nodescaler simulate $(SCENARIO)
+
+lock: ## Re-resolve requirements/lock.txt from pyproject.toml (needs the network)
+	$(BIN)/pip install --quiet uv
+	cd requirements && ../$(BIN)/uv pip compile ../pyproject.toml --extra dev --generate-hashes \
+		--python-version 3.11 --universal -o lock.txt
+
+clean: ## Remove generated outputs (out/, cdk.out/)
+	rm -rf out cdk.out .pytest_cache .mypy_cache .ruff_cache

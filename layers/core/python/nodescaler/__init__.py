@@ -1,0 +1,1 @@
+"""nodescaler: a serverless, metrics-driven node autoscaler for EC2 Auto Scaling Groups and EKS."""

@@ -1,0 +1,236 @@
+"""The autoscaling function of a node group: replicas = f(current, readings, policy, history, now).
+
+It reads as the reconcile loop: bound, recommend per metric, combine (never scaling in
+on a missing metric), stabilize, rate-limit and clamp. It never reads the clock and
+never acts; it returns a `Decision` and the history to persist.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from nodescaler.domain.behavior import limit_rate, longest_period, stabilize
+from nodescaler.domain.decision import Decision, Limit, MetricOutcome, MetricStatus
+from nodescaler.domain.history import History
+from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
+from nodescaler.domain.proportional import Tolerances, recommend
+from nodescaler.domain.readings import MetricReading, Reading
+
+
+@dataclass(frozen=True)
+class GroupSize:
+    """The node group as its provider reports it: desired and in-service counts, its own limits."""
+
+    current: int
+    min_size: int = 0
+    max_size: int = 2**31 - 1
+    ready: int | None = None  # in-service nodes; None means all of `current`
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    decision: Decision
+    history: History  # with this evaluation's recommendation; scale events come from acting
+
+
+def effective_bounds(policy: NodeGroupPolicy, size: GroupSize) -> tuple[int, int]:
+    """The policy's [min, max] inside the group's own MinSize/MaxSize, which always win."""
+
+    def inside(n: int) -> int:
+        return min(max(n, size.min_size), size.max_size)
+
+    return inside(policy.spec.min_replicas), inside(policy.spec.max_replicas)
+
+
+def evaluate_metric(
+    metric: MetricBase,
+    reading: Reading | None,
+    size: GroupSize,
+    now: datetime,
+    tolerances: Tolerances,
+) -> MetricOutcome:
+    def outcome(
+        status: MetricStatus, detail: str, value: float | None = None, replicas: int | None = None
+    ) -> MetricOutcome:
+        return MetricOutcome(
+            name=metric.key,
+            type=metric.type_name,
+            target=metric.target.describe(),
+            value=value,
+            at=reading.at if isinstance(reading, MetricReading) else None,
+            recommendation=replicas,
+            status=status,
+            detail=detail,
+        )
+
+    if reading is None:
+        return outcome(MetricStatus.MISSING, "no reading was produced")
+    if not isinstance(reading, MetricReading):
+        return outcome(MetricStatus.MISSING, reading.reason)
+    value = reading.value
+    if math.isnan(value) or math.isinf(value) or value < 0:
+        return outcome(MetricStatus.INVALID, f"unusable value {value!r}")
+    age = (now - reading.at).total_seconds()
+    if age > metric.stale_after_seconds:
+        return outcome(
+            MetricStatus.STALE,
+            f"last value is {age:.0f}s old (limit {metric.stale_after_seconds}s)",
+            value,
+        )
+    result = recommend(metric, value, size.current, tolerances, size.ready)
+    detail = reading.detail or f"{value:g} against {metric.target.describe()}"
+    if result.replicas is None:
+        return outcome(MetricStatus.ABSTAINED, f"{detail}: nothing to add", value)
+    if result.held_by_tolerance:
+        return outcome(
+            MetricStatus.HELD_BY_TOLERANCE, f"{detail}: within tolerance", value, result.replicas
+        )
+    return outcome(MetricStatus.OK, detail, value, result.replicas)
+
+
+def combine(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limit]]:
+    """Highest recommendation wins; a missing metric forbids scale-in; none at all holds."""
+    usable = [
+        o.recommendation for o in outcomes if o.status.usable and o.recommendation is not None
+    ]
+    broken = any(o.status.broken for o in outcomes)
+    if not usable:
+        return current, [Limit.MISSING_METRIC] if broken else []
+    recommendation = max(usable)
+    if broken and recommendation < current:
+        return current, [Limit.MISSING_METRIC]
+    held = recommendation == current and any(
+        o.status is MetricStatus.HELD_BY_TOLERANCE for o in outcomes
+    )
+    return recommendation, [Limit.TOLERANCE] if held else []
+
+
+def decide(
+    *,
+    node_group: str,
+    policy: NodeGroupPolicy,
+    size: GroupSize,
+    readings: Mapping[str, Reading],
+    history: History,
+    now: datetime,
+) -> Evaluation:
+    up, down = policy.spec.behavior.up, policy.spec.behavior.down
+    current = size.current
+
+    # 1. Bounds: the policy's, inside the group's own.
+    lowest, highest = effective_bounds(policy, size)
+
+    # 2. One recommendation per metric.
+    tolerances = Tolerances(up=up.tolerance, down=down.tolerance)
+    outcomes = [
+        evaluate_metric(m, readings.get(m.key), size, now, tolerances) for m in policy.spec.metrics
+    ]
+
+    # 3. Combine them.
+    recommendation, limits = combine(outcomes, current)
+
+    def concluded(desired: int, history: History) -> Evaluation:
+        decision = Decision(
+            node_group=node_group,
+            policy=policy.name,
+            at=now,
+            current=current,
+            desired=desired,
+            min_replicas=lowest,
+            max_replicas=highest,
+            recommendation=recommendation,
+            metrics=tuple(outcomes),
+            limited_by=tuple(dict.fromkeys(limits)),
+            reason="",
+        )
+        reason = explain(decision, down.stabilization_window_seconds)
+        return Evaluation(decision.model_copy(update={"reason": reason}), history)
+
+    # 4. A group outside its bounds goes straight back inside them (as the HPA does).
+    if not lowest <= current <= highest:
+        limits = [Limit.MAX if current > highest else Limit.MIN]
+        return concluded(min(max(current, lowest), highest), history)
+
+    # 5. Held for a missing metric: nothing is learned, nothing is recorded (as the HPA).
+    if Limit.MISSING_METRIC in limits:
+        return concluded(current, history)
+
+    # 6. Stabilize against recent recommendations, and remember this one. A group seen for
+    # the first time starts from its current size, so a fresh deployment (or a lost state
+    # item) waits a full scale-down window before removing anything.
+    if not history.recommendations:
+        history = history.with_recommendation(now, current, keep_seconds=0)
+    stabilized = stabilize(recommendation, current, history=history, now=now, up=up, down=down)
+    if stabilized != recommendation:
+        limits.append(Limit.STABILIZATION)
+    keep = max(up.stabilization_window_seconds, down.stabilization_window_seconds)
+    history = history.with_recommendation(now, recommendation, keep)
+
+    # 7. Rate policies, selectPolicy and [min, max].
+    rated = limit_rate(
+        stabilized,
+        current,
+        lowest=lowest,
+        highest=highest,
+        history=history,
+        now=now,
+        up=up,
+        down=down,
+    )
+    if rated.limited_by:
+        limits.append(Limit(rated.limited_by))
+    return concluded(rated.desired, history)
+
+
+def record_scale(history: History, policy: NodeGroupPolicy, decision: Decision) -> History:
+    """The history after acting on `decision`: its change now counts against the rate policies."""
+    keep = longest_period(policy.spec.behavior.up, policy.spec.behavior.down)
+    return history.with_scale_event(decision.at, decision.current, decision.desired, keep)
+
+
+_LIMIT_PHRASES = {
+    Limit.TOLERANCE: "every metric is within tolerance of its target",
+    Limit.MISSING_METRIC: "a metric is missing, stale or invalid, so no scale-in",
+    Limit.STABILIZATION: "held by the stabilization window",
+    Limit.SCALE_UP_RATE: "limited by the scale-up rate",
+    Limit.SCALE_DOWN_RATE: "limited by the scale-down rate",
+    Limit.SCALING_DISABLED: "scaling in this direction is disabled",
+}
+
+
+def _limit_phrase(limit: Limit, decision: Decision, down_window_seconds: int) -> str:
+    if limit is Limit.MIN:
+        return f"at the minimum {decision.min_replicas}"
+    if limit is Limit.MAX:
+        return f"at the maximum {decision.max_replicas}"
+    if limit is Limit.STABILIZATION and decision.recommendation < decision.current:
+        return (
+            f"recommendation {decision.recommendation} must hold for {down_window_seconds}s first"
+        )
+    return _LIMIT_PHRASES[limit]
+
+
+def explain(decision: Decision, down_window_seconds: int) -> str:
+    """One line a human can act on: what happens, which metric drove it, what held it back."""
+    current, desired = decision.current, decision.desired
+    if desired > current:
+        parts = [f"scale up {current} → {desired}"]
+    elif desired < current:
+        parts = [f"scale down {current} → {desired}"]
+    else:
+        parts = [f"hold at {current}"]
+    voters = [o for o in decision.metrics if o.status.usable and o.recommendation is not None]
+    driver = max(voters, key=lambda o: o.recommendation or 0, default=None)
+    if driver is not None:
+        parts.append(f"{driver.name}: {driver.detail} → {driver.recommendation}")
+    if broken := [o for o in decision.metrics if o.status.broken]:
+        parts.append("; ".join(f"{o.name} {o.status}: {o.detail}" for o in broken))
+    phrases = [_limit_phrase(limit, decision, down_window_seconds) for limit in decision.limited_by]
+    if desired != decision.recommendation and not phrases:
+        phrases.append(f"recommendation {decision.recommendation}")
+    if phrases:
+        parts.append(", ".join(phrases))
+    return " | ".join(parts)

@@ -1,0 +1,78 @@
+"""A decision is data: what the core concluded for one node group, every input, and why.
+
+Acting on it is a separate step (and skipped in dry-run). The same record becomes the
+log line, the EMF metrics and the audit item.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict
+
+
+class Limit(StrEnum):
+    """What held the result back from the raw recommendation."""
+
+    TOLERANCE = "tolerance"
+    MISSING_METRIC = "missing-metric"
+    STABILIZATION = "stabilization"
+    SCALE_UP_RATE = "scale-up-rate"
+    SCALE_DOWN_RATE = "scale-down-rate"
+    SCALING_DISABLED = "scaling-disabled"
+    MIN = "min"
+    MAX = "max"
+
+
+class MetricStatus(StrEnum):
+    OK = "ok"
+    HELD_BY_TOLERANCE = "within-tolerance"
+    ABSTAINED = "abstained"  # pending pods with nothing pending: no opinion
+    MISSING = "missing"
+    STALE = "stale"
+    INVALID = "invalid"
+
+    @property
+    def usable(self) -> bool:
+        return self in (MetricStatus.OK, MetricStatus.HELD_BY_TOLERANCE)
+
+    @property
+    def broken(self) -> bool:
+        return self in (MetricStatus.MISSING, MetricStatus.STALE, MetricStatus.INVALID)
+
+
+class MetricOutcome(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    type: str
+    target: str  # e.g. "4/replica", "60%"
+    value: float | None
+    at: AwareDatetime | None
+    recommendation: int | None
+    status: MetricStatus
+    detail: str
+
+
+class Decision(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    node_group: str
+    policy: str
+    at: AwareDatetime
+    current: int
+    desired: int
+    min_replicas: int  # effective bounds: the policy's inside the group's own MinSize/MaxSize
+    max_replicas: int
+    recommendation: int  # all metrics combined, before behavior
+    metrics: tuple[MetricOutcome, ...]
+    limited_by: tuple[Limit, ...]
+    reason: str
+
+    @property
+    def change(self) -> int:
+        return self.desired - self.current
+
+    @property
+    def direction(self) -> str:
+        return "up" if self.change > 0 else "down" if self.change < 0 else "none"

@@ -1,0 +1,121 @@
+"""Turns the YAML text of a policy document into a `NodeGroupPolicy`, or errors that name the field.
+
+Every problem reads `<source>: <field path>: <what is wrong>`, so the same line serves
+synth, `nodescaler validate`, the evaluator's log and a test's assertion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from nodescaler.domain.policy import METRIC_TYPES, NodeGroupPolicy
+
+
+class PolicyError(ValueError):
+    """A policy document that cannot be used; `problems` holds one line per defect."""
+
+    def __init__(self, source: str, problems: Sequence[str]) -> None:
+        self.source = source
+        self.problems = tuple(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a key given twice instead of silently keeping the last."""
+
+
+def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if not isinstance(key, str | int | float | bool):
+            raise yaml.constructor.ConstructorError(
+                None, None, "a key must be a plain name, not a list or mapping", key_node.start_mark
+            )
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} is given twice", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates
+)
+
+
+def field_path(loc: Iterable[int | str]) -> str:
+    """`('spec', 'metrics', 0, 'SQSQueue', 'target')` → `spec.metrics[0].target`.
+
+    The metric type pydantic puts after a list index (the union's tag) is left out: the
+    user wrote no such field.
+    """
+    path = ""
+    previous: int | str | None = None
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif not (isinstance(previous, int) and part in METRIC_TYPES):
+            path += f".{part}" if path else part
+        previous = part
+    return path or "(document)"
+
+
+def _message(error: Any) -> str:
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        return "unknown field"
+    if error["type"] == "missing":
+        return "required field is missing"
+    if error["type"] == "union_tag_invalid":
+        return f"unknown metric type {error['ctx']['tag']!r} (use one of {', '.join(METRIC_TYPES)})"
+    return message
+
+
+def problems_of(error: ValidationError, source: str) -> list[str]:
+    return [f"{source}: {field_path(e['loc'])}: {_message(e)}" for e in error.errors()]
+
+
+def parse_policy(text: str, source: str) -> NodeGroupPolicy:
+    """Parse one policy document; `source` (usually the file path) prefixes every problem."""
+    try:
+        document = yaml.load(text, Loader=_StrictLoader)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(document)"
+        raise PolicyError(source, [f"{source}: {where}: {error.problem or error}"]) from None
+    except yaml.YAMLError as error:
+        raise PolicyError(source, [f"{source}: (document): {error}"]) from None
+    if not isinstance(document, dict):
+        kind = "empty" if document is None else f"a {type(document).__name__}"
+        raise PolicyError(
+            source, [f"{source}: (document): expected a NodeGroupPolicy mapping, got {kind}"]
+        )
+    try:
+        return NodeGroupPolicy.model_validate(document)
+    except ValidationError as error:
+        raise PolicyError(source, problems_of(error, source)) from None
+
+
+def index_by_name(policies: Iterable[tuple[str, NodeGroupPolicy]]) -> dict[str, NodeGroupPolicy]:
+    """Index (source, policy) pairs by policy name; a name used twice is an error."""
+    by_name: dict[str, NodeGroupPolicy] = {}
+    sources: dict[str, str] = {}
+    problems = []
+    for source, policy in policies:
+        if policy.name in by_name:
+            problems.append(
+                f"{source}: metadata.name: policy {policy.name!r} is already defined in "
+                f"{sources[policy.name]}"
+            )
+        else:
+            by_name[policy.name] = policy
+            sources[policy.name] = source
+    if problems:
+        raise PolicyError("policies", problems)
+    return by_name

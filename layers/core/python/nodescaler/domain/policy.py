@@ -1,0 +1,453 @@
+"""Policy documents: the autoscaling/v2 HPA spec, "pods" renamed to "replicas", per node group.
+
+A policy is user-written YAML, so every model forbids unknown fields and every check
+names the field it rejects. Defaults for `behavior` are chosen for machines, not pods;
+`DEFAULT_SCALE_UP` and `DEFAULT_SCALE_DOWN` say why.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, ClassVar, Literal, Self
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+# A DNS label, like Kubernetes object names: it must also be a valid ASG tag value.
+NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+
+PositiveAmount = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class Spec(BaseModel):
+    """Base of every user-written model: camelCase in YAML, unknown fields rejected, immutable."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+
+# --- targets -----------------------------------------------------------------------------
+
+
+class TargetType(StrEnum):
+    VALUE = "Value"
+    AVERAGE_VALUE = "AverageValue"
+    UTILIZATION = "Utilization"
+
+
+_TARGET_FIELD = {
+    TargetType.VALUE: "value",
+    TargetType.AVERAGE_VALUE: "averageValue",
+    TargetType.UTILIZATION: "averageUtilization",
+}
+
+
+class MetricTarget(Spec):
+    """What the metric should read: a total (`Value`), a per-replica amount or a percentage."""
+
+    type: TargetType
+    value: PositiveAmount | None = None
+    average_value: PositiveAmount | None = None
+    average_utilization: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = None
+
+    @model_validator(mode="after")
+    def _exactly_the_field_of_its_type(self) -> Self:
+        wanted = _TARGET_FIELD[self.type]
+        given = {alias for alias in _TARGET_FIELD.values() if self._by_alias(alias) is not None}
+        if wanted not in given:
+            raise ValueError(f"target type {self.type} needs {wanted}")
+        if extra := sorted(given - {wanted}):
+            raise ValueError(f"target type {self.type} takes {wanted}, not {', '.join(extra)}")
+        return self
+
+    def _by_alias(self, alias: str) -> float | None:
+        return {
+            "value": self.value,
+            "averageValue": self.average_value,
+            "averageUtilization": self.average_utilization,
+        }[alias]
+
+    @property
+    def amount(self) -> float:
+        """The target number, whichever field holds it."""
+        amount = self._by_alias(_TARGET_FIELD[self.type])
+        assert amount is not None  # guaranteed by the validator
+        return amount
+
+    def describe(self) -> str:
+        if self.type is TargetType.VALUE:
+            return f"{self.amount:g} total"
+        if self.type is TargetType.AVERAGE_VALUE:
+            return f"{self.amount:g}/replica"
+        return f"{self.amount:g}%"
+
+
+PER_REPLICA_ONE = MetricTarget(type=TargetType.AVERAGE_VALUE, average_value=1)
+
+
+# --- metric sources ----------------------------------------------------------------------
+
+
+class SqsQueueSource(Spec):
+    """Queue length the way KEDA counts it: visible + in flight (+ delayed, if asked)."""
+
+    queue: Annotated[str, Field(min_length=1, max_length=1024)]
+    include_in_flight: bool = True
+    include_delayed: bool = False
+
+
+_STATISTIC = re.compile(
+    r"^(SampleCount|Average|Sum|Minimum|Maximum|(p|tm|wm|tc|ts)\d{1,2}(\.\d{1,2})?|IQM)$"
+)
+_EXPRESSION_ID = re.compile(r"^[a-z][a-zA-Z0-9_]{0,254}$")
+
+
+class CloudWatchMetricStat(Spec):
+    namespace: Annotated[str, Field(min_length=1, max_length=255)]
+    metric_name: Annotated[str, Field(min_length=1, max_length=255)]
+    dimensions: dict[str, str] = Field(default_factory=dict, max_length=30)
+    statistic: str = "Average"
+
+    @field_validator("statistic")
+    @classmethod
+    def _known_statistic(cls, statistic: str) -> str:
+        if not _STATISTIC.match(statistic):
+            raise ValueError(
+                f"unknown statistic {statistic!r}: use SampleCount, Average, Sum, Minimum, "
+                "Maximum or a percentile such as p99"
+            )
+        return statistic
+
+
+class CloudWatchSource(Spec):
+    """One metric and statistic, or a metric-math expression over named metrics."""
+
+    metric: CloudWatchMetricStat | None = None
+    expression: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
+    metrics: dict[str, CloudWatchMetricStat] = Field(default_factory=dict, max_length=100)
+    period_seconds: int = 60
+
+    @field_validator("period_seconds")
+    @classmethod
+    def _cloudwatch_period(cls, period: int) -> int:
+        if period not in (1, 5, 10, 20, 30) and (period <= 0 or period % 60):
+            raise ValueError("periodSeconds must be 1, 5, 10, 20, 30 or a multiple of 60")
+        return period
+
+    @field_validator("metrics")
+    @classmethod
+    def _expression_ids(cls, metrics: dict[str, CloudWatchMetricStat]) -> dict[str, object]:
+        for metric_id in metrics:
+            if not _EXPRESSION_ID.match(metric_id):
+                raise ValueError(
+                    f"metric id {metric_id!r} must start with a lowercase letter and hold only "
+                    "letters, digits and underscores"
+                )
+        return dict(metrics)
+
+    @model_validator(mode="after")
+    def _metric_or_expression(self) -> Self:
+        if (self.metric is None) == (self.expression is None):
+            raise ValueError("give exactly one of metric or expression")
+        if self.metric is not None and self.metrics:
+            raise ValueError("metrics (the ids of an expression) need an expression")
+        return self
+
+
+def _check_cron(expression: str) -> str:
+    if len(expression.split()) != 5 or not croniter.is_valid(expression):
+        raise ValueError(
+            f"malformed cron expression {expression!r}: expected 5 fields "
+            "(minute hour day-of-month month day-of-week)"
+        )
+    return expression
+
+
+class ScheduleEntry(Spec):
+    """`replicas` from each `start` until the next `end`: cron, in the schedule's time zone."""
+
+    name: str | None = None
+    start: str
+    end: str
+    replicas: Annotated[int, Field(ge=0)]
+
+    _cron = field_validator("start", "end")(_check_cron)
+
+
+class ScheduleSource(Spec):
+    """Scheduled capacity: the first entry whose window is open wins, else `defaultReplicas`."""
+
+    time_zone: str = "UTC"
+    default_replicas: Annotated[int, Field(ge=0)] = 0
+    entries: Annotated[list[ScheduleEntry], Field(min_length=1, max_length=100)]
+
+    @field_validator("time_zone")
+    @classmethod
+    def _known_time_zone(cls, name: str) -> str:
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"unknown time zone {name!r} (use an IANA name such as Europe/Paris)"
+            ) from None
+        return name
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.time_zone)
+
+
+class ReservationResource(StrEnum):
+    CPU = "cpu"
+    MEMORY = "memory"
+    PODS = "pods"
+
+
+class CapacityReservationSource(Spec):
+    """Requests of the pods on the group's Ready, schedulable nodes over their allocatable."""
+
+    resource: ReservationResource
+    include_daemon_sets: bool = True
+    include_mirror_pods: bool = True
+
+
+class PendingPodsSource(Spec):
+    """Unschedulable pods that would fit this group; pods below the cutoff priority are ignored."""
+
+    expendable_priority_cutoff: int = -10
+
+
+# --- metrics -----------------------------------------------------------------------------
+
+
+class MetricBase(Spec):
+    name: Annotated[str, Field(pattern=NAME_PATTERN)] | None = None
+    target: MetricTarget
+    # A reading older than this is treated as missing: it can never cause a scale-in.
+    stale_after_seconds: Annotated[int, Field(ge=10, le=86_400)] = 300
+
+    allowed_targets: ClassVar[frozenset[TargetType]] = frozenset(TargetType)
+
+    @field_validator("target")
+    @classmethod
+    def _target_fits_metric(cls, target: MetricTarget) -> MetricTarget:
+        if target.type not in cls.allowed_targets:
+            allowed = " or ".join(sorted(cls.allowed_targets))
+            kind = cls.model_fields["type"].annotation.__args__[0]  # type: ignore[union-attr]
+            raise ValueError(f"{target.type} is not valid for a {kind} metric (use {allowed})")
+        return target
+
+    @property
+    def type_name(self) -> str:
+        return str(getattr(self, "type", type(self).__name__))
+
+    @property
+    def key(self) -> str:
+        """The metric's unique name within its policy."""
+        return self.name or self.default_name()
+
+    def default_name(self) -> str:
+        return re.sub(r"(?<!^)(?=[A-Z][a-z])", "-", self.type_name).lower()
+
+
+class SqsQueueMetric(MetricBase):
+    type: Literal["SQSQueue"]
+    sqs_queue: SqsQueueSource
+    allowed_targets: ClassVar = frozenset({TargetType.VALUE, TargetType.AVERAGE_VALUE})
+
+
+class CloudWatchMetric(MetricBase):
+    type: Literal["CloudWatch"]
+    cloud_watch: CloudWatchSource
+
+
+class ScheduleMetric(MetricBase):
+    """Its reading is the scheduled replica count, so the natural target is 1 per replica."""
+
+    type: Literal["Schedule"]
+    schedule: ScheduleSource
+    target: MetricTarget = PER_REPLICA_ONE
+    allowed_targets: ClassVar = frozenset({TargetType.VALUE, TargetType.AVERAGE_VALUE})
+
+
+class CapacityReservationMetric(MetricBase):
+    type: Literal["CapacityReservation"]
+    capacity_reservation: CapacityReservationSource
+
+    def default_name(self) -> str:
+        return f"reservation-{self.capacity_reservation.resource}"
+
+
+class PendingPodsMetric(MetricBase):
+    """Its reading is the number of new nodes of this group the pending pods need.
+
+    It only ever asks for more: with nothing pending it abstains rather than vote
+    to keep the current size, so it never blocks another metric's scale-in.
+    """
+
+    type: Literal["PendingPods"]
+    pending_pods: PendingPodsSource = PendingPodsSource()
+    target: MetricTarget = PER_REPLICA_ONE
+    allowed_targets: ClassVar = frozenset({TargetType.AVERAGE_VALUE})
+
+
+MetricSpec = Annotated[
+    SqsQueueMetric
+    | CloudWatchMetric
+    | ScheduleMetric
+    | CapacityReservationMetric
+    | PendingPodsMetric,
+    Field(discriminator="type"),
+]
+METRIC_TYPES = ("SQSQueue", "CloudWatch", "Schedule", "CapacityReservation", "PendingPods")
+
+
+# --- behavior ----------------------------------------------------------------------------
+
+
+class ScalingPolicyType(StrEnum):
+    REPLICAS = "Replicas"
+    PERCENT = "Percent"
+
+
+class ScalingPolicy(Spec):
+    """At most `value` replicas (or percent) of change within any `periodSeconds`."""
+
+    type: ScalingPolicyType
+    value: Annotated[int, Field(gt=0)]
+    period_seconds: Annotated[int, Field(ge=1, le=1800)]
+
+
+class SelectPolicy(StrEnum):
+    MAX = "Max"
+    MIN = "Min"
+    DISABLED = "Disabled"
+
+
+class ScalingRules(Spec):
+    """One direction of `behavior`, as written; unset fields take nodescaler's defaults."""
+
+    stabilization_window_seconds: Annotated[int, Field(ge=0, le=3600)] | None = None
+    select_policy: SelectPolicy | None = None
+    policies: Annotated[list[ScalingPolicy], Field(min_length=1, max_length=10)] | None = None
+    tolerance: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+
+
+class Rules(Spec):
+    """One direction of `behavior` with every field resolved."""
+
+    stabilization_window_seconds: int
+    select_policy: SelectPolicy
+    policies: tuple[ScalingPolicy, ...]
+    tolerance: float
+
+    def overlay(self, written: ScalingRules | None) -> Rules:
+        if written is None:
+            return self
+        given = {
+            name: tuple(value) if isinstance(value, list) else value
+            for name in type(written).model_fields
+            if (value := getattr(written, name)) is not None
+        }
+        return self.model_copy(update=given)
+
+
+DEFAULT_TOLERANCE = 0.1
+
+# Up fast: a node takes minutes to boot, so waiting adds straight to the time pods stay
+# pending, and a surplus is undone by the slow scale-down below. The rate limit is there
+# only so a runaway metric can't buy a thousand machines in one tick: a group may double
+# or add 100 nodes a minute, whichever is more. maxReplicas remains the real cost ceiling.
+DEFAULT_SCALE_UP = Rules(
+    stabilization_window_seconds=0,
+    select_policy=SelectPolicy.MAX,
+    policies=(
+        ScalingPolicy(type=ScalingPolicyType.PERCENT, value=100, period_seconds=60),
+        ScalingPolicy(type=ScalingPolicyType.REPLICAS, value=100, period_seconds=60),
+    ),
+    tolerance=DEFAULT_TOLERANCE,
+)
+
+# Down slowly: removing a node evicts its pods and bringing it back costs a boot, so the
+# lower recommendation must hold for 10 minutes (Cluster Autoscaler's scale-down-unneeded
+# time) and then at most 20% or 5 nodes go per minute, whichever is more. The HPA's pod
+# default (any amount after 5 minutes) would drain a fleet at once on one bad reading.
+DEFAULT_SCALE_DOWN = Rules(
+    stabilization_window_seconds=600,
+    select_policy=SelectPolicy.MAX,
+    policies=(
+        ScalingPolicy(type=ScalingPolicyType.PERCENT, value=20, period_seconds=60),
+        ScalingPolicy(type=ScalingPolicyType.REPLICAS, value=5, period_seconds=60),
+    ),
+    tolerance=DEFAULT_TOLERANCE,
+)
+
+
+class Behavior(Spec):
+    scale_up: ScalingRules | None = None
+    scale_down: ScalingRules | None = None
+
+    @property
+    def up(self) -> Rules:
+        return DEFAULT_SCALE_UP.overlay(self.scale_up)
+
+    @property
+    def down(self) -> Rules:
+        return DEFAULT_SCALE_DOWN.overlay(self.scale_down)
+
+
+# --- the document ------------------------------------------------------------------------
+
+
+class PolicySpec(Spec):
+    min_replicas: Annotated[int, Field(ge=0, le=100_000)]
+    max_replicas: Annotated[int, Field(ge=1, le=100_000)]
+    metrics: Annotated[list[MetricSpec], Field(min_length=1, max_length=20)]
+    behavior: Behavior = Behavior()
+    # CloudWatch alarms whose state changes trigger an evaluation at once (the fast path).
+    alarms: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=20)
+    ] = []
+
+    @field_validator("max_replicas")
+    @classmethod
+    def _max_not_below_min(cls, max_replicas: int, info: ValidationInfo) -> int:
+        min_replicas = info.data.get("min_replicas")
+        if min_replicas is not None and max_replicas < min_replicas:
+            raise ValueError(f"maxReplicas ({max_replicas}) is below minReplicas ({min_replicas})")
+        return max_replicas
+
+    @field_validator("metrics")
+    @classmethod
+    def _unique_metric_names(cls, metrics: list[MetricBase]) -> list[MetricBase]:
+        first_seen: dict[str, int] = {}
+        for index, metric in enumerate(metrics):
+            if metric.key in first_seen:
+                raise ValueError(
+                    f"duplicate metric name {metric.key!r} (metrics[{first_seen[metric.key]}] and "
+                    f"metrics[{index}]); give each metric a unique name"
+                )
+            first_seen[metric.key] = index
+        return metrics
+
+
+class Metadata(Spec):
+    name: Annotated[str, Field(pattern=NAME_PATTERN)]
+    description: str | None = None
+
+
+class NodeGroupPolicy(Spec):
+    """One policy document; node groups name it with the `nodescaler/policy` tag."""
+
+    api_version: Literal["nodescaler.io/v1alpha1"] = "nodescaler.io/v1alpha1"
+    kind: Literal["NodeGroupPolicy"] = "NodeGroupPolicy"
+    metadata: Metadata
+    spec: PolicySpec
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name

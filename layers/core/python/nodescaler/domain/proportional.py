@@ -1,0 +1,77 @@
+"""The proportional function for one metric, with the HPA's object/external-metric semantics.
+
+`Value` and `Utilization`: desired = ceil(value / target × ready), where ready is the count
+of in-service nodes (the HPA multiplies by ready pods: booting nodes are not yet measured).
+`AverageValue`: desired = ceil(value / target), tested for tolerance on value / (target × current).
+A usage ratio within [1 - down tolerance, 1 + up tolerance] keeps the current count.
+
+Unlike the HPA, a group at zero replicas still scales: `Value` gives ceil(value / target)
+and `AverageValue` ceil(value / target), with no tolerance (there is nothing to hold).
+`Utilization` of no nodes means nothing, so with none ready it abstains.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from nodescaler.domain.policy import MetricBase, PendingPodsMetric, TargetType
+
+# Float noise such as 60 / 0.1 = 600.0000000000001 must not become 601 replicas; a
+# relative slack this small never changes a result that is not noise.
+_RELATIVE_SLACK = 1e-12
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    up: float
+    down: float
+
+    def within(self, usage_ratio: float) -> bool:
+        return 1.0 - self.down <= usage_ratio <= 1.0 + self.up
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """`replicas` is None when the metric abstains (pending pods with nothing pending)."""
+
+    replicas: int | None
+    usage_ratio: float | None
+    held_by_tolerance: bool = False
+
+
+def _ceil(x: float) -> int:
+    return math.ceil(x - abs(x) * _RELATIVE_SLACK)
+
+
+def recommend(
+    metric: MetricBase, value: float, current: int, tolerances: Tolerances, ready: int | None = None
+) -> Recommendation:
+    """Replicas this one metric asks for, given its (valid, finite, non-negative) value.
+
+    `ready` is the number of in-service nodes (defaults to `current`).
+    """
+    ready = current if ready is None else ready
+    target = metric.target.amount
+    if isinstance(metric, PendingPodsMetric):
+        # Additive, not proportional: the value is how many new nodes pending pods need.
+        if value <= 0:
+            return Recommendation(replicas=None, usage_ratio=None)
+        return Recommendation(replicas=current + _ceil(value / target), usage_ratio=None)
+
+    if metric.target.type is TargetType.AVERAGE_VALUE:
+        if current == 0:
+            return Recommendation(replicas=_ceil(value / target), usage_ratio=None)
+        usage_ratio = value / (target * current)
+        proposed = _ceil(value / target)
+    else:  # Value, Utilization: a total (or a percentage) against its target
+        usage_ratio = value / target
+        if metric.target.type is TargetType.UTILIZATION and (current == 0 or ready == 0):
+            return Recommendation(replicas=None, usage_ratio=None)
+        if current == 0 or ready == 0:  # nothing measured yet: size for the value alone
+            return Recommendation(replicas=_ceil(usage_ratio), usage_ratio=usage_ratio)
+        proposed = _ceil(usage_ratio * ready)
+
+    if tolerances.within(usage_ratio):
+        return Recommendation(current, usage_ratio, held_by_tolerance=proposed != current)
+    return Recommendation(proposed, usage_ratio)

@@ -1,0 +1,30 @@
+"""What a metric producer hands the core: a value and when it was true, or why there is none."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict
+
+
+class MetricReading(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    value: float
+    at: AwareDatetime
+    detail: str | None = None  # how the value was made, e.g. "2000 visible + 400 in flight"
+
+
+class MetricUnavailable(BaseModel):
+    """A producer's typed "no value": the queue is gone, CloudWatch had no datapoint, ..."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reason: str
+
+
+Reading = MetricReading | MetricUnavailable
+
+
+def reading_at(value: float, at: datetime, detail: str | None = None) -> MetricReading:
+    return MetricReading(value=value, at=at, detail=detail)

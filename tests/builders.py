@@ -1,0 +1,100 @@
+"""Small builders shared by the tests: policies from plain dicts, readings, a fixed instant."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
+from nodescaler.domain.history import History
+from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.readings import MetricReading, Reading
+
+T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+
+
+def minutes(n: float) -> timedelta:
+    return timedelta(minutes=n)
+
+
+def queue_metric(name: str = "jobs", per_node: float = 4) -> dict[str, Any]:
+    return {
+        "type": "SQSQueue",
+        "name": name,
+        "sqsQueue": {"queue": name},
+        "target": {"type": "AverageValue", "averageValue": per_node},
+    }
+
+
+def reservation_metric(resource: str = "cpu", percent: float = 60) -> dict[str, Any]:
+    return {
+        "type": "CapacityReservation",
+        "capacityReservation": {"resource": resource},
+        "target": {"type": "Utilization", "averageUtilization": percent},
+    }
+
+
+def value_metric(name: str, value: float) -> dict[str, Any]:
+    return {
+        "type": "CloudWatch",
+        "name": name,
+        "cloudWatch": {"metric": {"namespace": "App", "metricName": name}},
+        "target": {"type": "Value", "value": value},
+    }
+
+
+def policy(
+    *metrics: dict[str, Any],
+    min_replicas: int = 0,
+    max_replicas: int = 1000,
+    behavior: dict[str, Any] | None = None,
+    name: str = "test-policy",
+) -> NodeGroupPolicy:
+    spec: dict[str, Any] = {
+        "minReplicas": min_replicas,
+        "maxReplicas": max_replicas,
+        "metrics": list(metrics) or [queue_metric()],
+    }
+    if behavior is not None:
+        spec["behavior"] = behavior
+    return NodeGroupPolicy.model_validate({"metadata": {"name": name}, "spec": spec})
+
+
+# Behavior that leaves only the proportional function: no window, no rate limit.
+UNLIMITED = {
+    "scaleUp": {
+        "stabilizationWindowSeconds": 0,
+        "policies": [{"type": "Percent", "value": 100000, "periodSeconds": 1}],
+    },
+    "scaleDown": {
+        "stabilizationWindowSeconds": 0,
+        "policies": [{"type": "Percent", "value": 100, "periodSeconds": 1}],
+    },
+}
+
+
+def readings(at: datetime = T0, **values: float) -> dict[str, Reading]:
+    return {name.replace("_", "-"): MetricReading(value=v, at=at) for name, v in values.items()}
+
+
+def run(
+    the_policy: NodeGroupPolicy,
+    current: int,
+    values: dict[str, Reading],
+    history: History | None = None,
+    now: datetime = T0,
+    size: GroupSize | None = None,
+) -> Evaluation:
+    return decide(
+        node_group="ng-test",
+        policy=the_policy,
+        size=size or GroupSize(current=current),
+        readings=values,
+        history=history or History(),
+        now=now,
+    )
+
+
+def act(the_policy: NodeGroupPolicy, evaluation: Evaluation) -> History:
+    """The history after the decision was carried out, as the evaluator will record it."""
+    return record_scale(evaluation.history, the_policy, evaluation.decision)

@@ -1,0 +1,583 @@
+"""The autoscaling function end to end: combining metrics, behavior, bounds and the decision record."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from nodescaler.domain.autoscaler import GroupSize
+from nodescaler.domain.decision import Limit, MetricStatus
+from nodescaler.domain.history import History, ScaleEvent, TimedRecommendation
+from nodescaler.domain.readings import MetricReading, MetricUnavailable
+
+from tests.builders import (
+    T0,
+    UNLIMITED,
+    act,
+    minutes,
+    policy,
+    queue_metric,
+    readings,
+    reservation_metric,
+    run,
+    value_metric,
+)
+
+GPU_BURST = policy(
+    queue_metric("jobs", per_node=4),
+    min_replicas=0,
+    max_replicas=600,
+    behavior={
+        "scaleUp": {"policies": [{"type": "Replicas", "value": 600, "periodSeconds": 60}]},
+        "scaleDown": {
+            "stabilizationWindowSeconds": 600,
+            "policies": [{"type": "Percent", "value": 100, "periodSeconds": 60}],
+        },
+    },
+)
+
+
+# --- the reference design's worked examples ---------------------------------------------
+
+
+def test_given_2400_queued_tasks_at_4_per_node_when_the_group_is_empty_then_it_goes_to_600_in_one_decision() -> (
+    None
+):
+    decision = run(GPU_BURST, 0, readings(jobs=2400)).decision
+    assert (decision.current, decision.desired) == (0, 600)
+    assert decision.limited_by == ()
+    assert decision.reason.startswith("scale up 0 → 600 | jobs: 2400 against 4/replica → 600")
+
+
+def test_given_the_queue_is_drained_then_the_group_returns_to_0_once_the_scale_down_window_has_passed() -> (
+    None
+):
+    first = run(GPU_BURST, 0, readings(jobs=2400))
+    history = act(GPU_BURST, first)
+    desired_by_minute = {}
+    for minute in range(1, 12):
+        now = T0 + minutes(minute)
+        evaluation = run(GPU_BURST, 600, readings(now, jobs=0), history, now)
+        history = evaluation.history
+        desired_by_minute[minute] = evaluation.decision.desired
+        if minute < 10:
+            assert evaluation.decision.limited_by == (Limit.STABILIZATION,)
+    # The 600 recommendation leaves the 600 s window exactly 10 minutes later, not before.
+    assert desired_by_minute == {m: 600 for m in range(1, 10)} | {10: 0, 11: 0}
+
+
+def test_given_11_one_core_pods_on_one_16_core_node_at_a_60_percent_target_then_it_scales_up() -> (
+    None
+):
+    bob = policy(
+        reservation_metric("cpu", 60),
+        reservation_metric("memory", 60),
+        min_replicas=1,
+        max_replicas=10,
+    )
+    decision = run(
+        bob, 1, readings(reservation_cpu=11 / 16 * 100, reservation_memory=11 / 20 * 100)
+    ).decision
+    assert decision.desired == 2
+    assert [(m.name, m.recommendation) for m in decision.metrics] == [
+        ("reservation-cpu", 2),
+        ("reservation-memory", 1),
+    ]
+
+
+def test_given_9_pods_on_that_node_then_it_holds() -> None:
+    bob = policy(
+        reservation_metric("cpu", 60),
+        reservation_metric("memory", 60),
+        min_replicas=1,
+        max_replicas=10,
+    )
+    assert (
+        run(
+            bob, 1, readings(reservation_cpu=9 / 16 * 100, reservation_memory=9 / 20 * 100)
+        ).decision.desired
+        == 1
+    )
+
+
+# --- several metrics ---------------------------------------------------------------------
+
+TWO = policy(value_metric("a", 10), value_metric("b", 10), behavior=UNLIMITED, max_replicas=100)
+
+
+@pytest.mark.parametrize(
+    ("values", "expected", "limits"),
+    [
+        ({"a": 40, "b": 20}, 40, ()),  # highest recommendation wins
+        ({"a": 5, "b": 5}, 5, ()),  # both agree on scale-in
+        (
+            {"a": 40, "b": MetricUnavailable(reason="no datapoints")},
+            40,
+            (),
+        ),  # scale-up from what is there
+        ({"a": 5, "b": MetricUnavailable(reason="no datapoints")}, 10, (Limit.MISSING_METRIC,)),
+        ({"a": 5}, 10, (Limit.MISSING_METRIC,)),  # no reading at all is missing too
+        ({}, 10, (Limit.MISSING_METRIC,)),  # all missing: nothing changes
+        ({"a": 5, "b": math.nan}, 10, (Limit.MISSING_METRIC,)),
+        ({"a": 5, "b": -3.0}, 10, (Limit.MISSING_METRIC,)),
+        ({"a": 5, "b": math.inf}, 10, (Limit.MISSING_METRIC,)),
+        ({"a": 10.5, "b": 10.2}, 10, (Limit.TOLERANCE,)),
+    ],
+)
+def test_combining_metrics(
+    values: dict[str, object], expected: int, limits: tuple[Limit, ...]
+) -> None:
+    given = {
+        k: v if isinstance(v, MetricUnavailable) else MetricReading(value=v, at=T0)
+        for k, v in values.items()
+    }
+    decision = run(TWO, 10, given).decision  # type: ignore[arg-type]
+    assert (decision.desired, decision.limited_by) == (expected, limits)
+
+
+def test_given_a_stale_reading_then_it_counts_as_missing_and_blocks_scale_in() -> None:
+    given = {"a": MetricReading(value=5, at=T0), "b": MetricReading(value=5, at=T0 - minutes(6))}
+    decision = run(TWO, 10, given).decision
+    assert decision.desired == 10
+    assert [m.status for m in decision.metrics] == [MetricStatus.OK, MetricStatus.STALE]
+    assert "b stale: last value is 360s old (limit 300s)" in decision.reason
+
+
+def test_given_a_missing_metric_then_the_decision_says_which_and_why() -> None:
+    decision = run(
+        TWO,
+        10,
+        {"a": MetricReading(value=5, at=T0), "b": MetricUnavailable(reason="queue does not exist")},
+    ).decision
+    assert "b missing: queue does not exist" in decision.reason
+    assert "no scale-in" in decision.reason
+
+
+# --- bounds ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("size", "value", "expected", "limits"),
+    [
+        (GroupSize(10), 10_000, 50, (Limit.MAX,)),
+        (GroupSize(10), 0, 2, (Limit.MIN,)),
+        (
+            GroupSize(10, min_size=4, max_size=30),
+            10_000,
+            30,
+            (Limit.MAX,),
+        ),  # the ASG's own MaxSize wins
+        (GroupSize(10, min_size=4, max_size=30), 0, 4, (Limit.MIN,)),  # and its MinSize
+        (GroupSize(70), 700, 50, (Limit.MAX,)),  # outside the bounds: straight back in
+        (GroupSize(1), 0, 2, (Limit.MIN,)),
+    ],
+)
+def test_bounds(size: GroupSize, value: float, expected: int, limits: tuple[Limit, ...]) -> None:
+    bounded = policy(value_metric("a", 10), min_replicas=2, max_replicas=50, behavior=UNLIMITED)
+    decision = run(bounded, size.current, readings(a=value), size=size).decision
+    assert (decision.desired, decision.limited_by) == (expected, limits)
+
+
+# --- behavior: stabilization -------------------------------------------------------------
+
+
+def _history(
+    *recommendations: tuple[float, int], events: tuple[tuple[float, int], ...] = ()
+) -> History:
+    return History(
+        recommendations=tuple(
+            TimedRecommendation(at=T0 - minutes(m), replicas=r) for m, r in recommendations
+        ),
+        scale_events=tuple(ScaleEvent(at=T0 - minutes(m), change=c) for m, c in events),
+    )
+
+
+def _behavior(
+    up: dict[str, object] | None = None, down: dict[str, object] | None = None
+) -> dict[str, object]:
+    return {
+        "scaleUp": {
+            "stabilizationWindowSeconds": 0,
+            "policies": [{"type": "Percent", "value": 100000, "periodSeconds": 60}],
+        }
+        | (up or {}),
+        "scaleDown": {
+            "stabilizationWindowSeconds": 0,
+            "policies": [{"type": "Percent", "value": 100, "periodSeconds": 60}],
+        }
+        | (down or {}),
+    }
+
+
+@pytest.mark.parametrize(
+    ("case", "behavior", "history", "value", "expected", "limits"),
+    [
+        (
+            "down window keeps the highest recent",
+            _behavior(down={"stabilizationWindowSeconds": 300}),
+            _history((4, 8), (2, 7)),
+            5,
+            8,
+            (Limit.STABILIZATION,),
+        ),
+        (
+            "down window forgets what is older",
+            _behavior(down={"stabilizationWindowSeconds": 300}),
+            _history((6, 9), (5, 8)),
+            5,
+            5,
+            (),
+        ),
+        (
+            "a sample exactly at the cutoff is outside",
+            _behavior(down={"stabilizationWindowSeconds": 300}),
+            _history((5, 9)),
+            5,
+            5,
+            (),
+        ),
+        (
+            "down window never goes above current",
+            _behavior(down={"stabilizationWindowSeconds": 300}),
+            _history((1, 20)),
+            5,
+            10,
+            (Limit.STABILIZATION,),
+        ),
+        (
+            "up window keeps the lowest recent",
+            _behavior(up={"stabilizationWindowSeconds": 180}),
+            _history((2, 12), (1, 15)),
+            200,
+            12,
+            (Limit.STABILIZATION,),
+        ),
+        (
+            "up window never goes below current",
+            _behavior(up={"stabilizationWindowSeconds": 180}),
+            _history((2, 3)),
+            200,
+            10,
+            (Limit.STABILIZATION,),
+        ),
+        (
+            "a group seen first starts from its current size",
+            _behavior(down={"stabilizationWindowSeconds": 300}),
+            History(),
+            5,
+            10,
+            (Limit.STABILIZATION,),
+        ),
+        ("no window, no wait", _behavior(), History(), 5, 5, ()),
+    ],
+)
+def test_stabilization(
+    case: str,
+    behavior: dict[str, object],
+    history: History,
+    value: float,
+    expected: int,
+    limits: tuple[Limit, ...],
+) -> None:
+    the_policy = policy(value_metric("a", 10), behavior=behavior)
+    decision = run(
+        the_policy, 10, readings(a=value), history
+    ).decision  # a Value metric at 10 per replica: raw = value
+    assert (decision.desired, decision.limited_by) == (expected, limits), case
+
+
+def test_given_a_hold_for_a_missing_metric_then_nothing_is_recorded() -> None:
+    the_policy = policy(
+        value_metric("a", 10),
+        value_metric("b", 10),
+        behavior=_behavior(down={"stabilizationWindowSeconds": 300}),
+    )
+    history = _history((4, 12))
+    evaluation = run(the_policy, 10, {"a": MetricReading(value=5, at=T0)}, history)
+    assert evaluation.decision.desired == 10
+    assert evaluation.history == history
+
+
+def test_given_equal_recommendations_then_only_the_newest_is_kept() -> None:
+    the_policy = policy(
+        value_metric("a", 10), behavior=_behavior(down={"stabilizationWindowSeconds": 300})
+    )
+    after = run(the_policy, 10, readings(a=8), _history((4, 8), (3, 9), (2, 8))).history
+    assert [(r.at, r.replicas) for r in after.recommendations] == [(T0 - minutes(3), 9), (T0, 8)]
+
+
+def test_given_booting_nodes_then_value_and_utilization_scale_the_ready_ones() -> None:
+    # 10 desired, 5 in service at 120% of a 60% reservation: 10 nodes are enough, not 20.
+    the_policy = policy(
+        reservation_metric("cpu", 60), value_metric("depth", 100), behavior=UNLIMITED
+    )
+    size = GroupSize(current=10, ready=5)
+    decision = run(the_policy, 10, readings(reservation_cpu=120, depth=300), size=size).decision
+    assert [m.recommendation for m in decision.metrics] == [10, 15]
+
+
+def test_given_no_ready_node_then_utilization_abstains() -> None:
+    the_policy = policy(reservation_metric("cpu", 60), behavior=UNLIMITED)
+    decision = run(
+        the_policy, 3, readings(reservation_cpu=0), size=GroupSize(current=3, ready=0)
+    ).decision
+    assert (decision.desired, decision.metrics[0].status) == (3, MetricStatus.ABSTAINED)
+
+
+def test_every_raw_recommendation_is_remembered_and_old_ones_are_dropped() -> None:
+    the_policy = policy(
+        value_metric("a", 10), behavior=_behavior(down={"stabilizationWindowSeconds": 300})
+    )
+    history = _history((10, 3), (4, 8))
+    after = run(the_policy, 10, readings(a=5), history).history
+    assert [(r.at, r.replicas) for r in after.recommendations] == [(T0 - minutes(4), 8), (T0, 5)]
+
+
+# --- behavior: rate policies -------------------------------------------------------------
+
+
+def _rates(
+    up: list[dict[str, object]] | None = None,
+    down: list[dict[str, object]] | None = None,
+    up_select: str | None = None,
+    down_select: str | None = None,
+) -> dict[str, object]:
+    behavior = _behavior()
+    if up is not None:
+        behavior["scaleUp"] = {"stabilizationWindowSeconds": 0, "policies": up} | (
+            {"selectPolicy": up_select} if up_select else {}
+        )
+    if down is not None:
+        behavior["scaleDown"] = {"stabilizationWindowSeconds": 0, "policies": down} | (
+            {"selectPolicy": down_select} if down_select else {}
+        )
+    return behavior
+
+
+def replicas(n: int, period: int = 60) -> dict[str, object]:
+    return {"type": "Replicas", "value": n, "periodSeconds": period}
+
+
+def percent(n: int, period: int = 60) -> dict[str, object]:
+    return {"type": "Percent", "value": n, "periodSeconds": period}
+
+
+@pytest.mark.parametrize(
+    ("case", "behavior", "history", "value", "expected", "limits"),
+    [
+        (
+            "replicas policy caps scale-up",
+            _rates(up=[replicas(4)]),
+            History(),
+            1000,
+            14,
+            (Limit.SCALE_UP_RATE,),
+        ),
+        (
+            "percent up rounds up",
+            _rates(up=[percent(15)]),
+            History(),
+            1000,
+            12,
+            (Limit.SCALE_UP_RATE,),
+        ),
+        (
+            "select Max takes the larger change",
+            _rates(up=[replicas(4), percent(100)]),
+            History(),
+            1000,
+            20,
+            (Limit.SCALE_UP_RATE,),
+        ),
+        (
+            "select Min takes the smaller change",
+            _rates(up=[replicas(4), percent(100)], up_select="Min"),
+            History(),
+            1000,
+            14,
+            (Limit.SCALE_UP_RATE,),
+        ),
+        (
+            "scale-up Disabled holds",
+            _rates(up=[replicas(4)], up_select="Disabled"),
+            History(),
+            1000,
+            10,
+            (Limit.SCALING_DISABLED,),
+        ),
+        (
+            "events inside the period use the allowance",
+            _rates(up=[replicas(4)]),
+            _history(events=((0.5, 3),)),
+            1000,
+            11,
+            (Limit.SCALE_UP_RATE,),
+        ),
+        (
+            "allowance used up holds",
+            _rates(up=[replicas(4)]),
+            _history(events=((0.5, 4),)),
+            1000,
+            10,
+            (Limit.SCALE_UP_RATE,),
+        ),
+        (
+            "events at the period's edge no longer count",
+            _rates(up=[replicas(4)]),
+            _history(events=((1, 4),)),
+            1000,
+            14,
+            (Limit.SCALE_UP_RATE,),
+        ),
+        (
+            "a scale-down inside the period gives allowance back",
+            _rates(up=[replicas(4)]),
+            _history(events=((0.5, -2),)),
+            1000,
+            16,
+            (Limit.SCALE_UP_RATE,),
+        ),
+        (
+            "max wins over a looser rate",
+            _rates(up=[replicas(4000)]),
+            History(),
+            100_000,
+            1000,
+            (Limit.MAX,),
+        ),
+        (
+            "replicas policy caps scale-down",
+            _rates(down=[replicas(3)]),
+            History(),
+            0,
+            7,
+            (Limit.SCALE_DOWN_RATE,),
+        ),
+        (
+            "percent down truncates",
+            _rates(down=[percent(15)]),
+            History(),
+            0,
+            8,
+            (Limit.SCALE_DOWN_RATE,),
+        ),
+        (
+            "select Max on the way down removes more",
+            _rates(down=[replicas(1), percent(50)]),
+            History(),
+            0,
+            5,
+            (Limit.SCALE_DOWN_RATE,),
+        ),
+        (
+            "select Min on the way down removes less",
+            _rates(down=[replicas(1), percent(50)], down_select="Min"),
+            History(),
+            0,
+            9,
+            (Limit.SCALE_DOWN_RATE,),
+        ),
+        (
+            "scale-down Disabled holds",
+            _rates(down=[percent(100)], down_select="Disabled"),
+            History(),
+            0,
+            10,
+            (Limit.SCALING_DISABLED,),
+        ),
+        (
+            "a desired count inside the allowance is untouched",
+            _rates(down=[replicas(3)]),
+            History(),
+            8,
+            8,
+            (),
+        ),
+    ],
+)
+def test_rate_policies(
+    case: str,
+    behavior: dict[str, object],
+    history: History,
+    value: float,
+    expected: int,
+    limits: tuple[Limit, ...],
+) -> None:
+    the_policy = policy(value_metric("a", 10), behavior=behavior, max_replicas=1000)
+    decision = run(the_policy, 10, readings(a=value), history).decision
+    assert (decision.desired, decision.limited_by) == (expected, limits), case
+
+
+def test_given_the_default_behavior_then_a_burst_from_zero_ramps_at_100_nodes_a_minute() -> None:
+    the_policy = policy(queue_metric("jobs", per_node=4), max_replicas=600)
+    history, current, path = History(), 0, []
+    for minute in range(6):
+        now = T0 + minutes(minute)
+        evaluation = run(the_policy, current, readings(now, jobs=2400), history, now)
+        history, current = act(the_policy, evaluation), evaluation.decision.desired
+        path.append(current)
+    assert path == [100, 200, 400, 600, 600, 600]
+
+
+def test_given_the_default_behavior_then_scale_in_waits_10_minutes_then_sheds_20_percent_or_5_a_minute() -> (
+    None
+):
+    the_policy = policy(queue_metric("jobs", per_node=4), max_replicas=600)
+    history, current, path = History(), 100, []
+    for minute in range(14):
+        now = T0 + minutes(minute)
+        value = 400 if minute == 0 else 0
+        evaluation = run(the_policy, current, readings(now, jobs=value), history, now)
+        history, current = act(the_policy, evaluation), evaluation.decision.desired
+        path.append(current)
+    assert path == [100] * 10 + [80, 64, 51, 40]
+
+
+# --- the decision record -----------------------------------------------------------------
+
+
+def test_the_decision_carries_every_input_and_the_reason() -> None:
+    the_policy = policy(
+        queue_metric("jobs", per_node=4),
+        reservation_metric("cpu", 60),
+        max_replicas=500,
+        name="batch",
+    )
+    decision = run(
+        the_policy,
+        4,
+        {"jobs": MetricReading(value=4000, at=T0, detail="3800 visible + 200 in flight")},
+    ).decision
+    assert decision.model_dump(mode="json", exclude={"metrics"}) == {
+        "node_group": "ng-test",
+        "policy": "batch",
+        "at": "2026-03-02T12:00:00Z",
+        "current": 4,
+        "desired": 104,  # the default scale-up allows +100 a minute
+        "min_replicas": 0,
+        "max_replicas": 500,
+        "recommendation": 1000,
+        "limited_by": ["scale-up-rate"],
+        "reason": "scale up 4 → 104 | jobs: 3800 visible + 200 in flight → 1000 | reservation-cpu missing: no reading was produced | limited by the scale-up rate",
+    }
+    jobs, cpu = decision.metrics
+    assert (jobs.value, jobs.target, jobs.recommendation, jobs.status) == (
+        4000,
+        "4/replica",
+        1000,
+        MetricStatus.OK,
+    )
+    assert (cpu.value, cpu.target, cpu.recommendation, cpu.status) == (
+        None,
+        "60%",
+        None,
+        MetricStatus.MISSING,
+    )
+    assert decision.direction == "up"
+    assert decision.change == 100
+
+
+def test_the_same_inputs_give_the_same_decision() -> None:
+    first = run(GPU_BURST, 3, readings(jobs=100))
+    second = run(GPU_BURST, 3, readings(jobs=100))
+    assert first == second

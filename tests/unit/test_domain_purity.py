@@ -1,0 +1,66 @@
+"""The domain is pure: no AWS, Kubernetes or Powertools import, and no clock reading."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import nodescaler.domain
+
+DOMAIN = Path(nodescaler.domain.__file__).parent
+FORBIDDEN_MODULES = {
+    "boto3",
+    "botocore",
+    "kubernetes",
+    "aws_lambda_powertools",
+    "moto",
+    "requests",
+    "urllib3",
+}
+CLOCK_CALLS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter"}
+
+
+def _imports(tree: ast.AST) -> set[str]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def _clock_calls(tree: ast.AST) -> list[str]:
+    calls = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            if (
+                node.func.attr in CLOCK_CALLS
+                and isinstance(owner, ast.Name)
+                and owner.id in {"datetime", "time", "date"}
+            ):
+                calls.append(f"{owner.id}.{node.func.attr}() at line {node.lineno}")
+    return calls
+
+
+def test_given_the_domain_package_then_it_imports_no_aws_kubernetes_or_powertools() -> None:
+    offenders = {
+        path.name: sorted(_imports(ast.parse(path.read_text())) & FORBIDDEN_MODULES)
+        for path in DOMAIN.glob("*.py")
+    }
+    assert {name: mods for name, mods in offenders.items() if mods} == {}
+
+
+def test_given_the_domain_package_then_it_never_reads_the_clock() -> None:
+    offenders = {
+        path.name: _clock_calls(ast.parse(path.read_text())) for path in DOMAIN.glob("*.py")
+    }
+    assert {name: calls for name, calls in offenders.items() if calls} == {}
+
+
+def test_the_purity_checks_can_fail() -> None:
+    # Guards the guards: a module that breaks both rules is caught.
+    bad = ast.parse("import boto3\nfrom datetime import datetime\nx = datetime.now()\n")
+    assert _imports(bad) & FORBIDDEN_MODULES == {"boto3"}
+    assert _clock_calls(bad) == ["datetime.now() at line 3"]

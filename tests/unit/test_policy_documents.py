@@ -1,0 +1,430 @@
+"""Policy documents: the samples load, defaults resolve, and each bad policy gives one clear error."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from nodescaler.domain.documents import PolicyError, field_path, parse_policy
+from nodescaler.domain.policy import DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP, SelectPolicy
+from nodescaler.policy_files import load_policies
+
+REPO = Path(__file__).resolve().parents[2]
+
+VALID = """\
+apiVersion: nodescaler.io/v1alpha1
+kind: NodeGroupPolicy
+metadata: {name: batch}
+spec:
+  minReplicas: 0
+  maxReplicas: 10
+  metrics:
+    - type: SQSQueue
+      sqsQueue: {queue: jobs}
+      target: {type: AverageValue, averageValue: 4}
+"""
+
+
+def _with(spec_yaml: str) -> str:
+    """A valid document whose spec is replaced by `spec_yaml`."""
+    head = VALID.split("spec:", maxsplit=1)[0]
+    return head + "spec:\n" + textwrap.indent(textwrap.dedent(spec_yaml), "  ")
+
+
+QUEUE = """\
+metrics:
+  - type: SQSQueue
+    sqsQueue: {queue: jobs}
+    target: {type: AverageValue, averageValue: 4}
+"""
+
+BAD_POLICIES = [
+    # (case, document, field path, words the message must contain)
+    (
+        "min above max",
+        _with("minReplicas: 5\nmaxReplicas: 3\n" + QUEUE),
+        "spec.maxReplicas",
+        "below minReplicas (5)",
+    ),
+    (
+        "zero target",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: SQSQueue
+            sqsQueue: {queue: jobs}
+            target: {type: AverageValue, averageValue: 0}
+        """),
+        "spec.metrics[0].target.averageValue",
+        "greater than 0",
+    ),
+    (
+        "negative target",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: CloudWatch
+            cloudWatch: {metric: {namespace: App, metricName: Depth}}
+            target: {type: Value, value: -2}
+        """),
+        "spec.metrics[0].target.value",
+        "greater than 0",
+    ),
+    (
+        "unknown metric type",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: Prometheus
+            target: {type: Value, value: 1}
+        """),
+        "spec.metrics[0]",
+        "unknown metric type 'Prometheus'",
+    ),
+    (
+        "unknown field",
+        _with("minReplicas: 0\nmaxReplicas: 3\nmaxSurge: 2\n" + QUEUE),
+        "spec.maxSurge",
+        "unknown field",
+    ),
+    (
+        "unknown nested field",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: SQSQueue
+            sqsQueue: {queue: jobs, region: eu-west-1}
+            target: {type: AverageValue, averageValue: 4}
+        """),
+        "spec.metrics[0].sqsQueue.region",
+        "unknown field",
+    ),
+    (
+        "Utilization on a queue",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: SQSQueue
+            sqsQueue: {queue: jobs}
+            target: {type: Utilization, averageUtilization: 50}
+        """),
+        "spec.metrics[0].target",
+        "Utilization is not valid for a SQSQueue metric",
+    ),
+    (
+        "target field of another type",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: SQSQueue
+            sqsQueue: {queue: jobs}
+            target: {type: AverageValue, value: 4}
+        """),
+        "spec.metrics[0].target",
+        "needs averageValue",
+    ),
+    (
+        "periodSeconds zero",
+        _with(
+            "minReplicas: 0\nmaxReplicas: 3\n"
+            + QUEUE
+            + """\
+behavior:
+  scaleUp:
+    policies: [{type: Replicas, value: 4, periodSeconds: 0}]
+"""
+        ),
+        "spec.behavior.scaleUp.policies[0].periodSeconds",
+        "greater than or equal to 1",
+    ),
+    (
+        "periodSeconds above 1800",
+        _with(
+            "minReplicas: 0\nmaxReplicas: 3\n"
+            + QUEUE
+            + """\
+behavior:
+  scaleDown:
+    policies: [{type: Percent, value: 10, periodSeconds: 1801}]
+"""
+        ),
+        "spec.behavior.scaleDown.policies[0].periodSeconds",
+        "less than or equal to 1800",
+    ),
+    (
+        "stabilization above 3600",
+        _with(
+            "minReplicas: 0\nmaxReplicas: 3\n"
+            + QUEUE
+            + """\
+behavior:
+  scaleDown: {stabilizationWindowSeconds: 3601}
+"""
+        ),
+        "spec.behavior.scaleDown.stabilizationWindowSeconds",
+        "less than or equal to 3600",
+    ),
+    (
+        "negative stabilization",
+        _with(
+            "minReplicas: 0\nmaxReplicas: 3\n"
+            + QUEUE
+            + """\
+behavior:
+  scaleUp: {stabilizationWindowSeconds: -1}
+"""
+        ),
+        "spec.behavior.scaleUp.stabilizationWindowSeconds",
+        "greater than or equal to 0",
+    ),
+    (
+        "unknown selectPolicy",
+        _with(
+            "minReplicas: 0\nmaxReplicas: 3\n"
+            + QUEUE
+            + """\
+behavior:
+  scaleUp: {selectPolicy: Average}
+"""
+        ),
+        "spec.behavior.scaleUp.selectPolicy",
+        "'Max', 'Min' or 'Disabled'",
+    ),
+    (
+        "malformed cron",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: Schedule
+            schedule:
+              entries: [{start: "0 25 * * *", end: "0 18 * * *", replicas: 3}]
+        """),
+        "spec.metrics[0].schedule.entries[0].start",
+        "malformed cron expression '0 25 * * *'",
+    ),
+    (
+        "cron with six fields",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: Schedule
+            schedule:
+              entries: [{start: "0 0 8 * * *", end: "0 18 * * *", replicas: 3}]
+        """),
+        "spec.metrics[0].schedule.entries[0].start",
+        "expected 5 fields",
+    ),
+    (
+        "unknown time zone",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: Schedule
+            schedule:
+              timeZone: Europe/Atlantis
+              entries: [{start: "0 8 * * *", end: "0 18 * * *", replicas: 3}]
+        """),
+        "spec.metrics[0].schedule.timeZone",
+        "unknown time zone 'Europe/Atlantis'",
+    ),
+    (
+        "duplicate metric names",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: SQSQueue
+            name: jobs
+            sqsQueue: {queue: a}
+            target: {type: AverageValue, averageValue: 4}
+          - type: SQSQueue
+            name: jobs
+            sqsQueue: {queue: b}
+            target: {type: AverageValue, averageValue: 4}
+        """),
+        "spec.metrics",
+        "duplicate metric name 'jobs' (metrics[0] and metrics[1])",
+    ),
+    (
+        "duplicate default names",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - {type: CapacityReservation, capacityReservation: {resource: cpu}, target: {type: Utilization, averageUtilization: 60}}
+          - {type: CapacityReservation, capacityReservation: {resource: cpu}, target: {type: Utilization, averageUtilization: 70}}
+        """),
+        "spec.metrics",
+        "duplicate metric name 'reservation-cpu'",
+    ),
+    (
+        "cloudwatch without metric or expression",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: CloudWatch
+            cloudWatch: {periodSeconds: 60}
+            target: {type: Value, value: 1}
+        """),
+        "spec.metrics[0].cloudWatch",
+        "exactly one of metric or expression",
+    ),
+    (
+        "unknown statistic",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: CloudWatch
+            cloudWatch: {metric: {namespace: App, metricName: Depth, statistic: Mean}}
+            target: {type: Value, value: 1}
+        """),
+        "spec.metrics[0].cloudWatch.metric.statistic",
+        "unknown statistic 'Mean'",
+    ),
+    (
+        "utilization above 100",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - {type: CapacityReservation, capacityReservation: {resource: memory}, target: {type: Utilization, averageUtilization: 120}}
+        """),
+        "spec.metrics[0].target.averageUtilization",
+        "less than or equal to 100",
+    ),
+    (
+        "negative minReplicas",
+        _with("minReplicas: -1\nmaxReplicas: 3\n" + QUEUE),
+        "spec.minReplicas",
+        "greater than or equal to 0",
+    ),
+    (
+        "no metrics",
+        _with("minReplicas: 0\nmaxReplicas: 3\nmetrics: []\n"),
+        "spec.metrics",
+        "at least 1 item",
+    ),
+    (
+        "bad name",
+        VALID.replace("name: batch", "name: Batch_Jobs"),
+        "metadata.name",
+        "should match pattern",
+    ),
+    (
+        "wrong kind",
+        VALID.replace("kind: NodeGroupPolicy", "kind: HorizontalPodAutoscaler"),
+        "kind",
+        "'NodeGroupPolicy'",
+    ),
+    (
+        "duplicate YAML key",
+        VALID.replace("  minReplicas: 0\n", "  minReplicas: 0\n  minReplicas: 1\n"),
+        "line 6, column 3",
+        "key 'minReplicas' is given twice",
+    ),
+    ("a list as a key", "? [a, b]\n: 1\n", "line 1, column 3", "a key must be a plain name"),
+    ("not YAML", "spec: [unclosed\n", "line 2, column 1", "expected"),
+    ("empty document", "", "(document)", "got empty"),
+    ("a list, not a mapping", "- 1\n- 2\n", "(document)", "got a list"),
+]
+
+
+@pytest.mark.parametrize(
+    ("document", "path", "words"), [c[1:] for c in BAD_POLICIES], ids=[c[0] for c in BAD_POLICIES]
+)
+def test_given_a_bad_policy_when_parsed_then_one_error_names_the_file_and_field(
+    document: str, path: str, words: str
+) -> None:
+    with pytest.raises(PolicyError) as caught:
+        parse_policy(document, "policies/batch.yaml")
+    assert len(caught.value.problems) == 1, caught.value.problems
+    problem = caught.value.problems[0]
+    assert problem.startswith(f"policies/batch.yaml: {path}: "), problem
+    assert words in problem
+
+
+def test_given_the_valid_base_document_then_it_parses() -> None:
+    # The bad cases above differ from this one by one defect each.
+    assert parse_policy(VALID, "batch.yaml").spec.metrics[0].key == "sqs-queue"
+
+
+def test_given_the_repository_policies_then_all_load() -> None:
+    assert set(load_policies(REPO / "policies")) == {
+        "gpu-training",
+        "microservices",
+        "business-hours",
+    }
+
+
+def test_given_a_folder_with_several_bad_files_then_every_problem_is_reported(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.yaml").write_text(VALID.replace("maxReplicas: 10", "maxReplicas: 0"))
+    (tmp_path / "b.yml").write_text("spec: [")
+    (tmp_path / "notes.txt").write_text("ignored: not a policy")
+    with pytest.raises(PolicyError) as caught:
+        load_policies(tmp_path)
+    assert [p.split(":")[0] for p in caught.value.problems] == [
+        str(tmp_path / "a.yaml"),
+        str(tmp_path / "b.yml"),
+    ]
+
+
+def test_given_two_files_with_one_policy_name_then_the_second_is_rejected(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(VALID)
+    (tmp_path / "b.yaml").write_text(VALID)
+    with pytest.raises(
+        PolicyError, match=r"b.yaml: metadata.name: policy 'batch' is already defined in .*a.yaml"
+    ):
+        load_policies(tmp_path)
+
+
+def test_given_no_behavior_then_the_node_defaults_apply() -> None:
+    behavior = parse_policy(VALID, "batch.yaml").spec.behavior
+    assert behavior.up == DEFAULT_SCALE_UP
+    assert behavior.down == DEFAULT_SCALE_DOWN
+    assert behavior.down.stabilization_window_seconds == 600
+    assert behavior.up.tolerance == behavior.down.tolerance == 0.1
+
+
+def test_given_a_partial_behavior_then_unset_fields_keep_their_defaults() -> None:
+    document = _with(
+        "minReplicas: 0\nmaxReplicas: 3\n"
+        + QUEUE
+        + """\
+behavior:
+  scaleDown: {selectPolicy: Disabled, tolerance: 0.05}
+"""
+    )
+    down = parse_policy(document, "batch.yaml").spec.behavior.down
+    assert down.select_policy is SelectPolicy.DISABLED
+    assert down.tolerance == 0.05
+    assert down.stabilization_window_seconds == DEFAULT_SCALE_DOWN.stabilization_window_seconds
+    assert down.policies == DEFAULT_SCALE_DOWN.policies
+
+
+@pytest.mark.parametrize(
+    ("loc", "path"),
+    [
+        (("spec", "metrics", 0, "SQSQueue", "target"), "spec.metrics[0].target"),
+        (
+            ("spec", "behavior", "scaleUp", "policies", 1, "value"),
+            "spec.behavior.scaleUp.policies[1].value",
+        ),
+        ((), "(document)"),
+    ],
+)
+def test_field_paths_leave_out_the_union_tag(loc: tuple[int | str, ...], path: str) -> None:
+    assert field_path(loc) == path

@@ -1,0 +1,154 @@
+"""Properties of the autoscaling function over generated policies, readings and histories."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from nodescaler.domain.autoscaler import GroupSize, decide, effective_bounds
+from nodescaler.domain.history import History, ScaleEvent, TimedRecommendation
+from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
+
+from tests.builders import T0
+
+METRIC_NAMES = ("a", "b", "c")
+
+scaling_policy = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(["Replicas", "Percent"]),
+        "value": st.integers(1, 500),
+        "periodSeconds": st.integers(1, 1800),
+    }
+)
+rules = st.fixed_dictionaries(
+    {},
+    optional={
+        "stabilizationWindowSeconds": st.integers(0, 3600),
+        "selectPolicy": st.sampled_from(["Max", "Min", "Disabled"]),
+        "policies": st.lists(scaling_policy, min_size=1, max_size=3),
+        "tolerance": st.floats(0, 0.9),
+    },
+)
+target = st.one_of(
+    st.builds(lambda v: {"type": "Value", "value": v}, st.floats(0.01, 1e6)),
+    st.builds(lambda v: {"type": "AverageValue", "averageValue": v}, st.floats(0.01, 1e6)),
+    st.builds(lambda v: {"type": "Utilization", "averageUtilization": v}, st.floats(1, 100)),
+)
+
+
+@st.composite
+def policies(draw: st.DrawFn) -> NodeGroupPolicy:
+    low = draw(st.integers(0, 50))
+    high = draw(st.integers(max(low, 1), 1000))
+    count = draw(st.integers(1, len(METRIC_NAMES)))
+    metrics = [
+        {
+            "type": "CloudWatch",
+            "name": name,
+            "cloudWatch": {"metric": {"namespace": "App", "metricName": name}},
+            "target": draw(target),
+        }
+        for name in METRIC_NAMES[:count]
+    ]
+    behavior = {"scaleUp": draw(rules), "scaleDown": draw(rules)}
+    return NodeGroupPolicy.model_validate(
+        {
+            "metadata": {"name": "p"},
+            "spec": {
+                "minReplicas": low,
+                "maxReplicas": high,
+                "metrics": metrics,
+                "behavior": behavior,
+            },
+        }
+    )
+
+
+any_value = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(0, 1e5),
+    st.integers(0, 10**12).map(float),
+)
+reading = st.one_of(
+    st.builds(
+        lambda v, age: MetricReading(value=v, at=T0 - timedelta(seconds=age)),
+        any_value,
+        st.integers(0, 900),
+    ),
+    st.builds(MetricUnavailable, reason=st.text(max_size=20)),
+)
+readings = st.dictionaries(st.sampled_from(METRIC_NAMES), reading)
+histories = st.builds(
+    lambda recs, events: History(
+        recommendations=tuple(
+            TimedRecommendation(at=T0 - timedelta(seconds=s), replicas=r) for s, r in recs
+        ),
+        scale_events=tuple(ScaleEvent(at=T0 - timedelta(seconds=s), change=c) for s, c in events),
+    ),
+    st.lists(st.tuples(st.integers(1, 4000), st.integers(0, 2000)), max_size=8),
+    st.lists(st.tuples(st.integers(1, 2000), st.integers(-500, 500).filter(bool)), max_size=8),
+)
+sizes = st.builds(
+    lambda current, lo, extra: GroupSize(current=current, min_size=lo, max_size=lo + extra),
+    st.integers(0, 2000),
+    st.integers(0, 20),
+    st.integers(0, 2000),
+)
+
+
+def _decide(policy: NodeGroupPolicy, size: GroupSize, values: dict[str, Reading], history: History):  # type: ignore[no-untyped-def]
+    return decide(
+        node_group="ng", policy=policy, size=size, readings=values, history=history, now=T0
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(policies(), sizes, readings, histories)
+def test_the_result_is_never_outside_min_max(
+    policy: NodeGroupPolicy, size: GroupSize, values: dict[str, Reading], history: History
+) -> None:
+    decision = _decide(policy, size, values, history).decision
+    lowest, highest = effective_bounds(policy, size)
+    assert lowest <= decision.desired <= highest
+    assert size.min_size <= decision.desired <= size.max_size
+
+
+@settings(max_examples=400, deadline=None)
+@given(policies(), sizes, readings, histories)
+def test_a_missing_metric_never_causes_a_scale_in(
+    policy: NodeGroupPolicy, size: GroupSize, values: dict[str, Reading], history: History
+) -> None:
+    evaluation = _decide(policy, size, values, history)
+    lowest, highest = effective_bounds(policy, size)
+    if (
+        any(m.status.broken for m in evaluation.decision.metrics)
+        and lowest <= size.current <= highest
+    ):
+        assert evaluation.decision.desired >= size.current
+
+
+@settings(max_examples=200, deadline=None)
+@given(policies(), sizes, readings, histories)
+def test_the_same_inputs_give_the_same_decision(
+    policy: NodeGroupPolicy, size: GroupSize, values: dict[str, Reading], history: History
+) -> None:
+    assert _decide(policy, size, values, history) == _decide(policy, size, values, history)
+
+
+@settings(max_examples=200, deadline=None)
+@given(policies(), sizes, readings, histories)
+def test_every_decision_explains_itself(
+    policy: NodeGroupPolicy, size: GroupSize, values: dict[str, Reading], history: History
+) -> None:
+    decision = _decide(policy, size, values, history).decision
+    verb = (
+        "scale up"
+        if decision.desired > decision.current
+        else "scale down"
+        if decision.desired < decision.current
+        else "hold at"
+    )
+    assert decision.reason.startswith(verb)
+    assert len(decision.metrics) == len(policy.spec.metrics)

@@ -1,0 +1,155 @@
+"""The proportional function per metric: HPA object/external-metric semantics, plus scale from zero."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from nodescaler.domain.proportional import Tolerances, recommend
+
+from tests.builders import policy, queue_metric, reservation_metric, value_metric
+
+DEFAULT = Tolerances(up=0.1, down=0.1)
+
+
+def metric(spec: dict[str, Any]):  # type: ignore[no-untyped-def]
+    return policy(spec).spec.metrics[0]
+
+
+CASES = [
+    # (case, metric spec, value, current, tolerances, expected replicas, held by tolerance)
+    # AverageValue: ceil(value / target), tolerance on value / (target × current)
+    ("queue 2400 at 4/node from 0", queue_metric(per_node=4), 2400, 0, DEFAULT, 600, False),
+    ("queue 2400 at 4/node from 10", queue_metric(per_node=4), 2400, 10, DEFAULT, 600, False),
+    ("queue empty from 600", queue_metric(per_node=4), 0, 600, DEFAULT, 0, False),
+    ("queue 1 message from 0", queue_metric(per_node=4), 1, 0, DEFAULT, 1, False),
+    ("queue empty at 0 stays 0", queue_metric(per_node=4), 0, 0, DEFAULT, 0, False),
+    ("average ratio 1.1 is within", queue_metric(per_node=4), 44, 10, DEFAULT, 10, True),
+    ("average ratio 1.125 is outside", queue_metric(per_node=4), 45, 10, DEFAULT, 12, False),
+    ("average ratio 0.9 is within", queue_metric(per_node=4), 36, 10, DEFAULT, 10, True),
+    ("average ratio 0.875 is outside", queue_metric(per_node=4), 35, 10, DEFAULT, 9, False),
+    (
+        "zero tolerance acts on any change",
+        queue_metric(per_node=4),
+        41,
+        10,
+        Tolerances(0, 0),
+        11,
+        False,
+    ),
+    (
+        "per-direction: wide up tolerance holds",
+        queue_metric(per_node=4),
+        56,
+        10,
+        Tolerances(0.5, 0.0),
+        10,
+        True,
+    ),
+    (
+        "per-direction: zero down tolerance acts",
+        queue_metric(per_node=4),
+        39,
+        10,
+        Tolerances(0.5, 0.0),
+        10,
+        False,
+    ),
+    (
+        "per-direction: zero down tolerance acts below",
+        queue_metric(per_node=4),
+        36,
+        10,
+        Tolerances(0.5, 0.0),
+        9,
+        False,
+    ),
+    # Value: ceil(value / target × current)
+    ("value double the target doubles", value_metric("depth", 100), 200, 5, DEFAULT, 10, False),
+    ("value half the target halves", value_metric("depth", 100), 50, 5, DEFAULT, 3, False),
+    ("value within tolerance holds", value_metric("depth", 100), 105, 5, DEFAULT, 5, True),
+    ("value from zero is ceil(ratio)", value_metric("depth", 100), 250, 0, DEFAULT, 3, False),
+    (
+        "value from zero, within tolerance, still scales",
+        value_metric("depth", 100),
+        105,
+        0,
+        DEFAULT,
+        2,
+        False,
+    ),
+    ("value zero from zero stays zero", value_metric("depth", 100), 0, 0, DEFAULT, 0, False),
+    # Utilization: the same on percentages (the reference design's reservation example)
+    (
+        "11 of 16 cores at 60% target",
+        reservation_metric("cpu", 60),
+        11 / 16 * 100,
+        1,
+        DEFAULT,
+        2,
+        False,
+    ),
+    (
+        "9 of 16 cores at 60% target",
+        reservation_metric("cpu", 60),
+        9 / 16 * 100,
+        1,
+        DEFAULT,
+        1,
+        False,
+    ),
+    (
+        "11 of 20 GB at 60% target",
+        reservation_metric("memory", 60),
+        11 / 20 * 100,
+        1,
+        DEFAULT,
+        1,
+        False,
+    ),
+    (
+        "30% on 10 nodes at 60% target halves",
+        reservation_metric("cpu", 60),
+        30,
+        10,
+        DEFAULT,
+        5,
+        False,
+    ),
+    # Exact arithmetic: no float noise turns 600 into 601
+    ("exact multiple stays exact", queue_metric(per_node=0.1), 60, 0, DEFAULT, 600, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("spec", "value", "current", "tolerances", "expected", "held"),
+    [c[1:] for c in CASES],
+    ids=[c[0] for c in CASES],
+)
+def test_recommendation_table(
+    spec: dict[str, Any],
+    value: float,
+    current: int,
+    tolerances: Tolerances,
+    expected: int,
+    held: bool,
+) -> None:
+    result = recommend(metric(spec), value, current, tolerances)
+    assert (result.replicas, result.held_by_tolerance) == (expected, held)
+
+
+PENDING = {"type": "PendingPods"}
+
+
+@pytest.mark.parametrize(
+    ("needed", "current", "expected"), [(3, 0, 3), (3, 5, 8), (0.5, 2, 3), (0, 7, None)]
+)
+def test_pending_pods_add_what_is_needed_and_abstain_when_nothing_is_pending(
+    needed: float, current: int, expected: int | None
+) -> None:
+    assert recommend(metric(PENDING), needed, current, DEFAULT).replicas == expected
+
+
+def test_pending_pods_ignore_tolerance() -> None:
+    # One pending node on a group of 100 is 1%: still added, pods are waiting.
+    assert recommend(metric(PENDING), 1, 100, DEFAULT).replicas == 101
