@@ -36,17 +36,27 @@ def _period_start(policy_period: int, current: int, history: History, now: datet
     return current - added + removed
 
 
-def scale_up_limit(current: int, history: History, now: datetime, rules: Rules) -> int:
-    """The most replicas the scale-up policies allow right now."""
-    if rules.select_policy is SelectPolicy.DISABLED:
-        return current
+def _proposals(
+    current: int, history: History, now: datetime, rules: Rules, *, up: bool
+) -> list[int]:
+    """Each policy's bound on the count, from the count at the start of its period."""
     proposals = []
     for policy in rules.policies:
         start = _period_start(policy.period_seconds, current, history, now)
         if policy.type is ScalingPolicyType.REPLICAS:
-            proposals.append(start + policy.value)
-        else:  # rounded up, or a small group could never grow by a percentage
+            proposals.append(start + policy.value if up else start - policy.value)
+        elif up:  # rounded up, or a small group could never grow by a percentage
             proposals.append(math.ceil(start * (1 + policy.value / 100)))
+        else:  # truncated, as upstream
+            proposals.append(int(start * (1 - policy.value / 100)))
+    return proposals
+
+
+def scale_up_limit(current: int, history: History, now: datetime, rules: Rules) -> int:
+    """The most replicas the scale-up policies allow right now."""
+    if rules.select_policy is SelectPolicy.DISABLED:
+        return current
+    proposals = _proposals(current, history, now, rules, up=True)
     limit = min(proposals) if rules.select_policy is SelectPolicy.MIN else max(proposals)
     return max(limit, current)
 
@@ -55,13 +65,7 @@ def scale_down_limit(current: int, history: History, now: datetime, rules: Rules
     """The fewest replicas the scale-down policies allow right now."""
     if rules.select_policy is SelectPolicy.DISABLED:
         return current
-    proposals = []
-    for policy in rules.policies:
-        start = _period_start(policy.period_seconds, current, history, now)
-        if policy.type is ScalingPolicyType.REPLICAS:
-            proposals.append(start - policy.value)
-        else:  # truncated, as upstream
-            proposals.append(int(start * (1 - policy.value / 100)))
+    proposals = _proposals(current, history, now, rules, up=False)
     limit = max(proposals) if rules.select_policy is SelectPolicy.MIN else min(proposals)
     return min(limit, current)
 
