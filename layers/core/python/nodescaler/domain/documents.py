@@ -77,8 +77,9 @@ def _message(error: Any) -> str:
     return message
 
 
-def problems_of(error: ValidationError, source: str) -> list[str]:
-    return [f"{source}: {field_path(e['loc'])}: {_message(e)}" for e in error.errors()]
+def problems_of(error: ValidationError, source: str, under: tuple[str, ...] = ()) -> list[str]:
+    """One `source: field.path: message` line per error; `under` prefixes the field path."""
+    return [f"{source}: {field_path((*under, *e['loc']))}: {_message(e)}" for e in error.errors()]
 
 
 def parse_policy(text: str, source: str) -> NodeGroupPolicy:

@@ -1,0 +1,34 @@
+"""CDK entry point: validate cdk.json's settings and the policy documents, then build the stack.
+
+No AWS call happens here. A bad setting or policy stops synth with one line per problem.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import aws_cdk as cdk
+
+from infra.settings import CONTEXT_KEY, SettingsError, load_settings
+from infra.stack import NodescalerStack
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> None:
+    app = cdk.App()
+    context = app.node.try_get_context(CONTEXT_KEY)
+    if context is None:  # run as `python app.py`, without the CDK CLI passing cdk.json's context
+        context = json.loads((HERE / "cdk.json").read_text())["context"].get(CONTEXT_KEY)
+    try:
+        settings, policies = load_settings(context, HERE)
+    except SettingsError as error:
+        sys.exit(f"nodescaler: cannot synthesize:\n{error}")
+    NodescalerStack(app, "Nodescaler", settings=settings, policies=policies)
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

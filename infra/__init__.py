@@ -1,0 +1,1 @@
+"""CDK constructs and the stack that deploys nodescaler."""

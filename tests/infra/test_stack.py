@@ -1,0 +1,121 @@
+"""The synthesized template, and synth refusing bad settings or policies with a clear message."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from infra.settings import DeploySettings, SettingsError, load_settings
+from infra.stack import NodescalerStack
+
+REPO = Path(__file__).resolve().parents[2]
+CDK_CONTEXT = json.loads((REPO / "cdk.json").read_text())["context"]["nodescaler"]
+
+
+def synth(**overrides: Any) -> Template:
+    settings, policies = load_settings(CDK_CONTEXT | overrides, REPO)
+    stack = NodescalerStack(cdk.App(), "Test", settings=settings, policies=policies)
+    return Template.from_stack(stack)
+
+
+@pytest.fixture(scope="module")
+def template() -> Template:
+    return synth()
+
+
+def test_the_state_table_is_on_demand_recoverable_encrypted_and_expires_audit_items(
+    template: Template,
+) -> None:
+    template.has_resource(
+        "AWS::DynamoDB::GlobalTable",
+        {
+            "Properties": Match.object_like(
+                {
+                    "BillingMode": "PAY_PER_REQUEST",
+                    "SSESpecification": {"SSEEnabled": True},
+                    "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
+                    "Replicas": [
+                        Match.object_like(
+                            {
+                                "PointInTimeRecoverySpecification": {
+                                    "PointInTimeRecoveryEnabled": True
+                                },
+                                "DeletionProtectionEnabled": True,
+                            }
+                        )
+                    ],
+                }
+            ),
+            "DeletionPolicy": "Retain",
+        },
+    )
+
+
+def test_deletion_protection_follows_the_context() -> None:
+    replicas = synth(deletionProtection=False).find_resources("AWS::DynamoDB::GlobalTable")
+    (table,) = replicas.values()
+    assert table["Properties"]["Replicas"][0]["DeletionProtectionEnabled"] is False
+    assert table["DeletionPolicy"] == "Delete"
+
+
+def test_the_sample_context_is_what_the_defaults_say() -> None:
+    settings, policies = load_settings(CDK_CONTEXT, REPO)
+    assert settings == DeploySettings()
+    assert set(policies) == {"gpu-training", "microservices", "business-hours"}
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            {"tickMinutes": 0},
+            "cdk.json: context.nodescaler.tickMinutes: Input should be greater than or equal to 1",
+        ),
+        (
+            {"clusterName": "bad name!"},
+            "cdk.json: context.nodescaler.clusterName: String should match pattern",
+        ),
+        (
+            {"tags": {"enabled": ""}},
+            "cdk.json: context.nodescaler.tags.enabled: String should have at least 1 character",
+        ),
+        ({"tickRate": 5}, "cdk.json: context.nodescaler.tickRate: unknown field"),
+        ({"policiesFolder": "no/such/folder"}, "no/such/folder: (folder): no such policy folder"),
+    ],
+)
+def test_given_a_bad_context_value_then_settings_name_it(
+    override: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(SettingsError) as caught:
+        load_settings(CDK_CONTEXT | override, REPO)
+    assert message in str(caught.value)
+
+
+def test_given_a_bad_policy_then_python_app_py_fails_with_the_clear_message(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text(
+        "metadata: {name: bad}\nspec: {minReplicas: 3, maxReplicas: 1, metrics: [{type: PendingPods}]}\n"
+    )
+    context = {"nodescaler": CDK_CONTEXT | {"policiesFolder": str(tmp_path)}}
+    result = subprocess.run(
+        [sys.executable, "app.py"],
+        cwd=REPO,
+        env=os.environ
+        | {"CDK_CONTEXT_JSON": json.dumps(context), "CDK_OUTDIR": str(tmp_path / "out")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert (
+        f"{tmp_path / 'bad.yaml'}: spec.maxReplicas: maxReplicas (1) is below minReplicas (3)"
+        in result.stderr
+    )
