@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from nodescaler.domain.documents import PolicyError, problems_of
+from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.policy_files import load_policies
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -25,10 +26,13 @@ class _Context(BaseModel):
 class TagKeys(_Context):
     """The ASG tags that opt a group in and configure it."""
 
-    enabled: TagKey = "nodescaler/enabled"
-    policy: TagKey = "nodescaler/policy"
-    cluster: TagKey = "nodescaler/cluster"
-    dry_run: TagKey = "nodescaler/dry-run"
+    enabled: TagKey = TagNames.enabled
+    policy: TagKey = TagNames.policy
+    cluster: TagKey = TagNames.cluster
+    dry_run: TagKey = TagNames.dry_run
+
+    def names(self) -> TagNames:
+        return TagNames(self.enabled, self.policy, self.cluster, self.dry_run)
 
 
 class DeploySettings(_Context):

@@ -1,0 +1,76 @@
+"""Node groups on AWS: discovered from Auto Scaling tags, resized through ASG or EKS."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from nodescaler.domain.optin import TagNames, is_managed
+from nodescaler.ports import NodeGroup
+
+# EKS puts these on the Auto Scaling Group of every managed node group.
+EKS_CLUSTER_TAG = "eks:cluster-name"
+EKS_NODEGROUP_TAG = "eks:nodegroup-name"
+PAGE_SIZE = 100  # the most DescribeAutoScalingGroups returns per call
+
+
+def _to_node_group(asg: Mapping[str, Any]) -> NodeGroup:
+    tags = {t["Key"]: t.get("Value", "") for t in asg.get("Tags", [])}
+    in_service = sum(1 for i in asg.get("Instances", []) if i.get("LifecycleState") == "InService")
+    return NodeGroup(
+        name=asg["AutoScalingGroupName"],
+        desired=asg["DesiredCapacity"],
+        min_size=asg["MinSize"],
+        max_size=asg["MaxSize"],
+        in_service=in_service,
+        tags=tags,
+        eks_cluster=tags.get(EKS_CLUSTER_TAG),
+        eks_nodegroup=tags.get(EKS_NODEGROUP_TAG),
+    )
+
+
+class AsgNodeGroups:
+    """`NodeGroups` over EC2 Auto Scaling, and EKS for managed node groups."""
+
+    def __init__(
+        self, autoscaling: Any, eks: Any, *, tag_names: TagNames, cluster_name: str = ""
+    ) -> None:
+        self._autoscaling = autoscaling
+        self._eks = eks
+        self._tags = tag_names
+        self._cluster = cluster_name
+
+    def _pages(self, **request: Any) -> Iterator[Mapping[str, Any]]:
+        paginator = self._autoscaling.get_paginator("describe_auto_scaling_groups")
+        for page in paginator.paginate(**request, PaginationConfig={"PageSize": PAGE_SIZE}):
+            yield from page["AutoScalingGroups"]
+
+    def _filters(self) -> list[dict[str, Any]]:
+        # The API filters on tag values case-sensitively; is_managed re-checks below, so a
+        # group the filter lets through by mistake is still never written to.
+        filters = [{"Name": f"tag:{self._tags.enabled}", "Values": ["true", "True", "TRUE"]}]
+        if self._cluster:
+            filters.append({"Name": f"tag:{self._tags.cluster}", "Values": [self._cluster]})
+        return filters
+
+    def discover(self) -> Sequence[NodeGroup]:
+        groups = (_to_node_group(asg) for asg in self._pages(Filters=self._filters()))
+        return [g for g in groups if is_managed(g.tags, self._tags, self._cluster)]
+
+    def get(self, name: str) -> NodeGroup | None:
+        found = [_to_node_group(asg) for asg in self._pages(AutoScalingGroupNames=[name])]
+        return found[0] if found else None
+
+    def set_desired(self, group: NodeGroup, desired: int) -> None:
+        if not is_managed(group.tags, self._tags, self._cluster):
+            raise PermissionError(f"node group {group.name} is not opted in; refusing to resize")
+        if group.is_eks_managed:
+            self._eks.update_nodegroup_config(
+                clusterName=group.eks_cluster,
+                nodegroupName=group.eks_nodegroup,
+                scalingConfig={"desiredSize": desired},
+            )
+        else:
+            self._autoscaling.set_desired_capacity(
+                AutoScalingGroupName=group.name, DesiredCapacity=desired, HonorCooldown=False
+            )

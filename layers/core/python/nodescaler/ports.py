@@ -1,0 +1,49 @@
+"""The small interfaces the core's callers need; adapters implement them, fakes too."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from nodescaler.domain.policy import MetricBase
+from nodescaler.domain.readings import Reading
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """A node group as its provider reports it."""
+
+    name: str  # the Auto Scaling Group name: nodescaler's id for the group
+    desired: int
+    min_size: int
+    max_size: int
+    in_service: int
+    tags: Mapping[str, str] = field(default_factory=dict)
+    eks_cluster: str | None = None  # set for EKS managed node groups
+    eks_nodegroup: str | None = None
+
+    @property
+    def is_eks_managed(self) -> bool:
+        return self.eks_cluster is not None and self.eks_nodegroup is not None
+
+
+class NodeGroups(Protocol):
+    def discover(self) -> Sequence[NodeGroup]:
+        """Every opted-in group (tag filters applied by the provider where it can)."""
+        ...
+
+    def get(self, name: str) -> NodeGroup | None: ...
+
+    def set_desired(self, group: NodeGroup, desired: int) -> None: ...
+
+
+class MetricSource(Protocol):
+    def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
+        """A value with its timestamp, or `MetricUnavailable` with the reason; never raises."""
+        ...
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...

@@ -1,0 +1,101 @@
+"""AsgNodeGroups against moto: tag opt-in, paged discovery, and resizing ASGs and EKS node groups."""
+
+from __future__ import annotations
+
+import pytest
+from nodescaler.adapters.aws.node_groups import AsgNodeGroups
+from nodescaler.domain.optin import TagNames
+
+from tests.integration.conftest import CallCounter, client, make_asg
+
+OPTED_IN = {"nodescaler/enabled": "true", "nodescaler/policy": "batch"}
+
+
+def node_groups(calls: CallCounter | None = None, cluster: str = "") -> AsgNodeGroups:
+    autoscaling = client("autoscaling")
+    if calls:
+        calls.watch(autoscaling)
+    return AsgNodeGroups(autoscaling, client("eks"), tag_names=TagNames(), cluster_name=cluster)
+
+
+def test_given_tagged_and_untagged_groups_then_only_opted_in_ones_are_discovered() -> None:
+    make_asg("managed", tags=OPTED_IN, desired=2)
+    make_asg("untagged")
+    make_asg("disabled", tags=OPTED_IN | {"nodescaler/enabled": "false"})
+    make_asg("other-cluster", tags=OPTED_IN | {"nodescaler/cluster": "blue"})
+    make_asg("this-cluster", tags=OPTED_IN | {"nodescaler/cluster": "green"})
+    assert sorted(g.name for g in node_groups().discover()) == [
+        "managed",
+        "other-cluster",
+        "this-cluster",
+    ]
+    assert [g.name for g in node_groups(cluster="green").discover()] == ["this-cluster"]
+
+
+def test_given_250_managed_groups_then_a_discovery_makes_at_most_3_describe_calls(
+    calls: CallCounter,
+) -> None:
+    for i in range(250):
+        make_asg(f"ng-{i:03d}", tags=OPTED_IN)
+    make_asg("untagged")
+    groups = node_groups(calls).discover()
+    assert len(groups) == 250
+    assert calls.calls["DescribeAutoScalingGroups"] <= 3
+
+
+def test_a_discovered_group_carries_its_sizes_and_in_service_count() -> None:
+    make_asg("managed", tags=OPTED_IN, desired=3, min_size=1, max_size=9)
+    (group,) = node_groups().discover()
+    assert (group.desired, group.min_size, group.max_size, group.in_service) == (3, 1, 9, 3)
+    assert not group.is_eks_managed
+
+
+def test_given_a_plain_asg_then_set_desired_uses_set_desired_capacity() -> None:
+    make_asg("managed", tags=OPTED_IN, desired=1)
+    groups = node_groups()
+    groups.set_desired(groups.get("managed"), 4)  # type: ignore[arg-type]
+    assert groups.get("managed").desired == 4  # type: ignore[union-attr]
+
+
+def test_given_an_eks_managed_node_group_then_set_desired_updates_the_node_group() -> None:
+    eks = client("eks")
+    eks.create_cluster(
+        name="prod",
+        roleArn="arn:aws:iam::123456789012:role/eks",
+        resourcesVpcConfig={"subnetIds": ["subnet-1"]},
+    )
+    eks.create_nodegroup(
+        clusterName="prod",
+        nodegroupName="general",
+        nodeRole="arn:aws:iam::123456789012:role/node",
+        subnets=["subnet-1"],
+        scalingConfig={"minSize": 0, "maxSize": 20, "desiredSize": 2},
+    )
+    make_asg(
+        "eks-general-abc",
+        tags=OPTED_IN | {"eks:cluster-name": "prod", "eks:nodegroup-name": "general"},
+        desired=2,
+    )
+    groups = node_groups()
+    group = groups.get("eks-general-abc")
+    assert group is not None and group.is_eks_managed
+    groups.set_desired(group, 7)
+    scaling = eks.describe_nodegroup(clusterName="prod", nodegroupName="general")["nodegroup"][
+        "scalingConfig"
+    ]
+    assert scaling["desiredSize"] == 7
+
+
+def test_given_an_untagged_group_then_set_desired_refuses_and_writes_nothing(
+    calls: CallCounter,
+) -> None:
+    make_asg("untagged", desired=1)
+    groups = node_groups(calls)
+    with pytest.raises(PermissionError, match="node group untagged is not opted in"):
+        groups.set_desired(groups.get("untagged"), 5)  # type: ignore[arg-type]
+    assert calls.calls["SetDesiredCapacity"] == 0
+    assert groups.get("untagged").desired == 1  # type: ignore[union-attr]
+
+
+def test_get_returns_none_for_an_unknown_group() -> None:
+    assert node_groups().get("nope") is None

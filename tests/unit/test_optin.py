@@ -1,0 +1,72 @@
+"""Opt-in by tags: managed iff tagged, and every bad tag value named with its group."""
+
+from __future__ import annotations
+
+import pytest
+from nodescaler.domain.optin import OptIn, TagNames, is_managed, read_opt_in
+
+NAMES = TagNames()
+
+
+@pytest.mark.parametrize(
+    ("tags", "cluster", "managed"),
+    [
+        ({"nodescaler/enabled": "true"}, "", True),
+        ({"nodescaler/enabled": "True "}, "", True),
+        ({"nodescaler/enabled": "false"}, "", False),
+        ({"nodescaler/enabled": "yes"}, "", False),
+        ({}, "", False),
+        ({"nodescaler/enabled": "true"}, "prod", False),
+        ({"nodescaler/enabled": "true", "nodescaler/cluster": "prod"}, "prod", True),
+        ({"nodescaler/enabled": "true", "nodescaler/cluster": "dev"}, "prod", False),
+    ],
+)
+def test_managed_iff_opted_in_for_this_cluster(
+    tags: dict[str, str], cluster: str, managed: bool
+) -> None:
+    assert is_managed(tags, NAMES, cluster) is managed
+
+
+@pytest.mark.parametrize(
+    ("tags", "expected"),
+    [
+        ({"nodescaler/policy": "batch"}, OptIn("ng-1", "batch", dry_run=False)),
+        (
+            {"nodescaler/policy": "batch", "nodescaler/dry-run": "TRUE"},
+            OptIn("ng-1", "batch", dry_run=True),
+        ),
+        (
+            {},
+            OptIn(
+                "ng-1",
+                None,
+                dry_run=False,
+                problems=("node group ng-1: tag nodescaler/policy is missing or empty",),
+            ),
+        ),
+        (
+            {"nodescaler/policy": "Batch Jobs"},
+            OptIn(
+                "ng-1",
+                "Batch Jobs",
+                dry_run=False,
+                problems=(
+                    "node group ng-1: tag nodescaler/policy='Batch Jobs' is not a policy name (lowercase letters, digits and '-')",
+                ),
+            ),
+        ),
+        (
+            {"nodescaler/policy": "batch", "nodescaler/dry-run": "maybe"},
+            OptIn(
+                "ng-1",
+                "batch",
+                dry_run=True,
+                problems=(
+                    "node group ng-1: tag nodescaler/dry-run='maybe' must be true or false; treating the group as dry-run",
+                ),
+            ),
+        ),
+    ],
+)
+def test_reading_the_opt_in_tags(tags: dict[str, str], expected: OptIn) -> None:
+    assert read_opt_in("ng-1", tags, NAMES) == expected
