@@ -153,3 +153,8 @@ def test_pending_pods_add_what_is_needed_and_abstain_when_nothing_is_pending(
 def test_pending_pods_ignore_tolerance() -> None:
     # One pending node on a group of 100 is 1%: still added, pods are waiting.
     assert recommend(metric(PENDING), 1, 100, DEFAULT).replicas == 101
+
+
+def test_a_value_that_overflows_saturates_instead_of_failing() -> None:
+    result = recommend(metric(value_metric("depth", 0.01)), 1.7976931348623157e306, 0, DEFAULT)
+    assert result.replicas == 2**31 - 1

@@ -40,7 +40,14 @@ class Recommendation:
     held_by_tolerance: bool = False
 
 
+# A recommendation past any real group size (huge values, overflow to infinity) saturates
+# here, as the HPA's int32 does; [min, max] then applies as usual.
+MAX_RECOMMENDATION = 2**31 - 1
+
+
 def _ceil(x: float) -> int:
+    if not math.isfinite(x) or x >= MAX_RECOMMENDATION:
+        return MAX_RECOMMENDATION
     return math.ceil(x - abs(x) * _RELATIVE_SLACK)
 
 
