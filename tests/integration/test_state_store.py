@@ -1,0 +1,106 @@
+"""DynamoStateStore against moto: round trips, optimistic concurrency and the audit trail."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from nodescaler.adapters.aws.state import DynamoStateStore, GroupState, StateConflictError
+from nodescaler.domain.history import History, TimedRecommendation
+
+from tests.builders import T0, policy, readings, run
+from tests.integration.conftest import client
+
+TABLE = "nodescaler-state"
+
+
+@pytest.fixture
+def store() -> DynamoStateStore:
+    dynamodb = client("dynamodb")
+    dynamodb.create_table(
+        TableName=TABLE,
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return DynamoStateStore(dynamodb, TABLE, audit_ttl=timedelta(days=30))
+
+
+def test_a_group_never_seen_has_empty_state(store: DynamoStateStore) -> None:
+    assert store.load("ng") == GroupState(group="ng")
+
+
+def test_state_round_trips_with_history_decision_and_events(store: DynamoStateStore) -> None:
+    evaluation = run(policy(), 0, readings(jobs=40))
+    state = GroupState(group="ng").after(
+        history=evaluation.history, decision=evaluation.decision, event_id="m-1"
+    )
+    saved = store.save(state)
+    assert saved.version == 1
+    assert store.load("ng") == saved
+    assert store.load("ng").seen("m-1")
+
+
+def test_given_two_writers_from_one_version_then_only_the_first_wins(
+    store: DynamoStateStore,
+) -> None:
+    base = store.save(GroupState(group="ng"))
+    first = base.after(history=History(recommendations=(TimedRecommendation(at=T0, replicas=3),)))
+    second = base.after(history=History(recommendations=(TimedRecommendation(at=T0, replicas=9),)))
+    assert store.save(first).version == 2
+    with pytest.raises(
+        StateConflictError, match="node group ng: state changed since version 1 was read"
+    ):
+        store.save(second)
+    assert store.load("ng").history.recommendations[0].replicas == 3
+
+
+def test_given_two_first_writers_then_only_one_creates_the_state(store: DynamoStateStore) -> None:
+    store.save(GroupState(group="ng"))
+    with pytest.raises(StateConflictError):
+        store.save(GroupState(group="ng"))
+
+
+def test_versions_increase_strictly(store: DynamoStateStore) -> None:
+    state = GroupState(group="ng")
+    versions = []
+    for _ in range(5):
+        state = store.save(state)
+        versions.append(state.version)
+    assert versions == [1, 2, 3, 4, 5]
+
+
+def test_each_decision_is_audited_with_a_ttl_and_listed_newest_first(
+    store: DynamoStateStore,
+) -> None:
+    state = GroupState(group="ng-test")
+    for minute, value in enumerate([40, 80]):
+        evaluation = run(
+            policy(),
+            0,
+            readings(T0 + timedelta(minutes=minute), jobs=value),
+            now=T0 + timedelta(minutes=minute),
+        )
+        state = store.save(
+            state.after(history=evaluation.history, decision=evaluation.decision),
+            audit=evaluation.decision,
+            event_id=f"m-{minute}",
+        )
+    assert [d.desired for d in store.decisions("ng-test")] == [20, 10]
+    items = client("dynamodb").scan(TableName=TABLE)["Items"]
+    expiries = sorted(int(i["expires_at"]["N"]) for i in items if "expires_at" in i)
+    assert expiries == [int((T0 + timedelta(days=30, minutes=m)).timestamp()) for m in (0, 1)]
+
+
+def test_recent_events_are_bounded() -> None:
+    state = GroupState(group="ng")
+    for i in range(60):
+        state = state.after(history=state.history, event_id=f"m-{i}")
+    assert len(state.recent_events) == 50
+    assert state.seen("m-59") and not state.seen("m-0")
