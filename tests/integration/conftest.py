@@ -80,3 +80,21 @@ def make_asg(
             for k, v in (tags or {}).items()
         ],
     )
+
+
+def make_state_table(name: str) -> Any:
+    """The state table as infra/state.py defines it; returns the DynamoDB client."""
+    dynamodb = client("dynamodb")
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return dynamodb

@@ -5,30 +5,19 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from nodescaler.adapters.aws.state import DynamoStateStore, GroupState, StateConflictError
+from nodescaler.adapters.aws.state import DynamoStateStore
 from nodescaler.domain.history import History, TimedRecommendation
+from nodescaler.state import GroupState, StateConflictError
 
 from tests.builders import T0, policy, readings, run
-from tests.integration.conftest import client
+from tests.integration.conftest import client, make_state_table
 
 TABLE = "nodescaler-state"
 
 
 @pytest.fixture
 def store() -> DynamoStateStore:
-    dynamodb = client("dynamodb")
-    dynamodb.create_table(
-        TableName=TABLE,
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    dynamodb = make_state_table(TABLE)
     return DynamoStateStore(dynamodb, TABLE, audit_ttl=timedelta(days=30))
 
 

@@ -11,7 +11,7 @@ one group only the first write wins; the loser gets `StateConflictError` and ret
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -19,38 +19,9 @@ from botocore.exceptions import ClientError
 
 from nodescaler.domain.decision import Decision
 from nodescaler.domain.history import History
+from nodescaler.state import GroupState, StateConflictError
 
 STATE_SK = "STATE"
-RECENT_EVENTS = 50  # enough to recognise a redelivered message; bounded item size
-
-
-class StateConflictError(RuntimeError):
-    """Another evaluation of the same group wrote first."""
-
-
-@dataclass(frozen=True)
-class GroupState:
-    group: str
-    version: int = 0  # 0: never saved
-    history: History = field(default_factory=History)
-    last_decision: Decision | None = None
-    recent_events: tuple[str, ...] = ()
-
-    def seen(self, event_id: str) -> bool:
-        return event_id in self.recent_events
-
-    def after(
-        self, *, history: History, decision: Decision | None = None, event_id: str | None = None
-    ) -> GroupState:
-        events = self.recent_events
-        if event_id is not None and event_id not in events:
-            events = (*events, event_id)[-RECENT_EVENTS:]
-        return replace(
-            self,
-            history=history,
-            last_decision=decision or self.last_decision,
-            recent_events=events,
-        )
 
 
 def _pk(group: str) -> str:

@@ -1,0 +1,113 @@
+"""One evaluation of one node group: read, decide, claim, act, record.
+
+The numbered steps are the evaluator Lambda's whole job; the handler only parses the
+message and calls `Evaluator.evaluate`. Of two evaluations racing on a group, only the one
+whose conditional state write lands first acts (write, then act).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from nodescaler.domain.autoscaler import GroupSize, decide, record_scale
+from nodescaler.domain.decision import Decision
+from nodescaler.domain.optin import TagNames, is_managed, read_opt_in
+from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.ports import Clock, NodeGroups
+from nodescaler.producers import Producers
+from nodescaler.state import StateStore
+
+
+class Outcome(StrEnum):
+    ACTED = "acted"
+    UNCHANGED = "unchanged"
+    DRY_RUN = "dry-run"
+    DUPLICATE = "duplicate"  # a redelivered message: already handled
+    SKIPPED = "skipped"  # the group is gone or no longer opted in
+    REJECTED = "rejected"  # opted in, but its tags or policy are unusable: reported, untouched
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    group: str
+    outcome: Outcome
+    decision: Decision | None = None
+    problems: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Evaluator:
+    node_groups: NodeGroups
+    producers: Producers
+    state: StateStore
+    policies: Mapping[str, NodeGroupPolicy]
+    clock: Clock
+    tag_names: TagNames = field(default_factory=TagNames)
+    cluster_name: str = ""
+    dry_run: bool = False
+
+    def evaluate(self, group_name: str, event_id: str) -> EvaluationResult:
+        # 1. The group as it is now; it may have gone, or opted out, since it was queued.
+        group = self.node_groups.get(group_name)
+        if group is None:
+            return EvaluationResult(group_name, Outcome.SKIPPED, problems=("no such node group",))
+        if not is_managed(group.tags, self.tag_names, self.cluster_name):
+            return EvaluationResult(group_name, Outcome.SKIPPED, problems=("not opted in",))
+
+        # 2. Its tags and policy; a bad one is reported and the group left alone.
+        opt_in = read_opt_in(group.name, group.tags, self.tag_names)
+        if opt_in.problems and opt_in.policy is None:
+            return EvaluationResult(group.name, Outcome.REJECTED, problems=opt_in.problems)
+        policy = self.policies.get(opt_in.policy or "")
+        if policy is None:
+            known = ", ".join(sorted(self.policies)) or "none"
+            problem = (
+                f"node group {group.name}: tag {self.tag_names.policy}={opt_in.policy!r} names no "
+                f"deployed policy (deployed: {known})"
+            )
+            return EvaluationResult(
+                group.name, Outcome.REJECTED, problems=(*opt_in.problems, problem)
+            )
+
+        # 3. State; a message seen before is not handled twice.
+        state = self.state.load(group.name)
+        if state.seen(event_id):
+            return EvaluationResult(group.name, Outcome.DUPLICATE, state.last_decision)
+
+        # 4. Metrics, then the decision.
+        now = self.clock.now()
+        readings = self.producers.read_all(policy, group, now)
+        size = GroupSize(group.desired, group.min_size, group.max_size, ready=group.in_service)
+        evaluation = decide(
+            node_group=group.name,
+            policy=policy,
+            size=size,
+            readings=readings,
+            history=state.history,
+            now=now,
+        )
+        decision = evaluation.decision
+
+        # 5. Record only, when nothing changes or the group is in dry-run.
+        if decision.desired == decision.current or opt_in.dry_run or self.dry_run:
+            self.state.save(
+                state.after(history=evaluation.history, decision=decision, event_id=event_id),
+                audit=decision,
+                event_id=event_id,
+            )
+            outcome = Outcome.UNCHANGED if decision.desired == decision.current else Outcome.DRY_RUN
+            return EvaluationResult(group.name, outcome, decision, opt_in.problems)
+
+        # 6. Claim (a racing evaluation now fails its write), act, then record the scale event.
+        claimed = self.state.save(state.after(history=evaluation.history, decision=decision))
+        self.node_groups.set_desired(group, decision.desired)
+        self.state.save(
+            claimed.after(
+                history=record_scale(evaluation.history, policy, decision), event_id=event_id
+            ),
+            audit=decision,
+            event_id=event_id,
+        )
+        return EvaluationResult(group.name, Outcome.ACTED, decision, opt_in.problems)

@@ -1,0 +1,193 @@
+"""The evaluator against moto: opt-in, the queue burst 0 → 600 → min, dry-run, duplicates, races."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from nodescaler.adapters.aws.metrics import SqsQueueLength
+from nodescaler.adapters.aws.node_groups import AsgNodeGroups
+from nodescaler.adapters.aws.state import DynamoStateStore
+from nodescaler.domain.optin import TagNames
+from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.evaluation import Evaluator, Outcome
+from nodescaler.producers import Producers
+from nodescaler.state import GroupState, StateConflictError
+
+from tests.builders import T0
+from tests.integration.conftest import CallCounter, client, make_asg, make_state_table
+
+TABLE = "state"
+GPU = NodeGroupPolicy.model_validate(
+    {
+        "metadata": {"name": "gpu"},
+        "spec": {
+            "minReplicas": 0,
+            "maxReplicas": 600,
+            "metrics": [
+                {
+                    "type": "SQSQueue",
+                    "name": "jobs",
+                    "sqsQueue": {"queue": "jobs"},
+                    "target": {"type": "AverageValue", "averageValue": 4},
+                }
+            ],
+            "behavior": {
+                "scaleUp": {"policies": [{"type": "Replicas", "value": 600, "periodSeconds": 60}]},
+                "scaleDown": {
+                    "stabilizationWindowSeconds": 600,
+                    "policies": [{"type": "Percent", "value": 100, "periodSeconds": 60}],
+                },
+            },
+        },
+    }
+)
+TAGS = {"nodescaler/enabled": "true", "nodescaler/policy": "gpu"}
+
+
+@dataclass
+class VirtualClock:
+    at: datetime = T0
+
+    def now(self) -> datetime:
+        return self.at
+
+    def advance(self, **delta: float) -> None:
+        self.at += timedelta(**delta)
+
+
+@pytest.fixture
+def world(calls: CallCounter) -> dict[str, Any]:
+    dynamodb = make_state_table(TABLE)
+    sqs = client("sqs")
+    queue_url = sqs.create_queue(QueueName="jobs")["QueueUrl"]
+    make_asg("gpu-ng", tags=TAGS, max_size=600)
+    make_asg("untagged", desired=2)
+    make_asg("bad-policy", tags=TAGS | {"nodescaler/policy": "nope"}, desired=2)
+    autoscaling = calls.watch(client("autoscaling"))
+    clock = VirtualClock()
+    evaluator = Evaluator(
+        node_groups=AsgNodeGroups(autoscaling, client("eks"), tag_names=TagNames()),
+        producers=Producers(queues=SqsQueueLength(sqs)),
+        state=DynamoStateStore(dynamodb, TABLE, audit_ttl=timedelta(days=7)),
+        policies={"gpu": GPU},
+        clock=clock,
+    )
+    return {"evaluator": evaluator, "clock": clock, "sqs": sqs, "queue": queue_url}
+
+
+def _enqueue(world: dict[str, Any], count: int) -> None:
+    for start in range(0, count, 10):
+        entries = [
+            {"Id": str(i), "MessageBody": "task"} for i in range(start, min(start + 10, count))
+        ]
+        world["sqs"].send_message_batch(QueueUrl=world["queue"], Entries=entries)
+
+
+def desired(name: str) -> int:
+    group = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[name])[
+        "AutoScalingGroups"
+    ][0]
+    return int(group["DesiredCapacity"])
+
+
+def test_given_a_queue_burst_then_the_group_scales_out_at_once_and_back_to_0_after_the_window(
+    world: dict[str, Any], calls: CallCounter
+) -> None:
+    # 400 tasks, not the reference's 2400: moto rescans the whole queue on every send, so
+    # its cost grows with the square of the message count. The core's tests cover 2400 → 600.
+    evaluator, clock = world["evaluator"], world["clock"]
+    _enqueue(world, 400)
+    result = evaluator.evaluate("gpu-ng", "m-0")
+    assert (result.outcome, desired("gpu-ng")) == (Outcome.ACTED, 100)
+
+    world["sqs"].purge_queue(QueueUrl=world["queue"])
+    outcomes = []
+    for minute in range(1, 12):
+        clock.advance(minutes=1)
+        outcomes.append(evaluator.evaluate("gpu-ng", f"m-{minute}").outcome)
+    assert outcomes == [Outcome.UNCHANGED] * 9 + [Outcome.ACTED, Outcome.UNCHANGED]
+    assert desired("gpu-ng") == 0
+    assert calls.calls["SetDesiredCapacity"] == 2
+
+
+def test_an_evaluation_that_changes_nothing_writes_nothing_to_auto_scaling(
+    world: dict[str, Any], calls: CallCounter
+) -> None:
+    result = world["evaluator"].evaluate("gpu-ng", "m-0")
+    assert result.outcome is Outcome.UNCHANGED
+    assert calls.calls["SetDesiredCapacity"] == 0
+
+
+def test_untagged_and_badly_tagged_groups_are_never_touched(
+    world: dict[str, Any], calls: CallCounter
+) -> None:
+    evaluator = world["evaluator"]
+    untagged = evaluator.evaluate("untagged", "m-1")
+    bad = evaluator.evaluate("bad-policy", "m-2")
+    assert (untagged.outcome, untagged.problems) == (Outcome.SKIPPED, ("not opted in",))
+    assert bad.outcome is Outcome.REJECTED
+    assert bad.problems == (
+        "node group bad-policy: tag nodescaler/policy='nope' names no deployed policy (deployed: gpu)",
+    )
+    assert calls.calls["SetDesiredCapacity"] == 0
+    assert (desired("untagged"), desired("bad-policy")) == (2, 2)
+
+
+def test_a_group_in_dry_run_records_its_decision_without_acting(world: dict[str, Any]) -> None:
+    client("autoscaling").create_or_update_tags(
+        Tags=[
+            {
+                "ResourceId": "gpu-ng",
+                "ResourceType": "auto-scaling-group",
+                "Key": "nodescaler/dry-run",
+                "Value": "true",
+                "PropagateAtLaunch": False,
+            }
+        ]
+    )
+    _enqueue(world, 40)
+    result = world["evaluator"].evaluate("gpu-ng", "m-0")
+    assert (result.outcome, result.decision.desired, desired("gpu-ng")) == (Outcome.DRY_RUN, 10, 0)  # type: ignore[union-attr]
+
+
+def test_a_redelivered_message_does_not_act_twice(
+    world: dict[str, Any], calls: CallCounter
+) -> None:
+    _enqueue(world, 40)
+    assert world["evaluator"].evaluate("gpu-ng", "m-0").outcome is Outcome.ACTED
+    _enqueue(world, 400)
+    assert world["evaluator"].evaluate("gpu-ng", "m-0").outcome is Outcome.DUPLICATE
+    assert calls.calls["SetDesiredCapacity"] == 1
+
+
+class StaleReads:
+    """A store whose loads return the state as it was before the other evaluator wrote."""
+
+    def __init__(self, store: DynamoStateStore) -> None:
+        self._store = store
+        self._snapshot: GroupState | None = None
+
+    def load(self, group: str) -> GroupState:
+        if self._snapshot is None:
+            self._snapshot = self._store.load(group)
+        return self._snapshot
+
+    def save(self, state: GroupState, **kwargs: Any) -> GroupState:
+        return self._store.save(state, **kwargs)
+
+
+def test_two_evaluators_racing_on_one_group_act_once(
+    world: dict[str, Any], calls: CallCounter
+) -> None:
+    first = world["evaluator"]
+    racing = StaleReads(first.state)
+    racing.load("gpu-ng")  # read before the first evaluator writes
+    second = type(first)(**{**first.__dict__, "state": racing})
+    _enqueue(world, 40)
+    assert first.evaluate("gpu-ng", "m-1").outcome is Outcome.ACTED
+    with pytest.raises(StateConflictError):
+        second.evaluate("gpu-ng", "m-2")
+    assert calls.calls["SetDesiredCapacity"] == 1
