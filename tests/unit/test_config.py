@@ -1,0 +1,48 @@
+"""Function settings: read from the environment once, every bad value named by its variable."""
+
+from __future__ import annotations
+
+import pytest
+from nodescaler.config import EvaluateSettings, SettingsError, TickSettings
+
+BASE = {
+    "STATE_TABLE_NAME": "nodescaler-state",
+    "EVALUATION_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/1/q.fifo",
+}
+
+
+def test_settings_read_the_environment_and_default_the_rest() -> None:
+    settings = TickSettings.from_environment(BASE | {"DRY_RUN": "true", "UNRELATED": "x"})
+    assert settings.state_table == "nodescaler-state"
+    assert settings.dry_run is True
+    assert settings.tag_names.policy == "nodescaler/policy"
+
+
+def test_the_environment_a_model_writes_reads_back_the_same() -> None:
+    settings = EvaluateSettings.from_environment(
+        BASE | {"AUDIT_TTL_DAYS": "7", "CLUSTER_NAME": "prod"}
+    )
+    assert EvaluateSettings.from_environment(settings.environment()) == settings
+
+
+@pytest.mark.parametrize(
+    ("environment", "message"),
+    [
+        (
+            {},
+            "TickSettings: setting STATE_TABLE_NAME is not set; setting EVALUATION_QUEUE_URL is not set",
+        ),
+        (
+            BASE | {"EVALUATION_QUEUE_URL": "q.fifo"},
+            "setting EVALUATION_QUEUE_URL String should match pattern",
+        ),
+        (BASE | {"DRY_RUN": "perhaps"}, "setting DRY_RUN Input should be a valid boolean"),
+        (BASE | {"TAG_POLICY": ""}, "setting TAG_POLICY String should have at least 1 character"),
+    ],
+)
+def test_a_bad_or_missing_setting_fails_at_once_with_its_name(
+    environment: dict[str, str], message: str
+) -> None:
+    with pytest.raises(SettingsError) as caught:
+        TickSettings.from_environment(environment)
+    assert message in str(caught.value)
