@@ -7,7 +7,7 @@ from typing import Any
 
 from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
 from nodescaler.domain.history import History
-from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
 from nodescaler.domain.readings import MetricReading, Reading
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
@@ -58,6 +58,11 @@ def policy(
     if behavior is not None:
         spec["behavior"] = behavior
     return NodeGroupPolicy.model_validate({"metadata": {"name": name}, "spec": spec})
+
+
+def metric(spec: dict[str, Any]) -> MetricBase:
+    """A validated metric spec: the only metric of a throwaway policy."""
+    return policy(spec).spec.metrics[0]
 
 
 # Behavior that leaves only the proportional function: no window, no rate limit.

@@ -11,38 +11,25 @@ from nodescaler.adapters.aws.metrics import SqsQueueLength
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.state import DynamoStateStore
 from nodescaler.domain.optin import TagNames
-from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.evaluation import Evaluator, Outcome
 from nodescaler.producers import Producers
 from nodescaler.state import GroupState, StateConflictError
 
-from tests.builders import T0
+from tests.builders import T0, policy, queue_metric
 from tests.integration.conftest import CallCounter, client, make_asg, make_state_table
 
 TABLE = "state"
-GPU = NodeGroupPolicy.model_validate(
-    {
-        "metadata": {"name": "gpu"},
-        "spec": {
-            "minReplicas": 0,
-            "maxReplicas": 600,
-            "metrics": [
-                {
-                    "type": "SQSQueue",
-                    "name": "jobs",
-                    "sqsQueue": {"queue": "jobs"},
-                    "target": {"type": "AverageValue", "averageValue": 4},
-                }
-            ],
-            "behavior": {
-                "scaleUp": {"policies": [{"type": "Replicas", "value": 600, "periodSeconds": 60}]},
-                "scaleDown": {
-                    "stabilizationWindowSeconds": 600,
-                    "policies": [{"type": "Percent", "value": 100, "periodSeconds": 60}],
-                },
-            },
+GPU = policy(
+    queue_metric("jobs", per_node=4),
+    max_replicas=600,
+    name="gpu",
+    behavior={
+        "scaleUp": {"policies": [{"type": "Replicas", "value": 600, "periodSeconds": 60}]},
+        "scaleDown": {
+            "stabilizationWindowSeconds": 600,
+            "policies": [{"type": "Percent", "value": 100, "periodSeconds": 60}],
         },
-    }
+    },
 )
 TAGS = {"nodescaler/enabled": "true", "nodescaler/policy": "gpu"}
 

@@ -8,22 +8,14 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from nodescaler.adapters.aws.metrics import CloudWatchMetrics, SqsQueueLength, metric_data_queries
-from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.readings import MetricReading, MetricUnavailable
 from nodescaler.ports import NodeGroup
 from nodescaler.producers import Producers
 
+from tests.builders import metric, policy
 from tests.integration.conftest import client
 
 GROUP = NodeGroup(name="ng", desired=1, min_size=0, max_size=10, in_service=1)
-
-
-def metric(spec: dict[str, Any]):  # type: ignore[no-untyped-def]
-    doc = {
-        "metadata": {"name": "p"},
-        "spec": {"minReplicas": 0, "maxReplicas": 10, "metrics": [spec]},
-    }
-    return NodeGroupPolicy.model_validate(doc).spec.metrics[0]
 
 
 def queue(name: str, **options: bool):  # type: ignore[no-untyped-def]
@@ -170,32 +162,24 @@ def test_given_cloudwatch_throttles_then_the_reading_is_unavailable_and_names_th
 def test_producers_read_every_metric_of_a_policy_and_never_raise() -> None:
     sqs = client("sqs")
     sqs.create_queue(QueueName="jobs")
-    policy = NodeGroupPolicy.model_validate(
+    the_policy = policy(
         {
-            "metadata": {"name": "p"},
-            "spec": {
-                "minReplicas": 0,
-                "maxReplicas": 10,
-                "metrics": [
-                    {
-                        "type": "SQSQueue",
-                        "sqsQueue": {"queue": "jobs"},
-                        "target": {"type": "AverageValue", "averageValue": 4},
-                    },
-                    {
-                        "type": "Schedule",
-                        "schedule": {
-                            "defaultReplicas": 3,
-                            "entries": [{"start": "0 8 * * *", "end": "0 9 * * *", "replicas": 9}],
-                        },
-                    },
-                    {"type": "PendingPods"},
-                ],
+            "type": "SQSQueue",
+            "sqsQueue": {"queue": "jobs"},
+            "target": {"type": "AverageValue", "averageValue": 4},
+        },
+        {
+            "type": "Schedule",
+            "schedule": {
+                "defaultReplicas": 3,
+                "entries": [{"start": "0 8 * * *", "end": "0 9 * * *", "replicas": 9}],
             },
-        }
+        },
+        {"type": "PendingPods"},
+        max_replicas=10,
     )
     now = datetime(2026, 3, 2, 8, 30, tzinfo=UTC)
-    readings = Producers(queues=SqsQueueLength(sqs)).read_all(policy, GROUP, now)
+    readings = Producers(queues=SqsQueueLength(sqs)).read_all(the_policy, GROUP, now)
     assert readings["sqs-queue"].value == 0  # type: ignore[union-attr]
     assert readings["schedule"] == MetricReading(
         value=9, at=now, detail="schedule entry entries[0] (0 8 * * * until 0 9 * * *)"

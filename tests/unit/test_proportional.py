@@ -7,13 +7,9 @@ from typing import Any
 import pytest
 from nodescaler.domain.proportional import Tolerances, recommend
 
-from tests.builders import policy, queue_metric, reservation_metric, value_metric
+from tests.builders import metric, queue_metric, reservation_metric, value_metric
 
 DEFAULT = Tolerances(up=0.1, down=0.1)
-
-
-def metric(spec: dict[str, Any]):  # type: ignore[no-untyped-def]
-    return policy(spec).spec.metrics[0]
 
 
 CASES = [
