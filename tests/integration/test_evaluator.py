@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from nodescaler.adapters.aws.metrics import SqsQueueLength
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.state import DynamoStateStore
 from nodescaler.domain.optin import TagNames
-from nodescaler.evaluation import Evaluator, Outcome
+from nodescaler.evaluation import ActuationError, Evaluator, Outcome
 from nodescaler.producers import Producers
 from nodescaler.state import GroupState, StateConflictError
 
@@ -177,4 +178,46 @@ def test_two_evaluators_racing_on_one_group_act_once(
     assert first.evaluate("gpu-ng", "m-1").outcome is Outcome.ACTED
     with pytest.raises(StateConflictError):
         second.evaluate("gpu-ng", "m-2")
+    assert calls.calls["SetDesiredCapacity"] == 1
+
+
+class ThrottledWrites:
+    """An Auto Scaling client whose first SetDesiredCapacity is throttled, as AWS can."""
+
+    def __init__(self, autoscaling: Any) -> None:
+        self._autoscaling = autoscaling
+        self.throttled = 0
+
+    def set_desired_capacity(self, **request: Any) -> Any:
+        if not self.throttled:
+            self.throttled += 1
+            raise ClientError(
+                {"Error": {"Code": "Throttling", "Message": "Rate exceeded"}}, "SetDesiredCapacity"
+            )
+        return self._autoscaling.set_desired_capacity(**request)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._autoscaling, name)
+
+
+def test_given_a_throttled_resize_then_the_error_names_the_group_and_a_retry_acts_once(
+    world: dict[str, Any], calls: CallCounter
+) -> None:
+    evaluator = world["evaluator"]
+    autoscaling = calls.watch(client("autoscaling"))
+    throttled = replace(
+        evaluator,
+        node_groups=AsgNodeGroups(
+            ThrottledWrites(autoscaling), client("eks"), tag_names=TagNames()
+        ),
+    )
+    _enqueue(world, 40)
+    with pytest.raises(
+        ActuationError,
+        match=r"node group gpu-ng: resizing 0 → 10 failed: .*Throttling.*Rate exceeded",
+    ):
+        throttled.evaluate("gpu-ng", "m-1")
+    assert desired("gpu-ng") == 0
+    assert throttled.evaluate("gpu-ng", "m-1").outcome is Outcome.ACTED  # the redelivered message
+    assert desired("gpu-ng") == 10
     assert calls.calls["SetDesiredCapacity"] == 1

@@ -20,6 +20,10 @@ from nodescaler.producers import Producers
 from nodescaler.state import StateStore
 
 
+class ActuationError(RuntimeError):
+    """Resizing a group failed; the message is retried (and dead-lettered after its retries)."""
+
+
 class Outcome(StrEnum):
     ACTED = "acted"
     UNCHANGED = "unchanged"
@@ -102,7 +106,13 @@ class Evaluator:
 
         # 6. Claim (a racing evaluation now fails its write), act, then record the scale event.
         claimed = self.state.save(state.after(history=evaluation.history, decision=decision))
-        self.node_groups.set_desired(group, decision.desired)
+        try:
+            self.node_groups.set_desired(group, decision.desired)
+        except Exception as error:
+            raise ActuationError(
+                f"node group {group.name}: resizing {decision.current} → {decision.desired} "
+                f"failed: {error}"
+            ) from error
         self.state.save(
             claimed.after(
                 history=record_scale(evaluation.history, policy, decision), event_id=event_id
