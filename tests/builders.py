@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -9,8 +10,22 @@ from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_s
 from nodescaler.domain.history import History
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
 from nodescaler.domain.readings import MetricReading, Reading
+from nodescaler.state import GroupState, StateStore
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+
+
+@dataclass
+class VirtualClock:
+    """The Clock port for tests: stands still until told to move."""
+
+    at: datetime = T0
+
+    def now(self) -> datetime:
+        return self.at
+
+    def advance(self, **delta: float) -> None:
+        self.at += timedelta(**delta)
 
 
 def minutes(n: float) -> timedelta:
@@ -103,3 +118,19 @@ def run(
 def act(the_policy: NodeGroupPolicy, evaluation: Evaluation) -> History:
     """The history after the decision was carried out, as the evaluator will record it."""
     return record_scale(evaluation.history, the_policy, evaluation.decision)
+
+
+class StaleReads:
+    """A store whose loads return the state as it was before the other evaluator wrote."""
+
+    def __init__(self, store: StateStore) -> None:
+        self._store = store
+        self._snapshot: GroupState | None = None
+
+    def load(self, group: str) -> GroupState:
+        if self._snapshot is None:
+            self._snapshot = self._store.load(group)
+        return self._snapshot
+
+    def save(self, state: GroupState, **kwargs: Any) -> GroupState:
+        return self._store.save(state, **kwargs)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -14,10 +14,17 @@ from nodescaler.adapters.aws.state import DynamoStateStore
 from nodescaler.domain.optin import TagNames
 from nodescaler.evaluation import ActuationError, Evaluator, Outcome
 from nodescaler.producers import Producers
-from nodescaler.state import GroupState, StateConflictError
+from nodescaler.state import StateConflictError
 
-from tests.builders import T0, policy, queue_metric
-from tests.integration.conftest import CallCounter, client, make_asg, make_state_table
+from tests.aws import (
+    CallCounter,
+    client,
+    desired_capacity,
+    fill_queue,
+    make_asg,
+    make_state_table,
+)
+from tests.builders import StaleReads, VirtualClock, policy, queue_metric
 
 TABLE = "state"
 GPU = policy(
@@ -33,17 +40,6 @@ GPU = policy(
     },
 )
 TAGS = {"nodescaler/enabled": "true", "nodescaler/policy": "gpu"}
-
-
-@dataclass
-class VirtualClock:
-    at: datetime = T0
-
-    def now(self) -> datetime:
-        return self.at
-
-    def advance(self, **delta: float) -> None:
-        self.at += timedelta(**delta)
 
 
 @pytest.fixture
@@ -66,30 +62,13 @@ def world(calls: CallCounter) -> dict[str, Any]:
     return {"evaluator": evaluator, "clock": clock, "sqs": sqs, "queue": queue_url}
 
 
-def _enqueue(world: dict[str, Any], count: int) -> None:
-    for start in range(0, count, 10):
-        entries = [
-            {"Id": str(i), "MessageBody": "task"} for i in range(start, min(start + 10, count))
-        ]
-        world["sqs"].send_message_batch(QueueUrl=world["queue"], Entries=entries)
-
-
-def desired(name: str) -> int:
-    group = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[name])[
-        "AutoScalingGroups"
-    ][0]
-    return int(group["DesiredCapacity"])
-
-
 def test_given_a_queue_burst_then_the_group_scales_out_at_once_and_back_to_0_after_the_window(
     world: dict[str, Any], calls: CallCounter
 ) -> None:
-    # 400 tasks, not the reference's 2400: moto rescans the whole queue on every send, so
-    # its cost grows with the square of the message count. The core's tests cover 2400 → 600.
     evaluator, clock = world["evaluator"], world["clock"]
-    _enqueue(world, 400)
+    fill_queue("jobs", 2400)
     result = evaluator.evaluate("gpu-ng", "m-0")
-    assert (result.outcome, desired("gpu-ng")) == (Outcome.ACTED, 100)
+    assert (result.outcome, desired_capacity("gpu-ng")) == (Outcome.ACTED, 600)
 
     world["sqs"].purge_queue(QueueUrl=world["queue"])
     outcomes = []
@@ -97,7 +76,7 @@ def test_given_a_queue_burst_then_the_group_scales_out_at_once_and_back_to_0_aft
         clock.advance(minutes=1)
         outcomes.append(evaluator.evaluate("gpu-ng", f"m-{minute}").outcome)
     assert outcomes == [Outcome.UNCHANGED] * 9 + [Outcome.ACTED, Outcome.UNCHANGED]
-    assert desired("gpu-ng") == 0
+    assert desired_capacity("gpu-ng") == 0
     assert calls.calls["SetDesiredCapacity"] == 2
 
 
@@ -121,7 +100,11 @@ def test_untagged_and_badly_tagged_groups_are_never_touched(
         "node group bad-policy: tag nodescaler/policy='nope' names no deployed policy (deployed: gpu)",
     )
     assert calls.calls["SetDesiredCapacity"] == 0
-    assert (desired("untagged"), desired("bad-policy")) == (2, 2)
+    assert (desired_capacity("untagged"), desired_capacity("bad-policy")) == (2, 2)
+    # the problem is kept in the group's state (for `nodescaler status`), written once
+    assert evaluator.state.load("bad-policy").problems == bad.problems
+    evaluator.evaluate("bad-policy", "m-3")
+    assert evaluator.state.load("bad-policy").version == 1
 
 
 def test_a_group_in_dry_run_records_its_decision_without_acting(world: dict[str, Any]) -> None:
@@ -136,35 +119,23 @@ def test_a_group_in_dry_run_records_its_decision_without_acting(world: dict[str,
             }
         ]
     )
-    _enqueue(world, 40)
+    fill_queue("jobs", 40)
     result = world["evaluator"].evaluate("gpu-ng", "m-0")
-    assert (result.outcome, result.decision.desired, desired("gpu-ng")) == (Outcome.DRY_RUN, 10, 0)  # type: ignore[union-attr]
+    assert (result.outcome, result.decision.desired, desired_capacity("gpu-ng")) == (
+        Outcome.DRY_RUN,
+        10,
+        0,
+    )  # type: ignore[union-attr]
 
 
 def test_a_redelivered_message_does_not_act_twice(
     world: dict[str, Any], calls: CallCounter
 ) -> None:
-    _enqueue(world, 40)
+    fill_queue("jobs", 40)
     assert world["evaluator"].evaluate("gpu-ng", "m-0").outcome is Outcome.ACTED
-    _enqueue(world, 400)
+    fill_queue("jobs", 400)
     assert world["evaluator"].evaluate("gpu-ng", "m-0").outcome is Outcome.DUPLICATE
     assert calls.calls["SetDesiredCapacity"] == 1
-
-
-class StaleReads:
-    """A store whose loads return the state as it was before the other evaluator wrote."""
-
-    def __init__(self, store: DynamoStateStore) -> None:
-        self._store = store
-        self._snapshot: GroupState | None = None
-
-    def load(self, group: str) -> GroupState:
-        if self._snapshot is None:
-            self._snapshot = self._store.load(group)
-        return self._snapshot
-
-    def save(self, state: GroupState, **kwargs: Any) -> GroupState:
-        return self._store.save(state, **kwargs)
 
 
 def test_two_evaluators_racing_on_one_group_act_once(
@@ -174,7 +145,7 @@ def test_two_evaluators_racing_on_one_group_act_once(
     racing = StaleReads(first.state)
     racing.load("gpu-ng")  # read before the first evaluator writes
     second = type(first)(**{**first.__dict__, "state": racing})
-    _enqueue(world, 40)
+    fill_queue("jobs", 40)
     assert first.evaluate("gpu-ng", "m-1").outcome is Outcome.ACTED
     with pytest.raises(StateConflictError):
         second.evaluate("gpu-ng", "m-2")
@@ -211,13 +182,13 @@ def test_given_a_throttled_resize_then_the_error_names_the_group_and_a_retry_act
             ThrottledWrites(autoscaling), client("eks"), tag_names=TagNames()
         ),
     )
-    _enqueue(world, 40)
+    fill_queue("jobs", 40)
     with pytest.raises(
         ActuationError,
         match=r"node group gpu-ng: resizing 0 → 10 failed: .*Throttling.*Rate exceeded",
     ):
         throttled.evaluate("gpu-ng", "m-1")
-    assert desired("gpu-ng") == 0
+    assert desired_capacity("gpu-ng") == 0
     assert throttled.evaluate("gpu-ng", "m-1").outcome is Outcome.ACTED  # the redelivered message
-    assert desired("gpu-ng") == 10
+    assert desired_capacity("gpu-ng") == 10
     assert calls.calls["SetDesiredCapacity"] == 1

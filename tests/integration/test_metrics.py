@@ -12,8 +12,8 @@ from nodescaler.domain.readings import MetricReading, MetricUnavailable
 from nodescaler.ports import NodeGroup
 from nodescaler.producers import Producers
 
+from tests.aws import client
 from tests.builders import metric, policy
-from tests.integration.conftest import client
 
 GROUP = NodeGroup(name="ng", desired=1, min_size=0, max_size=10, in_service=1)
 

@@ -6,7 +6,7 @@ import pytest
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.domain.optin import TagNames
 
-from tests.integration.conftest import CallCounter, client, make_asg
+from tests.aws import CallCounter, client, make_asg
 
 OPTED_IN = {"nodescaler/enabled": "true", "nodescaler/policy": "batch"}
 

@@ -7,10 +7,10 @@ from datetime import timedelta
 import pytest
 from nodescaler.adapters.aws.state import DynamoStateStore
 from nodescaler.domain.history import History, TimedRecommendation
-from nodescaler.state import GroupState, StateConflictError
+from nodescaler.state import GroupState, StateConflictError, StateCorruptError
 
+from tests.aws import client, make_state_table
 from tests.builders import T0, policy, readings, run
-from tests.integration.conftest import client, make_state_table
 
 TABLE = "nodescaler-state"
 
@@ -28,7 +28,10 @@ def test_a_group_never_seen_has_empty_state(store: DynamoStateStore) -> None:
 def test_state_round_trips_with_history_decision_and_events(store: DynamoStateStore) -> None:
     evaluation = run(policy(), 0, readings(jobs=40))
     state = GroupState(group="ng").after(
-        history=evaluation.history, decision=evaluation.decision, event_id="m-1"
+        history=evaluation.history,
+        decision=evaluation.decision,
+        event_id="m-1",
+        problems=("node group ng: tag nodescaler/dry-run='maybe' must be true or false",),
     )
     saved = store.save(state)
     assert saved.version == 1
@@ -93,3 +96,31 @@ def test_recent_events_are_bounded() -> None:
         state = state.after(history=state.history, event_id=f"m-{i}")
     assert len(state.recent_events) == 50
     assert state.seen("m-59") and not state.seen("m-0")
+
+
+@pytest.mark.parametrize(
+    ("attribute", "value", "cause"),
+    [
+        ("history", {"S": "{not json"}, "ValidationError"),
+        ("version", {"N": "1.5"}, "ValueError"),
+        ("recent_events", {"S": "[1, "}, "JSONDecodeError"),
+    ],
+)
+def test_given_a_corrupt_state_item_then_loading_it_names_the_group_and_item(
+    store: DynamoStateStore, attribute: str, value: dict[str, str], cause: str
+) -> None:
+    store.save(GroupState(group="ng"))
+    client("dynamodb").update_item(
+        TableName=TABLE,
+        Key={"pk": {"S": "GROUP#ng"}, "sk": {"S": "STATE"}},
+        UpdateExpression="SET #a = :v",
+        ExpressionAttributeNames={"#a": attribute},
+        ExpressionAttributeValues={":v": value},
+    )
+    with pytest.raises(StateCorruptError) as caught:
+        store.load("ng")
+    message = str(caught.value)
+    assert message.startswith(
+        f"node group ng: state item (GROUP#ng, STATE) in {TABLE} is unreadable ({cause}"
+    )
+    assert message.endswith("delete it to start the group's history afresh")

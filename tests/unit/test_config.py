@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from nodescaler.config import EvaluateSettings, SettingsError, TickSettings
+from nodescaler.config import DispatchSettings, EvaluateSettings, SettingsError
 
 BASE = {
     "STATE_TABLE_NAME": "nodescaler-state",
@@ -12,10 +12,13 @@ BASE = {
 
 
 def test_settings_read_the_environment_and_default_the_rest() -> None:
-    settings = TickSettings.from_environment(BASE | {"DRY_RUN": "true", "UNRELATED": "x"})
+    settings = EvaluateSettings.from_environment(BASE | {"DRY_RUN": "true", "UNRELATED": "x"})
     assert settings.state_table == "nodescaler-state"
     assert settings.dry_run is True
     assert settings.tag_names.policy == "nodescaler/policy"
+    assert (
+        DispatchSettings.from_environment(BASE).evaluation_queue_url == BASE["EVALUATION_QUEUE_URL"]
+    )
 
 
 def test_the_environment_a_model_writes_reads_back_the_same() -> None:
@@ -26,23 +29,35 @@ def test_the_environment_a_model_writes_reads_back_the_same() -> None:
 
 
 @pytest.mark.parametrize(
-    ("environment", "message"),
+    ("model", "environment", "message"),
     [
+        (DispatchSettings, {}, "DispatchSettings: setting EVALUATION_QUEUE_URL is not set"),
+        (EvaluateSettings, {}, "EvaluateSettings: setting STATE_TABLE_NAME is not set"),
         (
-            {},
-            "TickSettings: setting STATE_TABLE_NAME is not set; setting EVALUATION_QUEUE_URL is not set",
-        ),
-        (
+            DispatchSettings,
             BASE | {"EVALUATION_QUEUE_URL": "q.fifo"},
             "setting EVALUATION_QUEUE_URL String should match pattern",
         ),
-        (BASE | {"DRY_RUN": "perhaps"}, "setting DRY_RUN Input should be a valid boolean"),
-        (BASE | {"TAG_POLICY": ""}, "setting TAG_POLICY String should have at least 1 character"),
+        (
+            EvaluateSettings,
+            BASE | {"DRY_RUN": "perhaps"},
+            "setting DRY_RUN Input should be a valid boolean",
+        ),
+        (
+            EvaluateSettings,
+            BASE | {"AUDIT_TTL_DAYS": "0"},
+            "setting AUDIT_TTL_DAYS Input should be greater than or equal to 1",
+        ),
+        (
+            DispatchSettings,
+            BASE | {"TAG_POLICY": ""},
+            "setting TAG_POLICY String should have at least 1 character",
+        ),
     ],
 )
 def test_a_bad_or_missing_setting_fails_at_once_with_its_name(
-    environment: dict[str, str], message: str
+    model: type[DispatchSettings | EvaluateSettings], environment: dict[str, str], message: str
 ) -> None:
     with pytest.raises(SettingsError) as caught:
-        TickSettings.from_environment(environment)
+        model.from_environment(environment)
     assert message in str(caught.value)

@@ -48,7 +48,7 @@ def test_managed_iff_opted_in_for_this_cluster(
             {"nodescaler/policy": "Batch Jobs"},
             OptIn(
                 "ng-1",
-                "Batch Jobs",
+                None,
                 dry_run=False,
                 problems=(
                     "node group ng-1: tag nodescaler/policy='Batch Jobs' is not a policy name (lowercase letters, digits and '-')",

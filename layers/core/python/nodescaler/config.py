@@ -41,10 +41,8 @@ class _Settings(BaseModel):
 
 
 class CommonSettings(_Settings):
-    state_table: Annotated[str, Field(alias="STATE_TABLE_NAME", min_length=3)]
     policies_path: Annotated[Path, Field(alias="POLICIES_PATH")] = Path("/opt/policies")
     cluster_name: Annotated[str, Field(alias="CLUSTER_NAME")] = ""
-    dry_run: Annotated[bool, Field(alias="DRY_RUN")] = False
     tag_enabled: Annotated[str, Field(alias="TAG_ENABLED", min_length=1)] = TagNames.enabled
     tag_policy: Annotated[str, Field(alias="TAG_POLICY", min_length=1)] = TagNames.policy
     tag_cluster: Annotated[str, Field(alias="TAG_CLUSTER", min_length=1)] = TagNames.cluster
@@ -55,9 +53,15 @@ class CommonSettings(_Settings):
         return TagNames(self.tag_enabled, self.tag_policy, self.tag_cluster, self.tag_dry_run)
 
 
-class TickSettings(CommonSettings):
+class DispatchSettings(CommonSettings):
+    """The dispatch function: ticks and alarm state changes → the evaluation queue."""
+
     evaluation_queue_url: Annotated[str, Field(alias="EVALUATION_QUEUE_URL", pattern=r"^https?://")]
 
 
 class EvaluateSettings(CommonSettings):
+    """The evaluate function: one decision per queued request."""
+
+    state_table: Annotated[str, Field(alias="STATE_TABLE_NAME", min_length=3)]
+    dry_run: Annotated[bool, Field(alias="DRY_RUN")] = False
     audit_ttl_days: Annotated[int, Field(alias="AUDIT_TTL_DAYS", ge=1, le=3650)] = 30

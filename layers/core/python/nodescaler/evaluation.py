@@ -63,7 +63,7 @@ class Evaluator:
         # 2. Its tags and policy; a bad one is reported and the group left alone.
         opt_in = read_opt_in(group.name, group.tags, self.tag_names)
         if opt_in.problems and opt_in.policy is None:
-            return EvaluationResult(group.name, Outcome.REJECTED, problems=opt_in.problems)
+            return self._reject(group.name, opt_in.problems)
         policy = self.policies.get(opt_in.policy or "")
         if policy is None:
             known = ", ".join(sorted(self.policies)) or "none"
@@ -71,9 +71,7 @@ class Evaluator:
                 f"node group {group.name}: tag {self.tag_names.policy}={opt_in.policy!r} names no "
                 f"deployed policy (deployed: {known})"
             )
-            return EvaluationResult(
-                group.name, Outcome.REJECTED, problems=(*opt_in.problems, problem)
-            )
+            return self._reject(group.name, (*opt_in.problems, problem))
 
         # 3. State; a message seen before is not handled twice.
         state = self.state.load(group.name)
@@ -97,7 +95,12 @@ class Evaluator:
         # 5. Record only, when nothing changes or the group is in dry-run.
         if decision.desired == decision.current or opt_in.dry_run or self.dry_run:
             self.state.save(
-                state.after(history=evaluation.history, decision=decision, event_id=event_id),
+                state.after(
+                    history=evaluation.history,
+                    decision=decision,
+                    event_id=event_id,
+                    problems=opt_in.problems,
+                ),
                 audit=decision,
                 event_id=event_id,
             )
@@ -105,7 +108,9 @@ class Evaluator:
             return EvaluationResult(group.name, outcome, decision, opt_in.problems)
 
         # 6. Claim (a racing evaluation now fails its write), act, then record the scale event.
-        claimed = self.state.save(state.after(history=evaluation.history, decision=decision))
+        claimed = self.state.save(
+            state.after(history=evaluation.history, decision=decision, problems=opt_in.problems)
+        )
         try:
             self.node_groups.set_desired(group, decision.desired)
         except Exception as error:
@@ -115,9 +120,18 @@ class Evaluator:
             ) from error
         self.state.save(
             claimed.after(
-                history=record_scale(evaluation.history, policy, decision), event_id=event_id
+                history=record_scale(evaluation.history, policy, decision),
+                event_id=event_id,
+                problems=opt_in.problems,
             ),
             audit=decision,
             event_id=event_id,
         )
         return EvaluationResult(group.name, Outcome.ACTED, decision, opt_in.problems)
+
+    def _reject(self, group: str, problems: tuple[str, ...]) -> EvaluationResult:
+        """Leave the group alone, but keep its problems in its state for `nodescaler status`."""
+        state = self.state.load(group)
+        if state.problems != problems:  # written once, not on every tick
+            self.state.save(state.after(history=state.history, problems=problems))
+        return EvaluationResult(group, Outcome.REJECTED, problems=problems)

@@ -9,6 +9,7 @@ from typing import Protocol
 
 from nodescaler.domain.policy import MetricBase
 from nodescaler.domain.readings import Reading
+from nodescaler.messages import EvaluationRequest
 
 
 @dataclass(frozen=True)
@@ -47,3 +48,13 @@ class MetricSource(Protocol):
 
 class Clock(Protocol):
     def now(self) -> datetime: ...
+
+
+class EvaluationQueue(Protocol):
+    def send(self, requests: Sequence[EvaluationRequest]) -> None:
+        """Queue every request, or raise `QueueSendError` naming the groups left unqueued."""
+        ...
+
+
+class QueueSendError(RuntimeError):
+    """Some evaluation requests could not be queued; the message names their groups."""

@@ -15,6 +15,10 @@ class StateConflictError(RuntimeError):
     """Another evaluation of the same group wrote first."""
 
 
+class StateCorruptError(RuntimeError):
+    """A stored state item can't be read back; names the group and the item."""
+
+
 @dataclass(frozen=True)
 class GroupState:
     group: str
@@ -22,12 +26,18 @@ class GroupState:
     history: History = field(default_factory=History)
     last_decision: Decision | None = None
     recent_events: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()  # what is wrong with the group's tags or policy, if anything
 
     def seen(self, event_id: str) -> bool:
         return event_id in self.recent_events
 
     def after(
-        self, *, history: History, decision: Decision | None = None, event_id: str | None = None
+        self,
+        *,
+        history: History,
+        decision: Decision | None = None,
+        event_id: str | None = None,
+        problems: tuple[str, ...] = (),
     ) -> GroupState:
         events = self.recent_events
         if event_id is not None and event_id not in events:
@@ -37,6 +47,7 @@ class GroupState:
             history=history,
             last_decision=decision or self.last_decision,
             recent_events=events,
+            problems=problems,
         )
 
 

@@ -49,14 +49,16 @@ def is_managed(tags: Mapping[str, str], names: TagNames, cluster: str) -> bool:
 
 def read_opt_in(group: str, tags: Mapping[str, str], names: TagNames) -> OptIn:
     problems = []
-    policy = (tags.get(names.policy) or "").strip()
+    policy: str | None = (tags.get(names.policy) or "").strip()
     if not policy:
         problems.append(f"node group {group}: tag {names.policy} is missing or empty")
+        policy = None
     elif not _POLICY_NAME.match(policy):
         problems.append(
             f"node group {group}: tag {names.policy}={policy!r} is not a policy name "
             "(lowercase letters, digits and '-')"
         )
+        policy = None
     dry_run = _flag(tags.get(names.dry_run))
     if dry_run is None:
         problems.append(
@@ -64,4 +66,4 @@ def read_opt_in(group: str, tags: Mapping[str, str], names: TagNames) -> OptIn:
             "must be true or false; treating the group as dry-run"
         )
         dry_run = True  # the safe reading of a value we can't read
-    return OptIn(group=group, policy=policy or None, dry_run=dry_run, problems=tuple(problems))
+    return OptIn(group=group, policy=policy, dry_run=dry_run, problems=tuple(problems))

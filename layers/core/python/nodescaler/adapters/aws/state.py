@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 
 from nodescaler.domain.decision import Decision
 from nodescaler.domain.history import History
-from nodescaler.state import GroupState, StateConflictError
+from nodescaler.state import GroupState, StateConflictError, StateCorruptError
 
 STATE_SK = "STATE"
 
@@ -42,14 +42,22 @@ class DynamoStateStore:
         ).get("Item")
         if item is None:
             return GroupState(group=group)
-        last = item.get("last_decision", {}).get("S")
-        return GroupState(
-            group=group,
-            version=int(item["version"]["N"]),
-            history=History.model_validate_json(item["history"]["S"]),
-            last_decision=Decision.model_validate_json(last) if last else None,
-            recent_events=tuple(json.loads(item.get("recent_events", {}).get("S", "[]"))),
-        )
+        try:
+            last = item.get("last_decision", {}).get("S")
+            return GroupState(
+                group=group,
+                version=int(item["version"]["N"]),
+                history=History.model_validate_json(item["history"]["S"]),
+                last_decision=Decision.model_validate_json(last) if last else None,
+                recent_events=tuple(json.loads(item.get("recent_events", {}).get("S", "[]"))),
+                problems=tuple(json.loads(item.get("problems", {}).get("S", "[]"))),
+            )
+        except (KeyError, ValueError, TypeError) as error:  # pydantic's ValidationError too
+            raise StateCorruptError(
+                f"node group {group}: state item ({_pk(group)}, {STATE_SK}) in {self._table} is "
+                f"unreadable ({type(error).__name__}: {error}); delete it to start the group's "
+                "history afresh"
+            ) from None
 
     def save(
         self, state: GroupState, *, audit: Decision | None = None, event_id: str = ""
@@ -62,6 +70,7 @@ class DynamoStateStore:
             "version": {"N": str(saved.version)},
             "history": {"S": state.history.model_dump_json()},
             "recent_events": {"S": json.dumps(list(state.recent_events))},
+            "problems": {"S": json.dumps(list(state.problems))},
         }
         if state.last_decision is not None:
             item["last_decision"] = {"S": state.last_decision.model_dump_json()}

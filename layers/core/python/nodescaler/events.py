@@ -1,0 +1,79 @@
+"""Every event a function receives, as a typed model: parsing is where bad input is caught.
+
+The envelopes come from Powertools' parser models; the details are ours, and the SQS body
+is our own message (`nodescaler.messages`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from aws_lambda_powertools.utilities.parser.models import EventBridgeModel, SqsRecordModel
+from pydantic import BaseModel, Field, Json, TypeAdapter, ValidationError
+
+from nodescaler.messages import EvaluationRequest
+
+
+class EvaluationRecord(SqsRecordModel):
+    body: Json[EvaluationRequest]
+
+
+class ScheduledEvent(EventBridgeModel):
+    source: Literal["aws.events", "aws.scheduler"]
+    detail_type: Literal["Scheduled Event"] = Field(alias="detail-type")
+
+    @property
+    def cause(self) -> str:
+        return "tick"
+
+
+class AlarmState(BaseModel):
+    value: Literal["OK", "ALARM", "INSUFFICIENT_DATA"]
+    reason: str = ""
+    timestamp: datetime
+
+
+class AlarmStateChange(BaseModel):
+    alarm_name: Annotated[str, Field(alias="alarmName", min_length=1, max_length=255)]
+    state: AlarmState
+    previous_state: Annotated[AlarmState | None, Field(alias="previousState")] = None
+
+
+class AlarmStateChangeEvent(EventBridgeModel):
+    source: Literal["aws.cloudwatch"]
+    detail_type: Literal["CloudWatch Alarm State Change"] = Field(alias="detail-type")
+    detail: AlarmStateChange
+
+    @property
+    def cause(self) -> str:
+        previous = self.detail.previous_state.value if self.detail.previous_state else "?"
+        return f"alarm {self.detail.alarm_name}: {previous} → {self.detail.state.value}"
+
+
+class MalformedEventError(ValueError):
+    """An event no function here can handle; the message names the event and the field."""
+
+
+DispatchEvent = Annotated[
+    ScheduledEvent | AlarmStateChangeEvent, Field(discriminator="detail_type")
+]
+_DISPATCH_EVENT: TypeAdapter[ScheduledEvent | AlarmStateChangeEvent] = TypeAdapter(DispatchEvent)
+
+
+def problems_of(error: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(map(str, e['loc'])) or '(event)'}: {e['msg']}"
+        for e in error.errors(include_url=False)
+    )
+
+
+def parse_dispatch_event(event: Any) -> ScheduledEvent | AlarmStateChangeEvent:
+    try:
+        return _DISPATCH_EVENT.validate_python(event)
+    except ValidationError as error:
+        event_id = event.get("id", "?") if isinstance(event, dict) else "?"
+        raise MalformedEventError(
+            f"event {event_id} is neither a scheduled tick nor a CloudWatch alarm state "
+            f"change: {problems_of(error)}"
+        ) from None

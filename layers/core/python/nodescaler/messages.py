@@ -1,0 +1,18 @@
+"""The evaluation queue's message, written by the tick and alarm functions, read by evaluate."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+
+class EvaluationRequest(BaseModel):
+    """The evaluation queue's message: evaluate this group, because of this event."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    node_group: Annotated[str, Field(min_length=1, max_length=255)]  # the ASG name
+    event_id: Annotated[str, Field(min_length=1, max_length=128)]  # idempotency key
+    cause: Annotated[str, Field(min_length=1, max_length=300)]  # "tick", "alarm web-high → ALARM"
+    requested_at: AwareDatetime

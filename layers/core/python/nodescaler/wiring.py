@@ -1,0 +1,119 @@
+"""The runtime composition root: real adapters built from a function's settings.
+
+Handlers call these once per cold start. Clients share one botocore Config (adaptive
+retries, short timeouts) and are made on first use, so the dispatch function never pays
+for the clients only evaluate needs. Tests and the sandbox pass their own `AwsClients`
+(moto) and clock.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from nodescaler.adapters.aws.evaluation_queue import SqsEvaluationQueue
+from nodescaler.adapters.aws.metrics import CloudWatchMetrics, SqsQueueLength
+from nodescaler.adapters.aws.node_groups import AsgNodeGroups
+from nodescaler.adapters.aws.state import DynamoStateStore
+from nodescaler.config import CommonSettings, DispatchSettings, EvaluateSettings
+from nodescaler.dispatch import Dispatcher
+from nodescaler.evaluation import Evaluator
+from nodescaler.policy_files import load_policies
+from nodescaler.ports import Clock
+from nodescaler.producers import Producers
+
+BOTO_CONFIG = Config(
+    retries={"mode": "adaptive", "max_attempts": 5},
+    connect_timeout=3,
+    read_timeout=10,
+    user_agent_extra="nodescaler",
+)
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+class AwsClients:
+    """One boto3 client per service, made on first use from one session and one Config."""
+
+    def __init__(
+        self,
+        session: boto3.Session | None = None,
+        *,
+        config: Config = BOTO_CONFIG,
+        endpoint_url: str | None = None,  # the sandbox's moto server
+    ) -> None:
+        self._session = session or boto3.Session()
+        self._config = config
+        self._endpoint_url = endpoint_url
+
+    def _client(self, service: str) -> Any:
+        return self._session.client(service, config=self._config, endpoint_url=self._endpoint_url)
+
+    @cached_property
+    def autoscaling(self) -> Any:
+        return self._client("autoscaling")
+
+    @cached_property
+    def eks(self) -> Any:
+        return self._client("eks")
+
+    @cached_property
+    def sqs(self) -> Any:
+        return self._client("sqs")
+
+    @cached_property
+    def cloudwatch(self) -> Any:
+        return self._client("cloudwatch")
+
+    @cached_property
+    def dynamodb(self) -> Any:
+        return self._client("dynamodb")
+
+
+def node_groups(settings: CommonSettings, clients: AwsClients) -> AsgNodeGroups:
+    return AsgNodeGroups(
+        clients.autoscaling,
+        clients.eks,
+        tag_names=settings.tag_names,
+        cluster_name=settings.cluster_name,
+    )
+
+
+def dispatcher(settings: DispatchSettings, clients: AwsClients | None = None) -> Dispatcher:
+    clients = clients or AwsClients()
+    return Dispatcher(
+        node_groups=node_groups(settings, clients),
+        queue=SqsEvaluationQueue(clients.sqs, settings.evaluation_queue_url),
+        policies=load_policies(settings.policies_path),
+        tag_names=settings.tag_names,
+    )
+
+
+def evaluator(
+    settings: EvaluateSettings, clients: AwsClients | None = None, clock: Clock | None = None
+) -> Evaluator:
+    clients = clients or AwsClients()
+    return Evaluator(
+        node_groups=node_groups(settings, clients),
+        producers=Producers(
+            queues=SqsQueueLength(clients.sqs),
+            cloudwatch=CloudWatchMetrics(clients.cloudwatch),
+        ),
+        state=DynamoStateStore(
+            clients.dynamodb,
+            settings.state_table,
+            audit_ttl=timedelta(days=settings.audit_ttl_days),
+        ),
+        policies=load_policies(settings.policies_path),
+        clock=clock or SystemClock(),
+        tag_names=settings.tag_names,
+        cluster_name=settings.cluster_name,
+        dry_run=settings.dry_run,
+    )

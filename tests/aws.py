@@ -1,0 +1,153 @@
+"""moto-backed AWS for the integration and end-to-end tests: in process, no network.
+
+The fixtures are re-exported by those folders' conftest files."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from moto.core import DEFAULT_ACCOUNT_ID as ACCOUNT_ID
+from moto.sqs.models import Message, sqs_backends
+
+REGION = "eu-west-1"
+
+
+@pytest.fixture(autouse=True)
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        yield
+    _clients.clear()
+
+
+class CallCounter:
+    """Counts AWS API calls made through a client, by operation (botocore event hooks)."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+
+    def watch(self, client: Any) -> Any:
+        client.meta.events.register(
+            "before-call.*.*", self._count, unique_id=f"call-counter-{id(self)}"
+        )
+        return client
+
+    def _count(self, model: Any, **_: Any) -> None:
+        self.calls[model.name] += 1
+
+
+@pytest.fixture
+def calls() -> CallCounter:
+    return CallCounter()
+
+
+_clients: dict[str, Any] = {}  # per test: the `aws` fixture clears it
+
+
+def client(service: str) -> Any:
+    if service not in _clients:
+        _clients[service] = boto3.client(service, region_name=REGION)
+    return _clients[service]
+
+
+def desired_capacity(group: str) -> int:
+    described = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[group])
+    return int(described["AutoScalingGroups"][0]["DesiredCapacity"])
+
+
+def make_asg(
+    name: str,
+    *,
+    tags: dict[str, str] | None = None,
+    desired: int = 0,
+    min_size: int = 0,
+    max_size: int = 100,
+) -> None:
+    autoscaling = client("autoscaling")
+    with contextlib.suppress(autoscaling.exceptions.AlreadyExistsFault):
+        autoscaling.create_launch_configuration(
+            LaunchConfigurationName="nodes", ImageId="ami-12c6146b", InstanceType="m5.large"
+        )
+    autoscaling.create_auto_scaling_group(
+        AutoScalingGroupName=name,
+        LaunchConfigurationName="nodes",
+        MinSize=min_size,
+        MaxSize=max_size,
+        DesiredCapacity=desired,
+        AvailabilityZones=[f"{REGION}a"],
+        Tags=[
+            {
+                "Key": k,
+                "Value": v,
+                "PropagateAtLaunch": False,
+                "ResourceId": name,
+                "ResourceType": "auto-scaling-group",
+            }
+            for k, v in (tags or {}).items()
+        ],
+    )
+
+
+def make_state_table(name: str) -> Any:
+    """The state table as infra/state.py defines it; returns the DynamoDB client."""
+    dynamodb = client("dynamodb")
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return dynamodb
+
+
+def make_evaluation_queue(name: str = "evaluations", *, max_receive_count: int = 3) -> str:
+    """The FIFO evaluation queue and its dead-letter queue, as infra defines them; the URL."""
+    sqs = client("sqs")
+    fifo = {"FifoQueue": "true"}
+    dlq = sqs.create_queue(QueueName=f"{name}-dlq.fifo", Attributes=fifo)["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])
+    redrive = {
+        "deadLetterTargetArn": dlq_arn["Attributes"]["QueueArn"],
+        "maxReceiveCount": max_receive_count,
+    }
+    attributes = fifo | {"RedrivePolicy": json.dumps(redrive), "VisibilityTimeout": "120"}
+    return str(sqs.create_queue(QueueName=f"{name}.fifo", Attributes=attributes)["QueueUrl"])
+
+
+def fill_queue(queue_name: str, count: int) -> None:
+    """`count` messages in a standard queue. The first batch goes through SendMessageBatch;
+    the rest are copied into moto's store, because moto rescans the whole queue on every
+    send (2400 messages would take two minutes). Readers still see them only through the API.
+    """
+    sqs = client("sqs")
+    url = sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
+    first = min(count, 10)
+    if not first:
+        return
+    sqs.send_message_batch(
+        QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "task"} for i in range(first)]
+    )
+    queue = sqs_backends[ACCOUNT_ID][REGION].get_queue(queue_name)
+    for _ in range(count - first):
+        message = Message(str(uuid.uuid4()), "task")
+        message.mark_sent()
+        queue.add_message(message)

@@ -1,0 +1,149 @@
+"""The deployed system in miniature: both handlers, wired by `nodescaler.wiring` from their
+settings, over moto, with Lambda's SQS event source played by `SqsEventSource`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from nodescaler import wiring
+from nodescaler.config import DispatchSettings, EvaluateSettings
+from nodescaler.observability import SERVICE
+from nodescaler_tools.lambda_local import Delivery, LocalContext, SqsEventSource
+
+from functions.dispatch import handler as dispatch
+from functions.evaluate import handler as evaluate
+from tests import aws as moto_aws
+from tests.aws import REGION, CallCounter, make_evaluation_queue, make_state_table
+from tests.builders import VirtualClock
+
+aws, calls = moto_aws.aws, moto_aws.calls  # the moto fixtures
+
+ROOT = Path(__file__).parents[2]
+EVENTS = ROOT / "events"
+TABLE = "nodescaler-state"
+
+
+def event(name: str, **changes: Any) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((EVENTS / name).read_text())
+    return loaded | changes
+
+
+class Deployment:
+    def __init__(self, policies: Path, calls: CallCounter, clock: VirtualClock) -> None:
+        self.clock = clock
+        self.clients = wiring.AwsClients(boto3.Session(region_name=REGION))
+        calls.watch(self.clients.autoscaling)
+        calls.watch(self.clients.eks)
+        make_state_table(TABLE)
+        self.queue_url = make_evaluation_queue()
+        environment = {
+            "STATE_TABLE_NAME": TABLE,
+            "EVALUATION_QUEUE_URL": self.queue_url,
+            "POLICIES_PATH": str(policies),
+        }
+        self.dispatch_settings = DispatchSettings.from_environment(environment)
+        self.evaluate_settings = EvaluateSettings.from_environment(environment)
+        self.deploy()
+
+    def deploy(self) -> None:
+        """The functions as `cdk deploy` leaves them: wired from settings, policies loaded."""
+        self.dispatcher = wiring.dispatcher(self.dispatch_settings, self.clients)
+        self.evaluator = wiring.evaluator(self.evaluate_settings, self.clients, self.clock)
+        self.evaluations = SqsEventSource(
+            self.clients.sqs, self.queue_url, partial(evaluate.handler, evaluator=self.evaluator)
+        )
+
+    def dispatch(self, incoming: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = dispatch.handler(
+            incoming, LocalContext("nodescaler-dispatch"), dispatcher=self.dispatcher
+        )
+        return result
+
+    def tick(self) -> list[Delivery]:
+        """One scheduled tick at the clock's time, and every evaluation it queued."""
+        self.dispatch(
+            event(
+                "schedule-tick.json",
+                id=str(uuid.uuid4()),
+                time=self.clock.now().isoformat().replace("+00:00", "Z"),
+            )
+        )
+        return self.evaluations.drain()
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        sqs = self.clients.sqs
+        url = self.queue_url.replace(".fifo", "-dlq.fifo")
+        messages: list[dict[str, Any]] = sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10
+        ).get("Messages", [])
+        return messages
+
+
+@pytest.fixture
+def policies(tmp_path: Path) -> Path:
+    """The shipped policies; a test may add its own files next to them."""
+    folder = tmp_path / "policies"
+    shutil.copytree(ROOT / "policies", folder)
+    return folder
+
+
+@pytest.fixture
+def clock() -> VirtualClock:
+    """Monday 09:00 UTC, the samples' time: office hours in Paris."""
+    return VirtualClock(at=datetime.fromisoformat(event("schedule-tick.json")["time"]))
+
+
+@pytest.fixture
+def deployment(policies: Path, calls: CallCounter, clock: VirtualClock) -> Iterator[Deployment]:
+    yield Deployment(policies, calls, clock)
+
+
+class Output:
+    """What the functions printed: their JSON log lines and EMF records."""
+
+    def __init__(self, log_lines: list[str], printed: str) -> None:
+        self.logs = [json.loads(line) for line in log_lines]
+        self.emf = [json.loads(line) for line in printed.splitlines() if line.startswith('{"_aws"')]
+
+    def metric(self, name: str, node_group: str | None = None) -> list[float]:
+        """Every value printed for the metric (for one group), in order."""
+        values: list[float] = []
+        for record in self.emf:
+            if name in record and (node_group is None or record.get("NodeGroup") == node_group):
+                value = record[name]
+                values.extend(value if isinstance(value, list) else [value])
+        return values
+
+    def messages(self, level: str) -> list[str]:
+        return [str(line["message"]) for line in self.logs if line["level"] == level]
+
+
+class LogLines(logging.Handler):
+    """Keeps each log line as the functions' Powertools formatter writes it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+        self.setFormatter(evaluate.logger.registered_formatter)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+@pytest.fixture
+def output(capsys: pytest.CaptureFixture[str]) -> Iterator[Any]:
+    lines = LogLines()
+    functions_logger = logging.getLogger(SERVICE)
+    functions_logger.addHandler(lines)
+    yield lambda: Output(lines.lines, capsys.readouterr().out)
+    functions_logger.removeHandler(lines)

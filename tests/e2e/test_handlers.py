@@ -1,0 +1,295 @@
+"""End to end through the handlers: tick and alarm → FIFO queue → evaluate → resize, on moto."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+from nodescaler.events import MalformedEventError
+from nodescaler_tools.lambda_local import LocalContext
+
+from functions.evaluate import handler as evaluate
+from tests.aws import CallCounter, client, desired_capacity, fill_queue, make_asg
+from tests.builders import StaleReads
+from tests.e2e.conftest import Deployment, event
+
+OPTED_IN = {"nodescaler/enabled": "true"}
+GPU = OPTED_IN | {"nodescaler/policy": "gpu-training"}
+WEB = OPTED_IN | {"nodescaler/policy": "business-hours"}
+TRAINING_QUEUE = "ml-training-queue"  # the queue policies/gpu-training.yaml reads
+
+
+def training_tasks(count: int) -> None:
+    client("sqs").create_queue(QueueName=TRAINING_QUEUE)
+    fill_queue(TRAINING_QUEUE, count)
+
+
+def test_given_three_groups_a_tick_scales_only_the_queue_driven_one_to_600_then_back_to_min(
+    deployment: Deployment, calls: CallCounter, output: Any
+) -> None:
+    make_asg("untagged", desired=2)
+    make_asg("bad-policy", tags=GPU | {"nodescaler/policy": "no-such-policy"}, desired=2)
+    make_asg("gpu", tags=GPU, max_size=600)
+    training_tasks(2400)
+
+    deliveries = deployment.tick()
+
+    assert [d.failed for d in deliveries] == [()]
+    assert desired_capacity("gpu") == 600  # 2400 tasks at 4 per node, in one decision
+    assert (desired_capacity("untagged"), desired_capacity("bad-policy")) == (2, 2)
+    printed = output()
+    assert printed.metric("DesiredNodes", "gpu") == [600]
+    assert printed.metric("NodesAdded", "gpu") == [600]
+    assert printed.metric("NodeGroupRejected", "bad-policy") == [1]
+    assert printed.metric("EvaluationsQueued") == [2]  # the untagged group is not even queued
+    assert (
+        "node group bad-policy: tag nodescaler/policy='no-such-policy' names no deployed policy "
+        "(deployed: business-hours, gpu-training, microservices)"
+    ) in printed.messages("WARNING")
+
+    # Queue drained: the group keeps its nodes for the 600 s window, then goes to min (0).
+    client("sqs").purge_queue(
+        QueueUrl=client("sqs").get_queue_url(QueueName=TRAINING_QUEUE)["QueueUrl"]
+    )
+    sizes = []
+    for _ in range(11):
+        deployment.clock.advance(minutes=1)
+        deployment.tick()
+        sizes.append(desired_capacity("gpu"))
+    assert sizes == [600] * 9 + [0, 0]
+    assert calls.calls["SetDesiredCapacity"] == 2
+    assert deployment.dead_letters() == []
+
+
+def test_given_an_alarm_named_in_a_policy_its_state_change_acts_without_a_tick(
+    deployment: Deployment, output: Any
+) -> None:
+    make_asg("web", tags=WEB, desired=2, min_size=2, max_size=40)
+    make_asg("gpu", tags=GPU, max_size=600)
+
+    result = deployment.dispatch(event("alarm-state-change.json"))
+    deployment.evaluations.drain()
+
+    assert result == {"cause": "alarm web-requests-high: OK → ALARM", "queued": ["web"]}
+    # Monday 10:04 in Paris: office hours ask for 10 nodes. The request-rate metric has no
+    # data in moto; it is reported, and it only holds back a scale-in.
+    assert (desired_capacity("web"), desired_capacity("gpu")) == (10, 0)
+    printed = output()
+    assert printed.metric("MetricsUnavailable", "web") == [1]
+    decision = next(line["decision"] for line in printed.logs if line.get("node_group") == "web")
+    assert decision["metrics"][1]["status"] == "missing"
+    assert "CloudWatch returned no datapoint in the last 600s" in decision["metrics"][1]["detail"]
+
+
+def test_a_tick_over_250_managed_groups_describes_them_in_at_most_3_calls(
+    deployment: Deployment, calls: CallCounter
+) -> None:
+    for index in range(250):
+        make_asg(f"ng-{index:03}", tags=GPU)
+    make_asg("untagged")
+    calls.watch(deployment.clients.sqs)
+    calls.calls.clear()
+
+    result = deployment.dispatch(event("schedule-tick.json"))
+
+    assert len(result["queued"]) == 250
+    assert calls.calls["DescribeAutoScalingGroups"] <= 3
+    assert calls.calls["SendMessageBatch"] == 25
+    waiting = client("sqs").get_queue_attributes(
+        QueueUrl=deployment.queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+    )
+    assert waiting["Attributes"]["ApproximateNumberOfMessages"] == "250"
+
+
+def test_evaluations_that_change_nothing_write_nothing_to_auto_scaling_or_eks(
+    deployment: Deployment, calls: CallCounter
+) -> None:
+    make_asg("gpu", tags=GPU)
+    make_asg(
+        "eks-gpu",
+        tags=GPU | {"eks:cluster-name": "prod", "eks:nodegroup-name": "gpu"},
+    )
+    training_tasks(0)
+    for _ in range(3):
+        deployment.tick()
+        deployment.clock.advance(minutes=1)
+    assert calls.calls["SetDesiredCapacity"] + calls.calls["UpdateNodegroupConfig"] == 0
+    assert calls.calls["DescribeAutoScalingGroups"] > 0  # the counter does see this client
+
+
+def test_two_evaluations_racing_on_one_group_resize_it_once(
+    deployment: Deployment, calls: CallCounter, output: Any
+) -> None:
+    make_asg("gpu", tags=GPU, max_size=600)
+    training_tasks(40)
+    racing = replace(deployment.evaluator, state=StaleReads(deployment.evaluator.state))
+    racing.state.load("gpu")  # it read the group's state before the first one wrote
+    first, second = (
+        _request_record("gpu", event_id, message_id)
+        for event_id, message_id in (("tick-1", "m-1"), ("alarm-1", "m-2"))
+    )
+
+    won = evaluate.handler(first, LocalContext(), evaluator=deployment.evaluator)
+    with pytest.raises(BatchProcessingError):  # its only record failed: the batch is retried
+        evaluate.handler(second, LocalContext(), evaluator=racing)
+    retried = evaluate.handler(second, LocalContext(), evaluator=deployment.evaluator)
+
+    assert won == {"batchItemFailures": []}
+    assert retried == {"batchItemFailures": []}  # it reads the new state: nothing left to do
+    assert (desired_capacity("gpu"), calls.calls["SetDesiredCapacity"]) == (10, 1)
+    assert any(
+        m.startswith("node group gpu: evaluation failed, will retry: node group gpu: state changed")
+        for m in output().messages("ERROR")
+    )
+
+
+def _request_record(group: str, event_id: str, message_id: str) -> dict[str, Any]:
+    record = event("evaluate-batch.json")["Records"][0]
+    body = (
+        f'{{"node_group":"{group}","event_id":"{event_id}","cause":"tick",'
+        '"requested_at":"2026-11-23T09:00:00Z"}'
+    )
+    attributes = record["attributes"] | {"MessageGroupId": group}
+    return {"Records": [record | {"messageId": message_id, "body": body, "attributes": attributes}]}
+
+
+# --- bad input: named, counted, retried a bounded number of times, never blocking others ---
+
+
+def test_malformed_tags_are_reported_and_those_groups_left_alone_while_others_scale(
+    deployment: Deployment, output: Any
+) -> None:
+    make_asg("gpu", tags=GPU, max_size=600)
+    make_asg("no-policy-tag", tags=OPTED_IN, desired=3)
+    make_asg("policy-typo", tags=GPU | {"nodescaler/policy": "GPU Training"}, desired=3)
+    make_asg("enabled-yes", tags=GPU | {"nodescaler/enabled": "yes"}, desired=3)
+    make_asg("dry-run-maybe", tags=GPU | {"nodescaler/dry-run": "maybe"}, desired=3)
+    training_tasks(40)
+
+    deployment.tick()
+
+    assert desired_capacity("gpu") == 10
+    for untouched in ("no-policy-tag", "policy-typo", "enabled-yes", "dry-run-maybe"):
+        assert desired_capacity(untouched) == 3, untouched
+    warnings = output().messages("WARNING")
+    assert "node group no-policy-tag: tag nodescaler/policy is missing or empty" in warnings
+    assert (
+        "node group policy-typo: tag nodescaler/policy='GPU Training' is not a policy name "
+        "(lowercase letters, digits and '-')"
+    ) in warnings
+    assert (
+        "node group dry-run-maybe: tag nodescaler/dry-run='maybe' must be true or false; "
+        "treating the group as dry-run"
+    ) in warnings
+    assert not any("enabled-yes" in w for w in warnings)  # not opted in: not ours to judge
+
+
+def test_a_missing_queue_or_a_metric_without_data_holds_the_group_and_names_the_cause(
+    deployment: Deployment, policies: Any, output: Any
+) -> None:
+    (policies / "orphan.yaml").write_text(
+        (policies / "gpu-training.yaml")
+        .read_text()
+        .replace("name: gpu-training", "name: orphan")
+        .replace("queue: ml-training-queue", "queue: no-such-queue")
+    )
+    deployment.deploy()
+    make_asg("orphan", tags=OPTED_IN | {"nodescaler/policy": "orphan"}, desired=3)
+    make_asg("gpu", tags=GPU, max_size=600)
+    deployment.clock.advance(hours=12)  # 22:00 in Paris: the schedule alone would say 2
+    make_asg("web", tags=WEB, desired=5, min_size=2, max_size=40)
+    training_tasks(40)
+
+    deployment.tick()
+
+    # neither scales in on a metric it cannot read; the healthy group is not held up
+    assert (desired_capacity("orphan"), desired_capacity("web")) == (3, 5)
+    assert desired_capacity("gpu") == 10
+    printed = output()
+    assert printed.metric("MetricsUnavailable", "orphan") == [1]
+    assert printed.metric("MetricsUnavailable", "web") == [1]
+    orphan = next(line for line in printed.logs if line.get("node_group") == "orphan")
+    assert "missing-metric" in orphan["decision"]["limited_by"]
+    assert "queue no-such-queue: AWS.SimpleQueueService.NonExistentQueue" in str(orphan)
+
+
+def test_a_throttled_resize_is_retried_then_dead_lettered_without_holding_up_other_groups(
+    deployment: Deployment, output: Any
+) -> None:
+    make_asg("throttled", tags=GPU, max_size=600)
+    make_asg("gpu", tags=GPU, max_size=600)
+    training_tasks(40)
+    deployment.clients.autoscaling.meta.events.register(
+        "before-call.auto-scaling.SetDesiredCapacity", _throttle_group("throttled")
+    )
+
+    deliveries = deployment.tick()
+
+    assert desired_capacity("gpu") == 10
+    assert desired_capacity("throttled") == 0
+    assert sum(len(d.failed) for d in deliveries) == 3  # received 3 times (maxReceiveCount)
+    (dead,) = deployment.dead_letters()
+    assert '"node_group":"throttled"' in dead["Body"]
+    errors = output().messages("ERROR")
+    assert len(errors) == 3
+    assert errors[0].startswith(
+        "node group throttled: evaluation failed, will retry: node group throttled: "
+        "resizing 0 → 10 failed: An error occurred (Throttling)"
+    )
+
+
+def _throttle_group(group: str) -> Any:
+    """A botocore hook answering SetDesiredCapacity for `group` as AWS does once its retries
+    are spent: HTTP 400, Throttling."""
+
+    class Response:
+        status_code = 400
+
+    def hook(params: dict[str, Any], **_: Any) -> Any:
+        if params["body"].get("AutoScalingGroupName") != group:  # the request as serialized
+            return None
+        return Response(), {"Error": {"Code": "Throttling", "Message": "Rate exceeded"}}
+
+    return hook
+
+
+def test_a_malformed_evaluation_message_is_dead_lettered_and_the_rest_of_the_batch_completes(
+    deployment: Deployment, output: Any
+) -> None:
+    make_asg("gpu", tags=GPU, max_size=600)
+    training_tasks(40)
+    client("sqs").send_message(
+        QueueUrl=deployment.queue_url,
+        MessageBody='{"node_group": "gpu", "cause": "tick"}',
+        MessageGroupId="junk",
+        MessageDeduplicationId="junk-1",
+    )
+
+    deployment.tick()
+
+    assert desired_capacity("gpu") == 10
+    (dead,) = deployment.dead_letters()
+    assert dead["Body"] == '{"node_group": "gpu", "cause": "tick"}'
+    printed = output()
+    errors = printed.messages("ERROR")
+    assert len(errors) == 3
+    assert "body.event_id: Field required; body.requested_at: Field required" in errors[0]
+    assert printed.metric("MalformedEvents") == [1, 1, 1]
+
+
+def test_a_malformed_eventbridge_event_fails_the_invocation_naming_the_field(
+    deployment: Deployment, output: Any
+) -> None:
+    broken = event("alarm-state-change.json")
+    del broken["detail"]["alarmName"]
+    with pytest.raises(MalformedEventError, match=r"detail\.alarmName: Field required"):
+        deployment.dispatch(broken)
+    printed = output()
+    assert printed.metric("MalformedEvents") == [1]
+    assert printed.messages("ERROR") == [
+        "event c4c1c1c9-6542-e61b-6ef0-8c4d36933a92 is neither a scheduled tick nor a "
+        "CloudWatch alarm state change: CloudWatch Alarm State Change.detail.alarmName: "
+        "Field required"
+    ]

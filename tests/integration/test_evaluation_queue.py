@@ -1,0 +1,88 @@
+"""SqsEvaluationQueue against moto: one FIFO message group per node group, deduplicated
+per event, and a clear error naming the groups that could not be queued."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from nodescaler.adapters.aws.evaluation_queue import SqsEvaluationQueue, message_group_id
+from nodescaler.messages import EvaluationRequest
+from nodescaler.ports import QueueSendError
+
+from tests.aws import client, make_evaluation_queue
+
+AT = datetime(2026, 11, 23, 9, tzinfo=UTC)
+
+
+def requests(*groups: str, event_id: str = "tick-1") -> list[EvaluationRequest]:
+    return [
+        EvaluationRequest(node_group=g, event_id=event_id, cause="tick", requested_at=AT)
+        for g in groups
+    ]
+
+
+def received(url: str) -> list[dict[str, str]]:
+    messages = client("sqs").receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["MessageGroupId"]
+    )["Messages"]
+    return [{"group": m["Attributes"]["MessageGroupId"], **json.loads(m["Body"])} for m in messages]
+
+
+def test_each_request_is_a_message_in_its_node_groups_message_group() -> None:
+    url = make_evaluation_queue()
+    SqsEvaluationQueue(client("sqs"), url).send(requests("gpu", "web"))
+    assert [(m["group"], m["node_group"], m["event_id"]) for m in received(url)] == [
+        ("gpu", "gpu", "tick-1"),
+        ("web", "web", "tick-1"),
+    ]
+
+
+def test_a_retried_tick_does_not_queue_its_requests_twice() -> None:
+    url = make_evaluation_queue()
+    queue = SqsEvaluationQueue(client("sqs"), url)
+    queue.send(requests("gpu"))
+    queue.send(requests("gpu"))  # the same tick again
+    queue.send(requests("gpu", event_id="tick-2"))
+    assert [m["event_id"] for m in received(url)] == ["tick-1", "tick-2"]
+
+
+def test_a_group_name_sqs_would_refuse_as_a_message_group_gets_a_stable_hash() -> None:
+    assert message_group_id("gpu-a_1.x") == "gpu-a_1.x"
+    spaced = message_group_id("GPU nodes (eu)")
+    assert spaced.startswith("sha256-") and spaced == message_group_id("GPU nodes (eu)")
+    assert len(message_group_id("n" * 255)) <= 128
+    url = make_evaluation_queue()
+    SqsEvaluationQueue(client("sqs"), url).send(requests("GPU nodes (eu)"))
+    assert [m["node_group"] for m in received(url)] == ["GPU nodes (eu)"]
+
+
+class HalfFailing:
+    """SendMessageBatch answering as SQS does when some entries are refused."""
+
+    def send_message_batch(self, **request: Any) -> dict[str, object]:
+        entries = request["Entries"]
+        return {
+            "Successful": [{"Id": e["Id"]} for e in entries[::2]],
+            "Failed": [
+                {
+                    "Id": e["Id"],
+                    "Code": "InternalError",
+                    "SenderFault": False,
+                    "Message": "try again",
+                }
+                for e in entries[1::2]
+            ],
+        }
+
+
+def test_entries_sqs_refuses_are_named_by_group_in_one_error() -> None:
+    names = [f"ng-{i:02}" for i in range(12)]
+    with pytest.raises(QueueSendError) as caught:
+        SqsEvaluationQueue(HalfFailing(), "https://queue").send(requests(*names))
+    assert str(caught.value) == (
+        "6 of 12 evaluations not queued: "
+        + ", ".join(f"ng-{i:02} (InternalError: try again)" for i in (1, 3, 5, 7, 9, 11))
+    )

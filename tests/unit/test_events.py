@@ -1,0 +1,121 @@
+"""Incoming events: every sample in events/ parses; a malformed one is refused by name."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nodescaler.events import (
+    AlarmStateChangeEvent,
+    EvaluationRecord,
+    MalformedEventError,
+    ScheduledEvent,
+    parse_dispatch_event,
+)
+from pydantic import ValidationError
+
+EVENTS = Path(__file__).parents[2] / "events"
+
+
+def sample(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((EVENTS / name).read_text())
+    return loaded
+
+
+def test_every_sample_has_a_parser_test() -> None:
+    assert sorted(p.name for p in EVENTS.glob("*.json")) == [
+        "alarm-state-change.json",
+        "evaluate-batch.json",
+        "schedule-tick.json",
+    ]
+
+
+def test_the_schedule_sample_is_a_tick() -> None:
+    tick = parse_dispatch_event(sample("schedule-tick.json"))
+    assert isinstance(tick, ScheduledEvent)
+    assert (tick.cause, tick.time.isoformat()) == ("tick", "2026-11-23T09:00:00+00:00")
+
+
+def test_the_alarm_sample_names_its_alarm_and_transition() -> None:
+    alarm = parse_dispatch_event(sample("alarm-state-change.json"))
+    assert isinstance(alarm, AlarmStateChangeEvent)
+    assert alarm.detail.alarm_name == "web-requests-high"
+    assert alarm.cause == "alarm web-requests-high: OK → ALARM"
+
+
+def test_the_sqs_sample_carries_one_evaluation_request_per_record() -> None:
+    records = [EvaluationRecord.model_validate(r) for r in sample("evaluate-batch.json")["Records"]]
+    assert [(r.body.node_group, r.attributes.MessageGroupId) for r in records] == [
+        ("gpu-training", "gpu-training"),
+        ("web", "web"),
+    ]
+
+
+def _tick(**changes: Any) -> dict[str, Any]:
+    return sample("schedule-tick.json") | changes
+
+
+@pytest.mark.parametrize(
+    ("event", "message"),
+    [
+        (
+            _tick(**{"detail-type": "EC2 Instance State-change Notification"}),
+            "does not match any of the expected tags",
+        ),
+        (_tick(source="aws.ec2"), "Scheduled Event.source: Input should be 'aws.events'"),
+        (_tick(time="yesterday"), "Scheduled Event.time: Input should be a valid datetime"),
+        ("not an event", "(event): Input should be a valid dictionary"),
+        (
+            sample("alarm-state-change.json")
+            | {"detail": {"state": {"value": "ALARM", "timestamp": "2026-11-23T09:04:40Z"}}},
+            "CloudWatch Alarm State Change.detail.alarmName: Field required",
+        ),
+        (
+            sample("alarm-state-change.json")
+            | {
+                "detail": {
+                    "alarmName": "web-requests-high",
+                    "state": {"value": "BROKEN", "timestamp": "2026-11-23T09:04:40Z"},
+                }
+            },
+            "detail.state.value: Input should be 'OK', 'ALARM' or 'INSUFFICIENT_DATA'",
+        ),
+    ],
+)
+def test_a_malformed_eventbridge_event_is_refused_naming_the_event_and_field(
+    event: Any, message: str
+) -> None:
+    with pytest.raises(MalformedEventError) as caught:
+        parse_dispatch_event(event)
+    assert message in str(caught.value)
+    if isinstance(event, dict):
+        assert str(caught.value).startswith(f"event {event['id']} is neither")
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("not json", "body\n  Invalid JSON"),
+        (
+            '{"node_group": "", "event_id": "e", "cause": "tick", "requested_at": "2026-11-23T09:00:00Z"}',
+            "node_group\n  String should have at least 1 character",
+        ),
+        (
+            '{"node_group": "g", "event_id": "e", "cause": "tick", "requested_at": "2026-11-23T09:00:00"}',
+            "requested_at\n  Input should have timezone info",
+        ),
+        (
+            '{"node_group": "g", "event_id": "e", "cause": "tick", "requested_at": "2026-11-23T09:00:00Z", "extra": 1}',
+            "extra\n  Extra inputs are not permitted",
+        ),
+    ],
+)
+def test_a_malformed_evaluation_message_is_refused_naming_the_field(
+    body: str, message: str
+) -> None:
+    record = sample("evaluate-batch.json")["Records"][0] | {"body": body}
+    with pytest.raises(ValidationError) as caught:
+        EvaluationRecord.model_validate(record)
+    assert message in str(caught.value)
