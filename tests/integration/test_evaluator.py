@@ -128,6 +128,13 @@ def test_a_group_in_dry_run_records_its_decision_without_acting(world: dict[str,
     )  # type: ignore[union-attr]
 
 
+def test_with_the_global_dry_run_setting_no_group_is_resized(world: dict[str, Any]) -> None:
+    fill_queue("jobs", 40)
+    evaluator = replace(world["evaluator"], dry_run=True)
+    result = evaluator.evaluate("gpu-ng", "m-0")
+    assert (result.outcome, desired_capacity("gpu-ng")) == (Outcome.DRY_RUN, 0)
+
+
 def test_a_redelivered_message_does_not_act_twice(
     world: dict[str, Any], calls: CallCounter
 ) -> None:
