@@ -17,7 +17,7 @@ from nodescaler import wiring
 from nodescaler.config import DispatchSettings
 from nodescaler.dispatch import Dispatcher
 from nodescaler.events import AlarmStateChangeEvent, parse_dispatch_event
-from nodescaler.observability import SERVICE, MetricName, emit
+from nodescaler.observability import SERVICE, MetricName, Record, emit
 
 logger = Logger(service=SERVICE)
 
@@ -35,7 +35,7 @@ def handler(
         incoming = parse_dispatch_event(event)
     except ValueError as error:
         logger.error(str(error), event_id=event.get("id") if isinstance(event, dict) else None)
-        emit({MetricName.MALFORMED_EVENTS: 1})
+        emit([Record({MetricName.MALFORMED_EVENTS: 1})])
         raise
 
     dispatcher = dispatcher or configured_dispatcher()
@@ -47,5 +47,5 @@ def handler(
     else:
         queued = dispatcher.tick(incoming.id, incoming.time)
     logger.info(f"queued {len(queued)} evaluations", cause=incoming.cause, node_groups=queued)
-    emit({MetricName.EVALUATIONS_QUEUED: len(queued)})
+    emit([Record({MetricName.EVALUATIONS_QUEUED: len(queued)})])
     return {"cause": incoming.cause, "queued": queued}

@@ -20,7 +20,14 @@ from nodescaler import wiring
 from nodescaler.config import EvaluateSettings
 from nodescaler.evaluation import EvaluationResult, Evaluator
 from nodescaler.events import EvaluationRecord, problems_of
-from nodescaler.observability import SERVICE, MetricName, emit, result_figures
+from nodescaler.observability import (
+    SERVICE,
+    Dimension,
+    MetricName,
+    Record,
+    emit,
+    result_records,
+)
 from pydantic import ValidationError
 
 logger = Logger(service=SERVICE)
@@ -49,7 +56,7 @@ def evaluate_record(evaluator: Evaluator, record: SQSRecord) -> str:
             message_id=record.message_id,
             receive_count=record.attributes.approximate_receive_count,
         )
-        emit({MetricName.MALFORMED_EVENTS: 1})
+        emit([Record({MetricName.MALFORMED_EVENTS: 1})])
         raise
 
     group = request.node_group
@@ -61,15 +68,17 @@ def evaluate_record(evaluator: Evaluator, record: SQSRecord) -> str:
             f"node group {group}: evaluation failed, will retry: {error}",
             receive_count=record.attributes.approximate_receive_count,
         )
-        emit({MetricName.EVALUATION_ERRORS: 1}, node_group=group)
+        errors = {MetricName.EVALUATION_ERRORS: 1.0}
+        emit([Record(errors, {Dimension.NODE_GROUP: group}), Record(errors)])
         raise
     finally:
         logger.remove_keys(["node_group", "event_id", "cause"])
-    report(result)
+    latency = evaluator.clock.now() - request.requested_at
+    report(result, latency.total_seconds() * 1000)
     return result.outcome.value
 
 
-def report(result: EvaluationResult) -> None:
+def report(result: EvaluationResult, latency_ms: float) -> None:
     """One log line per result (the whole decision, when there is one) and its EMF record."""
     decision = result.decision
     fields: dict[str, Any] = {"node_group": result.group, "outcome": result.outcome.value}
@@ -80,4 +89,4 @@ def report(result: EvaluationResult) -> None:
         logger.warning("; ".join(result.problems), **fields)
     else:
         logger.info(decision.reason if decision else result.outcome.value, **fields)
-    emit(result_figures(result), node_group=result.group)
+    emit(result_records(result, latency_ms))

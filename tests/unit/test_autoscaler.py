@@ -554,6 +554,7 @@ def test_the_decision_carries_every_input_and_the_reason() -> None:
         "at": "2026-03-02T12:00:00Z",
         "current": 4,
         "desired": 104,  # the default scale-up allows +100 a minute
+        "in_service": 4,
         "min_replicas": 0,
         "max_replicas": 500,
         "recommendation": 1000,
@@ -561,10 +562,11 @@ def test_the_decision_carries_every_input_and_the_reason() -> None:
         "reason": "scale up 4 → 104 | jobs: 3800 visible + 200 in flight → 1000 | reservation-cpu missing: no reading was produced | limited by the scale-up rate",
     }
     jobs, cpu = decision.metrics
-    assert (jobs.value, jobs.target, jobs.recommendation, jobs.status) == (
+    assert (jobs.value, jobs.target, jobs.recommendation, jobs.usage_ratio, jobs.status) == (
         4000,
         "4/replica",
         1000,
+        250,  # 4000 tasks against 4 per node on 4 nodes
         MetricStatus.OK,
     )
     assert (cpu.value, cpu.target, cpu.recommendation, cpu.status) == (

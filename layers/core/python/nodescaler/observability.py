@@ -1,11 +1,15 @@
-"""What nodescaler reports to CloudWatch: one namespace, metric names, and each result's figures.
+"""What nodescaler reports to CloudWatch: one namespace, metric names, and each result's records.
 
-The functions emit these as EMF (one record per node group, the group as a dimension);
-the dashboard and alarms in `infra` are built from the same names.
+The functions print these as EMF; the dashboard and alarms in `infra` are built from the
+same names and dimensions. Per-group records carry (service, Policy, NodeGroup) so the
+dashboard can show every group of a policy with one SEARCH; records with the service
+alone aggregate over all groups, for alarms.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
@@ -13,14 +17,20 @@ from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from nodescaler.evaluation import EvaluationResult, Outcome
 
 NAMESPACE = "Nodescaler"
-SERVICE = "nodescaler"  # Powertools adds it as the `service` dimension of every metric
-GROUP_DIMENSION = "NodeGroup"
+SERVICE = "nodescaler"  # Powertools adds it as the `service` dimension of every record
+
+
+class Dimension(StrEnum):
+    POLICY = "Policy"
+    NODE_GROUP = "NodeGroup"
+    METRIC = "Metric"
 
 
 class MetricName(StrEnum):
     # per node group
     CURRENT_NODES = "CurrentNodes"
     DESIRED_NODES = "DesiredNodes"
+    IN_SERVICE_NODES = "InServiceNodes"
     RECOMMENDED_NODES = "RecommendedNodes"
     EVALUATIONS = "Evaluations"
     NODES_ADDED = "NodesAdded"
@@ -29,43 +39,73 @@ class MetricName(StrEnum):
     METRICS_UNAVAILABLE = "MetricsUnavailable"
     REJECTED = "NodeGroupRejected"  # opted in, but a bad tag or an unknown policy
     EVALUATION_ERRORS = "EvaluationErrors"
-    # per function
+    EVALUATION_LATENCY = "EvaluationLatency"  # from the tick or alarm to the decision
+    # per metric of a node group's policy
+    METRIC_USAGE = "MetricUsage"  # the metric against its target, in percent (100 = on target)
+    # over all groups (service dimension only), for alarms
+    SHORTFALL_NODES = "ShortfallNodes"  # nodes wanted but not in service, the worst group
     EVALUATIONS_QUEUED = "EvaluationsQueued"
     MALFORMED_EVENTS = "MalformedEvents"
 
 
+UNITS: Mapping[MetricName, MetricUnit] = {
+    MetricName.EVALUATION_LATENCY: MetricUnit.Milliseconds,
+    MetricName.METRIC_USAGE: MetricUnit.Percent,
+}
+
 Figures = dict[MetricName, float]
 
 
-def result_figures(result: EvaluationResult) -> Figures:
-    """The figures one evaluation reports for its group."""
+@dataclass(frozen=True)
+class Record:
+    """One EMF record: figures sharing one set of dimensions (besides `service`)."""
+
+    figures: Figures
+    dimensions: Mapping[Dimension, str] = field(default_factory=dict)
+
+
+def result_records(result: EvaluationResult, latency_ms: float | None = None) -> list[Record]:
+    """The records one evaluation reports: its group's figures, each metric's, the system's."""
     if result.outcome is Outcome.REJECTED:
-        return {MetricName.REJECTED: 1}
+        return [Record({MetricName.REJECTED: 1}, {Dimension.NODE_GROUP: result.group})]
     decision = result.decision
     if decision is None or result.outcome is Outcome.DUPLICATE:
-        return {}
+        return []
+    group = {Dimension.POLICY: decision.policy, Dimension.NODE_GROUP: decision.node_group}
+    in_service = decision.current if decision.in_service is None else decision.in_service
     figures: Figures = {
         MetricName.EVALUATIONS: 1,
         MetricName.CURRENT_NODES: decision.current,
         MetricName.DESIRED_NODES: decision.desired,
+        MetricName.IN_SERVICE_NODES: in_service,
         MetricName.RECOMMENDED_NODES: decision.recommendation,
         MetricName.METRICS_UNAVAILABLE: sum(m.status.broken for m in decision.metrics),
     }
+    if latency_ms is not None:
+        figures[MetricName.EVALUATION_LATENCY] = latency_ms
     if result.outcome is Outcome.ACTED:
         figures[MetricName.NODES_ADDED] = max(decision.change, 0)
         figures[MetricName.NODES_REMOVED] = max(-decision.change, 0)
     if result.outcome is Outcome.DRY_RUN:
         figures[MetricName.DRY_RUN_CHANGES] = 1
-    return figures
+    records = [Record(figures, group)]
+    records.extend(
+        Record({MetricName.METRIC_USAGE: m.usage_ratio * 100}, group | {Dimension.METRIC: m.name})
+        for m in decision.metrics
+        if m.usage_ratio is not None
+    )
+    records.append(Record({MetricName.SHORTFALL_NODES: max(decision.current - in_service, 0)}))
+    return records
 
 
-def emit(figures: Figures, node_group: str | None = None) -> None:
-    """Print one EMF record (CloudWatch Logs turns it into metrics)."""
-    if not figures:
-        return
-    metrics = EphemeralMetrics(namespace=NAMESPACE, service=SERVICE)
-    if node_group is not None:
-        metrics.add_dimension(GROUP_DIMENSION, node_group)
-    for name, value in figures.items():
-        metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
-    metrics.flush_metrics()
+def emit(records: Sequence[Record]) -> None:
+    """Print each record as one EMF line (CloudWatch Logs turns them into metrics)."""
+    for record in records:
+        if not record.figures:
+            continue
+        metrics = EphemeralMetrics(namespace=NAMESPACE, service=SERVICE)
+        for name, value in record.dimensions.items():
+            metrics.add_dimension(name, value)
+        for metric, amount in record.figures.items():
+            metrics.add_metric(metric, UNITS.get(metric, MetricUnit.Count), amount)
+        metrics.flush_metrics()

@@ -53,7 +53,11 @@ def evaluate_metric(
     tolerances: Tolerances,
 ) -> MetricOutcome:
     def outcome(
-        status: MetricStatus, detail: str, value: float | None = None, replicas: int | None = None
+        status: MetricStatus,
+        detail: str,
+        value: float | None = None,
+        replicas: int | None = None,
+        usage_ratio: float | None = None,
     ) -> MetricOutcome:
         return MetricOutcome(
             name=metric.key,
@@ -62,6 +66,7 @@ def evaluate_metric(
             value=value,
             at=reading.at if isinstance(reading, MetricReading) else None,
             recommendation=replicas,
+            usage_ratio=usage_ratio,
             status=status,
             detail=detail,
         )
@@ -86,9 +91,13 @@ def evaluate_metric(
         return outcome(MetricStatus.ABSTAINED, f"{detail}: nothing to add", value)
     if result.held_by_tolerance:
         return outcome(
-            MetricStatus.HELD_BY_TOLERANCE, f"{detail}: within tolerance", value, result.replicas
+            MetricStatus.HELD_BY_TOLERANCE,
+            f"{detail}: within tolerance",
+            value,
+            result.replicas,
+            result.usage_ratio,
         )
-    return outcome(MetricStatus.OK, detail, value, result.replicas)
+    return outcome(MetricStatus.OK, detail, value, result.replicas, result.usage_ratio)
 
 
 def combine(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limit]]:
@@ -139,6 +148,7 @@ def decide(
             at=now,
             current=current,
             desired=desired,
+            in_service=size.current if size.ready is None else size.ready,
             min_replicas=lowest,
             max_replicas=highest,
             recommendation=recommendation,

@@ -50,6 +50,8 @@ class MetricOutcome(BaseModel):
     value: float | None
     at: AwareDatetime | None
     recommendation: int | None
+    # value against target: 1.0 is on target (None when the metric has no ratio, e.g. pending pods)
+    usage_ratio: float | None = None
     status: MetricStatus
     detail: str
 
@@ -62,6 +64,7 @@ class Decision(BaseModel):
     at: AwareDatetime
     current: int
     desired: int
+    in_service: int | None = None  # nodes in service when decided (None: taken to be `current`)
     min_replicas: int  # effective bounds: the policy's inside the group's own MinSize/MaxSize
     max_replicas: int
     recommendation: int  # all metrics combined, before behavior

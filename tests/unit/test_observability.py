@@ -1,0 +1,60 @@
+"""The figures an evaluation reports: per group, per metric against its target, and system-wide."""
+
+from __future__ import annotations
+
+from nodescaler.domain.autoscaler import GroupSize
+from nodescaler.evaluation import EvaluationResult, Outcome
+from nodescaler.observability import Dimension, MetricName, Record, result_records
+
+from tests.builders import policy, queue_metric, readings, run
+
+GROUP = {Dimension.POLICY: "gpu", Dimension.NODE_GROUP: "ng-test"}
+
+
+def test_an_acted_scale_out_reports_sizes_changes_usage_and_the_shortfall() -> None:
+    # 8 nodes wanted by the group, 5 in service; 60 tasks at 4 per node ask for 15
+    decision = run(
+        policy(queue_metric("jobs", per_node=4), name="gpu"),
+        8,
+        readings(jobs=60),
+        size=GroupSize(current=8, ready=5),
+    ).decision
+    records = result_records(EvaluationResult("ng-test", Outcome.ACTED, decision), 850)
+    assert records == [
+        Record(
+            {
+                MetricName.EVALUATIONS: 1,
+                MetricName.CURRENT_NODES: 8,
+                MetricName.DESIRED_NODES: 15,
+                MetricName.IN_SERVICE_NODES: 5,
+                MetricName.RECOMMENDED_NODES: 15,
+                MetricName.METRICS_UNAVAILABLE: 0,
+                MetricName.EVALUATION_LATENCY: 850,
+                MetricName.NODES_ADDED: 7,
+                MetricName.NODES_REMOVED: 0,
+            },
+            GROUP,
+        ),
+        Record({MetricName.METRIC_USAGE: 187.5}, GROUP | {Dimension.METRIC: "jobs"}),
+        Record({MetricName.SHORTFALL_NODES: 3}),
+    ]
+
+
+def test_a_rejected_group_reports_only_that_it_was_rejected() -> None:
+    result = EvaluationResult("ng-test", Outcome.REJECTED, problems=("bad tag",))
+    assert result_records(result) == [
+        Record({MetricName.REJECTED: 1}, {Dimension.NODE_GROUP: "ng-test"})
+    ]
+
+
+def test_a_duplicate_or_skipped_evaluation_reports_nothing() -> None:
+    decision = run(policy(), 1, readings(jobs=4)).decision
+    assert result_records(EvaluationResult("ng-test", Outcome.DUPLICATE, decision)) == []
+    assert result_records(EvaluationResult("ng-test", Outcome.SKIPPED)) == []
+
+
+def test_a_dry_run_change_is_counted_as_such_and_not_as_nodes_added() -> None:
+    decision = run(policy(), 1, readings(jobs=40)).decision
+    (group, *_) = result_records(EvaluationResult("ng-test", Outcome.DRY_RUN, decision))
+    assert group.figures[MetricName.DRY_RUN_CHANGES] == 1
+    assert MetricName.NODES_ADDED not in group.figures
