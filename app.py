@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
 
 from infra.settings import CONTEXT_KEY, SettingsError, load_settings
 from infra.stack import NodescalerStack
@@ -27,6 +28,9 @@ def main() -> None:
     except SettingsError as error:
         sys.exit(f"nodescaler: cannot synthesize:\n{error}")
     NodescalerStack(app, "Nodescaler", settings=settings, policies=policies)
+    # AwsSolutions findings are synth errors; the constructs suppress, with reasons, the
+    # few that are intended.
+    cdk.Aspects.of(app).add(AwsSolutionsChecks())
     app.synth()
 
 

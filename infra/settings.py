@@ -35,6 +35,19 @@ class TagKeys(_Context):
         return TagNames(self.enabled, self.policy, self.cluster, self.dry_run)
 
 
+class AlarmSettings(_Context):
+    """Where alarms go, and when a slow or short group is worth waking someone for."""
+
+    email: Annotated[str | None, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")] = None
+    topic_arn: Annotated[
+        str | None, Field(pattern=r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:.+$")
+    ] = None
+    # A group whose in-service count stays below its desired count this long (minutes).
+    shortfall_minutes: Annotated[int, Field(ge=2, le=1440)] = 15
+    # From the tick or alarm to the decision, 90th percentile (seconds).
+    evaluation_latency_seconds: Annotated[int, Field(ge=1, le=900)] = 60
+
+
 class DeploySettings(_Context):
     cluster_name: Annotated[
         str, Field(max_length=100, pattern=r"^([0-9A-Za-z][A-Za-z0-9\-_]*)?$")
@@ -44,6 +57,20 @@ class DeploySettings(_Context):
     dry_run: bool = False
     deletion_protection: bool = True
     tags: TagKeys = TagKeys()
+    # How many evaluate functions may run at once (Lambda's SQS maximum concurrency, 2-1000).
+    evaluate_concurrency: Annotated[int, Field(ge=2, le=1000)] = 10
+    # Receives of an evaluation request before it is dead-lettered.
+    max_receive_count: Annotated[int, Field(ge=1, le=10)] = 3
+    audit_ttl_days: Annotated[int, Field(ge=1, le=3650)] = 30
+    alarms: AlarmSettings = AlarmSettings()
+
+    def policies_path(self, base: Path) -> Path:
+        """The policy folder, relative paths taken from `base` (the folder of cdk.json)."""
+        return (
+            self.policies_folder
+            if self.policies_folder.is_absolute()
+            else base / self.policies_folder
+        )
 
 
 class SettingsError(ValueError):
@@ -59,10 +86,8 @@ def load_settings(
     except ValidationError as error:
         problems = problems_of(error, "cdk.json", under=("context", CONTEXT_KEY))
         raise SettingsError("\n".join(problems)) from None
-    folder = settings.policies_folder
-    folder = folder if folder.is_absolute() else base / folder
     try:
-        policies = load_policies(folder)
+        policies = load_policies(settings.policies_path(base))
     except PolicyError as error:
         raise SettingsError("\n".join(error.problems)) from None
     return settings, policies

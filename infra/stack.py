@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 from nodescaler.domain.policy import NodeGroupPolicy
 
+from infra.nodescaler import Nodescaler
 from infra.settings import DeploySettings
-from infra.state import StateTable
+
+ROOT = Path(__file__).resolve().parents[1]  # where cdk.json is
 
 
 class NodescalerStack(Stack):
@@ -21,7 +25,12 @@ class NodescalerStack(Stack):
         **kwargs: object,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
-        self.settings = settings
-        self.policies = policies
-        self.state = StateTable(self, "State", deletion_protection=settings.deletion_protection)
-        CfnOutput(self, "StateTableName", value=self.state.table.table_name)
+        self.nodescaler = Nodescaler(
+            self,
+            "Nodescaler",
+            settings=settings,
+            policies=policies,
+            policies_folder=settings.policies_path(ROOT),
+        )
+        CfnOutput(self, "StateTableName", value=self.nodescaler.state.table.table_name)
+        CfnOutput(self, "EvaluationQueueUrl", value=self.nodescaler.evaluation_queue.queue_url)

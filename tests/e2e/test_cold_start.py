@@ -54,7 +54,7 @@ def test_the_sqs_sample_evaluates_both_its_groups() -> None:
     response = evaluate.handler(event("evaluate-batch.json"), LocalContext())
     assert response == {"batchItemFailures": []}
     store = DynamoStateStore(client("dynamodb"), TABLE, audit_ttl=timedelta(days=30))
-    assert store.load("gpu-training").seen("53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa")
+    assert store.load("gpu-training").seen("tick-2026-11-23T09:00:00Z")
     assert store.load("web").seen("c4c1c1c9-6542-e61b-6ef0-8c4d36933a92")
 
 

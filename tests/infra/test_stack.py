@@ -20,10 +20,15 @@ REPO = Path(__file__).resolve().parents[2]
 CDK_CONTEXT = json.loads((REPO / "cdk.json").read_text())["context"]["nodescaler"]
 
 
-def synth(**overrides: Any) -> Template:
+def synth_stack(**overrides: Any) -> NodescalerStack:
     settings, policies = load_settings(CDK_CONTEXT | overrides, REPO)
-    stack = NodescalerStack(cdk.App(), "Test", settings=settings, policies=policies)
-    return Template.from_stack(stack)
+    # Layers are staged unbuilt here; test_cdk_cli.py builds them with the real CLI.
+    app = cdk.App(context={"aws:cdk:bundling-stacks": []})
+    return NodescalerStack(app, "Test", settings=settings, policies=policies)
+
+
+def synth(**overrides: Any) -> Template:
+    return Template.from_stack(synth_stack(**overrides))
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,213 @@
+"""The CloudWatch dashboard: the system on top, then one row per policy.
+
+Node groups are found at run time, not at synth, so each policy's graphs are SEARCH
+expressions over the EMF metrics the evaluate function prints (one line per group);
+decisions and what limited them come from its log lines, through Logs Insights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.observability import NAMESPACE, SERVICE, Dimension, MetricName
+
+MINUTE = Duration.minutes(1)
+WIDTH = 24  # the dashboard grid's width
+
+
+def system_metric(name: MetricName, statistic: str) -> cloudwatch.Metric:
+    """A metric over all groups (the EMF records that carry only the service dimension)."""
+    return cloudwatch.Metric(
+        namespace=NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": SERVICE},
+        statistic=statistic,
+        period=MINUTE,
+    )
+
+
+def per_group(name: MetricName, statistic: str, policy: str, *, per_metric: bool = False) -> str:
+    dimensions = [Dimension.NODE_GROUP, Dimension.POLICY, "service"]
+    if per_metric:
+        dimensions.append(Dimension.METRIC)
+    schema = ",".join([NAMESPACE, *sorted(dimensions)])
+    query = f'{{{schema}}} MetricName="{name}" {Dimension.POLICY}="{policy}"'
+    return f"SEARCH('{query}', '{statistic}', 60)"
+
+
+def search(expression: str, label: str) -> cloudwatch.MathExpression:
+    return cloudwatch.MathExpression(
+        expression=expression, using_metrics={}, label=label, period=MINUTE
+    )
+
+
+def _describe(policy: NodeGroupPolicy) -> str:
+    spec = policy.spec
+    metrics = ", ".join(
+        f"`{m.key}` ({m.type_name}, target {m.target.describe()})" for m in spec.metrics
+    )
+    return (
+        f"## Policy `{policy.name}`\n"
+        f"{spec.min_replicas}–{spec.max_replicas} nodes; metrics: {metrics}."
+        + (f" Alarms: {', '.join(spec.alarms)}." if spec.alarms else "")
+    )
+
+
+class Dashboard(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        policies: Mapping[str, NodeGroupPolicy],
+        dispatch: lambda_.Function,
+        evaluate: lambda_.Function,
+        evaluate_logs: logs.ILogGroup,
+        evaluation_queue: sqs.Queue,
+        dead_letter_queues: Mapping[str, sqs.Queue],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
+        functions = {"dispatch": dispatch, "evaluate": evaluate}
+        self.dashboard.add_widgets(
+            cloudwatch.TextWidget(
+                markdown="# nodescaler\nThe system, then one row per policy: its groups' "
+                "sizes, each metric against its target (100% = on target), and its decisions.",
+                width=WIDTH,
+                height=2,
+            )
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Invocations, errors, throttles",
+                left=[
+                    metric
+                    for name, f in functions.items()
+                    for metric in (
+                        f.metric_invocations(label=f"{name} invocations", period=MINUTE),
+                        f.metric_errors(label=f"{name} errors", period=MINUTE),
+                        f.metric_throttles(label=f"{name} throttles", period=MINUTE),
+                    )
+                ],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Tick duration and evaluation latency",
+                left=[
+                    dispatch.metric_duration(
+                        statistic="Maximum", label="tick (dispatch)", period=MINUTE
+                    ),
+                    evaluate.metric_duration(
+                        statistic="p90", label="evaluate batch p90", period=MINUTE
+                    ),
+                    system_metric(MetricName.EVALUATION_LATENCY, "p90").with_(
+                        label="event → decision p90"
+                    ),
+                ],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Queues: waiting evaluations and dead letters",
+                left=[
+                    evaluation_queue.metric_approximate_number_of_messages_visible(
+                        label="evaluations waiting", period=MINUTE
+                    ),
+                    *(
+                        queue.metric_approximate_number_of_messages_visible(
+                            label=f"{name} dead letters", period=MINUTE, statistic="Maximum"
+                        )
+                        for name, queue in dead_letter_queues.items()
+                    ),
+                ],
+                width=8,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Problems: evaluation errors, malformed events, shortfall (worst group)",
+                left=[
+                    system_metric(MetricName.EVALUATION_ERRORS, "Sum"),
+                    system_metric(MetricName.MALFORMED_EVENTS, "Sum"),
+                ],
+                right=[system_metric(MetricName.SHORTFALL_NODES, "Maximum")],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Rejected node groups (bad tag or unknown policy)",
+                left=[
+                    search(
+                        f"SEARCH('{{{NAMESPACE},{Dimension.NODE_GROUP},service}} "
+                        f"MetricName=\"{MetricName.REJECTED}\"', 'Sum', 60)",
+                        "",
+                    )
+                ],
+                width=12,
+            ),
+        )
+        for policy in policies.values():
+            self._policy_row(policy, evaluate_logs)
+
+    def _policy_row(self, policy: NodeGroupPolicy, evaluate_logs: logs.ILogGroup) -> None:
+        name = policy.name
+        self.dashboard.add_widgets(
+            cloudwatch.TextWidget(markdown=_describe(policy), width=WIDTH, height=2)
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title=f"{name}: desired, current and in-service nodes",
+                left=[
+                    search(per_group(MetricName.DESIRED_NODES, "Maximum", name), "desired"),
+                    search(per_group(MetricName.CURRENT_NODES, "Maximum", name), "current"),
+                    search(per_group(MetricName.IN_SERVICE_NODES, "Minimum", name), "in service"),
+                ],
+                left_y_axis=cloudwatch.YAxisProps(min=0),
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title=f"{name}: each metric against its target",
+                left=[
+                    search(per_group(MetricName.METRIC_USAGE, "Average", name, per_metric=True), "")
+                ],
+                left_annotations=[cloudwatch.HorizontalAnnotation(value=100, label="target")],
+                left_y_axis=cloudwatch.YAxisProps(min=0, label="% of target", show_units=False),
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title=f"{name}: changes and unavailable metrics",
+                left=[
+                    search(per_group(MetricName.NODES_ADDED, "Sum", name), "added"),
+                    search(per_group(MetricName.NODES_REMOVED, "Sum", name), "removed"),
+                ],
+                right=[
+                    search(
+                        per_group(MetricName.METRICS_UNAVAILABLE, "Maximum", name), "unavailable"
+                    ),
+                    search(per_group(MetricName.DRY_RUN_CHANGES, "Sum", name), "dry-run changes"),
+                ],
+                width=8,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.LogQueryWidget(
+                title=f"{name}: decisions and what limited them",
+                log_group_names=[evaluate_logs.log_group_name],
+                query_lines=[
+                    "fields @timestamp, node_group, outcome, decision.current as current, "
+                    "decision.desired as desired, decision.limited_by.0 as limited_by, "
+                    "decision.reason as reason",
+                    f'filter decision.policy = "{name}"',
+                    "sort @timestamp desc",
+                    "limit 50",
+                ],
+                view=cloudwatch.LogQueryVisualizationType.TABLE,
+                width=WIDTH,
+                height=6,
+            )
+        )

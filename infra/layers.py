@@ -1,0 +1,118 @@
+"""The Lambda layers, built on this machine without Docker (CDK local bundling).
+
+- dependencies: the pinned wheels of `layers/deps/requirements.txt` for Lambda's arm64
+  platform (pip `--platform`, binary wheels only, hashes required);
+- runtime: the `nodescaler` package, as it is in `layers/core`;
+- policies: the policy documents, at /opt/policies where the functions read them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsii
+from aws_cdk import BundlingOptions, DockerImage, ILocalBundling
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNTIME = lambda_.Runtime.PYTHON_3_14  # the newest Python this aws-cdk-lib offers
+ARCHITECTURE = lambda_.Architecture.ARM_64  # cheaper per GB-second, and our wheels exist for it
+PLATFORM = "manylinux2014_aarch64"
+# Local bundling never falls back to Docker: a failed build stops synth instead.
+NO_DOCKER = DockerImage.from_registry("nodescaler/local-bundling-only")
+
+
+@jsii.implements(ILocalBundling)
+class PipInstall:
+    """Installs a hash-pinned requirements file for Lambda's platform into `python/`."""
+
+    def __init__(self, requirements: Path, python_version: str) -> None:
+        self.requirements = requirements
+        self.python_version = python_version
+
+    def try_bundle(self, output_dir: str, *_: Any, **__: Any) -> bool:
+        command = [
+            sys.executable,
+            *("-m", "pip", "install", "--quiet", "--disable-pip-version-check"),
+            *("--require-hashes", "--no-deps", "--only-binary=:all:"),
+            *("--platform", PLATFORM, "--implementation", "cp"),
+            *("--python-version", self.python_version),
+            *("--target", str(Path(output_dir) / "python")),
+            *("-r", str(self.requirements)),
+        ]
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise RuntimeError(
+                f"building the dependencies layer from {self.requirements} failed:\n{result.stderr}"
+            )
+        return True
+
+
+@jsii.implements(ILocalBundling)
+class CopyInto:
+    """Copies a folder's YAML files into `<output>/<name>/`."""
+
+    def __init__(self, source: Path, name: str) -> None:
+        self.source = source
+        self.name = name
+
+    def try_bundle(self, output_dir: str, *_: Any, **__: Any) -> bool:
+        target = Path(output_dir) / self.name
+        target.mkdir(parents=True, exist_ok=True)
+        for path in sorted(self.source.iterdir()):
+            if path.suffix in (".yaml", ".yml") and path.is_file():
+                shutil.copy2(path, target / path.name)
+        return True
+
+
+def _bundled(source: Path, local: ILocalBundling) -> lambda_.Code:
+    return lambda_.Code.from_asset(
+        str(source), bundling=BundlingOptions(image=NO_DOCKER, local=local)
+    )
+
+
+class Layers(Construct):
+    POLICIES_PATH = "/opt/policies"  # where the policies layer puts the documents
+
+    def __init__(self, scope: Construct, construct_id: str, *, policies_folder: Path) -> None:
+        super().__init__(scope, construct_id)
+        python_version = RUNTIME.name.removeprefix("python")
+        common: dict[str, Any] = {
+            "compatible_runtimes": [RUNTIME],
+            "compatible_architectures": [ARCHITECTURE],
+        }
+        self.dependencies = lambda_.LayerVersion(
+            self,
+            "Dependencies",
+            code=_bundled(
+                ROOT / "layers" / "deps",
+                PipInstall(ROOT / "layers" / "deps" / "requirements.txt", python_version),
+            ),
+            description="nodescaler: pinned third-party packages (pydantic, Powertools, boto3...)",
+            **common,
+        )
+        self.runtime = lambda_.LayerVersion(
+            self,
+            "Runtime",
+            code=lambda_.Code.from_asset(
+                str(ROOT / "layers" / "core"), exclude=["**/__pycache__", "**/*.pyc"]
+            ),
+            description="nodescaler: the autoscaler package",
+            **common,
+        )
+        self.policies = lambda_.LayerVersion(
+            self,
+            "Policies",
+            code=_bundled(policies_folder, CopyInto(policies_folder, "policies")),
+            description="nodescaler: the policy documents",
+            **common,
+        )
+
+    @property
+    def all(self) -> list[lambda_.ILayerVersion]:
+        return [self.dependencies, self.runtime, self.policies]

@@ -1,0 +1,98 @@
+"""The real CDK CLI (from the pinned npm package) on the sample configuration, layers built
+without Docker; and a bad cdk.json value or policy failing it with the clear message."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CDK = REPO / "node_modules" / ".bin" / "cdk"
+SAMPLE = json.loads((REPO / "cdk.json").read_text())
+# No notices, no telemetry, no version reporting: nothing leaves the machine but PyPI.
+QUIET = ["--no-notices", "--no-version-reporting", "--ci"]
+
+
+def cdk_synth(cwd: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(CDK), "synth", "--quiet", "--output", str(out), *QUIET],
+        cwd=cwd,
+        env=os.environ
+        | {
+            "CDK_DISABLE_CLI_TELEMETRY": "true",
+            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        },
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def project_with(tmp_path: Path, **context: Any) -> Path:
+    """A folder whose cdk.json runs this repo's app with the sample context, changed."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    config = {
+        "app": f"{REPO / '.venv' / 'bin' / 'python'} {REPO / 'app.py'}",
+        "context": {"nodescaler": SAMPLE["context"]["nodescaler"] | context},
+    }
+    (folder / "cdk.json").write_text(json.dumps(config))
+    return folder
+
+
+def test_cdk_synth_builds_the_sample_with_its_layers_and_no_nag_findings(tmp_path: Path) -> None:
+    out = tmp_path / "cdk.out"
+    result = cdk_synth(REPO, out)
+    assert result.returncode == 0, result.stderr
+    template = json.loads((out / "Nodescaler.template.json").read_text())
+    assert any(r["Type"] == "AWS::Scheduler::Schedule" for r in template["Resources"].values())
+    assets = list(out.glob("asset.*"))
+    # the dependencies layer: wheels for Lambda's arm64 Python 3.14, not this machine's
+    (core,) = list(out.glob("asset.*/python/pydantic_core/_pydantic_core.cpython-314-*"))
+    assert "aarch64" in core.name
+    assert any((a / "python" / "nodescaler" / "wiring.py").exists() for a in assets)
+    policies = next(a / "policies" for a in assets if (a / "policies").is_dir())
+    assert sorted(p.name for p in policies.iterdir()) == [
+        "business-hours.yaml",
+        "gpu-training.yaml",
+        "microservices.yaml",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        (
+            {"tickMinutes": 0},
+            "cdk.json: context.nodescaler.tickMinutes: Input should be greater than or equal to 1",
+        ),
+        (
+            {"alarms": {"email": "not-an-address"}},
+            "cdk.json: context.nodescaler.alarms.email: String should match pattern",
+        ),
+    ],
+)
+def test_cdk_synth_refuses_a_bad_cdk_json_value_naming_it(
+    tmp_path: Path, context: dict[str, Any], message: str
+) -> None:
+    result = cdk_synth(project_with(tmp_path, **context), tmp_path / "cdk.out")
+    assert result.returncode != 0
+    assert "nodescaler: cannot synthesize:" in result.stderr
+    assert message in result.stderr
+
+
+def test_cdk_synth_refuses_a_bad_policy_naming_the_file_and_field(tmp_path: Path) -> None:
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "bad.yaml").write_text(
+        "metadata: {name: bad}\nspec: {minReplicas: 1, maxReplicas: 2, metrics: [{type: Nope}]}\n"
+    )
+    result = cdk_synth(project_with(tmp_path, policiesFolder=str(policies)), tmp_path / "cdk.out")
+    assert result.returncode != 0
+    assert f"{policies / 'bad.yaml'}: spec.metrics[0]: unknown metric type 'Nope'" in result.stderr
