@@ -12,7 +12,7 @@ SCENARIO ?=
 TEST_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test lint unit demo bench lock clean
+.PHONY: help setup test lint unit synth demo bench lock clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -41,13 +41,19 @@ unit: $(PY_READY) ## Fast tests only (the pure core)
 test: setup lint ## Lint, type-check and run every test suite
 	$(TEST_ENV) $(BIN)/pytest -q
 
+synth: setup ## Synthesize the stack with the real CDK CLI (builds the layers, runs cdk-nag)
+	$(TEST_ENV) npx cdk synth --quiet --no-notices --no-version-reporting
+
 demo: setup ## Run the main job on the local sandbox (SCENARIO=path/to/file.yaml for one)
 	$(BIN)/nodescaler simulate $(SCENARIO)
 
-lock: ## Re-resolve requirements/lock.txt from pyproject.toml (needs the network)
+lock: ## Re-resolve requirements/lock.txt, then the Lambda layer's pins from it (needs the network)
 	$(BIN)/pip install --quiet uv
 	cd requirements && ../$(BIN)/uv pip compile ../pyproject.toml --extra dev --generate-hashes \
 		--python-version 3.11 --universal -o lock.txt
+	cd layers/deps && ../../$(BIN)/uv pip compile requirements.in -c ../../requirements/lock.txt \
+		--generate-hashes --python-version 3.14 --python-platform aarch64-manylinux2014 \
+		--no-header -o requirements.txt
 
 clean: ## Remove generated outputs (out/, cdk.out/)
 	rm -rf out cdk.out .pytest_cache .mypy_cache .ruff_cache
