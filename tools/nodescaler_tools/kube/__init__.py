@@ -1,0 +1,1 @@
+"""A loopback Kubernetes API server and the pieces it is made of."""
