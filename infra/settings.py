@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from nodescaler.domain.documents import PolicyError, problems_of
 from nodescaler.domain.optin import TagNames
-from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.policy import KUBERNETES_METRICS, NodeGroupPolicy
 from nodescaler.policy_files import load_policies
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
@@ -90,4 +90,15 @@ def load_settings(
         policies = load_policies(settings.policies_path(base))
     except PolicyError as error:
         raise SettingsError("\n".join(error.problems)) from None
+    needs_cluster = sorted(
+        p.name
+        for p in policies.values()
+        if any(m.type_name in KUBERNETES_METRICS for m in p.spec.metrics)
+    )
+    if needs_cluster and not settings.cluster_name:
+        raise SettingsError(
+            f"cdk.json: context.{CONTEXT_KEY}.clusterName: is empty, but policies "
+            f"{', '.join(needs_cluster)} read Kubernetes metrics from the cluster; set the EKS "
+            "cluster's name"
+        )
     return settings, policies

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -114,3 +115,22 @@ def kube_api(
             configuration.api_key_prefix = {"BearerToken": "Bearer"}
         with k8s.ApiClient(configuration) as api:
             yield server, api
+
+
+def kubeconfig(path: Any, server_url: str, token: str = "secret") -> Any:
+    """A kubeconfig for the loopback server, as the sandbox writes one."""
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "loopback", "cluster": {"server": server_url}}],
+                "users": [{"name": "nodescaler", "user": {"token": token}}],
+                "contexts": [
+                    {"name": "loopback", "context": {"cluster": "loopback", "user": "nodescaler"}}
+                ],
+                "current-context": "loopback",
+            }
+        )
+    )
+    return path

@@ -39,7 +39,13 @@ def event(name: str, **changes: Any) -> dict[str, Any]:
 
 
 class Deployment:
-    def __init__(self, policies: Path, calls: CallCounter, clock: VirtualClock) -> None:
+    def __init__(
+        self,
+        policies: Path,
+        calls: CallCounter,
+        clock: VirtualClock,
+        environment: dict[str, str] | None = None,
+    ) -> None:
         self.clock = clock
         self.clients = wiring.AwsClients(boto3.Session(region_name=REGION))
         calls.watch(self.clients.autoscaling)
@@ -50,7 +56,7 @@ class Deployment:
             "STATE_TABLE_NAME": TABLE,
             "EVALUATION_QUEUE_URL": self.queue_url,
             "POLICIES_PATH": str(policies),
-        }
+        } | (environment or {})
         self.dispatch_settings = DispatchSettings.from_environment(environment)
         self.evaluate_settings = EvaluateSettings.from_environment(environment)
         self.deploy()

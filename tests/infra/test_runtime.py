@@ -207,7 +207,8 @@ def test_no_role_carries_an_aws_managed_policy(template: Template) -> None:
 def test_resizing_is_allowed_only_on_groups_carrying_the_opt_in_tag(template: Template) -> None:
     resize = statement_for(role_statements(template, "evaluate"), "autoscaling:SetDesiredCapacity")
     assert resize["Condition"] == {
-        "StringEqualsIgnoreCase": {"aws:ResourceTag/nodescaler/enabled": "true"}
+        "StringEqualsIgnoreCase": {"aws:ResourceTag/nodescaler/enabled": "true"},
+        "StringEquals": {"aws:ResourceTag/nodescaler/cluster": "my-cluster"},
     }
     assert render(resize["Resource"]).endswith(":autoScalingGroup:*:autoScalingGroupName/*")
 

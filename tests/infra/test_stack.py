@@ -71,9 +71,9 @@ def test_deletion_protection_follows_the_context() -> None:
     assert table["DeletionPolicy"] == "Delete"
 
 
-def test_the_sample_context_is_what_the_defaults_say() -> None:
+def test_the_sample_context_is_what_the_defaults_say_with_a_cluster_named() -> None:
     settings, policies = load_settings(CDK_CONTEXT, REPO)
-    assert settings == DeploySettings()
+    assert settings == DeploySettings(cluster_name="my-cluster")
     assert set(policies) == {"gpu-training", "microservices", "business-hours"}
 
 
@@ -94,6 +94,11 @@ def test_the_sample_context_is_what_the_defaults_say() -> None:
         ),
         ({"tickRate": 5}, "cdk.json: context.nodescaler.tickRate: unknown field"),
         ({"policiesFolder": "no/such/folder"}, "no/such/folder: (folder): no such policy folder"),
+        (
+            {"clusterName": ""},
+            "cdk.json: context.nodescaler.clusterName: is empty, but policies microservices read "
+            "Kubernetes metrics from the cluster; set the EKS cluster's name",
+        ),
     ],
 )
 def test_given_a_bad_context_value_then_settings_name_it(

@@ -36,7 +36,7 @@ class _Settings(BaseModel):
 
     def environment(self) -> dict[str, str]:
         """The environment variables that reproduce these settings."""
-        values: dict[str, Any] = self.model_dump(by_alias=True)
+        values: dict[str, Any] = self.model_dump(by_alias=True, exclude_none=True)
         return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in values.items()}
 
 
@@ -64,4 +64,6 @@ class EvaluateSettings(CommonSettings):
 
     state_table: Annotated[str, Field(alias="STATE_TABLE_NAME", min_length=3)]
     dry_run: Annotated[bool, Field(alias="DRY_RUN")] = False
+    # A kubeconfig for the Kubernetes metrics (the sandbox); else the EKS cluster CLUSTER_NAME.
+    kubeconfig_path: Annotated[Path | None, Field(alias="KUBECONFIG_PATH")] = None
     audit_ttl_days: Annotated[int, Field(alias="AUDIT_TTL_DAYS", ge=1, le=3650)] = 30

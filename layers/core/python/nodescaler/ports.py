@@ -24,6 +24,7 @@ class NodeGroup:
     tags: Mapping[str, str] = field(default_factory=dict)
     eks_cluster: str | None = None  # set for EKS managed node groups
     eks_nodegroup: str | None = None
+    instance_ids: frozenset[str] = frozenset()  # its instances, to find their nodes
 
     @property
     def is_eks_managed(self) -> bool:

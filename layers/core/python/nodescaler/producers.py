@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Protocol
 
 from nodescaler.domain.policy import (
+    KUBERNETES_METRICS,
     CloudWatchMetric,
     MetricBase,
     NodeGroupPolicy,
@@ -61,7 +62,7 @@ class Producers:
             return self._queues.read(metric, now)
         if isinstance(metric, CloudWatchMetric) and self._cloudwatch:
             return self._cloudwatch.read(metric, now)
-        if self._kubernetes and metric.type_name in ("CapacityReservation", "PendingPods"):
+        if self._kubernetes and metric.type_name in KUBERNETES_METRICS:
             return self._kubernetes.read(metric, group, now)
         return MetricUnavailable(reason=f"no {metric.type_name} producer is configured")
 

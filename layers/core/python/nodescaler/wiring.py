@@ -8,6 +8,7 @@ for the clients only evaluate needs. Tests and the sandbox pass their own `AwsCl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Any
@@ -21,10 +22,11 @@ from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.state import DynamoStateStore
 from nodescaler.config import CommonSettings, DispatchSettings, EvaluateSettings
 from nodescaler.dispatch import Dispatcher
+from nodescaler.domain.policy import KUBERNETES_METRICS, NodeGroupPolicy
 from nodescaler.evaluation import Evaluator
 from nodescaler.policy_files import load_policies
 from nodescaler.ports import Clock
-from nodescaler.producers import Producers
+from nodescaler.producers import GroupMetricSource, Producers
 
 BOTO_CONFIG = Config(
     retries={"mode": "adaptive", "max_attempts": 5},
@@ -76,6 +78,10 @@ class AwsClients:
     def dynamodb(self) -> Any:
         return self._client("dynamodb")
 
+    @cached_property
+    def sts(self) -> Any:
+        return self._client("sts")
+
 
 def node_groups(settings: CommonSettings, clients: AwsClients) -> AsgNodeGroups:
     return AsgNodeGroups(
@@ -100,20 +106,50 @@ def evaluator(
     settings: EvaluateSettings, clients: AwsClients | None = None, clock: Clock | None = None
 ) -> Evaluator:
     clients = clients or AwsClients()
+    clock = clock or SystemClock()
+    policies = load_policies(settings.policies_path)
     return Evaluator(
         node_groups=node_groups(settings, clients),
         producers=Producers(
             queues=SqsQueueLength(clients.sqs),
             cloudwatch=CloudWatchMetrics(clients.cloudwatch),
+            kubernetes=kubernetes_metrics(settings, policies, clients, clock),
         ),
         state=DynamoStateStore(
             clients.dynamodb,
             settings.state_table,
             audit_ttl=timedelta(days=settings.audit_ttl_days),
         ),
-        policies=load_policies(settings.policies_path),
-        clock=clock or SystemClock(),
+        policies=policies,
+        clock=clock,
         tag_names=settings.tag_names,
         cluster_name=settings.cluster_name,
         dry_run=settings.dry_run,
     )
+
+
+def uses_kubernetes(policies: Mapping[str, NodeGroupPolicy]) -> bool:
+    return any(m.type_name in KUBERNETES_METRICS for p in policies.values() for m in p.spec.metrics)
+
+
+def kubernetes_metrics(
+    settings: EvaluateSettings,
+    policies: Mapping[str, NodeGroupPolicy],
+    clients: AwsClients,
+    clock: Clock,
+) -> GroupMetricSource | None:
+    """The Kubernetes producer, when a policy needs one; the client is imported only then."""
+    if not uses_kubernetes(policies):
+        return None
+    from nodescaler.adapters.k8s.cluster import KubernetesCluster
+    from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection
+    from nodescaler.adapters.k8s.metrics import KubernetesMetrics
+
+    connection: EksConnection | KubeconfigConnection
+    if settings.kubeconfig_path is not None:
+        connection = KubeconfigConnection(settings.kubeconfig_path)
+    elif settings.cluster_name:
+        connection = EksConnection(clients.eks, clients.sts, settings.cluster_name, clock)
+    else:
+        return None  # its metrics read as unavailable: scale-in held (synth refuses this setup)
+    return KubernetesMetrics(KubernetesCluster(connection))

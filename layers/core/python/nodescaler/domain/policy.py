@@ -304,6 +304,7 @@ MetricSpec = Annotated[
     Field(discriminator="type"),
 ]
 METRIC_TYPES = ("SQSQueue", "CloudWatch", "Schedule", "CapacityReservation", "PendingPods")
+KUBERNETES_METRICS = frozenset({"CapacityReservation", "PendingPods"})  # read from the cluster
 
 
 # --- behavior ----------------------------------------------------------------------------

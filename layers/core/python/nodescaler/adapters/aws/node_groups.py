@@ -26,6 +26,7 @@ def _to_node_group(asg: Mapping[str, Any]) -> NodeGroup:
         tags=tags,
         eks_cluster=tags.get(EKS_CLUSTER_TAG),
         eks_nodegroup=tags.get(EKS_NODEGROUP_TAG),
+        instance_ids=frozenset(i["InstanceId"] for i in asg.get("Instances", [])),
     )
 
 

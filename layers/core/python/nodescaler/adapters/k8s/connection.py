@@ -1,0 +1,92 @@
+"""How nodescaler reaches a cluster's API server: an EKS cluster by name, or a kubeconfig.
+
+EKS: the endpoint and CA come from `eks:DescribeCluster`; the bearer token is a presigned
+STS GetCallerIdentity URL carrying the `x-k8s-aws-id` header (aws-iam-authenticator's
+format, valid 15 minutes). Both are kept for the warm container; the token is renewed
+after 14 minutes, or at once when the server answers 401.
+"""
+
+from __future__ import annotations
+
+import base64
+import tempfile
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from nodescaler.ports import Clock
+
+TOKEN_PREFIX = "k8s-aws-v1."
+CLUSTER_ID_HEADER = "x-k8s-aws-id"
+TOKEN_LIFETIME = timedelta(minutes=14)  # STS presigned URLs are honoured for 15
+
+
+def eks_token(sts: Any, cluster_name: str) -> str:
+    """A bearer token for `cluster_name`, signed with the STS client's credentials."""
+
+    def add_cluster_header(request: Any, **_: Any) -> None:
+        request.headers[CLUSTER_ID_HEADER] = cluster_name
+
+    sts.meta.events.register_first("before-sign.sts.GetCallerIdentity", add_cluster_header)
+    try:
+        url = sts.generate_presigned_url(
+            "get_caller_identity", Params={}, ExpiresIn=60, HttpMethod="GET"
+        )
+    finally:
+        sts.meta.events.unregister("before-sign.sts.GetCallerIdentity", add_cluster_header)
+    encoded = base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+    return TOKEN_PREFIX + encoded
+
+
+class EksConnection:
+    def __init__(self, eks: Any, sts: Any, cluster_name: str, clock: Clock) -> None:
+        self._eks = eks
+        self._sts = sts
+        self._cluster = cluster_name
+        self._clock = clock
+        self._api: Any = None
+        self._token_at: datetime | None = None
+
+    def api(self) -> Any:
+        if self._api is None:
+            from kubernetes import client
+
+            cluster = self._eks.describe_cluster(name=self._cluster)["cluster"]
+            ca = tempfile.NamedTemporaryFile(  # noqa: SIM115  (kept for the container's life)
+                prefix="eks-ca-", suffix=".crt", delete=False
+            )
+            ca.write(base64.b64decode(cluster["certificateAuthority"]["data"]))
+            ca.close()
+            configuration = client.Configuration(host=cluster["endpoint"])
+            configuration.ssl_ca_cert = ca.name
+            configuration.api_key_prefix = {"BearerToken": "Bearer"}
+            configuration.refresh_api_key_hook = self._refresh_if_old  # type: ignore[assignment]
+            self._api = client.ApiClient(configuration)
+        return self._api
+
+    def _refresh_if_old(self, configuration: Any) -> None:
+        now = self._clock.now()
+        if self._token_at is None or now - self._token_at >= TOKEN_LIFETIME:
+            configuration.api_key = {"BearerToken": eks_token(self._sts, self._cluster)}
+            self._token_at = now
+
+    def renew(self) -> None:
+        self._token_at = None  # the next request signs a new token
+
+
+class KubeconfigConnection:
+    """A kubeconfig file's current context (the sandbox and tests use one)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._api: Any = None
+
+    def api(self) -> Any:
+        if self._api is None:
+            from kubernetes import config
+
+            self._api = config.new_client_from_config(config_file=str(self._path))  # type: ignore[no-untyped-call]
+        return self._api
+
+    def renew(self) -> None:
+        self._api = None  # re-read the file: its credentials may have been rotated

@@ -1,0 +1,143 @@
+"""The cluster as nodescaler sees it: compact, immutable views of nodes and pods.
+
+Adapters build these from the API server's JSON, keeping only what decisions need, so a
+150,000-pod cluster fits in a Lambda. Quantities are parsed here, in integers: CPU in
+millicores, memory in bytes, as the scheduler counts them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+
+from nodescaler.domain.policy import ReservationResource as Resource
+
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$")
+_SUFFIX = {
+    None: Decimal(1),
+    "m": Decimal("0.001"),
+    "k": Decimal(10) ** 3,
+    "M": Decimal(10) ** 6,
+    "G": Decimal(10) ** 9,
+    "T": Decimal(10) ** 12,
+    "P": Decimal(10) ** 15,
+    "E": Decimal(10) ** 18,
+    "Ki": Decimal(2) ** 10,
+    "Mi": Decimal(2) ** 20,
+    "Gi": Decimal(2) ** 30,
+    "Ti": Decimal(2) ** 40,
+    "Pi": Decimal(2) ** 50,
+    "Ei": Decimal(2) ** 60,
+}
+
+
+class QuantityError(ValueError):
+    """Not a Kubernetes quantity ("500m", "1.5Gi", "2")."""
+
+
+def parse_quantity(text: str | int | float) -> Decimal:
+    if isinstance(text, int | float):
+        return Decimal(str(text))
+    match = _QUANTITY.match(text.strip())
+    if not match:
+        raise QuantityError(f"{text!r} is not a quantity")
+    try:
+        number = Decimal(match.group(1))
+    except InvalidOperation:
+        raise QuantityError(f"{text!r} is not a quantity") from None
+    if number < 0:
+        raise QuantityError(f"{text!r} is negative")
+    return number * _SUFFIX[match.group(2)]
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """Amounts the scheduler adds up: millicores, bytes, pod slots."""
+
+    cpu_millis: int = 0
+    memory_bytes: int = 0
+    pods: int = 0
+
+    @classmethod
+    def parse(cls, values: Mapping[str, str | int | float], *, pods: int = 0) -> Resources:
+        """From a requests/allocatable map; `pods` when the map has no pods entry."""
+        cpu = values.get("cpu")
+        memory = values.get("memory")
+        count = values.get("pods")
+        return cls(
+            cpu_millis=math.ceil(parse_quantity(cpu) * 1000) if cpu is not None else 0,
+            memory_bytes=math.ceil(parse_quantity(memory)) if memory is not None else 0,
+            pods=int(parse_quantity(count)) if count is not None else pods,
+        )
+
+    def __add__(self, other: Resources) -> Resources:
+        return Resources(
+            self.cpu_millis + other.cpu_millis,
+            self.memory_bytes + other.memory_bytes,
+            self.pods + other.pods,
+        )
+
+    def max(self, other: Resources) -> Resources:
+        return Resources(
+            max(self.cpu_millis, other.cpu_millis),
+            max(self.memory_bytes, other.memory_bytes),
+            max(self.pods, other.pods),
+        )
+
+    def of(self, resource: Resource) -> int:
+        return {
+            Resource.CPU: self.cpu_millis,
+            Resource.MEMORY: self.memory_bytes,
+            Resource.PODS: self.pods,
+        }[resource]
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"  # NoSchedule, PreferNoSchedule, NoExecute
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    group: str | None  # the ASG it belongs to, when known
+    ready: bool
+    schedulable: bool  # not cordoned
+    allocatable: Resources
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    provider_id: str = ""  # aws:///<zone>/<instance id> on EC2
+
+    @property
+    def instance_id(self) -> str:
+        return self.provider_id.rsplit("/", 1)[-1]
+
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    namespace: str
+    name: str
+    node_name: str | None
+    requests: Resources
+    phase: str = "Running"
+    daemon_set: bool = False
+    mirror: bool = False  # a static pod's mirror (kubelet-managed)
+    priority: int = 0
+    unschedulable: bool = False  # PodScheduled=False, reason Unschedulable
+    problem: str | None = None  # why its requests could not be read, if they could not
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL_PHASES

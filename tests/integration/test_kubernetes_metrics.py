@@ -1,0 +1,181 @@
+"""Capacity reservation read through the real `kubernetes` client from the loopback API
+server: paging, group membership, and every way it can fail without a scale-in."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import boto3
+import pytest
+from nodescaler.adapters.k8s.cluster import KubernetesCluster
+from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection, eks_token
+from nodescaler.adapters.k8s.metrics import KubernetesMetrics
+from nodescaler.domain.readings import MetricReading, MetricUnavailable
+from nodescaler.ports import NodeGroup
+from nodescaler_tools.kube.apiserver import Cluster, KubeApiServer
+
+from tests.builders import T0, VirtualClock, metric, reservation_metric
+from tests.kube import cluster_of, kubeconfig, node, pod
+
+GROUP_A = NodeGroup("asg-a", 1, 0, 10, 1, eks_cluster="prod", eks_nodegroup="a")
+CPU_60 = metric(reservation_metric("cpu", 60))
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[KubeApiServer, KubernetesMetrics]]:
+    server = KubeApiServer(Cluster(), token="secret")
+    with server:
+        connection = KubeconfigConnection(kubeconfig(tmp_path / "kubeconfig", server.url))
+        yield server, KubernetesMetrics(KubernetesCluster(connection))
+
+
+def test_the_reference_example_reads_68_75_percent_of_cpu_reserved(
+    served: tuple[KubeApiServer, KubernetesMetrics],
+) -> None:
+    server, metrics = served
+    server.cluster.put("nodes", node("a-1", "a"))
+    for i in range(11):
+        server.cluster.put("pods", pod(f"p{i}", "a-1"))
+    reading = metrics.read(CPU_60, GROUP_A, T0)
+    assert isinstance(reading, MetricReading)
+    assert (reading.value, reading.detail) == (
+        68.75,
+        "11 pods request 11 of 16 cores on 1 nodes (68.8%)",
+    )
+
+
+def test_nodes_without_the_eks_label_belong_by_instance_id(
+    served: tuple[KubeApiServer, KubernetesMetrics],
+) -> None:
+    server, metrics = served
+    server.cluster.put("nodes", node("n1", None, provider_id="aws:///eu-west-1a/i-0abc"))
+    server.cluster.put("nodes", node("n2", None, provider_id="aws:///eu-west-1a/i-0def"))
+    server.cluster.put("pods", pod("p", "n1", cpu="4"))
+    server.cluster.put("pods", pod("q", "n2", cpu="8"))
+    plain = NodeGroup("asg-plain", 1, 0, 10, 1, instance_ids=frozenset({"i-0abc"}))
+    reading = metrics.read(CPU_60, plain, T0)
+    assert isinstance(reading, MetricReading) and reading.value == 25.0
+
+
+def test_pods_are_read_in_pages_of_500_and_one_snapshot_serves_a_batch(
+    served: tuple[KubeApiServer, KubernetesMetrics],
+) -> None:
+    server, metrics = served
+    for n in range(10):
+        server.cluster.put("nodes", node(f"a-{n}", "a"))
+    for i in range(1200):
+        server.cluster.put("pods", pod(f"p{i}", f"a-{i % 10}", cpu="100m"))
+    first = metrics.read(CPU_60, GROUP_A, T0)
+    again = metrics.read(CPU_60, GROUP_A, T0 + timedelta(seconds=5))
+    assert isinstance(first, MetricReading) and first.value == 75.0  # 120 cores of 160
+    assert again == MetricReading(value=75.0, at=T0 + timedelta(seconds=5), detail=first.detail)
+    pod_pages = [r for r in server.requests if r.startswith("GET /api/v1/pods")]
+    assert len(pod_pages) == 3
+    assert "fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed" in pod_pages[0]
+
+
+def test_a_pod_with_an_unparsable_request_makes_only_its_groups_reading_unavailable(
+    served: tuple[KubeApiServer, KubernetesMetrics],
+) -> None:
+    server, metrics = served
+    server.cluster.put("nodes", node("a-1", "a"))
+    server.cluster.put("nodes", node("b-1", "b"))
+    server.cluster.put("pods", pod("bad", "a-1", cpu="12x"))
+    server.cluster.put("pods", pod("good", "b-1", cpu="8"))
+    broken = metrics.read(CPU_60, GROUP_A, T0)
+    fine = metrics.read(CPU_60, NodeGroup("asg-b", 1, 0, 10, 1, eks_nodegroup="b"), T0)
+    assert broken == MetricUnavailable(
+        reason="node group asg-a: pod default/bad: resources.requests: '12x' is not a quantity"
+    )
+    assert isinstance(fine, MetricReading) and fine.value == 50.0
+
+
+def test_a_group_with_no_ready_schedulable_node_has_no_reading(
+    served: tuple[KubeApiServer, KubernetesMetrics],
+) -> None:
+    server, metrics = served
+    server.cluster.put("nodes", node("a-1", "a", ready=False))
+    server.cluster.put("nodes", node("a-2", "a", unschedulable=True))
+    assert metrics.read(CPU_60, GROUP_A, T0) == MetricUnavailable(
+        reason="node group asg-a: no Ready, schedulable node is registered"
+    )
+
+
+def test_a_401_renews_the_credentials_once_then_reports_the_group_unavailable(
+    tmp_path: Path,
+) -> None:
+    with KubeApiServer(cluster_of(("nodes", node("a-1", "a"))), token="secret") as server:
+        wrong = KubeconfigConnection(kubeconfig(tmp_path / "kc", server.url, token="stale"))
+        reading = KubernetesMetrics(KubernetesCluster(wrong)).read(CPU_60, GROUP_A, T0)
+    assert reading == MetricUnavailable(reason="Kubernetes API: 401 Unauthorized")
+    assert len([r for r in server.requests if r.startswith("GET /api/v1/nodes")]) == 2
+
+
+def test_an_unreachable_api_server_reports_the_group_unavailable(tmp_path: Path) -> None:
+    with KubeApiServer() as server:
+        url = server.url
+    connection = KubeconfigConnection(kubeconfig(tmp_path / "kc", url))
+    reading = KubernetesMetrics(KubernetesCluster(connection)).read(CPU_60, GROUP_A, T0)
+    assert isinstance(reading, MetricUnavailable)
+    assert reading.reason.startswith("Kubernetes API unreachable:")
+
+
+# --- EKS authentication ---------------------------------------------------------------
+
+
+def sts() -> object:
+    session = boto3.Session(
+        aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="secret", region_name="eu-west-1"
+    )
+    return session.client("sts", endpoint_url="https://sts.eu-west-1.amazonaws.com")
+
+
+def test_the_eks_token_is_a_presigned_get_caller_identity_bound_to_the_cluster() -> None:
+    token = eks_token(sts(), "prod")
+    assert token.startswith("k8s-aws-v1.")
+    encoded = token.removeprefix("k8s-aws-v1.")
+    url = urlparse(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode())
+    query = {k: v[0] for k, v in parse_qs(url.query).items()}
+    assert url.hostname == "sts.eu-west-1.amazonaws.com"
+    assert query["Action"] == "GetCallerIdentity"
+    assert query["X-Amz-Expires"] == "60"
+    assert "x-k8s-aws-id" in query["X-Amz-SignedHeaders"].split(";")
+
+
+class FakeEks:
+    def __init__(self) -> None:
+        self.describes = 0
+
+    def describe_cluster(self, name: str) -> dict[str, object]:
+        self.describes += 1
+        ca = base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()
+        return {
+            "cluster": {
+                "endpoint": f"https://{name}.eks.example",
+                "certificateAuthority": {"data": ca},
+            }
+        }
+
+
+def test_the_eks_connection_describes_the_cluster_once_and_renews_the_token_after_14_minutes() -> (
+    None
+):
+    clock = VirtualClock()
+    eks = FakeEks()
+    connection = EksConnection(eks, sts(), "prod", clock)
+    configuration = connection.api().configuration
+    first = configuration.get_api_key_with_prefix("BearerToken")
+    clock.advance(minutes=13)
+    assert configuration.get_api_key_with_prefix("BearerToken") == first
+    clock.advance(minutes=1)
+    renewed = configuration.get_api_key_with_prefix("BearerToken")
+    connection.renew()
+    forced = configuration.get_api_key_with_prefix("BearerToken")
+    assert first.startswith("Bearer k8s-aws-v1.")
+    assert configuration.host == "https://prod.eks.example"
+    assert (eks.describes, connection.api().configuration is configuration) == (1, True)
+    assert renewed.startswith("Bearer k8s-aws-v1.") and forced.startswith("Bearer k8s-aws-v1.")
