@@ -80,6 +80,21 @@ class Resources:
             self.pods + other.pods,
         )
 
+    def __sub__(self, other: Resources) -> Resources:
+        """What is left; never below zero."""
+        return Resources(
+            max(self.cpu_millis - other.cpu_millis, 0),
+            max(self.memory_bytes - other.memory_bytes, 0),
+            max(self.pods - other.pods, 0),
+        )
+
+    def covers(self, other: Resources) -> bool:
+        return (
+            other.cpu_millis <= self.cpu_millis
+            and other.memory_bytes <= self.memory_bytes
+            and other.pods <= self.pods
+        )
+
     def max(self, other: Resources) -> Resources:
         return Resources(
             max(self.cpu_millis, other.cpu_millis),
@@ -118,6 +133,59 @@ class Node:
         return self.provider_id.rsplit("/", 1)[-1]
 
 
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One node selector requirement of a required node affinity term."""
+
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist, Gt, Lt
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        value = labels.get(self.key)
+        match self.operator:
+            case "In":
+                return value in self.values
+            case "NotIn":
+                return value not in self.values
+            case "Exists":
+                return value is not None
+            case "DoesNotExist":
+                return value is None
+            case "Gt" | "Lt":
+                try:
+                    have, bound = int(value or ""), int(self.values[0])
+                except (ValueError, IndexError):
+                    return False
+                return have > bound if self.operator == "Gt" else have < bound
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""  # empty with Exists: tolerates every taint
+    operator: str = "Equal"  # Equal, Exists
+    value: str = ""
+    effect: str = ""  # empty: every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.operator == "Exists":
+            return not self.key or self.key == taint.key
+        return self.key == taint.key and self.value == taint.value
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a pod may run: what the scheduler checks besides resources."""
+
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    # required node affinity: any term may match; all requirements of a term must
+    required_terms: tuple[tuple[Requirement, ...], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
@@ -133,6 +201,7 @@ class Pod:
     priority: int = 0
     unschedulable: bool = False  # PodScheduled=False, reason Unschedulable
     problem: str | None = None  # why its requests could not be read, if they could not
+    placement: Placement | None = None  # kept for pending pods only: what they may run on
 
     @property
     def key(self) -> str:

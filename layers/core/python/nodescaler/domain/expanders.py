@@ -1,0 +1,200 @@
+"""Which node group grows when pending pods fit several: expanders, chained, and the plan.
+
+As in Cluster Autoscaler, each expander narrows the options (groups that can take some
+pending pods, with the new nodes they would need); the next one decides among what is
+left, and a seeded random pick ends any tie. An expander that fails (a custom one that
+errs, answers nonsense or runs out of time) is skipped: the next in the chain decides.
+`plan` repeats until every pending pod that fits somewhere has a group.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from random import Random
+from typing import Protocol
+
+from nodescaler.domain.cluster import Pod
+from nodescaler.domain.scheduling import NodeTemplate, nodes_needed, why_not
+
+
+@dataclass(frozen=True)
+class Option:
+    group: str
+    node_count: int
+    pods: tuple[Pod, ...]
+    template: NodeTemplate
+
+    @property
+    def waste(self) -> float:
+        """Cluster Autoscaler's least-waste score: unused CPU share plus unused memory share
+        of the new nodes."""
+        have = self.template.allocatable
+        cpu = self.node_count * have.cpu_millis
+        memory = self.node_count * have.memory_bytes
+        used_cpu = sum(p.requests.cpu_millis for p in self.pods)
+        used_memory = sum(p.requests.memory_bytes for p in self.pods)
+        return (cpu - used_cpu) / max(cpu, 1) + (memory - used_memory) / max(memory, 1)
+
+
+class ExpanderError(RuntimeError):
+    """An expander could not decide; the chain moves on to the next one."""
+
+
+class Expander(Protocol):
+    name: str
+
+    def narrow(self, options: Sequence[Option], rng: Random) -> Sequence[Option]:
+        """The options it prefers (at least one, all of them if it has no opinion)."""
+        ...
+
+
+@dataclass(frozen=True)
+class RandomExpander:
+    name: str = "random"
+
+    def narrow(self, options: Sequence[Option], rng: Random) -> Sequence[Option]:
+        return [rng.choice(sorted(options, key=lambda o: o.group))]
+
+
+@dataclass(frozen=True)
+class MostPodsExpander:
+    name: str = "most-pods"
+
+    def narrow(self, options: Sequence[Option], rng: Random) -> Sequence[Option]:
+        most = max(len(o.pods) for o in options)
+        return [o for o in options if len(o.pods) == most]
+
+
+@dataclass(frozen=True)
+class LeastWasteExpander:
+    name: str = "least-waste"
+
+    def narrow(self, options: Sequence[Option], rng: Random) -> Sequence[Option]:
+        least = min(o.waste for o in options)
+        return [o for o in options if o.waste <= least + 1e-9]
+
+
+def _matching(options: Sequence[Option], patterns: Sequence[str]) -> list[Option]:
+    return [o for o in options if any(re.fullmatch(p, o.group) for p in patterns)]
+
+
+@dataclass(frozen=True)
+class PriorityExpander:
+    """priority → group-name patterns; the highest priority with a matching option wins."""
+
+    priorities: Mapping[int, Sequence[str]]
+    name: str = "priority"
+
+    def narrow(self, options: Sequence[Option], rng: Random) -> Sequence[Option]:
+        for priority in sorted(self.priorities, reverse=True):
+            if matched := _matching(options, self.priorities[priority]):
+                return matched
+        return options
+
+
+@dataclass(frozen=True)
+class WeightedPriorityExpander:
+    """Airbnb's example: tiers as in `priority`, and within a tier, patterns with weights
+    (two groups at 80 and 20 grow 80 % and 20 % of the time)."""
+
+    tiers: Mapping[int, Mapping[str, float]]
+    name: str = "weighted-priority"
+
+    def narrow(self, options: Sequence[Option], rng: Random) -> Sequence[Option]:
+        for priority in sorted(self.tiers, reverse=True):
+            weights = self.tiers[priority]
+            weighted = [
+                (o, max((w for p, w in weights.items() if re.fullmatch(p, o.group)), default=0.0))
+                for o in sorted(options, key=lambda o: o.group)
+            ]
+            weighted = [(o, w) for o, w in weighted if w > 0]
+            if weighted:
+                chosen = rng.choices([o for o, _ in weighted], [w for _, w in weighted])
+                return chosen
+        return options
+
+
+CustomChoice = Callable[[Sequence[Option]], Sequence[str]]
+
+
+@dataclass(frozen=True)
+class CustomExpander:
+    """Asks an outside service (a Lambda, in AWS) which groups to keep."""
+
+    choose: CustomChoice
+    name: str = "custom"
+
+    def narrow(self, options: Sequence[Option], rng: Random) -> Sequence[Option]:
+        chosen = set(self.choose(options))
+        kept = [o for o in options if o.group in chosen]
+        if not kept:
+            raise ExpanderError(f"custom expander chose none of the options: {sorted(chosen)}")
+        return kept
+
+
+@dataclass
+class Plan:
+    """New nodes per group for the pending pods, and how the expanders got there."""
+
+    nodes: Counter[str] = field(default_factory=Counter)
+    unplaced: list[Pod] = field(default_factory=list)  # fit no group
+    trace: list[str] = field(default_factory=list)
+
+
+def seed_of(pods: Sequence[Pod]) -> int:
+    """The same pending pods give the same random choices, in every group's evaluation."""
+    keys = "\n".join(sorted(p.key for p in pods))
+    return int.from_bytes(hashlib.sha256(keys.encode()).digest()[:8], "big")
+
+
+def choose(
+    options: Sequence[Option], chain: Sequence[Expander], rng: Random, trace: list[str]
+) -> Option:
+    remaining = list(options)
+    for expander in chain:
+        if len(remaining) == 1:
+            break
+        try:
+            remaining = list(expander.narrow(remaining, rng)) or remaining
+        except Exception as error:  # a failing expander must not stop the scale-up
+            trace.append(f"expander {expander.name} failed ({error}); the next one decides")
+    return remaining[0] if len(remaining) == 1 else RandomExpander().narrow(remaining, rng)[0]
+
+
+def plan(
+    pods: Sequence[Pod],
+    templates: Mapping[str, NodeTemplate],
+    chain: Sequence[Expander],
+    *,
+    backed_off: frozenset[str] = frozenset(),
+    rng: Random | None = None,
+) -> Plan:
+    """Give each pending pod a group: build the options, let the chain choose one, repeat."""
+    result = Plan()
+    rng = rng or Random(seed_of(pods))
+    remaining = list(pods)
+    while remaining:
+        options = []
+        for group in sorted(templates):
+            if group in backed_off:
+                continue
+            template = templates[group]
+            fitting = tuple(p for p in remaining if why_not(p, template) is None)
+            if fitting:
+                options.append(Option(group, nodes_needed(fitting, template), fitting, template))
+        if not options:
+            break
+        chosen = choose(options, chain, rng, result.trace)
+        result.nodes[chosen.group] += chosen.node_count
+        result.trace.append(
+            f"{chosen.group}: +{chosen.node_count} for {len(chosen.pods)} pods "
+            f"(of {len(options)} options)"
+        )
+        placed = {p.key for p in chosen.pods}
+        remaining = [p for p in remaining if p.key not in placed]
+    result.unplaced = remaining
+    return result

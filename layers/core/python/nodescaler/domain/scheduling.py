@@ -1,0 +1,144 @@
+"""Would a pending pod fit a new node of this group? The scheduler's predicates, and packing.
+
+A node template stands for a node the group would launch: from a live node of the group,
+or, for a group at zero, from its instance type and Cluster Autoscaler's node-template
+tags. Each predicate says why a pod does not fit, so a decision can explain itself.
+First-fit-decreasing packing then estimates how many new nodes the fitting pods need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from nodescaler.domain.cluster import Node, Placement, Pod, Resources, Taint
+
+NOTHING = Resources()
+HOSTNAME_LABEL = "kubernetes.io/hostname"  # a template stands for a node not yet named
+ENFORCED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTemplate:
+    group: str
+    allocatable: Resources
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    source: str = ""  # "node ip-10-0-1-5" or "instance type m5.large + tags", for explain
+
+    @classmethod
+    def from_node(cls, group: str, node: Node, daemon_sets: Resources = NOTHING) -> NodeTemplate:
+        """A new node like this one, less what the DaemonSets will take on it."""
+        labels = {k: v for k, v in node.labels.items() if k != HOSTNAME_LABEL}
+        free = node.allocatable - daemon_sets
+        return cls(group, free, labels, node.taints, f"node {node.name}")
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceShape:
+    """What EC2 says of an instance type (DescribeInstanceTypes)."""
+
+    instance_type: str
+    vcpus: int
+    memory_mib: int
+    architecture: str = "amd64"  # as Kubernetes names it: amd64, arm64
+
+
+# Cluster Autoscaler's tags describing the nodes of a group at zero.
+TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template/"
+DEFAULT_MAX_PODS = 110
+EVICTION_THRESHOLD_MIB = 100
+
+
+def reserved_cpu_millis(vcpus: int) -> int:
+    """EKS's kube-reserved CPU: 6% of the first core, 1% of the second, 0.5% of the next
+    two, 0.25% of the rest."""
+    shares = [60, 10, 5, 5] + [2.5] * max(vcpus - 4, 0)
+    return round(sum(shares[:vcpus]))
+
+
+def template_from_instance_type(
+    group: str, shape: InstanceShape, tags: Mapping[str, str], extra_labels: Mapping[str, str]
+) -> NodeTemplate:
+    """A node of a group at zero, as EKS would register it, overridden by the CA tags."""
+    labels = {
+        "node.kubernetes.io/instance-type": shape.instance_type,
+        "kubernetes.io/arch": shape.architecture,
+        "kubernetes.io/os": "linux",
+        **extra_labels,
+    }
+    taints, overrides = [], {}
+    for key, value in tags.items():
+        if not key.startswith(TEMPLATE_TAG):
+            continue
+        kind, _, name = key.removeprefix(TEMPLATE_TAG).partition("/")
+        if kind == "label":
+            labels[name] = value
+        elif kind == "taint":
+            taint_value, _, effect = value.rpartition(":")
+            taints.append(Taint(name, taint_value, effect or "NoSchedule"))
+        elif kind == "resources":
+            overrides[name] = value
+    pods = int(overrides.pop("pods", DEFAULT_MAX_PODS))
+    memory_mib = shape.memory_mib - (255 + 11 * pods) - EVICTION_THRESHOLD_MIB
+    allocatable = Resources(
+        shape.vcpus * 1000 - reserved_cpu_millis(shape.vcpus), max(memory_mib, 0) * 2**20, pods
+    )
+    if overrides:
+        allocatable = Resources.parse(
+            {
+                "cpu": overrides.get("cpu", f"{allocatable.cpu_millis}m"),
+                "memory": overrides.get("memory", str(allocatable.memory_bytes)),
+            },
+            pods=pods,
+        )
+    source = f"instance type {shape.instance_type} and its tags"
+    return NodeTemplate(group, allocatable, labels, tuple(taints), source)
+
+
+def why_not(pod: Pod, template: NodeTemplate) -> str | None:
+    """None if the pod fits an empty node of the template, else the first reason it does not."""
+    placement = pod.placement or Placement()
+    need, have = pod.requests, template.allocatable
+    for name, wanted, available in (
+        ("cpu", need.cpu_millis, have.cpu_millis),
+        ("memory", need.memory_bytes, have.memory_bytes),
+        ("pods", need.pods, have.pods),
+    ):
+        if wanted > available:
+            return f"needs more {name} than a node of the group has"
+    for key, value in placement.node_selector.items():
+        if template.labels.get(key) != value:
+            return f"nodeSelector {key}={value} does not match"
+    if placement.required_terms and not any(
+        all(r.matches(template.labels) for r in term) for term in placement.required_terms
+    ):
+        return "required node affinity does not match"
+    for taint in template.taints:
+        if taint.effect in ENFORCED_EFFECTS and not any(
+            t.tolerates(taint) for t in placement.tolerations
+        ):
+            return f"does not tolerate taint {taint.key}={taint.value}:{taint.effect}"
+    return None
+
+
+def _size(pod: Pod) -> tuple[int, int]:
+    return pod.requests.cpu_millis, pod.requests.memory_bytes
+
+
+def nodes_needed(pods: Sequence[Pod], template: NodeTemplate) -> int:
+    """First-fit decreasing: new nodes of the template that hold all `pods` (which fit one)."""
+    free: list[Resources] = []  # what is left on each new node
+    for pod in sorted(pods, key=_size, reverse=True):
+        for index, room in enumerate(free):
+            if room.covers(pod.requests):
+                free[index] = room - pod.requests
+                break
+        else:
+            free.append(template.allocatable - pod.requests)
+    return len(free)
+
+
+def pending(pods: Iterable[Pod], expendable_priority_cutoff: int) -> list[Pod]:
+    """Unschedulable pods worth a node: below the cutoff they may wait (Cluster Autoscaler)."""
+    return [p for p in pods if p.unschedulable and p.priority >= expendable_priority_cutoff]

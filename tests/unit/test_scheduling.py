@@ -1,0 +1,185 @@
+"""Would a pending pod fit a new node of the group? One table per predicate, then packing."""
+
+from __future__ import annotations
+
+import pytest
+from nodescaler.domain.cluster import (
+    Node,
+    Placement,
+    Pod,
+    QuantityError,
+    Requirement,
+    Resources,
+    Taint,
+    Toleration,
+)
+from nodescaler.domain.scheduling import (
+    InstanceShape,
+    NodeTemplate,
+    nodes_needed,
+    pending,
+    reserved_cpu_millis,
+    template_from_instance_type,
+    why_not,
+)
+
+GIB = 2**30
+TEMPLATE = NodeTemplate(
+    "gpu",
+    Resources(16000, 20 * GIB, 110),
+    labels={"node.kubernetes.io/instance-type": "g5.4xlarge", "gpu": "a10", "cores": "16"},
+    taints=(Taint("nvidia.com/gpu", "true", "NoSchedule"), Taint("soft", "", "PreferNoSchedule")),
+)
+TOLERATES_GPU = (Toleration("nvidia.com/gpu", "Exists"),)
+
+
+def pending_pod(cpu: int = 1000, memory: int = GIB, **placement: object) -> Pod:
+    defaults: dict[str, object] = {"tolerations": TOLERATES_GPU}
+    return Pod(
+        "default",
+        "p",
+        None,
+        Resources(cpu, memory, 1),
+        phase="Pending",
+        unschedulable=True,
+        placement=Placement(**(defaults | placement)),  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize(
+    ("pod", "reason"),
+    [
+        (pending_pod(), None),
+        (pending_pod(cpu=17000), "needs more cpu than a node of the group has"),
+        (pending_pod(memory=21 * GIB), "needs more memory than a node of the group has"),
+    ],
+)
+def test_resources(pod: Pod, reason: str | None) -> None:
+    assert why_not(pod, TEMPLATE) == reason
+
+
+@pytest.mark.parametrize(
+    ("selector", "fits"),
+    [({}, True), ({"gpu": "a10"}, True), ({"gpu": "h100"}, False), ({"zone": "a"}, False)],
+)
+def test_node_selector(selector: dict[str, str], fits: bool) -> None:
+    assert (why_not(pending_pod(node_selector=selector), TEMPLATE) is None) is fits
+
+
+@pytest.mark.parametrize(
+    ("requirement", "fits"),
+    [
+        (Requirement("gpu", "In", ("a10", "a100")), True),
+        (Requirement("gpu", "In", ("h100",)), False),
+        (Requirement("gpu", "NotIn", ("h100",)), True),
+        (Requirement("gpu", "NotIn", ("a10",)), False),
+        (Requirement("gpu", "Exists"), True),
+        (Requirement("spot", "Exists"), False),
+        (Requirement("spot", "DoesNotExist"), True),
+        (Requirement("gpu", "DoesNotExist"), False),
+        (Requirement("cores", "Gt", ("8",)), True),
+        (Requirement("cores", "Gt", ("16",)), False),
+        (Requirement("cores", "Lt", ("32",)), True),
+        (Requirement("cores", "Lt", ("16",)), False),
+        (Requirement("gpu", "Gt", ("1",)), False),  # not a number: no match
+    ],
+)
+def test_required_node_affinity_operators(requirement: Requirement, fits: bool) -> None:
+    pod = pending_pod(required_terms=((requirement,),))
+    assert (why_not(pod, TEMPLATE) is None) is fits
+
+
+def test_affinity_terms_are_ored_and_their_requirements_anded() -> None:
+    no = (Requirement("gpu", "In", ("h100",)),)
+    yes = (Requirement("gpu", "In", ("a10",)), Requirement("cores", "Gt", ("4",)))
+    half = (Requirement("gpu", "In", ("a10",)), Requirement("spot", "Exists"))
+    assert why_not(pending_pod(required_terms=(no, yes)), TEMPLATE) is None
+    assert why_not(pending_pod(required_terms=(no, half)), TEMPLATE) == (
+        "required node affinity does not match"
+    )
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "fits"),
+    [
+        ((), False),
+        ((Toleration("nvidia.com/gpu", "Exists"),), True),
+        ((Toleration("nvidia.com/gpu", "Equal", "true"),), True),
+        ((Toleration("nvidia.com/gpu", "Equal", "false"),), False),
+        ((Toleration("nvidia.com/gpu", "Exists", effect="NoExecute"),), False),
+        ((Toleration("", "Exists"),), True),  # tolerates everything
+    ],
+)
+def test_taints_and_tolerations(tolerations: tuple[Toleration, ...], fits: bool) -> None:
+    pod = pending_pod(tolerations=tolerations)
+    result = why_not(pod, TEMPLATE)
+    assert (result is None) is fits
+    if not fits:
+        assert result == "does not tolerate taint nvidia.com/gpu=true:NoSchedule"
+
+
+def test_first_fit_decreasing_packs_big_pods_first() -> None:
+    template = NodeTemplate("ng", Resources(4000, 16 * GIB, 110))
+    pods = [pending_pod(cpu=c) for c in (3000, 1000, 3000, 1000, 2000, 2000)]  # 12 cores
+    assert nodes_needed(pods, template) == 3
+    small = [pending_pod(cpu=100, memory=2**20) for _ in range(50)]
+    assert nodes_needed(small, template) == 2  # 5 cores at 4 a node
+    slots = NodeTemplate("ng", Resources(64000, 256 * GIB, 10))
+    assert nodes_needed([pending_pod(cpu=10) for _ in range(25)], slots) == 3  # 10 pods a node
+
+
+def test_expendable_pods_below_the_cutoff_wait() -> None:
+    keep = Pod("d", "a", None, Resources(), unschedulable=True, priority=-10)
+    drop = Pod("d", "b", None, Resources(), unschedulable=True, priority=-11)
+    bound = Pod("d", "c", "n1", Resources())
+    assert pending([keep, drop, bound], expendable_priority_cutoff=-10) == [keep]
+
+
+def test_a_template_from_a_live_node_drops_its_name_and_daemon_set_share() -> None:
+    node = Node(
+        "ip-1",
+        "ng",
+        ready=True,
+        schedulable=True,
+        allocatable=Resources(4000, 16 * GIB, 110),
+        labels={"kubernetes.io/hostname": "ip-1", "team": "web"},
+    )
+    template = NodeTemplate.from_node("ng", node, daemon_sets=Resources(500, GIB, 3))
+    assert template.allocatable == Resources(3500, 15 * GIB, 107)
+    assert template.labels == {"team": "web"}
+
+
+def test_a_template_for_a_group_at_zero_comes_from_its_instance_type_and_tags() -> None:
+    tags = {
+        "k8s.io/cluster-autoscaler/node-template/label/workload": "batch",
+        "k8s.io/cluster-autoscaler/node-template/taint/dedicated": "batch:NoSchedule",
+        "k8s.io/cluster-autoscaler/node-template/resources/pods": "58",
+        "unrelated": "x",
+    }
+    template = template_from_instance_type(
+        "batch-ng",
+        InstanceShape("m6g.4xlarge", 16, 65536, "arm64"),
+        tags,
+        {"eks.amazonaws.com/nodegroup": "batch"},
+    )
+    assert template.labels == {
+        "node.kubernetes.io/instance-type": "m6g.4xlarge",
+        "kubernetes.io/arch": "arm64",
+        "kubernetes.io/os": "linux",
+        "eks.amazonaws.com/nodegroup": "batch",
+        "workload": "batch",
+    }
+    assert template.taints == (Taint("dedicated", "batch", "NoSchedule"),)
+    # 16 cores less EKS's kube-reserved; 64 GiB less 255 + 11 × 58 MiB and 100 MiB eviction
+    assert template.allocatable == Resources(16000 - 110, (65536 - 893 - 100) * 2**20, 58)
+    assert reserved_cpu_millis(1) == 60 and reserved_cpu_millis(4) == 80
+
+
+def test_a_malformed_template_tag_is_refused() -> None:
+    with pytest.raises(QuantityError):
+        template_from_instance_type(
+            "ng",
+            InstanceShape("m5.large", 2, 8192),
+            {"k8s.io/cluster-autoscaler/node-template/resources/memory": "lots"},
+            {},
+        )
