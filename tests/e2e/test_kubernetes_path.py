@@ -29,7 +29,7 @@ def instance_of(group: str) -> str:
     return str(described["AutoScalingGroups"][0]["Instances"][0]["InstanceId"])
 
 
-def test_reserved_cpu_above_target_scales_the_group_out_and_pending_pods_cannot_scale_it_in(
+def test_reserved_cpu_above_target_scales_the_group_out(
     policies: Path,
     calls: CallCounter,
     clock: VirtualClock,
@@ -55,5 +55,120 @@ def test_reserved_cpu_above_target_scales_the_group_out_and_pending_pods_cannot_
     assert metrics == {
         "reservation-cpu": ("ok", 68.75),
         "reservation-memory": ("ok", 55.0),
-        "pending-pods": ("missing", None),  # its producer is not built yet: it holds scale-in
+        "pending-pods": ("abstained", 0.0),  # nothing pending: no opinion
     }
+
+
+BATCH_POLICY = """
+apiVersion: nodescaler.io/v1alpha1
+kind: NodeGroupPolicy
+metadata: {name: batch}
+spec:
+  minReplicas: 0
+  maxReplicas: 20
+  metrics:
+    - type: PendingPods
+"""
+
+
+def launch_template(name: str, instance_type: str) -> None:
+    client("ec2").create_launch_template(
+        LaunchTemplateName=name,
+        LaunchTemplateData={"InstanceType": instance_type, "ImageId": "ami-12c6146b"},
+    )
+
+
+def group_at_zero(name: str, template: str, tags: dict[str, str] | None = None) -> None:
+    all_tags = {"nodescaler/enabled": "true", "nodescaler/policy": "batch"} | (tags or {})
+    client("autoscaling").create_auto_scaling_group(
+        AutoScalingGroupName=name,
+        LaunchTemplate={"LaunchTemplateName": template, "Version": "$Latest"},
+        MinSize=0,
+        MaxSize=20,
+        DesiredCapacity=0,
+        AvailabilityZones=["eu-west-1a"],
+        Tags=[
+            {
+                "Key": k,
+                "Value": v,
+                "PropagateAtLaunch": False,
+                "ResourceId": name,
+                "ResourceType": "auto-scaling-group",
+            }
+            for k, v in all_tags.items()
+        ],
+    )
+
+
+@pytest.fixture
+def batch(
+    policies: Path,
+    calls: CallCounter,
+    clock: VirtualClock,
+    api_server: KubeApiServer,
+    tmp_path: Path,
+) -> Deployment:
+    (policies / "batch.yaml").write_text(BATCH_POLICY)
+    config = kubeconfig(tmp_path / "kubeconfig", api_server.url)
+    launch_template("general", "m5.large")  # 2 vCPU, 8 GiB
+    launch_template("gpu", "g5.xlarge")
+    return Deployment(policies, calls, clock, {"KUBECONFIG_PATH": str(config)})
+
+
+def test_a_group_at_zero_scales_up_for_a_pod_that_fits_its_instance_type(
+    batch: Deployment, api_server: KubeApiServer
+) -> None:
+    group_at_zero("general-ng", "general")
+    for i in range(5):
+        api_server.cluster.put("pods", pod(f"job-{i}", cpu="500m", memory="1Gi"))
+    batch.tick()
+    # m5.large: 2 vCPU less EKS's 70m reserved holds three 500m pods: 5 pods, 2 nodes
+    assert desired_capacity("general-ng") == 2
+
+
+def test_a_group_at_zero_does_not_scale_for_a_pod_its_labels_or_taints_exclude(
+    batch: Deployment, api_server: KubeApiServer, output: Any
+) -> None:
+    group_at_zero(
+        "gpu-ng",
+        "gpu",
+        {"k8s.io/cluster-autoscaler/node-template/taint/nvidia.com/gpu": "true:NoSchedule"},
+    )
+    group_at_zero("general-ng", "general")
+    api_server.cluster.put(
+        "pods", pod("wants-gpu-label", cpu="1", spec={"nodeSelector": {"accelerator": "a10"}})
+    )
+    api_server.cluster.put("pods", pod("plain", cpu="1"))
+    batch.tick()
+    # the plain pod fits general-ng only (gpu-ng is tainted); the labelled pod fits neither
+    assert (desired_capacity("general-ng"), desired_capacity("gpu-ng")) == (1, 0)
+    details = [
+        m["detail"]
+        for line in output().logs
+        if "decision" in line
+        for m in line["decision"]["metrics"]
+    ]
+    assert "2 pending pods: +1 nodes here, +0 in other groups, 1 fit no group" in details
+
+
+def test_priority_expander_sends_pods_that_fit_both_groups_to_the_preferred_one(
+    policies: Path,
+    calls: CallCounter,
+    clock: VirtualClock,
+    api_server: KubeApiServer,
+    tmp_path: Path,
+) -> None:
+    (policies / "batch.yaml").write_text(BATCH_POLICY)
+    launch_template("general", "m5.large")
+    chain = '[{"name": "priority", "priorities": {"10": ["spot-.*"], "1": [".*"]}}]'
+    deployment = Deployment(
+        policies,
+        calls,
+        clock,
+        {"KUBECONFIG_PATH": str(kubeconfig(tmp_path / "kc", api_server.url)), "EXPANDERS": chain},
+    )
+    group_at_zero("on-demand-ng", "general")
+    group_at_zero("spot-ng", "general")
+    api_server.cluster.put("pods", pod("job", cpu="1"))
+    deployment.tick()
+    assert (desired_capacity("spot-ng"), desired_capacity("on-demand-ng")) == (1, 0)

@@ -6,11 +6,13 @@ environment from the same model (`environment()`), so a name is written once.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError, field_validator
 
 from nodescaler.domain.optin import TagNames
 
@@ -30,14 +32,15 @@ class _Settings(BaseModel):
             problems = []
             for e in error.errors():
                 name = str(e["loc"][0]) if e["loc"] else "(environment)"
-                what = "is not set" if e["type"] == "missing" else str(e["msg"])
-                problems.append(f"setting {name} {what}")
+                inside = "".join(f"[{part}]" for part in e["loc"][1:])
+                what = "is not set" if e["type"] == "missing" and not inside else str(e["msg"])
+                problems.append(f"setting {name}{inside} {what}")
             raise SettingsError(f"{cls.__name__}: " + "; ".join(problems)) from None
 
     def environment(self) -> dict[str, str]:
         """The environment variables that reproduce these settings."""
-        values: dict[str, Any] = self.model_dump(by_alias=True, exclude_none=True)
-        return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in values.items()}
+        values: dict[str, Any] = self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
 
 
 class CommonSettings(_Settings):
@@ -59,6 +62,63 @@ class DispatchSettings(CommonSettings):
     evaluation_queue_url: Annotated[str, Field(alias="EVALUATION_QUEUE_URL", pattern=r"^https?://")]
 
 
+class _ExpanderSpec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+def _valid_patterns(patterns: list[str]) -> list[str]:
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ValueError(f"{pattern!r} is not a regular expression: {error}") from None
+    return patterns
+
+
+class PriorityExpanderSpec(_ExpanderSpec):
+    name: Literal["priority"]
+    priorities: dict[int, list[str]]  # priority → node group name patterns
+
+    @field_validator("priorities")
+    @classmethod
+    def _patterns(cls, priorities: dict[int, list[str]]) -> dict[int, list[str]]:
+        for patterns in priorities.values():
+            _valid_patterns(patterns)
+        return priorities
+
+
+class WeightedPriorityExpanderSpec(_ExpanderSpec):
+    name: Literal["weighted-priority"]
+    tiers: dict[int, dict[str, Annotated[float, Field(gt=0)]]]  # priority → pattern → weight
+
+    @field_validator("tiers")
+    @classmethod
+    def _patterns(cls, tiers: dict[int, dict[str, float]]) -> dict[int, dict[str, float]]:
+        for weights in tiers.values():
+            _valid_patterns(list(weights))
+        return tiers
+
+
+class SimpleExpanderSpec(_ExpanderSpec):
+    name: Literal["least-waste", "most-pods", "random"]
+
+
+class CustomExpanderSpec(_ExpanderSpec):
+    name: Literal["custom"]
+    function_name: Annotated[str, Field(alias="functionName", min_length=1, max_length=170)]
+    timeout_seconds: Annotated[float, Field(alias="timeoutSeconds", gt=0, le=10)] = 2
+
+
+ExpanderSpec = Annotated[
+    PriorityExpanderSpec | WeightedPriorityExpanderSpec | SimpleExpanderSpec | CustomExpanderSpec,
+    Field(discriminator="name"),
+]
+DEFAULT_EXPANDERS: list[ExpanderSpec] = [
+    SimpleExpanderSpec(name="least-waste"),
+    SimpleExpanderSpec(name="random"),
+]
+
+
 class EvaluateSettings(CommonSettings):
     """The evaluate function: one decision per queued request."""
 
@@ -66,4 +126,8 @@ class EvaluateSettings(CommonSettings):
     dry_run: Annotated[bool, Field(alias="DRY_RUN")] = False
     # A kubeconfig for the Kubernetes metrics (the sandbox); else the EKS cluster CLUSTER_NAME.
     kubeconfig_path: Annotated[Path | None, Field(alias="KUBECONFIG_PATH")] = None
+    # Which group grows when pending pods fit several: a chain, first to last (JSON).
+    expanders: Annotated[Json[list[ExpanderSpec]], Field(alias="EXPANDERS", min_length=1)] = (
+        DEFAULT_EXPANDERS
+    )
     audit_ttl_days: Annotated[int, Field(alias="AUDIT_TTL_DAYS", ge=1, le=3650)] = 30

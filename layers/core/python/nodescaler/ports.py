@@ -25,6 +25,11 @@ class NodeGroup:
     eks_cluster: str | None = None  # set for EKS managed node groups
     eks_nodegroup: str | None = None
     instance_ids: frozenset[str] = frozenset()  # its instances, to find their nodes
+    # What it launches, for a template of its nodes when it has none: an instance type if
+    # the group says (instances, mixed-instances overrides), else where to look it up.
+    instance_type: str | None = None
+    launch_template: tuple[str, str] | None = None  # (id, version)
+    launch_configuration: str | None = None
 
     @property
     def is_eks_managed(self) -> bool:

@@ -8,7 +8,7 @@ for the clients only evaluate needs. Tests and the sandbox pass their own `AwsCl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import Any
@@ -16,12 +16,32 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from nodescaler.adapters.aws.custom_expander import LambdaExpander, budget_config
 from nodescaler.adapters.aws.evaluation_queue import SqsEvaluationQueue
+from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
 from nodescaler.adapters.aws.metrics import CloudWatchMetrics, SqsQueueLength
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.state import DynamoStateStore
-from nodescaler.config import CommonSettings, DispatchSettings, EvaluateSettings
+from nodescaler.config import (
+    CommonSettings,
+    CustomExpanderSpec,
+    DispatchSettings,
+    EvaluateSettings,
+    ExpanderSpec,
+    PriorityExpanderSpec,
+    SimpleExpanderSpec,
+    WeightedPriorityExpanderSpec,
+)
 from nodescaler.dispatch import Dispatcher
+from nodescaler.domain.expanders import (
+    CustomExpander,
+    Expander,
+    LeastWasteExpander,
+    MostPodsExpander,
+    PriorityExpander,
+    RandomExpander,
+    WeightedPriorityExpander,
+)
 from nodescaler.domain.policy import KUBERNETES_METRICS, NodeGroupPolicy
 from nodescaler.evaluation import Evaluator
 from nodescaler.policy_files import load_policies
@@ -81,6 +101,16 @@ class AwsClients:
     @cached_property
     def sts(self) -> Any:
         return self._client("sts")
+
+    @cached_property
+    def ec2(self) -> Any:
+        return self._client("ec2")
+
+    def client(self, service: str, config: Config) -> Any:
+        """A client with its own Config (the custom expander's time budget)."""
+        return self._session.client(
+            service, config=self._config.merge(config), endpoint_url=self._endpoint_url
+        )
 
 
 def node_groups(settings: CommonSettings, clients: AwsClients) -> AsgNodeGroups:
@@ -144,6 +174,7 @@ def kubernetes_metrics(
     from nodescaler.adapters.k8s.cluster import KubernetesCluster
     from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection
     from nodescaler.adapters.k8s.metrics import KubernetesMetrics
+    from nodescaler.adapters.k8s.pending import PendingPodsPlanner
 
     connection: EksConnection | KubeconfigConnection
     if settings.kubeconfig_path is not None:
@@ -152,4 +183,31 @@ def kubernetes_metrics(
         connection = EksConnection(clients.eks, clients.sts, settings.cluster_name, clock)
     else:
         return None  # its metrics read as unavailable: scale-in held (synth refuses this setup)
-    return KubernetesMetrics(KubernetesCluster(connection))
+    planner = PendingPodsPlanner(
+        node_groups(settings, clients),
+        policies,
+        Ec2InstanceTypes(clients.ec2, clients.autoscaling, clients.eks),
+        expander_chain(settings.expanders, clients),
+        tag_names=settings.tag_names,
+    )
+    return KubernetesMetrics(KubernetesCluster(connection), pending=planner)
+
+
+def expander_chain(specs: Sequence[ExpanderSpec], clients: AwsClients) -> list[Expander]:
+    chain: list[Expander] = []
+    for spec in specs:
+        match spec:
+            case PriorityExpanderSpec():
+                chain.append(PriorityExpander(spec.priorities))
+            case WeightedPriorityExpanderSpec():
+                chain.append(WeightedPriorityExpander(spec.tiers))
+            case CustomExpanderSpec():
+                client = clients.client("lambda", budget_config(spec.timeout_seconds))
+                chain.append(CustomExpander(LambdaExpander(client, spec.function_name)))
+            case SimpleExpanderSpec(name="least-waste"):
+                chain.append(LeastWasteExpander())
+            case SimpleExpanderSpec(name="most-pods"):
+                chain.append(MostPodsExpander())
+            case _:
+                chain.append(RandomExpander())
+    return chain

@@ -45,7 +45,8 @@ class ExpanderError(RuntimeError):
 
 
 class Expander(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def narrow(self, options: Sequence[Option], rng: Random) -> Sequence[Option]:
         """The options it prefers (at least one, all of them if it has no opinion)."""

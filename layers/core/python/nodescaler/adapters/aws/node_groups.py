@@ -14,6 +14,25 @@ EKS_NODEGROUP_TAG = "eks:nodegroup-name"
 PAGE_SIZE = 100  # the most DescribeAutoScalingGroups returns per call
 
 
+def _launch_template(asg: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    mixed = (asg.get("MixedInstancesPolicy") or {}).get("LaunchTemplate") or {}
+    found: Mapping[str, Any] | None = asg.get("LaunchTemplate") or mixed.get(
+        "LaunchTemplateSpecification"
+    )
+    return found
+
+
+def _instance_type(asg: Mapping[str, Any]) -> str | None:
+    for instance in asg.get("Instances", []):
+        if instance.get("InstanceType"):
+            return str(instance["InstanceType"])
+    mixed = (asg.get("MixedInstancesPolicy") or {}).get("LaunchTemplate") or {}
+    for override in mixed.get("Overrides") or []:
+        if override.get("InstanceType"):
+            return str(override["InstanceType"])
+    return None
+
+
 def _to_node_group(asg: Mapping[str, Any]) -> NodeGroup:
     tags = {t["Key"]: t.get("Value", "") for t in asg.get("Tags", [])}
     in_service = sum(1 for i in asg.get("Instances", []) if i.get("LifecycleState") == "InService")
@@ -27,6 +46,16 @@ def _to_node_group(asg: Mapping[str, Any]) -> NodeGroup:
         eks_cluster=tags.get(EKS_CLUSTER_TAG),
         eks_nodegroup=tags.get(EKS_NODEGROUP_TAG),
         instance_ids=frozenset(i["InstanceId"] for i in asg.get("Instances", [])),
+        instance_type=_instance_type(asg),
+        launch_template=(
+            (
+                template.get("LaunchTemplateId") or template.get("LaunchTemplateName", ""),
+                str(template.get("Version") or "$Default"),
+            )
+            if (template := _launch_template(asg))
+            else None
+        ),
+        launch_configuration=asg.get("LaunchConfigurationName"),
     )
 
 

@@ -60,7 +60,7 @@ class EksConnection:
             configuration = client.Configuration(host=cluster["endpoint"])
             configuration.ssl_ca_cert = ca.name
             configuration.api_key_prefix = {"BearerToken": "Bearer"}
-            configuration.refresh_api_key_hook = self._refresh_if_old  # type: ignore[assignment]
+            configuration.refresh_api_key_hook = self._refresh_if_old
             self._api = client.ApiClient(configuration)
         return self._api
 
@@ -85,7 +85,7 @@ class KubeconfigConnection:
         if self._api is None:
             from kubernetes import config
 
-            self._api = config.new_client_from_config(config_file=str(self._path))  # type: ignore[no-untyped-call]
+            self._api = config.new_client_from_config(config_file=str(self._path))
         return self._api
 
     def renew(self) -> None:

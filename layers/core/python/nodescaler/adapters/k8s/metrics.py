@@ -1,4 +1,4 @@
-"""The Kubernetes metric producer: capacity reservation per node group, from one snapshot.
+"""The Kubernetes metric producer: capacity reservation and pending pods, from one snapshot.
 
 One snapshot of nodes and pods serves every group evaluated within `max_age` (a batch of
 evaluations, in a warm container), so a tick over many groups lists the cluster once per
@@ -12,41 +12,72 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from nodescaler.adapters.k8s.cluster import KubernetesCluster, KubernetesUnavailableError, Snapshot
-from nodescaler.domain.cluster import Node
-from nodescaler.domain.policy import CapacityReservationMetric, MetricBase, TargetType
+from nodescaler.adapters.k8s.objects import belongs
+from nodescaler.adapters.k8s.pending import PendingPodsPlanner, Planned
+from nodescaler.domain.policy import (
+    CapacityReservationMetric,
+    MetricBase,
+    PendingPodsMetric,
+    TargetType,
+)
 from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
 from nodescaler.domain.reservation import ReservationError, reservation
 from nodescaler.ports import NodeGroup
 
-EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
-
-
-def belongs(node: Node, group: NodeGroup) -> bool:
-    """By the EKS node group label, else by the node's instance being one of the ASG's."""
-    label = node.labels.get(EKS_NODEGROUP_LABEL)
-    if label is not None and group.eks_nodegroup is not None:
-        return label == group.eks_nodegroup
-    return node.instance_id in group.instance_ids
-
 
 class KubernetesMetrics:
-    def __init__(self, cluster: KubernetesCluster, *, max_age: timedelta = timedelta(seconds=15)):
+    def __init__(
+        self,
+        cluster: KubernetesCluster,
+        *,
+        pending: PendingPodsPlanner | None = None,
+        max_age: timedelta = timedelta(seconds=15),
+    ) -> None:
         self._cluster = cluster
+        self._pending = pending
         self._max_age = max_age
         self._snapshot: tuple[datetime, Snapshot] | None = None
+        self._plans: dict[int, Planned] = {}  # by priority cutoff, for the current snapshot
 
     def snapshot(self, now: datetime) -> Snapshot:
         if self._snapshot is None or now - self._snapshot[0] > self._max_age:
             self._snapshot = (now, self._cluster.snapshot())
+            self._plans = {}
         return self._snapshot[1]
 
     def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
-        if not isinstance(metric, CapacityReservationMetric):
-            return MetricUnavailable(reason=f"no {metric.type_name} producer is configured")
         try:
             snapshot = self.snapshot(now)
         except KubernetesUnavailableError as error:
             return MetricUnavailable(reason=str(error))
+        if isinstance(metric, CapacityReservationMetric):
+            return self._reservation(metric, group, snapshot, now)
+        if isinstance(metric, PendingPodsMetric) and self._pending is not None:
+            return self._pending_pods(metric, group, snapshot, now)
+        return MetricUnavailable(reason=f"no {metric.type_name} producer is configured")
+
+    def _pending_pods(
+        self, metric: PendingPodsMetric, group: NodeGroup, snapshot: Snapshot, now: datetime
+    ) -> Reading:
+        assert self._pending is not None
+        cutoff = metric.pending_pods.expendable_priority_cutoff
+        if cutoff not in self._plans:
+            self._plans[cutoff] = self._pending.plan(snapshot, cutoff)
+        planned = self._plans[cutoff]
+        if group.name in planned.problems:
+            return MetricUnavailable(
+                reason=f"node group {group.name}: {planned.problems[group.name]}"
+            )
+        nodes = planned.plan.nodes.get(group.name, 0)
+        others = sum(planned.plan.nodes.values()) - nodes
+        detail = f"{planned.pending} pending pods: +{nodes} nodes here, +{others} in other groups"
+        if planned.plan.unplaced:
+            detail += f", {len(planned.plan.unplaced)} fit no group"
+        return MetricReading(value=nodes, at=now, detail=detail)
+
+    def _reservation(
+        self, metric: CapacityReservationMetric, group: NodeGroup, snapshot: Snapshot, now: datetime
+    ) -> Reading:
         nodes = [replace(n, group=group.name) if belongs(n, group) else n for n in snapshot.nodes]
         source = metric.capacity_reservation
         try:

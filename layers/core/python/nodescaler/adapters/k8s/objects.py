@@ -10,9 +10,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodescaler.domain.cluster import Node, Pod, QuantityError, Resources, Taint
+from nodescaler.domain.cluster import (
+    Node,
+    Placement,
+    Pod,
+    QuantityError,
+    Requirement,
+    Resources,
+    Taint,
+    Toleration,
+)
+from nodescaler.ports import NodeGroup
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
+
+
+def belongs(node: Node, group: NodeGroup) -> bool:
+    """By the EKS node group label, else by the node's instance being one of the ASG's."""
+    label = node.labels.get(EKS_NODEGROUP_LABEL)
+    if label is not None and group.eks_nodegroup is not None:
+        return label == group.eks_nodegroup
+    return node.instance_id in group.instance_ids
 
 
 def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
@@ -58,9 +77,38 @@ def pod_requests(spec: Mapping[str, Any]) -> Resources:
     return containers.max(init) + Resources.parse(spec.get("overhead") or {})
 
 
+def placement_from_json(spec: Mapping[str, Any]) -> Placement:
+    """nodeSelector, required node affinity (matchExpressions) and tolerations."""
+    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = tuple(
+        tuple(
+            Requirement(e["key"], e["operator"], tuple(e.get("values") or ()))
+            for e in term.get("matchExpressions") or ()
+        )
+        for term in affinity.get("nodeSelectorTerms") or ()
+    )
+    tolerations = tuple(
+        Toleration(
+            t.get("key") or "",
+            t.get("operator") or "Equal",
+            t.get("value") or "",
+            t.get("effect") or "",
+        )
+        for t in spec.get("tolerations") or ()
+    )
+    return Placement(spec.get("nodeSelector") or {}, terms, tolerations)
+
+
 def pod_from_json(obj: Mapping[str, Any]) -> Pod:
     metadata, spec, status = obj["metadata"], obj.get("spec", {}), obj.get("status", {})
     scheduled = _condition(obj, "PodScheduled")
+    unschedulable = bool(
+        scheduled
+        and scheduled.get("status") == "False"
+        and scheduled.get("reason") == "Unschedulable"
+    )
     problem = None
     try:
         requests = pod_requests(spec)
@@ -75,10 +123,8 @@ def pod_from_json(obj: Mapping[str, Any]) -> Pod:
         daemon_set=any(o.get("kind") == "DaemonSet" for o in metadata.get("ownerReferences") or ()),
         mirror=MIRROR_ANNOTATION in (metadata.get("annotations") or {}),
         priority=int(spec.get("priority") or 0),
-        unschedulable=bool(
-            scheduled
-            and scheduled.get("status") == "False"
-            and scheduled.get("reason") == "Unschedulable"
-        ),
+        unschedulable=unschedulable,
         problem=problem,
+        # only pending pods need it; bound ones would cost memory for nothing
+        placement=placement_from_json(spec) if unschedulable else None,
     )

@@ -1,0 +1,96 @@
+"""Pending pods → new nodes per group: the groups that answer pending pods, a template of
+each one's nodes, and the expander chain's plan over all of them.
+
+Every group's evaluation computes the same plan from the same snapshot (the expanders'
+random choices are seeded by the pending pods), so each reads its own share of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from nodescaler.adapters.k8s.cluster import Snapshot
+from nodescaler.adapters.k8s.objects import EKS_NODEGROUP_LABEL, belongs
+from nodescaler.domain.cluster import Resources
+from nodescaler.domain.expanders import Expander, Plan, plan
+from nodescaler.domain.optin import TagNames, read_opt_in
+from nodescaler.domain.policy import NodeGroupPolicy, PendingPodsMetric
+from nodescaler.domain.scheduling import (
+    InstanceShape,
+    NodeTemplate,
+    pending,
+    template_from_instance_type,
+)
+from nodescaler.ports import NodeGroup, NodeGroups
+
+
+class InstanceTypes(Protocol):
+    def instance_type(self, group: NodeGroup) -> str: ...
+
+    def shape(self, instance_type: str) -> InstanceShape: ...
+
+
+@dataclass(frozen=True)
+class Planned:
+    plan: Plan
+    pending: int  # pending pods considered
+    problems: Mapping[str, str]  # group → why it has no template (it is left out)
+
+
+class PendingPodsPlanner:
+    def __init__(
+        self,
+        node_groups: NodeGroups,
+        policies: Mapping[str, NodeGroupPolicy],
+        instance_types: InstanceTypes,
+        chain: Sequence[Expander],
+        *,
+        tag_names: TagNames,
+        backed_off: Callable[[], frozenset[str]] = frozenset,
+    ) -> None:
+        self._node_groups = node_groups
+        self._policies = policies
+        self._instance_types = instance_types
+        self._chain = chain
+        self._tags = tag_names
+        self._backed_off = backed_off
+
+    def participants(self) -> list[NodeGroup]:
+        """Managed groups whose policy reads pending pods."""
+        groups = []
+        for group in self._node_groups.discover():
+            name = read_opt_in(group.name, group.tags, self._tags).policy
+            policy = self._policies.get(name or "")
+            if policy and any(isinstance(m, PendingPodsMetric) for m in policy.spec.metrics):
+                groups.append(group)
+        return groups
+
+    def template(self, group: NodeGroup, snapshot: Snapshot) -> NodeTemplate:
+        live = sorted(
+            (n for n in snapshot.nodes if n.ready and n.schedulable and belongs(n, group)),
+            key=lambda n: n.name,
+        )
+        if live:
+            node = live[0]
+            daemon_sets = Resources()
+            for pod in snapshot.pods:
+                if pod.node_name == node.name and pod.daemon_set and not pod.terminal:
+                    daemon_sets = daemon_sets + pod.requests
+            return NodeTemplate.from_node(group.name, node, daemon_sets)
+        shape = self._instance_types.shape(self._instance_types.instance_type(group))
+        labels = {EKS_NODEGROUP_LABEL: group.eks_nodegroup} if group.eks_nodegroup else {}
+        return template_from_instance_type(group.name, shape, group.tags, labels)
+
+    def plan(self, snapshot: Snapshot, expendable_priority_cutoff: int) -> Planned:
+        templates: dict[str, NodeTemplate] = {}
+        problems: dict[str, str] = {}
+        for group in self.participants():
+            try:
+                templates[group.name] = self.template(group, snapshot)
+            except Exception as error:  # one group's bad tags must not hide the others
+                problems[group.name] = f"no template of its nodes: {error}"
+        pods = pending(snapshot.pods, expendable_priority_cutoff)
+        result = plan(pods, templates, self._chain, backed_off=self._backed_off())
+        return Planned(result, len(pods), problems)
