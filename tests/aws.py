@@ -75,15 +75,21 @@ def make_asg(
     desired: int = 0,
     min_size: int = 0,
     max_size: int = 100,
+    launch_template: str | None = None,
 ) -> None:
+    """An ASG launching m5.large from a launch configuration, or from `launch_template`."""
     autoscaling = client("autoscaling")
-    with contextlib.suppress(autoscaling.exceptions.AlreadyExistsFault):
-        autoscaling.create_launch_configuration(
-            LaunchConfigurationName="nodes", ImageId="ami-12c6146b", InstanceType="m5.large"
-        )
+    launch: dict[str, Any] = {"LaunchConfigurationName": "nodes"}
+    if launch_template:
+        launch = {"LaunchTemplate": {"LaunchTemplateName": launch_template, "Version": "$Latest"}}
+    else:
+        with contextlib.suppress(autoscaling.exceptions.AlreadyExistsFault):
+            autoscaling.create_launch_configuration(
+                LaunchConfigurationName="nodes", ImageId="ami-12c6146b", InstanceType="m5.large"
+            )
     autoscaling.create_auto_scaling_group(
         AutoScalingGroupName=name,
-        LaunchConfigurationName="nodes",
+        **launch,
         MinSize=min_size,
         MaxSize=max_size,
         DesiredCapacity=desired,

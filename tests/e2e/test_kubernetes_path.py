@@ -79,25 +79,8 @@ def launch_template(name: str, instance_type: str) -> None:
 
 
 def group_at_zero(name: str, template: str, tags: dict[str, str] | None = None) -> None:
-    all_tags = {"nodescaler/enabled": "true", "nodescaler/policy": "batch"} | (tags or {})
-    client("autoscaling").create_auto_scaling_group(
-        AutoScalingGroupName=name,
-        LaunchTemplate={"LaunchTemplateName": template, "Version": "$Latest"},
-        MinSize=0,
-        MaxSize=20,
-        DesiredCapacity=0,
-        AvailabilityZones=["eu-west-1a"],
-        Tags=[
-            {
-                "Key": k,
-                "Value": v,
-                "PropagateAtLaunch": False,
-                "ResourceId": name,
-                "ResourceType": "auto-scaling-group",
-            }
-            for k, v in all_tags.items()
-        ],
-    )
+    batch = {"nodescaler/enabled": "true", "nodescaler/policy": "batch"}
+    make_asg(name, tags=batch | (tags or {}), max_size=20, launch_template=template)
 
 
 @pytest.fixture
