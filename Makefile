@@ -47,13 +47,16 @@ synth: setup ## Synthesize the stack with the real CDK CLI (builds the layers, r
 demo: setup ## Run the main job on the local sandbox (SCENARIO=path/to/file.yaml for one)
 	$(BIN)/nodescaler simulate $(SCENARIO)
 
+bench: setup ## Measure speed and memory; figures in out/bench/results.json
+	$(BIN)/python -m nodescaler_tools.bench
+
 lock: ## Re-resolve requirements/lock.txt, then the Lambda layer's pins from it (needs the network)
 	$(BIN)/pip install --quiet uv
 	cd requirements && ../$(BIN)/uv pip compile ../pyproject.toml --extra dev --generate-hashes \
 		--python-version 3.11 --universal -o lock.txt
-	cd layers/deps && ../../$(BIN)/uv pip compile requirements.in -c ../../requirements/lock.txt \
-		--generate-hashes --python-version 3.14 --python-platform aarch64-manylinux2014 \
-		--no-header -o requirements.txt
+	for layer in deps kubernetes; do (cd layers/$$layer && ../../$(BIN)/uv pip compile \
+		requirements.in -c ../../requirements/lock.txt --generate-hashes --python-version 3.14 \
+		--python-platform aarch64-manylinux2014 --no-header -o requirements.txt) || exit 1; done
 
 clean: ## Remove generated outputs (out/, cdk.out/)
 	rm -rf out cdk.out .pytest_cache .mypy_cache .ruff_cache

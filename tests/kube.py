@@ -111,8 +111,8 @@ def kube_api(
     with KubeApiServer(cluster, token=token) as server:
         configuration = k8s.Configuration(host=server.url)
         if token:
-            configuration.api_key = {"BearerToken": token}
-            configuration.api_key_prefix = {"BearerToken": "Bearer"}
+            configuration.api_key = {"authorization": token}
+            configuration.api_key_prefix = {"authorization": "Bearer"}
         with k8s.ApiClient(configuration) as api:
             yield server, api
 

@@ -22,7 +22,7 @@ def test_nodes_are_listed_by_label_in_pages_with_continue_tokens() -> None:
                 label_selector="eks.amazonaws.com/nodegroup=a", limit=2, _continue=token
             )
             names += [n.metadata.name for n in page.items]
-            token = page.metadata.var_continue
+            token = page.metadata._continue
             if not token:
                 break
     assert names == ["n1", "n3", "n5"]
@@ -141,5 +141,5 @@ def test_a_continue_token_from_before_a_write_has_expired() -> None:
         first = core.list_node(limit=1)
         cluster.put("nodes", node("n9"))
         with pytest.raises(ApiException) as caught:
-            core.list_node(limit=1, _continue=first.metadata.var_continue)
+            core.list_node(limit=1, _continue=first.metadata._continue)
     assert caught.value.status == 410

@@ -59,15 +59,17 @@ class EksConnection:
             ca.close()
             configuration = client.Configuration(host=cluster["endpoint"])
             configuration.ssl_ca_cert = ca.name
-            configuration.api_key_prefix = {"BearerToken": "Bearer"}
+            # "authorization" is the key every client generation reads for BearerToken
+            configuration.api_key_prefix = {"authorization": "Bearer"}
             configuration.refresh_api_key_hook = self._refresh_if_old
+            self._refresh_if_old(configuration)  # clients look for a key before refreshing it
             self._api = client.ApiClient(configuration)
         return self._api
 
     def _refresh_if_old(self, configuration: Any) -> None:
         now = self._clock.now()
         if self._token_at is None or now - self._token_at >= TOKEN_LIFETIME:
-            configuration.api_key = {"BearerToken": eks_token(self._sts, self._cluster)}
+            configuration.api_key = {"authorization": eks_token(self._sts, self._cluster)}
             self._token_at = now
 
     def renew(self) -> None:

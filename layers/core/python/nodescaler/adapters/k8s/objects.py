@@ -1,4 +1,4 @@
-"""The API server's JSON → the core's compact `Node` and `Pod`, keeping only what we use.
+"""The API server's nodes and pods → the core's compact `Node` and `Pod`.
 
 No `kubernetes` model objects: building them for 150,000 pods costs more than the whole
 decision. A pod whose requests can't be parsed is kept, with the problem named, so only
@@ -7,9 +7,12 @@ the group it runs on loses its reservation reading.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgspec
+
+from nodescaler.adapters.k8s.wire import Condition, Container, NodeWire, PodSpec, PodWire
 from nodescaler.domain.cluster import (
     Node,
     Placement,
@@ -19,6 +22,8 @@ from nodescaler.domain.cluster import (
     Resources,
     Taint,
     Toleration,
+    millicores,
+    whole_units,
 )
 from nodescaler.ports import NodeGroup
 
@@ -34,52 +39,56 @@ def belongs(node: Node, group: NodeGroup) -> bool:
     return node.instance_id in group.instance_ids
 
 
-def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for condition in obj.get("status", {}).get("conditions") or ():
-        if condition.get("type") == kind:
-            return condition  # type: ignore[no-any-return]
-    return None
+def _condition(conditions: Sequence[Condition], kind: str) -> Condition | None:
+    return next((c for c in conditions if c.type == kind), None)
 
 
-def node_from_json(obj: Mapping[str, Any]) -> Node:
-    metadata, spec, status = obj["metadata"], obj.get("spec", {}), obj.get("status", {})
-    ready = _condition(obj, "Ready")
+def node_from_wire(wire: NodeWire) -> Node:
+    ready = _condition(wire.status.conditions, "Ready")
     try:
-        allocatable = Resources.parse(status.get("allocatable") or {})
+        allocatable = Resources.parse(wire.status.allocatable)
     except QuantityError:
         allocatable = Resources()  # counts as no capacity: never as free space
     return Node(
-        name=metadata["name"],
+        name=wire.metadata.name,
         group=None,
-        ready=bool(ready and ready.get("status") == "True"),
-        schedulable=not spec.get("unschedulable", False),
+        ready=ready is not None and ready.status == "True",
+        schedulable=not wire.spec.unschedulable,
         allocatable=allocatable,
-        labels=metadata.get("labels") or {},
-        taints=tuple(
-            Taint(t["key"], t.get("value", ""), t.get("effect", "NoSchedule"))
-            for t in spec.get("taints") or ()
-        ),
-        provider_id=spec.get("providerID", ""),
+        labels=wire.metadata.labels,
+        taints=tuple(Taint(t.key, t.value, t.effect) for t in wire.spec.taints),
+        provider_id=wire.spec.providerID,
     )
 
 
-def pod_requests(spec: Mapping[str, Any]) -> Resources:
+def _requests(container: Container) -> tuple[int, int]:
+    requests = container.resources.requests
+    cpu, memory = requests.get("cpu"), requests.get("memory")
+    return (
+        millicores(cpu) if cpu is not None else 0,
+        whole_units(memory) if memory is not None else 0,
+    )
+
+
+def pod_requests(spec: PodSpec) -> Resources:
     """What the scheduler reserves: the containers' sum, or the largest init container if
     more, plus the pod overhead; always one pod slot."""
-    containers = Resources(pods=1)
-    for container in spec.get("containers") or ():
-        requests = (container.get("resources") or {}).get("requests") or {}
-        containers = containers + Resources.parse(requests)
-    init = Resources()
-    for container in spec.get("initContainers") or ():
-        requests = (container.get("resources") or {}).get("requests") or {}
-        init = init.max(Resources.parse(requests))
-    return containers.max(init) + Resources.parse(spec.get("overhead") or {})
+    cpu = memory = init_cpu = init_memory = 0
+    for container in spec.containers:
+        c, m = _requests(container)
+        cpu, memory = cpu + c, memory + m
+    for container in spec.initContainers:
+        c, m = _requests(container)
+        init_cpu, init_memory = max(init_cpu, c), max(init_memory, m)
+    overhead = Resources.parse(spec.overhead) if spec.overhead else Resources()
+    cpu, memory = max(cpu, init_cpu), max(memory, init_memory)
+    return Resources(cpu + overhead.cpu_millis, memory + overhead.memory_bytes, pods=1)
 
 
-def placement_from_json(spec: Mapping[str, Any]) -> Placement:
+def placement_of(spec: PodSpec) -> Placement:
     """nodeSelector, required node affinity (matchExpressions) and tolerations."""
-    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+    affinity: dict[str, Any] = msgspec.json.decode(spec.affinity) or {}
+    required = (affinity.get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
     ) or {}
     terms = tuple(
@@ -87,7 +96,7 @@ def placement_from_json(spec: Mapping[str, Any]) -> Placement:
             Requirement(e["key"], e["operator"], tuple(e.get("values") or ()))
             for e in term.get("matchExpressions") or ()
         )
-        for term in affinity.get("nodeSelectorTerms") or ()
+        for term in required.get("nodeSelectorTerms") or ()
     )
     tolerations = tuple(
         Toleration(
@@ -96,18 +105,18 @@ def placement_from_json(spec: Mapping[str, Any]) -> Placement:
             t.get("value") or "",
             t.get("effect") or "",
         )
-        for t in spec.get("tolerations") or ()
+        for t in msgspec.json.decode(spec.tolerations) or ()
     )
-    return Placement(spec.get("nodeSelector") or {}, terms, tolerations)
+    return Placement(spec.nodeSelector, terms, tolerations)
 
 
-def pod_from_json(obj: Mapping[str, Any]) -> Pod:
-    metadata, spec, status = obj["metadata"], obj.get("spec", {}), obj.get("status", {})
-    scheduled = _condition(obj, "PodScheduled")
-    unschedulable = bool(
-        scheduled
-        and scheduled.get("status") == "False"
-        and scheduled.get("reason") == "Unschedulable"
+def pod_from_wire(wire: PodWire) -> Pod:
+    metadata, spec, status = wire.metadata, wire.spec, wire.status
+    scheduled = _condition(status.conditions, "PodScheduled")
+    unschedulable = (
+        scheduled is not None
+        and scheduled.status == "False"
+        and scheduled.reason == "Unschedulable"
     )
     problem = None
     try:
@@ -115,16 +124,25 @@ def pod_from_json(obj: Mapping[str, Any]) -> Pod:
     except QuantityError as error:
         requests, problem = Resources(pods=1), f"resources.requests: {error}"
     return Pod(
-        namespace=metadata.get("namespace", "default"),
-        name=metadata["name"],
-        node_name=spec.get("nodeName") or None,
+        namespace=metadata.namespace,
+        name=metadata.name,
+        node_name=spec.nodeName or None,
         requests=requests,
-        phase=status.get("phase", "Pending"),
-        daemon_set=any(o.get("kind") == "DaemonSet" for o in metadata.get("ownerReferences") or ()),
-        mirror=MIRROR_ANNOTATION in (metadata.get("annotations") or {}),
-        priority=int(spec.get("priority") or 0),
+        phase=status.phase,
+        daemon_set=any(o.kind == "DaemonSet" for o in metadata.ownerReferences),
+        mirror=MIRROR_ANNOTATION in metadata.annotations,
+        priority=spec.priority,
         unschedulable=unschedulable,
         problem=problem,
         # only pending pods need it; bound ones would cost memory for nothing
-        placement=placement_from_json(spec) if unschedulable else None,
+        placement=placement_of(spec) if unschedulable else None,
     )
+
+
+def node_from_json(obj: Mapping[str, Any]) -> Node:
+    """From an already-decoded object (tests, and clients that built one)."""
+    return node_from_wire(msgspec.json.decode(msgspec.json.encode(obj), type=NodeWire))
+
+
+def pod_from_json(obj: Mapping[str, Any]) -> Pod:
+    return pod_from_wire(msgspec.json.decode(msgspec.json.encode(obj), type=PodWire))
