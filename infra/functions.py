@@ -6,7 +6,7 @@ and logging rights on its own log group only (no AWS managed policy).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy
@@ -16,7 +16,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 from nodescaler.observability import NAMESPACE, SERVICE
 
-from infra.layers import ARCHITECTURE, RUNTIME, Layers
+from infra.layers import ARCHITECTURE, RUNTIME
 
 FUNCTIONS = Path(__file__).resolve().parents[1] / "functions"
 
@@ -29,7 +29,7 @@ class NodescalerFunction(Construct):
         *,
         folder: str,
         description: str,
-        layers: Layers,
+        layers: Sequence[lambda_.ILayerVersion],
         environment: Mapping[str, str],
         memory_mb: int,
         timeout: Duration,
@@ -63,7 +63,7 @@ class NodescalerFunction(Construct):
             handler="handler.handler",
             runtime=RUNTIME,
             architecture=ARCHITECTURE,
-            layers=layers.all,
+            layers=list(layers),
             memory_size=memory_mb,
             timeout=timeout,
             role=self.role,

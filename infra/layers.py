@@ -2,6 +2,8 @@
 
 - dependencies: the pinned wheels of `layers/deps/requirements.txt` for Lambda's arm64
   platform (pip `--platform`, binary wheels only, hashes required);
+- kubernetes: the same for `layers/kubernetes/requirements.txt`, for functions that read
+  a cluster;
 - runtime: the `nodescaler` package, as it is in `layers/core`;
 - policies: the policy documents, at /opt/policies where the functions read them.
 """
@@ -25,15 +27,22 @@ ARCHITECTURE = lambda_.Architecture.ARM_64  # cheaper per GB-second, and our whe
 PLATFORM = "manylinux2014_aarch64"
 # Local bundling never falls back to Docker: a failed build stops synth instead.
 NO_DOCKER = DockerImage.from_registry("nodescaler/local-bundling-only")
+# Every AWS service the functions call (see nodescaler.wiring.AwsClients).
+AWS_SERVICES = frozenset(
+    {"autoscaling", "cloudwatch", "dynamodb", "ec2", "eks", "lambda", "sqs", "sts"}
+)
 
 
 @jsii.implements(ILocalBundling)
 class PipInstall:
     """Installs a hash-pinned requirements file for Lambda's platform into `python/`."""
 
-    def __init__(self, requirements: Path, python_version: str) -> None:
+    def __init__(
+        self, requirements: Path, python_version: str, keep_services: frozenset[str] | None = None
+    ) -> None:
         self.requirements = requirements
         self.python_version = python_version
+        self.keep_services = keep_services
 
     def try_bundle(self, output_dir: str, *_: Any, **__: Any) -> bool:
         command = [
@@ -50,7 +59,16 @@ class PipInstall:
             raise RuntimeError(
                 f"building the dependencies layer from {self.requirements} failed:\n{result.stderr}"
             )
+        if self.keep_services is not None:
+            prune_botocore(Path(output_dir) / "python" / "botocore" / "data", self.keep_services)
         return True
+
+
+def prune_botocore(data: Path, keep: frozenset[str]) -> None:
+    """botocore carries the models of 400+ services (28 MB); keep the ones we call."""
+    for service in data.iterdir():
+        if service.is_dir() and service.name not in keep:
+            shutil.rmtree(service)
 
 
 @jsii.implements(ILocalBundling)
@@ -91,7 +109,9 @@ class Layers(Construct):
             "Dependencies",
             code=_bundled(
                 ROOT / "layers" / "deps",
-                PipInstall(ROOT / "layers" / "deps" / "requirements.txt", python_version),
+                PipInstall(
+                    ROOT / "layers" / "deps" / "requirements.txt", python_version, AWS_SERVICES
+                ),
             ),
             description="nodescaler: pinned third-party packages (pydantic, Powertools, boto3...)",
             **common,
@@ -105,6 +125,16 @@ class Layers(Construct):
             description="nodescaler: the autoscaler package",
             **common,
         )
+        self.kubernetes = lambda_.LayerVersion(
+            self,
+            "Kubernetes",
+            code=_bundled(
+                ROOT / "layers" / "kubernetes",
+                PipInstall(ROOT / "layers" / "kubernetes" / "requirements.txt", python_version),
+            ),
+            description="nodescaler: the Kubernetes client, for functions that read a cluster",
+            **common,
+        )
         self.policies = lambda_.LayerVersion(
             self,
             "Policies",
@@ -113,6 +143,7 @@ class Layers(Construct):
             **common,
         )
 
-    @property
-    def all(self) -> list[lambda_.ILayerVersion]:
-        return [self.dependencies, self.runtime, self.policies]
+    def for_function(self, *, kubernetes: bool) -> list[lambda_.ILayerVersion]:
+        """Only functions that read a cluster carry the Kubernetes client."""
+        extra = [self.kubernetes] if kubernetes else []
+        return [self.dependencies, *extra, self.runtime, self.policies]

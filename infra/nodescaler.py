@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from aws_cdk import Duration, Stack
+from aws_cdk import aws_eks as eks
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
@@ -27,13 +28,14 @@ from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 from constructs import Construct
 from nodescaler.config import DispatchSettings, EvaluateSettings
 from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.wiring import uses_kubernetes
 
 from infra import permissions
 from infra.alarms import Alarms
 from infra.dashboard import Dashboard
 from infra.functions import NodescalerFunction
 from infra.layers import Layers
-from infra.settings import DeploySettings
+from infra.settings import DeploySettings, VpcSettings
 from infra.state import StateTable
 
 # evaluate: ten requests a batch, each a few AWS calls; 60 s leaves room for throttled
@@ -44,6 +46,7 @@ DISPATCH_TIMEOUT = Duration.seconds(60)
 # A tick or alarm older than this is not worth acting on: the next tick is due.
 MAX_EVENT_AGE = Duration.minutes(10)
 ASYNC_RETRIES = 2
+KUBERNETES_GROUP = "nodescaler"  # the group infra/kubernetes/rbac.yaml binds
 
 
 def _secure_queue(scope: Construct, construct_id: str, **props: object) -> sqs.Queue:
@@ -69,6 +72,7 @@ class Nodescaler(Construct):
         super().__init__(scope, construct_id)
         self.settings = settings
         self.policies = dict(policies)
+        self.reads_kubernetes = uses_kubernetes(self.policies)
         tags = settings.tags.names()
         self.state = StateTable(self, "State", deletion_protection=settings.deletion_protection)
         self.layers = Layers(self, "Layers", policies_folder=policies_folder)
@@ -107,7 +111,7 @@ class Nodescaler(Construct):
             "Dispatch",
             folder="dispatch",
             description="nodescaler: queue an evaluation of each managed node group",
-            layers=self.layers,
+            layers=self.layers.for_function(kubernetes=False),
             environment=DispatchSettings.model_construct(
                 evaluation_queue_url=self.evaluation_queue.queue_url, **common
             ).environment(),
@@ -145,11 +149,12 @@ class Nodescaler(Construct):
             "Evaluate",
             folder="evaluate",
             description="nodescaler: decide and resize one node group per request",
-            layers=self.layers,
+            layers=self.layers.for_function(kubernetes=self.reads_kubernetes),
             environment=EvaluateSettings.model_construct(
                 state_table=self.state.table.table_name,
                 dry_run=settings.dry_run,
                 audit_ttl_days=settings.audit_ttl_days,
+                expanders=settings.expanders,
                 **common,
             ).environment(),
             # boto3, pydantic and Powertools need ~100 MB; memory also buys CPU for cold starts.
@@ -175,6 +180,10 @@ class Nodescaler(Construct):
         queues = permissions.read_policy_queues(self.policies.values())
         if queues is not None:
             self.evaluate.allow(queues)
+        if self.reads_kubernetes:
+            self._read_the_cluster()
+        if settings.vpc is not None:
+            self._run_in_vpc(self.evaluate, settings.vpc)
 
         # --- what operators see -----------------------------------------------------------
         dead_letters = {"evaluation": self.evaluation_dlq, "dispatch": self.dispatch_dlq}
@@ -196,6 +205,33 @@ class Nodescaler(Construct):
             dead_letter_queues=dead_letters,
         )
         self._explain_findings()
+
+    def _read_the_cluster(self) -> None:
+        """What evaluate needs to read the cluster and plan for pending pods."""
+        cluster = self.settings.cluster_name
+        self.evaluate.allow(
+            *permissions.read_eks_cluster(cluster),
+            permissions.read_instance_shapes(),
+            *permissions.invoke_custom_expanders(self.settings.expanders),
+        )
+        # The role's Kubernetes identity: the group bound by infra/kubernetes/rbac.yaml.
+        eks.CfnAccessEntry(
+            self,
+            "ClusterAccess",
+            cluster_name=cluster,
+            principal_arn=self.evaluate.role.role_arn,
+            kubernetes_groups=[KUBERNETES_GROUP],
+            type="STANDARD",
+        )
+
+    def _run_in_vpc(self, function: NodescalerFunction, vpc: VpcSettings) -> None:
+        """Into the cluster's VPC, for a private API endpoint (VPC endpoints or NAT for AWS)."""
+        cfn = function.function.node.default_child
+        assert isinstance(cfn, lambda_.CfnFunction)
+        cfn.vpc_config = lambda_.CfnFunction.VpcConfigProperty(
+            subnet_ids=vpc.subnet_ids, security_group_ids=vpc.security_group_ids
+        )
+        function.allow(permissions.manage_network_interfaces())
 
     def _scheduler_role(self) -> iam.Role:
         """The role Scheduler takes to invoke dispatch (LambdaInvoke grants it the invoke),
@@ -224,9 +260,10 @@ class Nodescaler(Construct):
         )
         no_resource_level = NagPackSuppression(
             id="AwsSolutions-IAM5",
-            reason="autoscaling:DescribeAutoScalingGroups and cloudwatch:GetMetricData support "
-            "no resource-level permissions; the Deny on ASG tag changes covers every group on "
-            "purpose.",
+            reason="The Describe calls (Auto Scaling groups and launch configurations, EC2 "
+            "instance types and launch template versions), cloudwatch:GetMetricData and the "
+            "network-interface actions of a function in a VPC support no resource-level "
+            "permissions; the Deny on ASG tag changes covers every group on purpose.",
             applies_to=["Resource::*"],
         )
         NagSuppressions.add_resource_suppressions(

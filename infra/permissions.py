@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 
 from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
+from nodescaler.config import CustomExpanderSpec, ExpanderSpec
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import NodeGroupPolicy, SqsQueueMetric
 
@@ -100,4 +101,55 @@ def read_write_state(table_arn: str) -> iam.PolicyStatement:
     return iam.PolicyStatement(
         actions=["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
         resources=[table_arn],
+    )
+
+
+def read_eks_cluster(cluster_name: str) -> list[iam.PolicyStatement]:
+    eks = f"arn:{Aws.PARTITION}:eks:{Aws.REGION}:{Aws.ACCOUNT_ID}"
+    return [
+        iam.PolicyStatement(
+            actions=["eks:DescribeCluster"], resources=[f"{eks}:cluster/{cluster_name}"]
+        ),
+        iam.PolicyStatement(
+            actions=["eks:DescribeNodegroup"], resources=[f"{eks}:nodegroup/{cluster_name}/*/*"]
+        ),
+    ]
+
+
+def read_instance_shapes() -> iam.PolicyStatement:
+    # What a group at zero would launch; these Describe calls have no resource-level scope.
+    return iam.PolicyStatement(
+        actions=[
+            "ec2:DescribeInstanceTypes",
+            "ec2:DescribeLaunchTemplateVersions",
+            "autoscaling:DescribeLaunchConfigurations",
+        ],
+        resources=["*"],
+    )
+
+
+def invoke_custom_expanders(expanders: Iterable[ExpanderSpec]) -> list[iam.PolicyStatement]:
+    functions = sorted(
+        e.function_name
+        if e.function_name.startswith("arn:")
+        else f"arn:{Aws.PARTITION}:lambda:{Aws.REGION}:{Aws.ACCOUNT_ID}:function:{e.function_name}"
+        for e in expanders
+        if isinstance(e, CustomExpanderSpec)
+    )
+    if not functions:
+        return []
+    return [iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=functions)]
+
+
+def manage_network_interfaces() -> iam.PolicyStatement:
+    # What Lambda needs to attach a function to a VPC; these actions take no resource scope.
+    return iam.PolicyStatement(
+        actions=[
+            "ec2:CreateNetworkInterface",
+            "ec2:DescribeNetworkInterfaces",
+            "ec2:DeleteNetworkInterface",
+            "ec2:AssignPrivateIpAddresses",
+            "ec2:UnassignPrivateIpAddresses",
+        ],
+        resources=["*"],
     )

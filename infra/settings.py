@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
+from nodescaler.config import DEFAULT_EXPANDERS, ExpanderSpec
 from nodescaler.domain.documents import PolicyError, problems_of
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import KUBERNETES_METRICS, NodeGroupPolicy
@@ -48,6 +49,17 @@ class AlarmSettings(_Context):
     evaluation_latency_seconds: Annotated[int, Field(ge=1, le=900)] = 60
 
 
+class VpcSettings(_Context):
+    """Where the evaluate function runs when the EKS API endpoint is private."""
+
+    subnet_ids: Annotated[
+        list[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]+$")]], Field(min_length=1)
+    ]
+    security_group_ids: Annotated[
+        list[Annotated[str, Field(pattern=r"^sg-[0-9a-f]+$")]], Field(min_length=1, max_length=5)
+    ]
+
+
 class DeploySettings(_Context):
     cluster_name: Annotated[
         str, Field(max_length=100, pattern=r"^([0-9A-Za-z][A-Za-z0-9\-_]*)?$")
@@ -63,6 +75,9 @@ class DeploySettings(_Context):
     max_receive_count: Annotated[int, Field(ge=1, le=10)] = 3
     audit_ttl_days: Annotated[int, Field(ge=1, le=3650)] = 30
     alarms: AlarmSettings = AlarmSettings()
+    # Which group grows when pending pods fit several (see README, "Expanders").
+    expanders: Annotated[list[ExpanderSpec], Field(min_length=1)] = DEFAULT_EXPANDERS
+    vpc: VpcSettings | None = None
 
     def policies_path(self, base: Path) -> Path:
         """The policy folder, relative paths taken from `base` (the folder of cdk.json)."""

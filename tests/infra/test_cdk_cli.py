@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from infra.layers import AWS_SERVICES
+
 REPO = Path(__file__).resolve().parents[2]
 CDK = REPO / "node_modules" / ".bin" / "cdk"
 SAMPLE = json.loads((REPO / "cdk.json").read_text())
@@ -57,6 +59,13 @@ def test_cdk_synth_builds_the_sample_with_its_layers_and_no_nag_findings(tmp_pat
     (core,) = list(out.glob("asset.*/python/pydantic_core/_pydantic_core.cpython-314-*"))
     assert "aarch64" in core.name
     assert any((a / "python" / "nodescaler" / "wiring.py").exists() for a in assets)
+    (botocore,) = [
+        a / "python" / "botocore" / "data" for a in assets if (a / "python" / "botocore").is_dir()
+    ]
+    assert {p.name for p in botocore.iterdir() if p.is_dir()} == AWS_SERVICES
+    for layer in assets:  # issue 8's bound, kept from the start
+        size = sum(f.stat().st_size for f in layer.rglob("*") if f.is_file())
+        assert size < 50 * 2**20, f"{layer.name}: {size / 2**20:.1f} MB unzipped"
     policies = next(a / "policies" for a in assets if (a / "policies").is_dir())
     assert sorted(p.name for p in policies.iterdir()) == [
         "business-hours.yaml",
@@ -96,3 +105,11 @@ def test_cdk_synth_refuses_a_bad_policy_naming_the_file_and_field(tmp_path: Path
     result = cdk_synth(project_with(tmp_path, policiesFolder=str(policies)), tmp_path / "cdk.out")
     assert result.returncode != 0
     assert f"{policies / 'bad.yaml'}: spec.metrics[0]: unknown metric type 'Nope'" in result.stderr
+
+
+def test_the_dependencies_layer_keeps_the_model_of_every_aws_service_the_code_calls() -> None:
+    import re
+
+    wiring = (REPO / "layers" / "core" / "python" / "nodescaler" / "wiring.py").read_text()
+    called = set(re.findall(r'client\("([a-z0-9-]+)"', wiring))
+    assert called and called <= AWS_SERVICES

@@ -12,7 +12,7 @@ from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
 from nodescaler.events import ScheduledEvent, parse_dispatch_event
 
-from tests.infra.test_stack import synth, synth_stack
+from tests.infra.test_stack import REPO, synth, synth_stack
 
 
 @pytest.fixture(scope="module")
@@ -169,9 +169,12 @@ def test_dispatch_failures_land_in_its_dead_letter_queue_after_two_retries(
 # --- functions ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("folder", "memory"), [("dispatch", 256), ("evaluate", 512)])
-def test_functions_run_on_arm64_python_3_14_with_the_three_layers(
-    template: Template, folder: str, memory: int
+@pytest.mark.parametrize(
+    ("folder", "memory", "layers"),
+    [("dispatch", 256, 3), ("evaluate", 512, 4)],  # evaluate reads the cluster: + kubernetes
+)
+def test_functions_run_on_arm64_python_3_14_with_their_layers(
+    template: Template, folder: str, memory: int, layers: int
 ) -> None:
     props = function(template, folder)
     assert (props["Runtime"], props["Architectures"], props["Handler"]) == (
@@ -179,7 +182,7 @@ def test_functions_run_on_arm64_python_3_14_with_the_three_layers(
         ["arm64"],
         "handler.handler",
     )
-    assert (props["MemorySize"], props["Timeout"], len(props["Layers"])) == (memory, 60, 3)
+    assert (props["MemorySize"], props["Timeout"], len(props["Layers"])) == (memory, 60, layers)
     assert props["Environment"]["Variables"]["POLICIES_PATH"] == "/opt/policies"
 
 
@@ -194,6 +197,7 @@ def test_each_function_gets_its_environment_from_its_settings_model(template: Te
         "30",
         "nodescaler/policy",
     )
+    assert json.loads(evaluate["EXPANDERS"]) == [{"name": "least-waste"}, {"name": "random"}]
 
 
 def test_no_role_carries_an_aws_managed_policy(template: Template) -> None:
@@ -262,6 +266,62 @@ def test_dispatch_can_describe_groups_and_send_evaluations_but_not_resize(
     assert not any(a.startswith(("autoscaling:Set", "eks:", "dynamodb:")) for a in actions)
 
 
+def test_evaluate_may_read_the_cluster_it_is_given_access_to(template: Template) -> None:
+    statements = role_statements(template, "evaluate")
+    describe = statement_for(statements, "eks:DescribeCluster")
+    assert render(describe["Resource"]).endswith(
+        ":eks:<AWS::Region>:<AWS::AccountId>:cluster/my-cluster"
+    )
+    (entry,) = resources(template, "AWS::EKS::AccessEntry").values()
+    assert entry["Properties"]["ClusterName"] == "my-cluster"
+    assert entry["Properties"]["KubernetesGroups"] == ["nodescaler"]
+    assert render(entry["Properties"]["PrincipalArn"]).startswith("<NodescalerEvaluateRole")
+
+
+def test_a_custom_expander_may_be_invoked_and_nothing_else() -> None:
+    template = synth(
+        expanders=[{"name": "custom", "functionName": "pick-group"}, {"name": "random"}]
+    )
+    invoke = statement_for(role_statements(template, "evaluate"), "lambda:InvokeFunction")
+    assert render(invoke["Resource"]).endswith(":function:pick-group")
+    assert not any(
+        "lambda:InvokeFunction" in str(s["Action"]) for s in role_statements(synth(), "evaluate")
+    )
+
+
+def test_with_a_vpc_evaluate_runs_in_its_subnets() -> None:
+    vpc = {"subnetIds": ["subnet-0a1b"], "securityGroupIds": ["sg-0c1d"]}
+    template = synth(vpc=vpc)
+    assert function(template, "evaluate")["VpcConfig"] == {
+        "SubnetIds": ["subnet-0a1b"],
+        "SecurityGroupIds": ["sg-0c1d"],
+    }
+    assert "VpcConfig" not in function(template, "dispatch")
+    statement_for(role_statements(template, "evaluate"), "ec2:CreateNetworkInterface")
+
+
+def test_the_rbac_manifest_grants_only_what_nodescaler_uses() -> None:
+    import yaml
+
+    role, binding = yaml.safe_load_all((REPO / "infra" / "kubernetes" / "rbac.yaml").read_text())
+    granted = {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    assert granted == {
+        *(("", r, v) for r in ("nodes", "pods") for v in ("get", "list", "watch")),
+        *(("policy", "poddisruptionbudgets", v) for v in ("get", "list", "watch")),
+        ("", "nodes", "patch"),
+        ("", "pods/eviction", "create"),
+    }
+    assert binding["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "nodescaler"}
+    ]
+
+
 # --- what operators see ---------------------------------------------------------------
 
 
@@ -317,8 +377,16 @@ def test_with_a_topic_arn_the_alarms_notify_that_topic() -> None:
 
 @pytest.mark.parametrize(
     "overrides",
-    [{}, {"clusterName": "prod", "alarms": {"email": "ops@example.com"}}],
-    ids=["sample", "cluster-and-email"],
+    [
+        {},
+        {
+            "clusterName": "prod",
+            "alarms": {"email": "ops@example.com"},
+            "expanders": [{"name": "custom", "functionName": "pick"}],
+            "vpc": {"subnetIds": ["subnet-0a"], "securityGroupIds": ["sg-0b"]},
+        },
+    ],
+    ids=["sample", "everything-set"],
 )
 def test_cdk_nag_aws_solutions_finds_nothing_unsuppressed(overrides: dict[str, Any]) -> None:
     stack = synth_stack(**overrides)
