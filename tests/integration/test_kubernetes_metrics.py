@@ -185,3 +185,16 @@ def test_the_eks_connection_describes_the_cluster_once_and_renews_the_token_afte
     assert configuration.host == "https://prod.eks.example"
     assert (eks.describes, connection.api().configuration is configuration) == (1, True)
     assert renewed.startswith("Bearer k8s-aws-v1.") and forced.startswith("Bearer k8s-aws-v1.")
+
+
+def test_nodes_of_no_known_group_are_left_out_and_break_nothing(
+    served: tuple[KubeApiServer, KubernetesMetrics],
+) -> None:
+    server, metrics = served
+    server.cluster.put("nodes", node("a-1", "a"))
+    server.cluster.put("nodes", node("stray", None, provider_id="aws:///eu-west-1a/i-unknown"))
+    server.cluster.put("nodes", node("bare-metal", None, provider_id=""))
+    server.cluster.put("pods", pod("p", "a-1", cpu="8"))
+    server.cluster.put("pods", pod("q", "stray", cpu="16"))
+    reading = metrics.read(CPU_60, GROUP_A, T0)
+    assert isinstance(reading, MetricReading) and reading.value == 50.0
