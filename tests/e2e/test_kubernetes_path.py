@@ -155,3 +155,22 @@ def test_priority_expander_sends_pods_that_fit_both_groups_to_the_preferred_one(
     api_server.cluster.put("pods", pod("job", cpu="1"))
     deployment.tick()
     assert (desired_capacity("spot-ng"), desired_capacity("on-demand-ng")) == (1, 0)
+
+
+def test_a_gpu_pod_goes_to_the_gpu_group_at_zero_and_a_cpu_pod_does_not(
+    batch: Deployment, api_server: KubeApiServer
+) -> None:
+    taint = {"k8s.io/cluster-autoscaler/node-template/taint/nvidia.com/gpu": "true:NoSchedule"}
+    group_at_zero("gpu-ng", "gpu", taint)
+    group_at_zero("general-ng", "general")
+    training = {
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "containers": [
+            {"name": "train", "resources": {"requests": {"cpu": "2", "nvidia.com/gpu": "1"}}}
+        ],
+    }
+    for i in range(3):
+        api_server.cluster.put("pods", pod(f"train-{i}", spec=training))
+    batch.tick()
+    # g5.xlarge has one NVIDIA GPU: three one-GPU pods need three nodes; m5.large has none
+    assert (desired_capacity("gpu-ng"), desired_capacity("general-ng")) == (3, 0)

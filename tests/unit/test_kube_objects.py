@@ -53,3 +53,20 @@ def test_a_node_keeps_readiness_cordon_capacity_taints_and_instance() -> None:
     assert parsed.allocatable == Resources(16000, 20 * GIB, 110)
     assert parsed.taints == (Taint("gpu", "true", "NoSchedule"),)
     assert node_from_json(node("n2", ready=False)).ready is False
+
+
+def test_gpus_are_read_from_node_allocatable_and_pending_pod_requests() -> None:
+    raw_node = node("g1", "gpu")
+    raw_node["status"]["allocatable"] |= {"nvidia.com/gpu": "4", "hugepages-2Mi": "0"}
+    assert node_from_json(raw_node).extended == {"nvidia.com/gpu": 4}
+    spec = {
+        "containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "1"}}},
+            {"name": "b", "resources": {"requests": {"nvidia.com/gpu": "2"}}},
+        ]
+    }
+    pending = pod_from_json(pod("train", spec=spec))
+    assert pending.placement is not None
+    assert pending.placement.extended_resources == {"nvidia.com/gpu": 3}
+    bound = pod_from_json(pod("train", "g1", spec=spec))
+    assert bound.placement is None  # only pending pods keep it

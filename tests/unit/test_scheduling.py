@@ -183,3 +183,49 @@ def test_a_malformed_template_tag_is_refused() -> None:
             {"k8s.io/cluster-autoscaler/node-template/resources/memory": "lots"},
             {},
         )
+
+
+def gpu_pod(gpus: int = 1) -> Pod:
+    return Pod(
+        "ml",
+        "train",
+        None,
+        Resources(1000, GIB, 1),
+        unschedulable=True,
+        placement=Placement(tolerations=TOLERATES_GPU, extended_resources={"nvidia.com/gpu": gpus}),
+    )
+
+
+def test_a_pod_needing_a_gpu_fits_only_a_node_that_has_one() -> None:
+    assert why_not(gpu_pod(), TEMPLATE) == "needs more nvidia.com/gpu than a node of the group has"
+    with_gpus = NodeTemplate(
+        "gpu",
+        TEMPLATE.allocatable,
+        TEMPLATE.labels,
+        TEMPLATE.taints,
+        extended={"nvidia.com/gpu": 4},
+    )
+    assert why_not(gpu_pod(4), with_gpus) is None
+    assert (
+        why_not(gpu_pod(5), with_gpus) == "needs more nvidia.com/gpu than a node of the group has"
+    )
+
+
+def test_packing_counts_gpus_too() -> None:
+    two_gpus = NodeTemplate("gpu", Resources(64000, 256 * GIB, 110), extended={"nvidia.com/gpu": 2})
+    assert nodes_needed([gpu_pod() for _ in range(5)], two_gpus) == 3  # cpu would fit one
+
+
+def test_a_gpu_instance_type_at_zero_offers_its_gpus_and_tags_can_add_resources() -> None:
+    template = template_from_instance_type(
+        "gpu-ng",
+        InstanceShape("g5.xlarge", 4, 16384, "amd64", nvidia_gpus=1),
+        {"k8s.io/cluster-autoscaler/node-template/resources/example.com/fpga": "2"},
+        {},
+    )
+    assert template.extended == {"nvidia.com/gpu": 1, "example.com/fpga": 2}
+
+
+def test_pods_whose_requests_cannot_be_read_are_not_planned_for() -> None:
+    broken = Pod("d", "x", None, Resources(pods=1), unschedulable=True, problem="bad quantity")
+    assert pending([broken], expendable_priority_cutoff=-10) == []

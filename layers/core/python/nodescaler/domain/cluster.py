@@ -54,6 +54,19 @@ def parse_quantity(text: str | int | float) -> Decimal:
     return number * _SUFFIX[match.group(2)]
 
 
+# Resources the scheduler counts that are not extended resources a pod must find on a node.
+STANDARD_RESOURCES = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
+
+
+def extended_resources(values: Mapping[str, str | int | float]) -> dict[str, int]:
+    """nvidia.com/gpu and the like: whole units; hugepages are left to the kubelet."""
+    return {
+        name: whole_units(amount)
+        for name, amount in values.items()
+        if name not in STANDARD_RESOURCES and not name.startswith("hugepages-")
+    }
+
+
 # A cluster repeats a few dozen quantities ("250m", "512Mi") across 100,000s of pods:
 # each is parsed once.
 @functools.lru_cache(maxsize=4096)
@@ -140,6 +153,7 @@ class Node:
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     provider_id: str = ""  # aws:///<zone>/<instance id> on EC2
+    extended: Mapping[str, int] = field(default_factory=dict)  # e.g. nvidia.com/gpu: 4
 
     @property
     def instance_id(self) -> str:
@@ -197,6 +211,8 @@ class Placement:
     # required node affinity: any term may match; all requirements of a term must
     required_terms: tuple[tuple[Requirement, ...], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    # extended resources it requests (nvidia.com/gpu...): only some nodes have them
+    extended_resources: Mapping[str, int] = field(default_factory=dict)
 
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})

@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from nodescaler.domain.cluster import Node, Placement, Pod, Resources, Taint
+from nodescaler.domain.cluster import (
+    Node,
+    Placement,
+    Pod,
+    Resources,
+    Taint,
+    extended_resources,
+)
 
 NOTHING = Resources()
 HOSTNAME_LABEL = "kubernetes.io/hostname"  # a template stands for a node not yet named
@@ -25,13 +32,14 @@ class NodeTemplate:
     labels: Mapping[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
     source: str = ""  # "node ip-10-0-1-5" or "instance type m5.large + tags", for explain
+    extended: Mapping[str, int] = field(default_factory=dict)  # nvidia.com/gpu: 1
 
     @classmethod
     def from_node(cls, group: str, node: Node, daemon_sets: Resources = NOTHING) -> NodeTemplate:
         """A new node like this one, less what the DaemonSets will take on it."""
         labels = {k: v for k, v in node.labels.items() if k != HOSTNAME_LABEL}
         free = node.allocatable - daemon_sets
-        return cls(group, free, labels, node.taints, f"node {node.name}")
+        return cls(group, free, labels, node.taints, f"node {node.name}", node.extended)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +50,7 @@ class InstanceShape:
     vcpus: int
     memory_mib: int
     architecture: str = "amd64"  # as Kubernetes names it: amd64, arm64
+    nvidia_gpus: int = 0
 
 
 # Cluster Autoscaler's tags describing the nodes of a group at zero.
@@ -67,7 +76,8 @@ def template_from_instance_type(
         "kubernetes.io/os": "linux",
         **extra_labels,
     }
-    taints, overrides = [], {}
+    taints: list[Taint] = []
+    overrides: dict[str, str] = {}
     for key, value in tags.items():
         if not key.startswith(TEMPLATE_TAG):
             continue
@@ -92,8 +102,10 @@ def template_from_instance_type(
             },
             pods=pods,
         )
+    extended = {"nvidia.com/gpu": shape.nvidia_gpus} if shape.nvidia_gpus else {}
+    extended |= extended_resources(overrides)
     source = f"instance type {shape.instance_type} and its tags"
-    return NodeTemplate(group, allocatable, labels, tuple(taints), source)
+    return NodeTemplate(group, allocatable, labels, tuple(taints), source, extended)
 
 
 def why_not(pod: Pod, template: NodeTemplate) -> str | None:
@@ -106,6 +118,9 @@ def why_not(pod: Pod, template: NodeTemplate) -> str | None:
         ("pods", need.pods, have.pods),
     ):
         if wanted > available:
+            return f"needs more {name} than a node of the group has"
+    for name, wanted in placement.extended_resources.items():
+        if wanted > template.extended.get(name, 0):
             return f"needs more {name} than a node of the group has"
     for key, value in placement.node_selector.items():
         if template.labels.get(key) != value:
@@ -128,17 +143,29 @@ def _size(pod: Pod) -> tuple[int, int]:
 
 def nodes_needed(pods: Sequence[Pod], template: NodeTemplate) -> int:
     """First-fit decreasing: new nodes of the template that hold all `pods` (which fit one)."""
-    free: list[Resources] = []  # what is left on each new node
+    free: list[tuple[Resources, dict[str, int]]] = []  # what is left on each new node
     for pod in sorted(pods, key=_size, reverse=True):
-        for index, room in enumerate(free):
-            if room.covers(pod.requests):
-                free[index] = room - pod.requests
+        extended = pod.placement.extended_resources if pod.placement else {}
+        for index, (room, spare) in enumerate(free):
+            if room.covers(pod.requests) and all(
+                amount <= spare.get(name, 0) for name, amount in extended.items()
+            ):
+                free[index] = (room - pod.requests, _minus(spare, extended))
                 break
         else:
-            free.append(template.allocatable - pod.requests)
+            free.append((template.allocatable - pod.requests, _minus(template.extended, extended)))
     return len(free)
 
 
+def _minus(spare: Mapping[str, int], used: Mapping[str, int]) -> dict[str, int]:
+    return {name: amount - used.get(name, 0) for name, amount in spare.items()}
+
+
 def pending(pods: Iterable[Pod], expendable_priority_cutoff: int) -> list[Pod]:
-    """Unschedulable pods worth a node: below the cutoff they may wait (Cluster Autoscaler)."""
-    return [p for p in pods if p.unschedulable and p.priority >= expendable_priority_cutoff]
+    """Unschedulable pods worth a node: below the cutoff they may wait (Cluster Autoscaler);
+    one whose requests can't be read can't be sized, so it is left to its owner."""
+    return [
+        p
+        for p in pods
+        if p.unschedulable and p.priority >= expendable_priority_cutoff and p.problem is None
+    ]

@@ -81,5 +81,10 @@ class Ec2InstanceTypes:
                 architecture=next(
                     (ARCHITECTURES[a] for a in architectures if a in ARCHITECTURES), "amd64"
                 ),
+                nvidia_gpus=sum(
+                    int(gpu.get("Count", 0))
+                    for gpu in info.get("GpuInfo", {}).get("Gpus", [])
+                    if gpu.get("Manufacturer") == "NVIDIA"
+                ),
             )
         return self._shapes[instance_type]

@@ -22,6 +22,7 @@ from nodescaler.domain.cluster import (
     Resources,
     Taint,
     Toleration,
+    extended_resources,
     millicores,
     whole_units,
 )
@@ -47,8 +48,9 @@ def node_from_wire(wire: NodeWire) -> Node:
     ready = _condition(wire.status.conditions, "Ready")
     try:
         allocatable = Resources.parse(wire.status.allocatable)
+        extended = extended_resources(wire.status.allocatable)
     except QuantityError:
-        allocatable = Resources()  # counts as no capacity: never as free space
+        allocatable, extended = Resources(), {}  # counts as no capacity: never as free space
     return Node(
         name=wire.metadata.name,
         group=None,
@@ -58,6 +60,7 @@ def node_from_wire(wire: NodeWire) -> Node:
         labels=wire.metadata.labels,
         taints=tuple(Taint(t.key, t.value, t.effect) for t in wire.spec.taints),
         provider_id=wire.spec.providerID,
+        extended=extended,
     )
 
 
@@ -107,7 +110,19 @@ def placement_of(spec: PodSpec) -> Placement:
         )
         for t in msgspec.json.decode(spec.tolerations) or ()
     )
-    return Placement(spec.nodeSelector, terms, tolerations)
+    return Placement(spec.nodeSelector, terms, tolerations, extended_requests(spec))
+
+
+def extended_requests(spec: PodSpec) -> dict[str, int]:
+    """GPUs and other extended resources: the containers' sum, or the largest init one."""
+    total: dict[str, int] = {}
+    for container in spec.containers:
+        for name, amount in extended_resources(container.resources.requests).items():
+            total[name] = total.get(name, 0) + amount
+    for container in spec.initContainers:
+        for name, amount in extended_resources(container.resources.requests).items():
+            total[name] = max(total.get(name, 0), amount)
+    return total
 
 
 def pod_from_wire(wire: PodWire) -> Pod:
@@ -118,9 +133,10 @@ def pod_from_wire(wire: PodWire) -> Pod:
         and scheduled.status == "False"
         and scheduled.reason == "Unschedulable"
     )
-    problem = None
+    problem, placement = None, None
     try:
         requests = pod_requests(spec)
+        placement = placement_of(spec) if unschedulable else None
     except QuantityError as error:
         requests, problem = Resources(pods=1), f"resources.requests: {error}"
     return Pod(
@@ -135,7 +151,7 @@ def pod_from_wire(wire: PodWire) -> Pod:
         unschedulable=unschedulable,
         problem=problem,
         # only pending pods need it; bound ones would cost memory for nothing
-        placement=placement_of(spec) if unschedulable else None,
+        placement=placement if unschedulable else None,
     )
 
 
