@@ -5,7 +5,6 @@ The fixtures are re-exported by those folders' conftest files."""
 from __future__ import annotations
 
 import contextlib
-import json
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ import pytest
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID as ACCOUNT_ID
 from moto.sqs.models import Message, sqs_backends
+from nodescaler_tools.provision import asg_tags, create_evaluation_queue, create_state_table
 
 REGION = "eu-west-1"
 
@@ -94,49 +94,20 @@ def make_asg(
         MaxSize=max_size,
         DesiredCapacity=desired,
         AvailabilityZones=[f"{REGION}a"],
-        Tags=[
-            {
-                "Key": k,
-                "Value": v,
-                "PropagateAtLaunch": False,
-                "ResourceId": name,
-                "ResourceType": "auto-scaling-group",
-            }
-            for k, v in (tags or {}).items()
-        ],
+        Tags=asg_tags(name, tags or {}),
     )
 
 
 def make_state_table(name: str) -> Any:
     """The state table as infra/state.py defines it; returns the DynamoDB client."""
     dynamodb = client("dynamodb")
-    dynamodb.create_table(
-        TableName=name,
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_state_table(dynamodb, name)
     return dynamodb
 
 
 def make_evaluation_queue(name: str = "evaluations", *, max_receive_count: int = 3) -> str:
     """The FIFO evaluation queue and its dead-letter queue, as infra defines them; the URL."""
-    sqs = client("sqs")
-    fifo = {"FifoQueue": "true"}
-    dlq = sqs.create_queue(QueueName=f"{name}-dlq.fifo", Attributes=fifo)["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])
-    redrive = {
-        "deadLetterTargetArn": dlq_arn["Attributes"]["QueueArn"],
-        "maxReceiveCount": max_receive_count,
-    }
-    attributes = fifo | {"RedrivePolicy": json.dumps(redrive), "VisibilityTimeout": "120"}
-    return str(sqs.create_queue(QueueName=f"{name}.fifo", Attributes=attributes)["QueueUrl"])
+    return create_evaluation_queue(client("sqs"), name, max_receive_count=max_receive_count)
 
 
 def fill_queue(queue_name: str, count: int) -> None:

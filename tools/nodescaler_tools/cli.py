@@ -26,14 +26,17 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from nodescaler_tools import replay  # imported only for this command
+    from nodescaler_tools import replay, scenarios  # imported only for this command
 
     if args.scenario:
         raise SystemExit(
-            f"nodescaler: scenario files ({args.scenario}) need the sandbox, which is not built "
-            f"yet; run without one for the built-in replays: {', '.join(replay.SCENARIOS)}"
+            f"nodescaler: scenario files ({args.scenario}) are not supported yet; run without "
+            "one for the built-in scenarios"
         )
-    replay.run(list(replay.SCENARIOS), args.policies)
+    # Through the real handlers, in the sandbox (moto's server, the loopback API server).
+    scenarios.queue_burst(args.policies)
+    # The Kubernetes-driven ramp still replays the core alone until its sandbox scenario lands.
+    replay.run(["reservation-ramp"], args.policies)
     return 0
 
 

@@ -1,0 +1,139 @@
+"""Scenarios run in the sandbox: workloads over virtual time, the real handlers deciding.
+
+Each writes a timeline (printed, and `timeline.txt`), `summary.json` and `logs.jsonl`
+(the functions' log lines and EMF records) under `out/demo/<scenario>/`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from nodescaler_tools.provision import asg_tags
+from nodescaler_tools.sandbox import REGION, START, Sandbox, sandbox
+
+OUT = Path("out/demo")
+
+
+def _asg(running: Sandbox, name: str, policy: str, *, max_size: int, min_size: int = 0) -> None:
+    autoscaling = running.client("autoscaling")
+    autoscaling.create_launch_configuration(
+        LaunchConfigurationName=f"{name}-lc", ImageId="ami-12c6146b", InstanceType="g5.xlarge"
+    )
+    autoscaling.create_auto_scaling_group(
+        AutoScalingGroupName=name,
+        LaunchConfigurationName=f"{name}-lc",
+        MinSize=min_size,
+        MaxSize=max_size,
+        DesiredCapacity=min_size,
+        AvailabilityZones=["eu-west-1a"],
+        Tags=asg_tags(name, {"nodescaler/enabled": "true", "nodescaler/policy": policy}),
+    )
+
+
+def _enqueue(running: Sandbox, queue: str, count: int) -> str:
+    """`count` tasks in a new queue. The first batch goes through SendMessageBatch; the rest
+    are copied into moto's store (its server runs in this process), because moto rescans
+    the whole queue on every send. Everything after reads them through the API."""
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.sqs.models import Message, sqs_backends
+
+    sqs = running.client("sqs")
+    url: str = sqs.create_queue(QueueName=queue)["QueueUrl"]
+    first = min(count, 10)
+    sqs.send_message_batch(
+        QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "train"} for i in range(first)]
+    )
+    store = sqs_backends[DEFAULT_ACCOUNT_ID][REGION].get_queue(queue)
+    for _ in range(count - first):
+        message = Message(uuid.uuid4().hex, "train")
+        message.mark_sent()
+        store.add_message(message)
+    return url
+
+
+def _consume(queue: str, tasks: int) -> int:
+    """Workers finish `tasks` messages. They are the simulated workload, not the product, so
+    they take them straight from moto's store: through its server, each receive rescans
+    the queue, and 600 nodes' worth of receives made the demo take minutes."""
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.sqs.models import sqs_backends
+
+    store = sqs_backends[DEFAULT_ACCOUNT_ID][REGION].get_queue(queue)
+    done = min(tasks, len(store._messages))
+    del store._messages[:done]
+    return done
+
+
+def _waiting(running: Sandbox, url: str) -> int:
+    attributes = running.client("sqs").get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"])
+
+
+def _desired(running: Sandbox, group: str) -> int:
+    described = running.client("autoscaling").describe_auto_scaling_groups(
+        AutoScalingGroupNames=[group]
+    )
+    return int(described["AutoScalingGroups"][0]["DesiredCapacity"])
+
+
+def queue_burst(
+    policies: Path, tasks: int = 2400, minutes: int = 45, write: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """The reference design's example: GPU training tasks, 4 per node; a node boots in 3
+    minutes, then finishes a task every 2.5 minutes; when the queue is empty the group
+    waits out its 10-minute scale-down window and returns to zero."""
+    out = OUT / "queue-burst"
+    group = "gpu-training-ng"
+    with sandbox(policies, out, boot=timedelta(minutes=3)) as running:
+        _asg(running, group, "gpu-training", max_size=600)
+        url = _enqueue(running, "ml-training-queue", tasks)
+        write(f"\n== queue-burst: {tasks} tasks, policy gpu-training, through the real handlers")
+        write("t | queue | ready nodes | desired | why")
+        rows: list[dict[str, Any]] = []
+        backlog = 0.0
+        with (out / "logs.jsonl").open("w") as log:
+            for minute in range(minutes + 1):
+                ready = running.cluster.ready_nodes(group)
+                backlog += ready * 0.4  # tasks finished this minute
+                if (whole := math.floor(backlog)) > 0:
+                    backlog -= _consume("ml-training-queue", whole)
+                running.tick(log)
+                decision = running.state.load(group).last_decision
+                row = {
+                    "minute": minute,
+                    "queue": _waiting(running, url),
+                    "ready": running.cluster.ready_nodes(group),
+                    "desired": _desired(running, group),
+                    "why": decision.reason.split(" | ")[-1] if decision else "",
+                }
+                previous = rows[-1] if rows else {}
+                changed = (row["desired"], row["ready"]) != (
+                    previous.get("desired"),
+                    previous.get("ready"),
+                )
+                if changed or minute % 10 == 0:
+                    cells = [f"+{minute:02d}m", row["queue"], row["ready"], row["desired"]]
+                    write(" | ".join(map(str, [*cells, row["why"]])))
+                rows.append(row)
+                running.advance()
+        summary = {
+            "scenario": "queue-burst",
+            "start": START.isoformat(),
+            "node_hours": round(sum(r["ready"] for r in rows) / 60, 2),
+            "peak_desired": max(r["desired"] for r in rows),
+            "minutes_to_empty_queue": next((r["minute"] for r in rows if r["queue"] == 0), None),
+            "aws_write_calls": running.writes,
+            "final_desired": rows[-1]["desired"],
+        }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "timeline.json").write_text(json.dumps(rows) + "\n")
+    write(f"summary: {json.dumps(summary)}")
+    return summary
