@@ -1,4 +1,4 @@
-"""The operator CLI: `nodescaler validate` and `nodescaler simulate` (more commands to come)."""
+"""The operator CLI: validate, simulate, status and explain (`nodescaler --help`)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from nodescaler.domain.documents import PolicyError
 from nodescaler.policy_files import load_policies, load_policy_file
@@ -40,6 +41,38 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _target(args: argparse.Namespace) -> Any:
+    from nodescaler_tools.operator import Target
+
+    return Target(
+        region=args.region,
+        endpoint_url=args.endpoint_url,
+        table=args.table,
+        stack=args.stack,
+        cluster=args.cluster,
+    )
+
+
+def _status(args: argparse.Namespace) -> int:
+    from nodescaler_tools.operator import status
+
+    return status(_target(args))
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from nodescaler_tools.operator import explain
+
+    return explain(_target(args), args.group, args.last)
+
+
+def _aws_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--region", help="AWS region (default: your AWS configuration)")
+    command.add_argument("--endpoint-url", help="an AWS endpoint, e.g. the sandbox's moto server")
+    command.add_argument("--table", help="the state table (default: from the stack's outputs)")
+    command.add_argument("--stack", default="Nodescaler", help="the stack (default: Nodescaler)")
+    command.add_argument("--cluster", default="", help="only groups tagged with this cluster")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nodescaler", description="Operate and try nodescaler.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -64,16 +97,37 @@ def build_parser() -> argparse.ArgumentParser:
         "--policies", type=Path, default=DEFAULT_POLICIES, help="policy folder (default: policies/)"
     )
     simulate.set_defaults(run=_simulate)
+
+    status = commands.add_parser(
+        "status", help="one row per managed group: sizes, metrics against targets, last decision"
+    )
+    _aws_options(status)
+    status.set_defaults(run=_status)
+
+    explain = commands.add_parser(
+        "explain", help="a group's last decisions with every input and what limited them"
+    )
+    explain.add_argument("group", help="the Auto Scaling Group's name")
+    explain.add_argument("--last", type=int, default=5, help="how many decisions (default: 5)")
+    _aws_options(explain)
+    explain.set_defaults(run=_explain)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from nodescaler_tools.operator import OperatorError
+
     try:
         code: int = args.run(args)
     except PolicyError as error:
         print("\n".join(error.problems), file=sys.stderr)
         return 2
+    except (OperatorError, BotoCoreError, ClientError) as error:
+        print(f"nodescaler {args.command}: {error}", file=sys.stderr)
+        return 1
     return code
 
 
