@@ -83,6 +83,18 @@ def test_given_an_alarm_named_in_a_policy_its_state_change_acts_without_a_tick(
     assert "CloudWatch returned no datapoint in the last 600s" in decision["metrics"][1]["detail"]
 
 
+def test_an_alarm_no_policy_names_queues_nothing_and_says_so(
+    deployment: Deployment, output: Any
+) -> None:
+    make_asg("web", tags=WEB, desired=2, min_size=2, max_size=40)
+    alarm = event("alarm-state-change.json")
+    alarm["detail"]["alarmName"] = "someone-elses-alarm"
+    assert deployment.dispatch(alarm)["queued"] == []
+    assert output().messages("WARNING") == [
+        "alarm someone-elses-alarm: no managed node group's policy lists it"
+    ]
+
+
 def test_a_tick_over_250_managed_groups_describes_them_in_at_most_3_calls(
     deployment: Deployment, calls: CallCounter
 ) -> None:

@@ -174,3 +174,22 @@ def test_a_gpu_pod_goes_to_the_gpu_group_at_zero_and_a_cpu_pod_does_not(
     batch.tick()
     # g5.xlarge has one NVIDIA GPU: three one-GPU pods need three nodes; m5.large has none
     assert (desired_capacity("gpu-ng"), desired_capacity("general-ng")) == (3, 0)
+
+
+def test_a_group_at_zero_with_a_bad_template_tag_is_held_and_named_while_others_scale(
+    batch: Deployment, api_server: KubeApiServer, output: Any
+) -> None:
+    group_at_zero(
+        "broken-ng", "general", {"k8s.io/cluster-autoscaler/node-template/resources/memory": "lots"}
+    )
+    group_at_zero("general-ng", "general")
+    api_server.cluster.put("pods", pod("job", cpu="500m"))
+    batch.tick()
+    assert (desired_capacity("general-ng"), desired_capacity("broken-ng")) == (1, 0)
+    broken = next(line for line in output().logs if line.get("node_group") == "broken-ng")
+    (pending,) = broken["decision"]["metrics"]
+    assert pending["status"] == "missing"
+    assert pending["detail"] == (
+        "node group broken-ng: no template of its nodes: tag "
+        "k8s.io/cluster-autoscaler/node-template/resources/memory: 'lots' is not a quantity"
+    )

@@ -95,6 +95,15 @@ def test_the_sample_context_is_what_the_defaults_say_with_a_cluster_named() -> N
         ({"tickRate": 5}, "cdk.json: context.nodescaler.tickRate: unknown field"),
         ({"policiesFolder": "no/such/folder"}, "no/such/folder: (folder): no such policy folder"),
         (
+            {"expanders": [{"name": "weighted-priority", "tiers": {"1": {"spot-.*": 0}}}]},
+            "cdk.json: context.nodescaler.expanders[0].weighted-priority.tiers.1.spot-.*: "
+            "Input should be greater than 0",
+        ),
+        (
+            {"vpc": {"subnetIds": ["subnet-0a"], "securityGroupIds": ["default"]}},
+            "cdk.json: context.nodescaler.vpc.securityGroupIds[0]: String should match pattern",
+        ),
+        (
             {"clusterName": ""},
             "cdk.json: context.nodescaler.clusterName: is empty, but policies microservices read "
             "Kubernetes metrics from the cluster; set the EKS cluster's name",

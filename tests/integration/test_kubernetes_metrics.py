@@ -198,3 +198,15 @@ def test_nodes_of_no_known_group_are_left_out_and_break_nothing(
     server.cluster.put("pods", pod("q", "stray", cpu="16"))
     reading = metrics.read(CPU_60, GROUP_A, T0)
     assert isinstance(reading, MetricReading) and reading.value == 50.0
+
+
+def test_an_answer_that_is_not_what_the_api_sends_names_the_field_and_holds_the_group(
+    served: tuple[KubeApiServer, KubernetesMetrics],
+) -> None:
+    server, metrics = served
+    server.cluster.put("nodes", node("a-1", "a"))
+    server.cluster.put("pods", pod("p", "a-1") | {"spec": {"nodeName": "a-1", "priority": "high"}})
+    assert metrics.read(CPU_60, GROUP_A, T0) == MetricUnavailable(
+        reason="Kubernetes API: unexpected answer: Expected `int`, got `str` - at "
+        "`$.items[0].spec.priority`"
+    )

@@ -53,6 +53,27 @@ def test_the_environment_a_model_writes_reads_back_the_same() -> None:
             BASE | {"TAG_POLICY": ""},
             "setting TAG_POLICY String should have at least 1 character",
         ),
+        (
+            EvaluateSettings,
+            BASE | {"EXPANDERS": "least-waste"},
+            "setting EXPANDERS Invalid JSON",
+        ),
+        (
+            EvaluateSettings,
+            BASE | {"EXPANDERS": '[{"name": "cheapest"}]'},
+            "setting EXPANDERS[0] Input tag 'cheapest' found using 'name' does not match",
+        ),
+        (
+            EvaluateSettings,
+            BASE | {"EXPANDERS": '[{"name": "priority", "priorities": {"1": ["spot-("]}}]'},
+            "setting EXPANDERS[0][priority][priorities] Value error, 'spot-(' is not a regular "
+            "expression",
+        ),
+        (
+            EvaluateSettings,
+            BASE | {"EXPANDERS": '[{"name": "custom", "timeoutSeconds": 60}]'},
+            "setting EXPANDERS[0][custom][functionName] Field required",
+        ),
     ],
 )
 def test_a_bad_or_missing_setting_fails_at_once_with_its_name(

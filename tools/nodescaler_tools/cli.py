@@ -92,7 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     simulate = commands.add_parser(
         "simulate", help="run the scaling scenarios (what make demo runs)"
     )
-    simulate.add_argument("scenario", nargs="?", help="a scenario file (needs the sandbox)")
+    simulate.add_argument(
+        "scenario",
+        nargs="?",
+        help="a scenario file (not supported yet: the built-in scenarios run without one)",
+    )
     simulate.add_argument(
         "--policies", type=Path, default=DEFAULT_POLICIES, help="policy folder (default: policies/)"
     )

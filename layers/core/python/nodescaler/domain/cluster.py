@@ -58,13 +58,14 @@ def parse_quantity(text: str | int | float) -> Decimal:
 STANDARD_RESOURCES = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
 
 
+def is_extended(resource: str) -> bool:
+    """nvidia.com/gpu and the like; hugepages are left to the kubelet."""
+    return resource not in STANDARD_RESOURCES and not resource.startswith("hugepages-")
+
+
 def extended_resources(values: Mapping[str, str | int | float]) -> dict[str, int]:
-    """nvidia.com/gpu and the like: whole units; hugepages are left to the kubelet."""
-    return {
-        name: whole_units(amount)
-        for name, amount in values.items()
-        if name not in STANDARD_RESOURCES and not name.startswith("hugepages-")
-    }
+    """The extended resources of a requests/allocatable map, in whole units."""
+    return {name: whole_units(amount) for name, amount in values.items() if is_extended(name)}
 
 
 # A cluster repeats a few dozen quantities ("250m", "512Mi") across 100,000s of pods:

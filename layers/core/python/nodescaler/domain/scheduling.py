@@ -15,9 +15,12 @@ from nodescaler.domain.cluster import (
     Node,
     Placement,
     Pod,
+    QuantityError,
     Resources,
     Taint,
-    extended_resources,
+    is_extended,
+    millicores,
+    whole_units,
 )
 
 NOTHING = Resources()
@@ -77,7 +80,7 @@ def template_from_instance_type(
         **extra_labels,
     }
     taints: list[Taint] = []
-    overrides: dict[str, str] = {}
+    amounts: dict[str, int] = {}  # resources/<name> tags: millicores for cpu, else units
     for key, value in tags.items():
         if not key.startswith(TEMPLATE_TAG):
             continue
@@ -88,22 +91,19 @@ def template_from_instance_type(
             taint_value, _, effect = value.rpartition(":")
             taints.append(Taint(name, taint_value, effect or "NoSchedule"))
         elif kind == "resources":
-            overrides[name] = value
-    pods = int(overrides.pop("pods", DEFAULT_MAX_PODS))
+            try:
+                amounts[name] = millicores(value) if name == "cpu" else whole_units(value)
+            except QuantityError as error:
+                raise QuantityError(f"tag {key}: {error}") from None
+    pods = amounts.pop("pods", DEFAULT_MAX_PODS)
     memory_mib = shape.memory_mib - (255 + 11 * pods) - EVICTION_THRESHOLD_MIB
     allocatable = Resources(
-        shape.vcpus * 1000 - reserved_cpu_millis(shape.vcpus), max(memory_mib, 0) * 2**20, pods
+        amounts.pop("cpu", shape.vcpus * 1000 - reserved_cpu_millis(shape.vcpus)),
+        amounts.pop("memory", max(memory_mib, 0) * 2**20),
+        pods,
     )
-    if overrides:
-        allocatable = Resources.parse(
-            {
-                "cpu": overrides.get("cpu", f"{allocatable.cpu_millis}m"),
-                "memory": overrides.get("memory", str(allocatable.memory_bytes)),
-            },
-            pods=pods,
-        )
     extended = {"nvidia.com/gpu": shape.nvidia_gpus} if shape.nvidia_gpus else {}
-    extended |= extended_resources(overrides)
+    extended |= {name: amount for name, amount in amounts.items() if is_extended(name)}
     source = f"instance type {shape.instance_type} and its tags"
     return NodeTemplate(group, allocatable, labels, tuple(taints), source, extended)
 
