@@ -5,7 +5,6 @@ The fixtures are re-exported by those folders' conftest files."""
 from __future__ import annotations
 
 import contextlib
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -13,8 +12,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from moto.core import DEFAULT_ACCOUNT_ID as ACCOUNT_ID
-from moto.sqs.models import Message, sqs_backends
+from nodescaler_tools import provision
 from nodescaler_tools.provision import asg_tags, create_evaluation_queue, create_state_table
 
 REGION = "eu-west-1"
@@ -111,20 +109,5 @@ def make_evaluation_queue(name: str = "evaluations", *, max_receive_count: int =
 
 
 def fill_queue(queue_name: str, count: int) -> None:
-    """`count` messages in a standard queue. The first batch goes through SendMessageBatch;
-    the rest are copied into moto's store, because moto rescans the whole queue on every
-    send (2400 messages would take two minutes). Readers still see them only through the API.
-    """
-    sqs = client("sqs")
-    url = sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
-    first = min(count, 10)
-    if not first:
-        return
-    sqs.send_message_batch(
-        QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "task"} for i in range(first)]
-    )
-    queue = sqs_backends[ACCOUNT_ID][REGION].get_queue(queue_name)
-    for _ in range(count - first):
-        message = Message(str(uuid.uuid4()), "task")
-        message.mark_sent()
-        queue.add_message(message)
+    """`count` messages in a standard queue (see `provision.fill_queue`)."""
+    provision.fill_queue(client("sqs"), queue_name, count, region=REGION)

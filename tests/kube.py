@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
+from nodescaler_tools.kube import write_kubeconfig
 from nodescaler_tools.kube.apiserver import Cluster, KubeApiServer
 
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
@@ -117,20 +118,6 @@ def kube_api(
             yield server, api
 
 
-def kubeconfig(path: Any, server_url: str, token: str = "secret") -> Any:
+def kubeconfig(path: Path, server_url: str, token: str = "secret") -> Path:
     """A kubeconfig for the loopback server, as the sandbox writes one."""
-    path.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "loopback", "cluster": {"server": server_url}}],
-                "users": [{"name": "nodescaler", "user": {"token": token}}],
-                "contexts": [
-                    {"name": "loopback", "context": {"cluster": "loopback", "user": "nodescaler"}}
-                ],
-                "current-context": "loopback",
-            }
-        )
-    )
-    return path
+    return write_kubeconfig(path, server_url, token)

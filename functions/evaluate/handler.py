@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from nodescaler import wiring
 from nodescaler.config import EvaluateSettings
 from nodescaler.evaluation import EvaluationResult, Evaluator
-from nodescaler.events import EvaluationRecord, problems_of
+from nodescaler.events import EvaluationRecord, describe_errors
 from nodescaler.observability import (
     SERVICE,
     Dimension,
@@ -52,7 +52,7 @@ def evaluate_record(evaluator: Evaluator, record: SQSRecord) -> str:
         request = EvaluationRecord.model_validate(record.raw_event).body
     except ValidationError as error:
         logger.error(
-            f"malformed evaluation message {record.message_id}: {problems_of(error)}",
+            f"malformed evaluation message {record.message_id}: {describe_errors(error)}",
             message_id=record.message_id,
             receive_count=record.attributes.approximate_receive_count,
         )

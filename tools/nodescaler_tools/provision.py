@@ -7,6 +7,7 @@ dead-letter queue), so the sandbox and the tests run against the same shapes as 
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 
@@ -50,3 +51,25 @@ def asg_tags(group: str, tags: dict[str, str]) -> list[dict[str, Any]]:
         }
         for key, value in tags.items()
     ]
+
+
+def fill_queue(sqs: Any, queue_name: str, count: int, *, region: str, body: str = "task") -> None:
+    """`count` messages in a standard queue on moto (in process, or its server run in this
+    process). The first batch goes through SendMessageBatch; the rest are copied into
+    moto's store, because moto rescans the whole queue on every send (2400 messages would
+    take minutes). Readers still see them only through the API."""
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.sqs.models import Message, sqs_backends
+
+    first = min(count, 10)
+    if not first:
+        return
+    url = sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
+    sqs.send_message_batch(
+        QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": body} for i in range(first)]
+    )
+    store = sqs_backends[DEFAULT_ACCOUNT_ID][region].get_queue(queue_name)
+    for _ in range(count - first):
+        message = Message(uuid.uuid4().hex, body)
+        message.mark_sent()
+        store.add_message(message)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
-import json
 import logging
 import os
 import socket
@@ -29,6 +28,7 @@ from typing import Any
 
 import boto3
 
+from nodescaler_tools.kube import write_kubeconfig
 from nodescaler_tools.kube.apiserver import Cluster, KubeApiServer
 from nodescaler_tools.lambda_local import LocalContext, SqsEventSource
 from nodescaler_tools.provision import create_evaluation_queue, create_state_table
@@ -195,21 +195,7 @@ class Sandbox:
 
         create_state_table(self.client("dynamodb"), TABLE)
         self.queue_url = create_evaluation_queue(self.client("sqs"), "evaluations")
-        kubeconfig = self.out / "kubeconfig"
-        kubeconfig.write_text(
-            json.dumps(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "clusters": [{"name": "sandbox", "cluster": {"server": self.api_server.url}}],
-                    "users": [{"name": "nodescaler", "user": {}}],
-                    "contexts": [
-                        {"name": "sandbox", "context": {"cluster": "sandbox", "user": "nodescaler"}}
-                    ],
-                    "current-context": "sandbox",
-                }
-            )
-        )
+        kubeconfig = write_kubeconfig(self.out / "kubeconfig", self.api_server.url)
         environment = {
             "STATE_TABLE_NAME": TABLE,
             "EVALUATION_QUEUE_URL": self.queue_url,

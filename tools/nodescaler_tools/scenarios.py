@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import math
-import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from nodescaler_tools.provision import asg_tags
+from nodescaler_tools.provision import asg_tags, fill_queue
 from nodescaler_tools.sandbox import REGION, START, Sandbox, sandbox
 
 OUT = Path("out/demo")
@@ -37,23 +36,11 @@ def _asg(running: Sandbox, name: str, policy: str, *, max_size: int, min_size: i
 
 
 def _enqueue(running: Sandbox, queue: str, count: int) -> str:
-    """`count` tasks in a new queue. The first batch goes through SendMessageBatch; the rest
-    are copied into moto's store (its server runs in this process), because moto rescans
-    the whole queue on every send. Everything after reads them through the API."""
-    from moto.core.models import DEFAULT_ACCOUNT_ID
-    from moto.sqs.models import Message, sqs_backends
-
+    """`count` tasks in a new queue, before the clock starts (moto's server runs in this
+    process, so `fill_queue` can skip its slow per-message path)."""
     sqs = running.client("sqs")
     url: str = sqs.create_queue(QueueName=queue)["QueueUrl"]
-    first = min(count, 10)
-    sqs.send_message_batch(
-        QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "train"} for i in range(first)]
-    )
-    store = sqs_backends[DEFAULT_ACCOUNT_ID][REGION].get_queue(queue)
-    for _ in range(count - first):
-        message = Message(uuid.uuid4().hex, "train")
-        message.mark_sent()
-        store.add_message(message)
+    fill_queue(sqs, queue, count, region=REGION, body="train")
     return url
 
 

@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 NODES = 5000
@@ -181,17 +182,42 @@ class NoInstanceTypes:
         raise LookupError(instance_type)
 
 
-def _compute(url: str, side: str) -> dict[str, Any]:
-    from dataclasses import replace
+class ThroughModels:
+    """The same snapshot, listed the way most controllers do: the client's model objects."""
 
+    def __init__(self, api: Any) -> None:
+        self._api = api
+
+    def snapshot(self) -> Any:
+        from kubernetes import client as k8s
+        from nodescaler.adapters.k8s.cluster import NOT_TERMINAL, Snapshot
+        from nodescaler.adapters.k8s.objects import node_from_json, pod_from_json
+
+        core, serialize = k8s.CoreV1Api(self._api), self._api.sanitize_for_serialization
+        nodes, pods, token = [], [], None
+        while True:
+            page = core.list_node(limit=500, _continue=token)
+            nodes += [node_from_json(serialize(n)) for n in page.items]
+            if not (token := page.metadata._continue):
+                break
+        while True:
+            page = core.list_pod_for_all_namespaces(
+                limit=500, _continue=token, field_selector=NOT_TERMINAL
+            )
+            pods += [pod_from_json(serialize(p)) for p in page.items]
+            if not (token := page.metadata._continue):
+                break
+        return Snapshot(tuple(nodes), tuple(pods))
+
+
+def _compute(url: str, side: str) -> dict[str, Any]:
     from kubernetes import client as k8s
-    from nodescaler.adapters.k8s.cluster import KubernetesCluster, Snapshot
-    from nodescaler.adapters.k8s.objects import belongs, node_from_json, pod_from_json
+    from nodescaler.adapters.k8s.cluster import KubernetesCluster
+    from nodescaler.adapters.k8s.metrics import KubernetesMetrics
     from nodescaler.adapters.k8s.pending import PendingPodsPlanner
     from nodescaler.domain.expanders import LeastWasteExpander
     from nodescaler.domain.optin import TagNames
-    from nodescaler.domain.policy import NodeGroupPolicy, ReservationResource
-    from nodescaler.domain.reservation import reservation
+    from nodescaler.domain.policy import NodeGroupPolicy
     from nodescaler.ports import NodeGroup
 
     api = k8s.ApiClient(k8s.Configuration(host=url))
@@ -202,28 +228,6 @@ def _compute(url: str, side: str) -> dict[str, Any]:
 
         def renew(self) -> None:
             pass
-
-    started = time.perf_counter()
-    if side == "fast":
-        snapshot = KubernetesCluster(Connection()).snapshot()
-    else:  # through the client's model objects
-        core = k8s.CoreV1Api(api)
-        nodes, pods, token = [], [], None
-        while True:
-            page = core.list_node(limit=500, _continue=token)
-            nodes += [node_from_json(api.sanitize_for_serialization(n)) for n in page.items]
-            if not (token := page.metadata._continue):
-                break
-        while True:
-            page = core.list_pod_for_all_namespaces(
-                limit=500,
-                _continue=token,
-                field_selector="status.phase!=Succeeded,status.phase!=Failed",
-            )
-            pods += [pod_from_json(api.sanitize_for_serialization(p)) for p in page.items]
-            if not (token := page.metadata._continue):
-                break
-        snapshot = Snapshot(tuple(nodes), tuple(pods))
 
     groups = [
         NodeGroup(
@@ -237,16 +241,21 @@ def _compute(url: str, side: str) -> dict[str, Any]:
         )
         for g in range(GROUPS)
     ]
-    reserved = {}
-    for group in groups:
-        nodes = [replace(n, group=group.name) if belongs(n, group) else n for n in snapshot.nodes]
-        reserved[group.name] = reservation(
-            group.name, nodes, snapshot.pods, ReservationResource.CPU
-        ).percent
     policy = NodeGroupPolicy.model_validate(
         {
             "metadata": {"name": "web"},
-            "spec": {"minReplicas": 0, "maxReplicas": 1000, "metrics": [{"type": "PendingPods"}]},
+            "spec": {
+                "minReplicas": 0,
+                "maxReplicas": 1000,
+                "metrics": [
+                    {
+                        "type": "CapacityReservation",
+                        "capacityReservation": {"resource": "cpu"},
+                        "target": {"type": "Utilization", "averageUtilization": 60},
+                    },
+                    {"type": "PendingPods"},
+                ],
+            },
         }
     )
     planner = PendingPodsPlanner(
@@ -256,16 +265,29 @@ def _compute(url: str, side: str) -> dict[str, Any]:
         [LeastWasteExpander()],
         tag_names=TagNames(),
     )
-    planned = planner.plan(snapshot, -10)
+    # Both sides read through the product's producer; only how the snapshot is listed differs.
+    source = KubernetesCluster(Connection()) if side == "fast" else ThroughModels(api)
+    metrics = KubernetesMetrics(source, pending=planner)
+    now = datetime.now(UTC)
+    started = time.perf_counter()
+    readings = {
+        (group.name, metric.key): metrics.read(metric, group, now)
+        for group in groups
+        for metric in policy.spec.metrics
+    }
     elapsed = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    values = {key: getattr(reading, "value", None) for key, reading in readings.items()}
+    snapshot = metrics.snapshot(now)
     return {
         "seconds": elapsed,
         "peak_mb": peak_mb,
         "pods": len(snapshot.pods),
         "nodes": len(snapshot.nodes),
-        "reservation_percent": round(sum(v or 0 for v in reserved.values()) / GROUPS, 3),
-        "new_nodes": sum(planned.plan.nodes.values()),
+        "reservation_percent": round(
+            sum(v or 0 for (_, m), v in values.items() if m == "reservation-cpu") / GROUPS, 3
+        ),
+        "new_nodes": sum(v or 0 for (_, m), v in values.items() if m == "pending-pods"),
     }
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel, SqsRecordModel
 from pydantic import BaseModel, Field, Json, TypeAdapter, ValidationError
 
+from nodescaler.domain.documents import field_path
 from nodescaler.messages import EvaluationRequest
 
 
@@ -61,9 +62,10 @@ DispatchEvent = Annotated[
 _DISPATCH_EVENT: TypeAdapter[ScheduledEvent | AlarmStateChangeEvent] = TypeAdapter(DispatchEvent)
 
 
-def problems_of(error: ValidationError) -> str:
+def describe_errors(error: ValidationError) -> str:
+    """`field.path: message; ...`, with the field paths policy errors use."""
     return "; ".join(
-        f"{'.'.join(map(str, e['loc'])) or '(event)'}: {e['msg']}"
+        f"{field_path(e['loc']) if e['loc'] else '(event)'}: {e['msg']}"
         for e in error.errors(include_url=False)
     )
 
@@ -75,5 +77,5 @@ def parse_dispatch_event(event: Any) -> ScheduledEvent | AlarmStateChangeEvent:
         event_id = event.get("id", "?") if isinstance(event, dict) else "?"
         raise MalformedEventError(
             f"event {event_id} is neither a scheduled tick nor a CloudWatch alarm state "
-            f"change: {problems_of(error)}"
+            f"change: {describe_errors(error)}"
         ) from None

@@ -138,12 +138,13 @@ def evaluator(
     clients = clients or AwsClients()
     clock = clock or SystemClock()
     policies = load_policies(settings.policies_path)
+    groups = node_groups(settings, clients)
     return Evaluator(
-        node_groups=node_groups(settings, clients),
+        node_groups=groups,
         producers=Producers(
             queues=SqsQueueLength(clients.sqs),
             cloudwatch=CloudWatchMetrics(clients.cloudwatch),
-            kubernetes=kubernetes_metrics(settings, policies, clients, clock),
+            kubernetes=kubernetes_metrics(settings, policies, groups, clients, clock),
         ),
         state=DynamoStateStore(
             clients.dynamodb,
@@ -165,6 +166,7 @@ def uses_kubernetes(policies: Mapping[str, NodeGroupPolicy]) -> bool:
 def kubernetes_metrics(
     settings: EvaluateSettings,
     policies: Mapping[str, NodeGroupPolicy],
+    groups: AsgNodeGroups,
     clients: AwsClients,
     clock: Clock,
 ) -> GroupMetricSource | None:
@@ -184,7 +186,7 @@ def kubernetes_metrics(
     else:
         return None  # its metrics read as unavailable: scale-in held (synth refuses this setup)
     planner = PendingPodsPlanner(
-        node_groups(settings, clients),
+        groups,
         policies,
         Ec2InstanceTypes(clients.ec2, clients.autoscaling, clients.eks),
         expander_chain(settings.expanders, clients),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol, TypeVar
 
 import msgspec
@@ -36,6 +37,15 @@ class Connection(Protocol):
 class Snapshot:
     nodes: tuple[Node, ...]
     pods: tuple[Pod, ...]
+
+    @cached_property
+    def pods_by_node(self) -> dict[str, list[Pod]]:
+        """Built once, so each group's reading looks at its own nodes' pods only."""
+        index: dict[str, list[Pod]] = {}
+        for pod in self.pods:
+            if pod.node_name is not None:
+                index.setdefault(pod.node_name, []).append(pod)
+        return index
 
 
 class KubernetesUnavailableError(RuntimeError):

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Protocol
 
-from nodescaler.adapters.k8s.cluster import KubernetesCluster, KubernetesUnavailableError, Snapshot
+from nodescaler.adapters.k8s.cluster import KubernetesUnavailableError, Snapshot
 from nodescaler.adapters.k8s.objects import belongs
 from nodescaler.adapters.k8s.pending import PendingPodsPlanner, Planned
 from nodescaler.domain.policy import (
@@ -25,10 +26,14 @@ from nodescaler.domain.reservation import ReservationError, reservation
 from nodescaler.ports import NodeGroup
 
 
+class SnapshotSource(Protocol):
+    def snapshot(self) -> Snapshot: ...
+
+
 class KubernetesMetrics:
     def __init__(
         self,
-        cluster: KubernetesCluster,
+        cluster: SnapshotSource,  # a KubernetesCluster
         *,
         pending: PendingPodsPlanner | None = None,
         max_age: timedelta = timedelta(seconds=15),
@@ -78,13 +83,14 @@ class KubernetesMetrics:
     def _reservation(
         self, metric: CapacityReservationMetric, group: NodeGroup, snapshot: Snapshot, now: datetime
     ) -> Reading:
-        nodes = [replace(n, group=group.name) if belongs(n, group) else n for n in snapshot.nodes]
+        nodes = [replace(n, group=group.name) for n in snapshot.nodes if belongs(n, group)]
+        pods = [p for n in nodes for p in snapshot.pods_by_node.get(n.name, ())]
         source = metric.capacity_reservation
         try:
             reserved = reservation(
                 group.name,
                 nodes,
-                snapshot.pods,
+                pods,
                 source.resource,
                 include_daemon_sets=source.include_daemon_sets,
                 include_mirror_pods=source.include_mirror_pods,

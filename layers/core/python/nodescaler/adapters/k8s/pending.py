@@ -75,8 +75,8 @@ class PendingPodsPlanner:
         if live:
             node = live[0]
             daemon_sets = Resources()
-            for pod in snapshot.pods:
-                if pod.node_name == node.name and pod.daemon_set and not pod.terminal:
+            for pod in snapshot.pods_by_node.get(node.name, ()):
+                if pod.daemon_set and not pod.terminal:
                     daemon_sets = daemon_sets + pod.requests
             return NodeTemplate.from_node(group.name, node, daemon_sets)
         shape = self._instance_types.shape(self._instance_types.instance_type(group))
