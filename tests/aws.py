@@ -5,12 +5,15 @@ The fixtures are re-exported by those folders' conftest files."""
 from __future__ import annotations
 
 import contextlib
+import uuid
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse
 from moto import mock_aws
 from nodescaler_tools import provision
 from nodescaler_tools.provision import asg_tags, create_evaluation_queue, create_state_table
@@ -111,3 +114,143 @@ def make_evaluation_queue(name: str = "evaluations", *, max_receive_count: int =
 def fill_queue(queue_name: str, count: int) -> None:
     """`count` messages in a standard queue (see `provision.fill_queue`)."""
     provision.fill_queue(client("sqs"), queue_name, count, region=REGION)
+
+
+LIFECYCLE_OPERATIONS = ("CompleteLifecycleAction", "RecordLifecycleActionHeartbeat")
+
+
+@dataclass(frozen=True)
+class LifecycleCall:
+    operation: str  # CompleteLifecycleAction or RecordLifecycleActionHeartbeat
+    params: dict[str, str]  # as sent: AutoScalingGroupName, InstanceId, LifecycleActionResult...
+    accepted: bool
+
+
+class LifecycleActionRecorder:
+    """Auto Scaling's CompleteLifecycleAction and RecordLifecycleActionHeartbeat, on a
+    moto-backed client.
+
+    moto implements neither, so a botocore `before-call.autoscaling.<operation>` hook
+    answers them before any request is made, as Auto Scaling does: an empty success for
+    an action the hook holds (`hold`), and the real ValidationError ("No active Lifecycle
+    Action found with instance ID i-…") once it is completed, expired (`expire`) or was
+    never held. Every call is kept, accepted or not, in `calls`.
+    """
+
+    def __init__(self) -> None:
+        self.held: dict[tuple[str, str, str], str] = {}  # (group, hook, instance) → token
+        self.calls: list[LifecycleCall] = []
+
+    def watch(self, autoscaling: Any) -> Any:
+        for operation in LIFECYCLE_OPERATIONS:
+            autoscaling.meta.events.register(
+                f"before-call.autoscaling.{operation}",
+                self._answer,
+                unique_id=f"lifecycle-recorder-{id(self)}-{operation}",
+            )
+        return autoscaling
+
+    def hold(self, group: str, hook: str, instance_id: str, token: str) -> None:
+        """The hook holds this instance in Terminating:Wait until the action is completed."""
+        self.held[(group, hook, instance_id)] = token
+
+    def expire(self, instance_id: str) -> None:
+        """The hook's heartbeat timeout passed: Auto Scaling let the instance go."""
+        self.held = {k: t for k, t in self.held.items() if k[2] != instance_id}
+
+    def completed(self) -> list[dict[str, str]]:
+        """Every CompleteLifecycleAction call made, accepted or refused."""
+        return [c.params for c in self.calls if c.operation == "CompleteLifecycleAction"]
+
+    def heartbeats(self) -> list[dict[str, str]]:
+        return [c.params for c in self.calls if c.operation == "RecordLifecycleActionHeartbeat"]
+
+    def _answer(self, model: Any, params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
+        # The query protocol's body, still a dict here: the API parameters by their names.
+        sent = {k: str(v) for k, v in params["body"].items() if k not in ("Action", "Version")}
+        key = (sent["AutoScalingGroupName"], sent["LifecycleHookName"], sent.get("InstanceId", ""))
+        token = self.held.get(key)
+        accepted = token is not None and sent.get("LifecycleActionToken", token) == token
+        self.calls.append(LifecycleCall(model.name, sent, accepted))
+        if accepted and model.name == "CompleteLifecycleAction":
+            del self.held[key]
+        metadata = {"RequestId": str(uuid.uuid4()), "HTTPHeaders": {}, "RetryAttempts": 0}
+        if accepted:
+            status, parsed = 200, {"ResponseMetadata": metadata | {"HTTPStatusCode": 200}}
+        else:
+            status = 400
+            message = f"No active Lifecycle Action found with instance ID {key[2]}"
+            parsed = {
+                "Error": {"Type": "Sender", "Code": "ValidationError", "Message": message},
+                "ResponseMetadata": metadata | {"HTTPStatusCode": 400},
+            }
+        url = f"https://autoscaling.{REGION}.amazonaws.com/"
+        return AWSResponse(url, status, {}, None), parsed
+
+
+def _moto_group(name: str) -> Any:
+    from moto.autoscaling.models import autoscaling_backends
+    from moto.core import DEFAULT_ACCOUNT_ID
+
+    return autoscaling_backends[DEFAULT_ACCOUNT_ID][REGION].autoscaling_groups[name]
+
+
+def fail_launches(group: str) -> list[str]:
+    """Undo the launches moto made for `group`'s last scale-up, as if EC2 had no capacity:
+    the desired capacity stays, the instances are gone (moto always launches). Returns
+    the instance ids removed."""
+    moto_group = _moto_group(group)
+    gone = [state.instance.id for state in moto_group.instance_states]
+    moto_group.instance_states = []
+    if gone:
+        client("ec2").terminate_instances(InstanceIds=gone)
+    return gone
+
+
+def stall_launches(group: str) -> None:
+    """Leave `group`'s instances launching (Pending) instead of InService: a bootstrap that
+    never finishes."""
+    for state in _moto_group(group).instance_states:
+        state.lifecycle_state = "Pending"
+
+
+class ScalingActivities:
+    """DescribeScalingActivities answered from a list the test writes, on a moto-backed
+    client (moto's answer is always empty): newest first, as Auto Scaling lists them."""
+
+    def __init__(self) -> None:
+        self.activities: list[dict[str, Any]] = []
+
+    def watch(self, autoscaling: Any) -> Any:
+        autoscaling.meta.events.register(
+            "before-call.autoscaling.DescribeScalingActivities",
+            self._answer,
+            unique_id=f"scaling-activities-{id(self)}",
+        )
+        return autoscaling
+
+    def launch_failed(self, group: str, at: Any, message: str) -> str:
+        activity_id = str(uuid.uuid4())
+        self.activities.insert(
+            0,
+            {
+                "ActivityId": activity_id,
+                "AutoScalingGroupName": group,
+                "Description": "Launching a new EC2 instance.  Status Reason: " + message,
+                "Cause": f"At {at:%Y-%m-%dT%H:%M:%SZ} an instance was started in response to a "
+                "difference between desired and actual capacity.",
+                "StartTime": at,
+                "EndTime": at,
+                "StatusCode": "Failed",
+                "StatusMessage": message,
+                "Progress": 100,
+            },
+        )
+        return activity_id
+
+    def _answer(self, params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
+        group = params["body"].get("AutoScalingGroupName")
+        found = [a for a in self.activities if a["AutoScalingGroupName"] == group]
+        metadata = {"RequestId": str(uuid.uuid4()), "HTTPStatusCode": 200, "HTTPHeaders": {}}
+        url = f"https://autoscaling.{REGION}.amazonaws.com/"
+        return AWSResponse(url, 200, {}, None), {"Activities": found, "ResponseMetadata": metadata}

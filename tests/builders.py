@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
+from nodescaler.domain.backoff import Backoff
 from nodescaler.domain.history import History
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
 from nodescaler.domain.readings import MetricReading, Reading
@@ -104,6 +105,7 @@ def run(
     history: History | None = None,
     now: datetime = T0,
     size: GroupSize | None = None,
+    backoff: Backoff | None = None,
 ) -> Evaluation:
     return decide(
         node_group="ng-test",
@@ -112,6 +114,7 @@ def run(
         readings=values,
         history=history or History(),
         now=now,
+        backoff=backoff,
     )
 
 

@@ -15,9 +15,9 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from nodescaler import wiring
 from nodescaler.config import DispatchSettings
-from nodescaler.dispatch import Dispatcher
-from nodescaler.events import AlarmStateChangeEvent, parse_dispatch_event
-from nodescaler.observability import SERVICE, MetricName, Record, emit
+from nodescaler.dispatch import Dispatcher, UnmanagedGroupError
+from nodescaler.events import AlarmStateChangeEvent, LaunchUnsuccessfulEvent, parse_dispatch_event
+from nodescaler.observability import SERVICE, Dimension, MetricName, Record, emit
 
 logger = Logger(service=SERVICE)
 
@@ -39,6 +39,8 @@ def handler(
         raise
 
     dispatcher = dispatcher or configured_dispatcher()
+    if isinstance(incoming, LaunchUnsuccessfulEvent):
+        return launch_failed(dispatcher, incoming)
     if isinstance(incoming, AlarmStateChangeEvent):
         alarm = incoming.detail.alarm_name
         queued = dispatcher.alarm(alarm, incoming.id, incoming.cause, incoming.time)
@@ -49,3 +51,26 @@ def handler(
     logger.info(f"queued {len(queued)} evaluations", cause=incoming.cause, node_groups=queued)
     emit([Record({MetricName.EVALUATIONS_QUEUED: len(queued)})])
     return {"cause": incoming.cause, "queued": queued}
+
+
+def launch_failed(dispatcher: Dispatcher, event: LaunchUnsuccessfulEvent) -> dict[str, Any]:
+    group, activity = event.detail.group, event.detail.activity_id
+    try:
+        backoff, queued = dispatcher.launch_failed(
+            group, activity, event.reason, event.id, event.time
+        )
+    except UnmanagedGroupError as error:  # every ASG's failures reach the rule; most aren't ours
+        logger.warning(str(error), event_id=event.id, node_group=group)
+        emit([Record({MetricName.IGNORED_EVENTS: 1})])
+        return {"cause": event.cause, "queued": []}
+    logger.warning(
+        f"node group {group}: launch failed ({event.reason}); backed off until "
+        f"{backoff.until.isoformat()}, re-planning {len(queued)} groups",
+        event_id=event.id,
+        node_group=group,
+        activity_id=activity,
+        node_groups=queued,
+    )
+    emit([Record({MetricName.LAUNCH_FAILURES: 1}, {Dimension.NODE_GROUP: group})])
+    emit([Record({MetricName.EVALUATIONS_QUEUED: len(queued)})])
+    return {"cause": event.cause, "queued": queued, "backed_off_until": backoff.until.isoformat()}

@@ -72,6 +72,7 @@ def test_a_policy_folder_that_does_not_exist_fails_the_first_invocation_naming_i
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("EVALUATION_QUEUE_URL", "https://sqs.eu-west-1.amazonaws.com/1/q.fifo")
+    monkeypatch.setenv("STATE_TABLE_NAME", "nodescaler-state")
     monkeypatch.setenv("POLICIES_PATH", str(tmp_path / "nowhere"))
     with pytest.raises(PolicyError, match="nowhere: \\(folder\\): no such policy folder"):
         dispatch.handler(event("schedule-tick.json"), LocalContext())

@@ -301,7 +301,7 @@ def test_a_malformed_eventbridge_event_fails_the_invocation_naming_the_field(
     printed = output()
     assert printed.metric("MalformedEvents") == [1]
     assert printed.messages("ERROR") == [
-        "event c4c1c1c9-6542-e61b-6ef0-8c4d36933a92 is neither a scheduled tick nor a "
-        "CloudWatch alarm state change: CloudWatch Alarm State Change.detail.alarmName: "
-        "Field required"
+        "event c4c1c1c9-6542-e61b-6ef0-8c4d36933a92 is not a scheduled tick, a CloudWatch alarm "
+        "state change or an Auto Scaling launch failure: CloudWatch Alarm State Change.detail."
+        "alarmName: Field required"
     ]

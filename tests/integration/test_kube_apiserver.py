@@ -143,3 +143,52 @@ def test_a_continue_token_from_before_a_write_has_expired() -> None:
         with pytest.raises(ApiException) as caught:
             core.list_node(limit=1, _continue=first.metadata._continue)
     assert caught.value.status == 410
+
+
+def test_the_client_cordons_with_a_strategic_merge_patch_and_a_json_patch_is_refused() -> None:
+    cluster = cluster_of(("nodes", node("n1")))
+    with kube_api(cluster) as (_, api):
+        core = k8s.CoreV1Api(api)
+        core.patch_node("n1", {"spec": {"unschedulable": True}})  # a dict: strategic merge
+        with pytest.raises(ApiException) as caught:
+            core.patch_node("n1", [{"op": "remove", "path": "/spec/unschedulable"}])
+    assert cluster.objects["nodes"][("", "n1")]["spec"]["unschedulable"] is True
+    assert caught.value.status == 415
+    assert "merge patches" in json.loads(caught.value.body)["message"]
+
+
+def test_with_graceful_deletion_an_evicted_pod_terminates_until_its_kubelet_is_done() -> None:
+    cluster = cluster_of(
+        *[("pods", pod(f"web-{i}", "n1", labels={"app": "web"})) for i in range(3)],
+        ("pods", pod("done", "n1", phase="Succeeded")),
+        ("poddisruptionbudgets", pdb("web", {"app": "web"}, minAvailable=2)),
+    )
+    cluster.graceful_deletion = True
+    eviction = {"metadata": {"name": "web-0"}, "deleteOptions": {"gracePeriodSeconds": 45}}
+    with kube_api(cluster) as (_, api):
+        core = k8s.CoreV1Api(api)
+        core.create_namespaced_pod_eviction("web-0", "default", eviction)
+        terminating = core.read_namespaced_pod("web-0", "default").metadata
+        # a terminating pod no longer counts as healthy: the budget has no room left
+        with pytest.raises(ApiException) as refused:
+            core.create_namespaced_pod_eviction("web-1", "default", {"metadata": {"name": "web-1"}})
+        # evicting it again, or a finished pod, is not the budget's business
+        core.create_namespaced_pod_eviction("web-0", "default", {"metadata": {"name": "web-0"}})
+        core.create_namespaced_pod_eviction("done", "default", {"metadata": {"name": "done"}})
+        before = sorted(p.metadata.name for p in core.list_namespaced_pod("default").items)
+        stopped = cluster.stop_terminating("n1")
+        after = sorted(p.metadata.name for p in core.list_namespaced_pod("default").items)
+    assert terminating.deletion_grace_period_seconds == 45
+    assert terminating.deletion_timestamp is not None
+    assert refused.value.status == 429
+    assert (before, stopped, after) == (
+        ["web-0", "web-1", "web-2"],
+        ["default/web-0"],
+        ["web-1", "web-2"],
+    )
+    assert cluster.evictions == [
+        ("default", "web-0", 45),
+        ("default", "web-1", None),
+        ("default", "web-0", None),
+        ("default", "done", None),
+    ]

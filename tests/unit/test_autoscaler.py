@@ -560,6 +560,9 @@ def test_the_decision_carries_every_input_and_the_reason() -> None:
         "recommendation": 1000,
         "limited_by": ["scale-up-rate"],
         "reason": "scale up 4 → 104 | jobs: 3800 visible + 200 in flight → 1000 | reservation-cpu missing: no reading was produced | limited by the scale-up rate",
+        "backoff": None,
+        "protected": 0,
+        "cluster_limit": "",
     }
     jobs, cpu = decision.metrics
     assert (jobs.value, jobs.target, jobs.recommendation, jobs.usage_ratio, jobs.status) == (

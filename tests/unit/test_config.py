@@ -31,7 +31,12 @@ def test_the_environment_a_model_writes_reads_back_the_same() -> None:
 @pytest.mark.parametrize(
     ("model", "environment", "message"),
     [
-        (DispatchSettings, {}, "DispatchSettings: setting EVALUATION_QUEUE_URL is not set"),
+        (
+            DispatchSettings,
+            {},
+            "DispatchSettings: setting STATE_TABLE_NAME is not set; setting EVALUATION_QUEUE_URL "
+            "is not set",
+        ),
         (EvaluateSettings, {}, "EvaluateSettings: setting STATE_TABLE_NAME is not set"),
         (
             DispatchSettings,

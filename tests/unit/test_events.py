@@ -10,6 +10,7 @@ import pytest
 from nodescaler.events import (
     AlarmStateChangeEvent,
     EvaluationRecord,
+    LaunchUnsuccessfulEvent,
     MalformedEventError,
     ScheduledEvent,
     parse_dispatch_event,
@@ -28,7 +29,11 @@ def test_every_sample_has_a_parser_test() -> None:
     assert sorted(p.name for p in EVENTS.glob("*.json")) == [
         "alarm-state-change.json",
         "evaluate-batch.json",
+        "launch-unsuccessful.json",
+        "lifecycle-terminate.json",
+        "rebalance-recommendation.json",
         "schedule-tick.json",
+        "spot-interruption.json",
     ]
 
 
@@ -43,6 +48,23 @@ def test_the_alarm_sample_names_its_alarm_and_transition() -> None:
     assert isinstance(alarm, AlarmStateChangeEvent)
     assert alarm.detail.alarm_name == "web-requests-high"
     assert alarm.cause == "alarm web-requests-high: OK → ALARM"
+
+
+def test_the_launch_failure_sample_names_its_group_activity_and_reason() -> None:
+    failure = parse_dispatch_event(sample("launch-unsuccessful.json"))
+    assert isinstance(failure, LaunchUnsuccessfulEvent)
+    assert (failure.detail.group, failure.detail.activity_id) == (
+        "spot-ng",
+        "5b0ad9a1-5e6f-4d0c-8f57-2a8f3c1e9b10",
+    )
+    assert failure.reason.startswith("We currently do not have sufficient m5.large capacity")
+
+
+def test_a_launch_failure_without_its_group_is_refused_naming_the_field() -> None:
+    broken = sample("launch-unsuccessful.json")
+    del broken["detail"]["AutoScalingGroupName"]
+    with pytest.raises(MalformedEventError, match=r"detail\.AutoScalingGroupName: Field required"):
+        parse_dispatch_event(broken)
 
 
 def test_the_sqs_sample_carries_one_evaluation_request_per_record() -> None:
@@ -91,7 +113,7 @@ def test_a_malformed_eventbridge_event_is_refused_naming_the_event_and_field(
         parse_dispatch_event(event)
     assert message in str(caught.value)
     if isinstance(event, dict):
-        assert str(caught.value).startswith(f"event {event['id']} is neither")
+        assert str(caught.value).startswith(f"event {event['id']} is not a scheduled tick")
 
 
 @pytest.mark.parametrize(

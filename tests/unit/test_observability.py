@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from nodescaler.domain.autoscaler import GroupSize
+from nodescaler.domain.backoff import BackoffRules, after_failure
 from nodescaler.evaluation import EvaluationResult, Outcome
 from nodescaler.observability import Dimension, MetricName, Record, result_records
 
-from tests.builders import policy, queue_metric, readings, run
+from tests.builders import T0, policy, queue_metric, readings, run
 
 GROUP = {Dimension.POLICY: "gpu", Dimension.NODE_GROUP: "ng-test"}
 
@@ -29,6 +30,8 @@ def test_an_acted_scale_out_reports_sizes_changes_usage_and_the_shortfall() -> N
                 MetricName.IN_SERVICE_NODES: 5,
                 MetricName.RECOMMENDED_NODES: 15,
                 MetricName.METRICS_UNAVAILABLE: 0,
+                MetricName.BACKED_OFF: 0,
+                MetricName.PROTECTED_NODES: 0,
                 MetricName.EVALUATION_LATENCY: 850,
                 MetricName.NODES_ADDED: 7,
                 MetricName.NODES_REMOVED: 0,
@@ -58,3 +61,18 @@ def test_a_dry_run_change_is_counted_as_such_and_not_as_nodes_added() -> None:
     (group, *_) = result_records(EvaluationResult("ng-test", Outcome.DRY_RUN, decision))
     assert group.figures[MetricName.DRY_RUN_CHANGES] == 1
     assert MetricName.NODES_ADDED not in group.figures
+
+
+def test_a_backed_off_group_reports_it_and_its_protected_instances() -> None:
+    now = T0
+    backoff = after_failure(None, now, "InsufficientInstanceCapacity", BackoffRules())
+    decision = run(
+        policy(queue_metric("jobs", per_node=4), name="gpu"),
+        4,
+        readings(jobs=60),
+        size=GroupSize(current=4, protected=2),
+        backoff=backoff,
+    ).decision
+    (group, *_) = result_records(EvaluationResult("ng-test", Outcome.UNCHANGED, decision))
+    assert group.figures[MetricName.BACKED_OFF] == 1
+    assert group.figures[MetricName.PROTECTED_NODES] == 2

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -75,12 +75,19 @@ def status(target: Target, write: Callable[[str], None] = print) -> int:
         cluster_name=target.cluster,
     ).discover()
     store = target.store()
+    now = datetime.now(UTC)
     write("group | policy | current → desired | in service | metrics | last decision | notes")
     for group in sorted(groups, key=lambda g: g.name):
         opt_in = read_opt_in(group.name, group.tags, tags)
         state = store.load(group.name)
         decision = state.last_decision
         notes = [*state.problems] + (["dry-run"] if opt_in.dry_run else [])
+        if state.backoff is not None and state.backoff.active(now):
+            notes.append(
+                f"backed off until {state.backoff.until:%H:%M:%S}Z: {state.backoff.reason}"
+            )
+        if group.protected_ids:
+            notes.append(f"{len(group.protected_ids)} protected from scale-in")
         write(
             " | ".join(
                 [

@@ -1,12 +1,13 @@
 """A Kubernetes API server on loopback, for the tests, the sandbox and the bench.
 
 No kube-apiserver can run here, so this one speaks the REST API for what nodescaler uses,
-with the real semantics: nodes (list, get, merge patch), pods (list across or within
-namespaces, get), PodDisruptionBudgets (list, with their status computed live), and the
-eviction subresource, which answers 429 when a budget forbids it. Lists honour label and
-field selectors and `limit`/`continue` pagination. Each object is serialized once when it
-is written and pages are joined from those bytes, so the server's own cost is small and
-the same for every client. An optional bearer token makes it answer 401 to anyone else.
+with the real semantics: nodes (list, get, merge and strategic merge patch), pods (list
+across or within namespaces, get), PodDisruptionBudgets (list, with their status computed
+live), and the eviction subresource, which answers 429 when a budget forbids it and honours
+`deleteOptions.gracePeriodSeconds`. Lists honour label and field selectors and
+`limit`/`continue` pagination. Each object is serialized once when it is written and
+pages are joined from those bytes, so the server's own cost is small and the same for
+every client. An optional bearer token makes it answer 401 to anyone else.
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ class ApiError(Exception):
         super().__init__(message)
         self.code = code
         self.body = _status(code, reason, message, **details)
+
+
+def is_terminating(pod: dict[str, Any]) -> bool:
+    return "deletionTimestamp" in pod["metadata"]
 
 
 def is_ready(pod: dict[str, Any]) -> bool:
@@ -100,6 +105,12 @@ class Cluster:
     )
     resource_version: int = 1
     lock: threading.RLock = field(default_factory=threading.RLock)
+    # No kubelet here: by default an evicted pod goes at once, as if its containers stopped
+    # instantly. With `graceful_deletion`, a bound pod stays, terminating (deletionTimestamp
+    # set), until `stop_terminating` plays the kubelet's part, so a drain's wait is visible.
+    graceful_deletion: bool = False
+    # every eviction asked of an existing pod: (namespace, name, deleteOptions.gracePeriodSeconds)
+    evictions: list[tuple[str, str, int | None]] = field(default_factory=list)
 
     def put(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
@@ -141,7 +152,8 @@ class Cluster:
             if ns == namespace and _matches(selector, p["metadata"].get("labels") or {})
         ]
         expected = len(pods)
-        healthy = sum(is_ready(p) for p in pods)
+        # as the disruption controller counts: a terminating pod is no longer healthy
+        healthy = sum(is_ready(p) and not is_terminating(p) for p in pods)
         spec = pdb["spec"]
         if "minAvailable" in spec:
             desired = _budget_count(spec["minAvailable"], expected, round_up=True)
@@ -156,42 +168,80 @@ class Cluster:
             "observedGeneration": 1,
         }
 
-    def evict(self, namespace: str, name: str) -> None:
+    def evict(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
         with self.lock:
             pod = self.get("pods", (namespace, name))
-            labels = pod["metadata"].get("labels") or {}
-            budgets = [
-                b
-                for (ns, _), b in self.objects["poddisruptionbudgets"].items()
-                if ns == namespace and _matches(b["spec"].get("selector"), labels)
-            ]
-            if len(budgets) > 1:
+            self.evictions.append((namespace, name, grace_seconds))
+            phase = pod.get("status", {}).get("phase")
+            # The eviction subresource's canIgnorePDB: these pods go whatever the budgets say.
+            if phase not in ("Succeeded", "Failed", "Pending") and not is_terminating(pod):
+                self._check_budgets(pod)
+            self.delete_pod(namespace, name, grace_seconds)
+
+    def _check_budgets(self, pod: dict[str, Any]) -> None:
+        namespace = pod["metadata"]["namespace"]
+        labels = pod["metadata"].get("labels") or {}
+        budgets = [
+            b
+            for (ns, _), b in self.objects["poddisruptionbudgets"].items()
+            if ns == namespace and _matches(b["spec"].get("selector"), labels)
+        ]
+        if len(budgets) > 1:
+            raise ApiError(
+                500,
+                "InternalError",
+                "This pod has more than one PodDisruptionBudget, which the eviction "
+                "subresource does not support.",
+            )
+        if budgets and is_ready(pod):
+            budget = budgets[0]
+            status = self.budget_status(budget)
+            if status["disruptionsAllowed"] <= 0:
                 raise ApiError(
-                    500,
-                    "InternalError",
-                    "This pod has more than one PodDisruptionBudget, which the eviction "
-                    "subresource does not support.",
+                    429,
+                    "TooManyRequests",
+                    "Cannot evict pod as it would violate the pod's disruption budget.",
+                    causes=[
+                        {
+                            "reason": "DisruptionBudget",
+                            "message": (
+                                f"The disruption budget {budget['metadata']['name']} needs "
+                                f"{status['desiredHealthy']} healthy pods and has "
+                                f"{status['currentHealthy']} currently"
+                            ),
+                        }
+                    ],
                 )
-            if budgets and is_ready(pod):
-                budget = budgets[0]
-                status = self.budget_status(budget)
-                if status["disruptionsAllowed"] <= 0:
-                    raise ApiError(
-                        429,
-                        "TooManyRequests",
-                        "Cannot evict pod as it would violate the pod's disruption budget.",
-                        causes=[
-                            {
-                                "reason": "DisruptionBudget",
-                                "message": (
-                                    f"The disruption budget {budget['metadata']['name']} needs "
-                                    f"{status['desiredHealthy']} healthy pods and has "
-                                    f"{status['currentHealthy']} currently"
-                                ),
-                            }
-                        ],
-                    )
-            self.delete("pods", (namespace, name))
+
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+        """A graceful delete: an unbound or finished pod goes at once, a running one after
+        its grace period (the request's, else its own terminationGracePeriodSeconds)."""
+        with self.lock:
+            pod = self.get("pods", (namespace, name))
+            if grace_seconds is None:
+                grace_seconds = pod.get("spec", {}).get("terminationGracePeriodSeconds", 30)
+            bound = bool(pod.get("spec", {}).get("nodeName"))
+            finished = pod.get("status", {}).get("phase") in ("Succeeded", "Failed")
+            if not self.graceful_deletion or not bound or finished or grace_seconds == 0:
+                self.delete("pods", (namespace, name))
+            elif not is_terminating(pod):
+                terminating = json.loads(json.dumps(pod))
+                terminating["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+                terminating["metadata"]["deletionGracePeriodSeconds"] = grace_seconds
+                self.put("pods", terminating)
+
+    def stop_terminating(self, node_name: str | None = None) -> list[str]:
+        """The kubelet's part: terminating pods (on one node) are removed; their names."""
+        with self.lock:
+            stopped = [
+                key
+                for key, pod in self.objects["pods"].items()
+                if is_terminating(pod)
+                and (node_name is None or pod.get("spec", {}).get("nodeName") == node_name)
+            ]
+            for key in stopped:
+                self.delete("pods", key)
+            return [f"{namespace}/{name}" for namespace, name in stopped]
 
 
 def _merge(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
@@ -216,6 +266,7 @@ _LISTS = [
         "poddisruptionbudgets",
     ),
 ]
+MERGE_PATCHES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
 _NODE = re.compile(r"^/api/v1/nodes/(?P<name>[^/]+)$")
 _POD = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)$")
 _EVICTION = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/eviction$")
@@ -318,6 +369,7 @@ class KubeApiServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go in two writes: no 40 ms stall
 
             def log_message(self, *_: Any) -> None:  # quiet
                 pass
@@ -339,12 +391,18 @@ class KubeApiServer:
                         and self.headers.get("Authorization") != f"Bearer {server.token}"
                     ):
                         raise ApiError(401, "Unauthorized", "Unauthorized")
-                    code, body = server.route(method, url.path, query, self._body())
+                    code, body = server.route(
+                        method,
+                        url.path,
+                        query,
+                        self._body(),
+                        content_type=self.headers.get("Content-Type", "application/json"),
+                    )
                 except ApiError as error:
                     code, body = error.code, json.dumps(error.body).encode()
                 self._send(code, body)
 
-            def _body(self) -> dict[str, Any]:
+            def _body(self) -> Any:
                 length = int(self.headers.get("Content-Length") or 0)
                 return json.loads(self.rfile.read(length)) if length else {}
 
@@ -360,7 +418,13 @@ class KubeApiServer:
         return Handler
 
     def route(
-        self, method: str, path: str, query: dict[str, str], body: dict[str, Any]
+        self,
+        method: str,
+        path: str,
+        query: dict[str, str],
+        body: Any,
+        *,
+        content_type: str = "application/json",
     ) -> tuple[int, bytes]:
         cluster = self.cluster
         if method == "GET" and path == "/version":
@@ -374,12 +438,23 @@ class KubeApiServer:
             if match := _POD.match(path):
                 return 200, json.dumps(cluster.get("pods", (match["ns"], match["name"]))).encode()
         if method == "PATCH" and (match := _NODE.match(path)):
+            # kubectl cordon and the Python client (for a dict body) send a strategic merge
+            # patch; for the scalar fields patched here it is the same as a merge patch.
+            media_type = content_type.partition(";")[0].strip()
+            if media_type not in MERGE_PATCHES or not isinstance(body, dict):
+                raise ApiError(
+                    415,
+                    "UnsupportedMediaType",
+                    f"the loopback API server takes merge patches of an object only "
+                    f"({', '.join(MERGE_PATCHES)}), not {content_type}",
+                )
             with cluster.lock:
                 node = cluster.get("nodes", ("", match["name"]))
                 patched = cluster.put("nodes", _merge(json.loads(json.dumps(node)), body))
             return 200, json.dumps(patched).encode()
         if method == "POST" and (match := _EVICTION.match(path)):
-            cluster.evict(match["ns"], match["name"])
+            options = (body or {}).get("deleteOptions") or {}
+            cluster.evict(match["ns"], match["name"], options.get("gracePeriodSeconds"))
             return 201, json.dumps(_status(201, "", "evicted")).encode()
         raise ApiError(
             404, "NotFound", f"the server could not find the requested resource ({method} {path})"

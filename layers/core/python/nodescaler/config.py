@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError, field_validator
 
+from nodescaler.domain.backoff import BackoffRules
 from nodescaler.domain.optin import TagNames
 
 
@@ -56,8 +58,32 @@ class CommonSettings(_Settings):
         return TagNames(self.tag_enabled, self.tag_policy, self.tag_cluster, self.tag_dry_run)
 
 
-class DispatchSettings(CommonSettings):
-    """The dispatch function: ticks and alarm state changes → the evaluation queue."""
+Seconds = Annotated[int, Field(ge=1, le=7 * 24 * 3600)]
+
+
+class CapacitySettings(CommonSettings):
+    """Backoff after a failed scale-up (Cluster Autoscaler's defaults), for the functions
+    that record one (dispatch, on a launch-failure event) and heed it (evaluate)."""
+
+    state_table: Annotated[str, Field(alias="STATE_TABLE_NAME", min_length=3)]
+    backoff_initial_seconds: Annotated[Seconds, Field(alias="BACKOFF_INITIAL_SECONDS")] = 300
+    backoff_max_seconds: Annotated[Seconds, Field(alias="BACKOFF_MAX_SECONDS")] = 1800
+    backoff_reset_seconds: Annotated[Seconds, Field(alias="BACKOFF_RESET_SECONDS")] = 3 * 3600
+    max_provision_seconds: Annotated[Seconds, Field(alias="MAX_PROVISION_SECONDS")] = 900
+
+    @property
+    def backoff_rules(self) -> BackoffRules:
+        return BackoffRules(
+            initial=timedelta(seconds=self.backoff_initial_seconds),
+            maximum=timedelta(seconds=max(self.backoff_max_seconds, self.backoff_initial_seconds)),
+            reset_after=timedelta(seconds=self.backoff_reset_seconds),
+            max_provision_time=timedelta(seconds=self.max_provision_seconds),
+        )
+
+
+class DispatchSettings(CapacitySettings):
+    """The dispatch function: ticks, alarm state changes and launch failures → the
+    evaluation queue (a launch failure backs its group off first)."""
 
     evaluation_queue_url: Annotated[str, Field(alias="EVALUATION_QUEUE_URL", pattern=r"^https?://")]
 
@@ -119,10 +145,9 @@ DEFAULT_EXPANDERS: list[ExpanderSpec] = [
 ]
 
 
-class EvaluateSettings(CommonSettings):
+class EvaluateSettings(CapacitySettings):
     """The evaluate function: one decision per queued request."""
 
-    state_table: Annotated[str, Field(alias="STATE_TABLE_NAME", min_length=3)]
     dry_run: Annotated[bool, Field(alias="DRY_RUN")] = False
     # A kubeconfig for the Kubernetes metrics (the sandbox); else the EKS cluster CLUSTER_NAME.
     kubeconfig_path: Annotated[Path | None, Field(alias="KUBECONFIG_PATH")] = None
@@ -131,3 +156,26 @@ class EvaluateSettings(CommonSettings):
         DEFAULT_EXPANDERS
     )
     audit_ttl_days: Annotated[int, Field(alias="AUDIT_TTL_DAYS", ge=1, le=3650)] = 30
+
+
+class DrainSettings(CommonSettings):
+    """The drain function: terminate lifecycle actions and EC2 Spot warnings → drained nodes."""
+
+    # Where a Spot warning queues the re-evaluation of its instance's node group.
+    evaluation_queue_url: Annotated[str, Field(alias="EVALUATION_QUEUE_URL", pattern=r"^https?://")]
+    # A kubeconfig (the sandbox, tests); else the EKS cluster CLUSTER_NAME. One is needed.
+    kubeconfig_path: Annotated[Path | None, Field(alias="KUBECONFIG_PATH")] = None
+    # How long a drain may take before the instance is let go anyway: Cluster Autoscaler's
+    # ten minutes. At most 840 s, so a drain ends a minute inside Lambda's 15-minute limit.
+    drain_timeout_seconds: Annotated[int, Field(alias="DRAIN_TIMEOUT_SECONDS", ge=10, le=840)] = 600
+    # How often the lifecycle action is kept alive while pods leave; the hook's own
+    # HeartbeatTimeout (30 s to 2 h, 1 h by default) must be longer.
+    heartbeat_seconds: Annotated[int, Field(alias="HEARTBEAT_SECONDS", ge=10, le=3600)] = 60
+    # The longest grace period an evicted pod gets, whatever it asks for: Cluster
+    # Autoscaler's --max-graceful-termination-sec.
+    max_grace_seconds: Annotated[int, Field(alias="MAX_GRACE_SECONDS", ge=0, le=3600)] = 600
+    # Sent when a drain times out or fails. Auto Scaling terminates the instance either way;
+    # ABANDON also skips the group's other terminate hooks, CONTINUE lets them run.
+    drain_timeout_result: Annotated[
+        Literal["CONTINUE", "ABANDON"], Field(alias="DRAIN_TIMEOUT_RESULT")
+    ] = "CONTINUE"

@@ -1,19 +1,29 @@
-"""The tick and the alarm fast path: which node groups to evaluate now, queued one per group.
+"""The tick, the alarm fast path and launch failures: which node groups to evaluate now,
+queued one per group.
 
 Evaluations run in the evaluate function, serialized per group by the FIFO queue; the
-dispatcher only discovers and queues, so a tick over hundreds of groups stays cheap.
+dispatcher discovers and queues, so a tick over hundreds of groups stays cheap. A launch
+failure is the one thing it writes: the group's backoff, before re-planning at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from nodescaler.domain.backoff import Backoff, BackoffRules, after_failure
 from nodescaler.domain.optin import TagNames, read_opt_in
-from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.policy import NodeGroupPolicy, PendingPodsMetric
 from nodescaler.messages import EvaluationRequest
 from nodescaler.ports import EvaluationQueue, NodeGroup, NodeGroups
+from nodescaler.state import StateConflictError, StateStore, failure_key
+
+CONFLICT_RETRIES = 5  # an evaluation of the group may write between our read and write
+
+
+class UnmanagedGroupError(LookupError):
+    """An event names a node group nodescaler does not manage."""
 
 
 @dataclass(frozen=True)
@@ -21,7 +31,9 @@ class Dispatcher:
     node_groups: NodeGroups
     queue: EvaluationQueue
     policies: Mapping[str, NodeGroupPolicy]
+    state: StateStore
     tag_names: TagNames = field(default_factory=TagNames)
+    backoff_rules: BackoffRules = field(default_factory=BackoffRules)
 
     def tick(self, event_id: str, at: datetime) -> list[str]:
         """Queue an evaluation of every managed group; returns their names."""
@@ -32,9 +44,51 @@ class Dispatcher:
         groups = [g for g in self.node_groups.discover() if alarm_name in self._alarms_of(g)]
         return self._queue(groups, event_id, cause, at)
 
+    def launch_failed(
+        self, group_name: str, activity_id: str, reason: str, event_id: str, at: datetime
+    ) -> tuple[Backoff, list[str]]:
+        """Back the group off, then queue it and every group that shares the pending pods,
+        so the expanders move its demand to the next group now; returns the backoff and
+        the groups queued."""
+        groups = self.node_groups.discover()
+        if not any(g.name == group_name for g in groups):
+            raise UnmanagedGroupError(
+                f"launch failure {activity_id}: node group {group_name} is not managed by "
+                "nodescaler (not opted in, or opted in for another cluster); nothing to back off"
+            )
+        backoff = self._back_off(group_name, activity_id, reason, at)
+        replan = [g for g in groups if g.name == group_name or self._reads_pending_pods(g)]
+        return backoff, self._queue(replan, event_id, f"launch failure in {group_name}", at)
+
+    def _back_off(self, group: str, activity_id: str, reason: str, at: datetime) -> Backoff:
+        for _ in range(CONFLICT_RETRIES):
+            state = self.state.load(group)
+            if state.seen(failure_key(activity_id)) and state.backoff is not None:
+                return state.backoff  # a redelivered event, or the evaluator saw it first
+            backoff = after_failure(state.backoff, at, reason, self.backoff_rules)
+            changed = replace(state, backoff=backoff, provisioning=None)
+            try:
+                self.state.save(changed.remembering(failure_key(activity_id)), backoff_changed=True)
+            except StateConflictError:
+                continue
+            return backoff
+        raise StateConflictError(
+            f"node group {group}: backoff for launch failure {activity_id} not recorded after "
+            f"{CONFLICT_RETRIES} conflicting writes; the event will be retried"
+        )
+
+    def _policy_of(self, group: NodeGroup) -> NodeGroupPolicy | None:
+        return self.policies.get(read_opt_in(group.name, group.tags, self.tag_names).policy or "")
+
     def _alarms_of(self, group: NodeGroup) -> Sequence[str]:
-        policy = self.policies.get(read_opt_in(group.name, group.tags, self.tag_names).policy or "")
+        policy = self._policy_of(group)
         return policy.spec.alarms if policy else ()
+
+    def _reads_pending_pods(self, group: NodeGroup) -> bool:
+        policy = self._policy_of(group)
+        return policy is not None and any(
+            isinstance(m, PendingPodsMetric) for m in policy.spec.metrics
+        )
 
     def _queue(
         self, groups: Sequence[NodeGroup], event_id: str, cause: str, at: datetime

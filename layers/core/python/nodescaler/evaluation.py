@@ -7,17 +7,26 @@ whose conditional state write lands first acts (write, then act).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from enum import StrEnum
+from typing import Protocol
 
 from nodescaler.domain.autoscaler import GroupSize, decide, record_scale
+from nodescaler.domain.backoff import BackoffRules, Provisioning, after_failure, provision_check
 from nodescaler.domain.decision import Decision
 from nodescaler.domain.optin import TagNames, is_managed, read_opt_in
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.ports import Clock, NodeGroups
+from nodescaler.ports import Clock, LaunchFailure, NodeGroup, NodeGroups
 from nodescaler.producers import Producers
-from nodescaler.state import StateStore
+from nodescaler.state import GroupState, StateStore, failure_key
+
+
+class Protections(Protocol):
+    def protected(self, group: NodeGroup, now: datetime) -> frozenset[str] | None:
+        """The group's instances that must not be scaled in; None when that is unknown."""
+        ...
 
 
 class ActuationError(RuntimeError):
@@ -51,6 +60,8 @@ class Evaluator:
     tag_names: TagNames = field(default_factory=TagNames)
     cluster_name: str = ""
     dry_run: bool = False
+    backoff_rules: BackoffRules = field(default_factory=BackoffRules)
+    protections: Protections | None = None  # the Kubernetes cluster's say, when there is one
 
     def evaluate(self, group_name: str, event_id: str) -> EvaluationResult:
         # 1. The group as it is now; it may have gone, or opted out, since it was queued.
@@ -78,10 +89,27 @@ class Evaluator:
         if state.seen(event_id):
             return EvaluationResult(group.name, Outcome.DUPLICATE, state.last_decision)
 
-        # 4. Metrics, then the decision.
+        # 4. A scale-up that failed, or overran its time, backs the group off.
         now = self.clock.now()
+        loaded = state
+        state = self._check_scale_up(group, state, now)
+        backoff_changed = state.backoff != loaded.backoff
+
+        # 5. Scale-in protection follows the cluster's annotations.
+        dry_run = opt_in.dry_run or self.dry_run
+        ours, protected = self._protect(group, state, now, dry_run)
+        state = replace(state, protected=ours)
+
+        # 6. Metrics, then the decision.
         readings = self.producers.read_all(policy, group, now)
-        size = GroupSize(group.desired, group.min_size, group.max_size, ready=group.in_service)
+        size = GroupSize(
+            group.desired,
+            group.min_size,
+            group.max_size,
+            ready=group.in_service,
+            launched=group.launched,
+            protected=len(protected),
+        )
         evaluation = decide(
             node_group=group.name,
             policy=policy,
@@ -89,11 +117,12 @@ class Evaluator:
             readings=readings,
             history=state.history,
             now=now,
+            backoff=state.backoff,
         )
         decision = evaluation.decision
 
-        # 5. Record only, when nothing changes or the group is in dry-run.
-        if decision.desired == decision.current or opt_in.dry_run or self.dry_run:
+        # 7. Record only, when nothing changes or the group is in dry-run.
+        if decision.desired == decision.current or dry_run:
             self.state.save(
                 state.after(
                     history=evaluation.history,
@@ -103,13 +132,17 @@ class Evaluator:
                 ),
                 audit=decision,
                 event_id=event_id,
+                backoff_changed=backoff_changed,
             )
             outcome = Outcome.UNCHANGED if decision.desired == decision.current else Outcome.DRY_RUN
             return EvaluationResult(group.name, outcome, decision, opt_in.problems)
 
-        # 6. Claim (a racing evaluation now fails its write), act, then record the scale event.
+        # 8. Claim (a racing evaluation now fails its write), act, then record the scale event.
+        if decision.desired > decision.current:  # watched until in service, or overdue
+            state = replace(state, provisioning=Provisioning(since=now, target=decision.desired))
         claimed = self.state.save(
-            state.after(history=evaluation.history, decision=decision, problems=opt_in.problems)
+            state.after(history=evaluation.history, decision=decision, problems=opt_in.problems),
+            backoff_changed=backoff_changed,
         )
         try:
             self.node_groups.set_desired(group, decision.desired)
@@ -128,6 +161,52 @@ class Evaluator:
             event_id=event_id,
         )
         return EvaluationResult(group.name, Outcome.ACTED, decision, opt_in.problems)
+
+    def _check_scale_up(self, group: NodeGroup, state: GroupState, now: datetime) -> GroupState:
+        """Back the group off on a failed launch (the fallback for a missed launch-failure
+        event) or on instances not in service in time; the scale-up then ends."""
+        provisioning, overdue = provision_check(
+            state.provisioning,
+            desired=group.desired,
+            in_service=group.in_service,
+            now=now,
+            rules=self.backoff_rules,
+        )
+        failures: Sequence[LaunchFailure] = ()
+        if state.provisioning is not None:
+            failures = [
+                f
+                for f in self.node_groups.failed_launches(group, state.provisioning.since)
+                if not state.seen(failure_key(f.activity_id))
+            ]
+        reasons = [f.reason for f in failures] + ([overdue] if overdue else [])
+        if not reasons:
+            return replace(state, provisioning=provisioning)
+        backoff = after_failure(state.backoff, now, reasons[0], self.backoff_rules)
+        return replace(state, backoff=backoff, provisioning=None).remembering(
+            *(failure_key(f.activity_id) for f in failures)
+        )
+
+    def _protect(
+        self, group: NodeGroup, state: GroupState, now: datetime, dry_run: bool
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        """Protect the instances whose nodes the cluster says must stay, and release those
+        we protected that no longer need it. Protection set by anyone else is left alone,
+        and an unreadable cluster changes nothing. Returns the instances we protect, and
+        all the group's protected ones (in dry-run: as they would be)."""
+        ours = state.protected & group.protected_ids
+        wanted = None if self.protections is None else self.protections.protected(group, now)
+        if wanted is None:
+            return ours, group.protected_ids
+        wanted &= group.instance_ids
+        add, release = wanted - group.protected_ids, ours - wanted
+        if not dry_run:
+            if add:
+                self.node_groups.protect(group, add, protected=True)
+            if release:
+                self.node_groups.protect(group, release, protected=False)
+            ours = wanted - (group.protected_ids - ours)  # not claiming others' protection
+        return ours, (group.protected_ids | add) - release
 
     def _reject(self, group: str, problems: tuple[str, ...]) -> EvaluationResult:
         """Leave the group alone, but keep its problems in its state for `nodescaler status`."""

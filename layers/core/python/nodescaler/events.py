@@ -52,14 +52,40 @@ class AlarmStateChangeEvent(EventBridgeModel):
         return f"alarm {self.detail.alarm_name}: {previous} → {self.detail.state.value}"
 
 
+class LaunchUnsuccessful(BaseModel):
+    group: Annotated[str, Field(alias="AutoScalingGroupName", min_length=1, max_length=255)]
+    activity_id: Annotated[str, Field(alias="ActivityId", min_length=1)]
+    status_message: Annotated[str, Field(alias="StatusMessage")] = ""
+    cause: Annotated[str, Field(alias="Cause")] = ""
+
+
+class LaunchUnsuccessfulEvent(EventBridgeModel):
+    """An Auto Scaling Group could not launch an instance: back the group off, re-plan."""
+
+    source: Literal["aws.autoscaling"]
+    detail_type: Literal["EC2 Instance Launch Unsuccessful"] = Field(alias="detail-type")
+    detail: LaunchUnsuccessful
+
+    @property
+    def cause(self) -> str:
+        return f"launch failure in {self.detail.group}"
+
+    @property
+    def reason(self) -> str:
+        return self.detail.status_message or self.detail.cause or "launch unsuccessful"
+
+
 class MalformedEventError(ValueError):
     """An event no function here can handle; the message names the event and the field."""
 
 
 DispatchEvent = Annotated[
-    ScheduledEvent | AlarmStateChangeEvent, Field(discriminator="detail_type")
+    ScheduledEvent | AlarmStateChangeEvent | LaunchUnsuccessfulEvent,
+    Field(discriminator="detail_type"),
 ]
-_DISPATCH_EVENT: TypeAdapter[ScheduledEvent | AlarmStateChangeEvent] = TypeAdapter(DispatchEvent)
+_DISPATCH_EVENT: TypeAdapter[ScheduledEvent | AlarmStateChangeEvent | LaunchUnsuccessfulEvent] = (
+    TypeAdapter(DispatchEvent)
+)
 
 
 def describe_errors(error: ValidationError) -> str:
@@ -70,12 +96,14 @@ def describe_errors(error: ValidationError) -> str:
     )
 
 
-def parse_dispatch_event(event: Any) -> ScheduledEvent | AlarmStateChangeEvent:
+def parse_dispatch_event(
+    event: Any,
+) -> ScheduledEvent | AlarmStateChangeEvent | LaunchUnsuccessfulEvent:
     try:
         return _DISPATCH_EVENT.validate_python(event)
     except ValidationError as error:
         event_id = event.get("id", "?") if isinstance(event, dict) else "?"
         raise MalformedEventError(
-            f"event {event_id} is neither a scheduled tick nor a CloudWatch alarm state "
-            f"change: {describe_errors(error)}"
+            f"event {event_id} is not a scheduled tick, a CloudWatch alarm state change or an "
+            f"Auto Scaling launch failure: {describe_errors(error)}"
         ) from None

@@ -11,10 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from nodescaler.evaluation import EvaluationResult, Outcome
+
+if TYPE_CHECKING:  # the drain's types, without loading them into the other functions
+    from nodescaler.drain import DrainResult
 
 NAMESPACE = "Nodescaler"
 SERVICE = "nodescaler"  # Powertools adds it as the `service` dimension of every record
@@ -40,12 +44,25 @@ class MetricName(StrEnum):
     REJECTED = "NodeGroupRejected"  # opted in, but a bad tag or an unknown policy
     EVALUATION_ERRORS = "EvaluationErrors"
     EVALUATION_LATENCY = "EvaluationLatency"  # from the tick or alarm to the decision
+    BACKED_OFF = "BackedOff"  # 1 while the group is backed off after a failed scale-up
+    LAUNCH_FAILURES = "LaunchFailures"  # launch-failure events for the group
+    PROTECTED_NODES = "ProtectedNodes"  # instances protected from scale-in
     # per metric of a node group's policy
     METRIC_USAGE = "MetricUsage"  # the metric against its target, in percent (100 = on target)
     # over all groups (service dimension only), for alarms
     SHORTFALL_NODES = "ShortfallNodes"  # nodes wanted but not in service, the worst group
     EVALUATIONS_QUEUED = "EvaluationsQueued"
     MALFORMED_EVENTS = "MalformedEvents"
+    IGNORED_EVENTS = "IgnoredEvents"  # well-formed, but about a group nodescaler doesn't manage
+    # draining (service-wide, and per node group when the instance's group is known)
+    NODES_DRAINED = "NodesDrained"
+    PODS_EVICTED = "PodsEvicted"
+    DRAIN_TIMEOUTS = "DrainTimeouts"  # pods were still on the node at the deadline
+    DRAIN_FAILURES = "DrainFailures"
+    DRAIN_SKIPPED = "DrainSkipped"  # the instance had no node in the cluster
+    LIFECYCLE_ACTIONS_EXPIRED = "LifecycleActionsExpired"  # too late to heartbeat or complete
+    REEVALUATIONS_QUEUED = "ReevaluationsQueued"  # by a Spot warning, for its managed group
+    UNMANAGED_INTERRUPTIONS = "UnmanagedInterruptions"  # Spot warnings for no managed group
 
 
 UNITS: Mapping[MetricName, MetricUnit] = {
@@ -80,6 +97,8 @@ def result_records(result: EvaluationResult, latency_ms: float | None = None) ->
         MetricName.IN_SERVICE_NODES: in_service,
         MetricName.RECOMMENDED_NODES: decision.recommendation,
         MetricName.METRICS_UNAVAILABLE: sum(m.status.broken for m in decision.metrics),
+        MetricName.BACKED_OFF: int(decision.backoff is not None),
+        MetricName.PROTECTED_NODES: decision.protected,
     }
     if latency_ms is not None:
         figures[MetricName.EVALUATION_LATENCY] = latency_ms
@@ -109,3 +128,27 @@ def emit(records: Sequence[Record]) -> None:
         for metric, amount in record.figures.items():
             metrics.add_metric(metric, UNITS.get(metric, MetricUnit.Count), amount)
         metrics.flush_metrics()
+
+
+def drain_records(result: DrainResult) -> list[Record]:
+    """A drain's figures: service-wide for alarms, and for its node group when known."""
+    from nodescaler.drain import DrainOutcome, ReplacementOutcome
+
+    figures: Figures = {
+        MetricName.PODS_EVICTED: len(result.evicted),
+        {
+            DrainOutcome.DRAINED: MetricName.NODES_DRAINED,
+            DrainOutcome.TIMED_OUT: MetricName.DRAIN_TIMEOUTS,
+            DrainOutcome.NOT_IN_CLUSTER: MetricName.DRAIN_SKIPPED,
+            DrainOutcome.FAILED: MetricName.DRAIN_FAILURES,
+        }[result.outcome]: 1,
+    }
+    replacement = result.replacement
+    if replacement is not None and replacement.outcome is ReplacementOutcome.QUEUED:
+        figures[MetricName.REEVALUATIONS_QUEUED] = 1
+    elif replacement is not None and replacement.outcome is not ReplacementOutcome.FAILED:
+        figures[MetricName.UNMANAGED_INTERRUPTIONS] = 1
+    records = [Record(figures)]
+    if result.node_group is not None:
+        records.append(Record(figures, {Dimension.NODE_GROUP: result.node_group}))
+    return records

@@ -25,6 +25,8 @@ class NodeGroup:
     eks_cluster: str | None = None  # set for EKS managed node groups
     eks_nodegroup: str | None = None
     instance_ids: frozenset[str] = frozenset()  # its instances, to find their nodes
+    launched: int | None = None  # instances launching or running (not terminating); None: unknown
+    protected_ids: frozenset[str] = frozenset()  # instances protected from scale-in
     # What it launches, for a template of its nodes when it has none: an instance type if
     # the group says (instances, mixed-instances overrides), else where to look it up.
     instance_type: str | None = None
@@ -36,14 +38,31 @@ class NodeGroup:
         return self.eks_cluster is not None and self.eks_nodegroup is not None
 
 
-class NodeGroups(Protocol):
+class NodeGroupDiscovery(Protocol):
     def discover(self) -> Sequence[NodeGroup]:
         """Every opted-in group (tag filters applied by the provider where it can)."""
         ...
 
+
+class NodeGroups(NodeGroupDiscovery, Protocol):
     def get(self, name: str) -> NodeGroup | None: ...
 
     def set_desired(self, group: NodeGroup, desired: int) -> None: ...
+
+    def failed_launches(self, group: NodeGroup, since: datetime) -> Sequence[LaunchFailure]:
+        """Launches that failed since `since` (the provider's record of scaling activities)."""
+        ...
+
+    def protect(self, group: NodeGroup, instance_ids: frozenset[str], protected: bool) -> None:
+        """Set or clear these instances' protection from scale-in."""
+        ...
+
+
+@dataclass(frozen=True)
+class LaunchFailure:
+    activity_id: str  # the same id the launch-failure event carries: one failure, counted once
+    at: datetime
+    reason: str
 
 
 class MetricSource(Protocol):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from nodescaler.domain.backoff import Backoff, Provisioning
 from nodescaler.domain.decision import Decision
 from nodescaler.domain.history import History
 
@@ -27,9 +28,17 @@ class GroupState:
     last_decision: Decision | None = None
     recent_events: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()  # what is wrong with the group's tags or policy, if anything
+    backoff: Backoff | None = None  # the latest, running or not: the next one doubles it
+    provisioning: Provisioning | None = None  # a scale-up in flight
+    protected: frozenset[str] = frozenset()  # instances nodescaler protected from scale-in
 
     def seen(self, event_id: str) -> bool:
         return event_id in self.recent_events
+
+    def remembering(self, *event_ids: str) -> GroupState:
+        """With these ids among the recent events (to recognise them when they come again)."""
+        events = self.recent_events + tuple(e for e in event_ids if e not in self.recent_events)
+        return replace(self, recent_events=events[-RECENT_EVENTS:])
 
     def after(
         self,
@@ -39,23 +48,28 @@ class GroupState:
         event_id: str | None = None,
         problems: tuple[str, ...] = (),
     ) -> GroupState:
-        events = self.recent_events
-        if event_id is not None and event_id not in events:
-            events = (*events, event_id)[-RECENT_EVENTS:]
-        return replace(
-            self,
-            history=history,
-            last_decision=decision or self.last_decision,
-            recent_events=events,
-            problems=problems,
+        changed = replace(
+            self, history=history, last_decision=decision or self.last_decision, problems=problems
         )
+        return changed if event_id is None else changed.remembering(event_id)
+
+
+def failure_key(activity_id: str) -> str:
+    """The recent-event id of a failed launch, whichever path reported it first."""
+    return f"launch-failure:{activity_id}"
 
 
 class StateStore(Protocol):
     def load(self, group: str) -> GroupState: ...
 
     def save(
-        self, state: GroupState, *, audit: Decision | None = None, event_id: str = ""
+        self,
+        state: GroupState,
+        *,
+        audit: Decision | None = None,
+        event_id: str = "",
+        backoff_changed: bool = False,
     ) -> GroupState:
-        """Write if unchanged since loaded (else `StateConflictError`); returns the new version."""
+        """Write if unchanged since loaded (else `StateConflictError`); returns the new version.
+        `backoff_changed` publishes the group's new backoff to the planners too."""
         ...

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
@@ -46,7 +46,10 @@ from nodescaler.domain.policy import KUBERNETES_METRICS, NodeGroupPolicy
 from nodescaler.evaluation import Evaluator
 from nodescaler.policy_files import load_policies
 from nodescaler.ports import Clock
-from nodescaler.producers import GroupMetricSource, Producers
+from nodescaler.producers import Producers
+
+if TYPE_CHECKING:  # imported at run time only where a policy reads Kubernetes
+    from nodescaler.adapters.k8s.metrics import KubernetesMetrics
 
 BOTO_CONFIG = Config(
     retries={"mode": "adaptive", "max_attempts": 5},
@@ -128,7 +131,9 @@ def dispatcher(settings: DispatchSettings, clients: AwsClients | None = None) ->
         node_groups=node_groups(settings, clients),
         queue=SqsEvaluationQueue(clients.sqs, settings.evaluation_queue_url),
         policies=load_policies(settings.policies_path),
+        state=DynamoStateStore(clients.dynamodb, settings.state_table),  # writes no decisions
         tag_names=settings.tag_names,
+        backoff_rules=settings.backoff_rules,
     )
 
 
@@ -139,23 +144,27 @@ def evaluator(
     clock = clock or SystemClock()
     policies = load_policies(settings.policies_path)
     groups = node_groups(settings, clients)
+    state = DynamoStateStore(
+        clients.dynamodb, settings.state_table, audit_ttl=timedelta(days=settings.audit_ttl_days)
+    )
+    kubernetes = kubernetes_metrics(
+        settings, policies=policies, groups=groups, state=state, clients=clients, clock=clock
+    )
     return Evaluator(
         node_groups=groups,
         producers=Producers(
             queues=SqsQueueLength(clients.sqs),
             cloudwatch=CloudWatchMetrics(clients.cloudwatch),
-            kubernetes=kubernetes_metrics(settings, policies, groups, clients, clock),
+            kubernetes=kubernetes,
         ),
-        state=DynamoStateStore(
-            clients.dynamodb,
-            settings.state_table,
-            audit_ttl=timedelta(days=settings.audit_ttl_days),
-        ),
+        state=state,
         policies=policies,
         clock=clock,
         tag_names=settings.tag_names,
         cluster_name=settings.cluster_name,
         dry_run=settings.dry_run,
+        backoff_rules=settings.backoff_rules,
+        protections=kubernetes,  # the cluster's scale-in annotations
     )
 
 
@@ -165,11 +174,13 @@ def uses_kubernetes(policies: Mapping[str, NodeGroupPolicy]) -> bool:
 
 def kubernetes_metrics(
     settings: EvaluateSettings,
+    *,
     policies: Mapping[str, NodeGroupPolicy],
     groups: AsgNodeGroups,
+    state: DynamoStateStore,
     clients: AwsClients,
     clock: Clock,
-) -> GroupMetricSource | None:
+) -> KubernetesMetrics | None:
     """The Kubernetes producer, when a policy needs one; the client is imported only then."""
     if not uses_kubernetes(policies):
         return None
@@ -188,9 +199,10 @@ def kubernetes_metrics(
     planner = PendingPodsPlanner(
         groups,
         policies,
-        Ec2InstanceTypes(clients.ec2, clients.autoscaling, clients.eks),
+        Ec2InstanceTypes(clients.ec2, clients.autoscaling, clients.eks, clock=clock),
         expander_chain(settings.expanders, clients),
         tag_names=settings.tag_names,
+        backoffs=state,
     )
     return KubernetesMetrics(KubernetesCluster(connection), pending=planner)
 
@@ -213,3 +225,55 @@ def expander_chain(specs: Sequence[ExpanderSpec], clients: AwsClients) -> list[E
             case _:
                 chain.append(RandomExpander())
     return chain
+
+
+if TYPE_CHECKING:  # the drain's modules load only in the drain function
+    from nodescaler.config import DrainSettings
+    from nodescaler.drain import Drainer, Sleep
+
+
+def drainer(
+    settings: DrainSettings,
+    clients: AwsClients | None = None,
+    clock: Clock | None = None,
+    sleep: Sleep | None = None,
+) -> Drainer:
+    """The drain function's Drainer: the cluster to drain, Auto Scaling's lifecycle actions,
+    and the evaluation queue a Spot warning asks for replacement capacity through."""
+    import time
+
+    from nodescaler.adapters.aws.lifecycle import AsgInstanceGroups, AsgLifecycleActions
+    from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection
+    from nodescaler.adapters.k8s.drain import KubernetesDrain
+    from nodescaler.config import SettingsError
+    from nodescaler.drain import Drainer, LifecycleResult, Replacements
+
+    clients = clients or AwsClients()
+    clock = clock or SystemClock()
+    connection: EksConnection | KubeconfigConnection
+    if settings.kubeconfig_path is not None:
+        connection = KubeconfigConnection(settings.kubeconfig_path)
+    elif settings.cluster_name:
+        connection = EksConnection(clients.eks, clients.sts, settings.cluster_name, clock)
+    else:
+        raise SettingsError(
+            "DrainSettings: setting CLUSTER_NAME is not set, nor KUBECONFIG_PATH: "
+            "the drain needs the cluster whose nodes it drains"
+        )
+    return Drainer(
+        cluster=KubernetesDrain(connection),
+        lifecycle=AsgLifecycleActions(clients.autoscaling),
+        clock=clock,
+        sleep=sleep or time.sleep,
+        replacements=Replacements(
+            instances=AsgInstanceGroups(clients.autoscaling),
+            node_groups=node_groups(settings, clients),
+            queue=SqsEvaluationQueue(clients.sqs, settings.evaluation_queue_url),
+            tag_names=settings.tag_names,
+            cluster_name=settings.cluster_name,
+        ),
+        drain_timeout=timedelta(seconds=settings.drain_timeout_seconds),
+        heartbeat_interval=timedelta(seconds=settings.heartbeat_seconds),
+        max_grace_seconds=settings.max_grace_seconds,
+        timeout_result=LifecycleResult(settings.drain_timeout_result),
+    )

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from nodescaler.domain.backoff import Backoff
 from nodescaler.domain.behavior import limit_rate, longest_period, stabilize
 from nodescaler.domain.decision import Decision, Limit, MetricOutcome, MetricStatus
 from nodescaler.domain.history import History
@@ -28,6 +29,8 @@ class GroupSize:
     min_size: int = 0
     max_size: int = 2**31 - 1
     ready: int | None = None  # in-service nodes; None means all of `current`
+    launched: int | None = None  # instances that exist (launching or running); None: `current`
+    protected: int = 0  # instances protected from scale-in: the group can't go below them
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ def decide(
     readings: Mapping[str, Reading],
     history: History,
     now: datetime,
+    backoff: Backoff | None = None,
 ) -> Evaluation:
     up, down = policy.spec.behavior.up, policy.spec.behavior.down
     current = size.current
@@ -142,6 +146,7 @@ def decide(
     recommendation, limits = combine(outcomes, current)
 
     def concluded(desired: int, history: History) -> Evaluation:
+        desired = _held_back(desired, size, lowest=lowest, backoff=backoff, now=now, limits=limits)
         decision = Decision(
             node_group=node_group,
             policy=policy.name,
@@ -155,6 +160,8 @@ def decide(
             metrics=tuple(outcomes),
             limited_by=tuple(dict.fromkeys(limits)),
             reason="",
+            backoff=backoff if backoff is not None and backoff.active(now) else None,
+            protected=size.protected,
         )
         reason = explain(decision, down.stabilization_window_seconds)
         return Evaluation(decision.model_copy(update={"reason": reason}), history)
@@ -195,6 +202,33 @@ def decide(
     return concluded(rated.desired, history)
 
 
+def _held_back(
+    desired: int,
+    size: GroupSize,
+    *,
+    lowest: int,
+    backoff: Backoff | None,
+    now: datetime,
+    limits: list[Limit],
+) -> int:
+    """The last word: what the group's instances allow, whatever the metrics want."""
+    # Backed off after a failed scale-up: no new instances, and those that could not be
+    # launched are no longer asked for (the group would keep retrying them). Not a scale-in:
+    # no instance that exists is removed.
+    current = size.current
+    if backoff is not None and backoff.active(now):
+        launched = current if size.launched is None else size.launched
+        ceiling = max(lowest, min(current, launched))
+        if desired > ceiling:
+            desired = ceiling
+            limits.append(Limit.BACKOFF)
+    # Instances protected from scale-in stay; a smaller group would wait for them forever.
+    if desired < current and desired < size.protected:
+        desired = min(current, size.protected)
+        limits.append(Limit.PROTECTED)
+    return desired
+
+
 def record_scale(history: History, policy: NodeGroupPolicy, decision: Decision) -> History:
     """The history after acting on `decision`: its change now counts against the rate policies."""
     keep = longest_period(policy.spec.behavior.up, policy.spec.behavior.down)
@@ -216,6 +250,13 @@ def _limit_phrase(limit: Limit, decision: Decision, down_window_seconds: int) ->
         return f"at the minimum {decision.min_replicas}"
     if limit is Limit.MAX:
         return f"at the maximum {decision.max_replicas}"
+    if limit is Limit.BACKOFF and decision.backoff is not None:
+        until, reason = decision.backoff.until, decision.backoff.reason
+        return f"backed off until {until:%H:%M:%S}Z after a failed scale-up: {reason}"
+    if limit is Limit.PROTECTED:
+        return f"{decision.protected} instances are protected from scale-in"
+    if limit is Limit.CLUSTER_LIMIT:
+        return f"capped by the cluster's {decision.cluster_limit}"
     if limit is Limit.STABILIZATION and decision.recommendation < decision.current:
         return (
             f"recommendation {decision.recommendation} must hold for {down_window_seconds}s first"
@@ -228,6 +269,8 @@ def explain(decision: Decision, down_window_seconds: int) -> str:
     current, desired = decision.current, decision.desired
     if desired > current:
         parts = [f"scale up {current} → {desired}"]
+    elif desired < current and Limit.BACKOFF in decision.limited_by:
+        parts = [f"abort the scale-up {current} → {desired}"]  # no instance is removed
     elif desired < current:
         parts = [f"scale down {current} → {desired}"]
     else:

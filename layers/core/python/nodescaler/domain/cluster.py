@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
@@ -155,6 +155,7 @@ class Node:
     taints: tuple[Taint, ...] = ()
     provider_id: str = ""  # aws:///<zone>/<instance id> on EC2
     extended: Mapping[str, int] = field(default_factory=dict)  # e.g. nvidia.com/gpu: 4
+    scale_down_disabled: bool = False  # annotated so: its instance is protected from scale-in
 
     @property
     def instance_id(self) -> str:
@@ -232,6 +233,7 @@ class Pod:
     unschedulable: bool = False  # PodScheduled=False, reason Unschedulable
     problem: str | None = None  # why its requests could not be read, if they could not
     placement: Placement | None = None  # kept for pending pods only: what they may run on
+    not_safe_to_evict: bool = False  # annotated safe-to-evict=false: its node must stay
 
     @property
     def key(self) -> str:
@@ -240,3 +242,9 @@ class Pod:
     @property
     def terminal(self) -> bool:
         return self.phase in TERMINAL_PHASES
+
+
+def keeps_node(node: Node, pods: Iterable[Pod]) -> bool:
+    """Cluster Autoscaler's annotations that forbid removing a node: the node's own, or a
+    running pod's that must not be evicted."""
+    return node.scale_down_disabled or any(p.not_safe_to_evict and not p.terminal for p in pods)

@@ -10,6 +10,8 @@ from enum import StrEnum
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
+from nodescaler.domain.backoff import Backoff
+
 
 class Limit(StrEnum):
     """What held the result back from the raw recommendation."""
@@ -22,6 +24,9 @@ class Limit(StrEnum):
     SCALING_DISABLED = "scaling-disabled"
     MIN = "min"
     MAX = "max"
+    BACKOFF = "backoff"  # a failed scale-up: no new instances for a while
+    PROTECTED = "scale-in-protection"  # instances protected from scale-in stay
+    CLUSTER_LIMIT = "cluster-limit"  # the cluster's total nodes, vCPUs or memory
 
 
 class MetricStatus(StrEnum):
@@ -71,6 +76,9 @@ class Decision(BaseModel):
     metrics: tuple[MetricOutcome, ...]
     limited_by: tuple[Limit, ...]
     reason: str
+    backoff: Backoff | None = None  # running when decided
+    protected: int = 0  # instances protected from scale-in when decided
+    cluster_limit: str = ""  # which of the cluster's limits capped it, when one did
 
     @property
     def change(self) -> int:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from nodescaler.domain.optin import TagNames, is_managed
-from nodescaler.ports import NodeGroup
+from nodescaler.ports import LaunchFailure, NodeGroup
 
 # EKS puts these on the Auto Scaling Group of every managed node group.
 EKS_CLUSTER_TAG = "eks:cluster-name"
 EKS_NODEGROUP_TAG = "eks:nodegroup-name"
 PAGE_SIZE = 100  # the most DescribeAutoScalingGroups returns per call
+PROTECTION_BATCH = 50  # the most instances SetInstanceProtection takes per call
+GONE = ("Terminat", "Detach", "Warmed")  # lifecycle states of instances on their way out
 
 
 def _launch_template(asg: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -35,7 +38,8 @@ def _instance_type(asg: Mapping[str, Any]) -> str | None:
 
 def _to_node_group(asg: Mapping[str, Any]) -> NodeGroup:
     tags = {t["Key"]: t.get("Value", "") for t in asg.get("Tags", [])}
-    in_service = sum(1 for i in asg.get("Instances", []) if i.get("LifecycleState") == "InService")
+    instances = asg.get("Instances", [])
+    in_service = sum(1 for i in instances if i.get("LifecycleState") == "InService")
     return NodeGroup(
         name=asg["AutoScalingGroupName"],
         desired=asg["DesiredCapacity"],
@@ -45,7 +49,11 @@ def _to_node_group(asg: Mapping[str, Any]) -> NodeGroup:
         tags=tags,
         eks_cluster=tags.get(EKS_CLUSTER_TAG),
         eks_nodegroup=tags.get(EKS_NODEGROUP_TAG),
-        instance_ids=frozenset(i["InstanceId"] for i in asg.get("Instances", [])),
+        instance_ids=frozenset(i["InstanceId"] for i in instances),
+        launched=sum(1 for i in instances if not i.get("LifecycleState", "").startswith(GONE)),
+        protected_ids=frozenset(
+            i["InstanceId"] for i in instances if i.get("ProtectedFromScaleIn")
+        ),
         instance_type=_instance_type(asg),
         launch_template=(
             (
@@ -91,9 +99,12 @@ class AsgNodeGroups:
         found = [_to_node_group(asg) for asg in self._pages(AutoScalingGroupNames=[name])]
         return found[0] if found else None
 
-    def set_desired(self, group: NodeGroup, desired: int) -> None:
+    def _check_managed(self, group: NodeGroup, what: str) -> None:
         if not is_managed(group.tags, self._tags, self._cluster):
-            raise PermissionError(f"node group {group.name} is not opted in; refusing to resize")
+            raise PermissionError(f"node group {group.name} is not opted in; refusing to {what}")
+
+    def set_desired(self, group: NodeGroup, desired: int) -> None:
+        self._check_managed(group, "resize")
         if group.is_eks_managed:
             self._eks.update_nodegroup_config(
                 clusterName=group.eks_cluster,
@@ -103,4 +114,33 @@ class AsgNodeGroups:
         else:
             self._autoscaling.set_desired_capacity(
                 AutoScalingGroupName=group.name, DesiredCapacity=desired, HonorCooldown=False
+            )
+
+    def failed_launches(self, group: NodeGroup, since: datetime) -> Sequence[LaunchFailure]:
+        paginator = self._autoscaling.get_paginator("describe_scaling_activities")
+        failures: list[LaunchFailure] = []
+        for page in paginator.paginate(AutoScalingGroupName=group.name):
+            activities = page["Activities"]  # newest first
+            for activity in activities:
+                if activity["StartTime"] < since:
+                    return failures
+                launch = activity.get("Description", "").startswith("Launching")
+                if launch and activity.get("StatusCode") == "Failed":
+                    failures.append(
+                        LaunchFailure(
+                            activity_id=activity["ActivityId"],
+                            at=activity["StartTime"],
+                            reason=activity.get("StatusMessage") or activity.get("Cause", ""),
+                        )
+                    )
+        return failures
+
+    def protect(self, group: NodeGroup, instance_ids: frozenset[str], protected: bool) -> None:
+        self._check_managed(group, "change instance protection")
+        ordered = sorted(instance_ids)
+        for start in range(0, len(ordered), PROTECTION_BATCH):
+            self._autoscaling.set_instance_protection(
+                AutoScalingGroupName=group.name,
+                InstanceIds=ordered[start : start + PROTECTION_BATCH],
+                ProtectedFromScaleIn=protected,
             )

@@ -1,8 +1,11 @@
 """Per-group state and the decision audit trail in one DynamoDB table.
 
 Layout (pk, sk):
-  GROUP#<name>, STATE                 history, last decision, recent event ids, version
+  GROUP#<name>, STATE                 history, last decision, recent event ids, backoff, version
   GROUP#<name>, DECISION#<at>#<event> one audit item per decision, deleted by TTL
+  CLUSTER, BACKOFFS                   each group's latest backoff (attribute `backoff:<name>`),
+                                      written with the group's state: one small read tells a
+                                      planner which groups are backed off
 
 Every state write is conditional on the version it read, so of two evaluations racing on
 one group only the first write wins; the loser gets `StateConflictError` and retries.
@@ -11,25 +14,39 @@ one group only the first write wins; the loser gets `StateConflictError` and ret
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
+from pydantic import BaseModel
 
+from nodescaler.domain.backoff import Backoff, Provisioning
 from nodescaler.domain.decision import Decision
 from nodescaler.domain.history import History
 from nodescaler.state import GroupState, StateConflictError, StateCorruptError
 
 STATE_SK = "STATE"
+BACKOFFS_KEY = {"pk": {"S": "CLUSTER"}, "sk": {"S": "BACKOFFS"}}
 
 
 def _pk(group: str) -> str:
     return f"GROUP#{group}"
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def _optional(model: type[M], item: Mapping[str, Any], name: str) -> M | None:
+    stored = item.get(name, {}).get("S")
+    return model.model_validate_json(stored) if stored else None
+
+
 class DynamoStateStore:
-    def __init__(self, dynamodb: Any, table_name: str, *, audit_ttl: timedelta) -> None:
+    def __init__(
+        self, dynamodb: Any, table_name: str, *, audit_ttl: timedelta = timedelta(days=30)
+    ) -> None:
         self._dynamodb = dynamodb
         self._table = table_name
         self._audit_ttl = audit_ttl
@@ -43,14 +60,16 @@ class DynamoStateStore:
         if item is None:
             return GroupState(group=group)
         try:
-            last = item.get("last_decision", {}).get("S")
             return GroupState(
                 group=group,
                 version=int(item["version"]["N"]),
                 history=History.model_validate_json(item["history"]["S"]),
-                last_decision=Decision.model_validate_json(last) if last else None,
+                last_decision=_optional(Decision, item, "last_decision"),
                 recent_events=tuple(json.loads(item.get("recent_events", {}).get("S", "[]"))),
                 problems=tuple(json.loads(item.get("problems", {}).get("S", "[]"))),
+                backoff=_optional(Backoff, item, "backoff"),
+                provisioning=_optional(Provisioning, item, "provisioning"),
+                protected=frozenset(json.loads(item.get("protected", {}).get("S", "[]"))),
             )
         except (KeyError, ValueError, TypeError) as error:  # pydantic's ValidationError too
             raise StateCorruptError(
@@ -60,9 +79,15 @@ class DynamoStateStore:
             ) from None
 
     def save(
-        self, state: GroupState, *, audit: Decision | None = None, event_id: str = ""
+        self,
+        state: GroupState,
+        *,
+        audit: Decision | None = None,
+        event_id: str = "",
+        backoff_changed: bool = False,
     ) -> GroupState:
-        """Write `state` if nobody wrote since it was loaded; returns it with its new version."""
+        """Write `state` if nobody wrote since it was loaded; returns it with its new version.
+        A changed backoff is published to the cluster's backoffs item in the same write."""
         saved = replace(state, version=state.version + 1)
         item: dict[str, Any] = {
             "pk": {"S": _pk(state.group)},
@@ -71,9 +96,15 @@ class DynamoStateStore:
             "history": {"S": state.history.model_dump_json()},
             "recent_events": {"S": json.dumps(list(state.recent_events))},
             "problems": {"S": json.dumps(list(state.problems))},
+            "protected": {"S": json.dumps(sorted(state.protected))},
         }
-        if state.last_decision is not None:
-            item["last_decision"] = {"S": state.last_decision.model_dump_json()}
+        for name, value in (
+            ("last_decision", state.last_decision),
+            ("backoff", state.backoff),
+            ("provisioning", state.provisioning),
+        ):
+            if value is not None:
+                item[name] = {"S": value.model_dump_json()}
         put: dict[str, Any] = {"TableName": self._table, "Item": item}
         if state.version == 0:
             put["ConditionExpression"] = "attribute_not_exists(pk)"
@@ -85,6 +116,15 @@ class DynamoStateStore:
             writes.append(
                 {"Put": {"TableName": self._table, "Item": self._audit_item(audit, event_id)}}
             )
+        if backoff_changed and state.backoff is not None:
+            update = {
+                "TableName": self._table,
+                "Key": BACKOFFS_KEY,
+                "UpdateExpression": "SET #group = :backoff",
+                "ExpressionAttributeNames": {"#group": f"backoff:{state.group}"},
+                "ExpressionAttributeValues": {":backoff": {"S": state.backoff.model_dump_json()}},
+            }
+            writes.append({"Update": update})
         try:
             self._dynamodb.transact_write_items(TransactItems=writes)
         except ClientError as error:
@@ -104,6 +144,14 @@ class DynamoStateStore:
             "decision": {"S": decision.model_dump_json()},
             "expires_at": {"N": str(int((decision.at + self._audit_ttl).timestamp()))},
         }
+
+    def backoffs(self, groups: Sequence[str]) -> dict[str, Backoff]:
+        """The latest backoff of each of these groups that has one."""
+        item = self._dynamodb.get_item(
+            TableName=self._table, Key=BACKOFFS_KEY, ConsistentRead=True
+        ).get("Item", {})
+        found = {g: _optional(Backoff, item, f"backoff:{g}") for g in groups}
+        return {g: b for g, b in found.items() if b is not None}
 
     def decisions(self, group: str, limit: int = 20) -> list[Decision]:
         """The group's most recent audit items, newest first (for `nodescaler explain`)."""

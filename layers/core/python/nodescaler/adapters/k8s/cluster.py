@@ -11,17 +11,24 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, Protocol, TypeVar
 
 import msgspec
 
 from nodescaler.adapters.k8s.objects import node_from_wire, pod_from_wire
-from nodescaler.adapters.k8s.wire import NodeList, PodList
+from nodescaler.adapters.k8s.wire import ListMeta, NodeList, PodList
 from nodescaler.domain.cluster import Node, Pod
 
 PAGE_SIZE = 500
-Page = TypeVar("Page", NodeList, PodList)
+
+
+class ListPage(Protocol):
+    @property
+    def metadata(self) -> ListMeta: ...
+
+
+Page = TypeVar("Page", bound=ListPage)
 NOT_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
 
 
@@ -52,6 +59,26 @@ class KubernetesUnavailableError(RuntimeError):
     """The API server could not be read; names the server and the cause."""
 
 
+def pages(
+    fetch: Callable[..., bytes], page_type: type[Page], page_size: int, **query: Any
+) -> Iterator[Page]:
+    """A list, page after page (`limit` and `continue`), decoded straight into `page_type`."""
+    decoder = msgspec.json.Decoder(page_type)
+    token: str | None = None
+    while True:
+        data = fetch(limit=page_size, _continue=token, **query)
+        try:
+            page = decoder.decode(data)
+        except msgspec.ValidationError as error:
+            raise KubernetesUnavailableError(
+                f"Kubernetes API: unexpected answer: {error}"
+            ) from None
+        yield page
+        token = page.metadata.next
+        if not token:
+            return
+
+
 class KubernetesCluster:
     def __init__(self, connection: Connection, *, page_size: int = PAGE_SIZE) -> None:
         self._connection = connection
@@ -60,20 +87,7 @@ class KubernetesCluster:
     def _pages(
         self, list_call: Callable[..., Any], page_type: type[Page], **query: Any
     ) -> Iterator[Page]:
-        decoder = msgspec.json.Decoder(page_type)
-        token: str | None = None
-        while True:
-            data = self._call(list_call, limit=self._page_size, _continue=token, **query)
-            try:
-                page = decoder.decode(data)
-            except msgspec.ValidationError as error:
-                raise KubernetesUnavailableError(
-                    f"Kubernetes API: unexpected answer: {error}"
-                ) from None
-            yield page
-            token = page.metadata.next
-            if not token:
-                return
+        return pages(partial(self._call, list_call), page_type, self._page_size, **query)
 
     def _call(self, list_call: Callable[..., Any], **query: Any) -> bytes:
         from kubernetes.client.exceptions import ApiException

@@ -15,6 +15,7 @@ from typing import Protocol
 from nodescaler.adapters.k8s.cluster import KubernetesUnavailableError, Snapshot
 from nodescaler.adapters.k8s.objects import belongs
 from nodescaler.adapters.k8s.pending import PendingPodsPlanner, Planned
+from nodescaler.domain.cluster import keeps_node
 from nodescaler.domain.policy import (
     CapacityReservationMetric,
     MetricBase,
@@ -61,23 +62,49 @@ class KubernetesMetrics:
             return self._pending_pods(metric, group, snapshot, now)
         return MetricUnavailable(reason=f"no {metric.type_name} producer is configured")
 
+    def protected(self, group: NodeGroup, now: datetime) -> frozenset[str] | None:
+        """The group's instances whose nodes must stay (None: the cluster can't say now)."""
+        try:
+            snapshot = self.snapshot(now)
+        except KubernetesUnavailableError:
+            return None
+        return frozenset(
+            node.instance_id
+            for node in snapshot.nodes
+            if belongs(node, group) and keeps_node(node, snapshot.pods_by_node.get(node.name, ()))
+        )
+
     def _pending_pods(
         self, metric: PendingPodsMetric, group: NodeGroup, snapshot: Snapshot, now: datetime
     ) -> Reading:
         assert self._pending is not None
         cutoff = metric.pending_pods.expendable_priority_cutoff
-        if cutoff not in self._plans:
-            self._plans[cutoff] = self._pending.plan(snapshot, cutoff)
-        planned = self._plans[cutoff]
+        planned = self._plans.get(cutoff)
+        # A group backed off since (or no longer) gets a fresh plan from the same snapshot.
+        if planned is None or planned.backed_off != self._pending.backed_off(
+            planned.participants, now
+        ):
+            planned = self._plans[cutoff] = self._pending.plan(snapshot, cutoff, now)
         if group.name in planned.problems:
             return MetricUnavailable(
                 reason=f"node group {group.name}: {planned.problems[group.name]}"
             )
-        nodes = planned.plan.nodes.get(group.name, 0)
-        others = sum(planned.plan.nodes.values()) - nodes
-        detail = f"{planned.pending} pending pods: +{nodes} nodes here, +{others} in other groups"
+        planned_here = planned.plan.nodes.get(group.name, 0)
+        others = sum(planned.plan.nodes.values()) - planned_here
+        # Nodes asked for earlier and not yet Ready will take these pods first (Cluster
+        # Autoscaler's upcoming nodes); without this, a pod pending while its node boots
+        # would add a node on every tick.
+        ready = sum(1 for n in snapshot.nodes if n.ready and belongs(n, group))
+        upcoming = max(group.desired - ready, 0)
+        nodes = max(planned_here - upcoming, 0)
+        detail = f"{planned.pending} pending pods: +{planned_here} nodes here"
+        if upcoming and planned_here:
+            detail += f" ({min(upcoming, planned_here)} already on their way)"
+        detail += f", +{others} in other groups"
         if planned.plan.unplaced:
             detail += f", {len(planned.plan.unplaced)} fit no group"
+        if planned.backed_off:
+            detail += f" (backed off: {', '.join(sorted(planned.backed_off))})"
         return MetricReading(value=nodes, at=now, detail=detail)
 
     def _reservation(

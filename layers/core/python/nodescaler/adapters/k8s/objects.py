@@ -29,6 +29,9 @@ from nodescaler.domain.cluster import (
 from nodescaler.ports import NodeGroup
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+# Cluster Autoscaler's annotations, honoured as it does.
+SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 
 
@@ -61,6 +64,7 @@ def node_from_wire(wire: NodeWire) -> Node:
         taints=tuple(Taint(t.key, t.value, t.effect) for t in wire.spec.taints),
         provider_id=wire.spec.providerID,
         extended=extended,
+        scale_down_disabled=wire.metadata.annotations.get(SCALE_DOWN_DISABLED) == "true",
     )
 
 
@@ -147,6 +151,7 @@ def pod_from_wire(wire: PodWire) -> Pod:
         phase=status.phase,
         daemon_set=any(o.kind == "DaemonSet" for o in metadata.ownerReferences),
         mirror=MIRROR_ANNOTATION in metadata.annotations,
+        not_safe_to_evict=metadata.annotations.get(SAFE_TO_EVICT) == "false",
         priority=spec.priority,
         unschedulable=unschedulable,
         problem=problem,

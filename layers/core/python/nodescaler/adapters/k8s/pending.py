@@ -7,12 +7,14 @@ random choices are seeded by the pending pods), so each reads its own share of i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from nodescaler.adapters.k8s.cluster import Snapshot
 from nodescaler.adapters.k8s.objects import EKS_NODEGROUP_LABEL, belongs
+from nodescaler.domain.backoff import Backoff
 from nodescaler.domain.cluster import Resources
 from nodescaler.domain.expanders import Expander, Plan, plan
 from nodescaler.domain.optin import TagNames, read_opt_in
@@ -23,7 +25,13 @@ from nodescaler.domain.scheduling import (
     pending,
     template_from_instance_type,
 )
-from nodescaler.ports import NodeGroup, NodeGroups
+from nodescaler.ports import NodeGroup, NodeGroupDiscovery
+
+
+class Backoffs(Protocol):
+    def backoffs(self, groups: Sequence[str]) -> Mapping[str, Backoff]:
+        """The latest backoff of each of these groups that has one."""
+        ...
 
 
 class InstanceTypes(Protocol):
@@ -37,25 +45,27 @@ class Planned:
     plan: Plan
     pending: int  # pending pods considered
     problems: Mapping[str, str]  # group → why it has no template (it is left out)
+    participants: tuple[str, ...] = ()
+    backed_off: frozenset[str] = frozenset()  # left out after a failed scale-up
 
 
 class PendingPodsPlanner:
     def __init__(
         self,
-        node_groups: NodeGroups,
+        node_groups: NodeGroupDiscovery,
         policies: Mapping[str, NodeGroupPolicy],
         instance_types: InstanceTypes,
         chain: Sequence[Expander],
         *,
         tag_names: TagNames,
-        backed_off: Callable[[], frozenset[str]] = frozenset,
+        backoffs: Backoffs | None = None,
     ) -> None:
         self._node_groups = node_groups
         self._policies = policies
         self._instance_types = instance_types
         self._chain = chain
         self._tags = tag_names
-        self._backed_off = backed_off
+        self._backoffs = backoffs
 
     def participants(self) -> list[NodeGroup]:
         """Managed groups whose policy reads pending pods."""
@@ -83,14 +93,22 @@ class PendingPodsPlanner:
         labels = {EKS_NODEGROUP_LABEL: group.eks_nodegroup} if group.eks_nodegroup else {}
         return template_from_instance_type(group.name, shape, group.tags, labels)
 
-    def plan(self, snapshot: Snapshot, expendable_priority_cutoff: int) -> Planned:
+    def backed_off(self, groups: Sequence[str], now: datetime) -> frozenset[str]:
+        if self._backoffs is None:
+            return frozenset()
+        return frozenset(g for g, b in self._backoffs.backoffs(groups).items() if b.active(now))
+
+    def plan(self, snapshot: Snapshot, expendable_priority_cutoff: int, now: datetime) -> Planned:
         templates: dict[str, NodeTemplate] = {}
         problems: dict[str, str] = {}
-        for group in self.participants():
+        participants = self.participants()
+        for group in participants:
             try:
                 templates[group.name] = self.template(group, snapshot)
             except Exception as error:  # one group's bad tags must not hide the others
                 problems[group.name] = f"no template of its nodes: {error}"
         pods = pending(snapshot.pods, expendable_priority_cutoff)
-        result = plan(pods, templates, self._chain, backed_off=self._backed_off())
-        return Planned(result, len(pods), problems)
+        names = tuple(g.name for g in participants)
+        backed_off = self.backed_off(names, now)
+        result = plan(pods, templates, self._chain, backed_off=backed_off)
+        return Planned(result, len(pods), problems, names, backed_off)

@@ -1,0 +1,199 @@
+"""The drain's Kubernetes side through the `kubernetes` client: find the instance's node,
+cordon it, list its pods, evict them one by one.
+
+Only what infra/kubernetes/rbac.yaml grants: list nodes, patch a node, list pods, create
+pods/eviction. As in `cluster.py`, lists are decoded with msgspec (only the fields read)
+and a 401 renews the credentials once. An eviction's refusal is an answer, not an error:
+the drain retries it; only an unreachable API server raises.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from functools import partial
+from typing import Any, TypeVar
+
+import msgspec
+
+from nodescaler.adapters.k8s.cluster import (
+    PAGE_SIZE,
+    Connection,
+    KubernetesUnavailableError,
+    ListPage,
+    pages,
+)
+from nodescaler.adapters.k8s.objects import MIRROR_ANNOTATION
+from nodescaler.adapters.k8s.wire import ListMeta, NodeList, OwnerReference
+from nodescaler.drain import DrainPod, Eviction, EvictionOutcome
+
+# The eviction subresource's 429 cause: "The disruption budget web needs 2 healthy pods
+# and has 1 currently" (or "... is still being processed by the server").
+_BUDGET = re.compile(r"^The disruption budget (?P<name>\S+) (?P<why>.+)$")
+
+
+class _Metadata(msgspec.Struct, frozen=True, gc=False):
+    name: str
+    namespace: str = "default"
+    uid: str = ""
+    annotations: dict[str, str] = {}
+    ownerReferences: list[OwnerReference] = []  # noqa: N815  (the API's name)
+
+
+class _Spec(msgspec.Struct, frozen=True, gc=False):
+    terminationGracePeriodSeconds: int | None = None  # noqa: N815
+
+
+class _Status(msgspec.Struct, frozen=True, gc=False):
+    phase: str = "Pending"
+
+
+class _Pod(msgspec.Struct, frozen=True, gc=False):
+    metadata: _Metadata
+    spec: _Spec = _Spec()
+    status: _Status = _Status()
+
+
+class _PodList(msgspec.Struct, frozen=True, gc=False):
+    metadata: ListMeta = ListMeta()
+    items: list[_Pod] = []
+
+
+Page = TypeVar("Page", bound=ListPage)
+
+
+def _drain_pod(wire: _Pod) -> DrainPod:
+    metadata = wire.metadata
+    return DrainPod(
+        namespace=metadata.namespace,
+        name=metadata.name,
+        uid=metadata.uid,
+        phase=wire.status.phase,
+        daemon_set=any(o.kind == "DaemonSet" for o in metadata.ownerReferences),
+        mirror=MIRROR_ANNOTATION in metadata.annotations,
+        grace_seconds=wire.spec.terminationGracePeriodSeconds,
+    )
+
+
+def _answer(body: str | bytes | None) -> dict[str, Any]:
+    """The Status object an API error carries, or {} if it carries none."""
+    try:
+        answer = json.loads(body or "{}")
+    except ValueError:
+        return {}
+    return answer if isinstance(answer, dict) else {}
+
+
+def refusal(pod: DrainPod, status: int, reason: str, body: str | bytes | None) -> Eviction:
+    """An eviction the API server did not carry out, with its reason in words."""
+    answer = _answer(body)
+    message = str(answer.get("message") or reason)
+    if status == 404:
+        return Eviction(EvictionOutcome.GONE)
+    if status == 429:
+        for cause in (answer.get("details") or {}).get("causes") or []:
+            if match := _BUDGET.match(str(cause.get("message", ""))):
+                budget = f"{pod.namespace}/{match['name']}"
+                why = f"blocked by PodDisruptionBudget {budget} ({match['why']})"
+                return Eviction(EvictionOutcome.BLOCKED, why)
+        return Eviction(EvictionOutcome.BLOCKED, f"eviction refused for now: {message}")
+    return Eviction(EvictionOutcome.FAILED, f"eviction failed ({status} {reason}): {message}")
+
+
+class KubernetesDrain:
+    """`DrainCluster` over the Kubernetes API."""
+
+    def __init__(self, connection: Connection, *, page_size: int = PAGE_SIZE) -> None:
+        self._connection = connection
+        self._page_size = page_size
+
+    def find_node(self, instance_id: str) -> str | None:
+        from kubernetes import client
+
+        suffix = f"/{instance_id}"
+        for page in self._pages(client.CoreV1Api.list_node, NodeList):
+            for node in page.items:
+                if node.spec.providerID.endswith(suffix):
+                    return node.metadata.name
+        return None
+
+    def cordon(self, node: str) -> None:
+        from kubernetes import client
+
+        # A dict body goes as a strategic merge patch, as `kubectl cordon` sends it.
+        self._checked(client.CoreV1Api.patch_node, node, {"spec": {"unschedulable": True}})
+
+    def pods_on(self, node: str) -> list[DrainPod]:
+        from kubernetes import client
+
+        return [
+            _drain_pod(pod)
+            for page in self._pages(
+                client.CoreV1Api.list_pod_for_all_namespaces,
+                _PodList,
+                field_selector=f"spec.nodeName={node}",
+            )
+            for pod in page.items
+        ]
+
+    def evict(self, pod: DrainPod, grace_seconds: int) -> Eviction:
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": pod.name, "namespace": pod.namespace},
+            "deleteOptions": {"gracePeriodSeconds": grace_seconds},
+        }
+        try:
+            self._request(
+                client.CoreV1Api.create_namespaced_pod_eviction, pod.name, pod.namespace, body
+            )
+        except ApiException as error:
+            if error.status in (401, 403):  # no right to evict: waiting won't give it
+                raise _unavailable(error) from None
+            return refusal(pod, error.status, str(error.reason), error.body)
+        return Eviction(EvictionOutcome.EVICTED)
+
+    # --- the calls ----------------------------------------------------------------------
+
+    def _pages(
+        self, list_call: Callable[..., Any], page_type: type[Page], **query: Any
+    ) -> Iterator[Page]:
+        return pages(partial(self._checked, list_call), page_type, self._page_size, **query)
+
+    def _checked(self, call: Callable[..., Any], *args: Any, **query: Any) -> bytes:
+        """A call whose every refusal is an error."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return self._request(call, *args, **query)
+        except ApiException as error:
+            raise _unavailable(error) from None
+
+    def _request(self, call: Callable[..., Any], *args: Any, **query: Any) -> bytes:
+        """The raw answer; an ApiException for any status but 401, which renews once."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        for attempt in (1, 2):
+            try:
+                core = client.CoreV1Api(self._connection.api())
+                response = call(core, *args, **query, _preload_content=False)
+                return bytes(response.data)
+            except ApiException as error:
+                if error.status == 401 and attempt == 1:  # the token expired: renew, once
+                    self._connection.renew()
+                    continue
+                raise
+            except (OSError, HTTPError) as error:  # refused, reset, DNS, TLS, retries spent
+                raise KubernetesUnavailableError(f"Kubernetes API unreachable: {error}") from None
+        raise AssertionError("unreachable")
+
+
+def _unavailable(error: Any) -> KubernetesUnavailableError:
+    message = _answer(error.body).get("message") or error.reason
+    return KubernetesUnavailableError(f"Kubernetes API: {error.status} {message}")

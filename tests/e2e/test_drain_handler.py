@@ -1,0 +1,264 @@
+"""The drain function end to end: the real handler, wired by `nodescaler.wiring` from its
+settings, with the samples in events/, against the loopback API server and moto."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from nodescaler import wiring
+from nodescaler.config import DrainSettings, SettingsError
+from nodescaler.drain import Drainer, DrainFailedError, LifecycleActionExpiredError
+from nodescaler.events import MalformedEventError
+from nodescaler.messages import EvaluationRequest
+from nodescaler_tools.kube.apiserver import KubeApiServer
+from nodescaler_tools.lambda_local import LocalContext
+
+from functions.drain import handler as drain
+from tests.aws import REGION, LifecycleActionRecorder, client, make_asg, make_evaluation_queue
+from tests.builders import VirtualClock
+from tests.e2e.conftest import event
+from tests.kube import kubeconfig, node, pod
+
+NODE = "ip-10-0-1-23.eu-west-1.compute.internal"
+LIFECYCLE = event("lifecycle-terminate.json")["detail"]
+SPOT_INSTANCE = event("spot-interruption.json")["detail"]["instance-id"]
+
+
+@dataclass
+class DrainFunction:
+    server: KubeApiServer
+    recorder: LifecycleActionRecorder
+    drainer: Drainer
+    queue_url: str
+
+    def __call__(self, incoming: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = drain.handler(
+            incoming, LocalContext("nodescaler-drain"), drainer=self.drainer
+        )
+        return result
+
+    def node_for(self, instance_id: str, *pods: str) -> None:
+        self.server.cluster.put("nodes", node(NODE, provider_id=f"aws:///eu-west-1a/{instance_id}"))
+        for name in pods:
+            self.server.cluster.put("pods", pod(name, NODE))
+        self.server.cluster.put("pods", pod("aws-node-x1", NODE, owner="DaemonSet"))
+
+    def pods_left(self) -> list[str]:
+        return sorted(name for _, name in self.server.cluster.objects["pods"])
+
+    def queued(self) -> list[EvaluationRequest]:
+        answer = client("sqs").receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10)
+        return [
+            EvaluationRequest.model_validate_json(m["Body"]) for m in answer.get("Messages", [])
+        ]
+
+
+@pytest.fixture
+def function(tmp_path: Path, clock: VirtualClock) -> Iterator[DrainFunction]:
+    """The function as deployed: settings from its environment, clients from wiring, the
+    clock and sleep virtual."""
+    with KubeApiServer(token="secret") as server:
+        queue_url = make_evaluation_queue()
+        settings = DrainSettings.from_environment(
+            {
+                "EVALUATION_QUEUE_URL": queue_url,
+                "KUBECONFIG_PATH": str(kubeconfig(tmp_path / "kubeconfig", server.url)),
+            }
+        )
+        clients = wiring.AwsClients(boto3.Session(region_name=REGION))
+        recorder = LifecycleActionRecorder()
+        recorder.watch(clients.autoscaling)
+        drainer = wiring.drainer(
+            settings, clients, clock, sleep=lambda seconds: clock.advance(seconds=seconds)
+        )
+        yield DrainFunction(server, recorder, drainer, queue_url)
+
+
+def hold(function: DrainFunction) -> None:
+    function.recorder.hold(
+        LIFECYCLE["AutoScalingGroupName"],
+        LIFECYCLE["LifecycleHookName"],
+        LIFECYCLE["EC2InstanceId"],
+        LIFECYCLE["LifecycleActionToken"],
+    )
+
+
+def test_the_lifecycle_sample_drains_its_node_and_completes_the_action(
+    function: DrainFunction, output: Any
+) -> None:
+    function.node_for(LIFECYCLE["EC2InstanceId"], "web-0", "web-1")
+    hold(function)
+
+    result = function(event("lifecycle-terminate.json"))
+
+    assert (result["outcome"], result["node"], result["lifecycle_result"]) == (
+        "drained",
+        NODE,
+        "CONTINUE",
+    )
+    assert function.pods_left() == ["aws-node-x1"]
+    assert [c["LifecycleActionResult"] for c in function.recorder.completed()] == ["CONTINUE"]
+    printed = output()
+    assert printed.metric("NodesDrained", "web") == [1]
+    assert printed.metric("PodsEvicted") == [2, 2]  # service-wide, and for the group
+    (line,) = [log for log in printed.logs if "drain" in log]
+    assert line["message"] == (
+        f"node {NODE} ({LIFECYCLE['EC2InstanceId']}) drained in 0 s: 2 pods evicted; "
+        "lifecycle action completed with CONTINUE"
+    )
+    assert line["drain"]["skipped"] == [{"pod": "default/aws-node-x1", "reason": "DaemonSet pod"}]
+    assert (line["level"], line["instance_id"], line["cause"]) == (
+        "INFO",
+        LIFECYCLE["EC2InstanceId"],
+        "lifecycle-action",
+    )
+
+
+def test_the_spot_sample_queues_its_managed_group_and_drains_the_node(
+    function: DrainFunction, output: Any
+) -> None:
+    make_asg(
+        "web", tags={"nodescaler/enabled": "true", "nodescaler/policy": "microservices"}, desired=1
+    )
+    described = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=["web"])
+    instance = described["AutoScalingGroups"][0]["Instances"][0]["InstanceId"]
+    function.node_for(instance, "web-0")
+    warning = event("spot-interruption.json")
+    warning["detail"]["instance-id"] = instance
+
+    result = function(warning)
+
+    assert [(r.node_group, r.cause, r.event_id) for r in function.queued()] == [
+        ("web", "spot-interruption", warning["id"])
+    ]
+    assert (result["outcome"], result["lifecycle_result"]) == ("drained", None)
+    assert function.pods_left() == ["aws-node-x1"]
+    assert function.recorder.calls == []
+    assert output().metric("ReevaluationsQueued", "web") == [1]
+
+
+def test_a_rebalance_recommendation_for_an_instance_in_no_group_is_reported_not_raised(
+    function: DrainFunction, output: Any
+) -> None:
+    function.node_for(SPOT_INSTANCE, "web-0")
+
+    result = function(event("rebalance-recommendation.json"))
+
+    assert result["outcome"] == "drained"
+    assert function.queued() == []
+    printed = output()
+    assert printed.metric("UnmanagedInterruptions") == [1]
+    (warning,) = printed.messages("WARNING")
+    assert f"instance {SPOT_INSTANCE} is in no Auto Scaling group: no group re-evaluated" in (
+        warning
+    )
+
+
+def test_a_malformed_event_is_logged_naming_the_field_counted_and_raised(
+    function: DrainFunction, output: Any
+) -> None:
+    broken = event("lifecycle-terminate.json")
+    del broken["detail"]["EC2InstanceId"]
+
+    with pytest.raises(MalformedEventError):
+        function(broken)
+
+    printed = output()
+    (error,) = printed.messages("ERROR")
+    assert error.startswith(f"event {broken['id']} can't be read as a terminate lifecycle action")
+    assert "EC2 Instance-terminate Lifecycle Action.detail.EC2InstanceId: Field required" in error
+    assert printed.metric("MalformedEvents") == [1]
+    assert function.recorder.calls == []
+
+
+def test_an_expired_lifecycle_action_is_logged_counted_and_raised_for_the_dead_letter_queue(
+    function: DrainFunction, output: Any
+) -> None:
+    function.node_for(LIFECYCLE["EC2InstanceId"], "web-0")  # the action is not held (any more)
+
+    with pytest.raises(LifecycleActionExpiredError):
+        function(event("lifecycle-terminate.json"))
+
+    printed = output()
+    (error,) = printed.messages("ERROR")
+    assert error.startswith("node group web, lifecycle hook nodescaler-drain: the action for")
+    assert error.endswith("; the event is retried, then kept in the dead-letter queue")
+    assert printed.metric("LifecycleActionsExpired") == [1]
+    assert len(function.recorder.completed()) == 1
+
+
+def test_a_drain_that_fails_completes_the_action_then_fails_the_invocation(
+    function: DrainFunction, output: Any
+) -> None:
+    function.node_for(LIFECYCLE["EC2InstanceId"], "web-0")
+    hold(function)
+    function.server.token = "rotated"  # the function's credentials no longer work
+
+    with pytest.raises(DrainFailedError):
+        function(event("lifecycle-terminate.json"))
+
+    assert [c["LifecycleActionResult"] for c in function.recorder.completed()] == ["CONTINUE"]
+    printed = output()
+    (error,) = [log for log in printed.logs if log["level"] == "ERROR"]
+    assert error["message"].startswith(
+        f"draining instance {LIFECYCLE['EC2InstanceId']} failed after 0 pods evicted: "
+        "KubernetesUnavailableError: Kubernetes API: 401 Unauthorized"
+    )
+    assert "Traceback" in error["exception"]
+    assert printed.metric("DrainFailures", "web") == [1]
+
+
+def test_the_hooks_test_notification_is_acknowledged_without_draining(output: Any) -> None:
+    notification = event("lifecycle-terminate.json")
+    notification["detail"] = {
+        "Event": "autoscaling:TEST_NOTIFICATION",
+        "AutoScalingGroupName": "web",
+    }
+
+    # no drainer injected and no settings: a test notification needs neither
+    result = drain.handler(notification, LocalContext("nodescaler-drain"))
+
+    assert result == {"outcome": "test-notification", "node_group": "web"}
+    assert output().messages("INFO") == [
+        "lifecycle hook test notification for node group web: nothing to drain"
+    ]
+
+
+@pytest.fixture
+def cold_start() -> Iterator[None]:
+    drain.configured_drainer.cache_clear()
+    yield
+    drain.configured_drainer.cache_clear()
+
+
+@pytest.mark.usefixtures("cold_start")
+@pytest.mark.parametrize(
+    ("environment", "message"),
+    [
+        ({}, "DrainSettings: setting EVALUATION_QUEUE_URL is not set"),
+        (
+            {"EVALUATION_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/1/q.fifo"},
+            "DrainSettings: setting CLUSTER_NAME is not set, nor KUBECONFIG_PATH",
+        ),
+    ],
+)
+def test_a_misconfigured_function_fails_its_first_drain_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], message: str
+) -> None:
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SettingsError, match=message):
+        drain.handler(event("spot-interruption.json"), LocalContext("nodescaler-drain"))
+
+
+def test_the_handler_returns_what_lambda_can_serialize(function: DrainFunction) -> None:
+    function.node_for(SPOT_INSTANCE)
+    assert json.loads(json.dumps(function(event("spot-interruption.json"))))["outcome"] == (
+        "drained"
+    )

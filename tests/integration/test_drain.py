@@ -1,0 +1,458 @@
+"""Draining a node, against the loopback API server with the real `kubernetes` client and
+Auto Scaling on moto, in virtual time: what is evicted and what stays, PodDisruptionBudgets
+honoured with retries, heartbeats while waiting, the deadline, and the lifecycle action
+completed exactly once on every path."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nodescaler.adapters.aws.evaluation_queue import SqsEvaluationQueue
+from nodescaler.adapters.aws.lifecycle import AsgInstanceGroups, AsgLifecycleActions
+from nodescaler.adapters.aws.node_groups import AsgNodeGroups
+from nodescaler.adapters.k8s.cluster import KubernetesUnavailableError
+from nodescaler.adapters.k8s.connection import KubeconfigConnection
+from nodescaler.adapters.k8s.drain import KubernetesDrain
+from nodescaler.domain.optin import TagNames
+from nodescaler.drain import (
+    Drainer,
+    DrainFailedError,
+    DrainOutcome,
+    LifecycleActionExpiredError,
+    LifecycleResult,
+    PodNote,
+    ReplacementOutcome,
+    Replacements,
+)
+from nodescaler.drain_events import (
+    LifecycleAction,
+    LifecycleActionEvent,
+    RebalanceRecommendationEvent,
+    SpotEvent,
+    SpotInterruptionEvent,
+    parse_drain_event,
+)
+from nodescaler.messages import EvaluationRequest
+from nodescaler_tools.kube.apiserver import Cluster, KubeApiServer
+
+from tests.aws import LifecycleActionRecorder, client, make_asg, make_evaluation_queue
+from tests.builders import T0, VirtualClock
+from tests.kube import kubeconfig, node, pdb, pod
+
+EVENTS = Path(__file__).parents[2] / "events"
+INSTANCE = "i-0b1c2d3e4f5a6b7c8"  # the lifecycle sample's instance
+NODE = "ip-10-0-1-23.eu-west-1.compute.internal"
+MIRROR = "kubernetes.io/config.mirror"
+
+
+def sample(name: str, **detail: str) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads((EVENTS / name).read_text())
+    event["detail"] |= detail
+    return event
+
+
+def lifecycle_action(instance_id: str = INSTANCE) -> LifecycleAction:
+    event = parse_drain_event(sample("lifecycle-terminate.json", EC2InstanceId=instance_id))
+    assert isinstance(event, LifecycleActionEvent)
+    return event.detail
+
+
+def spot_warning(name: str, instance_id: str) -> SpotEvent:
+    event = parse_drain_event(sample(name, **{"instance-id": instance_id}))
+    assert isinstance(event, SpotInterruptionEvent | RebalanceRecommendationEvent)
+    return event
+
+
+class VirtualTime:
+    """The drainer's clock and `sleep`: sleeping moves the clock, and carries out what the
+    test planned for that moment (the cluster changing while the drain waits)."""
+
+    def __init__(self) -> None:
+        self.clock = VirtualClock()
+        self.slept: list[float] = []
+        self._plan: list[tuple[float, Callable[[], Any]]] = []
+
+    @property
+    def elapsed(self) -> float:
+        return (self.clock.now() - T0).total_seconds()
+
+    def at(self, seconds: float, action: Callable[[], Any]) -> None:
+        self._plan.append((seconds, action))
+
+    def sleep(self, seconds: float) -> None:
+        assert seconds > 0, "a drainer that sleeps for nothing would spin"
+        self.slept.append(seconds)
+        self.clock.advance(seconds=seconds)
+        due = [step for step in self._plan if step[0] <= self.elapsed]
+        self._plan = [step for step in self._plan if step[0] > self.elapsed]
+        for _, action in sorted(due, key=lambda step: step[0]):
+            action()
+
+
+@dataclass
+class Rig:
+    server: KubeApiServer
+    config: Path
+    recorder: LifecycleActionRecorder = field(default_factory=LifecycleActionRecorder)
+    time: VirtualTime = field(default_factory=VirtualTime)
+
+    @property
+    def cluster(self) -> Cluster:
+        return self.server.cluster
+
+    def drainer(self, **options: Any) -> Drainer:
+        return Drainer(
+            cluster=KubernetesDrain(KubeconfigConnection(self.config)),
+            lifecycle=AsgLifecycleActions(self.recorder.watch(client("autoscaling"))),
+            clock=self.time.clock,
+            sleep=self.time.sleep,
+            **options,
+        )
+
+    def held(self, instance_id: str = INSTANCE) -> LifecycleAction:
+        """The sample's lifecycle action, held by the hook until completed."""
+        action = lifecycle_action(instance_id)
+        self.recorder.hold(action.group, action.hook, action.instance_id, action.token)
+        return action
+
+    def pods_on(self, node_name: str) -> list[str]:
+        return sorted(
+            f"{ns}/{name}"
+            for (ns, name), p in self.cluster.objects["pods"].items()
+            if p["spec"].get("nodeName") == node_name
+        )
+
+    def completed(self) -> list[str]:
+        return [c["LifecycleActionResult"] for c in self.recorder.completed()]
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Iterator[Rig]:
+    with KubeApiServer(token="secret") as server:
+        yield Rig(server, kubeconfig(tmp_path / "kubeconfig", server.url))
+
+
+def put(rig: Rig, *objects: tuple[str, dict[str, Any]]) -> None:
+    for kind, obj in objects:
+        rig.cluster.put(kind, obj)
+
+
+def the_node(instance_id: str = INSTANCE, name: str = NODE) -> tuple[str, dict[str, Any]]:
+    return "nodes", node(name, provider_id=f"aws:///eu-west-1a/{instance_id}")
+
+
+def mirror_pod(name: str, node_name: str) -> dict[str, Any]:
+    static = pod(name, node_name, owner="Node")
+    static["metadata"]["annotations"] = {MIRROR: "0f3c2b1a"}
+    return static
+
+
+def web(i: int, node_name: str = NODE, **options: Any) -> tuple[str, dict[str, Any]]:
+    return "pods", pod(f"web-{i}", node_name, labels={"app": "web"}, **options)
+
+
+def test_given_a_node_with_app_daemonset_mirror_and_finished_pods_the_app_pods_are_evicted(
+    rig: Rig,
+) -> None:
+    put(
+        rig,
+        the_node(),
+        ("nodes", node("other")),
+        ("pods", pod("api-0", NODE, spec={"terminationGracePeriodSeconds": 3600})),
+        ("pods", pod("api-1", NODE, namespace="shop")),
+        ("pods", pod("fluent-bit-x2x9", NODE, namespace="kube-system", owner="DaemonSet")),
+        ("pods", mirror_pod("kube-proxy-" + NODE, NODE)),
+        ("pods", pod("report-28512", NODE, owner="Job", phase="Succeeded")),
+        ("pods", pod("api-2", "other")),
+    )
+    action = rig.held()  # its group "web" is not opted in: the hook asked, so it drains
+
+    result = rig.drainer(max_grace_seconds=600).lifecycle_action(action)
+
+    assert result.outcome is DrainOutcome.DRAINED
+    assert rig.cluster.objects["nodes"][("", NODE)]["spec"]["unschedulable"] is True
+    assert rig.pods_on(NODE) == [
+        "default/kube-proxy-" + NODE,
+        "default/report-28512",
+        "kube-system/fluent-bit-x2x9",
+    ]
+    assert rig.pods_on("other") == ["default/api-2"]
+    assert result.evicted == ("default/api-0", "shop/api-1")
+    assert set(result.skipped) == {
+        PodNote("kube-system/fluent-bit-x2x9", "DaemonSet pod"),
+        PodNote("default/kube-proxy-" + NODE, "mirror pod of a static pod"),
+        PodNote("default/report-28512", "finished (Succeeded)"),
+    }
+    # the pod's own grace period, up to the configured most; 30 s when it names none
+    assert rig.cluster.evictions == [("default", "api-0", 600), ("shop", "api-1", 30)]
+    assert rig.completed() == ["CONTINUE"]
+    assert result.lifecycle_result is LifecycleResult.CONTINUE
+    assert rig.time.slept == []  # nothing to wait for: the pods went at once
+
+
+def test_given_a_budget_that_forbids_the_eviction_it_is_retried_until_a_replica_is_ready(
+    rig: Rig,
+) -> None:
+    put(
+        rig,
+        the_node(),
+        ("nodes", node("other")),
+        web(0),
+        web(1, "other", ready=False),  # still starting: the budget allows no disruption yet
+        ("poddisruptionbudgets", pdb("web-pdb", {"app": "web"}, minAvailable=1)),
+    )
+    replica = pod("web-1", "other", labels={"app": "web"})
+    rig.time.at(12, lambda: rig.cluster.put("pods", replica))  # ... and Ready 12 s in
+
+    result = rig.drainer().lifecycle_action(rig.held())
+
+    assert result.outcome is DrainOutcome.DRAINED
+    assert rig.time.slept == [5, 10]  # refused at 0 s and 5 s, evicted at 15 s
+    assert rig.cluster.evictions == [("default", "web-0", 30)] * 3
+    assert rig.pods_on(NODE) == []
+    assert result.seconds == 15
+    assert rig.completed() == ["CONTINUE"]
+
+
+def test_while_evicted_pods_terminate_the_drain_waits_and_keeps_the_action_alive(
+    rig: Rig,
+) -> None:
+    rig.cluster.graceful_deletion = True  # pods stay, terminating, until the kubelet is done
+    put(rig, the_node(), web(0, spec={"terminationGracePeriodSeconds": 300}), web(1))
+    rig.time.at(30, lambda: rig.cluster.delete("pods", ("default", "web-1")))
+    rig.time.at(150, lambda: rig.cluster.stop_terminating(NODE))
+
+    result = rig.drainer().lifecycle_action(rig.held())
+
+    assert result.outcome is DrainOutcome.DRAINED
+    assert result.seconds == 150  # polled every 5 s until both had gone
+    assert set(rig.time.slept) == {5}
+    assert len(rig.recorder.heartbeats()) == 2  # at 60 s and 120 s
+    assert rig.cluster.objects["pods"] == {}
+    assert rig.completed() == ["CONTINUE"]
+
+
+def test_at_the_deadline_the_action_completes_with_the_default_result_naming_what_stayed(
+    rig: Rig,
+) -> None:
+    rig.cluster.graceful_deletion = True
+    put(
+        rig,
+        the_node(),
+        web(0),
+        web(1),  # both on the node: the budget lets only one go
+        ("poddisruptionbudgets", pdb("web-pdb", {"app": "web"}, minAvailable=1)),
+        ("pods", pod("batch-7", NODE, spec={"terminationGracePeriodSeconds": 900})),
+    )
+
+    result = rig.drainer(timeout_result=LifecycleResult.ABANDON).lifecycle_action(rig.held())
+
+    assert result.outcome is DrainOutcome.TIMED_OUT
+    assert result.seconds == 600
+    assert result.remaining == (
+        PodNote(
+            "default/web-1",
+            "blocked by PodDisruptionBudget default/web-pdb "
+            "(needs 1 healthy pods and has 1 currently)",
+        ),
+        PodNote("default/batch-7", "evicted, still terminating (grace period 600 s)"),
+        PodNote("default/web-0", "evicted, still terminating (grace period 30 s)"),
+    )
+    assert max(rig.time.slept) == 5  # polling the terminating pods
+    tried = [0, 5, 15, 35, *range(65, 600, 30)]  # refusals retried after 5 s, doubling to 30 s
+    assert [e for e in rig.cluster.evictions if e[1] == "web-1"] == [
+        ("default", "web-1", 30)
+    ] * len(tried)
+    assert len(rig.recorder.heartbeats()) == 9  # every minute, up to 9 min
+    assert rig.completed() == ["ABANDON"]
+    assert result.lifecycle_result is LifecycleResult.ABANDON
+    assert "default/web-1 blocked by PodDisruptionBudget default/web-pdb" in result.message
+
+
+def test_given_an_instance_that_never_joined_the_cluster_the_action_completes_at_once(
+    rig: Rig,
+) -> None:
+    put(rig, ("nodes", node("someone-else")))
+
+    result = rig.drainer().lifecycle_action(rig.held())
+
+    assert (result.outcome, result.node) == (DrainOutcome.NOT_IN_CLUSTER, None)
+    assert rig.completed() == ["CONTINUE"]
+    assert [r.split("?")[0] for r in rig.server.requests] == ["GET /api/v1/nodes"]
+    assert rig.cluster.objects["nodes"][("", "someone-else")]["spec"].get("unschedulable") is None
+
+
+def test_an_error_midway_still_completes_the_action_once_then_raises_it(rig: Rig) -> None:
+    put(
+        rig,
+        the_node(),
+        web(0),
+        ("poddisruptionbudgets", pdb("web-pdb", {"app": "web"}, minAvailable=1)),
+    )
+    rig.time.at(5, lambda: setattr(rig.server, "token", "rotated"))  # our credentials now fail
+
+    with pytest.raises(DrainFailedError) as caught:
+        rig.drainer().lifecycle_action(rig.held())
+
+    failed = caught.value.result
+    assert (failed.outcome, failed.node) == (DrainOutcome.FAILED, NODE)
+    assert failed.lifecycle_result is LifecycleResult.CONTINUE
+    assert isinstance(caught.value.__cause__, KubernetesUnavailableError)
+    assert "401 Unauthorized" in str(caught.value)
+    assert rig.completed() == ["CONTINUE"]
+
+
+def test_an_expired_action_is_a_clear_error_naming_group_hook_and_instance(rig: Rig) -> None:
+    put(rig, the_node(), web(0))
+    action = lifecycle_action()  # not held: its heartbeat timeout has passed
+
+    with pytest.raises(LifecycleActionExpiredError) as caught:
+        rig.drainer().lifecycle_action(action)
+
+    assert str(caught.value).startswith(
+        f"node group web, lifecycle hook nodescaler-drain: the action for instance {INSTANCE} "
+        "has expired"
+    )
+    assert "No active Lifecycle Action found with instance ID" in str(caught.value)
+    assert rig.pods_on(NODE) == []  # the drain itself went through
+    assert [c.accepted for c in rig.recorder.calls] == [False]  # completing: tried once
+
+
+def test_an_action_that_expires_while_waiting_stops_the_drain_with_that_error(rig: Rig) -> None:
+    put(rig, the_node(), web(0))
+    rig.cluster.graceful_deletion = True
+    rig.time.at(30, lambda: rig.recorder.expire(INSTANCE))
+
+    with pytest.raises(LifecycleActionExpiredError):
+        rig.drainer().lifecycle_action(rig.held())
+
+    assert rig.time.elapsed == 60  # the first heartbeat was refused
+    assert [(c.operation, c.accepted) for c in rig.recorder.calls] == [
+        ("RecordLifecycleActionHeartbeat", False),
+        ("CompleteLifecycleAction", False),
+    ]
+
+
+# --- EC2 Spot warnings ------------------------------------------------------------------
+
+OPTED_IN = {"nodescaler/enabled": "true", "nodescaler/policy": "microservices"}
+
+
+class QueueSpy:
+    """The evaluation queue, noting how much of the drain had happened when it was used."""
+
+    def __init__(self, queue: SqsEvaluationQueue, server: KubeApiServer) -> None:
+        self._queue = queue
+        self._server = server
+        self.kubernetes_calls_before: list[int] = []
+
+    def send(self, requests: Any) -> None:
+        self.kubernetes_calls_before.append(len(self._server.requests))
+        self._queue.send(requests)
+
+
+@dataclass
+class Spot:
+    rig: Rig
+    queue_url: str
+    queue: QueueSpy
+
+    def drainer(self) -> Drainer:
+        autoscaling = client("autoscaling")
+        replacements = Replacements(
+            instances=AsgInstanceGroups(autoscaling),
+            node_groups=AsgNodeGroups(autoscaling, client("eks"), tag_names=TagNames()),
+            queue=self.queue,
+        )
+        return self.rig.drainer(replacements=replacements)
+
+    def queued(self) -> list[EvaluationRequest]:
+        answer = client("sqs").receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10)
+        return [
+            EvaluationRequest.model_validate_json(m["Body"]) for m in answer.get("Messages", [])
+        ]
+
+
+@pytest.fixture
+def spot(rig: Rig) -> Spot:
+    url = make_evaluation_queue()
+    return Spot(rig, url, QueueSpy(SqsEvaluationQueue(client("sqs"), url), rig.server))
+
+
+def instance_of(group: str) -> str:
+    described = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[group])
+    return str(described["AutoScalingGroups"][0]["Instances"][0]["InstanceId"])
+
+
+def test_a_spot_warning_queues_its_managed_group_first_then_drains_within_two_minutes(
+    spot: Spot,
+) -> None:
+    make_asg("web", tags=OPTED_IN, desired=1)
+    instance = instance_of("web")
+    put(
+        spot.rig,
+        the_node(instance),
+        web(0),
+        web(1),
+        ("poddisruptionbudgets", pdb("web-pdb", {"app": "web"}, minAvailable=1)),
+    )
+    warning = spot_warning("spot-interruption.json", instance)
+
+    result = spot.drainer().interruption(warning)
+
+    assert spot.queued() == [
+        EvaluationRequest(
+            node_group="web",
+            event_id=warning.id,
+            cause="spot-interruption",
+            requested_at=warning.time,
+        )
+    ]
+    assert spot.queue.kubernetes_calls_before == [0]  # before the drain began
+    assert result.replacement is not None
+    assert (result.replacement.outcome, result.node_group) == (ReplacementOutcome.QUEUED, "web")
+    assert (result.outcome, result.seconds) == (DrainOutcome.TIMED_OUT, 110)
+    assert result.evicted == ("default/web-0",)
+    assert result.lifecycle_result is None
+    assert spot.rig.recorder.calls == []  # no lifecycle action to complete
+
+
+def test_a_rebalance_recommendation_for_an_unmanaged_group_drains_without_queueing(
+    spot: Spot,
+) -> None:
+    make_asg("legacy", desired=1)  # not opted in
+    instance = instance_of("legacy")
+    put(spot.rig, the_node(instance), web(0))
+
+    result = spot.drainer().interruption(spot_warning("rebalance-recommendation.json", instance))
+
+    assert spot.queued() == []
+    assert result.replacement is not None
+    assert result.replacement.outcome is ReplacementOutcome.UNMANAGED
+    assert (
+        result.replacement.note
+        == "node group legacy is not managed by nodescaler: not re-evaluated"
+    )
+    assert result.outcome is DrainOutcome.DRAINED
+    assert spot.rig.pods_on(NODE) == []
+
+
+def test_a_spot_warning_for_an_instance_in_no_group_is_reported_and_still_drained(
+    spot: Spot,
+) -> None:
+    put(spot.rig, the_node("i-0fedcba9876543210"), web(0))
+
+    result = spot.drainer().interruption(
+        spot_warning("spot-interruption.json", "i-0fedcba9876543210")
+    )
+
+    assert spot.queued() == []
+    assert result.replacement is not None
+    assert result.replacement.outcome is ReplacementOutcome.NO_GROUP
+    assert "instance i-0fedcba9876543210 is in no Auto Scaling group" in result.message
+    assert (result.outcome, result.evicted) == (DrainOutcome.DRAINED, ("default/web-0",))
