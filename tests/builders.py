@@ -9,6 +9,7 @@ from typing import Any
 from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
 from nodescaler.domain.backoff import Backoff
 from nodescaler.domain.history import History
+from nodescaler.domain.limits import Ceiling
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
 from nodescaler.domain.readings import MetricReading, Reading
 from nodescaler.state import GroupState, StateStore
@@ -106,6 +107,7 @@ def run(
     now: datetime = T0,
     size: GroupSize | None = None,
     backoff: Backoff | None = None,
+    ceiling: Ceiling | None = None,
 ) -> Evaluation:
     return decide(
         node_group="ng-test",
@@ -115,6 +117,7 @@ def run(
         history=history or History(),
         now=now,
         backoff=backoff,
+        ceiling=ceiling,
     )
 
 

@@ -39,7 +39,7 @@ def test_an_acted_scale_out_reports_sizes_changes_usage_and_the_shortfall() -> N
             GROUP,
         ),
         Record({MetricName.METRIC_USAGE: 187.5}, GROUP | {Dimension.METRIC: "jobs"}),
-        Record({MetricName.SHORTFALL_NODES: 3}),
+        Record({MetricName.SHORTFALL_NODES: 3, MetricName.BACKED_OFF: 0}),
     ]
 
 
@@ -73,6 +73,7 @@ def test_a_backed_off_group_reports_it_and_its_protected_instances() -> None:
         size=GroupSize(current=4, protected=2),
         backoff=backoff,
     ).decision
-    (group, *_) = result_records(EvaluationResult("ng-test", Outcome.UNCHANGED, decision))
+    (group, *_, system) = result_records(EvaluationResult("ng-test", Outcome.UNCHANGED, decision))
     assert group.figures[MetricName.BACKED_OFF] == 1
+    assert system.figures[MetricName.BACKED_OFF] == 1  # what the backoff alarm watches
     assert group.figures[MetricName.PROTECTED_NODES] == 2

@@ -156,6 +156,12 @@ class EvaluateSettings(CapacitySettings):
         DEFAULT_EXPANDERS
     )
     audit_ttl_days: Annotated[int, Field(alias="AUDIT_TTL_DAYS", ge=1, le=3650)] = 30
+    # Optional limits on the whole cluster (all managed groups), enforced across groups.
+    cluster_max_nodes: Annotated[int | None, Field(alias="CLUSTER_MAX_NODES", ge=0)] = None
+    cluster_max_vcpus: Annotated[int | None, Field(alias="CLUSTER_MAX_VCPUS", ge=0)] = None
+    cluster_max_memory_gib: Annotated[int | None, Field(alias="CLUSTER_MAX_MEMORY_GIB", ge=0)] = (
+        None
+    )
 
 
 class DrainSettings(CommonSettings):

@@ -7,20 +7,24 @@ whose conditional state write lands first acts (write, then act).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
+from functools import partial
 from typing import Protocol
 
-from nodescaler.domain.autoscaler import GroupSize, decide, record_scale
+from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
 from nodescaler.domain.backoff import BackoffRules, Provisioning, after_failure, provision_check
 from nodescaler.domain.decision import Decision
 from nodescaler.domain.optin import TagNames, is_managed, read_opt_in
 from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.limits import ClusterLimiter
 from nodescaler.ports import Clock, LaunchFailure, NodeGroup, NodeGroups
 from nodescaler.producers import Producers
-from nodescaler.state import GroupState, StateStore, failure_key
+from nodescaler.state import GroupState, StateConflictError, StateStore, failure_key
+
+CLAIM_ATTEMPTS = 5
 
 
 class Protections(Protocol):
@@ -62,6 +66,7 @@ class Evaluator:
     dry_run: bool = False
     backoff_rules: BackoffRules = field(default_factory=BackoffRules)
     protections: Protections | None = None  # the Kubernetes cluster's say, when there is one
+    limiter: ClusterLimiter | None = None  # the cluster's limits, when any is set
 
     def evaluate(self, group_name: str, event_id: str) -> EvaluationResult:
         # 1. The group as it is now; it may have gone, or opted out, since it was queued.
@@ -110,7 +115,8 @@ class Evaluator:
             launched=group.launched,
             protected=len(protected),
         )
-        evaluation = decide(
+        decide_with = partial(
+            decide,
             node_group=group.name,
             policy=policy,
             size=size,
@@ -119,6 +125,7 @@ class Evaluator:
             now=now,
             backoff=state.backoff,
         )
+        evaluation = self._within_limits(decide_with, group, now, dry_run)
         decision = evaluation.decision
 
         # 7. Record only, when nothing changes or the group is in dry-run.
@@ -161,6 +168,33 @@ class Evaluator:
             event_id=event_id,
         )
         return EvaluationResult(group.name, Outcome.ACTED, decision, opt_in.problems)
+
+    def _within_limits(
+        self,
+        decide_with: Callable[..., Evaluation],
+        group: NodeGroup,
+        now: datetime,
+        dry_run: bool,
+    ) -> Evaluation:
+        """The decision, its scale-up capped by the cluster's limits and claimed against
+        them before acting, so groups scaling up together can't overshoot."""
+        evaluation: Evaluation = decide_with(ceiling=None)
+        if self.limiter is None or evaluation.decision.desired <= evaluation.decision.current:
+            return evaluation
+        for _ in range(CLAIM_ATTEMPTS):
+            ceiling, claims = self.limiter.ceiling(group, now)
+            evaluation = decide_with(ceiling=ceiling)
+            decision = evaluation.decision
+            if (
+                dry_run
+                or decision.desired <= decision.current
+                or self.limiter.claim(group, decision.desired, claims, now)
+            ):
+                return evaluation
+        raise StateConflictError(
+            f"node group {group.name}: {CLAIM_ATTEMPTS} claims under the cluster's limits lost "
+            "to other groups scaling up; the evaluation will be retried"
+        )
 
     def _check_scale_up(self, group: NodeGroup, state: GroupState, now: datetime) -> GroupState:
         """Back the group off on a failed launch (the fallback for a missed launch-failure

@@ -44,7 +44,8 @@ class MetricName(StrEnum):
     REJECTED = "NodeGroupRejected"  # opted in, but a bad tag or an unknown policy
     EVALUATION_ERRORS = "EvaluationErrors"
     EVALUATION_LATENCY = "EvaluationLatency"  # from the tick or alarm to the decision
-    BACKED_OFF = "BackedOff"  # 1 while the group is backed off after a failed scale-up
+    BACKED_OFF = "BackedOff"  # 1 while the group is backed off after a failed scale-up (also
+    # service-wide: its maximum says whether any group is)
     LAUNCH_FAILURES = "LaunchFailures"  # launch-failure events for the group
     PROTECTED_NODES = "ProtectedNodes"  # instances protected from scale-in
     # per metric of a node group's policy
@@ -113,7 +114,15 @@ def result_records(result: EvaluationResult, latency_ms: float | None = None) ->
         for m in decision.metrics
         if m.usage_ratio is not None
     )
-    records.append(Record({MetricName.SHORTFALL_NODES: max(decision.current - in_service, 0)}))
+    # Service-wide too: their maximum over all groups is what the alarms watch.
+    records.append(
+        Record(
+            {
+                MetricName.SHORTFALL_NODES: max(decision.current - in_service, 0),
+                MetricName.BACKED_OFF: figures[MetricName.BACKED_OFF],
+            }
+        )
+    )
     return records
 
 

@@ -42,8 +42,10 @@ from nodescaler.domain.expanders import (
     RandomExpander,
     WeightedPriorityExpander,
 )
+from nodescaler.domain.limits import ClusterLimits
 from nodescaler.domain.policy import KUBERNETES_METRICS, NodeGroupPolicy
 from nodescaler.evaluation import Evaluator
+from nodescaler.limits import ClusterLimiter
 from nodescaler.policy_files import load_policies
 from nodescaler.ports import Clock
 from nodescaler.producers import Producers
@@ -147,8 +149,18 @@ def evaluator(
     state = DynamoStateStore(
         clients.dynamodb, settings.state_table, audit_ttl=timedelta(days=settings.audit_ttl_days)
     )
+    shapes = Ec2InstanceTypes(clients.ec2, clients.autoscaling, clients.eks, clock=clock)
     kubernetes = kubernetes_metrics(
-        settings, policies=policies, groups=groups, state=state, clients=clients, clock=clock
+        settings,
+        policies=policies,
+        groups=groups,
+        state=state,
+        shapes=shapes,
+        clients=clients,
+        clock=clock,
+    )
+    limits = ClusterLimits(
+        settings.cluster_max_nodes, settings.cluster_max_vcpus, settings.cluster_max_memory_gib
     )
     return Evaluator(
         node_groups=groups,
@@ -165,6 +177,7 @@ def evaluator(
         dry_run=settings.dry_run,
         backoff_rules=settings.backoff_rules,
         protections=kubernetes,  # the cluster's scale-in annotations
+        limiter=ClusterLimiter(limits, groups, shapes, state) if limits else None,
     )
 
 
@@ -178,6 +191,7 @@ def kubernetes_metrics(
     policies: Mapping[str, NodeGroupPolicy],
     groups: AsgNodeGroups,
     state: DynamoStateStore,
+    shapes: Ec2InstanceTypes,
     clients: AwsClients,
     clock: Clock,
 ) -> KubernetesMetrics | None:
@@ -199,7 +213,7 @@ def kubernetes_metrics(
     planner = PendingPodsPlanner(
         groups,
         policies,
-        Ec2InstanceTypes(clients.ec2, clients.autoscaling, clients.eks, clock=clock),
+        shapes,
         expander_chain(settings.expanders, clients),
         tag_names=settings.tag_names,
         backoffs=state,

@@ -16,6 +16,7 @@ from nodescaler.domain.backoff import Backoff
 from nodescaler.domain.behavior import limit_rate, longest_period, stabilize
 from nodescaler.domain.decision import Decision, Limit, MetricOutcome, MetricStatus
 from nodescaler.domain.history import History
+from nodescaler.domain.limits import Ceiling
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
 from nodescaler.domain.proportional import Tolerances, recommend
 from nodescaler.domain.readings import MetricReading, Reading
@@ -129,6 +130,7 @@ def decide(
     history: History,
     now: datetime,
     backoff: Backoff | None = None,
+    ceiling: Ceiling | None = None,
 ) -> Evaluation:
     up, down = policy.spec.behavior.up, policy.spec.behavior.down
     current = size.current
@@ -146,7 +148,9 @@ def decide(
     recommendation, limits = combine(outcomes, current)
 
     def concluded(desired: int, history: History) -> Evaluation:
-        desired = _held_back(desired, size, lowest=lowest, backoff=backoff, now=now, limits=limits)
+        desired = _held_back(
+            desired, size, lowest=lowest, backoff=backoff, ceiling=ceiling, now=now, limits=limits
+        )
         decision = Decision(
             node_group=node_group,
             policy=policy.name,
@@ -162,6 +166,7 @@ def decide(
             reason="",
             backoff=backoff if backoff is not None and backoff.active(now) else None,
             protected=size.protected,
+            cluster_limit=ceiling.limit if Limit.CLUSTER_LIMIT in limits and ceiling else "",
         )
         reason = explain(decision, down.stabilization_window_seconds)
         return Evaluation(decision.model_copy(update={"reason": reason}), history)
@@ -208,6 +213,7 @@ def _held_back(
     *,
     lowest: int,
     backoff: Backoff | None,
+    ceiling: Ceiling | None,
     now: datetime,
     limits: list[Limit],
 ) -> int:
@@ -218,10 +224,14 @@ def _held_back(
     current = size.current
     if backoff is not None and backoff.active(now):
         launched = current if size.launched is None else size.launched
-        ceiling = max(lowest, min(current, launched))
-        if desired > ceiling:
-            desired = ceiling
+        most = max(lowest, min(current, launched))
+        if desired > most:
+            desired = most
             limits.append(Limit.BACKOFF)
+    # The cluster's limits cap a scale-up (and never shrink a group).
+    if ceiling is not None and desired > max(current, ceiling.nodes):
+        desired = max(current, ceiling.nodes)
+        limits.append(Limit.CLUSTER_LIMIT)
     # Instances protected from scale-in stay; a smaller group would wait for them forever.
     if desired < current and desired < size.protected:
         desired = min(current, size.protected)

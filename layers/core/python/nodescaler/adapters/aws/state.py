@@ -6,6 +6,7 @@ Layout (pk, sk):
   CLUSTER, BACKOFFS                   each group's latest backoff (attribute `backoff:<name>`),
                                       written with the group's state: one small read tells a
                                       planner which groups are backed off
+  CLUSTER, CLAIMS                     scale-ups just claimed under the cluster's limits, version
 
 Every state write is conditional on the version it read, so of two evaluations racing on
 one group only the first write wins; the loser gets `StateConflictError` and retries.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
@@ -25,10 +26,12 @@ from pydantic import BaseModel
 from nodescaler.domain.backoff import Backoff, Provisioning
 from nodescaler.domain.decision import Decision
 from nodescaler.domain.history import History
+from nodescaler.limits import Claims
 from nodescaler.state import GroupState, StateConflictError, StateCorruptError
 
 STATE_SK = "STATE"
 BACKOFFS_KEY = {"pk": {"S": "CLUSTER"}, "sk": {"S": "BACKOFFS"}}
+CLAIMS_KEY = {"pk": {"S": "CLUSTER"}, "sk": {"S": "CLAIMS"}}
 
 
 def _pk(group: str) -> str:
@@ -152,6 +155,44 @@ class DynamoStateStore:
         ).get("Item", {})
         found = {g: _optional(Backoff, item, f"backoff:{g}") for g in groups}
         return {g: b for g, b in found.items() if b is not None}
+
+    def load_claims(self) -> Claims:
+        item = self._dynamodb.get_item(
+            TableName=self._table, Key=CLAIMS_KEY, ConsistentRead=True
+        ).get("Item")
+        if item is None:
+            return Claims()
+        stored = json.loads(item["claims"]["S"])
+        return Claims(
+            version=int(item["version"]["N"]),
+            desired={g: (int(n), datetime.fromisoformat(at)) for g, (n, at) in stored.items()},
+        )
+
+    def save_claims(self, claims: Claims) -> bool:
+        encoded = {g: [n, at.isoformat()] for g, (n, at) in claims.desired.items()}
+        condition: dict[str, Any] = (
+            {"ConditionExpression": "attribute_not_exists(pk)"}
+            if claims.version == 0
+            else {
+                "ConditionExpression": "version = :read",
+                "ExpressionAttributeValues": {":read": {"N": str(claims.version)}},
+            }
+        )
+        try:
+            self._dynamodb.put_item(
+                TableName=self._table,
+                Item=CLAIMS_KEY
+                | {
+                    "version": {"N": str(claims.version + 1)},
+                    "claims": {"S": json.dumps(encoded)},
+                },
+                **condition,
+            )
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
 
     def decisions(self, group: str, limit: int = 20) -> list[Decision]:
         """The group's most recent audit items, newest first (for `nodescaler explain`)."""

@@ -1,0 +1,56 @@
+"""Cluster-wide limits: the most nodes, vCPUs and memory all managed groups may add up to.
+
+Cluster Autoscaler's --max-nodes-total and --cores-total/--memory-total, per cluster. A
+limit only ever caps a scale-up: a cluster over its limit is not shrunk for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ClusterLimits:
+    max_nodes: int | None = None
+    max_vcpus: int | None = None
+    max_memory_gib: int | None = None
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in (self.max_nodes, self.max_vcpus, self.max_memory_gib))
+
+
+@dataclass(frozen=True)
+class GroupUsage:
+    """A group's size and each node's shape (0 when its instance type can't be told)."""
+
+    nodes: int
+    vcpus_per_node: int = 0
+    memory_mib_per_node: int = 0
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    nodes: int  # the most nodes the group may have
+    limit: str  # which limit, in words: "maximum of 200 vCPUs"
+
+
+def ceiling(
+    limits: ClusterLimits, group: GroupUsage, others: Iterable[GroupUsage]
+) -> Ceiling | None:
+    """The most nodes `group` may have while the others keep theirs; None: no limit applies."""
+    others = list(others)
+    candidates: list[Ceiling] = []
+    if limits.max_nodes is not None:
+        used = sum(o.nodes for o in others)
+        candidates.append(Ceiling(limits.max_nodes - used, f"maximum of {limits.max_nodes} nodes"))
+    if limits.max_vcpus is not None and group.vcpus_per_node:
+        used = sum(o.nodes * o.vcpus_per_node for o in others)
+        room = (limits.max_vcpus - used) // group.vcpus_per_node
+        candidates.append(Ceiling(room, f"maximum of {limits.max_vcpus} vCPUs"))
+    if limits.max_memory_gib is not None and group.memory_mib_per_node:
+        used = sum(o.nodes * o.memory_mib_per_node for o in others)
+        room = (limits.max_memory_gib * 1024 - used) // group.memory_mib_per_node
+        candidates.append(Ceiling(room, f"maximum of {limits.max_memory_gib} GiB of memory"))
+    lowest = min(candidates, key=lambda c: c.nodes, default=None)
+    return None if lowest is None else Ceiling(max(lowest.nodes, 0), lowest.limit)

@@ -1,0 +1,84 @@
+"""Cluster-wide limits, enforced across groups evaluated at the same time.
+
+Each group's evaluation sums the other managed groups (their desired capacity, or a
+scale-up another evaluation has just claimed and the ASG may not show yet) and caps its
+own scale-up to what is left. Claims go through one conditional write, so two groups
+scaling up together can't both spend the same headroom; a claim matters only until the
+ASGs show it, so it is forgotten after `CLAIM_LIFETIME`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from nodescaler.domain.limits import Ceiling, ClusterLimits, GroupUsage, ceiling
+from nodescaler.domain.scheduling import InstanceShape
+from nodescaler.ports import NodeGroup, NodeGroupDiscovery
+
+CLAIM_LIFETIME = timedelta(minutes=2)
+
+
+@dataclass(frozen=True)
+class Claims:
+    version: int = 0
+    desired: Mapping[str, tuple[int, datetime]] = field(default_factory=dict)  # group → (n, at)
+
+
+class ClaimLedger(Protocol):
+    def load_claims(self) -> Claims: ...
+
+    def save_claims(self, claims: Claims) -> bool:
+        """Write if unchanged since `claims.version` was read; False when someone wrote first."""
+        ...
+
+
+class Shapes(Protocol):
+    def instance_type(self, group: NodeGroup) -> str: ...
+
+    def shape(self, instance_type: str) -> InstanceShape: ...
+
+
+class ClusterLimiter:
+    def __init__(
+        self,
+        limits: ClusterLimits,
+        node_groups: NodeGroupDiscovery,
+        shapes: Shapes,
+        ledger: ClaimLedger,
+    ) -> None:
+        self.limits = limits
+        self._node_groups = node_groups
+        self._shapes = shapes
+        self._ledger = ledger
+
+    def ceiling(self, group: NodeGroup, now: datetime) -> tuple[Ceiling | None, Claims]:
+        """The most nodes `group` may have now, and the claims that was read from."""
+        claims = self._ledger.load_claims()
+        others = []
+        for other in self._node_groups.discover():
+            if other.name == group.name:
+                continue
+            nodes = other.desired
+            claimed = claims.desired.get(other.name)
+            if claimed is not None and now - claimed[1] < CLAIM_LIFETIME:
+                nodes = max(nodes, claimed[0])
+            others.append(self._usage(other, nodes))
+        return ceiling(self.limits, self._usage(group, group.desired), others), claims
+
+    def claim(self, group: NodeGroup, desired: int, claims: Claims, now: datetime) -> bool:
+        """Claim a scale-up to `desired`; False when another group claimed since `claims`."""
+        fresh = {g: c for g, c in claims.desired.items() if now - c[1] < CLAIM_LIFETIME}
+        changed = Claims(claims.version, fresh | {group.name: (desired, now)})
+        return self._ledger.save_claims(changed)
+
+    def _usage(self, group: NodeGroup, nodes: int) -> GroupUsage:
+        if self.limits.max_vcpus is None and self.limits.max_memory_gib is None:
+            return GroupUsage(nodes)
+        try:
+            shape = self._shapes.shape(self._shapes.instance_type(group))
+        except LookupError:  # no instance type to tell: its nodes count, their size can't
+            return GroupUsage(nodes)
+        return GroupUsage(nodes, shape.vcpus, shape.memory_mib)

@@ -1,0 +1,59 @@
+"""Cluster-wide limits: what is left for a group once the others are counted."""
+
+from __future__ import annotations
+
+from nodescaler.domain.autoscaler import GroupSize
+from nodescaler.domain.decision import Limit
+from nodescaler.domain.limits import Ceiling, ClusterLimits, GroupUsage, ceiling
+
+from tests.builders import policy, queue_metric, readings, run
+
+M5_LARGE = GroupUsage(nodes=0, vcpus_per_node=2, memory_mib_per_node=8192)
+
+
+def test_no_limit_set_means_no_ceiling() -> None:
+    assert not ClusterLimits()
+    assert ceiling(ClusterLimits(), M5_LARGE, [GroupUsage(50, 2, 8192)]) is None
+
+
+def test_the_tightest_limit_sets_the_ceiling_and_is_named() -> None:
+    others = [GroupUsage(10, 4, 16384), GroupUsage(5, 2, 8192)]  # 15 nodes, 50 vCPUs, 200 GiB
+    assert ceiling(ClusterLimits(max_nodes=100), M5_LARGE, others) == Ceiling(
+        85, "maximum of 100 nodes"
+    )
+    assert ceiling(ClusterLimits(max_nodes=100, max_vcpus=60), M5_LARGE, others) == Ceiling(
+        5, "maximum of 60 vCPUs"
+    )
+    assert ceiling(ClusterLimits(max_memory_gib=216), M5_LARGE, others) == Ceiling(
+        2, "maximum of 216 GiB of memory"
+    )
+
+
+def test_a_cluster_already_over_its_limit_leaves_no_room() -> None:
+    assert ceiling(ClusterLimits(max_nodes=10), M5_LARGE, [GroupUsage(12)]) == Ceiling(
+        0, "maximum of 10 nodes"
+    )
+
+
+def test_a_group_of_unknown_shape_is_held_by_the_node_limit_only() -> None:
+    limits = ClusterLimits(max_nodes=20, max_vcpus=4)
+    assert ceiling(limits, GroupUsage(0), [GroupUsage(5, 2, 0)]) == Ceiling(
+        15, "maximum of 20 nodes"
+    )
+
+
+def test_a_capped_scale_up_says_which_limit_and_a_limit_never_shrinks_a_group() -> None:
+    the_policy = policy(queue_metric("jobs", per_node=4))
+    capped = run(
+        the_policy, 4, readings(jobs=80), size=GroupSize(current=4), ceiling=Ceiling(7, "x")
+    ).decision
+    assert (capped.desired, capped.limited_by, capped.cluster_limit) == (
+        7,
+        (Limit.CLUSTER_LIMIT,),
+        "x",
+    )
+    assert capped.reason.endswith("capped by the cluster's x")
+    over = run(
+        the_policy, 9, readings(jobs=80), size=GroupSize(current=9), ceiling=Ceiling(7, "x")
+    ).decision
+    assert (over.desired, over.limited_by) == (9, (Limit.CLUSTER_LIMIT,))  # held, not shrunk
