@@ -42,3 +42,19 @@ def test_the_sandbox_refuses_a_desired_capacity_outside_min_max_as_aws_does(
         "Code": "ValidationError",
         "Message": "New SetDesiredCapacity value 6 is above max value 5 for the AutoScalingGroup.",
     }
+
+
+def test_a_launch_failure_moves_the_pods_to_the_next_group_in_the_same_minute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(scenarios, "OUT", tmp_path)
+    lines: list[str] = []
+    summary = scenarios.launch_failure(minutes=12, write=lines.append)
+    # Spot fails at once and again when new work comes after its 5-minute backoff
+    assert summary["launch_failures_at_minute"] == [0.0, 8.0]
+    assert summary["backoff_seconds"] == [600]  # doubled
+    assert summary["final_desired"] == {"spot-ng": 0, "on-demand-ng": 3}
+    first = lines[2].split(" | ")
+    assert first[:4] == ["+00m", "6", "0", "2"]  # on-demand took the pods in minute 0
+    assert " | ".join(first[4:]).startswith("abort the scale-up 2 → 0 | backed off until 09:05")
+    assert summary["pending_pod_minutes"] <= 24  # pods wait only for their nodes to boot

@@ -36,6 +36,7 @@ def _simulate(args: argparse.Namespace) -> int:
         )
     # Through the real handlers, in the sandbox (moto's server, the loopback API server).
     scenarios.queue_burst(args.policies)
+    scenarios.launch_failure()
     # The Kubernetes-driven ramp still replays the core alone until its sandbox scenario lands.
     replay.run(["reservation-ramp"], args.policies)
     return 0

@@ -8,7 +8,11 @@
 
 What moto does not do, the sandbox supplies, and says so: SetDesiredCapacity outside the
 group's [min, max] is refused as AWS refuses it; EventBridge does not invoke Lambda, so the
-sandbox delivers the tick; Lambda's SQS event source is `lambda_local.SqsEventSource`.
+sandbox delivers the tick and the launch-failure events; moto always launches, so for a
+group the scenario says has no capacity the sandbox takes back what moto launched and
+sends the `EC2 Instance Launch Unsuccessful` event AWS would; Lambda's SQS event source
+is `lambda_local.SqsEventSource`. A small scheduler binds pending pods to Ready nodes
+with room (CPU and memory requests) and leaves the rest `Unschedulable`.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from nodescaler.domain.cluster import millicores, whole_units
 
 from nodescaler_tools.kube import write_kubeconfig
 from nodescaler_tools.kube.apiserver import Cluster, KubeApiServer
@@ -110,6 +115,7 @@ class SimulatedCluster:
     launched: dict[str, tuple[str, datetime]] = field(default_factory=dict)  # id → (group, at)
 
     def sync(self, autoscaling: Any, now: datetime) -> None:
+        """Nodes come and go with the instances; then the scheduler runs."""
         current: dict[str, str] = {}
         for page in autoscaling.get_paginator("describe_auto_scaling_groups").paginate():
             for asg in page["AutoScalingGroups"]:
@@ -125,6 +131,7 @@ class SimulatedCluster:
                 self.store.delete("nodes", ("", name))
             elif now - at >= self.boot and ("", name) not in self.store.objects["nodes"]:
                 self.store.put("nodes", self._node(name, instance_id))
+        self.schedule()
 
     def _node(self, name: str, instance_id: str) -> dict[str, Any]:
         return {
@@ -136,6 +143,42 @@ class SimulatedCluster:
             },
         }
 
+    def schedule(self) -> int:
+        """Bind pending pods to Ready nodes with room for their requests; returns how many
+        are left pending (and marked Unschedulable, as the scheduler does)."""
+        free: dict[str, list[int]] = {}
+        for found in self.store.objects["nodes"].values():
+            allocatable = found["status"]["allocatable"]
+            free[found["metadata"]["name"]] = [
+                millicores(allocatable["cpu"]),
+                whole_units(allocatable["memory"]),
+            ]
+        pending = []
+        for pod in self.store.objects["pods"].values():
+            cpu, memory = _requests(pod)
+            if pod["spec"].get("nodeName") in free:
+                free[pod["spec"]["nodeName"]][0] -= cpu
+                free[pod["spec"]["nodeName"]][1] -= memory
+            elif not pod["spec"].get("nodeName"):
+                pending.append((pod, cpu, memory))
+        left = 0
+        for pod, cpu, memory in pending:
+            node = next(
+                (n for n, room in free.items() if room[0] >= cpu and room[1] >= memory), None
+            )
+            if node is None:
+                left += 1
+                continue
+            free[node][0] -= cpu
+            free[node][1] -= memory
+            pod["spec"]["nodeName"] = node
+            pod["status"] = {
+                "phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True"}],
+            }
+            self.store.put("pods", pod)
+        return left
+
     def ready_nodes(self, group: str) -> int:
         ids = {i for i, (g, _) in self.launched.items() if g == group}
         return sum(
@@ -145,15 +188,34 @@ class SimulatedCluster:
         )
 
 
+def _requests(pod: dict[str, Any]) -> tuple[int, int]:
+    cpu = memory = 0
+    for container in pod["spec"].get("containers", []):
+        requests = container.get("resources", {}).get("requests", {})
+        cpu += millicores(requests.get("cpu", "0"))
+        memory += whole_units(requests.get("memory", "0"))
+    return cpu, memory
+
+
 class Sandbox:
     """`with Sandbox(policies) as sandbox:` — AWS and Kubernetes up, functions wired."""
 
-    def __init__(self, policies: Path, out: Path, *, boot: timedelta) -> None:
+    def __init__(
+        self,
+        policies: Path,
+        out: Path,
+        *,
+        boot: timedelta,
+        environment: dict[str, str] | None = None,  # the functions' settings, e.g. EXPANDERS
+    ) -> None:
         self.policies = policies
         self.out = out
         self.clock = VirtualClock()
         self.cluster = SimulatedCluster(Cluster(), boot)
         self.writes: dict[str, int] = {}
+        self.no_capacity: set[str] = set()  # groups whose launches fail, as the scenario says
+        self.launch_failures: list[tuple[datetime, str]] = []  # (when, group)
+        self._environment = environment or {}
         self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> Sandbox:
@@ -201,7 +263,7 @@ class Sandbox:
             "EVALUATION_QUEUE_URL": self.queue_url,
             "POLICIES_PATH": str(self.policies),
             "KUBECONFIG_PATH": str(kubeconfig),
-        }
+        } | self._environment
         clients = wiring.AwsClients(boto3.Session(region_name=REGION), endpoint_url=self.endpoint)
         clients.autoscaling.meta.events.register(
             "before-call.auto-scaling.SetDesiredCapacity", AwsRefusal(self.client("autoscaling"))
@@ -242,12 +304,68 @@ class Sandbox:
             "resources": [],
             "detail": {},
         }
-        with contextlib.redirect_stdout(log):  # EMF records and warnings: logs.jsonl
+        with contextlib.redirect_stdout(log), _logs_to(log):  # EMF and log lines: logs.jsonl
             self._dispatch(event, LocalContext("nodescaler-dispatch"), dispatcher=self._dispatcher)
             self._evaluations.drain()
+            for group in sorted(self.no_capacity):
+                self._fail_launches(group)
+
+    def _fail_launches(self, group: str) -> None:
+        """What EC2 does to a group with no capacity: its launches fail, and Auto Scaling
+        says so on EventBridge (moto launched them; the sandbox takes them back)."""
+        from moto.autoscaling.models import autoscaling_backends
+        from moto.core.models import DEFAULT_ACCOUNT_ID
+
+        moto_group = autoscaling_backends[DEFAULT_ACCOUNT_ID][REGION].autoscaling_groups[group]
+        launched = [state.instance.id for state in moto_group.instance_states]
+        if not launched:
+            return
+        moto_group.instance_states = []
+        self.client("ec2").terminate_instances(InstanceIds=launched)
+        at = self.clock.now().isoformat().replace("+00:00", "Z")
+        activity = f"launch-{group}-{len(self.launch_failures)}"
+        message = (
+            "We currently do not have sufficient capacity in the Availability Zone you "
+            f"requested ({REGION}a)."
+        )
+        event = {
+            "version": "0",
+            "id": f"failure-{activity}",
+            "detail-type": "EC2 Instance Launch Unsuccessful",
+            "source": "aws.autoscaling",
+            "account": "123456789012",
+            "time": at,
+            "region": REGION,
+            "resources": [],
+            "detail": {
+                "StatusCode": "Failed",
+                "AutoScalingGroupName": group,
+                "ActivityId": activity,
+                "StatusMessage": message,
+                "Cause": f"At {at} {len(launched)} instances were started and failed to launch.",
+            },
+        }
+        self.launch_failures.append((self.clock.now(), group))
+        self._dispatch(event, LocalContext("nodescaler-dispatch"), dispatcher=self._dispatcher)
+        self._evaluations.drain()
 
     def advance(self, minutes: float = 1) -> None:
         self.clock.at += timedelta(minutes=minutes)
+
+
+@contextlib.contextmanager
+def _logs_to(log: io.TextIOBase) -> Iterator[None]:
+    """The functions' log lines into `log` (Powertools' handler keeps the stdout it
+    started with, so redirecting stdout alone misses them)."""
+    handlers = [
+        h for h in logging.getLogger("nodescaler").handlers if isinstance(h, logging.StreamHandler)
+    ]
+    streams = [h.setStream(log) for h in handlers]
+    try:
+        yield
+    finally:
+        for handler, stream in zip(handlers, streams, strict=True):
+            handler.setStream(stream)
 
 
 def _restore(name: str, value: str | None) -> None:
@@ -258,7 +376,9 @@ def _restore(name: str, value: str | None) -> None:
 
 
 @contextlib.contextmanager
-def sandbox(policies: Path, out: Path, *, boot: timedelta) -> Iterator[Sandbox]:
+def sandbox(
+    policies: Path, out: Path, *, boot: timedelta, environment: dict[str, str] | None = None
+) -> Iterator[Sandbox]:
     out.mkdir(parents=True, exist_ok=True)
-    with Sandbox(policies, out, boot=boot) as running:
+    with Sandbox(policies, out, boot=boot, environment=environment) as running:
         yield running
