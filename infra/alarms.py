@@ -1,11 +1,13 @@
 """The alarms worth waking someone for, sent to an optional SNS topic.
 
 Function errors and throttles, dead letters, slow evaluations (from the tick or alarm to
-the decision), and a node group whose in-service count stays below its desired count.
+the decision), a node group whose in-service count stays below its desired count or that
+stays backed off after failed launches, and drains that failed or ran out of time.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from aws_cdk import Duration
@@ -32,12 +34,17 @@ class Alarms(Construct):
         construct_id: str,
         *,
         settings: AlarmSettings,
+        tick_minutes: int,
         functions: Mapping[str, lambda_.Function],
         dead_letter_queues: Mapping[str, sqs.Queue],
+        drains: bool,
     ) -> None:
         super().__init__(scope, construct_id)
         self.topic = self._topic(settings)
         self.alarms: list[cloudwatch.Alarm] = []
+        # Each group reports once per evaluation, at least once a tick: a shorter period
+        # would see gaps, and a gap never breaches.
+        tick = Duration.minutes(tick_minutes)
 
         for name, function in functions.items():
             self._add(
@@ -61,8 +68,8 @@ class Alarms(Construct):
                 queue.metric_approximate_number_of_messages_visible(
                     period=MINUTE, statistic="Maximum"
                 ),
-                f"{name.capitalize()} messages were dead-lettered after their retries; "
-                "read them from the queue, fix the cause, then redrive or delete them.",
+                f"{name.capitalize()} messages were dead-lettered; each says what failed. "
+                "Read them from the queue, fix the cause, then redrive or delete them.",
             )
         self._add(
             "evaluation-latency",
@@ -75,13 +82,49 @@ class Alarms(Construct):
         )
         self._add(
             "capacity-shortfall",
-            system_metric(MetricName.SHORTFALL_NODES, "Maximum"),
+            system_metric(MetricName.SHORTFALL_NODES, "Maximum").with_(period=tick),
             f"A node group has had fewer nodes in service than desired for "
             f"{settings.shortfall_minutes} minutes: launches are failing or slow (see the "
             "dashboard's per-policy graphs and the group's scaling activities).",
-            periods=settings.shortfall_minutes,
+            periods=math.ceil(settings.shortfall_minutes / tick_minutes),
             operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             threshold=0,
+        )
+        # Backoffs come and go between failed launches (5 minutes, doubling): most of the
+        # window, not all of it, says a group can't get its instances.
+        backoff_periods = math.ceil(settings.backoff_minutes / tick_minutes)
+        self._add(
+            "node-group-backed-off",
+            system_metric(MetricName.BACKED_OFF, "Maximum").with_(period=tick),
+            f"Node groups have been backed off after failed launches for most of "
+            f"{settings.backoff_minutes} minutes: no capacity of their instance types, a "
+            "quota, or a bad launch template (see the dashboard's launch failures and backoff "
+            "graphs and the group's scaling activities).",
+            periods=backoff_periods,
+            datapoints=math.ceil(backoff_periods * 0.8),
+        )
+        if drains:
+            self._drain_alarms()
+
+    def _drain_alarms(self) -> None:
+        self._add(
+            "drain-failures",
+            system_metric(MetricName.DRAIN_FAILURES, "Sum").with_(period=FIVE_MINUTES),
+            "A drain failed part-way (the Kubernetes API unreachable or refusing); its "
+            "instance went with pods on it. The drain's log line and dead letter say why.",
+        )
+        self._add(
+            "drain-timeouts",
+            system_metric(MetricName.DRAIN_TIMEOUTS, "Sum").with_(period=FIVE_MINUTES),
+            "A node still had pods when its drain ran out of time (drain.timeoutSeconds): a "
+            "PodDisruptionBudget blocked eviction or pods were slow to stop. The drain's log "
+            "line names the pods left and why.",
+        )
+        self._add(
+            "lifecycle-actions-expired",
+            system_metric(MetricName.LIFECYCLE_ACTIONS_EXPIRED, "Sum").with_(period=FIVE_MINUTES),
+            "Auto Scaling gave up waiting for a drain (the hook's heartbeat timeout passed): "
+            "the drain started late (throttled, or the event delayed) or a heartbeat failed.",
         )
 
     def _topic(self, settings: AlarmSettings) -> sns.ITopic | None:
@@ -107,6 +150,7 @@ class Alarms(Construct):
         *,
         threshold: float = 1,
         periods: int = 1,
+        datapoints: int | None = None,
         operator: cloudwatch.ComparisonOperator = (
             cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
         ),
@@ -118,7 +162,7 @@ class Alarms(Construct):
             metric=metric,
             threshold=threshold,
             evaluation_periods=periods,
-            datapoints_to_alarm=periods,
+            datapoints_to_alarm=periods if datapoints is None else datapoints,
             comparison_operator=operator,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )

@@ -1,4 +1,4 @@
-"""The CloudWatch dashboard: the system on top, then one row per policy.
+"""The CloudWatch dashboard: the system on top, the drains, then one row per policy.
 
 Node groups are found at run time, not at synth, so each policy's graphs are SEARCH
 expressions over the EMF metrics the evaluate function prints (one line per group);
@@ -42,6 +42,12 @@ def per_group(name: MetricName, statistic: str, policy: str, *, per_metric: bool
     return f"SEARCH('{query}', '{statistic}', 60)"
 
 
+def by_group(name: MetricName, statistic: str) -> str:
+    """Records with the node group but no policy (dispatch's launch failures, drains)."""
+    schema = f"{NAMESPACE},{Dimension.NODE_GROUP},service"
+    return f"SEARCH('{{{schema}}} MetricName=\"{name}\"', '{statistic}', 60)"
+
+
 def search(expression: str, label: str) -> cloudwatch.MathExpression:
     return cloudwatch.MathExpression(
         expression=expression, using_metrics={}, label=label, period=MINUTE
@@ -67,19 +73,20 @@ class Dashboard(Construct):
         construct_id: str,
         *,
         policies: Mapping[str, NodeGroupPolicy],
-        dispatch: lambda_.Function,
-        evaluate: lambda_.Function,
+        functions: Mapping[str, lambda_.Function],  # dispatch, evaluate, and drain if any
         evaluate_logs: logs.ILogGroup,
+        drain_logs: logs.ILogGroup | None,
         evaluation_queue: sqs.Queue,
         dead_letter_queues: Mapping[str, sqs.Queue],
     ) -> None:
         super().__init__(scope, construct_id)
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
-        functions = {"dispatch": dispatch, "evaluate": evaluate}
+        dispatch, evaluate = functions["dispatch"], functions["evaluate"]
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(
-                markdown="# nodescaler\nThe system, then one row per policy: its groups' "
-                "sizes, each metric against its target (100% = on target), and its decisions.",
+                markdown="# nodescaler\nThe system, the drains, then one row per policy: its "
+                "groups' sizes, each metric against its target (100% = on target), backoffs "
+                "and protected nodes, and its decisions.",
                 width=WIDTH,
                 height=2,
             )
@@ -137,22 +144,86 @@ class Dashboard(Construct):
                     system_metric(MetricName.MALFORMED_EVENTS, "Sum"),
                 ],
                 right=[system_metric(MetricName.SHORTFALL_NODES, "Maximum")],
-                width=12,
+                width=8,
             ),
             cloudwatch.GraphWidget(
                 title="Rejected node groups (bad tag or unknown policy)",
-                left=[
-                    search(
-                        f"SEARCH('{{{NAMESPACE},{Dimension.NODE_GROUP},service}} "
-                        f"MetricName=\"{MetricName.REJECTED}\"', 'Sum', 60)",
-                        "",
-                    )
-                ],
-                width=12,
+                left=[search(by_group(MetricName.REJECTED, "Sum"), "")],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Launch failures, by node group (each backs its group off)",
+                left=[search(by_group(MetricName.LAUNCH_FAILURES, "Sum"), "")],
+                width=8,
             ),
         )
+        if drain_logs is not None:
+            self._drain_row(functions["drain"], drain_logs)
         for policy in policies.values():
             self._policy_row(policy, evaluate_logs)
+
+    def _drain_row(self, drain: lambda_.Function, drain_logs: logs.ILogGroup) -> None:
+        self.dashboard.add_widgets(
+            cloudwatch.TextWidget(
+                markdown="## Drains\nTerminate lifecycle actions and Spot warnings: nodes "
+                "cordoned and emptied before their instances go.",
+                width=WIDTH,
+                height=2,
+            )
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Drains: done, timed out, failed, lifecycle actions expired",
+                left=[
+                    system_metric(MetricName.NODES_DRAINED, "Sum").with_(label="drained"),
+                    system_metric(MetricName.DRAIN_TIMEOUTS, "Sum").with_(label="timed out"),
+                    system_metric(MetricName.DRAIN_FAILURES, "Sum").with_(label="failed"),
+                    system_metric(MetricName.LIFECYCLE_ACTIONS_EXPIRED, "Sum").with_(
+                        label="lifecycle action expired"
+                    ),
+                    system_metric(MetricName.DRAIN_SKIPPED, "Sum").with_(label="no node"),
+                ],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Pods evicted, and how long drains take",
+                left=[system_metric(MetricName.PODS_EVICTED, "Sum").with_(label="pods evicted")],
+                right=[
+                    drain.metric_duration(
+                        statistic="Maximum", label="drain (longest)", period=MINUTE
+                    )
+                ],
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Spot warnings: re-evaluations queued, unmanaged groups",
+                left=[
+                    system_metric(MetricName.REEVALUATIONS_QUEUED, "Sum").with_(
+                        label="re-evaluations queued"
+                    ),
+                    system_metric(MetricName.UNMANAGED_INTERRUPTIONS, "Sum").with_(
+                        label="not a managed group"
+                    ),
+                ],
+                width=8,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.LogQueryWidget(
+                title="Drains: the latest, and what was left on the node",
+                log_group_names=[drain_logs.log_group_name],
+                query_lines=[
+                    "fields @timestamp, cause, instance_id, drain.node as node, "
+                    "drain.outcome as outcome, message",
+                    "filter ispresent(drain.outcome)",
+                    "sort @timestamp desc",
+                    "limit 50",
+                ],
+                view=cloudwatch.LogQueryVisualizationType.TABLE,
+                width=WIDTH,
+                height=6,
+            )
+        )
 
     def _policy_row(self, policy: NodeGroupPolicy, evaluate_logs: logs.ILogGroup) -> None:
         name = policy.name
@@ -168,7 +239,7 @@ class Dashboard(Construct):
                     search(per_group(MetricName.IN_SERVICE_NODES, "Minimum", name), "in service"),
                 ],
                 left_y_axis=cloudwatch.YAxisProps(min=0),
-                width=8,
+                width=6,
             ),
             cloudwatch.GraphWidget(
                 title=f"{name}: each metric against its target",
@@ -177,7 +248,7 @@ class Dashboard(Construct):
                 ],
                 left_annotations=[cloudwatch.HorizontalAnnotation(value=100, label="target")],
                 left_y_axis=cloudwatch.YAxisProps(min=0, label="% of target", show_units=False),
-                width=8,
+                width=6,
             ),
             cloudwatch.GraphWidget(
                 title=f"{name}: changes and unavailable metrics",
@@ -191,7 +262,15 @@ class Dashboard(Construct):
                     ),
                     search(per_group(MetricName.DRY_RUN_CHANGES, "Sum", name), "dry-run changes"),
                 ],
-                width=8,
+                width=6,
+            ),
+            cloudwatch.GraphWidget(
+                title=f"{name}: backed off, and nodes protected from scale-in",
+                left=[search(per_group(MetricName.BACKED_OFF, "Maximum", name), "backed off")],
+                left_y_axis=cloudwatch.YAxisProps(min=0, max=1, show_units=False),
+                right=[search(per_group(MetricName.PROTECTED_NODES, "Maximum", name), "protected")],
+                right_y_axis=cloudwatch.YAxisProps(min=0, show_units=False),
+                width=6,
             ),
         )
         self.dashboard.add_widgets(

@@ -3,6 +3,8 @@
 Writes to node groups are allowed only on Auto Scaling Groups that carry the opt-in tag
 (and the cluster tag when a cluster is configured), checked by IAM on the resource's
 tags; changing an ASG's tags is denied outright, so no function can opt a group in.
+The drain's lifecycle actions are allowed on those groups and on the groups the stack
+hooks by name (`drainGroups`), which need not be opted in.
 """
 
 from __future__ import annotations
@@ -16,10 +18,16 @@ from nodescaler.config import CustomExpanderSpec, ExpanderSpec
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import NodeGroupPolicy, SqsQueueMetric
 
-ALL_GROUPS = (
-    f"arn:{Aws.PARTITION}:autoscaling:{Aws.REGION}:{Aws.ACCOUNT_ID}:autoScalingGroup:*:"
-    "autoScalingGroupName/*"
-)
+
+def group_arn(name: str) -> str:
+    # The ARN's group id is only known once the group exists; its name is what we know.
+    return (
+        f"arn:{Aws.PARTITION}:autoscaling:{Aws.REGION}:{Aws.ACCOUNT_ID}:autoScalingGroup:*:"
+        f"autoScalingGroupName/{name}"
+    )
+
+
+ALL_GROUPS = group_arn("*")
 # How cdk-nag names ALL_GROUPS in its findings.
 ALL_GROUPS_FINDING = (
     "Resource::arn:<AWS::Partition>:autoscaling:<AWS::Region>:<AWS::AccountId>:"
@@ -27,9 +35,11 @@ ALL_GROUPS_FINDING = (
 )
 
 
-def describe_node_groups() -> iam.PolicyStatement:
-    # Describe* calls support no resource-level permissions.
-    return iam.PolicyStatement(actions=["autoscaling:DescribeAutoScalingGroups"], resources=["*"])
+def describe_node_groups(*more: str) -> iam.PolicyStatement:
+    """DescribeAutoScalingGroups, and `more` Describe calls (none support resource-level
+    permissions)."""
+    actions = ["DescribeAutoScalingGroups", *more]
+    return iam.PolicyStatement(actions=[f"autoscaling:{a}" for a in actions], resources=["*"])
 
 
 def write_opted_in_groups(
@@ -43,6 +53,27 @@ def write_opted_in_groups(
     return iam.PolicyStatement(
         actions=[f"autoscaling:{a}" for a in actions], resources=[ALL_GROUPS], conditions=conditions
     )
+
+
+LIFECYCLE_ACTIONS = ("CompleteLifecycleAction", "RecordLifecycleActionHeartbeat")
+
+
+def drain_lifecycle_actions(
+    tags: TagNames, cluster_name: str, hooked_groups: Iterable[str]
+) -> list[iam.PolicyStatement]:
+    """Heartbeat and complete terminate lifecycle actions: on opted-in groups (the same tag
+    conditions as resizing), and on the groups whose hook the stack created, by name (IAM
+    can't see a hook's name, so the group is the finest scope it offers)."""
+    statements = [write_opted_in_groups(LIFECYCLE_ACTIONS, tags, cluster_name)]
+    named = sorted(set(hooked_groups))
+    if named:
+        statements.append(
+            iam.PolicyStatement(
+                actions=[f"autoscaling:{a}" for a in LIFECYCLE_ACTIONS],
+                resources=[group_arn(name) for name in named],
+            )
+        )
+    return statements
 
 
 def deny_tag_changes() -> iam.PolicyStatement:
@@ -96,36 +127,44 @@ def read_cloudwatch_metrics() -> iam.PolicyStatement:
     return iam.PolicyStatement(actions=["cloudwatch:GetMetricData"], resources=["*"])
 
 
-def read_write_state(table_arn: str) -> iam.PolicyStatement:
-    # TransactWriteItems is authorized as PutItem on each item it writes.
+def read_write_state(table_arn: str, *, query: bool = True) -> iam.PolicyStatement:
+    """The state table: items read, put and updated (TransactWriteItems is authorized as
+    PutItem or UpdateItem on each item it writes; there is no action of its own), and
+    queried where `query`."""
+    actions = ["GetItem", "PutItem", *(["Query"] if query else []), "UpdateItem"]
+    return iam.PolicyStatement(actions=[f"dynamodb:{a}" for a in actions], resources=[table_arn])
+
+
+def describe_eks_cluster(cluster_name: str) -> iam.PolicyStatement:
+    """Its endpoint and CA, to connect (the token is a presigned sts:GetCallerIdentity,
+    which needs no permission)."""
     return iam.PolicyStatement(
-        actions=["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"],
-        resources=[table_arn],
+        actions=["eks:DescribeCluster"],
+        resources=[f"arn:{Aws.PARTITION}:eks:{Aws.REGION}:{Aws.ACCOUNT_ID}:cluster/{cluster_name}"],
     )
 
 
-def read_eks_cluster(cluster_name: str) -> list[iam.PolicyStatement]:
-    eks = f"arn:{Aws.PARTITION}:eks:{Aws.REGION}:{Aws.ACCOUNT_ID}"
+def read_instance_shapes(cluster_name: str) -> list[iam.PolicyStatement]:
+    """A group's instance type and its size: for a group at zero, and for cluster-wide vCPU
+    and memory limits. The Describe calls have no resource-level scope; an EKS managed node
+    group's instance types are read from its cluster's node groups."""
+    cluster = cluster_name or "*"  # no cluster configured: any cluster's node groups
     return [
         iam.PolicyStatement(
-            actions=["eks:DescribeCluster"], resources=[f"{eks}:cluster/{cluster_name}"]
+            actions=[
+                "ec2:DescribeInstanceTypes",
+                "ec2:DescribeLaunchTemplateVersions",
+                "autoscaling:DescribeLaunchConfigurations",
+            ],
+            resources=["*"],
         ),
         iam.PolicyStatement(
-            actions=["eks:DescribeNodegroup"], resources=[f"{eks}:nodegroup/{cluster_name}/*/*"]
+            actions=["eks:DescribeNodegroup"],
+            resources=[
+                f"arn:{Aws.PARTITION}:eks:{Aws.REGION}:{Aws.ACCOUNT_ID}:nodegroup/{cluster}/*/*"
+            ],
         ),
     ]
-
-
-def read_instance_shapes() -> iam.PolicyStatement:
-    # What a group at zero would launch; these Describe calls have no resource-level scope.
-    return iam.PolicyStatement(
-        actions=[
-            "ec2:DescribeInstanceTypes",
-            "ec2:DescribeLaunchTemplateVersions",
-            "autoscaling:DescribeLaunchConfigurations",
-        ],
-        resources=["*"],
-    )
 
 
 def invoke_custom_expanders(expanders: Iterable[ExpanderSpec]) -> list[iam.PolicyStatement]:

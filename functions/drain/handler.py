@@ -1,9 +1,9 @@
 """Drain: an instance-terminate lifecycle action or an EC2 Spot warning → the instance's node
 cordoned and its pods evicted; the lifecycle action completed, always, exactly once.
 
-A malformed event, a failed drain or an expired lifecycle action fails the invocation;
-Lambda retries an asynchronous event twice, then keeps it in the function's dead-letter
-queue.
+A malformed event, a failed drain or an expired lifecycle action fails the invocation.
+The stack sets no retries (a failed drain has already completed its action, so a retry
+could only fail again): Lambda keeps the event in the function's dead-letter queue.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def handler(
     try:
         result = (drainer or configured_drainer()).handle(incoming)
     except LifecycleActionExpiredError as error:
-        logger.error(f"{error}; the event is retried, then kept in the dead-letter queue")
+        logger.error(f"{error}; the event is kept in the dead-letter queue")
         emit([Record({MetricName.LIFECYCLE_ACTIONS_EXPIRED: 1})])
         raise
     except DrainFailedError as error:

@@ -188,7 +188,7 @@ def test_an_expired_lifecycle_action_is_logged_counted_and_raised_for_the_dead_l
     printed = output()
     (error,) = printed.messages("ERROR")
     assert error.startswith("node group web, lifecycle hook nodescaler-drain: the action for")
-    assert error.endswith("; the event is retried, then kept in the dead-letter queue")
+    assert error.endswith("; the event is kept in the dead-letter queue")
     assert printed.metric("LifecycleActionsExpired") == [1]
     assert len(function.recorder.completed()) == 1
 

@@ -85,6 +85,10 @@ def test_cdk_synth_builds_the_sample_with_its_layers_and_no_nag_findings(tmp_pat
             {"alarms": {"email": "not-an-address"}},
             "cdk.json: context.nodescaler.alarms.email: String should match pattern",
         ),
+        (
+            {"drainGroups": ["web*"]},
+            "cdk.json: context.nodescaler.drainGroups[0]: String should match pattern",
+        ),
     ],
 )
 def test_cdk_synth_refuses_a_bad_cdk_json_value_naming_it(

@@ -4,14 +4,17 @@ least-privilege IAM, the dashboard and the alarms, and cdk-nag's verdict."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
+from nodescaler.config import DispatchSettings, DrainSettings, EvaluateSettings
 from nodescaler.events import ScheduledEvent, parse_dispatch_event
 
+from infra.nodescaler import DRAIN_HOOK
 from tests.infra.test_stack import REPO, synth, synth_stack
 
 
@@ -57,13 +60,40 @@ def role_statements(template: Template, folder: str) -> list[dict[str, Any]]:
     ]
 
 
+def actions_of(statement: dict[str, Any]) -> list[str]:
+    action = statement["Action"]
+    return action if isinstance(action, list) else [action]
+
+
 def statement_for(statements: list[dict[str, Any]], action: str) -> dict[str, Any]:
+    (found,) = (s for s in statements if action in actions_of(s))
+    return found
+
+
+def statements_for(statements: list[dict[str, Any]], action: str) -> list[dict[str, Any]]:
+    return [s for s in statements if action in actions_of(s)]
+
+
+def rule(template: Template, name: str) -> dict[str, Any]:
     (found,) = (
-        s
-        for s in statements
-        if action in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+        r["Properties"]
+        for logical, r in resources(template, "AWS::Events::Rule").items()
+        if logical.startswith(f"Nodescaler{name}")
     )
     return found
+
+
+def matches(pattern: dict[str, Any], event: dict[str, Any]) -> bool:
+    """EventBridge's matching, as far as these rules use it: every key's value is listed."""
+    return all(
+        matches(want, event.get(key, {})) if isinstance(want, dict) else event.get(key) in want
+        for key, want in pattern.items()
+    )
+
+
+def sample(name: str) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads((REPO / "events" / f"{name}.json").read_text())
+    return event
 
 
 # --- queues and triggers --------------------------------------------------------------
@@ -91,7 +121,7 @@ def test_the_evaluation_queue_is_fifo_encrypted_ssl_only_and_dead_letters_after_
             "sqs:*",
             {"Bool": {"aws:SecureTransport": "false"}},
         )
-    assert len(resources(template, "AWS::SQS::QueuePolicy")) == 3  # every queue
+    assert len(resources(template, "AWS::SQS::QueuePolicy")) == 4  # every queue
 
 
 def test_evaluate_consumes_the_queue_reporting_batch_item_failures_with_bounded_concurrency(
@@ -166,15 +196,129 @@ def test_dispatch_failures_land_in_its_dead_letter_queue_after_two_retries(
     )
 
 
+def test_launch_failures_of_any_group_go_to_dispatch_with_its_retries_and_dead_letters(
+    template: Template,
+) -> None:
+    launches = rule(template, "LaunchFailures")
+    assert launches["EventPattern"] == {
+        "source": ["aws.autoscaling"],
+        "detail-type": ["EC2 Instance Launch Unsuccessful"],
+    }
+    assert matches(launches["EventPattern"], sample("launch-unsuccessful"))
+    (target,) = launches["Targets"]
+    assert render(target["Arn"]).startswith("<NodescalerDispatchFunction")
+    assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 600, "MaximumRetryAttempts": 2}
+    assert render(target["DeadLetterConfig"]["Arn"]).startswith("<NodescalerDispatchDeadLetters")
+
+
+def test_terminate_lifecycle_actions_of_the_drain_hook_only_go_to_drain(
+    template: Template,
+) -> None:
+    lifecycle = rule(template, "TerminateLifecycleActions")
+    assert lifecycle["EventPattern"] == {
+        "source": ["aws.autoscaling"],
+        "detail-type": ["EC2 Instance-terminate Lifecycle Action"],
+        "detail": {"LifecycleHookName": ["nodescaler-drain"]},
+    }
+    event = sample("lifecycle-terminate")
+    assert matches(lifecycle["EventPattern"], event)
+    someone_elses = event | {"detail": event["detail"] | {"LifecycleHookName": "other-drainer"}}
+    assert not matches(lifecycle["EventPattern"], someone_elses)
+
+
+def test_spot_warnings_and_rebalance_recommendations_go_to_drain(template: Template) -> None:
+    spot = rule(template, "SpotWarnings")
+    assert spot["EventPattern"] == {
+        "source": ["aws.ec2"],
+        "detail-type": [
+            "EC2 Spot Instance Interruption Warning",
+            "EC2 Instance Rebalance Recommendation",
+        ],
+    }
+    assert matches(spot["EventPattern"], sample("spot-interruption"))
+    assert matches(spot["EventPattern"], sample("rebalance-recommendation"))
+
+
+@pytest.mark.parametrize("name", ["TerminateLifecycleActions", "SpotWarnings"])
+def test_drain_rules_deliver_to_drain_keeping_undeliverable_events_in_its_dead_letters(
+    template: Template, name: str
+) -> None:
+    (target,) = rule(template, name)["Targets"]
+    assert render(target["Arn"]).startswith("<NodescalerDrainFunction")
+    # past the hook's five-minute heartbeat timeout the instance is gone
+    assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 300, "MaximumRetryAttempts": 2}
+    assert render(target["DeadLetterConfig"]["Arn"]).startswith("<NodescalerDrainDeadLetters")
+
+
+def test_a_failed_drain_is_not_retried_but_kept_in_the_drain_dead_letter_queue(
+    template: Template,
+) -> None:
+    (config,) = (
+        c["Properties"]
+        for c in resources(template, "AWS::Lambda::EventInvokeConfig").values()
+        if render(c["Properties"]["FunctionName"]).startswith("<NodescalerDrainFunction")
+    )
+    assert (config["MaximumRetryAttempts"], config["MaximumEventAgeInSeconds"]) == (0, 300)
+    destination = config["DestinationConfig"]["OnFailure"]["Destination"]
+    assert render(destination).startswith("<NodescalerDrainDeadLetters")
+
+
+def test_no_lifecycle_hook_is_created_unless_the_context_names_groups(template: Template) -> None:
+    assert resources(template, "AWS::AutoScaling::LifecycleHook") == {}
+
+
+def test_each_group_to_drain_gets_the_terminate_hook_the_drain_answers_to() -> None:
+    hooks = resources(synth(drainGroups=["web", "gpu-ng"]), "AWS::AutoScaling::LifecycleHook")
+    found = {h["Properties"]["AutoScalingGroupName"]: h["Properties"] for h in hooks.values()}
+    assert set(found) == {"web", "gpu-ng"}
+    for hook in found.values():
+        assert hook == {
+            "AutoScalingGroupName": hook["AutoScalingGroupName"],
+            "LifecycleHookName": DRAIN_HOOK,
+            "LifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING",
+            "HeartbeatTimeout": 300,
+            "DefaultResult": "CONTINUE",
+        }
+        # longer than the drain's heartbeat interval, or Auto Scaling gives up mid-drain
+        assert hook["HeartbeatTimeout"] > DrainSettings.model_fields["heartbeat_seconds"].default
+
+
+@pytest.fixture(scope="module")
+def no_cluster(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Overrides for a stack without a cluster: no cluster name, a policy reading a queue."""
+    folder = tmp_path_factory.mktemp("policies")
+    (folder / "gpu.yaml").write_text((REPO / "policies" / "gpu-training.yaml").read_text())
+    return {"clusterName": "", "policiesFolder": str(folder)}
+
+
+def test_without_a_cluster_there_is_no_drain_but_launch_failures_still_back_off(
+    no_cluster: dict[str, Any],
+) -> None:
+    template = synth(**no_cluster)
+    names = [
+        *resources(template, "AWS::Lambda::Function"),
+        *resources(template, "AWS::Events::Rule"),
+    ]
+    assert not any(
+        n.startswith(("NodescalerDrain", "NodescalerSpot", "NodescalerTerm")) for n in names
+    )
+    assert resources(template, "AWS::EKS::AccessEntry") == {}
+    rule(template, "LaunchFailures")
+
+
 # --- functions ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    ("folder", "memory", "layers"),
-    [("dispatch", 256, 3), ("evaluate", 512, 4)],  # evaluate reads the cluster: + kubernetes
+    ("folder", "memory", "timeout", "kubernetes"),
+    [
+        ("dispatch", 256, 60, False),
+        ("evaluate", 512, 60, True),  # the sample's policies read the cluster
+        ("drain", 512, 900, True),  # a ten-minute drain, and a minute to spare
+    ],
 )
 def test_functions_run_on_arm64_python_3_14_with_their_layers(
-    template: Template, folder: str, memory: int, layers: int
+    template: Template, folder: str, memory: int, timeout: int, kubernetes: bool
 ) -> None:
     props = function(template, folder)
     assert (props["Runtime"], props["Architectures"], props["Handler"]) == (
@@ -182,39 +326,192 @@ def test_functions_run_on_arm64_python_3_14_with_their_layers(
         ["arm64"],
         "handler.handler",
     )
-    assert (props["MemorySize"], props["Timeout"], len(props["Layers"])) == (memory, 60, layers)
+    assert (props["MemorySize"], props["Timeout"]) == (memory, timeout)
+    layers = [render(layer) for layer in props["Layers"]]
+    assert len(layers) == 3 + kubernetes
+    assert any(layer.startswith("<NodescalerLayersKubernetes") for layer in layers) is kubernetes
     assert props["Environment"]["Variables"]["POLICIES_PATH"] == "/opt/policies"
 
 
+def environment(template: Template, folder: str) -> dict[str, str]:
+    """A function's variables, references rendered as text."""
+    variables = function(template, folder)["Environment"]["Variables"]
+    return {name: render(value) for name, value in variables.items()}
+
+
 def test_each_function_gets_its_environment_from_its_settings_model(template: Template) -> None:
-    dispatch = function(template, "dispatch")["Environment"]["Variables"]
-    evaluate = function(template, "evaluate")["Environment"]["Variables"]
-    assert render(dispatch["EVALUATION_QUEUE_URL"]).startswith("<NodescalerEvaluations")
-    assert "STATE_TABLE_NAME" not in dispatch
-    assert render(evaluate["STATE_TABLE_NAME"]).startswith("<NodescalerStateTable")
+    dispatch = environment(template, "dispatch")
+    evaluate = environment(template, "evaluate")
+    assert dispatch["EVALUATION_QUEUE_URL"].startswith("<NodescalerEvaluations")
+    for variables in (dispatch, evaluate):  # dispatch records backoffs, evaluate heeds them
+        assert variables["STATE_TABLE_NAME"].startswith("<NodescalerStateTable")
+        assert (
+            variables["BACKOFF_INITIAL_SECONDS"],
+            variables["BACKOFF_MAX_SECONDS"],
+            variables["BACKOFF_RESET_SECONDS"],
+            variables["MAX_PROVISION_SECONDS"],
+        ) == ("300", "1800", "10800", "900")
     assert (evaluate["DRY_RUN"], evaluate["AUDIT_TTL_DAYS"], evaluate["TAG_POLICY"]) == (
         "false",
         "30",
         "nodescaler/policy",
     )
     assert json.loads(evaluate["EXPANDERS"]) == [{"name": "least-waste"}, {"name": "random"}]
+    assert not any(name.startswith("CLUSTER_MAX_") for name in evaluate)  # no limits by default
 
 
-def test_no_role_carries_an_aws_managed_policy(template: Template) -> None:
-    for role in resources(template, "AWS::IAM::Role").values():
-        assert "ManagedPolicyArns" not in role["Properties"]
+def test_the_drain_gets_its_cluster_queue_and_timing_from_its_settings_model(
+    template: Template,
+) -> None:
+    drain = environment(template, "drain")
+    assert drain["EVALUATION_QUEUE_URL"].startswith("<NodescalerEvaluations")
+    assert (drain["CLUSTER_NAME"], drain["TAG_ENABLED"], drain["TAG_CLUSTER"]) == (
+        "my-cluster",
+        "nodescaler/enabled",
+        "nodescaler/cluster",
+    )
+    assert (
+        drain["DRAIN_TIMEOUT_SECONDS"],
+        drain["HEARTBEAT_SECONDS"],
+        drain["MAX_GRACE_SECONDS"],
+        drain["DRAIN_TIMEOUT_RESULT"],
+    ) == ("600", "60", "600", "CONTINUE")
+    changed = environment(
+        synth(drain={"timeoutSeconds": 300, "maxGraceSeconds": 120, "timeoutResult": "ABANDON"}),
+        "drain",
+    )
+    assert (
+        changed["DRAIN_TIMEOUT_SECONDS"],
+        changed["MAX_GRACE_SECONDS"],
+        changed["DRAIN_TIMEOUT_RESULT"],
+    ) == ("300", "120", "ABANDON")
+
+
+def test_cluster_limits_and_backoff_in_the_context_reach_the_functions() -> None:
+    template = synth(
+        clusterLimits={"maxNodes": 500, "maxVcpus": 4000, "maxMemoryGib": 16000},
+        backoff={"initialSeconds": 60, "maxSeconds": 600},
+    )
+    evaluate = environment(template, "evaluate")
+    assert (
+        evaluate["CLUSTER_MAX_NODES"],
+        evaluate["CLUSTER_MAX_VCPUS"],
+        evaluate["CLUSTER_MAX_MEMORY_GIB"],
+    ) == ("500", "4000", "16000")
+    for folder in ("dispatch", "evaluate"):
+        variables = environment(template, folder)
+        assert (variables["BACKOFF_INITIAL_SECONDS"], variables["BACKOFF_MAX_SECONDS"]) == (
+            "60",
+            "600",
+        )
+    assert "CLUSTER_MAX_NODES" not in environment(template, "dispatch")
+
+
+# What CloudFormation puts where the template has a reference.
+DEPLOYED = {
+    "<NodescalerEvaluations": "https://sqs.eu-west-1.amazonaws.com/123456789012/e.fifo",
+    "<NodescalerStateTable": "nodescaler-state",
+}
+
+
+@pytest.mark.parametrize(
+    ("folder", "model"),
+    [("dispatch", DispatchSettings), ("evaluate", EvaluateSettings), ("drain", DrainSettings)],
+)
+def test_each_functions_environment_is_accepted_by_its_settings_model(
+    folder: str, model: type[DispatchSettings | EvaluateSettings | DrainSettings]
+) -> None:
+    template = synth(clusterLimits={"maxNodes": 500}, drainGroups=["web"])
+    variables = environment(template, folder)
+    for name, value in variables.items():
+        variables[name] = next((v for k, v in DEPLOYED.items() if value.startswith(k)), value)
+    settings = model.from_environment(variables)  # raises, naming the variable, if not
+    assert settings.cluster_name == "my-cluster"
 
 
 # --- least privilege ------------------------------------------------------------------
 
 
+OPTED_IN = {
+    "StringEqualsIgnoreCase": {"aws:ResourceTag/nodescaler/enabled": "true"},
+    "StringEquals": {"aws:ResourceTag/nodescaler/cluster": "my-cluster"},
+}
+
+
 def test_resizing_is_allowed_only_on_groups_carrying_the_opt_in_tag(template: Template) -> None:
     resize = statement_for(role_statements(template, "evaluate"), "autoscaling:SetDesiredCapacity")
-    assert resize["Condition"] == {
-        "StringEqualsIgnoreCase": {"aws:ResourceTag/nodescaler/enabled": "true"},
-        "StringEquals": {"aws:ResourceTag/nodescaler/cluster": "my-cluster"},
-    }
+    assert resize["Condition"] == OPTED_IN
     assert render(resize["Resource"]).endswith(":autoScalingGroup:*:autoScalingGroupName/*")
+
+
+def test_scale_in_protection_is_set_only_on_groups_carrying_the_opt_in_tag(
+    template: Template,
+) -> None:
+    (protect,) = statements_for(
+        role_statements(template, "evaluate"), "autoscaling:SetInstanceProtection"
+    )
+    assert protect["Condition"] == OPTED_IN
+    assert render(protect["Resource"]).endswith(":autoScalingGroup:*:autoScalingGroupName/*")
+
+
+def test_evaluate_may_read_scaling_activities_which_take_no_resource_scope(
+    template: Template,
+) -> None:
+    describe = statement_for(
+        role_statements(template, "evaluate"), "autoscaling:DescribeScalingActivities"
+    )
+    assert (describe["Resource"], describe.get("Condition")) == ("*", None)
+
+
+@pytest.mark.parametrize("action", ["CompleteLifecycleAction", "RecordLifecycleActionHeartbeat"])
+def test_the_drain_answers_lifecycle_actions_only_of_opted_in_groups_by_default(
+    template: Template, action: str
+) -> None:
+    (lifecycle,) = statements_for(role_statements(template, "drain"), f"autoscaling:{action}")
+    assert lifecycle["Condition"] == OPTED_IN
+    assert render(lifecycle["Resource"]).endswith(":autoScalingGroup:*:autoScalingGroupName/*")
+
+
+def test_the_drain_also_answers_lifecycle_actions_of_the_groups_the_stack_hooks_by_name() -> None:
+    statements = role_statements(synth(drainGroups=["web", "gpu-ng"]), "drain")
+    tagged, named = statements_for(statements, "autoscaling:CompleteLifecycleAction")
+    assert tagged["Condition"] == OPTED_IN
+    assert actions_of(named) == [
+        "autoscaling:CompleteLifecycleAction",
+        "autoscaling:RecordLifecycleActionHeartbeat",
+    ]
+    assert "Condition" not in named
+    assert [render(r) for r in named["Resource"]] == [
+        f"arn:<AWS::Partition>:autoscaling:<AWS::Region>:<AWS::AccountId>:autoScalingGroup:*:"
+        f"autoScalingGroupName/{name}"
+        for name in ("gpu-ng", "web")
+    ]
+
+
+def test_the_drain_reads_groups_and_its_cluster_queues_re_evaluations_and_resizes_nothing(
+    template: Template,
+) -> None:
+    statements = role_statements(template, "drain")
+    allowed = {a for s in statements if s["Effect"] == "Allow" for a in actions_of(s)}
+    assert {
+        "autoscaling:DescribeAutoScalingGroups",
+        "autoscaling:DescribeAutoScalingInstances",
+        "eks:DescribeCluster",
+        "sqs:SendMessage",
+    } <= allowed
+    assert not any(
+        a.startswith(("autoscaling:Set", "eks:Update", "dynamodb:", "lambda:")) for a in allowed
+    )
+    sent_to = sorted(
+        render(s["Resource"]).split(".")[0] for s in statements_for(statements, "sqs:SendMessage")
+    )
+    # the evaluation queue (a Spot warning's re-evaluation), its own failures; no other queue
+    assert [re.sub(r"[0-9A-F]{8}$", "", name) for name in sent_to] == [
+        "<NodescalerDrainDeadLetters",
+        "<NodescalerEvaluations",
+    ]
+    describe = statement_for(statements, "eks:DescribeCluster")
+    assert render(describe["Resource"]).endswith(":cluster/my-cluster")
 
 
 def test_with_a_cluster_configured_writes_also_need_its_tag_and_eks_is_scoped_to_it() -> None:
@@ -225,7 +522,7 @@ def test_with_a_cluster_configured_writes_also_need_its_tag_and_eks_is_scoped_to
     assert render(eks["Resource"]).endswith(":nodegroup/prod/*/*")
 
 
-@pytest.mark.parametrize("folder", ["dispatch", "evaluate"])
+@pytest.mark.parametrize("folder", ["dispatch", "evaluate", "drain"])
 def test_no_function_may_change_an_asgs_tags(template: Template, folder: str) -> None:
     deny = statement_for(role_statements(template, folder), "autoscaling:CreateOrUpdateTags")
     assert deny == {
@@ -245,11 +542,20 @@ def test_evaluate_reads_only_the_queues_the_policies_name(template: Template) ->
     )
 
 
-def test_evaluate_reads_and_writes_the_state_table_with_three_actions_only(
-    template: Template,
+@pytest.mark.parametrize(
+    ("folder", "actions"),
+    [
+        # a transaction's Put and Update are authorized as PutItem and UpdateItem
+        ("evaluate", ["GetItem", "PutItem", "Query", "UpdateItem"]),
+        ("dispatch", ["GetItem", "PutItem", "UpdateItem"]),  # a launch failure's backoff
+    ],
+)
+def test_the_state_table_is_read_and_written_with_these_actions_only(
+    template: Template, folder: str, actions: list[str]
 ) -> None:
-    state = statement_for(role_statements(template, "evaluate"), "dynamodb:PutItem")
-    assert state["Action"] == ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]
+    (state,) = (s for s in role_statements(template, folder) if "dynamodb:" in str(s["Action"]))
+    assert state["Action"] == [f"dynamodb:{a}" for a in actions]
+    assert render(state["Resource"]).startswith("<NodescalerStateTable")
 
 
 def test_dispatch_can_describe_groups_and_send_evaluations_but_not_resize(
@@ -259,11 +565,13 @@ def test_dispatch_can_describe_groups_and_send_evaluations_but_not_resize(
         action
         for s in role_statements(template, "dispatch")
         if s["Effect"] == "Allow"
-        for action in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+        for action in actions_of(s)
     }
     assert "autoscaling:DescribeAutoScalingGroups" in actions
     assert "sqs:SendMessage" in actions
-    assert not any(a.startswith(("autoscaling:Set", "eks:", "dynamodb:")) for a in actions)
+    assert not any(
+        a.startswith(("autoscaling:Set", "autoscaling:Complete", "eks:")) for a in actions
+    )
 
 
 def test_evaluate_may_read_the_cluster_it_is_given_access_to(template: Template) -> None:
@@ -272,10 +580,24 @@ def test_evaluate_may_read_the_cluster_it_is_given_access_to(template: Template)
     assert render(describe["Resource"]).endswith(
         ":eks:<AWS::Region>:<AWS::AccountId>:cluster/my-cluster"
     )
-    (entry,) = resources(template, "AWS::EKS::AccessEntry").values()
-    assert entry["Properties"]["ClusterName"] == "my-cluster"
-    assert entry["Properties"]["KubernetesGroups"] == ["nodescaler"]
-    assert render(entry["Properties"]["PrincipalArn"]).startswith("<NodescalerEvaluateRole")
+    entries = [e["Properties"] for e in resources(template, "AWS::EKS::AccessEntry").values()]
+    assert sorted(render(e["PrincipalArn"])[:19] for e in entries) == [
+        "<NodescalerDrainRol",
+        "<NodescalerEvaluate",
+    ]
+    for entry in entries:  # the group infra/kubernetes/rbac.yaml binds
+        assert (entry["ClusterName"], entry["KubernetesGroups"]) == ("my-cluster", ["nodescaler"])
+
+
+def test_cluster_vcpu_and_memory_limits_let_evaluate_size_instances_even_without_a_cluster(
+    no_cluster: dict[str, Any],
+) -> None:
+    by_count = role_statements(synth(**no_cluster, clusterLimits={"maxNodes": 50}), "evaluate")
+    assert not statements_for(by_count, "ec2:DescribeInstanceTypes")
+    by_size = role_statements(synth(**no_cluster, clusterLimits={"maxVcpus": 400}), "evaluate")
+    assert statement_for(by_size, "ec2:DescribeInstanceTypes")["Resource"] == "*"
+    node_groups = statement_for(by_size, "eks:DescribeNodegroup")  # a managed group's types
+    assert render(node_groups["Resource"]).endswith(":nodegroup/*/*/*")
 
 
 def test_a_custom_expander_may_be_invoked_and_nothing_else() -> None:
@@ -289,15 +611,16 @@ def test_a_custom_expander_may_be_invoked_and_nothing_else() -> None:
     )
 
 
-def test_with_a_vpc_evaluate_runs_in_its_subnets() -> None:
+def test_with_a_vpc_the_functions_that_reach_the_cluster_run_in_its_subnets() -> None:
     vpc = {"subnetIds": ["subnet-0a1b"], "securityGroupIds": ["sg-0c1d"]}
     template = synth(vpc=vpc)
-    assert function(template, "evaluate")["VpcConfig"] == {
-        "SubnetIds": ["subnet-0a1b"],
-        "SecurityGroupIds": ["sg-0c1d"],
-    }
+    for folder in ("evaluate", "drain"):
+        assert function(template, folder)["VpcConfig"] == {
+            "SubnetIds": ["subnet-0a1b"],
+            "SecurityGroupIds": ["sg-0c1d"],
+        }
+        statement_for(role_statements(template, folder), "ec2:CreateNetworkInterface")
     assert "VpcConfig" not in function(template, "dispatch")
-    statement_for(role_statements(template, "evaluate"), "ec2:CreateNetworkInterface")
 
 
 def test_the_rbac_manifest_grants_only_what_nodescaler_uses() -> None:
@@ -325,33 +648,102 @@ def test_the_rbac_manifest_grants_only_what_nodescaler_uses() -> None:
 # --- what operators see ---------------------------------------------------------------
 
 
-def test_the_dashboard_has_a_row_per_policy_built_from_searches(template: Template) -> None:
+def dashboard_widgets(template: Template) -> dict[str, str]:
+    """Each widget's title → its properties as text."""
     (dashboard,) = resources(template, "AWS::CloudWatch::Dashboard").values()
     body = json.loads(
         render(dashboard["Properties"]["DashboardBody"]).replace("<", "").replace(">", "")
     )
-    titles = [w["properties"].get("title", "") for w in body["widgets"]]
+    return {w["properties"].get("title", ""): json.dumps(w["properties"]) for w in body["widgets"]}
+
+
+def test_the_dashboard_has_a_row_per_policy_built_from_searches(template: Template) -> None:
+    widgets = dashboard_widgets(template)
     for policy in ("gpu-training", "microservices", "business-hours"):
-        assert f"{policy}: desired, current and in-service nodes" in titles
-        assert f"{policy}: each metric against its target" in titles
-        assert f"{policy}: decisions and what limited them" in titles
-    text = json.dumps(body)
-    assert 'MetricName=\\"DesiredNodes\\" Policy=\\"gpu-training\\"' in text
-    assert "Tick duration and evaluation latency" in titles
+        assert f"{policy}: desired, current and in-service nodes" in widgets
+        assert f"{policy}: each metric against its target" in widgets
+        assert f"{policy}: decisions and what limited them" in widgets
+        backoff = widgets[f"{policy}: backed off, and nodes protected from scale-in"]
+        assert f'MetricName=\\"BackedOff\\" Policy=\\"{policy}\\"' in backoff
+        assert f'MetricName=\\"ProtectedNodes\\" Policy=\\"{policy}\\"' in backoff
+        assert "NodeGroup,Policy,service" in backoff  # the dimensions evaluate reports
+    assert 'MetricName=\\"DesiredNodes\\" Policy=\\"gpu-training\\"' in "".join(widgets.values())
+    assert "Tick duration and evaluation latency" in widgets
 
 
-def test_the_alarms_cover_errors_throttles_dead_letters_latency_and_shortfall(
+def test_the_dashboard_shows_launch_failures_by_group_and_every_functions_health(
+    template: Template,
+) -> None:
+    widgets = dashboard_widgets(template)
+    launches = widgets["Launch failures, by node group (each backs its group off)"]
+    assert '{Nodescaler,NodeGroup,service} MetricName=\\"LaunchFailures\\"' in launches
+    health = widgets["Invocations, errors, throttles"]
+    for name in ("dispatch", "evaluate", "drain"):
+        assert all(f"{name} {what}" in health for what in ("invocations", "errors", "throttles"))
+    queues = widgets["Queues: waiting evaluations and dead letters"]
+    assert all(f"{name} dead letters" in queues for name in ("dispatch", "evaluation", "drain"))
+
+
+def test_the_dashboard_has_a_drain_row(template: Template) -> None:
+    widgets = dashboard_widgets(template)
+    outcomes = widgets["Drains: done, timed out, failed, lifecycle actions expired"]
+    for metric in ("NodesDrained", "DrainTimeouts", "DrainFailures", "LifecycleActionsExpired"):
+        assert f'"{metric}", "service", "nodescaler"' in outcomes
+    assert (
+        '"PodsEvicted", "service", "nodescaler"'
+        in widgets["Pods evicted, and how long drains take"]
+    )
+    assert "Drains: the latest, and what was left on the node" in widgets
+
+
+def alarm_on(template: Template, metric: str) -> dict[str, Any]:
+    (found,) = (
+        a["Properties"]
+        for a in resources(template, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("MetricName") == metric
+    )
+    return found
+
+
+def test_the_alarms_cover_errors_throttles_dead_letters_latency_shortfall_and_drains(
     template: Template,
 ) -> None:
     alarms = resources(template, "AWS::CloudWatch::Alarm").values()
-    assert len(alarms) == 9
-    shortfall = next(
-        a["Properties"] for a in alarms if a["Properties"].get("MetricName") == "ShortfallNodes"
-    )
+    # errors and throttles of three functions, three dead-letter queues, evaluation errors,
+    # latency, shortfall, backoff, drain failures, drain timeouts, lifecycle actions expired
+    assert len(alarms) == 16
+    shortfall = alarm_on(template, "ShortfallNodes")
     assert (shortfall["EvaluationPeriods"], shortfall["DatapointsToAlarm"]) == (15, 15)
     # every alarm says what happened and what to do about it
     assert all(len(a["Properties"]["AlarmDescription"]) > 40 for a in alarms)
     assert all("AlarmActions" not in a["Properties"] for a in alarms)  # no topic configured
+
+
+def test_a_group_backed_off_for_most_of_half_an_hour_alarms(template: Template) -> None:
+    backoff = alarm_on(template, "BackedOff")
+    assert backoff["Dimensions"] == [{"Name": "service", "Value": "nodescaler"}]  # any group
+    assert (backoff["Statistic"], backoff["Period"], backoff["Threshold"]) == ("Maximum", 60, 1)
+    assert (backoff["EvaluationPeriods"], backoff["DatapointsToAlarm"]) == (30, 24)
+
+
+@pytest.mark.parametrize("metric", ["DrainFailures", "DrainTimeouts", "LifecycleActionsExpired"])
+def test_a_failed_or_late_drain_alarms_at_once(template: Template, metric: str) -> None:
+    alarm = alarm_on(template, metric)
+    assert (alarm["Statistic"], alarm["Threshold"], alarm["EvaluationPeriods"]) == ("Sum", 1, 1)
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+
+
+def test_per_evaluation_alarms_look_at_one_tick_at_a_time() -> None:
+    # Groups report once a tick: with 5-minute ticks, 1-minute periods would mostly be empty.
+    template = synth(tickMinutes=5)
+    shortfall = alarm_on(template, "ShortfallNodes")
+    assert (shortfall["Period"], shortfall["EvaluationPeriods"]) == (300, 3)
+    backoff = alarm_on(template, "BackedOff")
+    assert (backoff["Period"], backoff["EvaluationPeriods"], backoff["DatapointsToAlarm"]) == (
+        300,
+        6,
+        5,
+    )
 
 
 def test_with_an_email_the_alarms_notify_an_encrypted_ssl_only_topic() -> None:
@@ -384,11 +776,23 @@ def test_with_a_topic_arn_the_alarms_notify_that_topic() -> None:
             "alarms": {"email": "ops@example.com"},
             "expanders": [{"name": "custom", "functionName": "pick"}],
             "vpc": {"subnetIds": ["subnet-0a"], "securityGroupIds": ["sg-0b"]},
+            "drainGroups": ["web", "gpu-ng"],
+            "clusterLimits": {"maxNodes": 100},
         },
     ],
     ids=["sample", "everything-set"],
 )
 def test_cdk_nag_aws_solutions_finds_nothing_unsuppressed(overrides: dict[str, Any]) -> None:
+    assert nag_findings(**overrides) == []
+
+
+def test_cdk_nag_aws_solutions_finds_nothing_unsuppressed_without_a_cluster(
+    no_cluster: dict[str, Any],
+) -> None:
+    assert nag_findings(**no_cluster, clusterLimits={"maxMemoryGib": 4096}) == []
+
+
+def nag_findings(**overrides: Any) -> list[str]:
     stack = synth_stack(**overrides)
     cdk.Aspects.of(stack).add(AwsSolutionsChecks())
     annotations = Annotations.from_stack(stack)
@@ -396,4 +800,4 @@ def test_cdk_nag_aws_solutions_finds_nothing_unsuppressed(overrides: dict[str, A
         *annotations.find_error("*", Match.string_like_regexp("AwsSolutions-.*")),
         *annotations.find_warning("*", Match.string_like_regexp("AwsSolutions-.*")),
     ]
-    assert [f"{f.id}: {f.entry.data}" for f in findings] == []
+    return [f"{f.id}: {f.entry.data}" for f in findings]

@@ -108,6 +108,32 @@ def test_the_sample_context_is_what_the_defaults_say_with_a_cluster_named() -> N
             "cdk.json: context.nodescaler.clusterName: is empty, but policies microservices read "
             "Kubernetes metrics from the cluster; set the EKS cluster's name",
         ),
+        (
+            {"drainGroups": ["web", "nodes-*"]},
+            "cdk.json: context.nodescaler.drainGroups[1]: String should match pattern",
+        ),
+        (
+            {"drainGroups": ["web", "gpu", "web"]},
+            "cdk.json: context.nodescaler.drainGroups: listed more than once: web",
+        ),
+        (
+            {"drain": {"timeoutSeconds": 900}},
+            "cdk.json: context.nodescaler.drain.timeoutSeconds: Input should be less than or "
+            "equal to 840",
+        ),
+        (
+            {"clusterLimits": {"maxNodes": -1}},
+            "cdk.json: context.nodescaler.clusterLimits.maxNodes: Input should be greater than or "
+            "equal to 0",
+        ),
+        (
+            {"clusterLimits": {"maxCpus": 64}},
+            "cdk.json: context.nodescaler.clusterLimits.maxCpus: unknown field",
+        ),
+        (
+            {"backoff": {"initialSeconds": 600, "maxSeconds": 300}},
+            "cdk.json: context.nodescaler.backoff: maxSeconds (300) is below initialSeconds (600)",
+        ),
     ],
 )
 def test_given_a_bad_context_value_then_settings_name_it(
@@ -116,6 +142,24 @@ def test_given_a_bad_context_value_then_settings_name_it(
     with pytest.raises(SettingsError) as caught:
         load_settings(CDK_CONTEXT | override, REPO)
     assert message in str(caught.value)
+
+
+def test_given_groups_to_drain_but_no_cluster_then_settings_say_the_drain_needs_one(
+    tmp_path: Path,
+) -> None:
+    # policies that read no Kubernetes metric, so only the drain asks for the cluster
+    (tmp_path / "gpu.yaml").write_text((REPO / "policies" / "gpu-training.yaml").read_text())
+    context = CDK_CONTEXT | {
+        "clusterName": "",
+        "policiesFolder": str(tmp_path),
+        "drainGroups": ["web"],
+    }
+    with pytest.raises(SettingsError) as caught:
+        load_settings(context, REPO)
+    assert str(caught.value) == (
+        "cdk.json: context.nodescaler.drainGroups: names groups to drain, but clusterName is "
+        "empty; set the EKS cluster's name (draining needs the cluster)"
+    )
 
 
 def test_given_a_bad_policy_then_python_app_py_fails_with_the_clear_message(tmp_path: Path) -> None:
