@@ -207,13 +207,6 @@ def fail_launches(group: str) -> list[str]:
     return gone
 
 
-def stall_launches(group: str) -> None:
-    """Leave `group`'s instances launching (Pending) instead of InService: a bootstrap that
-    never finishes."""
-    for state in _moto_group(group).instance_states:
-        state.lifecycle_state = "Pending"
-
-
 class ScalingActivities:
     """DescribeScalingActivities answered from a list the test writes, on a moto-backed
     client (moto's answer is always empty): newest first, as Auto Scaling lists them."""

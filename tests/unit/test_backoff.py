@@ -71,7 +71,7 @@ def test_a_scale_up_is_watched_until_in_service_or_overdue(
     assert (still is not None, failure is not None) == (in_flight, failed)
     if failure:
         assert failure == (
-            "3 of the instances asked for at 12:00:00Z were not in service after 15 minutes"
+            "3 of the instances asked for at 12:00:00Z were not ready after 15 minutes"
         )
 
 

@@ -27,9 +27,15 @@ from nodescaler.state import GroupState, StateConflictError, StateStore, failure
 CLAIM_ATTEMPTS = 5
 
 
-class Protections(Protocol):
+class ClusterView(Protocol):
+    """What the Kubernetes cluster says about a group's nodes; None when it can't say now."""
+
     def protected(self, group: NodeGroup, now: datetime) -> frozenset[str] | None:
-        """The group's instances that must not be scaled in; None when that is unknown."""
+        """The group's instances that must not be scaled in."""
+        ...
+
+    def ready_nodes(self, group: NodeGroup, now: datetime) -> int | None:
+        """The group's nodes that are Ready."""
         ...
 
 
@@ -65,7 +71,7 @@ class Evaluator:
     cluster_name: str = ""
     dry_run: bool = False
     backoff_rules: BackoffRules = field(default_factory=BackoffRules)
-    protections: Protections | None = None  # the Kubernetes cluster's say, when there is one
+    cluster: ClusterView | None = None  # the Kubernetes cluster's say, when there is one
     limiter: ClusterLimiter | None = None  # the cluster's limits, when any is set
 
     def evaluate(self, group_name: str, event_id: str) -> EvaluationResult:
@@ -199,10 +205,14 @@ class Evaluator:
     def _check_scale_up(self, group: NodeGroup, state: GroupState, now: datetime) -> GroupState:
         """Back the group off on a failed launch (the fallback for a missed launch-failure
         event) or on instances not in service in time; the scale-up then ends."""
+        # New instances must become Ready nodes where there is a cluster to ask; else in service.
+        ready = None
+        if self.cluster is not None and state.provisioning is not None:
+            ready = self.cluster.ready_nodes(group, now)
         provisioning, overdue = provision_check(
             state.provisioning,
             desired=group.desired,
-            in_service=group.in_service,
+            in_service=group.in_service if ready is None else ready,
             now=now,
             rules=self.backoff_rules,
         )
@@ -229,7 +239,7 @@ class Evaluator:
         and an unreadable cluster changes nothing. Returns the instances we protect, and
         all the group's protected ones (in dry-run: as they would be)."""
         ours = state.protected & group.protected_ids
-        wanted = None if self.protections is None else self.protections.protected(group, now)
+        wanted = None if self.cluster is None else self.cluster.protected(group, now)
         if wanted is None:
             return ours, group.protected_ids
         wanted &= group.instance_ids

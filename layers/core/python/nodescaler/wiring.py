@@ -176,7 +176,7 @@ def evaluator(
         cluster_name=settings.cluster_name,
         dry_run=settings.dry_run,
         backoff_rules=settings.backoff_rules,
-        protections=kubernetes,  # the cluster's scale-in annotations
+        cluster=kubernetes,  # scale-in annotations, Ready nodes
         limiter=ClusterLimiter(limits, groups, shapes, state) if limits else None,
     )
 

@@ -80,6 +80,6 @@ def provision_check(
         return provisioning, None
     missing = provisioning.target - in_service
     return None, (
-        f"{missing} of the instances asked for at {provisioning.since:%H:%M:%S}Z were not in "
-        f"service after {rules.max_provision_time.total_seconds() / 60:g} minutes"
+        f"{missing} of the instances asked for at {provisioning.since:%H:%M:%S}Z were not "
+        f"ready after {rules.max_provision_time.total_seconds() / 60:g} minutes"
     )

@@ -74,6 +74,13 @@ class KubernetesMetrics:
             if belongs(node, group) and keeps_node(node, snapshot.pods_by_node.get(node.name, ()))
         )
 
+    def ready_nodes(self, group: NodeGroup, now: datetime) -> int | None:
+        try:
+            snapshot = self.snapshot(now)
+        except KubernetesUnavailableError:
+            return None
+        return sum(1 for n in snapshot.nodes if n.ready and belongs(n, group))
+
     def _pending_pods(
         self, metric: PendingPodsMetric, group: NodeGroup, snapshot: Snapshot, now: datetime
     ) -> Reading:
@@ -94,8 +101,7 @@ class KubernetesMetrics:
         # Nodes asked for earlier and not yet Ready will take these pods first (Cluster
         # Autoscaler's upcoming nodes); without this, a pod pending while its node boots
         # would add a node on every tick.
-        ready = sum(1 for n in snapshot.nodes if n.ready and belongs(n, group))
-        upcoming = max(group.desired - ready, 0)
+        upcoming = max(group.desired - (self.ready_nodes(group, now) or 0), 0)
         nodes = max(planned_here - upcoming, 0)
         detail = f"{planned.pending} pending pods: +{planned_here} nodes here"
         if upcoming and planned_here:
