@@ -49,6 +49,9 @@ class PipInstall:
             sys.executable,
             *("-m", "pip", "install", "--quiet", "--disable-pip-version-check"),
             *("--require-hashes", "--no-deps", "--only-binary=:all:"),
+            # Bytecode pip would write is for the Python running synth, which Lambda's runtime
+            # ignores (and can't replace: /opt is read-only): dead weight in the layer.
+            "--no-compile",
             *("--platform", PLATFORM, "--implementation", "cp"),
             *("--python-version", self.python_version),
             *("--target", str(Path(output_dir) / "python")),

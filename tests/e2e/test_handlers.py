@@ -157,6 +157,43 @@ def test_two_evaluations_racing_on_one_group_resize_it_once(
     )
 
 
+class LosesTheRecordOfAResize:
+    """A store whose write after a resize fails once (DynamoDB unreachable at that moment)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.failed = False
+
+    def load(self, group: str) -> Any:
+        return self._store.load(group)
+
+    def save(self, state: Any, **kwargs: Any) -> Any:
+        if state.acting is None and kwargs.get("audit") and not self.failed:
+            self.failed = True
+            raise ConnectionError("DynamoDB did not answer")
+        return self._store.save(state, **kwargs)
+
+
+def test_a_resize_whose_record_was_lost_is_recorded_by_the_retry_not_decided_again(
+    deployment: Deployment, calls: CallCounter
+) -> None:
+    make_asg("gpu", tags=GPU, max_size=600)
+    training_tasks(40)
+    flaky = replace(deployment.evaluator, state=LosesTheRecordOfAResize(deployment.evaluator.state))
+    request = _request_record("gpu", "tick-1", "m-1")
+    with pytest.raises(BatchProcessingError):  # resized, then the record failed
+        evaluate.handler(request, LocalContext(), evaluator=flaky)
+    assert desired_capacity("gpu") == 10
+    retried = evaluate.handler(request, LocalContext(), evaluator=deployment.evaluator)
+    assert retried == {"batchItemFailures": []}
+    state = deployment.evaluator.state.load("gpu")
+    assert (state.acting, state.seen("tick-1")) == (None, True)
+    assert [e.change for e in state.history.scale_events] == [10]  # the rate policies see it
+    (audited,) = deployment.evaluator.state.decisions("gpu")
+    assert (audited.current, audited.desired) == (0, 10)
+    assert calls.calls["SetDesiredCapacity"] == 1
+
+
 def _request_record(group: str, event_id: str, message_id: str) -> dict[str, Any]:
     record = event("evaluate-batch.json")["Records"][0]
     body = (

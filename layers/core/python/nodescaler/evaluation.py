@@ -95,10 +95,15 @@ class Evaluator:
             )
             return self._reject(group.name, (*opt_in.problems, problem))
 
-        # 3. State; a message seen before is not handled twice.
+        # 3. State; a message seen before is not handled twice, and a resize whose record
+        # was lost (the write after it failed) is recorded first.
         state = self.state.load(group.name)
         if state.seen(event_id):
             return EvaluationResult(group.name, Outcome.DUPLICATE, state.last_decision)
+        if state.acting is not None:
+            acted, state = state.acting, self._record_lost_resize(group, policy, state)
+            if state.seen(event_id):  # this very message made it: its work is done
+                return EvaluationResult(group.name, Outcome.ACTED, acted, opt_in.problems)
 
         # 4. A scale-up that failed, or overran its time, backs the group off.
         now = self.clock.now()
@@ -154,7 +159,13 @@ class Evaluator:
         if decision.desired > decision.current:  # watched until in service, or overdue
             state = replace(state, provisioning=Provisioning(since=now, target=decision.desired))
         claimed = self.state.save(
-            state.after(history=evaluation.history, decision=decision, problems=opt_in.problems),
+            replace(
+                state.after(
+                    history=evaluation.history, decision=decision, problems=opt_in.problems
+                ),
+                acting=decision,
+                acting_event=event_id,
+            ),
             backoff_changed=backoff_changed,
         )
         try:
@@ -164,16 +175,35 @@ class Evaluator:
                 f"node group {group.name}: resizing {decision.current} → {decision.desired} "
                 f"failed: {error}"
             ) from error
-        self.state.save(
-            claimed.after(
-                history=record_scale(evaluation.history, policy, decision),
+        self._record_resize(claimed, policy, opt_in.problems)
+        return EvaluationResult(group.name, Outcome.ACTED, decision, opt_in.problems)
+
+    def _record_resize(
+        self, claimed: GroupState, policy: NodeGroupPolicy, problems: tuple[str, ...]
+    ) -> GroupState:
+        """The resize made: its scale event in the history, its decision in the audit trail."""
+        decision, event_id = claimed.acting, claimed.acting_event
+        assert decision is not None
+        done = replace(claimed, acting=None, acting_event="")
+        return self.state.save(
+            done.after(
+                history=record_scale(claimed.history, policy, decision),
                 event_id=event_id,
-                problems=opt_in.problems,
+                problems=problems,
             ),
             audit=decision,
             event_id=event_id,
         )
-        return EvaluationResult(group.name, Outcome.ACTED, decision, opt_in.problems)
+
+    def _record_lost_resize(
+        self, group: NodeGroup, policy: NodeGroupPolicy, state: GroupState
+    ) -> GroupState:
+        """A claimed resize whose record was lost: recorded if the group shows it was made,
+        forgotten if not (resizing failed, and its message was retried or dead-lettered)."""
+        assert state.acting is not None
+        if group.desired == state.acting.desired:
+            return self._record_resize(state, policy, state.problems)
+        return replace(state, acting=None, acting_event="")
 
     def _within_limits(
         self,

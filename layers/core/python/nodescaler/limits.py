@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from nodescaler.domain.limits import Ceiling, ClusterLimits, GroupUsage, ceiling
-from nodescaler.domain.scheduling import InstanceShape
 from nodescaler.ports import NodeGroup, NodeGroupDiscovery
+
+if TYPE_CHECKING:
+    from nodescaler.domain.scheduling import InstanceShape
 
 CLAIM_LIFETIME = timedelta(minutes=2)
 

@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
-from nodescaler.evaluation import EvaluationResult, Outcome
-
-if TYPE_CHECKING:  # the drain's types, without loading them into the other functions
+if TYPE_CHECKING:  # each function's types, without loading them into the others
     from nodescaler.drain import DrainResult
+    from nodescaler.evaluation import EvaluationResult
 
 NAMESPACE = "Nodescaler"
 SERVICE = "nodescaler"  # Powertools adds it as the `service` dimension of every record
@@ -84,6 +83,8 @@ class Record:
 
 def result_records(result: EvaluationResult, latency_ms: float | None = None) -> list[Record]:
     """The records one evaluation reports: its group's figures, each metric's, the system's."""
+    from nodescaler.evaluation import Outcome
+
     if result.outcome is Outcome.REJECTED:
         return [Record({MetricName.REJECTED: 1}, {Dimension.NODE_GROUP: result.group})]
     decision = result.decision

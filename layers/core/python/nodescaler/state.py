@@ -31,6 +31,10 @@ class GroupState:
     backoff: Backoff | None = None  # the latest, running or not: the next one doubles it
     provisioning: Provisioning | None = None  # a scale-up in flight
     protected: frozenset[str] = frozenset()  # instances nodescaler protected from scale-in
+    # A resize claimed and maybe made, whose record is not written yet (and the message that
+    # asked for it): if that write is lost, the next evaluation records it.
+    acting: Decision | None = None
+    acting_event: str = ""
 
     def seen(self, event_id: str) -> bool:
         return event_id in self.recent_events

@@ -16,10 +16,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.config import Config
 
-from nodescaler.adapters.aws.custom_expander import LambdaExpander, budget_config
 from nodescaler.adapters.aws.evaluation_queue import SqsEvaluationQueue
-from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
-from nodescaler.adapters.aws.metrics import CloudWatchMetrics, SqsQueueLength
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.state import DynamoStateStore
 from nodescaler.config import (
@@ -33,25 +30,15 @@ from nodescaler.config import (
     WeightedPriorityExpanderSpec,
 )
 from nodescaler.dispatch import Dispatcher
-from nodescaler.domain.expanders import (
-    CustomExpander,
-    Expander,
-    LeastWasteExpander,
-    MostPodsExpander,
-    PriorityExpander,
-    RandomExpander,
-    WeightedPriorityExpander,
-)
-from nodescaler.domain.limits import ClusterLimits
 from nodescaler.domain.policy import KUBERNETES_METRICS, NodeGroupPolicy
-from nodescaler.evaluation import Evaluator
-from nodescaler.limits import ClusterLimiter
 from nodescaler.policy_files import load_policies
 from nodescaler.ports import Clock
-from nodescaler.producers import Producers
 
-if TYPE_CHECKING:  # imported at run time only where a policy reads Kubernetes
+if TYPE_CHECKING:  # each function imports what it builds, when it builds it (cold starts)
+    from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
     from nodescaler.adapters.k8s.metrics import KubernetesMetrics
+    from nodescaler.domain.expanders import Expander
+    from nodescaler.evaluation import Evaluator
 
 BOTO_CONFIG = Config(
     retries={"mode": "adaptive", "max_attempts": 5},
@@ -142,6 +129,13 @@ def dispatcher(settings: DispatchSettings, clients: AwsClients | None = None) ->
 def evaluator(
     settings: EvaluateSettings, clients: AwsClients | None = None, clock: Clock | None = None
 ) -> Evaluator:
+    from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
+    from nodescaler.adapters.aws.metrics import CloudWatchMetrics, SqsQueueLength
+    from nodescaler.domain.limits import ClusterLimits
+    from nodescaler.evaluation import Evaluator
+    from nodescaler.limits import ClusterLimiter
+    from nodescaler.producers import Producers
+
     clients = clients or AwsClients()
     clock = clock or SystemClock()
     policies = load_policies(settings.policies_path)
@@ -222,6 +216,16 @@ def kubernetes_metrics(
 
 
 def expander_chain(specs: Sequence[ExpanderSpec], clients: AwsClients) -> list[Expander]:
+    from nodescaler.adapters.aws.custom_expander import LambdaExpander, budget_config
+    from nodescaler.domain.expanders import (
+        CustomExpander,
+        LeastWasteExpander,
+        MostPodsExpander,
+        PriorityExpander,
+        RandomExpander,
+        WeightedPriorityExpander,
+    )
+
     chain: list[Expander] = []
     for spec in specs:
         match spec:

@@ -73,6 +73,8 @@ class DynamoStateStore:
                 backoff=_optional(Backoff, item, "backoff"),
                 provisioning=_optional(Provisioning, item, "provisioning"),
                 protected=frozenset(json.loads(item.get("protected", {}).get("S", "[]"))),
+                acting=_optional(Decision, item, "acting"),
+                acting_event=item.get("acting_event", {}).get("S", ""),
             )
         except (KeyError, ValueError, TypeError) as error:  # pydantic's ValidationError too
             raise StateCorruptError(
@@ -100,11 +102,13 @@ class DynamoStateStore:
             "recent_events": {"S": json.dumps(list(state.recent_events))},
             "problems": {"S": json.dumps(list(state.problems))},
             "protected": {"S": json.dumps(sorted(state.protected))},
+            "acting_event": {"S": state.acting_event},
         }
         for name, value in (
             ("last_decision", state.last_decision),
             ("backoff", state.backoff),
             ("provisioning", state.provisioning),
+            ("acting", state.acting),
         ):
             if value is not None:
                 item[name] = {"S": value.model_dump_json()}

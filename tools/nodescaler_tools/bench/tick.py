@@ -1,0 +1,102 @@
+"""One tick over 1,000 managed groups: the real dispatch handler and the sample tick event.
+
+The groups are tagged ASGs in moto's server (its own process, see `bench.aws`); the
+handler discovers them with DescribeAutoScalingGroups and queues one FIFO message per
+group. Each tick is timed whole, in a warm function (clients made, a first call made), and
+the time spent waiting on AWS is split by operation: moto's SQS rescans its queue on every
+message sent, so SendMessageBatch's share is mostly moto's and shows as what it is. Each
+tick queues into a new, empty queue, as a real tick finds its queue drained by the
+evaluations of the minute before.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+import boto3
+
+from nodescaler_tools.bench.aws import (
+    REGION,
+    AwsStopwatch,
+    fake_credentials,
+    functions_output,
+    moto_server,
+)
+from nodescaler_tools.lambda_local import LocalContext
+from nodescaler_tools.provision import asg_tags, create_evaluation_queue, create_state_table
+from nodescaler_tools.sandbox import ROOT, load_handler
+
+TICKS = 3
+TABLE = "nodescaler-state"
+
+
+def _groups(autoscaling: Any, count: int) -> None:
+    """`count` opted-in groups, each with one of the shipped policies."""
+    autoscaling.create_launch_configuration(
+        LaunchConfigurationName="nodes", ImageId="ami-12c6146b", InstanceType="m5.large"
+    )
+    policies = ("gpu-training", "business-hours", "microservices")
+    for index in range(count):
+        name = f"ng-{index:04d}"
+        tags = {"nodescaler/enabled": "true", "nodescaler/policy": policies[index % 3]}
+        autoscaling.create_auto_scaling_group(
+            AutoScalingGroupName=name,
+            LaunchConfigurationName="nodes",
+            MinSize=0,
+            MaxSize=100,
+            DesiredCapacity=0,
+            AvailabilityZones=[f"{REGION}a"],
+            Tags=asg_tags(name, tags),
+        )
+
+
+def run(groups: int = 1000, ticks: int = TICKS) -> dict[str, float]:
+    """The median of `ticks` ticks; figures are named after the number of groups."""
+    from nodescaler import wiring
+    from nodescaler.config import DispatchSettings
+
+    sample = json.loads((ROOT / "events" / "schedule-tick.json").read_text())
+    with fake_credentials(), moto_server() as endpoint, functions_output():
+
+        def client(service: str) -> Any:
+            return boto3.client(service, region_name=REGION, endpoint_url=endpoint)
+
+        _groups(client("autoscaling"), groups)
+        create_state_table(client("dynamodb"), TABLE)
+        clients = wiring.AwsClients(boto3.Session(region_name=REGION), endpoint_url=endpoint)
+        clients.autoscaling.describe_auto_scaling_groups(MaxRecords=1)  # the warm container
+        clients.sqs.list_queues()
+        stopwatch = AwsStopwatch()
+        stopwatch.watch(clients.autoscaling, clients.sqs, clients.dynamodb)
+        dispatch = load_handler("dispatch")
+        measured: list[tuple[float, dict[str, float], int]] = []
+        for tick in range(ticks):
+            environment = {
+                "EVALUATION_QUEUE_URL": create_evaluation_queue(client("sqs"), f"tick-{tick}"),
+                "POLICIES_PATH": str(ROOT / "policies"),
+                "STATE_TABLE_NAME": TABLE,
+            }
+            dispatcher = wiring.dispatcher(DispatchSettings.from_environment(environment), clients)
+            event = sample | {"id": str(uuid.uuid4())}
+            stopwatch.reset()
+            started = time.perf_counter()
+            result = dispatch.handler(event, LocalContext("nodescaler-dispatch"), dispatcher)
+            elapsed = time.perf_counter() - started
+            if len(result["queued"]) != groups:
+                raise AssertionError(f"tick {tick} queued {len(result['queued'])} of {groups}")
+            describes = stopwatch.calls["DescribeAutoScalingGroups"]
+            measured.append((elapsed, dict(stopwatch.waiting), describes))
+    if len({describes for *_, describes in measured}) != 1:
+        raise AssertionError(f"ticks made different numbers of describe calls: {measured}")
+    elapsed, waiting, describes = sorted(measured, key=lambda m: m[0])[len(measured) // 2]
+    name = f"tick_{groups}_groups"
+    return {
+        f"{name}_s": round(elapsed, 3),
+        f"{name}_describe_calls": describes,
+        f"{name}_describe_wait_s": round(waiting.get("DescribeAutoScalingGroups", 0.0), 3),
+        f"{name}_send_wait_s": round(waiting.get("SendMessageBatch", 0.0), 3),
+        f"{name}_own_s": round(elapsed - sum(waiting.values()), 3),
+    }
