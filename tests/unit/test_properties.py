@@ -7,13 +7,16 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from nodescaler.domain.autoscaler import GroupSize, decide, effective_bounds
+from nodescaler.domain.backoff import Backoff, BackoffRules, after_failure
 from nodescaler.domain.history import History, ScaleEvent, TimedRecommendation
+from nodescaler.domain.limits import Ceiling
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
 
 from tests.builders import T0
 
 METRIC_NAMES = ("a", "b", "c")
+RULES = BackoffRules()
 
 scaling_policy = st.fixed_dictionaries(
     {
@@ -91,11 +94,24 @@ histories = st.builds(
     st.lists(st.tuples(st.integers(1, 2000), st.integers(-500, 500).filter(bool)), max_size=8),
 )
 sizes = st.builds(
-    lambda current, lo, extra: GroupSize(current=current, min_size=lo, max_size=lo + extra),
+    lambda current, lo, extra, launched, protected: GroupSize(
+        current=current,
+        min_size=lo,
+        max_size=lo + extra,
+        launched=min(launched, current),
+        protected=min(protected, launched, current),
+    ),
     st.integers(0, 2000),
     st.integers(0, 20),
     st.integers(0, 2000),
+    st.integers(0, 2000),
+    st.integers(0, 2000),
 )
+backoffs = st.none() | st.builds(
+    lambda minutes: after_failure(None, T0 - timedelta(minutes=minutes), "no capacity", RULES),
+    st.integers(0, 10),
+)
+ceilings = st.none() | st.builds(lambda n: Ceiling(n, "limit"), st.integers(0, 3000))
 
 
 def _decide(policy: NodeGroupPolicy, size: GroupSize, values: dict[str, Reading], history: History):  # type: ignore[no-untyped-def]
@@ -105,11 +121,26 @@ def _decide(policy: NodeGroupPolicy, size: GroupSize, values: dict[str, Reading]
 
 
 @settings(max_examples=400, deadline=None)
-@given(policies(), sizes, readings, histories)
+@given(policies(), sizes, readings, histories, backoffs, ceilings)
 def test_the_result_is_never_outside_min_max(
-    policy: NodeGroupPolicy, size: GroupSize, values: dict[str, Reading], history: History
+    policy: NodeGroupPolicy,
+    size: GroupSize,
+    values: dict[str, Reading],
+    history: History,
+    backoff: Backoff | None,
+    ceiling: Ceiling | None,
 ) -> None:
-    decision = _decide(policy, size, values, history).decision
+    """Whatever holds it back too: a backoff, protected instances, the cluster's limits."""
+    decision = decide(
+        node_group="ng",
+        policy=policy,
+        size=size,
+        readings=values,
+        history=history,
+        now=T0,
+        backoff=backoff,
+        ceiling=ceiling,
+    ).decision
     lowest, highest = effective_bounds(policy, size)
     assert lowest <= decision.desired <= highest
     assert size.min_size <= decision.desired <= size.max_size

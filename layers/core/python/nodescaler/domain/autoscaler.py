@@ -149,7 +149,13 @@ def decide(
 
     def concluded(desired: int, history: History) -> Evaluation:
         desired = _held_back(
-            desired, size, lowest=lowest, backoff=backoff, ceiling=ceiling, now=now, limits=limits
+            desired,
+            size,
+            bounds=(lowest, highest),
+            backoff=backoff,
+            ceiling=ceiling,
+            now=now,
+            limits=limits,
         )
         decision = Decision(
             node_group=node_group,
@@ -211,7 +217,7 @@ def _held_back(
     desired: int,
     size: GroupSize,
     *,
-    lowest: int,
+    bounds: tuple[int, int],
     backoff: Backoff | None,
     ceiling: Ceiling | None,
     now: datetime,
@@ -221,20 +227,23 @@ def _held_back(
     # Backed off after a failed scale-up: no new instances, and those that could not be
     # launched are no longer asked for (the group would keep retrying them). Not a scale-in:
     # no instance that exists is removed.
-    current = size.current
+    current, (lowest, highest) = size.current, bounds
     if backoff is not None and backoff.active(now):
         launched = current if size.launched is None else size.launched
         most = max(lowest, min(current, launched))
         if desired > most:
             desired = most
             limits.append(Limit.BACKOFF)
-    # The cluster's limits cap a scale-up (and never shrink a group).
-    if ceiling is not None and desired > max(current, ceiling.nodes):
-        desired = max(current, ceiling.nodes)
+    # The cluster's limits cap a scale-up; they never shrink a group, nor hold it below its
+    # minimum (which Auto Scaling would refuse anyway).
+    if ceiling is not None and desired > (most := max(current, ceiling.nodes, lowest)):
+        desired = most
         limits.append(Limit.CLUSTER_LIMIT)
     # Instances protected from scale-in stay; a smaller group would wait for them forever.
-    if desired < current and desired < size.protected:
-        desired = min(current, size.protected)
+    # (Never above the maximum, though: a group over it goes back inside, as always.)
+    floor = min(current, size.protected, highest)
+    if desired < floor:
+        desired = floor
         limits.append(Limit.PROTECTED)
     return desired
 
