@@ -124,3 +124,29 @@ def test_given_a_corrupt_state_item_then_loading_it_names_the_group_and_item(
         f"node group ng: state item (GROUP#ng, STATE) in {TABLE} is unreadable ({cause}"
     )
     assert message.endswith("delete it to start the group's history afresh")
+
+
+def test_a_corrupt_backoff_names_its_group_and_item(store: DynamoStateStore) -> None:
+    client("dynamodb").put_item(
+        TableName=TABLE,
+        Item={"pk": {"S": "CLUSTER"}, "sk": {"S": "BACKOFFS"}, "backoff:ng": {"S": '{"until": 1}'}},
+    )
+    assert store.backoffs(["other"]) == {}  # the others' backoffs still read
+    with pytest.raises(StateCorruptError) as caught:
+        store.backoffs(["ng"])
+    assert str(caught.value).startswith(
+        f"attribute backoff:ng of (CLUSTER, BACKOFFS) in {TABLE} is unreadable (ValidationError"
+    )
+
+
+def test_corrupt_limit_claims_are_named(store: DynamoStateStore) -> None:
+    client("dynamodb").put_item(
+        TableName=TABLE,
+        Item={"pk": {"S": "CLUSTER"}, "sk": {"S": "CLAIMS"}, "version": {"N": "1"}},
+    )
+    with pytest.raises(StateCorruptError) as caught:
+        store.load_claims()
+    assert str(caught.value) == (
+        f"the cluster limits' claims (CLUSTER, CLAIMS) in {TABLE} is unreadable (KeyError: "
+        "'claims'); delete it: nodescaler writes it afresh"
+    )

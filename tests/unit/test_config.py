@@ -55,6 +55,21 @@ def test_the_environment_a_model_writes_reads_back_the_same() -> None:
         ),
         (
             DispatchSettings,
+            BASE | {"BACKOFF_INITIAL_SECONDS": "0"},
+            "setting BACKOFF_INITIAL_SECONDS Input should be greater than or equal to 1",
+        ),
+        (
+            EvaluateSettings,
+            BASE | {"CLUSTER_MAX_NODES": "-1"},
+            "setting CLUSTER_MAX_NODES Input should be greater than or equal to 0",
+        ),
+        (
+            EvaluateSettings,
+            BASE | {"CLUSTER_MAX_VCPUS": "many"},
+            "setting CLUSTER_MAX_VCPUS Input should be a valid integer",
+        ),
+        (
+            DispatchSettings,
             BASE | {"TAG_POLICY": ""},
             "setting TAG_POLICY String should have at least 1 character",
         ),

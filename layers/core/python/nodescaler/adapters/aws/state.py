@@ -157,7 +157,14 @@ class DynamoStateStore:
         item = self._dynamodb.get_item(
             TableName=self._table, Key=BACKOFFS_KEY, ConsistentRead=True
         ).get("Item", {})
-        found = {g: _optional(Backoff, item, f"backoff:{g}") for g in groups}
+        found = {}
+        for group in groups:
+            try:
+                found[group] = _optional(Backoff, item, f"backoff:{group}")
+            except ValueError as error:  # pydantic's ValidationError too
+                raise self._unreadable(
+                    BACKOFFS_KEY, f"attribute backoff:{group} of", error
+                ) from None
         return {g: b for g, b in found.items() if b is not None}
 
     def load_claims(self) -> Claims:
@@ -166,10 +173,20 @@ class DynamoStateStore:
         ).get("Item")
         if item is None:
             return Claims()
-        stored = json.loads(item["claims"]["S"])
-        return Claims(
-            version=int(item["version"]["N"]),
-            desired={g: (int(n), datetime.fromisoformat(at)) for g, (n, at) in stored.items()},
+        try:
+            stored = json.loads(item["claims"]["S"])
+            return Claims(
+                version=int(item["version"]["N"]),
+                desired={g: (int(n), datetime.fromisoformat(at)) for g, (n, at) in stored.items()},
+            )
+        except (KeyError, ValueError, TypeError) as error:
+            raise self._unreadable(CLAIMS_KEY, "the cluster limits' claims", error) from None
+
+    def _unreadable(self, key: Mapping[str, Any], what: str, error: Exception) -> StateCorruptError:
+        where = f"({key['pk']['S']}, {key['sk']['S']}) in {self._table}"
+        return StateCorruptError(
+            f"{what} {where} is unreadable ({type(error).__name__}: {error}); delete it: "
+            "nodescaler writes it afresh"
         )
 
     def save_claims(self, claims: Claims) -> bool:
