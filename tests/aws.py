@@ -188,23 +188,9 @@ class LifecycleActionRecorder:
         return AWSResponse(url, status, {}, None), parsed
 
 
-def _moto_group(name: str) -> Any:
-    from moto.autoscaling.models import autoscaling_backends
-    from moto.core import DEFAULT_ACCOUNT_ID
-
-    return autoscaling_backends[DEFAULT_ACCOUNT_ID][REGION].autoscaling_groups[name]
-
-
 def fail_launches(group: str) -> list[str]:
-    """Undo the launches moto made for `group`'s last scale-up, as if EC2 had no capacity:
-    the desired capacity stays, the instances are gone (moto always launches). Returns
-    the instance ids removed."""
-    moto_group = _moto_group(group)
-    gone = [state.instance.id for state in moto_group.instance_states]
-    moto_group.instance_states = []
-    if gone:
-        client("ec2").terminate_instances(InstanceIds=gone)
-    return gone
+    """`group`'s launches failed for want of capacity (see `provision.fail_launches`)."""
+    return provision.fail_launches(client("ec2"), group, region=REGION)
 
 
 class ScalingActivities:

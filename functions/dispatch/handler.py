@@ -71,6 +71,10 @@ def launch_failed(dispatcher: Dispatcher, event: LaunchUnsuccessfulEvent) -> dic
         activity_id=activity,
         node_groups=queued,
     )
-    emit([Record({MetricName.LAUNCH_FAILURES: 1}, {Dimension.NODE_GROUP: group})])
-    emit([Record({MetricName.EVALUATIONS_QUEUED: len(queued)})])
+    emit(
+        [
+            Record({MetricName.LAUNCH_FAILURES: 1}, {Dimension.NODE_GROUP: group}),
+            Record({MetricName.EVALUATIONS_QUEUED: len(queued)}),
+        ]
+    )
     return {"cause": event.cause, "queued": queued, "backed_off_until": backoff.until.isoformat()}

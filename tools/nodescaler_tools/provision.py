@@ -73,3 +73,18 @@ def fill_queue(sqs: Any, queue_name: str, count: int, *, region: str, body: str 
         message = Message(uuid.uuid4().hex, body)
         message.mark_sent()
         store.add_message(message)
+
+
+def fail_launches(ec2: Any, group: str, *, region: str) -> list[str]:
+    """Undo the launches moto made for `group`, as if EC2 had had no capacity: the desired
+    capacity stays, the instances are gone (moto always launches; in process, or its
+    server run in this process). Returns the instance ids taken back."""
+    from moto.autoscaling.models import autoscaling_backends
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+
+    moto_group = autoscaling_backends[DEFAULT_ACCOUNT_ID][region].autoscaling_groups[group]
+    gone = [state.instance.id for state in moto_group.instance_states]
+    moto_group.instance_states = []
+    if gone:
+        ec2.terminate_instances(InstanceIds=gone)
+    return gone

@@ -36,7 +36,11 @@ from nodescaler.domain.cluster import millicores, whole_units
 from nodescaler_tools.kube import write_kubeconfig
 from nodescaler_tools.kube.apiserver import Cluster, KubeApiServer
 from nodescaler_tools.lambda_local import LocalContext, SqsEventSource
-from nodescaler_tools.provision import create_evaluation_queue, create_state_table
+from nodescaler_tools.provision import (
+    create_evaluation_queue,
+    create_state_table,
+    fail_launches,
+)
 
 REGION = "eu-west-1"
 TABLE = "nodescaler-state"
@@ -313,15 +317,9 @@ class Sandbox:
     def _fail_launches(self, group: str) -> None:
         """What EC2 does to a group with no capacity: its launches fail, and Auto Scaling
         says so on EventBridge (moto launched them; the sandbox takes them back)."""
-        from moto.autoscaling.models import autoscaling_backends
-        from moto.core.models import DEFAULT_ACCOUNT_ID
-
-        moto_group = autoscaling_backends[DEFAULT_ACCOUNT_ID][REGION].autoscaling_groups[group]
-        launched = [state.instance.id for state in moto_group.instance_states]
+        launched = fail_launches(self.client("ec2"), group, region=REGION)
         if not launched:
             return
-        moto_group.instance_states = []
-        self.client("ec2").terminate_instances(InstanceIds=launched)
         at = self.clock.now().isoformat().replace("+00:00", "Z")
         activity = f"launch-{group}-{len(self.launch_failures)}"
         message = (

@@ -19,20 +19,42 @@ from nodescaler_tools.sandbox import REGION, START, Sandbox, sandbox
 OUT = Path("out/demo")
 
 
-def _asg(running: Sandbox, name: str, policy: str, *, max_size: int, min_size: int = 0) -> None:
+def _asg(
+    running: Sandbox,
+    name: str,
+    policy: str,
+    *,
+    max_size: int,
+    min_size: int = 0,
+    launch_template: str | None = None,
+) -> None:
+    """An opted-in group launching g5.xlarge from its own launch configuration, or from
+    `launch_template`."""
     autoscaling = running.client("autoscaling")
-    autoscaling.create_launch_configuration(
-        LaunchConfigurationName=f"{name}-lc", ImageId="ami-12c6146b", InstanceType="g5.xlarge"
-    )
+    launch: dict[str, Any] = {"LaunchConfigurationName": f"{name}-lc"}
+    if launch_template:
+        launch = {"LaunchTemplate": {"LaunchTemplateName": launch_template, "Version": "$Latest"}}
+    else:
+        autoscaling.create_launch_configuration(
+            LaunchConfigurationName=f"{name}-lc", ImageId="ami-12c6146b", InstanceType="g5.xlarge"
+        )
     autoscaling.create_auto_scaling_group(
         AutoScalingGroupName=name,
-        LaunchConfigurationName=f"{name}-lc",
+        **launch,
         MinSize=min_size,
         MaxSize=max_size,
         DesiredCapacity=min_size,
         AvailabilityZones=["eu-west-1a"],
         Tags=asg_tags(name, {"nodescaler/enabled": "true", "nodescaler/policy": policy}),
     )
+
+
+def _write_outputs(
+    out: Path, summary: dict[str, Any], rows: list[dict[str, Any]], write: Callable[[str], None]
+) -> None:
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "timeline.json").write_text(json.dumps(rows) + "\n")
+    write(f"summary: {json.dumps(summary)}")
 
 
 def _enqueue(running: Sandbox, queue: str, count: int) -> str:
@@ -120,9 +142,7 @@ def queue_burst(
             "aws_write_calls": running.writes,
             "final_desired": rows[-1]["desired"],
         }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "timeline.json").write_text(json.dumps(rows) + "\n")
-    write(f"summary: {json.dumps(summary)}")
+    _write_outputs(out, summary, rows, write)
     return summary
 
 
@@ -160,15 +180,7 @@ def launch_failure(minutes: int = 30, write: Callable[[str], None] = print) -> d
             LaunchTemplateData={"InstanceType": "m5.xlarge", "ImageId": "ami-12c6146b"},
         )
         for group in groups:
-            running.client("autoscaling").create_auto_scaling_group(
-                AutoScalingGroupName=group,
-                LaunchTemplate={"LaunchTemplateName": "general", "Version": "$Latest"},
-                MinSize=0,
-                MaxSize=20,
-                DesiredCapacity=0,
-                AvailabilityZones=["eu-west-1a"],
-                Tags=asg_tags(group, {"nodescaler/enabled": "true", "nodescaler/policy": "batch"}),
-            )
+            _asg(running, group, "batch", max_size=20, launch_template="general")
         running.no_capacity.add("spot-ng")
         write("\n== launch-failure: Spot preferred but out of capacity; on-demand next")
         write("t | pending pods | spot-ng | on-demand-ng | why (spot-ng)")
@@ -180,11 +192,11 @@ def launch_failure(minutes: int = 30, write: Callable[[str], None] = print) -> d
                     running.cluster.store.put("pods", _pending_pod(f"job-{created}", "1"))
                     created += 1
                 running.tick(log)
-                running.cluster.schedule()
+                pending = running.cluster.schedule()  # pods on the nodes that just came up
                 spot = running.state.load("spot-ng")
                 row: dict[str, Any] = {
                     "minute": minute,
-                    "pending": running.cluster.schedule(),
+                    "pending": pending,
                     "desired": {g: _desired(running, g) for g in groups},
                     "ready": {g: running.cluster.ready_nodes(g) for g in groups},
                     "backed_off": bool(spot.backoff and spot.backoff.active(running.clock.now())),
@@ -215,9 +227,7 @@ def launch_failure(minutes: int = 30, write: Callable[[str], None] = print) -> d
             "aws_write_calls": running.writes,
             "final_desired": rows[-1]["desired"],
         }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "timeline.json").write_text(json.dumps(rows) + "\n")
-    write(f"summary: {json.dumps(summary)}")
+    _write_outputs(out, summary, rows, write)
     return summary
 
 
