@@ -100,8 +100,9 @@ def test_a_failing_custom_expander_hands_over_to_the_next(
     endpoint: LambdaEndpoint, reply: dict[str, Any], why: str
 ) -> None:
     endpoint.reply = reply
-    started = time.monotonic()
     result = plan(PODS, TEMPLATES, chain(endpoint))
     assert dict(result.nodes) == {"on-demand-ng": 1}
+    # over budget: the client's read timeout, not the slow answer, ends it (no timing here:
+    # make test holds no thresholds), and it is not retried
     assert result.trace[0].startswith(f"expander custom failed ({why}")
-    assert time.monotonic() - started < 1.5  # the budget, not the slow answer, bounds it
+    assert len(endpoint.requests) == 1
