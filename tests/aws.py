@@ -8,7 +8,6 @@ import contextlib
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import boto3
@@ -116,76 +115,25 @@ def fill_queue(queue_name: str, count: int) -> None:
     provision.fill_queue(client("sqs"), queue_name, count, region=REGION)
 
 
-LIFECYCLE_OPERATIONS = ("CompleteLifecycleAction", "RecordLifecycleActionHeartbeat")
-
-
-@dataclass(frozen=True)
-class LifecycleCall:
-    operation: str  # CompleteLifecycleAction or RecordLifecycleActionHeartbeat
-    params: dict[str, str]  # as sent: AutoScalingGroupName, InstanceId, LifecycleActionResult...
-    accepted: bool
-
-
-class LifecycleActionRecorder:
-    """Auto Scaling's CompleteLifecycleAction and RecordLifecycleActionHeartbeat, on a
-    moto-backed client.
-
-    moto implements neither, so a botocore `before-call.autoscaling.<operation>` hook
-    answers them before any request is made, as Auto Scaling does: an empty success for
-    an action the hook holds (`hold`), and the real ValidationError ("No active Lifecycle
-    Action found with instance ID i-…") once it is completed, expired (`expire`) or was
-    never held. Every call is kept, accepted or not, in `calls`.
-    """
-
-    def __init__(self) -> None:
-        self.held: dict[tuple[str, str, str], str] = {}  # (group, hook, instance) → token
-        self.calls: list[LifecycleCall] = []
-
-    def watch(self, autoscaling: Any) -> Any:
-        for operation in LIFECYCLE_OPERATIONS:
-            autoscaling.meta.events.register(
-                f"before-call.autoscaling.{operation}",
-                self._answer,
-                unique_id=f"lifecycle-recorder-{id(self)}-{operation}",
-            )
-        return autoscaling
-
-    def hold(self, group: str, hook: str, instance_id: str, token: str) -> None:
-        """The hook holds this instance in Terminating:Wait until the action is completed."""
-        self.held[(group, hook, instance_id)] = token
-
-    def expire(self, instance_id: str) -> None:
-        """The hook's heartbeat timeout passed: Auto Scaling let the instance go."""
-        self.held = {k: t for k, t in self.held.items() if k[2] != instance_id}
-
-    def completed(self) -> list[dict[str, str]]:
-        """Every CompleteLifecycleAction call made, accepted or refused."""
-        return [c.params for c in self.calls if c.operation == "CompleteLifecycleAction"]
-
-    def heartbeats(self) -> list[dict[str, str]]:
-        return [c.params for c in self.calls if c.operation == "RecordLifecycleActionHeartbeat"]
-
-    def _answer(self, model: Any, params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
-        # The query protocol's body, still a dict here: the API parameters by their names.
-        sent = {k: str(v) for k, v in params["body"].items() if k not in ("Action", "Version")}
-        key = (sent["AutoScalingGroupName"], sent["LifecycleHookName"], sent.get("InstanceId", ""))
-        token = self.held.get(key)
-        accepted = token is not None and sent.get("LifecycleActionToken", token) == token
-        self.calls.append(LifecycleCall(model.name, sent, accepted))
-        if accepted and model.name == "CompleteLifecycleAction":
-            del self.held[key]
-        metadata = {"RequestId": str(uuid.uuid4()), "HTTPHeaders": {}, "RetryAttempts": 0}
-        if accepted:
-            status, parsed = 200, {"ResponseMetadata": metadata | {"HTTPStatusCode": 200}}
-        else:
-            status = 400
-            message = f"No active Lifecycle Action found with instance ID {key[2]}"
-            parsed = {
-                "Error": {"Type": "Sender", "Code": "ValidationError", "Message": message},
-                "ResponseMetadata": metadata | {"HTTPStatusCode": 400},
-            }
-        url = f"https://autoscaling.{REGION}.amazonaws.com/"
-        return AWSResponse(url, status, {}, None), parsed
+def set_tasks(queue_name: str, count: int) -> None:
+    """`count` messages waiting in a standard queue: more sent, or some received and
+    deleted (PurgeQueue is allowed once a minute)."""
+    sqs = client("sqs")
+    url = sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    waiting = int(attributes["ApproximateNumberOfMessages"])
+    if count > waiting:
+        fill_queue(queue_name, count - waiting)
+    while waiting > count:
+        taken = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=min(10, waiting - count))
+        done = [
+            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+            for i, m in enumerate(taken["Messages"])
+        ]
+        sqs.delete_message_batch(QueueUrl=url, Entries=done)
+        waiting -= len(done)
 
 
 def fail_launches(group: str) -> list[str]:

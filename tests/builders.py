@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import yaml
 from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
 from nodescaler.domain.backoff import Backoff
 from nodescaler.domain.history import History
@@ -67,6 +68,33 @@ def policy(
     behavior: dict[str, Any] | None = None,
     name: str = "test-policy",
 ) -> NodeGroupPolicy:
+    spec = _spec(metrics, min_replicas, max_replicas, behavior)
+    return NodeGroupPolicy.model_validate({"metadata": {"name": name}, "spec": spec})
+
+
+def policy_document(
+    name: str,
+    *metrics: dict[str, Any],
+    min_replicas: int = 0,
+    max_replicas: int = 1000,
+    behavior: dict[str, Any] | None = None,
+) -> str:
+    """The same policy as a file in the functions' policies folder."""
+    document = {
+        "apiVersion": "nodescaler.io/v1alpha1",
+        "kind": "NodeGroupPolicy",
+        "metadata": {"name": name},
+        "spec": _spec(metrics, min_replicas, max_replicas, behavior),
+    }
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def _spec(
+    metrics: tuple[dict[str, Any], ...],
+    min_replicas: int,
+    max_replicas: int,
+    behavior: dict[str, Any] | None,
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "minReplicas": min_replicas,
         "maxReplicas": max_replicas,
@@ -74,7 +102,7 @@ def policy(
     }
     if behavior is not None:
         spec["behavior"] = behavior
-    return NodeGroupPolicy.model_validate({"metadata": {"name": name}, "spec": spec})
+    return spec
 
 
 def metric(spec: dict[str, Any]) -> MetricBase:
@@ -90,6 +118,20 @@ UNLIMITED = {
     },
     "scaleDown": {
         "stabilizationWindowSeconds": 0,
+        "policies": [{"type": "Percent", "value": 100, "periodSeconds": 1}],
+    },
+}
+# No window, no tolerance, no rate limit, from zero too: the group follows its metrics
+# exactly and at once.
+EXACT = {
+    "scaleUp": {
+        "stabilizationWindowSeconds": 0,
+        "tolerance": 0,
+        "policies": [{"type": "Replicas", "value": 100000, "periodSeconds": 1}],
+    },
+    "scaleDown": {
+        "stabilizationWindowSeconds": 0,
+        "tolerance": 0,
         "policies": [{"type": "Percent", "value": 100, "periodSeconds": 1}],
     },
 }

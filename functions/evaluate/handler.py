@@ -54,7 +54,8 @@ def evaluate_record(evaluator: Evaluator, record: SQSRecord) -> str:
         logger.error(
             f"malformed evaluation message {record.message_id}: {describe_errors(error)}",
             message_id=record.message_id,
-            receive_count=record.attributes.approximate_receive_count,
+            # read with care: the attributes may be what is malformed
+            receive_count=record.raw_event.get("attributes", {}).get("ApproximateReceiveCount"),
         )
         emit([Record({MetricName.MALFORMED_EVENTS: 1})])
         raise

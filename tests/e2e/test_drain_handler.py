@@ -18,9 +18,10 @@ from nodescaler.events import MalformedEventError
 from nodescaler.messages import EvaluationRequest
 from nodescaler_tools.kube.apiserver import KubeApiServer
 from nodescaler_tools.lambda_local import LocalContext
+from nodescaler_tools.moto_gaps import LifecycleActionRecorder
 
 from functions.drain import handler as drain
-from tests.aws import REGION, LifecycleActionRecorder, client, make_asg, make_evaluation_queue
+from tests.aws import REGION, client, make_asg, make_evaluation_queue
 from tests.builders import VirtualClock
 from tests.e2e.conftest import event
 from tests.kube import kubeconfig, node, pod

@@ -39,8 +39,9 @@ from nodescaler.drain_events import (
 )
 from nodescaler.messages import EvaluationRequest
 from nodescaler_tools.kube.apiserver import Cluster, KubeApiServer
+from nodescaler_tools.moto_gaps import LifecycleActionRecorder
 
-from tests.aws import LifecycleActionRecorder, client, make_asg, make_evaluation_queue
+from tests.aws import client, make_asg, make_evaluation_queue
 from tests.builders import T0, VirtualClock
 from tests.kube import kubeconfig, node, pdb, pod
 

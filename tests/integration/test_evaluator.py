@@ -199,3 +199,36 @@ def test_given_a_throttled_resize_then_the_error_names_the_group_and_a_retry_act
     assert throttled.evaluate("gpu-ng", "m-1").outcome is Outcome.ACTED  # the redelivered message
     assert desired_capacity("gpu-ng") == 10
     assert calls.calls["SetDesiredCapacity"] == 1
+
+
+def test_an_evaluation_that_finds_another_ones_resize_claimed_but_not_made_does_not_act(
+    world: dict[str, Any], calls: CallCounter
+) -> None:
+    """Given one evaluation has claimed a resize and not made it yet, when another runs from
+    start to end in that moment, then it fails on the conflict (and is retried) instead of
+    taking the claim for a failed one and resizing too; retried, it finds the work done."""
+    evaluator = world["evaluator"]
+    outcomes: list[Any] = []
+    started: list[str] = []
+
+    def another_evaluation_in_between(**_: Any) -> None:
+        if not started:
+            started.append("m-2")
+            try:
+                outcomes.append(evaluator.evaluate("gpu-ng", "m-2").outcome)
+            except StateConflictError as error:
+                outcomes.append(error)
+
+    client("autoscaling").meta.events.register(
+        "before-call.auto-scaling.SetDesiredCapacity", another_evaluation_in_between
+    )
+    fill_queue("jobs", 40)
+    assert evaluator.evaluate("gpu-ng", "m-1").outcome is Outcome.ACTED
+    (in_between,) = outcomes
+    assert isinstance(in_between, StateConflictError), in_between
+    assert str(in_between) == (
+        "node group gpu-ng: a resize to 10 claimed by another evaluation may still be in "
+        "progress; this one will be retried"
+    )
+    assert evaluator.evaluate("gpu-ng", "m-2").outcome is Outcome.UNCHANGED  # delivered again
+    assert (desired_capacity("gpu-ng"), calls.calls["SetDesiredCapacity"]) == (10, 1)

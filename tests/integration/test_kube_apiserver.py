@@ -8,6 +8,8 @@ import json
 import pytest
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
+from nodescaler_tools.kube.apiserver import Fault
+from urllib3.exceptions import MaxRetryError
 
 from tests.kube import cluster_of, kube_api, node, pdb, pod
 
@@ -192,3 +194,21 @@ def test_with_graceful_deletion_an_evicted_pod_terminates_until_its_kubelet_is_d
         ("default", "web-0", None),
         ("default", "done", None),
     ]
+
+
+def test_a_failing_server_errs_refuses_or_answers_late_then_serves_again_at_its_url() -> None:
+    with kube_api(cluster_of(("nodes", node("n1")))) as (server, api):
+        core = k8s.CoreV1Api(api)
+        statuses = []
+        for fault in (Fault.UNAUTHORIZED, Fault.SERVER_ERROR):
+            with server.failing(fault), pytest.raises(ApiException) as raised:
+                core.list_node()
+            statuses.append(raised.value.status)
+        with server.failing(Fault.DOWN), pytest.raises(MaxRetryError, match="Connection refused"):
+            core.list_node()
+        server.slow_seconds = 5
+        with server.failing(Fault.SLOW), pytest.raises(MaxRetryError, match="Read timed out"):
+            core.list_node(_request_timeout=(1, 0.1))
+        served = [n.metadata.name for n in core.list_node().items]
+    assert (statuses, served) == ([401, 500], ["n1"])
+    assert server.faulted == {Fault.UNAUTHORIZED: 1, Fault.SERVER_ERROR: 1, Fault.SLOW: 4}

@@ -17,7 +17,7 @@ from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnecti
 from nodescaler.adapters.k8s.metrics import KubernetesMetrics
 from nodescaler.domain.readings import MetricReading, MetricUnavailable
 from nodescaler.ports import NodeGroup
-from nodescaler_tools.kube.apiserver import Cluster, KubeApiServer
+from nodescaler_tools.kube.apiserver import Cluster, Fault, KubeApiServer
 
 from tests.builders import T0, VirtualClock, metric, reservation_metric
 from tests.kube import cluster_of, kubeconfig, node, pod
@@ -73,7 +73,8 @@ def test_pods_are_read_in_pages_of_500_and_one_snapshot_serves_a_batch(
     first = metrics.read(CPU_60, GROUP_A, T0)
     again = metrics.read(CPU_60, GROUP_A, T0 + timedelta(seconds=5))
     assert isinstance(first, MetricReading) and first.value == 75.0  # 120 cores of 160
-    assert again == MetricReading(value=75.0, at=T0 + timedelta(seconds=5), detail=first.detail)
+    assert first.measured_nodes == 10  # the proportional rule scales what it measured
+    assert again == first.model_copy(update={"at": T0 + timedelta(seconds=5)})
     pod_pages = [r for r in server.requests if r.startswith("GET /api/v1/pods")]
     assert len(pod_pages) == 3
     assert "fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed" in pod_pages[0]
@@ -123,6 +124,29 @@ def test_an_unreachable_api_server_reports_the_group_unavailable(tmp_path: Path)
     reading = KubernetesMetrics(KubernetesCluster(connection)).read(CPU_60, GROUP_A, T0)
     assert isinstance(reading, MetricUnavailable)
     assert reading.reason.startswith("Kubernetes API unreachable:")
+
+
+def test_a_server_answering_late_is_given_up_on_at_the_timeout_and_asked_once_per_batch(
+    tmp_path: Path,
+) -> None:
+    """Given an API server that answers 5 s late, when a group's metric is read twice and its
+    protection once within a batch, with a 0.2 s timeout, then every read says it timed out,
+    and the server was asked once: not again by the client, nor by the next reads."""
+    with KubeApiServer(cluster_of(("nodes", node("a-1", "a")))) as server:
+        server.slow_seconds = 5
+        connection = KubeconfigConnection(kubeconfig(tmp_path / "kc", server.url))
+        metrics = KubernetesMetrics(KubernetesCluster(connection, timeout_seconds=0.2))
+        with server.failing(Fault.SLOW):
+            readings = [metrics.read(CPU_60, GROUP_A, T0 + timedelta(seconds=s)) for s in (0, 5)]
+            protected = metrics.protected(GROUP_A, T0 + timedelta(seconds=10))
+        assert server.faulted[Fault.SLOW] == 1
+        # Then, the batch over, the cluster is listed afresh.
+        again = metrics.read(CPU_60, GROUP_A, T0 + timedelta(seconds=20))
+    assert all(
+        isinstance(r, MetricUnavailable) and "Read timed out" in r.reason for r in readings
+    ), readings
+    assert protected is None  # scale-in protection unknown: nothing changes
+    assert isinstance(again, MetricReading)
 
 
 # --- EKS authentication ---------------------------------------------------------------

@@ -60,6 +60,11 @@ def test_the_environment_a_model_writes_reads_back_the_same() -> None:
         ),
         (
             EvaluateSettings,
+            BASE | {"KUBERNETES_TIMEOUT_SECONDS": "0"},
+            "setting KUBERNETES_TIMEOUT_SECONDS Input should be greater than 0",
+        ),
+        (
+            EvaluateSettings,
             BASE | {"CLUSTER_MAX_NODES": "-1"},
             "setting CLUSTER_MAX_NODES Input should be greater than or equal to 0",
         ),

@@ -154,3 +154,30 @@ def test_pending_pods_ignore_tolerance() -> None:
 def test_a_value_that_overflows_saturates_instead_of_failing() -> None:
     result = recommend(metric(value_metric("depth", 0.01)), 1.7976931348623157e306, 0, DEFAULT)
     assert result.replicas == 2**31 - 1
+
+
+# A utilization of the Ready nodes while others boot (the pdb-scale-in scenario found it:
+# 4 measured of 6 in service at 81 % asked for 9 nodes, then 10, for a load needing 6).
+MEASURED_CASES = [
+    # (case, value %, current, ready, measured, expected)
+    ("booting nodes add no usage on the way up", 81.25, 6, 6, 4, 6),
+    ("more load than the booting nodes cover", 120, 6, 6, 4, 8),
+    ("booting nodes count as at target on the way down", 30, 6, 6, 4, 4),
+    ("over target never scales in", 70, 6, 6, 1, 6),
+    ("under target never scales out", 50, 2, 6, 1, 2),
+    ("all measured: the plain rule", 81.25, 6, 6, 6, 9),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "current", "ready", "measured", "expected"),
+    [case[1:] for case in MEASURED_CASES],
+    ids=[case[0] for case in MEASURED_CASES],
+)
+def test_a_utilization_scales_the_nodes_it_measured(
+    value: float, current: int, ready: int, measured: int, expected: int
+) -> None:
+    result = recommend(
+        metric(reservation_metric("cpu", 60)), value, current, DEFAULT, ready, measured=measured
+    )
+    assert result.replicas == expected

@@ -40,8 +40,9 @@ import boto3
 from nodescaler_tools.bench.aws import REGION, fake_credentials, functions_output, moto_server
 from nodescaler_tools.faults import Call, FaultProxy, Forwarded
 from nodescaler_tools.lambda_local import LocalContext, SqsEventSource
+from nodescaler_tools.moto_gaps import AwsRefusal
 from nodescaler_tools.provision import asg_tags, create_evaluation_queue, create_state_table
-from nodescaler_tools.sandbox import ROOT, START, AwsRefusal, VirtualClock, load_handler
+from nodescaler_tools.sandbox import ROOT, START, VirtualClock, load_handler
 
 SPEEDUP = 1000  # retry time: botocore backs off and rate-limits in milliseconds, not seconds
 # A faulted call's retry is faulted again with this chance: about 1 call in 40 outlasts

@@ -8,6 +8,9 @@ live), and the eviction subresource, which answers 429 when a budget forbids it 
 `limit`/`continue` pagination. Each object is serialized once when it is written and
 pages are joined from those bytes, so the server's own cost is small and the same for
 every client. An optional bearer token makes it answer 401 to anyone else.
+
+For fault tests it can also fail on purpose (`failing`): go down (its port refuses
+connections, and open ones are cut), answer late, or answer 401 or 500 to everything.
 """
 
 from __future__ import annotations
@@ -15,8 +18,13 @@ from __future__ import annotations
 import base64
 import json
 import re
+import socket
 import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -109,6 +117,8 @@ class Cluster:
     # instantly. With `graceful_deletion`, a bound pod stays, terminating (deletionTimestamp
     # set), until `stop_terminating` plays the kubelet's part, so a drain's wait is visible.
     graceful_deletion: bool = False
+    # The replicas of the workload a budget covers (the sandbox's deployments), if known.
+    scale_of: Callable[[dict[str, Any]], int | None] | None = None
     # every eviction asked of an existing pod: (namespace, name, deleteOptions.gracePeriodSeconds)
     evictions: list[tuple[str, str, int | None]] = field(default_factory=list)
 
@@ -151,7 +161,10 @@ class Cluster:
             for (ns, _), p in self.objects["pods"].items()
             if ns == namespace and _matches(selector, p["metadata"].get("labels") or {})
         ]
-        expected = len(pods)
+        # The disruption controller takes expectedPods from the owning workload's scale;
+        # this server serves no workloads, so it counts the pods, unless told (`scale_of`).
+        scale = self.scale_of(pdb) if self.scale_of else None
+        expected = len(pods) if scale is None else scale
         # as the disruption controller counts: a terminating pod is no longer healthy
         healthy = sum(is_ready(p) and not is_terminating(p) for p in pods)
         spec = pdb["spec"]
@@ -272,6 +285,15 @@ _POD = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)$")
 _EVICTION = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/eviction$")
 
 
+class Fault(StrEnum):
+    """How the server fails while `failing`."""
+
+    DOWN = "down"  # nothing listens: connections are refused, open ones cut
+    SLOW = "slow"  # every request is answered `slow_seconds` late (or when the fault ends)
+    UNAUTHORIZED = "401"  # every request is answered 401, as with credentials gone bad
+    SERVER_ERROR = "500"  # every request is answered 500 InternalError
+
+
 class KubeApiServer:
     """`with KubeApiServer() as server:` serves `server.cluster` at `server.url`."""
 
@@ -279,23 +301,74 @@ class KubeApiServer:
         self.cluster = cluster or Cluster()
         self.token = token
         self.requests: list[str] = []  # "GET /api/v1/nodes?limit=500", for the tests
+        self.fault: Fault | None = None  # set through `failing`
+        self.slow_seconds = 30.0
+        self.faulted: Counter[Fault] = Counter()  # requests answered by a fault (DOWN: none)
         self._pages: dict[tuple[str, str, str, str, int], list[bytes]] = {}
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._connections: set[socket.socket] = set()
+        self._fault_over = threading.Event()
+        self._lock = threading.Lock()
+        self._listen(("127.0.0.1", 0))
+
+    def _listen(self, address: tuple[str, int]) -> None:
+        self._server = ThreadingHTTPServer(address, self._handler())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        host, port = self._server.server_address[:2]
+        self._address = (str(host), int(port))
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    def _stop_listening(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        for connection in list(self._connections):  # as a stopped server's would be
+            with suppress(OSError):  # already closed by its client
+                connection.shutdown(socket.SHUT_RDWR)
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        host, port = self._address
+        return f"http://{host}:{port}"
 
     def __enter__(self) -> KubeApiServer:
         self._thread.start()
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._fault_over.set()  # late answers go now
+        if self.fault is not Fault.DOWN:
+            self._stop_listening()
+
+    @contextmanager
+    def failing(self, fault: Fault) -> Iterator[None]:
+        """The server fails this way until the block ends, then serves again at its URL."""
+        self._fault_over.clear()
+        self.fault = fault
+        if fault is Fault.DOWN:
+            self._stop_listening()
+        try:
+            yield
+        finally:
+            self.fault = None
+            self._fault_over.set()
+            if fault is Fault.DOWN:  # the same port again, as a restarted server would be
+                self._listen(self._address)
+                self._thread.start()
+
+    def _fail(self) -> None:
+        """Answer as the current fault says, if there is one."""
+        fault = self.fault
+        if fault is None:
+            return
+        with self._lock:
+            self.faulted[fault] += 1
+        if fault is Fault.SLOW:
+            self._fault_over.wait(self.slow_seconds)  # then served: late, whoever still waits
+        elif fault is Fault.UNAUTHORIZED:
+            raise ApiError(401, "Unauthorized", "Unauthorized")
+        elif fault is Fault.SERVER_ERROR:
+            raise ApiError(500, "InternalError", "Internal error occurred: etcdserver: timeout")
 
     # --- lists --------------------------------------------------------------------------
 
@@ -374,6 +447,18 @@ class KubeApiServer:
             def log_message(self, *_: Any) -> None:  # quiet
                 pass
 
+            def setup(self) -> None:
+                super().setup()
+                server._connections.add(self.connection)
+
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except OSError:
+                    pass  # the client gave up on a late answer, or `failing` cut it off
+                finally:
+                    server._connections.discard(self.connection)
+
             def _send(self, code: int, body: bytes) -> None:
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
@@ -386,6 +471,7 @@ class KubeApiServer:
                 server.requests.append(f"{method} {self.path}")
                 query = {k: v[-1] for k, v in parse_qs(url.query).items()}
                 try:
+                    server._fail()
                     if (
                         server.token
                         and self.headers.get("Authorization") != f"Bearer {server.token}"

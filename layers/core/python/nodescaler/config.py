@@ -151,6 +151,11 @@ class EvaluateSettings(CapacitySettings):
     dry_run: Annotated[bool, Field(alias="DRY_RUN")] = False
     # A kubeconfig for the Kubernetes metrics (the sandbox); else the EKS cluster CLUSTER_NAME.
     kubeconfig_path: Annotated[Path | None, Field(alias="KUBECONFIG_PATH")] = None
+    # How long the Kubernetes API server may take to accept a connection, and to answer each
+    # request, before the cluster's metrics count as missing for this evaluation.
+    kubernetes_timeout_seconds: Annotated[
+        float, Field(alias="KUBERNETES_TIMEOUT_SECONDS", gt=0, le=20)
+    ] = 5
     # Which group grows when pending pods fit several: a chain, first to last (JSON).
     expanders: Annotated[Json[list[ExpanderSpec]], Field(alias="EXPANDERS", min_length=1)] = (
         DEFAULT_EXPANDERS

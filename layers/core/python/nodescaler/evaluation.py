@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from functools import partial
 from typing import Protocol
@@ -25,6 +25,9 @@ from nodescaler.producers import Producers
 from nodescaler.state import GroupState, StateConflictError, StateStore, failure_key
 
 CLAIM_ATTEMPTS = 5
+# An evaluation acts on its claim within the evaluate function's timeout (60 s, infra's
+# EVALUATE_TIMEOUT): a younger claim by another message may still be in progress.
+CLAIM_IN_PROGRESS = timedelta(seconds=60)
 
 
 class ClusterView(Protocol):
@@ -97,16 +100,17 @@ class Evaluator:
 
         # 3. State; a message seen before is not handled twice, and a resize whose record
         # was lost (the write after it failed) is recorded first.
+        now = self.clock.now()
         state = self.state.load(group.name)
         if state.seen(event_id):
             return EvaluationResult(group.name, Outcome.DUPLICATE, state.last_decision)
         if state.acting is not None:
-            acted, state = state.acting, self._record_lost_resize(group, policy, state)
+            acted = state.acting
+            state = self._record_lost_resize(group, policy, state, event_id, now)
             if state.seen(event_id):  # this very message made it: its work is done
                 return EvaluationResult(group.name, Outcome.ACTED, acted, opt_in.problems)
 
         # 4. A scale-up that failed, or overran its time, backs the group off.
-        now = self.clock.now()
         loaded = state
         state = self._check_scale_up(group, state, now)
         backoff_changed = state.backoff != loaded.backoff
@@ -196,13 +200,26 @@ class Evaluator:
         )
 
     def _record_lost_resize(
-        self, group: NodeGroup, policy: NodeGroupPolicy, state: GroupState
+        self,
+        group: NodeGroup,
+        policy: NodeGroupPolicy,
+        state: GroupState,
+        event_id: str,
+        now: datetime,
     ) -> GroupState:
         """A claimed resize whose record was lost: recorded if the group shows it was made,
-        forgotten if not (resizing failed, and its message was retried or dead-lettered)."""
-        assert state.acting is not None
-        if group.desired == state.acting.desired:
+        forgotten if not (resizing failed, and its message was retried or dead-lettered).
+        Another message's claim younger than an evaluation may be one still in progress:
+        acting too would resize twice, so this evaluation conflicts, to be retried."""
+        claim = state.acting
+        assert claim is not None
+        if group.desired == claim.desired:
             return self._record_resize(state, policy, state.problems)
+        if state.acting_event != event_id and now - claim.at < CLAIM_IN_PROGRESS:
+            raise StateConflictError(
+                f"node group {group.name}: a resize to {claim.desired} claimed by another "
+                "evaluation may still be in progress; this one will be retried"
+            )
         return replace(state, acting=None, acting_event="")
 
     def _within_limits(

@@ -10,17 +10,24 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel, SqsRecordModel
-from pydantic import BaseModel, Field, Json, TypeAdapter, ValidationError
+from pydantic import AwareDatetime, BaseModel, Field, Json, TypeAdapter, ValidationError
 
-from nodescaler.domain.documents import field_path
-from nodescaler.messages import EvaluationRequest
+from nodescaler.messages import EvaluationRequest, EventId
 
 
 class EvaluationRecord(SqsRecordModel):
     body: Json[EvaluationRequest]
 
 
-class ScheduledEvent(EventBridgeModel):
+class DispatchedEvent(EventBridgeModel):
+    """An event whose id and time become its evaluations' idempotency key and request time:
+    one that can't be either is refused here, naming the field, not when queueing."""
+
+    id: EventId
+    time: AwareDatetime
+
+
+class ScheduledEvent(DispatchedEvent):
     source: Literal["aws.events", "aws.scheduler"]
     detail_type: Literal["Scheduled Event"] = Field(alias="detail-type")
 
@@ -41,7 +48,7 @@ class AlarmStateChange(BaseModel):
     previous_state: Annotated[AlarmState | None, Field(alias="previousState")] = None
 
 
-class AlarmStateChangeEvent(EventBridgeModel):
+class AlarmStateChangeEvent(DispatchedEvent):
     source: Literal["aws.cloudwatch"]
     detail_type: Literal["CloudWatch Alarm State Change"] = Field(alias="detail-type")
     detail: AlarmStateChange
@@ -59,7 +66,7 @@ class LaunchUnsuccessful(BaseModel):
     cause: Annotated[str, Field(alias="Cause")] = ""
 
 
-class LaunchUnsuccessfulEvent(EventBridgeModel):
+class LaunchUnsuccessfulEvent(DispatchedEvent):
     """An Auto Scaling Group could not launch an instance: back the group off, re-plan."""
 
     source: Literal["aws.autoscaling"]
@@ -90,6 +97,10 @@ _DISPATCH_EVENT: TypeAdapter[ScheduledEvent | AlarmStateChangeEvent | LaunchUnsu
 
 def describe_errors(error: ValidationError) -> str:
     """`field.path: message; ...`, with the field paths policy errors use."""
+    # Imported on this error path only: the policy documents' module loads YAML and the
+    # policy models, which the drain function never needs.
+    from nodescaler.domain.documents import field_path
+
     return "; ".join(
         f"{field_path(e['loc']) if e['loc'] else '(event)'}: {e['msg']}"
         for e in error.errors(include_url=False)

@@ -6,6 +6,8 @@ from typing import Annotated
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+EventId = Annotated[str, Field(min_length=1, max_length=128)]  # idempotency key
+
 
 class EvaluationRequest(BaseModel):
     """The evaluation queue's message: evaluate this group, because of this event."""
@@ -13,6 +15,6 @@ class EvaluationRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     node_group: Annotated[str, Field(min_length=1, max_length=255)]  # the ASG name
-    event_id: Annotated[str, Field(min_length=1, max_length=128)]  # idempotency key
+    event_id: EventId
     cause: Annotated[str, Field(min_length=1, max_length=300)]  # "tick", "alarm web-high → ALARM"
     requested_at: AwareDatetime

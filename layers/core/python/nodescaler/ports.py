@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from nodescaler.domain.policy import MetricBase
-from nodescaler.domain.readings import Reading
-from nodescaler.messages import EvaluationRequest
+if TYPE_CHECKING:  # pydantic models, named here only as types: no cold start pays for them
+    from nodescaler.domain.policy import MetricBase
+    from nodescaler.domain.readings import Reading
+    from nodescaler.messages import EvaluationRequest
 
 
 @dataclass(frozen=True)

@@ -18,26 +18,19 @@ from botocore.config import Config
 
 from nodescaler.adapters.aws.evaluation_queue import SqsEvaluationQueue
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.adapters.aws.state import DynamoStateStore
-from nodescaler.config import (
-    CommonSettings,
-    CustomExpanderSpec,
-    DispatchSettings,
-    EvaluateSettings,
-    ExpanderSpec,
-    PriorityExpanderSpec,
-    SimpleExpanderSpec,
-    WeightedPriorityExpanderSpec,
-)
-from nodescaler.dispatch import Dispatcher
-from nodescaler.domain.policy import KUBERNETES_METRICS, NodeGroupPolicy
-from nodescaler.policy_files import load_policies
 from nodescaler.ports import Clock
 
-if TYPE_CHECKING:  # each function imports what it builds, when it builds it (cold starts)
+# Each function imports what it builds, when it builds it (cold starts). That includes
+# whatever is made of pydantic models (settings, policies, the state store's items), so
+# that importing this module, as the dispatch function does, loads no pydantic.
+if TYPE_CHECKING:
     from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
+    from nodescaler.adapters.aws.state import DynamoStateStore
     from nodescaler.adapters.k8s.metrics import KubernetesMetrics
+    from nodescaler.config import CommonSettings, DispatchSettings, EvaluateSettings, ExpanderSpec
+    from nodescaler.dispatch import Dispatcher
     from nodescaler.domain.expanders import Expander
+    from nodescaler.domain.policy import NodeGroupPolicy
     from nodescaler.evaluation import Evaluator
 
 BOTO_CONFIG = Config(
@@ -115,6 +108,10 @@ def node_groups(settings: CommonSettings, clients: AwsClients) -> AsgNodeGroups:
 
 
 def dispatcher(settings: DispatchSettings, clients: AwsClients | None = None) -> Dispatcher:
+    from nodescaler.adapters.aws.state import DynamoStateStore
+    from nodescaler.dispatch import Dispatcher
+    from nodescaler.policy_files import load_policies
+
     clients = clients or AwsClients()
     return Dispatcher(
         node_groups=node_groups(settings, clients),
@@ -131,9 +128,11 @@ def evaluator(
 ) -> Evaluator:
     from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
     from nodescaler.adapters.aws.metrics import CloudWatchMetrics, SqsQueueLength
+    from nodescaler.adapters.aws.state import DynamoStateStore
     from nodescaler.domain.limits import ClusterLimits
     from nodescaler.evaluation import Evaluator
     from nodescaler.limits import ClusterLimiter
+    from nodescaler.policy_files import load_policies
     from nodescaler.producers import Producers
 
     clients = clients or AwsClients()
@@ -176,6 +175,8 @@ def evaluator(
 
 
 def uses_kubernetes(policies: Mapping[str, NodeGroupPolicy]) -> bool:
+    from nodescaler.domain.policy import KUBERNETES_METRICS
+
     return any(m.type_name in KUBERNETES_METRICS for p in policies.values() for m in p.spec.metrics)
 
 
@@ -212,11 +213,18 @@ def kubernetes_metrics(
         tag_names=settings.tag_names,
         backoffs=state,
     )
-    return KubernetesMetrics(KubernetesCluster(connection), pending=planner)
+    cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
+    return KubernetesMetrics(cluster, pending=planner)
 
 
 def expander_chain(specs: Sequence[ExpanderSpec], clients: AwsClients) -> list[Expander]:
     from nodescaler.adapters.aws.custom_expander import LambdaExpander, budget_config
+    from nodescaler.config import (
+        CustomExpanderSpec,
+        PriorityExpanderSpec,
+        SimpleExpanderSpec,
+        WeightedPriorityExpanderSpec,
+    )
     from nodescaler.domain.expanders import (
         CustomExpander,
         LeastWasteExpander,

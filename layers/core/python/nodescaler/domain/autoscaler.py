@@ -89,7 +89,9 @@ def evaluate_metric(
             f"last value is {age:.0f}s old (limit {metric.stale_after_seconds}s)",
             value,
         )
-    result = recommend(metric, value, size.current, tolerances, size.ready)
+    result = recommend(
+        metric, value, size.current, tolerances, size.ready, measured=reading.measured_nodes
+    )
     detail = reading.detail or f"{value:g} against {metric.target.describe()}"
     if result.replicas is None:
         return outcome(MetricStatus.ABSTAINED, f"{detail}: nothing to add", value)

@@ -11,8 +11,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from nodescaler.domain.policy import NAME_PATTERN
-
+# A DNS label, like Kubernetes object names: it must also be a valid ASG tag value. Defined
+# here, not with the policy models, so reading tags loads no pydantic (dispatch's cold start).
+NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 _POLICY_NAME = re.compile(NAME_PATTERN)
 
 

@@ -16,8 +16,7 @@ from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-# A DNS label, like Kubernetes object names: it must also be a valid ASG tag value.
-NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+from nodescaler.domain.optin import NAME_PATTERN
 
 PositiveAmount = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
@@ -190,7 +189,8 @@ class ScheduleSource(Spec):
     def _known_time_zone(cls, name: str) -> str:
         try:
             ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
+        # OSError: a folder of zones ("Europe"), or a name too long for a file name
+        except (ZoneInfoNotFoundError, ValueError, OSError):
             raise ValueError(
                 f"unknown time zone {name!r} (use an IANA name such as Europe/Paris)"
             ) from None

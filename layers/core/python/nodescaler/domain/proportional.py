@@ -52,11 +52,18 @@ def _ceil(x: float) -> int:
 
 
 def recommend(
-    metric: MetricBase, value: float, current: int, tolerances: Tolerances, ready: int | None = None
+    metric: MetricBase,
+    value: float,
+    current: int,
+    tolerances: Tolerances,
+    ready: int | None = None,
+    *,
+    measured: int | None = None,
 ) -> Recommendation:
     """Replicas this one metric asks for, given its (valid, finite, non-negative) value.
 
-    `ready` is the number of in-service nodes (defaults to `current`).
+    `ready` is the number of in-service nodes (defaults to `current`); `measured`, for a
+    utilization of nodes, how many of them it measured (see `_measured_proposal`).
     """
     ready = current if ready is None else ready
     target = metric.target.amount
@@ -78,7 +85,21 @@ def recommend(
         if current == 0 or ready == 0:  # nothing measured yet: size for the value alone
             return Recommendation(replicas=_ceil(usage_ratio), usage_ratio=usage_ratio)
         proposed = _ceil(usage_ratio * ready)
+        if measured is not None and measured != ready:
+            proposed = _measured_proposal(usage_ratio, ready, measured, current)
 
     if tolerances.within(usage_ratio):
         return Recommendation(current, usage_ratio, held_by_tolerance=proposed != current)
     return Recommendation(proposed, usage_ratio)
+
+
+def _measured_proposal(usage_ratio: float, ready: int, measured: int, current: int) -> int:
+    """A utilization measured over fewer nodes than are in service, as the HPA treats
+    pods not yet ready: on the way up the unmeasured (booting) nodes add no usage, so
+    they are not multiplied by the ratio again; on the way down they count as at target,
+    so they never make room that is not there. Neither ever reverses the direction the
+    ratio points to."""
+    unmeasured = max(ready - measured, 0)
+    if usage_ratio > 1:
+        return max(_ceil(usage_ratio * measured), current)
+    return min(_ceil(usage_ratio * measured + unmeasured), current)

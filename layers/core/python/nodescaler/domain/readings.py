@@ -13,6 +13,9 @@ class MetricReading(BaseModel):
     value: float
     at: AwareDatetime
     detail: str | None = None  # how the value was made, e.g. "2000 visible + 400 in flight"
+    # For a utilization of the group's nodes: how many nodes it measured. Booting nodes are
+    # not measured yet, so the proportional rule scales what they measured (see proportional).
+    measured_nodes: int | None = None
 
 
 class MetricUnavailable(BaseModel):

@@ -6,10 +6,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nodescaler.messages import EvaluationRequest
 from nodescaler.ports import QueueSendError
+
+if TYPE_CHECKING:  # a pydantic model, named here only as a type: the import loads no pydantic
+    from nodescaler.messages import EvaluationRequest
 
 BATCH = 10  # the most SendMessageBatch takes
 # What SQS accepts in a MessageGroupId; ASG names may also hold spaces and be 255 long.

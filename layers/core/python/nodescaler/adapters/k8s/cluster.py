@@ -21,6 +21,10 @@ from nodescaler.adapters.k8s.wire import ListMeta, NodeList, PodList
 from nodescaler.domain.cluster import Node, Pod
 
 PAGE_SIZE = 500
+# Seconds to connect, and to wait for each answer. The client's own default is to wait
+# forever: a hung API server would hold the evaluation until Lambda's timeout, and the
+# scale-up its other metrics ask for would be lost with it.
+TIMEOUT_SECONDS = 5.0
 
 
 class ListPage(Protocol):
@@ -80,9 +84,16 @@ def pages(
 
 
 class KubernetesCluster:
-    def __init__(self, connection: Connection, *, page_size: int = PAGE_SIZE) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        page_size: int = PAGE_SIZE,
+        timeout_seconds: float = TIMEOUT_SECONDS,
+    ) -> None:
         self._connection = connection
         self._page_size = page_size
+        self._timeout = (timeout_seconds, timeout_seconds)  # a float alone would be ignored
 
     def _pages(
         self, list_call: Callable[..., Any], page_type: type[Page], **query: Any
@@ -95,7 +106,9 @@ class KubernetesCluster:
 
         for attempt in (1, 2):
             try:
-                response = list_call(self._core(), **query, _preload_content=False)
+                response = list_call(
+                    self._core(), **query, _preload_content=False, _request_timeout=self._timeout
+                )
                 return bytes(response.data)
             except ApiException as error:
                 if error.status == 401 and attempt == 1:  # the token expired: renew, once

@@ -38,6 +38,19 @@ def eks_token(sts: Any, cluster_name: str) -> str:
     return TOKEN_PREFIX + encoded
 
 
+def client_configuration(host: str = "http://localhost") -> Any:
+    """The `kubernetes` client's configuration, but for its retries. urllib3 sends a
+    request again up to three times by default, also when its answer timed out: four
+    timeouts for one API server that does not answer. Here a request is sent again once,
+    and only when it could not connect (it never left)."""
+    from kubernetes import client
+    from urllib3.util.retry import Retry
+
+    configuration = client.Configuration(host=host)
+    configuration.retries = Retry(total=1, read=0)
+    return configuration
+
+
 class EksConnection:
     def __init__(self, eks: Any, sts: Any, cluster_name: str, clock: Clock) -> None:
         self._eks = eks
@@ -57,7 +70,7 @@ class EksConnection:
             )
             ca.write(base64.b64decode(cluster["certificateAuthority"]["data"]))
             ca.close()
-            configuration = client.Configuration(host=cluster["endpoint"])
+            configuration = client_configuration(cluster["endpoint"])
             configuration.ssl_ca_cert = ca.name
             # "authorization" is the key every client generation reads for BearerToken
             configuration.api_key_prefix = {"authorization": "Bearer"}
@@ -87,7 +100,9 @@ class KubeconfigConnection:
         if self._api is None:
             from kubernetes import config
 
-            self._api = config.new_client_from_config(config_file=str(self._path))
+            self._api = config.new_client_from_config(
+                config_file=str(self._path), client_configuration=client_configuration()
+            )
         return self._api
 
     def renew(self) -> None:

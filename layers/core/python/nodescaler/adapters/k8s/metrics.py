@@ -42,14 +42,23 @@ class KubernetesMetrics:
         self._cluster = cluster
         self._pending = pending
         self._max_age = max_age
-        self._snapshot: tuple[datetime, Snapshot] | None = None
+        self._snapshot: tuple[datetime, Snapshot | KubernetesUnavailableError] | None = None
         self._plans: dict[int, Planned] = {}  # by priority cutoff, for the current snapshot
 
     def snapshot(self, now: datetime) -> Snapshot:
+        """The cluster as listed within `max_age`. A listing that failed is remembered as
+        long: an evaluation reads the cluster several times (each metric, scale-in
+        protection), and should wait for a server that does not answer only once."""
         if self._snapshot is None or now - self._snapshot[0] > self._max_age:
-            self._snapshot = (now, self._cluster.snapshot())
             self._plans = {}
-        return self._snapshot[1]
+            try:
+                self._snapshot = (now, self._cluster.snapshot())
+            except KubernetesUnavailableError as error:
+                self._snapshot = (now, error)
+        listed = self._snapshot[1]
+        if isinstance(listed, KubernetesUnavailableError):
+            raise KubernetesUnavailableError(str(listed))
+        return listed
 
     def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
         try:
@@ -136,4 +145,5 @@ class KubernetesMetrics:
             )
         utilization = metric.target.type is TargetType.UTILIZATION
         value = reserved.percent if utilization else reserved.amount
-        return MetricReading(value=value, at=now, detail=reserved.detail)
+        measured = reserved.nodes if utilization else None
+        return MetricReading(value=value, at=now, detail=reserved.detail, measured_nodes=measured)

@@ -1,0 +1,32 @@
+"""What a handler's import loads, in a fresh interpreter: modules a function does not need
+at import stay out of its cold start (`make bench` times it: `cold_import_ratio_*`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def loaded_by_import(module: str) -> set[str]:
+    result = subprocess.run(
+        [sys.executable, "-c", f"import sys, {module}; print(*sys.modules)"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return set(result.stdout.split())
+
+
+def test_given_the_dispatch_handler_when_imported_then_pydantic_waits_for_the_first_event() -> None:
+    loaded = loaded_by_import("functions.dispatch.handler")
+    assert "boto3" in loaded
+    assert sorted(m for m in loaded if m.split(".")[0] in {"pydantic", "yaml", "croniter"}) == []
+
+
+def test_given_the_drain_handler_when_imported_then_no_policy_module_is_loaded() -> None:
+    loaded = loaded_by_import("functions.drain.handler")
+    assert {"yaml", "nodescaler.domain.policy", "nodescaler.domain.documents"} & loaded == set()
