@@ -44,7 +44,7 @@ test: setup lint ## Lint, type-check and run every test suite
 synth: setup ## Synthesize the stack with the real CDK CLI (builds the layers, runs cdk-nag)
 	$(TEST_ENV) npx cdk synth --quiet --no-notices --no-version-reporting
 
-demo: setup ## Run the main job on the local sandbox (the queue burst, then a core replay)
+demo: setup ## Run the scenarios on the local sandbox (SCENARIO=file.yaml for one)
 	$(BIN)/nodescaler simulate $(SCENARIO)
 
 bench: setup ## Measure speed and memory; figures in out/bench/results.json

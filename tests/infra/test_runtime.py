@@ -169,7 +169,7 @@ def test_alarm_state_changes_of_the_alarms_policies_name_go_to_dispatch(
             "EventPattern": {
                 "source": ["aws.cloudwatch"],
                 "detail-type": ["CloudWatch Alarm State Change"],
-                "detail": {"alarmName": ["web-requests-high"]},
+                "detail": {"alarmName": ["ml-training-queue-backlog", "web-requests-high"]},
             },
             "Targets": [
                 Match.object_like(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from nodescaler.adapters.aws.metrics import SqsQueueLength
@@ -78,3 +79,26 @@ def test_errors_are_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().err.startswith(
         "nodescaler status: no --table given, and stack Nodescaler could not be read"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["simulate", "absent.yaml"], "nodescaler simulate: absent.yaml: cannot read it"),
+        (["invoke", "drain", "absent.json"], "nodescaler invoke: absent.json: cannot read it"),
+    ],
+)
+def test_a_missing_scenario_or_event_is_one_line_not_a_traceback(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith(message)
+
+
+def test_an_event_that_is_not_json_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    event = tmp_path / "event.json"
+    event.write_text("{not json")
+    assert main(["invoke", "dispatch", str(event)]) == 2
+    assert capsys.readouterr().err.startswith(f"nodescaler invoke: {event}: not JSON:")

@@ -1,60 +1,131 @@
-"""The sandbox `make demo` runs: moto's server and the loopback API server started on
-loopback, the real handlers deciding on a virtual clock."""
+"""The scenarios `make demo` runs, shortened, through the sandbox: moto's server and the
+loopback API server started on loopback, the real handlers deciding on a virtual clock,
+and the Cluster Autoscaler baseline scaling the same world."""
 
 from __future__ import annotations
 
 import json
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 from nodescaler_tools import scenarios
+from nodescaler_tools.cli import main
 from nodescaler_tools.sandbox import sandbox
+from nodescaler_tools.scenario import Scenario, load_scenario
+from nodescaler_tools.world import World
 
-POLICIES = Path(__file__).parents[2] / "policies"
+pytestmark = pytest.mark.slow  # moto's server and the API server, both runs of each
+
+SCENARIOS = Path(__file__).parents[2] / "scenarios"
+NODESCALER, BASELINE = scenarios.NODESCALER, scenarios.BASELINE
 
 
-def test_the_queue_burst_scales_out_at_once_and_back_to_zero(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(scenarios, "OUT", tmp_path)
+def scenario(name: str, **changes: Any) -> Scenario:
+    """A scenario file of the repository, shortened by `changes`."""
+    (path,) = SCENARIOS.glob(f"*-{name}.yaml")
+    loaded = load_scenario(path)
+    return loaded.model_copy(update=changes)
+
+
+def run(tmp_path: Path, shortened: Scenario) -> tuple[dict[str, Any], list[str]]:
     lines: list[str] = []
-    summary = scenarios.queue_burst(POLICIES, tasks=400, minutes=26, write=lines.append)
-    assert (summary["peak_desired"], summary["final_desired"]) == (100, 0)  # 400 tasks, 4 a node
-    assert summary["minutes_to_empty_queue"] == 14
-    assert lines[2].startswith("+00m | 400 | 0 | 100 |")  # the first tick asks for all of it
-    written = json.loads((tmp_path / "queue-burst" / "summary.json").read_text())
+    summary = scenarios.run(shortened, out=tmp_path, write=lines.append)
+    return summary, lines
+
+
+def test_the_queue_burst_scales_out_at_once_and_back_to_zero(tmp_path: Path) -> None:
+    burst = scenario("queue-burst")
+    queue = burst.queues[0].model_copy(update={"tasks": {0: 400}, "max_workers": 400})
+    summary, lines = run(tmp_path, burst.model_copy(update={"minutes": 26, "queues": [queue]}))
+    ours = summary[NODESCALER]
+    assert ours["peak_desired"] == {"gpu-training-ng": 100}  # 400 tasks, 4 a node
+    assert ours["final_desired"] == {"gpu-training-ng": 0}
+    assert ours["minutes_to_empty_queues"] == 13  # 3 minutes' boot, then 10 a task
+    assert ours["longest_demand_to_scale_request_minutes"] == 0
+    assert ours["aws_write_calls"] == {"gpu-training-ng": 2}  # up once, down once
+    assert any(line.startswith("00:00 | gpu-training-ng |") and "0 → 100" in line for line in lines)
+    written = json.loads((tmp_path / "summary.json").read_text())
     assert written == summary
-    assert (tmp_path / "queue-burst" / "logs.jsonl").stat().st_size > 0
+    assert summary[BASELINE]["peak_desired"] == {"gpu-training-ng": 100}
+    for output in ("timeline.txt", "timeline.json", "chart.png", "logs-nodescaler.jsonl"):
+        assert (tmp_path / output).stat().st_size > 0
+
+
+def test_the_reservation_stays_in_a_band_around_its_target(tmp_path: Path) -> None:
+    ramp = scenario("capacity-reservation")
+    api = ramp.deployments[0].model_copy(update={"replicas": {0: 9, 15: 80, 35: 80, 45: 9}})
+    summary, _ = run(tmp_path, ramp.model_copy(update={"minutes": 60, "deployments": [api]}))
+    ours = summary[NODESCALER]
+    timeline = json.loads((tmp_path / "timeline.json").read_text())
+
+    def held(run: str) -> list[float]:  # CPU requested while the 80 pods hold steady
+        return [r["cpu_requested_pct"] for r in timeline[run] if 20 <= r["minute"] <= 35]
+
+    assert all(45 <= pct <= 65 for pct in held(NODESCALER)), held(NODESCALER)  # target 60 %
+    assert ours["final_desired"] == {"microservices-ng": 1}
+    # The headroom is what it buys: the reactive baseline packs its nodes full, and pods
+    # wait for nodes more often.
+    assert min(held(BASELINE)) > 90
+    assert ours["unschedulable_pod_minutes"] < summary[BASELINE]["unschedulable_pod_minutes"]
+
+
+def test_the_diurnal_day_follows_its_nightly_batch_up_and_down(tmp_path: Path) -> None:
+    summary, _ = run(tmp_path, scenario("diurnal-web", minutes=200))  # 00:00 to 03:20
+    ours = summary[NODESCALER]
+    assert ours["peak_desired"]["web-ng"] >= 12  # 60 pods of 2 cores at 02:00, on 16-core nodes
+    assert ours["final_desired"]["web-ng"] <= 3  # and back once the batch ended at 02:41
+    assert ours["longest_demand_to_scale_request_minutes"] <= 1
+
+
+def test_a_launch_failure_moves_the_pods_to_the_next_group_in_the_same_minute(
+    tmp_path: Path,
+) -> None:
+    summary, lines = run(tmp_path, scenario("launch-failure", minutes=12))
+    ours = summary[NODESCALER]
+    # Spot fails at once, and again when new work comes after its 5-minute backoff
+    assert ours["launch_failures_at_minute"] == [0.0, 8.0]
+    assert ours["final_desired"] == {"spot-ng": 0, "on-demand-ng": 3}
+    first = [line for line in lines if line.startswith("00:00 | on-demand-ng")]
+    assert first and "0 → 2" in first[0]  # on-demand took the 6 pods in minute 0
+    assert ours["unschedulable_pod_minutes"] <= 24  # pods wait only for their nodes to boot
+    # The baseline waits out its 15-minute provision timeout before it tries on-demand.
+    assert summary[BASELINE]["unschedulable_pod_minutes"] > ours["unschedulable_pod_minutes"]
+
+
+def test_a_scale_in_drains_only_as_far_as_the_disruption_budget_allows(tmp_path: Path) -> None:
+    summary, _ = run(tmp_path, scenario("pdb-scale-in", minutes=32))
+    ours = summary[NODESCALER]
+    assert ours["disruption_budget_short_minutes"] == 0
+    assert ours["evictions_refused_by_budget"] > 0  # the budget held evictions back
+    assert ours["drains"] and {d["outcome"] for d in ours["drains"]} == {"drained"}
+    assert ours["final_desired"] == {"web-ng": 1}
 
 
 def test_the_sandbox_refuses_a_desired_capacity_outside_min_max_as_aws_does(
     tmp_path: Path,
 ) -> None:
-    with sandbox(POLICIES, tmp_path, boot=timedelta(minutes=1)) as running:
-        scenarios._asg(running, "ng", "gpu-training", max_size=5)
+    burst = scenario("queue-burst")
+    with sandbox(burst.policies_path, tmp_path, boot=timedelta(minutes=1)) as running:
+        World(burst, running, hooks=False)  # its group: gpu-training-ng, 0..600
         with pytest.raises(ClientError) as caught:
             running.clients.autoscaling.set_desired_capacity(
-                AutoScalingGroupName="ng", DesiredCapacity=6
+                AutoScalingGroupName="gpu-training-ng", DesiredCapacity=601
             )
-    assert caught.value.response["Error"] == {
-        "Code": "ValidationError",
-        "Message": "New SetDesiredCapacity value 6 is above max value 5 for the AutoScalingGroup.",
-    }
+    assert caught.value.response["Error"]["Message"] == (
+        "New SetDesiredCapacity value 601 is above max value 600 for the AutoScalingGroup."
+    )
 
 
-def test_a_launch_failure_moves_the_pods_to_the_next_group_in_the_same_minute(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_invoke_runs_one_function_on_a_sample_event_in_the_sandbox(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(scenarios, "OUT", tmp_path)
-    lines: list[str] = []
-    summary = scenarios.launch_failure(minutes=12, write=lines.append)
-    # Spot fails at once and again when new work comes after its 5-minute backoff
-    assert summary["launch_failures_at_minute"] == [0.0, 8.0]
-    assert summary["backoff_seconds"] == [600]  # doubled
-    assert summary["final_desired"] == {"spot-ng": 0, "on-demand-ng": 3}
-    first = lines[2].split(" | ")
-    assert first[:4] == ["+00m", "6", "0", "2"]  # on-demand took the pods in minute 0
-    assert " | ".join(first[4:]).startswith("abort the scale-up 2 → 0 | backed off until 09:05")
-    assert summary["pending_pod_minutes"] <= 24  # pods wait only for their nodes to boot
+    events = SCENARIOS.parent / "events"
+    code = main(["invoke", "dispatch", str(events / "schedule-tick.json")])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert '"queued": [\n    "gpu-training-ng"\n  ]' in printed  # the first scenario's group
+    assert "gpu-training-ng: 0 → 600" in printed  # and its evaluation ran, as Lambda's would

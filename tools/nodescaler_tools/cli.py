@@ -1,4 +1,4 @@
-"""The operator CLI: validate, simulate, status and explain (`nodescaler --help`)."""
+"""The operator CLI: validate, simulate, invoke, status and explain (`nodescaler --help`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from typing import Any
 
 from nodescaler.domain.documents import PolicyError
 from nodescaler.policy_files import load_policies, load_policy_file
+
+from nodescaler_tools.scenario import ScenarioError, load_event, load_scenario
 
 DEFAULT_POLICIES = Path("policies")
 
@@ -27,18 +29,21 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from nodescaler_tools import replay, scenarios  # imported only for this command
+    from nodescaler_tools import scenarios  # imported only for this command
 
-    if args.scenario:
-        raise SystemExit(
-            f"nodescaler: scenario files ({args.scenario}) are not supported yet; run without "
-            "one for the built-in scenarios"
-        )
-    # Through the real handlers, in the sandbox (moto's server, the loopback API server).
-    scenarios.queue_burst(args.policies)
-    scenarios.launch_failure()
-    # The Kubernetes-driven ramp still replays the core alone until its sandbox scenario lands.
-    replay.run(["reservation-ramp"], args.policies)
+    files = [args.scenario] if args.scenario else scenarios.scenario_files()
+    loaded = [load_scenario(path) for path in files]  # every file checked before any runs
+    for scenario in loaded:
+        scenarios.run(scenario, progress=scenarios.progress_to_terminal())
+    return 0
+
+
+def _invoke(args: argparse.Namespace) -> int:
+    from nodescaler_tools import scenarios
+
+    incoming = load_event(args.event)
+    scenario = load_scenario(args.scenario or scenarios.scenario_files()[0])
+    scenarios.invoke(args.function, incoming, scenario)
     return 0
 
 
@@ -74,6 +79,9 @@ def _aws_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--cluster", default="", help="only groups tagged with this cluster")
 
 
+FUNCTIONS = ("dispatch", "evaluate", "drain")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nodescaler", description="Operate and try nodescaler.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -91,17 +99,30 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(run=_validate)
 
     simulate = commands.add_parser(
-        "simulate", help="run the scaling scenarios (what make demo runs)"
+        "simulate",
+        help="run scenarios in the sandbox, under nodescaler and a Cluster Autoscaler "
+        "baseline (what make demo runs)",
     )
     simulate.add_argument(
         "scenario",
+        type=Path,
         nargs="?",
-        help="a scenario file (not supported yet: the built-in scenarios run without one)",
-    )
-    simulate.add_argument(
-        "--policies", type=Path, default=DEFAULT_POLICIES, help="policy folder (default: policies/)"
+        help="a scenario file (default: every one in scenarios/, as make demo runs them)",
     )
     simulate.set_defaults(run=_simulate)
+
+    invoke = commands.add_parser(
+        "invoke", help="run one function's handler on an event, in the sandbox"
+    )
+    invoke.add_argument("function", choices=FUNCTIONS, help="the function")
+    invoke.add_argument("event", type=Path, help="the event, a JSON file (see events/)")
+    invoke.add_argument(
+        "--scenario",
+        type=Path,
+        help="the world to run it in: a scenario file, at its first minute "
+        "(default: the first in scenarios/)",
+    )
+    invoke.set_defaults(run=_invoke)
 
     status = commands.add_parser(
         "status", help="one row per managed group: sizes, metrics against targets, last decision"
@@ -129,6 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.run(args)
     except PolicyError as error:
         print("\n".join(error.problems), file=sys.stderr)
+        return 2
+    except ScenarioError as error:
+        print(f"nodescaler {args.command}: {error}", file=sys.stderr)
         return 2
     except (OperatorError, BotoCoreError, ClientError) as error:
         print(f"nodescaler {args.command}: {error}", file=sys.stderr)

@@ -88,3 +88,18 @@ def fail_launches(ec2: Any, group: str, *, region: str) -> list[str]:
     if gone:
         ec2.terminate_instances(InstanceIds=gone)
     return gone
+
+
+def group_sizes(region: str) -> dict[str, tuple[int, list[str]]]:
+    """Each Auto Scaling group's desired capacity and instance ids, read straight from
+    moto's store (its server runs in this process): the sandbox's world follows the
+    groups every minute, and moto renders every instance of every group on each
+    DescribeAutoScalingGroups (600 instances: ~80 ms a call)."""
+    from moto.autoscaling.models import autoscaling_backends
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+
+    groups = autoscaling_backends[DEFAULT_ACCOUNT_ID][region].autoscaling_groups
+    return {
+        name: (group.desired_capacity or 0, [state.instance.id for state in group.instance_states])
+        for name, group in groups.items()
+    }

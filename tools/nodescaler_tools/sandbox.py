@@ -2,17 +2,23 @@
 
 - AWS is moto's server on a loopback port, started here; the handlers reach it through
   the same `nodescaler.wiring` they use in Lambda, only with its endpoint.
-- Kubernetes is the loopback API server (`nodescaler_tools.kube`), with a simulated
-  cluster: an instance the ASG launches registers as a Ready node after a boot delay.
-- Time is a virtual clock: a tick is one call, so an hour runs in seconds.
+- Kubernetes is the loopback API server (`nodescaler_tools.kube`) holding the simulated
+  cluster (`nodescaler_tools.world`): instances the ASGs launch register as nodes.
+- Time is a virtual clock: a tick is one call, so a day runs in seconds. The drain
+  function runs in a thread whose `sleep` waits for the virtual clock, so a ten-minute
+  drain takes ten virtual minutes while the world goes on around it.
 
-What moto does not do, the sandbox supplies, and says so: SetDesiredCapacity outside the
-group's [min, max] is refused as AWS refuses it; EventBridge does not invoke Lambda, so the
-sandbox delivers the tick and the launch-failure events; moto always launches, so for a
-group the scenario says has no capacity the sandbox takes back what moto launched and
-sends the `EC2 Instance Launch Unsuccessful` event AWS would; Lambda's SQS event source
-is `lambda_local.SqsEventSource`. A small scheduler binds pending pods to Ready nodes
-with room (CPU and memory requests) and leaves the rest `Unschedulable`.
+What moto does not do, the sandbox supplies, and says so (`moto_gaps`): SetDesiredCapacity
+outside the group's [min, max] is refused as AWS refuses it; EventBridge does not invoke
+Lambda, so the sandbox delivers the tick, alarm state changes, launch failures and
+lifecycle actions; CloudWatch does not evaluate alarms, so the sandbox does, every minute,
+on the SQS metrics it publishes as SQS would; moto always launches, so for a group the
+scenario says has no capacity the sandbox takes back what moto launched and sends the
+`EC2 Instance Launch Unsuccessful` event; lifecycle hooks never fire in moto, so when an
+instance leaves a group with the drain hook the sandbox holds its node, sends the
+`EC2 Instance-terminate Lifecycle Action` event to the drain function and lets the node go
+when the action is completed or its heartbeat timeout passes. Lambda's SQS event source
+is `lambda_local.SqsEventSource`.
 """
 
 from __future__ import annotations
@@ -23,28 +29,34 @@ import io
 import logging
 import os
 import socket
+import threading
 import urllib.request
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import boto3
-from nodescaler.domain.cluster import millicores, whole_units
 
 from nodescaler_tools.kube import write_kubeconfig
 from nodescaler_tools.kube.apiserver import Cluster, KubeApiServer
 from nodescaler_tools.lambda_local import LocalContext, SqsEventSource
+from nodescaler_tools.moto_gaps import AwsRefusal, LifecycleActionRecorder
 from nodescaler_tools.provision import (
     create_evaluation_queue,
     create_state_table,
     fail_launches,
 )
+from nodescaler_tools.world import SimulatedCluster
 
 REGION = "eu-west-1"
+ACCOUNT = "123456789012"
 TABLE = "nodescaler-state"
 START = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)  # a Monday morning
+DRAIN_HOOK = "nodescaler-drain"  # the stack's terminate hook
+HOOK_HEARTBEAT_TIMEOUT = timedelta(minutes=5)  # the stack's
 
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
@@ -66,143 +78,88 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def event(detail_type: str, source: str, at: datetime, detail: dict[str, Any]) -> dict[str, Any]:
+    """An EventBridge event as AWS delivers it."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": detail_type,
+        "source": source,
+        "account": ACCOUNT,
+        "time": at.isoformat().replace("+00:00", "Z"),
+        "region": REGION,
+        "resources": [],
+        "detail": detail,
+    }
+
+
 @dataclass
 class VirtualClock:
+    """The sandbox's time. Threads that `sleep` (the drain function) wait for it: `advance`
+    moves it on from one sleeper's wake-up to the next, letting each run until it sleeps
+    again or ends, so they and the main loop take turns and never run at once."""
+
     at: datetime = START
+    _turns: threading.Condition = field(default_factory=threading.Condition)
+    _threads: set[int] = field(default_factory=set)
+    _waking: dict[int, datetime] = field(default_factory=dict)
 
     def now(self) -> datetime:
         return self.at
 
+    def sleep(self, seconds: float) -> None:
+        me = threading.get_ident()
+        with self._turns:
+            self._waking[me] = self.at + timedelta(seconds=seconds)
+            self._turns.notify_all()
+            self._turns.wait_for(lambda: self.at >= self._waking[me])
+            del self._waking[me]
 
-class AwsRefusal:
-    """What moto lets through and AWS does not: a desired capacity outside [min, max]."""
+    def spawn(self, run: Callable[[], None]) -> None:
+        """Run `run` in a thread of its own, until it first sleeps or ends."""
 
-    def __init__(self, autoscaling: Any) -> None:
-        self._autoscaling = autoscaling
+        def turn() -> None:
+            try:
+                run()
+            finally:
+                with self._turns:
+                    self._threads.discard(threading.get_ident())
+                    self._turns.notify_all()
 
-    def __call__(self, params: dict[str, Any], **_: Any) -> Any:
-        body = params.get("body") or {}
-        group, desired = body.get("AutoScalingGroupName"), body.get("DesiredCapacity")
-        if group is None or desired is None:
-            return None
-        described = self._autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[group])
-        asg = described["AutoScalingGroups"][0]
-        desired = int(desired)
-        if asg["MinSize"] <= desired <= asg["MaxSize"]:
-            return None
-        side, bound = (
-            ("above max", asg["MaxSize"])
-            if desired > asg["MaxSize"]
-            else ("below min", asg["MinSize"])
-        )
-        message = (
-            f"New SetDesiredCapacity value {desired} is {side} value {bound} for the "
-            "AutoScalingGroup."
-        )
-        return _Response(400), {"Error": {"Code": "ValidationError", "Message": message}}
+        with self._turns:
+            thread = threading.Thread(target=turn, daemon=True)
+            thread.start()
+            assert thread.ident is not None
+            self._threads.add(thread.ident)
+        self._settle()
 
+    def advance(self, by: timedelta, between: Callable[[], None] = lambda: None) -> None:
+        """Move time on by `by`; at each wake-up on the way, the sleepers run, then
+        `between` (the world reacting to what they did)."""
+        target = self.at + by
+        while True:
+            with self._turns:
+                due = [w for w in self._waking.values() if w <= target]
+                if not due:
+                    self.at = target
+                    self._turns.notify_all()
+                    break
+                self.at = min(due)
+                self._turns.notify_all()
+            self._settle()
+            between()
 
-@dataclass
-class _Response:
-    status_code: int
-
-
-@dataclass
-class SimulatedCluster:
-    """Nodes follow the ASGs' instances: Ready `boot` after launch, gone when terminated."""
-
-    store: Cluster
-    boot: timedelta
-    allocatable: dict[str, str] = field(
-        default_factory=lambda: {"cpu": "16", "memory": "20Gi", "pods": "110"}
-    )
-    launched: dict[str, tuple[str, datetime]] = field(default_factory=dict)  # id → (group, at)
-
-    def sync(self, autoscaling: Any, now: datetime) -> None:
-        """Nodes come and go with the instances; then the scheduler runs."""
-        current: dict[str, str] = {}
-        for page in autoscaling.get_paginator("describe_auto_scaling_groups").paginate():
-            for asg in page["AutoScalingGroups"]:
-                for instance in asg.get("Instances", []):
-                    current[instance["InstanceId"]] = asg["AutoScalingGroupName"]
-        for instance_id, group in current.items():
-            self.launched.setdefault(instance_id, (group, now))
-        for instance_id in list(self.launched):
-            group, at = self.launched[instance_id]
-            name = f"ip-{instance_id}"
-            if instance_id not in current:
-                del self.launched[instance_id]
-                self.store.delete("nodes", ("", name))
-            elif now - at >= self.boot and ("", name) not in self.store.objects["nodes"]:
-                self.store.put("nodes", self._node(name, instance_id))
-        self.schedule()
-
-    def _node(self, name: str, instance_id: str) -> dict[str, Any]:
-        return {
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "spec": {"providerID": f"aws:///{REGION}a/{instance_id}"},
-            "status": {
-                "allocatable": self.allocatable,
-                "conditions": [{"type": "Ready", "status": "True"}],
-            },
-        }
-
-    def schedule(self) -> int:
-        """Bind pending pods to Ready nodes with room for their requests; returns how many
-        are left pending (and marked Unschedulable, as the scheduler does)."""
-        free: dict[str, list[int]] = {}
-        for found in self.store.objects["nodes"].values():
-            allocatable = found["status"]["allocatable"]
-            free[found["metadata"]["name"]] = [
-                millicores(allocatable["cpu"]),
-                whole_units(allocatable["memory"]),
-            ]
-        pending = []
-        for pod in self.store.objects["pods"].values():
-            cpu, memory = _requests(pod)
-            if pod["spec"].get("nodeName") in free:
-                free[pod["spec"]["nodeName"]][0] -= cpu
-                free[pod["spec"]["nodeName"]][1] -= memory
-            elif not pod["spec"].get("nodeName"):
-                pending.append((pod, cpu, memory))
-        left = 0
-        for pod, cpu, memory in pending:
-            node = next(
-                (n for n, room in free.items() if room[0] >= cpu and room[1] >= memory), None
+    def _settle(self) -> None:
+        """Wait until every thread sleeps until later, or has ended."""
+        with self._turns:
+            self._turns.wait_for(
+                lambda: all(self._waking.get(t, self.at) > self.at for t in self._threads)
             )
-            if node is None:
-                left += 1
-                continue
-            free[node][0] -= cpu
-            free[node][1] -= memory
-            pod["spec"]["nodeName"] = node
-            pod["status"] = {
-                "phase": "Running",
-                "conditions": [{"type": "Ready", "status": "True"}],
-            }
-            self.store.put("pods", pod)
-        return left
-
-    def ready_nodes(self, group: str) -> int:
-        ids = {i for i, (g, _) in self.launched.items() if g == group}
-        return sum(
-            1
-            for n in self.store.objects["nodes"].values()
-            if n["spec"]["providerID"].rsplit("/", 1)[-1] in ids
-        )
-
-
-def _requests(pod: dict[str, Any]) -> tuple[int, int]:
-    cpu = memory = 0
-    for container in pod["spec"].get("containers", []):
-        requests = container.get("resources", {}).get("requests", {})
-        cpu += millicores(requests.get("cpu", "0"))
-        memory += whole_units(requests.get("memory", "0"))
-    return cpu, memory
 
 
 class Sandbox:
-    """`with Sandbox(policies) as sandbox:` — AWS and Kubernetes up, functions wired."""
+    """`with Sandbox(policies, out, boot=...) as sandbox:` — AWS and Kubernetes up on
+    loopback, the three functions wired to them."""
 
     def __init__(
         self,
@@ -215,11 +172,17 @@ class Sandbox:
         self.policies = policies
         self.out = out
         self.clock = VirtualClock()
-        self.cluster = SimulatedCluster(Cluster(), boot)
-        self.writes: dict[str, int] = {}
+        self.cluster = SimulatedCluster(Cluster(), boot, region=REGION)
+        self.writes: dict[str, int] = {}  # group → Auto Scaling write calls
         self.no_capacity: set[str] = set()  # groups whose launches fail, as the scenario says
         self.launch_failures: list[tuple[datetime, str]] = []  # (when, group)
+        self.drained: list[dict[str, Any]] = []  # the drain function's results
+        self.invocations = 0  # of dispatch and evaluate: what may have changed the state
+        self._hooked: set[str] = set()  # groups with the drain hook
+        self._heartbeats: dict[str, datetime] = {}  # held instance → its action's deadline
+        self._alarm_states: dict[str, str] = {}
         self._environment = environment or {}
+        self._clients: dict[str, Any] = {}
         self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> Sandbox:
@@ -251,104 +214,252 @@ class Sandbox:
         self._stack.close()
 
     def client(self, service: str) -> Any:
-        return boto3.client(service, region_name=REGION, endpoint_url=self.endpoint)
+        """A client of the sandbox's own (not the functions'), one a service."""
+        if service not in self._clients:
+            self._clients[service] = boto3.client(
+                service, region_name=REGION, endpoint_url=self.endpoint
+            )
+        return self._clients[service]
 
     def _wire(self) -> None:
         from nodescaler import wiring
-        from nodescaler.config import DispatchSettings, EvaluateSettings
-
-        dispatch, evaluate = load_handler("dispatch"), load_handler("evaluate")
+        from nodescaler.config import DispatchSettings, DrainSettings, EvaluateSettings
 
         create_state_table(self.client("dynamodb"), TABLE)
         self.queue_url = create_evaluation_queue(self.client("sqs"), "evaluations")
         kubeconfig = write_kubeconfig(self.out / "kubeconfig", self.api_server.url)
-        environment = {
+        self.environment = {
             "STATE_TABLE_NAME": TABLE,
             "EVALUATION_QUEUE_URL": self.queue_url,
             "POLICIES_PATH": str(self.policies),
             "KUBECONFIG_PATH": str(kubeconfig),
         } | self._environment
         clients = wiring.AwsClients(boto3.Session(region_name=REGION), endpoint_url=self.endpoint)
-        clients.autoscaling.meta.events.register(
-            "before-call.auto-scaling.SetDesiredCapacity", AwsRefusal(self.client("autoscaling"))
-        )
-        clients.autoscaling.meta.events.register(
-            "before-call.auto-scaling.SetDesiredCapacity", self._count_write
-        )
+        self.lifecycle = LifecycleActionRecorder()
+        self.watch(clients.autoscaling)
         self.clients = clients
-        self._dispatcher = wiring.dispatcher(
-            DispatchSettings.from_environment(environment), clients
+        self.handlers = {name: load_handler(name) for name in ("dispatch", "evaluate", "drain")}
+        self.dispatcher = wiring.dispatcher(
+            DispatchSettings.from_environment(self.environment), clients
         )
-        evaluator = wiring.evaluator(
-            EvaluateSettings.from_environment(environment), clients, self.clock
+        self.evaluator = wiring.evaluator(
+            EvaluateSettings.from_environment(self.environment), clients, self.clock
         )
-        self._dispatch = dispatch.handler
-        self._evaluations = SqsEventSource(
+        self.drainer = wiring.drainer(
+            DrainSettings.from_environment(self.environment), clients, self.clock, self.clock.sleep
+        )
+        self.evaluations = SqsEventSource(
             clients.sqs,
             self.queue_url,
-            lambda event, context: evaluate.handler(event, context, evaluator=evaluator),
+            lambda event, context: self.handlers["evaluate"].handler(
+                event, context, evaluator=self.evaluator
+            ),
         )
-        self.state = evaluator.state
+        self.state = self.evaluator.state
 
-    def _count_write(self, params: dict[str, Any], **_: Any) -> None:
-        group = (params.get("body") or {}).get("AutoScalingGroupName", "?")
+    def watch(self, autoscaling: Any) -> Any:
+        """Auto Scaling as AWS answers it, on any client of the sandbox's (the functions',
+        the baseline's): min/max enforced, lifecycle actions answered, writes counted."""
+        # Counted first: the hooks that answer for AWS stop botocore's calling the rest.
+        autoscaling.meta.events.register("before-call.auto-scaling", self._count_write)
+        autoscaling.meta.events.register(
+            "before-call.auto-scaling.RecordLifecycleActionHeartbeat", self._heartbeat
+        )
+        AwsRefusal(self.client("autoscaling")).watch(autoscaling)
+        self.lifecycle.watch(autoscaling)
+        return autoscaling
+
+    def _count_write(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        if model.name.startswith("Describe"):
+            return
+        body = params.get("body") or {}
+        instance = self.cluster.instances.get(body.get("InstanceId", ""))
+        group = body.get("AutoScalingGroupName") or (instance.group if instance else "?")
         self.writes[group] = self.writes.get(group, 0) + 1
 
-    def tick(self, log: io.TextIOBase) -> None:
-        """What EventBridge Scheduler and Lambda would do at this minute."""
-        self.cluster.sync(self.clients.autoscaling, self.clock.now())
-        event = {
-            "version": "0",
-            "id": f"tick-{self.clock.now().isoformat()}",
-            "detail-type": "Scheduled Event",
-            "source": "aws.scheduler",
-            "account": "123456789012",
-            "time": self.clock.now().isoformat().replace("+00:00", "Z"),
-            "region": REGION,
-            "resources": [],
-            "detail": {},
-        }
-        with contextlib.redirect_stdout(log), _logs_to(log):  # EMF and log lines: logs.jsonl
-            self._dispatch(event, LocalContext("nodescaler-dispatch"), dispatcher=self._dispatcher)
-            self._evaluations.drain()
-            for group in sorted(self.no_capacity):
-                self._fail_launches(group)
+    def _heartbeat(self, params: dict[str, Any], **_: Any) -> None:
+        instance = (params.get("body") or {}).get("InstanceId", "")
+        if instance in self._heartbeats:
+            self._heartbeats[instance] = self.clock.now() + HOOK_HEARTBEAT_TIMEOUT
 
-    def _fail_launches(self, group: str) -> None:
-        """What EC2 does to a group with no capacity: its launches fail, and Auto Scaling
-        says so on EventBridge (moto launched them; the sandbox takes them back)."""
-        launched = fail_launches(self.client("ec2"), group, region=REGION)
-        if not launched:
-            return
-        at = self.clock.now().isoformat().replace("+00:00", "Z")
-        activity = f"launch-{group}-{len(self.launch_failures)}"
-        message = (
-            "We currently do not have sufficient capacity in the Availability Zone you "
-            f"requested ({REGION}a)."
+    # --- the events EventBridge would deliver ------------------------------------------
+
+    def dispatch(self, incoming: dict[str, Any]) -> Any:
+        """The dispatch function on an event, then Lambda's SQS event source on evaluate."""
+        result = self.handlers["dispatch"].handler(
+            incoming, LocalContext("nodescaler-dispatch"), dispatcher=self.dispatcher
         )
-        event = {
-            "version": "0",
-            "id": f"failure-{activity}",
-            "detail-type": "EC2 Instance Launch Unsuccessful",
-            "source": "aws.autoscaling",
-            "account": "123456789012",
-            "time": at,
-            "region": REGION,
-            "resources": [],
-            "detail": {
+        self.invocations += 1 + len(self.evaluations.drain())
+        return result
+
+    def tick(self) -> None:
+        """What EventBridge Scheduler delivers to dispatch at this minute."""
+        self.dispatch(event("Scheduled Event", "aws.scheduler", self.clock.now(), {}))
+
+    def fail_launches(self, *, deliver: bool = True) -> None:
+        """What EC2 does to a group with no capacity: its launches fail, and Auto Scaling
+        says so on EventBridge (moto launched them; the sandbox takes them back). The event
+        goes to dispatch when `deliver` (not when the baseline scales the world)."""
+        for group in sorted(self.no_capacity):
+            launched = fail_launches(self.client("ec2"), group, region=REGION)
+            if not launched:
+                continue
+            at = self.clock.now().isoformat().replace("+00:00", "Z")
+            message = (
+                "We currently do not have sufficient capacity in the Availability Zone you "
+                f"requested ({REGION}a)."
+            )
+            detail = {
                 "StatusCode": "Failed",
                 "AutoScalingGroupName": group,
-                "ActivityId": activity,
+                "ActivityId": str(uuid.uuid4()),
                 "StatusMessage": message,
                 "Cause": f"At {at} {len(launched)} instances were started and failed to launch.",
-            },
-        }
-        self.launch_failures.append((self.clock.now(), group))
-        self._dispatch(event, LocalContext("nodescaler-dispatch"), dispatcher=self._dispatcher)
-        self._evaluations.drain()
+            }
+            self.launch_failures.append((self.clock.now(), group))
+            if deliver:
+                self.dispatch(
+                    event(
+                        "EC2 Instance Launch Unsuccessful",
+                        "aws.autoscaling",
+                        self.clock.now(),
+                        detail,
+                    )
+                )
 
-    def advance(self, minutes: float = 1) -> None:
-        self.clock.at += timedelta(minutes=minutes)
+    # --- lifecycle hooks ---------------------------------------------------------------
+
+    def hook(self, group: str) -> None:
+        """The stack's terminate hook on `group`: its instances are drained before they go."""
+        self.clients.autoscaling.put_lifecycle_hook(
+            LifecycleHookName=DRAIN_HOOK,
+            AutoScalingGroupName=group,
+            LifecycleTransition="autoscaling:EC2_INSTANCE_TERMINATING",
+            HeartbeatTimeout=int(HOOK_HEARTBEAT_TIMEOUT.total_seconds()),
+            DefaultResult="CONTINUE",
+        )
+        self._hooked.add(group)
+
+    def sync(self, between: Callable[[], None] = lambda: None) -> None:
+        """Nodes follow the instances; an instance leaving a hooked group is held in
+        Terminating:Wait and the drain function is sent its lifecycle action."""
+        now = self.clock.now()
+        for instance_id in self.cluster.sync(now, holds=self._hooked.__contains__):
+            self._terminating(instance_id)
+            between()
+        for instance_id in list(self._heartbeats):
+            held = any(key[2] == instance_id for key in self.lifecycle.held)
+            if held and now >= self._heartbeats[instance_id]:
+                self.lifecycle.expire(instance_id)  # the hook's timeout: Auto Scaling goes on
+                held = False
+            if not held:
+                del self._heartbeats[instance_id]
+                self.cluster.release(instance_id)
+
+    def _terminating(self, instance_id: str) -> None:
+        group = self.cluster.instances[instance_id].group
+        token = str(uuid.uuid4())
+        self.lifecycle.hold(group, DRAIN_HOOK, instance_id, token)
+        self._heartbeats[instance_id] = self.clock.now() + HOOK_HEARTBEAT_TIMEOUT
+        detail = {
+            "LifecycleActionToken": token,
+            "AutoScalingGroupName": group,
+            "LifecycleHookName": DRAIN_HOOK,
+            "EC2InstanceId": instance_id,
+            "LifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING",
+            "Origin": "AutoScalingGroup",
+            "Destination": "EC2",
+        }
+        incoming = event(
+            "EC2 Instance-terminate Lifecycle Action", "aws.autoscaling", self.clock.now(), detail
+        )
+        self.clock.spawn(lambda: self._drain(incoming))
+
+    def _drain(self, incoming: dict[str, Any]) -> None:
+        try:
+            result = self.handlers["drain"].handler(
+                incoming, LocalContext("nodescaler-drain"), drainer=self.drainer
+            )
+        except Exception as error:  # the function failed: Lambda keeps the event in its DLQ
+            result = {"outcome": "failed", "error": str(error)}
+        self.drained.append(result | {"at": self.clock.now().isoformat()})
+
+    # --- CloudWatch: SQS's metrics, and the alarms evaluated on them ---------------------
+
+    def publish_queue_metrics(self, queues: dict[str, int]) -> None:
+        """What SQS publishes every minute: each queue's visible messages."""
+        data = [
+            {
+                "MetricName": "ApproximateNumberOfMessagesVisible",
+                "Dimensions": [{"Name": "QueueName", "Value": name}],
+                "Timestamp": self.clock.now(),
+                "Value": float(visible),
+            }
+            for name, visible in queues.items()
+        ]
+        if data:
+            self.client("cloudwatch").put_metric_data(Namespace="AWS/SQS", MetricData=data)
+
+    def evaluate_alarms(self) -> None:
+        """Every alarm on its latest datapoints, as CloudWatch would; a change of state
+        goes to dispatch as the `CloudWatch Alarm State Change` event."""
+        cloudwatch = self.client("cloudwatch")
+        now = self.clock.now()
+        for alarm in cloudwatch.describe_alarms()["MetricAlarms"]:
+            periods = alarm["EvaluationPeriods"]
+            points = cloudwatch.get_metric_statistics(
+                Namespace=alarm["Namespace"],
+                MetricName=alarm["MetricName"],
+                Dimensions=alarm["Dimensions"],
+                StartTime=now - timedelta(seconds=alarm["Period"] * periods),
+                EndTime=now + timedelta(seconds=1),
+                Period=alarm["Period"],
+                Statistics=[alarm["Statistic"]],
+            )["Datapoints"]
+            latest = sorted(points, key=lambda p: p["Timestamp"])[-periods:]
+            values = [p[alarm["Statistic"]] for p in latest]
+            if len(values) < periods:
+                state = "INSUFFICIENT_DATA"
+            elif all(_breaches(v, alarm["ComparisonOperator"], alarm["Threshold"]) for v in values):
+                state = "ALARM"
+            else:
+                state = "OK"
+            previous = self._alarm_states.get(alarm["AlarmName"], "INSUFFICIENT_DATA")
+            if state == previous:
+                continue
+            self._alarm_states[alarm["AlarmName"]] = state
+            threshold = alarm["Threshold"]
+            reason = f"Threshold Crossed: datapoints {values} against the threshold ({threshold})."
+            cloudwatch.set_alarm_state(
+                AlarmName=alarm["AlarmName"], StateValue=state, StateReason=reason
+            )
+            detail = {
+                "alarmName": alarm["AlarmName"],
+                "state": {"value": state, "reason": reason, "timestamp": now.isoformat()},
+                "previousState": {"value": previous, "timestamp": now.isoformat()},
+                "configuration": {"description": alarm.get("AlarmDescription", "")},
+            }
+            incoming = event("CloudWatch Alarm State Change", "aws.cloudwatch", now, detail)
+            incoming["resources"] = [alarm["AlarmArn"]]
+            self.dispatch(incoming)
+
+    def advance(self, minutes: float = 1, between: Callable[[], None] = lambda: None) -> None:
+        self.clock.advance(timedelta(minutes=minutes), between)
+
+    @contextlib.contextmanager
+    def logging_to(self, log: io.TextIOBase) -> Iterator[None]:
+        """The functions' log lines and EMF records into `log` (e.g. logs.jsonl)."""
+        with contextlib.redirect_stdout(log), _logs_to(log):
+            yield
+
+
+def _breaches(value: float, comparison: str, threshold: float) -> bool:
+    return {
+        "GreaterThanThreshold": value > threshold,
+        "GreaterThanOrEqualToThreshold": value >= threshold,
+        "LessThanThreshold": value < threshold,
+        "LessThanOrEqualToThreshold": value <= threshold,
+    }[comparison]
 
 
 @contextlib.contextmanager

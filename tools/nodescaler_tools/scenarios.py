@@ -1,242 +1,503 @@
-"""Scenarios run in the sandbox: workloads over virtual time, the real handlers deciding.
-
-Each writes a timeline (printed, and `timeline.txt`), `summary.json` and `logs.jsonl`
-(the functions' log lines and EMF records) under `out/demo/<scenario>/`.
+"""Runs a scenario file in the sandbox, twice: once scaled by nodescaler (the real
+handlers, on the events AWS would send) and once by the reactive baseline in the manner
+of Cluster Autoscaler; then writes what happened under `out/demo/<scenario>/`:
+- `timeline.txt` (also printed): time, group, metrics against targets, current → desired, why;
+- `summary.json`: node-hours, unschedulable pod-minutes, the longest wait from new demand
+  to a scale request, Auto Scaling write calls per group and final sizes, side by side;
+- `chart.png`: desired and in-service nodes and the metrics over time, scale requests,
+  launch failures and backoffs marked, the baseline's desired dashed;
+- `timeline.json` (every minute, both runs) and `logs-<run>.jsonl` (the functions' logs).
 """
 
 from __future__ import annotations
 
 import json
-import math
+import sys
 from collections.abc import Callable
-from datetime import timedelta
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from nodescaler_tools.provision import asg_tags, fill_queue
-from nodescaler_tools.sandbox import REGION, START, Sandbox, sandbox
+from nodescaler_tools.baseline import ReactiveBaseline
+from nodescaler_tools.provision import group_sizes
+from nodescaler_tools.sandbox import REGION, ROOT, START, Sandbox, sandbox
+from nodescaler_tools.scenario import Scenario, load_scenario
+from nodescaler_tools.world import World
 
 OUT = Path("out/demo")
+SCENARIOS = ROOT / "scenarios"
+NODESCALER, BASELINE = "nodescaler", "cluster-autoscaler-baseline"
 
 
-def _asg(
-    running: Sandbox,
-    name: str,
-    policy: str,
+def scenario_files() -> list[Path]:
+    """The scenarios in the repository, in the order `make demo` runs them."""
+    return sorted(SCENARIOS.glob("*.yaml"))
+
+
+@dataclass
+class Run:
+    """One run of a scenario: every minute of every group, and what was asked of AWS."""
+
+    controller: str
+    minutes: list[dict[str, Any]] = field(default_factory=list)
+    scale_requests: list[dict[str, Any]] = field(default_factory=list)
+    writes: dict[str, int] = field(default_factory=dict)
+    launch_failures: list[tuple[float, str]] = field(default_factory=list)
+    budget_shortfalls: int = 0
+    drains: list[dict[str, Any]] = field(default_factory=list)  # the drain function's results
+    evictions_asked: int = 0
+
+
+def run(
+    scenario: Scenario,
     *,
-    max_size: int,
-    min_size: int = 0,
-    launch_template: str | None = None,
-) -> None:
-    """An opted-in group launching g5.xlarge from its own launch configuration, or from
-    `launch_template`."""
-    autoscaling = running.client("autoscaling")
-    launch: dict[str, Any] = {"LaunchConfigurationName": f"{name}-lc"}
-    if launch_template:
-        launch = {"LaunchTemplate": {"LaunchTemplateName": launch_template, "Version": "$Latest"}}
-    else:
-        autoscaling.create_launch_configuration(
-            LaunchConfigurationName=f"{name}-lc", ImageId="ami-12c6146b", InstanceType="g5.xlarge"
-        )
-    autoscaling.create_auto_scaling_group(
-        AutoScalingGroupName=name,
-        **launch,
-        MinSize=min_size,
-        MaxSize=max_size,
-        DesiredCapacity=min_size,
-        AvailabilityZones=["eu-west-1a"],
-        Tags=asg_tags(name, {"nodescaler/enabled": "true", "nodescaler/policy": policy}),
-    )
-
-
-def _write_outputs(
-    out: Path, summary: dict[str, Any], rows: list[dict[str, Any]], write: Callable[[str], None]
-) -> None:
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "timeline.json").write_text(json.dumps(rows) + "\n")
-    write(f"summary: {json.dumps(summary)}")
-
-
-def _enqueue(running: Sandbox, queue: str, count: int) -> str:
-    """`count` tasks in a new queue, before the clock starts (moto's server runs in this
-    process, so `fill_queue` can skip its slow per-message path)."""
-    sqs = running.client("sqs")
-    url: str = sqs.create_queue(QueueName=queue)["QueueUrl"]
-    fill_queue(sqs, queue, count, region=REGION, body="train")
-    return url
-
-
-def _consume(queue: str, tasks: int) -> int:
-    """Workers finish `tasks` messages. They are the simulated workload, not the product, so
-    they take them straight from moto's store: through its server, each receive rescans
-    the queue, and 600 nodes' worth of receives made the demo take minutes."""
-    from moto.core.models import DEFAULT_ACCOUNT_ID
-    from moto.sqs.models import sqs_backends
-
-    store = sqs_backends[DEFAULT_ACCOUNT_ID][REGION].get_queue(queue)
-    done = min(tasks, len(store._messages))
-    del store._messages[:done]
-    return done
-
-
-def _waiting(running: Sandbox, url: str) -> int:
-    attributes = running.client("sqs").get_queue_attributes(
-        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
-    )["Attributes"]
-    return int(attributes["ApproximateNumberOfMessages"])
-
-
-def _desired(running: Sandbox, group: str) -> int:
-    described = running.client("autoscaling").describe_auto_scaling_groups(
-        AutoScalingGroupNames=[group]
-    )
-    return int(described["AutoScalingGroups"][0]["DesiredCapacity"])
-
-
-def queue_burst(
-    policies: Path, tasks: int = 2400, minutes: int = 45, write: Callable[[str], None] = print
+    out: Path | None = None,
+    write: Callable[[str], None] = print,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """The reference design's example: GPU training tasks, 4 per node; a node boots in 3
-    minutes, then finishes a task every 2.5 minutes; when the queue is empty the group
-    waits out its 10-minute scale-down window and returns to zero."""
-    out = OUT / "queue-burst"
-    group = "gpu-training-ng"
-    with sandbox(policies, out, boot=timedelta(minutes=3)) as running:
-        _asg(running, group, "gpu-training", max_size=600)
-        url = _enqueue(running, "ml-training-queue", tasks)
-        write(f"\n== queue-burst: {tasks} tasks, policy gpu-training, through the real handlers")
-        write("t | queue | ready nodes | desired | why")
-        rows: list[dict[str, Any]] = []
-        backlog = 0.0
-        with (out / "logs.jsonl").open("w") as log:
-            for minute in range(minutes + 1):
-                ready = running.cluster.ready_nodes(group)
-                backlog += ready * 0.4  # tasks finished this minute
-                if (whole := math.floor(backlog)) > 0:
-                    backlog -= _consume("ml-training-queue", whole)
-                running.tick(log)
-                decision = running.state.load(group).last_decision
-                row = {
-                    "minute": minute,
-                    "queue": _waiting(running, url),
-                    "ready": running.cluster.ready_nodes(group),
-                    "desired": _desired(running, group),
-                    "why": decision.reason.split(" | ")[-1] if decision else "",
-                }
-                previous = rows[-1] if rows else {}
-                changed = (row["desired"], row["ready"]) != (
-                    previous.get("desired"),
-                    previous.get("ready"),
-                )
-                if changed or minute % 10 == 0:
-                    cells = [f"+{minute:02d}m", row["queue"], row["ready"], row["desired"]]
-                    write(" | ".join(map(str, [*cells, row["why"]])))
-                rows.append(row)
-                running.advance()
-        summary = {
-            "scenario": "queue-burst",
-            "start": START.isoformat(),
-            "node_hours": round(sum(r["ready"] for r in rows) / 60, 2),
-            "peak_desired": max(r["desired"] for r in rows),
-            "minutes_to_empty_queue": next((r["minute"] for r in rows if r["queue"] == 0), None),
-            "aws_write_calls": running.writes,
-            "final_desired": rows[-1]["desired"],
-        }
-    _write_outputs(out, summary, rows, write)
-    return summary
-
-
-BATCH_POLICY = """\
-apiVersion: nodescaler.io/v1alpha1
-kind: NodeGroupPolicy
-metadata: {name: batch}
-spec:
-  minReplicas: 0
-  maxReplicas: 20
-  metrics:
-    - type: PendingPods
-"""
-PREFER_SPOT = '[{"name": "priority", "priorities": {"10": ["spot-.*"], "1": [".*"]}}]'
-
-
-def launch_failure(minutes: int = 30, write: Callable[[str], None] = print) -> dict[str, Any]:
-    """Airbnb's case: the preferred (Spot) group has no capacity. Its launch fails, the
-    group is backed off, and the next group by priority takes the pods in the same minute,
-    not after a 15-minute provision timeout. New work at +8m finds the backoff over: Spot
-    is tried again, fails again, and is backed off for twice as long."""
-    out = OUT / "launch-failure"
-    policies = out / "policies"
-    policies.mkdir(parents=True, exist_ok=True)
-    (policies / "batch.yaml").write_text(BATCH_POLICY)
-    groups = ("spot-ng", "on-demand-ng")
-    arrivals = {0: 6, 8: 4}  # minute → new 1-CPU pods
-    with sandbox(
-        policies, out, boot=timedelta(minutes=2), environment={"EXPANDERS": PREFER_SPOT}
-    ) as running:
-        running.cluster.allocatable = {"cpu": "4", "memory": "16Gi", "pods": "110"}
-        ec2 = running.client("ec2")
-        ec2.create_launch_template(
-            LaunchTemplateName="general",
-            LaunchTemplateData={"InstanceType": "m5.xlarge", "ImageId": "ami-12c6146b"},
-        )
-        for group in groups:
-            _asg(running, group, "batch", max_size=20, launch_template="general")
-        running.no_capacity.add("spot-ng")
-        write("\n== launch-failure: Spot preferred but out of capacity; on-demand next")
-        write("t | pending pods | spot-ng | on-demand-ng | why (spot-ng)")
-        rows: list[dict[str, Any]] = []
-        created = 0
-        with (out / "logs.jsonl").open("w") as log:
-            for minute in range(minutes + 1):
-                for _ in range(arrivals.get(minute, 0)):
-                    running.cluster.store.put("pods", _pending_pod(f"job-{created}", "1"))
-                    created += 1
-                running.tick(log)
-                pending = running.cluster.schedule()  # pods on the nodes that just came up
-                spot = running.state.load("spot-ng")
-                row: dict[str, Any] = {
-                    "minute": minute,
-                    "pending": pending,
-                    "desired": {g: _desired(running, g) for g in groups},
-                    "ready": {g: running.cluster.ready_nodes(g) for g in groups},
-                    "backed_off": bool(spot.backoff and spot.backoff.active(running.clock.now())),
-                    "why": spot.last_decision.reason if spot.last_decision else "",
-                }
-                previous = rows[-1] if rows else {}
-                if (row["desired"], row["pending"], row["backed_off"]) != (
-                    previous.get("desired"),
-                    previous.get("pending"),
-                    previous.get("backed_off"),
-                ):
-                    write(
-                        f"+{minute:02d}m | {row['pending']} | {row['desired']['spot-ng']} | "
-                        f"{row['desired']['on-demand-ng']} | {row['why']}"
-                    )
-                rows.append(row)
-                running.advance()
-        failures = [(at - START).total_seconds() / 60 for at, _ in running.launch_failures]
-        summary = {
-            "scenario": "launch-failure",
-            "start": START.isoformat(),
-            "launch_failures_at_minute": failures,
-            "backoff_seconds": [
-                b.seconds for b in [running.state.load("spot-ng").backoff] if b is not None
-            ],
-            "pending_pod_minutes": sum(r["pending"] for r in rows),
-            "node_hours": round(sum(sum(r["ready"].values()) for r in rows) / 60, 2),
-            "aws_write_calls": running.writes,
-            "final_desired": rows[-1]["desired"],
-        }
-    _write_outputs(out, summary, rows, write)
-    return summary
-
-
-def _pending_pod(name: str, cpu: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": cpu}}}]},
-        "status": {
-            "phase": "Pending",
-            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
-        },
+    """The scenario under nodescaler and under the baseline; returns the summary."""
+    folder = out or OUT / scenario.name
+    folder.mkdir(parents=True, exist_ok=True)
+    write(f"\n== {scenario.name}: {scenario.description.strip()}")
+    runs = {
+        controller: _simulate(scenario, controller, folder, progress)
+        for controller in (NODESCALER, BASELINE)
     }
+    timeline = _timeline(scenario, runs[NODESCALER])
+    (folder / "timeline.txt").write_text("\n".join(timeline) + "\n")
+    for line in timeline:
+        write(line)
+    summary = {
+        "scenario": scenario.name,
+        "start": START.isoformat(),
+        "minutes": scenario.minutes,
+        NODESCALER: _summarize(scenario, runs[NODESCALER]),
+        BASELINE: _summarize(scenario, runs[BASELINE]),
+    }
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    public = {
+        name: [{k: v for k, v in row.items() if not k.startswith("_")} for row in r.minutes]
+        for name, r in runs.items()
+    }
+    (folder / "timeline.json").write_text(json.dumps(public) + "\n")
+    _chart(scenario, runs, folder / "chart.png")
+    write(_side_by_side(summary))
+    write(f"   → {folder}/ (timeline.txt, summary.json, chart.png, logs)")
+    return summary
+
+
+def run_file(path: Path, **options: Any) -> dict[str, Any]:
+    return run(load_scenario(path), **options)
+
+
+# --- one run ---------------------------------------------------------------------------
+
+
+def _simulate(
+    scenario: Scenario, controller: str, folder: Path, progress: Callable[[str], None] | None
+) -> Run:
+    environment = dict(scenario.environment)
+    boot = timedelta(minutes=scenario.boot_minutes)
+    result = Run(controller)
+    with (
+        sandbox(
+            scenario.policies_path, folder / controller, boot=boot, environment=environment
+        ) as box,
+        (folder / f"logs-{controller}.jsonl").open("w") as log,
+        box.logging_to(log),
+    ):
+        world = World(scenario, box, hooks=controller == NODESCALER)
+        act = _controller(scenario, controller, box, world)
+        for minute in range(scenario.minutes + 1):
+            world.step(minute)
+            act(minute)
+            box.fail_launches(deliver=controller == NODESCALER)
+            world.react()  # drains start on the instances just let go
+            result.minutes.extend(_observe(world, box, controller, minute, result.minutes))
+            if progress:
+                progress(_progress_line(scenario, controller, minute, result.minutes))
+            box.advance(1, between=world.react)
+        result.writes = dict(box.writes)
+        result.launch_failures = [
+            ((at - START).total_seconds() / 60, group) for at, group in box.launch_failures
+        ]
+        result.budget_shortfalls = world.budget_shortfalls
+        result.drains = list(box.drained)
+        result.evictions_asked = len(world.cluster.store.evictions)
+    result.scale_requests = _scale_requests(
+        result.minutes, {g.name: g.min for g in scenario.groups}
+    )
+    return result
+
+
+def _controller(
+    scenario: Scenario, controller: str, box: Sandbox, world: World
+) -> Callable[[int], None]:
+    if controller == NODESCALER:
+
+        def nodescaler(minute: int) -> None:
+            if scenario.alarms:
+                box.publish_queue_metrics(world.queue_depths())
+                box.evaluate_alarms()
+            if minute % scenario.tick_minutes == 0:
+                box.tick()
+
+        return nodescaler
+    groups = [g.name for g in scenario.groups]
+    baseline = ReactiveBaseline(
+        world.cluster,
+        box.watch(box.client("autoscaling")),
+        ReactiveBaseline.ordered(groups, scenario.environment.get("EXPANDERS")),
+        {g.name: (g.min, g.max) for g in scenario.groups},
+    )
+    return lambda _: baseline.act(box.clock.now())
+
+
+def _observe(
+    world: World, box: Sandbox, controller: str, minute: int, rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One row a group: sizes, the pods and queues it serves, and its last decision."""
+    previous = {r["group"]: r for r in rows[-len(world.scenario.groups) :]}
+    desired = {name: size for name, (size, _) in group_sizes(REGION).items()}
+    pending = world.pending()
+    queues = world.queue_depths()
+    rows = []
+    for group in world.scenario.groups:
+        cpu, memory = world.reservation(group.name)
+        row: dict[str, Any] = {
+            "minute": minute,
+            "group": group.name,
+            "desired": desired[group.name],
+            "in_service": world.cluster.ready_nodes(group.name),
+            "pending_pods": pending,
+            "queues": queues,
+            "cpu_requested_pct": round(cpu, 1),
+            "memory_requested_pct": round(memory, 1),
+        }
+        if controller == NODESCALER:
+            row |= _decision(box, group.name, previous.get(group.name))
+        rows.append(row)
+    return rows
+
+
+def _decision(box: Sandbox, group: str, previous: dict[str, Any] | None) -> dict[str, Any]:
+    """The group's last decision and backoff, read from the state table when something
+    may have changed them (an evaluation ran this minute), else carried over."""
+    now = box.clock.now()
+    if previous is not None and box.invocations == previous.get("_evaluations"):
+        carried = {k: v for k, v in previous.items() if k in _DECISION_FIELDS}
+        backoff_until = previous.get("_backoff_until")
+        carried["backed_off"] = bool(backoff_until and now.isoformat() < backoff_until)
+        return carried
+    state = box.state.load(group)
+    decision = state.last_decision
+    fields: dict[str, Any] = {
+        "backed_off": bool(state.backoff and state.backoff.active(now)),
+        "decided_at": decision.at.isoformat() if decision else None,
+        "_evaluations": box.invocations,
+        "_backoff_until": state.backoff.until.isoformat() if state.backoff else None,
+    }
+    if decision is None:
+        return fields
+    return fields | {
+        "current": decision.current,
+        "decided": decision.desired,
+        "metrics": {
+            m.name: {"value": m.value, "target": m.target, "status": str(m.status)}
+            for m in decision.metrics
+        },
+        "why": decision.reason,
+    }
+
+
+_DECISION_FIELDS = (
+    "decided_at",
+    "_evaluations",
+    "_backoff_until",
+    "current",
+    "decided",
+    "metrics",
+    "why",
+)
+
+
+def _scale_requests(minutes: list[dict[str, Any]], start: dict[str, int]) -> list[dict[str, Any]]:
+    """Each change of a group's desired capacity (from its size at the start)."""
+    last = dict(start)
+    requests = []
+    for row in minutes:
+        before = last.get(row["group"])
+        if before is not None and row["desired"] != before:
+            change = {"from": before, "to": row["desired"]}
+            requests.append({"minute": row["minute"], "group": row["group"]} | change)
+        last[row["group"]] = row["desired"]
+    return requests
+
+
+def _progress_line(
+    scenario: Scenario, controller: str, minute: int, rows: list[dict[str, Any]]
+) -> str:
+    latest = [r for r in rows if r["minute"] == minute]
+    sizes = " ".join(f"{r['group']}={r['desired']}" for r in latest[:4])
+    return (
+        f"{scenario.name} [{controller}] {_clock(minute)}/{_clock(scenario.minutes)} "
+        f"pending {latest[0]['pending_pods'] if latest else 0} {sizes}"
+    )
+
+
+# --- outputs ---------------------------------------------------------------------------
+
+
+def _clock(minute: float) -> str:
+    return f"{int(minute) // 60:02d}:{int(minute) % 60:02d}"
+
+
+def _metrics_cell(row: dict[str, Any]) -> str:
+    metrics = row.get("metrics") or {}
+    return (
+        ", ".join(f"{name} {_number(m['value'])}/{m['target']}" for name, m in metrics.items())
+        or "-"
+    )
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return f"{value:.0f}" if abs(value) >= 10 or value == int(value) else f"{value:.2f}"
+
+
+def _timeline(scenario: Scenario, result: Run) -> list[str]:
+    """A line for each decision that changed a group's size or said why it could not,
+    and one an hour (10 minutes in a short scenario) to show the steady state."""
+    every = 60 if scenario.minutes > 180 else 10
+    lines = ["time  | group | metrics (value/target) | current → desired | why"]
+    seen: dict[str, tuple[Any, ...]] = {}
+    before = {g.name: g.min for g in scenario.groups}
+    for row in result.minutes:
+        current, before[row["group"]] = before[row["group"]], row["desired"]
+        key = (row["desired"], row.get("backed_off"), row.get("decided"))
+        if key == seen.get(row["group"]) and row["minute"] % every:
+            continue
+        seen[row["group"]] = key
+        why = (row.get("why") or "").split(" | ")[-1]
+        lines.append(
+            f"{_clock(row['minute'])} | {row['group']} | {_metrics_cell(row)} | "
+            f"{current} → {row['desired']} | {why}"
+        )
+    return lines
+
+
+def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
+    groups = [g.name for g in scenario.groups]
+    by_minute: dict[int, list[dict[str, Any]]] = {}
+    for row in result.minutes:
+        by_minute.setdefault(row["minute"], []).append(row)
+    pending = [rows[0]["pending_pods"] for rows in by_minute.values()]
+    summary: dict[str, Any] = {
+        "node_hours": round(sum(r["in_service"] for r in result.minutes) / 60, 2),
+        "unschedulable_pod_minutes": sum(pending),
+        "longest_demand_to_scale_request_minutes": _longest_wait(pending, result.scale_requests),
+        "aws_write_calls": {g: result.writes.get(g, 0) for g in groups},
+        "peak_desired": {
+            g: max(r["desired"] for r in result.minutes if r["group"] == g) for g in groups
+        },
+        "final_desired": {r["group"]: r["desired"] for r in by_minute[scenario.minutes]},
+    }
+    if scenario.queues:
+        empty = next(
+            (m for m, rows in by_minute.items() if m > 0 and not any(rows[0]["queues"].values())),
+            None,
+        )
+        summary["minutes_to_empty_queues"] = empty
+    if result.launch_failures:
+        summary["launch_failures_at_minute"] = [m for m, _ in result.launch_failures]
+    if scenario.deployments:
+        summary["requested_pct"] = _requested(scenario, result)
+    if any(d.disruption_budget for d in scenario.deployments):
+        summary["disruption_budget_short_minutes"] = result.budget_shortfalls
+        summary["evictions_refused_by_budget"] = (
+            result.evictions_asked - sum(len(d.get("evicted") or ()) for d in result.drains)
+            if result.drains
+            else None
+        )
+        summary["drains"] = [
+            {
+                "node": d.get("node"),
+                "outcome": d.get("outcome"),
+                "evicted": len(d.get("evicted") or ()),
+                "left_on_the_node": len(d.get("remaining") or ()),
+                "seconds": d.get("seconds"),
+                "ended": d.get("at"),
+            }
+            for d in result.drains
+        ]
+    return summary
+
+
+def _longest_wait(pending: list[int], requests: list[dict[str, Any]]) -> int:
+    """Minutes from each rise in unschedulable pods to the next scale-up request, or to
+    the pods finding room without one; the longest."""
+    ups = sorted({r["minute"] for r in requests if r["to"] > r["from"]})
+    longest = 0
+    for minute, count in enumerate(pending):
+        if count <= (pending[minute - 1] if minute else 0):
+            continue
+        answered = next((m for m in ups if m >= minute), None)
+        cleared = next((m for m in range(minute, len(pending)) if pending[m] == 0), None)
+        ends = [m for m in (answered, cleared) if m is not None]
+        longest = max(longest, (min(ends) if ends else len(pending)) - minute)
+    return longest
+
+
+def _requested(scenario: Scenario, result: Run) -> dict[str, dict[str, float]]:
+    """Each group's CPU and memory requested (% of its nodes' allocatable), over the minutes
+    it had nodes: the low, the mean and the high."""
+    figures = {}
+    for group in scenario.groups:
+        for resource in ("cpu", "memory"):
+            values = [
+                r[f"{resource}_requested_pct"]
+                for r in result.minutes
+                if r["group"] == group.name and r["in_service"]
+            ]
+            if values:
+                figures[f"{group.name}/{resource}"] = {
+                    "low": min(values),
+                    "mean": round(sum(values) / len(values), 1),
+                    "high": max(values),
+                }
+    return figures
+
+
+def _side_by_side(summary: dict[str, Any]) -> str:
+    ours, theirs = summary[NODESCALER], summary[BASELINE]
+    lines = [f"   {'':<44} {'nodescaler':>14} {'baseline (CA)':>14}"]
+    for key, value in ours.items():
+        if isinstance(value, int | float) or value is None:
+            lines.append(f"   {key:<44} {_cell(value):>14} {_cell(theirs.get(key)):>14}")
+        elif key in ("aws_write_calls", "final_desired", "peak_desired"):
+            for group, figure in value.items():
+                label = f"{key} {group}"
+                lines.append(f"   {label:<44} {figure:>14} {theirs[key].get(group, 0):>14}")
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _chart(scenario: Scenario, runs: dict[str, Run], path: Path) -> None:
+    from nodescaler_tools import chart
+
+    groups = []
+    ours, theirs = runs[NODESCALER], runs[BASELINE]
+    for group in scenario.groups:
+        rows = [r for r in ours.minutes if r["group"] == group.name]
+        baseline = [r["desired"] for r in theirs.minutes if r["group"] == group.name]
+        metrics: dict[str, list[float | None]] = {}
+        targets: dict[str, float] = {}
+        for index, row in enumerate(rows):
+            for name, metric in (row.get("metrics") or {}).items():
+                metrics.setdefault(name, [None] * len(rows))[index] = metric["value"]
+                if (target := _target_value(metric["target"])) is not None:
+                    targets[name] = target
+        groups.append(
+            chart.GroupChart(
+                group=group.name,
+                minutes=[r["minute"] for r in rows],
+                desired=[r["desired"] for r in rows],
+                in_service=[r["in_service"] for r in rows],
+                metrics=metrics,
+                targets=targets,
+                scale_events=[
+                    (s["minute"], s["from"], s["to"])
+                    for s in ours.scale_requests
+                    if s["group"] == group.name
+                ],
+                backoffs=_spans([r["minute"] for r in rows if r.get("backed_off")]),
+                launch_failures=[m for m, g in ours.launch_failures if g == group.name],
+                baseline_desired=baseline,
+            )
+        )
+    chart.render(path, f"{scenario.name}: nodescaler vs a Cluster Autoscaler baseline", groups)
+
+
+def _target_value(target: str) -> float | None:
+    """ "4/replica" → 4, "60%" → 60."""
+    number = target.split("/", maxsplit=1)[0].rstrip("%")
+    try:
+        return float(number)
+    except ValueError:
+        return None
+
+
+def _spans(minutes: list[int]) -> list[tuple[float, float]]:
+    spans: list[tuple[float, float]] = []
+    for minute in minutes:
+        if spans and spans[-1][1] == minute:
+            spans[-1] = (spans[-1][0], minute + 1)
+        else:
+            spans.append((minute, minute + 1))
+    return spans
+
+
+def progress_to_terminal() -> Callable[[str], None] | None:
+    """A live line on a terminal (rewritten in place); nothing when output is a file."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(line: str) -> None:
+        sys.stderr.write("\r\033[K" + line[:120])
+        sys.stderr.flush()
+
+    return show
+
+
+# --- one function, one event -----------------------------------------------------------
+
+
+def invoke(
+    function: str,
+    incoming: dict[str, Any],
+    scenario: Scenario,
+    *,
+    out: Path | None = None,
+    write: Callable[[str], None] = print,
+) -> Any:
+    """`function`'s handler on `incoming`, in a sandbox holding the scenario's world at
+    its first minute (at the event's time, when it has one); prints what it returned
+    and its log lines. Dispatch's queued evaluations run too, as Lambda would run them."""
+    from nodescaler_tools.lambda_local import LocalContext
+
+    out = out or OUT / "invoke"
+    out.mkdir(parents=True, exist_ok=True)
+    boot = timedelta(minutes=scenario.boot_minutes)
+    log_path = out / f"logs-{function}.jsonl"
+    with (
+        sandbox(
+            scenario.policies_path, out, boot=boot, environment=dict(scenario.environment)
+        ) as box,
+        log_path.open("w") as log,
+    ):
+        with box.logging_to(log):
+            world = World(scenario, box, hooks=True)
+            world.step(0)
+            if isinstance(incoming.get("time"), str):
+                box.clock.at = datetime.fromisoformat(incoming["time"].replace("Z", "+00:00"))
+            context = LocalContext(f"nodescaler-{function}")
+            if function == "dispatch":
+                result = box.dispatch(incoming)
+            elif function == "evaluate":
+                result = box.handlers["evaluate"].handler(
+                    incoming, context, evaluator=box.evaluator
+                )
+            else:
+                result = box.handlers["drain"].handler(incoming, context, drainer=box.drainer)
+        write(json.dumps(result, indent=2, default=str))
+        for group in scenario.groups:
+            decision = box.state.load(group.name).last_decision
+            if decision is not None:
+                write(f"{group.name}: {decision.current} → {decision.desired}: {decision.reason}")
+    write(f"   → logs: {log_path}")
+    return result
