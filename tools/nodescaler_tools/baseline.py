@@ -97,9 +97,8 @@ class ReactiveBaseline:
         for group in self.groups:
             if self.backed_off.get(group, now) > now:
                 continue
-            shape = self.cluster.shapes[group]
-            labels = self.cluster.labels.get(group, {})
-            fits = [p for p in pending if _fits_empty(p, shape, labels)]
+            shape, empty = self.cluster.shapes[group], self.cluster.empty_node(group)
+            fits = [p for p in pending if empty.fits(*requests(p), p["spec"])]
             if not fits:
                 continue
             _, high = self.bounds[group]
@@ -209,13 +208,6 @@ def _rank(group: str, ranked: list[list[str]]) -> int:
         i for i, patterns in enumerate(ranked) if any(re.fullmatch(p, group) for p in patterns)
     )
     return next(matching, len(ranked))
-
-
-def _fits_empty(found: dict[str, Any], shape: dict[str, str], labels: dict[str, str]) -> bool:
-    cpu, memory = requests(found)
-    room_cpu, room_memory = _allocatable(shape)
-    selector = found["spec"].get("nodeSelector") or {}
-    return cpu <= room_cpu and memory <= room_memory and selector.items() <= labels.items()
 
 
 def _allocatable(allocatable: dict[str, str]) -> tuple[int, int]:

@@ -49,6 +49,12 @@ class NodeShape(_Spec):
     pods: str = "110"
 
 
+class Taint(_Spec):
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "NoExecute", "PreferNoSchedule"] = "NoSchedule"
+
+
 class GroupSpec(_Spec):
     name: str = Field(min_length=1, max_length=255)
     policy: str
@@ -58,6 +64,7 @@ class GroupSpec(_Spec):
     # What a node of the group can allocate; default: the instance type's vCPUs and memory.
     node: NodeShape | None = None
     labels: dict[str, str] = {}
+    taints: list[Taint] = []  # only pods that tolerate them are scheduled there
     no_capacity: bool = False  # every launch fails, as when EC2 has none of the type
     drain: bool = False  # a terminate lifecycle hook: the drain function runs on scale-in
 
@@ -72,6 +79,7 @@ class PodShape(_Spec):
     memory: str = "1Gi"
     ready_after_seconds: Annotated[float, Field(ge=0)] = 0
     node_selector: dict[str, str] = {}
+    tolerations: list[Taint] = []  # each tolerates the taint with its key, value and effect
 
 
 class DeploymentSpec(PodShape):

@@ -52,6 +52,7 @@ class SimulatedCluster:
     boot: timedelta
     shapes: dict[str, dict[str, str]] = field(default_factory=dict)  # group → allocatable
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # group → node labels
+    taints: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # group → taints
     instances: dict[str, Instance] = field(default_factory=dict)
     region: str = "eu-west-1"
 
@@ -106,12 +107,19 @@ class SimulatedCluster:
                 "name": name,
                 "labels": {"kubernetes.io/hostname": name} | self.labels.get(group, {}),
             },
-            "spec": {"providerID": f"aws:///{self.region}a/{instance_id}"},
+            "spec": {
+                "providerID": f"aws:///{self.region}a/{instance_id}",
+                "taints": self.taints.get(group, []),
+            },
             "status": {
                 "allocatable": self.shapes[group],
                 "conditions": [{"type": "Ready", "status": "True"}],
             },
         }
+
+    def empty_node(self, group: str) -> Room:
+        """What a new node of the group would offer a pod."""
+        return Room.of(self._node("i-new", group))
 
     def group_nodes(self, group: str) -> list[dict[str, Any]]:
         return [
@@ -133,7 +141,7 @@ class SimulatedCluster:
         """One scheduling pass (see the module's docstring); returns the pods left pending."""
         with self.store.lock:
             nodes = self.store.objects["nodes"]
-            rooms = {name: _Room.of(node) for (_, name), node in nodes.items()}
+            rooms = {name: Room.of(node) for (_, name), node in nodes.items()}
             pending = []
             for found in self.store.objects["pods"].values():
                 cpu, memory = requests(found)
@@ -146,7 +154,7 @@ class SimulatedCluster:
             spread = _Spread({n: r for n, r in rooms.items() if r.schedulable})
             left = 0
             for found, cpu, memory in sorted(pending, key=lambda entry: _uid(entry[0])):
-                node = spread.place(cpu, memory, found["spec"].get("nodeSelector") or {})
+                node = spread.place(cpu, memory, found["spec"])
                 if node is None:
                     left += 1
                     self._unschedulable(found)
@@ -180,12 +188,12 @@ class _Spread:
     the most CPU left that fits it (a heap, so thousands of pods on hundreds of nodes
     take milliseconds)."""
 
-    def __init__(self, rooms: dict[str, _Room]) -> None:
+    def __init__(self, rooms: dict[str, Room]) -> None:
         self.rooms = rooms
         self.heap = [(-room.cpu, -room.memory, name) for name, room in rooms.items()]
         heapq.heapify(self.heap)
 
-    def place(self, cpu: int, memory: int, selector: dict[str, str]) -> str | None:
+    def place(self, cpu: int, memory: int, spec: dict[str, Any]) -> str | None:
         passed = []
         chosen = None
         while self.heap:
@@ -194,7 +202,7 @@ class _Spread:
             if -entry[0] < cpu:  # the most room left is too little: none fits
                 passed.append(entry)
                 break
-            if room.fits(cpu, memory, selector):
+            if room.fits(cpu, memory, spec):
                 room.take(cpu, memory)
                 chosen = entry[2]
                 passed.append((-room.cpu, -room.memory, entry[2]))
@@ -203,6 +211,10 @@ class _Spread:
         for entry in passed:
             heapq.heappush(self.heap, entry)
         return chosen
+
+
+def _taint(taint: dict[str, str]) -> tuple[str, str, str]:
+    return taint["key"], taint.get("value", ""), taint.get("effect", "NoSchedule")
 
 
 def requests(pod: dict[str, Any]) -> tuple[int, int]:
@@ -216,16 +228,17 @@ def requests(pod: dict[str, Any]) -> tuple[int, int]:
 
 
 @dataclass
-class _Room:
+class Room:
     """What is left on a node for the scheduler."""
 
     cpu: int
     memory: int
     labels: dict[str, str]
+    taints: list[dict[str, str]]
     schedulable: bool
 
     @classmethod
-    def of(cls, node: dict[str, Any]) -> _Room:
+    def of(cls, node: dict[str, Any]) -> Room:
         allocatable = node["status"]["allocatable"]
         ready = any(
             c["type"] == "Ready" and c["status"] == "True" for c in node["status"]["conditions"]
@@ -234,14 +247,24 @@ class _Room:
             millicores(allocatable["cpu"]),
             whole_units(allocatable["memory"]),
             node["metadata"].get("labels", {}),
+            node["spec"].get("taints") or [],
             ready and not node["spec"].get("unschedulable"),
         )
 
-    def fits(self, cpu: int, memory: int, selector: dict[str, str]) -> bool:
+    def fits(self, cpu: int, memory: int, spec: dict[str, Any]) -> bool:
+        """Room for the requests, the pod's nodeSelector matched, every NoSchedule or
+        NoExecute taint tolerated."""
+        selector = spec.get("nodeSelector") or {}
+        tolerated = [_taint(t) for t in spec.get("tolerations") or []]
         return (
             self.cpu >= cpu
             and self.memory >= memory
             and all(self.labels.get(k) == v for k, v in selector.items())
+            and all(
+                _taint(t) in tolerated
+                for t in self.taints
+                if t.get("effect", "NoSchedule") != "PreferNoSchedule"
+            )
         )
 
     def take(self, cpu: int, memory: int) -> None:
@@ -260,12 +283,15 @@ def pod(
     *,
     ready_after_seconds: float = 0,
     node_selector: dict[str, str] | None = None,
+    tolerations: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]
     }
     if node_selector:
         spec["nodeSelector"] = node_selector
+    if tolerations:
+        spec["tolerations"] = [t | {"operator": "Equal"} for t in tolerations]
     return {
         "metadata": {
             "name": name,
@@ -300,6 +326,7 @@ class Deployment:
     curve: list[tuple[float, int]]
     ready_after_seconds: float = 0
     node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, str]] = field(default_factory=list)
     created: int = 0
 
     def reconcile(self, store: Cluster, minute: float) -> None:
@@ -331,6 +358,7 @@ class Deployment:
             self.memory,
             ready_after_seconds=self.ready_after_seconds,
             node_selector=self.node_selector,
+            tolerations=self.tolerations,
         )
 
     def pods(self, store: Cluster) -> list[dict[str, Any]]:
@@ -394,6 +422,7 @@ class World:
                 sorted(d.replicas.items()),
                 d.ready_after_seconds,
                 dict(d.node_selector),
+                [t.model_dump() for t in d.tolerations],
             )
             for d in scenario.deployments
         ]
@@ -409,6 +438,7 @@ class World:
                     [(0, 0)],
                     q.worker.ready_after_seconds,
                     dict(q.worker.node_selector),
+                    [t.model_dump() for t in q.worker.tolerations],
                 ),
                 q.max_workers,
             )
@@ -451,6 +481,7 @@ class World:
                 group.node.model_dump() if group.node else _shape(ec2, group.instance_type)
             )
             self.cluster.labels[group.name] = dict(group.labels)
+            self.cluster.taints[group.name] = [t.model_dump() for t in group.taints]
             if group.no_capacity:
                 self.box.no_capacity.add(group.name)
             if group.drain and hooks:
@@ -532,7 +563,7 @@ class World:
             for p in self.cluster.store.objects["pods"].values()
             if p["spec"].get("nodeName") in nodes
         ]
-        rooms = [_Room.of(n) for n in nodes.values()]
+        rooms = [Room.of(n) for n in nodes.values()]
         return (
             100 * sum(c for c, _ in used) / sum(r.cpu for r in rooms),
             100 * sum(m for _, m in used) / sum(r.memory for r in rooms),
