@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from nodescaler_tools.chart import DPI, MAX_PANELS, PANEL_INCHES, GroupChart, render
 
 
@@ -43,3 +46,70 @@ def test_one_panel_a_group_even_an_empty_one(tmp_path: Path) -> None:
 def test_at_most_six_panels(tmp_path: Path) -> None:
     path = render(tmp_path / "chart.png", "many", [busy(f"ng-{n}") for n in range(9)])
     assert size_of(path)[1] == MAX_PANELS * PANEL_INCHES[1] * DPI
+
+
+def test_drawn_panels_show_more_than_a_frame(tmp_path: Path) -> None:
+    from matplotlib.image import imread
+
+    path = render(tmp_path / "chart.png", "one group", [busy("gpu-ng")])
+    pixels = imread(path)
+    colours = {tuple(pixel) for pixel in pixels.reshape(-1, pixels.shape[-1]).tolist()}
+    assert len(colours) > 100  # lines, markers, shading, anti-aliased text
+
+
+@pytest.mark.parametrize(
+    "groups",
+    [
+        pytest.param([], id="no groups"),
+        pytest.param(
+            [GroupChart("cpu-ng", [], [], [], metrics={"cpu": []}, targets={"cpu": 0.6})],
+            id="a target without data",
+        ),
+        pytest.param(
+            [GroupChart("cpu-ng", [0], [1], [0], metrics={"cpu": [None]}, targets={})],
+            id="only missing values",
+        ),
+        pytest.param(
+            [
+                GroupChart(
+                    "many-metrics-ng",
+                    minutes=[0, 1],
+                    desired=[1, 2],
+                    in_service=[1, 1],
+                    metrics={f"m{n}": [float(n), n + 1.0] for n in range(5)},  # one shared axis
+                    targets={f"m{n}": float(n) for n in range(5)},
+                )
+            ],
+            id="more metrics than axes",
+        ),
+    ],
+)
+def test_nothing_much_to_draw_still_makes_one_panel(
+    tmp_path: Path, groups: list[GroupChart]
+) -> None:
+    path = render(tmp_path / "chart.png", "quiet", groups)
+    assert size_of(path) == (PANEL_INCHES[0] * DPI, PANEL_INCHES[1] * DPI)
+
+
+def test_an_eight_hour_scenario_makes_one_panel(tmp_path: Path) -> None:
+    minutes = list(range(0, 8 * 60, 5))  # past three hours, the time axis reads h:mm
+    group = GroupChart(
+        "web-ng",
+        minutes=minutes,
+        desired=[3] * len(minutes),
+        in_service=[3] * len(minutes),
+        metrics={"rps": [10.0] * len(minutes)},
+        targets={"rps": 12.0},
+    )
+    path = render(tmp_path / "chart.png", "diurnal", [group])
+    assert size_of(path) == (PANEL_INCHES[0] * DPI, PANEL_INCHES[1] * DPI)
+
+
+def test_a_series_of_the_wrong_length_names_the_group_and_the_series() -> None:
+    with pytest.raises(ValueError, match=r"group 'web-ng': metrics\['cpu'\] has 2 values"):
+        GroupChart("web-ng", [0, 1, 2], [1, 1, 1], [1, 1, 1], {"cpu": [0.5, 0.6]}, {})
+
+
+def test_importing_the_module_leaves_matplotlib_unimported() -> None:
+    code = "import sys, nodescaler_tools.chart; sys.exit('matplotlib' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -17,10 +17,17 @@ if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
 
+    Entry = tuple[Artist | tuple[Artist, ...], str]  # a legend's handle and its label
+
 MAX_PANELS = 6
 PANEL_INCHES = (10.0, 3.0)  # width, height of one group's panel
 DPI = 100
 LONG_SPAN_MINUTES = 180  # beyond this the time axis reads h:mm
+MAX_TICKS = 8  # on the h:mm axis
+LEGEND_WIDTH_RATIOS = (3.6, 1.0)  # plot column, legend column
+MAX_METRIC_AXES = 3
+LEGEND_ENTRIES_AT_FULL_SIZE = 11  # more than fit a panel's height at 8 points
+METRIC_AXIS_OFFSET = 0.12  # each further metric axis sits this far right of the last (axes width)
 
 DESIRED = "#1f4e9c"
 IN_SERVICE = "#4fa3d9"
@@ -77,12 +84,21 @@ def render(path: Path, title: str, groups: Sequence[GroupChart]) -> Path:
     )
     FigureCanvasAgg(figure)
     try:
-        axes = figure.subplots(panels, 1, sharex=True, squeeze=False)[:, 0]
+        # Each legend has a column of its own, so constrained layout makes room for it
+        # whatever the width of the right-hand axes' labels.
+        grid = figure.add_gridspec(panels, 2, width_ratios=LEGEND_WIDTH_RATIOS)
+        axes: list[Axes] = []
+        for row in range(panels):
+            axes.append(figure.add_subplot(grid[row, 0], sharex=axes[0] if axes else None))
+            if row < panels - 1:
+                axes[-1].tick_params(labelbottom=False)
         figure.suptitle(title, fontsize=13, fontweight="bold")
         if not shown:
             _empty(axes[0], "no node groups")
-        for ax, chart in zip(axes, shown, strict=False):
-            _panel(ax, chart)
+        for row, (ax, chart) in enumerate(zip(axes, shown, strict=False)):
+            entries = _panel(ax, chart)
+            if entries:
+                _legend(figure.add_subplot(grid[row, 1]), entries)
         _time_axis(axes[-1], _span(shown))
         path.parent.mkdir(parents=True, exist_ok=True)
         figure.savefig(path, format="png", dpi=DPI)
@@ -91,15 +107,33 @@ def render(path: Path, title: str, groups: Sequence[GroupChart]) -> Path:
     return path
 
 
-def _panel(ax: Axes, chart: GroupChart) -> None:
-    from matplotlib.lines import Line2D
+def _legend(ax: Axes, entries: Sequence[Entry]) -> None:
+    from matplotlib.legend_handler import HandlerTuple
+
+    ax.axis("off")
+    long = len(entries) > LEGEND_ENTRIES_AT_FULL_SIZE
+    ax.legend(
+        handles=[handle for handle, _ in entries],
+        labels=[label for _, label in entries],
+        handler_map={tuple: HandlerTuple(ndivide=None, pad=0.4)},  # samples side by side
+        loc="upper left",
+        borderaxespad=0,
+        handlelength=2.6,
+        fontsize=7 if long else 8,
+        labelspacing=0.25 if long else 0.5,
+        frameon=False,
+    )
+
+
+def _panel(ax: Axes, chart: GroupChart) -> list[Entry]:
+    """Draws one group's panel; returns its legend's entries."""
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
 
     ax.set_title(chart.group, loc="left", fontsize=11, fontweight="bold")
     ax.set_ylabel("nodes")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.grid(True, axis="both", color="#e6e6e6", linewidth=0.8)
+    ax.grid(True, color="#e6e6e6", linewidth=0.8)
     ax.set_axisbelow(True)
     handles: list[Artist] = []
     if not chart.minutes and not chart.metrics:
@@ -111,11 +145,24 @@ def _panel(ax: Axes, chart: GroupChart) -> None:
         handles.append(Patch(color=BACKOFF, alpha=0.12, label="backed off"))
 
     if chart.minutes:
+        # Desired above in service: when the group has caught up they coincide, and the
+        # decision is what the chart is about.
         handles += ax.step(
-            chart.minutes, chart.desired, where="post", color=DESIRED, linewidth=2, label="desired"
+            chart.minutes,
+            chart.desired,
+            where="post",
+            color=DESIRED,
+            linewidth=2,
+            label="desired",
+            zorder=3,
         )
         handles += ax.plot(
-            chart.minutes, chart.in_service, color=IN_SERVICE, linewidth=1.6, label="in service"
+            chart.minutes,
+            chart.in_service,
+            color=IN_SERVICE,
+            linewidth=1.6,
+            label="in service",
+            zorder=2,
         )
         ax.fill_between(chart.minutes, chart.in_service, color=IN_SERVICE, alpha=0.12, lw=0)
         if chart.baseline_desired is not None:
@@ -127,6 +174,7 @@ def _panel(ax: Axes, chart: GroupChart) -> None:
                 linestyle="--",
                 linewidth=1.4,
                 label="Cluster Autoscaler baseline (desired)",
+                zorder=2.5,
             )
 
     ups = [(minute, to) for minute, before, to in chart.scale_events if to > before]
@@ -142,17 +190,17 @@ def _panel(ax: Axes, chart: GroupChart) -> None:
                 ys,
                 linestyle="none",
                 marker=marker,
-                markersize=7,
+                markersize=6,
                 color=colour,
                 markeredgecolor="white",
-                markeredgewidth=0.6,
+                markeredgewidth=0.5,
                 label=label,
                 zorder=4,
             )
 
     if chart.launch_failures:
         # Pinned just above the bottom edge, so a failure shows whatever the node counts are.
-        ax.plot(
+        handles += ax.plot(
             chart.launch_failures,
             [0.04] * len(chart.launch_failures),
             linestyle="none",
@@ -162,64 +210,62 @@ def _panel(ax: Axes, chart: GroupChart) -> None:
             color=FAILURE,
             transform=ax.get_xaxis_transform(),
             clip_on=False,
+            label="launch failed",
             zorder=5,
-        )
-        handles.append(
-            Line2D(
-                [],
-                [],
-                linestyle="none",
-                marker="x",
-                markersize=7,
-                markeredgewidth=1.8,
-                color=FAILURE,
-                label="launch failed",
-            )
         )
 
     ax.set_ylim(bottom=0, top=_top(ax.get_ylim()[1]))
-    right, metric_handles = _metrics(ax, chart)
-    handles += metric_handles
-    if handles:
-        # On the twin when there is one: it is drawn last, so the legend stays on top.
-        (right or ax).legend(
-            handles=handles,
-            loc="upper left",
-            bbox_to_anchor=(1.08 if right else 1.01, 1.0),
-            borderaxespad=0,
-            fontsize=8,
-            frameon=False,
-        )
+    return [(handle, str(handle.get_label())) for handle in handles] + _metrics(ax, chart)
 
 
-def _metrics(ax: Axes, chart: GroupChart) -> tuple[Axes | None, list[Artist]]:
-    """The metrics on a right-hand axis, each target dotted in its metric's colour."""
+def _metrics(ax: Axes, chart: GroupChart) -> list[Entry]:
+    """The metrics on right-hand axes, each target dotted in its metric's colour.
+
+    Metrics rarely share a scale (a queue of thousands, a CPU share of 0.7), so up to
+    MAX_METRIC_AXES each gets an axis of its own, coloured like it; beyond that they share one.
+    """
     names = list(dict.fromkeys([*chart.metrics, *chart.targets]))
     if not names:
-        return None, []
-    right = ax.twinx()
-    right.set_ylabel(names[0] if len(names) == 1 else "metrics")
-    handles: list[Artist] = []
-    values: list[float] = []
+        return []
+    own_axes = len(names) <= MAX_METRIC_AXES
+    shared = None if own_axes else ax.twinx()
+    if shared is not None:
+        shared.set_ylabel("metrics")
+    entries: list[Entry] = []
+    extents: dict[Axes, list[float]] = {}
     for index, name in enumerate(names):
         colour = METRIC_COLOURS[index % len(METRIC_COLOURS)]
+        right = shared or _metric_axis(ax, index, name, colour)
+        values = extents.setdefault(right, [])
         series = [math.nan if v is None else float(v) for v in chart.metrics.get(name, ())]
+        drawn: list[Artist] = []
         if series and chart.minutes:
-            handles += right.plot(
-                chart.minutes, series, color=colour, linewidth=1.3, alpha=0.9, label=name
-            )
+            drawn += right.plot(chart.minutes, series, color=colour, linewidth=1.3, alpha=0.9)
             values += [v for v in series if not math.isnan(v)]
+        label = name
         if name in chart.targets:
             target = chart.targets[name]
-            handles.append(
-                right.axhline(
-                    target, color=colour, linestyle=":", linewidth=1.6, label=f"{name} target"
-                )
-            )
+            drawn.append(right.axhline(target, color=colour, linestyle=":", linewidth=1.6))
             values.append(target)
-    low = min([0.0, *values])
-    right.set_ylim(bottom=low, top=_top(max([low + 1, *values]), low))
-    return right, handles
+            label = f"{name} (target {target:g})"
+        # One entry per metric, its line and its target's side by side, keeps the legend
+        # within the panel's height.
+        if drawn:
+            entries.append((drawn[0] if len(drawn) == 1 else tuple(drawn), label))
+    for right, values in extents.items():
+        low = min([0.0, *values])
+        right.set_ylim(bottom=low, top=_top(max([low + 1, *values]), low))
+    return entries
+
+
+def _metric_axis(ax: Axes, index: int, name: str, colour: str) -> Axes:
+    right = ax.twinx()
+    if index:
+        right.spines["right"].set_position(("axes", 1 + METRIC_AXIS_OFFSET * index))
+    right.set_ylabel(name, color=colour)
+    right.tick_params(axis="y", colors=colour)
+    right.spines["right"].set_color(colour)
+    return right
 
 
 def _top(high: float, low: float = 0.0) -> float:
@@ -248,10 +294,11 @@ def _time_axis(ax: Axes, span: float) -> None:
         ax.set_xlabel("minutes since the scenario started")
         return
     ax.set_xlabel("time since the scenario started (h:mm)")
-    # About six to twelve ticks, on round hours where the span allows.
-    step = next(s for s in (30, 60, 120, 180, 360, 720, 1440, math.inf) if span / s <= 12)
+    # At most about eight ticks, so "12:00" labels never run together, on round hours
+    # where the span allows.
+    step = next(s for s in (30, 60, 120, 180, 360, 720, 1440, math.inf) if span / s <= MAX_TICKS)
     if math.isinf(step):
-        step = 1440 * math.ceil(span / 1440 / 12)
+        step = 1440 * math.ceil(span / 1440 / MAX_TICKS)
     ax.xaxis.set_major_locator(MultipleLocator(step))
     ax.xaxis.set_major_formatter(
         FuncFormatter(lambda minute, _: f"{int(minute // 60)}:{int(minute % 60):02d}")
