@@ -38,7 +38,7 @@ from nodescaler.drain_events import (
     parse_drain_event,
 )
 from nodescaler.messages import EvaluationRequest
-from nodescaler_tools.kube.apiserver import Cluster, KubeApiServer
+from nodescaler_tools.kube.apiserver import Cluster, Fault, KubeApiServer
 from nodescaler_tools.moto_gaps import LifecycleActionRecorder
 
 from tests.aws import client, make_asg, make_evaluation_queue
@@ -457,3 +457,12 @@ def test_a_spot_warning_for_an_instance_in_no_group_is_reported_and_still_draine
     assert result.replacement.outcome is ReplacementOutcome.NO_GROUP
     assert "instance i-0fedcba9876543210 is in no Auto Scaling group" in result.message
     assert (result.outcome, result.evicted) == (DrainOutcome.DRAINED, ("default/web-0",))
+
+
+def test_a_hung_api_server_is_given_up_on_at_the_timeout(rig: Rig) -> None:
+    put(rig, the_node())
+    cluster = KubernetesDrain(KubeconfigConnection(rig.config), timeout_seconds=0.2)
+    with rig.server.failing(Fault.SLOW), pytest.raises(KubernetesUnavailableError) as caught:
+        cluster.find_node(INSTANCE)
+    assert "timed out" in str(caught.value)
+    assert cluster.find_node(INSTANCE) == NODE  # and asked again once it answers

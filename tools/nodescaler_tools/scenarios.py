@@ -64,6 +64,8 @@ def run(
         controller: _simulate(scenario, controller, folder, progress)
         for controller in (NODESCALER, BASELINE)
     }
+    if progress:
+        progress("")  # the live line gives way to the timeline
     timeline = _timeline(scenario, runs[NODESCALER])
     (folder / "timeline.txt").write_text("\n".join(timeline) + "\n")
     for line in timeline:

@@ -19,6 +19,7 @@ import msgspec
 
 from nodescaler.adapters.k8s.cluster import (
     PAGE_SIZE,
+    TIMEOUT_SECONDS,
     Connection,
     KubernetesUnavailableError,
     ListPage,
@@ -104,9 +105,18 @@ def refusal(pod: DrainPod, status: int, reason: str, body: str | bytes | None) -
 class KubernetesDrain:
     """`DrainCluster` over the Kubernetes API."""
 
-    def __init__(self, connection: Connection, *, page_size: int = PAGE_SIZE) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        page_size: int = PAGE_SIZE,
+        timeout_seconds: float = TIMEOUT_SECONDS,
+    ) -> None:
         self._connection = connection
         self._page_size = page_size
+        # A hung API server is given up on, so the drain still completes its lifecycle
+        # action instead of being cut off at Lambda's limit (a float alone is ignored).
+        self._timeout = (timeout_seconds, timeout_seconds)
 
     def find_node(self, instance_id: str) -> str | None:
         from kubernetes import client
@@ -182,7 +192,9 @@ class KubernetesDrain:
         for attempt in (1, 2):
             try:
                 core = client.CoreV1Api(self._connection.api())
-                response = call(core, *args, **query, _preload_content=False)
+                response = call(
+                    core, *args, **query, _preload_content=False, _request_timeout=self._timeout
+                )
                 return bytes(response.data)
             except ApiException as error:
                 if error.status == 401 and attempt == 1:  # the token expired: renew, once
