@@ -41,6 +41,8 @@ READY_AT = "sandbox.nodescaler.io/ready-at"  # when it turned Ready
 
 @dataclass
 class Instance:
+    """An instance the cluster has seen in an Auto Scaling group."""
+
     group: str
     launched: datetime
     held: bool = False  # left its group, kept by a lifecycle hook until released
@@ -48,6 +50,9 @@ class Instance:
 
 @dataclass
 class SimulatedCluster:
+    """The cluster in the loopback API server's store: nodes following the groups'
+    instances, and the scheduler (see the module's docstring)."""
+
     store: Cluster
     boot: timedelta
     shapes: dict[str, dict[str, str]] = field(default_factory=dict)  # group → allocatable
