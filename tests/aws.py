@@ -4,7 +4,6 @@ The fixtures are re-exported by those folders' conftest files."""
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from moto import mock_aws
 from nodescaler_tools import provision
-from nodescaler_tools.provision import asg_tags, create_evaluation_queue, create_state_table
+from nodescaler_tools.provision import create_evaluation_queue, create_state_table
 
 REGION = "eu-west-1"
 
@@ -79,22 +78,17 @@ def make_asg(
 ) -> None:
     """An ASG launching m5.large from a launch configuration, or from `launch_template`."""
     autoscaling = client("autoscaling")
-    launch: dict[str, Any] = {"LaunchConfigurationName": "nodes"}
-    if launch_template:
-        launch = {"LaunchTemplate": {"LaunchTemplateName": launch_template, "Version": "$Latest"}}
-    else:
-        with contextlib.suppress(autoscaling.exceptions.AlreadyExistsFault):
-            autoscaling.create_launch_configuration(
-                LaunchConfigurationName="nodes", ImageId="ami-12c6146b", InstanceType="m5.large"
-            )
-    autoscaling.create_auto_scaling_group(
-        AutoScalingGroupName=name,
-        **launch,
-        MinSize=min_size,
-        MaxSize=max_size,
-        DesiredCapacity=desired,
-        AvailabilityZones=[f"{REGION}a"],
-        Tags=asg_tags(name, tags or {}),
+    if not launch_template:
+        provision.launch_configuration(autoscaling, "nodes", "m5.large")
+    provision.create_group(
+        autoscaling,
+        name,
+        region=REGION,
+        tags=tags or {},
+        min_size=min_size,
+        max_size=max_size,
+        desired=desired,
+        launch_template=launch_template,
     )
 
 

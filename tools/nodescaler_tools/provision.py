@@ -6,6 +6,7 @@ dead-letter queue), so the sandbox and the tests run against the same shapes as 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from typing import Any
@@ -51,6 +52,42 @@ def asg_tags(group: str, tags: dict[str, str]) -> list[dict[str, Any]]:
         }
         for key, value in tags.items()
     ]
+
+
+def launch_configuration(autoscaling: Any, name: str, instance_type: str) -> None:
+    """A launch configuration of `instance_type` (once: a second call leaves it be)."""
+    with contextlib.suppress(autoscaling.exceptions.AlreadyExistsFault):
+        autoscaling.create_launch_configuration(
+            LaunchConfigurationName=name, ImageId="ami-12c6146b", InstanceType=instance_type
+        )
+
+
+def create_group(
+    autoscaling: Any,
+    name: str,
+    *,
+    region: str,
+    tags: dict[str, str],
+    min_size: int = 0,
+    max_size: int = 100,
+    desired: int | None = None,
+    launch_configuration: str = "nodes",
+    launch_template: str | None = None,
+) -> None:
+    """An Auto Scaling group in one zone, from a launch configuration or `launch_template`;
+    at `desired` (default: `min_size`)."""
+    launch: dict[str, Any] = {"LaunchConfigurationName": launch_configuration}
+    if launch_template:
+        launch = {"LaunchTemplate": {"LaunchTemplateName": launch_template, "Version": "$Latest"}}
+    autoscaling.create_auto_scaling_group(
+        AutoScalingGroupName=name,
+        **launch,
+        MinSize=min_size,
+        MaxSize=max_size,
+        DesiredCapacity=min_size if desired is None else desired,
+        AvailabilityZones=[f"{region}a"],
+        Tags=asg_tags(name, tags),
+    )
 
 
 def fill_queue(sqs: Any, queue_name: str, count: int, *, region: str, body: str = "task") -> None:

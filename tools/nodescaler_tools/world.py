@@ -27,7 +27,12 @@ from typing import TYPE_CHECKING, Any
 from nodescaler.domain.cluster import millicores, whole_units
 
 from nodescaler_tools.kube.apiserver import Cluster, is_ready, is_terminating
-from nodescaler_tools.provision import asg_tags, fill_queue, group_sizes
+from nodescaler_tools.provision import (
+    create_group,
+    fill_queue,
+    group_sizes,
+    launch_configuration,
+)
 
 if TYPE_CHECKING:
     from nodescaler_tools.sandbox import Sandbox
@@ -466,21 +471,15 @@ class World:
     def _create(self, hooks: bool) -> None:
         autoscaling, ec2 = self.box.client("autoscaling"), self.box.client("ec2")
         for group in self.scenario.groups:
-            autoscaling.create_launch_configuration(
-                LaunchConfigurationName=f"{group.name}-lc",
-                ImageId="ami-12c6146b",
-                InstanceType=group.instance_type,
-            )
-            autoscaling.create_auto_scaling_group(
-                AutoScalingGroupName=group.name,
-                LaunchConfigurationName=f"{group.name}-lc",
-                MinSize=group.min,
-                MaxSize=group.max,
-                DesiredCapacity=group.min,
-                AvailabilityZones=[f"{self.cluster.region}a"],
-                Tags=asg_tags(
-                    group.name, {"nodescaler/enabled": "true", "nodescaler/policy": group.policy}
-                ),
+            launch_configuration(autoscaling, f"{group.name}-lc", group.instance_type)
+            create_group(
+                autoscaling,
+                group.name,
+                region=self.cluster.region,
+                tags={"nodescaler/enabled": "true", "nodescaler/policy": group.policy},
+                min_size=group.min,
+                max_size=group.max,
+                launch_configuration=f"{group.name}-lc",
             )
             self.cluster.shapes[group.name] = (
                 group.node.model_dump() if group.node else _shape(ec2, group.instance_type)

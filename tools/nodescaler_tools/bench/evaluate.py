@@ -30,7 +30,12 @@ from nodescaler_tools.bench.aws import (
     percentile,
 )
 from nodescaler_tools.lambda_local import LocalContext
-from nodescaler_tools.provision import asg_tags, create_evaluation_queue, create_state_table
+from nodescaler_tools.provision import (
+    create_evaluation_queue,
+    create_group,
+    create_state_table,
+    launch_configuration,
+)
 from nodescaler_tools.sandbox import ROOT, START, VirtualClock, load_handler
 
 GROUP = "gpu-training"
@@ -51,17 +56,13 @@ def _setup(endpoint: str) -> dict[str, str]:
     queue_url = create_evaluation_queue(client("sqs"), "evaluations")
     client("sqs").create_queue(QueueName=TASKS)
     autoscaling = client("autoscaling")
-    autoscaling.create_launch_configuration(
-        LaunchConfigurationName="nodes", ImageId="ami-12c6146b", InstanceType="g5.xlarge"
-    )
-    autoscaling.create_auto_scaling_group(
-        AutoScalingGroupName=GROUP,
-        LaunchConfigurationName="nodes",
-        MinSize=0,
-        MaxSize=600,
-        DesiredCapacity=0,
-        AvailabilityZones=[f"{REGION}a"],
-        Tags=asg_tags(GROUP, {"nodescaler/enabled": "true", "nodescaler/policy": GROUP}),
+    launch_configuration(autoscaling, "nodes", "g5.xlarge")
+    create_group(
+        autoscaling,
+        GROUP,
+        region=REGION,
+        tags={"nodescaler/enabled": "true", "nodescaler/policy": GROUP},
+        max_size=600,
     )
     return {
         "STATE_TABLE_NAME": TABLE,

@@ -41,7 +41,12 @@ from nodescaler_tools.bench.aws import REGION, fake_credentials, functions_outpu
 from nodescaler_tools.faults import Call, FaultProxy, Forwarded
 from nodescaler_tools.lambda_local import LocalContext, SqsEventSource
 from nodescaler_tools.moto_gaps import AwsRefusal
-from nodescaler_tools.provision import asg_tags, create_evaluation_queue, create_state_table
+from nodescaler_tools.provision import (
+    create_evaluation_queue,
+    create_group,
+    create_state_table,
+    launch_configuration,
+)
 from nodescaler_tools.sandbox import ROOT, START, VirtualClock, load_handler
 
 SPEEDUP = 1000  # retry time: botocore backs off and rate-limits in milliseconds, not seconds
@@ -321,18 +326,15 @@ class Pipeline:
             world("sqs"), "evaluations", max_receive_count=MAX_RECEIVE_COUNT
         )
         autoscaling = world("autoscaling")
-        autoscaling.create_launch_configuration(
-            LaunchConfigurationName="nodes", ImageId="ami-12c6146b", InstanceType="m5.large"
-        )
+        launch_configuration(autoscaling, "nodes", "m5.large")
         for group in groups:
-            autoscaling.create_auto_scaling_group(
-                AutoScalingGroupName=group,
-                LaunchConfigurationName="nodes",
-                MinSize=MIN_SIZE,
-                MaxSize=MAX_SIZE,
-                DesiredCapacity=MIN_SIZE,
-                AvailabilityZones=[f"{REGION}a"],
-                Tags=asg_tags(group, {"nodescaler/enabled": "true", "nodescaler/policy": group}),
+            create_group(
+                autoscaling,
+                group,
+                region=REGION,
+                tags={"nodescaler/enabled": "true", "nodescaler/policy": group},
+                min_size=MIN_SIZE,
+                max_size=MAX_SIZE,
             )
         environment = {
             "STATE_TABLE_NAME": TABLE,

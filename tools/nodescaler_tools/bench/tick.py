@@ -26,7 +26,12 @@ from nodescaler_tools.bench.aws import (
     moto_server,
 )
 from nodescaler_tools.lambda_local import LocalContext
-from nodescaler_tools.provision import asg_tags, create_evaluation_queue, create_state_table
+from nodescaler_tools.provision import (
+    create_evaluation_queue,
+    create_group,
+    create_state_table,
+    launch_configuration,
+)
 from nodescaler_tools.sandbox import ROOT, load_handler
 
 TICKS = 3
@@ -35,22 +40,12 @@ TABLE = "nodescaler-state"
 
 def _groups(autoscaling: Any, count: int) -> None:
     """`count` opted-in groups, each with one of the shipped policies."""
-    autoscaling.create_launch_configuration(
-        LaunchConfigurationName="nodes", ImageId="ami-12c6146b", InstanceType="m5.large"
-    )
+    launch_configuration(autoscaling, "nodes", "m5.large")
     policies = ("gpu-training", "business-hours", "microservices")
     for index in range(count):
         name = f"ng-{index:04d}"
         tags = {"nodescaler/enabled": "true", "nodescaler/policy": policies[index % 3]}
-        autoscaling.create_auto_scaling_group(
-            AutoScalingGroupName=name,
-            LaunchConfigurationName="nodes",
-            MinSize=0,
-            MaxSize=100,
-            DesiredCapacity=0,
-            AvailabilityZones=[f"{REGION}a"],
-            Tags=asg_tags(name, tags),
-        )
+        create_group(autoscaling, name, region=REGION, tags=tags)
 
 
 def run(groups: int = 1000, ticks: int = TICKS) -> dict[str, float]:

@@ -26,8 +26,15 @@ from nodescaler.ports import Clock
 if TYPE_CHECKING:
     from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
     from nodescaler.adapters.aws.state import DynamoStateStore
+    from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection
     from nodescaler.adapters.k8s.metrics import KubernetesMetrics
-    from nodescaler.config import CommonSettings, DispatchSettings, EvaluateSettings, ExpanderSpec
+    from nodescaler.config import (
+        CommonSettings,
+        DispatchSettings,
+        DrainSettings,
+        EvaluateSettings,
+        ExpanderSpec,
+    )
     from nodescaler.dispatch import Dispatcher
     from nodescaler.domain.expanders import Expander
     from nodescaler.domain.policy import NodeGroupPolicy
@@ -194,16 +201,11 @@ def kubernetes_metrics(
     if not uses_kubernetes(policies):
         return None
     from nodescaler.adapters.k8s.cluster import KubernetesCluster
-    from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection
     from nodescaler.adapters.k8s.metrics import KubernetesMetrics
     from nodescaler.adapters.k8s.pending import PendingPodsPlanner
 
-    connection: EksConnection | KubeconfigConnection
-    if settings.kubeconfig_path is not None:
-        connection = KubeconfigConnection(settings.kubeconfig_path)
-    elif settings.cluster_name:
-        connection = EksConnection(clients.eks, clients.sts, settings.cluster_name, clock)
-    else:
+    connection = kubernetes_connection(settings, clients, clock)
+    if connection is None:
         return None  # its metrics read as unavailable: scale-in held (synth refuses this setup)
     planner = PendingPodsPlanner(
         groups,
@@ -215,6 +217,20 @@ def kubernetes_metrics(
     )
     cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
     return KubernetesMetrics(cluster, pending=planner)
+
+
+def kubernetes_connection(
+    settings: EvaluateSettings | DrainSettings, clients: AwsClients, clock: Clock
+) -> EksConnection | KubeconfigConnection | None:
+    """The cluster's API: a kubeconfig (the sandbox, tests), else the EKS cluster
+    CLUSTER_NAME; None when neither is set."""
+    from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection
+
+    if settings.kubeconfig_path is not None:
+        return KubeconfigConnection(settings.kubeconfig_path)
+    if settings.cluster_name:
+        return EksConnection(clients.eks, clients.sts, settings.cluster_name, clock)
+    return None
 
 
 def expander_chain(specs: Sequence[ExpanderSpec], clients: AwsClients) -> list[Expander]:
@@ -269,19 +285,14 @@ def drainer(
     import time
 
     from nodescaler.adapters.aws.lifecycle import AsgInstanceGroups, AsgLifecycleActions
-    from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection
     from nodescaler.adapters.k8s.drain import KubernetesDrain
     from nodescaler.config import SettingsError
     from nodescaler.drain import Drainer, LifecycleResult, Replacements
 
     clients = clients or AwsClients()
     clock = clock or SystemClock()
-    connection: EksConnection | KubeconfigConnection
-    if settings.kubeconfig_path is not None:
-        connection = KubeconfigConnection(settings.kubeconfig_path)
-    elif settings.cluster_name:
-        connection = EksConnection(clients.eks, clients.sts, settings.cluster_name, clock)
-    else:
+    connection = kubernetes_connection(settings, clients, clock)
+    if connection is None:
         raise SettingsError(
             "DrainSettings: setting CLUSTER_NAME is not set, nor KUBECONFIG_PATH: "
             "the drain needs the cluster whose nodes it drains"

@@ -83,6 +83,45 @@ def pages(
             return
 
 
+class CoreApi:
+    """Kubernetes' core API over a connection, as both readers of the cluster call it:
+    every answer raw, within a timeout, with credentials renewed once on a 401."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        page_size: int = PAGE_SIZE,
+        timeout_seconds: float = TIMEOUT_SECONDS,
+    ) -> None:
+        self.connection = connection
+        self.page_size = page_size
+        self._timeout = (timeout_seconds, timeout_seconds)  # a float alone would be ignored
+
+    def request(self, call: Callable[..., Any], *args: Any, **query: Any) -> bytes:
+        """The raw answer; an ApiException for any status but 401, which renews once;
+        KubernetesUnavailableError when the server can't be reached or answer in time."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        for attempt in (1, 2):
+            try:
+                core = client.CoreV1Api(self.connection.api())
+                response = call(
+                    core, *args, **query, _preload_content=False, _request_timeout=self._timeout
+                )
+                return bytes(response.data)
+            except ApiException as error:
+                if error.status == 401 and attempt == 1:  # the token expired: renew, once
+                    self.connection.renew()
+                    continue
+                raise
+            except (OSError, HTTPError) as error:  # refused, reset, DNS, TLS, retries spent
+                raise KubernetesUnavailableError(f"Kubernetes API unreachable: {error}") from None
+        raise AssertionError("unreachable")
+
+
 class KubernetesCluster:
     def __init__(
         self,
@@ -91,40 +130,22 @@ class KubernetesCluster:
         page_size: int = PAGE_SIZE,
         timeout_seconds: float = TIMEOUT_SECONDS,
     ) -> None:
-        self._connection = connection
-        self._page_size = page_size
-        self._timeout = (timeout_seconds, timeout_seconds)  # a float alone would be ignored
+        self._api = CoreApi(connection, page_size=page_size, timeout_seconds=timeout_seconds)
 
     def _pages(
         self, list_call: Callable[..., Any], page_type: type[Page], **query: Any
     ) -> Iterator[Page]:
-        return pages(partial(self._call, list_call), page_type, self._page_size, **query)
+        return pages(partial(self._call, list_call), page_type, self._api.page_size, **query)
 
     def _call(self, list_call: Callable[..., Any], **query: Any) -> bytes:
         from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
 
-        for attempt in (1, 2):
-            try:
-                response = list_call(
-                    self._core(), **query, _preload_content=False, _request_timeout=self._timeout
-                )
-                return bytes(response.data)
-            except ApiException as error:
-                if error.status == 401 and attempt == 1:  # the token expired: renew, once
-                    self._connection.renew()
-                    continue
-                raise KubernetesUnavailableError(
-                    f"Kubernetes API: {error.status} {error.reason}"
-                ) from None
-            except (OSError, HTTPError) as error:  # refused, reset, DNS, TLS, retries spent
-                raise KubernetesUnavailableError(f"Kubernetes API unreachable: {error}") from None
-        raise AssertionError("unreachable")
-
-    def _core(self) -> Any:
-        from kubernetes import client
-
-        return client.CoreV1Api(self._connection.api())
+        try:
+            return self._api.request(list_call, **query)
+        except ApiException as error:
+            raise KubernetesUnavailableError(
+                f"Kubernetes API: {error.status} {error.reason}"
+            ) from None
 
     def nodes(self, label_selector: str | None = None) -> list[Node]:
         from kubernetes import client

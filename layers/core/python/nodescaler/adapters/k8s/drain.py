@@ -21,6 +21,7 @@ from nodescaler.adapters.k8s.cluster import (
     PAGE_SIZE,
     TIMEOUT_SECONDS,
     Connection,
+    CoreApi,
     KubernetesUnavailableError,
     ListPage,
     pages,
@@ -112,11 +113,9 @@ class KubernetesDrain:
         page_size: int = PAGE_SIZE,
         timeout_seconds: float = TIMEOUT_SECONDS,
     ) -> None:
-        self._connection = connection
-        self._page_size = page_size
-        # A hung API server is given up on, so the drain still completes its lifecycle
-        # action instead of being cut off at Lambda's limit (a float alone is ignored).
-        self._timeout = (timeout_seconds, timeout_seconds)
+        # Within the timeout: a hung API server is given up on, so the drain still
+        # completes its lifecycle action instead of being cut off at Lambda's limit.
+        self._api = CoreApi(connection, page_size=page_size, timeout_seconds=timeout_seconds)
 
     def find_node(self, instance_id: str) -> str | None:
         from kubernetes import client
@@ -158,7 +157,7 @@ class KubernetesDrain:
             "deleteOptions": {"gracePeriodSeconds": grace_seconds},
         }
         try:
-            self._request(
+            self._api.request(
                 client.CoreV1Api.create_namespaced_pod_eviction, pod.name, pod.namespace, body
             )
         except ApiException as error:
@@ -172,38 +171,16 @@ class KubernetesDrain:
     def _pages(
         self, list_call: Callable[..., Any], page_type: type[Page], **query: Any
     ) -> Iterator[Page]:
-        return pages(partial(self._checked, list_call), page_type, self._page_size, **query)
+        return pages(partial(self._checked, list_call), page_type, self._api.page_size, **query)
 
     def _checked(self, call: Callable[..., Any], *args: Any, **query: Any) -> bytes:
         """A call whose every refusal is an error."""
         from kubernetes.client.exceptions import ApiException
 
         try:
-            return self._request(call, *args, **query)
+            return self._api.request(call, *args, **query)
         except ApiException as error:
             raise _unavailable(error) from None
-
-    def _request(self, call: Callable[..., Any], *args: Any, **query: Any) -> bytes:
-        """The raw answer; an ApiException for any status but 401, which renews once."""
-        from kubernetes import client
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
-
-        for attempt in (1, 2):
-            try:
-                core = client.CoreV1Api(self._connection.api())
-                response = call(
-                    core, *args, **query, _preload_content=False, _request_timeout=self._timeout
-                )
-                return bytes(response.data)
-            except ApiException as error:
-                if error.status == 401 and attempt == 1:  # the token expired: renew, once
-                    self._connection.renew()
-                    continue
-                raise
-            except (OSError, HTTPError) as error:  # refused, reset, DNS, TLS, retries spent
-                raise KubernetesUnavailableError(f"Kubernetes API unreachable: {error}") from None
-        raise AssertionError("unreachable")
 
 
 def _unavailable(error: Any) -> KubernetesUnavailableError:
