@@ -20,8 +20,12 @@ deployments:
 """
 
 
+BATCH = Path(__file__).parents[2] / "scenarios" / "policies" / "batch.yaml"
+
+
 def write(tmp_path: Path, text: str) -> Path:
     (tmp_path / "policies").mkdir(exist_ok=True)
+    (tmp_path / "policies" / "batch.yaml").write_text(BATCH.read_text())
     path = tmp_path / "scenario.yaml"
     path.write_text(text.format(policies=tmp_path / "policies"))
     return path
@@ -84,3 +88,20 @@ def test_a_missing_policies_folder_or_file_is_named(tmp_path: Path) -> None:
     (tmp_path / "list.yaml").write_text("- a\n- b\n")
     with pytest.raises(ScenarioError, match="a scenario is a mapping"):
         load_scenario(tmp_path / "list.yaml")
+
+
+def test_a_group_naming_a_policy_the_folder_lacks_is_named(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD.replace("policy: batch", "policy: bacth"))
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value).startswith(f"{path}: groups.0.policy: no policy 'bacth' in ")
+    assert str(caught.value).endswith("(it has: batch)")
+
+
+def test_a_broken_policy_in_the_scenarios_folder_is_named(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    (tmp_path / "policies" / "broken.yaml").write_text("kind: NodeGroupPolicy\n")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value).startswith(f"{path}: policies: ")
+    assert "broken.yaml" in str(caught.value)

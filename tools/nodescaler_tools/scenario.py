@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
+from nodescaler.domain.documents import PolicyError
+from nodescaler.policy_files import load_policies
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
@@ -183,3 +185,14 @@ def _check_references(scenario: Scenario) -> None:
             )
     if not scenario.policies_path.is_dir():
         raise ScenarioError(f"{where}: policies: no folder {scenario.policies_path}")
+    try:
+        policies = load_policies(scenario.policies_path)
+    except PolicyError as error:
+        raise ScenarioError(f"{where}: policies: {error.problems[0]}") from None
+    for index, group in enumerate(scenario.groups):
+        if group.policy not in policies:
+            known = ", ".join(sorted(policies)) or "none"
+            raise ScenarioError(
+                f"{where}: groups.{index}.policy: no policy {group.policy!r} in "
+                f"{scenario.policies_path} (it has: {known})"
+            )
