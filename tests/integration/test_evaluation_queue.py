@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from nodescaler.adapters.aws.evaluation_queue import SqsEvaluationQueue, message_group_id
 from nodescaler.messages import EvaluationRequest
 from nodescaler.ports import QueueSendError
@@ -84,5 +85,48 @@ def test_entries_sqs_refuses_are_named_by_group_in_one_error() -> None:
         SqsEvaluationQueue(HalfFailing(), "https://queue").send(requests(*names))
     assert str(caught.value) == (
         "6 of 12 evaluations not queued: "
-        + ", ".join(f"ng-{i:02} (InternalError: try again)" for i in (1, 3, 5, 7, 9, 11))
+        + ", ".join(f"ng-{i:02}" for i in (1, 3, 5, 7, 9, 11))
+        + " (InternalError: try again)"
     )
+
+
+def test_a_batch_refused_whole_leaves_only_its_groups_unqueued() -> None:
+    url = make_evaluation_queue()
+    sqs = client("sqs")
+    refused = {"ng-10", "ng-11"}  # the second of three batches
+
+    def throttle_the_second_batch(params: dict[str, Any], **_: Any) -> None:
+        bodies = {json.loads(e["MessageBody"])["node_group"] for e in params["Entries"]}
+        if bodies & refused:
+            raise ClientError(
+                {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}},
+                "SendMessageBatch",
+            )
+
+    sqs.meta.events.register(
+        "provide-client-params.sqs.SendMessageBatch", throttle_the_second_batch
+    )
+    names = [f"ng-{i:02}" for i in range(25)]
+    with pytest.raises(QueueSendError) as caught:
+        SqsEvaluationQueue(sqs, url).send(requests(*names))
+    second = ", ".join(names[10:20])
+    assert str(caught.value) == (
+        f"10 of 25 evaluations not queued: {second} (An error occurred (ThrottlingException) "
+        "when calling the SendMessageBatch operation: Rate exceeded)"
+    )
+    queued = {m["node_group"] for batch in range(2) for m in received(url)}
+    assert queued == set(names[:10] + names[20:])
+
+
+def test_nothing_to_queue_sends_nothing() -> None:
+    SqsEvaluationQueue(object(), "https://queue").send([])  # no SQS call to make
+
+
+def test_many_batches_are_all_queued() -> None:
+    url = make_evaluation_queue()
+    names = [f"ng-{i:03}" for i in range(95)]
+    SqsEvaluationQueue(client("sqs"), url).send(requests(*names))
+    attributes = client("sqs").get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessages"] == "95"
