@@ -188,6 +188,7 @@ class Nodescaler(Construct):
             environment=EvaluateSettings.model_construct(
                 dry_run=settings.dry_run,
                 audit_ttl_days=settings.audit_ttl_days,
+                kubernetes_timeout_seconds=settings.kubernetes_timeout_seconds,
                 expanders=settings.expanders,
                 cluster_max_nodes=settings.cluster_limits.max_nodes,
                 cluster_max_vcpus=settings.cluster_limits.max_vcpus,

@@ -9,6 +9,7 @@ from nodescaler.config import (
     DEFAULT_EXPANDERS,
     CapacitySettings,
     DrainSettings,
+    EvaluateSettings,
     ExpanderSpec,
     Seconds,
 )
@@ -133,6 +134,10 @@ class DeploySettings(_Context):
     # Receives of an evaluation request before it is dead-lettered.
     max_receive_count: Annotated[int, Field(ge=1, le=10)] = 3
     audit_ttl_days: Annotated[int, Field(ge=1, le=3650)] = 30
+    # How long the Kubernetes API server may take to answer before its metrics count as missing.
+    kubernetes_timeout_seconds: Annotated[float, Field(gt=0, le=20)] = _default(
+        EvaluateSettings, "kubernetes_timeout_seconds"
+    )
     alarms: AlarmSettings = AlarmSettings()
     # Which group grows when pending pods fit several (see README, "Expanders").
     expanders: Annotated[list[ExpanderSpec], Field(min_length=1)] = DEFAULT_EXPANDERS

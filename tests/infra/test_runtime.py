@@ -351,11 +351,12 @@ def test_each_function_gets_its_environment_from_its_settings_model(template: Te
             variables["BACKOFF_RESET_SECONDS"],
             variables["MAX_PROVISION_SECONDS"],
         ) == ("300", "1800", "10800", "900")
-    assert (evaluate["DRY_RUN"], evaluate["AUDIT_TTL_DAYS"], evaluate["TAG_POLICY"]) == (
-        "false",
-        "30",
-        "nodescaler/policy",
-    )
+    assert (
+        evaluate["DRY_RUN"],
+        evaluate["AUDIT_TTL_DAYS"],
+        evaluate["TAG_POLICY"],
+        evaluate["KUBERNETES_TIMEOUT_SECONDS"],
+    ) == ("false", "30", "nodescaler/policy", "5.0")
     assert json.loads(evaluate["EXPANDERS"]) == [{"name": "least-waste"}, {"name": "random"}]
     assert not any(name.startswith("CLUSTER_MAX_") for name in evaluate)  # no limits by default
 
@@ -391,8 +392,10 @@ def test_cluster_limits_and_backoff_in_the_context_reach_the_functions() -> None
     template = synth(
         clusterLimits={"maxNodes": 500, "maxVcpus": 4000, "maxMemoryGib": 16000},
         backoff={"initialSeconds": 60, "maxSeconds": 600},
+        kubernetesTimeoutSeconds=2.5,
     )
     evaluate = environment(template, "evaluate")
+    assert evaluate["KUBERNETES_TIMEOUT_SECONDS"] == "2.5"
     assert (
         evaluate["CLUSTER_MAX_NODES"],
         evaluate["CLUSTER_MAX_VCPUS"],
