@@ -160,3 +160,16 @@ def test_given_two_functions_then_each_import_is_timed_against_boto3s(tmp_path: 
         "cold_import_ms_light",
     }
     assert all(value > 0 for value in figures.values())
+
+
+def test_each_target_the_issue_names_is_checked_and_a_miss_shows() -> None:
+    from nodescaler_tools.bench.__main__ import TARGETS, _verdict
+
+    assert {"evaluate_own_ms_p99", "tick_1000_groups_s", "k8s_vs_client_models_speedup"} <= set(
+        TARGETS
+    )
+    assert _verdict(64.7, TARGETS["k8s_vs_client_models_speedup"]) == "  ✓ target ≥ 10"
+    assert _verdict(9.9, TARGETS["k8s_vs_client_models_speedup"]) == "  ✗ target ≥ 10"
+    assert _verdict(512, TARGETS["k8s_150k_pods_peak_mb"]) == "  ✗ target < 512"
+    assert _verdict("n/a", TARGETS["tick_1000_groups_s"]) == "  ✗ target < 5"
+    assert _verdict(1.0, None) == ""

@@ -24,11 +24,14 @@ HOLDS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
     "≤": operator.le,
     "=": operator.eq,
+    "≥": operator.ge,
 }
 TARGETS: dict[str, Target] = {
     "evaluate_own_ms_p99": ("<", 25),
     "tick_1000_groups_s": ("<", 5),
     "tick_1000_groups_describe_calls": ("≤", 10),
+    "k8s_150k_pods_peak_mb": ("<", 512),
+    "k8s_vs_client_models_speedup": ("≥", 10),
     "faults_lost": ("=", 0),
     "faults_double_actuations": ("=", 0),
     "faults_unrecorded_actuations": ("=", 0),
