@@ -4,6 +4,7 @@ The fixtures are re-exported by those folders' conftest files."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -37,6 +38,7 @@ class CallCounter:
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()  # the dispatcher sends its batches from several threads
 
     def watch(self, client: Any) -> Any:
         client.meta.events.register(
@@ -45,7 +47,8 @@ class CallCounter:
         return client
 
     def _count(self, model: Any, **_: Any) -> None:
-        self.calls[model.name] += 1
+        with self._lock:
+            self.calls[model.name] += 1
 
 
 @pytest.fixture

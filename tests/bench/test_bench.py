@@ -33,7 +33,7 @@ def test_given_more_groups_than_a_page_then_a_tick_describes_them_page_by_page()
     assert figures["tick_120_groups_s"] > figures["tick_120_groups_own_s"] > 0
     on_the_wire = figures["tick_120_groups_aws_wait_s"]
     assert figures["tick_120_groups_describe_wait_s"] < on_the_wire < figures["tick_120_groups_s"]
-    assert on_the_wire <= (  # the batches overlap
+    assert on_the_wire < (  # the batches overlap
         figures["tick_120_groups_describe_wait_s"] + figures["tick_120_groups_send_wait_s"]
     )
 
@@ -162,7 +162,7 @@ def test_given_two_functions_then_each_import_is_timed_against_boto3s(tmp_path: 
     assert all(value > 0 for value in figures.values())
 
 
-def test_each_target_the_issue_names_is_checked_and_a_miss_shows() -> None:
+def test_the_targets_are_checked_and_a_miss_shows() -> None:
     from nodescaler_tools.bench.__main__ import TARGETS, _verdict
 
     assert {"evaluate_own_ms_p99", "tick_1000_groups_s", "k8s_vs_client_models_speedup"} <= set(

@@ -114,8 +114,21 @@ def test_a_batch_refused_whole_leaves_only_its_groups_unqueued() -> None:
         f"10 of 25 evaluations not queued: {second} (An error occurred (ThrottlingException) "
         "when calling the SendMessageBatch operation: Rate exceeded)"
     )
-    queued = {m["node_group"] for batch in range(2) for m in received(url)}
+    queued = {m["node_group"] for m in received(url) + received(url)}  # 10 at most a receive
     assert queued == set(names[:10] + names[20:])
+
+
+class Garbled:
+    """SendMessageBatch answering with what no SQS sends: an unexpected error, not a refusal."""
+
+    def send_message_batch(self, **_: Any) -> dict[str, object]:
+        return {"Failed": [{"Code": "InternalError"}]}  # no Id
+
+
+def test_an_unexpected_error_in_a_batch_still_names_its_groups() -> None:
+    with pytest.raises(QueueSendError) as caught:
+        SqsEvaluationQueue(Garbled(), "https://queue").send(requests("gpu", "web"))
+    assert str(caught.value) == "2 of 2 evaluations not queued: gpu, web (KeyError('Id'))"
 
 
 def test_nothing_to_queue_sends_nothing() -> None:

@@ -124,6 +124,7 @@ class AwsStopwatch:
             events.register("response-received.*.*", self._answered, unique_id=f"{key}-end")
 
     def reset(self) -> None:
+        """Between measurements, with no call on the wire."""
         with self._lock:
             self.calls.clear()
             self.waiting.clear()

@@ -72,9 +72,12 @@ class SqsEvaluationQueue:
         ]
         try:
             response = self._sqs.send_message_batch(QueueUrl=self._url, Entries=entries)
-        except (BotoCoreError, ClientError) as error:  # botocore's retries are spent
-            return [(request.node_group, str(error)) for request in batch]
-        return [
-            (batch[int(f["Id"])].node_group, f"{f.get('Code', '?')}: {f.get('Message', '')}")
-            for f in response.get("Failed", [])
-        ]
+            return [
+                (batch[int(f["Id"])].node_group, f"{f.get('Code', '?')}: {f.get('Message', '')}")
+                for f in response.get("Failed", [])
+            ]
+        # botocore's retries spent, or anything else: the other batches still go, and the
+        # error names this batch's groups with it rather than leaving them unsaid
+        except Exception as error:
+            why = str(error) if isinstance(error, BotoCoreError | ClientError) else repr(error)
+            return [(request.node_group, why) for request in batch]
