@@ -83,9 +83,14 @@ def pages(
             return
 
 
+def _refused_by_reason(error: Any) -> KubernetesUnavailableError:
+    return KubernetesUnavailableError(f"Kubernetes API: {error.status} {error.reason}")
+
+
 class CoreApi:
     """Kubernetes' core API over a connection, as both readers of the cluster call it:
-    every answer raw, within a timeout, with credentials renewed once on a 401."""
+    every answer raw, within a timeout, with credentials renewed once on a 401; `refused`
+    words the error for a call that had to succeed."""
 
     def __init__(
         self,
@@ -93,10 +98,26 @@ class CoreApi:
         *,
         page_size: int = PAGE_SIZE,
         timeout_seconds: float = TIMEOUT_SECONDS,
+        refused: Callable[[Any], KubernetesUnavailableError] = _refused_by_reason,
     ) -> None:
         self.connection = connection
         self.page_size = page_size
         self._timeout = (timeout_seconds, timeout_seconds)  # a float alone would be ignored
+        self._refused = refused
+
+    def listed(
+        self, list_call: Callable[..., Any], page_type: type[Page], **query: Any
+    ) -> Iterator[Page]:
+        return pages(partial(self.answer, list_call), page_type, self.page_size, **query)
+
+    def answer(self, call: Callable[..., Any], *args: Any, **query: Any) -> bytes:
+        """The raw answer to a call that must succeed: any refusal is unavailability."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return self.request(call, *args, **query)
+        except ApiException as error:
+            raise self._refused(error) from None
 
     def request(self, call: Callable[..., Any], *args: Any, **query: Any) -> bytes:
         """The raw answer; an ApiException for any status but 401, which renews once;
@@ -132,28 +153,13 @@ class KubernetesCluster:
     ) -> None:
         self._api = CoreApi(connection, page_size=page_size, timeout_seconds=timeout_seconds)
 
-    def _pages(
-        self, list_call: Callable[..., Any], page_type: type[Page], **query: Any
-    ) -> Iterator[Page]:
-        return pages(partial(self._call, list_call), page_type, self._api.page_size, **query)
-
-    def _call(self, list_call: Callable[..., Any], **query: Any) -> bytes:
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            return self._api.request(list_call, **query)
-        except ApiException as error:
-            raise KubernetesUnavailableError(
-                f"Kubernetes API: {error.status} {error.reason}"
-            ) from None
-
     def nodes(self, label_selector: str | None = None) -> list[Node]:
         from kubernetes import client
 
         query = {"label_selector": label_selector} if label_selector else {}
         return [
             node_from_wire(item)
-            for page in self._pages(client.CoreV1Api.list_node, NodeList, **query)
+            for page in self._api.listed(client.CoreV1Api.list_node, NodeList, **query)
             for item in page.items
         ]
 
@@ -162,7 +168,7 @@ class KubernetesCluster:
 
         return [
             pod_from_wire(item)
-            for page in self._pages(
+            for page in self._api.listed(
                 client.CoreV1Api.list_pod_for_all_namespaces, PodList, field_selector=field_selector
             )
             for item in page.items

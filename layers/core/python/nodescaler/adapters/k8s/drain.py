@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
-from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
@@ -23,8 +21,6 @@ from nodescaler.adapters.k8s.cluster import (
     Connection,
     CoreApi,
     KubernetesUnavailableError,
-    ListPage,
-    pages,
 )
 from nodescaler.adapters.k8s.objects import MIRROR_ANNOTATION
 from nodescaler.adapters.k8s.wire import ListMeta, NodeList, OwnerReference
@@ -60,9 +56,6 @@ class _Pod(msgspec.Struct, frozen=True, gc=False):
 class _PodList(msgspec.Struct, frozen=True, gc=False):
     metadata: ListMeta = ListMeta()
     items: list[_Pod] = []
-
-
-Page = TypeVar("Page", bound=ListPage)
 
 
 def _drain_pod(wire: _Pod) -> DrainPod:
@@ -115,13 +108,15 @@ class KubernetesDrain:
     ) -> None:
         # Within the timeout: a hung API server is given up on, so the drain still
         # completes its lifecycle action instead of being cut off at Lambda's limit.
-        self._api = CoreApi(connection, page_size=page_size, timeout_seconds=timeout_seconds)
+        self._api = CoreApi(
+            connection, page_size=page_size, timeout_seconds=timeout_seconds, refused=_unavailable
+        )
 
     def find_node(self, instance_id: str) -> str | None:
         from kubernetes import client
 
         suffix = f"/{instance_id}"
-        for page in self._pages(client.CoreV1Api.list_node, NodeList):
+        for page in self._api.listed(client.CoreV1Api.list_node, NodeList):
             for node in page.items:
                 if node.spec.providerID.endswith(suffix):
                     return node.metadata.name
@@ -131,14 +126,14 @@ class KubernetesDrain:
         from kubernetes import client
 
         # A dict body goes as a strategic merge patch, as `kubectl cordon` sends it.
-        self._checked(client.CoreV1Api.patch_node, node, {"spec": {"unschedulable": True}})
+        self._api.answer(client.CoreV1Api.patch_node, node, {"spec": {"unschedulable": True}})
 
     def pods_on(self, node: str) -> list[DrainPod]:
         from kubernetes import client
 
         return [
             _drain_pod(pod)
-            for page in self._pages(
+            for page in self._api.listed(
                 client.CoreV1Api.list_pod_for_all_namespaces,
                 _PodList,
                 field_selector=f"spec.nodeName={node}",
@@ -165,22 +160,6 @@ class KubernetesDrain:
                 raise _unavailable(error) from None
             return refusal(pod, error.status, str(error.reason), error.body)
         return Eviction(EvictionOutcome.EVICTED)
-
-    # --- the calls ----------------------------------------------------------------------
-
-    def _pages(
-        self, list_call: Callable[..., Any], page_type: type[Page], **query: Any
-    ) -> Iterator[Page]:
-        return pages(partial(self._checked, list_call), page_type, self._api.page_size, **query)
-
-    def _checked(self, call: Callable[..., Any], *args: Any, **query: Any) -> bytes:
-        """A call whose every refusal is an error."""
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            return self._api.request(call, *args, **query)
-        except ApiException as error:
-            raise _unavailable(error) from None
 
 
 def _unavailable(error: Any) -> KubernetesUnavailableError:
