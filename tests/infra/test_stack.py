@@ -117,6 +117,15 @@ def test_the_sample_context_is_what_the_defaults_say_with_a_cluster_named() -> N
             "cdk.json: context.nodescaler.drainGroups: listed more than once: web",
         ),
         (
+            {"kubernetesTimeoutSeconds": 30},
+            "cdk.json: context.nodescaler.kubernetesTimeoutSeconds: Input should be less than or "
+            "equal to 20",
+        ),
+        (
+            {"kubernetesTimeoutSeconds": "five"},
+            "cdk.json: context.nodescaler.kubernetesTimeoutSeconds: Input should be a valid number",
+        ),
+        (
             {"drain": {"timeoutSeconds": 900}},
             "cdk.json: context.nodescaler.drain.timeoutSeconds: Input should be less than or "
             "equal to 840",
