@@ -11,6 +11,7 @@ from nodescaler.config import (
     DrainSettings,
     EvaluateSettings,
     ExpanderSpec,
+    KubernetesTimeout,
     Seconds,
 )
 from nodescaler.domain.documents import PolicyError, problems_of
@@ -135,7 +136,7 @@ class DeploySettings(_Context):
     max_receive_count: Annotated[int, Field(ge=1, le=10)] = 3
     audit_ttl_days: Annotated[int, Field(ge=1, le=3650)] = 30
     # How long the Kubernetes API server may take to answer before its metrics count as missing.
-    kubernetes_timeout_seconds: Annotated[float, Field(gt=0, le=20)] = _default(
+    kubernetes_timeout_seconds: KubernetesTimeout = _default(
         EvaluateSettings, "kubernetes_timeout_seconds"
     )
     alarms: AlarmSettings = AlarmSettings()

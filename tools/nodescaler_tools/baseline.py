@@ -57,7 +57,6 @@ class ReactiveBaseline:
     backed_off: dict[str, datetime] = field(default_factory=dict)  # group → until
     draining: dict[str, str] = field(default_factory=dict)  # node → group
     last_scale_up: datetime | None = None
-    events: list[tuple[datetime, str, int, int, str]] = field(default_factory=list)
 
     @staticmethod
     def ordered(groups: list[str], expanders: str | None) -> list[str]:
@@ -106,7 +105,7 @@ class ReactiveBaseline:
             if wanted <= desired[group]:
                 continue
             registered = len(self.cluster.group_nodes(group))
-            self._set(group, desired[group], wanted, now, f"{len(fits)} pods unschedulable")
+            self._set(group, wanted)  # pods unschedulable
             self.asked.setdefault(group, Asked(now, registered))
             self.last_scale_up = now
             return True
@@ -121,13 +120,7 @@ class ReactiveBaseline:
                 del self.asked[group]
                 self.backed_off[group] = now + BACKOFF
                 low, _ = self.bounds[group]
-                self._set(
-                    group,
-                    desired[group],
-                    max(registered, low),
-                    now,
-                    "nodes not registered after 15 min: backed off",
-                )
+                self._set(group, max(registered, low))  # not registered in 15 min: backed off
 
     # --- scale-down ----------------------------------------------------------------------
 
@@ -137,11 +130,16 @@ class ReactiveBaseline:
         for found in self.cluster.store.objects["pods"].values():
             if found["spec"].get("nodeName") in pods_on:
                 pods_on[found["spec"]["nodeName"]].append(found)
+        free = {  # each schedulable node's room, worked out once for every candidate
+            name: _free(node, pods_on[name])
+            for name, node in nodes.items()
+            if not node["spec"].get("unschedulable")
+        }
         unneeded = {
             name
             for name, node in nodes.items()
             if _utilization(node, pods_on[name]) < UTILIZATION
-            and _fit_elsewhere(pods_on[name], name, nodes, pods_on)
+            and _fit_elsewhere(pods_on[name], name, free)
         }
         self.unneeded = {n: self.unneeded.get(n, now) for n in unneeded}
         if self.last_scale_up and now - self.last_scale_up < DELAY_AFTER_ADD:
@@ -167,7 +165,6 @@ class ReactiveBaseline:
                 self.autoscaling.terminate_instance_in_auto_scaling_group(
                     InstanceId=instance_id, ShouldDecrementDesiredCapacity=True
                 )
-                self._record(now, group, desired[group], desired[group] - 1, f"{name} unneeded")
                 desired[group] -= 1
                 del self.draining[name]
 
@@ -191,12 +188,8 @@ class ReactiveBaseline:
         # Read from moto's store: a scan's describe call would cost more than the model.
         return {name: size for name, (size, _) in group_sizes(self.cluster.region).items()}
 
-    def _set(self, group: str, current: int, wanted: int, now: datetime, why: str) -> None:
+    def _set(self, group: str, wanted: int) -> None:
         self.autoscaling.set_desired_capacity(AutoScalingGroupName=group, DesiredCapacity=wanted)
-        self._record(now, group, current, wanted, why)
-
-    def _record(self, now: datetime, group: str, current: int, wanted: int, why: str) -> None:
-        self.events.append((now, group, current, wanted, why))
 
     def _group_of(self, node: dict[str, Any]) -> str:
         instance = self.cluster.instances.get(node["spec"]["providerID"].rsplit("/", 1)[-1])
@@ -255,21 +248,19 @@ def _utilization(node: dict[str, Any], pods: list[dict[str, Any]]) -> float:
     )
 
 
-def _fit_elsewhere(
-    pods: list[dict[str, Any]],
-    name: str,
-    nodes: dict[str, dict[str, Any]],
-    pods_on: dict[str, list[dict[str, Any]]],
-) -> bool:
-    rooms = []
-    for other, node in nodes.items():
-        if other == name or node["spec"].get("unschedulable"):
-            continue
-        cpu, memory = _allocatable(node["status"]["allocatable"])
-        for found in pods_on[other]:
-            used = requests(found)
-            cpu, memory = cpu - used[0], memory - used[1]
-        rooms.append([cpu, memory])
+def _free(node: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[int, int]:
+    cpu, memory = _allocatable(node["status"]["allocatable"])
+    for found in pods:
+        used = requests(found)
+        cpu, memory = cpu - used[0], memory - used[1]
+    return cpu, memory
+
+
+def _fit_elsewhere(pods: list[dict[str, Any]], name: str, free: dict[str, tuple[int, int]]) -> bool:
+    """Whether `pods` fit, first-fit, in the room the other schedulable nodes have."""
+    if not pods:
+        return True
+    rooms = [[cpu, memory] for other, (cpu, memory) in free.items() if other != name]
     for found in pods:
         cpu, memory = requests(found)
         room = next((r for r in rooms if r[0] >= cpu and r[1] >= memory), None)

@@ -177,9 +177,9 @@ class SimulatedCluster:
             return left
 
     def _maybe_ready(self, pod: dict[str, Any], now: datetime) -> None:
-        if is_ready(pod):
-            return
         annotations = pod["metadata"].get("annotations", {})
+        if READY_AT in annotations or is_ready(pod):  # the annotation: no condition to read
+            return
         bound_at = datetime.fromisoformat(annotations[BOUND_AT])
         if now - bound_at >= timedelta(seconds=float(annotations.get(READY_AFTER, 0))):
             pod["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
@@ -394,7 +394,6 @@ class QueueWork:
     task_minutes: float
     workers: Deployment
     max_workers: int
-    url: str = ""
 
     @property
     def task_time(self) -> timedelta:
@@ -406,9 +405,7 @@ class QueueWork:
         with store.lock:
             for found in self.workers.pods(store):
                 ready_at = found["metadata"].get("annotations", {}).get(READY_AT)
-                if ready_at and now - datetime.fromisoformat(ready_at) >= timedelta(
-                    minutes=self.task_minutes
-                ):
+                if ready_at and now - datetime.fromisoformat(ready_at) >= self.task_time:
                     store.delete(
                         "pods", (found["metadata"]["namespace"], found["metadata"]["name"])
                     )
@@ -492,7 +489,7 @@ class World:
                 self.box.hook(group.name)
         sqs = self.box.client("sqs")
         for queue in self.queues:
-            queue.url = sqs.create_queue(QueueName=queue.queue)["QueueUrl"]
+            sqs.create_queue(QueueName=queue.queue)
         for spec in self.scenario.deployments:
             if spec.disruption_budget:
                 budget = spec.disruption_budget.model_dump(by_alias=True, exclude_none=True)

@@ -59,6 +59,7 @@ class CommonSettings(_Settings):
 
 
 Seconds = Annotated[int, Field(ge=1, le=7 * 24 * 3600)]
+KubernetesTimeout = Annotated[float, Field(gt=0, le=20)]  # seconds
 
 
 class CapacitySettings(CommonSettings):
@@ -154,7 +155,7 @@ class EvaluateSettings(CapacitySettings):
     # How long the Kubernetes API server may take to accept a connection, and to answer each
     # request, before the cluster's metrics count as missing for this evaluation.
     kubernetes_timeout_seconds: Annotated[
-        float, Field(alias="KUBERNETES_TIMEOUT_SECONDS", gt=0, le=20)
+        KubernetesTimeout, Field(alias="KUBERNETES_TIMEOUT_SECONDS")
     ] = 5
     # Which group grows when pending pods fit several: a chain, first to last (JSON).
     expanders: Annotated[Json[list[ExpanderSpec]], Field(alias="EXPANDERS", min_length=1)] = (
