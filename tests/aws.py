@@ -4,6 +4,7 @@ The fixtures are re-exported by those folders' conftest files."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
 from collections import Counter
@@ -20,17 +21,28 @@ from nodescaler_tools.provision import create_evaluation_queue, create_state_tab
 REGION = "eu-west-1"
 
 
+@contextlib.contextmanager
+def moto() -> Iterator[None]:
+    """moto in this process, with credentials it accepts; the shared clients made afresh."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": REGION,
+        }.items():
+            patch.setenv(name, value)
+        _clients.clear()
+        with mock_aws():
+            try:
+                yield
+            finally:
+                _clients.clear()
+
+
 @pytest.fixture(autouse=True)
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-    }.items():
-        monkeypatch.setenv(name, value)
-    with mock_aws():
+def aws() -> Iterator[None]:
+    with moto():
         yield
-    _clients.clear()
 
 
 class CallCounter:

@@ -12,18 +12,15 @@ One run is shared by the tests below; its figures are printed (`-s` not needed).
 
 from __future__ import annotations
 
-import contextlib
 import random
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from moto import mock_aws
 from nodescaler.domain.decision import MetricStatus
 from nodescaler_tools.kube.apiserver import Fault, KubeApiServer
 
@@ -205,29 +202,11 @@ class Run:
             report.released_when_healthy += self.size[MIXED] == wanted
 
 
-@contextlib.contextmanager
-def moto_in_process() -> Iterator[None]:
-    """tests/aws.py's `aws` fixture, for the whole module."""
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": aws.REGION,
-        }.items():
-            patch.setenv(name, value)
-        aws._clients.clear()
-        with mock_aws():
-            try:
-                yield
-            finally:
-                aws._clients.clear()
-
-
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
     started = time.perf_counter()
     rng = random.Random(SEED)
-    with moto_in_process(), KubeApiServer() as server:
+    with aws.moto(), KubeApiServer() as server:
         server.slow_seconds = SLOW_SECONDS
         run = Run(tmp_path_factory.mktemp("kubernetes-faults"), server)
         for _ in range(TRIALS):

@@ -10,7 +10,7 @@ them has claimed a resize, and that one's call to Auto Scaling is held until the
 done (a slow SetDesiredCapacity): they all read the group while a resize is claimed and
 not yet made. In a round that resizes nothing they start once the first half is done.
 
-AWS is moto's server on loopback, one request at a time (see `OneRequestAtATime`); each
+AWS is moto's server on loopback, one request at a time (see `moto_gaps.OneRequestAtATime`); each
 evaluation is the real evaluate handler with its own evaluator, wired from settings.
 botocore hooks on the functions' clients record every SetDesiredCapacity and every state
 write DynamoDB accepted. One run is shared by the tests below; its figures are printed
@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import math
 import threading
 import time
-import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -38,14 +36,14 @@ import boto3
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from botocore.config import Config
-from moto.server import ThreadedMotoServer
 from nodescaler import wiring
 from nodescaler.config import EvaluateSettings
 from nodescaler.domain.decision import Decision
 from nodescaler.evaluation import Evaluator
 from nodescaler.state import StateConflictError
-from nodescaler_tools.bench.aws import fake_credentials, free_port, functions_output
+from nodescaler_tools.bench.aws import fake_credentials, functions_output
 from nodescaler_tools.lambda_local import LocalContext
+from nodescaler_tools.moto_gaps import moto_in_this_process
 
 from functions.evaluate import handler as evaluate
 from tests import aws
@@ -72,47 +70,17 @@ POLICY = policy_document(
 SAMPLE = json.loads((ROOT / "events" / "evaluate-batch.json").read_text())["Records"][0]
 
 
-class OneRequestAtATime:
-    """moto's server, handling one request at a time. Its backends are not safe under
-    concurrent requests: a conditional write's check and its write can interleave with
-    another's, and a DynamoDB transaction that fails restores a copy of the table taken
-    when it began, erasing writes that landed meanwhile. AWS makes each request atomic;
-    this does too. The evaluations still race: their requests interleave."""
-
-    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
-        self._app = app
-        self._lock = threading.Lock()
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
-        with self._lock:
-            return list(self._app(environ, start_response))
-
-
 @contextlib.contextmanager
 def moto_server() -> Iterator[str]:
-    """moto's server in this process on a free loopback port, from an empty store."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
-    server.start()
-    wsgi = server._server
-    assert wsgi is not None
-    wsgi.app = OneRequestAtATime(wsgi.app)
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    reset = urllib.request.Request(f"{url}/moto-api/reset", method="POST")
-    requests = logging.getLogger("werkzeug")
-    level = requests.level
-    requests.setLevel(logging.WARNING)  # a line per request, thousands of them
-    urllib.request.urlopen(reset).close()  # moto's stores are this process's: start afresh
+    """moto's server in this process, each request atomic, as AWS makes it; the evaluations
+    still race, their requests interleaving."""
     aws._clients.clear()
     try:
-        with pytest.MonkeyPatch.context() as patch:
+        with moto_in_this_process() as url, pytest.MonkeyPatch.context() as patch:
             patch.setenv("AWS_ENDPOINT_URL", url)  # tests/aws.py's clients too
             yield url
     finally:
         aws._clients.clear()
-        urllib.request.urlopen(reset).close()
-        requests.setLevel(level)
-        server.stop()
 
 
 @dataclass(frozen=True)

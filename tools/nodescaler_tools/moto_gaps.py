@@ -1,6 +1,9 @@
-"""What moto does not do that nodescaler depends on, supplied faithfully on a client.
+"""What moto does not do that nodescaler depends on, supplied faithfully.
 
-Each is a botocore `before-call` hook on a moto-backed client, answering as AWS would:
+- `moto_in_this_process`: moto's server, each request handled whole before the next, as
+  AWS makes each request atomic (moto's backends are not safe under concurrent requests).
+Each of the others is a botocore `before-call` hook on a moto-backed client, answering as
+AWS would:
 - `AwsRefusal`: SetDesiredCapacity outside the group's [min, max] is refused (moto sets it);
 - `LifecycleActionRecorder`: CompleteLifecycleAction and RecordLifecycleActionHeartbeat,
   which moto lacks, for the lifecycle actions a hook holds.
@@ -8,11 +11,65 @@ Each is a botocore `before-call` hook on a moto-backed client, answering as AWS 
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import socket
+import threading
+import urllib.request
 import uuid
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from botocore.awsrequest import AWSResponse
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class OneRequestAtATime:
+    """A WSGI app handling one request at a time. moto's backends are not safe under
+    concurrent requests: a conditional write's check and its write can interleave with
+    another's, and a DynamoDB transaction that fails restores a copy of the table taken
+    when it began, erasing writes that landed meanwhile. AWS makes each request atomic;
+    this does too. Callers still race: their requests interleave."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+        self._app = app
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        with self._lock:
+            return list(self._app(environ, start_response))
+
+
+@contextlib.contextmanager
+def moto_in_this_process() -> Iterator[str]:
+    """moto's server in this process on a free loopback port, each request atomic, from an
+    empty store (moto's stores are the process's: whatever ran before is reset); its URL."""
+    from moto.server import ThreadedMotoServer
+
+    requests = logging.getLogger("werkzeug")
+    level = requests.level
+    requests.setLevel(logging.WARNING)  # a line per request, thousands of them
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
+    server.start()
+    wsgi = server._server
+    assert wsgi is not None
+    wsgi.app = OneRequestAtATime(wsgi.app)
+    host, port = server.get_host_and_port()
+    url = f"http://{host}:{port}"
+    reset = urllib.request.Request(f"{url}/moto-api/reset", method="POST")
+    urllib.request.urlopen(reset).close()
+    try:
+        yield url
+    finally:
+        urllib.request.urlopen(reset).close()
+        requests.setLevel(level)
+        server.stop()
 
 
 class AwsRefusal:

@@ -28,9 +28,7 @@ import importlib.util
 import io
 import logging
 import os
-import socket
 import threading
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -43,7 +41,7 @@ import boto3
 from nodescaler_tools.kube import write_kubeconfig
 from nodescaler_tools.kube.apiserver import Cluster, KubeApiServer
 from nodescaler_tools.lambda_local import LocalContext, SqsEventSource
-from nodescaler_tools.moto_gaps import AwsRefusal, LifecycleActionRecorder
+from nodescaler_tools.moto_gaps import AwsRefusal, LifecycleActionRecorder, moto_in_this_process
 from nodescaler_tools.provision import (
     create_evaluation_queue,
     create_state_table,
@@ -70,12 +68,6 @@ def load_handler(function: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def event(detail_type: str, source: str, at: datetime, detail: dict[str, Any]) -> dict[str, Any]:
@@ -186,8 +178,6 @@ class Sandbox:
         self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> Sandbox:
-        from moto.server import ThreadedMotoServer
-
         for name, value in {
             "AWS_ACCESS_KEY_ID": "sandbox",
             "AWS_SECRET_ACCESS_KEY": "sandbox",
@@ -196,16 +186,7 @@ class Sandbox:
         }.items():
             self._stack.callback(_restore, name, os.environ.get(name))
             os.environ[name] = value
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server: one line a call
-        port = _free_port()
-        moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-        moto.start()
-        self._stack.callback(moto.stop)
-        self.endpoint = f"http://127.0.0.1:{port}"
-        # moto's stores live in this process: start from nothing, whatever ran before
-        urllib.request.urlopen(
-            urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST")
-        )
+        self.endpoint = self._stack.enter_context(moto_in_this_process())
         self.api_server = self._stack.enter_context(KubeApiServer(self.cluster.store))
         self._wire()
         return self

@@ -22,7 +22,6 @@ import functools
 import logging
 import math
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -33,18 +32,14 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
+from nodescaler_tools.moto_gaps import free_port
+
 REGION = "eu-west-1"
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "bench",
     "AWS_SECRET_ACCESS_KEY": "bench",
     "AWS_DEFAULT_REGION": REGION,
 }
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextlib.contextmanager
