@@ -134,15 +134,9 @@ def set_tasks(queue_name: str, count: int) -> None:
     )["Attributes"]
     waiting = int(attributes["ApproximateNumberOfMessages"])
     if count > waiting:
-        fill_queue(queue_name, count - waiting)
-    while waiting > count:
-        taken = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=min(10, waiting - count))
-        done = [
-            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
-            for i, m in enumerate(taken["Messages"])
-        ]
-        sqs.delete_message_batch(QueueUrl=url, Entries=done)
-        waiting -= len(done)
+        fill_queue(queue_name, count - waiting)  # many at once, straight into moto's store
+    else:
+        provision.set_queue_depth(sqs, url, waiting, count)
 
 
 def fail_launches(group: str) -> list[str]:

@@ -95,8 +95,7 @@ def fill_queue(sqs: Any, queue_name: str, count: int, *, region: str, body: str 
     process). The first batch goes through SendMessageBatch; the rest are copied into
     moto's store, because moto rescans the whole queue on every send (2400 messages would
     take minutes). Readers still see them only through the API."""
-    from moto.core.models import DEFAULT_ACCOUNT_ID
-    from moto.sqs.models import Message, sqs_backends
+    from moto.sqs.models import Message
 
     first = min(count, 10)
     if not first:
@@ -105,11 +104,37 @@ def fill_queue(sqs: Any, queue_name: str, count: int, *, region: str, body: str 
     sqs.send_message_batch(
         QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": body} for i in range(first)]
     )
-    store = sqs_backends[DEFAULT_ACCOUNT_ID][region].get_queue(queue_name)
+    store = moto_queue(queue_name, region=region)
     for _ in range(count - first):
         message = Message(uuid.uuid4().hex, body)
         message.mark_sent()
         store.add_message(message)
+
+
+def moto_queue(queue_name: str, *, region: str) -> Any:
+    """moto's own queue object (in process, or its server run in this process)."""
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.sqs.models import sqs_backends
+
+    return sqs_backends[DEFAULT_ACCOUNT_ID][region].get_queue(queue_name)
+
+
+def set_queue_depth(sqs: Any, url: str, depth: int, wanted: int) -> None:
+    """A standard queue holding `depth` messages made to hold `wanted`, through the API:
+    more sent, or some received and deleted (PurgeQueue is allowed once a minute)."""
+    while depth < wanted:
+        count = min(10, wanted - depth)
+        entries = [{"Id": str(i), "MessageBody": "task"} for i in range(count)]
+        sqs.send_message_batch(QueueUrl=url, Entries=entries)
+        depth += count
+    while depth > wanted:
+        taken = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=min(10, depth - wanted))
+        entries = [
+            {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+            for i, m in enumerate(taken["Messages"])
+        ]
+        sqs.delete_message_batch(QueueUrl=url, Entries=entries)
+        depth -= len(entries)
 
 
 def fail_launches(ec2: Any, group: str, *, region: str) -> list[str]:

@@ -32,6 +32,7 @@ from nodescaler_tools.provision import (
     fill_queue,
     group_sizes,
     launch_configuration,
+    moto_queue,
 )
 
 if TYPE_CHECKING:
@@ -584,10 +585,7 @@ def _shape(ec2: Any, instance_type: str) -> dict[str, str]:
 def _store(queue: str, region: str) -> Any:
     """moto's queue, read and worked directly: the workers are the simulated workload, not
     the product, and through moto's server each receive rescans the whole queue."""
-    from moto.core.models import DEFAULT_ACCOUNT_ID
-    from moto.sqs.models import sqs_backends
-
-    return sqs_backends[DEFAULT_ACCOUNT_ID][region].get_queue(queue)
+    return moto_queue(queue, region=region)
 
 
 def _messages(queue: str, region: str) -> int:

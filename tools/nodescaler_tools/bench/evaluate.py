@@ -35,6 +35,7 @@ from nodescaler_tools.provision import (
     create_group,
     create_state_table,
     launch_configuration,
+    set_queue_depth,
 )
 from nodescaler_tools.sandbox import ROOT, START, VirtualClock, load_handler
 
@@ -80,22 +81,8 @@ class TaskQueue:
         self.depth = 0
 
     def fill(self, depth: int) -> None:
-        while self.depth < depth:
-            count = min(10, depth - self.depth)
-            entries = [{"Id": str(i), "MessageBody": "task"} for i in range(count)]
-            self._sqs.send_message_batch(QueueUrl=self._url, Entries=entries)
-            self.depth += count
-        while self.depth > depth:  # workers finish tasks (a purge is allowed once a minute)
-            taken = self._sqs.receive_message(
-                QueueUrl=self._url, MaxNumberOfMessages=min(10, self.depth - depth)
-            )["Messages"]
-            self._sqs.delete_message_batch(
-                QueueUrl=self._url,
-                Entries=[
-                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(taken)
-                ],
-            )
-            self.depth -= len(taken)
+        set_queue_depth(self._sqs, self._url, self.depth, depth)
+        self.depth = depth
 
 
 def sqs_event(group: str, event_id: str, at: str) -> dict[str, Any]:

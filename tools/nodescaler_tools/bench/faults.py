@@ -46,6 +46,7 @@ from nodescaler_tools.provision import (
     create_group,
     create_state_table,
     launch_configuration,
+    set_queue_depth,
 )
 from nodescaler_tools.sandbox import ROOT, START, VirtualClock, load_handler
 
@@ -166,21 +167,8 @@ class Workload:
                 self._set(group, PER_NODE * self._rng.randint(0, MAX_SIZE + 4))
 
     def _set(self, group: str, depth: int) -> None:
-        url = self._urls[group]
-        while self.depth[group] < depth:
-            count = min(10, depth - self.depth[group])
-            entries = [{"Id": str(i), "MessageBody": "task"} for i in range(count)]
-            self._sqs.send_message_batch(QueueUrl=url, Entries=entries)
-            self.depth[group] += count
-        while self.depth[group] > depth:
-            taken = self._sqs.receive_message(
-                QueueUrl=url, MaxNumberOfMessages=min(10, self.depth[group] - depth)
-            )["Messages"]
-            entries = [
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(taken)
-            ]
-            self._sqs.delete_message_batch(QueueUrl=url, Entries=entries)
-            self.depth[group] -= len(taken)
+        set_queue_depth(self._sqs, self._urls[group], self.depth[group], depth)
+        self.depth[group] = depth
 
     def wanted(self, group: str) -> int:
         """The size the policy asks for, inside the group's bounds."""
