@@ -22,7 +22,6 @@ A model of the FAQ's behaviour (shared/reference), not Cluster Autoscaler itself
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -30,7 +29,7 @@ from typing import Any
 
 from nodescaler_tools.kube.apiserver import ApiError
 from nodescaler_tools.provision import group_sizes
-from nodescaler_tools.world import SimulatedCluster, requests
+from nodescaler_tools.world import SimulatedCluster, quantities, requests
 
 SCAN = timedelta(seconds=10)
 UNNEEDED = timedelta(minutes=10)  # --scale-down-unneeded-time
@@ -61,14 +60,12 @@ class ReactiveBaseline:
     @staticmethod
     def ordered(groups: list[str], expanders: str | None) -> list[str]:
         """The groups by the priority expander's configuration, when there is one."""
-        for expander in json.loads(expanders) if expanders else []:
-            if expander.get("name") == "priority":
-                ranked = [
-                    patterns
-                    for _, patterns in sorted(
-                        expander["priorities"].items(), key=lambda kv: -int(kv[0])
-                    )
-                ]
+        from nodescaler.config import ExpanderSpec, PriorityExpanderSpec
+        from pydantic import TypeAdapter
+
+        for spec in TypeAdapter(list[ExpanderSpec]).validate_json(expanders) if expanders else []:
+            if isinstance(spec, PriorityExpanderSpec):
+                ranked = [spec.priorities[p] for p in sorted(spec.priorities, reverse=True)]
                 return sorted(groups, key=lambda group: _rank(group, ranked))
         return groups
 
@@ -203,16 +200,12 @@ def _rank(group: str, ranked: list[list[str]]) -> int:
     return next(matching, len(ranked))
 
 
-def _allocatable(allocatable: dict[str, str]) -> tuple[int, int]:
-    return requests({"spec": {"containers": [{"resources": {"requests": allocatable}}]}})
-
-
 def _first_fit(
     pods: list[dict[str, Any]], shape: dict[str, str], nodes: int | None
 ) -> tuple[int, list[dict[str, Any]]]:
     """`pods` packed first-fit, largest first, on empty nodes of `shape`: at most `nodes`
     of them (None: as many as it takes). How many it took, and the pods left over."""
-    room = _allocatable(shape)
+    room = quantities(shape)
     used: list[list[int]] = []
     left = []
     for found in sorted(pods, key=requests, reverse=True):
@@ -240,7 +233,7 @@ def _fill(pods: list[dict[str, Any]], shape: dict[str, str], nodes: int) -> list
 
 
 def _utilization(node: dict[str, Any], pods: list[dict[str, Any]]) -> float:
-    cpu, memory = _allocatable(node["status"]["allocatable"])
+    cpu, memory = quantities(node["status"]["allocatable"])
     used = [requests(p) for p in pods]
     return max(
         sum(c for c, _ in used) / cpu if cpu else 1.0,
@@ -249,7 +242,7 @@ def _utilization(node: dict[str, Any], pods: list[dict[str, Any]]) -> float:
 
 
 def _free(node: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[int, int]:
-    cpu, memory = _allocatable(node["status"]["allocatable"])
+    cpu, memory = quantities(node["status"]["allocatable"])
     for found in pods:
         used = requests(found)
         cpu, memory = cpu - used[0], memory - used[1]

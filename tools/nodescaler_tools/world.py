@@ -228,13 +228,17 @@ def _taint(taint: dict[str, str]) -> tuple[str, str, str]:
     return taint["key"], taint.get("value", ""), taint.get("effect", "NoSchedule")
 
 
+def quantities(resources: dict[str, str]) -> tuple[int, int]:
+    """The CPU (millicores) and memory (bytes) of a resource list: requests, allocatable."""
+    return millicores(resources.get("cpu", "0")), whole_units(resources.get("memory", "0"))
+
+
 def requests(pod: dict[str, Any]) -> tuple[int, int]:
     """A pod's CPU (millicores) and memory (bytes) requests."""
     cpu = memory = 0
     for container in pod["spec"].get("containers", []):
-        asked = container.get("resources", {}).get("requests", {})
-        cpu += millicores(asked.get("cpu", "0"))
-        memory += whole_units(asked.get("memory", "0"))
+        asked = quantities(container.get("resources", {}).get("requests", {}))
+        cpu, memory = cpu + asked[0], memory + asked[1]
     return cpu, memory
 
 
@@ -255,8 +259,7 @@ class Room:
             c["type"] == "Ready" and c["status"] == "True" for c in node["status"]["conditions"]
         )
         return cls(
-            millicores(allocatable["cpu"]),
-            whole_units(allocatable["memory"]),
+            *quantities(allocatable),
             node["metadata"].get("labels", {}),
             node["spec"].get("taints") or [],
             ready and not node["spec"].get("unschedulable"),
