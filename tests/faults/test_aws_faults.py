@@ -12,6 +12,8 @@ import pytest
 from nodescaler_tools.bench import faults
 from nodescaler_tools.bench.faults import MAX_RECEIVE_COUNT, Report
 
+from tests.faults.figures import show
+
 pytestmark = pytest.mark.slow  # ~45 s: moto's server, 100 ticks
 
 TICKS = 100
@@ -25,15 +27,16 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
 
 @pytest.fixture(scope="module", autouse=True)
 def printed(report: Report, pytestconfig: pytest.Config) -> None:
-    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
-    lines = [f"  {name:<34} {value}" for name, value in report.figures().items()]
-    lines += [
-        f"  retries refused (quota dry)        {dict(report.retries.refused)}",
-        f"  backoff slept (uncompressed)       {report.retries.backoff_seconds:.0f} s",
-        f"  resizes with no acting decision    {report.unrecorded_actuations}",
-    ]
-    with capture.global_and_fixture_disabled():
-        print("\n== AWS faults: 100 ticks, 30 % of the functions' calls faulted", *lines, sep="\n")
+    show(
+        pytestconfig,
+        "AWS faults: 100 ticks, 30 % of the functions' calls faulted",
+        report.figures()
+        | {
+            "retries refused (quota dry)": dict(report.retries.refused),
+            "backoff slept (uncompressed)": f"{report.retries.backoff_seconds:.0f} s",
+            "resizes with no acting decision": report.unrecorded_actuations,
+        },
+    )
 
 
 def test_the_faults_were_injected_and_some_outlasted_botocores_retries(report: Report) -> None:
