@@ -19,6 +19,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from botocore.awsrequest import AWSResponse
@@ -132,13 +133,24 @@ class LifecycleActionRecorder:
     moto implements neither, so a botocore `before-call.autoscaling.<operation>` hook
     answers them before any request is made, as Auto Scaling does: an empty success for
     an action the hook holds (`hold`), and the real ValidationError ("No active Lifecycle
-    Action found with instance ID i-…") once it is completed, expired (`expire`) or was
-    never held. Every call is kept, accepted or not, in `calls`.
+    Action found with instance ID i-…") once it is completed, expired (`expire`, or past
+    its heartbeat timeout: `expire_overdue`) or was never held. Every call is kept,
+    accepted or not, in `calls`.
+
+    With a clock and the hook's heartbeat timeout, each held action has a deadline that an
+    accepted heartbeat moves on, as Auto Scaling's does.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], datetime] | None = None,
+        heartbeat_timeout: timedelta = timedelta(hours=1),  # Auto Scaling's default
+    ) -> None:
         self.held: dict[tuple[str, str, str], str] = {}  # (group, hook, instance) → token
         self.calls: list[LifecycleCall] = []
+        self._clock = clock
+        self._heartbeat_timeout = heartbeat_timeout
+        self._deadlines: dict[tuple[str, str, str], datetime] = {}
 
     def watch(self, autoscaling: Any) -> Any:
         for operation in LIFECYCLE_OPERATIONS:
@@ -152,10 +164,21 @@ class LifecycleActionRecorder:
     def hold(self, group: str, hook: str, instance_id: str, token: str) -> None:
         """The hook holds this instance in Terminating:Wait until the action is completed."""
         self.held[(group, hook, instance_id)] = token
+        self._keep_alive((group, hook, instance_id))
 
     def expire(self, instance_id: str) -> None:
         """The hook's heartbeat timeout passed: Auto Scaling let the instance go."""
         self.held = {k: t for k, t in self.held.items() if k[2] != instance_id}
+
+    def expire_overdue(self, now: datetime) -> None:
+        """Let go every action whose heartbeat timeout has passed by `now`."""
+        for key in [k for k, deadline in self._deadlines.items() if now >= deadline]:
+            self.held.pop(key, None)
+            del self._deadlines[key]
+
+    def _keep_alive(self, key: tuple[str, str, str]) -> None:
+        if self._clock is not None:
+            self._deadlines[key] = self._clock() + self._heartbeat_timeout
 
     def completed(self) -> list[dict[str, str]]:
         """Every CompleteLifecycleAction call made, accepted or refused."""
@@ -173,6 +196,9 @@ class LifecycleActionRecorder:
         self.calls.append(LifecycleCall(model.name, sent, accepted))
         if accepted and model.name == "CompleteLifecycleAction":
             del self.held[key]
+            self._deadlines.pop(key, None)
+        elif accepted:  # a heartbeat
+            self._keep_alive(key)
         if not accepted:
             return _refused(f"No active Lifecycle Action found with instance ID {key[2]}")
         metadata = {"RequestId": str(uuid.uuid4()), "HTTPHeaders": {}, "RetryAttempts": 0}

@@ -171,7 +171,7 @@ class Sandbox:
         self.drained: list[dict[str, Any]] = []  # the drain function's results
         self.invocations = 0  # of dispatch and evaluate: what may have changed the state
         self._hooked: set[str] = set()  # groups with the drain hook
-        self._heartbeats: dict[str, datetime] = {}  # held instance → its action's deadline
+        self._waiting: dict[str, None] = {}  # instances a lifecycle action holds, in order
         self._alarm_states: dict[str, str] = {}
         self._environment = environment or {}
         self._clients: dict[str, Any] = {}
@@ -216,7 +216,7 @@ class Sandbox:
             "KUBECONFIG_PATH": str(kubeconfig),
         } | self._environment
         clients = wiring.AwsClients(boto3.Session(region_name=REGION), endpoint_url=self.endpoint)
-        self.lifecycle = LifecycleActionRecorder()
+        self.lifecycle = LifecycleActionRecorder(self.clock.now, HOOK_HEARTBEAT_TIMEOUT)
         self.watch(clients.autoscaling)
         self.clients = clients
         self.handlers = {name: load_handler(name) for name in ("dispatch", "evaluate", "drain")}
@@ -243,9 +243,6 @@ class Sandbox:
         the baseline's): min/max enforced, lifecycle actions answered, writes counted."""
         # Counted first: the hooks that answer for AWS stop botocore's calling the rest.
         autoscaling.meta.events.register("before-call.auto-scaling", self._count_write)
-        autoscaling.meta.events.register(
-            "before-call.auto-scaling.RecordLifecycleActionHeartbeat", self._heartbeat
-        )
         AwsRefusal(self.client("autoscaling")).watch(autoscaling)
         self.lifecycle.watch(autoscaling)
         return autoscaling
@@ -257,11 +254,6 @@ class Sandbox:
         instance = self.cluster.instances.get(body.get("InstanceId", ""))
         group = body.get("AutoScalingGroupName") or (instance.group if instance else "?")
         self.writes[group] = self.writes.get(group, 0) + 1
-
-    def _heartbeat(self, params: dict[str, Any], **_: Any) -> None:
-        instance = (params.get("body") or {}).get("InstanceId", "")
-        if instance in self._heartbeats:
-            self._heartbeats[instance] = self.clock.now() + HOOK_HEARTBEAT_TIMEOUT
 
     # --- the events EventBridge would deliver ------------------------------------------
 
@@ -328,20 +320,17 @@ class Sandbox:
         for instance_id in self.cluster.sync(now, holds=self._hooked.__contains__):
             self._terminating(instance_id)
             between()
-        for instance_id in list(self._heartbeats):
-            held = any(key[2] == instance_id for key in self.lifecycle.held)
-            if held and now >= self._heartbeats[instance_id]:
-                self.lifecycle.expire(instance_id)  # the hook's timeout: Auto Scaling goes on
-                held = False
-            if not held:
-                del self._heartbeats[instance_id]
-                self.cluster.release(instance_id)
+        self.lifecycle.expire_overdue(now)  # the hook's timeout: Auto Scaling goes on
+        still_held = {instance_id for _, _, instance_id in self.lifecycle.held}
+        for instance_id in [i for i in self._waiting if i not in still_held]:  # done, timed out
+            del self._waiting[instance_id]
+            self.cluster.release(instance_id)
 
     def _terminating(self, instance_id: str) -> None:
         group = self.cluster.instances[instance_id].group
         token = str(uuid.uuid4())
         self.lifecycle.hold(group, DRAIN_HOOK, instance_id, token)
-        self._heartbeats[instance_id] = self.clock.now() + HOOK_HEARTBEAT_TIMEOUT
+        self._waiting[instance_id] = None
         detail = {
             "LifecycleActionToken": token,
             "AutoScalingGroupName": group,
