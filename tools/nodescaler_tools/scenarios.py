@@ -78,11 +78,8 @@ def run(
         BASELINE: _summarize(scenario, runs[BASELINE]),
     }
     (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    public = {
-        name: [{k: v for k, v in row.items() if not k.startswith("_")} for row in r.minutes]
-        for name, r in runs.items()
-    }
-    (folder / "timeline.json").write_text(json.dumps(public) + "\n")
+    timelines = {name: r.minutes for name, r in runs.items()}
+    (folder / "timeline.json").write_text(json.dumps(timelines) + "\n")
     _chart(scenario, runs, folder / "chart.png")
     write(_side_by_side(summary))
     write(f"   → {folder}/ (timeline.txt, summary.json, chart.png, logs)")
@@ -111,12 +108,13 @@ def _simulate(
     ):
         world = World(scenario, box, hooks=controller == NODESCALER)
         act = _controller(scenario, controller, box, world)
+        decisions = Decisions(box) if controller == NODESCALER else None
         for minute in range(scenario.minutes + 1):
             world.step(minute)
             act(minute)
             box.fail_launches(deliver=controller == NODESCALER)
             world.react()  # drains start on the instances just let go
-            result.minutes.extend(_observe(world, box, controller, minute, result.minutes))
+            result.minutes.extend(_observe(world, decisions, minute))
             if progress:
                 progress(_progress_line(scenario, controller, minute, result.minutes))
             box.advance(1, between=world.react)
@@ -156,11 +154,8 @@ def _controller(
     return lambda _: baseline.act(box.clock.now())
 
 
-def _observe(
-    world: World, box: Sandbox, controller: str, minute: int, rows: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+def _observe(world: World, decisions: Decisions | None, minute: int) -> list[dict[str, Any]]:
     """One row a group: sizes, the pods and queues it serves, and its last decision."""
-    previous = {r["group"]: r for r in rows[-len(world.scenario.groups) :]}
     desired = {name: size for name, (size, _) in group_sizes(REGION).items()}
     pending = world.pending()
     queues = world.queue_depths()
@@ -177,51 +172,40 @@ def _observe(
             "cpu_requested_pct": round(cpu, 1),
             "memory_requested_pct": round(memory, 1),
         }
-        if controller == NODESCALER:
-            row |= _decision(box, group.name, previous.get(group.name))
+        if decisions is not None:
+            row |= decisions.of(group.name)
         rows.append(row)
     return rows
 
 
-def _decision(box: Sandbox, group: str, previous: dict[str, Any] | None) -> dict[str, Any]:
-    """The group's last decision and backoff, read from the state table when something
-    may have changed them (an evaluation ran this minute), else carried over."""
-    now = box.clock.now()
-    if previous is not None and box.invocations == previous.get("_evaluations"):
-        carried = {k: v for k, v in previous.items() if k in _DECISION_FIELDS}
-        backoff_until = previous.get("_backoff_until")
-        carried["backed_off"] = bool(backoff_until and now.isoformat() < backoff_until)
-        return carried
-    state = box.state.load(group)
-    decision = state.last_decision
-    fields: dict[str, Any] = {
-        "backed_off": bool(state.backoff and state.backoff.active(now)),
-        "decided_at": decision.at.isoformat() if decision else None,
-        "_evaluations": box.invocations,
-        "_backoff_until": state.backoff.until.isoformat() if state.backoff else None,
-    }
-    if decision is None:
-        return fields
-    return fields | {
-        "current": decision.current,
-        "decided": decision.desired,
-        "metrics": {
-            m.name: {"value": m.value, "target": m.target, "status": str(m.status)}
-            for m in decision.metrics
-        },
-        "why": decision.reason,
-    }
+@dataclass
+class Decisions:
+    """Each group's last decision and backoff, read from the state table only when an
+    evaluation may have changed them (one ran since the last read)."""
 
+    box: Sandbox
+    _read: dict[str, tuple[int, dict[str, Any], datetime | None]] = field(default_factory=dict)
 
-_DECISION_FIELDS = (
-    "decided_at",
-    "_evaluations",
-    "_backoff_until",
-    "current",
-    "decided",
-    "metrics",
-    "why",
-)
+    def of(self, group: str) -> dict[str, Any]:
+        read = self._read.get(group)
+        if read is None or read[0] != self.box.invocations:
+            state = self.box.state.load(group)
+            decision = state.last_decision
+            fields: dict[str, Any] = {"decided_at": decision.at.isoformat() if decision else None}
+            if decision is not None:
+                fields |= {
+                    "current": decision.current,
+                    "decided": decision.desired,
+                    "metrics": {
+                        m.name: {"value": m.value, "target": m.target, "status": str(m.status)}
+                        for m in decision.metrics
+                    },
+                    "why": decision.reason,
+                }
+            until = state.backoff.until if state.backoff else None
+            read = self._read[group] = (self.box.invocations, fields, until)
+        _, fields, until = read
+        return {"backed_off": until is not None and self.box.clock.now() < until} | fields
 
 
 def _scale_requests(minutes: list[dict[str, Any]], start: dict[str, int]) -> list[dict[str, Any]]:
