@@ -24,7 +24,8 @@ from datetime import datetime, timedelta
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from nodescaler.domain.cluster import millicores, whole_units
+from nodescaler.domain.cluster import Taint, Toleration, millicores, whole_units
+from nodescaler.domain.scheduling import ENFORCED_EFFECTS
 
 from nodescaler_tools.kube.apiserver import Cluster, is_ready, is_terminating
 from nodescaler_tools.provision import (
@@ -224,10 +225,6 @@ class _Spread:
         return chosen
 
 
-def _taint(taint: dict[str, str]) -> tuple[str, str, str]:
-    return taint["key"], taint.get("value", ""), taint.get("effect", "NoSchedule")
-
-
 def quantities(resources: dict[str, str]) -> tuple[int, int]:
     """The CPU (millicores) and memory (bytes) of a resource list: requests, allocatable."""
     return millicores(resources.get("cpu", "0")), whole_units(resources.get("memory", "0"))
@@ -249,7 +246,7 @@ class Room:
     cpu: int
     memory: int
     labels: dict[str, str]
-    taints: list[dict[str, str]]
+    taints: list[Taint]  # the ones the scheduler enforces
     schedulable: bool
 
     @classmethod
@@ -261,7 +258,11 @@ class Room:
         return cls(
             *quantities(allocatable),
             node["metadata"].get("labels", {}),
-            node["spec"].get("taints") or [],
+            [
+                Taint(t["key"], t.get("value", ""), t.get("effect", "NoSchedule"))
+                for t in node["spec"].get("taints") or []
+                if t.get("effect", "NoSchedule") in ENFORCED_EFFECTS
+            ],
             ready and not node["spec"].get("unschedulable"),
         )
 
@@ -269,16 +270,20 @@ class Room:
         """Room for the requests, the pod's nodeSelector matched, every NoSchedule or
         NoExecute taint tolerated."""
         selector = spec.get("nodeSelector") or {}
-        tolerated = [_taint(t) for t in spec.get("tolerations") or []]
+        tolerations = [
+            Toleration(
+                t.get("key", ""),
+                t.get("operator", "Equal"),
+                t.get("value", ""),
+                t.get("effect", ""),
+            )
+            for t in spec.get("tolerations") or []
+        ]
         return (
             self.cpu >= cpu
             and self.memory >= memory
             and all(self.labels.get(k) == v for k, v in selector.items())
-            and all(
-                _taint(t) in tolerated
-                for t in self.taints
-                if t.get("effect", "NoSchedule") != "PreferNoSchedule"
-            )
+            and all(any(t.tolerates(taint) for t in tolerations) for taint in self.taints)
         )
 
     def take(self, cpu: int, memory: int) -> None:
