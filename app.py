@@ -11,8 +11,9 @@ from pathlib import Path
 
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
+from nodescaler.errors import SettingsError
 
-from infra.settings import CONTEXT_KEY, SettingsError, load_settings
+from infra.settings import CONTEXT_KEY, load_settings
 from infra.stack import NodescalerStack
 
 HERE = Path(__file__).resolve().parent

@@ -33,12 +33,11 @@ from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 from constructs import Construct
 from nodescaler.config import DispatchSettings, DrainSettings, EvaluateSettings
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.drain_events import (
+from nodescaler.events.drain import (
     LIFECYCLE_ACTION,
     REBALANCE_RECOMMENDATION,
     SPOT_INTERRUPTION,
 )
-from nodescaler.wiring import uses_kubernetes
 
 from infra import permissions
 from infra.alarms import Alarms
@@ -93,7 +92,7 @@ class Nodescaler(Construct):
         super().__init__(scope, construct_id)
         self.settings = settings
         self.policies = dict(policies)
-        self.reads_kubernetes = uses_kubernetes(self.policies)
+        self.reads_kubernetes = any(p.reads_kubernetes for p in self.policies.values())
         tags = settings.tags.names()
         self.state = StateTable(self, "State", deletion_protection=settings.deletion_protection)
         self.layers = Layers(self, "Layers", policies_folder=policies_folder)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
+from nodescaler.adapters.policy_files import load_policies
 from nodescaler.config import (
     DEFAULT_EXPANDERS,
     CapacitySettings,
@@ -14,10 +15,10 @@ from nodescaler.config import (
     KubernetesTimeout,
     Seconds,
 )
-from nodescaler.domain.documents import PolicyError, problems_of
+from nodescaler.domain.documents import problems_of
 from nodescaler.domain.optin import TagNames
-from nodescaler.domain.policy import KUBERNETES_METRICS, NodeGroupPolicy
-from nodescaler.policy_files import load_policies
+from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.errors import PolicyError, SettingsError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
@@ -167,10 +168,6 @@ class DeploySettings(_Context):
         )
 
 
-class SettingsError(ValueError):
-    """cdk.json context or a policy that cannot be deployed; one line per problem."""
-
-
 def load_settings(
     context: dict[str, Any] | None, base: Path
 ) -> tuple[DeploySettings, dict[str, NodeGroupPolicy]]:
@@ -184,11 +181,7 @@ def load_settings(
         policies = load_policies(settings.policies_path(base))
     except PolicyError as error:
         raise SettingsError("\n".join(error.problems)) from None
-    needs_cluster = sorted(
-        p.name
-        for p in policies.values()
-        if any(m.type_name in KUBERNETES_METRICS for m in p.spec.metrics)
-    )
+    needs_cluster = sorted(p.name for p in policies.values() if p.reads_kubernetes)
     if needs_cluster and not settings.cluster_name:
         raise SettingsError(
             f"cdk.json: context.{CONTEXT_KEY}.clusterName: is empty, but policies "

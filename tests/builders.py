@@ -9,11 +9,12 @@ from typing import Any
 import yaml
 from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
 from nodescaler.domain.backoff import Backoff
+from nodescaler.domain.group_state import GroupState
 from nodescaler.domain.history import History
 from nodescaler.domain.limits import Ceiling
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
 from nodescaler.domain.readings import MetricReading, Reading
-from nodescaler.state import GroupState, StateStore
+from nodescaler.ports import StateStore
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 

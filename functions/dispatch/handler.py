@@ -1,5 +1,6 @@
 """Dispatch: a schedule tick queues an evaluation of every managed node group; an alarm
-state change queues the groups whose policy lists that alarm (the fast path).
+state change queues the groups whose policy lists that alarm (the fast path); a launch
+failure backs its group off and re-plans the groups that share its pending pods.
 
 A malformed event fails the invocation with a message naming the field; Lambda retries
 an asynchronous event twice, then sends it to the function's dead-letter queue.
@@ -16,16 +17,19 @@ import os
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from nodescaler import wiring
-from nodescaler.observability import SERVICE, Dimension, MetricName, Record, emit
+from nodescaler.observability import (
+    logger,
+    parse_or_reject,
+    report_ignored,
+    report_launch_failure,
+    report_queued,
+)
 
 if TYPE_CHECKING:
-    from nodescaler.dispatch import Dispatcher
-    from nodescaler.events import LaunchUnsuccessfulEvent
-
-logger = Logger(service=SERVICE)
+    from nodescaler.events.dispatch import LaunchUnsuccessfulEvent
+    from nodescaler.service.dispatch import Dispatcher
 
 
 @cache
@@ -39,36 +43,25 @@ def configured_dispatcher() -> Dispatcher:
 def handler(
     event: dict[str, Any], context: LambdaContext, dispatcher: Dispatcher | None = None
 ) -> dict[str, Any]:
-    from nodescaler.events import (  # with the first event (module docstring)
-        AlarmStateChangeEvent,
-        LaunchUnsuccessfulEvent,
-        parse_dispatch_event,
-    )
+    from nodescaler.events import dispatch as events  # with the first event (module docstring)
 
-    try:
-        incoming = parse_dispatch_event(event)
-    except ValueError as error:
-        logger.error(str(error), event_id=event.get("id") if isinstance(event, dict) else None)
-        emit([Record({MetricName.MALFORMED_EVENTS: 1})])
-        raise
-
+    incoming = parse_or_reject(events.parse_dispatch_event, event)
     dispatcher = dispatcher or configured_dispatcher()
-    if isinstance(incoming, LaunchUnsuccessfulEvent):
-        return launch_failed(dispatcher, incoming)
-    if isinstance(incoming, AlarmStateChangeEvent):
-        alarm = incoming.detail.alarm_name
-        queued = dispatcher.alarm(alarm, incoming.id, incoming.cause, incoming.time)
-        if not queued:
-            logger.warning(f"alarm {alarm}: no managed node group's policy lists it")
-    else:
-        queued = dispatcher.tick(incoming.id, incoming.time)
-    logger.info(f"queued {len(queued)} evaluations", cause=incoming.cause, node_groups=queued)
-    emit([Record({MetricName.EVALUATIONS_QUEUED: len(queued)})])
+    match incoming:
+        case events.LaunchUnsuccessfulEvent():
+            return launch_failed(dispatcher, incoming)
+        case events.AlarmStateChangeEvent(detail=events.AlarmStateChange(alarm_name=alarm)):
+            queued = dispatcher.alarm(alarm, incoming.id, incoming.cause, incoming.time)
+            if not queued:
+                logger.warning(f"alarm {alarm}: no managed node group's policy lists it")
+        case _:
+            queued = dispatcher.tick(incoming.id, incoming.time)
+    report_queued(incoming.cause, queued)
     return {"cause": incoming.cause, "queued": queued}
 
 
 def launch_failed(dispatcher: Dispatcher, event: LaunchUnsuccessfulEvent) -> dict[str, Any]:
-    from nodescaler.dispatch import UnmanagedGroupError
+    from nodescaler.errors import UnmanagedGroupError
 
     group, activity = event.detail.group, event.detail.activity_id
     try:
@@ -76,21 +69,10 @@ def launch_failed(dispatcher: Dispatcher, event: LaunchUnsuccessfulEvent) -> dic
             group, activity, event.reason, event.id, event.time
         )
     except UnmanagedGroupError as error:  # every ASG's failures reach the rule; most aren't ours
-        logger.warning(str(error), event_id=event.id, node_group=group)
-        emit([Record({MetricName.IGNORED_EVENTS: 1})])
+        report_ignored(str(error), event_id=event.id, node_group=group)
         return {"cause": event.cause, "queued": []}
-    logger.warning(
-        f"node group {group}: launch failed ({event.reason}); backed off until "
-        f"{backoff.until.isoformat()}, re-planning {len(queued)} groups",
-        event_id=event.id,
-        node_group=group,
-        activity_id=activity,
-        node_groups=queued,
+    until = backoff.until.isoformat()
+    report_launch_failure(
+        group, event.reason, until, queued, event_id=event.id, activity_id=activity
     )
-    emit(
-        [
-            Record({MetricName.LAUNCH_FAILURES: 1}, {Dimension.NODE_GROUP: group}),
-            Record({MetricName.EVALUATIONS_QUEUED: len(queued)}),
-        ]
-    )
-    return {"cause": event.cause, "queued": queued, "backed_off_until": backoff.until.isoformat()}
+    return {"cause": event.cause, "queued": queued, "backed_off_until": until}

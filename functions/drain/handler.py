@@ -2,8 +2,9 @@
 cordoned and its pods evicted; the lifecycle action completed, always, exactly once.
 
 A malformed event, a failed drain or an expired lifecycle action fails the invocation.
-The stack sets no retries (a failed drain has already completed its action, so a retry
-could only fail again): Lambda keeps the event in the function's dead-letter queue.
+All three are permanent errors: the stack sets no retries (a failed drain has already
+completed its action, so a retry could only fail again), and Lambda keeps the event in
+the function's dead-letter queue.
 """
 
 from __future__ import annotations
@@ -13,23 +14,19 @@ from dataclasses import asdict
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from nodescaler import wiring
 from nodescaler.config import DrainSettings
-from nodescaler.drain import (
-    Drainer,
-    DrainFailedError,
-    DrainOutcome,
-    DrainResult,
-    LifecycleActionExpiredError,
-    ReplacementOutcome,
+from nodescaler.errors import DrainFailedError, LifecycleActionExpiredError
+from nodescaler.events.drain import LifecycleTestEvent, parse_drain_event
+from nodescaler.observability import (
+    logger,
+    parse_or_reject,
+    report_drain,
+    report_drain_failure,
+    report_expired,
 )
-from nodescaler.drain_events import LifecycleTestEvent, parse_drain_event
-from nodescaler.events import MalformedEventError
-from nodescaler.observability import SERVICE, MetricName, Record, drain_records, emit
-
-logger = Logger(service=SERVICE)
+from nodescaler.service.drainer import Drainer
 
 
 @cache
@@ -41,44 +38,23 @@ def configured_drainer() -> Drainer:
 def handler(
     event: dict[str, Any], context: LambdaContext, drainer: Drainer | None = None
 ) -> dict[str, Any]:
-    try:
-        incoming = parse_drain_event(event)
-    except MalformedEventError as error:
-        logger.error(str(error), event_id=event.get("id") if isinstance(event, dict) else None)
-        emit([Record({MetricName.MALFORMED_EVENTS: 1})])
-        raise
+    incoming = parse_or_reject(parse_drain_event, event)
     if isinstance(incoming, LifecycleTestEvent):
         group = incoming.detail.group or "?"
         logger.info(f"lifecycle hook test notification for node group {group}: nothing to drain")
         return {"outcome": "test-notification", "node_group": group}
-
-    keys = {"instance_id": incoming.instance_id, "cause": incoming.cause, "event_id": incoming.id}
-    logger.append_keys(**keys)
+    request = incoming.request
+    logger.append_keys(instance_id=request.instance_id, cause=request.cause, event_id=incoming.id)
     try:
-        result = (drainer or configured_drainer()).handle(incoming)
+        result = (drainer or configured_drainer()).handle(request)
     except LifecycleActionExpiredError as error:
-        logger.error(f"{error}; the event is kept in the dead-letter queue")
-        emit([Record({MetricName.LIFECYCLE_ACTIONS_EXPIRED: 1})])
+        report_expired(error)
         raise
     except DrainFailedError as error:
-        logger.exception(error.result.message, drain=asdict(error.result))
-        emit(drain_records(error.result))
+        report_drain_failure(error.result)
         raise
     else:
-        report(result)
+        report_drain(result)
     finally:
-        logger.remove_keys(list(keys))
+        logger.remove_keys(["instance_id", "cause", "event_id"])
     return asdict(result)
-
-
-def report(result: DrainResult) -> None:
-    """One log line per drain, with everything it did, and its EMF records."""
-    fields: dict[str, Any] = {"drain": asdict(result), "node": result.node}
-    replacement = result.replacement
-    if result.outcome is DrainOutcome.TIMED_OUT or (
-        replacement is not None and replacement.outcome is not ReplacementOutcome.QUEUED
-    ):
-        logger.warning(result.message, **fields)
-    else:
-        logger.info(result.message, **fields)
-    emit(drain_records(result))

@@ -7,8 +7,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from nodescaler.adapters.aws.state import DynamoStateStore
-from nodescaler.limits import Claims
+from nodescaler.adapters.aws.state_table import DynamoStateStore
+from nodescaler.domain.limits import Claims
 
 from tests.aws import CallCounter, client, desired_capacity, make_asg
 from tests.builders import VirtualClock

@@ -8,9 +8,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from nodescaler.adapters.aws.state import DynamoStateStore
-from nodescaler.config import SettingsError
-from nodescaler.domain.documents import PolicyError
+from nodescaler.adapters.aws.state_table import DynamoStateStore
+from nodescaler.errors import PolicyError, SettingsError
 from nodescaler_tools.lambda_local import LocalContext
 
 from functions.dispatch import handler as dispatch

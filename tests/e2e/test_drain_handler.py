@@ -12,10 +12,15 @@ from typing import Any
 import boto3
 import pytest
 from nodescaler import wiring
-from nodescaler.config import DrainSettings, SettingsError
-from nodescaler.drain import Drainer, DrainFailedError, LifecycleActionExpiredError
-from nodescaler.events import MalformedEventError
-from nodescaler.messages import EvaluationRequest
+from nodescaler.config import DrainSettings
+from nodescaler.errors import (
+    DrainFailedError,
+    LifecycleActionExpiredError,
+    MalformedEventError,
+    SettingsError,
+)
+from nodescaler.events.queue import EvaluationRequest
+from nodescaler.service.drainer import Drainer
 from nodescaler_tools.kube.apiserver import KubeApiServer
 from nodescaler_tools.lambda_local import LocalContext
 from nodescaler_tools.moto_gaps import LifecycleActionRecorder

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
-from nodescaler.events import MalformedEventError
+from nodescaler.errors import MalformedEventError
 from nodescaler_tools.lambda_local import LocalContext
 
 from functions.evaluate import handler as evaluate

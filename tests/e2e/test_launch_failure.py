@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nodescaler.adapters.aws.state import DynamoStateStore
-from nodescaler.dispatch import UnmanagedGroupError
+from nodescaler.adapters.aws.state_table import DynamoStateStore
+from nodescaler.errors import UnmanagedGroupError
 from nodescaler_tools.kube.apiserver import KubeApiServer
 
 from tests.aws import (

@@ -30,10 +30,15 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 from botocore.awsrequest import AWSResponse
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from nodescaler.domain.documents import PolicyError, parse_policy
-from nodescaler.drain import DrainFailedError, LifecycleActionExpiredError
-from nodescaler.drain_events import LIFECYCLE_ACTION
-from nodescaler.events import EvaluationRecord, MalformedEventError
+from nodescaler.domain.documents import parse_policy
+from nodescaler.errors import (
+    DrainFailedError,
+    LifecycleActionExpiredError,
+    MalformedEventError,
+    PolicyError,
+)
+from nodescaler.events.drain import LIFECYCLE_ACTION
+from nodescaler.events.sqs import EvaluationRecord
 from nodescaler.observability import SERVICE
 from nodescaler_tools.lambda_local import LocalContext
 from pydantic import ValidationError
@@ -353,7 +358,7 @@ def test_groups_with_unusable_tags_are_named_and_left_alone_while_the_others_sca
     assert deployment.dead_letters() == []
     assert sizes[healthy] == 1
     warnings = output().messages("WARNING")
-    deployed = set(deployment.evaluator.policies)
+    deployed = set(deployment.evaluator.policies.policies)
     for name, tags in zip(names, tag_sets, strict=True):
         about = [w for w in warnings if f"node group {name}: " in w]
         if tags.get(ENABLED) not in DISCOVERED:  # not opted in: not ours to judge

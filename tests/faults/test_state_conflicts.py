@@ -39,8 +39,8 @@ from botocore.config import Config
 from nodescaler import wiring
 from nodescaler.config import EvaluateSettings
 from nodescaler.domain.decision import Decision
-from nodescaler.evaluation import Evaluator
-from nodescaler.state import StateConflictError
+from nodescaler.errors import StateConflictError
+from nodescaler.service.evaluation import Evaluator
 from nodescaler_tools.bench.aws import fake_credentials, functions_output
 from nodescaler_tools.lambda_local import LocalContext
 from nodescaler_tools.moto_gaps import moto_in_this_process

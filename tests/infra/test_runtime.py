@@ -12,7 +12,7 @@ import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks
 from nodescaler.config import DispatchSettings, DrainSettings, EvaluateSettings
-from nodescaler.events import ScheduledEvent, parse_dispatch_event
+from nodescaler.events.dispatch import ScheduledEvent, parse_dispatch_event
 
 from infra.nodescaler import DRAIN_HOOK
 from tests.infra.test_stack import REPO, synth, synth_stack

@@ -15,29 +15,30 @@ import pytest
 from nodescaler.adapters.aws.evaluation_queue import SqsEvaluationQueue
 from nodescaler.adapters.aws.lifecycle import AsgInstanceGroups, AsgLifecycleActions
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.adapters.k8s.cluster import KubernetesUnavailableError
 from nodescaler.adapters.k8s.connection import KubeconfigConnection
-from nodescaler.adapters.k8s.drain import KubernetesDrain
-from nodescaler.domain.optin import TagNames
-from nodescaler.drain import (
-    Drainer,
-    DrainFailedError,
+from nodescaler.adapters.k8s.evictions import KubernetesDrain
+from nodescaler.domain.draining import (
     DrainOutcome,
-    LifecycleActionExpiredError,
+    LifecycleAction,
     LifecycleResult,
     PodNote,
     ReplacementOutcome,
-    Replacements,
 )
-from nodescaler.drain_events import (
-    LifecycleAction,
+from nodescaler.domain.optin import TagNames
+from nodescaler.errors import (
+    DrainFailedError,
+    KubernetesUnavailableError,
+    LifecycleActionExpiredError,
+)
+from nodescaler.events.drain import (
     LifecycleActionEvent,
     RebalanceRecommendationEvent,
     SpotEvent,
     SpotInterruptionEvent,
     parse_drain_event,
 )
-from nodescaler.messages import EvaluationRequest
+from nodescaler.events.queue import EvaluationRequest
+from nodescaler.service.drainer import Drainer, Replacements
 from nodescaler_tools.kube.apiserver import Cluster, Fault, KubeApiServer
 from nodescaler_tools.moto_gaps import LifecycleActionRecorder
 
@@ -60,7 +61,7 @@ def sample(name: str, **detail: str) -> dict[str, Any]:
 def lifecycle_action(instance_id: str = INSTANCE) -> LifecycleAction:
     event = parse_drain_event(sample("lifecycle-terminate.json", EC2InstanceId=instance_id))
     assert isinstance(event, LifecycleActionEvent)
-    return event.detail
+    return event.request
 
 
 def spot_warning(name: str, instance_id: str) -> SpotEvent:
@@ -404,7 +405,7 @@ def test_a_spot_warning_queues_its_managed_group_first_then_drains_within_two_mi
     )
     warning = spot_warning("spot-interruption.json", instance)
 
-    result = spot.drainer().interruption(warning)
+    result = spot.drainer().interruption(warning.request)
 
     assert spot.queued() == [
         EvaluationRequest(
@@ -430,7 +431,8 @@ def test_a_rebalance_recommendation_for_an_unmanaged_group_drains_without_queuei
     instance = instance_of("legacy")
     put(spot.rig, the_node(instance), web(0))
 
-    result = spot.drainer().interruption(spot_warning("rebalance-recommendation.json", instance))
+    warning = spot_warning("rebalance-recommendation.json", instance)
+    result = spot.drainer().interruption(warning.request)
 
     assert spot.queued() == []
     assert result.replacement is not None
@@ -448,9 +450,8 @@ def test_a_spot_warning_for_an_instance_in_no_group_is_reported_and_still_draine
 ) -> None:
     put(spot.rig, the_node("i-0fedcba9876543210"), web(0))
 
-    result = spot.drainer().interruption(
-        spot_warning("spot-interruption.json", "i-0fedcba9876543210")
-    )
+    warning = spot_warning("spot-interruption.json", "i-0fedcba9876543210")
+    result = spot.drainer().interruption(warning.request)
 
     assert spot.queued() == []
     assert result.replacement is not None

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from nodescaler.adapters.aws.evaluation_queue import SqsEvaluationQueue, message_group_id
-from nodescaler.messages import EvaluationRequest
-from nodescaler.ports import QueueSendError
+from nodescaler.errors import QueueSendError
+from nodescaler.events.queue import EvaluationRequest
 
 from tests.aws import client, make_evaluation_queue
 

@@ -8,13 +8,15 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from nodescaler.adapters.aws.metrics import SqsQueueLength
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.adapters.aws.state import DynamoStateStore
+from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
+from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler.domain.optin import TagNames
-from nodescaler.evaluation import ActuationError, Evaluator, Outcome
-from nodescaler.producers import Producers
-from nodescaler.state import StateConflictError
+from nodescaler.domain.policy import SqsQueueMetric
+from nodescaler.errors import ActuationError, StateConflictError
+from nodescaler.service.evaluation import Evaluator, Outcome
+from nodescaler.service.policies import PolicyBook
+from nodescaler.service.producers import Producers
 
 from tests.aws import (
     CallCounter,
@@ -54,9 +56,9 @@ def world(calls: CallCounter) -> dict[str, Any]:
     clock = VirtualClock()
     evaluator = Evaluator(
         node_groups=AsgNodeGroups(autoscaling, client("eks"), tag_names=TagNames()),
-        producers=Producers(queues=SqsQueueLength(sqs)),
+        producers=Producers({SqsQueueMetric: SqsQueueLength(sqs)}),
         state=DynamoStateStore(dynamodb, TABLE, audit_ttl=timedelta(days=7)),
-        policies={"gpu": GPU},
+        policies=PolicyBook({"gpu": GPU}),
         clock=clock,
     )
     return {"evaluator": evaluator, "clock": clock, "sqs": sqs, "queue": queue_url}

@@ -12,11 +12,11 @@ from urllib.parse import parse_qs, urlparse
 
 import boto3
 import pytest
-from nodescaler.adapters.k8s.cluster import KubernetesCluster
+from nodescaler.adapters.k8s.api import KubernetesCluster
 from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection, eks_token
-from nodescaler.adapters.k8s.metrics import KubernetesMetrics
+from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.readings import MetricReading, MetricUnavailable
-from nodescaler.ports import NodeGroup
+from nodescaler.service.kubernetes_metrics import KubernetesMetrics
 from nodescaler_tools.kube.apiserver import Cluster, Fault, KubeApiServer
 
 from tests.builders import T0, VirtualClock, metric, reservation_metric

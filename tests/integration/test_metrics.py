@@ -7,10 +7,12 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from nodescaler.adapters.aws.metrics import CloudWatchMetrics, SqsQueueLength, metric_data_queries
+from nodescaler.adapters.aws.cloudwatch import CloudWatchMetrics, metric_data_queries
+from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
+from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.policy import SqsQueueMetric
 from nodescaler.domain.readings import MetricReading, MetricUnavailable
-from nodescaler.ports import NodeGroup
-from nodescaler.producers import Producers
+from nodescaler.service.producers import Producers
 
 from tests.aws import client
 from tests.builders import metric, policy
@@ -35,7 +37,7 @@ def test_queue_length_counts_visible_and_in_flight_messages() -> None:
         sqs.send_message(QueueUrl=url, MessageBody=str(i))
     sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=3, VisibilityTimeout=300)
     now = datetime.now(UTC)
-    reading = SqsQueueLength(sqs).read(queue("jobs"), now)
+    reading = SqsQueueLength(sqs).read(queue("jobs"), GROUP, now)
     assert reading == MetricReading(value=10, at=now, detail="7 visible + 3 in flight")
 
 
@@ -46,8 +48,8 @@ def test_queue_length_counts_delayed_messages_only_when_asked() -> None:
     sqs.send_message(QueueUrl=url, MessageBody="y")
     now = datetime.now(UTC)
     source = SqsQueueLength(sqs)
-    assert source.read(queue("later"), now).value == 1  # type: ignore[union-attr]
-    assert source.read(queue("later", includeDelayed=True), now).value == 2  # type: ignore[union-attr]
+    assert source.read(queue("later"), GROUP, now).value == 1  # type: ignore[union-attr]
+    assert source.read(queue("later", includeDelayed=True), GROUP, now).value == 2  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("form", ["name", "url", "arn"])
@@ -59,13 +61,13 @@ def test_a_queue_can_be_named_by_name_url_or_arn(form: str) -> None:
     ]
     sqs.send_message(QueueUrl=url, MessageBody="x")
     reading = SqsQueueLength(sqs).read(
-        queue({"name": "jobs", "url": url, "arn": arn}[form]), datetime.now(UTC)
+        queue({"name": "jobs", "url": url, "arn": arn}[form]), GROUP, datetime.now(UTC)
     )
     assert reading.value == 1  # type: ignore[union-attr]
 
 
 def test_given_a_queue_that_does_not_exist_then_the_reading_is_unavailable_and_says_so() -> None:
-    reading = SqsQueueLength(client("sqs")).read(queue("missing"), datetime.now(UTC))
+    reading = SqsQueueLength(client("sqs")).read(queue("missing"), GROUP, datetime.now(UTC))
     assert isinstance(reading, MetricUnavailable)
     assert reading.reason.startswith("queue missing: AWS.SimpleQueueService.NonExistentQueue")
 
@@ -102,7 +104,9 @@ STAT = {
 def test_cloudwatch_reads_the_latest_datapoint_of_a_metric() -> None:
     now = datetime.now(UTC).replace(second=30, microsecond=0)
     _put("Depth", [(now - timedelta(minutes=3), 5), (now - timedelta(minutes=1), 42)])
-    reading = CloudWatchMetrics(client("cloudwatch")).read(cloudwatch_metric(metric=STAT), now)
+    reading = CloudWatchMetrics(client("cloudwatch")).read(
+        cloudwatch_metric(metric=STAT), GROUP, now
+    )
     assert isinstance(reading, MetricReading)
     assert reading.value == 42
     assert now - reading.at <= timedelta(minutes=2)
@@ -114,7 +118,7 @@ def test_cloudwatch_reads_the_series_of_an_expression() -> None:
     now = datetime.now(UTC).replace(second=30, microsecond=0)
     _put("Depth", [(now - timedelta(minutes=1), 40)])
     reading = CloudWatchMetrics(client("cloudwatch")).read(
-        cloudwatch_metric(expression="depth", metrics={"depth": STAT}), now
+        cloudwatch_metric(expression="depth", metrics={"depth": STAT}), GROUP, now
     )
     assert isinstance(reading, MetricReading)
     assert reading.value == 40
@@ -144,7 +148,9 @@ def test_a_metric_math_expression_becomes_hidden_stat_queries_and_one_returned_e
 def test_given_only_old_datapoints_then_cloudwatch_is_unavailable() -> None:
     now = datetime.now(UTC)
     _put("Depth", [(now - timedelta(minutes=30), 5)])
-    reading = CloudWatchMetrics(client("cloudwatch")).read(cloudwatch_metric(metric=STAT), now)
+    reading = CloudWatchMetrics(client("cloudwatch")).read(
+        cloudwatch_metric(metric=STAT), GROUP, now
+    )
     assert reading == MetricUnavailable(reason="CloudWatch returned no datapoint in the last 300s")
 
 
@@ -155,7 +161,9 @@ def test_given_cloudwatch_throttles_then_the_reading_is_unavailable_and_names_th
                 {"Error": {"Code": "Throttling", "Message": "Rate exceeded"}}, "GetMetricData"
             )
 
-    reading = CloudWatchMetrics(Throttled()).read(cloudwatch_metric(metric=STAT), datetime.now(UTC))
+    reading = CloudWatchMetrics(Throttled()).read(
+        cloudwatch_metric(metric=STAT), GROUP, datetime.now(UTC)
+    )
     assert reading == MetricUnavailable(reason="CloudWatch: Throttling: Rate exceeded")
 
 
@@ -179,7 +187,7 @@ def test_producers_read_every_metric_of_a_policy_and_never_raise() -> None:
         max_replicas=10,
     )
     now = datetime(2026, 3, 2, 8, 30, tzinfo=UTC)
-    readings = Producers(queues=SqsQueueLength(sqs)).read_all(the_policy, GROUP, now)
+    readings = Producers({SqsQueueMetric: SqsQueueLength(sqs)}).read_all(the_policy, GROUP, now)
     assert readings["sqs-queue"].value == 0  # type: ignore[union-attr]
     assert readings["schedule"] == MetricReading(
         value=9, at=now, detail="schedule entry entries[0] (0 8 * * * until 0 9 * * *)"
@@ -191,8 +199,8 @@ def test_producers_read_every_metric_of_a_policy_and_never_raise() -> None:
 
 def test_a_producer_bug_becomes_an_unavailable_reading() -> None:
     class Broken:
-        def read(self, metric: Any, now: datetime) -> Any:
+        def read(self, metric: Any, group: Any, now: datetime) -> Any:
             raise KeyError("Attributes")
 
-    reading = Producers(queues=Broken()).read(queue("jobs"), GROUP, datetime.now(UTC))
+    reading = Producers({SqsQueueMetric: Broken()}).read(queue("jobs"), GROUP, datetime.now(UTC))
     assert reading == MetricUnavailable(reason="SQSQueue producer failed: KeyError('Attributes')")

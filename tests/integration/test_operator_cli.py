@@ -6,12 +6,14 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from nodescaler.adapters.aws.metrics import SqsQueueLength
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.adapters.aws.state import DynamoStateStore
+from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
+from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler.domain.optin import TagNames
-from nodescaler.evaluation import Evaluator
-from nodescaler.producers import Producers
+from nodescaler.domain.policy import SqsQueueMetric
+from nodescaler.service.evaluation import Evaluator
+from nodescaler.service.policies import PolicyBook
+from nodescaler.service.producers import Producers
 from nodescaler_tools.cli import main
 
 from tests.aws import client, fill_queue, make_asg, make_state_table
@@ -32,9 +34,11 @@ def evaluated() -> None:
     clock = VirtualClock()
     evaluator = Evaluator(
         node_groups=AsgNodeGroups(client("autoscaling"), client("eks"), tag_names=TagNames()),
-        producers=Producers(queues=SqsQueueLength(client("sqs"))),
+        producers=Producers({SqsQueueMetric: SqsQueueLength(client("sqs"))}),
         state=DynamoStateStore(dynamodb, TABLE, audit_ttl=timedelta(days=1)),
-        policies={"gpu": policy(queue_metric("jobs", per_node=4), name="gpu", max_replicas=50)},
+        policies=PolicyBook(
+            {"gpu": policy(queue_metric("jobs", per_node=4), name="gpu", max_replicas=50)}
+        ),
         clock=clock,
     )
     fill_queue("jobs", 40)

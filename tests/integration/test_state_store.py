@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from nodescaler.adapters.aws.state import DynamoStateStore
+from nodescaler.adapters.aws.state_table import DynamoStateStore
+from nodescaler.domain.group_state import GroupState
 from nodescaler.domain.history import History, TimedRecommendation
-from nodescaler.state import GroupState, StateConflictError, StateCorruptError
+from nodescaler.errors import StateConflictError, StateCorruptError
 
 from tests.aws import client, make_state_table
 from tests.builders import T0, policy, readings, run

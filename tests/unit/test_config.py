@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from nodescaler.config import DispatchSettings, EvaluateSettings, SettingsError
+from nodescaler.config import DispatchSettings, EvaluateSettings
+from nodescaler.errors import SettingsError
 
 BASE = {
     "STATE_TABLE_NAME": "nodescaler-state",

@@ -1,13 +1,19 @@
-"""The domain is pure: no AWS, Kubernetes or Powertools import, and no clock reading."""
+"""The domain and the services are pure: no AWS, Kubernetes or Powertools import, directly or
+through another module, and the domain never reads the clock."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import nodescaler.domain
+import nodescaler.service
+import pytest
 
 DOMAIN = Path(nodescaler.domain.__file__).parent
+SERVICE = Path(nodescaler.service.__file__).parent
 FORBIDDEN_MODULES = {
     "boto3",
     "botocore",
@@ -44,12 +50,27 @@ def _clock_calls(tree: ast.AST) -> list[str]:
     return calls
 
 
-def test_given_the_domain_package_then_it_imports_no_aws_kubernetes_or_powertools() -> None:
+@pytest.mark.parametrize("package", [DOMAIN, SERVICE], ids=["domain", "service"])
+def test_given_the_pure_packages_then_they_import_no_aws_kubernetes_or_powertools(
+    package: Path,
+) -> None:
     offenders = {
         path.name: sorted(_imports(ast.parse(path.read_text())) & FORBIDDEN_MODULES)
-        for path in DOMAIN.glob("*.py")
+        for path in package.glob("*.py")
     }
     assert {name: mods for name, mods in offenders.items() if mods} == {}
+
+
+@pytest.mark.parametrize("package", [DOMAIN, SERVICE], ids=["domain", "service"])
+def test_given_the_pure_packages_when_imported_then_nothing_they_reach_loads_aws_or_kubernetes(
+    package: Path,
+) -> None:
+    modules = [f"nodescaler.{package.name}.{path.stem}" for path in sorted(package.glob("*.py"))]
+    script = f"import sys\nfor m in {modules!r}: __import__(m)\nprint(*sys.modules)"
+    loaded = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert sorted({m.split(".")[0] for m in loaded} & FORBIDDEN_MODULES) == []
 
 
 def test_given_the_domain_package_then_it_never_reads_the_clock() -> None:

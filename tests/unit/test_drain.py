@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from nodescaler.config import DrainSettings, SettingsError
-from nodescaler.drain import (
+from nodescaler.config import DrainSettings
+from nodescaler.domain.draining import (
     DrainOutcome,
     DrainResult,
     LifecycleResult,
@@ -12,6 +12,7 @@ from nodescaler.drain import (
     Replacement,
     ReplacementOutcome,
 )
+from nodescaler.errors import SettingsError
 from nodescaler.observability import Dimension, MetricName, Record, drain_records
 
 QUEUE = {"EVALUATION_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/1/q.fifo"}

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from nodescaler.drain_events import (
+from nodescaler.errors import MalformedEventError
+from nodescaler.events.drain import (
     LifecycleActionEvent,
     LifecycleTestEvent,
     RebalanceRecommendationEvent,
     SpotInterruptionEvent,
     parse_drain_event,
 )
-from nodescaler.events import MalformedEventError
 
 from tests.unit.test_events import sample
 

@@ -7,14 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nodescaler.events import (
+from nodescaler.errors import MalformedEventError
+from nodescaler.events.dispatch import (
     AlarmStateChangeEvent,
-    EvaluationRecord,
     LaunchUnsuccessfulEvent,
-    MalformedEventError,
     ScheduledEvent,
     parse_dispatch_event,
 )
+from nodescaler.events.sqs import EvaluationRecord
 from pydantic import ValidationError
 
 EVENTS = Path(__file__).parents[2] / "events"

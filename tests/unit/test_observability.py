@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from nodescaler.domain.autoscaler import GroupSize
 from nodescaler.domain.backoff import BackoffRules, after_failure
-from nodescaler.evaluation import EvaluationResult, Outcome
 from nodescaler.observability import Dimension, MetricName, Record, result_records
+from nodescaler.service.evaluation import EvaluationResult, Outcome
 
 from tests.builders import T0, policy, queue_metric, readings, run
 

@@ -6,9 +6,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from nodescaler.domain.documents import PolicyError, field_path, parse_policy
+from nodescaler.adapters.policy_files import load_policies
+from nodescaler.domain.documents import field_path, parse_policy
 from nodescaler.domain.policy import DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP, SelectPolicy
-from nodescaler.policy_files import load_policies
+from nodescaler.errors import PolicyError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -5,15 +5,10 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from nodescaler.domain.cluster import (
-    Node,
-    Pod,
-    QuantityError,
-    Resources,
-    parse_quantity,
-)
+from nodescaler.domain.cluster import Node, Pod, Resources, parse_quantity
 from nodescaler.domain.policy import ReservationResource as Resource
-from nodescaler.domain.reservation import ReservationError, reservation
+from nodescaler.domain.reservation import reservation
+from nodescaler.errors import QuantityError, ReservationError
 
 GIB = 2**30
 

@@ -7,7 +7,6 @@ from nodescaler.domain.cluster import (
     Node,
     Placement,
     Pod,
-    QuantityError,
     Requirement,
     Resources,
     Taint,
@@ -22,6 +21,7 @@ from nodescaler.domain.scheduling import (
     template_from_instance_type,
     why_not,
 )
+from nodescaler.errors import QuantityError
 
 GIB = 2**30
 TEMPLATE = NodeTemplate(

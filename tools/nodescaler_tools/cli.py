@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nodescaler.domain.documents import PolicyError
-from nodescaler.policy_files import load_policies, load_policy_file
+from nodescaler.adapters.policy_files import load_policies, load_policy_file
+from nodescaler.errors import PolicyError
 
 from nodescaler_tools.scenario import ScenarioError, load_event, load_scenario
 

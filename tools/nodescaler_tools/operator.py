@@ -14,7 +14,7 @@ from typing import Any
 
 import boto3
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.adapters.aws.state import DynamoStateStore
+from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler.domain.decision import Decision
 from nodescaler.domain.optin import TagNames, read_opt_in
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from nodescaler.domain.documents import PolicyError
-from nodescaler.policy_files import load_policies
+from nodescaler.adapters.policy_files import load_policies
+from nodescaler.errors import PolicyError
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 

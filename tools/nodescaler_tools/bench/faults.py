@@ -403,7 +403,7 @@ class Pipeline:
 
     def acting_decisions(self) -> set[tuple[str, str]]:
         """(group, event) of every audited decision that changed the group's size."""
-        from nodescaler.adapters.aws.state import DynamoStateStore
+        from nodescaler.adapters.aws.state_table import DynamoStateStore
 
         store = DynamoStateStore(self.world("dynamodb"), TABLE, audit_ttl=timedelta(days=1))
         acting = set()

@@ -190,8 +190,9 @@ class ThroughModels:
 
     def snapshot(self) -> Any:
         from kubernetes import client as k8s
-        from nodescaler.adapters.k8s.cluster import NOT_TERMINAL, Snapshot
+        from nodescaler.adapters.k8s.api import NOT_TERMINAL
         from nodescaler.adapters.k8s.objects import node_from_json, pod_from_json
+        from nodescaler.domain.cluster import Snapshot
 
         core, serialize = k8s.CoreV1Api(self._api), self._api.sanitize_for_serialization
         nodes, pods, token = [], [], None
@@ -212,13 +213,14 @@ class ThroughModels:
 
 def _compute(url: str, side: str) -> dict[str, Any]:
     from kubernetes import client as k8s
-    from nodescaler.adapters.k8s.cluster import KubernetesCluster
-    from nodescaler.adapters.k8s.metrics import KubernetesMetrics
-    from nodescaler.adapters.k8s.pending import PendingPodsPlanner
+    from nodescaler.adapters.k8s.api import KubernetesCluster
     from nodescaler.domain.expanders import LeastWasteExpander
+    from nodescaler.domain.node_group import NodeGroup
     from nodescaler.domain.optin import TagNames
     from nodescaler.domain.policy import NodeGroupPolicy
-    from nodescaler.ports import NodeGroup
+    from nodescaler.service.kubernetes_metrics import KubernetesMetrics
+    from nodescaler.service.pending_pods import PendingPodsPlanner
+    from nodescaler.service.policies import PolicyBook
 
     api = k8s.ApiClient(k8s.Configuration(host=url))
 
@@ -260,10 +262,9 @@ def _compute(url: str, side: str) -> dict[str, Any]:
     )
     planner = PendingPodsPlanner(
         StaticGroups(groups),
-        {"web": policy},
+        PolicyBook({"web": policy}, TagNames()),
         NoInstanceTypes(),
         [LeastWasteExpander()],
-        tag_names=TagNames(),
     )
     # Both sides read through the product's producer; only how the snapshot is listed differs.
     source = KubernetesCluster(Connection()) if side == "fast" else ThroughModels(api)

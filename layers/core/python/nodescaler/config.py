@@ -17,10 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError, field_
 
 from nodescaler.domain.backoff import BackoffRules
 from nodescaler.domain.optin import TagNames
-
-
-class SettingsError(RuntimeError):
-    """A function's environment is missing or has a bad setting; names the variable."""
+from nodescaler.errors import SettingsError
 
 
 class _Settings(BaseModel):

@@ -1,26 +1,32 @@
-"""What nodescaler reports to CloudWatch: one namespace, metric names, and each result's records.
+"""What nodescaler reports: one log line per result, and EMF records to CloudWatch.
 
-The functions print these as EMF; the dashboard and alarms in `infra` are built from the
-same names and dimensions. Per-group records carry (service, Policy, NodeGroup) so the
-dashboard can show every group of a policy with one SEARCH; records with the service
-alone aggregate over all groups, for alarms.
+The functions print the records as EMF; the dashboard and alarms in `infra` are built
+from the same names and dimensions. Per-group records carry (service, Policy, NodeGroup)
+so the dashboard can show every group of a policy with one SEARCH; records with the
+service alone aggregate over all groups, for alarms. The handlers report through the
+functions at the end (parse-or-reject, and one report per result), so every function
+words and counts the same outcome the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
+from nodescaler.errors import MalformedEventError, is_retryable
+
 if TYPE_CHECKING:  # each function's types, without loading them into the others
-    from nodescaler.drain import DrainResult
-    from nodescaler.evaluation import EvaluationResult
+    from nodescaler.domain.draining import DrainResult
+    from nodescaler.service.evaluation import EvaluationResult
 
 NAMESPACE = "Nodescaler"
 SERVICE = "nodescaler"  # Powertools adds it as the `service` dimension of every record
+logger = Logger(service=SERVICE)  # every function's structured log
 
 
 class Dimension(StrEnum):
@@ -83,7 +89,7 @@ class Record:
 
 def result_records(result: EvaluationResult, latency_ms: float | None = None) -> list[Record]:
     """The records one evaluation reports: its group's figures, each metric's, the system's."""
-    from nodescaler.evaluation import Outcome
+    from nodescaler.service.evaluation import Outcome
 
     if result.outcome is Outcome.REJECTED:
         return [Record({MetricName.REJECTED: 1}, {Dimension.NODE_GROUP: result.group})]
@@ -142,7 +148,7 @@ def emit(records: Sequence[Record]) -> None:
 
 def drain_records(result: DrainResult) -> list[Record]:
     """A drain's figures: service-wide for alarms, and for its node group when known."""
-    from nodescaler.drain import DrainOutcome, ReplacementOutcome
+    from nodescaler.domain.draining import DrainOutcome, ReplacementOutcome
 
     figures: Figures = {
         MetricName.PODS_EVICTED: len(result.evicted),
@@ -162,3 +168,105 @@ def drain_records(result: DrainResult) -> list[Record]:
     if result.node_group is not None:
         records.append(Record(figures, {Dimension.NODE_GROUP: result.node_group}))
     return records
+
+
+# --- what the handlers report ------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+def reject(message: str, **fields: Any) -> None:
+    """Bad input: logged as an error naming what is wrong and where, and counted."""
+    logger.error(message, **fields)
+    emit([Record({MetricName.MALFORMED_EVENTS: 1})])
+
+
+def parse_or_reject(parse: Callable[[Any], T], event: Any) -> T:
+    """The event as its typed model; a malformed one is rejected (logged, counted) and its
+    `MalformedEventError` raised, so the event ends in the function's dead-letter queue."""
+    try:
+        return parse(event)
+    except MalformedEventError as error:
+        reject(str(error), event_id=event.get("id") if isinstance(event, dict) else None)
+        raise
+
+
+def report_evaluation(result: EvaluationResult, latency_ms: float) -> None:
+    """One log line per result (the whole decision, when there is one) and its EMF records."""
+    decision = result.decision
+    fields: dict[str, Any] = {"node_group": result.group, "outcome": result.outcome.value}
+    if decision is not None:
+        fields["decision"] = decision.model_dump(mode="json")
+    if result.problems:
+        fields["problems"] = list(result.problems)
+        logger.warning("; ".join(result.problems), **fields)
+    else:
+        logger.info(decision.reason if decision else result.outcome.value, **fields)
+    emit(result_records(result, latency_ms))
+
+
+def report_evaluation_error(group: str, error: Exception, receive_count: str | None) -> None:
+    """An evaluation that raised: logged with its traceback and whether it is retried."""
+    then = "will retry" if is_retryable(error) else "not retryable"
+    logger.exception(
+        f"node group {group}: evaluation failed, {then}: {error}",
+        receive_count=receive_count,
+        retryable=is_retryable(error),
+    )
+    errors = {MetricName.EVALUATION_ERRORS: 1.0}
+    emit([Record(errors, {Dimension.NODE_GROUP: group}), Record(errors)])
+
+
+def report_queued(cause: str, queued: Sequence[str]) -> None:
+    logger.info(f"queued {len(queued)} evaluations", cause=cause, node_groups=list(queued))
+    emit([Record({MetricName.EVALUATIONS_QUEUED: len(queued)})])
+
+
+def report_launch_failure(
+    group: str, reason: str, backed_off_until: str, queued: Sequence[str], **fields: Any
+) -> None:
+    logger.warning(
+        f"node group {group}: launch failed ({reason}); backed off until {backed_off_until}, "
+        f"re-planning {len(queued)} groups",
+        node_group=group,
+        node_groups=list(queued),
+        **fields,
+    )
+    emit(
+        [
+            Record({MetricName.LAUNCH_FAILURES: 1}, {Dimension.NODE_GROUP: group}),
+            Record({MetricName.EVALUATIONS_QUEUED: len(queued)}),
+        ]
+    )
+
+
+def report_ignored(message: str, **fields: Any) -> None:
+    """A well-formed event about a group nodescaler does not manage."""
+    logger.warning(message, **fields)
+    emit([Record({MetricName.IGNORED_EVENTS: 1})])
+
+
+def report_drain(result: DrainResult) -> None:
+    """One log line per drain, with everything it did, and its EMF records."""
+    from nodescaler.domain.draining import DrainOutcome, ReplacementOutcome
+
+    fields: dict[str, Any] = {"drain": asdict(result), "node": result.node}
+    replacement = result.replacement
+    if result.outcome is DrainOutcome.TIMED_OUT or (
+        replacement is not None and replacement.outcome is not ReplacementOutcome.QUEUED
+    ):
+        logger.warning(result.message, **fields)
+    else:
+        logger.info(result.message, **fields)
+    emit(drain_records(result))
+
+
+def report_drain_failure(result: DrainResult) -> None:
+    logger.exception(result.message, drain=asdict(result))
+    emit(drain_records(result))
+
+
+def report_expired(error: Exception) -> None:
+    """A lifecycle action Auto Scaling no longer holds: too late to heartbeat or complete."""
+    logger.error(f"{error}; the event is kept in the dead-letter queue")
+    emit([Record({MetricName.LIFECYCLE_ACTIONS_EXPIRED: 1})])

@@ -1,42 +1,39 @@
-"""The small interfaces the core's callers need; adapters implement them, fakes too."""
+"""Every port of the core, once: what the services need from the outside world.
+
+Adapters (`nodescaler.adapters`) implement these with AWS and Kubernetes; the tests' fakes
+implement them too. The values that cross them are domain types, named here only for the
+type checker, so importing this module loads none of them (the functions' cold starts).
+Protocols private to one adapter (a Kubernetes client connection, a page of a list) stay
+in that adapter, and the expanders' protocol stays with the expanders in the domain.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-if TYPE_CHECKING:  # pydantic models, named here only as types: no cold start pays for them
+if TYPE_CHECKING:
+    from nodescaler.domain.backoff import Backoff
+    from nodescaler.domain.cluster import Snapshot
+    from nodescaler.domain.decision import Decision
+    from nodescaler.domain.draining import DrainPod, Eviction, LifecycleAction, LifecycleResult
+    from nodescaler.domain.group_state import GroupState
+    from nodescaler.domain.limits import Claims
+    from nodescaler.domain.node_group import LaunchFailure, NodeGroup
     from nodescaler.domain.policy import MetricBase
     from nodescaler.domain.readings import Reading
-    from nodescaler.messages import EvaluationRequest
+    from nodescaler.domain.scheduling import InstanceShape
+    from nodescaler.events.queue import EvaluationRequest
+
+Sleep = Callable[[float], None]
 
 
-@dataclass(frozen=True)
-class NodeGroup:
-    """A node group as its provider reports it."""
+class Clock(Protocol):
+    def now(self) -> datetime: ...
 
-    name: str  # the Auto Scaling Group name: nodescaler's id for the group
-    desired: int
-    min_size: int
-    max_size: int
-    in_service: int
-    tags: Mapping[str, str] = field(default_factory=dict)
-    eks_cluster: str | None = None  # set for EKS managed node groups
-    eks_nodegroup: str | None = None
-    instance_ids: frozenset[str] = frozenset()  # its instances, to find their nodes
-    launched: int | None = None  # instances launching or running (not terminating); None: unknown
-    protected_ids: frozenset[str] = frozenset()  # instances protected from scale-in
-    # What it launches, for a template of its nodes when it has none: an instance type if
-    # the group says (instances, mixed-instances overrides), else where to look it up.
-    instance_type: str | None = None
-    launch_template: tuple[str, str] | None = None  # (id, version)
-    launch_configuration: str | None = None
 
-    @property
-    def is_eks_managed(self) -> bool:
-        return self.eks_cluster is not None and self.eks_nodegroup is not None
+# --- node groups (Auto Scaling, EKS) -----------------------------------------------------
 
 
 class NodeGroupDiscovery(Protocol):
@@ -45,9 +42,11 @@ class NodeGroupDiscovery(Protocol):
         ...
 
 
-class NodeGroups(NodeGroupDiscovery, Protocol):
+class NodeGroupLookup(Protocol):
     def get(self, name: str) -> NodeGroup | None: ...
 
+
+class NodeGroups(NodeGroupDiscovery, NodeGroupLookup, Protocol):
     def set_desired(self, group: NodeGroup, desired: int) -> None: ...
 
     def failed_launches(self, group: NodeGroup, since: datetime) -> Sequence[LaunchFailure]:
@@ -59,21 +58,41 @@ class NodeGroups(NodeGroupDiscovery, Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class LaunchFailure:
-    activity_id: str  # the same id the launch-failure event carries: one failure, counted once
-    at: datetime
-    reason: str
-
-
-class MetricSource(Protocol):
-    def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
-        """A value with its timestamp, or `MetricUnavailable` with the reason; never raises."""
+class InstanceGroups(Protocol):
+    def group_of(self, instance_id: str) -> str | None:
+        """The Auto Scaling group the instance is in, or None."""
         ...
 
 
-class Clock(Protocol):
-    def now(self) -> datetime: ...
+class InstanceTypes(Protocol):
+    """What a group launches, and that instance type's size."""
+
+    def instance_type(self, group: NodeGroup) -> str:
+        """Raises `InstanceTypeUnknownError` when nothing says."""
+        ...
+
+    def shape(self, instance_type: str) -> InstanceShape: ...
+
+
+class LifecycleActions(Protocol):
+    """Auto Scaling's side of a drain: both raise `LifecycleActionExpiredError` for an
+    action it no longer holds."""
+
+    def heartbeat(self, action: LifecycleAction) -> None: ...
+
+    def complete(self, action: LifecycleAction, result: LifecycleResult) -> None: ...
+
+
+# --- metrics ---------------------------------------------------------------------------
+
+
+class MetricProducer(Protocol):
+    def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
+        """A value with its timestamp, or `MetricUnavailable` with the reason."""
+        ...
+
+
+# --- the evaluation queue and the state table --------------------------------------------
 
 
 class EvaluationQueue(Protocol):
@@ -82,5 +101,68 @@ class EvaluationQueue(Protocol):
         ...
 
 
-class QueueSendError(RuntimeError):
-    """Some evaluation requests could not be queued; the message names their groups."""
+class StateStore(Protocol):
+    def load(self, group: str) -> GroupState: ...
+
+    def save(
+        self,
+        state: GroupState,
+        *,
+        audit: Decision | None = None,
+        event_id: str = "",
+        backoff_changed: bool = False,
+    ) -> GroupState:
+        """Write if unchanged since loaded (else `StateConflictError`); returns the new version.
+        `backoff_changed` publishes the group's new backoff to the planners too."""
+        ...
+
+
+class Backoffs(Protocol):
+    def backoffs(self, groups: Sequence[str]) -> Mapping[str, Backoff]:
+        """The latest backoff of each of these groups that has one."""
+        ...
+
+
+class ClaimLedger(Protocol):
+    def load_claims(self) -> Claims: ...
+
+    def save_claims(self, claims: Claims) -> bool:
+        """Write if unchanged since `claims.version` was read; False when someone wrote first."""
+        ...
+
+
+# --- the Kubernetes cluster --------------------------------------------------------------
+
+
+class SnapshotSource(Protocol):
+    def snapshot(self) -> Snapshot:
+        """Every node and non-terminal pod; raises `KubernetesUnavailableError`."""
+        ...
+
+
+class ClusterView(Protocol):
+    """What the cluster says about a group's nodes; None when it can't say now."""
+
+    def protected(self, group: NodeGroup, now: datetime) -> frozenset[str] | None:
+        """The group's instances that must not be scaled in."""
+        ...
+
+    def ready_nodes(self, group: NodeGroup, now: datetime) -> int | None:
+        """The group's nodes that are Ready."""
+        ...
+
+
+class DrainCluster(Protocol):
+    """The Kubernetes side of a drain."""
+
+    def find_node(self, instance_id: str) -> str | None:
+        """The name of the node whose spec.providerID ends in /<instance_id>, or None."""
+        ...
+
+    def cordon(self, node: str) -> None: ...
+
+    def pods_on(self, node: str) -> Sequence[DrainPod]: ...
+
+    def evict(self, pod: DrainPod, grace_seconds: int) -> Eviction:
+        """An eviction through the Eviction API; raises only when the API can't be reached."""
+        ...

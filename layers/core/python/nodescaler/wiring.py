@@ -8,7 +8,7 @@ for the clients only evaluate needs. Tests and the sandbox pass their own `AwsCl
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -25,9 +25,8 @@ from nodescaler.ports import Clock
 # that importing this module, as the dispatch function does, loads no pydantic.
 if TYPE_CHECKING:
     from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
-    from nodescaler.adapters.aws.state import DynamoStateStore
+    from nodescaler.adapters.aws.state_table import DynamoStateStore
     from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection
-    from nodescaler.adapters.k8s.metrics import KubernetesMetrics
     from nodescaler.config import (
         CommonSettings,
         DispatchSettings,
@@ -35,10 +34,14 @@ if TYPE_CHECKING:
         EvaluateSettings,
         ExpanderSpec,
     )
-    from nodescaler.dispatch import Dispatcher
     from nodescaler.domain.expanders import Expander
-    from nodescaler.domain.policy import NodeGroupPolicy
-    from nodescaler.evaluation import Evaluator
+    from nodescaler.ports import Sleep
+    from nodescaler.service.dispatch import Dispatcher
+    from nodescaler.service.drainer import Drainer
+    from nodescaler.service.evaluation import Evaluator
+    from nodescaler.service.kubernetes_metrics import KubernetesMetrics
+    from nodescaler.service.policies import PolicyBook
+    from nodescaler.service.producers import Producers
 
 BOTO_CONFIG = Config(
     retries={"mode": "adaptive", "max_attempts": 5},
@@ -114,18 +117,24 @@ def node_groups(settings: CommonSettings, clients: AwsClients) -> AsgNodeGroups:
     )
 
 
+def policy_book(settings: CommonSettings) -> PolicyBook:
+    """The deployed policies, and the tags that say which one a group uses."""
+    from nodescaler.adapters.policy_files import load_policies
+    from nodescaler.service.policies import PolicyBook
+
+    return PolicyBook(load_policies(settings.policies_path), settings.tag_names)
+
+
 def dispatcher(settings: DispatchSettings, clients: AwsClients | None = None) -> Dispatcher:
-    from nodescaler.adapters.aws.state import DynamoStateStore
-    from nodescaler.dispatch import Dispatcher
-    from nodescaler.policy_files import load_policies
+    from nodescaler.adapters.aws.state_table import DynamoStateStore
+    from nodescaler.service.dispatch import Dispatcher
 
     clients = clients or AwsClients()
     return Dispatcher(
         node_groups=node_groups(settings, clients),
         queue=SqsEvaluationQueue(clients.sqs, settings.evaluation_queue_url),
-        policies=load_policies(settings.policies_path),
+        policies=policy_book(settings),
         state=DynamoStateStore(clients.dynamodb, settings.state_table),  # writes no decisions
-        tag_names=settings.tag_names,
         backoff_rules=settings.backoff_rules,
     )
 
@@ -134,17 +143,14 @@ def evaluator(
     settings: EvaluateSettings, clients: AwsClients | None = None, clock: Clock | None = None
 ) -> Evaluator:
     from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
-    from nodescaler.adapters.aws.metrics import CloudWatchMetrics, SqsQueueLength
-    from nodescaler.adapters.aws.state import DynamoStateStore
+    from nodescaler.adapters.aws.state_table import DynamoStateStore
     from nodescaler.domain.limits import ClusterLimits
-    from nodescaler.evaluation import Evaluator
-    from nodescaler.limits import ClusterLimiter
-    from nodescaler.policy_files import load_policies
-    from nodescaler.producers import Producers
+    from nodescaler.service.evaluation import Evaluator
+    from nodescaler.service.limiter import ClusterLimiter
 
     clients = clients or AwsClients()
     clock = clock or SystemClock()
-    policies = load_policies(settings.policies_path)
+    policies = policy_book(settings)
     groups = node_groups(settings, clients)
     state = DynamoStateStore(
         clients.dynamodb, settings.state_table, audit_ttl=timedelta(days=settings.audit_ttl_days)
@@ -164,15 +170,10 @@ def evaluator(
     )
     return Evaluator(
         node_groups=groups,
-        producers=Producers(
-            queues=SqsQueueLength(clients.sqs),
-            cloudwatch=CloudWatchMetrics(clients.cloudwatch),
-            kubernetes=kubernetes,
-        ),
+        producers=metric_producers(clients, kubernetes),
         state=state,
         policies=policies,
         clock=clock,
-        tag_names=settings.tag_names,
         cluster_name=settings.cluster_name,
         dry_run=settings.dry_run,
         backoff_rules=settings.backoff_rules,
@@ -181,16 +182,35 @@ def evaluator(
     )
 
 
-def uses_kubernetes(policies: Mapping[str, NodeGroupPolicy]) -> bool:
-    from nodescaler.domain.policy import KUBERNETES_METRICS
+def metric_producers(clients: AwsClients, kubernetes: KubernetesMetrics | None) -> Producers:
+    """Each metric type's producer: a new metric type adds its line here."""
+    from nodescaler.adapters.aws.cloudwatch import CloudWatchMetrics
+    from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
+    from nodescaler.domain.policy import (
+        CapacityReservationMetric,
+        CloudWatchMetric,
+        MetricBase,
+        PendingPodsMetric,
+        SqsQueueMetric,
+    )
+    from nodescaler.ports import MetricProducer
+    from nodescaler.service.producers import Producers
 
-    return any(m.type_name in KUBERNETES_METRICS for p in policies.values() for m in p.spec.metrics)
+    registry: dict[type[MetricBase], MetricProducer] = {
+        SqsQueueMetric: SqsQueueLength(clients.sqs),
+        CloudWatchMetric: CloudWatchMetrics(clients.cloudwatch),
+        # ScheduleMetric: built into Producers, it needs no client.
+    }
+    if kubernetes is not None:  # without a cluster, these read as unavailable
+        registry[CapacityReservationMetric] = kubernetes
+        registry[PendingPodsMetric] = kubernetes
+    return Producers(registry)
 
 
 def kubernetes_metrics(
     settings: EvaluateSettings,
     *,
-    policies: Mapping[str, NodeGroupPolicy],
+    policies: PolicyBook,
     groups: AsgNodeGroups,
     state: DynamoStateStore,
     shapes: Ec2InstanceTypes,
@@ -198,22 +218,17 @@ def kubernetes_metrics(
     clock: Clock,
 ) -> KubernetesMetrics | None:
     """The Kubernetes producer, when a policy needs one; the client is imported only then."""
-    if not uses_kubernetes(policies):
+    if not any(p.reads_kubernetes for p in policies.policies.values()):
         return None
-    from nodescaler.adapters.k8s.cluster import KubernetesCluster
-    from nodescaler.adapters.k8s.metrics import KubernetesMetrics
-    from nodescaler.adapters.k8s.pending import PendingPodsPlanner
+    from nodescaler.adapters.k8s.api import KubernetesCluster
+    from nodescaler.service.kubernetes_metrics import KubernetesMetrics
+    from nodescaler.service.pending_pods import PendingPodsPlanner
 
     connection = kubernetes_connection(settings, clients, clock)
     if connection is None:
         return None  # its metrics read as unavailable: scale-in held (synth refuses this setup)
     planner = PendingPodsPlanner(
-        groups,
-        policies,
-        shapes,
-        expander_chain(settings.expanders, clients),
-        tag_names=settings.tag_names,
-        backoffs=state,
+        groups, policies, shapes, expander_chain(settings.expanders, clients), backoffs=state
     )
     cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
     return KubernetesMetrics(cluster, pending=planner)
@@ -269,11 +284,6 @@ def expander_chain(specs: Sequence[ExpanderSpec], clients: AwsClients) -> list[E
     return chain
 
 
-if TYPE_CHECKING:  # the drain's modules load only in the drain function
-    from nodescaler.config import DrainSettings
-    from nodescaler.drain import Drainer, Sleep
-
-
 def drainer(
     settings: DrainSettings,
     clients: AwsClients | None = None,
@@ -285,9 +295,10 @@ def drainer(
     import time
 
     from nodescaler.adapters.aws.lifecycle import AsgInstanceGroups, AsgLifecycleActions
-    from nodescaler.adapters.k8s.drain import KubernetesDrain
-    from nodescaler.config import SettingsError
-    from nodescaler.drain import Drainer, LifecycleResult, Replacements
+    from nodescaler.adapters.k8s.evictions import KubernetesDrain
+    from nodescaler.domain.draining import LifecycleResult
+    from nodescaler.errors import SettingsError
+    from nodescaler.service.drainer import Drainer, Replacements
 
     clients = clients or AwsClients()
     clock = clock or SystemClock()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
 from nodescaler.domain.policy import ReservationResource as Resource
+from nodescaler.errors import QuantityError
 
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$")
 _SUFFIX = {
@@ -33,10 +34,6 @@ _SUFFIX = {
     "Pi": Decimal(2) ** 50,
     "Ei": Decimal(2) ** 60,
 }
-
-
-class QuantityError(ValueError):
-    """Not a Kubernetes quantity ("500m", "1.5Gi", "2")."""
 
 
 def parse_quantity(text: str | int | float) -> Decimal:
@@ -248,3 +245,20 @@ def keeps_node(node: Node, pods: Iterable[Pod]) -> bool:
     """Cluster Autoscaler's annotations that forbid removing a node: the node's own, or a
     running pod's that must not be evicted."""
     return node.scale_down_disabled or any(p.not_safe_to_evict and not p.terminal for p in pods)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The cluster's nodes and non-terminal pods, as listed at one moment."""
+
+    nodes: tuple[Node, ...]
+    pods: tuple[Pod, ...]
+
+    @functools.cached_property
+    def pods_by_node(self) -> dict[str, list[Pod]]:
+        """Built once, so each group's reading looks at its own nodes' pods only."""
+        index: dict[str, list[Pod]] = {}
+        for pod in self.pods:
+            if pod.node_name is not None:
+                index.setdefault(pod.node_name, []).append(pod)
+        return index

@@ -6,22 +6,14 @@ synth, `nodescaler validate`, the evaluator's log and a test's assertion.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
 from nodescaler.domain.policy import METRIC_TYPES, NodeGroupPolicy
-
-
-class PolicyError(ValueError):
-    """A policy document that cannot be used; `problems` holds one line per defect."""
-
-    def __init__(self, source: str, problems: Sequence[str]) -> None:
-        self.source = source
-        self.problems = tuple(problems)
-        super().__init__("\n".join(self.problems))
+from nodescaler.errors import PolicyError
 
 
 class _StrictLoader(yaml.SafeLoader):

@@ -19,6 +19,7 @@ from typing import Protocol
 
 from nodescaler.domain.cluster import Pod
 from nodescaler.domain.scheduling import NodeTemplate, nodes_needed, why_not
+from nodescaler.errors import ExpanderError
 
 
 @dataclass(frozen=True)
@@ -38,10 +39,6 @@ class Option:
         used_cpu = sum(p.requests.cpu_millis for p in self.pods)
         used_memory = sum(p.requests.memory_bytes for p in self.pods)
         return (cpu - used_cpu) / max(cpu, 1) + (memory - used_memory) / max(memory, 1)
-
-
-class ExpanderError(RuntimeError):
-    """An expander could not decide; the chain moves on to the next one."""
 
 
 class Expander(Protocol):

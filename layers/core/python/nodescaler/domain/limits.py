@@ -6,8 +6,9 @@ limit only ever caps a scale-up: a cluster over its limit is not shrunk for it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,14 @@ class ClusterLimits:
 
     def __bool__(self) -> bool:
         return any(v is not None for v in (self.max_nodes, self.max_vcpus, self.max_memory_gib))
+
+
+@dataclass(frozen=True)
+class Claims:
+    """Scale-ups just claimed under the limits, which the groups' sizes may not show yet."""
+
+    version: int = 0
+    desired: Mapping[str, tuple[int, datetime]] = field(default_factory=dict)  # group → (n, at)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Annotated, ClassVar, Literal, Self
+from typing import Annotated, ClassVar, Literal, Self, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
@@ -225,21 +225,34 @@ class PendingPodsSource(Spec):
 
 
 class MetricBase(Spec):
+    """A metric of a policy. Each metric type is one subclass, which says everything about
+    the type: its `type` tag, its source's model, its allowed targets and whether it reads
+    the Kubernetes cluster; its producer is registered in `nodescaler.wiring`."""
+
     name: Annotated[str, Field(pattern=NAME_PATTERN)] | None = None
     target: MetricTarget
     # A reading older than this is treated as missing: it can never cause a scale-in.
     stale_after_seconds: Annotated[int, Field(ge=10, le=86_400)] = 300
 
     allowed_targets: ClassVar[frozenset[TargetType]] = frozenset(TargetType)
+    # Read from the cluster's API server: the evaluate function then carries the
+    # Kubernetes client, and the stack needs a cluster name.
+    reads_cluster: ClassVar[bool] = False
 
     @field_validator("target")
     @classmethod
     def _target_fits_metric(cls, target: MetricTarget) -> MetricTarget:
         if target.type not in cls.allowed_targets:
             allowed = " or ".join(sorted(cls.allowed_targets))
-            kind = cls.model_fields["type"].annotation.__args__[0]  # type: ignore[union-attr]
-            raise ValueError(f"{target.type} is not valid for a {kind} metric (use {allowed})")
+            raise ValueError(
+                f"{target.type} is not valid for a {cls.type_tag()} metric (use {allowed})"
+            )
         return target
+
+    @classmethod
+    def type_tag(cls) -> str:
+        """The `type` a document gives this metric type ("SQSQueue")."""
+        return str(cls.model_fields["type"].annotation.__args__[0])  # type: ignore[union-attr]
 
     @property
     def type_name(self) -> str:
@@ -277,6 +290,7 @@ class ScheduleMetric(MetricBase):
 class CapacityReservationMetric(MetricBase):
     type: Literal["CapacityReservation"]
     capacity_reservation: CapacityReservationSource
+    reads_cluster: ClassVar = True
 
     def default_name(self) -> str:
         return f"reservation-{self.capacity_reservation.resource}"
@@ -293,6 +307,7 @@ class PendingPodsMetric(MetricBase):
     pending_pods: PendingPodsSource = PendingPodsSource()
     target: MetricTarget = PER_REPLICA_ONE
     allowed_targets: ClassVar = frozenset({TargetType.AVERAGE_VALUE})
+    reads_cluster: ClassVar = True
 
 
 MetricSpec = Annotated[
@@ -303,8 +318,10 @@ MetricSpec = Annotated[
     | PendingPodsMetric,
     Field(discriminator="type"),
 ]
-METRIC_TYPES = ("SQSQueue", "CloudWatch", "Schedule", "CapacityReservation", "PendingPods")
-KUBERNETES_METRICS = frozenset({"CapacityReservation", "PendingPods"})  # read from the cluster
+# The `type` tags, from the union above: a metric type is declared there and nowhere else.
+METRIC_TYPES: tuple[str, ...] = tuple(
+    model.type_tag() for model in get_args(get_args(MetricSpec)[0])
+)
 
 
 # --- behavior ----------------------------------------------------------------------------
@@ -452,3 +469,13 @@ class NodeGroupPolicy(Spec):
     @property
     def name(self) -> str:
         return self.metadata.name
+
+    @property
+    def reads_kubernetes(self) -> bool:
+        """Whether any of its metrics reads the cluster."""
+        return any(m.reads_cluster for m in self.spec.metrics)
+
+    @property
+    def reads_pending_pods(self) -> bool:
+        """Whether it takes part in the pending-pods plan across groups."""
+        return any(isinstance(m, PendingPodsMetric) for m in self.spec.metrics)

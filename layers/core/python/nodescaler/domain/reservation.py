@@ -12,16 +12,13 @@ from dataclasses import dataclass
 
 from nodescaler.domain.cluster import Node, Pod
 from nodescaler.domain.policy import ReservationResource as Resource
+from nodescaler.errors import ReservationError
 
 _UNITS = {
     Resource.CPU: (1000, "cores"),
     Resource.MEMORY: (2**30, "GiB"),
     Resource.PODS: (1, "pods"),
 }
-
-
-class ReservationError(ValueError):
-    """A pod on the group's nodes whose requests can't be read: the reservation is unknown."""
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,13 @@ from nodescaler.domain.cluster import (
     Node,
     Placement,
     Pod,
-    QuantityError,
     Resources,
     Taint,
     is_extended,
     millicores,
     whole_units,
 )
+from nodescaler.errors import QuantityError
 
 NOTHING = Resources()
 HOSTNAME_LABEL = "kubernetes.io/hostname"  # a template stands for a node not yet named

@@ -14,7 +14,8 @@ from typing import Annotated, Any
 from botocore.config import Config
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from nodescaler.domain.expanders import ExpanderError, Option
+from nodescaler.domain.expanders import Option
+from nodescaler.errors import ExpanderError
 
 
 class CustomExpanderAnswer(BaseModel):

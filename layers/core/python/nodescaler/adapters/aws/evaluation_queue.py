@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from nodescaler.ports import QueueSendError
+from nodescaler.errors import QueueSendError
 
 if TYPE_CHECKING:  # a pydantic model, named here only as a type: the import loads no pydantic
-    from nodescaler.messages import EvaluationRequest
+    from nodescaler.events.queue import EvaluationRequest
 
 BATCH = 10  # the most SendMessageBatch takes
 # Batches on the wire at once: a tick over 1,000 groups waits for 13 round trips, not 100.

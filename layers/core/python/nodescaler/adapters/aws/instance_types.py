@@ -14,14 +14,12 @@ from datetime import datetime, timedelta
 from random import Random
 from typing import Any, Generic, TypeVar
 
+from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.scheduling import InstanceShape
-from nodescaler.ports import Clock, NodeGroup
+from nodescaler.errors import InstanceTypeUnknownError
+from nodescaler.ports import Clock
 
 ARCHITECTURES = {"x86_64": "amd64", "arm64": "arm64"}  # EC2's names → Kubernetes'
-
-
-class InstanceTypeUnknownError(LookupError):
-    """Nothing says which instance type the group launches; names the group."""
 
 
 K = TypeVar("K")
@@ -48,6 +46,8 @@ class TtlCache(Generic[K, V]):
 
 
 class Ec2InstanceTypes:
+    """`InstanceTypes` over EC2 (and EKS, for a managed node group's instance types)."""
+
     def __init__(
         self,
         ec2: Any,

@@ -8,14 +8,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from nodescaler.drain import LifecycleActionExpiredError, LifecycleResult
-from nodescaler.drain_events import LifecycleAction
+from nodescaler.domain.draining import LifecycleAction, LifecycleResult
+from nodescaler.errors import LifecycleActionExpiredError
 
 # What Auto Scaling answers (ValidationError) once the action's heartbeat timeout has
 # passed or the action was completed: "No active Lifecycle Action found with instance ID i-…"
 NO_ACTIVE_ACTION = "No active Lifecycle Action found"
-
-__all__ = ["AsgInstanceGroups", "AsgLifecycleActions", "LifecycleActionExpiredError"]
 
 
 class AsgLifecycleActions:

@@ -6,8 +6,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from nodescaler.domain.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.optin import TagNames, is_managed
-from nodescaler.ports import LaunchFailure, NodeGroup
 
 # EKS puts these on the Auto Scaling Group of every managed node group.
 EKS_CLUSTER_TAG = "eks:cluster-name"

@@ -17,7 +17,6 @@ from nodescaler.domain.cluster import (
     Node,
     Placement,
     Pod,
-    QuantityError,
     Requirement,
     Resources,
     Taint,
@@ -26,21 +25,12 @@ from nodescaler.domain.cluster import (
     millicores,
     whole_units,
 )
-from nodescaler.ports import NodeGroup
+from nodescaler.errors import QuantityError
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 # Cluster Autoscaler's annotations, honoured as it does.
 SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
-EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
-
-
-def belongs(node: Node, group: NodeGroup) -> bool:
-    """By the EKS node group label, else by the node's instance being one of the ASG's."""
-    label = node.labels.get(EKS_NODEGROUP_LABEL)
-    if label is not None and group.eks_nodegroup is not None:
-        return label == group.eks_nodegroup
-    return node.instance_id in group.instance_ids
 
 
 def _condition(conditions: Sequence[Condition], kind: str) -> Condition | None:

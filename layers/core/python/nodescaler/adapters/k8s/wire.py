@@ -89,6 +89,23 @@ class PodWire(msgspec.Struct, frozen=True, gc=False):
     status: PodStatus = PodStatus()
 
 
+# The drain reads a little more of a pod than the metrics do, for the few pods of one node.
+
+
+class EvictedObjectMeta(ObjectMeta, frozen=True, gc=False):
+    uid: str = ""  # a pod recreated under the same name is another pod
+
+
+class EvictedPodSpec(msgspec.Struct, frozen=True, gc=False):
+    terminationGracePeriodSeconds: int | None = None  # noqa: N815
+
+
+class EvictedPod(msgspec.Struct, frozen=True, gc=False):
+    metadata: EvictedObjectMeta
+    spec: EvictedPodSpec = EvictedPodSpec()
+    status: PodStatus = PodStatus()
+
+
 class NodeList(msgspec.Struct, frozen=True, gc=False):
     metadata: ListMeta = ListMeta()
     items: list[NodeWire] = []
@@ -97,3 +114,8 @@ class NodeList(msgspec.Struct, frozen=True, gc=False):
 class PodList(msgspec.Struct, frozen=True, gc=False):
     metadata: ListMeta = ListMeta()
     items: list[PodWire] = []
+
+
+class EvictedPodList(msgspec.Struct, frozen=True, gc=False):
+    metadata: ListMeta = ListMeta()
+    items: list[EvictedPod] = []

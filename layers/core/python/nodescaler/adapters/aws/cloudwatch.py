@@ -1,7 +1,7 @@
-"""Metric producers on AWS: SQS queue length and CloudWatch (metric or metric math).
+"""The CloudWatch metric's producer: the latest datapoint of a metric or metric-math
+expression, read with GetMetricData.
 
-Each returns a value with its timestamp, or `MetricUnavailable` naming the cause; an AWS
-error never escapes, so one broken metric can't stop an evaluation.
+An AWS error never escapes: it becomes `MetricUnavailable` naming the cause.
 """
 
 from __future__ import annotations
@@ -11,53 +11,10 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from nodescaler.domain.policy import CloudWatchMetric, CloudWatchMetricStat, SqsQueueMetric
+from nodescaler.adapters.aws import describe_aws_error
+from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.policy import CloudWatchMetric, CloudWatchMetricStat, MetricBase
 from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
-
-
-def _aws_error(error: Exception) -> str:
-    if isinstance(error, ClientError):
-        code = error.response.get("Error", {}).get("Code", "Unknown")
-        return f"{code}: {error.response.get('Error', {}).get('Message', '')}".strip()
-    return f"{type(error).__name__}: {error}"
-
-
-class SqsQueueLength:
-    """Messages waiting the way KEDA counts them: visible + in flight (+ delayed)."""
-
-    def __init__(self, sqs: Any) -> None:
-        self._sqs = sqs
-        self._urls: dict[str, str] = {}  # queue as written → URL, for the warm container
-
-    def _url(self, queue: str) -> str:
-        if queue.startswith("https://"):
-            return queue
-        if queue not in self._urls:
-            request: dict[str, str] = {"QueueName": queue}
-            if queue.startswith("arn:"):  # arn:aws:sqs:region:account:name
-                *_, account, name = queue.split(":")
-                request = {"QueueName": name, "QueueOwnerAWSAccountId": account}
-            self._urls[queue] = self._sqs.get_queue_url(**request)["QueueUrl"]
-        return self._urls[queue]
-
-    def read(self, metric: SqsQueueMetric, now: datetime) -> Reading:
-        source = metric.sqs_queue
-        names = ["ApproximateNumberOfMessages"]
-        if source.include_in_flight:
-            names.append("ApproximateNumberOfMessagesNotVisible")
-        if source.include_delayed:
-            names.append("ApproximateNumberOfMessagesDelayed")
-        try:
-            attributes = self._sqs.get_queue_attributes(
-                QueueUrl=self._url(source.queue), AttributeNames=names
-            )["Attributes"]
-        except (ClientError, BotoCoreError) as error:
-            self._urls.pop(source.queue, None)
-            return MetricUnavailable(reason=f"queue {source.queue}: {_aws_error(error)}")
-        counts = [int(attributes.get(name, 0)) for name in names]
-        labels = ["visible", "in flight", "delayed"][: len(counts)]
-        detail = " + ".join(f"{n} {label}" for n, label in zip(counts, labels, strict=True))
-        return MetricReading(value=sum(counts), at=now, detail=detail)
 
 
 def _metric_stat(stat: CloudWatchMetricStat, period: int) -> dict[str, Any]:
@@ -108,7 +65,8 @@ class CloudWatchMetrics:
     def __init__(self, cloudwatch: Any) -> None:
         self._cloudwatch = cloudwatch
 
-    def read(self, metric: CloudWatchMetric, now: datetime) -> Reading:
+    def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
+        assert isinstance(metric, CloudWatchMetric)
         window = timedelta(seconds=metric.stale_after_seconds)
         try:
             result = self._cloudwatch.get_metric_data(
@@ -118,7 +76,7 @@ class CloudWatchMetrics:
                 ScanBy="TimestampDescending",
             )["MetricDataResults"]
         except (ClientError, BotoCoreError) as error:
-            return MetricUnavailable(reason=f"CloudWatch: {_aws_error(error)}")
+            return MetricUnavailable(reason=f"CloudWatch: {describe_aws_error(error)}")
         series = next((r for r in result if r["Id"] == "value"), None)
         if series is None or not series.get("Values"):
             return MetricUnavailable(

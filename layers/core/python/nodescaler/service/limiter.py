@@ -9,38 +9,13 @@ ASGs show it, so it is forgotten after `CLAIM_LIFETIME`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Protocol
 
-from nodescaler.domain.limits import Ceiling, ClusterLimits, GroupUsage, ceiling
-from nodescaler.ports import NodeGroup, NodeGroupDiscovery
-
-if TYPE_CHECKING:
-    from nodescaler.domain.scheduling import InstanceShape
+from nodescaler.domain.limits import Ceiling, Claims, ClusterLimits, GroupUsage, ceiling
+from nodescaler.domain.node_group import NodeGroup
+from nodescaler.ports import ClaimLedger, InstanceTypes, NodeGroupDiscovery
 
 CLAIM_LIFETIME = timedelta(minutes=2)
-
-
-@dataclass(frozen=True)
-class Claims:
-    version: int = 0
-    desired: Mapping[str, tuple[int, datetime]] = field(default_factory=dict)  # group → (n, at)
-
-
-class ClaimLedger(Protocol):
-    def load_claims(self) -> Claims: ...
-
-    def save_claims(self, claims: Claims) -> bool:
-        """Write if unchanged since `claims.version` was read; False when someone wrote first."""
-        ...
-
-
-class Shapes(Protocol):
-    def instance_type(self, group: NodeGroup) -> str: ...
-
-    def shape(self, instance_type: str) -> InstanceShape: ...
 
 
 class ClusterLimiter:
@@ -48,7 +23,7 @@ class ClusterLimiter:
         self,
         limits: ClusterLimits,
         node_groups: NodeGroupDiscovery,
-        shapes: Shapes,
+        shapes: InstanceTypes,
         ledger: ClaimLedger,
     ) -> None:
         self.limits = limits

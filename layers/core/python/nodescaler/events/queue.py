@@ -1,4 +1,5 @@
-"""The evaluation queue's message, written by the tick and alarm functions, read by evaluate."""
+"""The evaluation queue's message, written by dispatch (and the drain, on a Spot warning),
+read by evaluate inside its SQS record (`nodescaler.events.sqs`)."""
 
 from __future__ import annotations
 

@@ -1,21 +1,20 @@
-"""The Kubernetes metric producer: capacity reservation and pending pods, from one snapshot.
+"""The Kubernetes metric producer: capacity reservation and pending pods, from one snapshot,
+and the evaluator's view of a group's nodes (Ready, protected from scale-in).
 
 One snapshot of nodes and pods serves every group evaluated within `max_age` (a batch of
 evaluations, in a warm container), so a tick over many groups lists the cluster once per
 batch, not once per group. Failures become `MetricUnavailable` naming the cause, which
-holds that group's scale-in and nothing else.
+holds that group's scale-in and nothing else. The listing itself is a port
+(`SnapshotSource`), which `nodescaler.adapters.k8s.api` implements.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Protocol
 
-from nodescaler.adapters.k8s.cluster import KubernetesUnavailableError, Snapshot
-from nodescaler.adapters.k8s.objects import belongs
-from nodescaler.adapters.k8s.pending import PendingPodsPlanner, Planned
-from nodescaler.domain.cluster import keeps_node
+from nodescaler.domain.cluster import Snapshot, keeps_node
+from nodescaler.domain.node_group import NodeGroup, belongs
 from nodescaler.domain.policy import (
     CapacityReservationMetric,
     MetricBase,
@@ -23,12 +22,10 @@ from nodescaler.domain.policy import (
     TargetType,
 )
 from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
-from nodescaler.domain.reservation import ReservationError, reservation
-from nodescaler.ports import NodeGroup
-
-
-class SnapshotSource(Protocol):
-    def snapshot(self) -> Snapshot: ...
+from nodescaler.domain.reservation import reservation
+from nodescaler.errors import KubernetesUnavailableError, ReservationError
+from nodescaler.ports import SnapshotSource
+from nodescaler.service.pending_pods import PendingPodsPlanner, Planned
 
 
 class KubernetesMetrics:

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from functools import cached_property, partial
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import msgspec
 
 from nodescaler.adapters.k8s.objects import node_from_wire, pod_from_wire
 from nodescaler.adapters.k8s.wire import ListMeta, NodeList, PodList
-from nodescaler.domain.cluster import Node, Pod
+from nodescaler.domain.cluster import Node, Pod, Snapshot
+from nodescaler.errors import KubernetesUnavailableError
 
 PAGE_SIZE = 500
 # Seconds to connect, and to wait for each answer. The client's own default is to wait
@@ -42,25 +42,6 @@ class Connection(Protocol):
     def api(self) -> Any: ...
 
     def renew(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    nodes: tuple[Node, ...]
-    pods: tuple[Pod, ...]
-
-    @cached_property
-    def pods_by_node(self) -> dict[str, list[Pod]]:
-        """Built once, so each group's reading looks at its own nodes' pods only."""
-        index: dict[str, list[Pod]] = {}
-        for pod in self.pods:
-            if pod.node_name is not None:
-                index.setdefault(pod.node_name, []).append(pod)
-        return index
-
-
-class KubernetesUnavailableError(RuntimeError):
-    """The API server could not be read; names the server and the cause."""
 
 
 def pages(
@@ -144,6 +125,8 @@ class CoreApi:
 
 
 class KubernetesCluster:
+    """`SnapshotSource` over the API server: every node and non-terminal pod."""
+
     def __init__(
         self,
         connection: Connection,

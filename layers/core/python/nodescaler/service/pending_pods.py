@@ -10,34 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
 
-from nodescaler.adapters.k8s.cluster import Snapshot
-from nodescaler.adapters.k8s.objects import EKS_NODEGROUP_LABEL, belongs
-from nodescaler.domain.backoff import Backoff
-from nodescaler.domain.cluster import Resources
+from nodescaler.domain.cluster import Resources, Snapshot
 from nodescaler.domain.expanders import Expander, Plan, plan
-from nodescaler.domain.optin import TagNames, read_opt_in
-from nodescaler.domain.policy import NodeGroupPolicy, PendingPodsMetric
-from nodescaler.domain.scheduling import (
-    InstanceShape,
-    NodeTemplate,
-    pending,
-    template_from_instance_type,
-)
-from nodescaler.ports import NodeGroup, NodeGroupDiscovery
-
-
-class Backoffs(Protocol):
-    def backoffs(self, groups: Sequence[str]) -> Mapping[str, Backoff]:
-        """The latest backoff of each of these groups that has one."""
-        ...
-
-
-class InstanceTypes(Protocol):
-    def instance_type(self, group: NodeGroup) -> str: ...
-
-    def shape(self, instance_type: str) -> InstanceShape: ...
+from nodescaler.domain.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs
+from nodescaler.domain.scheduling import NodeTemplate, pending, template_from_instance_type
+from nodescaler.ports import Backoffs, InstanceTypes, NodeGroupDiscovery
+from nodescaler.service.policies import PolicyBook
 
 
 @dataclass(frozen=True)
@@ -53,29 +32,21 @@ class PendingPodsPlanner:
     def __init__(
         self,
         node_groups: NodeGroupDiscovery,
-        policies: Mapping[str, NodeGroupPolicy],
+        policies: PolicyBook,
         instance_types: InstanceTypes,
         chain: Sequence[Expander],
         *,
-        tag_names: TagNames,
         backoffs: Backoffs | None = None,
     ) -> None:
         self._node_groups = node_groups
         self._policies = policies
         self._instance_types = instance_types
         self._chain = chain
-        self._tags = tag_names
         self._backoffs = backoffs
 
     def participants(self) -> list[NodeGroup]:
         """Managed groups whose policy reads pending pods."""
-        groups = []
-        for group in self._node_groups.discover():
-            name = read_opt_in(group.name, group.tags, self._tags).policy
-            policy = self._policies.get(name or "")
-            if policy and any(isinstance(m, PendingPodsMetric) for m in policy.spec.metrics):
-                groups.append(group)
-        return groups
+        return [g for g in self._node_groups.discover() if self._policies.reads_pending_pods(g)]
 
     def template(self, group: NodeGroup, snapshot: Snapshot) -> NodeTemplate:
         live = sorted(

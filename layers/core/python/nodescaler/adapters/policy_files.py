@@ -1,11 +1,13 @@
-"""Reads the policy documents deployed with the stack: every `*.yaml`/`*.yml` file of a folder."""
+"""Reads the policy documents deployed with the stack: every `*.yaml`/`*.yml` file of a folder
+(the functions' layer, synth, `nodescaler validate`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from nodescaler.domain.documents import PolicyError, index_by_name, parse_policy
+from nodescaler.domain.documents import index_by_name, parse_policy
 from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.errors import PolicyError
 
 POLICY_SUFFIXES = (".yaml", ".yml")
 

@@ -1,23 +1,14 @@
-"""A node group's persisted state, and the port that stores it with optimistic concurrency."""
+"""A node group's persisted state: its history, last decision, backoff and claims."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
 from nodescaler.domain.backoff import Backoff, Provisioning
 from nodescaler.domain.decision import Decision
 from nodescaler.domain.history import History
 
 RECENT_EVENTS = 50  # enough to recognise a redelivered message; bounded item size
-
-
-class StateConflictError(RuntimeError):
-    """Another evaluation of the same group wrote first."""
-
-
-class StateCorruptError(RuntimeError):
-    """A stored state item can't be read back; names the group and the item."""
 
 
 @dataclass(frozen=True)
@@ -61,19 +52,3 @@ class GroupState:
 def failure_key(activity_id: str) -> str:
     """The recent-event id of a failed launch, whichever path reported it first."""
     return f"launch-failure:{activity_id}"
-
-
-class StateStore(Protocol):
-    def load(self, group: str) -> GroupState: ...
-
-    def save(
-        self,
-        state: GroupState,
-        *,
-        audit: Decision | None = None,
-        event_id: str = "",
-        backoff_changed: bool = False,
-    ) -> GroupState:
-        """Write if unchanged since loaded (else `StateConflictError`); returns the new version.
-        `backoff_changed` publishes the group's new backoff to the planners too."""
-        ...

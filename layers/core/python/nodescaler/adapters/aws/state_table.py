@@ -25,9 +25,10 @@ from pydantic import BaseModel
 
 from nodescaler.domain.backoff import Backoff, Provisioning
 from nodescaler.domain.decision import Decision
+from nodescaler.domain.group_state import GroupState
 from nodescaler.domain.history import History
-from nodescaler.limits import Claims
-from nodescaler.state import GroupState, StateConflictError, StateCorruptError
+from nodescaler.domain.limits import Claims
+from nodescaler.errors import StateConflictError, StateCorruptError
 
 STATE_SK = "STATE"
 BACKOFFS_KEY = {"pk": {"S": "CLUSTER"}, "sk": {"S": "BACKOFFS"}}

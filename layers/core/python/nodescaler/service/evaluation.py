@@ -7,43 +7,29 @@ whose conditional state write lands first acts (write, then act).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from functools import partial
-from typing import Protocol
 
 from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
 from nodescaler.domain.backoff import BackoffRules, Provisioning, after_failure, provision_check
 from nodescaler.domain.decision import Decision
-from nodescaler.domain.optin import TagNames, is_managed, read_opt_in
+from nodescaler.domain.group_state import GroupState, failure_key
+from nodescaler.domain.node_group import LaunchFailure, NodeGroup
+from nodescaler.domain.optin import is_managed
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.limits import ClusterLimiter
-from nodescaler.ports import Clock, LaunchFailure, NodeGroup, NodeGroups
-from nodescaler.producers import Producers
-from nodescaler.state import GroupState, StateConflictError, StateStore, failure_key
+from nodescaler.errors import ActuationError, StateConflictError
+from nodescaler.ports import Clock, ClusterView, NodeGroups, StateStore
+from nodescaler.service.limiter import ClusterLimiter
+from nodescaler.service.policies import PolicyBook
+from nodescaler.service.producers import Producers
 
 CLAIM_ATTEMPTS = 5
 # An evaluation acts on its claim within the evaluate function's timeout (60 s, infra's
 # EVALUATE_TIMEOUT): a younger claim by another message may still be in progress.
 CLAIM_IN_PROGRESS = timedelta(seconds=60)
-
-
-class ClusterView(Protocol):
-    """What the Kubernetes cluster says about a group's nodes; None when it can't say now."""
-
-    def protected(self, group: NodeGroup, now: datetime) -> frozenset[str] | None:
-        """The group's instances that must not be scaled in."""
-        ...
-
-    def ready_nodes(self, group: NodeGroup, now: datetime) -> int | None:
-        """The group's nodes that are Ready."""
-        ...
-
-
-class ActuationError(RuntimeError):
-    """Resizing a group failed; the message is retried (and dead-lettered after its retries)."""
 
 
 class Outcome(StrEnum):
@@ -68,9 +54,8 @@ class Evaluator:
     node_groups: NodeGroups
     producers: Producers
     state: StateStore
-    policies: Mapping[str, NodeGroupPolicy]
+    policies: PolicyBook
     clock: Clock
-    tag_names: TagNames = field(default_factory=TagNames)
     cluster_name: str = ""
     dry_run: bool = False
     backoff_rules: BackoffRules = field(default_factory=BackoffRules)
@@ -82,21 +67,14 @@ class Evaluator:
         group = self.node_groups.get(group_name)
         if group is None:
             return EvaluationResult(group_name, Outcome.SKIPPED, problems=("no such node group",))
-        if not is_managed(group.tags, self.tag_names, self.cluster_name):
+        if not is_managed(group.tags, self.policies.tag_names, self.cluster_name):
             return EvaluationResult(group_name, Outcome.SKIPPED, problems=("not opted in",))
 
         # 2. Its tags and policy; a bad one is reported and the group left alone.
-        opt_in = read_opt_in(group.name, group.tags, self.tag_names)
-        if opt_in.problems and opt_in.policy is None:
-            return self._reject(group.name, opt_in.problems)
-        policy = self.policies.get(opt_in.policy or "")
+        choice = self.policies.choose(group)
+        policy = choice.policy
         if policy is None:
-            known = ", ".join(sorted(self.policies)) or "none"
-            problem = (
-                f"node group {group.name}: tag {self.tag_names.policy}={opt_in.policy!r} names no "
-                f"deployed policy (deployed: {known})"
-            )
-            return self._reject(group.name, (*opt_in.problems, problem))
+            return self._reject(group.name, choice.problems)
 
         # 3. State; a message seen before is not handled twice, and a resize whose record
         # was lost (the write after it failed) is recorded first.
@@ -108,7 +86,7 @@ class Evaluator:
             acted = state.acting
             state = self._record_lost_resize(group, policy, state, event_id, now)
             if state.seen(event_id):  # this very message made it: its work is done
-                return EvaluationResult(group.name, Outcome.ACTED, acted, opt_in.problems)
+                return EvaluationResult(group.name, Outcome.ACTED, acted, choice.problems)
 
         # 4. A scale-up that failed, or overran its time, backs the group off.
         loaded = state
@@ -116,7 +94,7 @@ class Evaluator:
         backoff_changed = state.backoff != loaded.backoff
 
         # 5. Scale-in protection follows the cluster's annotations.
-        dry_run = opt_in.dry_run or self.dry_run
+        dry_run = choice.dry_run or self.dry_run
         ours, protected = self._protect(group, state, now, dry_run)
         state = replace(state, protected=ours)
 
@@ -150,14 +128,14 @@ class Evaluator:
                     history=evaluation.history,
                     decision=decision,
                     event_id=event_id,
-                    problems=opt_in.problems,
+                    problems=choice.problems,
                 ),
                 audit=decision,
                 event_id=event_id,
                 backoff_changed=backoff_changed,
             )
             outcome = Outcome.UNCHANGED if decision.desired == decision.current else Outcome.DRY_RUN
-            return EvaluationResult(group.name, outcome, decision, opt_in.problems)
+            return EvaluationResult(group.name, outcome, decision, choice.problems)
 
         # 8. Claim (a racing evaluation now fails its write), act, then record the scale event.
         if decision.desired > decision.current:  # watched until in service, or overdue
@@ -165,7 +143,7 @@ class Evaluator:
         claimed = self.state.save(
             replace(
                 state.after(
-                    history=evaluation.history, decision=decision, problems=opt_in.problems
+                    history=evaluation.history, decision=decision, problems=choice.problems
                 ),
                 acting=decision,
                 acting_event=event_id,
@@ -179,8 +157,8 @@ class Evaluator:
                 f"node group {group.name}: resizing {decision.current} → {decision.desired} "
                 f"failed: {error}"
             ) from error
-        self._record_resize(claimed, policy, opt_in.problems)
-        return EvaluationResult(group.name, Outcome.ACTED, decision, opt_in.problems)
+        self._record_resize(claimed, policy, choice.problems)
+        return EvaluationResult(group.name, Outcome.ACTED, decision, choice.problems)
 
     def _record_resize(
         self, claimed: GroupState, policy: NodeGroupPolicy, problems: tuple[str, ...]

@@ -1,22 +1,17 @@
-"""Every event a function receives, as a typed model: parsing is where bad input is caught.
-
-The envelopes come from Powertools' parser models; the details are ours, and the SQS body
-is our own message (`nodescaler.messages`).
-"""
+"""What the dispatch function receives: the tick, CloudWatch alarm state changes and Auto
+Scaling launch failures, all through EventBridge."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from aws_lambda_powertools.utilities.parser.models import EventBridgeModel, SqsRecordModel
-from pydantic import AwareDatetime, BaseModel, Field, Json, TypeAdapter, ValidationError
+from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
+from pydantic import AwareDatetime, BaseModel, Field, TypeAdapter, ValidationError
 
-from nodescaler.messages import EvaluationRequest, EventId
-
-
-class EvaluationRecord(SqsRecordModel):
-    body: Json[EvaluationRequest]
+from nodescaler.errors import MalformedEventError
+from nodescaler.events import describe_errors
+from nodescaler.events.queue import EventId
 
 
 class DispatchedEvent(EventBridgeModel):
@@ -82,10 +77,6 @@ class LaunchUnsuccessfulEvent(DispatchedEvent):
         return self.detail.status_message or self.detail.cause or "launch unsuccessful"
 
 
-class MalformedEventError(ValueError):
-    """An event no function here can handle; the message names the event and the field."""
-
-
 DispatchEvent = Annotated[
     ScheduledEvent | AlarmStateChangeEvent | LaunchUnsuccessfulEvent,
     Field(discriminator="detail_type"),
@@ -93,18 +84,6 @@ DispatchEvent = Annotated[
 _DISPATCH_EVENT: TypeAdapter[ScheduledEvent | AlarmStateChangeEvent | LaunchUnsuccessfulEvent] = (
     TypeAdapter(DispatchEvent)
 )
-
-
-def describe_errors(error: ValidationError) -> str:
-    """`field.path: message; ...`, with the field paths policy errors use."""
-    # Imported on this error path only: the policy documents' module loads YAML and the
-    # policy models, which the drain function never needs.
-    from nodescaler.domain.documents import field_path
-
-    return "; ".join(
-        f"{field_path(e['loc']) if e['loc'] else '(event)'}: {e['msg']}"
-        for e in error.errors(include_url=False)
-    )
 
 
 def parse_dispatch_event(

@@ -8,31 +8,27 @@ failure is the one thing it writes: the group's backoff, before re-planning at o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from nodescaler.domain.backoff import Backoff, BackoffRules, after_failure
-from nodescaler.domain.optin import TagNames, read_opt_in
-from nodescaler.domain.policy import NodeGroupPolicy, PendingPodsMetric
-from nodescaler.messages import EvaluationRequest
-from nodescaler.ports import EvaluationQueue, NodeGroup, NodeGroups
-from nodescaler.state import StateConflictError, StateStore, failure_key
+from nodescaler.domain.group_state import failure_key
+from nodescaler.domain.node_group import NodeGroup
+from nodescaler.errors import StateConflictError, UnmanagedGroupError
+from nodescaler.events.queue import EvaluationRequest
+from nodescaler.ports import EvaluationQueue, NodeGroups, StateStore
+from nodescaler.service.policies import PolicyBook
 
 CONFLICT_RETRIES = 5  # an evaluation of the group may write between our read and write
-
-
-class UnmanagedGroupError(LookupError):
-    """An event names a node group nodescaler does not manage."""
 
 
 @dataclass(frozen=True)
 class Dispatcher:
     node_groups: NodeGroups
     queue: EvaluationQueue
-    policies: Mapping[str, NodeGroupPolicy]
+    policies: PolicyBook
     state: StateStore
-    tag_names: TagNames = field(default_factory=TagNames)
     backoff_rules: BackoffRules = field(default_factory=BackoffRules)
 
     def tick(self, event_id: str, at: datetime) -> list[str]:
@@ -57,7 +53,7 @@ class Dispatcher:
                 "nodescaler (not opted in, or opted in for another cluster); nothing to back off"
             )
         backoff = self._back_off(group_name, activity_id, reason, at)
-        replan = [g for g in groups if g.name == group_name or self._reads_pending_pods(g)]
+        replan = [g for g in groups if g.name == group_name or self.policies.reads_pending_pods(g)]
         return backoff, self._queue(replan, event_id, f"launch failure in {group_name}", at)
 
     def _back_off(self, group: str, activity_id: str, reason: str, at: datetime) -> Backoff:
@@ -77,18 +73,9 @@ class Dispatcher:
             f"{CONFLICT_RETRIES} conflicting writes; the event will be retried"
         )
 
-    def _policy_of(self, group: NodeGroup) -> NodeGroupPolicy | None:
-        return self.policies.get(read_opt_in(group.name, group.tags, self.tag_names).policy or "")
-
     def _alarms_of(self, group: NodeGroup) -> Sequence[str]:
-        policy = self._policy_of(group)
+        policy = self.policies.policy_of(group)
         return policy.spec.alarms if policy else ()
-
-    def _reads_pending_pods(self, group: NodeGroup) -> bool:
-        policy = self._policy_of(group)
-        return policy is not None and any(
-            isinstance(m, PendingPodsMetric) for m in policy.spec.metrics
-        )
 
     def _queue(
         self, groups: Sequence[NodeGroup], event_id: str, cause: str, at: datetime

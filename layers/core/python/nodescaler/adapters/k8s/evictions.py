@@ -2,7 +2,7 @@
 cordon it, list its pods, evict them one by one.
 
 Only what infra/kubernetes/rbac.yaml grants: list nodes, patch a node, list pods, create
-pods/eviction. As in `cluster.py`, lists are decoded with msgspec (only the fields read)
+pods/eviction. As in `api.py`, lists are decoded with msgspec (only the fields read)
 and a 401 renews the credentials once. An eviction's refusal is an answer, not an error:
 the drain retries it; only an unreachable API server raises.
 """
@@ -13,52 +13,18 @@ import json
 import re
 from typing import Any
 
-import msgspec
-
-from nodescaler.adapters.k8s.cluster import (
-    PAGE_SIZE,
-    TIMEOUT_SECONDS,
-    Connection,
-    CoreApi,
-    KubernetesUnavailableError,
-)
+from nodescaler.adapters.k8s.api import PAGE_SIZE, TIMEOUT_SECONDS, Connection, CoreApi
 from nodescaler.adapters.k8s.objects import MIRROR_ANNOTATION
-from nodescaler.adapters.k8s.wire import ListMeta, NodeList, OwnerReference
-from nodescaler.drain import DrainPod, Eviction, EvictionOutcome
+from nodescaler.adapters.k8s.wire import EvictedPod, EvictedPodList, NodeList
+from nodescaler.domain.draining import DrainPod, Eviction, EvictionOutcome
+from nodescaler.errors import KubernetesUnavailableError
 
 # The eviction subresource's 429 cause: "The disruption budget web needs 2 healthy pods
 # and has 1 currently" (or "... is still being processed by the server").
 _BUDGET = re.compile(r"^The disruption budget (?P<name>\S+) (?P<why>.+)$")
 
 
-class _Metadata(msgspec.Struct, frozen=True, gc=False):
-    name: str
-    namespace: str = "default"
-    uid: str = ""
-    annotations: dict[str, str] = {}
-    ownerReferences: list[OwnerReference] = []  # noqa: N815  (the API's name)
-
-
-class _Spec(msgspec.Struct, frozen=True, gc=False):
-    terminationGracePeriodSeconds: int | None = None  # noqa: N815
-
-
-class _Status(msgspec.Struct, frozen=True, gc=False):
-    phase: str = "Pending"
-
-
-class _Pod(msgspec.Struct, frozen=True, gc=False):
-    metadata: _Metadata
-    spec: _Spec = _Spec()
-    status: _Status = _Status()
-
-
-class _PodList(msgspec.Struct, frozen=True, gc=False):
-    metadata: ListMeta = ListMeta()
-    items: list[_Pod] = []
-
-
-def _drain_pod(wire: _Pod) -> DrainPod:
+def _drain_pod(wire: EvictedPod) -> DrainPod:
     metadata = wire.metadata
     return DrainPod(
         namespace=metadata.namespace,
@@ -135,7 +101,7 @@ class KubernetesDrain:
             _drain_pod(pod)
             for page in self._api.listed(
                 client.CoreV1Api.list_pod_for_all_namespaces,
-                _PodList,
+                EvictedPodList,
                 field_selector=f"spec.nodeName={node}",
             )
             for pod in page.items

@@ -1,5 +1,6 @@
-"""The events that ask for a node to be drained, as typed models: an Auto Scaling terminate
-lifecycle action, and EC2's Spot interruption warning and rebalance recommendation.
+"""What the drain function receives: an Auto Scaling terminate lifecycle action, and EC2's
+Spot interruption warning and rebalance recommendation, each turned into the domain's
+`LifecycleAction` or `SpotWarning` for the drain service.
 
 All three reach the drain function through EventBridge rules. The lifecycle hook's test
 notification is recognised too, so it can be acknowledged rather than refused.
@@ -12,7 +13,9 @@ from typing import Annotated, Any, Literal
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError
 
-from nodescaler.events import MalformedEventError, describe_errors
+from nodescaler.domain.draining import DrainCause, DrainRequest, LifecycleAction, SpotWarning
+from nodescaler.errors import MalformedEventError
+from nodescaler.events import describe_errors
 
 LIFECYCLE_ACTION = "EC2 Instance-terminate Lifecycle Action"
 SPOT_INTERRUPTION = "EC2 Spot Instance Interruption Warning"
@@ -28,7 +31,7 @@ class _Detail(BaseModel):
     model_config = ConfigDict(frozen=True, populate_by_name=True)
 
 
-class LifecycleAction(_Detail):
+class LifecycleActionDetail(_Detail):
     """The lifecycle action to heartbeat and complete: the hook holds the instance until then."""
 
     token: Annotated[str, Field(alias="LifecycleActionToken", min_length=36, max_length=36)]
@@ -43,18 +46,31 @@ class LifecycleAction(_Detail):
     destination: Annotated[str | None, Field(alias="Destination")] = None  # EC2, WarmPool
 
 
-class LifecycleActionEvent(EventBridgeModel):
-    source: Literal["aws.autoscaling"]
-    detail_type: Literal["EC2 Instance-terminate Lifecycle Action"] = Field(alias="detail-type")
-    detail: LifecycleAction
+class _DrainEvent(EventBridgeModel):
+    """An event that asks for one instance's node to be drained."""
+
+    @property
+    def request(self) -> DrainRequest:
+        raise NotImplementedError
 
     @property
     def cause(self) -> str:
-        return "lifecycle-action"
+        return self.request.cause.value
 
     @property
     def instance_id(self) -> str:
-        return self.detail.instance_id
+        return self.request.instance_id
+
+
+class LifecycleActionEvent(_DrainEvent):
+    source: Literal["aws.autoscaling"]
+    detail_type: Literal["EC2 Instance-terminate Lifecycle Action"] = Field(alias="detail-type")
+    detail: LifecycleActionDetail
+
+    @property
+    def request(self) -> LifecycleAction:
+        d = self.detail
+        return LifecycleAction(d.group, d.hook, d.instance_id, d.token)
 
 
 class LifecycleTestNotification(_Detail):
@@ -76,7 +92,7 @@ class SpotInterruption(_Detail):
     ]
 
 
-class SpotInterruptionEvent(EventBridgeModel):
+class SpotInterruptionEvent(_DrainEvent):
     """Two minutes' notice: the instance is reclaimed whatever we do."""
 
     source: Literal["aws.ec2"]
@@ -84,19 +100,17 @@ class SpotInterruptionEvent(EventBridgeModel):
     detail: SpotInterruption
 
     @property
-    def cause(self) -> str:
-        return "spot-interruption"
-
-    @property
-    def instance_id(self) -> str:
-        return self.detail.instance_id
+    def request(self) -> SpotWarning:
+        return SpotWarning(
+            self.detail.instance_id, DrainCause.SPOT_INTERRUPTION, self.id, self.time
+        )
 
 
 class RebalanceRecommendation(_Detail):
     instance_id: Annotated[InstanceId, Field(alias="instance-id")]
 
 
-class RebalanceRecommendationEvent(EventBridgeModel):
+class RebalanceRecommendationEvent(_DrainEvent):
     """A Spot instance at raised risk of interruption: usually well before the warning."""
 
     source: Literal["aws.ec2"]
@@ -104,12 +118,10 @@ class RebalanceRecommendationEvent(EventBridgeModel):
     detail: RebalanceRecommendation
 
     @property
-    def cause(self) -> str:
-        return "rebalance-recommendation"
-
-    @property
-    def instance_id(self) -> str:
-        return self.detail.instance_id
+    def request(self) -> SpotWarning:
+        return SpotWarning(
+            self.detail.instance_id, DrainCause.REBALANCE_RECOMMENDATION, self.id, self.time
+        )
 
 
 DrainEvent = LifecycleActionEvent | SpotInterruptionEvent | RebalanceRecommendationEvent

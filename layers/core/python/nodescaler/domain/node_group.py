@@ -1,0 +1,55 @@
+"""A node group as its provider reports it, and which of the cluster's nodes are its own."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nodescaler.domain.cluster import Node
+
+# The label EKS puts on every node of a managed node group.
+EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """A node group as its provider reports it."""
+
+    name: str  # the Auto Scaling Group name: nodescaler's id for the group
+    desired: int
+    min_size: int
+    max_size: int
+    in_service: int
+    tags: Mapping[str, str] = field(default_factory=dict)
+    eks_cluster: str | None = None  # set for EKS managed node groups
+    eks_nodegroup: str | None = None
+    instance_ids: frozenset[str] = frozenset()  # its instances, to find their nodes
+    launched: int | None = None  # instances launching or running (not terminating); None: unknown
+    protected_ids: frozenset[str] = frozenset()  # instances protected from scale-in
+    # What it launches, for a template of its nodes when it has none: an instance type if
+    # the group says (instances, mixed-instances overrides), else where to look it up.
+    instance_type: str | None = None
+    launch_template: tuple[str, str] | None = None  # (id, version)
+    launch_configuration: str | None = None
+
+    @property
+    def is_eks_managed(self) -> bool:
+        return self.eks_cluster is not None and self.eks_nodegroup is not None
+
+
+@dataclass(frozen=True)
+class LaunchFailure:
+    activity_id: str  # the same id the launch-failure event carries: one failure, counted once
+    at: datetime
+    reason: str
+
+
+def belongs(node: Node, group: NodeGroup) -> bool:
+    """By the EKS node group label, else by the node's instance being one of the ASG's."""
+    label = node.labels.get(EKS_NODEGROUP_LABEL)
+    if label is not None and group.eks_nodegroup is not None:
+        return label == group.eks_nodegroup
+    return node.instance_id in group.instance_ids

@@ -1,0 +1,124 @@
+"""Every error nodescaler raises on purpose, in one place, each saying whether to retry.
+
+`retryable` is what the handlers act on: a retryable error (a lost race, a throttled or
+unreachable service) may pass if the same input is tried again, so the event or message
+is retried; a permanent one (malformed input, a broken setting, an unreadable item) will
+fail the same way every time, so it is reported and dead-lettered rather than retried.
+This module imports nothing at run time, so every layer, the domain included, may derive from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from nodescaler.domain.draining import DrainResult
+
+
+class NodescalerError(Exception):
+    """Base of nodescaler's errors; the message names what is wrong and where."""
+
+    retryable: ClassVar[bool] = False
+
+
+class RetryableError(NodescalerError):
+    """Trying the same input again may succeed."""
+
+    retryable = True
+
+
+class PermanentError(NodescalerError):
+    """Trying the same input again fails the same way: report it, do not retry."""
+
+    retryable = False
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Whether to try again: nodescaler's errors say; anything else (a bug, an SDK error
+    that escaped its adapter) is retried, as Lambda and SQS would."""
+    return error.retryable if isinstance(error, NodescalerError) else True
+
+
+# --- input and configuration ----------------------------------------------------------
+
+
+class MalformedEventError(PermanentError, ValueError):
+    """An event or message no function here can handle; names the event and the field."""
+
+
+class SettingsError(PermanentError, ValueError):
+    """A function's environment, or cdk.json's context, has a missing or bad setting;
+    names the variable or key."""
+
+
+class PolicyError(PermanentError, ValueError):
+    """A policy document that cannot be used; `problems` holds one line per defect."""
+
+    def __init__(self, source: str, problems: Sequence[str]) -> None:
+        self.source = source
+        self.problems = tuple(problems)
+        super().__init__("\n".join(self.problems))
+
+
+class QuantityError(PermanentError, ValueError):
+    """A Kubernetes quantity ("500m", "2Gi") that can't be read."""
+
+
+class ReservationError(PermanentError, ValueError):
+    """A group's capacity reservation can't be computed from what its pods request."""
+
+
+# --- the state table ---------------------------------------------------------------------
+
+
+class StateConflictError(RetryableError):
+    """Another evaluation of the same group wrote first."""
+
+
+class StateCorruptError(PermanentError):
+    """A stored state item can't be read back; names the group and the item."""
+
+
+# --- node groups and the evaluation queue -----------------------------------------------
+
+
+class UnmanagedGroupError(PermanentError, LookupError):
+    """An event names a node group nodescaler does not manage."""
+
+
+class InstanceTypeUnknownError(PermanentError, LookupError):
+    """Nothing says which instance type the group launches; names the group."""
+
+
+class ActuationError(RetryableError):
+    """Resizing a group failed; the message is retried (and dead-lettered after its retries)."""
+
+
+class QueueSendError(RetryableError):
+    """Some evaluation requests could not be queued; the message names their groups."""
+
+
+# --- the cluster and draining ------------------------------------------------------------
+
+
+class KubernetesUnavailableError(RetryableError):
+    """The API server could not be read; names the server and the cause."""
+
+
+class ExpanderError(RetryableError):
+    """An expander could not choose (the custom expander failed or ran out of time)."""
+
+
+class LifecycleActionExpiredError(PermanentError):
+    """Auto Scaling no longer holds the lifecycle action (its heartbeat timeout passed, or it
+    was completed): names the group, the hook and the instance."""
+
+
+class DrainFailedError(PermanentError):
+    """A drain raised part-way; carries what it had done (its lifecycle action is completed,
+    so trying again could only fail again)."""
+
+    def __init__(self, result: DrainResult) -> None:
+        super().__init__(result.message)
+        self.result = result

@@ -1,0 +1,49 @@
+"""Reads every metric of a policy for one node group, each by the producer registered for
+its type (the registry is built in `nodescaler.wiring`).
+
+A producer that fails, or a metric type with no producer registered here, yields
+`MetricUnavailable` naming the cause: the core then holds that group's scale-in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.policy import MetricBase, NodeGroupPolicy, ScheduleMetric
+from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
+from nodescaler.domain.schedule import scheduled_replicas
+from nodescaler.ports import MetricProducer
+
+
+class ScheduleProducer:
+    """A schedule's replica count now: it reads nothing outside the process."""
+
+    def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
+        assert isinstance(metric, ScheduleMetric)
+        replicas, why = scheduled_replicas(metric.schedule, now)
+        return MetricReading(value=replicas, at=now, detail=why)
+
+
+Registry = Mapping[type[MetricBase], MetricProducer]
+
+
+class Producers:
+    def __init__(self, registry: Registry) -> None:
+        # The schedule needs no client, so it is always there.
+        self._registry: Registry = {ScheduleMetric: ScheduleProducer(), **registry}
+
+    def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
+        producer = self._registry.get(type(metric))
+        if producer is None:
+            return MetricUnavailable(reason=f"no {metric.type_name} producer is configured")
+        try:
+            return producer.read(metric, group, now)
+        except Exception as error:  # a producer bug must not stop the evaluation
+            return MetricUnavailable(reason=f"{metric.type_name} producer failed: {error!r}")
+
+    def read_all(
+        self, policy: NodeGroupPolicy, group: NodeGroup, now: datetime
+    ) -> dict[str, Reading]:
+        return {m.key: self.read(m, group, now) for m in policy.spec.metrics}
