@@ -21,6 +21,7 @@ from nodescaler.errors import DrainFailedError, LifecycleActionExpiredError
 from nodescaler.events.drain import LifecycleTestEvent, parse_drain_event
 from nodescaler.observability import (
     logger,
+    logging_keys,
     parse_or_reject,
     report_drain,
     report_drain_failure,
@@ -40,21 +41,23 @@ def handler(
 ) -> dict[str, Any]:
     incoming = parse_or_reject(parse_drain_event, event)
     if isinstance(incoming, LifecycleTestEvent):
-        group = incoming.detail.group or "?"
-        logger.info(f"lifecycle hook test notification for node group {group}: nothing to drain")
-        return {"outcome": "test-notification", "node_group": group}
+        return acknowledge(incoming)
     request = incoming.request
-    logger.append_keys(instance_id=request.instance_id, cause=request.cause, event_id=incoming.id)
-    try:
-        result = (drainer or configured_drainer()).handle(request)
-    except LifecycleActionExpiredError as error:
-        report_expired(error)
-        raise
-    except DrainFailedError as error:
-        report_drain_failure(error.result)
-        raise
-    else:
+    with logging_keys(instance_id=request.instance_id, cause=request.cause, event_id=incoming.id):
+        try:
+            result = (drainer or configured_drainer()).handle(request)
+        except LifecycleActionExpiredError as error:
+            report_expired(error)
+            raise
+        except DrainFailedError as error:
+            report_drain_failure(error.result)
+            raise
         report_drain(result)
-    finally:
-        logger.remove_keys(["instance_id", "cause", "event_id"])
     return asdict(result)
+
+
+def acknowledge(test: LifecycleTestEvent) -> dict[str, Any]:
+    """A new hook's test notification: nothing to drain, nothing to complete."""
+    group = test.detail.group or "?"
+    logger.info(f"lifecycle hook test notification for node group {group}: nothing to drain")
+    return {"outcome": "test-notification", "node_group": group}

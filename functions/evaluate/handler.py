@@ -19,7 +19,13 @@ from nodescaler import wiring
 from nodescaler.config import EvaluateSettings
 from nodescaler.events import describe_errors
 from nodescaler.events.sqs import EvaluationRecord
-from nodescaler.observability import logger, reject, report_evaluation, report_evaluation_error
+from nodescaler.observability import (
+    logger,
+    logging_keys,
+    reject,
+    report_evaluation,
+    report_evaluation_error,
+)
 from nodescaler.service.evaluation import Evaluator
 from pydantic import ValidationError
 
@@ -39,17 +45,13 @@ def handler(
 
 def evaluate_record(evaluator: Evaluator, record: EvaluationRecord) -> str:
     request = record.body
-    keys = {"node_group": request.node_group, "event_id": request.event_id}
-    logger.append_keys(**keys, cause=request.cause)
-    try:
-        result = evaluator.evaluate(request.node_group, request.event_id)
-    except Exception as error:
-        report_evaluation_error(
-            request.node_group, error, record.attributes.ApproximateReceiveCount
-        )
-        raise
-    finally:
-        logger.remove_keys([*keys, "cause"])
+    group = request.node_group
+    with logging_keys(node_group=group, event_id=request.event_id, cause=request.cause):
+        try:
+            result = evaluator.evaluate(group, request.event_id)
+        except Exception as error:
+            report_evaluation_error(group, error, record.attributes.ApproximateReceiveCount)
+            raise
     latency = evaluator.clock.now() - request.requested_at
     report_evaluation(result, latency.total_seconds() * 1000)
     return result.outcome.value

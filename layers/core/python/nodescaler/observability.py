@@ -10,7 +10,8 @@ words and counts the same outcome the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -173,6 +174,16 @@ def drain_records(result: DrainResult) -> list[Record]:
 # --- what the handlers report ------------------------------------------------------------
 
 T = TypeVar("T")
+
+
+@contextmanager
+def logging_keys(**keys: Any) -> Iterator[None]:
+    """Every log line within says which group, event or instance it is about."""
+    logger.append_keys(**keys)
+    try:
+        yield
+    finally:
+        logger.remove_keys(list(keys))
 
 
 def reject(message: str, **fields: Any) -> None:
