@@ -22,13 +22,14 @@ from nodescaler import wiring
 from nodescaler.observability import (
     logger,
     parse_or_reject,
+    reject,
     report_ignored,
     report_launch_failure,
     report_queued,
 )
 
 if TYPE_CHECKING:
-    from nodescaler.events.dispatch import LaunchUnsuccessfulEvent
+    from nodescaler.events.dispatch import DispatchEvent, LaunchUnsuccessfulEvent
     from nodescaler.service.dispatch import Dispatcher
 
 
@@ -43,10 +44,20 @@ def configured_dispatcher() -> Dispatcher:
 def handler(
     event: dict[str, Any], context: LambdaContext, dispatcher: Dispatcher | None = None
 ) -> dict[str, Any]:
-    from nodescaler.events import dispatch as events  # with the first event (module docstring)
+    from nodescaler.errors import MalformedEventError  # with the first event (docstring)
+    from nodescaler.events import dispatch as events
 
     incoming = parse_or_reject(events.parse_dispatch_event, event)
-    dispatcher = dispatcher or configured_dispatcher()
+    try:
+        return dispatch(dispatcher or configured_dispatcher(), incoming)
+    except MalformedEventError as error:  # well-formed, but not to be believed (its time)
+        reject(str(error), event_id=incoming.id)
+        raise
+
+
+def dispatch(dispatcher: Dispatcher, incoming: DispatchEvent) -> dict[str, Any]:
+    from nodescaler.events import dispatch as events
+
     match incoming:
         case events.LaunchUnsuccessfulEvent():
             return launch_failed(dispatcher, incoming)

@@ -63,7 +63,7 @@ class Deployment:
 
     def deploy(self) -> None:
         """The functions as `cdk deploy` leaves them: wired from settings, policies loaded."""
-        self.dispatcher = wiring.dispatcher(self.dispatch_settings, self.clients)
+        self.dispatcher = wiring.dispatcher(self.dispatch_settings, self.clients, self.clock)
         self.evaluator = wiring.evaluator(self.evaluate_settings, self.clients, self.clock)
         self.evaluations = SqsEventSource(
             self.clients.sqs, self.queue_url, partial(evaluate.handler, evaluator=self.evaluator)

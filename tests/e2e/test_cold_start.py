@@ -37,7 +37,7 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     client("sqs").create_queue(QueueName="ml-training-queue")
     yield
     dispatch.configured_dispatcher.cache_clear()
-    evaluate.configured_evaluator.cache_clear()
+    evaluate.configured_function.cache_clear()
 
 
 @pytest.mark.usefixtures("environment")

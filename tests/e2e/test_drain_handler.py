@@ -75,6 +75,7 @@ def function(tmp_path: Path, clock: VirtualClock) -> Iterator[DrainFunction]:
             {
                 "EVALUATION_QUEUE_URL": queue_url,
                 "KUBECONFIG_PATH": str(kubeconfig(tmp_path / "kubeconfig", server.url)),
+                "DRAIN_GROUPS": '["web"]',  # the lifecycle sample's group: the stack hooked it
             }
         )
         clients = wiring.AwsClients(boto3.Session(region_name=REGION))
@@ -149,20 +150,23 @@ def test_the_spot_sample_queues_its_managed_group_and_drains_the_node(
     assert output().metric("ReevaluationsQueued", "web") == [1]
 
 
-def test_a_rebalance_recommendation_for_an_instance_in_no_group_is_reported_not_raised(
+def test_a_rebalance_recommendation_for_an_instance_in_no_group_leaves_its_node_alone(
     function: DrainFunction, output: Any
 ) -> None:
     function.node_for(SPOT_INSTANCE, "web-0")
 
     result = function(event("rebalance-recommendation.json"))
 
-    assert result["outcome"] == "drained"
+    assert result["outcome"] == "not-ours"
+    assert function.pods_left() == ["aws-node-x1", "web-0"]
+    assert function.server.cluster.objects["nodes"][("", NODE)]["spec"].get("unschedulable") is None
     assert function.queued() == []
     printed = output()
     assert printed.metric("UnmanagedInterruptions") == [1]
+    assert printed.metric("IgnoredEvents") == [1]
     (warning,) = printed.messages("WARNING")
-    assert f"instance {SPOT_INSTANCE} is in no Auto Scaling group: no group re-evaluated" in (
-        warning
+    assert warning == (
+        f"instance {SPOT_INSTANCE} is in no Auto Scaling group: its node is left alone"
     )
 
 
@@ -264,7 +268,8 @@ def test_a_misconfigured_function_fails_its_first_drain_naming_the_setting(
 
 
 def test_the_handler_returns_what_lambda_can_serialize(function: DrainFunction) -> None:
-    function.node_for(SPOT_INSTANCE)
-    assert json.loads(json.dumps(function(event("spot-interruption.json"))))["outcome"] == (
+    function.node_for(LIFECYCLE["EC2InstanceId"], "web-0")
+    hold(function)
+    assert json.loads(json.dumps(function(event("lifecycle-terminate.json"))))["outcome"] == (
         "drained"
     )

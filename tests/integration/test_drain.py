@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from nodescaler.events.drain import (
     parse_drain_event,
 )
 from nodescaler.events.queue import EvaluationRequest
-from nodescaler.service.drainer import Drainer, Replacements
+from nodescaler.service.drainer import Drainer, Owners, Replacements
 from nodescaler_tools.kube.apiserver import Cluster, Fault, KubeApiServer
 from nodescaler_tools.moto_gaps import LifecycleActionRecorder
 
@@ -113,6 +114,7 @@ class Rig:
             lifecycle=AsgLifecycleActions(self.recorder.watch(client("autoscaling"))),
             clock=self.time.clock,
             sleep=self.time.sleep,
+            owners=owners(),
             **options,
         )
 
@@ -131,6 +133,16 @@ class Rig:
 
     def completed(self) -> list[str]:
         return [c["LifecycleActionResult"] for c in self.recorder.completed()]
+
+
+def owners() -> Owners:
+    """The lifecycle sample's group, web, is hooked by the stack by name (drainGroups)."""
+    autoscaling = client("autoscaling")
+    return Owners(
+        instances=AsgInstanceGroups(autoscaling),
+        node_groups=AsgNodeGroups(autoscaling, client("eks"), tag_names=TagNames()),
+        drain_groups=frozenset({"web"}),
+    )
 
 
 @pytest.fixture
@@ -172,7 +184,7 @@ def test_given_a_node_with_app_daemonset_mirror_and_finished_pods_the_app_pods_a
         ("pods", pod("report-28512", NODE, owner="Job", phase="Succeeded")),
         ("pods", pod("api-2", "other")),
     )
-    action = rig.held()  # its group "web" is not opted in: the hook asked, so it drains
+    action = rig.held()  # its group "web" is not opted in, but the stack hooked it by name
 
     result = rig.drainer(max_grace_seconds=600).lifecycle_action(action)
 
@@ -364,14 +376,8 @@ class Spot:
     queue_url: str
     queue: QueueSpy
 
-    def drainer(self) -> Drainer:
-        autoscaling = client("autoscaling")
-        replacements = Replacements(
-            instances=AsgInstanceGroups(autoscaling),
-            node_groups=AsgNodeGroups(autoscaling, client("eks"), tag_names=TagNames()),
-            queue=self.queue,
-        )
-        return self.rig.drainer(replacements=replacements)
+    def drainer(self, **options: Any) -> Drainer:
+        return self.rig.drainer(replacements=Replacements(owners(), self.queue), **options)
 
     def queued(self) -> list[EvaluationRequest]:
         answer = client("sqs").receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10)
@@ -424,12 +430,13 @@ def test_a_spot_warning_queues_its_managed_group_first_then_drains_within_two_mi
     assert spot.rig.recorder.calls == []  # no lifecycle action to complete
 
 
-def test_a_rebalance_recommendation_for_an_unmanaged_group_drains_without_queueing(
+def test_a_rebalance_recommendation_for_a_hooked_group_not_opted_in_drains_without_queueing(
     spot: Spot,
 ) -> None:
-    make_asg("legacy", desired=1)  # not opted in
-    instance = instance_of("legacy")
+    make_asg("web", desired=1)  # not opted in, but in drainGroups
+    instance = instance_of("web")
     put(spot.rig, the_node(instance), web(0))
+    spot.rig.time.at(60, lambda: terminate(instance))  # capacity rebalancing replaces it
 
     warning = spot_warning("rebalance-recommendation.json", instance)
     result = spot.drainer().interruption(warning.request)
@@ -438,26 +445,101 @@ def test_a_rebalance_recommendation_for_an_unmanaged_group_drains_without_queuei
     assert result.replacement is not None
     assert result.replacement.outcome is ReplacementOutcome.UNMANAGED
     assert (
-        result.replacement.note
-        == "node group legacy is not managed by nodescaler: not re-evaluated"
+        result.replacement.note == "node group web is not managed by nodescaler: not re-evaluated"
     )
-    assert result.outcome is DrainOutcome.DRAINED
+    assert (result.outcome, result.uncordoned) == (DrainOutcome.DRAINED, False)
     assert spot.rig.pods_on(NODE) == []
+    assert spot.rig.cluster.objects["nodes"][("", NODE)]["spec"]["unschedulable"] is True
 
 
-def test_a_spot_warning_for_an_instance_in_no_group_is_reported_and_still_drained(
+def test_a_rebalanced_instance_that_stays_in_service_has_its_node_uncordoned_at_the_deadline(
     spot: Spot,
 ) -> None:
-    put(spot.rig, the_node("i-0fedcba9876543210"), web(0))
+    make_asg("web", tags=OPTED_IN, desired=1)
+    instance = instance_of("web")
+    put(spot.rig, the_node(instance), web(0))
 
-    warning = spot_warning("spot-interruption.json", "i-0fedcba9876543210")
+    warning = spot_warning("rebalance-recommendation.json", instance)
+    result = spot.drainer(drain_timeout=timedelta(minutes=10)).interruption(warning.request)
+
+    assert (result.outcome, result.uncordoned) == (DrainOutcome.DRAINED, True)
+    assert spot.rig.time.elapsed == 600  # watched until the deadline
+    assert spot.rig.cluster.objects["nodes"][("", NODE)]["spec"]["unschedulable"] is False
+    assert result.message.endswith("; uncordoned: the instance stayed in service")
+
+
+def test_a_node_cordoned_by_someone_else_stays_cordoned_after_a_rebalance(spot: Spot) -> None:
+    make_asg("web", tags=OPTED_IN, desired=1)
+    instance = instance_of("web")
+    cordoned = node(NODE, provider_id=f"aws:///eu-west-1a/{instance}", unschedulable=True)
+    put(spot.rig, ("nodes", cordoned), web(0))
+
+    warning = spot_warning("rebalance-recommendation.json", instance)
     result = spot.drainer().interruption(warning.request)
 
+    assert (result.outcome, result.uncordoned) == (DrainOutcome.DRAINED, False)
+    assert spot.rig.cluster.objects["nodes"][("", NODE)]["spec"]["unschedulable"] is True
+
+
+@pytest.mark.parametrize(
+    ("group_tags", "why"),
+    [
+        (
+            {},
+            "instance {instance} is in node group legacy, which is neither opted in nor one of "
+            "the stack's drainGroups",
+        ),
+        (
+            OPTED_IN | {"nodescaler/cluster": "other"},
+            "instance {instance} is in node group legacy, which is neither opted in nor one of "
+            "the stack's drainGroups",
+        ),
+        (None, "instance {instance} is in no Auto Scaling group"),
+    ],
+    ids=["not opted in", "another cluster's", "in no group"],
+)
+def test_a_spot_warning_for_a_node_not_ours_leaves_it_alone(
+    spot: Spot, group_tags: dict[str, str] | None, why: str
+) -> None:
+    instance = "i-0fedcba9876543210"
+    if group_tags is not None:
+        make_asg("legacy", tags=group_tags, desired=1)
+        instance = instance_of("legacy")
+    put(spot.rig, the_node(instance), web(0))
+    before = len(spot.rig.server.requests)
+
+    warning = spot_warning("spot-interruption.json", instance)
+    owners_here = replace(owners(), cluster_name="prod")
+    drainer = replace(spot.drainer(), owners=owners_here)
+    result = drainer.interruption(warning.request)
+
+    assert (result.outcome, result.problem) == (
+        DrainOutcome.NOT_OURS,
+        why.format(instance=instance),
+    )
     assert spot.queued() == []
-    assert result.replacement is not None
-    assert result.replacement.outcome is ReplacementOutcome.NO_GROUP
-    assert "instance i-0fedcba9876543210 is in no Auto Scaling group" in result.message
-    assert (result.outcome, result.evicted) == (DrainOutcome.DRAINED, ("default/web-0",))
+    assert len(spot.rig.server.requests) == before  # the cluster was not even asked
+    assert spot.rig.pods_on(NODE) == ["default/web-0"]
+
+
+def test_a_lifecycle_action_of_a_group_not_ours_is_neither_drained_nor_completed(
+    rig: Rig,
+) -> None:
+    make_asg("batch", desired=1)  # not opted in, not hooked by the stack
+    put(rig, the_node(), web(0))
+    action = replace(lifecycle_action(), group="batch")
+
+    result = rig.drainer().lifecycle_action(action)
+
+    assert (result.outcome, result.node_group) == (DrainOutcome.NOT_OURS, "batch")
+    assert rig.pods_on(NODE) == ["default/web-0"]
+    assert rig.recorder.calls == []  # its hook's own timeout decides
+
+
+def terminate(instance: str) -> None:
+    client("autoscaling").terminate_instance_in_auto_scaling_group(
+        InstanceId=instance, ShouldDecrementDesiredCapacity=True
+    )
 
 
 def test_a_hung_api_server_is_given_up_on_at_the_timeout(rig: Rig) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.domain.optin import TagNames
+from nodescaler.errors import RefusedError
 
 from tests.aws import CallCounter, client, make_asg
 
@@ -57,33 +58,73 @@ def test_given_a_plain_asg_then_set_desired_uses_set_desired_capacity() -> None:
     assert groups.get("managed").desired == 4  # type: ignore[union-attr]
 
 
-def test_given_an_eks_managed_node_group_then_set_desired_updates_the_node_group() -> None:
+def eks_node_group(cluster: str, name: str, desired: int = 2) -> str:
+    """An EKS managed node group on moto; returns the name of its Auto Scaling group."""
     eks = client("eks")
-    eks.create_cluster(
-        name="prod",
-        roleArn="arn:aws:iam::123456789012:role/eks",
-        resourcesVpcConfig={"subnetIds": ["subnet-1"]},
-    )
-    eks.create_nodegroup(
-        clusterName="prod",
-        nodegroupName="general",
+    if cluster not in eks.list_clusters()["clusters"]:
+        eks.create_cluster(
+            name=cluster,
+            roleArn="arn:aws:iam::123456789012:role/eks",
+            resourcesVpcConfig={"subnetIds": ["subnet-1"]},
+        )
+    created = eks.create_nodegroup(
+        clusterName=cluster,
+        nodegroupName=name,
         nodeRole="arn:aws:iam::123456789012:role/node",
         subnets=["subnet-1"],
-        scalingConfig={"minSize": 0, "maxSize": 20, "desiredSize": 2},
+        scalingConfig={"minSize": 0, "maxSize": 20, "desiredSize": desired},
     )
+    return str(created["nodegroup"]["resources"]["autoScalingGroups"][0]["name"])
+
+
+def eks_desired(cluster: str, name: str) -> int:
+    found = client("eks").describe_nodegroup(clusterName=cluster, nodegroupName=name)
+    return int(found["nodegroup"]["scalingConfig"]["desiredSize"])
+
+
+def test_given_an_eks_managed_node_group_then_set_desired_updates_the_node_group() -> None:
+    asg = eks_node_group("prod", "general")
     make_asg(
-        "eks-general-abc",
+        asg,
         tags=OPTED_IN | {"eks:cluster-name": "prod", "eks:nodegroup-name": "general"},
         desired=2,
     )
     groups = node_groups()
-    group = groups.get("eks-general-abc")
+    group = groups.get(asg)
     assert group is not None and group.is_eks_managed
     groups.set_desired(group, 7)
-    scaling = eks.describe_nodegroup(clusterName="prod", nodegroupName="general")["nodegroup"][
-        "scalingConfig"
-    ]
-    assert scaling["desiredSize"] == 7
+    assert eks_desired("prod", "general") == 7
+
+
+def test_given_an_asg_tagged_with_another_node_groups_name_then_that_node_group_is_not_resized(
+    calls: CallCounter,
+) -> None:
+    # The attack: an opted-in ASG claims to be payments-prod, which never opted in.
+    eks_node_group("prod", "payments-prod", desired=6)
+    make_asg(
+        "attacker",
+        tags=OPTED_IN | {"eks:cluster-name": "prod", "eks:nodegroup-name": "payments-prod"},
+        desired=6,
+    )
+    groups = node_groups()
+    with pytest.raises(RefusedError, match="refusing to resize a node group this ASG is not"):
+        groups.set_desired(groups.get("attacker"), 2)  # type: ignore[arg-type]
+    assert eks_desired("prod", "payments-prod") == 6
+
+
+def test_given_an_eks_node_group_of_another_cluster_then_it_is_not_resized() -> None:
+    asg = eks_node_group("staging", "general")
+    make_asg(
+        asg,
+        tags=OPTED_IN
+        | {"nodescaler/cluster": "prod", "eks:cluster-name": "staging"}
+        | {"eks:nodegroup-name": "general"},
+        desired=2,
+    )
+    groups = node_groups(cluster="prod")
+    with pytest.raises(RefusedError, match="of cluster staging, not of prod"):
+        groups.set_desired(groups.get(asg), 5)  # type: ignore[arg-type]
+    assert eks_desired("staging", "general") == 2
 
 
 def test_given_an_untagged_group_then_set_desired_refuses_and_writes_nothing(

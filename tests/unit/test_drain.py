@@ -91,7 +91,7 @@ def test_a_timed_out_drain_says_which_pods_stayed_and_what_auto_scaling_was_told
         ),
         (
             DrainOutcome.NOT_IN_CLUSTER,
-            ReplacementOutcome.NO_GROUP,
+            ReplacementOutcome.UNMANAGED,
             {MetricName.DRAIN_SKIPPED: 1, MetricName.UNMANAGED_INTERRUPTIONS: 1},
         ),
         (
@@ -112,3 +112,27 @@ def test_a_spot_drain_counts_its_outcome_and_what_it_did_for_replacement_capacit
         replacement=Replacement(replacement, None, "..."),
     )
     assert drain_records(result) == [Record({MetricName.PODS_EVICTED: 0} | figures)]
+
+
+def test_a_spot_warning_for_a_group_not_ours_is_counted_as_ignored_and_unmanaged() -> None:
+    result = DrainResult(
+        "i-0a1b2c3d4e5f6a7b8",
+        "spot-interruption",
+        DrainOutcome.NOT_OURS,
+        node_group="legacy",
+        problem="instance i-0a1b2c3d4e5f6a7b8 is in node group legacy, which is neither "
+        "opted in nor one of the stack's drainGroups",
+    )
+    assert result.message == (
+        "instance i-0a1b2c3d4e5f6a7b8 is in node group legacy, which is neither opted in nor "
+        "one of the stack's drainGroups: its node is left alone"
+    )
+    figures = {
+        MetricName.PODS_EVICTED: 0,
+        MetricName.IGNORED_EVENTS: 1,
+        MetricName.UNMANAGED_INTERRUPTIONS: 1,
+    }
+    assert drain_records(result) == [
+        Record(figures),
+        Record(figures, {Dimension.NODE_GROUP: "legacy"}),
+    ]

@@ -121,6 +121,10 @@ def test_a_malformed_eventbridge_event_is_refused_naming_the_event_and_field(
     [
         ("not json", "body\n  Invalid JSON"),
         (
+            '{"node_group": "g", "node_group": "h", "event_id": "e", "cause": "tick", "requested_at": "2026-11-23T09:00:00Z"}',
+            "body\n  Invalid JSON: key 'node_group' given twice",
+        ),
+        (
             '{"node_group": "", "event_id": "e", "cause": "tick", "requested_at": "2026-11-23T09:00:00Z"}',
             "node_group\n  String should have at least 1 character",
         ),

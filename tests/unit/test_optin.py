@@ -12,7 +12,10 @@ NAMES = TagNames()
     ("tags", "cluster", "managed"),
     [
         ({"nodescaler/enabled": "true"}, "", True),
-        ({"nodescaler/enabled": "True "}, "", True),
+        ({"nodescaler/enabled": "TRUE"}, "", True),
+        # IAM's condition (StringEqualsIgnoreCase "true") would refuse every write to it
+        ({"nodescaler/enabled": "True "}, "", False),
+        ({"nodescaler/enabled": " true"}, "", False),
         ({"nodescaler/enabled": "false"}, "", False),
         ({"nodescaler/enabled": "yes"}, "", False),
         ({}, "", False),

@@ -335,6 +335,68 @@ behavior:
         "line 6, column 3",
         "key 'minReplicas' is given twice",
     ),
+    (
+        "a cron that never fires",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: Schedule
+            schedule:
+              entries: [{start: "0 8 * * *", end: "0 0 30 2 *", replicas: 3}]
+        """),
+        "spec.metrics[0].schedule.entries[0].end",
+        "'0 0 30 2 *' does not fire every year",
+    ),
+    (
+        "a cron that fires only in leap years",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: Schedule
+            schedule:
+              entries: [{start: "0 0 29 2 *", end: "0 18 * * *", replicas: 3}]
+        """),
+        "spec.metrics[0].schedule.entries[0].start",
+        "does not fire every year",
+    ),
+    (
+        "a boolean for a number",
+        _with("minReplicas: true\nmaxReplicas: 3\n" + QUEUE),
+        "spec.minReplicas",
+        "valid integer",
+    ),
+    (
+        "a string for a number",
+        _with("minReplicas: '1'\nmaxReplicas: 3\n" + QUEUE),
+        "spec.minReplicas",
+        "valid integer",
+    ),
+    (
+        "a boolean for a target",
+        _with(
+            QUEUE.replace("averageValue: 4", "averageValue: true")
+            + "minReplicas: 0\nmaxReplicas: 3\n"
+        ),
+        "spec.metrics[0].target.averageValue",
+        "valid number",
+    ),
+    (
+        "a number for a flag",
+        _with(
+            QUEUE.replace("{queue: jobs}", "{queue: jobs, includeDelayed: 1}")
+            + "minReplicas: 0\nmaxReplicas: 3\n"
+        ),
+        "spec.metrics[0].sqsQueue.includeDelayed",
+        "valid boolean",
+    ),
+    (
+        "nested 500 deep",
+        "metadata: " + "[" * 500 + "]" * 500 + "\n",
+        "line 1, column 42",
+        "nested more than 32 levels deep",
+    ),
     ("a list as a key", "? [a, b]\n: 1\n", "line 1, column 3", "a key must be a plain name"),
     ("not YAML", "spec: [unclosed\n", "line 2, column 1", "expected"),
     ("empty document", "", "(document)", "got empty"),

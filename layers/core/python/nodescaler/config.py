@@ -159,6 +159,14 @@ class EvaluateSettings(CapacitySettings):
         DEFAULT_EXPANDERS
     )
     audit_ttl_days: Annotated[int, Field(alias="AUDIT_TTL_DAYS", ge=1, le=3650)] = 30
+    # The queue it reads and its dead-letter queue: a failed request is made visible again
+    # within seconds, or set aside at once when retrying cannot help. Unset: Lambda's retries.
+    evaluation_queue_url: Annotated[
+        str | None, Field(alias="EVALUATION_QUEUE_URL", pattern=r"^https?://")
+    ] = None
+    dead_letter_queue_url: Annotated[
+        str | None, Field(alias="DEAD_LETTER_QUEUE_URL", pattern=r"^https?://")
+    ] = None
     # Optional limits on the whole cluster (all managed groups), enforced across groups.
     cluster_max_nodes: Annotated[int | None, Field(alias="CLUSTER_MAX_NODES", ge=0)] = None
     cluster_max_vcpus: Annotated[int | None, Field(alias="CLUSTER_MAX_VCPUS", ge=0)] = None
@@ -183,6 +191,8 @@ class DrainSettings(CommonSettings):
     # The longest grace period an evicted pod gets, whatever it asks for: Cluster
     # Autoscaler's --max-graceful-termination-sec.
     max_grace_seconds: Annotated[int, Field(alias="MAX_GRACE_SECONDS", ge=0, le=3600)] = 600
+    # Groups the stack hooked by name (cdk.json drainGroups): drained though not opted in.
+    drain_groups: Annotated[Json[list[str]], Field(alias="DRAIN_GROUPS")] = []
     # Sent when a drain times out or fails. Auto Scaling terminates the instance either way;
     # ABANDON also skips the group's other terminate hooks, CONTINUE lets them run.
     drain_timeout_result: Annotated[

@@ -87,6 +87,11 @@ class UnmanagedGroupError(PermanentError, LookupError):
     """An event names a node group nodescaler does not manage."""
 
 
+class RefusedError(PermanentError, PermissionError):
+    """nodescaler will not write to this group: it is not opted in, or not what its tags
+    claim to be (an ASG tagged with another EKS node group's name)."""
+
+
 class InstanceTypeUnknownError(PermanentError, LookupError):
     """Nothing says which instance type the group launches; names the group."""
 

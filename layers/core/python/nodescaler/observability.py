@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -49,6 +50,7 @@ class MetricName(StrEnum):
     METRICS_UNAVAILABLE = "MetricsUnavailable"
     REJECTED = "NodeGroupRejected"  # opted in, but a bad tag or an unknown policy
     EVALUATION_ERRORS = "EvaluationErrors"
+    DEAD_LETTERED = "DeadLettered"  # requests set aside at once: retrying could not help
     EVALUATION_LATENCY = "EvaluationLatency"  # from the tick or alarm to the decision
     BACKED_OFF = "BackedOff"  # 1 while the group is backed off after a failed scale-up (also
     # service-wide: its maximum says whether any group is)
@@ -149,7 +151,7 @@ def emit(records: Sequence[Record]) -> None:
 
 def drain_records(result: DrainResult) -> list[Record]:
     """A drain's figures: service-wide for alarms, and for its node group when known."""
-    from nodescaler.domain.draining import DrainOutcome, ReplacementOutcome
+    from nodescaler.domain.draining import DrainCause, DrainOutcome, ReplacementOutcome
 
     figures: Figures = {
         MetricName.PODS_EVICTED: len(result.evicted),
@@ -158,12 +160,15 @@ def drain_records(result: DrainResult) -> list[Record]:
             DrainOutcome.TIMED_OUT: MetricName.DRAIN_TIMEOUTS,
             DrainOutcome.NOT_IN_CLUSTER: MetricName.DRAIN_SKIPPED,
             DrainOutcome.FAILED: MetricName.DRAIN_FAILURES,
+            DrainOutcome.NOT_OURS: MetricName.IGNORED_EVENTS,
         }[result.outcome]: 1,
     }
     replacement = result.replacement
     if replacement is not None and replacement.outcome is ReplacementOutcome.QUEUED:
         figures[MetricName.REEVALUATIONS_QUEUED] = 1
-    elif replacement is not None and replacement.outcome is not ReplacementOutcome.FAILED:
+    elif (replacement is not None and replacement.outcome is not ReplacementOutcome.FAILED) or (
+        result.outcome is DrainOutcome.NOT_OURS and result.cause != DrainCause.LIFECYCLE_ACTION
+    ):
         figures[MetricName.UNMANAGED_INTERRUPTIONS] = 1
     records = [Record(figures)]
     if result.node_group is not None:
@@ -202,7 +207,24 @@ def parse_or_reject(parse: Callable[[Any], T], event: Any) -> T:
         raise
 
 
-def report_evaluation(result: EvaluationResult, latency_ms: float) -> None:
+# A request dated outside this window of the function's clock carries a bad timestamp:
+# its latency would be nonsense (-2.5e14 ms for the year 9999), so none is reported.
+LATENCY_WINDOW = (timedelta(seconds=-60), timedelta(days=1))
+
+
+def request_latency_ms(requested_at: datetime, now: datetime) -> float | None:
+    latency = now - requested_at
+    if not LATENCY_WINDOW[0] <= latency <= LATENCY_WINDOW[1]:
+        logger.warning(
+            f"request dated {requested_at.isoformat()}, {abs(latency)} "
+            f"{'ahead of' if latency < timedelta(0) else 'behind'} this function's clock: its "
+            "latency is not reported"
+        )
+        return None
+    return max(latency.total_seconds(), 0.0) * 1000
+
+
+def report_evaluation(result: EvaluationResult, latency_ms: float | None) -> None:
     """One log line per result (the whole decision, when there is one) and its EMF records."""
     decision = result.decision
     fields: dict[str, Any] = {"node_group": result.group, "outcome": result.outcome.value}
@@ -226,6 +248,12 @@ def report_evaluation_error(group: str, error: Exception, receive_count: str | N
     )
     errors = {MetricName.EVALUATION_ERRORS: 1.0}
     emit([Record(errors, {Dimension.NODE_GROUP: group}), Record(errors)])
+
+
+def report_dead_letter(message_id: str, reason: str) -> None:
+    """A request that trying again cannot help, moved to the dead-letter queue at once."""
+    logger.error(f"message {message_id}: moved to the dead-letter queue, not retried: {reason}")
+    emit([Record({MetricName.DEAD_LETTERED: 1})])
 
 
 def report_queued(cause: str, queued: Sequence[str]) -> None:
@@ -263,7 +291,7 @@ def report_drain(result: DrainResult) -> None:
 
     fields: dict[str, Any] = {"drain": asdict(result), "node": result.node}
     replacement = result.replacement
-    if result.outcome is DrainOutcome.TIMED_OUT or (
+    if result.outcome in (DrainOutcome.TIMED_OUT, DrainOutcome.NOT_OURS) or (
         replacement is not None and replacement.outcome is not ReplacementOutcome.QUEUED
     ):
         logger.warning(result.message, **fields)

@@ -63,6 +63,11 @@ class InstanceGroups(Protocol):
         """The Auto Scaling group the instance is in, or None."""
         ...
 
+    def state_of(self, instance_id: str) -> str | None:
+        """Its Auto Scaling lifecycle state ("InService", "Terminating:Wait"), or None
+        when no group has it any more."""
+        ...
+
 
 class InstanceTypes(Protocol):
     """What a group launches, and that instance type's size."""
@@ -159,7 +164,11 @@ class DrainCluster(Protocol):
         """The name of the node whose spec.providerID ends in /<instance_id>, or None."""
         ...
 
-    def cordon(self, node: str) -> None: ...
+    def cordon(self, node: str) -> bool:
+        """Mark it unschedulable; True if this did (it was schedulable before)."""
+        ...
+
+    def uncordon(self, node: str) -> None: ...
 
     def pods_on(self, node: str) -> Sequence[DrainPod]: ...
 

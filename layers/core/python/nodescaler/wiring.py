@@ -24,6 +24,7 @@ from nodescaler.ports import Clock
 # whatever is made of pydantic models (settings, policies, the state store's items), so
 # that importing this module, as the dispatch function does, loads no pydantic.
 if TYPE_CHECKING:
+    from nodescaler.adapters.aws.evaluation_queue import SqsRedelivery
     from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
     from nodescaler.adapters.aws.state_table import DynamoStateStore
     from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection
@@ -119,13 +120,16 @@ def node_groups(settings: CommonSettings, clients: AwsClients) -> AsgNodeGroups:
 
 def policy_book(settings: CommonSettings) -> PolicyBook:
     """The deployed policies, and the tags that say which one a group uses."""
-    from nodescaler.adapters.policy_files import load_policies
+    from nodescaler.adapters.policy_files import read_policies
     from nodescaler.service.policies import PolicyBook
 
-    return PolicyBook(load_policies(settings.policies_path), settings.tag_names)
+    folder = read_policies(settings.policies_path)
+    return PolicyBook(folder.policies, settings.tag_names, folder.broken, folder.unnamed)
 
 
-def dispatcher(settings: DispatchSettings, clients: AwsClients | None = None) -> Dispatcher:
+def dispatcher(
+    settings: DispatchSettings, clients: AwsClients | None = None, clock: Clock | None = None
+) -> Dispatcher:
     from nodescaler.adapters.aws.state_table import DynamoStateStore
     from nodescaler.service.dispatch import Dispatcher
 
@@ -135,6 +139,7 @@ def dispatcher(settings: DispatchSettings, clients: AwsClients | None = None) ->
         queue=SqsEvaluationQueue(clients.sqs, settings.evaluation_queue_url),
         policies=policy_book(settings),
         state=DynamoStateStore(clients.dynamodb, settings.state_table),  # writes no decisions
+        clock=clock or SystemClock(),
         backoff_rules=settings.backoff_rules,
     )
 
@@ -180,6 +185,18 @@ def evaluator(
         cluster=kubernetes,  # scale-in annotations, Ready nodes
         limiter=ClusterLimiter(limits, groups, shapes, state) if limits else None,
     )
+
+
+def redelivery(
+    settings: EvaluateSettings, clients: AwsClients | None = None
+) -> SqsRedelivery | None:
+    """Where failed evaluation requests go: back soon, or to the dead-letter queue."""
+    from nodescaler.adapters.aws.evaluation_queue import SqsRedelivery
+
+    if settings.evaluation_queue_url is None or settings.dead_letter_queue_url is None:
+        return None  # Lambda's own retries, then the queue's redrive policy
+    clients = clients or AwsClients()
+    return SqsRedelivery(clients.sqs, settings.evaluation_queue_url, settings.dead_letter_queue_url)
 
 
 def metric_producers(clients: AwsClients, kubernetes: KubernetesMetrics | None) -> Producers:
@@ -298,7 +315,7 @@ def drainer(
     from nodescaler.adapters.k8s.evictions import KubernetesDrain
     from nodescaler.domain.draining import LifecycleResult
     from nodescaler.errors import SettingsError
-    from nodescaler.service.drainer import Drainer, Replacements
+    from nodescaler.service.drainer import Drainer, Owners, Replacements
 
     clients = clients or AwsClients()
     clock = clock or SystemClock()
@@ -308,17 +325,21 @@ def drainer(
             "DrainSettings: setting CLUSTER_NAME is not set, nor KUBECONFIG_PATH: "
             "the drain needs the cluster whose nodes it drains"
         )
+    owners = Owners(
+        instances=AsgInstanceGroups(clients.autoscaling),
+        node_groups=node_groups(settings, clients),
+        tag_names=settings.tag_names,
+        cluster_name=settings.cluster_name,
+        drain_groups=frozenset(settings.drain_groups),
+    )
     return Drainer(
         cluster=KubernetesDrain(connection),
         lifecycle=AsgLifecycleActions(clients.autoscaling),
         clock=clock,
         sleep=sleep or time.sleep,
+        owners=owners,
         replacements=Replacements(
-            instances=AsgInstanceGroups(clients.autoscaling),
-            node_groups=node_groups(settings, clients),
-            queue=SqsEvaluationQueue(clients.sqs, settings.evaluation_queue_url),
-            tag_names=settings.tag_names,
-            cluster_name=settings.cluster_name,
+            owners, SqsEvaluationQueue(clients.sqs, settings.evaluation_queue_url)
         ),
         drain_timeout=timedelta(seconds=settings.drain_timeout_seconds),
         heartbeat_interval=timedelta(seconds=settings.heartbeat_seconds),

@@ -49,6 +49,10 @@ def effective_bounds(policy: NodeGroupPolicy, size: GroupSize) -> tuple[int, int
     return inside(policy.spec.min_replicas), inside(policy.spec.max_replicas)
 
 
+# How far ahead of the evaluation's clock a reading may be dated (clocks differ a little).
+CLOCK_SKEW_SECONDS = 60
+
+
 def evaluate_metric(
     metric: MetricBase,
     reading: Reading | None,
@@ -83,6 +87,8 @@ def evaluate_metric(
     if math.isnan(value) or math.isinf(value) or value < 0:
         return outcome(MetricStatus.INVALID, f"unusable value {value!r}")
     age = (now - reading.at).total_seconds()
+    if -age > CLOCK_SKEW_SECONDS:  # a clock ahead, or a bad timestamp: nothing to trust
+        return outcome(MetricStatus.INVALID, f"dated {-age:.0f}s in the future", value)
     if age > metric.stale_after_seconds:
         return outcome(
             MetricStatus.STALE,

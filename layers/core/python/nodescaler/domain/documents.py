@@ -6,12 +6,14 @@ synth, `nodescaler validate`, the evaluator's log and a test's assertion.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
+from nodescaler.domain.optin import NAME_PATTERN
 from nodescaler.domain.policy import METRIC_TYPES, NodeGroupPolicy
 from nodescaler.errors import PolicyError
 
@@ -74,9 +76,35 @@ def problems_of(error: ValidationError, source: str, under: tuple[str, ...] = ()
     return [f"{source}: {field_path((*under, *e['loc']))}: {_message(e)}" for e in error.errors()]
 
 
+# Far deeper than any policy needs, far shallower than the loader's recursion can go.
+MAX_DEPTH = 32
+
+
+def _too_deep(text: str) -> Any:
+    """Where the document nests more than MAX_DEPTH mappings and lists, if it does: read
+    as a stream of events, which takes no recursion however deep the nesting."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return event.start_mark
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return None
+
+
 def parse_policy(text: str, source: str) -> NodeGroupPolicy:
     """Parse one policy document; `source` (usually the file path) prefixes every problem."""
     try:
+        if (mark := _too_deep(text)) is not None:
+            raise PolicyError(
+                source,
+                [
+                    f"{source}: line {mark.line + 1}, column {mark.column + 1}: nested more "
+                    f"than {MAX_DEPTH} levels deep"
+                ],
+            )
         document = yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
@@ -93,6 +121,20 @@ def parse_policy(text: str, source: str) -> NodeGroupPolicy:
         return NodeGroupPolicy.model_validate(document)
     except ValidationError as error:
         raise PolicyError(source, problems_of(error, source)) from None
+
+
+def declared_name(text: str) -> str | None:
+    """The policy name a document declares, if it can be read at all (for naming the
+    groups a broken document leaves without a policy)."""
+    try:
+        if _too_deep(text) is not None:
+            return None
+        document = yaml.load(text, Loader=_StrictLoader)
+    except yaml.YAMLError:
+        return None
+    metadata = document.get("metadata") if isinstance(document, dict) else None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return name if isinstance(name, str) and re.match(NAME_PATTERN, name) else None
 
 
 def index_by_name(policies: Iterable[tuple[str, NodeGroupPolicy]]) -> dict[str, NodeGroupPolicy]:

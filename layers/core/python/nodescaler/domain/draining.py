@@ -23,6 +23,10 @@ POLL = timedelta(seconds=5)  # how often evicted pods are looked for while they 
 FIRST_RETRY = timedelta(seconds=5)  # a refused eviction is retried after this, doubling
 LAST_RETRY = timedelta(seconds=30)  # ... up to this
 TERMINAL_PHASES = ("Succeeded", "Failed")
+# After a rebalance recommendation: how often the instance is looked at, and the Auto
+# Scaling lifecycle states that mean it is going (capacity rebalancing replaces it).
+WATCH_INTERVAL = timedelta(seconds=30)
+LEAVING_STATES = ("Terminat", "Detach", "Warmed")
 
 
 class DrainCause(StrEnum):
@@ -75,6 +79,7 @@ class DrainOutcome(StrEnum):
     DRAINED = "drained"
     TIMED_OUT = "timed-out"  # pods were left on the node at the deadline
     NOT_IN_CLUSTER = "not-in-cluster"  # no node has this instance: it never joined
+    NOT_OURS = "not-ours"  # its group is neither opted in nor hooked by the stack: untouched
     FAILED = "failed"  # something raised; the lifecycle action was completed all the same
 
 
@@ -126,8 +131,7 @@ class DrainPod:
 
 class ReplacementOutcome(StrEnum):
     QUEUED = "queued"
-    NO_GROUP = "no-group"  # the instance is in no Auto Scaling group
-    UNMANAGED = "unmanaged"  # its group is not opted in
+    UNMANAGED = "unmanaged"  # its group is hooked by the stack (drainGroups) but not opted in
     FAILED = "failed"  # looking up or queueing failed; the next tick evaluates the group
 
 
@@ -159,7 +163,8 @@ class DrainResult:
     lifecycle_result: LifecycleResult | None = None  # sent with CompleteLifecycleAction
     replacement: Replacement | None = None  # Spot warnings only
     seconds: float = 0.0
-    problem: str | None = None  # what failed
+    problem: str | None = None  # what failed, or why the node is not ours to drain
+    uncordoned: bool = False  # a rebalance recommendation's node, whose instance stayed
 
     @property
     def message(self) -> str:
@@ -169,6 +174,8 @@ class DrainResult:
         match self.outcome:
             case DrainOutcome.NOT_IN_CLUSTER:
                 text = f"instance {self.instance_id} has no node in the cluster: nothing to drain"
+            case DrainOutcome.NOT_OURS:
+                text = f"{self.problem}: its node is left alone"
             case DrainOutcome.DRAINED:
                 text = f"{node} drained in {self.seconds:.0f} s: {evicted}"
             case DrainOutcome.TIMED_OUT:
@@ -181,6 +188,8 @@ class DrainResult:
             text += f"; {self.replacement.note}"
         if self.lifecycle_result is not None:
             text += f"; lifecycle action completed with {self.lifecycle_result}"
+        if self.uncordoned:
+            text += "; uncordoned: the instance stayed in service"
         return text
 
 
@@ -194,6 +203,7 @@ class DrainProgress:
     started: datetime
     replacement: Replacement | None = None
     node: str | None = None
+    cordoned: bool = False  # this drain cordoned the node (it was schedulable before)
     to_evict: dict[str, DrainPod] = field(default_factory=dict)
     terminating: dict[str, DrainPod] = field(default_factory=dict)  # evicted, not gone yet
     evicted: list[str] = field(default_factory=list)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from nodescaler.domain.backoff import Backoff, Provisioning
 from nodescaler.domain.decision import Decision
@@ -26,6 +27,9 @@ class GroupState:
     # asked for it): if that write is lost, the next evaluation records it.
     acting: Decision | None = None
     acting_event: str = ""
+    # The size nodescaler last set, and when: an Auto Scaling read older than that resize
+    # (read before it, or not showing it yet) must not be decided on.
+    resized: tuple[int, datetime] | None = None
 
     def seen(self, event_id: str) -> bool:
         return event_id in self.recent_events

@@ -42,8 +42,12 @@ def _flag(value: str | None) -> bool | None:
 
 
 def is_managed(tags: Mapping[str, str], names: TagNames, cluster: str) -> bool:
-    """Opted in: the enabled tag says true (and the cluster tag matches, if a cluster is set)."""
-    if (tags.get(names.enabled) or "").strip().lower() != "true":
+    """Opted in: the enabled tag says true (and the cluster tag matches, if a cluster is set).
+
+    The same rule as the IAM conditions on every write (StringEqualsIgnoreCase "true",
+    StringEquals the cluster): any case, nothing around it. " true" is not opted in here
+    either, so nodescaler never decides for a group it would not be allowed to resize."""
+    if (tags.get(names.enabled) or "").lower() != "true":
         return False
     return not cluster or tags.get(names.cluster) == cluster
 

@@ -8,21 +8,23 @@ names the field it rejects. Defaults for `behavior` are chosen for machines, not
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, ClassVar, Literal, Self, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from nodescaler.domain.optin import NAME_PATTERN
 
-PositiveAmount = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+PositiveAmount = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
 
 
 class Spec(BaseModel):
-    """Base of every user-written model: camelCase in YAML, unknown fields rejected, immutable."""
+    """Base of every user-written model: camelCase in YAML, unknown fields rejected, immutable.
+    Numbers and flags are strict: `true` is not 1, and "5" is not 5."""
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
@@ -51,7 +53,9 @@ class MetricTarget(Spec):
     type: TargetType
     value: PositiveAmount | None = None
     average_value: PositiveAmount | None = None
-    average_utilization: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = None
+    average_utilization: (
+        Annotated[float, Field(strict=True, gt=0, le=100, allow_inf_nan=False)] | None
+    ) = None
 
     @model_validator(mode="after")
     def _exactly_the_field_of_its_type(self) -> Self:
@@ -95,8 +99,8 @@ class SqsQueueSource(Spec):
     """Queue length the way KEDA counts it: visible + in flight (+ delayed, if asked)."""
 
     queue: Annotated[str, Field(min_length=1, max_length=1024)]
-    include_in_flight: bool = True
-    include_delayed: bool = False
+    include_in_flight: Annotated[bool, Field(strict=True)] = True
+    include_delayed: Annotated[bool, Field(strict=True)] = False
 
 
 _STATISTIC = re.compile(
@@ -128,7 +132,7 @@ class CloudWatchSource(Spec):
     metric: CloudWatchMetricStat | None = None
     expression: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
     metrics: dict[str, CloudWatchMetricStat] = Field(default_factory=dict, max_length=100)
-    period_seconds: int = 60
+    period_seconds: Annotated[int, Field(strict=True)] = 60
 
     @field_validator("period_seconds")
     @classmethod
@@ -157,11 +161,31 @@ class CloudWatchSource(Spec):
         return self
 
 
+def _fires_every_year(expression: str) -> bool:
+    """Whether the expression fires at least once in each of four years in a row (a leap
+    year among them): a window whose end never comes would hold its group forever."""
+    for year in range(2001, 2005):
+        try:
+            fire = croniter(expression, datetime(year, 1, 1) - timedelta(minutes=1)).get_next(
+                datetime
+            )
+        except CroniterBadDateError:  # no such date at all (30 February)
+            return False
+        if fire.year != year:
+            return False
+    return True
+
+
 def _check_cron(expression: str) -> str:
     if len(expression.split()) != 5 or not croniter.is_valid(expression):
         raise ValueError(
             f"malformed cron expression {expression!r}: expected 5 fields "
             "(minute hour day-of-month month day-of-week)"
+        )
+    if not _fires_every_year(expression):
+        raise ValueError(
+            f"cron expression {expression!r} does not fire every year (a date that does not "
+            "exist, or only in leap years): its window would never open or never close"
         )
     return expression
 
@@ -172,7 +196,7 @@ class ScheduleEntry(Spec):
     name: str | None = None
     start: str
     end: str
-    replicas: Annotated[int, Field(ge=0)]
+    replicas: Annotated[int, Field(strict=True, ge=0)]
 
     _cron = field_validator("start", "end")(_check_cron)
 
@@ -181,7 +205,7 @@ class ScheduleSource(Spec):
     """Scheduled capacity: the first entry whose window is open wins, else `defaultReplicas`."""
 
     time_zone: str = "UTC"
-    default_replicas: Annotated[int, Field(ge=0)] = 0
+    default_replicas: Annotated[int, Field(strict=True, ge=0)] = 0
     entries: Annotated[list[ScheduleEntry], Field(min_length=1, max_length=100)]
 
     @field_validator("time_zone")
@@ -211,14 +235,14 @@ class CapacityReservationSource(Spec):
     """Requests of the pods on the group's Ready, schedulable nodes over their allocatable."""
 
     resource: ReservationResource
-    include_daemon_sets: bool = True
-    include_mirror_pods: bool = True
+    include_daemon_sets: Annotated[bool, Field(strict=True)] = True
+    include_mirror_pods: Annotated[bool, Field(strict=True)] = True
 
 
 class PendingPodsSource(Spec):
     """Unschedulable pods that would fit this group; pods below the cutoff priority are ignored."""
 
-    expendable_priority_cutoff: int = -10
+    expendable_priority_cutoff: Annotated[int, Field(strict=True)] = -10
 
 
 # --- metrics -----------------------------------------------------------------------------
@@ -232,7 +256,7 @@ class MetricBase(Spec):
     name: Annotated[str, Field(pattern=NAME_PATTERN)] | None = None
     target: MetricTarget
     # A reading older than this is treated as missing: it can never cause a scale-in.
-    stale_after_seconds: Annotated[int, Field(ge=10, le=86_400)] = 300
+    stale_after_seconds: Annotated[int, Field(strict=True, ge=10, le=86_400)] = 300
 
     allowed_targets: ClassVar[frozenset[TargetType]] = frozenset(TargetType)
     # Read from the cluster's API server: the evaluate function then carries the
@@ -336,8 +360,8 @@ class ScalingPolicy(Spec):
     """At most `value` replicas (or percent) of change within any `periodSeconds`."""
 
     type: ScalingPolicyType
-    value: Annotated[int, Field(gt=0)]
-    period_seconds: Annotated[int, Field(ge=1, le=1800)]
+    value: Annotated[int, Field(strict=True, gt=0)]
+    period_seconds: Annotated[int, Field(strict=True, ge=1, le=1800)]
 
 
 class SelectPolicy(StrEnum):
@@ -349,10 +373,10 @@ class SelectPolicy(StrEnum):
 class ScalingRules(Spec):
     """One direction of `behavior`, as written; unset fields take nodescaler's defaults."""
 
-    stabilization_window_seconds: Annotated[int, Field(ge=0, le=3600)] | None = None
+    stabilization_window_seconds: Annotated[int, Field(strict=True, ge=0, le=3600)] | None = None
     select_policy: SelectPolicy | None = None
     policies: Annotated[list[ScalingPolicy], Field(min_length=1, max_length=10)] | None = None
-    tolerance: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    tolerance: Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)] | None = None
 
 
 class Rules(Spec):
@@ -422,8 +446,8 @@ class Behavior(Spec):
 
 
 class PolicySpec(Spec):
-    min_replicas: Annotated[int, Field(ge=0, le=100_000)]
-    max_replicas: Annotated[int, Field(ge=1, le=100_000)]
+    min_replicas: Annotated[int, Field(strict=True, ge=0, le=100_000)]
+    max_replicas: Annotated[int, Field(strict=True, ge=1, le=100_000)]
     metrics: Annotated[list[MetricSpec], Field(min_length=1, max_length=20)]
     behavior: Behavior = Behavior()
     # CloudWatch alarms whose state changes trigger an evaluation at once (the fast path).

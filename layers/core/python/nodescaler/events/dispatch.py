@@ -77,18 +77,13 @@ class LaunchUnsuccessfulEvent(DispatchedEvent):
         return self.detail.status_message or self.detail.cause or "launch unsuccessful"
 
 
-DispatchEvent = Annotated[
-    ScheduledEvent | AlarmStateChangeEvent | LaunchUnsuccessfulEvent,
-    Field(discriminator="detail_type"),
-]
-_DISPATCH_EVENT: TypeAdapter[ScheduledEvent | AlarmStateChangeEvent | LaunchUnsuccessfulEvent] = (
-    TypeAdapter(DispatchEvent)
+DispatchEvent = ScheduledEvent | AlarmStateChangeEvent | LaunchUnsuccessfulEvent
+_DISPATCH_EVENT: TypeAdapter[DispatchEvent] = TypeAdapter(
+    Annotated[DispatchEvent, Field(discriminator="detail_type")]
 )
 
 
-def parse_dispatch_event(
-    event: Any,
-) -> ScheduledEvent | AlarmStateChangeEvent | LaunchUnsuccessfulEvent:
+def parse_dispatch_event(event: Any) -> DispatchEvent:
     try:
         return _DISPATCH_EVENT.validate_python(event)
     except ValidationError as error:

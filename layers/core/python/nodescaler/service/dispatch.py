@@ -10,17 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from nodescaler.domain.backoff import Backoff, BackoffRules, after_failure
 from nodescaler.domain.group_state import failure_key
 from nodescaler.domain.node_group import NodeGroup
-from nodescaler.errors import StateConflictError, UnmanagedGroupError
+from nodescaler.errors import MalformedEventError, StateConflictError, UnmanagedGroupError
 from nodescaler.events.queue import EvaluationRequest
-from nodescaler.ports import EvaluationQueue, NodeGroups, StateStore
+from nodescaler.ports import Clock, EvaluationQueue, NodeGroups, StateStore
 from nodescaler.service.policies import PolicyBook
 
 CONFLICT_RETRIES = 5  # an evaluation of the group may write between our read and write
+# An event dated further ahead of this function's clock carries a bad timestamp: its time
+# would become its evaluations' request time, and every latency computed from it nonsense.
+CLOCK_SKEW = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -29,14 +32,17 @@ class Dispatcher:
     queue: EvaluationQueue
     policies: PolicyBook
     state: StateStore
+    clock: Clock
     backoff_rules: BackoffRules = field(default_factory=BackoffRules)
 
     def tick(self, event_id: str, at: datetime) -> list[str]:
         """Queue an evaluation of every managed group; returns their names."""
+        self._check_time(event_id, at)
         return self._queue(self.node_groups.discover(), event_id, "tick", at)
 
     def alarm(self, alarm_name: str, event_id: str, cause: str, at: datetime) -> list[str]:
         """Queue an evaluation of the managed groups whose policy lists `alarm_name`."""
+        self._check_time(event_id, at)
         groups = [g for g in self.node_groups.discover() if alarm_name in self._alarms_of(g)]
         return self._queue(groups, event_id, cause, at)
 
@@ -46,6 +52,7 @@ class Dispatcher:
         """Back the group off, then queue it and every group that shares the pending pods,
         so the expanders move its demand to the next group now; returns the backoff and
         the groups queued."""
+        self._check_time(event_id, at)
         groups = self.node_groups.discover()
         if not any(g.name == group_name for g in groups):
             raise UnmanagedGroupError(
@@ -72,6 +79,14 @@ class Dispatcher:
             f"node group {group}: backoff for launch failure {activity_id} not recorded after "
             f"{CONFLICT_RETRIES} conflicting writes; the event will be retried"
         )
+
+    def _check_time(self, event_id: str, at: datetime) -> None:
+        ahead = at - self.clock.now()
+        if ahead > CLOCK_SKEW:
+            raise MalformedEventError(
+                f"event {event_id}: dated {at.isoformat()}, {ahead} ahead of this function's "
+                "clock; refused (its time would become its evaluations' request time)"
+            )
 
     def _alarms_of(self, group: NodeGroup) -> Sequence[str]:
         policy = self.policies.policy_of(group)

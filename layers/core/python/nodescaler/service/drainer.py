@@ -18,8 +18,11 @@ from datetime import datetime, timedelta
 from nodescaler.domain.draining import (
     DRAIN_TIMEOUT,
     HEARTBEAT_INTERVAL,
+    LEAVING_STATES,
     MAX_GRACE_SECONDS,
     POLL,
+    WATCH_INTERVAL,
+    DrainCause,
     DrainOutcome,
     DrainProgress,
     DrainRequest,
@@ -45,38 +48,57 @@ from nodescaler.ports import (
 
 
 @dataclass(frozen=True)
+class Owners:
+    """Whose node it is. nodescaler touches only the nodes of groups it manages (opted in,
+    for this cluster) or that the stack hooked by name (`drainGroups`): a hook or a Spot
+    warning for any other group is not its business, whatever the event says."""
+
+    instances: InstanceGroups
+    node_groups: NodeGroupLookup
+    tag_names: TagNames = field(default_factory=TagNames)
+    cluster_name: str = ""
+    drain_groups: frozenset[str] = frozenset()
+
+    def manages(self, group: str) -> bool:
+        found = self.node_groups.get(group)
+        return found is not None and is_managed(found.tags, self.tag_names, self.cluster_name)
+
+    def why_not_ours(self, group: str | None, instance_id: str) -> str | None:
+        """None when the group's nodes are ours to drain; else why not, in words."""
+        if group is None:
+            return f"instance {instance_id} is in no Auto Scaling group"
+        if group in self.drain_groups or self.manages(group):
+            return None
+        return (
+            f"instance {instance_id} is in node group {group}, which is neither opted in nor "
+            "one of the stack's drainGroups"
+        )
+
+
+@dataclass(frozen=True)
 class Replacements:
     """Queues a re-evaluation of an interrupted instance's node group, when nodescaler
     manages it, so the group's replacement capacity is decided now, not at the next tick."""
 
-    instances: InstanceGroups
-    node_groups: NodeGroupLookup
+    owners: Owners
     queue: EvaluationQueue
-    tag_names: TagNames = field(default_factory=TagNames)
-    cluster_name: str = ""
 
-    def request(self, warning: SpotWarning) -> Replacement:
-        instance, name = warning.instance_id, None
+    def request(self, warning: SpotWarning, group: str) -> Replacement:
         try:
-            name = self.instances.group_of(instance)
-            if name is None:
-                note = f"instance {instance} is in no Auto Scaling group: no group re-evaluated"
-                return Replacement(ReplacementOutcome.NO_GROUP, None, note)
-            group = self.node_groups.get(name)
-            if group is None or not is_managed(group.tags, self.tag_names, self.cluster_name):
-                note = f"node group {name} is not managed by nodescaler: not re-evaluated"
-                return Replacement(ReplacementOutcome.UNMANAGED, name, note)
+            if not self.owners.manages(group):
+                note = f"node group {group} is not managed by nodescaler: not re-evaluated"
+                return Replacement(ReplacementOutcome.UNMANAGED, group, note)
             request = EvaluationRequest(
-                node_group=name,
+                node_group=group,
                 event_id=warning.event_id,
                 cause=warning.cause,
                 requested_at=warning.at,
             )
             self.queue.send([request])
         except Exception as error:  # the drain matters more; the next tick evaluates anyway
-            note = f"re-evaluation of {name or 'the node group'} not queued: {error}"
-            return Replacement(ReplacementOutcome.FAILED, name, note)
-        return Replacement(ReplacementOutcome.QUEUED, name, f"re-evaluation of {name} queued")
+            note = f"re-evaluation of {group} not queued: {error}"
+            return Replacement(ReplacementOutcome.FAILED, group, note)
+        return Replacement(ReplacementOutcome.QUEUED, group, f"re-evaluation of {group} queued")
 
 
 @dataclass(frozen=True)
@@ -85,6 +107,7 @@ class Drainer:
     lifecycle: LifecycleActions
     clock: Clock
     sleep: Sleep
+    owners: Owners
     replacements: Replacements | None = None
     drain_timeout: timedelta = DRAIN_TIMEOUT
     heartbeat_interval: timedelta = HEARTBEAT_INTERVAL
@@ -99,7 +122,10 @@ class Drainer:
 
     def lifecycle_action(self, action: LifecycleAction) -> DrainResult:
         """Drain, then complete the action: exactly once, also when the drain raises (then
-        with `timeout_result`, and the error raised after completing)."""
+        with `timeout_result`, and the error raised after completing). A group that is not
+        ours is left alone, its action too: its own hook's timeout decides."""
+        if (why := self.owners.why_not_ours(action.group, action.instance_id)) is not None:
+            return self._not_ours(action.instance_id, action.cause, action.group, why)
         progress = DrainProgress(action.instance_id, action.cause, action.group, self._now())
         sent = self.timeout_result
         try:
@@ -118,18 +144,43 @@ class Drainer:
             self.lifecycle.complete(action, sent)
 
     def interruption(self, warning: SpotWarning) -> DrainResult:
-        """A Spot warning: ask for replacement capacity first, then drain while there is time."""
-        replacement = self.replacements.request(warning) if self.replacements else None
-        group = replacement.node_group if replacement else None
+        """A Spot warning: ask for replacement capacity first, then drain while there is time.
+        After a rebalance recommendation, whose instance may well stay, the node is watched
+        until the deadline and uncordoned if its instance is still in service."""
+        group = self.owners.instances.group_of(warning.instance_id)
+        if (why := self.owners.why_not_ours(group, warning.instance_id)) is not None:
+            return self._not_ours(warning.instance_id, warning.cause, group, why)
+        assert group is not None
+        replacement = self.replacements.request(warning, group) if self.replacements else None
         progress = DrainProgress(
             warning.instance_id, warning.cause, group, self._now(), replacement
         )
         deadline = min(self.drain_timeout, warning.deadline or self.drain_timeout)
         try:
-            return self._drain(progress, deadline, heartbeat=None)
+            result = self._drain(progress, deadline, heartbeat=None)
+            if warning.cause is DrainCause.REBALANCE_RECOMMENDATION and progress.cordoned:
+                result = self._uncordon_if_it_stays(result, progress.started + deadline)
+            return result
         except Exception as error:
             failed = progress.result(DrainOutcome.FAILED, self._now(), _describe(error))
             raise DrainFailedError(failed) from error
+
+    def _uncordon_if_it_stays(self, result: DrainResult, deadline: datetime) -> DrainResult:
+        """Wait for the instance to start terminating (Auto Scaling's capacity rebalancing
+        replaces it); if it has not by the deadline, it stays: let pods onto it again."""
+        while True:
+            state = self.owners.instances.state_of(result.instance_id)
+            if state is None or state.startswith(LEAVING_STATES):
+                return result
+            now = self._now()
+            if now >= deadline:
+                assert result.node is not None
+                self.cluster.uncordon(result.node)
+                return replace(result, uncordoned=True)
+            self.sleep(min(WATCH_INTERVAL, deadline - now).total_seconds())
+
+    def _not_ours(self, instance_id: str, cause: str, group: str | None, why: str) -> DrainResult:
+        return DrainResult(instance_id, cause, DrainOutcome.NOT_OURS, node_group=group, problem=why)
 
     def _now(self) -> datetime:
         return self.clock.now()
@@ -144,7 +195,7 @@ class Drainer:
         progress.node = node
 
         # 2. Cordon, so nothing new lands on it, then decide which pods move.
-        self.cluster.cordon(node)
+        progress.cordoned = self.cluster.cordon(node)
         progress.plan(self.cluster.pods_on(node))
 
         # 3. Evict, retrying refusals with backoff, until every evicted pod has gone or the

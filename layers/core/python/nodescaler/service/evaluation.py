@@ -20,7 +20,7 @@ from nodescaler.domain.group_state import GroupState, failure_key
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.optin import is_managed
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.errors import ActuationError, StateConflictError
+from nodescaler.errors import ActuationError, RefusedError, StateConflictError
 from nodescaler.ports import Clock, ClusterView, NodeGroups, StateStore
 from nodescaler.service.limiter import ClusterLimiter
 from nodescaler.service.policies import PolicyBook
@@ -30,6 +30,9 @@ CLAIM_ATTEMPTS = 5
 # An evaluation acts on its claim within the evaluate function's timeout (60 s, infra's
 # EVALUATE_TIMEOUT): a younger claim by another message may still be in progress.
 CLAIM_IN_PROGRESS = timedelta(seconds=60)
+# How long a resize may take to show in DescribeAutoScalingGroups (eventually consistent):
+# a read that disagrees with nodescaler's own resize younger than this is stale.
+RESIZE_VISIBLE_WITHIN = timedelta(seconds=60)
 
 
 class Outcome(StrEnum):
@@ -87,6 +90,7 @@ class Evaluator:
             state = self._record_lost_resize(group, policy, state, event_id, now)
             if state.seen(event_id):  # this very message made it: its work is done
                 return EvaluationResult(group.name, Outcome.ACTED, acted, choice.problems)
+        self._check_fresh(group, state, now)
 
         # 4. A scale-up that failed, or overran its time, backs the group off.
         loaded = state
@@ -152,6 +156,9 @@ class Evaluator:
         )
         try:
             self.node_groups.set_desired(group, decision.desired)
+        except RefusedError as error:  # not ours to resize: reported, never retried
+            self.state.save(replace(claimed, acting=None, acting_event=""))
+            return self._reject(group.name, (*choice.problems, str(error)))
         except Exception as error:
             raise ActuationError(
                 f"node group {group.name}: resizing {decision.current} → {decision.desired} "
@@ -166,7 +173,9 @@ class Evaluator:
         """The resize made: its scale event in the history, its decision in the audit trail."""
         decision, event_id = claimed.acting, claimed.acting_event
         assert decision is not None
-        done = replace(claimed, acting=None, acting_event="")
+        done = replace(
+            claimed, acting=None, acting_event="", resized=(decision.desired, decision.at)
+        )
         return self.state.save(
             done.after(
                 history=record_scale(claimed.history, policy, decision),
@@ -199,6 +208,21 @@ class Evaluator:
                 "evaluation may still be in progress; this one will be retried"
             )
         return replace(state, acting=None, acting_event="")
+
+    @staticmethod
+    def _check_fresh(group: NodeGroup, state: GroupState, now: datetime) -> None:
+        """The group read must show nodescaler's own last resize, if that is recent: a read
+        made before another evaluation resized it (or one Auto Scaling answered from before
+        the resize) would decide from a size the group no longer has, and act twice."""
+        if state.resized is None:
+            return
+        size, at = state.resized
+        if group.desired != size and now - at < RESIZE_VISIBLE_WITHIN:
+            raise StateConflictError(
+                f"node group {group.name}: read at {group.desired} nodes, but nodescaler resized "
+                f"it to {size} at {at.isoformat()}; that read is older than the resize, so the "
+                "evaluation will be retried"
+            )
 
     def _within_limits(
         self,

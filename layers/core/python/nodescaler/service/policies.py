@@ -28,6 +28,9 @@ class PolicyChoice:
 class PolicyBook:
     policies: Mapping[str, NodeGroupPolicy]
     tag_names: TagNames = field(default_factory=TagNames)
+    # Deployed documents that can't be used: only the groups that name them are rejected.
+    broken: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # name → problems
+    unnamed: tuple[str, ...] = ()  # problems of documents whose name can't be read
 
     def choose(self, group: NodeGroup) -> PolicyChoice:
         """The policy the group's tag names, with every problem found on the way."""
@@ -36,13 +39,20 @@ class PolicyBook:
             return PolicyChoice(None, opt_in.dry_run, opt_in.problems)
         policy = self.policies.get(opt_in.policy)
         if policy is None:
-            known = ", ".join(sorted(self.policies)) or "none"
-            problem = (
-                f"node group {group.name}: tag {self.tag_names.policy}={opt_in.policy!r} names "
-                f"no deployed policy (deployed: {known})"
+            return PolicyChoice(
+                None, opt_in.dry_run, (*opt_in.problems, *self._why_none(group.name, opt_in.policy))
             )
-            return PolicyChoice(None, opt_in.dry_run, (*opt_in.problems, problem))
         return PolicyChoice(policy, opt_in.dry_run, opt_in.problems)
+
+    def _why_none(self, group: str, name: str) -> tuple[str, ...]:
+        said = f"node group {group}: tag {self.tag_names.policy}={name!r}"
+        if name in self.broken:
+            return (f"{said} names a deployed policy that can't be used", *self.broken[name])
+        known = ", ".join(sorted(self.policies)) or "none"
+        problem = f"{said} names no deployed policy (deployed: {known})"
+        if self.unnamed:  # it may be one of them: say what is wrong with them
+            return (f"{problem}; some policy files can't be read", *self.unnamed)
+        return (problem,)
 
     def policy_of(self, group: NodeGroup) -> NodeGroupPolicy | None:
         return self.choose(group).policy

@@ -1,5 +1,6 @@
 """The evaluation queue on SQS FIFO: one message group per node group, so a group's
-evaluations run one at a time while different groups run in parallel."""
+evaluations run one at a time while different groups run in parallel; and what becomes of
+a request whose evaluation failed (tried again soon, or set aside in the dead-letter queue)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -81,3 +83,42 @@ class SqsEvaluationQueue:
         except Exception as error:
             why = str(error) if isinstance(error, BotoCoreError | ClientError) else repr(error)
             return [(request.node_group, why) for request in batch]
+
+
+# A failed evaluation is tried again after 5 s, then 10, 20, 40, and every minute after:
+# left to the queue's visibility timeout (6 minutes, six times the function's), it would
+# hold its group's FIFO stream that long.
+FIRST_RETRY = timedelta(seconds=5)
+LAST_RETRY = timedelta(minutes=1)
+
+
+def retry_delay(receive_count: int) -> timedelta:
+    """How long a request that failed on its `receive_count`th receive stays invisible."""
+    delay: timedelta = FIRST_RETRY * 2 ** min(max(receive_count - 1, 0), 10)
+    return min(delay, LAST_RETRY)
+
+
+class SqsRedelivery:
+    """Failed evaluation requests: made visible again after `retry_delay`, or, when trying
+    again cannot help, moved to the dead-letter queue at once with the reason."""
+
+    def __init__(self, sqs: Any, queue_url: str, dead_letter_url: str) -> None:
+        self._sqs = sqs
+        self._url = queue_url
+        self._dead_letters = dead_letter_url
+
+    def retry_in(self, receipt_handle: str, delay: timedelta) -> None:
+        self._sqs.change_message_visibility(
+            QueueUrl=self._url,
+            ReceiptHandle=receipt_handle,
+            VisibilityTimeout=int(delay.total_seconds()),
+        )
+
+    def dead_letter(self, message_id: str, body: str, group_id: str, reason: str) -> None:
+        self._sqs.send_message(
+            QueueUrl=self._dead_letters,
+            MessageBody=body or "(empty)",  # SQS takes no empty body; a malformed one may be
+            MessageGroupId=message_group_id(group_id or "malformed"),
+            MessageDeduplicationId=hashlib.sha256(message_id.encode()).hexdigest(),
+            MessageAttributes={"reason": {"DataType": "String", "StringValue": reason[:1024]}},
+        )

@@ -59,7 +59,15 @@ class AsgInstanceGroups:
     def __init__(self, autoscaling: Any) -> None:
         self._autoscaling = autoscaling
 
-    def group_of(self, instance_id: str) -> str | None:
+    def _described(self, instance_id: str) -> dict[str, Any] | None:
         found = self._autoscaling.describe_auto_scaling_instances(InstanceIds=[instance_id])
-        instances = found.get("AutoScalingInstances", [])
-        return str(instances[0]["AutoScalingGroupName"]) if instances else None
+        instances: list[dict[str, Any]] = found.get("AutoScalingInstances", [])
+        return instances[0] if instances else None
+
+    def group_of(self, instance_id: str) -> str | None:
+        instance = self._described(instance_id)
+        return str(instance["AutoScalingGroupName"]) if instance else None
+
+    def state_of(self, instance_id: str) -> str | None:
+        instance = self._described(instance_id)
+        return str(instance["LifecycleState"]) if instance else None

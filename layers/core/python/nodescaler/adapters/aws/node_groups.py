@@ -8,6 +8,7 @@ from typing import Any
 
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.optin import TagNames, is_managed
+from nodescaler.errors import RefusedError
 
 # EKS puts these on the Auto Scaling Group of every managed node group.
 EKS_CLUSTER_TAG = "eks:cluster-name"
@@ -77,6 +78,7 @@ class AsgNodeGroups:
         self._eks = eks
         self._tags = tag_names
         self._cluster = cluster_name
+        self._owners: set[tuple[str, str, str]] = set()  # (cluster, node group, ASG) confirmed
 
     def _pages(self, **request: Any) -> Iterator[Mapping[str, Any]]:
         paginator = self._autoscaling.get_paginator("describe_auto_scaling_groups")
@@ -101,11 +103,34 @@ class AsgNodeGroups:
 
     def _check_managed(self, group: NodeGroup, what: str) -> None:
         if not is_managed(group.tags, self._tags, self._cluster):
-            raise PermissionError(f"node group {group.name} is not opted in; refusing to {what}")
+            raise RefusedError(f"node group {group.name} is not opted in; refusing to {what}")
+
+    def _check_owns(self, group: NodeGroup) -> None:
+        """An EKS node group is resized only if it is the one behind the opted-in ASG, in
+        this cluster: the ASG's `eks:nodegroup-name` tag alone could name any node group."""
+        cluster, nodegroup = group.eks_cluster or "", group.eks_nodegroup or ""
+        if self._cluster and cluster != self._cluster:
+            raise RefusedError(
+                f"node group {group.name}: tagged as EKS node group {nodegroup} of cluster "
+                f"{cluster}, not of {self._cluster}; refusing to resize it"
+            )
+        if (cluster, nodegroup, group.name) in self._owners:
+            return
+        described = self._eks.describe_nodegroup(clusterName=cluster, nodegroupName=nodegroup)
+        resources = described["nodegroup"].get("resources") or {}
+        asgs = {a.get("name") for a in resources.get("autoScalingGroups") or []}
+        if group.name not in asgs:
+            raise RefusedError(
+                f"node group {group.name}: tagged as EKS node group {nodegroup} of cluster "
+                f"{cluster}, whose Auto Scaling groups are {', '.join(sorted(asgs)) or 'none'}; "
+                "refusing to resize a node group this ASG is not part of"
+            )
+        self._owners.add((cluster, nodegroup, group.name))  # an ASG keeps its node group
 
     def set_desired(self, group: NodeGroup, desired: int) -> None:
         self._check_managed(group, "resize")
         if group.is_eks_managed:
+            self._check_owns(group)
             self._eks.update_nodegroup_config(
                 clusterName=group.eks_cluster,
                 nodegroupName=group.eks_nodegroup,

@@ -42,6 +42,14 @@ def _pk(group: str) -> str:
 M = TypeVar("M", bound=BaseModel)
 
 
+def _resized(item: Mapping[str, Any]) -> tuple[int, datetime] | None:
+    stored = item.get("resized", {}).get("S")
+    if not stored:
+        return None
+    desired, at = json.loads(stored)
+    return int(desired), datetime.fromisoformat(at)
+
+
 def _optional(model: type[M], item: Mapping[str, Any], name: str) -> M | None:
     stored = item.get(name, {}).get("S")
     return model.model_validate_json(stored) if stored else None
@@ -76,6 +84,7 @@ class DynamoStateStore:
                 protected=frozenset(json.loads(item.get("protected", {}).get("S", "[]"))),
                 acting=_optional(Decision, item, "acting"),
                 acting_event=item.get("acting_event", {}).get("S", ""),
+                resized=_resized(item),
             )
         except (KeyError, ValueError, TypeError) as error:  # pydantic's ValidationError too
             raise StateCorruptError(
@@ -105,6 +114,9 @@ class DynamoStateStore:
             "protected": {"S": json.dumps(sorted(state.protected))},
             "acting_event": {"S": state.acting_event},
         }
+        if state.resized is not None:
+            desired, at = state.resized
+            item["resized"] = {"S": json.dumps([desired, at.isoformat()])}
         for name, value in (
             ("last_decision", state.last_decision),
             ("backoff", state.backoff),

@@ -13,9 +13,11 @@ import json
 import re
 from typing import Any
 
+import msgspec
+
 from nodescaler.adapters.k8s.api import PAGE_SIZE, TIMEOUT_SECONDS, Connection, CoreApi
 from nodescaler.adapters.k8s.objects import MIRROR_ANNOTATION
-from nodescaler.adapters.k8s.wire import EvictedPod, EvictedPodList, NodeList
+from nodescaler.adapters.k8s.wire import EvictedPod, EvictedPodList, NodeList, NodeWire
 from nodescaler.domain.draining import DrainPod, Eviction, EvictionOutcome
 from nodescaler.errors import KubernetesUnavailableError
 
@@ -88,11 +90,27 @@ class KubernetesDrain:
                     return node.metadata.name
         return None
 
-    def cordon(self, node: str) -> None:
+    def cordon(self, node: str) -> bool:
         from kubernetes import client
 
-        # A dict body goes as a strategic merge patch, as `kubectl cordon` sends it.
-        self._api.answer(client.CoreV1Api.patch_node, node, {"spec": {"unschedulable": True}})
+        read = msgspec.json.decode(
+            self._api.answer(client.CoreV1Api.read_node, node), type=NodeWire
+        )
+        if read.spec.unschedulable:
+            return False  # cordoned already, by someone else: theirs to undo
+        self._set_unschedulable(node, True)
+        return True
+
+    def uncordon(self, node: str) -> None:
+        self._set_unschedulable(node, False)
+
+    def _set_unschedulable(self, node: str, unschedulable: bool) -> None:
+        from kubernetes import client
+
+        # A dict body goes as a strategic merge patch, as `kubectl cordon` sends it; the
+        # one field the drain's rights let it change (infra/kubernetes).
+        patch = {"spec": {"unschedulable": unschedulable}}
+        self._api.answer(client.CoreV1Api.patch_node, node, patch)
 
     def pods_on(self, node: str) -> list[DrainPod]:
         from kubernetes import client
