@@ -131,7 +131,11 @@ def test_a_group_at_zero_does_not_scale_for_a_pod_its_labels_or_taints_exclude(
         if "decision" in line
         for m in line["decision"]["metrics"]
     ]
-    assert "2 pending pods: +1 nodes here, +0 in other groups, 1 fit no group" in details
+    assert (
+        "2 pending pods: +1 nodes here, +0 in other groups, 1 fit no group "
+        "(default/wants-gpu-label: general-ng: nodeSelector accelerator=a10 does not match; "
+        "gpu-ng: nodeSelector accelerator=a10 does not match)"
+    ) in details
 
 
 def test_priority_expander_sends_pods_that_fit_both_groups_to_the_preferred_one(
@@ -193,3 +197,30 @@ def test_a_group_at_zero_with_a_bad_template_tag_is_held_and_named_while_others_
         "node group broken-ng: no template of its nodes: tag "
         "k8s.io/cluster-autoscaler/node-template/resources/memory: 'lots' is not a quantity"
     )
+
+
+def test_a_preferred_group_at_its_maximum_leaves_the_rest_of_the_pods_to_the_next_group(
+    policies: Path,
+    calls: CallCounter,
+    clock: VirtualClock,
+    api_server: KubeApiServer,
+    tmp_path: Path,
+) -> None:
+    # Airbnb's Spot-first chain with a small Spot group: it must not starve on-demand.
+    (policies / "batch.yaml").write_text(BATCH_POLICY)
+    launch_template("general", "m5.large")  # 2 vCPU: one 1-core pod a node
+    chain = '[{"name": "priority", "priorities": {"10": ["spot-.*"], "1": [".*"]}}]'
+    config = str(kubeconfig(tmp_path / "kc", api_server.url))
+    deployment = Deployment(policies, calls, clock, {"KUBECONFIG_PATH": config, "EXPANDERS": chain})
+    batch = {"nodescaler/enabled": "true", "nodescaler/policy": "batch"}
+    make_asg("spot-ng", tags=batch, max_size=3, launch_template="general")
+    make_asg("on-demand-ng", tags=batch, max_size=20, launch_template="general")
+    for i in range(8):
+        api_server.cluster.put("pods", pod(f"job-{i}", cpu="1"))
+
+    deployment.tick()
+    assert (desired_capacity("spot-ng"), desired_capacity("on-demand-ng")) == (3, 5)
+
+    clock.advance(minutes=1)  # nodes booting: the same pods add nothing more
+    deployment.tick()
+    assert (desired_capacity("spot-ng"), desired_capacity("on-demand-ng")) == (3, 5)

@@ -140,7 +140,13 @@ def test_after_the_backoff_the_preferred_group_is_eligible_again(
     api_server.cluster.put("pods", pod("job-2", cpu="1500m"))
     airbnb.tick()
     assert sizes() == (0, 2)
-    api_server.cluster.put("pods", pod("job-2", "od-2", cpu="1500m"))  # bound elsewhere
+    # the second on-demand node comes up too, and takes job-2
+    second = client("autoscaling").describe_auto_scaling_groups(
+        AutoScalingGroupNames=["on-demand-ng"]
+    )["AutoScalingGroups"][0]["Instances"][1]
+    provider = f"aws:///eu-west-1a/{second['InstanceId']}"
+    api_server.cluster.put("nodes", node("od-2", None, cpu="2", provider_id=provider))
+    api_server.cluster.put("pods", pod("job-2", "od-2", cpu="1500m"))
 
     airbnb.clock.advance(minutes=4)  # 6 minutes after the failure: spot is preferred again
     api_server.cluster.put("pods", pod("job-3", cpu="1500m"))

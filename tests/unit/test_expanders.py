@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from random import Random
 
 import pytest
-from nodescaler.domain.cluster import Pod, Resources
+from nodescaler.domain.cluster import Placement, Pod, Resources
 from nodescaler.domain.expanders import (
     CustomExpander,
     LeastWasteExpander,
@@ -131,3 +131,47 @@ def test_a_failing_custom_expander_falls_back_to_the_next_in_the_chain(
     result = plan(pods(4), TEMPLATES, chain)
     assert dict(result.nodes) == {"on-demand": 1}
     assert result.trace[0].startswith("expander custom failed (")
+
+
+# --- room to grow: no plan onto a full group --------------------------------------------
+
+SPOT_FIRST = [PriorityExpander({10: ["spot-a"], 1: ["on-demand"]})]
+TWO = {g: template(g) for g in ("spot-a", "on-demand")}
+
+
+def test_given_the_preferred_group_at_its_maximum_then_the_next_one_takes_the_pods() -> None:
+    result = plan(pods(18), TWO, SPOT_FIRST, room={"spot-a": 0, "on-demand": 100})
+    assert (dict(result.nodes), result.unplaced) == ({"on-demand": 5}, [])
+
+
+def test_given_room_for_part_of_the_pods_then_the_rest_go_to_the_next_group() -> None:
+    # 18 one-core pods, four a node: the preferred group can add 3 nodes (12 pods) only
+    result = plan(pods(18), TWO, SPOT_FIRST, room={"spot-a": 3, "on-demand": 100})
+    assert (dict(result.nodes), result.unplaced) == ({"spot-a": 3, "on-demand": 2}, [])
+
+
+def test_given_no_group_with_room_then_each_waiting_pod_says_why_per_group() -> None:
+    gpu = Pod(
+        "default",
+        "train",
+        None,
+        Resources(1000, GIB, 1),
+        unschedulable=True,
+        placement=Placement(node_selector={"accelerator": "a10"}),
+    )
+    result = plan(
+        [*pods(1), gpu],
+        TWO,
+        SPOT_FIRST,
+        backed_off=frozenset({"on-demand"}),
+        room={"spot-a": 0, "on-demand": 100},
+    )
+    assert result.nodes == Counter()
+    assert result.why_waiting(pods(1)[0]) == (
+        "on-demand: backed off after a failed scale-up; "
+        "spot-a: at its maximum size or the cluster's limit"
+    )
+    assert result.why_waiting(gpu) == (
+        "on-demand: nodeSelector accelerator=a10 does not match; "
+        "spot-a: nodeSelector accelerator=a10 does not match"
+    )

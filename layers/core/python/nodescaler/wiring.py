@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from nodescaler.service.drainer import Drainer
     from nodescaler.service.evaluation import Evaluator
     from nodescaler.service.kubernetes_metrics import KubernetesMetrics
+    from nodescaler.service.limiter import ClusterLimiter
     from nodescaler.service.policies import PolicyBook
     from nodescaler.service.producers import Producers
 
@@ -161,6 +162,10 @@ def evaluator(
         clients.dynamodb, settings.state_table, audit_ttl=timedelta(days=settings.audit_ttl_days)
     )
     shapes = Ec2InstanceTypes(clients.ec2, clients.autoscaling, clients.eks, clock=clock)
+    limits = ClusterLimits(
+        settings.cluster_max_nodes, settings.cluster_max_vcpus, settings.cluster_max_memory_gib
+    )
+    limiter = ClusterLimiter(limits, groups, shapes, state) if limits else None
     kubernetes = kubernetes_metrics(
         settings,
         policies=policies,
@@ -169,9 +174,7 @@ def evaluator(
         shapes=shapes,
         clients=clients,
         clock=clock,
-    )
-    limits = ClusterLimits(
-        settings.cluster_max_nodes, settings.cluster_max_vcpus, settings.cluster_max_memory_gib
+        limiter=limiter,
     )
     return Evaluator(
         node_groups=groups,
@@ -183,7 +186,7 @@ def evaluator(
         dry_run=settings.dry_run,
         backoff_rules=settings.backoff_rules,
         cluster=kubernetes,  # scale-in annotations, Ready nodes
-        limiter=ClusterLimiter(limits, groups, shapes, state) if limits else None,
+        limiter=limiter,
     )
 
 
@@ -233,6 +236,7 @@ def kubernetes_metrics(
     shapes: Ec2InstanceTypes,
     clients: AwsClients,
     clock: Clock,
+    limiter: ClusterLimiter | None = None,
 ) -> KubernetesMetrics | None:
     """The Kubernetes producer, when a policy needs one; the client is imported only then."""
     if not any(p.reads_kubernetes for p in policies.policies.values()):
@@ -245,7 +249,12 @@ def kubernetes_metrics(
     if connection is None:
         return None  # its metrics read as unavailable: scale-in held (synth refuses this setup)
     planner = PendingPodsPlanner(
-        groups, policies, shapes, expander_chain(settings.expanders, clients), backoffs=state
+        groups,
+        policies,
+        shapes,
+        expander_chain(settings.expanders, clients),
+        backoffs=state,
+        limiter=limiter,
     )
     cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
     return KubernetesMetrics(cluster, pending=planner)

@@ -18,7 +18,7 @@ from random import Random
 from typing import Protocol
 
 from nodescaler.domain.cluster import Pod
-from nodescaler.domain.scheduling import NodeTemplate, nodes_needed, why_not
+from nodescaler.domain.scheduling import NodeTemplate, pack, why_not
 from nodescaler.errors import ExpanderError
 
 
@@ -141,6 +141,16 @@ class Plan:
     nodes: Counter[str] = field(default_factory=Counter)
     unplaced: list[Pod] = field(default_factory=list)  # fit no group
     trace: list[str] = field(default_factory=list)
+    # Why each unplaced pod fits no group: pod → group → reason (Cluster Autoscaler's
+    # NotTriggerScaleUp, in words: "at its maximum size", "nodeSelector ... does not match").
+    waiting: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def why_waiting(self, pod: Pod) -> str:
+        """One line: every group, and why the pod does not go there."""
+        reasons = self.waiting.get(pod.key, {})
+        return "; ".join(f"{group}: {why}" for group, why in sorted(reasons.items())) or (
+            "no group reads pending pods"
+        )
 
 
 def seed_of(pods: Sequence[Pod]) -> int:
@@ -169,25 +179,34 @@ def plan(
     chain: Sequence[Expander],
     *,
     backed_off: frozenset[str] = frozenset(),
+    room: Mapping[str, int] | None = None,
     rng: Random | None = None,
 ) -> Plan:
-    """Give each pending pod a group: build the options, let the chain choose one, repeat."""
+    """Give each pending pod a group: build the options, let the chain choose one, repeat.
+
+    A group backed off, or with no `room` left (at its maximum size, or at a cluster
+    limit), is no option: its pods go to the next group the chain prefers, in this same
+    plan. An option takes only the pods its room holds; the rest are planned next."""
     result = Plan()
     rng = rng or Random(seed_of(pods))
+    left = dict(room) if room is not None else {}
     remaining = list(pods)
     while remaining:
         options = []
         for group in sorted(templates):
-            if group in backed_off:
+            if group in backed_off or left.get(group, 1) <= 0:
                 continue
             template = templates[group]
             fitting = tuple(p for p in remaining if why_not(p, template) is None)
             if fitting:
-                options.append(Option(group, nodes_needed(fitting, template), fitting, template))
+                count, taken = pack(fitting, template, left.get(group))
+                options.append(Option(group, count, taken, template))
         if not options:
             break
         chosen = choose(options, chain, rng, result.trace)
         result.nodes[chosen.group] += chosen.node_count
+        if chosen.group in left:
+            left[chosen.group] -= chosen.node_count
         result.trace.append(
             f"{chosen.group}: +{chosen.node_count} for {len(chosen.pods)} pods "
             f"(of {len(options)} options)"
@@ -195,4 +214,17 @@ def plan(
         placed = {p.key for p in chosen.pods}
         remaining = [p for p in remaining if p.key not in placed]
     result.unplaced = remaining
+    for pod in remaining:
+        result.waiting[pod.key] = {
+            group: _why_not_here(pod, templates[group], group in backed_off)
+            for group in sorted(templates)
+        }
     return result
+
+
+def _why_not_here(pod: Pod, template: NodeTemplate, backed_off: bool) -> str:
+    if (why := why_not(pod, template)) is not None:
+        return why
+    if backed_off:
+        return "backed off after a failed scale-up"
+    return "at its maximum size or the cluster's limit"  # it fits, but there is no room

@@ -143,7 +143,16 @@ def _size(pod: Pod) -> tuple[int, int]:
 
 def nodes_needed(pods: Sequence[Pod], template: NodeTemplate) -> int:
     """First-fit decreasing: new nodes of the template that hold all `pods` (which fit one)."""
+    return pack(pods, template)[0]
+
+
+def pack(
+    pods: Sequence[Pod], template: NodeTemplate, max_nodes: int | None = None
+) -> tuple[int, tuple[Pod, ...]]:
+    """First-fit decreasing onto new nodes of the template, at most `max_nodes` of them:
+    the nodes used, and the pods they hold (a pod that would need one more is left out)."""
     free: list[tuple[Resources, dict[str, int]]] = []  # what is left on each new node
+    placed: list[Pod] = []
     for pod in sorted(pods, key=_size, reverse=True):
         extended = pod.placement.extended_resources if pod.placement else {}
         for index, (room, spare) in enumerate(free):
@@ -151,10 +160,14 @@ def nodes_needed(pods: Sequence[Pod], template: NodeTemplate) -> int:
                 amount <= spare.get(name, 0) for name, amount in extended.items()
             ):
                 free[index] = (room - pod.requests, _minus(spare, extended))
+                placed.append(pod)
                 break
         else:
+            if max_nodes is not None and len(free) >= max_nodes:
+                continue
             free.append((template.allocatable - pod.requests, _minus(template.extended, extended)))
-    return len(free)
+            placed.append(pod)
+    return len(free), tuple(placed)
 
 
 def _minus(spare: Mapping[str, int], used: Mapping[str, int]) -> dict[str, int]:

@@ -102,19 +102,18 @@ class KubernetesMetrics:
             return MetricUnavailable(
                 reason=f"node group {group.name}: {planned.problems[group.name]}"
             )
-        planned_here = planned.plan.nodes.get(group.name, 0)
-        others = sum(planned.plan.nodes.values()) - planned_here
-        # Nodes asked for earlier and not yet Ready will take these pods first (Cluster
-        # Autoscaler's upcoming nodes); without this, a pod pending while its node boots
-        # would add a node on every tick.
-        upcoming = max(group.desired - (self.ready_nodes(group, now) or 0), 0)
-        nodes = max(planned_here - upcoming, 0)
-        detail = f"{planned.pending} pending pods: +{planned_here} nodes here"
-        if upcoming and planned_here:
-            detail += f" ({min(upcoming, planned_here)} already on their way)"
+        nodes = planned.plan.nodes.get(group.name, 0)
+        others = sum(planned.plan.nodes.values()) - nodes
+        detail = f"{planned.pending} pending pods: +{nodes} nodes here"
+        if arriving := planned.arriving.get(group.name, 0):
+            detail += f" ({arriving} pods on nodes already on their way)"
         detail += f", +{others} in other groups"
-        if planned.plan.unplaced:
-            detail += f", {len(planned.plan.unplaced)} fit no group"
+        if unplaced := planned.plan.unplaced:
+            first = unplaced[0]
+            detail += (
+                f", {len(unplaced)} fit no group ({first.key}: {planned.plan.why_waiting(first)}"
+                f"{'; ...' if len(unplaced) > 1 else ''})"
+            )
         if planned.backed_off:
             detail += f" (backed off: {', '.join(sorted(planned.backed_off))})"
         return MetricReading(value=nodes, at=now, detail=detail)

@@ -9,6 +9,7 @@ ASGs show it, so it is forgotten after `CLAIM_LIFETIME`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from nodescaler.domain.limits import Ceiling, Claims, ClusterLimits, GroupUsage, ceiling
@@ -34,16 +35,33 @@ class ClusterLimiter:
     def ceiling(self, group: NodeGroup, now: datetime) -> tuple[Ceiling | None, Claims]:
         """The most nodes `group` may have now, and the claims that was read from."""
         claims = self._ledger.load_claims()
-        others = []
-        for other in self._node_groups.discover():
-            if other.name == group.name:
-                continue
-            nodes = other.desired
-            claimed = claims.desired.get(other.name)
-            if claimed is not None and now - claimed[1] < CLAIM_LIFETIME:
-                nodes = max(nodes, claimed[0])
-            others.append(self._usage(other, nodes))
+        others = [
+            self._usage(other, self._counted(other, claims, now))
+            for other in self._node_groups.discover()
+            if other.name != group.name
+        ]
         return ceiling(self.limits, self._usage(group, group.desired), others), claims
+
+    def room(self, groups: Sequence[NodeGroup], now: datetime) -> dict[str, int]:
+        """How many nodes each of `groups` (every managed group) may add while the others
+        keep theirs, read from one look at the claims: for planning, not for claiming."""
+        claims = self._ledger.load_claims()
+        usage = {g.name: self._usage(g, self._counted(g, claims, now)) for g in groups}
+        room = {}
+        for group in groups:
+            others = [u for name, u in usage.items() if name != group.name]
+            limit = ceiling(self.limits, usage[group.name], others)
+            if limit is not None:
+                room[group.name] = max(limit.nodes - usage[group.name].nodes, 0)
+        return room
+
+    @staticmethod
+    def _counted(group: NodeGroup, claims: Claims, now: datetime) -> int:
+        """Its size, or a scale-up claimed for it that its ASG may not show yet."""
+        claimed = claims.desired.get(group.name)
+        if claimed is not None and now - claimed[1] < CLAIM_LIFETIME:
+            return max(group.desired, claimed[0])
+        return group.desired
 
     def claim(self, group: NodeGroup, desired: int, claims: Claims, now: datetime) -> bool:
         """Claim a scale-up to `desired`; False when another group claimed since `claims`."""

@@ -8,14 +8,21 @@ random choices are seeded by the pending pods), so each reads its own share of i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from nodescaler.domain.cluster import Resources, Snapshot
 from nodescaler.domain.expanders import Expander, Plan, plan
 from nodescaler.domain.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs
-from nodescaler.domain.scheduling import NodeTemplate, pending, template_from_instance_type
+from nodescaler.domain.scheduling import (
+    NodeTemplate,
+    pack,
+    pending,
+    template_from_instance_type,
+    why_not,
+)
 from nodescaler.ports import Backoffs, InstanceTypes, NodeGroupDiscovery
+from nodescaler.service.limiter import ClusterLimiter
 from nodescaler.service.policies import PolicyBook
 
 
@@ -26,6 +33,7 @@ class Planned:
     problems: Mapping[str, str]  # group → why it has no template (it is left out)
     participants: tuple[str, ...] = ()
     backed_off: frozenset[str] = frozenset()  # left out after a failed scale-up
+    arriving: Mapping[str, int] = field(default_factory=dict)  # pods its booting nodes take
 
 
 class PendingPodsPlanner:
@@ -37,12 +45,14 @@ class PendingPodsPlanner:
         chain: Sequence[Expander],
         *,
         backoffs: Backoffs | None = None,
+        limiter: ClusterLimiter | None = None,
     ) -> None:
         self._node_groups = node_groups
         self._policies = policies
         self._instance_types = instance_types
         self._chain = chain
         self._backoffs = backoffs
+        self._limiter = limiter
 
     def participants(self) -> list[NodeGroup]:
         """Managed groups whose policy reads pending pods."""
@@ -79,7 +89,34 @@ class PendingPodsPlanner:
             except Exception as error:  # one group's bad tags must not hide the others
                 problems[group.name] = f"no template of its nodes: {error}"
         pods = pending(snapshot.pods, expendable_priority_cutoff)
+        considered = len(pods)
         names = tuple(g.name for g in participants)
         backed_off = self.backed_off(names, now)
-        result = plan(pods, templates, self._chain, backed_off=backed_off)
-        return Planned(result, len(pods), problems, names, backed_off)
+        # 1. Pods the nodes already on their way will take (Cluster Autoscaler's upcoming
+        #    nodes): without this, a pod pending while its node boots would add another. A
+        #    backed-off group's nodes are not coming: it gives up its scale-up.
+        arriving: dict[str, int] = {}
+        for group in participants:
+            template = None if group.name in backed_off else templates.get(group.name)
+            booting = group.desired - sum(
+                1 for n in snapshot.nodes if n.ready and belongs(n, group)
+            )
+            if template is None or booting <= 0:
+                continue
+            _, placed = pack([p for p in pods if why_not(p, template) is None], template, booting)
+            arriving[group.name] = len(placed)
+            taken = {p.key for p in placed}
+            pods = [p for p in pods if p.key not in taken]
+        # 2. The rest, among the groups with room to grow.
+        result = plan(pods, templates, self._chain, backed_off=backed_off, room=self.room(now))
+        return Planned(result, considered, problems, names, backed_off, arriving)
+
+    def room(self, now: datetime) -> dict[str, int]:
+        """How many nodes each managed group may still add: up to its maximum size, and
+        within the cluster's limits when there are any."""
+        groups = self._node_groups.discover()
+        room = {g.name: max(g.max_size - g.desired, 0) for g in groups}
+        if self._limiter is not None:
+            for name, nodes in self._limiter.room(groups, now).items():
+                room[name] = min(room.get(name, nodes), nodes)
+        return room
