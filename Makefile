@@ -12,10 +12,11 @@ SCENARIO ?=
 TEST_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test lint unit synth demo bench lock clean
+.PHONY: help setup test lint synth demo bench mutate lock clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@printf "  make %-10s %s\n" "test-SUITE" "One suite of make test: $(SUITES)"
 
 setup: $(PY_READY) $(NODE_READY) ## Create .venv and node_modules from the lock files
 
@@ -35,8 +36,10 @@ lint: $(PY_READY) ## ruff (lint + format check) and mypy
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-unit: $(PY_READY) ## Fast tests only (the pure core)
-	$(BIN)/pytest tests/unit -q
+SUITES := unit integration e2e faults infra sandbox tools
+.PHONY: $(addprefix test-,$(SUITES))
+$(addprefix test-,$(SUITES)): test-%: setup
+	$(TEST_ENV) $(BIN)/pytest -q -m $*
 
 test: setup lint ## Lint, type-check and run every test suite
 	$(TEST_ENV) $(BIN)/pytest -q
@@ -48,7 +51,7 @@ demo: setup ## Run the scenarios on the local sandbox (SCENARIO=file.yaml for on
 	$(BIN)/nodescaler simulate $(SCENARIO)
 
 bench: setup ## Measure speed and memory; figures in out/bench/results.json
-	$(BIN)/python -m nodescaler_tools.bench
+	$(BIN)/python -m nodescaler_bench
 
 lock: ## Re-resolve requirements/lock.txt, then the Lambda layer's pins from it (needs the network)
 	$(BIN)/pip install --quiet uv

@@ -19,7 +19,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
-from nodescaler.observability import MetricName
+from nodescaler.metric_names import MetricName
 
 from infra.dashboard import MINUTE, system_metric
 from infra.settings import AlarmSettings

@@ -1,24 +1,35 @@
-"""One nodescaler Lambda function: arm64, the layers, its own role and log group.
+"""One nodescaler Lambda function (arm64, the layers, its own role and log group), and what
+the three functions share: the settings, the layers, the state table, the evaluation
+queue, access to the cluster and to its VPC.
 
-Each function gets a role of its own with exactly the statements its construct grants,
-and logging rights on its own log group only (no AWS managed policy).
+Each function gets a role of its own with exactly the statements its module grants, and
+logging rights on its own log group only (no AWS managed policy).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_eks as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
-from nodescaler.observability import NAMESPACE, SERVICE
+from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.metric_names import NAMESPACE, SERVICE
 
-from infra.layers import ARCHITECTURE, RUNTIME
+from infra import permissions
+from infra.layers import ARCHITECTURE, RUNTIME, Layers
+from infra.settings import DeploySettings, VpcSettings
 
 FUNCTIONS = Path(__file__).resolve().parents[1] / "functions"
+KUBERNETES_GROUP = "nodescaler"  # the group infra/kubernetes/rbac.yaml binds
 
 
 class NodescalerFunction(Construct):
@@ -78,3 +89,74 @@ class NodescalerFunction(Construct):
     def allow(self, *statements: iam.PolicyStatement) -> None:
         for statement in statements:
             self.role.add_to_policy(statement)
+
+    def run_in_vpc(self, vpc: VpcSettings | None) -> None:
+        """Into the cluster's VPC, for a private API endpoint (VPC endpoints or NAT for AWS)."""
+        if vpc is None:
+            return
+        cfn = self.function.node.default_child
+        assert isinstance(cfn, lambda_.CfnFunction)
+        cfn.vpc_config = lambda_.CfnFunction.VpcConfigProperty(
+            subnet_ids=vpc.subnet_ids, security_group_ids=vpc.security_group_ids
+        )
+        self.allow(permissions.manage_network_interfaces())
+
+
+def secure_queue(scope: Construct, construct_id: str, **props: object) -> sqs.Queue:
+    return sqs.Queue(
+        scope,
+        construct_id,
+        encryption=sqs.QueueEncryption.SQS_MANAGED,
+        enforce_ssl=True,
+        **props,  # type: ignore[arg-type]
+    )
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What each function's module builds on. `scope` is the Nodescaler construct: every
+    function adds its resources there, by the ids they have always had, so a stack deployed
+    before this code was split by function sees none of its resources replaced."""
+
+    scope: Construct
+    settings: DeploySettings
+    policies: Mapping[str, NodeGroupPolicy]
+    layers: Layers
+    table: dynamodb.ITableV2
+    evaluation_queue: sqs.Queue
+
+    @property
+    def common(self) -> dict[str, Any]:
+        """Every function's settings: where the policies are, the cluster, the tag names."""
+        tags = self.settings.tags.names()
+        return {
+            "policies_path": Path(Layers.POLICIES_PATH),
+            "cluster_name": self.settings.cluster_name,
+            "tag_enabled": tags.enabled,
+            "tag_policy": tags.policy,
+            "tag_cluster": tags.cluster,
+            "tag_dry_run": tags.dry_run,
+        }
+
+    @property
+    def capacity(self) -> dict[str, Any]:
+        """dispatch records a group's backoff after a failed launch, evaluate heeds it."""
+        backoff = self.settings.backoff
+        return {
+            "state_table": self.table.table_name,
+            "backoff_initial_seconds": backoff.initial_seconds,
+            "backoff_max_seconds": backoff.max_seconds,
+            "backoff_reset_seconds": backoff.reset_seconds,
+            "max_provision_seconds": backoff.max_provision_seconds,
+        }
+
+    def cluster_access(self, construct_id: str, role: iam.IRole) -> None:
+        """The role's Kubernetes identity: the group bound by infra/kubernetes/rbac.yaml."""
+        eks.CfnAccessEntry(
+            self.scope,
+            construct_id,
+            cluster_name=self.settings.cluster_name,
+            principal_arn=role.role_arn,
+            kubernetes_groups=[KUBERNETES_GROUP],
+            type="STANDARD",
+        )

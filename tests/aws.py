@@ -15,8 +15,8 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 from moto import mock_aws
-from nodescaler_tools import provision
-from nodescaler_tools.provision import create_evaluation_queue, create_state_table
+from nodescaler_sandbox import provision
+from nodescaler_sandbox.provision import create_evaluation_queue, create_state_table
 
 REGION = "eu-west-1"
 

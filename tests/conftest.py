@@ -1,11 +1,25 @@
-"""Test-wide settings: Hypothesis explores freely on a laptop and replays a fixed search in CI."""
+"""Test-wide settings: Hypothesis explores freely on a laptop and replays a fixed search in
+CI; every test is marked with its suite, the folder it lives in (`pytest -m e2e`)."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+TESTS = Path(__file__).parent
+# The suites, by what they cost and what they prove (pyproject.toml describes each marker).
+SUITES = ("unit", "integration", "e2e", "faults", "infra", "sandbox", "tools")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        suite = item.path.relative_to(TESTS).parts[0]
+        if suite in SUITES:
+            item.add_marker(getattr(pytest.mark, suite))

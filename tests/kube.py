@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
-from nodescaler_tools.kube import write_kubeconfig
-from nodescaler_tools.kube.apiserver import Cluster, KubeApiServer
+from nodescaler_sandbox.kube import write_kubeconfig
+from nodescaler_sandbox.kube.apiserver import Cluster, KubeApiServer
 
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 

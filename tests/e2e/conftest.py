@@ -17,8 +17,8 @@ import boto3
 import pytest
 from nodescaler import wiring
 from nodescaler.config import DispatchSettings, EvaluateSettings
-from nodescaler.observability import SERVICE
-from nodescaler_tools.lambda_local import Delivery, LocalContext, SqsEventSource
+from nodescaler.metric_names import SERVICE
+from nodescaler_sandbox.lambda_local import Delivery, LocalContext, SqsEventSource
 
 from functions.dispatch import handler as dispatch
 from functions.evaluate import handler as evaluate

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler.errors import PolicyError, SettingsError
-from nodescaler_tools.lambda_local import LocalContext
+from nodescaler_sandbox.lambda_local import LocalContext
 
 from functions.dispatch import handler as dispatch
 from functions.evaluate import handler as evaluate

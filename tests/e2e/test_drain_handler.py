@@ -21,9 +21,9 @@ from nodescaler.errors import (
 )
 from nodescaler.events.queue import EvaluationRequest
 from nodescaler.service.drainer import Drainer
-from nodescaler_tools.kube.apiserver import KubeApiServer
-from nodescaler_tools.lambda_local import LocalContext
-from nodescaler_tools.moto_gaps import LifecycleActionRecorder
+from nodescaler_sandbox.kube.apiserver import KubeApiServer
+from nodescaler_sandbox.lambda_local import LocalContext
+from nodescaler_sandbox.moto_gaps import LifecycleActionRecorder
 
 from functions.drain import handler as drain
 from tests.aws import REGION, client, make_asg, make_evaluation_queue

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 from nodescaler.errors import MalformedEventError
-from nodescaler_tools.lambda_local import LocalContext
+from nodescaler_sandbox.lambda_local import LocalContext
 
 from functions.evaluate import handler as evaluate
 from tests.aws import CallCounter, client, desired_capacity, fill_queue, make_asg

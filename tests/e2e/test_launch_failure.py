@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler.errors import UnmanagedGroupError
-from nodescaler_tools.kube.apiserver import KubeApiServer
+from nodescaler_sandbox.kube.apiserver import KubeApiServer
 
 from tests.aws import (
     CallCounter,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from nodescaler_tools.kube.apiserver import KubeApiServer
+from nodescaler_sandbox.kube.apiserver import KubeApiServer
 
 from tests.aws import CallCounter
 from tests.builders import VirtualClock

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nodescaler_tools.kube.apiserver import KubeApiServer
+from nodescaler_sandbox.kube.apiserver import KubeApiServer
 
 from tests.aws import CallCounter, client, desired_capacity, make_asg
 from tests.builders import VirtualClock

@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.errors import MalformedEventError
 from nodescaler.ports import NodeGroups
-from nodescaler_tools.lambda_local import LocalContext
+from nodescaler_sandbox.lambda_local import LocalContext
 
 from functions.evaluate import handler as evaluate
 from tests.aws import CallCounter, client, desired_capacity, make_asg, set_tasks

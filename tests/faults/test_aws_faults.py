@@ -9,8 +9,8 @@ One run, seeded, shared by the tests below; its figures are printed (`-s` not ne
 from __future__ import annotations
 
 import pytest
-from nodescaler_tools.bench import faults
-from nodescaler_tools.bench.faults import MAX_RECEIVE_COUNT, Report
+from nodescaler_bench import faults
+from nodescaler_bench.faults import MAX_RECEIVE_COUNT, Report
 
 from tests.faults.figures import show
 

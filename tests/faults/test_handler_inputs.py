@@ -37,10 +37,10 @@ from nodescaler.errors import (
     MalformedEventError,
     PolicyError,
 )
-from nodescaler.events.drain import LIFECYCLE_ACTION
+from nodescaler.events import LIFECYCLE_ACTION
 from nodescaler.events.sqs import EvaluationRecord
-from nodescaler.observability import SERVICE
-from nodescaler_tools.lambda_local import LocalContext
+from nodescaler.metric_names import SERVICE
+from nodescaler_sandbox.lambda_local import LocalContext
 from pydantic import ValidationError
 
 from functions.evaluate import handler as evaluate

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from nodescaler.domain.decision import MetricStatus
-from nodescaler_tools.kube.apiserver import Fault, KubeApiServer
+from nodescaler_sandbox.kube.apiserver import Fault, KubeApiServer
 
 from tests import aws
 from tests.aws import CallCounter, client, make_asg, set_tasks

@@ -41,9 +41,9 @@ from nodescaler.config import EvaluateSettings
 from nodescaler.domain.decision import Decision
 from nodescaler.errors import StateConflictError
 from nodescaler.service.evaluation import Evaluator
-from nodescaler_tools.bench.aws import fake_credentials, functions_output
-from nodescaler_tools.lambda_local import LocalContext
-from nodescaler_tools.moto_gaps import moto_in_this_process
+from nodescaler_bench.aws import fake_credentials, functions_output
+from nodescaler_sandbox.lambda_local import LocalContext
+from nodescaler_sandbox.moto_gaps import moto_in_this_process
 
 from functions.evaluate import handler as evaluate
 from tests import aws

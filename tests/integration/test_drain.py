@@ -40,8 +40,8 @@ from nodescaler.events.drain import (
 )
 from nodescaler.events.queue import EvaluationRequest
 from nodescaler.service.drainer import Drainer, Owners, Replacements
-from nodescaler_tools.kube.apiserver import Cluster, Fault, KubeApiServer
-from nodescaler_tools.moto_gaps import LifecycleActionRecorder
+from nodescaler_sandbox.kube.apiserver import Cluster, Fault, KubeApiServer
+from nodescaler_sandbox.moto_gaps import LifecycleActionRecorder
 
 from tests.aws import client, make_asg, make_evaluation_queue
 from tests.builders import T0, VirtualClock

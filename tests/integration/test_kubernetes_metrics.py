@@ -17,7 +17,7 @@ from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnecti
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.readings import MetricReading, MetricUnavailable
 from nodescaler.service.kubernetes_metrics import KubernetesMetrics
-from nodescaler_tools.kube.apiserver import Cluster, Fault, KubeApiServer
+from nodescaler_sandbox.kube.apiserver import Cluster, Fault, KubeApiServer
 
 from tests.builders import T0, VirtualClock, metric, reservation_metric
 from tests.kube import cluster_of, kubeconfig, node, pod

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from nodescaler_tools import scenarios
-from nodescaler_tools.cli import main
-from nodescaler_tools.sandbox import sandbox
-from nodescaler_tools.scenario import Scenario, load_scenario
-from nodescaler_tools.world import World
+from nodescaler_cli.main import main
+from nodescaler_sandbox import runner as scenarios
+from nodescaler_sandbox.sandbox import sandbox
+from nodescaler_sandbox.scenario_file import Scenario, load_scenario
+from nodescaler_sandbox.world import World
 
 pytestmark = pytest.mark.slow  # moto's server and the API server, both runs of each
 

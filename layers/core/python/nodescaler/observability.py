@@ -3,7 +3,8 @@
 The functions print the records as EMF; the dashboard and alarms in `infra` are built
 from the same names and dimensions. Per-group records carry (service, Policy, NodeGroup)
 so the dashboard can show every group of a policy with one SEARCH; records with the
-service alone aggregate over all groups, for alarms. The handlers report through the
+service alone aggregate over all groups, for alarms (the names are in `metric_names`, which
+infra reads without loading Powertools). The handlers report through the
 functions at the end (parse-or-reject, and one report per result), so every function
 words and counts the same outcome the same way.
 """
@@ -14,64 +15,19 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from nodescaler.errors import MalformedEventError, is_retryable
+from nodescaler.metric_names import NAMESPACE, SERVICE, Dimension, MetricName
 
 if TYPE_CHECKING:  # each function's types, without loading them into the others
     from nodescaler.domain.draining import DrainResult
     from nodescaler.service.evaluation import EvaluationResult
 
-NAMESPACE = "Nodescaler"
-SERVICE = "nodescaler"  # Powertools adds it as the `service` dimension of every record
 logger = Logger(service=SERVICE)  # every function's structured log
-
-
-class Dimension(StrEnum):
-    POLICY = "Policy"
-    NODE_GROUP = "NodeGroup"
-    METRIC = "Metric"
-
-
-class MetricName(StrEnum):
-    # per node group
-    CURRENT_NODES = "CurrentNodes"
-    DESIRED_NODES = "DesiredNodes"
-    IN_SERVICE_NODES = "InServiceNodes"
-    RECOMMENDED_NODES = "RecommendedNodes"
-    EVALUATIONS = "Evaluations"
-    NODES_ADDED = "NodesAdded"
-    NODES_REMOVED = "NodesRemoved"
-    DRY_RUN_CHANGES = "DryRunChanges"  # changes a dry-run group would have made
-    METRICS_UNAVAILABLE = "MetricsUnavailable"
-    REJECTED = "NodeGroupRejected"  # opted in, but a bad tag or an unknown policy
-    EVALUATION_ERRORS = "EvaluationErrors"
-    DEAD_LETTERED = "DeadLettered"  # requests set aside at once: retrying could not help
-    EVALUATION_LATENCY = "EvaluationLatency"  # from the tick or alarm to the decision
-    BACKED_OFF = "BackedOff"  # 1 while the group is backed off after a failed scale-up (also
-    # service-wide: its maximum says whether any group is)
-    LAUNCH_FAILURES = "LaunchFailures"  # launch-failure events for the group
-    PROTECTED_NODES = "ProtectedNodes"  # instances protected from scale-in
-    # per metric of a node group's policy
-    METRIC_USAGE = "MetricUsage"  # the metric against its target, in percent (100 = on target)
-    # over all groups (service dimension only), for alarms
-    SHORTFALL_NODES = "ShortfallNodes"  # nodes wanted but not in service, the worst group
-    EVALUATIONS_QUEUED = "EvaluationsQueued"
-    MALFORMED_EVENTS = "MalformedEvents"
-    IGNORED_EVENTS = "IgnoredEvents"  # well-formed, but about a group nodescaler doesn't manage
-    # draining (service-wide, and per node group when the instance's group is known)
-    NODES_DRAINED = "NodesDrained"
-    PODS_EVICTED = "PodsEvicted"
-    DRAIN_TIMEOUTS = "DrainTimeouts"  # pods were still on the node at the deadline
-    DRAIN_FAILURES = "DrainFailures"
-    DRAIN_SKIPPED = "DrainSkipped"  # the instance had no node in the cluster
-    LIFECYCLE_ACTIONS_EXPIRED = "LifecycleActionsExpired"  # too late to heartbeat or complete
-    REEVALUATIONS_QUEUED = "ReevaluationsQueued"  # by a Spot warning, for its managed group
-    UNMANAGED_INTERRUPTIONS = "UnmanagedInterruptions"  # Spot warnings for no managed group
 
 
 UNITS: Mapping[MetricName, MetricUnit] = {

@@ -14,6 +14,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
+# The detail types of the events the drain function's rules route to it (infra reads them
+# here, without loading the event models).
+LIFECYCLE_ACTION = "EC2 Instance-terminate Lifecycle Action"
+SPOT_INTERRUPTION = "EC2 Spot Instance Interruption Warning"
+REBALANCE_RECOMMENDATION = "EC2 Instance Rebalance Recommendation"
+
 
 def describe_errors(error: ValidationError) -> str:
     """`field.path: message; ...`, with the field paths policy errors use."""

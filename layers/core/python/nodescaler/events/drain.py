@@ -15,11 +15,13 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapt
 
 from nodescaler.domain.draining import DrainCause, DrainRequest, LifecycleAction, SpotWarning
 from nodescaler.errors import MalformedEventError
-from nodescaler.events import describe_errors
+from nodescaler.events import (
+    LIFECYCLE_ACTION,
+    REBALANCE_RECOMMENDATION,
+    SPOT_INTERRUPTION,
+    describe_errors,
+)
 
-LIFECYCLE_ACTION = "EC2 Instance-terminate Lifecycle Action"
-SPOT_INTERRUPTION = "EC2 Spot Instance Interruption Warning"
-REBALANCE_RECOMMENDATION = "EC2 Instance Rebalance Recommendation"
 TEST_NOTIFICATION = "autoscaling:TEST_NOTIFICATION"
 
 InstanceId = Annotated[str, Field(pattern=r"^i-[0-9a-f]{8,17}$")]

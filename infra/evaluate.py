@@ -1,0 +1,75 @@
+"""The evaluate function: the evaluation queue as its trigger, one decision per request,
+and the rights each decision may need (resize opted-in groups, read their metrics, read
+the cluster and plan for its pending pods)."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_lambda_event_sources as event_sources
+from nodescaler.config import EvaluateSettings
+
+from infra import permissions
+from infra.functions import NodescalerFunction, Shared
+
+# evaluate: ten requests a batch, each a few AWS calls; 60 s leaves room for throttled
+# calls retried by botocore. SQS wants a visibility timeout of six times the function's.
+EVALUATE_TIMEOUT = Duration.seconds(60)
+
+
+class EvaluateFunction:
+    """The evaluation queue → one decision per request, acted on when it changes a size."""
+
+    def __init__(self, shared: Shared, *, reads_kubernetes: bool) -> None:
+        settings, limits = shared.settings, shared.settings.cluster_limits
+        tags = settings.tags.names()
+        self.lambda_ = NodescalerFunction(
+            shared.scope,
+            "Evaluate",
+            folder="evaluate",
+            description="nodescaler: decide and resize one node group per request",
+            layers=shared.layers.for_function(kubernetes=reads_kubernetes),
+            environment=EvaluateSettings.model_construct(
+                dry_run=settings.dry_run,
+                audit_ttl_days=settings.audit_ttl_days,
+                kubernetes_timeout_seconds=settings.kubernetes_timeout_seconds,
+                expanders=settings.expanders,
+                cluster_max_nodes=limits.max_nodes,
+                cluster_max_vcpus=limits.max_vcpus,
+                cluster_max_memory_gib=limits.max_memory_gib,
+                **shared.capacity,
+                **shared.common,
+            ).environment(),
+            # boto3, pydantic and Powertools need ~100 MB; memory also buys CPU for cold starts.
+            memory_mb=512,
+            timeout=EVALUATE_TIMEOUT,
+        )
+        self.lambda_.function.add_event_source(
+            event_sources.SqsEventSource(
+                shared.evaluation_queue,
+                batch_size=10,
+                report_batch_item_failures=True,
+                max_concurrency=settings.evaluate_concurrency,
+            )
+        )
+        self.lambda_.allow(
+            permissions.describe_node_groups("DescribeScalingActivities"),
+            permissions.write_opted_in_groups(
+                ["SetDesiredCapacity", "SetInstanceProtection"], tags, settings.cluster_name
+            ),
+            permissions.resize_eks_node_groups(settings.cluster_name),
+            permissions.deny_tag_changes(),
+            permissions.read_cloudwatch_metrics(),
+            permissions.read_write_state(shared.table.table_arn),
+        )
+        queues = permissions.read_policy_queues(shared.policies.values())
+        if queues is not None:
+            self.lambda_.allow(queues)
+        if reads_kubernetes or limits.by_size:
+            self.lambda_.allow(*permissions.read_instance_shapes(settings.cluster_name))
+        if reads_kubernetes:  # read the cluster and plan for its pending pods
+            self.lambda_.allow(
+                permissions.describe_eks_cluster(settings.cluster_name),
+                *permissions.invoke_custom_expanders(settings.expanders),
+            )
+            shared.cluster_access("ClusterAccess", self.lambda_.role)
+        self.lambda_.run_in_vpc(settings.vpc)

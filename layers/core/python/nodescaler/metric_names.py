@@ -1,0 +1,54 @@
+"""The names nodescaler reports under in CloudWatch: one namespace, the dimensions and every
+metric. The functions write them (`nodescaler.observability`); the dashboard and alarms in
+`infra` read them, so a name is written once, and synth imports nothing else for it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+NAMESPACE = "Nodescaler"
+SERVICE = "nodescaler"  # Powertools adds it as the `service` dimension of every record
+
+
+class Dimension(StrEnum):
+    POLICY = "Policy"
+    NODE_GROUP = "NodeGroup"
+    METRIC = "Metric"
+
+
+class MetricName(StrEnum):
+    # per node group
+    CURRENT_NODES = "CurrentNodes"
+    DESIRED_NODES = "DesiredNodes"
+    IN_SERVICE_NODES = "InServiceNodes"
+    RECOMMENDED_NODES = "RecommendedNodes"
+    EVALUATIONS = "Evaluations"
+    NODES_ADDED = "NodesAdded"
+    NODES_REMOVED = "NodesRemoved"
+    DRY_RUN_CHANGES = "DryRunChanges"  # changes a dry-run group would have made
+    METRICS_UNAVAILABLE = "MetricsUnavailable"
+    REJECTED = "NodeGroupRejected"  # opted in, but a bad tag or an unknown policy
+    EVALUATION_ERRORS = "EvaluationErrors"
+    DEAD_LETTERED = "DeadLettered"  # requests set aside at once: retrying could not help
+    EVALUATION_LATENCY = "EvaluationLatency"  # from the tick or alarm to the decision
+    BACKED_OFF = "BackedOff"  # 1 while the group is backed off after a failed scale-up (also
+    # service-wide: its maximum says whether any group is)
+    LAUNCH_FAILURES = "LaunchFailures"  # launch-failure events for the group
+    PROTECTED_NODES = "ProtectedNodes"  # instances protected from scale-in
+    # per metric of a node group's policy
+    METRIC_USAGE = "MetricUsage"  # the metric against its target, in percent (100 = on target)
+    # over all groups (service dimension only), for alarms
+    SHORTFALL_NODES = "ShortfallNodes"  # nodes wanted but not in service, the worst group
+    EVALUATIONS_QUEUED = "EvaluationsQueued"
+    MALFORMED_EVENTS = "MalformedEvents"
+    IGNORED_EVENTS = "IgnoredEvents"  # well-formed, but about a group nodescaler doesn't manage
+    # draining (service-wide, and per node group when the instance's group is known)
+    NODES_DRAINED = "NodesDrained"
+    PODS_EVICTED = "PodsEvicted"
+    DRAIN_TIMEOUTS = "DrainTimeouts"  # pods were still on the node at the deadline
+    DRAIN_FAILURES = "DrainFailures"
+    DRAIN_SKIPPED = "DrainSkipped"  # the instance had no node in the cluster
+    LIFECYCLE_ACTIONS_EXPIRED = "LifecycleActionsExpired"  # too late to heartbeat or complete
+    REEVALUATIONS_QUEUED = "ReevaluationsQueued"  # by a Spot warning, for its managed group
+    UNMANAGED_INTERRUPTIONS = "UnmanagedInterruptions"  # Spot warnings for no managed group

@@ -1,0 +1,107 @@
+"""Scenario files: each one in the repository loads, and a mistake is one line naming the
+file and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from nodescaler_sandbox.runner import scenario_files
+from nodescaler_sandbox.scenario_file import ScenarioError, load_scenario
+
+GOOD = """\
+name: tiny
+minutes: 10
+policies: {policies}
+groups:
+  - {{name: ng, policy: batch, max: 3}}
+deployments:
+  - {{name: web, replicas: {{"00:00": 1, "00:05": 3}}}}
+"""
+
+
+BATCH = Path(__file__).parents[2] / "scenarios" / "policies" / "batch.yaml"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "policies").mkdir(exist_ok=True)
+    (tmp_path / "policies" / "batch.yaml").write_text(BATCH.read_text())
+    path = tmp_path / "scenario.yaml"
+    path.write_text(text.format(policies=tmp_path / "policies"))
+    return path
+
+
+def test_every_scenario_in_the_repository_loads() -> None:
+    names = [load_scenario(path).name for path in scenario_files()]
+    assert names == [
+        "queue-burst",
+        "capacity-reservation",
+        "diurnal-web",
+        "launch-failure",
+        "pdb-scale-in",
+    ]
+
+
+def test_times_are_minutes_or_hours_and_minutes(tmp_path: Path) -> None:
+    scenario = load_scenario(write(tmp_path, GOOD))
+    assert scenario.deployments[0].replicas == {0: 1, 5: 3}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("max: 3", "maxx: 3"), "groups.0.max: Field required"),
+        (
+            ('"00:05": 3', '"noon": 3'),
+            "deployments.0.replicas.noon.[key]: Input should be a valid number",
+        ),
+        (
+            ('"00:05": 3', '"00:05": -3'),
+            "deployments.0.replicas.00:05: Input should be greater than or equal to 0",
+        ),
+        (("minutes: 10", "minutes: ten"), "minutes: Input should be a valid integer"),
+        (("max: 3", "min: 4, max: 3"), "groups.0: min 4 is above max 3"),
+        (("name: tiny", "name: Tiny Scenario"), "name: String should match pattern"),
+    ],
+)
+def test_a_mistake_names_the_file_and_the_field(
+    tmp_path: Path, change: tuple[str, str], message: str
+) -> None:
+    path = write(tmp_path, GOOD.replace(*change))
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value).startswith(f"{path}: {message}")
+
+
+def test_an_alarm_on_a_queue_the_scenario_lacks_is_named(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD + "alarms:\n  - {{name: backlog, queue: nowhere, threshold: 0}}\n")
+    with pytest.raises(ScenarioError, match=r"alarms\.0\.queue: no queue named 'nowhere'"):
+        load_scenario(path)
+
+
+def test_a_missing_policies_folder_or_file_is_named(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD.replace("policies: {policies}", "policies: elsewhere"))
+    with pytest.raises(ScenarioError, match="policies: no folder"):
+        load_scenario(path)
+    with pytest.raises(ScenarioError, match="cannot read it"):
+        load_scenario(tmp_path / "absent.yaml")
+    (tmp_path / "list.yaml").write_text("- a\n- b\n")
+    with pytest.raises(ScenarioError, match="a scenario is a mapping"):
+        load_scenario(tmp_path / "list.yaml")
+
+
+def test_a_group_naming_a_policy_the_folder_lacks_is_named(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD.replace("policy: batch", "policy: bacth"))
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value).startswith(f"{path}: groups.0.policy: no policy 'bacth' in ")
+    assert str(caught.value).endswith("(it has: batch)")
+
+
+def test_a_broken_policy_in_the_scenarios_folder_is_named(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    (tmp_path / "policies" / "broken.yaml").write_text("kind: NodeGroupPolicy\n")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value).startswith(f"{path}: policies: ")
+    assert "broken.yaml" in str(caught.value)

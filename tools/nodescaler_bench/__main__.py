@@ -1,0 +1,103 @@
+"""`make bench`: measure, print a table, and write out/bench/results.json.
+
+Each figure is measured in this run, on this machine. Figures from the other benches land
+in the same file under the names the issues give; a bench not built yet is simply absent.
+A figure with a target shows it in the table, with ✓ or ✗; missing one does not fail the
+run, it is a finding to read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import operator
+import platform
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from nodescaler_bench import evaluate, faults, imports, kubernetes, layers, tick
+
+RESULTS = Path("out/bench/results.json")
+Target = tuple[str, float]  # ("<", 25): the figure must be below 25
+HOLDS: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt,
+    "≤": operator.le,
+    "=": operator.eq,
+    "≥": operator.ge,
+}
+TARGETS: dict[str, Target] = {
+    "evaluate_own_ms_p99": ("<", 25),
+    "tick_1000_groups_s": ("<", 5),
+    "tick_1000_groups_describe_calls": ("≤", 10),
+    "k8s_150k_pods_peak_mb": ("<", 512),
+    "k8s_vs_client_models_speedup": ("≥", 10),
+    "faults_lost": ("=", 0),
+    "faults_double_actuations": ("=", 0),
+    "faults_unrecorded_actuations": ("=", 0),
+    "faults_out_of_bounds": ("=", 0),
+    "faults_converged_ticks": ("≤", 2),
+}
+
+
+def layer_targets(synthesized: layers.Synthesized) -> dict[str, Target]:
+    """Every layer under 50 MB; cold imports within 1.5 boto3s, 2.5 for functions that
+    carry the Kubernetes client."""
+    targets: dict[str, Target] = {
+        f"layer_unzipped_mb_{name}": ("<", 50.0) for name in synthesized.layers
+    }
+    for name in imports.function_names():
+        function = synthesized.functions.get(name)
+        kubernetes_client = function is None or "kubernetes" in function.layers
+        targets[f"cold_import_ratio_{name}"] = ("≤", 2.5 if kubernetes_client else 1.5)
+    return targets
+
+
+def main() -> None:
+    started = time.time()
+    results: dict[str, object] = {}
+    targets = dict(TARGETS)
+    # The build first: if it cannot run (no PyPI), the bench says so at once.
+    with _section("Layers: synthesizing the stack, its layers built by pip from PyPI"):
+        synthesized = layers.synthesize()
+        results.update(layers.sizes(synthesized))
+        targets |= layer_targets(synthesized)
+    with _section("Cold imports: each handler against boto3 alone, in fresh interpreters"):
+        results.update(imports.run(synthesized))
+    with _section("Kubernetes: 5,000 nodes, 150,300 pods from the loopback API server"):
+        results.update(kubernetes.run())
+    with _section("Evaluate: one group, warm, through the handler, against moto's server"):
+        results.update(evaluate.run())
+    with _section("Tick: 1,000 managed groups through the dispatch handler"):
+        results.update(tick.run())
+    with _section("Faults: 100 ticks with 30% of the functions' AWS calls faulted"):
+        results.update(faults.run().figures())
+    python = f"{platform.python_implementation()} {platform.python_version()}"
+    results["machine"] = f"{platform.machine()}, {python}"
+    results["bench_seconds"] = round(time.time() - started, 1)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    width = max(len(k) for k in results)
+    for name, value in results.items():
+        print(f"  {name:<{width}}  {value!s:<10}{_verdict(value, targets.get(name))}")
+    print(f"written to {RESULTS}")
+
+
+@contextlib.contextmanager
+def _section(title: str) -> Iterator[None]:
+    print(f"{title} ...", flush=True)
+    started = time.time()
+    yield
+    print(f"  ({time.time() - started:.0f} s)", flush=True)
+
+
+def _verdict(value: object, target: Target | None) -> str:
+    if target is None:
+        return ""
+    sign, bound = target
+    met = isinstance(value, int | float) and HOLDS[sign](value, bound)
+    return f"  {'✓' if met else '✗'} target {sign} {bound:g}"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,280 @@
+"""The simulated cluster: nodes that follow the Auto Scaling groups' instances, and the
+scheduler that binds pods to them.
+
+An instance becomes a Ready node of its group's shape `boot` after launch; when it leaves
+its group its node goes, and the pods on it with it (unless a lifecycle hook holds it:
+then it stays, cordoned or not, until `release`). The scheduler binds pending pods,
+oldest first, to Ready, schedulable nodes with room for their CPU and memory requests, a
+matching nodeSelector and tolerated taints (kube-scheduler's LeastAllocated spread); a
+bound pod turns Ready `ready_after` later. The rest are marked Unschedulable, as
+kube-scheduler does. Everything here is the simulation, not the product.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from nodescaler.domain.cluster import Taint, Toleration, millicores, whole_units
+from nodescaler.domain.scheduling import ENFORCED_EFFECTS
+
+from nodescaler_sandbox.kube.apiserver import Cluster, is_ready
+from nodescaler_sandbox.provision import group_sizes
+
+NAMESPACE = "default"
+BOUND_AT = "sandbox.nodescaler.io/bound-at"  # when the scheduler bound the pod
+READY_AFTER = "sandbox.nodescaler.io/ready-after-seconds"
+READY_AT = "sandbox.nodescaler.io/ready-at"  # when it turned Ready
+
+
+def uid_order(found: dict[str, Any]) -> int:
+    """Pods in the order they were created (the API server numbers their uids)."""
+    return int(found["metadata"].get("uid", "0").rsplit("-", 1)[-1])
+
+
+@dataclass
+class Instance:
+    """An instance the cluster has seen in an Auto Scaling group."""
+
+    group: str
+    launched: datetime
+    held: bool = False  # left its group, kept by a lifecycle hook until released
+
+
+@dataclass
+class SimulatedCluster:
+    """The cluster in the loopback API server's store: nodes following the groups'
+    instances, and the scheduler (see the module's docstring)."""
+
+    store: Cluster
+    boot: timedelta
+    shapes: dict[str, dict[str, str]] = field(default_factory=dict)  # group → allocatable
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)  # group → node labels
+    taints: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # group → taints
+    instances: dict[str, Instance] = field(default_factory=dict)
+    region: str = "eu-west-1"
+
+    def sync(self, now: datetime, *, holds: Callable[[str], bool]) -> list[str]:
+        """Nodes come and go with the instances. Returns the instances that left their
+        group since the last sync and that `holds(group)` keeps (a terminate hook)."""
+        current = {
+            instance_id: group
+            for group, (_, instance_ids) in group_sizes(self.region).items()
+            for instance_id in instance_ids
+        }
+        for instance_id, group in current.items():
+            self.instances.setdefault(instance_id, Instance(group, now))
+        held = []
+        for instance_id, instance in list(self.instances.items()):
+            if instance_id in current:
+                if now - instance.launched >= self.boot and not self.node_of(instance_id):
+                    self.store.put("nodes", self._node(instance_id, instance.group))
+            elif instance.held:
+                continue
+            elif holds(instance.group) and self.node_of(instance_id):
+                instance.held = True
+                held.append(instance_id)
+            else:
+                self.release(instance_id)
+        return held
+
+    def release(self, instance_id: str) -> None:
+        """The instance is gone: its node, and the pods still bound to it, go too."""
+        self.instances.pop(instance_id, None)
+        node = self.node_of(instance_id)
+        if node is None:
+            return
+        with self.store.lock:
+            for key, pod in list(self.store.objects["pods"].items()):
+                if pod["spec"].get("nodeName") == node:
+                    self.store.delete("pods", key)
+            self.store.delete("nodes", ("", node))
+
+    @staticmethod
+    def node_name(instance_id: str) -> str:
+        return f"ip-{instance_id}"
+
+    def node_of(self, instance_id: str) -> str | None:
+        name = self.node_name(instance_id)
+        return name if ("", name) in self.store.objects["nodes"] else None
+
+    def _node(self, instance_id: str, group: str) -> dict[str, Any]:
+        name = self.node_name(instance_id)
+        return {
+            "metadata": {
+                "name": name,
+                "labels": {"kubernetes.io/hostname": name} | self.labels.get(group, {}),
+            },
+            "spec": {
+                "providerID": f"aws:///{self.region}a/{instance_id}",
+                "taints": self.taints.get(group, []),
+            },
+            "status": {
+                "allocatable": self.shapes[group],
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+
+    def empty_node(self, group: str) -> Room:
+        """What a new node of the group would offer a pod."""
+        return Room.of(self._node("i-new", group))
+
+    def group_nodes(self, group: str) -> list[dict[str, Any]]:
+        return [
+            n
+            for n in self.store.objects["nodes"].values()
+            if (i := self.instances.get(n["spec"]["providerID"].rsplit("/", 1)[-1]))
+            and i.group == group
+        ]
+
+    def ready_nodes(self, group: str) -> int:
+        """Nodes of the group in service: Ready and not leaving."""
+        return sum(
+            1
+            for n in self.group_nodes(group)
+            if not self.instances[n["spec"]["providerID"].rsplit("/", 1)[-1]].held
+        )
+
+    def schedule(self, now: datetime) -> int:
+        """One scheduling pass (see the module's docstring); returns the pods left pending."""
+        with self.store.lock:
+            nodes = self.store.objects["nodes"]
+            rooms = {name: Room.of(node) for (_, name), node in nodes.items()}
+            pending = []
+            for found in self.store.objects["pods"].values():
+                cpu, memory = requests(found)
+                bound = found["spec"].get("nodeName")
+                if bound in rooms:
+                    rooms[bound].take(cpu, memory)
+                    self._maybe_ready(found, now)
+                elif not bound:
+                    pending.append((found, cpu, memory))
+            spread = _Spread({n: r for n, r in rooms.items() if r.schedulable})
+            left = 0
+            for found, cpu, memory in sorted(pending, key=lambda entry: uid_order(entry[0])):
+                node = spread.place(cpu, memory, found["spec"])
+                if node is None:
+                    left += 1
+                    self._unschedulable(found)
+                    continue
+                found["spec"]["nodeName"] = node
+                found["metadata"].setdefault("annotations", {})[BOUND_AT] = now.isoformat()
+                found["status"] = {"phase": "Running", "conditions": []}
+                self._maybe_ready(found, now)
+                self.store.put("pods", found)
+            return left
+
+    def _maybe_ready(self, pod: dict[str, Any], now: datetime) -> None:
+        annotations = pod["metadata"].get("annotations", {})
+        if READY_AT in annotations or is_ready(pod):  # the annotation: no condition to read
+            return
+        bound_at = datetime.fromisoformat(annotations[BOUND_AT])
+        if now - bound_at >= timedelta(seconds=float(annotations.get(READY_AFTER, 0))):
+            pod["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+            annotations[READY_AT] = now.isoformat()
+            self.store.put("pods", pod)
+
+    def _unschedulable(self, pod: dict[str, Any]) -> None:
+        condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+        if pod.get("status", {}).get("conditions") != [condition]:
+            pod["status"] = {"phase": "Pending", "conditions": [condition]}
+            self.store.put("pods", pod)
+
+
+class _Spread:
+    """kube-scheduler's default scoring, LeastAllocated: each pod goes to the node with
+    the most CPU left that fits it (a heap, so thousands of pods on hundreds of nodes
+    take milliseconds)."""
+
+    def __init__(self, rooms: dict[str, Room]) -> None:
+        self.rooms = rooms
+        self.heap = [(-room.cpu, -room.memory, name) for name, room in rooms.items()]
+        heapq.heapify(self.heap)
+
+    def place(self, cpu: int, memory: int, spec: dict[str, Any]) -> str | None:
+        passed = []
+        chosen = None
+        while self.heap:
+            entry = heapq.heappop(self.heap)
+            room = self.rooms[entry[2]]
+            if -entry[0] < cpu:  # the most room left is too little: none fits
+                passed.append(entry)
+                break
+            if room.fits(cpu, memory, spec):
+                room.take(cpu, memory)
+                chosen = entry[2]
+                passed.append((-room.cpu, -room.memory, entry[2]))
+                break
+            passed.append(entry)
+        for entry in passed:
+            heapq.heappush(self.heap, entry)
+        return chosen
+
+
+def quantities(resources: dict[str, str]) -> tuple[int, int]:
+    """The CPU (millicores) and memory (bytes) of a resource list: requests, allocatable."""
+    return millicores(resources.get("cpu", "0")), whole_units(resources.get("memory", "0"))
+
+
+def requests(pod: dict[str, Any]) -> tuple[int, int]:
+    """A pod's CPU (millicores) and memory (bytes) requests."""
+    cpu = memory = 0
+    for container in pod["spec"].get("containers", []):
+        asked = quantities(container.get("resources", {}).get("requests", {}))
+        cpu, memory = cpu + asked[0], memory + asked[1]
+    return cpu, memory
+
+
+@dataclass
+class Room:
+    """What is left on a node for the scheduler."""
+
+    cpu: int
+    memory: int
+    labels: dict[str, str]
+    taints: list[Taint]  # the ones the scheduler enforces
+    schedulable: bool
+
+    @classmethod
+    def of(cls, node: dict[str, Any]) -> Room:
+        allocatable = node["status"]["allocatable"]
+        ready = any(
+            c["type"] == "Ready" and c["status"] == "True" for c in node["status"]["conditions"]
+        )
+        return cls(
+            *quantities(allocatable),
+            node["metadata"].get("labels", {}),
+            [
+                Taint(t["key"], t.get("value", ""), t.get("effect", "NoSchedule"))
+                for t in node["spec"].get("taints") or []
+                if t.get("effect", "NoSchedule") in ENFORCED_EFFECTS
+            ],
+            ready and not node["spec"].get("unschedulable"),
+        )
+
+    def fits(self, cpu: int, memory: int, spec: dict[str, Any]) -> bool:
+        """Room for the requests, the pod's nodeSelector matched, every NoSchedule or
+        NoExecute taint tolerated."""
+        selector = spec.get("nodeSelector") or {}
+        tolerations = [
+            Toleration(
+                t.get("key", ""),
+                t.get("operator", "Equal"),
+                t.get("value", ""),
+                t.get("effect", ""),
+            )
+            for t in spec.get("tolerations") or []
+        ]
+        return (
+            self.cpu >= cpu
+            and self.memory >= memory
+            and all(self.labels.get(k) == v for k, v in selector.items())
+            and all(any(t.tolerates(taint) for t in tolerations) for taint in self.taints)
+        )
+
+    def take(self, cpu: int, memory: int) -> None:
+        self.cpu -= cpu
+        self.memory -= memory

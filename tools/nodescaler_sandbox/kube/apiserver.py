@@ -1,0 +1,547 @@
+"""A Kubernetes API server on loopback, for the tests, the sandbox and the bench.
+
+No kube-apiserver can run here, so this one speaks the REST API for what nodescaler uses,
+with the real semantics: nodes (list, get, merge and strategic merge patch), pods (list
+across or within namespaces, get), PodDisruptionBudgets (list, with their status computed
+live), and the eviction subresource, which answers 429 when a budget forbids it and honours
+`deleteOptions.gracePeriodSeconds`. Lists honour label and field selectors and
+`limit`/`continue` pagination. Each object is serialized once when it is written and
+pages are joined from those bytes, so the server's own cost is small and the same for
+every client. An optional bearer token makes it answer 401 to anyone else.
+
+For fault tests it can also fail on purpose (`failing`): go down (its port refuses
+connections, and open ones are cut), answer late, or answer 401 or 500 to everything.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import socket
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from enum import StrEnum
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from nodescaler_sandbox.kube.selectors import FieldSelector, LabelSelector, SelectorError
+
+Key = tuple[str, str]  # (namespace, name); namespace "" for nodes
+
+KINDS = {
+    "nodes": ("Node", "v1"),
+    "pods": ("Pod", "v1"),
+    "poddisruptionbudgets": ("PodDisruptionBudget", "policy/v1"),
+}
+
+
+def _status(code: int, reason: str, message: str, **details: Any) -> dict[str, Any]:
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success" if code < 300 else "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if details:
+        status["details"] = details
+    return status
+
+
+class ApiError(Exception):
+    def __init__(self, code: int, reason: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.body = _status(code, reason, message, **details)
+
+
+def is_terminating(pod: dict[str, Any]) -> bool:
+    return "deletionTimestamp" in pod["metadata"]
+
+
+def is_ready(pod: dict[str, Any]) -> bool:
+    if pod.get("status", {}).get("phase") != "Running":
+        return False
+    conditions = pod.get("status", {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """A LabelSelector object (matchLabels, matchExpressions) against labels."""
+    if selector is None:
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        key, op, values = expression["key"], expression["operator"], expression.get("values", [])
+        present = key in labels
+        if (
+            (op == "In" and labels.get(key) not in values)
+            or (op == "NotIn" and present and labels[key] in values)
+            or (op == "Exists" and not present)
+            or (op == "DoesNotExist" and present)
+        ):
+            return False
+    return True
+
+
+def _budget_count(value: int | str, expected: int, *, round_up: bool) -> int:
+    if isinstance(value, int):
+        return value
+    percent = int(value.rstrip("%"))
+    scaled = percent * expected
+    return -(-scaled // 100) if round_up else scaled // 100
+
+
+@dataclass
+class Cluster:
+    """The objects the server holds, and their serialized bytes."""
+
+    objects: dict[str, dict[Key, dict[str, Any]]] = field(
+        default_factory=lambda: {kind: {} for kind in KINDS}
+    )
+    rendered: dict[str, dict[Key, bytes]] = field(
+        default_factory=lambda: {kind: {} for kind in KINDS}
+    )
+    resource_version: int = 1
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    # No kubelet here: by default an evicted pod goes at once, as if its containers stopped
+    # instantly. With `graceful_deletion`, a bound pod stays, terminating (deletionTimestamp
+    # set), until `stop_terminating` plays the kubelet's part, so a drain's wait is visible.
+    graceful_deletion: bool = False
+    # The replicas of the workload a budget covers (the sandbox's deployments), if known.
+    scale_of: Callable[[dict[str, Any]], int | None] | None = None
+    # every eviction asked of an existing pod: (namespace, name, deleteOptions.gracePeriodSeconds)
+    evictions: list[tuple[str, str, int | None]] = field(default_factory=list)
+
+    def put(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            self.resource_version += 1
+            metadata = obj.setdefault("metadata", {})
+            metadata.setdefault("uid", f"{kind}-{self.resource_version}")
+            metadata.setdefault("creationTimestamp", "2026-01-01T00:00:00Z")
+            metadata["resourceVersion"] = str(self.resource_version)
+            if kind != "nodes":
+                metadata.setdefault("namespace", "default")
+            key = (metadata.get("namespace", ""), metadata["name"])
+            self.objects[kind][key] = obj
+            self.rendered[kind][key] = json.dumps(obj, separators=(",", ":")).encode()
+            return obj
+
+    def delete(self, kind: str, key: Key) -> dict[str, Any] | None:
+        with self.lock:
+            self.resource_version += 1
+            self.rendered[kind].pop(key, None)
+            return self.objects[kind].pop(key, None)
+
+    def get(self, kind: str, key: Key) -> dict[str, Any]:
+        found = self.objects[kind].get(key)
+        if found is None:
+            singular = KINDS[kind][0].lower()
+            raise ApiError(
+                404, "NotFound", f'{kind} "{key[1]}" not found', name=key[1], kind=singular
+            )
+        return found
+
+    # --- the disruption budget controller's arithmetic, done on read ---------------------
+
+    def budget_status(self, pdb: dict[str, Any]) -> dict[str, Any]:
+        namespace = pdb["metadata"]["namespace"]
+        selector = pdb["spec"].get("selector")
+        pods = [
+            p
+            for (ns, _), p in self.objects["pods"].items()
+            if ns == namespace and _matches(selector, p["metadata"].get("labels") or {})
+        ]
+        # The disruption controller takes expectedPods from the owning workload's scale;
+        # this server serves no workloads, so it counts the pods, unless told (`scale_of`).
+        scale = self.scale_of(pdb) if self.scale_of else None
+        expected = len(pods) if scale is None else scale
+        # as the disruption controller counts: a terminating pod is no longer healthy
+        healthy = sum(is_ready(p) and not is_terminating(p) for p in pods)
+        spec = pdb["spec"]
+        if "minAvailable" in spec:
+            desired = _budget_count(spec["minAvailable"], expected, round_up=True)
+        else:
+            unavailable = _budget_count(spec.get("maxUnavailable", 0), expected, round_up=True)
+            desired = max(expected - unavailable, 0)
+        return {
+            "currentHealthy": healthy,
+            "desiredHealthy": desired,
+            "expectedPods": expected,
+            "disruptionsAllowed": max(healthy - desired, 0),
+            "observedGeneration": 1,
+        }
+
+    def evict(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+        with self.lock:
+            pod = self.get("pods", (namespace, name))
+            self.evictions.append((namespace, name, grace_seconds))
+            phase = pod.get("status", {}).get("phase")
+            # The eviction subresource's canIgnorePDB: these pods go whatever the budgets say.
+            if phase not in ("Succeeded", "Failed", "Pending") and not is_terminating(pod):
+                self._check_budgets(pod)
+            self.delete_pod(namespace, name, grace_seconds)
+
+    def _check_budgets(self, pod: dict[str, Any]) -> None:
+        namespace = pod["metadata"]["namespace"]
+        labels = pod["metadata"].get("labels") or {}
+        budgets = [
+            b
+            for (ns, _), b in self.objects["poddisruptionbudgets"].items()
+            if ns == namespace and _matches(b["spec"].get("selector"), labels)
+        ]
+        if len(budgets) > 1:
+            raise ApiError(
+                500,
+                "InternalError",
+                "This pod has more than one PodDisruptionBudget, which the eviction "
+                "subresource does not support.",
+            )
+        if budgets and is_ready(pod):
+            budget = budgets[0]
+            status = self.budget_status(budget)
+            if status["disruptionsAllowed"] <= 0:
+                raise ApiError(
+                    429,
+                    "TooManyRequests",
+                    "Cannot evict pod as it would violate the pod's disruption budget.",
+                    causes=[
+                        {
+                            "reason": "DisruptionBudget",
+                            "message": (
+                                f"The disruption budget {budget['metadata']['name']} needs "
+                                f"{status['desiredHealthy']} healthy pods and has "
+                                f"{status['currentHealthy']} currently"
+                            ),
+                        }
+                    ],
+                )
+
+    def delete_pod(self, namespace: str, name: str, grace_seconds: int | None = None) -> None:
+        """A graceful delete: an unbound or finished pod goes at once, a running one after
+        its grace period (the request's, else its own terminationGracePeriodSeconds)."""
+        with self.lock:
+            pod = self.get("pods", (namespace, name))
+            if grace_seconds is None:
+                grace_seconds = pod.get("spec", {}).get("terminationGracePeriodSeconds", 30)
+            bound = bool(pod.get("spec", {}).get("nodeName"))
+            finished = pod.get("status", {}).get("phase") in ("Succeeded", "Failed")
+            if not self.graceful_deletion or not bound or finished or grace_seconds == 0:
+                self.delete("pods", (namespace, name))
+            elif not is_terminating(pod):
+                terminating = json.loads(json.dumps(pod))
+                terminating["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+                terminating["metadata"]["deletionGracePeriodSeconds"] = grace_seconds
+                self.put("pods", terminating)
+
+    def stop_terminating(self, node_name: str | None = None) -> list[str]:
+        """The kubelet's part: terminating pods (on one node) are removed; their names."""
+        with self.lock:
+            stopped = [
+                key
+                for key, pod in self.objects["pods"].items()
+                if is_terminating(pod)
+                and (node_name is None or pod.get("spec", {}).get("nodeName") == node_name)
+            ]
+            for key in stopped:
+                self.delete("pods", key)
+            return [f"{namespace}/{name}" for namespace, name in stopped]
+
+
+def _merge(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """JSON merge patch (RFC 7386); also right for the strategic merge of scalar fields."""
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge(target[key], value)
+        else:
+            target[key] = value
+    return target
+
+
+_LISTS = [
+    (re.compile(r"^/api/v1/nodes$"), "nodes"),
+    (re.compile(r"^/api/v1/pods$"), "pods"),
+    (re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods$"), "pods"),
+    (re.compile(r"^/apis/policy/v1/poddisruptionbudgets$"), "poddisruptionbudgets"),
+    (
+        re.compile(r"^/apis/policy/v1/namespaces/(?P<ns>[^/]+)/poddisruptionbudgets$"),
+        "poddisruptionbudgets",
+    ),
+]
+MERGE_PATCHES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
+_NODE = re.compile(r"^/api/v1/nodes/(?P<name>[^/]+)$")
+_POD = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)$")
+_EVICTION = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/eviction$")
+
+
+class Fault(StrEnum):
+    """How the server fails while `failing`."""
+
+    DOWN = "down"  # nothing listens: connections are refused, open ones cut
+    SLOW = "slow"  # every request is answered `slow_seconds` late (or when the fault ends)
+    UNAUTHORIZED = "401"  # every request is answered 401, as with credentials gone bad
+    SERVER_ERROR = "500"  # every request is answered 500 InternalError
+
+
+class KubeApiServer:
+    """`with KubeApiServer() as server:` serves `server.cluster` at `server.url`."""
+
+    def __init__(self, cluster: Cluster | None = None, *, token: str | None = None) -> None:
+        self.cluster = cluster or Cluster()
+        self.token = token
+        self.requests: list[str] = []  # "GET /api/v1/nodes?limit=500", for the tests
+        self.fault: Fault | None = None  # set through `failing`
+        self.slow_seconds = 30.0
+        self.faulted: Counter[Fault] = Counter()  # requests answered by a fault (DOWN: none)
+        self._pages: dict[tuple[str, str, str, str, int], list[bytes]] = {}
+        self._connections: set[socket.socket] = set()
+        self._fault_over = threading.Event()
+        self._lock = threading.Lock()
+        self._listen(("127.0.0.1", 0))
+
+    def _listen(self, address: tuple[str, int]) -> None:
+        self._server = ThreadingHTTPServer(address, self._handler())
+        self._server.daemon_threads = True
+        host, port = self._server.server_address[:2]
+        self._address = (str(host), int(port))
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    def _stop_listening(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        for connection in list(self._connections):  # as a stopped server's would be
+            with suppress(OSError):  # already closed by its client
+                connection.shutdown(socket.SHUT_RDWR)
+
+    @property
+    def url(self) -> str:
+        host, port = self._address
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> KubeApiServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._fault_over.set()  # late answers go now
+        if self.fault is not Fault.DOWN:
+            self._stop_listening()
+
+    @contextmanager
+    def failing(self, fault: Fault) -> Iterator[None]:
+        """The server fails this way until the block ends, then serves again at its URL."""
+        self._fault_over.clear()
+        self.fault = fault
+        if fault is Fault.DOWN:
+            self._stop_listening()
+        try:
+            yield
+        finally:
+            self.fault = None
+            self._fault_over.set()
+            if fault is Fault.DOWN:  # the same port again, as a restarted server would be
+                self._listen(self._address)
+                self._thread.start()
+
+    def _fail(self) -> None:
+        """Answer as the current fault says, if there is one."""
+        fault = self.fault
+        if fault is None:
+            return
+        with self._lock:
+            self.faulted[fault] += 1
+        if fault is Fault.SLOW:
+            self._fault_over.wait(self.slow_seconds)  # then served: late, whoever still waits
+        elif fault is Fault.UNAUTHORIZED:
+            raise ApiError(401, "Unauthorized", "Unauthorized")
+        elif fault is Fault.SERVER_ERROR:
+            raise ApiError(500, "InternalError", "Internal error occurred: etcdserver: timeout")
+
+    # --- lists --------------------------------------------------------------------------
+
+    def _selected(self, kind: str, namespace: str, labels: str, fields: str) -> list[bytes]:
+        """The serialized items a list selects, kept per resource version for its pages."""
+        cluster = self.cluster
+        key = (kind, namespace, labels, fields, cluster.resource_version)
+        if key not in self._pages:
+            by_labels = LabelSelector.parse(labels) if labels else None
+            by_fields = FieldSelector.parse(fields) if fields else None
+            selected = []
+            for obj_key in sorted(cluster.objects[kind]):
+                if namespace and obj_key[0] != namespace:
+                    continue
+                obj = cluster.objects[kind][obj_key]
+                if by_labels and not by_labels.matches(obj["metadata"].get("labels") or {}):
+                    continue
+                if by_fields and not by_fields.matches(obj):
+                    continue
+                if kind == "poddisruptionbudgets":
+                    selected.append(
+                        json.dumps(obj | {"status": cluster.budget_status(obj)}).encode()
+                    )
+                else:
+                    selected.append(cluster.rendered[kind][obj_key])
+            if len(self._pages) > 64:
+                self._pages.clear()
+            self._pages[key] = selected
+        return self._pages[key]
+
+    def list(self, kind: str, namespace: str, query: dict[str, str]) -> bytes:
+        with self.cluster.lock:
+            resource_version = self.cluster.resource_version
+            start = 0
+            if token := query.get("continue"):
+                try:
+                    state = json.loads(base64.urlsafe_b64decode(token))
+                    resource_version, start = int(state["rv"]), int(state["start"])
+                except (ValueError, KeyError) as error:
+                    raise ApiError(400, "BadRequest", f"invalid continue token: {error}") from None
+                if resource_version != self.cluster.resource_version:
+                    raise ApiError(
+                        410,
+                        "Expired",
+                        "The provided continue parameter is too old to display a consistent "
+                        "list result. You can start a new list without the continue parameter.",
+                    )
+            try:
+                items = self._selected(
+                    kind, namespace, query.get("labelSelector", ""), query.get("fieldSelector", "")
+                )
+            except SelectorError as error:
+                raise ApiError(400, "BadRequest", str(error)) from None
+        limit = int(query.get("limit") or 0) or len(items) or 1
+        page = items[start : start + limit]
+        metadata: dict[str, Any] = {"resourceVersion": str(resource_version)}
+        if start + limit < len(items):
+            state = {"rv": resource_version, "start": start + limit}
+            metadata["continue"] = base64.urlsafe_b64encode(json.dumps(state).encode()).decode()
+            metadata["remainingItemCount"] = len(items) - start - limit
+        kind_name, api_version = KINDS[kind]
+        head = json.dumps(
+            {"kind": f"{kind_name}List", "apiVersion": api_version, "metadata": metadata}
+        )
+        return head[:-1].encode() + b',"items":[' + b",".join(page) + b"]}"
+
+    # --- the HTTP side ------------------------------------------------------------------
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go in two writes: no 40 ms stall
+
+            def log_message(self, *_: Any) -> None:  # quiet
+                pass
+
+            def setup(self) -> None:
+                super().setup()
+                server._connections.add(self.connection)
+
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except OSError:
+                    pass  # the client gave up on a late answer, or `failing` cut it off
+                finally:
+                    server._connections.discard(self.connection)
+
+            def _send(self, code: int, body: bytes) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _serve(self, method: str) -> None:
+                url = urlparse(self.path)
+                server.requests.append(f"{method} {self.path}")
+                query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+                try:
+                    server._fail()
+                    if (
+                        server.token
+                        and self.headers.get("Authorization") != f"Bearer {server.token}"
+                    ):
+                        raise ApiError(401, "Unauthorized", "Unauthorized")
+                    code, body = server.route(
+                        method,
+                        url.path,
+                        query,
+                        self._body(),
+                        content_type=self.headers.get("Content-Type", "application/json"),
+                    )
+                except ApiError as error:
+                    code, body = error.code, json.dumps(error.body).encode()
+                self._send(code, body)
+
+            def _body(self) -> Any:
+                length = int(self.headers.get("Content-Length") or 0)
+                return json.loads(self.rfile.read(length)) if length else {}
+
+            def do_GET(self) -> None:
+                self._serve("GET")
+
+            def do_PATCH(self) -> None:
+                self._serve("PATCH")
+
+            def do_POST(self) -> None:
+                self._serve("POST")
+
+        return Handler
+
+    def route(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, str],
+        body: Any,
+        *,
+        content_type: str = "application/json",
+    ) -> tuple[int, bytes]:
+        cluster = self.cluster
+        if method == "GET" and path == "/version":
+            return 200, json.dumps({"major": "1", "minor": "31", "gitVersion": "v1.31.0"}).encode()
+        if method == "GET":
+            for pattern, kind in _LISTS:
+                if match := pattern.match(path):
+                    return 200, self.list(kind, match.groupdict().get("ns") or "", query)
+            if match := _NODE.match(path):
+                return 200, json.dumps(cluster.get("nodes", ("", match["name"]))).encode()
+            if match := _POD.match(path):
+                return 200, json.dumps(cluster.get("pods", (match["ns"], match["name"]))).encode()
+        if method == "PATCH" and (match := _NODE.match(path)):
+            # kubectl cordon and the Python client (for a dict body) send a strategic merge
+            # patch; for the scalar fields patched here it is the same as a merge patch.
+            media_type = content_type.partition(";")[0].strip()
+            if media_type not in MERGE_PATCHES or not isinstance(body, dict):
+                raise ApiError(
+                    415,
+                    "UnsupportedMediaType",
+                    f"the loopback API server takes merge patches of an object only "
+                    f"({', '.join(MERGE_PATCHES)}), not {content_type}",
+                )
+            with cluster.lock:
+                node = cluster.get("nodes", ("", match["name"]))
+                patched = cluster.put("nodes", _merge(json.loads(json.dumps(node)), body))
+            return 200, json.dumps(patched).encode()
+        if method == "POST" and (match := _EVICTION.match(path)):
+            options = (body or {}).get("deleteOptions") or {}
+            cluster.evict(match["ns"], match["name"], options.get("gracePeriodSeconds"))
+            return 201, json.dumps(_status(201, "", "evicted")).encode()
+        raise ApiError(
+            404, "NotFound", f"the server could not find the requested resource ({method} {path})"
+        )

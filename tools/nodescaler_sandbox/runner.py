@@ -1,0 +1,489 @@
+"""Runs a scenario file in the sandbox, twice: once scaled by nodescaler (the real
+handlers, on the events AWS would send) and once by the reactive baseline in the manner
+of Cluster Autoscaler; then writes what happened under `out/demo/<scenario>/`:
+- `timeline.txt` (also printed): time, group, metrics against targets, current → desired, why;
+- `summary.json`: node-hours, unschedulable pod-minutes, the longest wait from new demand
+  to a scale request, Auto Scaling write calls per group and final sizes, side by side;
+- `chart.png`: desired and in-service nodes and the metrics over time, scale requests,
+  launch failures and backoffs marked, the baseline's desired dashed;
+- `timeline.json` (every minute, both runs) and `logs-<run>.jsonl` (the functions' logs).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from nodescaler_sandbox.baseline import ReactiveBaseline
+from nodescaler_sandbox.provision import group_sizes
+from nodescaler_sandbox.sandbox import REGION, ROOT, START, Sandbox, sandbox
+from nodescaler_sandbox.scenario_file import Scenario, load_scenario
+from nodescaler_sandbox.world import World
+
+OUT = Path("out/demo")
+SCENARIOS = ROOT / "scenarios"
+NODESCALER, BASELINE = "nodescaler", "cluster-autoscaler-baseline"
+
+
+def scenario_files() -> list[Path]:
+    """The scenarios in the repository, in the order `make demo` runs them."""
+    return sorted(SCENARIOS.glob("*.yaml"))
+
+
+@dataclass
+class Run:
+    """One run of a scenario: every minute of every group, and what was asked of AWS."""
+
+    controller: str
+    minutes: list[dict[str, Any]] = field(default_factory=list)
+    scale_requests: list[dict[str, Any]] = field(default_factory=list)
+    writes: dict[str, int] = field(default_factory=dict)
+    launch_failures: list[tuple[float, str]] = field(default_factory=list)
+    budget_shortfalls: int = 0
+    drains: list[dict[str, Any]] = field(default_factory=list)  # the drain function's results
+    evictions_asked: int = 0
+
+
+def run(
+    scenario: Scenario,
+    *,
+    out: Path | None = None,
+    write: Callable[[str], None] = print,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The scenario under nodescaler and under the baseline; returns the summary."""
+    folder = out or OUT / scenario.name
+    folder.mkdir(parents=True, exist_ok=True)
+    write(f"\n== {scenario.name}: {scenario.description.strip()}")
+    runs = {
+        controller: _simulate(scenario, controller, folder, progress)
+        for controller in (NODESCALER, BASELINE)
+    }
+    if progress:
+        progress("")  # the live line gives way to the timeline
+    timeline = _timeline(scenario, runs[NODESCALER])
+    (folder / "timeline.txt").write_text("\n".join(timeline) + "\n")
+    for line in timeline:
+        write(line)
+    summary = {
+        "scenario": scenario.name,
+        "start": START.isoformat(),
+        "minutes": scenario.minutes,
+        NODESCALER: _summarize(scenario, runs[NODESCALER]),
+        BASELINE: _summarize(scenario, runs[BASELINE]),
+    }
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    timelines = {name: r.minutes for name, r in runs.items()}
+    (folder / "timeline.json").write_text(json.dumps(timelines) + "\n")
+    _chart(scenario, runs, folder / "chart.png")
+    write(_side_by_side(summary))
+    write(f"   → {folder}/ (timeline.txt, summary.json, chart.png, logs)")
+    return summary
+
+
+def run_file(path: Path, **options: Any) -> dict[str, Any]:
+    return run(load_scenario(path), **options)
+
+
+# --- one run ---------------------------------------------------------------------------
+
+
+def _simulate(
+    scenario: Scenario, controller: str, folder: Path, progress: Callable[[str], None] | None
+) -> Run:
+    environment = dict(scenario.environment)
+    boot = timedelta(minutes=scenario.boot_minutes)
+    result = Run(controller)
+    with (
+        sandbox(
+            scenario.policies_path, folder / controller, boot=boot, environment=environment
+        ) as box,
+        (folder / f"logs-{controller}.jsonl").open("w") as log,
+        box.logging_to(log),
+    ):
+        world = World(scenario, box, hooks=controller == NODESCALER)
+        act = _controller(scenario, controller, box, world)
+        decisions = Decisions(box) if controller == NODESCALER else None
+        for minute in range(scenario.minutes + 1):
+            world.step(minute)
+            act(minute)
+            box.fail_launches(deliver=controller == NODESCALER)
+            world.react()  # drains start on the instances just let go
+            result.minutes.extend(_observe(world, decisions, minute))
+            if progress:
+                progress(_progress_line(scenario, controller, minute, result.minutes))
+            box.advance(1, between=world.react)
+        result.writes = dict(box.writes)
+        result.launch_failures = [
+            ((at - START).total_seconds() / 60, group) for at, group in box.launch_failures
+        ]
+        result.budget_shortfalls = world.budget_shortfalls
+        result.drains = list(box.drained)
+        result.evictions_asked = len(world.cluster.store.evictions)
+    result.scale_requests = _scale_requests(
+        result.minutes, {g.name: g.min for g in scenario.groups}
+    )
+    return result
+
+
+def _controller(
+    scenario: Scenario, controller: str, box: Sandbox, world: World
+) -> Callable[[int], None]:
+    if controller == NODESCALER:
+
+        def nodescaler(minute: int) -> None:
+            if scenario.alarms:
+                box.publish_queue_metrics(world.queue_depths())
+                box.evaluate_alarms()
+            if minute % scenario.tick_minutes == 0:
+                box.tick()
+
+        return nodescaler
+    groups = [g.name for g in scenario.groups]
+    baseline = ReactiveBaseline(
+        world.cluster,
+        box.watch(box.client("autoscaling")),
+        ReactiveBaseline.ordered(groups, scenario.environment.get("EXPANDERS")),
+        {g.name: (g.min, g.max) for g in scenario.groups},
+    )
+    return lambda _: baseline.act(box.clock.now())
+
+
+def _observe(world: World, decisions: Decisions | None, minute: int) -> list[dict[str, Any]]:
+    """One row a group: sizes, the pods and queues it serves, and its last decision."""
+    desired = {name: size for name, (size, _) in group_sizes(REGION).items()}
+    pending = world.pending()
+    queues = world.queue_depths()
+    rows = []
+    for group in world.scenario.groups:
+        cpu, memory = world.reservation(group.name)
+        row: dict[str, Any] = {
+            "minute": minute,
+            "group": group.name,
+            "desired": desired[group.name],
+            "in_service": world.cluster.ready_nodes(group.name),
+            "pending_pods": pending,
+            "queues": queues,
+            "cpu_requested_pct": round(cpu, 1),
+            "memory_requested_pct": round(memory, 1),
+        }
+        if decisions is not None:
+            row |= decisions.of(group.name)
+        rows.append(row)
+    return rows
+
+
+@dataclass
+class Decisions:
+    """Each group's last decision and backoff, read from the state table only when an
+    evaluation may have changed them (one ran since the last read)."""
+
+    box: Sandbox
+    _read: dict[str, tuple[int, dict[str, Any], datetime | None]] = field(default_factory=dict)
+
+    def of(self, group: str) -> dict[str, Any]:
+        read = self._read.get(group)
+        if read is None or read[0] != self.box.invocations:
+            state = self.box.state.load(group)
+            decision = state.last_decision
+            fields: dict[str, Any] = {"decided_at": decision.at.isoformat() if decision else None}
+            if decision is not None:
+                fields |= {
+                    "current": decision.current,
+                    "decided": decision.desired,
+                    "metrics": {
+                        m.name: {"value": m.value, "target": m.target, "status": str(m.status)}
+                        for m in decision.metrics
+                    },
+                    "why": decision.reason,
+                }
+            until = state.backoff.until if state.backoff else None
+            read = self._read[group] = (self.box.invocations, fields, until)
+        _, fields, until = read
+        return {"backed_off": until is not None and self.box.clock.now() < until} | fields
+
+
+def _scale_requests(minutes: list[dict[str, Any]], start: dict[str, int]) -> list[dict[str, Any]]:
+    """Each change of a group's desired capacity (from its size at the start)."""
+    last = dict(start)
+    requests = []
+    for row in minutes:
+        before = last.get(row["group"])
+        if before is not None and row["desired"] != before:
+            change = {"from": before, "to": row["desired"]}
+            requests.append({"minute": row["minute"], "group": row["group"]} | change)
+        last[row["group"]] = row["desired"]
+    return requests
+
+
+def _progress_line(
+    scenario: Scenario, controller: str, minute: int, rows: list[dict[str, Any]]
+) -> str:
+    latest = [r for r in rows if r["minute"] == minute]
+    sizes = " ".join(f"{r['group']}={r['desired']}" for r in latest[:4])
+    return (
+        f"{scenario.name} [{controller}] {_clock(minute)}/{_clock(scenario.minutes)} "
+        f"pending {latest[0]['pending_pods'] if latest else 0} {sizes}"
+    )
+
+
+# --- outputs ---------------------------------------------------------------------------
+
+
+def _clock(minute: float) -> str:
+    return f"{int(minute) // 60:02d}:{int(minute) % 60:02d}"
+
+
+def _metrics_cell(row: dict[str, Any]) -> str:
+    metrics = row.get("metrics") or {}
+    return (
+        ", ".join(f"{name} {_number(m['value'])}/{m['target']}" for name, m in metrics.items())
+        or "-"
+    )
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return f"{value:.0f}" if abs(value) >= 10 or value == int(value) else f"{value:.2f}"
+
+
+def _timeline(scenario: Scenario, result: Run) -> list[str]:
+    """A line for each decision that changed a group's size or said why it could not,
+    and one an hour (10 minutes in a short scenario) to show the steady state."""
+    every = 60 if scenario.minutes > 180 else 10
+    lines = ["time  | group | metrics (value/target) | current → desired | why"]
+    seen: dict[str, tuple[Any, ...]] = {}
+    before = {g.name: g.min for g in scenario.groups}
+    for row in result.minutes:
+        current, before[row["group"]] = before[row["group"]], row["desired"]
+        key = (row["desired"], row.get("backed_off"), row.get("decided"))
+        if key == seen.get(row["group"]) and row["minute"] % every:
+            continue
+        seen[row["group"]] = key
+        why = (row.get("why") or "").split(" | ")[-1]
+        lines.append(
+            f"{_clock(row['minute'])} | {row['group']} | {_metrics_cell(row)} | "
+            f"{current} → {row['desired']} | {why}"
+        )
+    return lines
+
+
+def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
+    groups = [g.name for g in scenario.groups]
+    by_minute: dict[int, list[dict[str, Any]]] = {}
+    for row in result.minutes:
+        by_minute.setdefault(row["minute"], []).append(row)
+    pending = [rows[0]["pending_pods"] for rows in by_minute.values()]
+    summary: dict[str, Any] = {
+        "node_hours": round(sum(r["in_service"] for r in result.minutes) / 60, 2),
+        "unschedulable_pod_minutes": sum(pending),
+        "longest_demand_to_scale_request_minutes": _longest_wait(pending, result.scale_requests),
+        "aws_write_calls": {g: result.writes.get(g, 0) for g in groups},
+        "peak_desired": {
+            g: max(r["desired"] for r in result.minutes if r["group"] == g) for g in groups
+        },
+        "final_desired": {r["group"]: r["desired"] for r in by_minute[scenario.minutes]},
+    }
+    if scenario.queues:
+        empty = next(
+            (m for m, rows in by_minute.items() if m > 0 and not any(rows[0]["queues"].values())),
+            None,
+        )
+        summary["minutes_to_empty_queues"] = empty
+    if result.launch_failures:
+        summary["launch_failures_at_minute"] = [m for m, _ in result.launch_failures]
+    if scenario.deployments:
+        summary["requested_pct"] = _requested(scenario, result)
+    if any(d.disruption_budget for d in scenario.deployments):
+        summary["disruption_budget_short_minutes"] = result.budget_shortfalls
+        summary["evictions_refused_by_budget"] = (
+            result.evictions_asked - sum(len(d.get("evicted") or ()) for d in result.drains)
+            if result.drains
+            else None
+        )
+        summary["drains"] = [
+            {
+                "node": d.get("node"),
+                "outcome": d.get("outcome"),
+                "evicted": len(d.get("evicted") or ()),
+                "left_on_the_node": len(d.get("remaining") or ()),
+                "seconds": d.get("seconds"),
+                "ended": d.get("at"),
+            }
+            for d in result.drains
+        ]
+    return summary
+
+
+def _longest_wait(pending: list[int], requests: list[dict[str, Any]]) -> int:
+    """Minutes from each rise in unschedulable pods to the next scale-up request, or to
+    the pods finding room without one; the longest."""
+    ups = sorted({r["minute"] for r in requests if r["to"] > r["from"]})
+    longest = 0
+    for minute, count in enumerate(pending):
+        if count <= (pending[minute - 1] if minute else 0):
+            continue
+        answered = next((m for m in ups if m >= minute), None)
+        cleared = next((m for m in range(minute, len(pending)) if pending[m] == 0), None)
+        ends = [m for m in (answered, cleared) if m is not None]
+        longest = max(longest, (min(ends) if ends else len(pending)) - minute)
+    return longest
+
+
+def _requested(scenario: Scenario, result: Run) -> dict[str, dict[str, float]]:
+    """Each group's CPU and memory requested (% of its nodes' allocatable), over the minutes
+    it had nodes: the low, the mean and the high."""
+    figures = {}
+    for group in scenario.groups:
+        for resource in ("cpu", "memory"):
+            values = [
+                r[f"{resource}_requested_pct"]
+                for r in result.minutes
+                if r["group"] == group.name and r["in_service"]
+            ]
+            if values:
+                figures[f"{group.name}/{resource}"] = {
+                    "low": min(values),
+                    "mean": round(sum(values) / len(values), 1),
+                    "high": max(values),
+                }
+    return figures
+
+
+def _side_by_side(summary: dict[str, Any]) -> str:
+    ours, theirs = summary[NODESCALER], summary[BASELINE]
+    lines = [f"   {'':<44} {'nodescaler':>14} {'baseline (CA)':>14}"]
+    for key, value in ours.items():
+        if isinstance(value, int | float) or value is None:
+            lines.append(f"   {key:<44} {_cell(value):>14} {_cell(theirs.get(key)):>14}")
+        elif key in ("aws_write_calls", "final_desired", "peak_desired"):
+            for group, figure in value.items():
+                label = f"{key} {group}"
+                lines.append(f"   {label:<44} {figure:>14} {theirs[key].get(group, 0):>14}")
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _chart(scenario: Scenario, runs: dict[str, Run], path: Path) -> None:
+    from nodescaler_sandbox import chart
+
+    groups = []
+    ours, theirs = runs[NODESCALER], runs[BASELINE]
+    for group in scenario.groups:
+        rows = [r for r in ours.minutes if r["group"] == group.name]
+        baseline = [r["desired"] for r in theirs.minutes if r["group"] == group.name]
+        metrics: dict[str, list[float | None]] = {}
+        targets: dict[str, float] = {}
+        for index, row in enumerate(rows):
+            for name, metric in (row.get("metrics") or {}).items():
+                metrics.setdefault(name, [None] * len(rows))[index] = metric["value"]
+                if (target := _target_value(metric["target"])) is not None:
+                    targets[name] = target
+        groups.append(
+            chart.GroupChart(
+                group=group.name,
+                minutes=[r["minute"] for r in rows],
+                desired=[r["desired"] for r in rows],
+                in_service=[r["in_service"] for r in rows],
+                metrics=metrics,
+                targets=targets,
+                scale_events=[
+                    (s["minute"], s["from"], s["to"])
+                    for s in ours.scale_requests
+                    if s["group"] == group.name
+                ],
+                backoffs=_spans([r["minute"] for r in rows if r.get("backed_off")]),
+                launch_failures=[m for m, g in ours.launch_failures if g == group.name],
+                baseline_desired=baseline,
+            )
+        )
+    chart.render(path, f"{scenario.name}: nodescaler vs a Cluster Autoscaler baseline", groups)
+
+
+def _target_value(target: str) -> float | None:
+    """ "4/replica" → 4, "60%" → 60."""
+    number = target.split("/", maxsplit=1)[0].rstrip("%")
+    try:
+        return float(number)
+    except ValueError:
+        return None
+
+
+def _spans(minutes: list[int]) -> list[tuple[float, float]]:
+    spans: list[tuple[float, float]] = []
+    for minute in minutes:
+        if spans and spans[-1][1] == minute:
+            spans[-1] = (spans[-1][0], minute + 1)
+        else:
+            spans.append((minute, minute + 1))
+    return spans
+
+
+def progress_to_terminal() -> Callable[[str], None] | None:
+    """A live line on a terminal (rewritten in place); nothing when output is a file."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(line: str) -> None:
+        sys.stderr.write("\r\033[K" + line[:120])
+        sys.stderr.flush()
+
+    return show
+
+
+# --- one function, one event -----------------------------------------------------------
+
+
+def invoke(
+    function: str,
+    incoming: dict[str, Any],
+    scenario: Scenario,
+    *,
+    out: Path | None = None,
+    write: Callable[[str], None] = print,
+) -> Any:
+    """`function`'s handler on `incoming`, in a sandbox holding the scenario's world at
+    its first minute (at the event's time, when it has one); prints what it returned
+    and its log lines. Dispatch's queued evaluations run too, as Lambda would run them."""
+    from nodescaler_sandbox.lambda_local import LocalContext
+
+    out = out or OUT / "invoke"
+    out.mkdir(parents=True, exist_ok=True)
+    boot = timedelta(minutes=scenario.boot_minutes)
+    log_path = out / f"logs-{function}.jsonl"
+    with (
+        sandbox(
+            scenario.policies_path, out, boot=boot, environment=dict(scenario.environment)
+        ) as box,
+        log_path.open("w") as log,
+    ):
+        with box.logging_to(log):
+            world = World(scenario, box, hooks=True)
+            world.step(0)
+            if isinstance(incoming.get("time"), str):
+                box.clock.at = datetime.fromisoformat(incoming["time"].replace("Z", "+00:00"))
+            context = LocalContext(f"nodescaler-{function}")
+            if function == "dispatch":
+                result = box.dispatch(incoming)
+            elif function == "evaluate":
+                result = box.handlers["evaluate"].handler(
+                    incoming, context, evaluator=box.evaluator
+                )
+            else:
+                result = box.handlers["drain"].handler(incoming, context, drainer=box.drainer)
+        write(json.dumps(result, indent=2, default=str))
+        for group in scenario.groups:
+            decision = box.state.load(group.name).last_decision
+            if decision is not None:
+                write(f"{group.name}: {decision.current} → {decision.desired}: {decision.reason}")
+    write(f"   → logs: {log_path}")
+    return result

@@ -1,0 +1,463 @@
+"""The local sandbox: the real Lambda handlers against real parts on loopback.
+
+- AWS is moto's server on a loopback port, started here; the handlers reach it through
+  the same `nodescaler.wiring` they use in Lambda, only with its endpoint.
+- Kubernetes is the loopback API server (`nodescaler_sandbox.kube`) holding the simulated
+  cluster (`nodescaler_sandbox.cluster`): instances the ASGs launch register as nodes.
+- Time is a virtual clock: a tick is one call, so a day runs in seconds. The drain
+  function runs in a thread whose `sleep` waits for the virtual clock, so a ten-minute
+  drain takes ten virtual minutes while the world goes on around it.
+
+What moto does not do, the sandbox supplies, and says so (`moto_gaps`): SetDesiredCapacity
+outside the group's [min, max] is refused as AWS refuses it; EventBridge does not invoke
+Lambda, so the sandbox delivers the tick, alarm state changes, launch failures and
+lifecycle actions; CloudWatch does not evaluate alarms, so the sandbox does, every minute,
+on the SQS metrics it publishes as SQS would; moto always launches, so for a group the
+scenario says has no capacity the sandbox takes back what moto launched and sends the
+`EC2 Instance Launch Unsuccessful` event; lifecycle hooks never fire in moto, so when an
+instance leaves a group with the drain hook the sandbox holds its node, sends the
+`EC2 Instance-terminate Lifecycle Action` event to the drain function and lets the node go
+when the action is completed or its heartbeat timeout passes. Lambda's SQS event source
+is `lambda_local.SqsEventSource`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from nodescaler_sandbox.cluster import SimulatedCluster
+from nodescaler_sandbox.kube import write_kubeconfig
+from nodescaler_sandbox.kube.apiserver import Cluster, KubeApiServer
+from nodescaler_sandbox.lambda_local import LocalContext, SqsEventSource
+from nodescaler_sandbox.moto_gaps import AwsRefusal, LifecycleActionRecorder, moto_in_this_process
+from nodescaler_sandbox.provision import (
+    create_evaluation_queue,
+    create_state_table,
+    fail_launches,
+)
+
+REGION = "eu-west-1"
+ACCOUNT = "123456789012"
+TABLE = "nodescaler-state"
+START = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)  # a Monday morning
+DRAIN_HOOK = "nodescaler-drain"  # the stack's terminate hook
+HOOK_HEARTBEAT_TIMEOUT = timedelta(minutes=5)  # the stack's
+
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository
+
+
+def load_handler(function: str) -> Any:
+    """functions/<function>/handler.py as Lambda loads it: a top-level module from a file."""
+    path = ROOT / "functions" / function / "handler.py"
+    spec = importlib.util.spec_from_file_location(f"nodescaler_function_{function}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def event(detail_type: str, source: str, at: datetime, detail: dict[str, Any]) -> dict[str, Any]:
+    """An EventBridge event as AWS delivers it."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": detail_type,
+        "source": source,
+        "account": ACCOUNT,
+        "time": at.isoformat().replace("+00:00", "Z"),
+        "region": REGION,
+        "resources": [],
+        "detail": detail,
+    }
+
+
+@dataclass
+class VirtualClock:
+    """The sandbox's time. Threads that `sleep` (the drain function) wait for it: `advance`
+    moves it on from one sleeper's wake-up to the next, letting each run until it sleeps
+    again or ends, so they and the main loop take turns and never run at once."""
+
+    at: datetime = START
+    _turns: threading.Condition = field(default_factory=threading.Condition)
+    _threads: set[int] = field(default_factory=set)
+    _waking: dict[int, datetime] = field(default_factory=dict)
+
+    def now(self) -> datetime:
+        return self.at
+
+    def sleep(self, seconds: float) -> None:
+        me = threading.get_ident()
+        with self._turns:
+            self._waking[me] = self.at + timedelta(seconds=seconds)
+            self._turns.notify_all()
+            self._turns.wait_for(lambda: self.at >= self._waking[me])
+            del self._waking[me]
+
+    def spawn(self, run: Callable[[], None]) -> None:
+        """Run `run` in a thread of its own, until it first sleeps or ends."""
+
+        def turn() -> None:
+            try:
+                run()
+            finally:
+                with self._turns:
+                    self._threads.discard(threading.get_ident())
+                    self._turns.notify_all()
+
+        with self._turns:
+            thread = threading.Thread(target=turn, daemon=True)
+            thread.start()
+            assert thread.ident is not None
+            self._threads.add(thread.ident)
+        self._settle()
+
+    def advance(self, by: timedelta, between: Callable[[], None] = lambda: None) -> None:
+        """Move time on by `by`; at each wake-up on the way, the sleepers run, then
+        `between` (the world reacting to what they did)."""
+        target = self.at + by
+        while True:
+            with self._turns:
+                due = [w for w in self._waking.values() if w <= target]
+                if not due:
+                    self.at = target
+                    self._turns.notify_all()
+                    break
+                self.at = min(due)
+                self._turns.notify_all()
+            self._settle()
+            between()
+
+    def _settle(self) -> None:
+        """Wait until every thread sleeps until later, or has ended."""
+        with self._turns:
+            self._turns.wait_for(
+                lambda: all(self._waking.get(t, self.at) > self.at for t in self._threads)
+            )
+
+
+class Sandbox:
+    """`with Sandbox(policies, out, boot=...) as sandbox:` — AWS and Kubernetes up on
+    loopback, the three functions wired to them."""
+
+    def __init__(
+        self,
+        policies: Path,
+        out: Path,
+        *,
+        boot: timedelta,
+        environment: dict[str, str] | None = None,  # the functions' settings, e.g. EXPANDERS
+    ) -> None:
+        self.policies = policies
+        self.out = out
+        self.clock = VirtualClock()
+        self.cluster = SimulatedCluster(Cluster(), boot, region=REGION)
+        self.writes: dict[str, int] = {}  # group → Auto Scaling write calls
+        self.no_capacity: set[str] = set()  # groups whose launches fail, as the scenario says
+        self.launch_failures: list[tuple[datetime, str]] = []  # (when, group)
+        self.drained: list[dict[str, Any]] = []  # the drain function's results
+        self.invocations = 0  # of dispatch and evaluate: what may have changed the state
+        self._hooked: set[str] = set()  # groups with the drain hook
+        self._waiting: dict[str, None] = {}  # instances a lifecycle action holds, in order
+        self._alarm_states: dict[str, str] = {}
+        self._environment = environment or {}
+        self._clients: dict[str, Any] = {}
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> Sandbox:
+        for name, value in {
+            "AWS_ACCESS_KEY_ID": "sandbox",
+            "AWS_SECRET_ACCESS_KEY": "sandbox",
+            "AWS_DEFAULT_REGION": REGION,
+            "POWERTOOLS_LOG_LEVEL": "WARNING",  # decisions go to the timeline and logs.jsonl
+        }.items():
+            self._stack.callback(_restore, name, os.environ.get(name))
+            os.environ[name] = value
+        self.endpoint = self._stack.enter_context(moto_in_this_process())
+        self.api_server = self._stack.enter_context(KubeApiServer(self.cluster.store))
+        self._wire()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stack.close()
+
+    def client(self, service: str) -> Any:
+        """A client of the sandbox's own (not the functions'), one a service."""
+        if service not in self._clients:
+            self._clients[service] = boto3.client(
+                service, region_name=REGION, endpoint_url=self.endpoint
+            )
+        return self._clients[service]
+
+    def _wire(self) -> None:
+        from nodescaler import wiring
+        from nodescaler.config import DispatchSettings, DrainSettings, EvaluateSettings
+
+        create_state_table(self.client("dynamodb"), TABLE)
+        self.queue_url = create_evaluation_queue(self.client("sqs"), "evaluations")
+        kubeconfig = write_kubeconfig(self.out / "kubeconfig", self.api_server.url)
+        self.environment = {
+            "STATE_TABLE_NAME": TABLE,
+            "EVALUATION_QUEUE_URL": self.queue_url,
+            "POLICIES_PATH": str(self.policies),
+            "KUBECONFIG_PATH": str(kubeconfig),
+        } | self._environment
+        clients = wiring.AwsClients(boto3.Session(region_name=REGION), endpoint_url=self.endpoint)
+        self.lifecycle = LifecycleActionRecorder(self.clock.now, HOOK_HEARTBEAT_TIMEOUT)
+        self.watch(clients.autoscaling)
+        self.clients = clients
+        self.handlers = {name: load_handler(name) for name in ("dispatch", "evaluate", "drain")}
+        self.dispatcher = wiring.dispatcher(
+            DispatchSettings.from_environment(self.environment), clients
+        )
+        self.evaluator = wiring.evaluator(
+            EvaluateSettings.from_environment(self.environment), clients, self.clock
+        )
+        self.drainer = wiring.drainer(
+            DrainSettings.from_environment(self.environment), clients, self.clock, self.clock.sleep
+        )
+        self.evaluations = SqsEventSource(
+            clients.sqs,
+            self.queue_url,
+            lambda event, context: self.handlers["evaluate"].handler(
+                event, context, evaluator=self.evaluator
+            ),
+        )
+        self.state = self.evaluator.state
+
+    def watch(self, autoscaling: Any) -> Any:
+        """Auto Scaling as AWS answers it, on any client of the sandbox's (the functions',
+        the baseline's): min/max enforced, lifecycle actions answered, writes counted."""
+        # Counted first: the hooks that answer for AWS stop botocore's calling the rest.
+        autoscaling.meta.events.register("before-call.auto-scaling", self._count_write)
+        AwsRefusal(self.client("autoscaling")).watch(autoscaling)
+        self.lifecycle.watch(autoscaling)
+        return autoscaling
+
+    def _count_write(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        if model.name.startswith("Describe"):
+            return
+        body = params.get("body") or {}
+        instance = self.cluster.instances.get(body.get("InstanceId", ""))
+        group = body.get("AutoScalingGroupName") or (instance.group if instance else "?")
+        self.writes[group] = self.writes.get(group, 0) + 1
+
+    # --- the events EventBridge would deliver ------------------------------------------
+
+    def dispatch(self, incoming: dict[str, Any]) -> Any:
+        """The dispatch function on an event, then Lambda's SQS event source on evaluate."""
+        result = self.handlers["dispatch"].handler(
+            incoming, LocalContext("nodescaler-dispatch"), dispatcher=self.dispatcher
+        )
+        self.invocations += 1 + len(self.evaluations.drain())
+        return result
+
+    def tick(self) -> None:
+        """What EventBridge Scheduler delivers to dispatch at this minute."""
+        self.dispatch(event("Scheduled Event", "aws.scheduler", self.clock.now(), {}))
+
+    def fail_launches(self, *, deliver: bool = True) -> None:
+        """What EC2 does to a group with no capacity: its launches fail, and Auto Scaling
+        says so on EventBridge (moto launched them; the sandbox takes them back). The event
+        goes to dispatch when `deliver` (not when the baseline scales the world)."""
+        for group in sorted(self.no_capacity):
+            launched = fail_launches(self.client("ec2"), group, region=REGION)
+            if not launched:
+                continue
+            at = self.clock.now().isoformat().replace("+00:00", "Z")
+            message = (
+                "We currently do not have sufficient capacity in the Availability Zone you "
+                f"requested ({REGION}a)."
+            )
+            detail = {
+                "StatusCode": "Failed",
+                "AutoScalingGroupName": group,
+                "ActivityId": str(uuid.uuid4()),
+                "StatusMessage": message,
+                "Cause": f"At {at} {len(launched)} instances were started and failed to launch.",
+            }
+            self.launch_failures.append((self.clock.now(), group))
+            if deliver:
+                self.dispatch(
+                    event(
+                        "EC2 Instance Launch Unsuccessful",
+                        "aws.autoscaling",
+                        self.clock.now(),
+                        detail,
+                    )
+                )
+
+    # --- lifecycle hooks ---------------------------------------------------------------
+
+    def hook(self, group: str) -> None:
+        """The stack's terminate hook on `group`: its instances are drained before they go."""
+        self.clients.autoscaling.put_lifecycle_hook(
+            LifecycleHookName=DRAIN_HOOK,
+            AutoScalingGroupName=group,
+            LifecycleTransition="autoscaling:EC2_INSTANCE_TERMINATING",
+            HeartbeatTimeout=int(HOOK_HEARTBEAT_TIMEOUT.total_seconds()),
+            DefaultResult="CONTINUE",
+        )
+        self._hooked.add(group)
+
+    def sync(self, between: Callable[[], None] = lambda: None) -> None:
+        """Nodes follow the instances; an instance leaving a hooked group is held in
+        Terminating:Wait and the drain function is sent its lifecycle action."""
+        now = self.clock.now()
+        for instance_id in self.cluster.sync(now, holds=self._hooked.__contains__):
+            self._terminating(instance_id)
+            between()
+        self.lifecycle.expire_overdue(now)  # the hook's timeout: Auto Scaling goes on
+        still_held = {instance_id for _, _, instance_id in self.lifecycle.held}
+        for instance_id in [i for i in self._waiting if i not in still_held]:  # done, timed out
+            del self._waiting[instance_id]
+            self.cluster.release(instance_id)
+
+    def _terminating(self, instance_id: str) -> None:
+        group = self.cluster.instances[instance_id].group
+        token = str(uuid.uuid4())
+        self.lifecycle.hold(group, DRAIN_HOOK, instance_id, token)
+        self._waiting[instance_id] = None
+        detail = {
+            "LifecycleActionToken": token,
+            "AutoScalingGroupName": group,
+            "LifecycleHookName": DRAIN_HOOK,
+            "EC2InstanceId": instance_id,
+            "LifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING",
+            "Origin": "AutoScalingGroup",
+            "Destination": "EC2",
+        }
+        incoming = event(
+            "EC2 Instance-terminate Lifecycle Action", "aws.autoscaling", self.clock.now(), detail
+        )
+        self.clock.spawn(lambda: self._drain(incoming))
+
+    def _drain(self, incoming: dict[str, Any]) -> None:
+        try:
+            result = self.handlers["drain"].handler(
+                incoming, LocalContext("nodescaler-drain"), drainer=self.drainer
+            )
+        except Exception as error:  # the function failed: Lambda keeps the event in its DLQ
+            result = {"outcome": "failed", "error": str(error)}
+        self.drained.append(result | {"at": self.clock.now().isoformat()})
+
+    # --- CloudWatch: SQS's metrics, and the alarms evaluated on them ---------------------
+
+    def publish_queue_metrics(self, queues: dict[str, int]) -> None:
+        """What SQS publishes every minute: each queue's visible messages."""
+        data = [
+            {
+                "MetricName": "ApproximateNumberOfMessagesVisible",
+                "Dimensions": [{"Name": "QueueName", "Value": name}],
+                "Timestamp": self.clock.now(),
+                "Value": float(visible),
+            }
+            for name, visible in queues.items()
+        ]
+        if data:
+            self.client("cloudwatch").put_metric_data(Namespace="AWS/SQS", MetricData=data)
+
+    def evaluate_alarms(self) -> None:
+        """Every alarm on its latest datapoints, as CloudWatch would; a change of state
+        goes to dispatch as the `CloudWatch Alarm State Change` event."""
+        cloudwatch = self.client("cloudwatch")
+        now = self.clock.now()
+        for alarm in cloudwatch.describe_alarms()["MetricAlarms"]:
+            periods = alarm["EvaluationPeriods"]
+            points = cloudwatch.get_metric_statistics(
+                Namespace=alarm["Namespace"],
+                MetricName=alarm["MetricName"],
+                Dimensions=alarm["Dimensions"],
+                StartTime=now - timedelta(seconds=alarm["Period"] * periods),
+                EndTime=now + timedelta(seconds=1),
+                Period=alarm["Period"],
+                Statistics=[alarm["Statistic"]],
+            )["Datapoints"]
+            latest = sorted(points, key=lambda p: p["Timestamp"])[-periods:]
+            values = [p[alarm["Statistic"]] for p in latest]
+            if len(values) < periods:
+                state = "INSUFFICIENT_DATA"
+            elif all(_breaches(v, alarm["ComparisonOperator"], alarm["Threshold"]) for v in values):
+                state = "ALARM"
+            else:
+                state = "OK"
+            previous = self._alarm_states.get(alarm["AlarmName"], "INSUFFICIENT_DATA")
+            if state == previous:
+                continue
+            self._alarm_states[alarm["AlarmName"]] = state
+            threshold = alarm["Threshold"]
+            reason = f"Threshold Crossed: datapoints {values} against the threshold ({threshold})."
+            cloudwatch.set_alarm_state(
+                AlarmName=alarm["AlarmName"], StateValue=state, StateReason=reason
+            )
+            detail = {
+                "alarmName": alarm["AlarmName"],
+                "state": {"value": state, "reason": reason, "timestamp": now.isoformat()},
+                "previousState": {"value": previous, "timestamp": now.isoformat()},
+                "configuration": {"description": alarm.get("AlarmDescription", "")},
+            }
+            incoming = event("CloudWatch Alarm State Change", "aws.cloudwatch", now, detail)
+            incoming["resources"] = [alarm["AlarmArn"]]
+            self.dispatch(incoming)
+
+    def advance(self, minutes: float = 1, between: Callable[[], None] = lambda: None) -> None:
+        self.clock.advance(timedelta(minutes=minutes), between)
+
+    @contextlib.contextmanager
+    def logging_to(self, log: io.TextIOBase) -> Iterator[None]:
+        """The functions' log lines and EMF records into `log` (e.g. logs.jsonl)."""
+        with contextlib.redirect_stdout(log), _logs_to(log):
+            yield
+
+
+def _breaches(value: float, comparison: str, threshold: float) -> bool:
+    return {
+        "GreaterThanThreshold": value > threshold,
+        "GreaterThanOrEqualToThreshold": value >= threshold,
+        "LessThanThreshold": value < threshold,
+        "LessThanOrEqualToThreshold": value <= threshold,
+    }[comparison]
+
+
+@contextlib.contextmanager
+def _logs_to(log: io.TextIOBase) -> Iterator[None]:
+    """The functions' log lines into `log` (Powertools' handler keeps the stdout it
+    started with, so redirecting stdout alone misses them)."""
+    handlers = [
+        h for h in logging.getLogger("nodescaler").handlers if isinstance(h, logging.StreamHandler)
+    ]
+    streams = [h.setStream(log) for h in handlers]
+    try:
+        yield
+    finally:
+        for handler, stream in zip(handlers, streams, strict=True):
+            handler.setStream(stream)
+
+
+def _restore(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+@contextlib.contextmanager
+def sandbox(
+    policies: Path, out: Path, *, boot: timedelta, environment: dict[str, str] | None = None
+) -> Iterator[Sandbox]:
+    out.mkdir(parents=True, exist_ok=True)
+    with Sandbox(policies, out, boot=boot, environment=environment) as running:
+        yield running

@@ -1,0 +1,198 @@
+"""Scenario files: a workload over time for the sandbox to run (see scenarios/README.md);
+and the sample events `nodescaler invoke` sends.
+
+A scenario names its node groups (each opted in with a policy), the workloads that load
+them (deployments whose replica count follows a curve, queues whose tasks worker pods
+take), and how long to run. Times are minutes from the start, or "HH:MM".
+Loading one checks every field; a mistake is one line naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from nodescaler.adapters.policy_files import load_policies
+from nodescaler.errors import PermanentError, PolicyError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+
+class ScenarioError(PermanentError, ValueError):
+    """A scenario file that cannot be run; the message names the file and the field."""
+
+
+def _minute(value: Any) -> Any:
+    """Minutes, or "HH:MM" from the start."""
+    if isinstance(value, str) and ":" in value:
+        hours, _, minutes = value.partition(":")
+        try:
+            return int(hours) * 60 + int(minutes)
+        except ValueError:
+            raise ValueError(f'"{value}" is not a time: use minutes or "HH:MM"') from None
+    return value
+
+
+Minute = Annotated[float, BeforeValidator(_minute), Field(ge=0)]
+Count = Annotated[int, Field(ge=0)]
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+
+class NodeShape(_Spec):
+    cpu: str
+    memory: str
+    pods: str = "110"
+
+
+class Taint(_Spec):
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "NoExecute", "PreferNoSchedule"] = "NoSchedule"
+
+
+class GroupSpec(_Spec):
+    name: str = Field(min_length=1, max_length=255)
+    policy: str
+    min: Count = 0
+    max: Count
+    instance_type: str = "m5.4xlarge"
+    # What a node of the group can allocate; default: the instance type's vCPUs and memory.
+    node: NodeShape | None = None
+    labels: dict[str, str] = {}
+    taints: list[Taint] = []  # only pods that tolerate them are scheduled there
+    no_capacity: bool = False  # every launch fails, as when EC2 has none of the type
+    drain: bool = False  # a terminate lifecycle hook: the drain function runs on scale-in
+
+
+class Budget(_Spec):
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+
+
+class PodShape(_Spec):
+    cpu: str = "1"
+    memory: str = "1Gi"
+    ready_after_seconds: Annotated[float, Field(ge=0)] = 0
+    node_selector: dict[str, str] = {}
+    tolerations: list[Taint] = []  # each tolerates the taint with its key, value and effect
+
+
+class DeploymentSpec(PodShape):
+    name: str
+    replicas: dict[Minute, Count] = Field(min_length=1)  # a curve: linear between points
+    disruption_budget: Budget | None = None
+
+
+class QueueSpec(_Spec):
+    name: str
+    tasks: dict[Minute, Count]  # tasks sent at these minutes
+    task_minutes: Annotated[float, Field(gt=0)]
+    worker: PodShape = PodShape()
+    max_workers: Annotated[int, Field(gt=0)]
+
+
+class AlarmSpec(_Spec):
+    """A CloudWatch alarm on a queue's ApproximateNumberOfMessagesVisible, which the
+    sandbox evaluates every minute (moto stores alarms but never evaluates them)."""
+
+    name: str
+    queue: str
+    comparison: Literal[
+        "GreaterThanThreshold",
+        "GreaterThanOrEqualToThreshold",
+        "LessThanThreshold",
+        "LessThanOrEqualToThreshold",
+    ] = "GreaterThanThreshold"
+    threshold: float
+    evaluation_periods: Annotated[int, Field(ge=1)] = 1
+
+
+class Scenario(_Spec):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    description: str = ""
+    minutes: Annotated[int, Field(gt=0, le=7 * 24 * 60)]
+    tick_minutes: Annotated[int, Field(ge=1, le=60)] = 1
+    boot_minutes: Annotated[float, Field(ge=0)] = 3
+    policies: str = "../policies"  # a folder of policy files, relative to the scenario
+    environment: dict[str, str] = {}  # the functions' settings, e.g. EXPANDERS
+    groups: list[GroupSpec] = Field(min_length=1)
+    deployments: list[DeploymentSpec] = []
+    queues: list[QueueSpec] = []
+    alarms: list[AlarmSpec] = []
+    path: Path = Field(default=Path("."), exclude=True)
+
+    @property
+    def policies_path(self) -> Path:
+        return (self.path.parent / self.policies).resolve()
+
+
+def load_scenario(path: Path) -> Scenario:
+    """The scenario in `path`, checked; `ScenarioError` names what is wrong and where."""
+    try:
+        document = yaml.safe_load(_read(path))
+    except yaml.YAMLError as error:
+        raise ScenarioError(f"{path}: not YAML: {error}") from None
+    if not isinstance(document, dict):
+        raise ScenarioError(f"{path}: a scenario is a mapping (name, minutes, groups, ...)")
+    try:
+        scenario = Scenario.model_validate(document | {"path": path})
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top)"
+        more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+        raise ScenarioError(f"{path}: {where}: {first['msg']}{more}") from None
+    _check_references(scenario)
+    return scenario
+
+
+def load_event(path: Path) -> Any:
+    """A sample event (a JSON file) for `nodescaler invoke`."""
+    try:
+        return json.loads(_read(path))
+    except json.JSONDecodeError as error:
+        raise ScenarioError(f"{path}: not JSON: {error}") from None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError as error:
+        raise ScenarioError(f"{path}: cannot read it ({error.strerror})") from None
+
+
+def _check_references(scenario: Scenario) -> None:
+    where = scenario.path
+    names = [g.name for g in scenario.groups]
+    if len(set(names)) != len(names):
+        raise ScenarioError(f"{where}: groups: a group name appears twice")
+    queues = {q.name for q in scenario.queues}
+    for index, alarm in enumerate(scenario.alarms):
+        if alarm.queue not in queues:
+            raise ScenarioError(
+                f"{where}: alarms.{index}.queue: no queue named {alarm.queue!r} in the scenario"
+            )
+    for index, group in enumerate(scenario.groups):
+        if group.min > group.max:
+            raise ScenarioError(
+                f"{where}: groups.{index}: min {group.min} is above max {group.max}"
+            )
+    if not scenario.policies_path.is_dir():
+        raise ScenarioError(f"{where}: policies: no folder {scenario.policies_path}")
+    try:
+        policies = load_policies(scenario.policies_path)
+    except PolicyError as error:
+        raise ScenarioError(f"{where}: policies: {error.problems[0]}") from None
+    for index, group in enumerate(scenario.groups):
+        if group.policy not in policies:
+            known = ", ".join(sorted(policies)) or "none"
+            raise ScenarioError(
+                f"{where}: groups.{index}.policy: no policy {group.policy!r} in "
+                f"{scenario.policies_path} (it has: {known})"
+            )

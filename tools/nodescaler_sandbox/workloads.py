@@ -1,0 +1,140 @@
+"""The workloads a scenario puts on the cluster: deployments that keep a replica count
+(a piecewise-linear curve over the scenario), replacing pods evicted or lost with their
+node; and queues whose workers are pods, one per waiting task up to a cap, as a KEDA
+ScaledJob runs them, each Ready worker finishing a task every `task_minutes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from itertools import pairwise
+from typing import Any
+
+from nodescaler_sandbox.cluster import NAMESPACE, READY_AFTER, READY_AT, uid_order
+from nodescaler_sandbox.kube.apiserver import Cluster, is_terminating
+
+
+def pod(
+    name: str,
+    app: str,
+    cpu: str,
+    memory: str,
+    *,
+    ready_after_seconds: float = 0,
+    node_selector: dict[str, str] | None = None,
+    tolerations: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]
+    }
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    if tolerations:
+        spec["tolerations"] = [t | {"operator": "Equal"} for t in tolerations]
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {"app": app},
+            "annotations": {READY_AFTER: str(ready_after_seconds)},
+        },
+        "spec": spec,
+        "status": {"phase": "Pending"},
+    }
+
+
+def replicas_at(curve: Iterable[tuple[float, int]], minute: float) -> int:
+    """The curve's value at `minute`: linear between its points, flat beyond them."""
+    points = sorted(curve)
+    if minute <= points[0][0]:
+        return points[0][1]
+    for (m0, r0), (m1, r1) in pairwise(points):
+        if minute <= m1:
+            return round(r0 + (r1 - r0) * (minute - m0) / (m1 - m0))
+    return points[-1][1]
+
+
+@dataclass
+class Deployment:
+    """Keeps `replicas_at(curve, minute)` pods of one shape: creates the missing, removes
+    the newest extra (pending ones first), as a ReplicaSet scales down."""
+
+    name: str
+    cpu: str
+    memory: str
+    curve: list[tuple[float, int]]
+    ready_after_seconds: float = 0
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, str]] = field(default_factory=list)
+    created: int = 0
+
+    def reconcile(self, store: Cluster, minute: float) -> None:
+        self.resize(store, replicas_at(self.curve, minute))
+
+    def resize(self, store: Cluster, wanted: int) -> None:
+        with store.lock:
+            mine = [
+                (key, p)
+                for key, p in store.objects["pods"].items()
+                if p["metadata"].get("labels", {}).get("app") == self.name and not is_terminating(p)
+            ]
+            for _ in range(wanted - len(mine)):
+                store.put("pods", self._pod())
+            extra = len(mine) - wanted
+            if extra > 0:
+                newest_pending_first = sorted(
+                    mine, key=lambda kp: (bool(kp[1]["spec"].get("nodeName")), -uid_order(kp[1]))
+                )
+                for key, _ in newest_pending_first[:extra]:
+                    store.delete("pods", key)
+
+    def _pod(self) -> dict[str, Any]:
+        self.created += 1
+        return pod(
+            f"{self.name}-{self.created}",
+            self.name,
+            self.cpu,
+            self.memory,
+            ready_after_seconds=self.ready_after_seconds,
+            node_selector=self.node_selector,
+            tolerations=self.tolerations,
+        )
+
+    def pods(self, store: Cluster) -> list[dict[str, Any]]:
+        return [
+            p
+            for p in store.objects["pods"].values()
+            if p["metadata"].get("labels", {}).get("app") == self.name
+        ]
+
+
+@dataclass
+class QueueWork:
+    """Tasks arriving in an SQS queue, each taken by a worker pod of its own (as a KEDA
+    ScaledJob runs them): a task is done `task_minutes` after its worker turned Ready, and
+    its message deleted; a worker lost with its node leaves its task to a new one."""
+
+    queue: str
+    arrivals: dict[float, int]  # minute → tasks sent
+    task_minutes: float
+    workers: Deployment
+    max_workers: int
+
+    @property
+    def task_time(self) -> timedelta:
+        return timedelta(minutes=self.task_minutes)
+
+    def finish(self, store: Cluster, now: datetime) -> int:
+        """Removes the workers whose task is done; how many."""
+        done = 0
+        with store.lock:
+            for found in self.workers.pods(store):
+                ready_at = found["metadata"].get("annotations", {}).get(READY_AT)
+                if ready_at and now - datetime.fromisoformat(ready_at) >= self.task_time:
+                    store.delete(
+                        "pods", (found["metadata"]["namespace"], found["metadata"]["name"])
+                    )
+                    done += 1
+        return done

@@ -1,0 +1,205 @@
+"""The world a scenario runs in, whoever scales it: the simulated cluster
+(`nodescaler_sandbox.cluster`) and the scenario's workloads (`workloads`) on the sandbox,
+stepped minute by minute. Nodescaler and the reactive baseline scale the same world; it
+only reads the groups and never decides anything.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from nodescaler_sandbox.cluster import NAMESPACE, Room, requests
+from nodescaler_sandbox.provision import (
+    create_group,
+    fill_queue,
+    launch_configuration,
+    moto_queue,
+)
+from nodescaler_sandbox.workloads import Deployment, QueueWork, replicas_at
+
+if TYPE_CHECKING:
+    from nodescaler_sandbox.sandbox import Sandbox
+    from nodescaler_sandbox.scenario_file import Scenario
+
+
+class World:
+    """A scenario's workloads on the sandbox's cluster, stepped minute by minute."""
+
+    def __init__(self, scenario: Scenario, box: Sandbox, *, hooks: bool) -> None:
+        self.scenario = scenario
+        self.box = box
+        self.cluster = box.cluster
+        self.minute = 0.0
+        self.deployments = [
+            Deployment(
+                d.name,
+                d.cpu,
+                d.memory,
+                sorted(d.replicas.items()),
+                d.ready_after_seconds,
+                dict(d.node_selector),
+                [t.model_dump() for t in d.tolerations],
+            )
+            for d in scenario.deployments
+        ]
+        self.queues = [
+            QueueWork(
+                q.name,
+                dict(q.tasks),
+                q.task_minutes,
+                Deployment(
+                    f"{q.name}-worker",
+                    q.worker.cpu,
+                    q.worker.memory,
+                    [(0, 0)],
+                    q.worker.ready_after_seconds,
+                    dict(q.worker.node_selector),
+                    [t.model_dump() for t in q.worker.tolerations],
+                ),
+                q.max_workers,
+            )
+            for q in scenario.queues
+        ]
+        self.budget_shortfalls = 0  # world minutes a disruption budget had too few healthy pods
+        self._budgets_met: set[str] = set()
+        self._create(hooks)
+        self.cluster.store.scale_of = self._scale_of
+
+    def _scale_of(self, budget: dict[str, Any]) -> int | None:
+        """The replicas of the deployment a budget selects, as the disruption controller
+        reads them from its scale."""
+        selected = budget["spec"].get("selector", {}).get("matchLabels", {}).get("app")
+        return next(
+            (replicas_at(d.curve, self.minute) for d in self.deployments if d.name == selected),
+            None,
+        )
+
+    def _create(self, hooks: bool) -> None:
+        autoscaling, ec2 = self.box.client("autoscaling"), self.box.client("ec2")
+        for group in self.scenario.groups:
+            launch_configuration(autoscaling, f"{group.name}-lc", group.instance_type)
+            create_group(
+                autoscaling,
+                group.name,
+                region=self.cluster.region,
+                tags={"nodescaler/enabled": "true", "nodescaler/policy": group.policy},
+                min_size=group.min,
+                max_size=group.max,
+                launch_configuration=f"{group.name}-lc",
+            )
+            self.cluster.shapes[group.name] = (
+                group.node.model_dump() if group.node else _shape(ec2, group.instance_type)
+            )
+            self.cluster.labels[group.name] = dict(group.labels)
+            self.cluster.taints[group.name] = [t.model_dump() for t in group.taints]
+            if group.no_capacity:
+                self.box.no_capacity.add(group.name)
+            if group.drain and hooks:
+                self.box.hook(group.name)
+        sqs = self.box.client("sqs")
+        for queue in self.queues:
+            sqs.create_queue(QueueName=queue.queue)
+        for spec in self.scenario.deployments:
+            if spec.disruption_budget:
+                budget = spec.disruption_budget.model_dump(by_alias=True, exclude_none=True)
+                self.cluster.store.put(
+                    "poddisruptionbudgets",
+                    {
+                        "metadata": {"name": spec.name, "namespace": NAMESPACE},
+                        "spec": budget | {"selector": {"matchLabels": {"app": spec.name}}},
+                    },
+                )
+        cloudwatch = self.box.client("cloudwatch")
+        for alarm in self.scenario.alarms:
+            cloudwatch.put_metric_alarm(
+                AlarmName=alarm.name,
+                Namespace="AWS/SQS",
+                MetricName="ApproximateNumberOfMessagesVisible",
+                Dimensions=[{"Name": "QueueName", "Value": alarm.queue}],
+                Statistic="Maximum",
+                Period=60,
+                EvaluationPeriods=alarm.evaluation_periods,
+                Threshold=alarm.threshold,
+                ComparisonOperator=alarm.comparison,
+            )
+
+    def step(self, minute: int) -> None:
+        """The workloads' minute: tasks arrive and are worked, deployments follow their
+        curves, nodes follow the instances, the scheduler binds."""
+        self.minute = minute
+        for queue in self.queues:
+            if arrived := sum(n for at, n in queue.arrivals.items() if minute - 1 < at <= minute):
+                fill_queue(self.box.client("sqs"), queue.queue, arrived, region=self.cluster.region)
+            done = queue.finish(self.cluster.store, self.box.clock.now())
+            _consume(queue.queue, done, self.cluster.region)
+        self.react()
+
+    def react(self) -> None:
+        """What the cluster's controllers do at once: replace lost pods, follow the
+        instances, bind pending pods, count budgets short of healthy pods."""
+        for deployment in self.deployments:
+            deployment.reconcile(self.cluster.store, self.minute)
+        for queue in self.queues:
+            waiting = _messages(queue.queue, self.cluster.region)
+            queue.workers.resize(self.cluster.store, min(waiting, queue.max_workers))
+        self.box.sync(self.react)
+        self.cluster.schedule(self.box.clock.now())
+        self._check_budgets()
+
+    def _check_budgets(self) -> None:
+        for (_, name), budget in self.cluster.store.objects["poddisruptionbudgets"].items():
+            status = self.cluster.store.budget_status(budget)
+            met = status["currentHealthy"] >= status["desiredHealthy"]
+            if met:
+                self._budgets_met.add(name)
+            elif name in self._budgets_met:  # short after it was first met: a disruption
+                self.budget_shortfalls += 1
+
+    def queue_depths(self) -> dict[str, int]:
+        return {q.queue: _messages(q.queue, self.cluster.region) for q in self.queues}
+
+    def pending(self) -> int:
+        return sum(
+            1 for p in self.cluster.store.objects["pods"].values() if not p["spec"].get("nodeName")
+        )
+
+    def reservation(self, group: str) -> tuple[float, float]:
+        """The share of the group's Ready nodes' CPU and memory that pods request, in %."""
+        nodes = {n["metadata"]["name"]: n for n in self.cluster.group_nodes(group)}
+        if not nodes:
+            return 0.0, 0.0
+        used = [
+            requests(p)
+            for p in self.cluster.store.objects["pods"].values()
+            if p["spec"].get("nodeName") in nodes
+        ]
+        rooms = [Room.of(n) for n in nodes.values()]
+        return (
+            100 * sum(c for c, _ in used) / sum(r.cpu for r in rooms),
+            100 * sum(m for _, m in used) / sum(r.memory for r in rooms),
+        )
+
+
+def _shape(ec2: Any, instance_type: str) -> dict[str, str]:
+    """A node's allocatable from its instance type, as EC2 describes it."""
+    described = ec2.describe_instance_types(InstanceTypes=[instance_type])["InstanceTypes"][0]
+    return {
+        "cpu": str(described["VCpuInfo"]["DefaultVCpus"]),
+        "memory": f"{described['MemoryInfo']['SizeInMiB']}Mi",
+        "pods": "110",
+    }
+
+
+def _store(queue: str, region: str) -> Any:
+    """moto's queue, read and worked directly: the workers are the simulated workload, not
+    the product, and through moto's server each receive rescans the whole queue."""
+    return moto_queue(queue, region=region)
+
+
+def _messages(queue: str, region: str) -> int:
+    return len(_store(queue, region)._messages)
+
+
+def _consume(queue: str, tasks: int, region: str) -> None:
+    store = _store(queue, region)
+    del store._messages[: min(tasks, len(store._messages))]
