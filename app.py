@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import aws_cdk as cdk
-from cdk_nag import AwsSolutionsChecks
+from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from nodescaler.errors import SettingsError
 
 from infra.settings import CONTEXT_KEY, load_settings
@@ -29,9 +29,10 @@ def main() -> None:
     except SettingsError as error:
         sys.exit(f"nodescaler: cannot synthesize:\n{error}")
     NodescalerStack(app, "Nodescaler", settings=settings, policies=policies)
-    # AwsSolutions findings are synth errors; the constructs suppress, with reasons, the
-    # few that are intended.
+    # AwsSolutions and Serverless findings are synth errors; the constructs suppress, with
+    # reasons, the few that are intended.
     cdk.Aspects.of(app).add(AwsSolutionsChecks())
+    cdk.Aspects.of(app).add(ServerlessChecks())
     app.synth()
 
 

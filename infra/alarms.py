@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from aws_cdk import Duration
+from aws_cdk import Annotations, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_kms as kms
@@ -25,6 +25,11 @@ from infra.dashboard import MINUTE, system_metric
 from infra.settings import AlarmSettings
 
 FIVE_MINUTES = Duration.minutes(5)
+ALARMS_GO_NOWHERE = (
+    "nodescaler's alarms have no destination: a dead-lettered evaluation, a failed drain or "
+    'a starved group will wake no one. Set "alarms": {"email": ...} or {"topicArn": ...} '
+    "in cdk.json's nodescaler context (README, Deploy)."
+)
 
 
 class Alarms(Construct):
@@ -41,6 +46,8 @@ class Alarms(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.topic = self._topic(settings)
+        if self.topic is None:  # shown by cdk synth and deploy, once for the stack
+            Annotations.of(self).add_warning_v2("nodescaler:alarms-go-nowhere", ALARMS_GO_NOWHERE)
         self.alarms: list[cloudwatch.Alarm] = []
         # Each group reports once per evaluation, at least once a tick: a shorter period
         # would see gaps, and a gap never breaches.

@@ -48,6 +48,7 @@ class DrainFunction:
                 drain_timeout_seconds=drain.timeout_seconds,
                 max_grace_seconds=drain.max_grace_seconds,
                 drain_timeout_result=drain.timeout_result,
+                drain_groups=settings.drain_groups,  # drained though not opted in
                 **shared.common,
             ).environment(),
             memory_mb=512,  # as evaluate: the same packages, and the Kubernetes client
@@ -71,7 +72,9 @@ class DrainFunction:
             permissions.deny_tag_changes(),
             permissions.describe_eks_cluster(settings.cluster_name),
         )
-        shared.cluster_access("DrainClusterAccess", self.lambda_.role)
+        shared.cluster_access(
+            "DrainClusterAccess", self.lambda_.role, kubernetes_group="nodescaler-drain"
+        )
         self.lambda_.run_in_vpc(settings.vpc)
 
         target = events_targets.LambdaFunction(

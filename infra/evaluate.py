@@ -36,6 +36,9 @@ class EvaluateFunction:
                 cluster_max_nodes=limits.max_nodes,
                 cluster_max_vcpus=limits.max_vcpus,
                 cluster_max_memory_gib=limits.max_memory_gib,
+                # a failed request is made visible again within seconds, or dead-lettered
+                evaluation_queue_url=shared.evaluation_queue.queue_url,
+                dead_letter_queue_url=shared.evaluation_dead_letters.queue_url,
                 **shared.capacity,
                 **shared.common,
             ).environment(),
@@ -51,12 +54,14 @@ class EvaluateFunction:
                 max_concurrency=settings.evaluate_concurrency,
             )
         )
+        # A request that retrying cannot help goes to the dead-letter queue at once.
+        shared.evaluation_dead_letters.grant_send_messages(self.lambda_.role)
         self.lambda_.allow(
             permissions.describe_node_groups("DescribeScalingActivities"),
             permissions.write_opted_in_groups(
                 ["SetDesiredCapacity", "SetInstanceProtection"], tags, settings.cluster_name
             ),
-            permissions.resize_eks_node_groups(settings.cluster_name),
+            *permissions.resize_eks_node_groups(settings.cluster_name, tags),
             permissions.deny_tag_changes(),
             permissions.read_cloudwatch_metrics(),
             permissions.read_write_state(shared.table.table_arn),
@@ -65,11 +70,13 @@ class EvaluateFunction:
         if queues is not None:
             self.lambda_.allow(queues)
         if reads_kubernetes or limits.by_size:
-            self.lambda_.allow(*permissions.read_instance_shapes(settings.cluster_name))
+            self.lambda_.allow(*permissions.read_instance_shapes())
         if reads_kubernetes:  # read the cluster and plan for its pending pods
             self.lambda_.allow(
                 permissions.describe_eks_cluster(settings.cluster_name),
                 *permissions.invoke_custom_expanders(settings.expanders),
             )
-            shared.cluster_access("ClusterAccess", self.lambda_.role)
+            shared.cluster_access(
+                "ClusterAccess", self.lambda_.role, kubernetes_group="nodescaler-evaluate"
+            )
         self.lambda_.run_in_vpc(settings.vpc)

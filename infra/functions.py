@@ -29,7 +29,6 @@ from infra.layers import ARCHITECTURE, RUNTIME, Layers
 from infra.settings import DeploySettings, VpcSettings
 
 FUNCTIONS = Path(__file__).resolve().parents[1] / "functions"
-KUBERNETES_GROUP = "nodescaler"  # the group infra/kubernetes/rbac.yaml binds
 
 
 class NodescalerFunction(Construct):
@@ -79,6 +78,8 @@ class NodescalerFunction(Construct):
             timeout=timeout,
             role=self.role,
             log_group=self.log_group,
+            # X-Ray: each invocation's AWS calls, timed (evaluate's latency is the product's)
+            tracing=lambda_.Tracing.ACTIVE,
             environment={
                 **environment,
                 "POWERTOOLS_SERVICE_NAME": SERVICE,
@@ -124,6 +125,7 @@ class Shared:
     layers: Layers
     table: dynamodb.ITableV2
     evaluation_queue: sqs.Queue
+    evaluation_dead_letters: sqs.Queue
 
     @property
     def common(self) -> dict[str, Any]:
@@ -150,13 +152,13 @@ class Shared:
             "max_provision_seconds": backoff.max_provision_seconds,
         }
 
-    def cluster_access(self, construct_id: str, role: iam.IRole) -> None:
-        """The role's Kubernetes identity: the group bound by infra/kubernetes/rbac.yaml."""
+    def cluster_access(self, construct_id: str, role: iam.IRole, kubernetes_group: str) -> None:
+        """The role's Kubernetes identity: a group infra/kubernetes/rbac.yaml binds."""
         eks.CfnAccessEntry(
             self.scope,
             construct_id,
             cluster_name=self.settings.cluster_name,
             principal_arn=role.role_arn,
-            kubernetes_groups=[KUBERNETES_GROUP],
+            kubernetes_groups=[kubernetes_group],
             type="STANDARD",
         )

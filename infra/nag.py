@@ -4,6 +4,7 @@ resources they concern, so any other finding still fails synth."""
 from __future__ import annotations
 
 from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
+from constructs import IConstruct
 
 from infra import permissions
 from infra.dispatch import DispatchFunction
@@ -14,9 +15,9 @@ NO_RESOURCE_LEVEL = NagPackSuppression(
     id="AwsSolutions-IAM5",
     reason="The Describe calls (Auto Scaling groups, instances, scaling activities and "
     "launch configurations, EC2 instance types and launch template versions), "
-    "cloudwatch:GetMetricData and the network-interface actions of a function in a VPC "
-    "support no resource-level permissions; the Deny on ASG tag changes covers every "
-    "group on purpose.",
+    "cloudwatch:GetMetricData, X-Ray's PutTraceSegments and PutTelemetryRecords and the "
+    "network-interface actions of a function in a VPC support no resource-level "
+    "permissions; the Deny on ASG tag changes covers every group on purpose.",
     applies_to=["Resource::*"],
 )
 
@@ -64,9 +65,11 @@ def explain_evaluate(evaluate: EvaluateFunction) -> None:
             ),
             NagPackSuppression(
                 id="AwsSolutions-IAM5",
-                reason="EKS node groups are found at run time: UpdateNodegroupConfig and "
-                "DescribeNodegroup are scoped to the configured cluster's node groups (to "
-                "the account's, when no cluster is configured).",
+                reason="EKS node groups are found at run time: DescribeNodegroup and "
+                "UpdateNodegroupConfig are scoped to the configured cluster's node groups (the "
+                "account's, when no cluster is configured), and UpdateNodegroupConfig further "
+                "to a node group itself tagged as opted in (and for this cluster); the function "
+                "resizes one only after DescribeNodegroup shows the opted-in ASG is its own.",
                 applies_to=[RegexAppliesTo(regex=r"/^Resource::arn:.*:eks:.*:nodegroup\/.*$/g")],
             ),
         ],
@@ -111,3 +114,63 @@ def explain_drain(drain: DrainFunction) -> None:
         ],
         apply_to_children=True,
     )
+
+
+def explain_serverless(
+    dispatch: DispatchFunction,
+    evaluate: EvaluateFunction,
+    drain: DrainFunction | None,
+    evaluation_dead_letters: IConstruct,
+    alarm_topic: IConstruct | None,
+) -> None:
+    """ServerlessChecks' findings that are intended: nodescaler's failures are dead-lettered
+    where they can be read whole, not in the places the pack looks."""
+    on_failure = (
+        "Its asynchronous invocations' failures go to an on-failure destination (a queue of "
+        "its own), which keeps the event, the error and the attempts; a Lambda DLQ would keep "
+        "the event alone."
+    )
+    dead_end = (
+        "It is a dead-letter queue: the end of the line, kept 14 days, on the dashboard and "
+        "alarmed when it is not empty."
+    )
+    reasons: list[tuple[IConstruct, str, str]] = [
+        (dispatch.lambda_.function, "Serverless-LambdaDLQ", on_failure),
+        (
+            evaluate.lambda_.function,
+            "Serverless-LambdaDLQ",
+            "It is invoked by the evaluation queue, whose redrive policy dead-letters an "
+            "evaluation after maxReceiveCount receives; a Lambda DLQ serves only asynchronous "
+            "invocations.",
+        ),
+        (
+            evaluate.lambda_.function,
+            "Serverless-LambdaEventSourceMappingDestination",
+            "An event source mapping's on-failure destination is for streams and Kafka; for "
+            "an SQS source the queue's redrive policy is the destination, and a failed "
+            "record returns to the queue within seconds (partial batch failures).",
+        ),
+        *(
+            (queue, "Serverless-SQSRedrivePolicy", dead_end)
+            for queue in (evaluation_dead_letters, dispatch.dead_letters)
+        ),
+    ]
+    if drain is not None:
+        reasons += [
+            (drain.lambda_.function, "Serverless-LambdaDLQ", on_failure),
+            (drain.dead_letters, "Serverless-SQSRedrivePolicy", dead_end),
+        ]
+    if alarm_topic is not None:
+        reasons.append(
+            (
+                alarm_topic,
+                "Serverless-SNSRedrivePolicy",
+                "The alarm topic's subscribers are people: SNS retries a failed delivery, and "
+                "every alarm's state stays in CloudWatch and on the dashboard; a queue of "
+                "undelivered alarm emails would alert no one.",
+            )
+        )
+    for resource, rule, reason in reasons:
+        NagSuppressions.add_resource_suppressions(
+            resource, [NagPackSuppression(id=rule, reason=reason)], apply_to_children=True
+        )

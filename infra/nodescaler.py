@@ -73,7 +73,13 @@ class Nodescaler(Construct):
             ),
         )
         shared = Shared(
-            self, settings, self.policies, self.layers, self.state.table, self.evaluation_queue
+            self,
+            settings,
+            self.policies,
+            self.layers,
+            self.state.table,
+            self.evaluation_queue,
+            self.evaluation_dlq,
         )
         self.dispatch = DispatchFunction(
             shared,
@@ -117,6 +123,9 @@ class Nodescaler(Construct):
         nag.explain_evaluate(self.evaluate)
         if self.drain is not None:
             nag.explain_drain(self.drain)
+        nag.explain_serverless(
+            self.dispatch, self.evaluate, self.drain, self.evaluation_dlq, self.alarms.topic
+        )
 
     @property
     def lambdas(self) -> dict[str, NodescalerFunction]:

@@ -84,14 +84,24 @@ def deny_tag_changes() -> iam.PolicyStatement:
     )
 
 
-def resize_eks_node_groups(cluster_name: str) -> iam.PolicyStatement:
+def resize_eks_node_groups(cluster_name: str, tags: TagNames) -> list[iam.PolicyStatement]:
+    """Read any node group of the cluster (its ASGs, to confirm the opted-in ASG is one of
+    them; its instance types); resize only one that is itself tagged as opted in (and for
+    this cluster): an ASG's `eks:nodegroup-name` tag alone must not be enough to resize
+    another node group. EKS evaluates aws:ResourceTag on the node group."""
     cluster = cluster_name or "*"  # no cluster configured: any cluster's node groups
-    return iam.PolicyStatement(
-        actions=["eks:UpdateNodegroupConfig"],
-        resources=[
-            f"arn:{Aws.PARTITION}:eks:{Aws.REGION}:{Aws.ACCOUNT_ID}:nodegroup/{cluster}/*/*"
-        ],
-    )
+    node_groups = f"arn:{Aws.PARTITION}:eks:{Aws.REGION}:{Aws.ACCOUNT_ID}:nodegroup/{cluster}/*/*"
+    conditions: dict[str, dict[str, str]] = {
+        "StringEqualsIgnoreCase": {f"aws:ResourceTag/{tags.enabled}": "true"}
+    }
+    if cluster_name:
+        conditions["StringEquals"] = {f"aws:ResourceTag/{tags.cluster}": cluster_name}
+    return [
+        iam.PolicyStatement(actions=["eks:DescribeNodegroup"], resources=[node_groups]),
+        iam.PolicyStatement(
+            actions=["eks:UpdateNodegroupConfig"], resources=[node_groups], conditions=conditions
+        ),
+    ]
 
 
 def queue_arn(queue: str) -> str:
@@ -144,11 +154,10 @@ def describe_eks_cluster(cluster_name: str) -> iam.PolicyStatement:
     )
 
 
-def read_instance_shapes(cluster_name: str) -> list[iam.PolicyStatement]:
+def read_instance_shapes() -> list[iam.PolicyStatement]:
     """A group's instance type and its size: for a group at zero, and for cluster-wide vCPU
     and memory limits. The Describe calls have no resource-level scope; an EKS managed node
-    group's instance types are read from its cluster's node groups."""
-    cluster = cluster_name or "*"  # no cluster configured: any cluster's node groups
+    group's instance types are read with DescribeNodegroup (`resize_eks_node_groups`)."""
     return [
         iam.PolicyStatement(
             actions=[
@@ -157,12 +166,6 @@ def read_instance_shapes(cluster_name: str) -> list[iam.PolicyStatement]:
                 "autoscaling:DescribeLaunchConfigurations",
             ],
             resources=["*"],
-        ),
-        iam.PolicyStatement(
-            actions=["eks:DescribeNodegroup"],
-            resources=[
-                f"arn:{Aws.PARTITION}:eks:{Aws.REGION}:{Aws.ACCOUNT_ID}:nodegroup/{cluster}/*/*"
-            ],
         ),
     ]
 

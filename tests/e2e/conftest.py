@@ -8,7 +8,7 @@ import logging
 import shutil
 import uuid
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -52,9 +52,11 @@ class Deployment:
         calls.watch(self.clients.eks)
         make_state_table(TABLE)
         self.queue_url = make_evaluation_queue()
+        self.dead_letter_url = self.queue_url.replace(".fifo", "-dlq.fifo")
         environment = {
             "STATE_TABLE_NAME": TABLE,
             "EVALUATION_QUEUE_URL": self.queue_url,
+            "DEAD_LETTER_QUEUE_URL": self.dead_letter_url,
             "POLICIES_PATH": str(policies),
         } | (environment or {})
         self.dispatch_settings = DispatchSettings.from_environment(environment)
@@ -65,8 +67,10 @@ class Deployment:
         """The functions as `cdk deploy` leaves them: wired from settings, policies loaded."""
         self.dispatcher = wiring.dispatcher(self.dispatch_settings, self.clients, self.clock)
         self.evaluator = wiring.evaluator(self.evaluate_settings, self.clients, self.clock)
+        self.redelivery = wiring.redelivery(self.evaluate_settings, self.clients)
+        handler = partial(evaluate.handler, evaluator=self.evaluator, redelivery=self.redelivery)
         self.evaluations = SqsEventSource(
-            self.clients.sqs, self.queue_url, partial(evaluate.handler, evaluator=self.evaluator)
+            self.clients.sqs, self.queue_url, handler, clock=self.clock
         )
 
     def dispatch(self, incoming: dict[str, Any]) -> dict[str, Any]:
@@ -84,13 +88,17 @@ class Deployment:
                 time=self.clock.now().isoformat().replace("+00:00", "Z"),
             )
         )
-        return self.evaluations.drain()
+        return self.evaluations.drain(wait=self.wait)
+
+    def wait(self, delay: timedelta) -> None:
+        """Time passes while a failed evaluation waits to be tried again."""
+        self.clock.advance(seconds=delay.total_seconds())
 
     def dead_letters(self) -> list[dict[str, Any]]:
         sqs = self.clients.sqs
-        url = self.queue_url.replace(".fifo", "-dlq.fifo")
+        url = self.dead_letter_url
         messages: list[dict[str, Any]] = sqs.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=10
+            QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
         ).get("Messages", [])
         return messages
 

@@ -304,28 +304,35 @@ def _throttle_group(group: str) -> Any:
     return hook
 
 
-def test_a_malformed_evaluation_message_is_dead_lettered_and_the_rest_of_the_batch_completes(
+def test_a_malformed_evaluation_message_is_dead_lettered_at_once_and_holds_up_nothing(
     deployment: Deployment, output: Any
 ) -> None:
     make_asg("gpu", tags=GPU, max_size=600)
     training_tasks(40)
+    # A malformed request in the gpu group's own FIFO stream, before the tick's request:
+    # retrying it cannot help, and the request behind it must not wait for it, nor die with it.
     client("sqs").send_message(
         QueueUrl=deployment.queue_url,
         MessageBody='{"node_group": "gpu", "cause": "tick"}',
-        MessageGroupId="junk",
+        MessageGroupId="gpu",
         MessageDeduplicationId="junk-1",
     )
 
-    deployment.tick()
+    deliveries = deployment.tick()
 
     assert desired_capacity("gpu") == 10
+    assert sum(d.received for d in deliveries) == 2  # each received once: no retry
     (dead,) = deployment.dead_letters()
     assert dead["Body"] == '{"node_group": "gpu", "cause": "tick"}'
+    assert dead["MessageAttributes"]["reason"]["StringValue"].startswith(
+        "malformed evaluation message"
+    )
     printed = output()
-    errors = printed.messages("ERROR")
-    assert len(errors) == 3
-    assert "body.event_id: Field required; body.requested_at: Field required" in errors[0]
-    assert printed.metric("MalformedEvents") == [1, 1, 1]
+    (malformed, moved) = printed.messages("ERROR")
+    assert "body.event_id: Field required; body.requested_at: Field required" in malformed
+    assert "moved to the dead-letter queue, not retried" in moved
+    assert printed.metric("MalformedEvents") == [1]
+    assert printed.metric("DeadLettered") == [1]
 
 
 def test_a_malformed_eventbridge_event_fails_the_invocation_naming_the_field(

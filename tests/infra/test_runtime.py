@@ -10,7 +10,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Annotations, Match, Template
-from cdk_nag import AwsSolutionsChecks
+from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from nodescaler.config import DispatchSettings, DrainSettings, EvaluateSettings
 from nodescaler.events.dispatch import ScheduledEvent, parse_dispatch_event
 
@@ -413,6 +413,7 @@ def test_cluster_limits_and_backoff_in_the_context_reach_the_functions() -> None
 # What CloudFormation puts where the template has a reference.
 DEPLOYED = {
     "<NodescalerEvaluations": "https://sqs.eu-west-1.amazonaws.com/123456789012/e.fifo",
+    "<NodescalerEvaluationDeadLetters": "https://sqs.eu-west-1.amazonaws.com/123456789012/d.fifo",
     "<NodescalerStateTable": "nodescaler-state",
 }
 
@@ -584,12 +585,13 @@ def test_evaluate_may_read_the_cluster_it_is_given_access_to(template: Template)
         ":eks:<AWS::Region>:<AWS::AccountId>:cluster/my-cluster"
     )
     entries = [e["Properties"] for e in resources(template, "AWS::EKS::AccessEntry").values()]
-    assert sorted(render(e["PrincipalArn"])[:19] for e in entries) == [
-        "<NodescalerDrainRol",
-        "<NodescalerEvaluate",
-    ]
-    for entry in entries:  # the group infra/kubernetes/rbac.yaml binds
-        assert (entry["ClusterName"], entry["KubernetesGroups"]) == ("my-cluster", ["nodescaler"])
+    groups = {  # each role in a group of its own, as infra/kubernetes/rbac.yaml binds them
+        render(e["PrincipalArn"])[:19]: (e["ClusterName"], e["KubernetesGroups"]) for e in entries
+    }
+    assert groups == {
+        "<NodescalerDrainRol": ("my-cluster", ["nodescaler-drain"]),
+        "<NodescalerEvaluate": ("my-cluster", ["nodescaler-evaluate"]),
+    }
 
 
 def test_cluster_vcpu_and_memory_limits_let_evaluate_size_instances_even_without_a_cluster(
@@ -626,26 +628,131 @@ def test_with_a_vpc_the_functions_that_reach_the_cluster_run_in_its_subnets() ->
     assert "VpcConfig" not in function(template, "dispatch")
 
 
-def test_the_rbac_manifest_grants_only_what_nodescaler_uses() -> None:
+def kubernetes_manifests() -> list[dict[str, Any]]:
     import yaml
 
-    role, binding = yaml.safe_load_all((REPO / "infra" / "kubernetes" / "rbac.yaml").read_text())
-    granted = {
-        (group, resource, verb)
-        for rule in role["rules"]
-        for group in rule["apiGroups"]
+    return [
+        document
+        for path in sorted((REPO / "infra" / "kubernetes").glob("*.yaml"))
+        for document in yaml.safe_load_all(path.read_text())
+    ]
+
+
+def granted_to(group: str) -> set[tuple[str, str, str]]:
+    """(API group, resource, verb) the manifests grant a Kubernetes group."""
+    manifests = kubernetes_manifests()
+    roles = {m["metadata"]["name"]: m for m in manifests if m["kind"] == "ClusterRole"}
+    return {
+        (api_group, resource, verb)
+        for binding in manifests
+        if binding["kind"] == "ClusterRoleBinding"
+        and {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}
+        in binding["subjects"]
+        for rule in roles[binding["roleRef"]["name"]]["rules"]
+        for api_group in rule["apiGroups"]
         for resource in rule["resources"]
         for verb in rule["verbs"]
     }
-    assert granted == {
-        *(("", r, v) for r in ("nodes", "pods") for v in ("get", "list", "watch")),
-        *(("policy", "poddisruptionbudgets", v) for v in ("get", "list", "watch")),
+
+
+def test_evaluate_may_only_read_the_cluster() -> None:
+    assert granted_to("nodescaler-evaluate") == {
+        ("", resource, verb) for resource in ("nodes", "pods") for verb in ("get", "list", "watch")
+    }
+
+
+def test_the_drain_may_find_cordon_and_evict_and_nothing_else() -> None:
+    assert granted_to("nodescaler-drain") == {
+        ("", "nodes", "get"),
+        ("", "nodes", "list"),
         ("", "nodes", "patch"),
+        ("", "pods", "list"),
         ("", "pods/eviction", "create"),
     }
-    assert binding["subjects"] == [
-        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "nodescaler"}
+
+
+def test_the_groups_the_stack_names_are_the_groups_the_manifests_bind(template: Template) -> None:
+    entries = resources(template, "AWS::EKS::AccessEntry").values()
+    named = {group for e in entries for group in e["Properties"]["KubernetesGroups"]}
+    bound = {
+        subject["name"]
+        for m in kubernetes_manifests()
+        if m["kind"] == "ClusterRoleBinding"
+        for subject in m["subjects"]
+    }
+    assert named == bound
+
+
+# The admission policy is CEL; cel-python evaluates it as the API server would.
+NODE = {
+    "metadata": {"name": "ip-10-0-1-5", "labels": {"pool": "web"}, "annotations": {"a": "1"}},
+    "spec": {"providerID": "aws:///us-east-1a/i-0abc", "podCIDRs": ["10.1.0.0/24"]},
+}
+
+
+def admitted(new: dict[str, Any], groups: tuple[str, ...] = ("nodescaler-drain",)) -> list[str]:
+    """The messages of the validations a node update fails; ["not matched"] when the
+    policy does not apply to the user."""
+    import celpy
+    from celpy import json_to_cel
+
+    policy, binding = (
+        m for m in kubernetes_manifests() if m["kind"].startswith("ValidatingAdmissionPolicy")
+    )
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert binding["spec"]["validationActions"] == ["Deny"]
+    spec = policy["spec"]
+    assert spec["matchConstraints"]["resourceRules"] == [
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["nodes"]}
     ]
+    environment = celpy.Environment()
+    activation = {
+        "object": json_to_cel(new),
+        "oldObject": json_to_cel(NODE),
+        "request": json_to_cel({"userInfo": {"groups": list(groups)}}),
+    }
+
+    def holds(expression: str) -> bool:
+        return bool(environment.program(environment.compile(expression)).evaluate(activation))
+
+    if not all(holds(condition["expression"]) for condition in spec["matchConditions"]):
+        return ["not matched"]
+    return [v["message"] for v in spec["validations"] if not holds(v["expression"])]
+
+
+def patched(**changes: Any) -> dict[str, Any]:
+    node = json.loads(json.dumps(NODE))
+    for path, value in changes.items():
+        section, field = path.split("__")
+        node[section][field] = value
+    return node
+
+
+def test_the_drain_may_cordon_and_uncordon_a_node() -> None:
+    assert admitted(patched(spec__unschedulable=True)) == []
+    assert admitted(patched(spec__unschedulable=False)) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "refused"),
+    [
+        ({"spec__taints": [{"key": "x", "effect": "NoExecute"}]}, "taints"),
+        ({"metadata__labels": {"pool": "batch"}}, "labels"),
+        ({"metadata__annotations": {}}, "annotations"),
+        ({"metadata__finalizers": ["keep"]}, "finalizers"),
+        ({"metadata__ownerReferences": [{"kind": "X", "name": "y"}]}, "owners"),
+        ({"spec__providerID": "aws:///us-east-1a/i-0def"}, "only spec.unschedulable"),
+        ({"spec__podCIDRs": []}, "only spec.unschedulable"),
+    ],
+)
+def test_the_drain_may_change_nothing_else_of_a_node(change: dict[str, Any], refused: str) -> None:
+    messages = admitted(patched(**change, spec__unschedulable=True))
+    assert len(messages) == 1 and messages[0].endswith(refused)
+
+
+def test_the_admission_policy_leaves_every_other_user_alone() -> None:
+    tainted = patched(spec__taints=[{"key": "x", "effect": "NoExecute"}])
+    assert admitted(tainted, groups=("system:nodes", "nodescaler-evaluate")) == ["not matched"]
 
 
 # --- what operators see ---------------------------------------------------------------
@@ -785,22 +892,93 @@ def test_with_a_topic_arn_the_alarms_notify_that_topic() -> None:
     ],
     ids=["sample", "everything-set"],
 )
-def test_cdk_nag_aws_solutions_finds_nothing_unsuppressed(overrides: dict[str, Any]) -> None:
+def test_cdk_nag_finds_nothing_unsuppressed(overrides: dict[str, Any]) -> None:
     assert nag_findings(**overrides) == []
 
 
-def test_cdk_nag_aws_solutions_finds_nothing_unsuppressed_without_a_cluster(
+def test_cdk_nag_finds_nothing_unsuppressed_without_a_cluster(
     no_cluster: dict[str, Any],
 ) -> None:
     assert nag_findings(**no_cluster, clusterLimits={"maxMemoryGib": 4096}) == []
 
 
 def nag_findings(**overrides: Any) -> list[str]:
+    """AwsSolutions' and ServerlessChecks' findings, as app.py runs them."""
     stack = synth_stack(**overrides)
     cdk.Aspects.of(stack).add(AwsSolutionsChecks())
+    cdk.Aspects.of(stack).add(ServerlessChecks())
     annotations = Annotations.from_stack(stack)
     findings = [
-        *annotations.find_error("*", Match.string_like_regexp("AwsSolutions-.*")),
-        *annotations.find_warning("*", Match.string_like_regexp("AwsSolutions-.*")),
+        *annotations.find_error("*", Match.string_like_regexp("(AwsSolutions|Serverless)-.*")),
+        *annotations.find_warning("*", Match.string_like_regexp("(AwsSolutions|Serverless)-.*")),
     ]
     return [f"{f.id}: {f.entry.data}" for f in findings]
+
+
+def test_every_function_is_traced(template: Template) -> None:
+    for folder in ("dispatch", "evaluate", "drain"):
+        assert function(template, folder)["TracingConfig"] == {"Mode": "Active"}
+
+
+def test_alarms_with_no_destination_warn_once_and_with_one_do_not() -> None:
+    def warnings(**overrides: Any) -> list[str]:
+        found = Annotations.from_stack(synth_stack(**overrides)).find_warning(
+            "*", Match.string_like_regexp(".*alarms have no destination.*")
+        )
+        return [f.id for f in found]
+
+    assert warnings() == ["/Test/Nodescaler/Alarms"]
+    assert warnings(alarms={"email": "ops@example.com"}) == []
+    assert warnings(alarms={"topicArn": "arn:aws:sns:us-east-1:123456789012:pager"}) == []
+
+
+def test_an_evaluation_outlives_its_retries_and_its_dead_letter_outlives_it(
+    template: Template,
+) -> None:
+    queues = resources(template, "AWS::SQS::Queue")
+    (evaluations,) = (
+        q["Properties"]
+        for q in queues.values()
+        if "RedrivePolicy" in q["Properties"] and q["Properties"].get("FifoQueue")
+    )
+    receives = evaluations["RedrivePolicy"]["maxReceiveCount"]
+    retention = evaluations["MessageRetentionPeriod"]
+    assert retention >= receives * evaluations["VisibilityTimeout"]
+    for queue in queues.values():  # every dead-letter queue keeps longer than its sources
+        assert queue["Properties"]["MessageRetentionPeriod"] >= retention
+
+
+# --- trust: what a compromised or mistaken tag cannot reach ---------------------------
+
+
+def test_an_eks_node_group_is_resized_only_when_it_is_itself_tagged_as_opted_in() -> None:
+    statements = role_statements(synth(clusterName="prod"), "evaluate")
+    resize = statement_for(statements, "eks:UpdateNodegroupConfig")
+    assert resize["Condition"] == {
+        "StringEqualsIgnoreCase": {"aws:ResourceTag/nodescaler/enabled": "true"},
+        "StringEquals": {"aws:ResourceTag/nodescaler/cluster": "prod"},
+    }
+    assert render(resize["Resource"]).endswith(":nodegroup/prod/*/*")
+    # reading is not conditioned: it is how the function checks which ASGs a group owns
+    describe = statement_for(statements, "eks:DescribeNodegroup")
+    assert "Condition" not in describe
+
+
+def test_evaluate_sets_aside_what_retrying_cannot_help_and_reschedules_the_rest(
+    template: Template,
+) -> None:
+    variables = environment(template, "evaluate")
+    assert variables["EVALUATION_QUEUE_URL"].startswith("<NodescalerEvaluations")
+    assert variables["DEAD_LETTER_QUEUE_URL"].startswith("<NodescalerEvaluationDeadLetters")
+    statements = role_statements(template, "evaluate")
+    sent_to = [render(s["Resource"]) for s in statements_for(statements, "sqs:SendMessage")]
+    assert [re.sub(r"[0-9A-F]{8}\.Arn>$", "", r) for r in sent_to] == [
+        "<NodescalerEvaluationDeadLetters"
+    ]
+    consume = statement_for(statements, "sqs:ChangeMessageVisibility")
+    assert render(consume["Resource"]).startswith("<NodescalerEvaluations")
+
+
+def test_the_drain_knows_the_groups_the_stack_hooked_by_name() -> None:
+    variables = environment(synth(drainGroups=["web", "batch"]), "drain")
+    assert json.loads(variables["DRAIN_GROUPS"]) == ["web", "batch"]

@@ -327,6 +327,7 @@ class Pipeline:
         environment = {
             "STATE_TABLE_NAME": TABLE,
             "EVALUATION_QUEUE_URL": self.queue_url,
+            "DEAD_LETTER_QUEUE_URL": self.queue_url.replace(".fifo", "-dlq.fifo"),
             "POLICIES_PATH": str(policies),
         }
         # Each function its own clients, as each Lambda function has (and its own retry quota).
@@ -334,23 +335,26 @@ class Pipeline:
         self.dispatcher = wiring.dispatcher(
             DispatchSettings.from_environment(environment),
             wiring.AwsClients(session, endpoint_url=endpoint),
+            self.clock,
         )
         clients = wiring.AwsClients(session, endpoint_url=endpoint)
         self.refusal = CountingRefusal(world("autoscaling"))
         clients.autoscaling.meta.events.register(
             "before-call.auto-scaling.SetDesiredCapacity", self.refusal
         )
-        self.evaluator = wiring.evaluator(
-            EvaluateSettings.from_environment(environment), clients, self.clock
-        )
+        evaluate_settings = EvaluateSettings.from_environment(environment)
+        self.evaluator = wiring.evaluator(evaluate_settings, clients, self.clock)
+        redelivery = wiring.redelivery(evaluate_settings, clients)
         self._dispatch = load_handler("dispatch").handler
         evaluate = load_handler("evaluate").handler
         self.ledger = Ledger()
         self.source = SqsEventSource(
             world("sqs"),
             self.queue_url,
-            self.ledger.wrap(partial(evaluate, evaluator=self.evaluator)),
+            self.ledger.wrap(partial(evaluate, evaluator=self.evaluator, redelivery=redelivery)),
+            clock=self.clock,
         )
+        self.source.watch(clients.sqs)  # the function asks for its retries' delays
         self.sample = json.loads((ROOT / "events" / "schedule-tick.json").read_text())
         self.dispatched: list[str] = []  # event ids of the ticks that queued their groups
         self.undispatched = 0

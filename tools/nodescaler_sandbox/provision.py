@@ -36,7 +36,8 @@ def create_evaluation_queue(sqs: Any, name: str, *, max_receive_count: int = 3) 
         "deadLetterTargetArn": dlq_arn["Attributes"]["QueueArn"],
         "maxReceiveCount": max_receive_count,
     }
-    attributes = fifo | {"RedrivePolicy": json.dumps(redrive), "VisibilityTimeout": "120"}
+    # Six times the evaluate function's timeout, as infra sets it (SQS's advice for Lambda).
+    attributes = fifo | {"RedrivePolicy": json.dumps(redrive), "VisibilityTimeout": "360"}
     return str(sqs.create_queue(QueueName=f"{name}.fifo", Attributes=attributes)["QueueUrl"])
 
 

@@ -212,6 +212,7 @@ class Sandbox:
         self.environment = {
             "STATE_TABLE_NAME": TABLE,
             "EVALUATION_QUEUE_URL": self.queue_url,
+            "DEAD_LETTER_QUEUE_URL": self.queue_url.replace(".fifo", "-dlq.fifo"),
             "POLICIES_PATH": str(self.policies),
             "KUBECONFIG_PATH": str(kubeconfig),
         } | self._environment
@@ -221,11 +222,11 @@ class Sandbox:
         self.clients = clients
         self.handlers = {name: load_handler(name) for name in ("dispatch", "evaluate", "drain")}
         self.dispatcher = wiring.dispatcher(
-            DispatchSettings.from_environment(self.environment), clients
+            DispatchSettings.from_environment(self.environment), clients, self.clock
         )
-        self.evaluator = wiring.evaluator(
-            EvaluateSettings.from_environment(self.environment), clients, self.clock
-        )
+        evaluate_settings = EvaluateSettings.from_environment(self.environment)
+        self.evaluator = wiring.evaluator(evaluate_settings, clients, self.clock)
+        redelivery = wiring.redelivery(evaluate_settings, clients)
         self.drainer = wiring.drainer(
             DrainSettings.from_environment(self.environment), clients, self.clock, self.clock.sleep
         )
@@ -233,8 +234,9 @@ class Sandbox:
             clients.sqs,
             self.queue_url,
             lambda event, context: self.handlers["evaluate"].handler(
-                event, context, evaluator=self.evaluator
+                event, context, evaluator=self.evaluator, redelivery=redelivery
             ),
+            clock=self.clock,
         )
         self.state = self.evaluator.state
 
