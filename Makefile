@@ -53,6 +53,9 @@ demo: setup ## Run the scenarios on the local sandbox (SCENARIO=file.yaml for on
 bench: setup ## Measure speed and memory; figures in out/bench/results.json
 	$(BIN)/python -m nodescaler_bench
 
+mutate: setup ## Mutation-test domain/ and the state claim (mutmut); the score in out/mutate
+	$(BIN)/python -m nodescaler_bench.mutation
+
 lock: ## Re-resolve requirements/lock.txt, then the Lambda layer's pins from it (needs the network)
 	$(BIN)/pip install --quiet uv
 	cd requirements && ../$(BIN)/uv pip compile ../pyproject.toml --extra dev --generate-hashes \

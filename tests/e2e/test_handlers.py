@@ -349,3 +349,25 @@ def test_a_malformed_eventbridge_event_fails_the_invocation_naming_the_field(
         "state change or an Auto Scaling launch failure: CloudWatch Alarm State Change.detail."
         "alarmName: Field required"
     ]
+
+
+def test_a_failed_evaluation_shows_again_within_seconds_not_after_the_visibility_timeout(
+    deployment: Deployment, output: Any
+) -> None:
+    make_asg("throttled", tags=GPU, max_size=600)
+    training_tasks(40)
+    deployment.clients.autoscaling.meta.events.register(
+        "before-call.auto-scaling.SetDesiredCapacity", _throttle_group("throttled")
+    )
+    waited: list[float] = []
+    pass_time = deployment.wait
+    deployment.wait = lambda delay: (waited.append(delay.total_seconds()), pass_time(delay))[1]
+
+    deliveries = deployment.tick()
+
+    # Tried again after 5 s, then 10 s (the queue's timeout is 360 s); 20 s after the third
+    # failure the queue moves it to its dead-letter queue: the group's stream is held up
+    # 35 s, not the 18 minutes three timeouts would take.
+    assert [len(d.failed) for d in deliveries] == [1, 1, 1]
+    assert waited == [5.0, 10.0, 20.0]
+    assert len(deployment.dead_letters()) == 1

@@ -586,3 +586,15 @@ def test_the_same_inputs_give_the_same_decision() -> None:
     first = run(GPU_BURST, 3, readings(jobs=100))
     second = run(GPU_BURST, 3, readings(jobs=100))
     assert first == second
+
+
+def test_the_reason_names_the_metric_that_asks_most_and_every_broken_one() -> None:
+    three = policy(queue_metric("jobs", 4), queue_metric("mail", 10), queue_metric("sms", 10))
+    assert run(three, 5, readings(jobs=40, mail=150, sms=20)).decision.reason == (
+        "scale up 5 → 15 | mail: 150 against 10/replica → 15"
+    )
+    assert run(three, 5, readings(jobs=8)).decision.reason == (
+        "hold at 5 | jobs: 8 against 4/replica → 2 | mail missing: no reading was produced; "
+        "sms missing: no reading was produced | a metric is missing, stale or invalid, so no "
+        "scale-in"
+    )

@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 from nodescaler.adapters.policy_files import load_policies
 from nodescaler.domain.documents import field_path, parse_policy
-from nodescaler.domain.policy import DEFAULT_SCALE_DOWN, DEFAULT_SCALE_UP, SelectPolicy
+from nodescaler.domain.policy import (
+    DEFAULT_SCALE_DOWN,
+    DEFAULT_SCALE_UP,
+    METRIC_TYPES,
+    SelectPolicy,
+)
 from nodescaler.errors import PolicyError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -491,3 +496,48 @@ behavior:
 )
 def test_field_paths_leave_out_the_union_tag(loc: tuple[int | str, ...], path: str) -> None:
     assert field_path(loc) == path
+
+
+def problems(text: str) -> tuple[str, tuple[str, ...]]:
+    with pytest.raises(PolicyError) as raised:
+        parse_policy(text, "p.yaml")
+    return raised.value.source, raised.value.problems
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            VALID.replace("minReplicas: 0", "minReplicas: 0\n  colour: red"),
+            "p.yaml: spec.colour: unknown field",
+        ),
+        (
+            VALID.replace("  maxReplicas: 10\n", ""),
+            "p.yaml: spec.maxReplicas: required field is missing",
+        ),
+        (
+            VALID.replace("type: SQSQueue", "type: Kafka"),
+            "p.yaml: spec.metrics[0]: unknown metric type 'Kafka' (use one of "
+            + ", ".join(METRIC_TYPES)
+            + ")",
+        ),
+        (
+            "spec: [\n",
+            "p.yaml: line 2, column 1: expected the node content, but found '<stream end>'",
+        ),
+        ("", "p.yaml: (document): expected a NodeGroupPolicy mapping, got empty"),
+        ("- 1\n", "p.yaml: (document): expected a NodeGroupPolicy mapping, got a list"),
+        (
+            "a: 1\n\x00",
+            "p.yaml: (document): unacceptable character #x0000: special characters "
+            'are not allowed\n  in "<unicode string>", position 5',
+        ),
+    ],
+)
+def test_each_problem_is_one_exact_line_naming_the_file_and_where(text: str, problem: str) -> None:
+    assert problems(text) == ("p.yaml", (problem,))
+
+
+def test_a_validators_own_message_is_shown_without_pydantics_prefix() -> None:
+    _, (problem,) = problems(VALID.replace("minReplicas: 0", "minReplicas: 20"))
+    assert problem == "p.yaml: spec.maxReplicas: maxReplicas (10) is below minReplicas (20)"

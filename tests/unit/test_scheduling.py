@@ -143,10 +143,18 @@ def test_a_template_from_a_live_node_drops_its_name_and_daemon_set_share() -> No
         schedulable=True,
         allocatable=Resources(4000, 16 * GIB, 110),
         labels={"kubernetes.io/hostname": "ip-1", "team": "web"},
+        taints=(Taint("dedicated", "web", "NoSchedule"),),
+        extended={"nvidia.com/gpu": 1},
     )
-    template = NodeTemplate.from_node("ng", node, daemon_sets=Resources(500, GIB, 3))
-    assert template.allocatable == Resources(3500, 15 * GIB, 107)
-    assert template.labels == {"team": "web"}
+    template = NodeTemplate.from_node("web-asg", node, daemon_sets=Resources(500, GIB, 3))
+    assert template == NodeTemplate(
+        "web-asg",
+        Resources(3500, 15 * GIB, 107),
+        {"team": "web"},
+        (Taint("dedicated", "web", "NoSchedule"),),
+        "node ip-1",
+        {"nvidia.com/gpu": 1},
+    )
 
 
 def test_a_template_for_a_group_at_zero_comes_from_its_instance_type_and_tags() -> None:
@@ -229,3 +237,67 @@ def test_a_gpu_instance_type_at_zero_offers_its_gpus_and_tags_can_add_resources(
 def test_pods_whose_requests_cannot_be_read_are_not_planned_for() -> None:
     broken = Pod("d", "x", None, Resources(pods=1), unschedulable=True, problem="bad quantity")
     assert pending([broken], expendable_priority_cutoff=-10) == []
+
+
+TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template/"
+
+
+def test_resource_tags_override_what_the_instance_type_gives_and_name_the_source() -> None:
+    template = template_from_instance_type(
+        "ng",
+        InstanceShape("m5.large", 2, 8192),
+        {
+            f"{TEMPLATE_TAG}resources/cpu": "1500m",
+            f"{TEMPLATE_TAG}resources/memory": "4Gi",
+            f"{TEMPLATE_TAG}resources/ephemeral-storage": "20Gi",  # standard: not extended
+            f"{TEMPLATE_TAG}resources/hugepages-2Mi": "8",
+        },
+        {},
+    )
+    assert template.allocatable == Resources(1500, 4 * GIB, 110)
+    assert template.extended == {}
+    assert template.source == "instance type m5.large and its tags"
+    assert (template.group, template.labels["kubernetes.io/arch"]) == ("ng", "amd64")
+
+
+def test_without_tags_a_small_instance_has_the_default_pods_and_never_negative_memory() -> None:
+    small = template_from_instance_type("ng", InstanceShape("t4g.nano", 2, 512, "arm64"), {}, {})
+    # 2 cores less 70m kube-reserved; 512 MiB is less than 255 + 11 × 110 + 100 MiB
+    assert small.allocatable == Resources(2000 - 70, 0, 110)
+    assert small.taints == () and small.extended == {}
+    large = template_from_instance_type("ng", InstanceShape("m5.large", 2, 8192), {}, {})
+    assert large.allocatable.memory_bytes == (8192 - 255 - 1210 - 100) * 2**20
+
+
+@pytest.mark.parametrize(
+    ("value", "taint"),
+    [
+        ("batch:NoExecute", Taint("gpu", "batch", "NoExecute")),
+        ("batch:", Taint("gpu", "batch", "NoSchedule")),
+        ("batch", Taint("gpu", "batch", "NoSchedule")),
+        (":PreferNoSchedule", Taint("gpu", "", "PreferNoSchedule")),
+    ],
+)
+def test_a_taint_tag_is_value_colon_effect_no_schedule_when_it_names_none(
+    value: str, taint: Taint
+) -> None:
+    tags = {f"{TEMPLATE_TAG}taint/gpu": value}
+    template = template_from_instance_type("ng", InstanceShape("m5.large", 2, 8192), tags, {})
+    assert template.taints == (taint,)
+
+
+def test_a_malformed_resource_tag_is_refused_naming_the_tag() -> None:
+    with pytest.raises(QuantityError, match=f"^tag {TEMPLATE_TAG}resources/cpu: "):
+        template_from_instance_type(
+            "ng", InstanceShape("m5.large", 2, 8192), {f"{TEMPLATE_TAG}resources/cpu": "x"}, {}
+        )
+
+
+def test_resources_add_subtract_never_below_zero_cover_and_take_the_larger() -> None:
+    a, b = Resources(1000, 4 * GIB, 3), Resources(250, 8 * GIB, 1)
+    assert a + b == Resources(1250, 12 * GIB, 4)
+    assert a - b == Resources(750, 0, 2)
+    assert b - a == Resources(0, 4 * GIB, 0)
+    assert a.max(b) == b.max(a) == Resources(1000, 8 * GIB, 3)
+    assert a.covers(Resources(1000, 4 * GIB, 3)) and not a.covers(b)
+    assert not a.covers(Resources(1001, 0, 0)) and not a.covers(Resources(0, 0, 4))

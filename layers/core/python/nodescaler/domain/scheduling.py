@@ -88,7 +88,10 @@ def template_from_instance_type(
         if kind == "label":
             labels[name] = value
         elif kind == "taint":
-            taint_value, _, effect = value.rpartition(":")
+            # "value:Effect", as Cluster Autoscaler reads it; a bare "value" is NoSchedule
+            taint_value, colon, effect = value.rpartition(":")
+            if not colon:
+                taint_value, effect = value, ""
             taints.append(Taint(name, taint_value, effect or "NoSchedule"))
         elif kind == "resources":
             try:

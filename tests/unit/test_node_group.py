@@ -1,0 +1,29 @@
+"""Which nodes are a group's: by the EKS node group label, else by the ASG's instances."""
+
+from __future__ import annotations
+
+from nodescaler.domain.cluster import Node, Resources
+from nodescaler.domain.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs
+
+
+def node(instance: str, label: str | None = None) -> Node:
+    labels = {EKS_NODEGROUP_LABEL: label} if label else {}
+    return Node(
+        "n", None, True, True, Resources(), labels, provider_id=f"aws:///us-east-1a/{instance}"
+    )
+
+
+ASG = NodeGroup("web-asg", 2, 0, 5, 2, instance_ids=frozenset({"i-1", "i-2"}))
+MANAGED = NodeGroup("eks-web-asg", 2, 0, 5, 2, eks_nodegroup="web", instance_ids=frozenset({"i-1"}))
+
+
+def test_a_managed_groups_node_is_known_by_its_label_whatever_its_instance() -> None:
+    assert belongs(node("i-9", label="web"), MANAGED)
+    assert not belongs(node("i-1", label="batch"), MANAGED)
+
+
+def test_without_both_a_label_and_a_managed_group_the_instance_decides() -> None:
+    assert belongs(node("i-1"), MANAGED)  # a node not (yet) labelled
+    assert not belongs(node("i-9"), MANAGED)
+    assert belongs(node("i-2", label="web"), ASG)  # a self-managed group has no node group name
+    assert not belongs(node("i-9", label="web"), ASG)

@@ -1,0 +1,126 @@
+"""`make mutate`: how many deliberate bugs the tests catch (mutmut).
+
+mutmut changes one operator, constant or call at a time in the code under test and runs
+the tests that cover it; a mutant the tests still pass "survived", a test gap. It finds
+the code only under ./ or src/, so the package is staged under out/mutate/src with the
+tests that judge it: the unit suite for domain/ (the pure core, where the target is at
+least 90 % killed) and the state table's tests against moto for the state claim.
+Writes out/mutate/score.json and prints the score of each part, and the survivors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+STAGE = REPO / "out" / "mutate"
+PACKAGE = REPO / "layers" / "core" / "python" / "nodescaler"
+# What is mutated, and the tests that judge it.
+PARTS = {
+    "domain": "src/nodescaler/domain/*",
+    "state claim": "src/nodescaler/adapters/aws/state_table.py",
+}
+TESTS = ["tests/unit", "tests/integration/test_state_store.py"]
+# Tests that judge imports in fresh interpreters, not behaviour: they would see the
+# original package, never the mutant.
+NOT_JUDGES = ["tests/unit/test_cold_imports.py", "tests/unit/test_domain_purity.py"]
+TARGET = 0.90  # of domain/'s mutants killed
+FIXTURES = ["events", "policies", "scenarios", "cdk.json"]  # what the tests read from the repo
+
+
+def stage() -> None:
+    """The package under src/, the tests beside it, and mutmut's settings."""
+    shutil.rmtree(STAGE, ignore_errors=True)
+    shutil.copytree(
+        PACKAGE, STAGE / "src" / "nodescaler", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for name in ["tests", *FIXTURES]:
+        source, target = REPO / name, STAGE / name
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(source, target)
+    pytest = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    settings = {
+        "source_paths": ["src/nodescaler"],
+        "only_mutate": list(PARTS.values()),
+        "also_copy": FIXTURES,
+        "pytest_add_cli_args_test_selection": TESTS,
+        "pytest_add_cli_args": [f"--ignore={path}" for path in NOT_JUDGES],
+    }
+    (STAGE / "pyproject.toml").write_text(
+        "[tool.pytest.ini_options]\n"
+        + "".join(f"{key} = {json.dumps(value)}\n" for key, value in pytest.items())
+        + "\n[tool.mutmut]\n"
+        + "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
+    )
+
+
+def outcomes() -> dict[str, str]:
+    """Each mutant's name → killed, survived, timeout, no tests, …, as mutmut reports."""
+    shown = subprocess.run(
+        [sys.executable, "-m", "mutmut", "results", "--all", "true"],
+        cwd=STAGE,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    found = {}
+    for line in shown.splitlines():
+        name, _, status = line.strip().rpartition(": ")
+        if name:
+            found[name] = status
+    return found
+
+
+def part_of(mutant: str) -> str:
+    return "state claim" if mutant.startswith("nodescaler.adapters.aws.state_table") else "domain"
+
+
+def main() -> int:
+    print(f"staging the package and its tests in {STAGE.relative_to(REPO)} ...", flush=True)
+    stage()
+    print("running mutmut (each mutant against the tests that cover it; minutes) ...", flush=True)
+    environment = {**os.environ, "CI": "1"}  # Hypothesis replays a fixed search
+    subprocess.run(
+        [sys.executable, "-m", "mutmut", "run", "--max-children", str(os.cpu_count() or 2)],
+        cwd=STAGE,
+        env=environment,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    found = outcomes()
+    score: dict[str, dict[str, object]] = {}
+    shares: dict[str, float] = {}
+    for part in PARTS:
+        counts = Counter(status for name, status in found.items() if part_of(name) == part)
+        total = sum(counts.values())
+        killed = counts["killed"] + counts["timeout"]  # a mutant that hangs is caught too
+        shares[part] = killed / total
+        score[part] = {
+            "killed": killed,
+            "total": total,
+            "share": round(killed / total, 4),
+            "outcomes": dict(counts),
+        }
+        print(f"{part:12} {killed}/{total} mutants killed ({killed / total:.1%})  {dict(counts)}")
+    survivors = sorted(name for name, status in found.items() if status != "killed")
+    (STAGE / "score.json").write_text(json.dumps({**score, "survivors": survivors}, indent=1))
+    print(
+        f"survivors: {STAGE.relative_to(REPO)}/score.json; show one: "
+        f"cd {STAGE.relative_to(REPO)} && ../../.venv/bin/mutmut show NAME"
+    )
+    domain = shares["domain"]
+    print(f"domain/: {domain:.1%} killed, target ≥ {TARGET:.0%} {'✓' if domain >= TARGET else '✗'}")
+    return 0 if domain >= TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
