@@ -20,157 +20,139 @@ NO_RESOURCE_LEVEL = NagPackSuppression(
     "permissions; the Deny on ASG tag changes covers every group on purpose.",
     applies_to=["Resource::*"],
 )
+# ServerlessChecks looks for a Lambda DLQ; nodescaler's failures go where they are read whole.
+ON_FAILURE_DESTINATION = (
+    "Its asynchronous invocations' failures go to an on-failure destination (a queue of its "
+    "own), which keeps the event, the error and the attempts; a Lambda DLQ would keep the "
+    "event alone."
+)
+
+
+def explain(resource: IConstruct, *suppressions: NagPackSuppression) -> None:
+    NagSuppressions.add_resource_suppressions(resource, list(suppressions), apply_to_children=True)
+
+
+def explain_dead_letter_queue(queue: IConstruct, failing_into_it: str | None = None) -> None:
+    """A dead-letter queue is the end of the line: no redrive of its own. `failing_into_it`
+    names what sends it failures, when it is a destination rather than a queue's redrive
+    target (which cdk-nag recognises as a dead-letter queue by itself)."""
+    explain(
+        queue,
+        NagPackSuppression(
+            id="Serverless-SQSRedrivePolicy",
+            reason="It is a dead-letter queue: the end of the line, kept 14 days, on the "
+            "dashboard and alarmed when it is not empty.",
+        ),
+    )
+    if failing_into_it is not None:
+        explain(
+            queue,
+            NagPackSuppression(
+                id="AwsSolutions-SQS3",
+                reason=f"It is a dead-letter queue: the failure destination of {failing_into_it}.",
+            ),
+        )
 
 
 def explain_dispatch(dispatch: DispatchFunction) -> None:
-    NagSuppressions.add_resource_suppressions(
-        dispatch.dead_letters,
-        [
-            NagPackSuppression(
-                id="AwsSolutions-SQS3",
-                reason="It is a dead-letter queue: the failure destination of the dispatch "
-                "function, its schedule and its alarm rule.",
-            )
-        ],
-        apply_to_children=True,
+    explain_dead_letter_queue(
+        dispatch.dead_letters, "the dispatch function, its schedule and its alarm rule"
     )
-    NagSuppressions.add_resource_suppressions(
-        dispatch.lambda_.role, [NO_RESOURCE_LEVEL], apply_to_children=True
+    explain(dispatch.lambda_.role, NO_RESOURCE_LEVEL)
+    explain(
+        dispatch.lambda_.function,
+        NagPackSuppression(id="Serverless-LambdaDLQ", reason=ON_FAILURE_DESTINATION),
     )
-    NagSuppressions.add_resource_suppressions(
+    explain(
         dispatch.tick_role,
-        [
-            NagPackSuppression(
-                id="AwsSolutions-IAM5",
-                reason="CDK's grantInvoke allows the dispatch function and its versions "
-                "(ARN:*); the schedule invokes only the unqualified function.",
-                applies_to=[RegexAppliesTo(regex=r"/^Resource::<.*Dispatch.*\.Arn>:\*$/g")],
-            )
-        ],
-        apply_to_children=True,
+        NagPackSuppression(
+            id="AwsSolutions-IAM5",
+            reason="CDK's grantInvoke allows the dispatch function and its versions "
+            "(ARN:*); the schedule invokes only the unqualified function.",
+            applies_to=[RegexAppliesTo(regex=r"/^Resource::<.*Dispatch.*\.Arn>:\*$/g")],
+        ),
     )
 
 
-def explain_evaluate(evaluate: EvaluateFunction) -> None:
-    NagSuppressions.add_resource_suppressions(
+def explain_evaluate(evaluate: EvaluateFunction, dead_letters: IConstruct) -> None:
+    explain_dead_letter_queue(dead_letters)
+    explain(
         evaluate.lambda_.role,
-        [
-            NO_RESOURCE_LEVEL,
-            NagPackSuppression(
-                id="AwsSolutions-IAM5",
-                reason="Node groups are opted in by tag, at run time: SetDesiredCapacity is "
-                "allowed on any ASG only under an IAM condition on its opt-in (and cluster) "
-                "tags.",
-                applies_to=[permissions.ALL_GROUPS_FINDING],
-            ),
-            NagPackSuppression(
-                id="AwsSolutions-IAM5",
-                reason="EKS node groups are found at run time: DescribeNodegroup and "
-                "UpdateNodegroupConfig are scoped to the configured cluster's node groups (the "
-                "account's, when no cluster is configured), and UpdateNodegroupConfig further "
-                "to a node group itself tagged as opted in (and for this cluster); the function "
-                "resizes one only after DescribeNodegroup shows the opted-in ASG is its own.",
-                applies_to=[RegexAppliesTo(regex=r"/^Resource::arn:.*:eks:.*:nodegroup\/.*$/g")],
-            ),
-        ],
-        apply_to_children=True,
+        NO_RESOURCE_LEVEL,
+        NagPackSuppression(
+            id="AwsSolutions-IAM5",
+            reason="Node groups are opted in by tag, at run time: SetDesiredCapacity is "
+            "allowed on any ASG only under an IAM condition on its opt-in (and cluster) "
+            "tags.",
+            applies_to=[permissions.ALL_GROUPS_FINDING],
+        ),
+        NagPackSuppression(
+            id="AwsSolutions-IAM5",
+            reason="EKS node groups are found at run time: DescribeNodegroup and "
+            "UpdateNodegroupConfig are scoped to the configured cluster's node groups (the "
+            "account's, when no cluster is configured), and UpdateNodegroupConfig further "
+            "to a node group itself tagged as opted in (and for this cluster); the function "
+            "resizes one only after DescribeNodegroup shows the opted-in ASG is its own.",
+            applies_to=[RegexAppliesTo(regex=r"/^Resource::arn:.*:eks:.*:nodegroup\/.*$/g")],
+        ),
+    )
+    explain(
+        evaluate.lambda_.function,
+        NagPackSuppression(
+            id="Serverless-LambdaDLQ",
+            reason="It is invoked by the evaluation queue, whose redrive policy dead-letters "
+            "an evaluation after maxReceiveCount receives; a Lambda DLQ serves only "
+            "asynchronous invocations.",
+        ),
+        NagPackSuppression(
+            id="Serverless-LambdaEventSourceMappingDestination",
+            reason="An event source mapping's on-failure destination is for streams and "
+            "Kafka; for an SQS source the queue's redrive policy is the destination, and a "
+            "failed record returns to the queue within seconds (partial batch failures).",
+        ),
     )
 
 
 def explain_drain(drain: DrainFunction) -> None:
-    NagSuppressions.add_resource_suppressions(
+    explain_dead_letter_queue(
         drain.dead_letters,
-        [
-            NagPackSuppression(
-                id="AwsSolutions-SQS3",
-                reason="It is a dead-letter queue: the failure destination of the drain "
-                "function and of its lifecycle-action and Spot-warning rules.",
-            )
-        ],
-        apply_to_children=True,
+        "the drain function and of its lifecycle-action and Spot-warning rules",
     )
-    NagSuppressions.add_resource_suppressions(
+    explain(
         drain.lambda_.role,
-        [
-            NO_RESOURCE_LEVEL,
-            NagPackSuppression(
-                id="AwsSolutions-IAM5",
-                reason="Terminating instances of any opted-in group are drained: the "
-                "lifecycle actions are allowed on any ASG only under an IAM condition on "
-                "its opt-in (and cluster) tags.",
-                applies_to=[permissions.ALL_GROUPS_FINDING],
-            ),
-            NagPackSuppression(
-                id="AwsSolutions-IAM5",
-                reason="The groups of drainGroups are named in cdk.json, their ids only "
-                "known once they exist: the lifecycle actions are allowed on those names.",
-                applies_to=[
-                    RegexAppliesTo(
-                        regex=r"/^Resource::arn:.*:autoscaling:.*:autoScalingGroup:\*:"
-                        r"autoScalingGroupName\/[\w.\-]+$/g"
-                    )
-                ],
-            ),
-        ],
-        apply_to_children=True,
+        NO_RESOURCE_LEVEL,
+        NagPackSuppression(
+            id="AwsSolutions-IAM5",
+            reason="Terminating instances of any opted-in group are drained: the "
+            "lifecycle actions are allowed on any ASG only under an IAM condition on "
+            "its opt-in (and cluster) tags.",
+            applies_to=[permissions.ALL_GROUPS_FINDING],
+        ),
+        NagPackSuppression(
+            id="AwsSolutions-IAM5",
+            reason="The groups of drainGroups are named in cdk.json, their ids only "
+            "known once they exist: the lifecycle actions are allowed on those names.",
+            applies_to=[
+                RegexAppliesTo(
+                    regex=r"/^Resource::arn:.*:autoscaling:.*:autoScalingGroup:\*:"
+                    r"autoScalingGroupName\/[\w.\-]+$/g"
+                )
+            ],
+        ),
+    )
+    explain(
+        drain.lambda_.function,
+        NagPackSuppression(id="Serverless-LambdaDLQ", reason=ON_FAILURE_DESTINATION),
     )
 
 
-def explain_serverless(
-    dispatch: DispatchFunction,
-    evaluate: EvaluateFunction,
-    drain: DrainFunction | None,
-    evaluation_dead_letters: IConstruct,
-    alarm_topic: IConstruct | None,
-) -> None:
-    """ServerlessChecks' findings that are intended: nodescaler's failures are dead-lettered
-    where they can be read whole, not in the places the pack looks."""
-    on_failure = (
-        "Its asynchronous invocations' failures go to an on-failure destination (a queue of "
-        "its own), which keeps the event, the error and the attempts; a Lambda DLQ would keep "
-        "the event alone."
+def explain_alarm_topic(topic: IConstruct) -> None:
+    explain(
+        topic,
+        NagPackSuppression(
+            id="Serverless-SNSRedrivePolicy",
+            reason="The alarm topic's subscribers are people: SNS retries a failed delivery, "
+            "and every alarm's state stays in CloudWatch and on the dashboard; a queue of "
+            "undelivered alarm emails would alert no one.",
+        ),
     )
-    dead_end = (
-        "It is a dead-letter queue: the end of the line, kept 14 days, on the dashboard and "
-        "alarmed when it is not empty."
-    )
-    reasons: list[tuple[IConstruct, str, str]] = [
-        (dispatch.lambda_.function, "Serverless-LambdaDLQ", on_failure),
-        (
-            evaluate.lambda_.function,
-            "Serverless-LambdaDLQ",
-            "It is invoked by the evaluation queue, whose redrive policy dead-letters an "
-            "evaluation after maxReceiveCount receives; a Lambda DLQ serves only asynchronous "
-            "invocations.",
-        ),
-        (
-            evaluate.lambda_.function,
-            "Serverless-LambdaEventSourceMappingDestination",
-            "An event source mapping's on-failure destination is for streams and Kafka; for "
-            "an SQS source the queue's redrive policy is the destination, and a failed "
-            "record returns to the queue within seconds (partial batch failures).",
-        ),
-        *(
-            (queue, "Serverless-SQSRedrivePolicy", dead_end)
-            for queue in (evaluation_dead_letters, dispatch.dead_letters)
-        ),
-    ]
-    if drain is not None:
-        reasons += [
-            (drain.lambda_.function, "Serverless-LambdaDLQ", on_failure),
-            (drain.dead_letters, "Serverless-SQSRedrivePolicy", dead_end),
-        ]
-    if alarm_topic is not None:
-        reasons.append(
-            (
-                alarm_topic,
-                "Serverless-SNSRedrivePolicy",
-                "The alarm topic's subscribers are people: SNS retries a failed delivery, and "
-                "every alarm's state stays in CloudWatch and on the dashboard; a queue of "
-                "undelivered alarm emails would alert no one.",
-            )
-        )
-    for resource, rule, reason in reasons:
-        NagSuppressions.add_resource_suppressions(
-            resource, [NagPackSuppression(id=rule, reason=reason)], apply_to_children=True
-        )

@@ -120,12 +120,11 @@ class Nodescaler(Construct):
             drains=self.drain is not None,
         )
         nag.explain_dispatch(self.dispatch)
-        nag.explain_evaluate(self.evaluate)
+        nag.explain_evaluate(self.evaluate, self.evaluation_dlq)
         if self.drain is not None:
             nag.explain_drain(self.drain)
-        nag.explain_serverless(
-            self.dispatch, self.evaluate, self.drain, self.evaluation_dlq, self.alarms.topic
-        )
+        if self.alarms.topic is not None:
+            nag.explain_alarm_topic(self.alarms.topic)
 
     @property
     def lambdas(self) -> dict[str, NodescalerFunction]:

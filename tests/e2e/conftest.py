@@ -38,6 +38,17 @@ def event(name: str, **changes: Any) -> dict[str, Any]:
     return loaded | changes
 
 
+def evaluation_record(group: str, event_id: str, message_id: str) -> dict[str, Any]:
+    """An SQS event holding one evaluation request for `group`, as Lambda delivers it."""
+    record = event("evaluate-batch.json")["Records"][0]
+    body = (
+        f'{{"node_group":"{group}","event_id":"{event_id}","cause":"tick",'
+        '"requested_at":"2026-11-23T09:00:00Z"}'
+    )
+    attributes = record["attributes"] | {"MessageGroupId": group}
+    return {"Records": [record | {"messageId": message_id, "body": body, "attributes": attributes}]}
+
+
 class Deployment:
     def __init__(
         self,

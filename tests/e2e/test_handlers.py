@@ -13,7 +13,7 @@ from nodescaler_sandbox.lambda_local import LocalContext
 from functions.evaluate import handler as evaluate
 from tests.aws import CallCounter, client, desired_capacity, fill_queue, make_asg
 from tests.builders import StaleReads
-from tests.e2e.conftest import Deployment, event
+from tests.e2e.conftest import Deployment, evaluation_record, event
 
 OPTED_IN = {"nodescaler/enabled": "true"}
 GPU = OPTED_IN | {"nodescaler/policy": "gpu-training"}
@@ -139,7 +139,7 @@ def test_two_evaluations_racing_on_one_group_resize_it_once(
     racing = replace(deployment.evaluator, state=StaleReads(deployment.evaluator.state))
     racing.state.load("gpu")  # it read the group's state before the first one wrote
     first, second = (
-        _request_record("gpu", event_id, message_id)
+        evaluation_record("gpu", event_id, message_id)
         for event_id, message_id in (("tick-1", "m-1"), ("alarm-1", "m-2"))
     )
 
@@ -180,7 +180,7 @@ def test_a_resize_whose_record_was_lost_is_recorded_by_the_retry_not_decided_aga
     make_asg("gpu", tags=GPU, max_size=600)
     training_tasks(40)
     flaky = replace(deployment.evaluator, state=LosesTheRecordOfAResize(deployment.evaluator.state))
-    request = _request_record("gpu", "tick-1", "m-1")
+    request = evaluation_record("gpu", "tick-1", "m-1")
     with pytest.raises(BatchProcessingError):  # resized, then the record failed
         evaluate.handler(request, LocalContext(), evaluator=flaky)
     assert desired_capacity("gpu") == 10
@@ -192,16 +192,6 @@ def test_a_resize_whose_record_was_lost_is_recorded_by_the_retry_not_decided_aga
     (audited,) = deployment.evaluator.state.decisions("gpu")
     assert (audited.current, audited.desired) == (0, 10)
     assert calls.calls["SetDesiredCapacity"] == 1
-
-
-def _request_record(group: str, event_id: str, message_id: str) -> dict[str, Any]:
-    record = event("evaluate-batch.json")["Records"][0]
-    body = (
-        f'{{"node_group":"{group}","event_id":"{event_id}","cause":"tick",'
-        '"requested_at":"2026-11-23T09:00:00Z"}'
-    )
-    attributes = record["attributes"] | {"MessageGroupId": group}
-    return {"Records": [record | {"messageId": message_id, "body": body, "attributes": attributes}]}
 
 
 # --- bad input: named, counted, retried a bounded number of times, never blocking others ---

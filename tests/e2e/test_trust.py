@@ -18,7 +18,7 @@ from nodescaler_sandbox.lambda_local import LocalContext
 from functions.evaluate import handler as evaluate
 from tests.aws import CallCounter, client, desired_capacity, make_asg, set_tasks
 from tests.builders import VirtualClock
-from tests.e2e.conftest import Deployment, event
+from tests.e2e.conftest import Deployment, evaluation_record, event
 from tests.e2e.test_handlers import GPU, TRAINING_QUEUE, training_tasks
 from tests.integration.test_node_groups import eks_desired, eks_node_group
 
@@ -65,16 +65,6 @@ class ReadBefore:
         return getattr(self._groups, name)
 
 
-def _record(group: str, event_id: str, message_id: str) -> dict[str, Any]:
-    record = event("evaluate-batch.json")["Records"][0]
-    body = (
-        f'{{"node_group":"{group}","event_id":"{event_id}","cause":"tick",'
-        '"requested_at":"2026-11-23T09:00:00Z"}'
-    )
-    attributes = record["attributes"] | {"MessageGroupId": group}
-    return {"Records": [record | {"messageId": message_id, "body": body, "attributes": attributes}]}
-
-
 def test_an_evaluation_that_read_the_group_before_another_resized_it_does_not_act(
     deployment: Deployment, calls: CallCounter, output: Any
 ) -> None:
@@ -84,14 +74,14 @@ def test_an_evaluation_that_read_the_group_before_another_resized_it_does_not_ac
     late.node_groups.get("gpu")  # it read the group at 4 ...
 
     first = evaluate.handler(
-        _record("gpu", "tick-1", "m-1"), LocalContext(), evaluator=deployment.evaluator
+        evaluation_record("gpu", "tick-1", "m-1"), LocalContext(), evaluator=deployment.evaluator
     )
     assert first == {"batchItemFailures": []}
     assert desired_capacity("gpu") == 10  # ... then another evaluation made it 10
 
     set_tasks(TRAINING_QUEUE, 20)  # half the work is done: 5 nodes' worth now
     with pytest.raises(BatchProcessingError):  # its only record failed: retried
-        evaluate.handler(_record("gpu", "alarm-1", "m-2"), LocalContext(), evaluator=late)
+        evaluate.handler(evaluation_record("gpu", "alarm-1", "m-2"), LocalContext(), evaluator=late)
 
     assert (desired_capacity("gpu"), calls.calls["SetDesiredCapacity"]) == (10, 1)
     assert any(
@@ -149,7 +139,7 @@ def test_a_request_dated_in_the_year_9999_is_evaluated_but_reports_no_latency(
 ) -> None:
     make_asg("gpu", tags=GPU, max_size=600)
     training_tasks(8)
-    record = _record("gpu", "tick-9999", "m-1")
+    record = evaluation_record("gpu", "tick-9999", "m-1")
     record["Records"][0]["body"] = record["Records"][0]["body"].replace(
         "2026-11-23T09:00:00Z", "9999-12-31T23:59:00Z"
     )
