@@ -2,9 +2,10 @@
 cordon it, list its pods, evict them one by one.
 
 Only what infra/kubernetes grants the drain: get and list nodes, patch a node's
-spec.unschedulable, list pods, create pods/eviction. As in `api.py`, lists are decoded with msgspec (only the fields read)
-and a 401 renews the credentials once. An eviction's refusal is an answer, not an error:
-the drain retries it; only an unreachable API server raises.
+spec.unschedulable, list pods, create pods/eviction. As in `api.py`, lists are decoded
+with msgspec (only the fields read) and a 401 renews the credentials once. An eviction's
+refusal is an answer, not an error: the drain retries it; only an unreachable API server
+raises.
 """
 
 from __future__ import annotations
