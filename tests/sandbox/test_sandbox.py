@@ -44,8 +44,15 @@ def test_the_queue_burst_scales_out_at_once_and_back_to_zero(tmp_path: Path) -> 
     assert ours["peak_desired"] == {"gpu-training-ng": 100}  # 400 tasks, 4 a node
     assert ours["final_desired"] == {"gpu-training-ng": 0}
     assert ours["minutes_to_empty_queues"] == 13  # 3 minutes' boot, then 10 a task
-    assert ours["longest_demand_to_scale_request_minutes"] == 0
+    assert ours["longest_demand_to_scale_request_minutes"] == {"gpu-training-ng": 0}
     assert ours["aws_write_calls"] == {"gpu-training-ng": 2}  # up once, down once
+    # every worker waited for its node: three minutes' boot
+    assert ours["pod_wait_minutes"]["gpu-training-ng"] == {
+        "pods": 400,
+        "p50": 3.0,
+        "p99": 3.0,
+        "max": 3.0,
+    }
     assert any(line.startswith("00:00 | gpu-training-ng |") and "0 → 100" in line for line in lines)
     written = json.loads((tmp_path / "summary.json").read_text())
     assert written == summary
@@ -77,7 +84,7 @@ def test_the_diurnal_day_follows_its_nightly_batch_up_and_down(tmp_path: Path) -
     ours = summary[NODESCALER]
     assert ours["peak_desired"]["web-ng"] >= 12  # 60 pods of 2 cores at 02:00, on 16-core nodes
     assert ours["final_desired"]["web-ng"] <= 3  # and back once the batch ended at 02:41
-    assert ours["longest_demand_to_scale_request_minutes"] <= 1
+    assert ours["longest_demand_to_scale_request_minutes"]["web-ng"] <= 1
 
 
 def test_a_launch_failure_moves_the_pods_to_the_next_group_in_the_same_minute(
@@ -102,6 +109,24 @@ def test_a_scale_in_drains_only_as_far_as_the_disruption_budget_allows(tmp_path:
     assert ours["evictions_refused_by_budget"] > 0  # the budget held evictions back
     assert ours["drains"] and {d["outcome"] for d in ours["drains"]} == {"drained"}
     assert ours["final_desired"] == {"web-ng": 1}
+    assert ours["pods_killed_with_their_instance"] == 0
+    # Every write the product made: the scale-in, and each drain's heartbeats and its
+    # lifecycle action completed (the sandbox answers those for moto, after counting).
+    assert ours["aws_write_calls"]["web-ng"] > 2 + 2 * len(ours["drains"])
+
+
+def test_only_the_products_writes_are_counted_never_the_sandboxs_setup(tmp_path: Path) -> None:
+    web = scenario("pdb-scale-in")  # its group has the drain hook
+    with sandbox(web.policies_path, tmp_path, boot=timedelta(minutes=1)) as running:
+        World(web, running, hooks=True)  # groups, launch configurations, the hook
+        assert running.writes == {}
+        with pytest.raises(ClientError, match="No active Lifecycle Action"):  # as AWS answers
+            running.clients.autoscaling.record_lifecycle_action_heartbeat(
+                AutoScalingGroupName="web-ng",
+                LifecycleHookName="nodescaler-drain",
+                InstanceId="i-unknown",
+            )  # answered by the sandbox for moto, counted all the same: a call was made
+        assert running.writes == {"web-ng": 1}
 
 
 def test_the_sandbox_refuses_a_desired_capacity_outside_min_max_as_aws_does(

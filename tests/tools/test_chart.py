@@ -1,4 +1,5 @@
-"""The scenario chart: one panel per group, written as a PNG of the size it promises."""
+"""The scenario chart: a panel for each group's nodes, one for each of its metrics, two for
+the cluster; written as a PNG of the size it promises."""
 
 from __future__ import annotations
 
@@ -8,7 +9,23 @@ import sys
 from pathlib import Path
 
 import pytest
-from nodescaler_sandbox.chart import DPI, MAX_PANELS, PANEL_INCHES, GroupChart, render
+from nodescaler_sandbox.chart import (
+    CLUSTER_INCHES,
+    DPI,
+    MAX_GROUPS,
+    METRIC_INCHES,
+    NODES_INCHES,
+    WIDTH_INCHES,
+    ClusterChart,
+    GroupChart,
+    render,
+)
+
+WIDTH = int(WIDTH_INCHES * DPI)
+
+
+def inches(*panels: float) -> int:
+    return round(sum(panels) * DPI)
 
 
 def size_of(png: Path) -> tuple[int, int]:
@@ -32,20 +49,33 @@ def busy(group: str) -> GroupChart:
         backoffs=[(10.0, 15.0)],
         launch_failures=[10.0],
         baseline_desired=[0] * 6 + [6] * 54,
+        drains=[56.0, 57.5],
     )
 
 
-def test_one_panel_a_group_even_an_empty_one(tmp_path: Path) -> None:
+def cluster(minutes: int = 60, max_nodes: int | None = 8) -> ClusterChart:
+    return ClusterChart(
+        minutes=list(range(minutes)),
+        nodes=[6] * minutes,
+        baseline_nodes=[5] * minutes,
+        pending=[0] * minutes,
+        baseline_pending=[3] * minutes,
+        max_nodes=max_nodes,
+        budget_short=[(20.0, 22.0)],
+    )
+
+
+def test_a_panel_for_each_group_and_each_metric_then_two_for_the_cluster(tmp_path: Path) -> None:
     empty = GroupChart("idle-ng", minutes=[], desired=[], in_service=[], metrics={}, targets={})
-    path = render(tmp_path / "chart.png", "two groups", [busy("gpu-ng"), empty])
-    width, height = size_of(path)
-    assert (width, height) == (PANEL_INCHES[0] * DPI, 2 * PANEL_INCHES[1] * DPI)
+    path = render(tmp_path / "chart.png", "two groups", [busy("gpu-ng"), empty], cluster())
+    expected = inches(NODES_INCHES, METRIC_INCHES, NODES_INCHES, CLUSTER_INCHES, CLUSTER_INCHES)
+    assert size_of(path) == (WIDTH, expected)
     assert path.stat().st_size > 10_000  # drawn, not blank
 
 
-def test_at_most_six_panels(tmp_path: Path) -> None:
+def test_at_most_six_groups(tmp_path: Path) -> None:
     path = render(tmp_path / "chart.png", "many", [busy(f"ng-{n}") for n in range(9)])
-    assert size_of(path)[1] == MAX_PANELS * PANEL_INCHES[1] * DPI
+    assert size_of(path)[1] == inches(*[NODES_INCHES, METRIC_INCHES] * MAX_GROUPS)
 
 
 def test_drawn_panels_show_more_than_a_frame(tmp_path: Path) -> None:
@@ -88,10 +118,11 @@ def test_nothing_much_to_draw_still_makes_one_panel(
     tmp_path: Path, groups: list[GroupChart]
 ) -> None:
     path = render(tmp_path / "chart.png", "quiet", groups)
-    assert size_of(path) == (PANEL_INCHES[0] * DPI, PANEL_INCHES[1] * DPI)
+    metrics = {name for g in groups for name in [*g.metrics, *g.targets]}
+    assert size_of(path) == (WIDTH, inches(NODES_INCHES, *[METRIC_INCHES] * len(metrics)))
 
 
-def test_an_eight_hour_scenario_makes_one_panel(tmp_path: Path) -> None:
+def test_an_eight_hour_scenario_reads_in_hours(tmp_path: Path) -> None:
     minutes = list(range(0, 8 * 60, 5))  # past three hours, the time axis reads h:mm
     group = GroupChart(
         "web-ng",
@@ -101,13 +132,18 @@ def test_an_eight_hour_scenario_makes_one_panel(tmp_path: Path) -> None:
         metrics={"rps": [10.0] * len(minutes)},
         targets={"rps": 12.0},
     )
-    path = render(tmp_path / "chart.png", "diurnal", [group])
-    assert size_of(path) == (PANEL_INCHES[0] * DPI, PANEL_INCHES[1] * DPI)
+    path = render(tmp_path / "chart.png", "diurnal", [group], cluster(len(minutes), None))
+    assert size_of(path) == (WIDTH, inches(NODES_INCHES, METRIC_INCHES, *[CLUSTER_INCHES] * 2))
 
 
 def test_a_series_of_the_wrong_length_names_the_group_and_the_series() -> None:
     with pytest.raises(ValueError, match=r"group 'web-ng': metrics\['cpu'\] has 2 values"):
         GroupChart("web-ng", [0, 1, 2], [1, 1, 1], [1, 1, 1], {"cpu": [0.5, 0.6]}, {})
+
+
+def test_a_cluster_series_of_the_wrong_length_is_named() -> None:
+    with pytest.raises(ValueError, match=r"chart of the cluster: pending has 2 values"):
+        ClusterChart([0, 1, 2], [1, 1, 1], [1, 1, 1], [0, 0], [0, 0, 0])
 
 
 def test_importing_the_module_leaves_matplotlib_unimported() -> None:

@@ -1,4 +1,7 @@
-"""A PNG chart of a sandbox scenario: per node group, its size against its metrics over time.
+"""A PNG chart of a sandbox scenario: per node group, its size over time and, in a panel of
+its own below it, each of its metrics against its target; then the whole cluster: nodes
+of both runs against the cluster's node limit, disruption budgets short, and the pods
+waiting for a node.
 
 Drawn with matplotlib's object-oriented API on the Agg canvas, so nothing touches pyplot's
 global figure registry or needs a display; matplotlib is imported only when a chart is
@@ -8,8 +11,8 @@ rendered, so importing this module costs nothing.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,15 +22,16 @@ if TYPE_CHECKING:
 
     Entry = tuple[Artist | tuple[Artist, ...], str]  # a legend's handle and its label
 
-MAX_PANELS = 6
-PANEL_INCHES = (10.0, 3.0)  # width, height of one group's panel
+MAX_GROUPS = 6
+WIDTH_INCHES = 10.0
+NODES_INCHES = 2.6  # a group's nodes panel
+METRIC_INCHES = 1.4  # each of its metrics
+CLUSTER_INCHES = 1.8  # each cluster-wide panel
 DPI = 100
 LONG_SPAN_MINUTES = 180  # beyond this the time axis reads h:mm
 MAX_TICKS = 8  # on the h:mm axis
 LEGEND_WIDTH_RATIOS = (3.6, 1.0)  # plot column, legend column
-MAX_METRIC_AXES = 3
-LEGEND_ENTRIES_AT_FULL_SIZE = 11  # more than fit a panel's height at 8 points
-METRIC_AXIS_OFFSET = 0.12  # each further metric axis sits this far right of the last (axes width)
+LEGEND_ENTRIES_AT_FULL_SIZE = 6  # more than fit a small panel at 8 points
 
 DESIRED = "#1f4e9c"
 IN_SERVICE = "#4fa3d9"
@@ -36,6 +40,9 @@ SCALE_UP = "#2ca02c"
 SCALE_DOWN = "#ff7f0e"
 FAILURE = "#d62728"
 BACKOFF = "#d62728"
+DRAIN = "#9467bd"
+BUDGET_SHORT = "#e377c2"
+LIMIT = "#d62728"
 METRIC_COLOURS = ("#8c3fb8", "#8c564b", "#d6499e", "#7f7f1f", "#17a398", "#5a5a5a")
 
 
@@ -51,6 +58,7 @@ class GroupChart:
     backoffs: Sequence[tuple[float, float]] = ()  # (start, end) minutes the group was backed off
     launch_failures: Sequence[float] = ()  # minutes a launch failed
     baseline_desired: Sequence[int] | None = None  # the reactive baseline's desired, same minutes
+    drains: Sequence[float] = ()  # minutes a drain of one of its nodes ended
 
     def __post_init__(self) -> None:
         # Caught here, a mismatch names the group and series; matplotlib would only say
@@ -62,44 +70,88 @@ class GroupChart:
         }
         if self.baseline_desired is not None:
             series["baseline_desired"] = self.baseline_desired
-        for name, values in series.items():
-            if len(values) != len(self.minutes):
-                raise ValueError(
-                    f"chart of group {self.group!r}: {name} has {len(values)} values "
-                    f"for {len(self.minutes)} minutes"
-                )
+        _same_length(f"group {self.group!r}", self.minutes, series)
 
 
-def render(path: Path, title: str, groups: Sequence[GroupChart]) -> Path:
-    """One panel per group, stacked, sharing the time axis; writes the PNG, returns path."""
+@dataclass(frozen=True)
+class ClusterChart:
+    """The whole cluster, both runs: nodes in service, pods waiting for a node."""
+
+    minutes: Sequence[float]
+    nodes: Sequence[int]
+    baseline_nodes: Sequence[int]
+    pending: Sequence[int]
+    baseline_pending: Sequence[int]
+    max_nodes: int | None = None  # the cluster's node limit, if it has one
+    budget_short: Sequence[tuple[float, float]] = field(default=())  # spans, nodescaler's run
+
+    def __post_init__(self) -> None:
+        series = {
+            "nodes": self.nodes,
+            "baseline_nodes": self.baseline_nodes,
+            "pending": self.pending,
+            "baseline_pending": self.baseline_pending,
+        }
+        _same_length("the cluster", self.minutes, series)
+
+
+def _same_length(
+    whose: str, minutes: Sequence[float], series: Mapping[str, Sequence[object]]
+) -> None:
+    for name, values in series.items():
+        if len(values) != len(minutes):
+            raise ValueError(
+                f"chart of {whose}: {name} has {len(values)} values for {len(minutes)} minutes"
+            )
+
+
+Panel = tuple[float, Callable[["Axes"], list["Entry"]]]  # height in inches, how to draw it
+
+
+def panels_of(groups: Sequence[GroupChart], cluster: ClusterChart | None = None) -> list[Panel]:
+    """The panels, top to bottom: each group's nodes and its metrics; then the cluster's."""
+    panels: list[Panel] = []
+    for chart in groups[:MAX_GROUPS]:
+        panels.append((NODES_INCHES, lambda ax, chart=chart: _nodes_panel(ax, chart)))
+        for index, name in enumerate(dict.fromkeys([*chart.metrics, *chart.targets])):
+            panels.append(
+                (METRIC_INCHES, lambda ax, c=chart, n=name, i=index: _metric_panel(ax, c, n, i))
+            )
+    if cluster is not None:
+        panels.append((CLUSTER_INCHES, lambda ax: _cluster_nodes_panel(ax, cluster)))
+        panels.append((CLUSTER_INCHES, lambda ax: _cluster_pending_panel(ax, cluster)))
+    return panels or [(NODES_INCHES, lambda ax: _empty(ax, "no node groups") or [])]
+
+
+def render(
+    path: Path, title: str, groups: Sequence[GroupChart], cluster: ClusterChart | None = None
+) -> Path:
+    """The panels (`panels_of`), stacked, sharing the time axis; writes the PNG."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    shown = list(groups[:MAX_PANELS])
-    if len(groups) > MAX_PANELS:
-        title = f"{title} (+{len(groups) - MAX_PANELS} more groups not shown)"
-    panels = max(len(shown), 1)
-    figure = Figure(
-        figsize=(PANEL_INCHES[0], PANEL_INCHES[1] * panels), dpi=DPI, layout="constrained"
-    )
+    if len(groups) > MAX_GROUPS:
+        title = f"{title} (+{len(groups) - MAX_GROUPS} more groups not shown)"
+    panels = panels_of(groups, cluster)
+    heights = [height for height, _ in panels]
+    figure = Figure(figsize=(WIDTH_INCHES, sum(heights)), dpi=DPI, layout="constrained")
     FigureCanvasAgg(figure)
     try:
         # Each legend has a column of its own, so constrained layout makes room for it
-        # whatever the width of the right-hand axes' labels.
-        grid = figure.add_gridspec(panels, 2, width_ratios=LEGEND_WIDTH_RATIOS)
+        # whatever the width of the axes' labels.
+        grid = figure.add_gridspec(
+            len(panels), 2, width_ratios=LEGEND_WIDTH_RATIOS, height_ratios=heights
+        )
         axes: list[Axes] = []
-        for row in range(panels):
-            axes.append(figure.add_subplot(grid[row, 0], sharex=axes[0] if axes else None))
-            if row < panels - 1:
-                axes[-1].tick_params(labelbottom=False)
-        figure.suptitle(title, fontsize=13, fontweight="bold")
-        if not shown:
-            _empty(axes[0], "no node groups")
-        for row, (ax, chart) in enumerate(zip(axes, shown, strict=False)):
-            entries = _panel(ax, chart)
-            if entries:
+        for row, (_, draw) in enumerate(panels):
+            ax = figure.add_subplot(grid[row, 0], sharex=axes[0] if axes else None)
+            if row < len(panels) - 1:
+                ax.tick_params(labelbottom=False)
+            axes.append(ax)
+            if entries := draw(ax):
                 _legend(figure.add_subplot(grid[row, 1]), entries)
-        _time_axis(axes[-1], _span(shown))
+        figure.suptitle(title, fontsize=13, fontweight="bold")
+        _time_axis(axes[-1], _span(groups[:MAX_GROUPS], cluster))
         path.parent.mkdir(parents=True, exist_ok=True)
         figure.savefig(path, format="png", dpi=DPI)
     finally:
@@ -125,18 +177,14 @@ def _legend(ax: Axes, entries: Sequence[Entry]) -> None:
     )
 
 
-def _panel(ax: Axes, chart: GroupChart) -> list[Entry]:
-    """Draws one group's panel; returns its legend's entries."""
+def _nodes_panel(ax: Axes, chart: GroupChart) -> list[Entry]:
+    """A group's nodes: desired, in service, the baseline's desired, scale requests,
+    backoffs, launch failures and drains."""
     from matplotlib.patches import Patch
-    from matplotlib.ticker import MaxNLocator
 
-    ax.set_title(chart.group, loc="left", fontsize=11, fontweight="bold")
-    ax.set_ylabel("nodes")
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.grid(True, color="#e6e6e6", linewidth=0.8)
-    ax.set_axisbelow(True)
+    _frame(ax, chart.group, "nodes", integer=True)
     handles: list[Artist] = []
-    if not chart.minutes and not chart.metrics:
+    if not chart.minutes:
         _empty(ax, "no data")
 
     for start, end in chart.backoffs:
@@ -197,75 +245,125 @@ def _panel(ax: Axes, chart: GroupChart) -> list[Entry]:
                 label=label,
                 zorder=4,
             )
-
-    if chart.launch_failures:
-        # Pinned just above the bottom edge, so a failure shows whatever the node counts are.
-        handles += ax.plot(
-            chart.launch_failures,
-            [0.04] * len(chart.launch_failures),
-            linestyle="none",
-            marker="x",
-            markersize=7,
-            markeredgewidth=1.8,
-            color=FAILURE,
-            transform=ax.get_xaxis_transform(),
-            clip_on=False,
-            label="launch failed",
-            zorder=5,
-        )
-
+    # Pinned near the bottom edge, so they show whatever the node counts are.
+    for minutes, marker, colour, label in (
+        (chart.launch_failures, "x", FAILURE, "launch failed"),
+        (chart.drains, "d", DRAIN, "node drained"),
+    ):
+        if minutes:
+            handles += ax.plot(
+                minutes,
+                [0.04] * len(minutes),
+                linestyle="none",
+                marker=marker,
+                markersize=7,
+                markeredgewidth=1.8 if marker == "x" else 0.5,
+                color=colour,
+                transform=ax.get_xaxis_transform(),
+                clip_on=False,
+                label=label,
+                zorder=5,
+            )
     ax.set_ylim(bottom=0, top=_top(ax.get_ylim()[1]))
-    return [(handle, str(handle.get_label())) for handle in handles] + _metrics(ax, chart)
+    return [(handle, str(handle.get_label())) for handle in handles]
 
 
-def _metrics(ax: Axes, chart: GroupChart) -> list[Entry]:
-    """The metrics on right-hand axes, each target dotted in its metric's colour.
-
-    Metrics rarely share a scale (a queue of thousands, a CPU share of 0.7), so up to
-    MAX_METRIC_AXES each gets an axis of its own, coloured like it; beyond that they share one.
-    """
-    names = list(dict.fromkeys([*chart.metrics, *chart.targets]))
-    if not names:
-        return []
-    own_axes = len(names) <= MAX_METRIC_AXES
-    shared = None if own_axes else ax.twinx()
-    if shared is not None:
-        shared.set_ylabel("metrics")
+def _metric_panel(ax: Axes, chart: GroupChart, name: str, index: int) -> list[Entry]:
+    """One metric of a group against its target, on an axis of its own: metrics rarely
+    share a scale (a queue of thousands, a CPU share of 60 %)."""
+    colour = METRIC_COLOURS[index % len(METRIC_COLOURS)]
+    _frame(ax, f"{chart.group}: {name}", "")
+    series = [math.nan if v is None else float(v) for v in chart.metrics.get(name, ())]
     entries: list[Entry] = []
-    extents: dict[Axes, list[float]] = {}
-    for index, name in enumerate(names):
-        colour = METRIC_COLOURS[index % len(METRIC_COLOURS)]
-        right = shared or _metric_axis(ax, index, name, colour)
-        values = extents.setdefault(right, [])
-        series = [math.nan if v is None else float(v) for v in chart.metrics.get(name, ())]
-        drawn: list[Artist] = []
-        if series and chart.minutes:
-            drawn += right.plot(chart.minutes, series, color=colour, linewidth=1.3, alpha=0.9)
-            values += [v for v in series if not math.isnan(v)]
-        label = name
-        if name in chart.targets:
-            target = chart.targets[name]
-            drawn.append(right.axhline(target, color=colour, linestyle=":", linewidth=1.6))
-            values.append(target)
-            label = f"{name} (target {target:g})"
-        # One entry per metric, its line and its target's side by side, keeps the legend
-        # within the panel's height.
-        if drawn:
-            entries.append((drawn[0] if len(drawn) == 1 else tuple(drawn), label))
-    for right, values in extents.items():
-        low = min([0.0, *values])
-        right.set_ylim(bottom=low, top=_top(max([low + 1, *values]), low))
+    values = [v for v in series if not math.isnan(v)]
+    if series and chart.minutes:
+        (line,) = ax.plot(chart.minutes, series, color=colour, linewidth=1.3)
+        entries.append((line, name))
+        missing = [m for m, v in zip(chart.minutes, series, strict=True) if math.isnan(v)]
+        if missing:  # a metric that could not be read: the decision held, never scaled in
+            marks = ax.plot(
+                missing,
+                [0.04] * len(missing),
+                linestyle="none",
+                marker="|",
+                color=FAILURE,
+                transform=ax.get_xaxis_transform(),
+                clip_on=False,
+            )
+            entries.append((marks[0], "missing"))
+    if name in chart.targets:
+        target = chart.targets[name]
+        entries.append(
+            (ax.axhline(target, color=colour, linestyle=":", linewidth=1.6), f"target {target:g}")
+        )
+        values.append(target)
+    if not values:
+        _empty(ax, "no data")
+    low = min([0.0, *values])
+    ax.set_ylim(bottom=low, top=_top(max([low + 1, *values]), low))
     return entries
 
 
-def _metric_axis(ax: Axes, index: int, name: str, colour: str) -> Axes:
-    right = ax.twinx()
-    if index:
-        right.spines["right"].set_position(("axes", 1 + METRIC_AXIS_OFFSET * index))
-    right.set_ylabel(name, color=colour)
-    right.tick_params(axis="y", colors=colour)
-    right.spines["right"].set_color(colour)
-    return right
+def _cluster_nodes_panel(ax: Axes, cluster: ClusterChart) -> list[Entry]:
+    from matplotlib.patches import Patch
+
+    _frame(ax, "cluster: nodes in service", "nodes", integer=True)
+    handles: list[Artist] = []
+    for start, end in cluster.budget_short:
+        ax.axvspan(start, end, color=BUDGET_SHORT, alpha=0.25, linewidth=0)
+    if cluster.budget_short:
+        handles.append(Patch(color=BUDGET_SHORT, alpha=0.25, label="disruption budget short"))
+    handles += ax.plot(
+        cluster.minutes, cluster.nodes, color=DESIRED, linewidth=1.8, label="nodescaler"
+    )
+    handles += ax.plot(
+        cluster.minutes,
+        cluster.baseline_nodes,
+        color=BASELINE,
+        linestyle="--",
+        linewidth=1.4,
+        label="Cluster Autoscaler baseline",
+    )
+    if cluster.max_nodes is not None:
+        handles.append(
+            ax.axhline(
+                cluster.max_nodes,
+                color=LIMIT,
+                linestyle="-.",
+                linewidth=1.2,
+                label=f"cluster limit ({cluster.max_nodes} nodes)",
+            )
+        )
+    ax.set_ylim(bottom=0, top=_top(ax.get_ylim()[1]))
+    return [(handle, str(handle.get_label())) for handle in handles]
+
+
+def _cluster_pending_panel(ax: Axes, cluster: ClusterChart) -> list[Entry]:
+    _frame(ax, "cluster: pods waiting for a node", "pods", integer=True)
+    handles = ax.plot(
+        cluster.minutes, cluster.pending, color=DESIRED, linewidth=1.8, label="nodescaler"
+    )
+    handles += ax.plot(
+        cluster.minutes,
+        cluster.baseline_pending,
+        color=BASELINE,
+        linestyle="--",
+        linewidth=1.4,
+        label="Cluster Autoscaler baseline",
+    )
+    ax.set_ylim(bottom=0, top=_top(max([1, *cluster.pending, *cluster.baseline_pending])))
+    return [(handle, str(handle.get_label())) for handle in handles]
+
+
+def _frame(ax: Axes, title: str, unit: str, *, integer: bool = False) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    ax.set_title(title, loc="left", fontsize=10, fontweight="bold")
+    ax.set_ylabel(unit)
+    if integer:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(True, color="#e6e6e6", linewidth=0.8)
+    ax.set_axisbelow(True)
 
 
 def _top(high: float, low: float = 0.0) -> float:
@@ -277,8 +375,8 @@ def _empty(ax: Axes, text: str) -> None:
     ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="#888888")
 
 
-def _span(groups: Sequence[GroupChart]) -> float:
-    xs = [0.0]
+def _span(groups: Sequence[GroupChart], cluster: ClusterChart | None) -> float:
+    xs = [0.0, *(cluster.minutes if cluster else ())]
     for chart in groups:
         xs += chart.minutes
         xs += [minute for minute, _, _ in chart.scale_events]

@@ -21,13 +21,14 @@ from typing import Any
 from nodescaler.domain.cluster import Taint, Toleration, millicores, whole_units
 from nodescaler.domain.scheduling import ENFORCED_EFFECTS
 
-from nodescaler_sandbox.kube.apiserver import Cluster, is_ready
+from nodescaler_sandbox.kube.apiserver import Cluster, is_ready, is_terminating
 from nodescaler_sandbox.provision import group_sizes
 
 NAMESPACE = "default"
 BOUND_AT = "sandbox.nodescaler.io/bound-at"  # when the scheduler bound the pod
 READY_AFTER = "sandbox.nodescaler.io/ready-after-seconds"
 READY_AT = "sandbox.nodescaler.io/ready-at"  # when it turned Ready
+UNSCHEDULABLE_SINCE = "sandbox.nodescaler.io/unschedulable-since"  # first found no node
 
 
 def uid_order(found: dict[str, Any]) -> int:
@@ -56,6 +57,7 @@ class SimulatedCluster:
     taints: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # group → taints
     instances: dict[str, Instance] = field(default_factory=dict)
     region: str = "eu-west-1"
+    killed: list[str] = field(default_factory=list)  # pods that went with their instance
 
     def sync(self, now: datetime, *, holds: Callable[[str], bool]) -> list[str]:
         """Nodes come and go with the instances. Returns the instances that left their
@@ -90,6 +92,8 @@ class SimulatedCluster:
         with self.store.lock:
             for key, pod in list(self.store.objects["pods"].items()):
                 if pod["spec"].get("nodeName") == node:
+                    if not is_terminating(pod):  # not evicted: killed with the instance
+                        self.killed.append(pod["metadata"]["name"])
                     self.store.delete("pods", key)
             self.store.delete("nodes", ("", node))
 
@@ -130,6 +134,11 @@ class SimulatedCluster:
             and i.group == group
         ]
 
+    def group_of_node(self, name: str) -> str | None:
+        node = self.store.objects["nodes"].get(("", name))
+        instance = node and self.instances.get(node["spec"]["providerID"].rsplit("/", 1)[-1])
+        return instance.group if instance else None
+
     def ready_nodes(self, group: str) -> int:
         """Nodes of the group in service: Ready and not leaving."""
         return sum(
@@ -158,7 +167,7 @@ class SimulatedCluster:
                 node = spread.place(cpu, memory, found["spec"])
                 if node is None:
                     left += 1
-                    self._unschedulable(found)
+                    self._unschedulable(found, now)
                     continue
                 found["spec"]["nodeName"] = node
                 found["metadata"].setdefault("annotations", {})[BOUND_AT] = now.isoformat()
@@ -177,10 +186,13 @@ class SimulatedCluster:
             annotations[READY_AT] = now.isoformat()
             self.store.put("pods", pod)
 
-    def _unschedulable(self, pod: dict[str, Any]) -> None:
+    def _unschedulable(self, pod: dict[str, Any], now: datetime) -> None:
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
         if pod.get("status", {}).get("conditions") != [condition]:
             pod["status"] = {"phase": "Pending", "conditions": [condition]}
+            pod["metadata"].setdefault("annotations", {}).setdefault(
+                UNSCHEDULABLE_SINCE, now.isoformat()
+            )
             self.store.put("pods", pod)
 
 

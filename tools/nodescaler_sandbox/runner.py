@@ -19,7 +19,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from nodescaler_sandbox import figures
 from nodescaler_sandbox.baseline import ReactiveBaseline
+from nodescaler_sandbox.figures import PodRecord
 from nodescaler_sandbox.provision import group_sizes
 from nodescaler_sandbox.sandbox import REGION, ROOT, START, Sandbox, sandbox
 from nodescaler_sandbox.scenario_file import Scenario, load_scenario
@@ -44,9 +46,12 @@ class Run:
     scale_requests: list[dict[str, Any]] = field(default_factory=list)
     writes: dict[str, int] = field(default_factory=dict)
     launch_failures: list[tuple[float, str]] = field(default_factory=list)
-    budget_shortfalls: int = 0
+    budget_short: list[int] = field(default_factory=list)  # minutes a budget was short
     drains: list[dict[str, Any]] = field(default_factory=list)  # the drain function's results
     evictions_asked: int = 0
+    evicted: int = 0
+    pods: list[PodRecord] = field(default_factory=list)
+    killed: int = 0  # pods that went with their instance, never evicted
 
 
 def run(
@@ -115,6 +120,7 @@ def _simulate(
             box.fail_launches(deliver=controller == NODESCALER)
             world.react()  # drains start on the instances just let go
             result.minutes.extend(_observe(world, decisions, minute))
+            world.record_pods()
             if progress:
                 progress(_progress_line(scenario, controller, minute, result.minutes))
             box.advance(1, between=world.react)
@@ -122,9 +128,12 @@ def _simulate(
         result.launch_failures = [
             ((at - START).total_seconds() / 60, group) for at, group in box.launch_failures
         ]
-        result.budget_shortfalls = world.budget_shortfalls
+        result.budget_short = sorted(world.budget_short)
         result.drains = list(box.drained)
         result.evictions_asked = len(world.cluster.store.evictions)
+        result.evicted = world.cluster.store.evicted
+        result.pods = list(world.pods.values())
+        result.killed = len(world.cluster.killed)
     result.scale_requests = _scale_requests(
         result.minutes, {g.name: g.min for g in scenario.groups}
     )
@@ -147,7 +156,7 @@ def _controller(
     groups = [g.name for g in scenario.groups]
     baseline = ReactiveBaseline(
         world.cluster,
-        box.watch(box.client("autoscaling")),
+        box.controller_autoscaling(),
         ReactiveBaseline.ordered(groups, scenario.environment.get("EXPANDERS")),
         {g.name: (g.min, g.max) for g in scenario.groups},
     )
@@ -280,11 +289,25 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
     for row in result.minutes:
         by_minute.setdefault(row["minute"], []).append(row)
     pending = [rows[0]["pending_pods"] for rows in by_minute.values()]
+    scale_ups = [
+        figures.ScaleUp(r["minute"], r["group"])
+        for r in result.scale_requests
+        if r["to"] > r["from"]
+    ]
+    fit_no_group = figures.fit_no_group(result.pods)
     summary: dict[str, Any] = {
         "node_hours": round(sum(r["in_service"] for r in result.minutes) / 60, 2),
         "unschedulable_pod_minutes": sum(pending),
-        "longest_demand_to_scale_request_minutes": _longest_wait(pending, result.scale_requests),
+        "pod_wait_minutes": figures.pod_waits(result.pods, scenario.minutes),
+        "longest_demand_to_scale_request_minutes": figures.demand_to_scale_request(
+            result.pods, scale_ups, groups, scenario.minutes
+        ),
+        "pods_that_fit_no_group": {"count": len(fit_no_group), "first": fit_no_group[:10]},
         "aws_write_calls": {g: result.writes.get(g, 0) for g in groups},
+        "evictions": result.evicted,
+        "evictions_refused_by_budget": result.evictions_asked - result.evicted,
+        "pods_killed_with_their_instance": result.killed,
+        "disruption_budget_short_minutes": len(result.budget_short),
         "peak_desired": {
             g: max(r["desired"] for r in result.minutes if r["group"] == g) for g in groups
         },
@@ -300,13 +323,7 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
         summary["launch_failures_at_minute"] = [m for m, _ in result.launch_failures]
     if scenario.deployments:
         summary["requested_pct"] = _requested(scenario, result)
-    if any(d.disruption_budget for d in scenario.deployments):
-        summary["disruption_budget_short_minutes"] = result.budget_shortfalls
-        summary["evictions_refused_by_budget"] = (
-            result.evictions_asked - sum(len(d.get("evicted") or ()) for d in result.drains)
-            if result.drains
-            else None
-        )
+    if result.drains:
         summary["drains"] = [
             {
                 "node": d.get("node"),
@@ -319,21 +336,6 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
             for d in result.drains
         ]
     return summary
-
-
-def _longest_wait(pending: list[int], requests: list[dict[str, Any]]) -> int:
-    """Minutes from each rise in unschedulable pods to the next scale-up request, or to
-    the pods finding room without one; the longest."""
-    ups = sorted({r["minute"] for r in requests if r["to"] > r["from"]})
-    longest = 0
-    for minute, count in enumerate(pending):
-        if count <= (pending[minute - 1] if minute else 0):
-            continue
-        answered = next((m for m in ups if m >= minute), None)
-        cleared = next((m for m in range(minute, len(pending)) if pending[m] == 0), None)
-        ends = [m for m in (answered, cleared) if m is not None]
-        longest = max(longest, (min(ends) if ends else len(pending)) - minute)
-    return longest
 
 
 def _requested(scenario: Scenario, result: Run) -> dict[str, dict[str, float]]:
@@ -358,14 +360,29 @@ def _requested(scenario: Scenario, result: Run) -> dict[str, dict[str, float]]:
 
 def _side_by_side(summary: dict[str, Any]) -> str:
     ours, theirs = summary[NODESCALER], summary[BASELINE]
-    lines = [f"   {'':<44} {'nodescaler':>14} {'baseline (CA)':>14}"]
+    lines = [f"   {'':<52} {'nodescaler':>14} {'baseline (CA)':>14}"]
+
+    def line(label: str, mine: Any, other: Any) -> None:
+        lines.append(f"   {label:<52} {_cell(mine):>14} {_cell(other):>14}")
+
     for key, value in ours.items():
         if isinstance(value, int | float) or value is None:
-            lines.append(f"   {key:<44} {_cell(value):>14} {_cell(theirs.get(key)):>14}")
-        elif key in ("aws_write_calls", "final_desired", "peak_desired"):
+            line(key, value, theirs.get(key))
+        elif key == "pod_wait_minutes":
+            for group, figures_ in value.items():
+                other = theirs[key].get(group, {})
+                for name in ("p50", "p99", "max"):
+                    line(f"{key} {group} {name}", figures_[name], other.get(name))
+        elif key == "pods_that_fit_no_group":
+            line(key, value["count"], theirs[key]["count"])
+        elif key in (
+            "longest_demand_to_scale_request_minutes",
+            "aws_write_calls",
+            "final_desired",
+            "peak_desired",
+        ):
             for group, figure in value.items():
-                label = f"{key} {group}"
-                lines.append(f"   {label:<44} {figure:>14} {theirs[key].get(group, 0):>14}")
+                line(f"{key} {group}", figure, theirs[key].get(group, 0))
     return "\n".join(lines)
 
 
@@ -404,9 +421,41 @@ def _chart(scenario: Scenario, runs: dict[str, Run], path: Path) -> None:
                 backoffs=_spans([r["minute"] for r in rows if r.get("backed_off")]),
                 launch_failures=[m for m, g in ours.launch_failures if g == group.name],
                 baseline_desired=baseline,
+                drains=[
+                    _minutes_since(scenario, d["at"])
+                    for d in ours.drains
+                    if d["group"] == group.name
+                ],
             )
         )
-    chart.render(path, f"{scenario.name}: nodescaler vs a Cluster Autoscaler baseline", groups)
+    limit = scenario.environment.get("CLUSTER_MAX_NODES")
+    cluster = chart.ClusterChart(
+        minutes=list(range(scenario.minutes + 1)),
+        nodes=_per_minute(ours, "in_service"),
+        baseline_nodes=_per_minute(theirs, "in_service"),
+        pending=[rows[0] for rows in _rows_by_minute(ours, "pending_pods")],
+        baseline_pending=[rows[0] for rows in _rows_by_minute(theirs, "pending_pods")],
+        max_nodes=int(limit) if limit else None,
+        budget_short=_spans(ours.budget_short),
+    )
+    title = f"{scenario.name}: nodescaler vs a Cluster Autoscaler baseline"
+    chart.render(path, title, groups, cluster)
+
+
+def _rows_by_minute(result: Run, key: str) -> list[list[Any]]:
+    by_minute: dict[int, list[Any]] = {}
+    for row in result.minutes:
+        by_minute.setdefault(row["minute"], []).append(row[key])
+    return [by_minute[m] for m in sorted(by_minute)]
+
+
+def _per_minute(result: Run, key: str) -> list[int]:
+    """`key` summed over the groups, each minute."""
+    return [sum(values) for values in _rows_by_minute(result, key)]
+
+
+def _minutes_since(scenario: Scenario, at: str) -> float:
+    return (datetime.fromisoformat(at) - START).total_seconds() / 60
 
 
 def _target_value(target: str) -> float | None:

@@ -240,11 +240,19 @@ class Sandbox:
         )
         self.state = self.evaluator.state
 
+    def controller_autoscaling(self) -> Any:
+        """An Auto Scaling client for a controller other than the functions (the baseline),
+        watched as theirs is; the sandbox's own (`client`) is never counted."""
+        return self.watch(
+            boto3.client("autoscaling", region_name=REGION, endpoint_url=self.endpoint)
+        )
+
     def watch(self, autoscaling: Any) -> Any:
         """Auto Scaling as AWS answers it, on any client of the sandbox's (the functions',
         the baseline's): min/max enforced, lifecycle actions answered, writes counted."""
-        # Counted first: the hooks that answer for AWS stop botocore's calling the rest.
-        autoscaling.meta.events.register("before-call.auto-scaling", self._count_write)
+        # Counted before the call is built: the hooks that answer for AWS (lifecycle actions,
+        # refusals) are on `before-call`, where the first answer stops the rest.
+        autoscaling.meta.events.register("before-parameter-build.auto-scaling", self._count_write)
         AwsRefusal(self.client("autoscaling")).watch(autoscaling)
         self.lifecycle.watch(autoscaling)
         return autoscaling
@@ -252,9 +260,8 @@ class Sandbox:
     def _count_write(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         if model.name.startswith("Describe"):
             return
-        body = params.get("body") or {}
-        instance = self.cluster.instances.get(body.get("InstanceId", ""))
-        group = body.get("AutoScalingGroupName") or (instance.group if instance else "?")
+        instance = self.cluster.instances.get(params.get("InstanceId", ""))
+        group = params.get("AutoScalingGroupName") or (instance.group if instance else "?")
         self.writes[group] = self.writes.get(group, 0) + 1
 
     # --- the events EventBridge would deliver ------------------------------------------
@@ -306,7 +313,7 @@ class Sandbox:
 
     def hook(self, group: str) -> None:
         """The stack's terminate hook on `group`: its instances are drained before they go."""
-        self.clients.autoscaling.put_lifecycle_hook(
+        self.client("autoscaling").put_lifecycle_hook(  # the stack's doing, not counted
             LifecycleHookName=DRAIN_HOOK,
             AutoScalingGroupName=group,
             LifecycleTransition="autoscaling:EC2_INSTANCE_TERMINATING",
@@ -354,7 +361,8 @@ class Sandbox:
             )
         except Exception as error:  # the function failed: Lambda keeps the event in its DLQ
             result = {"outcome": "failed", "error": str(error)}
-        self.drained.append(result | {"at": self.clock.now().isoformat()})
+        group = incoming["detail"]["AutoScalingGroupName"]
+        self.drained.append(result | {"at": self.clock.now().isoformat(), "group": group})
 
     # --- CloudWatch: SQS's metrics, and the alarms evaluated on them ---------------------
 

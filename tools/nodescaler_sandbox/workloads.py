@@ -22,6 +22,7 @@ def pod(
     cpu: str,
     memory: str,
     *,
+    created: datetime | None = None,
     ready_after_seconds: float = 0,
     node_selector: dict[str, str] | None = None,
     tolerations: list[dict[str, str]] | None = None,
@@ -33,13 +34,16 @@ def pod(
         spec["nodeSelector"] = node_selector
     if tolerations:
         spec["tolerations"] = [t | {"operator": "Equal"} for t in tolerations]
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": NAMESPACE,
+        "labels": {"app": app},
+        "annotations": {READY_AFTER: str(ready_after_seconds)},
+    }
+    if created is not None:
+        metadata["creationTimestamp"] = created.isoformat().replace("+00:00", "Z")
     return {
-        "metadata": {
-            "name": name,
-            "namespace": NAMESPACE,
-            "labels": {"app": app},
-            "annotations": {READY_AFTER: str(ready_after_seconds)},
-        },
+        "metadata": metadata,
         "spec": spec,
         "status": {"phase": "Pending"},
     }
@@ -70,10 +74,10 @@ class Deployment:
     tolerations: list[dict[str, str]] = field(default_factory=list)
     created: int = 0
 
-    def reconcile(self, store: Cluster, minute: float) -> None:
-        self.resize(store, replicas_at(self.curve, minute))
+    def reconcile(self, store: Cluster, minute: float, now: datetime) -> None:
+        self.resize(store, replicas_at(self.curve, minute), now)
 
-    def resize(self, store: Cluster, wanted: int) -> None:
+    def resize(self, store: Cluster, wanted: int, now: datetime) -> None:
         with store.lock:
             mine = [
                 (key, p)
@@ -81,7 +85,7 @@ class Deployment:
                 if p["metadata"].get("labels", {}).get("app") == self.name and not is_terminating(p)
             ]
             for _ in range(wanted - len(mine)):
-                store.put("pods", self._pod())
+                store.put("pods", self._pod(now))
             extra = len(mine) - wanted
             if extra > 0:
                 newest_pending_first = sorted(
@@ -90,13 +94,14 @@ class Deployment:
                 for key, _ in newest_pending_first[:extra]:
                     store.delete("pods", key)
 
-    def _pod(self) -> dict[str, Any]:
+    def _pod(self, now: datetime) -> dict[str, Any]:
         self.created += 1
         return pod(
             f"{self.name}-{self.created}",
             self.name,
             self.cpu,
             self.memory,
+            created=now,
             ready_after_seconds=self.ready_after_seconds,
             node_selector=self.node_selector,
             tolerations=self.tolerations,

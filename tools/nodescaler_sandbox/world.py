@@ -6,9 +6,18 @@ only reads the groups and never decides anything.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from nodescaler_sandbox.cluster import NAMESPACE, Room, requests
+from nodescaler_sandbox.cluster import (
+    BOUND_AT,
+    NAMESPACE,
+    READY_AT,
+    UNSCHEDULABLE_SINCE,
+    Room,
+    requests,
+)
+from nodescaler_sandbox.figures import PodRecord
 from nodescaler_sandbox.provision import (
     create_group,
     fill_queue,
@@ -60,9 +69,13 @@ class World:
             )
             for q in scenario.queues
         ]
-        self.budget_shortfalls = 0  # world minutes a disruption budget had too few healthy pods
+        self.budget_short: set[int] = set()  # minutes a disruption budget had too few healthy pods
         self._budgets_met: set[str] = set()
+        self.start = box.clock.now()
+        self.pods: dict[str, PodRecord] = {}  # uid → what happened to the pod
+        self._alive: set[str] = set()
         self._create(hooks)
+        self._new_node = {g.name: self.cluster.empty_node(g.name) for g in scenario.groups}
         self.cluster.store.scale_of = self._scale_of
 
     def _scale_of(self, budget: dict[str, Any]) -> int | None:
@@ -138,10 +151,12 @@ class World:
         """What the cluster's controllers do at once: replace lost pods, follow the
         instances, bind pending pods, count budgets short of healthy pods."""
         for deployment in self.deployments:
-            deployment.reconcile(self.cluster.store, self.minute)
+            deployment.reconcile(self.cluster.store, self.minute, self.box.clock.now())
         for queue in self.queues:
             waiting = _messages(queue.queue, self.cluster.region)
-            queue.workers.resize(self.cluster.store, min(waiting, queue.max_workers))
+            queue.workers.resize(
+                self.cluster.store, min(waiting, queue.max_workers), self.box.clock.now()
+            )
         self.box.sync(self.react)
         self.cluster.schedule(self.box.clock.now())
         self._check_budgets()
@@ -153,7 +168,39 @@ class World:
             if met:
                 self._budgets_met.add(name)
             elif name in self._budgets_met:  # short after it was first met: a disruption
-                self.budget_shortfalls += 1
+                self.budget_short.add(int(self.minute))
+
+    def record_pods(self) -> None:
+        """What each pod went through since the last look: created, found no node (and
+        which groups' new nodes would fit it), bound (to a node of which group), Ready,
+        gone."""
+        alive = set()
+        for found in self.cluster.store.objects["pods"].values():
+            metadata = found["metadata"]
+            uid = metadata["uid"]
+            alive.add(uid)
+            record = self.pods.get(uid)
+            if record is None:
+                created = metadata["creationTimestamp"].replace("Z", "+00:00")
+                record = self.pods[uid] = PodRecord(metadata["name"], self._minutes(created))
+            annotations = metadata.get("annotations", {})
+            if record.unschedulable is None and UNSCHEDULABLE_SINCE in annotations:
+                record.unschedulable = self._minutes(annotations[UNSCHEDULABLE_SINCE])
+                asked, spec = requests(found), found["spec"]
+                record.takers = frozenset(
+                    g for g, n in self._new_node.items() if n.fits(*asked, spec)
+                )
+            if record.bound is None and BOUND_AT in annotations:
+                record.bound = self._minutes(annotations[BOUND_AT])
+                record.group = self.cluster.group_of_node(found["spec"]["nodeName"])
+            if record.ready is None and READY_AT in annotations:
+                record.ready = self._minutes(annotations[READY_AT])
+        for uid in self._alive - alive:
+            self.pods[uid].gone = self.minute
+        self._alive = alive
+
+    def _minutes(self, at: str) -> float:
+        return (datetime.fromisoformat(at) - self.start).total_seconds() / 60
 
     def queue_depths(self) -> dict[str, int]:
         return {q.queue: _messages(q.queue, self.cluster.region) for q in self.queues}

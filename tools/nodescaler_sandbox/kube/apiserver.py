@@ -121,6 +121,7 @@ class Cluster:
     scale_of: Callable[[dict[str, Any]], int | None] | None = None
     # every eviction asked of an existing pod: (namespace, name, deleteOptions.gracePeriodSeconds)
     evictions: list[tuple[str, str, int | None]] = field(default_factory=list)
+    evicted: int = 0  # of those, the ones the budgets allowed
 
     def put(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
@@ -189,6 +190,7 @@ class Cluster:
             # The eviction subresource's canIgnorePDB: these pods go whatever the budgets say.
             if phase not in ("Succeeded", "Failed", "Pending") and not is_terminating(pod):
                 self._check_budgets(pod)
+            self.evicted += 1
             self.delete_pod(namespace, name, grace_seconds)
 
     def _check_budgets(self, pod: dict[str, Any]) -> None:
