@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -112,15 +113,20 @@ def panels_of(groups: Sequence[GroupChart], cluster: ClusterChart | None = None)
     """The panels, top to bottom: each group's nodes and its metrics; then the cluster's."""
     panels: list[Panel] = []
     for chart in groups[:MAX_GROUPS]:
-        panels.append((NODES_INCHES, lambda ax, chart=chart: _nodes_panel(ax, chart)))
+        panels.append((NODES_INCHES, partial(_nodes_panel, chart=chart)))
         for index, name in enumerate(dict.fromkeys([*chart.metrics, *chart.targets])):
             panels.append(
-                (METRIC_INCHES, lambda ax, c=chart, n=name, i=index: _metric_panel(ax, c, n, i))
+                (METRIC_INCHES, partial(_metric_panel, chart=chart, name=name, index=index))
             )
     if cluster is not None:
-        panels.append((CLUSTER_INCHES, lambda ax: _cluster_nodes_panel(ax, cluster)))
-        panels.append((CLUSTER_INCHES, lambda ax: _cluster_pending_panel(ax, cluster)))
-    return panels or [(NODES_INCHES, lambda ax: _empty(ax, "no node groups") or [])]
+        panels.append((CLUSTER_INCHES, partial(_cluster_nodes_panel, cluster=cluster)))
+        panels.append((CLUSTER_INCHES, partial(_cluster_pending_panel, cluster=cluster)))
+    return panels or [(NODES_INCHES, _no_groups)]
+
+
+def _no_groups(ax: Axes) -> list[Entry]:
+    _empty(ax, "no node groups")
+    return []
 
 
 def render(
