@@ -5,12 +5,18 @@ A model of the FAQ's behaviour (shared/reference), not Cluster Autoscaler itself
 - it looks at pending pods only (no queues, no reservation targets), every 10 s; the
   world changes once a minute, so the scans within a minute see the same world and one
   scan a minute stands for them;
-- scale-up: the unschedulable pods go to the first group, by the scenario's priority
-  expander when it has one (else in file order), whose nodes fit them and which is not
-  backed off; it asks for as many nodes as a first-fit packing of the pods needs, after
-  filling the nodes already on their way. A group whose nodes have not registered 15
-  minutes after it asked (max-node-provision-time) is backed off for 5 minutes and its
-  request taken back;
+- scale-up: the unschedulable pods (not the expendable: priority below -10) are offered to
+  every group below its maximum, not backed off, with room under the cluster's limits
+  (`--max-nodes-total`, `--cores-total`, `--memory-total`: the scenario's CLUSTER_MAX_*
+  settings) and whose new node fits some of them; each option asks for as many nodes as a
+  first-fit packing of its pods needs (after filling the nodes already on their way),
+  capped by the group's maximum and the limits. The scenario's expander chain (the same
+  EXPANDERS the functions read: priority, weighted-priority by tier, least-waste,
+  most-pods, random as the first left) picks one. A new node is modelled on a live node
+  of the group; a group at zero is read as Cluster Autoscaler reads it, from its instance
+  type and its node-template tags (labels, taints, resources): without them it cannot
+  take pods that need them. A group whose nodes have not registered 15 minutes after it
+  asked (max-node-provision-time) is backed off for 5 minutes and its request taken back;
 - scale-down: a node whose pods request under half its CPU and memory, and would fit on
   the other nodes, is unneeded; after 10 minutes unneeded (and 10 minutes after the last
   scale-up) it is removed: the node cordoned and its pods evicted, those a
@@ -27,7 +33,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from nodescaler_sandbox.cluster import SimulatedCluster, quantities, requests
+from nodescaler.domain.cluster import millicores, whole_units
+
+from nodescaler_sandbox.cluster import Room, SimulatedCluster, quantities, requests
 from nodescaler_sandbox.kube.apiserver import ApiError
 from nodescaler_sandbox.provision import group_sizes
 
@@ -39,18 +47,61 @@ PROVISION_TIMEOUT = timedelta(minutes=15)  # --max-node-provision-time
 BACKOFF = timedelta(minutes=5)  # the initial node-group backoff
 
 
+EXPENDABLE_BELOW = -10  # --expendable-pods-priority-cutoff
+TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template/"
+
+
 @dataclass
 class Asked:
     at: datetime
     registered: int  # nodes the group had when it asked
 
 
+@dataclass(frozen=True)
+class GroupSpec:
+    """What the baseline knows of a group, as Cluster Autoscaler reads it from AWS."""
+
+    min: int
+    max: int
+    capacity: dict[str, str]  # its instance type's vCPUs, memory (and GPUs)
+    tags: dict[str, str]  # the Auto Scaling group's tags
+
+
+@dataclass(frozen=True)
+class Limits:
+    """--max-nodes-total, --cores-total, --memory-total (None: no limit)."""
+
+    nodes: int | None = None
+    vcpus: int | None = None
+    memory_gib: int | None = None
+
+    @classmethod
+    def of(cls, environment: dict[str, str]) -> Limits:
+        def read(name: str) -> int | None:
+            return int(environment[name]) if name in environment else None
+
+        return cls(
+            read("CLUSTER_MAX_NODES"), read("CLUSTER_MAX_VCPUS"), read("CLUSTER_MAX_MEMORY_GIB")
+        )
+
+
+@dataclass(frozen=True)
+class Option:
+    """A group the pending pods could grow: by how many nodes, for which pods."""
+
+    group: str
+    nodes: int
+    pods: list[dict[str, Any]]
+    waste: float  # the share of the new nodes' CPU and memory the pods leave unused
+
+
 @dataclass
 class ReactiveBaseline:
     cluster: SimulatedCluster
     autoscaling: Any  # an Auto Scaling client the sandbox watches (refusals, write counts)
-    groups: list[str]  # in the expander's order
-    bounds: dict[str, tuple[int, int]]
+    groups: dict[str, GroupSpec]  # in the scenario's order
+    expanders: list[Any]  # the EXPANDERS chain (nodescaler.config.ExpanderSpec)
+    limits: Limits = field(default_factory=Limits)
     unneeded: dict[str, datetime] = field(default_factory=dict)  # node → since
     asked: dict[str, Asked] = field(default_factory=dict)
     backed_off: dict[str, datetime] = field(default_factory=dict)  # group → until
@@ -58,16 +109,14 @@ class ReactiveBaseline:
     last_scale_up: datetime | None = None
 
     @staticmethod
-    def ordered(groups: list[str], expanders: str | None) -> list[str]:
-        """The groups by the priority expander's configuration, when there is one."""
-        from nodescaler.config import ExpanderSpec, PriorityExpanderSpec
+    def expander_chain(expanders: str | None) -> list[Any]:
+        """The functions' EXPANDERS setting, or their default chain."""
+        from nodescaler.config import DEFAULT_EXPANDERS, ExpanderSpec
         from pydantic import TypeAdapter
 
-        for spec in TypeAdapter(list[ExpanderSpec]).validate_json(expanders) if expanders else []:
-            if isinstance(spec, PriorityExpanderSpec):
-                ranked = [spec.priorities[p] for p in sorted(spec.priorities, reverse=True)]
-                return sorted(groups, key=lambda group: _rank(group, ranked))
-        return groups
+        if not expanders:
+            return list(DEFAULT_EXPANDERS)
+        return TypeAdapter(list[ExpanderSpec]).validate_json(expanders)
 
     def act(self, now: datetime) -> None:
         desired = self._desired()
@@ -84,29 +133,119 @@ class ReactiveBaseline:
             for p in store.objects["pods"].values()
             if not p["spec"].get("nodeName")
             and any(c.get("reason") == "Unschedulable" for c in p["status"].get("conditions", []))
+            and p["spec"].get("priority", 0) >= EXPENDABLE_BELOW
         ]
         if not pending:
             return False
         for group in self.groups:  # pods that will fit on nodes on their way wait for them
             upcoming = max(desired[group] - len(self.cluster.group_nodes(group)), 0)
-            pending = _fill(pending, self.cluster.shapes[group], upcoming)
-        for group in self.groups:
-            if self.backed_off.get(group, now) > now:
+            pending = _fill(pending, self._template(group), upcoming)
+        options = [
+            option
+            for group in self.groups
+            if self.backed_off.get(group, now) <= now
+            and (option := self._option(group, pending, desired))
+        ]
+        if not options:
+            return False
+        chosen = self._expand(options)
+        registered = len(self.cluster.group_nodes(chosen.group))
+        self._set(chosen.group, desired[chosen.group] + chosen.nodes)  # pods unschedulable
+        self.asked.setdefault(chosen.group, Asked(now, registered))
+        self.last_scale_up = now
+        return True
+
+    def _option(
+        self, group: str, pending: list[dict[str, Any]], desired: dict[str, int]
+    ) -> Option | None:
+        template = self._template(group)
+        empty = Room.of(template)
+        fits = [p for p in pending if empty.fits(*requests(p), p["spec"])]
+        if not fits:
+            return None
+        room = min(self.groups[group].max - desired[group], self._under_limits(group, desired))
+        nodes, taken, _ = _first_fit(fits, template, room)
+        if nodes <= 0:
+            return None
+        cpu, memory = quantities(template["status"]["allocatable"])
+        used = [requests(p) for p in taken]
+        waste = (1 - sum(c for c, _ in used) / (cpu * nodes)) + (
+            1 - sum(m for _, m in used) / (memory * nodes)
+        )
+        return Option(group, nodes, taken, waste)
+
+    def _under_limits(self, group: str, desired: dict[str, int]) -> int:
+        """How many nodes `group` may add under the cluster's limits."""
+        room = [10**9]
+        if self.limits.nodes is not None:
+            room.append(self.limits.nodes - sum(desired.values()))
+        for limit, size in (
+            (self.limits.vcpus, lambda g: millicores(self.groups[g].capacity["cpu"]) // 1000),
+            (
+                self.limits.memory_gib,
+                lambda g: whole_units(self.groups[g].capacity["memory"]) / 2**30,
+            ),
+        ):
+            if limit is not None:
+                used = sum(desired[g] * size(g) for g in self.groups)
+                room.append(int((limit - used) // size(group)) if size(group) else 10**9)
+        return min(room)
+
+    def _expand(self, options: list[Option]) -> Option:
+        """The expander chain narrows the options, first to last; the first left wins."""
+        for spec in self.expanders:
+            if len(options) == 1:
+                break
+            if spec.name == "priority":
+                ranked = [spec.priorities[p] for p in sorted(spec.priorities, reverse=True)]
+                best = min(_rank(o.group, ranked) for o in options)
+                options = [o for o in options if _rank(o.group, ranked) == best]
+            elif spec.name == "weighted-priority":
+                ranked = [list(spec.tiers[p]) for p in sorted(spec.tiers, reverse=True)]
+                best = min(_rank(o.group, ranked) for o in options)
+                options = [o for o in options if _rank(o.group, ranked) == best]
+            elif spec.name == "least-waste":
+                least = min(o.waste for o in options)
+                options = [o for o in options if o.waste <= least + 1e-9]
+            elif spec.name == "most-pods":
+                most = max(len(o.pods) for o in options)
+                options = [o for o in options if len(o.pods) == most]
+            elif spec.name == "random":
+                options = options[:1]  # the first: a run must be repeatable
+            # a custom expander (a Lambda function) is not modelled: the chain goes on
+        return options[0]
+
+    def _template(self, group: str) -> dict[str, Any]:
+        """A new node of the group: like a live one, or, at zero, from its instance type
+        and node-template tags, as Cluster Autoscaler builds it."""
+        live = self.cluster.group_nodes(group)
+        if live:
+            return live[0]
+        spec = self.groups[group]
+        allocatable = dict(spec.capacity)
+        labels: dict[str, str] = {}
+        taints = []
+        for key, value in spec.tags.items():
+            kind, _, name = key.removeprefix(TEMPLATE_TAG).partition("/")
+            if not key.startswith(TEMPLATE_TAG):
                 continue
-            shape, empty = self.cluster.shapes[group], self.cluster.empty_node(group)
-            fits = [p for p in pending if empty.fits(*requests(p), p["spec"])]
-            if not fits:
-                continue
-            _, high = self.bounds[group]
-            wanted = min(desired[group] + _pack(fits, shape), high)
-            if wanted <= desired[group]:
-                continue
-            registered = len(self.cluster.group_nodes(group))
-            self._set(group, wanted)  # pods unschedulable
-            self.asked.setdefault(group, Asked(now, registered))
-            self.last_scale_up = now
-            return True
-        return False
+            if kind == "label":
+                labels[name] = value
+            elif kind == "taint":
+                taint_value, colon, effect = value.rpartition(":")
+                if not colon:
+                    taint_value, effect = value, "NoSchedule"
+                taints.append({"key": name, "value": taint_value, "effect": effect})
+            elif kind == "resources":
+                allocatable[name] = value
+        return {
+            "metadata": {"name": f"template-{group}", "labels": labels},
+            "spec": {"taints": taints},
+            "status": {
+                "allocatable": allocatable,
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
 
     def _time_out_provisioning(self, now: datetime, desired: dict[str, int]) -> None:
         for group, asked in list(self.asked.items()):
@@ -116,8 +255,9 @@ class ReactiveBaseline:
             elif now - asked.at >= PROVISION_TIMEOUT:
                 del self.asked[group]
                 self.backed_off[group] = now + BACKOFF
-                low, _ = self.bounds[group]
-                self._set(group, max(registered, low))  # not registered in 15 min: backed off
+                self._set(
+                    group, max(registered, self.groups[group].min)
+                )  # not registered in 15 min: backed off
 
     # --- scale-down ----------------------------------------------------------------------
 
@@ -147,8 +287,10 @@ class ReactiveBaseline:
         )
         for name in due:
             group = self._group_of(nodes[name])
-            low, _ = self.bounds.get(group, (0, 0))
-            if group not in desired or desired[group] - len(self.draining) <= low:
+            if (
+                group not in self.groups
+                or desired[group] - len(self.draining) <= self.groups[group].min
+            ):
                 continue
             if pods_on[name] and self.draining:
                 continue  # one non-empty node at a time
@@ -194,6 +336,7 @@ class ReactiveBaseline:
 
 
 def _rank(group: str, ranked: list[list[str]]) -> int:
+    """The index of the first tier with a pattern matching the group (last: none)."""
     matching = (
         i for i, patterns in enumerate(ranked) if any(re.fullmatch(p, group) for p in patterns)
     )
@@ -201,35 +344,32 @@ def _rank(group: str, ranked: list[list[str]]) -> int:
 
 
 def _first_fit(
-    pods: list[dict[str, Any]], shape: dict[str, str], nodes: int | None
-) -> tuple[int, list[dict[str, Any]]]:
-    """`pods` packed first-fit, largest first, on empty nodes of `shape`: at most `nodes`
-    of them (None: as many as it takes). How many it took, and the pods left over."""
-    room = quantities(shape)
-    used: list[list[int]] = []
-    left = []
+    pods: list[dict[str, Any]], template: dict[str, Any], nodes: int | None
+) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]]]:
+    """`pods` packed first-fit, largest first, on empty nodes like `template` (each pod
+    checked against the node's labels, taints and extended resources): at most `nodes` of
+    them (None: as many as it takes). How many it took, the pods placed and those left."""
+    used: list[Room] = []
+    placed, left = [], []
     for found in sorted(pods, key=requests, reverse=True):
         cpu, memory = requests(found)
-        target = next((n for n in used if n[0] >= cpu and n[1] >= memory), None)
-        if target is None and (nodes is None or len(used) < nodes) and cpu <= room[0]:
-            target = [room[0], room[1]]
-            used.append(target)
-        if target is None or memory > target[1]:
+        target = next((n for n in used if n.fits(cpu, memory, found["spec"])), None)
+        if target is None and (nodes is None or len(used) < nodes):
+            new = Room.of(template)
+            if new.fits(cpu, memory, found["spec"]):
+                target = new
+                used.append(new)
+        if target is None:
             left.append(found)
             continue
-        target[0] -= cpu
-        target[1] -= memory
-    return len(used), left
+        target.take(cpu, memory, found["spec"])
+        placed.append(found)
+    return len(used), placed, left
 
 
-def _pack(pods: list[dict[str, Any]], shape: dict[str, str]) -> int:
-    """How many empty nodes of `shape` the pods take."""
-    return _first_fit(pods, shape, None)[0]
-
-
-def _fill(pods: list[dict[str, Any]], shape: dict[str, str], nodes: int) -> list[dict[str, Any]]:
-    """The pods that do not fit on `nodes` empty nodes of `shape`."""
-    return _first_fit(pods, shape, nodes)[1] if nodes else pods
+def _fill(pods: list[dict[str, Any]], template: dict[str, Any], nodes: int) -> list[dict[str, Any]]:
+    """The pods that do not fit on `nodes` empty nodes like `template`."""
+    return _first_fit(pods, template, nodes)[2] if nodes else pods
 
 
 def _utilization(node: dict[str, Any], pods: list[dict[str, Any]]) -> float:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from nodescaler.domain.cluster import Taint, Toleration, millicores, whole_units
+from nodescaler.domain.cluster import Taint, Toleration, is_extended, millicores, whole_units
 from nodescaler.domain.scheduling import ENFORCED_EFFECTS
 
 from nodescaler_sandbox.kube.apiserver import Cluster, is_ready, is_terminating
@@ -157,7 +157,7 @@ class SimulatedCluster:
                 cpu, memory = requests(found)
                 bound = found["spec"].get("nodeName")
                 if bound in rooms:
-                    rooms[bound].take(cpu, memory)
+                    rooms[bound].take(cpu, memory, found["spec"])
                     self._maybe_ready(found, now)
                 elif not bound:
                     pending.append((found, cpu, memory))
@@ -216,7 +216,7 @@ class _Spread:
                 passed.append(entry)
                 break
             if room.fits(cpu, memory, spec):
-                room.take(cpu, memory)
+                room.take(cpu, memory, spec)
                 chosen = entry[2]
                 passed.append((-room.cpu, -room.memory, entry[2]))
                 break
@@ -229,6 +229,16 @@ class _Spread:
 def quantities(resources: dict[str, str]) -> tuple[int, int]:
     """The CPU (millicores) and memory (bytes) of a resource list: requests, allocatable."""
     return millicores(resources.get("cpu", "0")), whole_units(resources.get("memory", "0"))
+
+
+def extended_requests(spec: dict[str, Any]) -> dict[str, int]:
+    """A pod's extended resources (nvidia.com/gpu: 1), summed over its containers."""
+    asked: dict[str, int] = {}
+    for container in spec.get("containers", []):
+        for name, amount in container.get("resources", {}).get("requests", {}).items():
+            if is_extended(name):
+                asked[name] = asked.get(name, 0) + whole_units(amount)
+    return asked
 
 
 def requests(pod: dict[str, Any]) -> tuple[int, int]:
@@ -249,6 +259,7 @@ class Room:
     labels: dict[str, str]
     taints: list[Taint]  # the ones the scheduler enforces
     schedulable: bool
+    extended: dict[str, int] = field(default_factory=dict)  # nvidia.com/gpu: 1
 
     @classmethod
     def of(cls, node: dict[str, Any]) -> Room:
@@ -265,6 +276,7 @@ class Room:
                 if t.get("effect", "NoSchedule") in ENFORCED_EFFECTS
             ],
             ready and not node["spec"].get("unschedulable"),
+            {k: whole_units(v) for k, v in allocatable.items() if is_extended(k)},
         )
 
     def fits(self, cpu: int, memory: int, spec: dict[str, Any]) -> bool:
@@ -283,10 +295,13 @@ class Room:
         return (
             self.cpu >= cpu
             and self.memory >= memory
+            and all(self.extended.get(k, 0) >= n for k, n in extended_requests(spec).items())
             and all(self.labels.get(k) == v for k, v in selector.items())
             and all(any(t.tolerates(taint) for t in tolerations) for taint in self.taints)
         )
 
-    def take(self, cpu: int, memory: int) -> None:
+    def take(self, cpu: int, memory: int, spec: dict[str, Any]) -> None:
         self.cpu -= cpu
         self.memory -= memory
+        for name, amount in extended_requests(spec).items():
+            self.extended[name] = self.extended.get(name, 0) - amount

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from nodescaler_sandbox import figures
-from nodescaler_sandbox.baseline import ReactiveBaseline
+from nodescaler_sandbox.baseline import GroupSpec, Limits, ReactiveBaseline
 from nodescaler_sandbox.figures import PodRecord
 from nodescaler_sandbox.provision import group_sizes
-from nodescaler_sandbox.sandbox import REGION, ROOT, START, Sandbox, sandbox
+from nodescaler_sandbox.sandbox import REGION, ROOT, Sandbox, sandbox
 from nodescaler_sandbox.scenario_file import Scenario, load_scenario
-from nodescaler_sandbox.world import World
+from nodescaler_sandbox.world import World, instance_capacity
 
 OUT = Path("out/demo")
 SCENARIOS = ROOT / "scenarios"
@@ -77,7 +77,7 @@ def run(
         write(line)
     summary = {
         "scenario": scenario.name,
-        "start": START.isoformat(),
+        "start": scenario.start.isoformat(),
         "minutes": scenario.minutes,
         NODESCALER: _summarize(scenario, runs[NODESCALER]),
         BASELINE: _summarize(scenario, runs[BASELINE]),
@@ -106,7 +106,11 @@ def _simulate(
     result = Run(controller)
     with (
         sandbox(
-            scenario.policies_path, folder / controller, boot=boot, environment=environment
+            scenario.policies_path,
+            folder / controller,
+            boot=boot,
+            environment=environment,
+            start=scenario.start,
         ) as box,
         (folder / f"logs-{controller}.jsonl").open("w") as log,
         box.logging_to(log),
@@ -126,7 +130,7 @@ def _simulate(
             box.advance(1, between=world.react)
         result.writes = dict(box.writes)
         result.launch_failures = [
-            ((at - START).total_seconds() / 60, group) for at, group in box.launch_failures
+            ((at - scenario.start).total_seconds() / 60, group) for at, group in box.launch_failures
         ]
         result.budget_short = sorted(world.budget_short)
         result.drains = list(box.drained)
@@ -153,14 +157,28 @@ def _controller(
                 box.tick()
 
         return nodescaler
-    groups = [g.name for g in scenario.groups]
     baseline = ReactiveBaseline(
         world.cluster,
         box.controller_autoscaling(),
-        ReactiveBaseline.ordered(groups, scenario.environment.get("EXPANDERS")),
-        {g.name: (g.min, g.max) for g in scenario.groups},
+        _as_cluster_autoscaler_reads_them(scenario, box),
+        ReactiveBaseline.expander_chain(scenario.environment.get("EXPANDERS")),
+        Limits.of(scenario.environment),
     )
     return lambda _: baseline.act(box.clock.now())
+
+
+def _as_cluster_autoscaler_reads_them(scenario: Scenario, box: Sandbox) -> dict[str, GroupSpec]:
+    """Each group's bounds, tags and instance type's capacity, read from AWS."""
+    described = box.client("autoscaling").describe_auto_scaling_groups(
+        AutoScalingGroupNames=[g.name for g in scenario.groups]
+    )["AutoScalingGroups"]
+    tags = {d["AutoScalingGroupName"]: {t["Key"]: t["Value"] for t in d["Tags"]} for d in described}
+    return {
+        g.name: GroupSpec(
+            g.min, g.max, instance_capacity(box.client("ec2"), g.instance_type), tags[g.name]
+        )
+        for g in scenario.groups
+    }
 
 
 def _observe(world: World, decisions: Decisions | None, minute: int) -> list[dict[str, Any]]:
@@ -455,7 +473,7 @@ def _per_minute(result: Run, key: str) -> list[int]:
 
 
 def _minutes_since(scenario: Scenario, at: str) -> float:
-    return (datetime.fromisoformat(at) - START).total_seconds() / 60
+    return (datetime.fromisoformat(at) - scenario.start).total_seconds() / 60
 
 
 def _target_value(target: str) -> float | None:
@@ -511,7 +529,11 @@ def invoke(
     log_path = out / f"logs-{function}.jsonl"
     with (
         sandbox(
-            scenario.policies_path, out, boot=boot, environment=dict(scenario.environment)
+            scenario.policies_path,
+            out,
+            boot=boot,
+            environment=dict(scenario.environment),
+            start=scenario.start,
         ) as box,
         log_path.open("w") as log,
     ):

@@ -160,10 +160,11 @@ class Sandbox:
         *,
         boot: timedelta,
         environment: dict[str, str] | None = None,  # the functions' settings, e.g. EXPANDERS
+        start: datetime = START,
     ) -> None:
         self.policies = policies
         self.out = out
-        self.clock = VirtualClock()
+        self.clock = VirtualClock(start.astimezone(UTC))
         self.cluster = SimulatedCluster(Cluster(), boot, region=REGION)
         self.writes: dict[str, int] = {}  # group → Auto Scaling write calls
         self.no_capacity: set[str] = set()  # groups whose launches fail, as the scenario says
@@ -466,8 +467,13 @@ def _restore(name: str, value: str | None) -> None:
 
 @contextlib.contextmanager
 def sandbox(
-    policies: Path, out: Path, *, boot: timedelta, environment: dict[str, str] | None = None
+    policies: Path,
+    out: Path,
+    *,
+    boot: timedelta,
+    environment: dict[str, str] | None = None,
+    start: datetime = START,
 ) -> Iterator[Sandbox]:
     out.mkdir(parents=True, exist_ok=True)
-    with Sandbox(policies, out, boot=boot, environment=environment) as running:
+    with Sandbox(policies, out, boot=boot, environment=environment, start=start) as running:
         yield running

@@ -10,13 +10,24 @@ Loading one checks every field; a mistake is one line naming the file and the fi
 from __future__ import annotations
 
 import json
+import re
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from nodescaler.adapters.policy_files import load_policies
+from nodescaler.domain.scheduling import TEMPLATE_TAG
 from nodescaler.errors import PermanentError, PolicyError
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 
@@ -37,6 +48,46 @@ def _minute(value: Any) -> Any:
 
 Minute = Annotated[float, BeforeValidator(_minute), Field(ge=0)]
 Count = Annotated[int, Field(ge=0)]
+DEFAULT_START = "2026-11-23 09:00 UTC"  # a Monday morning
+
+
+def _start(value: Any) -> Any:
+    """ "YYYY-MM-DD HH:MM Zone/Name" → an aware datetime in that zone."""
+    if not isinstance(value, str):
+        return value
+    match = re.fullmatch(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})\s+(\S+)", value.strip())
+    if match is None:
+        raise ValueError(f'"{value}" is not "YYYY-MM-DD HH:MM Zone" (e.g. "{DEFAULT_START}")')
+    day, time, zone = match.groups()
+    try:
+        where = ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"{zone!r} is not an IANA time zone (e.g. Europe/Paris)") from None
+    try:
+        return datetime.fromisoformat(f"{day}T{time}").replace(tzinfo=where)
+    except ValueError as error:
+        raise ValueError(f'"{value}": {error}') from None
+
+
+Start = Annotated[datetime, BeforeValidator(_start)]
+# An extended resource, named as Kubernetes names them: a domain, a slash, a name.
+EXTENDED_RESOURCE = re.compile(
+    r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+
+
+def _extended_apart(value: Any) -> Any:
+    """Keys like `nvidia.com/gpu` beside cpu and memory go to `extended`."""
+    if not isinstance(value, dict):
+        return value
+    extended = {k: v for k, v in value.items() if isinstance(k, str) and "/" in k}
+    if not extended:
+        return value
+    for key in extended:
+        if not EXTENDED_RESOURCE.match(key):
+            raise ValueError(f"{key!r} is not an extended resource name (domain/name)")
+    rest = {k: v for k, v in value.items() if k not in extended}
+    return rest | {"extended": dict(value.get("extended", {})) | extended}
 
 
 class _Spec(BaseModel):
@@ -49,6 +100,9 @@ class NodeShape(_Spec):
     cpu: str
     memory: str
     pods: str = "110"
+    extended: dict[str, Count] = {}  # written beside cpu: `nvidia.com/gpu: 1`
+
+    _apart = model_validator(mode="before")(_extended_apart)
 
 
 class Taint(_Spec):
@@ -69,6 +123,24 @@ class GroupSpec(_Spec):
     taints: list[Taint] = []  # only pods that tolerate them are scheduled there
     no_capacity: bool = False  # every launch fails, as when EC2 has none of the type
     drain: bool = False  # a terminate lifecycle hook: the drain function runs on scale-in
+    # The Auto Scaling group's tags beyond the opt-in. Unset: Cluster Autoscaler's
+    # node-template tags for the labels, taints and node shape above, as a group scaled
+    # from zero needs; set: exactly these (say `{}` for a group without them).
+    tags: dict[str, str] | None = None
+
+    def node_template_tags(self) -> dict[str, str]:
+        """The group's tags: as given, else derived from its labels, taints and node."""
+        if self.tags is not None:
+            return dict(self.tags)
+        tags = {f"{TEMPLATE_TAG}label/{k}": v for k, v in self.labels.items()}
+        tags |= {f"{TEMPLATE_TAG}taint/{t.key}": f"{t.value}:{t.effect}" for t in self.taints}
+        if self.node is not None:
+            shape = {"cpu": self.node.cpu, "memory": self.node.memory, "pods": self.node.pods}
+            tags |= {
+                f"{TEMPLATE_TAG}resources/{k}": str(v)
+                for k, v in (shape | self.node.extended).items()
+            }
+        return tags
 
 
 class Budget(_Spec):
@@ -79,9 +151,14 @@ class Budget(_Spec):
 class PodShape(_Spec):
     cpu: str = "1"
     memory: str = "1Gi"
+    extended: dict[str, Count] = {}  # written beside cpu: `nvidia.com/gpu: 1`
     ready_after_seconds: Annotated[float, Field(ge=0)] = 0
     node_selector: dict[str, str] = {}
     tolerations: list[Taint] = []  # each tolerates the taint with its key, value and effect
+    # The pods' priority; below -10 they are expendable: no scale-up for them.
+    priority: Annotated[int, Field(ge=-(2**31), le=10**9)] = 0
+
+    _apart = model_validator(mode="before")(_extended_apart)
 
 
 class DeploymentSpec(PodShape):
@@ -117,6 +194,7 @@ class AlarmSpec(_Spec):
 class Scenario(_Spec):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str = ""
+    start: Start = Field(default_factory=lambda: _start(DEFAULT_START))
     minutes: Annotated[int, Field(gt=0, le=7 * 24 * 60)]
     tick_minutes: Annotated[int, Field(ge=1, le=60)] = 1
     boot_minutes: Annotated[float, Field(ge=0)] = 3

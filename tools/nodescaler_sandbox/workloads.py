@@ -23,13 +23,16 @@ def pod(
     memory: str,
     *,
     created: datetime | None = None,
+    extended: dict[str, int] | None = None,
+    priority: int = 0,
     ready_after_seconds: float = 0,
     node_selector: dict[str, str] | None = None,
     tolerations: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]
-    }
+    asked = {"cpu": cpu, "memory": memory} | {k: str(n) for k, n in (extended or {}).items()}
+    spec: dict[str, Any] = {"containers": [{"name": "main", "resources": {"requests": asked}}]}
+    if priority:
+        spec["priority"] = priority
     if node_selector:
         spec["nodeSelector"] = node_selector
     if tolerations:
@@ -72,6 +75,8 @@ class Deployment:
     ready_after_seconds: float = 0
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: list[dict[str, str]] = field(default_factory=list)
+    extended: dict[str, int] = field(default_factory=dict)
+    priority: int = 0
     created: int = 0
 
     def reconcile(self, store: Cluster, minute: float, now: datetime) -> None:
@@ -102,6 +107,8 @@ class Deployment:
             self.cpu,
             self.memory,
             created=now,
+            extended=self.extended,
+            priority=self.priority,
             ready_after_seconds=self.ready_after_seconds,
             node_selector=self.node_selector,
             tolerations=self.tolerations,

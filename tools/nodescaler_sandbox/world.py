@@ -28,7 +28,7 @@ from nodescaler_sandbox.workloads import Deployment, QueueWork, replicas_at
 
 if TYPE_CHECKING:
     from nodescaler_sandbox.sandbox import Sandbox
-    from nodescaler_sandbox.scenario_file import Scenario
+    from nodescaler_sandbox.scenario_file import NodeShape, PodShape, Scenario
 
 
 class World:
@@ -40,31 +40,14 @@ class World:
         self.cluster = box.cluster
         self.minute = 0.0
         self.deployments = [
-            Deployment(
-                d.name,
-                d.cpu,
-                d.memory,
-                sorted(d.replicas.items()),
-                d.ready_after_seconds,
-                dict(d.node_selector),
-                [t.model_dump() for t in d.tolerations],
-            )
-            for d in scenario.deployments
+            _deployment(d.name, d, sorted(d.replicas.items())) for d in scenario.deployments
         ]
         self.queues = [
             QueueWork(
                 q.name,
                 dict(q.tasks),
                 q.task_minutes,
-                Deployment(
-                    f"{q.name}-worker",
-                    q.worker.cpu,
-                    q.worker.memory,
-                    [(0, 0)],
-                    q.worker.ready_after_seconds,
-                    dict(q.worker.node_selector),
-                    [t.model_dump() for t in q.worker.tolerations],
-                ),
+                _deployment(f"{q.name}-worker", q.worker, [(0, 0)]),
                 q.max_workers,
             )
             for q in scenario.queues
@@ -95,13 +78,16 @@ class World:
                 autoscaling,
                 group.name,
                 region=self.cluster.region,
-                tags={"nodescaler/enabled": "true", "nodescaler/policy": group.policy},
+                tags={"nodescaler/enabled": "true", "nodescaler/policy": group.policy}
+                | group.node_template_tags(),
                 min_size=group.min,
                 max_size=group.max,
                 launch_configuration=f"{group.name}-lc",
             )
             self.cluster.shapes[group.name] = (
-                group.node.model_dump() if group.node else _shape(ec2, group.instance_type)
+                _allocatable(group.node)
+                if group.node
+                else instance_capacity(ec2, group.instance_type)
             )
             self.cluster.labels[group.name] = dict(group.labels)
             self.cluster.taints[group.name] = [t.model_dump() for t in group.taints]
@@ -227,14 +213,39 @@ class World:
         )
 
 
-def _shape(ec2: Any, instance_type: str) -> dict[str, str]:
+def _deployment(name: str, shape: PodShape, curve: list[tuple[float, int]]) -> Deployment:
+    return Deployment(
+        name,
+        shape.cpu,
+        shape.memory,
+        curve,
+        shape.ready_after_seconds,
+        dict(shape.node_selector),
+        [t.model_dump() for t in shape.tolerations],
+        dict(shape.extended),
+        shape.priority,
+    )
+
+
+def _allocatable(node: NodeShape) -> dict[str, str]:
+    shape = {"cpu": node.cpu, "memory": node.memory, "pods": node.pods}
+    return shape | {name: str(amount) for name, amount in node.extended.items()}
+
+
+def instance_capacity(ec2: Any, instance_type: str) -> dict[str, str]:
     """A node's allocatable from its instance type, as EC2 describes it."""
     described = ec2.describe_instance_types(InstanceTypes=[instance_type])["InstanceTypes"][0]
-    return {
+    shape = {
         "cpu": str(described["VCpuInfo"]["DefaultVCpus"]),
         "memory": f"{described['MemoryInfo']['SizeInMiB']}Mi",
         "pods": "110",
     }
+    gpus = sum(  # as the NVIDIA device plugin advertises them
+        g.get("Count", 0)
+        for g in described.get("GpuInfo", {}).get("Gpus", [])
+        if g.get("Manufacturer") == "NVIDIA"
+    )
+    return shape | ({"nvidia.com/gpu": str(gpus)} if gpus else {})
 
 
 def _store(queue: str, region: str) -> Any:

@@ -1,0 +1,126 @@
+"""The Cluster Autoscaler baseline plays fair: the cluster's limits, each group's
+node-template tags at zero, the expander chain and expendable pods, as Cluster Autoscaler
+honours them. Each on a small scenario through the sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nodescaler_sandbox import runner
+from nodescaler_sandbox.scenario_file import Scenario
+
+pytestmark = pytest.mark.slow  # moto's server and the API server, both runs
+
+SCENARIOS = Path(__file__).parents[2] / "scenarios"
+
+
+def baseline_of(tmp_path: Path, **fields: Any) -> dict[str, Any]:
+    document = {
+        "name": "fair",
+        "minutes": 6,
+        "bootMinutes": 2,
+        "policies": "policies",  # scenarios/policies: batch, scaled by pending pods
+        "path": SCENARIOS / "fair.yaml",
+    } | fields
+    summary = runner.run(Scenario.model_validate(document), out=tmp_path, write=lambda _: None)
+    return summary[runner.BASELINE]
+
+
+def jobs(replicas: int, **shape: Any) -> dict[str, Any]:
+    return {"name": "jobs", "cpu": "3", "memory": "1Gi", "replicas": {0: replicas}} | shape
+
+
+def test_the_cluster_node_limit_caps_the_baseline(tmp_path: Path) -> None:
+    ours = baseline_of(
+        tmp_path,
+        environment={"CLUSTER_MAX_NODES": "4"},
+        groups=[{"name": "a-ng", "policy": "batch", "max": 20, "instanceType": "m5.xlarge"}],
+        deployments=[jobs(10)],  # a node each: 10 wanted
+    )
+    assert ours["peak_desired"] == {"a-ng": 4}
+
+
+def test_the_cluster_vcpu_limit_caps_the_baseline(tmp_path: Path) -> None:
+    ours = baseline_of(
+        tmp_path,
+        environment={"CLUSTER_MAX_VCPUS": "12"},  # three 4-vCPU nodes
+        groups=[{"name": "a-ng", "policy": "batch", "max": 20, "instanceType": "m5.xlarge"}],
+        deployments=[jobs(10)],
+    )
+    assert ours["peak_desired"] == {"a-ng": 3}
+
+
+def gpu_group(**fields: Any) -> dict[str, Any]:
+    return {
+        "name": "gpu-ng",
+        "policy": "batch",
+        "max": 4,
+        "instanceType": "m5.xlarge",
+        "node": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": 1},
+        "labels": {"accelerator": "nvidia"},
+        "taints": [{"key": "nvidia.com/gpu", "value": "true"}],
+    } | fields
+
+
+def trainers() -> dict[str, Any]:
+    return jobs(
+        2,
+        cpu="1",
+        nodeSelector={"accelerator": "nvidia"},
+        tolerations=[{"key": "nvidia.com/gpu", "value": "true"}],
+        **{"nvidia.com/gpu": 1},
+    )
+
+
+def test_a_group_at_zero_is_read_from_its_node_template_tags(tmp_path: Path) -> None:
+    ours = baseline_of(tmp_path, groups=[gpu_group()], deployments=[trainers()])
+    assert ours["peak_desired"] == {"gpu-ng": 2}  # a GPU each
+    assert ours["pod_wait_minutes"]["gpu-ng"]["max"] == 2.0  # the nodes' boot
+
+
+def test_without_its_tags_a_group_at_zero_cannot_take_pods_that_need_them(tmp_path: Path) -> None:
+    ours = baseline_of(tmp_path, groups=[gpu_group(tags={})], deployments=[trainers()])
+    assert ours["peak_desired"] == {"gpu-ng": 0}
+    assert ours["pods_that_fit_no_group"]["count"] == 0  # they fit the real node: not the pods'
+    assert ours["longest_demand_to_scale_request_minutes"] == {"gpu-ng": 6}  # never answered
+
+
+def test_least_waste_picks_the_group_the_pods_fill_best(tmp_path: Path) -> None:
+    groups = [
+        {"name": "big-ng", "policy": "batch", "max": 5, "instanceType": "m5.4xlarge"},  # 16
+        {"name": "small-ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"},  # 4
+    ]
+    ours = baseline_of(tmp_path, groups=groups, deployments=[jobs(1)])  # the default chain
+    assert ours["peak_desired"] == {"big-ng": 0, "small-ng": 1}
+
+
+def test_the_priority_expander_orders_the_groups(tmp_path: Path) -> None:
+    groups = [
+        {"name": "big-ng", "policy": "batch", "max": 5, "instanceType": "m5.4xlarge"},
+        {"name": "small-ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"},
+    ]
+    priority = '[{"name": "priority", "priorities": {"10": ["big-.*"], "1": [".*"]}}]'
+    ours = baseline_of(
+        tmp_path, environment={"EXPANDERS": priority}, groups=groups, deployments=[jobs(1)]
+    )
+    assert ours["peak_desired"] == {"big-ng": 1, "small-ng": 0}
+
+
+def test_a_group_at_its_maximum_leaves_the_pods_to_the_next(tmp_path: Path) -> None:
+    groups = [
+        {"name": "big-ng", "policy": "batch", "max": 1, "instanceType": "m5.4xlarge"},
+        {"name": "small-ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"},
+    ]
+    priority = '[{"name": "priority", "priorities": {"10": ["big-.*"], "1": [".*"]}}]'
+    ours = baseline_of(
+        tmp_path, environment={"EXPANDERS": priority}, groups=groups, deployments=[jobs(8)]
+    )
+    assert ours["peak_desired"] == {"big-ng": 1, "small-ng": 3}  # 5 on the big node, 3 more
+
+
+def test_expendable_pods_trigger_no_scale_up(tmp_path: Path) -> None:
+    groups = [{"name": "a-ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"}]
+    ours = baseline_of(tmp_path, groups=groups, deployments=[jobs(2, priority=-11)])
+    assert ours["peak_desired"] == {"a-ng": 0}
