@@ -62,6 +62,31 @@ def test_times_are_minutes_or_hours_and_minutes(tmp_path: Path) -> None:
         (("minutes: 10", "minutes: ten"), "minutes: Input should be a valid integer"),
         (("max: 3", "min: 4, max: 3"), "groups.0: min 4 is above max 3"),
         (("name: tiny", "name: Tiny Scenario"), "name: String should match pattern"),
+        (
+            ("minutes: 10", "minutes: 10\nstart: 2027-03-28"),
+            'start: Value error, "2027-03-28" is not "YYYY-MM-DD HH:MM Zone"',
+        ),
+        (
+            ("minutes: 10", "minutes: 10\nstart: 2027-03-28 01:00 Europe/Pariss"),
+            "start: Value error, 'Europe/Pariss' is not an IANA time zone",
+        ),
+        (
+            ("minutes: 10", "minutes: 10\nstart: 2027-02-30 01:00 UTC"),
+            'start: Value error, "2027-02-30 01:00 UTC": day is out of range',
+        ),
+        (
+            ("max: 3}", 'max: 3, node: {{cpu: "4", memory: 8Gi, "nvidia.com/": 1}}}'),
+            "groups.0.node: Value error, 'nvidia.com/' is not an extended resource name",
+        ),
+        (
+            ("max: 3}", 'max: 3, node: {{cpu: "4", memory: 8Gi, "nvidia.com/gpu": one}}}'),
+            "groups.0.node.extended.nvidia.com/gpu: Input should be a valid integer",
+        ),
+        (
+            ("name: web,", "name: web, priority: high,"),
+            "deployments.0.priority: Input should be a valid integer",
+        ),
+        (("max: 3}", "max: 3, tags: [a]}"), "groups.0.tags: Input should be a valid dictionary"),
     ],
 )
 def test_a_mistake_names_the_file_and_the_field(
@@ -105,3 +130,29 @@ def test_a_broken_policy_in_the_scenarios_folder_is_named(tmp_path: Path) -> Non
         load_scenario(path)
     assert str(caught.value).startswith(f"{path}: policies: ")
     assert "broken.yaml" in str(caught.value)
+
+
+def test_start_is_a_wall_clock_time_in_its_zone(tmp_path: Path) -> None:
+    text = GOOD.replace("minutes: 10", "minutes: 10\nstart: 2027-03-28 01:30 Europe/Paris")
+    scenario = load_scenario(write(tmp_path, text))
+    assert scenario.start.isoformat() == "2027-03-28T01:30:00+01:00"  # before the clocks change
+    assert load_scenario(write(tmp_path, GOOD)).start.isoformat() == "2026-11-23T09:00:00+00:00"
+
+
+def test_node_template_tags_follow_the_groups_labels_taints_and_node(tmp_path: Path) -> None:
+    group = (
+        'max: 3, labels: {{accelerator: nvidia}}, taints: [{{key: gpu, value: "yes"}}], '
+        'node: {{cpu: "8", memory: 30Gi, "nvidia.com/gpu": 1}}}'
+    )
+    derived = load_scenario(write(tmp_path, GOOD.replace("max: 3}", group))).groups[0]
+    template = "k8s.io/cluster-autoscaler/node-template/"
+    assert derived.node_template_tags() == {
+        f"{template}label/accelerator": "nvidia",
+        f"{template}taint/gpu": "yes:NoSchedule",
+        f"{template}resources/cpu": "8",
+        f"{template}resources/memory": "30Gi",
+        f"{template}resources/pods": "110",
+        f"{template}resources/nvidia.com/gpu": "1",
+    }
+    given = GOOD.replace("max: 3}", group.replace("}}}", "}}, tags: {{team: ml}}}"))
+    assert load_scenario(write(tmp_path, given)).groups[0].node_template_tags() == {"team": "ml"}

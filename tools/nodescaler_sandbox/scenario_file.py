@@ -53,8 +53,9 @@ DEFAULT_START = "2026-11-23 09:00 UTC"  # a Monday morning
 
 def _start(value: Any) -> Any:
     """ "YYYY-MM-DD HH:MM Zone/Name" → an aware datetime in that zone."""
-    if not isinstance(value, str):
+    if isinstance(value, datetime) and value.tzinfo is not None:
         return value
+    value = str(value)  # YAML reads a bare 2027-03-28 as a date: a zone is still needed
     match = re.fullmatch(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})\s+(\S+)", value.strip())
     if match is None:
         raise ValueError(f'"{value}" is not "YYYY-MM-DD HH:MM Zone" (e.g. "{DEFAULT_START}")')
