@@ -156,3 +156,30 @@ def test_node_template_tags_follow_the_groups_labels_taints_and_node(tmp_path: P
     }
     given = GOOD.replace("max: 3}", group.replace("}}}", "}}, tags: {{team: ml}}}"))
     assert load_scenario(write(tmp_path, given)).groups[0].node_template_tags() == {"team": "ml"}
+
+
+def test_metric_math_the_sandbox_cannot_evaluate_is_refused_when_the_scenario_loads(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path, GOOD.replace("policy: batch", "policy: rate"))
+    (tmp_path / "policies" / "rate.yaml").write_text(
+        BATCH.read_text()
+        .replace("name: batch", "name: rate")
+        .replace(
+            "    - type: PendingPods",
+            """    - type: CloudWatch
+      name: requests
+      cloudWatch:
+        expression: RATE(hits)
+        metrics:
+          hits: {namespace: App, metricName: Hits, statistic: Sum}
+      target: {type: AverageValue, averageValue: 10}""",
+        )
+    )
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value) == (
+        f"{path}: groups.0.policy: policy 'rate', metric 'requests': RATE(hits) in "
+        "'RATE(hits)': the sandbox evaluates only numbers, metric ids, + - * /, and SUM, AVG, "
+        "MIN, MAX of [ids] or METRICS() (moto evaluates no metric math)"
+    )

@@ -6,7 +6,8 @@ Each of the others is a botocore `before-call` hook on a moto-backed client, ans
 AWS would:
 - `AwsRefusal`: SetDesiredCapacity outside the group's [min, max] is refused (moto sets it);
 - `LifecycleActionRecorder`: CompleteLifecycleAction and RecordLifecycleActionHeartbeat,
-  which moto lacks, for the lifecycle actions a hook holds.
+  which moto lacks, for the lifecycle actions a hook holds;
+- `MetricMath`: GetMetricData with a metric-math expression, which moto leaves empty.
 """
 
 from __future__ import annotations
@@ -204,3 +205,70 @@ class LifecycleActionRecorder:
         metadata = {"RequestId": str(uuid.uuid4()), "HTTPHeaders": {}, "RetryAttempts": 0}
         parsed = {"ResponseMetadata": metadata | {"HTTPStatusCode": 200}}
         return AWSResponse("https://autoscaling.amazonaws.com/", 200, {}, None), parsed
+
+
+class MetricMath:
+    """GetMetricData with a metric-math expression, which moto answers with no values:
+    the expression's metrics are read from moto one by one and the expression evaluated
+    (`metric_math`), timestamp by timestamp. Calls without an expression go to moto."""
+
+    def __init__(self, cloudwatch: Any) -> None:
+        self._cloudwatch = cloudwatch  # the sandbox's own, unwatched
+
+    def watch(self, cloudwatch: Any) -> Any:
+        events = cloudwatch.meta.events
+        # The request as the caller gave it is seen only before it is serialized (CBOR).
+        events.register(
+            "before-parameter-build.cloudwatch.GetMetricData", self._evaluate, f"math-in-{id(self)}"
+        )
+        events.register(
+            "before-call.cloudwatch.GetMetricData", self._answer, f"math-out-{id(self)}"
+        )
+        return cloudwatch
+
+    def _evaluate(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        from nodescaler_sandbox import metric_math
+
+        queries = params.get("MetricDataQueries", [])
+        if not any("Expression" in q for q in queries):
+            return
+        window = {k: params[k] for k in ("StartTime", "EndTime") if k in params}
+        series = {q["Id"]: self._series(q, window) for q in queries if "MetricStat" in q}
+        results = []
+        for query in queries:
+            if not query.get("ReturnData", True):
+                continue
+            if "Expression" in query:
+                values = metric_math.evaluate(query["Expression"], series)
+            else:
+                values = series[query["Id"]]
+            latest_first = sorted(values.items(), reverse=True)
+            results.append(
+                {
+                    "Id": query["Id"],
+                    "Label": query.get("Label", query["Id"]),
+                    "Timestamps": [at for at, _ in latest_first],
+                    "Values": [value for _, value in latest_first],
+                    "StatusCode": "Complete",
+                }
+            )
+        metadata = {"RequestId": str(uuid.uuid4()), "HTTPHeaders": {}, "RetryAttempts": 0}
+        context["sandbox_answer"] = (
+            AWSResponse("https://monitoring.amazonaws.com/", 200, {}, None),
+            {
+                "MetricDataResults": results,
+                "Messages": [],
+                "ResponseMetadata": metadata | {"HTTPStatusCode": 200},
+            },
+        )
+
+    def _series(self, query: dict[str, Any], window: dict[str, Any]) -> dict[datetime, float]:
+        one = {"Id": query["Id"], "MetricStat": query["MetricStat"], "ReturnData": True}
+        (result,) = self._cloudwatch.get_metric_data(MetricDataQueries=[one], **window)[
+            "MetricDataResults"
+        ]
+        return dict(zip(result["Timestamps"], result["Values"], strict=True))
+
+    @staticmethod
+    def _answer(context: dict[str, Any], **_: Any) -> Any:
+        return context.pop("sandbox_answer", None)

@@ -150,8 +150,9 @@ def _controller(
     if controller == NODESCALER:
 
         def nodescaler(minute: int) -> None:
-            if scenario.alarms:
+            if scenario.queues:  # SQS publishes its metrics every minute
                 box.publish_queue_metrics(world.queue_depths())
+            if scenario.alarms:
                 box.evaluate_alarms()
             if minute % scenario.tick_minutes == 0:
                 box.tick()

@@ -42,7 +42,12 @@ from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.kube import write_kubeconfig
 from nodescaler_sandbox.kube.apiserver import Cluster, KubeApiServer
 from nodescaler_sandbox.lambda_local import LocalContext, SqsEventSource
-from nodescaler_sandbox.moto_gaps import AwsRefusal, LifecycleActionRecorder, moto_in_this_process
+from nodescaler_sandbox.moto_gaps import (
+    AwsRefusal,
+    LifecycleActionRecorder,
+    MetricMath,
+    moto_in_this_process,
+)
 from nodescaler_sandbox.provision import (
     create_evaluation_queue,
     create_state_table,
@@ -220,6 +225,7 @@ class Sandbox:
         clients = wiring.AwsClients(boto3.Session(region_name=REGION), endpoint_url=self.endpoint)
         self.lifecycle = LifecycleActionRecorder(self.clock.now, HOOK_HEARTBEAT_TIMEOUT)
         self.watch(clients.autoscaling)
+        MetricMath(self.client("cloudwatch")).watch(clients.cloudwatch)
         self.clients = clients
         self.handlers = {name: load_handler(name) for name in ("dispatch", "evaluate", "drain")}
         self.dispatcher = wiring.dispatcher(

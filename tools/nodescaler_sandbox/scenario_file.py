@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from nodescaler.adapters.policy_files import load_policies
+from nodescaler.domain.policy import CloudWatchMetric
 from nodescaler.domain.scheduling import TEMPLATE_TAG
 from nodescaler.errors import PermanentError, PolicyError
 from pydantic import (
@@ -29,6 +30,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+
+from nodescaler_sandbox import metric_math
 
 
 class ScenarioError(PermanentError, ValueError):
@@ -275,3 +278,16 @@ def _check_references(scenario: Scenario) -> None:
                 f"{where}: groups.{index}.policy: no policy {group.policy!r} in "
                 f"{scenario.policies_path} (it has: {known})"
             )
+        for metric in policies[group.policy].spec.metrics:
+            expression = (
+                metric.cloud_watch.expression if isinstance(metric, CloudWatchMetric) else None
+            )
+            if expression is None:
+                continue
+            try:
+                metric_math.check(expression, list(metric.cloud_watch.metrics))
+            except metric_math.UnsupportedExpressionError as error:
+                raise ScenarioError(
+                    f"{where}: groups.{index}.policy: policy {group.policy!r}, metric "
+                    f"{metric.key!r}: {error} (moto evaluates no metric math)"
+                ) from None
