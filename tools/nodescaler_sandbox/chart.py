@@ -44,6 +44,8 @@ BACKOFF = "#d62728"
 DRAIN = "#9467bd"
 BUDGET_SHORT = "#e377c2"
 LIMIT = "#d62728"
+FAULT = "#7f7f7f"
+FAULT_HATCHES = ("//", "\\\\", "xx", "..", "--")  # one a kind of fault
 METRIC_COLOURS = ("#8c3fb8", "#8c564b", "#d6499e", "#7f7f1f", "#17a398", "#5a5a5a")
 
 
@@ -85,6 +87,7 @@ class ClusterChart:
     baseline_pending: Sequence[int]
     max_nodes: int | None = None  # the cluster's node limit, if it has one
     budget_short: Sequence[tuple[float, float]] = field(default=())  # spans, nodescaler's run
+    faults: Sequence[tuple[float, float, str]] = field(default=())  # (from, until, kind)
 
     def __post_init__(self) -> None:
         series = {
@@ -315,6 +318,13 @@ def _cluster_nodes_panel(ax: Axes, cluster: ClusterChart) -> list[Entry]:
 
     _frame(ax, "cluster: nodes in service", "nodes", integer=True)
     handles: list[Artist] = []
+    kinds = list(dict.fromkeys(kind for _, _, kind in cluster.faults))
+    for kind, hatch in zip(kinds, FAULT_HATCHES * len(kinds), strict=False):
+        for start, end, _ in (f for f in cluster.faults if f[2] == kind):
+            ax.axvspan(start, end, facecolor="none", edgecolor=FAULT, hatch=hatch, linewidth=0)
+        handles.append(
+            Patch(facecolor="none", edgecolor=FAULT, hatch=hatch, label=f"fault: {kind}")
+        )
     for start, end in cluster.budget_short:
         ax.axvspan(start, end, color=BUDGET_SHORT, alpha=0.25, linewidth=0)
     if cluster.budget_short:

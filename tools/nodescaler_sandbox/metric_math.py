@@ -81,7 +81,7 @@ def evaluate(
     for at in times:
         point = {i: series[i][at] for i in named}
         try:
-            values[at] = float(_value(tree, point))
+            values[at] = _scalar(tree, point)
         except ZeroDivisionError:
             continue
     return values

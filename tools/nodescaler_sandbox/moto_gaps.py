@@ -232,7 +232,7 @@ class MetricMath:
         queries = params.get("MetricDataQueries", [])
         if not any("Expression" in q for q in queries):
             return
-        window = {k: params[k] for k in ("StartTime", "EndTime") if k in params}
+        window: dict[str, Any] = {k: params[k] for k in ("StartTime", "EndTime") if k in params}
         series = {q["Id"]: self._series(q, window) for q in queries if "MetricStat" in q}
         results = []
         for query in queries:

@@ -22,6 +22,7 @@ from typing import Any
 from nodescaler_sandbox import figures
 from nodescaler_sandbox.baseline import GroupSpec, Limits, ReactiveBaseline
 from nodescaler_sandbox.figures import PodRecord
+from nodescaler_sandbox.outages import THROTTLED, Outages
 from nodescaler_sandbox.provision import group_sizes
 from nodescaler_sandbox.sandbox import REGION, ROOT, Sandbox, sandbox
 from nodescaler_sandbox.scenario_file import Scenario, load_scenario
@@ -52,6 +53,9 @@ class Run:
     evicted: int = 0
     pods: list[PodRecord] = field(default_factory=list)
     killed: int = 0  # pods that went with their instance, never evicted
+    faults_injected: dict[str, int] = field(default_factory=dict)  # kind → calls failed
+    tasks_lost: int = 0  # sent while their queue was deleted
+    failed_invocations: int = 0  # of the functions, which Lambda would retry
 
 
 def run(
@@ -116,9 +120,11 @@ def _simulate(
         box.logging_to(log),
     ):
         world = World(scenario, box, hooks=controller == NODESCALER)
-        act = _controller(scenario, controller, box, world)
+        outages = Outages(scenario.faults, box)
+        act = _controller(scenario, controller, box, world, outages)
         decisions = Decisions(box) if controller == NODESCALER else None
         for minute in range(scenario.minutes + 1):
+            outages.at(minute)
             world.step(minute)
             act(minute)
             box.fail_launches(deliver=controller == NODESCALER)
@@ -128,6 +134,10 @@ def _simulate(
             if progress:
                 progress(_progress_line(scenario, controller, minute, result.minutes))
             box.advance(1, between=world.react)
+        outages.close()
+        result.faults_injected = dict(outages.injected)
+        result.failed_invocations = len(box.failed_invocations)
+        result.tasks_lost = world.tasks_lost
         result.writes = dict(box.writes)
         result.launch_failures = [
             ((at - scenario.start).total_seconds() / 60, group) for at, group in box.launch_failures
@@ -145,9 +155,11 @@ def _simulate(
 
 
 def _controller(
-    scenario: Scenario, controller: str, box: Sandbox, world: World
+    scenario: Scenario, controller: str, box: Sandbox, world: World, outages: Outages
 ) -> Callable[[int], None]:
     if controller == NODESCALER:
+        for service in THROTTLED:
+            outages.watch(service, getattr(box.clients, service))
 
         def nodescaler(minute: int) -> None:
             if scenario.queues:  # SQS publishes its metrics every minute
@@ -160,12 +172,17 @@ def _controller(
         return nodescaler
     baseline = ReactiveBaseline(
         world.cluster,
-        box.controller_autoscaling(),
+        outages.watch("autoscaling", box.controller_autoscaling()),
         _as_cluster_autoscaler_reads_them(scenario, box),
         ReactiveBaseline.expander_chain(scenario.environment.get("EXPANDERS")),
         Limits.of(scenario.environment),
     )
-    return lambda _: baseline.act(box.clock.now())
+
+    def cluster_autoscaler(_: int) -> None:
+        if not outages.kubernetes_down:  # it reads the cluster through the API server
+            baseline.act(box.clock.now())
+
+    return cluster_autoscaler
 
 
 def _as_cluster_autoscaler_reads_them(scenario: Scenario, box: Sandbox) -> dict[str, GroupSpec]:
@@ -288,7 +305,14 @@ def _timeline(scenario: Scenario, result: Run) -> list[str]:
     lines = ["time  | group | metrics (value/target) | current → desired | why"]
     seen: dict[str, tuple[Any, ...]] = {}
     before = {g.name: g.min for g in scenario.groups}
+    faults = sorted(
+        [(f.start, f"{f.kind}{' ' + f.target if f.target else ''} begins") for f in scenario.faults]
+        + [(f.until, f"{f.kind}{' ' + f.target if f.target else ''} ends") for f in scenario.faults]
+    )
     for row in result.minutes:
+        while faults and faults[0][0] <= row["minute"]:
+            at, what = faults.pop(0)
+            lines.append(f"{_clock(at)} | (fault) | - | - | {what}")
         current, before[row["group"]] = before[row["group"]], row["desired"]
         key = (row["desired"], row.get("backed_off"), row.get("decided"))
         if key == seen.get(row["group"]) and row["minute"] % every:
@@ -338,6 +362,16 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
             None,
         )
         summary["minutes_to_empty_queues"] = empty
+    if scenario.faults:
+        summary["faults"] = {
+            "windows": [
+                f"{f.kind}{' ' + f.target if f.target else ''} {_clock(f.start)}–{_clock(f.until)}"
+                for f in scenario.faults
+            ],
+            "calls_failed": result.faults_injected,
+            "invocations_failed": result.failed_invocations,
+            "tasks_lost": result.tasks_lost,
+        }
     if result.launch_failures:
         summary["launch_failures_at_minute"] = [m for m, _ in result.launch_failures]
     if scenario.deployments:
@@ -456,6 +490,7 @@ def _chart(scenario: Scenario, runs: dict[str, Run], path: Path) -> None:
         baseline_pending=[rows[0] for rows in _rows_by_minute(theirs, "pending_pods")],
         max_nodes=int(limit) if limit else None,
         budget_short=_spans(ours.budget_short),
+        faults=[(f.start, f.until, f.kind) for f in scenario.faults],
     )
     title = f"{scenario.name}: nodescaler vs a Cluster Autoscaler baseline"
     chart.render(path, title, groups, cluster)

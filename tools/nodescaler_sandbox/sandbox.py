@@ -175,6 +175,7 @@ class Sandbox:
         self.no_capacity: set[str] = set()  # groups whose launches fail, as the scenario says
         self.launch_failures: list[tuple[datetime, str]] = []  # (when, group)
         self.drained: list[dict[str, Any]] = []  # the drain function's results
+        self.failed_invocations: list[tuple[datetime, str, str]] = []  # (when, function, why)
         self.invocations = 0  # of dispatch and evaluate: what may have changed the state
         self._hooked: set[str] = set()  # groups with the drain hook
         self._waiting: dict[str, None] = {}  # instances a lifecycle action holds, in order
@@ -275,9 +276,14 @@ class Sandbox:
 
     def dispatch(self, incoming: dict[str, Any]) -> Any:
         """The dispatch function on an event, then Lambda's SQS event source on evaluate."""
-        result = self.handlers["dispatch"].handler(
-            incoming, LocalContext("nodescaler-dispatch"), dispatcher=self.dispatcher
-        )
+        try:
+            result = self.handlers["dispatch"].handler(
+                incoming, LocalContext("nodescaler-dispatch"), dispatcher=self.dispatcher
+            )
+        except Exception as error:  # the invocation failed: Lambda's async retries, then
+            # its on-failure destination; the next tick comes a minute later regardless
+            self.failed_invocations.append((self.clock.now(), "dispatch", str(error)))
+            result = {"failed": str(error)}
         self.invocations += 1 + len(self.evaluations.drain())
         return result
 

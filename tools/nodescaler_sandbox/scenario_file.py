@@ -195,6 +195,26 @@ class AlarmSpec(_Spec):
     evaluation_periods: Annotated[int, Field(ge=1)] = 1
 
 
+FAULT_KINDS = (
+    "queue-deleted",  # target: a queue of the scenario; deleted, its messages lost, then made anew
+    "cloudwatch-outage",  # CloudWatch answers 503 ServiceUnavailable
+    "kubernetes-down",  # the API server refuses connections
+    "kubernetes-slow",  # the API server answers `seconds` late
+    "throttling",  # target: a service (autoscaling, cloudwatch, dynamodb, ec2, eks, sqs)
+)
+THROTTLED_SERVICES = ("autoscaling", "cloudwatch", "dynamodb", "ec2", "eks", "sqs")
+
+
+class FaultSpec(_Spec):
+    """A window in which something the product calls fails (see `outages`)."""
+
+    start: Minute = Field(alias="from")
+    until: Minute
+    kind: Literal[FAULT_KINDS]  # type: ignore[valid-type]
+    target: str | None = None
+    seconds: Annotated[float, Field(gt=0, le=60)] = 2  # kubernetes-slow: how late (real time)
+
+
 class Scenario(_Spec):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str = ""
@@ -208,6 +228,7 @@ class Scenario(_Spec):
     deployments: list[DeploymentSpec] = []
     queues: list[QueueSpec] = []
     alarms: list[AlarmSpec] = []
+    faults: list[FaultSpec] = []
     path: Path = Field(default=Path("."), exclude=True)
 
     @property
@@ -260,6 +281,8 @@ def _check_references(scenario: Scenario) -> None:
             raise ScenarioError(
                 f"{where}: alarms.{index}.queue: no queue named {alarm.queue!r} in the scenario"
             )
+    for index, fault in enumerate(scenario.faults):
+        _check_fault(f"{where}: faults.{index}", fault, queues)
     for index, group in enumerate(scenario.groups):
         if group.min > group.max:
             raise ScenarioError(
@@ -279,15 +302,29 @@ def _check_references(scenario: Scenario) -> None:
                 f"{scenario.policies_path} (it has: {known})"
             )
         for metric in policies[group.policy].spec.metrics:
-            expression = (
-                metric.cloud_watch.expression if isinstance(metric, CloudWatchMetric) else None
-            )
-            if expression is None:
+            if not isinstance(metric, CloudWatchMetric) or metric.cloud_watch.expression is None:
                 continue
             try:
-                metric_math.check(expression, list(metric.cloud_watch.metrics))
+                metric_math.check(metric.cloud_watch.expression, list(metric.cloud_watch.metrics))
             except metric_math.UnsupportedExpressionError as error:
                 raise ScenarioError(
                     f"{where}: groups.{index}.policy: policy {group.policy!r}, metric "
                     f"{metric.key!r}: {error} (moto evaluates no metric math)"
                 ) from None
+
+
+def _check_fault(where: str, fault: FaultSpec, queues: set[str]) -> None:
+    if fault.until <= fault.start:
+        raise ScenarioError(f"{where}.until: {fault.until:g} is not after from ({fault.start:g})")
+    if fault.kind == "queue-deleted" and fault.target not in queues:
+        raise ScenarioError(
+            f"{where}.target: a queue-deleted fault names a queue of the scenario "
+            f"({', '.join(sorted(queues)) or 'it has none'}), not {fault.target!r}"
+        )
+    if fault.kind == "throttling" and fault.target not in THROTTLED_SERVICES:
+        raise ScenarioError(
+            f"{where}.target: throttling names a service ({', '.join(THROTTLED_SERVICES)}), "
+            f"not {fault.target!r}"
+        )
+    if fault.kind not in ("queue-deleted", "throttling") and fault.target is not None:
+        raise ScenarioError(f"{where}.target: a {fault.kind} fault takes no target")

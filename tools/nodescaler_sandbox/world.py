@@ -55,6 +55,7 @@ class World:
         self.budget_short: set[int] = set()  # minutes a disruption budget had too few healthy pods
         self._budgets_met: set[str] = set()
         self.start = box.clock.now()
+        self.tasks_lost = 0  # sent while their queue was deleted
         self.pods: dict[str, PodRecord] = {}  # uid → what happened to the pod
         self._alive: set[str] = set()
         self._create(hooks)
@@ -127,8 +128,11 @@ class World:
         curves, nodes follow the instances, the scheduler binds."""
         self.minute = minute
         for queue in self.queues:
-            if arrived := sum(n for at, n in queue.arrivals.items() if minute - 1 < at <= minute):
+            arrived = sum(n for at, n in queue.arrivals.items() if minute - 1 < at <= minute)
+            if arrived and _store(queue.queue, self.cluster.region) is not None:
                 fill_queue(self.box.client("sqs"), queue.queue, arrived, region=self.cluster.region)
+            elif arrived:  # sent to a deleted queue: lost
+                self.tasks_lost += arrived
             done = queue.finish(self.cluster.store, self.box.clock.now())
             _consume(queue.queue, done, self.cluster.region)
         self.react()
@@ -189,7 +193,12 @@ class World:
         return (datetime.fromisoformat(at) - self.start).total_seconds() / 60
 
     def queue_depths(self) -> dict[str, int]:
-        return {q.queue: _messages(q.queue, self.cluster.region) for q in self.queues}
+        """Each queue's messages (a queue a fault deleted is not there)."""
+        return {
+            q.queue: _messages(q.queue, self.cluster.region)
+            for q in self.queues
+            if _store(q.queue, self.cluster.region) is not None
+        }
 
     def pending(self) -> int:
         return sum(
@@ -250,14 +259,22 @@ def instance_capacity(ec2: Any, instance_type: str) -> dict[str, str]:
 
 def _store(queue: str, region: str) -> Any:
     """moto's queue, read and worked directly: the workers are the simulated workload, not
-    the product, and through moto's server each receive rescans the whole queue."""
-    return moto_queue(queue, region=region)
+    the product, and through moto's server each receive rescans the whole queue. None
+    while a fault has deleted it."""
+    from moto.sqs.exceptions import QueueDoesNotExist
+
+    try:
+        return moto_queue(queue, region=region)
+    except QueueDoesNotExist:
+        return None
 
 
 def _messages(queue: str, region: str) -> int:
-    return len(_store(queue, region)._messages)
+    store = _store(queue, region)
+    return len(store._messages) if store is not None else 0
 
 
 def _consume(queue: str, tasks: int, region: str) -> None:
     store = _store(queue, region)
-    del store._messages[: min(tasks, len(store._messages))]
+    if store is not None:
+        del store._messages[: min(tasks, len(store._messages))]
