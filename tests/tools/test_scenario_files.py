@@ -39,6 +39,9 @@ def test_every_scenario_in_the_repository_loads() -> None:
         "diurnal-web",
         "launch-failure",
         "pdb-scale-in",
+        "gpu-from-zero",
+        "metric-outage",
+        "dst-schedule",
     ]
 
 
@@ -139,14 +142,15 @@ def test_start_is_a_wall_clock_time_in_its_zone(tmp_path: Path) -> None:
     assert load_scenario(write(tmp_path, GOOD)).start.isoformat() == "2026-11-23T09:00:00+00:00"
 
 
-def test_node_template_tags_follow_the_groups_labels_taints_and_node(tmp_path: Path) -> None:
+def test_node_template_tags_follow_the_groups_labels_taints_and_allocatable(tmp_path: Path) -> None:
     group = (
         'max: 3, labels: {{accelerator: nvidia}}, taints: [{{key: gpu, value: "yes"}}], '
         'node: {{cpu: "8", memory: 30Gi, "nvidia.com/gpu": 1}}}'
     )
     derived = load_scenario(write(tmp_path, GOOD.replace("max: 3}", group))).groups[0]
     template = "k8s.io/cluster-autoscaler/node-template/"
-    assert derived.node_template_tags() == {
+    allocatable = {"cpu": "8", "memory": "30Gi", "pods": "110", "nvidia.com/gpu": "1"}
+    assert derived.node_template_tags(allocatable) == {
         f"{template}label/accelerator": "nvidia",
         f"{template}taint/gpu": "yes:NoSchedule",
         f"{template}resources/cpu": "8",
@@ -155,7 +159,8 @@ def test_node_template_tags_follow_the_groups_labels_taints_and_node(tmp_path: P
         f"{template}resources/nvidia.com/gpu": "1",
     }
     given = GOOD.replace("max: 3}", group.replace("}}}", "}}, tags: {{team: ml}}}"))
-    assert load_scenario(write(tmp_path, given)).groups[0].node_template_tags() == {"team": "ml"}
+    given_tags = load_scenario(write(tmp_path, given)).groups[0].node_template_tags(allocatable)
+    assert given_tags == {"team": "ml"}
 
 
 def test_metric_math_the_sandbox_cannot_evaluate_is_refused_when_the_scenario_loads(

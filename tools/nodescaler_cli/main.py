@@ -28,13 +28,19 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _simulate(args: argparse.Namespace) -> int:
     # The sandbox is imported only for the commands that run it.
+    from nodescaler_sandbox import comparison
     from nodescaler_sandbox import runner as scenarios
     from nodescaler_sandbox.scenario_file import load_scenario
 
     files = [args.scenario] if args.scenario else scenarios.scenario_files()
     loaded = [load_scenario(path) for path in files]  # every file checked before any runs
-    for scenario in loaded:
-        scenarios.run(scenario, progress=scenarios.progress_to_terminal())
+    summaries = [
+        scenarios.run(scenario, progress=scenarios.progress_to_terminal()) for scenario in loaded
+    ]
+    if len(summaries) > 1:  # one scenario alone leaves the last run's comparison as it was
+        table, chart = comparison.write(scenarios.OUT, summaries)
+        print(f"\n{table.read_text()}")
+        print(f"Cost and wait, every scenario: {table} and {chart}")
     return 0
 
 

@@ -128,22 +128,18 @@ class GroupSpec(_Spec):
     no_capacity: bool = False  # every launch fails, as when EC2 has none of the type
     drain: bool = False  # a terminate lifecycle hook: the drain function runs on scale-in
     # The Auto Scaling group's tags beyond the opt-in. Unset: Cluster Autoscaler's
-    # node-template tags for the labels, taints and node shape above, as a group scaled
-    # from zero needs; set: exactly these (say `{}` for a group without them).
+    # node-template tags for the labels, taints and node shape (given, or the instance
+    # type's), as a group scaled from zero needs; set: exactly these (`{}`: none).
     tags: dict[str, str] | None = None
 
-    def node_template_tags(self) -> dict[str, str]:
-        """The group's tags: as given, else derived from its labels, taints and node."""
+    def node_template_tags(self, allocatable: dict[str, str]) -> dict[str, str]:
+        """The group's tags: as given, else derived from its labels, taints and what its
+        nodes allocate."""
         if self.tags is not None:
             return dict(self.tags)
         tags = {f"{TEMPLATE_TAG}label/{k}": v for k, v in self.labels.items()}
         tags |= {f"{TEMPLATE_TAG}taint/{t.key}": f"{t.value}:{t.effect}" for t in self.taints}
-        if self.node is not None:
-            shape = {"cpu": self.node.cpu, "memory": self.node.memory, "pods": self.node.pods}
-            tags |= {
-                f"{TEMPLATE_TAG}resources/{k}": str(v)
-                for k, v in (shape | self.node.extended).items()
-            }
+        tags |= {f"{TEMPLATE_TAG}resources/{k}": v for k, v in allocatable.items()}
         return tags
 
 

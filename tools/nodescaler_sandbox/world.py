@@ -75,21 +75,22 @@ class World:
         autoscaling, ec2 = self.box.client("autoscaling"), self.box.client("ec2")
         for group in self.scenario.groups:
             launch_configuration(autoscaling, f"{group.name}-lc", group.instance_type)
+            shape = (
+                _allocatable(group.node)
+                if group.node
+                else instance_capacity(ec2, group.instance_type)
+            )
             create_group(
                 autoscaling,
                 group.name,
                 region=self.cluster.region,
                 tags={"nodescaler/enabled": "true", "nodescaler/policy": group.policy}
-                | group.node_template_tags(),
+                | group.node_template_tags(shape),
                 min_size=group.min,
                 max_size=group.max,
                 launch_configuration=f"{group.name}-lc",
             )
-            self.cluster.shapes[group.name] = (
-                _allocatable(group.node)
-                if group.node
-                else instance_capacity(ec2, group.instance_type)
-            )
+            self.cluster.shapes[group.name] = shape
             self.cluster.labels[group.name] = dict(group.labels)
             self.cluster.taints[group.name] = [t.model_dump() for t in group.taints]
             if group.no_capacity:
