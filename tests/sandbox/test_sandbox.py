@@ -154,3 +154,33 @@ def test_invoke_runs_one_function_on_a_sample_event_in_the_sandbox(
     assert code == 0
     assert '"queued": [\n    "gpu-training-ng"\n  ]' in printed  # the first scenario's group
     assert "gpu-training-ng: 0 → 600" in printed  # and its evaluation ran, as Lambda's would
+
+
+def test_a_gpu_group_at_zero_grows_from_its_node_template_tags(tmp_path: Path) -> None:
+    summary, _ = run(tmp_path, scenario("gpu-from-zero", minutes=25))
+    for controller in (NODESCALER, BASELINE):
+        figures = summary[controller]
+        assert figures["peak_desired"]["gpu-ng"] == 6, controller  # a GPU a pod, from zero
+        assert figures["pods_that_fit_no_group"] == {"count": 1, "first": ["too-big-1"]}
+    assert summary[NODESCALER]["longest_demand_to_scale_request_minutes"]["gpu-ng"] == 0
+
+
+def test_no_scale_in_while_cloudwatch_is_down(tmp_path: Path) -> None:
+    summary, lines = run(tmp_path, scenario("metric-outage", minutes=45))
+    ours = summary[NODESCALER]
+    timeline = json.loads((tmp_path / "timeline.json").read_text())[NODESCALER]
+    during = [r["desired"] for r in timeline if 20 <= r["minute"] < 40]
+    assert during == sorted(during)  # held, never lowered, while the metric was missing
+    assert ours["faults"]["calls_failed"]["cloudwatch-outage"] > 0
+    assert ours["final_desired"] == {"workers-ng": 0}  # let go once CloudWatch answered
+    assert "00:20 | (fault) | - | - | cloudwatch-outage begins" in lines
+
+
+def test_a_schedule_in_local_time_follows_the_clock_change(tmp_path: Path) -> None:
+    summary, lines = run(tmp_path, scenario("dst-schedule", minutes=260))
+    first_up = next(r for r in summary[NODESCALER]["scale_requests"] if r["to"] > r["from"])
+    # 03:00 in Paris that night is 01:00 UTC: 240 minutes after Saturday 21:00 UTC (a fixed
+    # winter offset would say 300)
+    assert first_up == {"minute": 240, "group": "batch-ng", "from": 0, "to": 6}
+    assert any(line.startswith("04:00 (Sun 03:00 CEST) | batch-ng") for line in lines)
+    assert summary[NODESCALER]["unschedulable_pod_minutes"] == 0  # ready before the pods

@@ -15,9 +15,11 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 from nodescaler_sandbox import figures
 from nodescaler_sandbox.baseline import GroupSpec, Limits, ReactiveBaseline
@@ -179,8 +181,12 @@ def _controller(
     )
 
     def cluster_autoscaler(_: int) -> None:
-        if not outages.kubernetes_down:  # it reads the cluster through the API server
+        if outages.kubernetes_down:  # it reads the cluster through the API server
+            return
+        try:
             baseline.act(box.clock.now())
+        except ClientError:  # an AWS call refused (a fault): the next scan tries again
+            return
 
     return cluster_autoscaler
 
@@ -284,6 +290,15 @@ def _clock(minute: float) -> str:
     return f"{int(minute) // 60:02d}:{int(minute) % 60:02d}"
 
 
+def _when(scenario: Scenario, minute: float) -> str:
+    """Time since the start; with the local clock too when the scenario has a zone."""
+    if scenario.start.utcoffset() == timedelta(0) and str(scenario.start.tzinfo) == "UTC":
+        return _clock(minute)
+    at = scenario.start.astimezone(UTC) + timedelta(minutes=minute)  # not wall-clock sums
+    local = at.astimezone(scenario.start.tzinfo)
+    return f"{_clock(minute)} ({local:%a %H:%M %Z})"
+
+
 def _metrics_cell(row: dict[str, Any]) -> str:
     metrics = row.get("metrics") or {}
     return (
@@ -312,7 +327,7 @@ def _timeline(scenario: Scenario, result: Run) -> list[str]:
     for row in result.minutes:
         while faults and faults[0][0] <= row["minute"]:
             at, what = faults.pop(0)
-            lines.append(f"{_clock(at)} | (fault) | - | - | {what}")
+            lines.append(f"{_when(scenario, at)} | (fault) | - | - | {what}")
         current, before[row["group"]] = before[row["group"]], row["desired"]
         key = (row["desired"], row.get("backed_off"), row.get("decided"))
         if key == seen.get(row["group"]) and row["minute"] % every:
@@ -320,7 +335,7 @@ def _timeline(scenario: Scenario, result: Run) -> list[str]:
         seen[row["group"]] = key
         why = (row.get("why") or "").split(" | ")[-1]
         lines.append(
-            f"{_clock(row['minute'])} | {row['group']} | {_metrics_cell(row)} | "
+            f"{_when(scenario, row['minute'])} | {row['group']} | {_metrics_cell(row)} | "
             f"{current} → {row['desired']} | {why}"
         )
     return lines
@@ -355,6 +370,7 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
             g: max(r["desired"] for r in result.minutes if r["group"] == g) for g in groups
         },
         "final_desired": {r["group"]: r["desired"] for r in by_minute[scenario.minutes]},
+        "scale_requests": result.scale_requests,
     }
     if scenario.queues:
         empty = next(
