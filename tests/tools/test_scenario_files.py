@@ -188,3 +188,20 @@ def test_metric_math_the_sandbox_cannot_evaluate_is_refused_when_the_scenario_lo
         "'RATE(hits)': the sandbox evaluates only numbers, metric ids, + - * /, and SUM, AVG, "
         "MIN, MAX of [ids] or METRICS() (moto evaluates no metric math)"
     )
+
+
+def test_the_format_documented_in_the_scenarios_readme_loads(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[2] / "scenarios" / "README.md").read_text()
+    example = readme.split("```yaml\n", 1)[1].split("```", 1)[0]
+    policies = Path(__file__).parents[2] / "policies"
+    path = tmp_path / "example.yaml"
+    path.write_text(example.replace("policies: ../policies", f"policies: {policies}"))
+    scenario = load_scenario(path)
+    assert [f.kind for f in scenario.faults] == [
+        "cloudwatch-outage",
+        "throttling",
+        "kubernetes-down",
+        "kubernetes-slow",
+        "queue-deleted",
+    ]
+    assert scenario.deployments[0].priority == 0
