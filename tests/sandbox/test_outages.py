@@ -81,3 +81,25 @@ def test_a_deleted_queue_loses_its_messages_and_what_is_sent_to_it(tmp_path: Pat
     ours = summary[runner.NODESCALER]
     assert ours["faults"]["tasks_lost"] == 4  # sent at 6, while there was no queue
     assert ours["faults"]["windows"] == ["queue-deleted jobs-queue 00:05–00:08"]
+
+
+def test_an_api_server_slower_than_the_products_timeout_reads_as_missing(tmp_path: Path) -> None:
+    web = GROUP | {"policy": "microservices", "min": 1}
+    summary = run(
+        tmp_path,
+        minutes=16,
+        policies="../policies",
+        environment={"KUBERNETES_TIMEOUT_SECONDS": "0.5"},
+        groups=[web],
+        deployments=[{"name": "jobs", "cpu": "3", "replicas": {0: 3, 3: 3, 4: 0}}],
+        faults=[{"from": 4, "until": 6, "kind": "kubernetes-slow", "seconds": 1}],
+    )
+    ours = desired(tmp_path, runner.NODESCALER)
+    assert ours[3:6] == [ours[3]] * 3  # the pods went at 4; too slow to read: held
+    assert ours[-1] == 1  # answered in time again, and let go
+    rows = json.loads((tmp_path / "timeline.json").read_text())[runner.NODESCALER]
+    cpu = [r["metrics"]["reservation-cpu"]["value"] for r in rows if r["minute"] in (3, 4, 5, 6)]
+    assert cpu[0] is not None and cpu[1:3] == [None, None] and cpu[3] == 0  # missing, then read
+    lines = (tmp_path / "timeline.txt").read_text()
+    assert "00:04 | (fault) | - | - | kubernetes-slow begins" in lines
+    assert summary[runner.NODESCALER]["pods_killed_with_their_instance"] == 0

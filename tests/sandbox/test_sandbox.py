@@ -57,7 +57,13 @@ def test_the_queue_burst_scales_out_at_once_and_back_to_zero(tmp_path: Path) -> 
     written = json.loads((tmp_path / "summary.json").read_text())
     assert written == summary
     assert summary[BASELINE]["peak_desired"] == {"gpu-training-ng": 100}
-    for output in ("timeline.txt", "timeline.json", "chart.png", "logs-nodescaler.jsonl"):
+    for output in (
+        "timeline.txt",
+        "timeline.json",
+        "pods.json",
+        "chart.png",
+        "logs-nodescaler.jsonl",
+    ):
         assert (tmp_path / output).stat().st_size > 0
 
 

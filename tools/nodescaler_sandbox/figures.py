@@ -50,6 +50,20 @@ class ScaleUp:
     group: str
 
 
+def as_row(pod: PodRecord) -> dict[str, Any]:
+    """A pod's record for pods.json: its times in minutes, the group it bound to."""
+    return {
+        "pod": pod.name,
+        "created": pod.created,
+        "unschedulable": pod.unschedulable,
+        "bound": pod.bound,
+        "ready": pod.ready,
+        "gone": pod.gone,
+        "group": pod.group,
+        "could_take_it": sorted(pod.takers),
+    }
+
+
 def percentile(values: Sequence[float], share: float) -> float:
     """The nearest-rank percentile: the smallest value with `share` of them at or below."""
     ordered = sorted(values)

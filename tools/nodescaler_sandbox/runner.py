@@ -2,11 +2,13 @@
 handlers, on the events AWS would send) and once by the reactive baseline in the manner
 of Cluster Autoscaler; then writes what happened under `out/demo/<scenario>/`:
 - `timeline.txt` (also printed): time, group, metrics against targets, current → desired, why;
-- `summary.json`: node-hours, unschedulable pod-minutes, the longest wait from new demand
-  to a scale request, Auto Scaling write calls per group and final sizes, side by side;
-- `chart.png`: desired and in-service nodes and the metrics over time, scale requests,
-  launch failures and backoffs marked, the baseline's desired dashed;
-- `timeline.json` (every minute, both runs) and `logs-<run>.jsonl` (the functions' logs).
+- `summary.json`: both runs' figures side by side (`figures`: node-hours, pod waits, each
+  group's demand-to-scale-request time, evictions and pods killed, budget-short minutes,
+  Auto Scaling writes, sizes; see scenarios/README.md);
+- `chart.png` (`chart`): a panel for each group's nodes, each of its metrics, and the
+  cluster;
+- `timeline.json` (every minute, both runs), `pods.json` (each pod: created, found no node,
+  bound, Ready, gone, in minutes, and its group) and `logs-<run>.jsonl` (the functions' logs).
 """
 
 from __future__ import annotations
@@ -91,6 +93,8 @@ def run(
     (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     timelines = {name: r.minutes for name, r in runs.items()}
     (folder / "timeline.json").write_text(json.dumps(timelines) + "\n")
+    pods = {name: [figures.as_row(p) for p in r.pods] for name, r in runs.items()}
+    (folder / "pods.json").write_text(json.dumps(pods) + "\n")
     _chart(scenario, runs, folder / "chart.png")
     write(_side_by_side(summary))
     write(f"   → {folder}/ (timeline.txt, summary.json, chart.png, logs)")
@@ -357,6 +361,9 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
         "node_hours": round(sum(r["in_service"] for r in result.minutes) / 60, 2),
         "unschedulable_pod_minutes": sum(pending),
         "pod_wait_minutes": figures.pod_waits(result.pods, scenario.minutes),
+        "pod_ready_minutes": figures.spread(
+            [p.ready - p.created for p in result.pods if p.waited() and p.ready is not None]
+        ),
         "longest_demand_to_scale_request_minutes": figures.demand_to_scale_request(
             result.pods, scale_ups, groups, scenario.minutes
         ),
