@@ -87,35 +87,31 @@ def test_without_its_tags_a_group_at_zero_cannot_take_pods_that_need_them(tmp_pa
     assert ours["longest_demand_to_scale_request_minutes"] == {"gpu-ng": 6}  # never answered
 
 
-def test_least_waste_picks_the_group_the_pods_fill_best(tmp_path: Path) -> None:
-    groups = [
-        {"name": "big-ng", "policy": "batch", "max": 5, "instanceType": "m5.4xlarge"},  # 16
-        {"name": "small-ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"},  # 4
+def big_and_small(big_max: int = 5) -> list[dict[str, Any]]:
+    return [
+        {"name": "big-ng", "policy": "batch", "max": big_max, "instanceType": "m5.4xlarge"},  # 16
+        {"name": "small-ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"},  # 4 vCPUs
     ]
-    ours = baseline_of(tmp_path, groups=groups, deployments=[jobs(1)])  # the default chain
+
+
+PREFER_BIG = {"EXPANDERS": '[{"name": "priority", "priorities": {"10": ["big-.*"], "1": [".*"]}}]'}
+
+
+def test_least_waste_picks_the_group_the_pods_fill_best(tmp_path: Path) -> None:
+    ours = baseline_of(tmp_path, groups=big_and_small(), deployments=[jobs(1)])  # default chain
     assert ours["peak_desired"] == {"big-ng": 0, "small-ng": 1}
 
 
 def test_the_priority_expander_orders_the_groups(tmp_path: Path) -> None:
-    groups = [
-        {"name": "big-ng", "policy": "batch", "max": 5, "instanceType": "m5.4xlarge"},
-        {"name": "small-ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"},
-    ]
-    priority = '[{"name": "priority", "priorities": {"10": ["big-.*"], "1": [".*"]}}]'
     ours = baseline_of(
-        tmp_path, environment={"EXPANDERS": priority}, groups=groups, deployments=[jobs(1)]
+        tmp_path, environment=PREFER_BIG, groups=big_and_small(), deployments=[jobs(1)]
     )
     assert ours["peak_desired"] == {"big-ng": 1, "small-ng": 0}
 
 
 def test_a_group_at_its_maximum_leaves_the_pods_to_the_next(tmp_path: Path) -> None:
-    groups = [
-        {"name": "big-ng", "policy": "batch", "max": 1, "instanceType": "m5.4xlarge"},
-        {"name": "small-ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"},
-    ]
-    priority = '[{"name": "priority", "priorities": {"10": ["big-.*"], "1": [".*"]}}]'
     ours = baseline_of(
-        tmp_path, environment={"EXPANDERS": priority}, groups=groups, deployments=[jobs(8)]
+        tmp_path, environment=PREFER_BIG, groups=big_and_small(big_max=1), deployments=[jobs(8)]
     )
     assert ours["peak_desired"] == {"big-ng": 1, "small-ng": 3}  # 5 on the big node, 3 more
 

@@ -329,17 +329,7 @@ def _cluster_nodes_panel(ax: Axes, cluster: ClusterChart) -> list[Entry]:
         ax.axvspan(start, end, color=BUDGET_SHORT, alpha=0.25, linewidth=0)
     if cluster.budget_short:
         handles.append(Patch(color=BUDGET_SHORT, alpha=0.25, label="disruption budget short"))
-    handles += ax.plot(
-        cluster.minutes, cluster.nodes, color=DESIRED, linewidth=1.8, label="nodescaler"
-    )
-    handles += ax.plot(
-        cluster.minutes,
-        cluster.baseline_nodes,
-        color=BASELINE,
-        linestyle="--",
-        linewidth=1.4,
-        label="Cluster Autoscaler baseline",
-    )
+    handles += _both_runs(ax, cluster.minutes, cluster.nodes, cluster.baseline_nodes)
     if cluster.max_nodes is not None:
         handles.append(
             ax.axhline(
@@ -356,19 +346,26 @@ def _cluster_nodes_panel(ax: Axes, cluster: ClusterChart) -> list[Entry]:
 
 def _cluster_pending_panel(ax: Axes, cluster: ClusterChart) -> list[Entry]:
     _frame(ax, "cluster: pods waiting for a node", "pods", integer=True)
-    handles = ax.plot(
-        cluster.minutes, cluster.pending, color=DESIRED, linewidth=1.8, label="nodescaler"
-    )
-    handles += ax.plot(
-        cluster.minutes,
-        cluster.baseline_pending,
-        color=BASELINE,
-        linestyle="--",
-        linewidth=1.4,
-        label="Cluster Autoscaler baseline",
-    )
+    handles = _both_runs(ax, cluster.minutes, cluster.pending, cluster.baseline_pending)
     ax.set_ylim(bottom=0, top=_top(max([1, *cluster.pending, *cluster.baseline_pending])))
     return [(handle, str(handle.get_label())) for handle in handles]
+
+
+def _both_runs(
+    ax: Axes, minutes: Sequence[float], ours: Sequence[int], theirs: Sequence[int]
+) -> list[Artist]:
+    """nodescaler's line, and the baseline's dashed."""
+    return [
+        *ax.plot(minutes, ours, color=DESIRED, linewidth=1.8, label="nodescaler"),
+        *ax.plot(
+            minutes,
+            theirs,
+            color=BASELINE,
+            linestyle="--",
+            linewidth=1.4,
+            label="Cluster Autoscaler baseline",
+        ),
+    ]
 
 
 def _frame(ax: Axes, title: str, unit: str, *, integer: bool = False) -> None:
