@@ -190,3 +190,13 @@ def test_a_schedule_in_local_time_follows_the_clock_change(tmp_path: Path) -> No
     assert first_up == {"minute": 240, "group": "batch-ng", "from": 0, "to": 6}
     assert any(line.startswith("04:00 (Sun 03:00 CEST) | batch-ng") for line in lines)
     assert summary[NODESCALER]["unschedulable_pod_minutes"] == 0  # ready before the pods
+
+
+def test_a_preferred_group_at_its_maximum_leaves_the_pods_to_the_next(tmp_path: Path) -> None:
+    summary, lines = run(tmp_path, scenario("spot-at-max", minutes=6))
+    ours = summary[NODESCALER]
+    assert ours["scale_requests"][:2] == [
+        {"minute": 0, "group": "spot-ng", "from": 0, "to": 3},  # its policy's maximum
+        {"minute": 0, "group": "on-demand-ng", "from": 0, "to": 18},  # the rest, at once
+    ]
+    assert ours["pod_wait_minutes"]["overall"]["max"] == 2.0  # the nodes' boot, no more

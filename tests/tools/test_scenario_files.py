@@ -42,6 +42,7 @@ def test_every_scenario_in_the_repository_loads() -> None:
         "gpu-from-zero",
         "metric-outage",
         "dst-schedule",
+        "spot-at-max",
     ]
 
 

@@ -74,6 +74,10 @@ class PendingPodsPlanner:
         labels = {EKS_NODEGROUP_LABEL: group.eks_nodegroup} if group.eks_nodegroup else {}
         return template_from_instance_type(group.name, shape, group.tags, labels)
 
+    def _highest(self, group: NodeGroup) -> int:
+        policy = self._policies.policy_of(group)
+        return min(group.max_size, policy.spec.max_replicas) if policy else group.max_size
+
     def backed_off(self, groups: Sequence[str], now: datetime) -> frozenset[str]:
         if self._backoffs is None:
             return frozenset()
@@ -112,10 +116,11 @@ class PendingPodsPlanner:
         return Planned(result, considered, problems, names, backed_off, arriving)
 
     def room(self, now: datetime) -> dict[str, int]:
-        """How many nodes each managed group may still add: up to its maximum size, and
-        within the cluster's limits when there are any."""
+        """How many nodes each managed group may still add: up to its maximum (the policy's
+        maxReplicas within the group's MaxSize), and within the cluster's limits when
+        there are any. A group at its maximum is no option: its pods go to the next."""
         groups = self._node_groups.discover()
-        room = {g.name: max(g.max_size - g.desired, 0) for g in groups}
+        room = {g.name: max(self._highest(g) - g.desired, 0) for g in groups}
         if self._limiter is not None:
             for name, nodes in self._limiter.room(groups, now).items():
                 room[name] = min(room.get(name, nodes), nodes)
