@@ -193,10 +193,25 @@ def test_a_schedule_in_local_time_follows_the_clock_change(tmp_path: Path) -> No
 
 
 def test_a_preferred_group_at_its_maximum_leaves_the_pods_to_the_next(tmp_path: Path) -> None:
-    summary, lines = run(tmp_path, scenario("spot-at-max", minutes=6))
+    summary, _ = run(tmp_path, scenario("spot-at-max", minutes=6))
     ours = summary[NODESCALER]
     assert ours["scale_requests"][:2] == [
         {"minute": 0, "group": "spot-ng", "from": 0, "to": 3},  # its policy's maximum
         {"minute": 0, "group": "on-demand-ng", "from": 0, "to": 18},  # the rest, at once
     ]
     assert ours["pod_wait_minutes"]["overall"]["max"] == 2.0  # the nodes' boot, no more
+
+
+def test_a_group_scaled_by_pending_pods_alone_sheds_its_unneeded_nodes_and_returns_to_0(
+    tmp_path: Path,
+) -> None:
+    summary, lines = run(tmp_path, scenario("batch-to-zero", minutes=55))
+    ours = summary[NODESCALER]
+    downs = [(r["minute"], r["to"]) for r in ours["scale_requests"] if r["to"] < r["from"]]
+    # 4 jobs left at 21 fit one node: two go once 1 has held for the 10-minute window (as
+    # the HPA counts it: recommendations after the cutoff), the last one when none is left
+    assert downs == [(30, 1), (50, 0)]
+    assert ours["final_desired"] == {"batch-ng": 0}
+    assert ours["pods_killed_with_their_instance"] == 0
+    shed = next(line for line in lines if "3 → 1" in line)
+    assert "2 of its nodes unneeded (0 empty, 2 whose pods fit elsewhere) → 1" in shed

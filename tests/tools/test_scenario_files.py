@@ -43,6 +43,7 @@ def test_every_scenario_in_the_repository_loads() -> None:
         "metric-outage",
         "dst-schedule",
         "spot-at-max",
+        "batch-to-zero",
     ]
 
 

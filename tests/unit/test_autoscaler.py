@@ -135,6 +135,31 @@ def test_combining_metrics(
     assert (decision.desired, decision.limited_by) == (expected, limits)
 
 
+PENDING_ALONE = policy({"type": "PendingPods"}, behavior=UNLIMITED, max_replicas=100)
+WITH_PENDING = policy(value_metric("a", 10), {"type": "PendingPods"}, behavior=UNLIMITED)
+
+
+def spare_nodes(unneeded: int) -> MetricReading:
+    return MetricReading(value=0, at=T0, unneeded_nodes=unneeded)
+
+
+def test_given_only_pending_pods_then_the_unneeded_nodes_go() -> None:
+    decision = run(PENDING_ALONE, 10, {"pending-pods": spare_nodes(4)}).decision
+    assert decision.desired == 6
+    assert decision.metrics[0].status is MetricStatus.UNNEEDED
+
+
+def test_given_another_metric_then_unneeded_nodes_neither_raise_nor_lower_its_vote() -> None:
+    lower = run(
+        WITH_PENDING, 10, {"a": MetricReading(value=2, at=T0), "pending-pods": spare_nodes(1)}
+    )
+    assert lower.decision.desired == 2  # not held at 9 by the nodes pending pods would keep
+    higher = run(
+        WITH_PENDING, 10, {"a": MetricReading(value=15, at=T0), "pending-pods": spare_nodes(8)}
+    )
+    assert higher.decision.desired == 15  # nor lowered below what the other metric asks
+
+
 def test_given_a_stale_reading_then_it_counts_as_missing_and_blocks_scale_in() -> None:
     given = {"a": MetricReading(value=5, at=T0), "b": MetricReading(value=5, at=T0 - minutes(6))}
     decision = run(TWO, 10, given).decision

@@ -69,4 +69,5 @@ def test_gpus_are_read_from_node_allocatable_and_pending_pod_requests() -> None:
     assert pending.placement is not None
     assert pending.placement.extended_resources == {"nvidia.com/gpu": 3}
     bound = pod_from_json(pod("train", "g1", spec=spec))
-    assert bound.placement is None  # only pending pods keep it
+    # a bound pod keeps it too (where could it go?), the same object as its twin's
+    assert bound.placement is pending.placement

@@ -181,3 +181,11 @@ def test_a_utilization_scales_the_nodes_it_measured(
         metric(reservation_metric("cpu", 60)), value, current, DEFAULT, ready, measured=measured
     )
     assert result.replicas == expected
+
+
+def test_pending_pods_with_nothing_pending_vote_to_shed_the_unneeded_nodes() -> None:
+    result = recommend(metric(PENDING), 0, 7, DEFAULT, unneeded=3)
+    assert (result.replicas, result.unneeded) == (4, True)
+    assert recommend(metric(PENDING), 0, 2, DEFAULT, unneeded=5).replicas == 0  # never below 0
+    assert recommend(metric(PENDING), 0, 7, DEFAULT, unneeded=0).replicas is None  # abstains
+    assert recommend(metric(PENDING), 2, 7, DEFAULT, unneeded=3).replicas == 9  # pods first

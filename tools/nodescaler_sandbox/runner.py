@@ -38,8 +38,14 @@ NODESCALER, BASELINE = "nodescaler", "cluster-autoscaler-baseline"
 
 
 def scenario_files() -> list[Path]:
-    """The scenarios in the repository, in the order `make demo` runs them."""
-    return sorted(SCENARIOS.glob("*.yaml"))
+    """The scenarios in the repository, in the order `make demo` runs them: by their
+    number (10 after 9), then name."""
+
+    def order(path: Path) -> tuple[int, str]:
+        number, _, _ = path.name.partition("-")
+        return (int(number) if number.isdigit() else 10**6, path.name)
+
+    return sorted(SCENARIOS.glob("*.yaml"), key=order)
 
 
 @dataclass

@@ -96,11 +96,19 @@ def evaluate_metric(
             value,
         )
     result = recommend(
-        metric, value, size.current, tolerances, size.ready, measured=reading.measured_nodes
+        metric,
+        value,
+        size.current,
+        tolerances,
+        size.ready,
+        measured=reading.measured_nodes,
+        unneeded=reading.unneeded_nodes,
     )
     detail = reading.detail or f"{value:g} against {metric.target.describe()}"
     if result.replicas is None:
         return outcome(MetricStatus.ABSTAINED, f"{detail}: nothing to add", value)
+    if result.unneeded:
+        return outcome(MetricStatus.UNNEEDED, detail, value, result.replicas)
     if result.held_by_tolerance:
         return outcome(
             MetricStatus.HELD_BY_TOLERANCE,
@@ -113,9 +121,14 @@ def evaluate_metric(
 
 
 def combine(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limit]]:
-    """Highest recommendation wins; a missing metric forbids scale-in; none at all holds."""
+    """Highest recommendation wins; a missing metric forbids scale-in; none at all holds.
+    Pending pods' vote to shed unneeded nodes counts only when no other metric votes."""
     usable = [
         o.recommendation for o in outcomes if o.status.usable and o.recommendation is not None
+    ] or [
+        o.recommendation
+        for o in outcomes
+        if o.status is MetricStatus.UNNEEDED and o.recommendation is not None
     ]
     broken = any(o.status.broken for o in outcomes)
     if not usable:
@@ -303,6 +316,7 @@ def explain(decision: Decision, down_window_seconds: int) -> str:
     else:
         parts = [f"hold at {current}"]
     voters = [o for o in decision.metrics if o.status.usable and o.recommendation is not None]
+    voters = voters or [o for o in decision.metrics if o.status is MetricStatus.UNNEEDED]
     driver = max(voters, key=lambda o: o.recommendation or 0, default=None)
     if driver is not None:
         parts.append(f"{driver.name}: {driver.detail} → {driver.recommendation}")

@@ -229,7 +229,7 @@ class Pod:
     priority: int = 0
     unschedulable: bool = False  # PodScheduled=False, reason Unschedulable
     problem: str | None = None  # why its requests could not be read, if they could not
-    placement: Placement | None = None  # kept for pending pods only: what they may run on
+    placement: Placement | None = None  # what it may run on (shared by a workload's pods)
     not_safe_to_evict: bool = False  # annotated safe-to-evict=false: its node must stay
 
     @property

@@ -33,6 +33,9 @@ class MetricStatus(StrEnum):
     OK = "ok"
     HELD_BY_TOLERANCE = "within-tolerance"
     ABSTAINED = "abstained"  # pending pods with nothing pending: no opinion
+    # pending pods with nothing pending, and nodes nothing needs: a vote to shed them that
+    # counts only when no other metric votes (it never outvotes one, up or down)
+    UNNEEDED = "unneeded"
     MISSING = "missing"
     STALE = "stale"
     INVALID = "invalid"

@@ -38,6 +38,7 @@ class Recommendation:
     replicas: int | None
     usage_ratio: float | None
     held_by_tolerance: bool = False
+    unneeded: bool = False  # a shedding vote of pending pods (see MetricStatus.UNNEEDED)
 
 
 # A recommendation past any real group size (huge values, overflow to infinity) saturates
@@ -59,17 +60,21 @@ def recommend(
     ready: int | None = None,
     *,
     measured: int | None = None,
+    unneeded: int | None = None,
 ) -> Recommendation:
     """Replicas this one metric asks for, given its (valid, finite, non-negative) value.
 
     `ready` is the number of in-service nodes (defaults to `current`); `measured`, for a
-    utilization of nodes, how many of them it measured (see `_measured_proposal`).
+    utilization of nodes, how many of them it measured (see `_measured_proposal`);
+    `unneeded`, for pending pods, how many nodes nothing needs.
     """
     ready = current if ready is None else ready
     target = metric.target.amount
     if isinstance(metric, PendingPodsMetric):
         # Additive, not proportional: the value is how many new nodes pending pods need.
         if value <= 0:
+            if unneeded:  # nothing to add, and nodes to spare
+                return Recommendation(max(current - unneeded, 0), None, unneeded=True)
             return Recommendation(replicas=None, usage_ratio=None)
         return Recommendation(replicas=current + _ceil(value / target), usage_ratio=None)
 

@@ -16,6 +16,10 @@ class MetricReading(BaseModel):
     # For a utilization of the group's nodes: how many nodes it measured. Booting nodes are
     # not measured yet, so the proportional rule scales what they measured (see proportional).
     measured_nodes: int | None = None
+    # For pending pods with nothing to add: how many of the group's nodes nothing needs
+    # (empty, or their pods fit elsewhere), which the group may shed when no other
+    # metric has a say.
+    unneeded_nodes: int | None = None
 
 
 class MetricUnavailable(BaseModel):

@@ -23,6 +23,8 @@ from nodescaler.domain.policy import (
 )
 from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
 from nodescaler.domain.reservation import reservation
+from nodescaler.domain.scale_down import Unneeded, unneeded_nodes
+from nodescaler.domain.scheduling import pending, why_not
 from nodescaler.errors import KubernetesUnavailableError, ReservationError
 from nodescaler.ports import SnapshotSource
 from nodescaler.service.pending_pods import PendingPodsPlanner, Planned
@@ -116,7 +118,27 @@ class KubernetesMetrics:
             )
         if planned.backed_off:
             detail += f" (backed off: {', '.join(sorted(planned.backed_off))})"
-        return MetricReading(value=nodes, at=now, detail=detail)
+        spare = None if nodes else self._unneeded(group, snapshot, cutoff)
+        if spare is not None and spare.nodes:
+            detail += f"; {spare.describe()}"
+        return MetricReading(
+            value=nodes,
+            at=now,
+            detail=detail,
+            unneeded_nodes=len(spare.nodes) if spare is not None else None,
+        )
+
+    def _unneeded(self, group: NodeGroup, snapshot: Snapshot, cutoff: int) -> Unneeded | None:
+        """The group's nodes nothing needs, when no pending pod could use one of its nodes
+        (then none is spare: the pods may be waiting for room here)."""
+        assert self._pending is not None
+        try:
+            template = self._pending.template(group, snapshot)
+        except Exception:  # no template of its nodes (the plan names why): shed nothing
+            return None
+        if any(why_not(p, template) is None for p in pending(snapshot.pods, cutoff)):
+            return None
+        return unneeded_nodes([n for n in snapshot.nodes if belongs(n, group)], snapshot)
 
     def _reservation(
         self, metric: CapacityReservationMetric, group: NodeGroup, snapshot: Snapshot, now: datetime

@@ -82,6 +82,29 @@ def pod_requests(spec: PodSpec) -> Resources:
     return Resources(cpu + overhead.cpu_millis, memory + overhead.memory_bytes, pods=1)
 
 
+# Pods of one workload share one Placement: a bound pod keeps its own (scale-down asks
+# where it could go), at the cost of a reference, not a copy.
+_PLACEMENTS: dict[tuple[Any, ...], Placement] = {}
+_MAX_PLACEMENTS = 10_000
+
+
+def shared_placement(spec: PodSpec) -> Placement:
+    """`placement_of(spec)`, the same object for the same nodeSelector, affinity,
+    tolerations and extended requests."""
+    key = (
+        tuple(sorted(spec.nodeSelector.items())),
+        bytes(spec.affinity),
+        bytes(spec.tolerations),
+        tuple(sorted(extended_requests(spec).items())),
+    )
+    found = _PLACEMENTS.get(key)
+    if found is None:
+        if len(_PLACEMENTS) >= _MAX_PLACEMENTS:  # a bound on a warm container's memory
+            _PLACEMENTS.clear()
+        found = _PLACEMENTS[key] = placement_of(spec)
+    return found
+
+
 def placement_of(spec: PodSpec) -> Placement:
     """nodeSelector, required node affinity (matchExpressions) and tolerations."""
     affinity: dict[str, Any] = msgspec.json.decode(spec.affinity) or {}
@@ -130,7 +153,7 @@ def pod_from_wire(wire: PodWire) -> Pod:
     problem, placement = None, None
     try:
         requests = pod_requests(spec)
-        placement = placement_of(spec) if unschedulable else None
+        placement = shared_placement(spec)
     except QuantityError as error:
         requests, problem = Resources(pods=1), f"resources.requests: {error}"
     return Pod(
@@ -145,8 +168,7 @@ def pod_from_wire(wire: PodWire) -> Pod:
         priority=spec.priority,
         unschedulable=unschedulable,
         problem=problem,
-        # only pending pods need it; bound ones would cost memory for nothing
-        placement=placement if unschedulable else None,
+        placement=placement,
     )
 
 

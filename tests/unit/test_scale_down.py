@@ -1,0 +1,86 @@
+"""Which of a group's nodes nothing needs: empty ones, and those whose pods fit on the
+other nodes by the pending pods' predicates; never one that must stay."""
+
+from __future__ import annotations
+
+from nodescaler.domain.cluster import Node, Placement, Pod, Resources, Snapshot, Taint, Toleration
+from nodescaler.domain.scale_down import unneeded_nodes
+
+GIB = 2**30
+
+
+def node(name: str, *, group: str = "web", cpu: int = 4000, **fields: object) -> Node:
+    return Node(name, group, True, True, Resources(cpu, 16 * GIB, 110), **fields)  # type: ignore[arg-type]
+
+
+def pod(name: str, on: str, cpu: int = 1000, **fields: object) -> Pod:
+    return Pod("default", name, on, Resources(cpu, GIB, 1), **fields)  # type: ignore[arg-type]
+
+
+def spare(
+    nodes: list[Node], pods: list[Pod], group: str = "web", limit: int = 10
+) -> tuple[str, ...]:
+    snapshot = Snapshot(tuple(nodes), tuple(pods))
+    mine = [n for n in nodes if n.group == group]
+    return unneeded_nodes(mine, snapshot, limit=limit).nodes
+
+
+def test_an_empty_node_is_unneeded_whatever_its_daemon_sets_and_mirror_pods() -> None:
+    nodes = [node("a"), node("b")]
+    pods = [
+        pod("agent", "a", daemon_set=True),
+        pod("static", "a", mirror=True),
+        pod("done", "a", phase="Succeeded"),
+        pod("app", "b"),
+    ]
+    assert spare(nodes, pods) == ("a",)  # and b's pod has nowhere else to go
+
+
+def test_a_node_whose_pods_fit_on_the_others_is_unneeded_and_its_pods_take_their_room() -> None:
+    nodes = [node("a"), node("b"), node("c")]
+    pods = [pod("a1", "a", 2000), pod("b1", "b", 2000), pod("c1", "c", 3000)]
+    # a's pod moves to b; b's then has nowhere to go (a leaves, c has one core free)
+    assert spare(nodes, pods) == ("a",)
+
+
+def test_pods_that_may_not_go_elsewhere_keep_their_node() -> None:
+    tainted = node("other", group="gpu", taints=(Taint("nvidia.com/gpu", "true", "NoSchedule"),))
+    labelled = node("labelled", group="db", labels={"tier": "db"})
+    busy = node("a")
+    selects_web = Placement(node_selector={"tier": "web"})
+    assert spare([busy, tainted], [pod("p", "a")]) == ()  # the only room is tainted
+    assert spare([busy, labelled], [pod("p", "a", placement=selects_web)]) == ()  # selector
+    tolerates = Placement(tolerations=(Toleration("nvidia.com/gpu", "Exists"),))
+    assert spare([busy, tainted], [pod("p", "a", placement=tolerates)]) == ("a",)
+
+
+def test_a_gpu_pod_needs_a_gpu_left_on_the_node_it_moves_to() -> None:
+    gpus = {"nvidia.com/gpu": 1}
+    nodes = [node("a", extended=gpus), node("b", extended=gpus)]
+    trainer = Placement(extended_resources=gpus)
+    pods = [pod("t1", "a", placement=trainer), pod("t2", "b", placement=trainer)]
+    assert spare(nodes, pods) == ()  # each GPU is taken
+    assert spare(nodes, pods[:1]) == ("b",)  # the empty GPU node; t1 has no GPU to go to
+
+
+def test_kept_cordoned_and_not_ready_nodes_are_never_unneeded() -> None:
+    kept = node("kept", scale_down_disabled=True)
+    cordoned = Node("cordoned", "web", True, False, Resources(4000, 16 * GIB, 110))
+    not_ready = Node("booting", "web", False, True, Resources(4000, 16 * GIB, 110))
+    pinned = node("pinned")
+    room = node("room", group="other")
+    pods = [pod("must-stay", "pinned", not_safe_to_evict=True)]
+    assert spare([kept, cordoned, not_ready, pinned, room], pods) == ()
+
+
+def test_a_pod_whose_requests_could_not_be_read_keeps_its_node() -> None:
+    nodes = [node("a"), node("b")]
+    pods = [pod("odd", "a", problem="resources.requests: bad"), pod("b1", "b", 3500)]
+    assert spare(nodes, pods) == ()
+
+
+def test_only_a_few_busy_nodes_are_simulated_a_call() -> None:
+    nodes = [node(f"n{i}") for i in range(6)] + [node("big", group="spare", cpu=64000)]
+    pods = [pod(f"p{i}", f"n{i}") for i in range(6)]
+    assert len(spare(nodes, pods, limit=2)) == 2
+    assert len(spare(nodes, pods)) == 6
