@@ -189,3 +189,6 @@ def test_pending_pods_with_nothing_pending_vote_to_shed_the_unneeded_nodes() -> 
     assert recommend(metric(PENDING), 0, 2, DEFAULT, unneeded=5).replicas == 0  # never below 0
     assert recommend(metric(PENDING), 0, 7, DEFAULT, unneeded=0).replicas is None  # abstains
     assert recommend(metric(PENDING), 2, 7, DEFAULT, unneeded=3).replicas == 9  # pods first
+    # a scale-in under way (desired 1, 3 nodes still Ready): counted from the nodes there
+    assert recommend(metric(PENDING), 0, 1, DEFAULT, 3, unneeded=2).replicas == 1
+    assert recommend(metric(PENDING), 0, 1, DEFAULT, 3, unneeded=1).replicas == 1  # never up

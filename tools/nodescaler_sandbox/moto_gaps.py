@@ -272,3 +272,145 @@ class MetricMath:
     @staticmethod
     def _answer(context: dict[str, Any], **_: Any) -> Any:
         return context.pop("sandbox_answer", None)
+
+
+def _moto_group(region: str, name: str) -> Any:
+    from moto.autoscaling.models import autoscaling_backends
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+
+    return autoscaling_backends[DEFAULT_ACCOUNT_ID][region].autoscaling_groups[name]
+
+
+class TerminationPolicies:
+    """Which instances a scale-in takes, as Auto Scaling picks them (moto takes the oldest
+    unprotected): the group's custom termination policy when it has one, invoked with the
+    payload AWS sends and its answer obeyed (none, an error or a timeout: asked again a
+    minute later, for as long as the group is above its desired capacity); else, and among
+    more instances than needed, the default policy: the zone with the most instances, then
+    instances of an older launch configuration, then the one closest to its next billing
+    hour. An instance protected from scale-in is never taken."""
+
+    def __init__(
+        self,
+        region: str,
+        launched: Callable[[str], datetime | None],
+        now: Callable[[], datetime],
+        custom: Callable[[str, dict[str, Any]], Any] | None = None,
+    ) -> None:
+        self._region = region
+        self._launched = launched
+        self._now = now
+        self._custom = custom
+        self.custom_groups: set[str] = set()  # groups whose policy is the custom one
+        self.waiting: dict[str, datetime] = {}  # group → when it last asked, in vain
+        self.invocations: list[tuple[str, list[str]]] = []  # (group, instances answered)
+        self.failures: list[tuple[str, str]] = []  # (group, why)
+
+    def watch(self, autoscaling: Any) -> Any:
+        events = autoscaling.meta.events
+        operation = "auto-scaling.SetDesiredCapacity"
+        events.register(f"before-call.{operation}", self._before, f"termination-{id(self)}")
+        events.register(f"after-call.{operation}", self._after, f"termination-after-{id(self)}")
+        return autoscaling
+
+    def _before(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        body = params.get("body") or {}
+        name, desired = body.get("AutoScalingGroupName"), body.get("DesiredCapacity")
+        if name is None or desired is None:
+            return
+        group = _moto_group(self._region, name)
+        excess = len(group.instance_states) - int(desired)
+        if excess > 0:  # a scale-in: the instances to take are ours to choose, not moto's
+            context["sandbox_scale_in"] = (name, self._protect_all(group))
+
+    def _after(self, context: dict[str, Any], **_: Any) -> None:
+        if "sandbox_scale_in" in context:
+            name, protection = context.pop("sandbox_scale_in")
+            self._scale_in(name, protection)
+
+    def retry(self) -> None:
+        """A group still above its desired capacity asks its policy again, a minute on."""
+        for name, asked in list(self.waiting.items()):
+            if self._now() - asked >= timedelta(minutes=1):
+                group = _moto_group(self._region, name)
+                self._scale_in(name, self._protect_all(group))
+
+    @staticmethod
+    def _protect_all(group: Any) -> dict[str, bool]:
+        """Every instance protected while moto applies the call (so it takes none); their
+        own protection, to restore."""
+        protection = {s.instance.id: bool(s.protected_from_scale_in) for s in group.instance_states}
+        for state in group.instance_states:
+            state.protected_from_scale_in = True
+        return protection
+
+    def _scale_in(self, name: str, protection: dict[str, bool]) -> None:
+        from moto.autoscaling.models import autoscaling_backends
+        from moto.core.models import DEFAULT_ACCOUNT_ID
+
+        backend = autoscaling_backends[DEFAULT_ACCOUNT_ID][self._region]
+        group = backend.autoscaling_groups[name]
+        try:
+            excess = len(group.instance_states) - (group.desired_capacity or 0)
+            candidates = [s for s in group.instance_states if not protection.get(s.instance.id)]
+            chosen = self._choose(name, group, candidates, excess) if excess > 0 else []
+            for instance_id in chosen:  # everything else protected: moto takes only these
+                backend.terminate_instance(instance_id, should_decrement=False)
+        finally:
+            for state in group.instance_states:
+                state.protected_from_scale_in = protection.get(state.instance.id, False)
+        if len(group.instance_states) > (group.desired_capacity or 0):
+            self.waiting[name] = self._now()
+        else:
+            self.waiting.pop(name, None)
+
+    def _choose(self, name: str, group: Any, candidates: list[Any], count: int) -> list[str]:
+        zones: dict[str, list[Any]] = {}
+        for state in candidates:
+            zones.setdefault(state.availability_zone, []).append(state)
+        if not zones:
+            return []
+        most = max(len(states) for states in zones.values())
+        offered = [s for states in zones.values() if len(states) == most for s in states]
+        if name not in self.custom_groups or self._custom is None:
+            return self._by_default(offered, count)
+        payload = {
+            "AutoScalingGroupARN": group.arn,
+            "AutoScalingGroupName": name,
+            "CapacityToTerminate": [
+                {"AvailabilityZone": zone, "Capacity": count, "InstanceMarketOption": "on-demand"}
+                for zone in sorted({s.availability_zone for s in offered})
+            ][:1],
+            "Instances": [
+                {
+                    "AvailabilityZone": s.availability_zone,
+                    "InstanceId": s.instance.id,
+                    "InstanceType": s.instance.instance_type,
+                    "InstanceMarketOption": "on-demand",
+                }
+                for s in offered
+            ],
+            "Cause": "SCALE_IN",
+            "HasMoreInstances": False,
+        }
+        try:
+            answer = self._custom(name, payload)
+            ids = [i for i in answer["InstanceIDs"] if isinstance(i, str)]
+        except Exception as error:  # an error or a timeout: Auto Scaling asks again later
+            self.failures.append((name, str(error)))
+            return []
+        self.invocations.append((name, ids))
+        allowed = [s for s in offered if s.instance.id in set(ids)]
+        return self._by_default(allowed, count)  # more than needed: the next policy
+
+    def _by_default(self, states: list[Any], count: int) -> list[str]:
+        """Auto Scaling's default termination policy among `states` (one zone's): the
+        oldest launch configuration first (a sandbox group keeps one, so this never
+        separates them), then the instance closest to its next billing hour."""
+
+        def rank(state: Any) -> tuple[float, str]:
+            launched = self._launched(state.instance.id) or self._now()
+            minutes = (self._now() - launched).total_seconds() / 60
+            return (60 - minutes % 60, state.instance.id)
+
+        return [s.instance.id for s in sorted(states, key=rank)[:count]]

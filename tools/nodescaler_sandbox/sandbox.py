@@ -46,6 +46,7 @@ from nodescaler_sandbox.moto_gaps import (
     AwsRefusal,
     LifecycleActionRecorder,
     MetricMath,
+    TerminationPolicies,
     moto_in_this_process,
 )
 from nodescaler_sandbox.provision import (
@@ -211,7 +212,12 @@ class Sandbox:
 
     def _wire(self) -> None:
         from nodescaler import wiring
-        from nodescaler.config import DispatchSettings, DrainSettings, EvaluateSettings
+        from nodescaler.config import (
+            DispatchSettings,
+            DrainSettings,
+            EvaluateSettings,
+            TerminateSettings,
+        )
 
         create_state_table(self.client("dynamodb"), TABLE)
         self.queue_url = create_evaluation_queue(self.client("sqs"), "evaluations")
@@ -225,10 +231,18 @@ class Sandbox:
         } | self._environment
         clients = wiring.AwsClients(boto3.Session(region_name=REGION), endpoint_url=self.endpoint)
         self.lifecycle = LifecycleActionRecorder(self.clock.now, HOOK_HEARTBEAT_TIMEOUT)
+        self.termination = TerminationPolicies(
+            REGION, self._launched, self.clock.now, custom=self._terminate
+        )
         self.watch(clients.autoscaling)
         MetricMath(self.client("cloudwatch")).watch(clients.cloudwatch)
         self.clients = clients
-        self.handlers = {name: load_handler(name) for name in ("dispatch", "evaluate", "drain")}
+        self.handlers = {
+            name: load_handler(name) for name in ("dispatch", "evaluate", "drain", "terminate")
+        }
+        self.terminator = wiring.terminator(
+            TerminateSettings.from_environment(self.environment), clients, self.clock
+        )
         self.dispatcher = wiring.dispatcher(
             DispatchSettings.from_environment(self.environment), clients, self.clock
         )
@@ -263,7 +277,19 @@ class Sandbox:
         autoscaling.meta.events.register("before-parameter-build.auto-scaling", self._count_write)
         AwsRefusal(self.client("autoscaling")).watch(autoscaling)
         self.lifecycle.watch(autoscaling)
+        self.termination.watch(autoscaling)  # after the refusal: a refused call takes none
         return autoscaling
+
+    def _launched(self, instance_id: str) -> datetime | None:
+        instance = self.cluster.instances.get(instance_id)
+        return instance.launched if instance else None
+
+    def _terminate(self, group: str, payload: dict[str, Any]) -> Any:
+        """The group's custom termination policy: the terminate function, as Auto Scaling
+        invokes it."""
+        return self.handlers["terminate"].handler(
+            payload, LocalContext("nodescaler-terminate"), chooser=self.terminator
+        )
 
     def _count_write(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         if model.name.startswith("Describe"):
@@ -339,6 +365,7 @@ class Sandbox:
         """Nodes follow the instances; an instance leaving a hooked group is held in
         Terminating:Wait and the drain function is sent its lifecycle action."""
         now = self.clock.now()
+        self.termination.retry()  # groups still above their desired capacity ask again
         for instance_id in self.cluster.sync(now, holds=self._hooked.__contains__):
             self._terminating(instance_id)
             between()

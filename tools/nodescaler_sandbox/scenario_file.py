@@ -127,6 +127,9 @@ class GroupSpec(_Spec):
     taints: list[Taint] = []  # only pods that tolerate them are scheduled there
     no_capacity: bool = False  # every launch fails, as when EC2 has none of the type
     drain: bool = False  # a terminate lifecycle hook: the drain function runs on scale-in
+    # Which instances a scale-in takes under nodescaler: its terminate function, as the
+    # README attaches it, or Auto Scaling's default policy (the baseline's runs use that).
+    termination_policy: Literal["nodescaler", "default"] = "nodescaler"
     # The Auto Scaling group's tags beyond the opt-in. Unset: Cluster Autoscaler's
     # node-template tags for the labels, taints and node shape (given, or the instance
     # type's), as a group scaled from zero needs; set: exactly these (`{}`: none).

@@ -97,6 +97,8 @@ class World:
                 self.box.no_capacity.add(group.name)
             if group.drain and hooks:
                 self.box.hook(group.name)
+            if group.termination_policy == "nodescaler" and hooks:
+                self.box.termination.custom_groups.add(group.name)
         sqs = self.box.client("sqs")
         for queue in self.queues:
             sqs.create_queue(QueueName=queue.queue)

@@ -175,6 +175,18 @@ class EvaluateSettings(CapacitySettings):
     )
 
 
+class TerminateSettings(CommonSettings):
+    """The termination policy function: which instances a scale-in takes, from the cluster."""
+
+    # A kubeconfig (the sandbox, tests); else the EKS cluster CLUSTER_NAME. Without either
+    # the function cannot tell, and gives the choice back to the group.
+    kubeconfig_path: Annotated[Path | None, Field(alias="KUBECONFIG_PATH")] = None
+    # Auto Scaling waits on the answer: a cluster slower than this is left to the group.
+    kubernetes_timeout_seconds: Annotated[
+        KubernetesTimeout, Field(alias="KUBERNETES_TIMEOUT_SECONDS")
+    ] = 5
+
+
 class DrainSettings(CommonSettings):
     """The drain function: terminate lifecycle actions and EC2 Spot warnings → drained nodes."""
 

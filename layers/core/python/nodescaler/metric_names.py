@@ -52,3 +52,7 @@ class MetricName(StrEnum):
     LIFECYCLE_ACTIONS_EXPIRED = "LifecycleActionsExpired"  # too late to heartbeat or complete
     REEVALUATIONS_QUEUED = "ReevaluationsQueued"  # by a Spot warning, for its managed group
     UNMANAGED_INTERRUPTIONS = "UnmanagedInterruptions"  # Spot warnings for no managed group
+    # the custom termination policy (service-wide, and per node group)
+    INSTANCES_CHOSEN = "InstancesChosen"  # instances nodescaler let go on a scale-in
+    INSTANCES_KEPT = "InstancesKept"  # asked for, but their pods would not fit elsewhere
+    TERMINATION_LEFT_TO_GROUP = "TerminationLeftToGroup"  # could not tell: the group chose

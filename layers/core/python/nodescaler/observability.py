@@ -26,6 +26,7 @@ from nodescaler.metric_names import NAMESPACE, SERVICE, Dimension, MetricName
 if TYPE_CHECKING:  # each function's types, without loading them into the others
     from nodescaler.domain.draining import DrainResult
     from nodescaler.service.evaluation import EvaluationResult
+    from nodescaler.service.termination import TerminationChoice
 
 logger = Logger(service=SERVICE)  # every function's structured log
 
@@ -265,3 +266,25 @@ def report_expired(error: Exception) -> None:
     """A lifecycle action Auto Scaling no longer holds: too late to heartbeat or complete."""
     logger.error(f"{error}; the event is kept in the dead-letter queue")
     emit([Record({MetricName.LIFECYCLE_ACTIONS_EXPIRED: 1})])
+
+
+def report_termination(choice: TerminationChoice, wanted: int) -> None:
+    """Which instances a scale-in may take, and why; counted per group."""
+    if choice.chosen:
+        figures: Figures = {
+            MetricName.INSTANCES_CHOSEN: len(choice.instance_ids),
+            MetricName.INSTANCES_KEPT: max(wanted - len(choice.instance_ids), 0),
+        }
+    else:
+        figures = {MetricName.TERMINATION_LEFT_TO_GROUP: 1}
+    logger.info(
+        f"termination policy for {choice.group}: {choice.reason}",
+        instance_ids=list(choice.instance_ids),
+        not_nodes=list(choice.not_nodes),
+    )
+    if choice.not_nodes:
+        logger.warning(
+            f"termination policy for {choice.group}: offered instances that are no node of "
+            f"the cluster (booting, or not this cluster's): {', '.join(choice.not_nodes)}"
+        )
+    emit([Record(figures), Record(figures, {Dimension.NODE_GROUP: choice.group})])

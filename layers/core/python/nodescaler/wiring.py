@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         DrainSettings,
         EvaluateSettings,
         ExpanderSpec,
+        TerminateSettings,
     )
     from nodescaler.domain.expanders import Expander
     from nodescaler.ports import Sleep
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from nodescaler.service.limiter import ClusterLimiter
     from nodescaler.service.policies import PolicyBook
     from nodescaler.service.producers import Producers
+    from nodescaler.service.termination import TerminationChooser
 
 BOTO_CONFIG = Config(
     retries={"mode": "adaptive", "max_attempts": 5},
@@ -261,7 +263,9 @@ def kubernetes_metrics(
 
 
 def kubernetes_connection(
-    settings: EvaluateSettings | DrainSettings, clients: AwsClients, clock: Clock
+    settings: EvaluateSettings | DrainSettings | TerminateSettings,
+    clients: AwsClients,
+    clock: Clock,
 ) -> EksConnection | KubeconfigConnection | None:
     """The cluster's API: a kubeconfig (the sandbox, tests), else the EKS cluster
     CLUSTER_NAME; None when neither is set."""
@@ -355,3 +359,19 @@ def drainer(
         max_grace_seconds=settings.max_grace_seconds,
         timeout_result=LifecycleResult(settings.drain_timeout_result),
     )
+
+
+def terminator(
+    settings: TerminateSettings, clients: AwsClients | None = None, clock: Clock | None = None
+) -> TerminationChooser:
+    """The termination policy function's chooser: the opted-in groups, and the cluster."""
+    from nodescaler.service.termination import TerminationChooser
+
+    clients = clients or AwsClients()
+    connection = kubernetes_connection(settings, clients, clock or SystemClock())
+    cluster = None
+    if connection is not None:
+        from nodescaler.adapters.k8s.api import KubernetesCluster
+
+        cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
+    return TerminationChooser(node_groups(settings, clients), cluster)

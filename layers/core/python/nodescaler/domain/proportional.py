@@ -73,8 +73,9 @@ def recommend(
     if isinstance(metric, PendingPodsMetric):
         # Additive, not proportional: the value is how many new nodes pending pods need.
         if value <= 0:
-            if unneeded:  # nothing to add, and nodes to spare
-                return Recommendation(max(current - unneeded, 0), None, unneeded=True)
+            if unneeded:  # nothing to add, and Ready nodes to spare: never more than now
+                kept = max(max(current, ready) - unneeded, 0)
+                return Recommendation(min(kept, current), None, unneeded=True)
             return Recommendation(replicas=None, usage_ratio=None)
         return Recommendation(replicas=current + _ceil(value / target), usage_ratio=None)
 

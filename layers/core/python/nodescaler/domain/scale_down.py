@@ -4,8 +4,8 @@ A node is unneeded when it is Ready, schedulable, not kept (scale-down disabled,
 that may not be evicted) and every pod on it but DaemonSet and mirror pods would fit on
 the cluster's other Ready, schedulable nodes, by the predicates pending pods are placed
 with (resources, extended resources, pod slots, nodeSelector, required node affinity,
-taints). Nodes are taken greedily, fewest pods first; a pod moved takes room the next
-node's pods cannot use. Empty nodes cost nothing to find; at most `limit` others are
+taints). Nodes are taken greedily, cheapest to move first (fewest pods, then least
+requested); a pod moved takes room the next node's pods cannot use. Empty nodes cost nothing to find; at most `limit` others are
 simulated a call, since a group sheds only a few nodes a minute anyway.
 """
 
@@ -48,7 +48,7 @@ def unneeded_nodes(
             for n in group_nodes
             if n.ready and n.schedulable and not keeps_node(n, by_node.get(n.name, ()))
         ),
-        key=lambda n: (len(movable(by_node.get(n.name, ()))), n.name),
+        key=lambda n: _cost(movable(by_node.get(n.name, ())), n.name),
     )
     if not candidates:
         return Unneeded()
@@ -73,6 +73,16 @@ def unneeded_nodes(
             rooms.update(placed)
             gone.append(node.name)
     return Unneeded(tuple(gone), empty)
+
+
+def _cost(pods: Sequence[Pod], name: str) -> tuple[int, int, int, str]:
+    """Cheapest to move first: fewest pods, then least requested."""
+    return (
+        len(pods),
+        sum(p.requests.cpu_millis for p in pods),
+        sum(p.requests.memory_bytes for p in pods),
+        name,
+    )
 
 
 def _room(node: Node, pods: Sequence[Pod]) -> NodeTemplate:

@@ -1,0 +1,79 @@
+"""What Auto Scaling sends a custom termination policy (a Lambda function in the group's
+TerminationPolicies), and what it takes back.
+
+On a scale-in (and on an instance refresh, a maximum instance lifetime, or a rebalance
+across zones) the group invokes the function with the instances it would consider (at most
+30,000, `HasMoreInstances` when there are more) and the capacity it has to remove, per
+zone and market; the function answers within 2 seconds with the ids it allows,
+`{"InstanceIDs": [...]}`. From more than it needs, the group picks by its next termination
+policy (else the default one). With none, an error or a timeout, it waits a short time and
+asks again, for as long as its desired capacity is below its current capacity. It never
+terminates an instance protected from scale-in. (Amazon EC2 Auto Scaling User Guide,
+"Create a custom termination policy with Lambda".)
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from nodescaler.errors import MalformedEventError
+from nodescaler.events import describe_errors
+
+InstanceId = Annotated[str, Field(pattern=r"^i-[0-9a-f]{8,17}$")]
+
+
+class _Payload(BaseModel):
+    # Auto Scaling may add fields: unknown ones are ignored, not refused.
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+
+class CapacityToTerminate(_Payload):
+    zone: Annotated[str, Field(alias="AvailabilityZone", min_length=1)]
+    capacity: Annotated[int, Field(alias="Capacity", ge=0, strict=True)]
+    market: Annotated[str, Field(alias="InstanceMarketOption")] = "on-demand"
+
+
+class OfferedInstance(_Payload):
+    instance_id: Annotated[InstanceId, Field(alias="InstanceId")]
+    zone: Annotated[str, Field(alias="AvailabilityZone", min_length=1)]
+    instance_type: Annotated[str, Field(alias="InstanceType")] = ""
+    market: Annotated[str, Field(alias="InstanceMarketOption")] = "on-demand"
+
+
+class TerminationRequest(_Payload):
+    group: Annotated[str, Field(alias="AutoScalingGroupName", min_length=1, max_length=255)]
+    capacity: Annotated[list[CapacityToTerminate], Field(alias="CapacityToTerminate")]
+    instances: Annotated[list[OfferedInstance], Field(alias="Instances", max_length=30_000)]
+    cause: Annotated[str, Field(alias="Cause")] = "SCALE_IN"
+    has_more: Annotated[bool, Field(alias="HasMoreInstances")] = False
+
+    @property
+    def wanted(self) -> int:
+        """How many instances the group has to remove."""
+        return sum(c.capacity for c in self.capacity)
+
+    @property
+    def offered(self) -> tuple[str, ...]:
+        return tuple(i.instance_id for i in self.instances)
+
+
+def parse_termination_request(event: Any) -> TerminationRequest:
+    """The request; `MalformedEventError` names the field when it is not one."""
+    if not isinstance(event, dict):
+        raise MalformedEventError(
+            f"termination policy request: a JSON object, not {type(event).__name__}"
+        )
+    try:
+        return TerminationRequest.model_validate(event)
+    except ValidationError as error:
+        group = event.get("AutoScalingGroupName")
+        where = f" for group {group!r}" if isinstance(group, str) else ""
+        raise MalformedEventError(
+            f"termination policy request{where}: {describe_errors(error)}"
+        ) from None
+
+
+def answer(instance_ids: tuple[str, ...]) -> dict[str, list[str]]:
+    return {"InstanceIDs": list(instance_ids)}

@@ -1,0 +1,79 @@
+"""Which instances leave on a scale-in: the group's custom termination policy asks, and
+nodescaler answers from the cluster, as Cluster Autoscaler chooses its nodes.
+
+The group stays in charge of when and how much to remove (the desired capacity nodescaler
+set); this says which. In order: instances that never became Ready nodes, then empty nodes
+(only DaemonSet and mirror pods), then nodes whose pods fit on the nodes that stay
+(`scale_down.unneeded_nodes`: fewest pods first). Never a node kept by annotation, one
+holding a pod that may not be evicted, or one whose pods would not fit elsewhere: the
+answer then holds fewer instances than asked (possibly none), and the group asks again
+later. When nodescaler cannot tell (a group it does not manage, no cluster, the cluster
+unreadable) it does not guess: it offers back every instance the group offered, and the
+group chooses by its next termination policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nodescaler.domain.cluster import Snapshot
+from nodescaler.domain.node_group import NodeGroup, belongs
+from nodescaler.domain.scale_down import SIMULATED_PER_CALL, unneeded_nodes
+from nodescaler.errors import KubernetesUnavailableError
+from nodescaler.events.termination import TerminationRequest
+from nodescaler.ports import NodeGroupDiscovery, SnapshotSource
+
+
+@dataclass(frozen=True)
+class TerminationChoice:
+    group: str
+    instance_ids: tuple[str, ...]
+    chosen: bool  # False: every offered instance given back, the group decides
+    reason: str  # for the log: why these, or why the group decides
+    not_nodes: tuple[str, ...] = ()  # offered instances no node stands for
+
+
+class TerminationChooser:
+    def __init__(self, node_groups: NodeGroupDiscovery, cluster: SnapshotSource | None) -> None:
+        self._node_groups = node_groups
+        self._cluster = cluster
+
+    def choose(self, request: TerminationRequest) -> TerminationChoice:
+        group = next((g for g in self._node_groups.discover() if g.name == request.group), None)
+        if group is None:
+            return self._group_decides(request, "not an opted-in node group")
+        if self._cluster is None:
+            return self._group_decides(request, "no cluster to read")
+        try:
+            snapshot = self._cluster.snapshot()
+        except KubernetesUnavailableError as error:
+            return self._group_decides(request, f"the cluster cannot be read ({error})")
+        return self._from_the_cluster(request, group, snapshot)
+
+    @staticmethod
+    def _group_decides(request: TerminationRequest, why: str) -> TerminationChoice:
+        return TerminationChoice(request.group, request.offered, False, f"{why}: the group decides")
+
+    @staticmethod
+    def _from_the_cluster(
+        request: TerminationRequest, group: NodeGroup, snapshot: Snapshot
+    ) -> TerminationChoice:
+        nodes = {n.instance_id: n for n in snapshot.nodes if belongs(n, group)}
+        offered = request.offered
+        never_ready = [i for i in offered if i not in nodes or not nodes[i].ready]
+        by_name = {n.name: n.instance_id for n in nodes.values()}
+        offered_nodes = [nodes[i] for i in offered if i in nodes and nodes[i].ready]
+        spare = unneeded_nodes(
+            offered_nodes, snapshot, limit=max(request.wanted, SIMULATED_PER_CALL)
+        )
+        ordered = never_ready + [by_name[name] for name in spare.nodes]
+        chosen = tuple(ordered[: request.wanted])
+        kept = len(offered) - len(ordered)
+        reason = (
+            f"{len(chosen)} of {request.wanted} asked: {len(never_ready)} never Ready, "
+            f"{spare.empty} empty, {len(spare.nodes) - spare.empty} whose pods fit elsewhere"
+        )
+        if len(chosen) < request.wanted:
+            reason += f"; {kept} kept: their pods would not fit elsewhere, or must stay"
+        not_nodes = tuple(i for i in offered if i not in nodes)
+        return TerminationChoice(request.group, chosen, True, reason, not_nodes)

@@ -1,0 +1,154 @@
+"""The custom termination policy: which instances a scale-in takes, from the cluster; and
+every request it cannot act on answered without a guess."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from nodescaler.domain.cluster import Node, Pod, Resources, Snapshot
+from nodescaler.domain.node_group import NodeGroup
+from nodescaler.errors import KubernetesUnavailableError, MalformedEventError
+from nodescaler.events.termination import parse_termination_request
+from nodescaler.service.termination import TerminationChooser
+
+GIB = 2**30
+IDS = [f"i-0000000000000000{n}" for n in range(6)]
+
+
+def request(*offered: str, capacity: int = 1, group: str = "web") -> dict[str, Any]:
+    return {
+        "AutoScalingGroupARN": f"arn:aws:autoscaling:eu-west-1:123456789012:autoScalingGroup:x:autoScalingGroupName/{group}",
+        "AutoScalingGroupName": group,
+        "CapacityToTerminate": [
+            {
+                "AvailabilityZone": "eu-west-1a",
+                "Capacity": capacity,
+                "InstanceMarketOption": "on-demand",
+            }
+        ],
+        "Instances": [
+            {
+                "AvailabilityZone": "eu-west-1a",
+                "InstanceId": i,
+                "InstanceType": "m5.xlarge",
+                "InstanceMarketOption": "on-demand",
+            }
+            for i in offered
+        ],
+        "Cause": "SCALE_IN",
+        "HasMoreInstances": False,
+    }
+
+
+def node(index: int, *, ready: bool = True, **fields: Any) -> Node:
+    return Node(
+        f"node-{index}",
+        "web",
+        ready,
+        True,
+        Resources(4000, 16 * GIB, 110),
+        provider_id=f"aws:///eu-west-1a/{IDS[index]}",
+        **fields,
+    )
+
+
+def pod(name: str, on: int, cpu: int = 1000, **fields: Any) -> Pod:
+    return Pod("default", name, f"node-{on}", Resources(cpu, GIB, 1), **fields)
+
+
+class Groups:
+    def discover(self) -> list[NodeGroup]:
+        return [NodeGroup("web", 4, 0, 10, 4, instance_ids=frozenset(IDS))]
+
+
+class Cluster:
+    def __init__(self, nodes: list[Node], pods: list[Pod]) -> None:
+        self.listed = Snapshot(tuple(nodes), tuple(pods))
+
+    def snapshot(self) -> Snapshot:
+        return self.listed
+
+
+class Down:
+    def snapshot(self) -> Snapshot:
+        raise KubernetesUnavailableError("connection refused")
+
+
+def choose(cluster: Any, offered: list[str], capacity: int, group: str = "web") -> Any:
+    parsed = parse_termination_request(request(*offered, capacity=capacity, group=group))
+    return TerminationChooser(Groups(), cluster).choose(parsed)
+
+
+def test_never_ready_then_empty_then_cheapest_to_move_and_never_one_whose_pods_cannot() -> None:
+    nodes = [node(0), node(1), node(2), node(3, ready=False)]
+    pods = [
+        pod("busy-a", 0, 3000),
+        pod("light", 1, 500),
+        pod("agent", 2, daemon_set=True),
+    ]
+    cluster = Cluster(nodes, pods)
+    offered = IDS[:5]  # IDS[4] has no node at all: launched, never registered
+    choice = choose(cluster, offered, capacity=4)
+    # never Ready (3) and never a node (4) first, then the empty one (2), then the light one
+    # (1, its pod fits on 0); 0's 3 cores have nowhere to go once 1 and 2 leave
+    assert choice.instance_ids == (IDS[3], IDS[4], IDS[2], IDS[1])
+    assert choice.chosen and choice.not_nodes == (IDS[4],)
+    assert choose(cluster, offered, capacity=2).instance_ids == (IDS[3], IDS[4])
+
+
+def test_fewer_than_asked_when_the_pods_would_not_fit_elsewhere() -> None:
+    cluster = Cluster([node(0), node(1)], [pod("a", 0, 3000), pod("b", 1, 3000)])
+    choice = choose(cluster, IDS[:2], capacity=1)
+    assert choice.instance_ids == ()  # the group waits and asks again
+    assert "kept: their pods would not fit elsewhere" in choice.reason
+
+
+def test_a_node_that_must_stay_is_never_chosen() -> None:
+    cluster = Cluster(
+        [node(0, scale_down_disabled=True), node(1)], [pod("pinned", 1, not_safe_to_evict=True)]
+    )
+    assert choose(cluster, IDS[:2], capacity=2).instance_ids == ()
+
+
+@pytest.mark.parametrize(
+    ("cluster", "group", "why"),
+    [
+        (Down(), "web", "the cluster cannot be read (connection refused): the group decides"),
+        (None, "web", "no cluster to read: the group decides"),
+        (Cluster([], []), "batch", "not an opted-in node group: the group decides"),
+    ],
+)
+def test_what_it_cannot_tell_it_gives_back_to_the_group(cluster: Any, group: str, why: str) -> None:
+    choice = choose(cluster, IDS[:3], capacity=1, group=group)
+    assert (choice.instance_ids, choice.chosen, choice.reason) == (tuple(IDS[:3]), False, why)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda r: r.pop("AutoScalingGroupName"),
+            "termination policy request: AutoScalingGroupName: Field required",
+        ),
+        (
+            lambda r: r["Instances"][0].update(InstanceId="web-1"),
+            "termination policy request for group 'web': Instances[0].InstanceId: String should match pattern",
+        ),
+        (
+            lambda r: r["CapacityToTerminate"][0].update(Capacity="2"),
+            "termination policy request for group 'web': CapacityToTerminate[0].Capacity: Input should be a valid integer",
+        ),
+    ],
+)
+def test_a_malformed_request_names_the_field(change: Any, message: str) -> None:
+    malformed = request(IDS[0])
+    change(malformed)
+    with pytest.raises(MalformedEventError) as caught:
+        parse_termination_request(malformed)
+    assert str(caught.value).startswith(message)
+
+
+def test_a_request_that_is_not_an_object_is_named() -> None:
+    with pytest.raises(MalformedEventError, match="a JSON object, not list"):
+        parse_termination_request([])
