@@ -10,6 +10,7 @@ from infra import permissions
 from infra.dispatch import DispatchFunction
 from infra.drain import DrainFunction
 from infra.evaluate import EvaluateFunction
+from infra.terminate import TerminateFunction
 
 NO_RESOURCE_LEVEL = NagPackSuppression(
     id="AwsSolutions-IAM5",
@@ -154,5 +155,17 @@ def explain_alarm_topic(topic: IConstruct) -> None:
             reason="The alarm topic's subscribers are people: SNS retries a failed delivery, "
             "and every alarm's state stays in CloudWatch and on the dashboard; a queue of "
             "undelivered alarm emails would alert no one.",
+        ),
+    )
+
+
+def explain_terminate(terminate: TerminateFunction) -> None:
+    explain(terminate.lambda_.role, NO_RESOURCE_LEVEL)
+    explain(
+        terminate.lambda_.function,
+        NagPackSuppression(
+            id="Serverless-LambdaDLQ",
+            reason="Auto Scaling invokes it synchronously and waits for the answer: a failed "
+            "invocation is asked again by the group, there is no event to keep.",
         ),
     )

@@ -9,11 +9,12 @@ ASG launch unsuccessful (rule) ──┘      │             ▲               
 terminate lifecycle action (rule) ─┐                  │           ASG SetDesiredCapacity /
 Spot warning, rebalance (rule) ────┴─► drain ─────────┘           EKS UpdateNodegroupConfig
   (with a cluster)                     cordon, evict, complete the lifecycle action
+ASG scale-in (termination policy) ───► terminate: which instances go (with a cluster)
 
 Each function, with its triggers and rights, is built by its own module (`dispatch`,
-`evaluate`, `drain`); this construct holds what they share (the state table, the layers,
-the queues) and what operators see (the dashboard, the alarms); `nag` explains cdk-nag's
-findings that are intended.
+`evaluate`, `drain`, `terminate`); this construct holds what they share (the state table,
+the layers, the queues) and what operators see (the dashboard, the alarms); `nag`
+explains cdk-nag's findings that are intended.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from infra.functions import NodescalerFunction, Shared, secure_queue
 from infra.layers import Layers
 from infra.settings import DeploySettings
 from infra.state import StateTable
+from infra.terminate import TerminateFunction
 
 __all__ = ["DRAIN_HOOK", "Nodescaler"]
 
@@ -91,6 +93,8 @@ class Nodescaler(Construct):
         self.evaluate = EvaluateFunction(shared, reads_kubernetes=self.reads_kubernetes)
         # Nodes leave the cluster before their instances go: only with a cluster.
         self.drain = DrainFunction(shared) if settings.cluster_name else None
+        # Which instances a scale-in takes, from the cluster: only with one.
+        self.terminate = TerminateFunction(shared) if settings.cluster_name else None
 
         # What operators see.
         dead_letters = {
@@ -123,18 +127,23 @@ class Nodescaler(Construct):
         nag.explain_evaluate(self.evaluate, self.evaluation_dlq)
         if self.drain is not None:
             nag.explain_drain(self.drain)
+        if self.terminate is not None:
+            nag.explain_terminate(self.terminate)
         if self.alarms.topic is not None:
             nag.explain_alarm_topic(self.alarms.topic)
 
     @property
     def lambdas(self) -> dict[str, NodescalerFunction]:
-        """Each deployed function by name: dispatch, evaluate, and drain with a cluster."""
+        """Each deployed function by name: dispatch, evaluate, and drain and terminate with
+        a cluster."""
         found: dict[str, NodescalerFunction] = {
             "dispatch": self.dispatch.lambda_,
             "evaluate": self.evaluate.lambda_,
         }
         if self.drain is not None:
             found["drain"] = self.drain.lambda_
+        if self.terminate is not None:
+            found["terminate"] = self.terminate.lambda_
         return found
 
     @property

@@ -11,7 +11,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
-from nodescaler.config import DispatchSettings, DrainSettings, EvaluateSettings
+from nodescaler.config import DispatchSettings, DrainSettings, EvaluateSettings, TerminateSettings
 from nodescaler.events.dispatch import ScheduledEvent, parse_dispatch_event
 
 from infra.nodescaler import DRAIN_HOOK
@@ -315,6 +315,7 @@ def test_without_a_cluster_there_is_no_drain_but_launch_failures_still_back_off(
         ("dispatch", 256, 60, False),
         ("evaluate", 512, 60, True),  # the sample's policies read the cluster
         ("drain", 512, 900, True),  # a ten-minute drain, and a minute to spare
+        ("terminate", 1024, 2, True),  # Auto Scaling waits two seconds for its answer
     ],
 )
 def test_functions_run_on_arm64_python_3_14_with_their_layers(
@@ -420,10 +421,16 @@ DEPLOYED = {
 
 @pytest.mark.parametrize(
     ("folder", "model"),
-    [("dispatch", DispatchSettings), ("evaluate", EvaluateSettings), ("drain", DrainSettings)],
+    [
+        ("dispatch", DispatchSettings),
+        ("evaluate", EvaluateSettings),
+        ("drain", DrainSettings),
+        ("terminate", TerminateSettings),
+    ],
 )
 def test_each_functions_environment_is_accepted_by_its_settings_model(
-    folder: str, model: type[DispatchSettings | EvaluateSettings | DrainSettings]
+    folder: str,
+    model: type[DispatchSettings | EvaluateSettings | DrainSettings | TerminateSettings],
 ) -> None:
     template = synth(clusterLimits={"maxNodes": 500}, drainGroups=["web"])
     variables = environment(template, folder)
@@ -526,7 +533,7 @@ def test_with_a_cluster_configured_writes_also_need_its_tag_and_eks_is_scoped_to
     assert render(eks["Resource"]).endswith(":nodegroup/prod/*/*")
 
 
-@pytest.mark.parametrize("folder", ["dispatch", "evaluate", "drain"])
+@pytest.mark.parametrize("folder", ["dispatch", "evaluate", "drain", "terminate"])
 def test_no_function_may_change_an_asgs_tags(template: Template, folder: str) -> None:
     deny = statement_for(role_statements(template, folder), "autoscaling:CreateOrUpdateTags")
     assert deny == {
@@ -591,6 +598,7 @@ def test_evaluate_may_read_the_cluster_it_is_given_access_to(template: Template)
     assert groups == {
         "<NodescalerDrainRol": ("my-cluster", ["nodescaler-drain"]),
         "<NodescalerEvaluate": ("my-cluster", ["nodescaler-evaluate"]),
+        "<NodescalerTerminat": ("my-cluster", ["nodescaler-evaluate"]),  # reads, as evaluate
     }
 
 
@@ -653,6 +661,42 @@ def granted_to(group: str) -> set[tuple[str, str, str]]:
         for resource in rule["resources"]
         for verb in rule["verbs"]
     }
+
+
+def test_only_auto_scaling_may_invoke_the_termination_policy_which_changes_nothing(
+    template: Template,
+) -> None:
+    (permission,) = (
+        p["Properties"]
+        for p in resources(template, "AWS::Lambda::Permission").values()
+        if "AWSServiceRoleForAutoScaling" in render(p["Properties"]["Principal"])
+    )
+    assert permission["Action"] == "lambda:InvokeFunction"
+    assert render(permission["FunctionName"]).startswith("<NodescalerTerminateFunction")
+    assert render(permission["Principal"]).endswith(
+        ":role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+    )
+    allowed = {
+        a
+        for s in role_statements(template, "terminate")
+        if s["Effect"] == "Allow"
+        for a in actions_of(s)
+    }
+    assert allowed == {
+        "autoscaling:DescribeAutoScalingGroups",
+        "eks:DescribeCluster",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+    }
+    environment_ = environment(template, "terminate")
+    assert environment_["KUBERNETES_TIMEOUT_SECONDS"] == "1.2"  # inside the two seconds
+    outputs = template.find_outputs("*")
+    assert any(
+        name.startswith("NodescalerTerminationPolicyArn") or "TerminationPolicyArn" in name
+        for name in outputs
+    )
 
 
 def test_evaluate_may_only_read_the_cluster() -> None:
@@ -819,9 +863,9 @@ def test_the_alarms_cover_errors_throttles_dead_letters_latency_shortfall_and_dr
     template: Template,
 ) -> None:
     alarms = resources(template, "AWS::CloudWatch::Alarm").values()
-    # errors and throttles of three functions, three dead-letter queues, evaluation errors,
+    # errors and throttles of four functions, three dead-letter queues, evaluation errors,
     # latency, shortfall, backoff, drain failures, drain timeouts, lifecycle actions expired
-    assert len(alarms) == 16
+    assert len(alarms) == 18
     shortfall = alarm_on(template, "ShortfallNodes")
     assert (shortfall["EvaluationPeriods"], shortfall["DatapointsToAlarm"]) == (15, 15)
     # every alarm says what happened and what to do about it

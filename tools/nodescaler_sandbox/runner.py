@@ -66,6 +66,8 @@ class Run:
     faults_injected: dict[str, int] = field(default_factory=dict)  # kind → calls failed
     tasks_lost: int = 0  # sent while their queue was deleted
     failed_invocations: int = 0  # of the functions, which Lambda would retry
+    termination_asked: list[tuple[str, list[str]]] = field(default_factory=list)
+    termination_failed: int = 0
 
 
 def run(
@@ -149,6 +151,8 @@ def _simulate(
         outages.close()
         result.faults_injected = dict(outages.injected)
         result.failed_invocations = len(box.failed_invocations)
+        result.termination_asked = list(box.termination.invocations)
+        result.termination_failed = len(box.termination.failures)
         result.tasks_lost = world.tasks_lost
         result.writes = dict(box.writes)
         result.launch_failures = [
@@ -400,6 +404,12 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
             "calls_failed": result.faults_injected,
             "invocations_failed": result.failed_invocations,
             "tasks_lost": result.tasks_lost,
+        }
+    if result.termination_asked or result.termination_failed:
+        summary["termination_policy"] = {
+            "asked": len(result.termination_asked) + result.termination_failed,
+            "instances_allowed": sum(len(ids) for _, ids in result.termination_asked),
+            "failed": result.termination_failed,
         }
     if result.launch_failures:
         summary["launch_failures_at_minute"] = [m for m, _ in result.launch_failures]
