@@ -221,3 +221,22 @@ def test_a_group_scaled_by_pending_pods_alone_sheds_its_unneeded_nodes_and_retur
     # their 2 jobs evicted (one again: moved onto the other leaving node before its drain
     # cordoned it, as the two drains run side by side)
     assert ours["evictions"] <= 3
+
+
+def test_a_scale_in_never_takes_the_nodes_of_pods_a_budget_keeps(tmp_path: Path) -> None:
+    shortened = scenario("pdb-no-eviction", minutes=42)
+    ours = run(tmp_path / "terminate", shortened)[0][NODESCALER]
+    assert ours["final_desired"] == {"web-ng": 2}  # the two nodes of the ledger's pods stay
+    assert ours["pods_killed_with_their_instance"] == 0
+    assert ours["disruption_budget_short_minutes"] == 0
+    assert ours["evictions_refused_by_budget"] == 0  # no drain waits on the budget
+    # Auto Scaling's own pick (as before the terminate function): its drains wait out their
+    # 10 minutes on the budget, then the ledger's pods die with their instances
+    default = shortened.model_copy(
+        update={
+            "groups": [shortened.groups[0].model_copy(update={"termination_policy": "default"})]
+        }
+    )
+    theirs = run(tmp_path / "default", default)[0][NODESCALER]
+    assert theirs["pods_killed_with_their_instance"] > 0
+    assert theirs["disruption_budget_short_minutes"] > 0

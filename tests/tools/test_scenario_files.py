@@ -44,6 +44,7 @@ def test_every_scenario_in_the_repository_loads() -> None:
         "dst-schedule",
         "spot-at-max",
         "batch-to-zero",
+        "pdb-no-eviction",
     ]
 
 

@@ -3,7 +3,17 @@ other nodes by the pending pods' predicates; never one that must stay."""
 
 from __future__ import annotations
 
-from nodescaler.domain.cluster import Node, Placement, Pod, Resources, Snapshot, Taint, Toleration
+from nodescaler.domain.cluster import (
+    DisruptionBudget,
+    Node,
+    Placement,
+    Pod,
+    Requirement,
+    Resources,
+    Snapshot,
+    Taint,
+    Toleration,
+)
 from nodescaler.domain.scale_down import unneeded_nodes
 
 GIB = 2**30
@@ -84,3 +94,61 @@ def test_only_a_few_busy_nodes_are_simulated_a_call() -> None:
     pods = [pod(f"p{i}", f"n{i}") for i in range(6)]
     assert len(spare(nodes, pods, limit=2)) == 2
     assert len(spare(nodes, pods)) == 6
+
+
+def budget(allowed: int, app: str = "web") -> DisruptionBudget:
+    return DisruptionBudget("default", f"{app}-pdb", {"app": app}, disruptions_allowed=allowed)
+
+
+def web(name: str, on: str) -> Pod:
+    return pod(name, on, 500, labels={"app": "web"})
+
+
+def test_a_budget_allowing_no_disruption_keeps_the_nodes_of_its_pods() -> None:
+    nodes = [node("a"), node("b"), node("room", group="other")]
+    pods = [web("w1", "a"), web("w2", "b")]
+    snapshot = Snapshot(tuple(nodes), tuple(pods), (budget(0),))
+    found = unneeded_nodes(nodes[:2], snapshot)
+    assert found.nodes == ()
+    assert [(k.node, k.why, k.pods) for k in found.kept] == [
+        ("a", "disruption-budget", ("default/w1",)),
+        ("b", "disruption-budget", ("default/w2",)),
+    ]
+    assert "a kept: disruption-budget (default/w1)" in found.describe()
+
+
+def test_a_budget_allowing_one_disruption_lets_one_node_go_not_two() -> None:
+    nodes = [node("a"), node("b"), node("room", group="other")]
+    pods = [web("w1", "a"), web("w2", "b"), pod("other", "b", labels={"app": "db"})]
+    snapshot = Snapshot(tuple(nodes), tuple(pods), (budget(1),))
+    assert unneeded_nodes(nodes[:2], snapshot).nodes == ("a",)  # b's web pod: the budget's spent
+
+
+def test_an_empty_selector_selects_every_pod_of_its_namespace() -> None:
+    everything = DisruptionBudget("default", "all", disruptions_allowed=0)
+    assert everything.selects(pod("x", "a", labels={"app": "anything"}))
+    assert not everything.selects(Pod("other-ns", "y", "a", Resources(1, 1, 1)))
+    by_expression = DisruptionBudget(
+        "default", "tiers", match_expressions=(Requirement("tier", "In", ("web", "api")),)
+    )
+    assert by_expression.selects(pod("x", "a", labels={"tier": "api"}))
+    assert not by_expression.selects(pod("x", "a", labels={"tier": "db"}))
+
+
+def test_budgets_that_could_not_be_read_leave_only_empty_nodes_unneeded() -> None:
+    nodes = [node("a"), node("b"), node("room", group="other")]
+    snapshot = Snapshot(tuple(nodes), (pod("p", "a"),), None)
+    found = unneeded_nodes(nodes[:2], snapshot)
+    assert found.nodes == ("b",)
+    assert [(k.node, k.why) for k in found.kept] == [("a", "disruption-budgets-unread")]
+
+
+def test_a_pod_that_fits_nowhere_is_named() -> None:
+    nodes = [node("a"), node("b")]
+    found = unneeded_nodes(
+        nodes, Snapshot(tuple(nodes), (pod("big", "a", 3500), pod("b1", "b", 3500)))
+    )
+    assert [(k.node, k.why, k.pods) for k in found.kept] == [
+        ("a", "pods-would-not-fit", ("default/big",)),
+        ("b", "pods-would-not-fit", ("default/b1",)),
+    ]

@@ -101,7 +101,7 @@ def test_fewer_than_asked_when_the_pods_would_not_fit_elsewhere() -> None:
     cluster = Cluster([node(0), node(1)], [pod("a", 0, 3000), pod("b", 1, 3000)])
     choice = choose(cluster, IDS[:2], capacity=1)
     assert choice.instance_ids == ()  # the group waits and asks again
-    assert "kept: their pods would not fit elsewhere" in choice.reason
+    assert "node-0 kept: pods-would-not-fit (default/a)" in choice.reason
 
 
 def test_a_node_that_must_stay_is_never_chosen() -> None:

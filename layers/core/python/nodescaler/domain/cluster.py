@@ -231,6 +231,7 @@ class Pod:
     problem: str | None = None  # why its requests could not be read, if they could not
     placement: Placement | None = None  # what it may run on (shared by a workload's pods)
     not_safe_to_evict: bool = False  # annotated safe-to-evict=false: its node must stay
+    labels: Mapping[str, str] = field(default_factory=dict)  # what disruption budgets select
 
     @property
     def key(self) -> str:
@@ -247,12 +248,33 @@ def keeps_node(node: Node, pods: Iterable[Pod]) -> bool:
     return node.scale_down_disabled or any(p.not_safe_to_evict and not p.terminal for p in pods)
 
 
+@dataclass(frozen=True, slots=True)
+class DisruptionBudget:
+    """A PodDisruptionBudget: the pods it selects, and how many may go now."""
+
+    namespace: str
+    name: str
+    match_labels: Mapping[str, str] = field(default_factory=dict)
+    match_expressions: tuple[Requirement, ...] = ()
+    disruptions_allowed: int = 0
+
+    def selects(self, pod: Pod) -> bool:
+        """A budget with an empty selector selects every pod of its namespace (policy/v1)."""
+        return (
+            pod.namespace == self.namespace
+            and all(pod.labels.get(k) == v for k, v in self.match_labels.items())
+            and all(r.matches(pod.labels) for r in self.match_expressions)
+        )
+
+
 @dataclass(frozen=True)
 class Snapshot:
-    """The cluster's nodes and non-terminal pods, as listed at one moment."""
+    """The cluster's nodes and non-terminal pods, as listed at one moment, and its
+    disruption budgets (None: they could not be read, so no eviction can be counted on)."""
 
     nodes: tuple[Node, ...]
     pods: tuple[Pod, ...]
+    budgets: tuple[DisruptionBudget, ...] | None = ()
 
     @functools.cached_property
     def pods_by_node(self) -> dict[str, list[Pod]]:

@@ -1,36 +1,58 @@
 """Which of a group's nodes nothing needs: Cluster Autoscaler's *unneeded* nodes.
 
 A node is unneeded when it is Ready, schedulable, not kept (scale-down disabled, or a pod
-that may not be evicted) and every pod on it but DaemonSet and mirror pods would fit on
-the cluster's other Ready, schedulable nodes, by the predicates pending pods are placed
-with (resources, extended resources, pod slots, nodeSelector, required node affinity,
-taints). Nodes are taken greedily, cheapest to move first (fewest pods, then least
-requested); a pod moved takes room the next node's pods cannot use. Empty nodes cost nothing to find; at most `limit` others are
-simulated a call, since a group sheds only a few nodes a minute anyway.
+that may not be evicted), and every pod on it but DaemonSet and mirror pods
+- would fit on the cluster's other Ready, schedulable nodes, by the predicates pending
+  pods are placed with (resources, extended resources, pod slots, nodeSelector, required
+  node affinity, taints): else it is kept, `pods-would-not-fit`;
+- may be evicted now: every disruption budget selecting it allows one more disruption,
+  counting the evictions of the nodes chosen before it: else `disruption-budget`. When
+  the budgets could not be read, only empty nodes are unneeded.
+Nodes are taken greedily, cheapest to move first (fewest pods, then least requested); a
+pod moved takes room the next node's pods cannot use. Empty nodes cost nothing to find; at
+most `limit` others are simulated a call, since a group sheds only a few nodes a minute.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
-from nodescaler.domain.cluster import Node, Pod, Resources, Snapshot, keeps_node
+from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Resources, Snapshot, keeps_node
 from nodescaler.domain.scheduling import NodeTemplate, why_not
 
 SIMULATED_PER_CALL = 10
+WOULD_NOT_FIT = "pods-would-not-fit"
+DISRUPTION_BUDGET = "disruption-budget"
+BUDGETS_UNKNOWN = "disruption-budgets-unread"
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A node that must stay, why, and the pods that say so."""
+
+    node: str
+    why: str  # WOULD_NOT_FIT, DISRUPTION_BUDGET, BUDGETS_UNKNOWN
+    pods: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Unneeded:
     nodes: tuple[str, ...] = ()  # in the order they could go
     empty: int = 0  # of those, nodes with nothing to move
+    kept: tuple[Kept, ...] = field(default_factory=tuple)
 
     def describe(self) -> str:
         moved = len(self.nodes) - self.empty
-        return (
+        text = (
             f"{len(self.nodes)} of its nodes unneeded "
             f"({self.empty} empty, {moved} whose pods fit elsewhere)"
         )
+        for kept in self.kept[:3]:
+            shown = ", ".join(kept.pods[:3]) + (", ..." if len(kept.pods) > 3 else "")
+            text += f"; {kept.node} kept: {kept.why} ({shown})"
+        return text
 
 
 def movable(pods: Sequence[Pod]) -> list[Pod]:
@@ -57,7 +79,9 @@ def unneeded_nodes(
         for n in snapshot.nodes
         if n.ready and n.schedulable
     }
+    disrupted: Counter[str] = Counter()  # budget → evictions the chosen nodes take from it
     gone: list[str] = []
+    kept: list[Kept] = []
     empty = simulated = 0
     for node in candidates:
         pods = movable(by_node.get(node.name, ()))
@@ -65,14 +89,46 @@ def unneeded_nodes(
             gone.append(node.name)
             empty += 1
             continue
+        if snapshot.budgets is None:
+            kept.append(Kept(node.name, BUDGETS_UNKNOWN, tuple(p.key for p in pods)))
+            continue
         if simulated >= limit or any(p.problem for p in pods):
             continue
         simulated += 1
-        placed = _place(pods, {k: r for k, r in rooms.items() if k != node.name and k not in gone})
-        if placed is not None:
-            rooms.update(placed)
-            gone.append(node.name)
-    return Unneeded(tuple(gone), empty)
+        refused = _over_budget(pods, snapshot.budgets, disrupted)
+        if refused:
+            kept.append(Kept(node.name, DISRUPTION_BUDGET, tuple(p.key for p in refused)))
+            continue
+        placed, stranded = _place(
+            pods, {k: r for k, r in rooms.items() if k != node.name and k not in gone}
+        )
+        if stranded:
+            kept.append(Kept(node.name, WOULD_NOT_FIT, tuple(p.key for p in stranded)))
+            continue
+        rooms.update(placed)
+        disrupted.update(_budgets_of(pods, snapshot.budgets))
+        gone.append(node.name)
+    return Unneeded(tuple(gone), empty, tuple(kept))
+
+
+def _budgets_of(pods: Sequence[Pod], budgets: Sequence[DisruptionBudget]) -> list[str]:
+    """One entry per pod and budget selecting it."""
+    return [f"{b.namespace}/{b.name}" for p in pods for b in budgets if b.selects(p)]
+
+
+def _over_budget(
+    pods: Sequence[Pod], budgets: Sequence[DisruptionBudget], disrupted: Mapping[str, int]
+) -> list[Pod]:
+    """The pods whose eviction a budget would refuse, after those already counted."""
+    taking: Counter[str] = Counter(disrupted)
+    refused = []
+    for pod in pods:
+        mine = [b for b in budgets if b.selects(pod)]
+        names = [f"{b.namespace}/{b.name}" for b in mine]
+        if any(taking[n] + 1 > b.disruptions_allowed for n, b in zip(names, mine, strict=True)):
+            refused.append(pod)
+        taking.update(names)
+    return refused
 
 
 def _cost(pods: Sequence[Pod], name: str) -> tuple[int, int, int, str]:
@@ -101,14 +157,19 @@ def _room(node: Node, pods: Sequence[Pod]) -> NodeTemplate:
     )
 
 
-def _place(pods: Sequence[Pod], rooms: dict[str, NodeTemplate]) -> dict[str, NodeTemplate] | None:
-    """The rooms after moving every pod, first fit, most room first; None if one does not fit."""
+def _place(
+    pods: Sequence[Pod], rooms: dict[str, NodeTemplate]
+) -> tuple[dict[str, NodeTemplate], list[Pod]]:
+    """The rooms after moving the pods, first fit, most room first; and the pods that fit
+    nowhere."""
     changed: dict[str, NodeTemplate] = {}
+    stranded: list[Pod] = []
     order = sorted(rooms, key=lambda k: (-rooms[k].allocatable.cpu_millis, k))
     for pod in sorted(pods, key=lambda p: (-p.requests.cpu_millis, -p.requests.memory_bytes)):
         target = next((k for k in order if why_not(pod, changed.get(k, rooms[k])) is None), None)
         if target is None:
-            return None
+            stranded.append(pod)
+            continue
         room = changed.get(target, rooms[target])
         extended = dict(room.extended)
         for name, amount in (pod.placement.extended_resources if pod.placement else {}).items():
@@ -116,4 +177,4 @@ def _place(pods: Sequence[Pod], rooms: dict[str, NodeTemplate]) -> dict[str, Nod
         changed[target] = replace(
             room, allocatable=room.allocatable - pod.requests, extended=extended
         )
-    return changed
+    return changed, stranded

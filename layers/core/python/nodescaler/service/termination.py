@@ -3,11 +3,12 @@ nodescaler answers from the cluster, as Cluster Autoscaler chooses its nodes.
 
 The group stays in charge of when and how much to remove (the desired capacity nodescaler
 set); this says which. In order: instances that never became Ready nodes, then empty nodes
-(only DaemonSet and mirror pods), then nodes whose pods fit on the nodes that stay
-(`scale_down.unneeded_nodes`: fewest pods first). Never a node kept by annotation, one
-holding a pod that may not be evicted, or one whose pods would not fit elsewhere: the
-answer then holds fewer instances than asked (possibly none), and the group asks again
-later. When nodescaler cannot tell (a group it does not manage, no cluster, the cluster
+(only DaemonSet and mirror pods), then nodes whose pods fit on the nodes that stay and
+whose disruption budgets allow their eviction (`scale_down.unneeded_nodes`: cheapest to
+move first). Never a node kept by annotation, one holding a pod that may not be evicted,
+one whose pods would not fit elsewhere or whose budget allows no more disruptions: the
+answer then holds fewer instances than asked (possibly none), the reason names the pods,
+and the group asks again later. When nodescaler cannot tell (a group it does not manage, no cluster, the cluster
 unreadable) it does not guess: it offers back every instance the group offered, and the
 group chooses by its next termination policy.
 """
@@ -68,12 +69,7 @@ class TerminationChooser:
         )
         ordered = never_ready + [by_name[name] for name in spare.nodes]
         chosen = tuple(ordered[: request.wanted])
-        kept = len(offered) - len(ordered)
-        reason = (
-            f"{len(chosen)} of {request.wanted} asked: {len(never_ready)} never Ready, "
-            f"{spare.empty} empty, {len(spare.nodes) - spare.empty} whose pods fit elsewhere"
-        )
-        if len(chosen) < request.wanted:
-            reason += f"; {kept} kept: their pods would not fit elsewhere, or must stay"
+        reason = f"{len(chosen)} of {request.wanted} asked: {len(never_ready)} never Ready; "
+        reason += spare.describe()
         not_nodes = tuple(i for i in offered if i not in nodes)
         return TerminationChoice(request.group, chosen, True, reason, not_nodes)

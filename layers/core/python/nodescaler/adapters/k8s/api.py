@@ -15,9 +15,9 @@ from typing import Any, Protocol, TypeVar
 
 import msgspec
 
-from nodescaler.adapters.k8s.objects import node_from_wire, pod_from_wire
-from nodescaler.adapters.k8s.wire import ListMeta, NodeList, PodList
-from nodescaler.domain.cluster import Node, Pod, Snapshot
+from nodescaler.adapters.k8s.objects import budget_from_wire, node_from_wire, pod_from_wire
+from nodescaler.adapters.k8s.wire import BudgetList, ListMeta, NodeList, PodList
+from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Snapshot
 from nodescaler.errors import KubernetesUnavailableError
 
 PAGE_SIZE = 500
@@ -109,9 +109,10 @@ class CoreApi:
 
         for attempt in (1, 2):
             try:
-                core = client.CoreV1Api(self.connection.api())
+                owner = client.PolicyV1Api if call.__qualname__.startswith("PolicyV1Api") else None
+                api = (owner or client.CoreV1Api)(self.connection.api())
                 response = call(
-                    core, *args, **query, _preload_content=False, _request_timeout=self._timeout
+                    api, *args, **query, _preload_content=False, _request_timeout=self._timeout
                 )
                 return bytes(response.data)
             except ApiException as error:
@@ -157,13 +158,35 @@ class KubernetesCluster:
             for item in page.items
         ]
 
+    def budgets(self) -> tuple[DisruptionBudget, ...] | None:
+        """Every PodDisruptionBudget, with how many disruptions it allows now; None when
+        they cannot be read (a role without the right): then no eviction is counted on."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return tuple(
+                budget_from_wire(item)
+                for page in pages(
+                    partial(
+                        self._api.request,
+                        client.PolicyV1Api.list_pod_disruption_budget_for_all_namespaces,
+                    ),
+                    BudgetList,
+                    self._api.page_size,
+                )
+                for item in page.items
+            )
+        except ApiException:
+            return None
+
     def snapshot(self) -> Snapshot:
         # Hundreds of thousands of small, acyclic objects: the cyclic collector would
         # rescan them again and again while they are built, for nothing to collect.
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return Snapshot(tuple(self.nodes()), tuple(self.pods()))
+            return Snapshot(tuple(self.nodes()), tuple(self.pods()), self.budgets())
         finally:
             if collecting:
                 gc.enable()

@@ -12,8 +12,16 @@ from typing import Any
 
 import msgspec
 
-from nodescaler.adapters.k8s.wire import Condition, Container, NodeWire, PodSpec, PodWire
+from nodescaler.adapters.k8s.wire import (
+    BudgetWire,
+    Condition,
+    Container,
+    NodeWire,
+    PodSpec,
+    PodWire,
+)
 from nodescaler.domain.cluster import (
+    DisruptionBudget,
     Node,
     Placement,
     Pod,
@@ -165,6 +173,7 @@ def pod_from_wire(wire: PodWire) -> Pod:
         daemon_set=any(o.kind == "DaemonSet" for o in metadata.ownerReferences),
         mirror=MIRROR_ANNOTATION in metadata.annotations,
         not_safe_to_evict=metadata.annotations.get(SAFE_TO_EVICT) == "false",
+        labels=metadata.labels,
         priority=spec.priority,
         unschedulable=unschedulable,
         problem=problem,
@@ -179,3 +188,14 @@ def node_from_json(obj: Mapping[str, Any]) -> Node:
 
 def pod_from_json(obj: Mapping[str, Any]) -> Pod:
     return pod_from_wire(msgspec.json.decode(msgspec.json.encode(obj), type=PodWire))
+
+
+def budget_from_wire(wire: BudgetWire) -> DisruptionBudget:
+    selector = wire.spec.selector
+    return DisruptionBudget(
+        wire.metadata.namespace,
+        wire.metadata.name,
+        selector.matchLabels,
+        tuple(Requirement(e.key, e.operator, tuple(e.values)) for e in selector.matchExpressions),
+        wire.status.disruptionsAllowed,
+    )

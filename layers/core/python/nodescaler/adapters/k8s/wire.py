@@ -119,3 +119,33 @@ class PodList(msgspec.Struct, frozen=True, gc=False):
 class EvictedPodList(msgspec.Struct, frozen=True, gc=False):
     metadata: ListMeta = ListMeta()
     items: list[EvictedPod] = []
+
+
+class LabelSelectorRequirement(msgspec.Struct, frozen=True, gc=False):
+    key: str
+    operator: str
+    values: list[str] = []
+
+
+class LabelSelector(msgspec.Struct, frozen=True, gc=False):
+    matchLabels: dict[str, str] = {}  # noqa: N815
+    matchExpressions: list[LabelSelectorRequirement] = []  # noqa: N815
+
+
+class BudgetSpec(msgspec.Struct, frozen=True, gc=False):
+    selector: LabelSelector = LabelSelector()
+
+
+class BudgetStatus(msgspec.Struct, frozen=True, gc=False):
+    disruptionsAllowed: int = 0  # noqa: N815
+
+
+class BudgetWire(msgspec.Struct, frozen=True, gc=False):
+    metadata: ObjectMeta
+    spec: BudgetSpec = BudgetSpec()
+    status: BudgetStatus = BudgetStatus()
+
+
+class BudgetList(msgspec.Struct, frozen=True, gc=False):
+    metadata: ListMeta = ListMeta()
+    items: list[BudgetWire] = []
