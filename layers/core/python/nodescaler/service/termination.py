@@ -8,9 +8,9 @@ whose disruption budgets allow their eviction (`scale_down.unneeded_nodes`: chea
 move first). Never a node kept by annotation, one holding a pod that may not be evicted,
 one whose pods would not fit elsewhere or whose budget allows no more disruptions: the
 answer then holds fewer instances than asked (possibly none), the reason names the pods,
-and the group asks again later. When nodescaler cannot tell (a group it does not manage, no cluster, the cluster
-unreadable) it does not guess: it offers back every instance the group offered, and the
-group chooses by its next termination policy.
+and the group asks again later. When nodescaler cannot tell (a group it does not manage,
+no cluster, the cluster unreadable) it does not guess: it offers back every instance the
+group offered, and the group chooses by its next termination policy.
 """
 
 from __future__ import annotations
