@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from nodescaler_bench import evaluate, faults, imports, kubernetes, layers, tick
+from nodescaler_bench import evaluate, faults, imports, kubernetes, layers, scale_in, tick
 
 RESULTS = Path("out/bench/results.json")
 Target = tuple[str, float]  # ("<", 25): the figure must be below 25
@@ -32,6 +32,8 @@ TARGETS: dict[str, Target] = {
     "tick_1000_groups_describe_calls": ("≤", 10),
     "k8s_150k_pods_peak_mb": ("<", 512),
     "k8s_vs_client_models_speedup": ("≥", 10),
+    "scale_in_choice_s": ("<", 2),
+    "scale_in_choice_peak_mb": ("<", 512),
     "faults_lost": ("=", 0),
     "faults_double_actuations": ("=", 0),
     "faults_unrecorded_actuations": ("=", 0),
@@ -66,6 +68,8 @@ def main() -> None:
         results.update(imports.run(synthesized))
     with _section("Kubernetes: 5,000 nodes, 150,300 pods from the loopback API server"):
         results.update(kubernetes.run())
+    with _section("Scale-in: 10 of a 1,000-node group with 30,000 pods, from the API server"):
+        results.update(scale_in.run())
     with _section("Evaluate: one group, warm, through the handler, against moto's server"):
         results.update(evaluate.run())
     with _section("Tick: 1,000 managed groups through the dispatch handler"):

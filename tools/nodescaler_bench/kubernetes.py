@@ -18,7 +18,7 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -121,10 +121,8 @@ def _pod(index: int, node: str | None) -> dict[str, Any]:
     }
 
 
-def _serve(ready: Any, stop: Any) -> None:
-    from nodescaler_sandbox.kube.apiserver import Cluster, KubeApiServer
-
-    cluster = Cluster()
+def populate(cluster: Any) -> None:
+    """5,000 nodes, 30 pods on each, 300 pending."""
     names = []
     for index in range(NODES):
         node = _node(index)
@@ -134,17 +132,25 @@ def _serve(ready: Any, stop: Any) -> None:
         cluster.put("pods", _pod(index, names[index // PODS_PER_NODE]))
     for index in range(PENDING):
         cluster.put("pods", _pod(NODES * PODS_PER_NODE + index, None))
+
+
+def _serve(ready: Any, stop: Any, fill: Callable[[Any], None]) -> None:
+    from nodescaler_sandbox.kube.apiserver import Cluster, KubeApiServer
+
+    cluster = Cluster()
+    fill(cluster)
     with KubeApiServer(cluster) as server:
         ready.send(server.url)
         stop.wait()
 
 
 @contextmanager
-def api_server() -> Iterator[str]:
+def api_server(fill: Callable[[Any], None] = populate) -> Iterator[str]:
+    """The loopback API server holding what `fill` puts there, in a process of its own."""
     context = multiprocessing.get_context("spawn")
     ready, child_end = context.Pipe()
     stop = context.Event()
-    process = context.Process(target=_serve, args=(child_end, stop), daemon=True)
+    process = context.Process(target=_serve, args=(child_end, stop, fill), daemon=True)
     process.start()
     try:
         yield ready.recv()
