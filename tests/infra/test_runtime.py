@@ -699,10 +699,10 @@ def test_only_auto_scaling_may_invoke_the_termination_policy_which_changes_nothi
     )
 
 
-def test_evaluate_may_only_read_the_cluster() -> None:
+def test_evaluate_may_only_read_the_cluster_and_tell_a_pod_why_it_waits() -> None:
     assert granted_to("nodescaler-evaluate") == {
         ("", resource, verb) for resource in ("nodes", "pods") for verb in ("get", "list", "watch")
-    } | {("policy", "poddisruptionbudgets", "list")}
+    } | {("policy", "poddisruptionbudgets", "list"), ("", "events", "create")}
 
 
 def test_the_drain_may_find_cordon_and_evict_and_nothing_else() -> None:

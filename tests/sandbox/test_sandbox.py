@@ -169,6 +169,12 @@ def test_a_gpu_group_at_zero_grows_from_its_node_template_tags(tmp_path: Path) -
         assert figures["peak_desired"]["gpu-ng"] == 6, controller  # a GPU a pod, from zero
         assert figures["pods_that_fit_no_group"] == {"count": 1, "first": ["too-big-1"]}
     assert summary[NODESCALER]["longest_demand_to_scale_request_minutes"]["gpu-ng"] == 0
+    # nodescaler tells the pod why, with a NotTriggerScaleUp Event on it
+    (told,) = summary[NODESCALER]["not_trigger_scale_up_events"]
+    assert told == (
+        "too-big-1: pod didn't trigger scale-up: cpu-ng: needs more nvidia.com/gpu than a node "
+        "of the group has; gpu-ng: needs more nvidia.com/gpu than a node of the group has"
+    )
 
 
 def test_no_scale_in_while_cloudwatch_is_down(tmp_path: Path) -> None:

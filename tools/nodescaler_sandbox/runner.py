@@ -67,6 +67,7 @@ class Run:
     tasks_lost: int = 0  # sent while their queue was deleted
     failed_invocations: int = 0  # of the functions, which Lambda would retry
     termination_asked: list[tuple[str, list[str]]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)  # Kubernetes Events written
     termination_failed: int = 0
 
 
@@ -163,6 +164,7 @@ def _simulate(
         result.evictions_asked = len(world.cluster.store.evictions)
         result.evicted = world.cluster.store.evicted
         result.pods = list(world.pods.values())
+        result.events = list(world.cluster.store.objects["events"].values())
         result.killed = len(world.cluster.killed)
     result.scale_requests = _scale_requests(
         result.minutes, {g.name: g.min for g in scenario.groups}
@@ -338,10 +340,18 @@ def _timeline(scenario: Scenario, result: Run) -> list[str]:
         [(f.start, f"{f.kind}{' ' + f.target if f.target else ''} begins") for f in scenario.faults]
         + [(f.until, f"{f.kind}{' ' + f.target if f.target else ''} ends") for f in scenario.faults]
     )
+    told = sorted(  # NotTriggerScaleUp Events on pods no group can take
+        (_minutes_since(scenario, e["firstTimestamp"]), e["involvedObject"]["name"], e["message"])
+        for e in result.events
+        if e.get("reason") == "NotTriggerScaleUp"
+    )
     for row in result.minutes:
         while faults and faults[0][0] <= row["minute"]:
             at, what = faults.pop(0)
             lines.append(f"{_when(scenario, at)} | (fault) | - | - | {what}")
+        while told and told[0][0] <= row["minute"]:
+            at, pod, message = told.pop(0)
+            lines.append(f"{_when(scenario, at)} | (pod {pod}) | - | - | {message}")
         current, before[row["group"]] = before[row["group"]], row["desired"]
         key = (row["desired"], row.get("backed_off"), row.get("decided"))
         if key == seen.get(row["group"]) and row["minute"] % every:
@@ -378,6 +388,11 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
             result.pods, scale_ups, groups, scenario.minutes
         ),
         "pods_that_fit_no_group": {"count": len(fit_no_group), "first": fit_no_group[:10]},
+        "not_trigger_scale_up_events": [
+            f"{e['involvedObject']['name']}: {e['message']}"
+            for e in result.events
+            if e.get("reason") == "NotTriggerScaleUp"
+        ][:10],
         "aws_write_calls": {g: result.writes.get(g, 0) for g in groups},
         "evictions": result.evicted,
         "evictions_refused_by_budget": result.evictions_asked - result.evicted,
@@ -548,7 +563,7 @@ def _per_minute(result: Run, key: str) -> list[int]:
 
 
 def _minutes_since(scenario: Scenario, at: str) -> float:
-    return (datetime.fromisoformat(at) - scenario.start).total_seconds() / 60
+    return (datetime.fromisoformat(at.replace("Z", "+00:00")) - scenario.start).total_seconds() / 60
 
 
 def _target_value(target: str) -> float | None:

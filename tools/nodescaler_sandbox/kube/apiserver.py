@@ -37,6 +37,7 @@ KINDS = {
     "nodes": ("Node", "v1"),
     "pods": ("Pod", "v1"),
     "poddisruptionbudgets": ("PodDisruptionBudget", "policy/v1"),
+    "events": ("Event", "v1"),
 }
 
 
@@ -280,11 +281,14 @@ _LISTS = [
         re.compile(r"^/apis/policy/v1/namespaces/(?P<ns>[^/]+)/poddisruptionbudgets$"),
         "poddisruptionbudgets",
     ),
+    (re.compile(r"^/api/v1/events$"), "events"),
+    (re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$"), "events"),
 ]
 MERGE_PATCHES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
 _NODE = re.compile(r"^/api/v1/nodes/(?P<name>[^/]+)$")
 _POD = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)$")
 _EVICTION = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/eviction$")
+_EVENTS = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$")
 
 
 class Fault(StrEnum):
@@ -540,6 +544,15 @@ class KubeApiServer:
                 node = cluster.get("nodes", ("", match["name"]))
                 patched = cluster.put("nodes", _merge(json.loads(json.dumps(node)), body))
             return 200, json.dumps(patched).encode()
+        if method == "POST" and (match := _EVENTS.match(path)):
+            event = dict(body or {})
+            metadata = dict(event.get("metadata") or {})
+            if "name" not in metadata:  # generateName, as the API server completes it
+                metadata["name"] = (
+                    f"{metadata.get('generateName', 'event.')}{cluster.resource_version}"
+                )
+            event["metadata"] = metadata | {"namespace": match["ns"]}
+            return 201, json.dumps(cluster.put("events", event)).encode()
         if method == "POST" and (match := _EVICTION.match(path)):
             options = (body or {}).get("deleteOptions") or {}
             cluster.evict(match["ns"], match["name"], options.get("gracePeriodSeconds"))

@@ -145,6 +145,12 @@ class SnapshotSource(Protocol):
         ...
 
 
+class PodEvents(Protocol):
+    def not_trigger_scale_up(self, namespace: str, pod: str, message: str, at: datetime) -> None:
+        """A `NotTriggerScaleUp` Event on the pod; raises `KubernetesUnavailableError`."""
+        ...
+
+
 class ClusterView(Protocol):
     """What the cluster says about a group's nodes; None when it can't say now."""
 

@@ -244,8 +244,10 @@ def kubernetes_metrics(
     if not any(p.reads_kubernetes for p in policies.policies.values()):
         return None
     from nodescaler.adapters.k8s.api import KubernetesCluster
+    from nodescaler.adapters.k8s.events import KubernetesEvents
     from nodescaler.service.kubernetes_metrics import KubernetesMetrics
     from nodescaler.service.pending_pods import PendingPodsPlanner
+    from nodescaler.service.waiting_pods import WaitingPods
 
     connection = kubernetes_connection(settings, clients, clock)
     if connection is None:
@@ -259,7 +261,8 @@ def kubernetes_metrics(
         limiter=limiter,
     )
     cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
-    return KubernetesMetrics(cluster, pending=planner)
+    events = KubernetesEvents(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
+    return KubernetesMetrics(cluster, pending=planner, waiting=WaitingPods(events))
 
 
 def kubernetes_connection(

@@ -28,6 +28,7 @@ from nodescaler.domain.scheduling import pending, why_not
 from nodescaler.errors import KubernetesUnavailableError, ReservationError
 from nodescaler.ports import SnapshotSource
 from nodescaler.service.pending_pods import PendingPodsPlanner, Planned
+from nodescaler.service.waiting_pods import WaitingPods
 
 
 class KubernetesMetrics:
@@ -36,10 +37,12 @@ class KubernetesMetrics:
         cluster: SnapshotSource,  # a KubernetesCluster
         *,
         pending: PendingPodsPlanner | None = None,
+        waiting: WaitingPods | None = None,
         max_age: timedelta = timedelta(seconds=15),
     ) -> None:
         self._cluster = cluster
         self._pending = pending
+        self._waiting = waiting
         self._max_age = max_age
         self._snapshot: tuple[datetime, Snapshot | KubernetesUnavailableError] | None = None
         self._plans: dict[int, Planned] = {}  # by priority cutoff, for the current snapshot
@@ -100,6 +103,9 @@ class KubernetesMetrics:
             planned.participants, now
         ):
             planned = self._plans[cutoff] = self._pending.plan(snapshot, cutoff, now)
+            # Every group computes the same plan: the first participant tells the pods.
+            if self._waiting is not None and group.name == min(planned.participants, default=""):
+                self._waiting.report(planned.plan, planned.plan.unplaced, now)
         if group.name in planned.problems:
             return MetricUnavailable(
                 reason=f"node group {group.name}: {planned.problems[group.name]}"
