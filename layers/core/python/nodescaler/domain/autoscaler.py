@@ -20,6 +20,7 @@ from nodescaler.domain.limits import Ceiling
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
 from nodescaler.domain.proportional import Tolerances, recommend
 from nodescaler.domain.readings import MetricReading, Reading
+from nodescaler.domain.windows import HOUR, scale_in_room
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,7 @@ def decide(
 
     # 3. Combine them.
     recommendation, limits = combine(outcomes, current)
+    window_text = ""  # set when an open scale-in window holds the decision back (step 8)
 
     def concluded(desired: int, history: History) -> Evaluation:
         desired = _held_back(
@@ -194,6 +196,7 @@ def decide(
             backoff=backoff if backoff is not None and backoff.active(now) else None,
             protected=size.protected,
             cluster_limit=ceiling.limit if Limit.CLUSTER_LIMIT in limits and ceiling else "",
+            scale_in_window=window_text,
         )
         reason = explain(decision, down.stabilization_window_seconds)
         return Evaluation(decision.model_copy(update={"reason": reason}), history)
@@ -231,7 +234,17 @@ def decide(
     )
     if rated.limited_by:
         limits.append(Limit(rated.limited_by))
-    return concluded(rated.desired, history)
+    desired = rated.desired
+
+    # 8. An open scale-in window caps how many nodes go this hour.
+    if desired < current and (
+        window := scale_in_room(policy.spec.scale_in_windows, current, history, now)
+    ):
+        if current - desired > window.room:
+            desired = current - window.room
+            limits.append(Limit.SCALE_IN_WINDOW)
+            window_text = window.describe()
+    return concluded(desired, history)
 
 
 def _held_back(
@@ -270,8 +283,11 @@ def _held_back(
 
 
 def record_scale(history: History, policy: NodeGroupPolicy, decision: Decision) -> History:
-    """The history after acting on `decision`: its change now counts against the rate policies."""
+    """The history after acting on `decision`: its change now counts against the rate
+    policies (and, for an hour, against its scale-in windows)."""
     keep = longest_period(policy.spec.behavior.up, policy.spec.behavior.down)
+    if policy.spec.scale_in_windows:
+        keep = max(keep, int(HOUR.total_seconds()))
     return history.with_scale_event(decision.at, decision.current, decision.desired, keep)
 
 
@@ -297,6 +313,8 @@ def _limit_phrase(limit: Limit, decision: Decision, down_window_seconds: int) ->
         return f"{decision.protected} instances are protected from scale-in"
     if limit is Limit.CLUSTER_LIMIT:
         return f"capped by the cluster's {decision.cluster_limit}"
+    if limit is Limit.SCALE_IN_WINDOW:
+        return decision.scale_in_window
     if limit is Limit.STABILIZATION and decision.recommendation < decision.current:
         return (
             f"recommendation {decision.recommendation} must hold for {down_window_seconds}s first"

@@ -27,6 +27,7 @@ class Limit(StrEnum):
     BACKOFF = "backoff"  # a failed scale-up: no new instances for a while
     PROTECTED = "scale-in-protection"  # instances protected from scale-in stay
     CLUSTER_LIMIT = "cluster-limit"  # the cluster's total nodes, vCPUs or memory
+    SCALE_IN_WINDOW = "scale-in-window"  # an open window caps the nodes removed an hour
 
 
 class MetricStatus(StrEnum):
@@ -82,6 +83,7 @@ class Decision(BaseModel):
     backoff: Backoff | None = None  # running when decided
     protected: int = 0  # instances protected from scale-in when decided
     cluster_limit: str = ""  # which of the cluster's limits capped it, when one did
+    scale_in_window: str = ""  # the open window that held a scale-in back, when one did
 
     @property
     def change(self) -> int:

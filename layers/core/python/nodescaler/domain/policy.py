@@ -190,6 +190,17 @@ def _check_cron(expression: str) -> str:
     return expression
 
 
+def _check_zone(name: str) -> str:
+    try:
+        ZoneInfo(name)
+    # OSError: a folder of zones ("Europe"), or a name too long for a file name
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise ValueError(
+            f"unknown time zone {name!r} (use an IANA name such as Europe/Paris)"
+        ) from None
+    return name
+
+
 class ScheduleEntry(Spec):
     """`replicas` from each `start` until the next `end`: cron, in the schedule's time zone."""
 
@@ -208,17 +219,7 @@ class ScheduleSource(Spec):
     default_replicas: Annotated[int, Field(strict=True, ge=0)] = 0
     entries: Annotated[list[ScheduleEntry], Field(min_length=1, max_length=100)]
 
-    @field_validator("time_zone")
-    @classmethod
-    def _known_time_zone(cls, name: str) -> str:
-        try:
-            ZoneInfo(name)
-        # OSError: a folder of zones ("Europe"), or a name too long for a file name
-        except (ZoneInfoNotFoundError, ValueError, OSError):
-            raise ValueError(
-                f"unknown time zone {name!r} (use an IANA name such as Europe/Paris)"
-            ) from None
-        return name
+    _zone = field_validator("time_zone")(_check_zone)
 
     @property
     def zone(self) -> ZoneInfo:
@@ -442,6 +443,42 @@ class Behavior(Spec):
         return DEFAULT_SCALE_DOWN.overlay(self.scale_down)
 
 
+class ScaleInWindow(Spec):
+    """While open (from each `schedule` firing, for `durationMinutes`, in `timeZone`), at
+    most `maxNodesPerHour` nodes may go in any hour: a count, or a share of the group's
+    current size ("10%", rounded down); 0 forbids scale-in. Karpenter's disruption budgets."""
+
+    name: str | None = None
+    schedule: str
+    duration_minutes: Annotated[int, Field(strict=True, ge=1, le=7 * 24 * 60)]
+    time_zone: str = "UTC"
+    max_nodes_per_hour: int | str
+
+    _cron = field_validator("schedule")(_check_cron)
+    _zone = field_validator("time_zone")(_check_zone)
+
+    @field_validator("max_nodes_per_hour", mode="before")
+    @classmethod
+    def _count_or_share(cls, value: object) -> int | str:
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        if isinstance(value, str) and re.fullmatch(r"(100|[1-9]?[0-9])%", value):
+            return value
+        raise ValueError(
+            f'a count of nodes (0 or more) or a share of the group such as "10%", not {value!r}'
+        )
+
+    def allowed(self, current: int) -> int:
+        budget = self.max_nodes_per_hour
+        if isinstance(budget, str):
+            return current * int(budget.rstrip("%")) // 100
+        return budget
+
+    def describe(self) -> str:
+        label = self.name or f"{self.schedule} for {self.duration_minutes} min"
+        return f"scale-in window {label} ({self.max_nodes_per_hour} nodes an hour)"
+
+
 # --- the document ------------------------------------------------------------------------
 
 
@@ -450,6 +487,8 @@ class PolicySpec(Spec):
     max_replicas: Annotated[int, Field(strict=True, ge=1, le=100_000)]
     metrics: Annotated[list[MetricSpec], Field(min_length=1, max_length=20)]
     behavior: Behavior = Behavior()
+    # Hours in which scale-in is capped or forbidden (`ScaleInWindow`).
+    scale_in_windows: Annotated[list[ScaleInWindow], Field(max_length=20)] = []
     # CloudWatch alarms whose state changes trigger an evaluation at once (the fast path).
     alarms: Annotated[
         list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=20)
