@@ -58,6 +58,7 @@ class SimulatedCluster:
     instances: dict[str, Instance] = field(default_factory=dict)
     region: str = "eu-west-1"
     killed: list[str] = field(default_factory=list)  # pods that went with their instance
+    nodes_removed: int = 0  # nodes that went with their instance
 
     def sync(self, now: datetime, *, holds: Callable[[str], bool]) -> list[str]:
         """Nodes come and go with the instances. Returns the instances that left their
@@ -89,6 +90,7 @@ class SimulatedCluster:
         node = self.node_of(instance_id)
         if node is None:
             return
+        self.nodes_removed += 1
         with self.store.lock:
             for key, pod in list(self.store.objects["pods"].items()):
                 if pod["spec"].get("nodeName") == node:

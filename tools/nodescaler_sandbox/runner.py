@@ -63,6 +63,7 @@ class Run:
     evicted: int = 0
     pods: list[PodRecord] = field(default_factory=list)
     killed: int = 0  # pods that went with their instance, never evicted
+    nodes_removed: int = 0
     faults_injected: dict[str, int] = field(default_factory=dict)  # kind → calls failed
     tasks_lost: int = 0  # sent while their queue was deleted
     failed_invocations: int = 0  # of the functions, which Lambda would retry
@@ -166,6 +167,7 @@ def _simulate(
         result.pods = list(world.pods.values())
         result.events = list(world.cluster.store.objects["events"].values())
         result.killed = len(world.cluster.killed)
+        result.nodes_removed = world.cluster.nodes_removed
     result.scale_requests = _scale_requests(
         result.minutes, {g.name: g.min for g in scenario.groups}
     )
@@ -396,6 +398,10 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
         "aws_write_calls": {g: result.writes.get(g, 0) for g in groups},
         "evictions": result.evicted,
         "evictions_refused_by_budget": result.evictions_asked - result.evicted,
+        "nodes_removed": result.nodes_removed,
+        "evictions_per_removed_node": (
+            round(result.evicted / result.nodes_removed, 2) if result.nodes_removed else None
+        ),
         "pods_killed_with_their_instance": result.killed,
         "disruption_budget_short_minutes": len(result.budget_short),
         "peak_desired": {
