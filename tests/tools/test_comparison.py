@@ -17,6 +17,7 @@ def summary(name: str, hours: tuple[float, float], waits: tuple[int, int]) -> di
             "unschedulable_pod_minutes": pod_minutes,
             "pod_wait_minutes": {"overall": {"p99": p99}},
             "pods_killed_with_their_instance": 0,
+            "evictions_per_removed_node": 0.5 if p99 == 18.0 else None,
             "disruption_budget_short_minutes": 0,
         }
 
@@ -38,8 +39,8 @@ def test_a_row_a_scenario_with_both_figures_and_their_ratios() -> None:
         [summary("burst", (190, 200), (7200, 7200)), summary("night", (12.62, 10.8), (0, 72))]
     )
     assert rows == [
-        ["burst", "190 / 200", "0.95", "7200 / 7200", "1.00", "3 / 18", "0 · 0"],
-        ["night", "12.62 / 10.8", "1.17", "0 / 72", "0.00", "- / 18", "0 · 0"],
+        ["burst", "190 / 200", "0.95", "7200 / 7200", "1.00", "3 / 18", "- / 0.5", "0 · 0"],
+        ["night", "12.62 / 10.8", "1.17", "0 / 72", "0.00", "- / 18", "- / 0.5", "0 · 0"],
     ]
 
 

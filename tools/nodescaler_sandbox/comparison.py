@@ -24,6 +24,7 @@ COLUMNS = (
     "unschedulable pod-minutes (ns / CA)",
     "ratio",
     "p99 wait, min (ns / CA)",
+    "evictions a removed node (ns / CA)",
     "killed · budget-short min",
 )
 
@@ -37,6 +38,11 @@ def ratio(ours: float, theirs: float) -> float:
 
 def _p99(figures: Mapping[str, Any]) -> str:
     value = figures["pod_wait_minutes"]["overall"]["p99"]
+    return "-" if value is None else f"{value:g}"
+
+
+def _per_node(figures: Mapping[str, Any]) -> str:
+    value = figures.get("evictions_per_removed_node")
     return "-" if value is None else f"{value:g}"
 
 
@@ -58,6 +64,7 @@ def rows(summaries: Sequence[Mapping[str, Any]]) -> list[list[str]]:
                 f"{waits[0]:g} / {waits[1]:g}",
                 _ratio_cell(ratio(*waits)),
                 f"{_p99(ours)} / {_p99(theirs)}",
+                f"{_per_node(ours)} / {_per_node(theirs)}",
                 f"{ours['pods_killed_with_their_instance']} · "
                 f"{ours['disruption_budget_short_minutes']}",
             ]
@@ -75,7 +82,8 @@ def markdown(summaries: Sequence[Mapping[str, Any]]) -> str:
         "# nodescaler against the Cluster Autoscaler baseline\n\n"
         + "\n".join(lines)
         + "\n\nRatios are nodescaler / baseline: below 1 is better. p99 wait: of the pods "
-        "that waited for a node, from creation to binding. killed: pods that went with "
+        "that waited for a node, from creation to binding. evictions a removed node: pods "
+        "evicted for each node a scale-in took. killed: pods that went with "
         "their instance, never evicted; budget-short: minutes a disruption budget had too "
         "few healthy pods (nodescaler's run). Each scenario's own figures: "
         "`out/demo/<scenario>/summary.json`.\n"
