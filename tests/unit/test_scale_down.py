@@ -152,3 +152,12 @@ def test_a_pod_that_fits_nowhere_is_named() -> None:
         ("a", "pods-would-not-fit", ("default/big",)),
         ("b", "pods-would-not-fit", ("default/b1",)),
     ]
+
+
+def test_a_node_with_several_pods_of_a_budget_allowing_one_goes_its_drain_takes_them_in_turn() -> (
+    None
+):
+    nodes = [node("a"), node("room", group="other")]
+    pods = [web("w1", "a"), web("w2", "a"), web("w3", "a")]
+    snapshot = Snapshot(tuple(nodes), tuple(pods), (budget(1),))
+    assert unneeded_nodes(nodes[:1], snapshot).nodes == ("a",)

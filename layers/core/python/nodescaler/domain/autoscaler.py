@@ -237,13 +237,11 @@ def decide(
     desired = rated.desired
 
     # 8. An open scale-in window caps how many nodes go this hour.
-    if desired < current and (
-        window := scale_in_room(policy.spec.scale_in_windows, current, history, now)
-    ):
-        if current - desired > window.room:
-            desired = current - window.room
-            limits.append(Limit.SCALE_IN_WINDOW)
-            window_text = window.describe()
+    window = scale_in_room(policy.spec.scale_in_windows, current, history, now)
+    if window is not None and current - desired > window.room:
+        desired = current - window.room
+        limits.append(Limit.SCALE_IN_WINDOW)
+        window_text = window.describe()
     return concluded(desired, history)
 
 

@@ -5,9 +5,10 @@ that may not be evicted), and every pod on it but DaemonSet and mirror pods
 - would fit on the cluster's other Ready, schedulable nodes, by the predicates pending
   pods are placed with (resources, extended resources, pod slots, nodeSelector, required
   node affinity, taints): else it is kept, `pods-would-not-fit`;
-- may be evicted now: every disruption budget selecting it allows one more disruption,
-  counting the evictions of the nodes chosen before it: else `disruption-budget`. When
-  the budgets could not be read, only empty nodes are unneeded.
+- may be evicted: every disruption budget selecting its pods allows a disruption now, and
+  no node chosen before it draws on the same budget; the drain then evicts its pods one
+  budget's allowance at a time, each after the last one's replacement is healthy. Else
+  `disruption-budget`. When the budgets could not be read, only empty nodes are unneeded.
 Nodes are taken greedily, cheapest to move first (fewest pods, then least requested); a
 pod moved takes room the next node's pods cannot use. Empty nodes cost nothing to find; at
 most `limit` others are simulated a call, since a group sheds only a few nodes a minute.
@@ -79,7 +80,7 @@ def unneeded_nodes(
         for n in snapshot.nodes
         if n.ready and n.schedulable
     }
-    disrupted: Counter[str] = Counter()  # budget → evictions the chosen nodes take from it
+    drawn: Counter[str] = Counter()  # budget → chosen nodes whose pods it covers
     gone: list[str] = []
     kept: list[Kept] = []
     empty = simulated = 0
@@ -95,7 +96,7 @@ def unneeded_nodes(
         if simulated >= limit or any(p.problem for p in pods):
             continue
         simulated += 1
-        refused = _over_budget(pods, snapshot.budgets, disrupted)
+        refused = _over_budget(pods, snapshot.budgets, drawn)
         if refused:
             kept.append(Kept(node.name, DISRUPTION_BUDGET, tuple(p.key for p in refused)))
             continue
@@ -106,29 +107,30 @@ def unneeded_nodes(
             kept.append(Kept(node.name, WOULD_NOT_FIT, tuple(p.key for p in stranded)))
             continue
         rooms.update(placed)
-        disrupted.update(_budgets_of(pods, snapshot.budgets))
+        drawn.update(_budgets_of(pods, snapshot.budgets))
         gone.append(node.name)
     return Unneeded(tuple(gone), empty, tuple(kept))
 
 
-def _budgets_of(pods: Sequence[Pod], budgets: Sequence[DisruptionBudget]) -> list[str]:
-    """One entry per pod and budget selecting it."""
-    return [f"{b.namespace}/{b.name}" for p in pods for b in budgets if b.selects(p)]
+def _budgets_of(pods: Sequence[Pod], budgets: Sequence[DisruptionBudget]) -> set[str]:
+    """The budgets selecting any of the pods."""
+    return {f"{b.namespace}/{b.name}" for p in pods for b in budgets if b.selects(p)}
 
 
 def _over_budget(
-    pods: Sequence[Pod], budgets: Sequence[DisruptionBudget], disrupted: Mapping[str, int]
+    pods: Sequence[Pod], budgets: Sequence[DisruptionBudget], drawn: Mapping[str, int]
 ) -> list[Pod]:
-    """The pods whose eviction a budget would refuse, after those already counted."""
-    taking: Counter[str] = Counter(disrupted)
-    refused = []
-    for pod in pods:
-        mine = [b for b in budgets if b.selects(pod)]
-        names = [f"{b.namespace}/{b.name}" for b in mine]
-        if any(taking[n] + 1 > b.disruptions_allowed for n, b in zip(names, mine, strict=True)):
-            refused.append(pod)
-        taking.update(names)
-    return refused
+    """The pods whose budget allows no disruption now, or whose allowance the nodes chosen
+    before already draw on (a node each)."""
+    return [
+        pod
+        for pod in pods
+        if any(
+            drawn.get(f"{b.namespace}/{b.name}", 0) >= b.disruptions_allowed
+            for b in budgets
+            if b.selects(pod)
+        )
+    ]
 
 
 def _cost(pods: Sequence[Pod], name: str) -> tuple[int, int, int, str]:
