@@ -152,3 +152,10 @@ def test_a_malformed_request_names_the_field(change: Any, message: str) -> None:
 def test_a_request_that_is_not_an_object_is_named() -> None:
     with pytest.raises(MalformedEventError, match="a JSON object, not list"):
         parse_termination_request([])
+
+
+def test_nodes_with_pods_to_move_go_one_at_a_time_empty_ones_together() -> None:
+    nodes = [node(0), node(1), node(2), node(3), node(4)]
+    pods = [pod("a", 0, 500), pod("b", 1, 500)]  # 2, 3 and 4 empty
+    choice = choose(Cluster(nodes, pods), IDS[:5], capacity=5)
+    assert choice.instance_ids == (IDS[2], IDS[3], IDS[4], IDS[0])  # then 1, asked again

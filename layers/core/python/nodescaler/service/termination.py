@@ -3,9 +3,9 @@ nodescaler answers from the cluster, as Cluster Autoscaler chooses its nodes.
 
 The group stays in charge of when and how much to remove (the desired capacity nodescaler
 set); this says which. In order: instances that never became Ready nodes, then empty nodes
-(only DaemonSet and mirror pods), then nodes whose pods fit on the nodes that stay and
+(only DaemonSet and mirror pods), then one node whose pods fit on the nodes that stay and
 whose disruption budgets allow their eviction (`scale_down.unneeded_nodes`: cheapest to
-move first). Never a node kept by annotation, one holding a pod that may not be evicted,
+move first; one at a time, as Cluster Autoscaler drains them). Never a node kept by annotation, one holding a pod that may not be evicted,
 one whose pods would not fit elsewhere or whose budget allows no more disruptions: the
 answer then holds fewer instances than asked (possibly none), the reason names the pods,
 and the group asks again later. When nodescaler cannot tell (a group it does not manage,
@@ -67,7 +67,11 @@ class TerminationChooser:
         spare = unneeded_nodes(
             offered_nodes, snapshot, limit=max(request.wanted, SIMULATED_PER_CALL)
         )
-        ordered = never_ready + [by_name[name] for name in spare.nodes]
+        # Empty nodes together, a node with pods to move one at a time (as Cluster
+        # Autoscaler drains them): two drains side by side would move pods onto each other.
+        # The group asks again shortly for the rest.
+        one_busy = spare.nodes[: spare.empty + 1]
+        ordered = never_ready + [by_name[name] for name in one_busy]
         chosen = tuple(ordered[: request.wanted])
         reason = f"{len(chosen)} of {request.wanted} asked: {len(never_ready)} never Ready; "
         reason += spare.describe()
