@@ -1,5 +1,5 @@
 """One nodescaler Lambda function (arm64, the layers, its own role and log group), and what
-the three functions share: the settings, the layers, the state table, the evaluation
+the functions share: the settings, the layers, the state table, the evaluation
 queue, access to the cluster and to its VPC.
 
 Each function gets a role of its own with exactly the statements its module grants, and

@@ -157,7 +157,7 @@ class VirtualClock:
 
 class Sandbox:
     """`with Sandbox(policies, out, boot=...) as sandbox:` — AWS and Kubernetes up on
-    loopback, the three functions wired to them."""
+    loopback, the functions wired to them."""
 
     def __init__(
         self,
