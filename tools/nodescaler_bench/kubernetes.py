@@ -298,15 +298,17 @@ def _compute(url: str, side: str) -> dict[str, Any]:
     }
 
 
-def _measure(url: str, side: str) -> dict[str, Any]:
+def in_fresh_interpreter(module: str, *args: str) -> dict[str, Any]:
+    """`python -m module args`: what it printed last, as JSON (its time, its peak memory)."""
     result = subprocess.run(
-        [sys.executable, "-m", "nodescaler_bench.kubernetes", side, url],
-        capture_output=True,
-        text=True,
-        check=True,
+        [sys.executable, "-m", module, *args], capture_output=True, text=True, check=True
     )
     measured: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
     return measured
+
+
+def _measure(url: str, side: str) -> dict[str, Any]:
+    return in_fresh_interpreter("nodescaler_bench.kubernetes", side, url)
 
 
 def run() -> dict[str, float]:

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import json
 import resource
-import subprocess
 import sys
 import time
 from typing import Any
 
-from nodescaler_bench.kubernetes import _node, _pod, api_server
+from nodescaler_bench.kubernetes import _node, _pod, api_server, in_fresh_interpreter
 
 NODES = 1000
 PODS = 30_000
@@ -106,14 +105,7 @@ def _compute(url: str) -> dict[str, Any]:
 
 
 def _measure(url: str) -> dict[str, Any]:
-    result = subprocess.run(
-        [sys.executable, "-m", "nodescaler_bench.scale_in", url],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    measured: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
-    return measured
+    return in_fresh_interpreter("nodescaler_bench.scale_in", url)
 
 
 def run() -> dict[str, float]:

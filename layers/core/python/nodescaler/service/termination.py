@@ -5,10 +5,11 @@ The group stays in charge of when and how much to remove (the desired capacity n
 set); this says which. In order: instances that never became Ready nodes, then empty nodes
 (only DaemonSet and mirror pods), then one node whose pods fit on the nodes that stay and
 whose disruption budgets allow their eviction (`scale_down.unneeded_nodes`: cheapest to
-move first; one at a time, as Cluster Autoscaler drains them). Never a node kept by annotation, one holding a pod that may not be evicted,
-one whose pods would not fit elsewhere or whose budget allows no more disruptions: the
-answer then holds fewer instances than asked (possibly none), the reason names the pods,
-and the group asks again later. When nodescaler cannot tell (a group it does not manage,
+move first; one at a time, as Cluster Autoscaler drains them). Never a node kept by
+annotation, one holding a pod that may not be evicted, one whose pods would not fit
+elsewhere or whose budget allows no more disruptions: the answer then holds fewer
+instances than asked (possibly none), the reason names the pods, and the group asks again
+later. When nodescaler cannot tell (a group it does not manage,
 no cluster, the cluster unreadable) it does not guess: it offers back every instance the
 group offered, and the group chooses by its next termination policy.
 """
