@@ -226,9 +226,9 @@ def test_a_group_scaled_by_pending_pods_alone_sheds_its_unneeded_nodes_and_retur
     # one with the fewest jobs, a minute later the next (one node with pods at a time), the
     # last once it was empty
     assert ours["termination_policy"] == {"asked": 3, "instances_allowed": 3, "failed": 0}
-    # the first node's job is evicted, and lands on the next node to go (the scheduler does
-    # not know it will): evicted again with it
-    assert ours["evictions"] == 3
+    # the first node's job is evicted, and may land on the next node to go (the scheduler
+    # does not know it will): evicted again with it
+    assert ours["evictions"] in (2, 3)
 
 
 def test_a_scale_in_never_takes_the_nodes_of_pods_a_budget_keeps(tmp_path: Path) -> None:
