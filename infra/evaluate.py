@@ -59,7 +59,13 @@ class EvaluateFunction:
         self.lambda_.allow(
             permissions.describe_node_groups("DescribeScalingActivities"),
             permissions.write_opted_in_groups(
-                ["SetDesiredCapacity", "SetInstanceProtection"], tags, settings.cluster_name
+                [
+                    "SetDesiredCapacity",
+                    "SetInstanceProtection",
+                    "TerminateInstanceInAutoScalingGroup",
+                ],
+                tags,
+                settings.cluster_name,
             ),
             *permissions.resize_eks_node_groups(settings.cluster_name, tags),
             permissions.deny_tag_changes(),

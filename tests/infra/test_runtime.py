@@ -453,6 +453,11 @@ def test_resizing_is_allowed_only_on_groups_carrying_the_opt_in_tag(template: Te
     resize = statement_for(role_statements(template, "evaluate"), "autoscaling:SetDesiredCapacity")
     assert resize["Condition"] == OPTED_IN
     assert render(resize["Resource"]).endswith(":autoScalingGroup:*:autoScalingGroupName/*")
+    # an EKS managed node group's scale-in terminates the instances nodescaler chose
+    removal = statement_for(
+        role_statements(template, "evaluate"), "autoscaling:TerminateInstanceInAutoScalingGroup"
+    )
+    assert removal == resize  # the same statement: opted-in groups only
 
 
 def test_scale_in_protection_is_set_only_on_groups_carrying_the_opt_in_tag(

@@ -140,3 +140,38 @@ def test_given_an_untagged_group_then_set_desired_refuses_and_writes_nothing(
 
 def test_get_returns_none_for_an_unknown_group() -> None:
     assert node_groups().get("nope") is None
+
+
+def test_an_eks_managed_node_groups_scale_in_terminates_the_chosen_instances_one_less_each() -> (
+    None
+):
+    asg = eks_node_group("prod", "general", desired=3)
+    make_asg(
+        asg,
+        tags=OPTED_IN | {"eks:cluster-name": "prod", "eks:nodegroup-name": "general"},
+        desired=3,
+    )
+    groups = node_groups()
+    group = groups.get(asg)
+    assert group is not None and group.is_eks_managed
+    chosen = sorted(group.instance_ids)[:2]
+    groups.remove_instances(group, chosen)
+    after = groups.get(asg)
+    assert after is not None
+    assert after.desired == 1
+    assert after.instance_ids == frozenset(group.instance_ids) - set(chosen)
+
+
+def test_an_asg_claiming_another_node_group_has_no_instance_terminated() -> None:
+    eks_node_group("prod", "payments-prod", desired=2)
+    make_asg(
+        "attacker",
+        tags=OPTED_IN | {"eks:cluster-name": "prod", "eks:nodegroup-name": "payments-prod"},
+        desired=2,
+    )
+    groups = node_groups()
+    group = groups.get("attacker")
+    assert group is not None
+    with pytest.raises(RefusedError, match="refusing to resize a node group this ASG is not"):
+        groups.remove_instances(group, sorted(group.instance_ids)[:1])
+    assert len(groups.get("attacker").instance_ids) == 2  # type: ignore[union-attr]

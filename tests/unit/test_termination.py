@@ -159,3 +159,48 @@ def test_nodes_with_pods_to_move_go_one_at_a_time_empty_ones_together() -> None:
     pods = [pod("a", 0, 500), pod("b", 1, 500)]  # 2, 3 and 4 empty
     choice = choose(Cluster(nodes, pods), IDS[:5], capacity=5)
     assert choice.instance_ids == (IDS[2], IDS[3], IDS[4], IDS[0])  # then 1, asked again
+
+
+def test_an_eks_managed_groups_scale_in_asks_for_what_can_go_and_names_the_instances() -> None:
+    from datetime import UTC, datetime
+
+    from nodescaler.domain.decision import Decision
+    from nodescaler.domain.scale_down import Removable
+    from nodescaler.service.evaluation import Evaluator
+
+    class Chosen:
+        def __init__(self, found: Removable | None) -> None:
+            self.found = found
+
+        def removable(self, group: NodeGroup, count: int, now: datetime) -> Removable | None:
+            return self.found
+
+    eks = NodeGroup("web", 4, 0, 10, 4, eks_cluster="prod", eks_nodegroup="web")
+    at = datetime(2026, 11, 23, 9, tzinfo=UTC)
+    decision = Decision(
+        node_group="web",
+        policy="p",
+        at=at,
+        current=4,
+        desired=1,
+        in_service=4,
+        min_replicas=0,
+        max_replicas=10,
+        recommendation=1,
+        metrics=(),
+        limited_by=(),
+        reason="scale down 4 → 1",
+    )
+
+    def which_go(cluster: Any, group: NodeGroup = eks) -> tuple[Decision, tuple[str, ...]]:
+        evaluator = Evaluator(None, None, None, None, None, cluster=cluster)  # type: ignore[arg-type]
+        return evaluator._which_go(group, decision, at)
+
+    two = Removable((IDS[0], IDS[1]), "2 of 3 asked: ...")
+    adjusted, removing = which_go(Chosen(two))
+    assert (adjusted.desired, removing) == (2, (IDS[0], IDS[1]))
+    assert adjusted.reason == "scale down 4 → 1 | 2 of 3 asked: ..."
+    held, none = which_go(Chosen(None))  # the cluster cannot say: nothing leaves
+    assert (held.desired, none) == (4, ())
+    asg = NodeGroup("web", 4, 0, 10, 4)  # a plain ASG: its termination policy chooses
+    assert which_go(Chosen(two), asg) == (decision, ())

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from nodescaler.domain.node_group import LaunchFailure, NodeGroup
     from nodescaler.domain.policy import MetricBase
     from nodescaler.domain.readings import Reading
+    from nodescaler.domain.scale_down import Removable
     from nodescaler.domain.scheduling import InstanceShape
     from nodescaler.events.queue import EvaluationRequest
 
@@ -55,6 +56,10 @@ class NodeGroups(NodeGroupDiscovery, NodeGroupLookup, Protocol):
 
     def protect(self, group: NodeGroup, instance_ids: frozenset[str], protected: bool) -> None:
         """Set or clear these instances' protection from scale-in."""
+        ...
+
+    def remove_instances(self, group: NodeGroup, instance_ids: Sequence[str]) -> None:
+        """Terminate these instances, each lowering the desired capacity by one."""
         ...
 
 
@@ -160,6 +165,10 @@ class ClusterView(Protocol):
 
     def ready_nodes(self, group: NodeGroup, now: datetime) -> int | None:
         """The group's nodes that are Ready."""
+        ...
+
+    def removable(self, group: NodeGroup, count: int, now: datetime) -> Removable | None:
+        """Up to `count` of its instances a scale-in may take, in order."""
         ...
 
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Resources, Snapshot, keeps_node
+from nodescaler.domain.node_group import NodeGroup, belongs
 from nodescaler.domain.scheduling import NodeTemplate, why_not
 
 SIMULATED_PER_CALL = 10
@@ -180,3 +181,32 @@ def _place(
             room, allocatable=room.allocatable - pod.requests, extended=extended
         )
     return changed, stranded
+
+
+@dataclass(frozen=True)
+class Removable:
+    """The instances a scale-in may take, in order, and why these (and not more)."""
+
+    instance_ids: tuple[str, ...]
+    reason: str
+    not_nodes: tuple[str, ...] = ()
+
+
+def removable(
+    group: NodeGroup, offered: Sequence[str], count: int, snapshot: Snapshot
+) -> Removable:
+    """Of `offered` (the group's instances), up to `count` a scale-in may take: those that
+    never became Ready nodes first, then empty nodes, then one node whose pods can move."""
+    nodes = {n.instance_id: n for n in snapshot.nodes if belongs(n, group)}
+    never_ready = [i for i in offered if i not in nodes or not nodes[i].ready]
+    by_name = {n.name: n.instance_id for n in nodes.values()}
+    offered_nodes = [nodes[i] for i in offered if i in nodes and nodes[i].ready]
+    spare = unneeded_nodes(offered_nodes, snapshot, limit=max(count, SIMULATED_PER_CALL))
+    # Empty nodes together, a node with pods to move one at a time (as Cluster Autoscaler
+    # drains them): two drains side by side would move pods onto each other. The group
+    # asks again shortly for the rest.
+    one_busy = spare.nodes[: spare.empty + 1]
+    ordered = never_ready + [by_name[name] for name in one_busy]
+    chosen = tuple(ordered[:count])
+    reason = f"{len(chosen)} of {count} asked: {len(never_ready)} never Ready; {spare.describe()}"
+    return Removable(chosen, reason, tuple(i for i in offered if i not in nodes))

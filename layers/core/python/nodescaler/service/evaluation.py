@@ -123,7 +123,7 @@ class Evaluator:
             backoff=state.backoff,
         )
         evaluation = self._within_limits(decide_with, group, now, dry_run)
-        decision = evaluation.decision
+        decision, removing = self._which_go(group, evaluation.decision, now)
 
         # 7. Record only, when nothing changes or the group is in dry-run.
         if decision.desired == decision.current or dry_run:
@@ -155,7 +155,10 @@ class Evaluator:
             backoff_changed=backoff_changed,
         )
         try:
-            self.node_groups.set_desired(group, decision.desired)
+            if removing:
+                self.node_groups.remove_instances(group, removing)
+            else:
+                self.node_groups.set_desired(group, decision.desired)
         except RefusedError as error:  # not ours to resize: reported, never retried
             self.state.save(replace(claimed, acting=None, acting_event=""))
             return self._reject(group.name, (*choice.problems, str(error)))
@@ -166,6 +169,25 @@ class Evaluator:
             ) from error
         self._record_resize(claimed, policy, choice.problems)
         return EvaluationResult(group.name, Outcome.ACTED, decision, choice.problems)
+
+    def _which_go(
+        self, group: NodeGroup, decision: Decision, now: datetime
+    ) -> tuple[Decision, tuple[str, ...]]:
+        """An EKS managed node group takes no custom termination policy: on its scale-in
+        nodescaler chooses the instances (never Ready, empty, then one whose pods can
+        move) and terminates them itself, as Cluster Autoscaler does; the decision then
+        asks for no more than can go. Other groups: their termination policy chooses."""
+        if not group.is_eks_managed or decision.desired >= decision.current or self.cluster is None:
+            return decision, ()
+        found = self.cluster.removable(group, decision.current - decision.desired, now)
+        if found is None:  # the cluster can't say now: nothing leaves on a guess
+            held = f"{decision.reason} | the cluster cannot be read: no instance chosen"
+            return decision.model_copy(update={"desired": decision.current, "reason": held}), ()
+        desired = decision.current - len(found.instance_ids)
+        reason = f"{decision.reason} | {found.reason}"
+        return decision.model_copy(
+            update={"desired": desired, "reason": reason}
+        ), found.instance_ids
 
     def _record_resize(
         self, claimed: GroupState, policy: NodeGroupPolicy, problems: tuple[str, ...]

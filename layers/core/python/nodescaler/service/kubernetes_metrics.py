@@ -23,7 +23,7 @@ from nodescaler.domain.policy import (
 )
 from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
 from nodescaler.domain.reservation import reservation
-from nodescaler.domain.scale_down import Unneeded, unneeded_nodes
+from nodescaler.domain.scale_down import Removable, Unneeded, removable, unneeded_nodes
 from nodescaler.domain.scheduling import pending, why_not
 from nodescaler.errors import KubernetesUnavailableError, ReservationError
 from nodescaler.ports import SnapshotSource
@@ -84,6 +84,14 @@ class KubernetesMetrics:
             for node in snapshot.nodes
             if belongs(node, group) and keeps_node(node, snapshot.pods_by_node.get(node.name, ()))
         )
+
+    def removable(self, group: NodeGroup, count: int, now: datetime) -> Removable | None:
+        """Up to `count` of the group's instances a scale-in may take (`service.termination`)."""
+        try:
+            snapshot = self.snapshot(now)
+        except KubernetesUnavailableError:
+            return None
+        return removable(group, sorted(group.instance_ids), count, snapshot)
 
     def ready_nodes(self, group: NodeGroup, now: datetime) -> int | None:
         try:

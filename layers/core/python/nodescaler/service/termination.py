@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nodescaler.domain.cluster import Snapshot
-from nodescaler.domain.node_group import NodeGroup, belongs
-from nodescaler.domain.scale_down import SIMULATED_PER_CALL, unneeded_nodes
+from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.scale_down import removable
 from nodescaler.errors import KubernetesUnavailableError
 from nodescaler.events.termination import TerminationRequest
 from nodescaler.ports import NodeGroupDiscovery, SnapshotSource
@@ -60,21 +60,7 @@ class TerminationChooser:
     def _from_the_cluster(
         request: TerminationRequest, group: NodeGroup, snapshot: Snapshot
     ) -> TerminationChoice:
-        nodes = {n.instance_id: n for n in snapshot.nodes if belongs(n, group)}
-        offered = request.offered
-        never_ready = [i for i in offered if i not in nodes or not nodes[i].ready]
-        by_name = {n.name: n.instance_id for n in nodes.values()}
-        offered_nodes = [nodes[i] for i in offered if i in nodes and nodes[i].ready]
-        spare = unneeded_nodes(
-            offered_nodes, snapshot, limit=max(request.wanted, SIMULATED_PER_CALL)
+        found = removable(group, request.offered, request.wanted, snapshot)
+        return TerminationChoice(
+            request.group, found.instance_ids, True, found.reason, found.not_nodes
         )
-        # Empty nodes together, a node with pods to move one at a time (as Cluster
-        # Autoscaler drains them): two drains side by side would move pods onto each other.
-        # The group asks again shortly for the rest.
-        one_busy = spare.nodes[: spare.empty + 1]
-        ordered = never_ready + [by_name[name] for name in one_busy]
-        chosen = tuple(ordered[: request.wanted])
-        reason = f"{len(chosen)} of {request.wanted} asked: {len(never_ready)} never Ready; "
-        reason += spare.describe()
-        not_nodes = tuple(i for i in offered if i not in nodes)
-        return TerminationChoice(request.group, chosen, True, reason, not_nodes)

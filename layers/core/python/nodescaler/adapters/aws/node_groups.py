@@ -141,6 +141,17 @@ class AsgNodeGroups:
                 AutoScalingGroupName=group.name, DesiredCapacity=desired, HonorCooldown=False
             )
 
+    def remove_instances(self, group: NodeGroup, instance_ids: Sequence[str]) -> None:
+        """Each instance terminated with the desired capacity lowered by one, as Cluster
+        Autoscaler scales in an EKS managed node group (it takes no termination policy)."""
+        self._check_managed(group, "scale in")
+        if group.is_eks_managed:
+            self._check_owns(group)
+        for instance_id in instance_ids:
+            self._autoscaling.terminate_instance_in_auto_scaling_group(
+                InstanceId=instance_id, ShouldDecrementDesiredCapacity=True
+            )
+
     def failed_launches(self, group: NodeGroup, since: datetime) -> Sequence[LaunchFailure]:
         paginator = self._autoscaling.get_paginator("describe_scaling_activities")
         failures: list[LaunchFailure] = []
