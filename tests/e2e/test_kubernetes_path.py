@@ -224,3 +224,53 @@ def test_a_preferred_group_at_its_maximum_leaves_the_rest_of_the_pods_to_the_nex
     clock.advance(minutes=1)  # nodes booting: the same pods add nothing more
     deployment.tick()
     assert (desired_capacity("spot-ng"), desired_capacity("on-demand-ng")) == (3, 5)
+
+
+WEB_POLICY = """
+apiVersion: nodescaler.io/v1alpha1
+kind: NodeGroupPolicy
+metadata: {name: web}
+spec:
+  minReplicas: 1
+  maxReplicas: 20
+  metrics:
+    - type: PendingPods
+      pendingPods:
+        buffer:
+          - pods: 4
+            requests: {cpu: "1", memory: 1Gi}
+"""
+
+
+def test_a_buffer_keeps_room_for_pods_not_yet_created_and_explains_it(
+    policies: Path,
+    calls: CallCounter,
+    clock: VirtualClock,
+    api_server: KubeApiServer,
+    tmp_path: Path,
+    output: Any,
+) -> None:
+    # Given a web group of two 16-core nodes, 15 cores requested on each: room for 2 × 1 cpu
+    (policies / "web.yaml").write_text(WEB_POLICY)
+    config = kubeconfig(tmp_path / "kubeconfig", api_server.url)
+    deployment = Deployment(policies, calls, clock, {"KUBECONFIG_PATH": str(config)})
+    tags = {"nodescaler/enabled": "true", "nodescaler/policy": "web"}
+    make_asg("web-nodes", tags=tags, desired=2, min_size=1, max_size=20)
+    group = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=["web-nodes"])
+    for index, instance in enumerate(group["AutoScalingGroups"][0]["Instances"]):
+        name = f"ip-{index}"
+        provider = f"aws:///eu-west-1a/{instance['InstanceId']}"
+        api_server.cluster.put("pods", pod(f"web-{index}", name, cpu="15"))
+        api_server.cluster.put("nodes", node(name, None, provider_id=provider))
+
+    # When nodescaler evaluates the group with nothing pending
+    deployment.tick()
+
+    # Then the buffer of four 1-core pods, two of which fit now, asks for one node more
+    assert desired_capacity("web-nodes") == 3
+    decision = next(line["decision"] for line in output().logs if "decision" in line)
+    (pending,) = decision["metrics"]
+    assert pending["detail"] == (
+        "0 pending pods: +0 nodes here, +0 in other groups; "
+        "buffer: room for 4 × 1 cpu/1Gi: 2 of 4 fit now, +1 nodes for the rest"
+    )

@@ -133,6 +133,7 @@ def dispatching(deployment: Deployment) -> Deployment:
 @example(incoming=event("schedule-tick.json", time="2026-11-23T09:00:00"))  # no time zone
 @example(incoming=event("alarm-state-change.json", id="x" * 129))
 @example(incoming=event("launch-unsuccessful.json", id=""))
+@example(incoming=event("schedule-tick.json", time=1_795_424_700_001))  # 5 min ahead, and 1 ms
 def test_dispatch_queues_or_refuses_any_event_naming_the_field(
     dispatching: Deployment, incoming: Any
 ) -> None:
@@ -140,6 +141,10 @@ def test_dispatch_queues_or_refuses_any_event_naming_the_field(
         try:
             result = dispatching.dispatch(incoming)
         except MalformedEventError as error:
+            if "ahead of this function's clock" in str(error):  # well formed, dated ahead
+                assert str(error).startswith(f"event {incoming['id']}: time: dated ")
+                assert output().metric("MalformedEvents") == [1]
+                return
             assert_refused(error, output(), "or an Auto Scaling launch failure")
             return
     json.dumps(result)  # what Lambda can serialize

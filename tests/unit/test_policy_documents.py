@@ -433,6 +433,7 @@ def test_given_the_repository_policies_then_all_load() -> None:
         "gpu-training",
         "microservices",
         "business-hours",
+        "web",
     }
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from nodescaler.domain.cluster import Node, Pod, Resources, parse_quantity
+from nodescaler.domain.cluster import Node, Pod, Resources
 from nodescaler.domain.policy import ReservationResource as Resource
+from nodescaler.domain.quantity import parse_quantity
 from nodescaler.domain.reservation import reservation
 from nodescaler.errors import QuantityError, ReservationError
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from nodescaler.domain.cluster import millicores, whole_units
+from nodescaler.domain.quantity import millicores, whole_units
 
 from nodescaler_sandbox.cluster import Room, SimulatedCluster, quantities, requests
 from nodescaler_sandbox.kube.apiserver import ApiError

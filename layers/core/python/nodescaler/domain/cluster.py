@@ -8,48 +8,11 @@ millicores, memory in bytes, as the scheduler counts them.
 from __future__ import annotations
 
 import functools
-import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 
 from nodescaler.domain.policy import ReservationResource as Resource
-from nodescaler.errors import QuantityError
-
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$")
-_SUFFIX = {
-    None: Decimal(1),
-    "m": Decimal("0.001"),
-    "k": Decimal(10) ** 3,
-    "M": Decimal(10) ** 6,
-    "G": Decimal(10) ** 9,
-    "T": Decimal(10) ** 12,
-    "P": Decimal(10) ** 15,
-    "E": Decimal(10) ** 18,
-    "Ki": Decimal(2) ** 10,
-    "Mi": Decimal(2) ** 20,
-    "Gi": Decimal(2) ** 30,
-    "Ti": Decimal(2) ** 40,
-    "Pi": Decimal(2) ** 50,
-    "Ei": Decimal(2) ** 60,
-}
-
-
-def parse_quantity(text: str | int | float) -> Decimal:
-    if isinstance(text, int | float):
-        return Decimal(str(text))
-    match = _QUANTITY.match(text.strip())
-    if not match:
-        raise QuantityError(f"{text!r} is not a quantity")
-    try:
-        number = Decimal(match.group(1))
-    except InvalidOperation:
-        raise QuantityError(f"{text!r} is not a quantity") from None
-    if number < 0:
-        raise QuantityError(f"{text!r} is negative")
-    return number * _SUFFIX[match.group(2)]
-
+from nodescaler.domain.quantity import millicores, parse_quantity, whole_units
 
 # Resources the scheduler counts that are not extended resources a pod must find on a node.
 STANDARD_RESOURCES = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
@@ -63,18 +26,6 @@ def is_extended(resource: str) -> bool:
 def extended_resources(values: Mapping[str, str | int | float]) -> dict[str, int]:
     """The extended resources of a requests/allocatable map, in whole units."""
     return {name: whole_units(amount) for name, amount in values.items() if is_extended(name)}
-
-
-# A cluster repeats a few dozen quantities ("250m", "512Mi") across 100,000s of pods:
-# each is parsed once.
-@functools.lru_cache(maxsize=4096)
-def millicores(quantity: str | int | float) -> int:
-    return math.ceil(parse_quantity(quantity) * 1000)
-
-
-@functools.lru_cache(maxsize=4096)
-def whole_units(quantity: str | int | float) -> int:
-    return math.ceil(parse_quantity(quantity))
 
 
 @dataclass(frozen=True, slots=True)

@@ -139,6 +139,7 @@ class Plan:
     """New nodes per group for the pending pods, and how the expanders got there."""
 
     nodes: Counter[str] = field(default_factory=Counter)
+    pods: dict[str, list[Pod]] = field(default_factory=dict)  # group → the pods it takes
     unplaced: list[Pod] = field(default_factory=list)  # fit no group
     trace: list[str] = field(default_factory=list)
     # Why each unplaced pod fits no group: pod → group → reason (Cluster Autoscaler's
@@ -205,6 +206,7 @@ def plan(
             break
         chosen = choose(options, chain, rng, result.trace)
         result.nodes[chosen.group] += chosen.node_count
+        result.pods.setdefault(chosen.group, []).extend(chosen.pods)
         if chosen.group in left:
             left[chosen.group] -= chosen.node_count
         result.trace.append(

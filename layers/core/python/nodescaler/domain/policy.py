@@ -14,7 +14,16 @@ from typing import Annotated, ClassVar, Literal, Self, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from nodescaler.domain.optin import NAME_PATTERN
@@ -240,10 +249,66 @@ class CapacityReservationSource(Spec):
     include_mirror_pods: Annotated[bool, Field(strict=True)] = True
 
 
+class BufferToleration(Spec):
+    """A taint the buffer's pods tolerate, as a pod's toleration says it."""
+
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+
+
+class CapacityBuffer(Spec):
+    """Room for `pods` pods of one shape, kept free in the group at all times (the capacity
+    buffers of Cluster Autoscaler and Karpenter): new pods of that shape start at once
+    instead of waiting for a node to boot. Planned as pending pods are, so the room is
+    right under bin-packing where a percentage is not."""
+
+    pods: Annotated[int, Field(strict=True, ge=1, le=10_000)]
+    # cpu, memory and extended resources (nvidia.com/gpu), as a pod's requests say them
+    requests: Annotated[
+        dict[str, Annotated[str, Field(strict=True)] | StrictInt | StrictFloat],
+        Field(min_length=1, max_length=16),
+    ]
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: Annotated[list[BufferToleration], Field(max_length=32)] = Field(
+        default_factory=list
+    )
+
+    @field_validator("requests")
+    @classmethod
+    def _quantities(cls, requests: dict[str, str | int | float]) -> dict[str, str | int | float]:
+        from nodescaler.domain.quantity import parse_quantity
+
+        for name, amount in requests.items():
+            if name not in ("cpu", "memory") and "/" not in name:
+                raise ValueError(
+                    f"{name!r}: a buffer's pods request cpu, memory or an extended resource "
+                    "such as nvidia.com/gpu"
+                )
+            try:
+                parse_quantity(amount)
+            except ValueError as error:
+                raise ValueError(f"{name}: {error}") from None
+        if all(parse_quantity(amount) == 0 for amount in requests.values()):
+            raise ValueError("requests nothing: a pod that takes no room needs no buffer")
+        return requests
+
+    def describe(self) -> str:
+        """As `explain` shows it: "room for 20 × 1 cpu/2Gi"."""
+        shape = "/".join(
+            f"{amount} cpu" if name == "cpu" else f"{amount} {name}" if "/" in name else str(amount)
+            for name, amount in self.requests.items()
+        )
+        return f"room for {self.pods} × {shape}"
+
+
 class PendingPodsSource(Spec):
-    """Unschedulable pods that would fit this group; pods below the cutoff priority are ignored."""
+    """Unschedulable pods that would fit this group; pods below the cutoff priority are ignored.
+    `buffer`: room for pods not yet created, kept free in the group."""
 
     expendable_priority_cutoff: Annotated[int, Field(strict=True)] = -10
+    buffer: Annotated[list[CapacityBuffer], Field(max_length=8)] = Field(default_factory=list)
 
 
 # --- metrics -----------------------------------------------------------------------------

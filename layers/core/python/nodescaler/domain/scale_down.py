@@ -8,7 +8,9 @@ that may not be evicted), and every pod on it but DaemonSet and mirror pods
 - may be evicted: every disruption budget selecting its pods allows a disruption now, and
   no node chosen before it draws on the same budget; the drain then evicts its pods one
   budget's allowance at a time, each after the last one's replacement is healthy. Else
-  `disruption-budget`. When the budgets could not be read, only empty nodes are unneeded.
+  `disruption-budget`. When the budgets could not be read, only empty nodes are unneeded;
+- and leaves room for the group's capacity buffer on the group's nodes that stay, else
+  `capacity-buffer`.
 Nodes are taken greedily, cheapest to move first (fewest pods, then least requested); a
 pod moved takes room the next node's pods cannot use. Empty nodes cost nothing to find; at
 most `limit` others are simulated a call, since a group sheds only a few nodes a minute.
@@ -18,16 +20,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Resources, Snapshot, keeps_node
+from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Snapshot, keeps_node
 from nodescaler.domain.node_group import NodeGroup, belongs
-from nodescaler.domain.scheduling import NodeTemplate, why_not
+from nodescaler.domain.scheduling import NodeTemplate, place, room_of
 
 SIMULATED_PER_CALL = 10
 WOULD_NOT_FIT = "pods-would-not-fit"
 DISRUPTION_BUDGET = "disruption-budget"
 BUDGETS_UNKNOWN = "disruption-budgets-unread"
+BUFFER = "capacity-buffer"  # the group's buffer would no longer fit without it
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,7 @@ class Kept:
     """A node that must stay, why, and the pods that say so."""
 
     node: str
-    why: str  # WOULD_NOT_FIT, DISRUPTION_BUDGET, BUDGETS_UNKNOWN
+    why: str  # WOULD_NOT_FIT, DISRUPTION_BUDGET, BUDGETS_UNKNOWN, BUFFER
     pods: tuple[str, ...]
 
 
@@ -53,7 +56,7 @@ class Unneeded:
         )
         for kept in self.kept[:3]:
             shown = ", ".join(kept.pods[:3]) + (", ..." if len(kept.pods) > 3 else "")
-            text += f"; {kept.node} kept: {kept.why} ({shown})"
+            text += f"; {kept.node} kept: {kept.why}" + (f" ({shown})" if shown else "")
         return text
 
 
@@ -63,8 +66,14 @@ def movable(pods: Sequence[Pod]) -> list[Pod]:
 
 
 def unneeded_nodes(
-    group_nodes: Sequence[Node], snapshot: Snapshot, *, limit: int = SIMULATED_PER_CALL
+    group_nodes: Sequence[Node],
+    snapshot: Snapshot,
+    *,
+    limit: int = SIMULATED_PER_CALL,
+    buffer: Sequence[Pod] = (),
 ) -> Unneeded:
+    """`buffer`: the virtual pods of the group's capacity buffer (`domain.buffer`), which
+    must still fit on the group's nodes that stay."""
     by_node = snapshot.pods_by_node
     candidates = sorted(
         (
@@ -77,7 +86,7 @@ def unneeded_nodes(
     if not candidates:
         return Unneeded()
     rooms = {
-        n.name: _room(n, by_node.get(n.name, ()))
+        n.name: room_of(n, by_node.get(n.name, ()))
         for n in snapshot.nodes
         if n.ready and n.schedulable
     }
@@ -85,9 +94,22 @@ def unneeded_nodes(
     gone: list[str] = []
     kept: list[Kept] = []
     empty = simulated = 0
+    own = {n.name for n in group_nodes}
+
+    def buffer_fits_without(node: str, placed: Mapping[str, NodeTemplate]) -> bool:
+        stays = {
+            k: placed.get(k, r)
+            for k, r in rooms.items()
+            if k in own and k != node and k not in gone
+        }
+        return not buffer or not place(buffer, stays)[1]
+
     for node in candidates:
         pods = movable(by_node.get(node.name, ()))
         if not pods:
+            if not buffer_fits_without(node.name, {}):
+                kept.append(Kept(node.name, BUFFER, ()))
+                continue
             gone.append(node.name)
             empty += 1
             continue
@@ -101,11 +123,14 @@ def unneeded_nodes(
         if refused:
             kept.append(Kept(node.name, DISRUPTION_BUDGET, tuple(p.key for p in refused)))
             continue
-        placed, stranded = _place(
+        placed, stranded = place(
             pods, {k: r for k, r in rooms.items() if k != node.name and k not in gone}
         )
         if stranded:
             kept.append(Kept(node.name, WOULD_NOT_FIT, tuple(p.key for p in stranded)))
+            continue
+        if not buffer_fits_without(node.name, placed):
+            kept.append(Kept(node.name, BUFFER, ()))
             continue
         rooms.update(placed)
         drawn.update(_budgets_of(pods, snapshot.budgets))
@@ -142,45 +167,6 @@ def _cost(pods: Sequence[Pod], name: str) -> tuple[int, int, int, str]:
         sum(p.requests.memory_bytes for p in pods),
         name,
     )
-
-
-def _room(node: Node, pods: Sequence[Pod]) -> NodeTemplate:
-    """What is left on a node: its allocatable less what its pods request."""
-    used = Resources()
-    extended = dict(node.extended)
-    for pod in pods:
-        if pod.terminal:
-            continue
-        used = used + pod.requests
-        for name, amount in (pod.placement.extended_resources if pod.placement else {}).items():
-            extended[name] = extended.get(name, 0) - amount
-    free = node.allocatable - used
-    return NodeTemplate(
-        node.group or "", free, node.labels, node.taints, f"node {node.name}", extended
-    )
-
-
-def _place(
-    pods: Sequence[Pod], rooms: dict[str, NodeTemplate]
-) -> tuple[dict[str, NodeTemplate], list[Pod]]:
-    """The rooms after moving the pods, first fit, most room first; and the pods that fit
-    nowhere."""
-    changed: dict[str, NodeTemplate] = {}
-    stranded: list[Pod] = []
-    order = sorted(rooms, key=lambda k: (-rooms[k].allocatable.cpu_millis, k))
-    for pod in sorted(pods, key=lambda p: (-p.requests.cpu_millis, -p.requests.memory_bytes)):
-        target = next((k for k in order if why_not(pod, changed.get(k, rooms[k])) is None), None)
-        if target is None:
-            stranded.append(pod)
-            continue
-        room = changed.get(target, rooms[target])
-        extended = dict(room.extended)
-        for name, amount in (pod.placement.extended_resources if pod.placement else {}).items():
-            extended[name] = extended.get(name, 0) - amount
-        changed[target] = replace(
-            room, allocatable=room.allocatable - pod.requests, extended=extended
-        )
-    return changed, stranded
 
 
 @dataclass(frozen=True)

@@ -9,18 +9,10 @@ First-fit-decreasing packing then estimates how many new nodes the fitting pods 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from nodescaler.domain.cluster import (
-    Node,
-    Placement,
-    Pod,
-    Resources,
-    Taint,
-    is_extended,
-    millicores,
-    whole_units,
-)
+from nodescaler.domain.cluster import Node, Placement, Pod, Resources, Taint, is_extended
+from nodescaler.domain.quantity import millicores, whole_units
 from nodescaler.errors import QuantityError
 
 NOTHING = Resources()
@@ -185,3 +177,42 @@ def pending(pods: Iterable[Pod], expendable_priority_cutoff: int) -> list[Pod]:
         for p in pods
         if p.unschedulable and p.priority >= expendable_priority_cutoff and p.problem is None
     ]
+
+
+def room_of(node: Node, pods: Sequence[Pod]) -> NodeTemplate:
+    """What is left on a node: its allocatable less what its pods request."""
+    used = Resources()
+    extended = dict(node.extended)
+    for pod in pods:
+        if pod.terminal:
+            continue
+        used = used + pod.requests
+        for name, amount in (pod.placement.extended_resources if pod.placement else {}).items():
+            extended[name] = extended.get(name, 0) - amount
+    free = node.allocatable - used
+    return NodeTemplate(
+        node.group or "", free, node.labels, node.taints, f"node {node.name}", extended
+    )
+
+
+def place(
+    pods: Sequence[Pod], rooms: dict[str, NodeTemplate]
+) -> tuple[dict[str, NodeTemplate], list[Pod]]:
+    """The rooms after moving the pods, first fit, most room first; and the pods that fit
+    nowhere."""
+    changed: dict[str, NodeTemplate] = {}
+    stranded: list[Pod] = []
+    order = sorted(rooms, key=lambda k: (-rooms[k].allocatable.cpu_millis, k))
+    for pod in sorted(pods, key=lambda p: (-p.requests.cpu_millis, -p.requests.memory_bytes)):
+        target = next((k for k in order if why_not(pod, changed.get(k, rooms[k])) is None), None)
+        if target is None:
+            stranded.append(pod)
+            continue
+        room = changed.get(target, rooms[target])
+        extended = dict(room.extended)
+        for name, amount in (pod.placement.extended_resources if pod.placement else {}).items():
+            extended[name] = extended.get(name, 0) - amount
+        changed[target] = replace(
+            room, allocatable=room.allocatable - pod.requests, extended=extended
+        )
+    return changed, stranded

@@ -84,8 +84,8 @@ class Dispatcher:
         ahead = at - self.clock.now()
         if ahead > CLOCK_SKEW:
             raise MalformedEventError(
-                f"event {event_id}: dated {at.isoformat()}, {ahead} ahead of this function's "
-                "clock; refused (its time would become its evaluations' request time)"
+                f"event {event_id}: time: dated {at.isoformat()}, {ahead} ahead of this "
+                "function's clock; refused (its time would become its evaluations' request time)"
             )
 
     def _alarms_of(self, group: NodeGroup) -> Sequence[str]:

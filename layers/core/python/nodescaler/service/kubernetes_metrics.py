@@ -10,12 +10,15 @@ holds that group's scale-in and nothing else. The listing itself is a port
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from nodescaler.domain.cluster import Snapshot, keeps_node
+from nodescaler.domain.buffer import BufferFit, buffer_pods, fit_buffer
+from nodescaler.domain.cluster import Pod, Snapshot, keeps_node
 from nodescaler.domain.node_group import NodeGroup, belongs
 from nodescaler.domain.policy import (
+    CapacityBuffer,
     CapacityReservationMetric,
     MetricBase,
     PendingPodsMetric,
@@ -24,7 +27,7 @@ from nodescaler.domain.policy import (
 from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
 from nodescaler.domain.reservation import reservation
 from nodescaler.domain.scale_down import Removable, Unneeded, removable, unneeded_nodes
-from nodescaler.domain.scheduling import pending, why_not
+from nodescaler.domain.scheduling import pending, room_of, why_not
 from nodescaler.errors import KubernetesUnavailableError, ReservationError
 from nodescaler.ports import SnapshotSource
 from nodescaler.service.pending_pods import PendingPodsPlanner, Planned
@@ -121,7 +124,7 @@ class KubernetesMetrics:
         nodes = planned.plan.nodes.get(group.name, 0)
         others = sum(planned.plan.nodes.values()) - nodes
         detail = f"{planned.pending} pending pods: +{nodes} nodes here"
-        if arriving := planned.arriving.get(group.name, 0):
+        if arriving := len(planned.arriving.get(group.name, ())):
             detail += f" ({arriving} pods on nodes already on their way)"
         detail += f", +{others} in other groups"
         if unplaced := planned.plan.unplaced:
@@ -132,7 +135,14 @@ class KubernetesMetrics:
             )
         if planned.backed_off:
             detail += f" (backed off: {', '.join(sorted(planned.backed_off))})"
-        spare = None if nodes else self._unneeded(group, snapshot, cutoff)
+        buffers = metric.pending_pods.buffer
+        if buffers:
+            fit = self._buffer(buffers, group, snapshot, planned)
+            if fit.problem:
+                return MetricUnavailable(reason=f"node group {group.name}: {fit.describe()}")
+            nodes += fit.nodes
+            detail += f"; {fit.describe()}"
+        spare = None if nodes else self._unneeded(group, snapshot, cutoff, buffer_pods(buffers))
         if spare is not None and spare.nodes:
             detail += f"; {spare.describe()}"
         return MetricReading(
@@ -142,7 +152,29 @@ class KubernetesMetrics:
             unneeded_nodes=len(spare.nodes) if spare is not None else None,
         )
 
-    def _unneeded(self, group: NodeGroup, snapshot: Snapshot, cutoff: int) -> Unneeded | None:
+    def _buffer(
+        self,
+        buffers: Sequence[CapacityBuffer],
+        group: NodeGroup,
+        snapshot: Snapshot,
+        planned: Planned,
+    ) -> BufferFit:
+        """The group's capacity buffer against the free room of its Ready nodes and of the
+        nodes on their way or planned for pending pods."""
+        assert self._pending is not None
+        template = self._pending.template(group, snapshot)  # its problems end the reading first
+        by_node = snapshot.pods_by_node
+        rooms = {
+            n.name: room_of(n, by_node.get(n.name, ()))
+            for n in snapshot.nodes
+            if n.ready and n.schedulable and belongs(n, group)
+        }
+        coming, coming_pods = planned.coming(group.name)
+        return fit_buffer(buffers, rooms, template, coming, coming_pods)
+
+    def _unneeded(
+        self, group: NodeGroup, snapshot: Snapshot, cutoff: int, buffer: Sequence[Pod] = ()
+    ) -> Unneeded | None:
         """The group's nodes nothing needs, when no pending pod could use one of its nodes
         (then none is spare: the pods may be waiting for room here)."""
         assert self._pending is not None
@@ -152,7 +184,8 @@ class KubernetesMetrics:
             return None
         if any(why_not(p, template) is None for p in pending(snapshot.pods, cutoff)):
             return None
-        return unneeded_nodes([n for n in snapshot.nodes if belongs(n, group)], snapshot)
+        own = [n for n in snapshot.nodes if belongs(n, group)]
+        return unneeded_nodes(own, snapshot, buffer=buffer)
 
     def _reservation(
         self, metric: CapacityReservationMetric, group: NodeGroup, snapshot: Snapshot, now: datetime

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from nodescaler.domain.cluster import Resources, Snapshot
+from nodescaler.domain.cluster import Pod, Resources, Snapshot
 from nodescaler.domain.expanders import Expander, Plan, plan
 from nodescaler.domain.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs
 from nodescaler.domain.scheduling import (
@@ -33,7 +33,14 @@ class Planned:
     problems: Mapping[str, str]  # group → why it has no template (it is left out)
     participants: tuple[str, ...] = ()
     backed_off: frozenset[str] = frozenset()  # left out after a failed scale-up
-    arriving: Mapping[str, int] = field(default_factory=dict)  # pods its booting nodes take
+    # the pods each group's booting nodes take
+    arriving: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
+    booting: Mapping[str, int] = field(default_factory=dict)  # nodes on their way, by group
+
+    def coming(self, group: str) -> tuple[int, list[Pod]]:
+        """The group's nodes on their way and planned, and the pending pods they take."""
+        nodes = self.booting.get(group, 0) + self.plan.nodes.get(group, 0)
+        return nodes, [*self.arriving.get(group, ()), *self.plan.pods.get(group, ())]
 
 
 class PendingPodsPlanner:
@@ -99,7 +106,8 @@ class PendingPodsPlanner:
         # 1. Pods the nodes already on their way will take (Cluster Autoscaler's upcoming
         #    nodes): without this, a pod pending while its node boots would add another. A
         #    backed-off group's nodes are not coming: it gives up its scale-up.
-        arriving: dict[str, int] = {}
+        arriving: dict[str, tuple[Pod, ...]] = {}
+        on_their_way: dict[str, int] = {}
         for group in participants:
             template = None if group.name in backed_off else templates.get(group.name)
             booting = group.desired - sum(
@@ -107,13 +115,14 @@ class PendingPodsPlanner:
             )
             if template is None or booting <= 0:
                 continue
+            on_their_way[group.name] = booting
             _, placed = pack([p for p in pods if why_not(p, template) is None], template, booting)
-            arriving[group.name] = len(placed)
+            arriving[group.name] = placed
             taken = {p.key for p in placed}
             pods = [p for p in pods if p.key not in taken]
         # 2. The rest, among the groups with room to grow.
         result = plan(pods, templates, self._chain, backed_off=backed_off, room=self.room(now))
-        return Planned(result, considered, problems, names, backed_off, arriving)
+        return Planned(result, considered, problems, names, backed_off, arriving, on_their_way)
 
     def room(self, now: datetime) -> dict[str, int]:
         """How many nodes each managed group may still add: up to its maximum (the policy's

@@ -30,9 +30,8 @@ from nodescaler.domain.cluster import (
     Taint,
     Toleration,
     extended_resources,
-    millicores,
-    whole_units,
 )
+from nodescaler.domain.quantity import millicores, whole_units
 from nodescaler.errors import QuantityError
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"

@@ -1,0 +1,132 @@
+"""Capacity buffers: room for N pods of one shape kept free in a group, planned by the
+same packing as pending pods, and kept when the group sheds nodes."""
+
+from __future__ import annotations
+
+import pytest
+from nodescaler.domain.buffer import buffer_pods, fit_buffer
+from nodescaler.domain.cluster import Node, Pod, Resources, Snapshot, Taint
+from nodescaler.domain.policy import CapacityBuffer
+from nodescaler.domain.scale_down import BUFFER, unneeded_nodes
+from nodescaler.domain.scheduling import NodeTemplate, room_of
+from pydantic import ValidationError
+
+GIB = 2**30
+TEMPLATE = NodeTemplate("web", Resources(4000, 16 * GIB, 110))
+
+
+def buffer(pods: int, cpu: str = "1", memory: str = "2Gi", **fields: object) -> CapacityBuffer:
+    return CapacityBuffer.model_validate(
+        {"pods": pods, "requests": {"cpu": cpu, "memory": memory}, **fields}
+    )
+
+
+def node(name: str, *, group: str = "web", cpu: int = 4000, **fields: object) -> Node:
+    return Node(name, group, True, True, Resources(cpu, 16 * GIB, 110), **fields)  # type: ignore[arg-type]
+
+
+def pod(name: str, on: str | None, cpu: int = 1000) -> Pod:
+    return Pod("default", name, on, Resources(cpu, GIB, 1), unschedulable=on is None)
+
+
+def rooms(nodes: list[Node], pods: list[Pod]) -> dict[str, NodeTemplate]:
+    return {n.name: room_of(n, [p for p in pods if p.node_name == n.name]) for n in nodes}
+
+
+def test_given_room_on_the_ready_nodes_the_buffer_fits_and_asks_for_nothing() -> None:
+    nodes = [node("a"), node("b")]
+    pods = [pod("a1", "a"), pod("b1", "b")]  # 3 cores free on each
+    fit = fit_buffer([buffer(6)], rooms(nodes, pods), TEMPLATE)
+    assert (fit.fit_now, fit.nodes) == (6, 0)
+    assert fit.describe() == "buffer: room for 6 × 1 cpu/2Gi: 6 of 6 fit now"
+
+
+def test_the_buffer_counts_by_packing_not_by_a_sum_of_free_cpu() -> None:
+    # 3 × 1.5 cores free: a sum says 4.5 cores for two 2-core pods; packing says one each
+    nodes = [node(n) for n in "abc"]
+    pods = [pod(f"{n}1", n, 2500) for n in "abc"]
+    fit = fit_buffer([buffer(2, cpu="2")], rooms(nodes, pods), TEMPLATE)
+    assert (fit.fit_now, fit.nodes) == (0, 1)
+    assert fit.describe().endswith("0 of 2 fit now, +1 nodes for the rest")
+
+
+def test_the_rest_of_the_buffer_is_packed_onto_new_nodes() -> None:
+    fit = fit_buffer([buffer(10)], {}, TEMPLATE)  # a group at zero: 4 a node
+    assert (fit.fit_now, fit.nodes) == (0, 3)
+
+
+def test_nodes_on_their_way_hold_the_buffer_after_the_pending_pods_they_take() -> None:
+    pending = [pod(f"p{i}", None) for i in range(3)]  # 3 cores of one coming node
+    fit = fit_buffer([buffer(2)], {}, TEMPLATE, coming=1, coming_pods=pending)
+    assert (fit.fit_now, fit.nodes) == (1, 1)
+    fit = fit_buffer([buffer(2)], {}, TEMPLATE, coming=2, coming_pods=pending)
+    assert (fit.fit_now, fit.nodes) == (2, 0)
+
+
+def test_a_buffer_pod_no_node_of_the_group_can_hold_is_named() -> None:
+    fit = fit_buffer([buffer(1, cpu="8")], {}, TEMPLATE)
+    assert fit.problem == "a buffer pod needs more cpu than a node of the group has"
+    tainted = NodeTemplate("gpu", Resources(4000, 16 * GIB, 110), taints=(Taint("gpu", "yes"),))
+    assert "does not tolerate taint gpu=yes:NoSchedule" in str(
+        fit_buffer([buffer(1)], {}, tainted).problem
+    )
+    tolerant = buffer(1, tolerations=[{"key": "gpu", "operator": "Exists"}])
+    assert fit_buffer([tolerant], {}, tainted).problem is None
+
+
+def test_selectors_and_extended_resources_of_the_buffer_are_honoured() -> None:
+    labelled = node("a", labels={"tier": "web"})
+    plain = node("b")
+    picky = buffer(4, nodeSelector={"tier": "web"})
+    assert "nodeSelector tier=web" in str(fit_buffer([picky], {}, TEMPLATE).problem)
+    web = NodeTemplate("web", Resources(4000, 16 * GIB, 110), labels={"tier": "web"})
+    fit = fit_buffer([picky], rooms([labelled, plain], []), web)
+    assert (fit.fit_now, fit.nodes) == (4, 0)
+    fit = fit_buffer([picky], rooms([plain], []), web)  # room, but not where it may run
+    assert (fit.fit_now, fit.nodes) == (0, 1)
+    gpu = CapacityBuffer.model_validate({"pods": 2, "requests": {"cpu": "1", "nvidia.com/gpu": 1}})
+    assert buffer_pods([gpu])[0].placement.extended_resources == {"nvidia.com/gpu": 1}  # type: ignore[union-attr]
+    with_gpus = NodeTemplate("g", Resources(4000, 16 * GIB, 110), extended={"nvidia.com/gpu": 1})
+    assert fit_buffer([gpu], {}, with_gpus).nodes == 2  # one GPU a node
+
+
+def test_a_node_goes_only_if_the_buffer_still_fits_on_the_nodes_that_stay() -> None:
+    nodes = [node("a"), node("b"), node("c")]
+    pods = [pod("a1", "a", 3000), pod("b1", "b", 3000)]  # c empty: 1 + 1 + 4 cores free
+    snapshot = Snapshot(tuple(nodes), tuple(pods))
+    assert unneeded_nodes(nodes, snapshot).nodes == ("c",)
+    spare = unneeded_nodes(nodes, snapshot, buffer=buffer_pods([buffer(3)]))
+    assert spare.nodes == ()
+    assert [(k.node, k.why) for k in spare.kept] == [("c", BUFFER), ("a", BUFFER), ("b", BUFFER)]
+    assert "c kept: capacity-buffer" in spare.describe()
+    # room for two: the empty node still goes, the pods' 1 + 1 cores hold the buffer
+    assert unneeded_nodes(nodes, snapshot, buffer=buffer_pods([buffer(2)])).nodes == ("c",)
+
+
+def test_only_the_groups_own_nodes_hold_its_buffer() -> None:
+    nodes = [node("a"), node("other", group="batch")]
+    snapshot = Snapshot(tuple(nodes), ())
+    mine = [nodes[0]]
+    assert unneeded_nodes(mine, snapshot, buffer=buffer_pods([buffer(1)])).nodes == ()
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"pods": 0, "requests": {"cpu": "1"}}, "greater than or equal to 1"),
+        ({"pods": "3", "requests": {"cpu": "1"}}, "valid integer"),
+        ({"pods": 3, "requests": {"cpu": "one"}}, "cpu: 'one' is not a quantity"),
+        ({"pods": 3, "requests": {"cpu": "-1"}}, "cpu: '-1' is negative"),
+        ({"pods": 3, "requests": {"cpu": True}}, "requests.cpu"),
+        ({"pods": 3, "requests": {"disk": "1Gi"}}, "'disk': a buffer's pods request cpu"),
+        ({"pods": 3, "requests": {"cpu": "0", "memory": 0}}, "requests nothing"),
+        ({"pods": 3, "requests": {}}, "at least 1 item"),
+        ({"pods": 3, "requests": {"cpu": "1"}, "tolerations": [{"operator": "Maybe"}]}, "Equal"),
+        ({"pods": 3, "requests": {"cpu": "1"}, "spare": 2}, "Extra inputs are not permitted"),
+    ],
+)
+def test_a_malformed_buffer_is_refused_naming_the_field(
+    fields: dict[str, object], says: str
+) -> None:
+    with pytest.raises(ValidationError, match=says):
+        CapacityBuffer.model_validate(fields)
