@@ -15,6 +15,7 @@ from nodescaler.events.dispatch import (
     parse_dispatch_event,
 )
 from nodescaler.events.sqs import EvaluationRecord
+from nodescaler.events.termination import parse_termination_request
 from pydantic import ValidationError
 
 EVENTS = Path(__file__).parents[2] / "events"
@@ -34,7 +35,19 @@ def test_every_sample_has_a_parser_test() -> None:
         "rebalance-recommendation.json",
         "schedule-tick.json",
         "spot-interruption.json",
+        "termination-request.json",
     ]
+
+
+def test_the_termination_policy_sample_asks_for_one_of_two_instances() -> None:
+    request = parse_termination_request(sample("termination-request.json"))
+    assert (request.group, request.wanted, request.cause, request.has_more) == (
+        "web",
+        1,
+        "SCALE_IN",
+        False,
+    )
+    assert request.offered == ("i-0b1c2d3e4f5a6b7c8", "i-0a9b8c7d6e5f4a3b2")
 
 
 def test_the_schedule_sample_is_a_tick() -> None:

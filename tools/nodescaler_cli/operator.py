@@ -66,6 +66,18 @@ def _metrics(decision: Decision | None) -> str:
     return ", ".join(cells)
 
 
+def _waiting(group: str, decision: Decision | None) -> str | None:
+    """Pods that fit no group, as the last decision's pending-pods reading names them: the
+    first, and why it does not fit this group."""
+    waiting = next((m.waiting for m in decision.metrics if m.waiting), {}) if decision else {}
+    if not waiting:
+        return None
+    pod, why = next(iter(waiting.items()))
+    if len(waiting) == 1:
+        return f"pod {pod} fits no group (here: {why})"
+    return f"{len(waiting)} pods fit no group: {pod} and {len(waiting) - 1} more (here: {why})"
+
+
 def status(target: Target, write: Callable[[str], None] = print) -> int:
     tags = TagNames()
     groups = AsgNodeGroups(
@@ -86,6 +98,8 @@ def status(target: Target, write: Callable[[str], None] = print) -> int:
             notes.append(
                 f"backed off until {state.backoff.until:%H:%M:%S}Z: {state.backoff.reason}"
             )
+        if waiting := _waiting(group.name, decision):
+            notes.append(waiting)
         if group.protected_ids:
             notes.append(f"{len(group.protected_ids)} protected from scale-in")
         write(

@@ -78,6 +78,7 @@ def evaluate_metric(
             usage_ratio=usage_ratio,
             status=status,
             detail=detail,
+            waiting=reading.waiting if isinstance(reading, MetricReading) else {},
         )
 
     if reading is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from nodescaler.domain.backoff import Backoff
 
@@ -63,6 +63,7 @@ class MetricOutcome(BaseModel):
     usage_ratio: float | None = None
     status: MetricStatus
     detail: str
+    waiting: dict[str, str] = Field(default_factory=dict)  # pods that fit no group → why not here
 
 
 class Decision(BaseModel):

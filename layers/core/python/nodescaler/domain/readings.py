@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 
 class MetricReading(BaseModel):
@@ -20,6 +20,9 @@ class MetricReading(BaseModel):
     # (empty, or their pods fit elsewhere), which the group may shed when no other
     # metric has a say.
     unneeded_nodes: int | None = None
+    # For pending pods: the pods no group can take, each with why this group cannot (the
+    # first few: a plan may name thousands)
+    waiting: dict[str, str] = Field(default_factory=dict)
 
 
 class MetricUnavailable(BaseModel):

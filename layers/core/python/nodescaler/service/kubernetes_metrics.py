@@ -33,6 +33,8 @@ from nodescaler.ports import SnapshotSource
 from nodescaler.service.pending_pods import PendingPodsPlanner, Planned
 from nodescaler.service.waiting_pods import WaitingPods
 
+WAITING_SHOWN = 20  # pods that fit no group, named in a decision
+
 
 class KubernetesMetrics:
     def __init__(
@@ -150,6 +152,10 @@ class KubernetesMetrics:
             at=now,
             detail=detail,
             unneeded_nodes=len(spare.nodes) if spare is not None else None,
+            waiting={
+                pod.key: planned.plan.waiting.get(pod.key, {}).get(group.name, "")
+                for pod in planned.plan.unplaced[:WAITING_SHOWN]
+            },
         )
 
     def _buffer(
