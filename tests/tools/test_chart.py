@@ -1,15 +1,20 @@
 """The scenario chart: a panel for each group's nodes, one for each of its metrics, two for
-the cluster; written as a PNG of the size it promises."""
+the cluster (and one for each resource it limits); written as a PNG of the size it
+promises, with drains, budgets short and the cluster's limits marked where they belong."""
 
 from __future__ import annotations
 
 import struct
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+from nodescaler_sandbox import runner
 from nodescaler_sandbox.chart import (
+    BUDGET_SHORT,
     CLUSTER_INCHES,
     DPI,
     MAX_GROUPS,
@@ -18,8 +23,15 @@ from nodescaler_sandbox.chart import (
     WIDTH_INCHES,
     ClusterChart,
     GroupChart,
+    Limited,
+    Panel,
+    panels_of,
     render,
 )
+from nodescaler_sandbox.scenario_file import Scenario
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 WIDTH = int(WIDTH_INCHES * DPI)
 
@@ -149,3 +161,107 @@ def test_a_cluster_series_of_the_wrong_length_is_named() -> None:
 def test_importing_the_module_leaves_matplotlib_unimported() -> None:
     code = "import sys, nodescaler_sandbox.chart; sys.exit('matplotlib' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def drawn(panel: Panel) -> tuple[Axes, list[str]]:
+    """A panel drawn on an axes of its own, and its legend's labels."""
+    from matplotlib.figure import Figure
+
+    ax = Figure().add_subplot()
+    return ax, [label for _, label in panel[1](ax)]
+
+
+def line(ax: Axes, label: str) -> tuple[list[float], list[float]]:
+    (found,) = [line for line in ax.get_lines() if line.get_label() == label]
+    return list(map(float, found.get_xdata())), list(map(float, found.get_ydata()))
+
+
+def test_drains_are_marked_on_their_groups_nodes_panel() -> None:
+    ax, labels = drawn(panels_of([busy("gpu-ng")])[0])
+    assert "node drained" in labels
+    assert line(ax, "node drained")[0] == [56.0, 57.5]
+
+
+def test_budgets_short_are_shaded_over_their_minutes_on_the_cluster_nodes_panel() -> None:
+    from matplotlib.colors import to_hex
+
+    ax, labels = drawn(panels_of([], cluster())[0])
+    assert "disruption budget short" in labels
+    shaded = [
+        (patch.get_x(), patch.get_x() + patch.get_width())
+        for patch in ax.patches
+        if to_hex(patch.get_facecolor()) == BUDGET_SHORT
+    ]
+    assert shaded == [(20.0, 22.0)]
+    _, unmarked = drawn(panels_of([], replace(cluster(), budget_short=[]))[0])
+    assert "disruption budget short" not in unmarked
+
+
+def test_each_cluster_limit_is_drawn_on_the_panel_of_its_resource() -> None:
+    limited = [
+        Limited("vCPUs", "vCPUs", [24.0] * 60, [20.0] * 60, limit=40),
+        Limited("memory", "GiB", [96.0] * 60, [80.0] * 60, limit=160),
+    ]
+    panels = panels_of([], replace(cluster(), limited=limited))
+    assert len(panels) == 4  # nodes, vCPUs, memory, pods waiting
+    (nodes, nodes_labels), (vcpus, vcpu_labels), (memory, memory_labels) = map(drawn, panels[:3])
+    assert "cluster limit (8 nodes)" in nodes_labels
+    assert line(nodes, "cluster limit (8 nodes)")[1] == [8.0, 8.0]
+    assert vcpus.get_title(loc="left") == "cluster: vCPUs in service"
+    assert line(vcpus, "cluster limit (40 vCPUs)")[1] == [40.0, 40.0]
+    assert line(vcpus, "nodescaler")[1] == [24.0] * 60
+    assert memory.get_title(loc="left") == "cluster: memory in service"
+    assert line(memory, "cluster limit (160 GiB)")[1] == [160.0, 160.0]
+    assert [label for label in vcpu_labels + memory_labels if "limit" in label] == [
+        "cluster limit (40 vCPUs)",
+        "cluster limit (160 GiB)",
+    ]
+    assert not any(
+        "limit" in label for label in drawn(panels_of([], cluster(max_nodes=None))[0])[1]
+    )
+
+
+def test_a_limited_series_of_the_wrong_length_is_named() -> None:
+    short = Limited("vCPUs", "vCPUs", [4.0], [4.0] * 60, limit=8)
+    with pytest.raises(ValueError, match=r"the cluster: vCPUs \(nodescaler\) has 1 values"):
+        replace(cluster(), limited=[short])
+
+
+def test_the_runs_vcpus_and_memory_in_service_are_charted_against_the_scenarios_limits() -> None:
+    scenario = Scenario.model_validate(
+        {
+            "name": "limits",
+            "minutes": 2,
+            "environment": {"CLUSTER_MAX_VCPUS": "40", "CLUSTER_MAX_MEMORY_GIB": "160"},
+            "groups": [
+                {"name": "small-ng", "policy": "batch", "max": 9},
+                {"name": "big-ng", "policy": "batch", "max": 9},
+            ],
+        }
+    )
+    sizes = {"small-ng": (4.0, 16.0), "big-ng": (16.0, 64.0)}  # vCPUs, GiB a node
+
+    def run(controller: str, small: list[int], big: list[int]) -> runner.Run:
+        rows = [
+            {"minute": m, "group": g, "desired": n, "in_service": n, "pending_pods": 0}
+            for m in range(3)
+            for g, n in (("small-ng", small[m]), ("big-ng", big[m]))
+        ]
+        return runner.Run(controller, minutes=rows, node_sizes=sizes)
+
+    runs = {
+        runner.NODESCALER: run(runner.NODESCALER, [0, 1, 2], [0, 0, 1]),
+        runner.BASELINE: run(runner.BASELINE, [0, 3, 3], [1, 1, 1]),
+    }
+    _, cluster_chart = runner.charted(scenario, runs)
+    vcpus, memory = cluster_chart.limited
+    assert (vcpus.name, vcpus.limit, vcpus.ours, vcpus.baseline) == (
+        "vCPUs",
+        40,
+        [0, 4, 24],
+        [16, 28, 28],
+    )
+    assert (memory.unit, memory.limit, memory.ours) == ("GiB", 160, [0, 16, 96])
+    assert cluster_chart.max_nodes is None  # no node limit set: none drawn
+    unlimited = scenario.model_copy(update={"environment": {}})
+    assert runner.charted(unlimited, runs)[1].limited == []

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from nodescaler_sandbox.figures import (
     NEVER_SCHEDULED,
     PodRecord,
     ScaleUp,
+    budget_short_minutes,
     demand_to_scale_request,
+    disruption,
     fit_no_group,
     percentile,
+    pod_ready,
     pod_waits,
+    unschedulable_pod_minutes,
 )
 
 GROUPS = ["cpu-ng", "gpu-ng"]
@@ -79,3 +85,75 @@ def test_pods_no_group_could_take_are_named() -> None:
         PodRecord("never-waited", 0, bound=0),
     ]
     assert fit_no_group(pods) == ["huge"]
+
+
+def test_ready_times_count_pods_that_waited_and_turned_ready_by_the_group_they_bound_to() -> None:
+    pods = [
+        PodRecord("a", 0, unschedulable=0, bound=2, ready=3, group="cpu-ng"),
+        PodRecord("b", 10, unschedulable=10, bound=12, ready=17, group="cpu-ng"),
+        PodRecord("c", 0, unschedulable=0, bound=30, ready=31.5, group="gpu-ng"),
+        PodRecord("d", 0, unschedulable=0, bound=5, group="gpu-ng"),  # never Ready: no figure
+        PodRecord("quick", 0, bound=0, ready=9, group="cpu-ng"),  # never waited for a node
+    ]
+    ready = pod_ready(pods)
+    assert ready["overall"] == {"pods": 3, "p50": 7.0, "p99": 31.5, "max": 31.5}
+    assert ready["cpu-ng"] == {"pods": 2, "p50": 3.0, "p99": 7.0, "max": 7.0}
+    assert ready["gpu-ng"] == {"pods": 1, "p50": 31.5, "p99": 31.5, "max": 31.5}
+    assert set(ready) == {"overall", "cpu-ng", "gpu-ng"}
+
+
+def minute(at: int, pending: int, groups: list[str] = GROUPS) -> list[dict[str, Any]]:
+    """A minute's rows, one a group, each with the cluster's pending pods."""
+    return [{"minute": at, "group": g, "pending_pods": pending} for g in groups]
+
+
+def test_unschedulable_pod_minutes_count_each_minute_once_whatever_the_groups() -> None:
+    rows = [*minute(0, 0), *minute(1, 3), *minute(2, 3), *minute(3, 1), *minute(4, 0)]
+    assert unschedulable_pod_minutes(rows) == 7  # not 14: both groups' rows carry the 3
+    assert unschedulable_pod_minutes(minute(0, 5, ["only-ng"])) == 5
+    assert unschedulable_pod_minutes([]) == 0
+
+
+def test_a_budget_is_short_only_after_it_was_first_met() -> None:
+    looks = [
+        (0, "web", False),  # its pods still starting: nothing disrupted them
+        (1, "web", True),
+        (3, "web", False),  # a disruption
+        (3.5, "web", False),  # the same minute again: counted once
+        (4, "web", True),
+        (6, "web", False),
+        (6, "db", True),
+        (7, "db", False),
+        (9, "jobs", False),  # never met: never short
+    ]
+    assert budget_short_minutes(looks) == [3, 6, 7]
+
+
+def test_two_budgets_short_in_one_minute_count_one_minute() -> None:
+    looks = [(0, "web", True), (0, "db", True), (5, "web", False), (5, "db", False)]
+    assert budget_short_minutes(looks) == [5]
+    assert (
+        disruption(evictions_asked=0, evicted=0, nodes_removed=0, killed=0, budget_short=[5])[
+            "disruption_budget_short_minutes"
+        ]
+        == 1
+    )
+
+
+def test_evictions_refused_by_a_budget_and_pods_killed_are_counted_apart() -> None:
+    figures = disruption(
+        evictions_asked=10, evicted=7, nodes_removed=3, killed=2, budget_short=[4, 5]
+    )
+    assert figures == {
+        "evictions": 7,
+        "evictions_refused_by_budget": 3,
+        "nodes_removed": 3,
+        "evictions_per_removed_node": 2.33,
+        "pods_killed_with_their_instance": 2,
+        "disruption_budget_short_minutes": 2,
+    }
+
+
+def test_with_no_node_removed_evictions_per_node_is_no_figure() -> None:
+    figures = disruption(evictions_asked=2, evicted=2, nodes_removed=0, killed=0, budget_short=[])
+    assert figures["evictions_per_removed_node"] is None

@@ -208,3 +208,89 @@ def test_the_format_documented_in_the_scenarios_readme_loads(tmp_path: Path) -> 
         "queue-deleted",
     ]
     assert scenario.deployments[0].priority == 0
+
+
+QUEUE = "queues:\n  - {{name: jobs, tasks: {{0: 5}}, taskMinutes: 2, maxWorkers: 3}}\n"
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        pytest.param(
+            "{{from: 5, until: 8, kind: cloudwatch-down}}",
+            "faults.1.kind: Input should be 'queue-deleted', 'cloudwatch-outage', ",
+            id="an unknown kind",
+        ),
+        pytest.param("{{from: 5, until: 8}}", "faults.1.kind: Field required", id="no kind"),
+        pytest.param(
+            "{{from: 5, until: 5, kind: kubernetes-down}}",
+            "faults.1.until: 5 is not after from (5)",
+            id="an empty window",
+        ),
+        pytest.param(
+            '{{from: "00:08", until: "00:05", kind: kubernetes-down}}',
+            "faults.1.until: 5 is not after from (8)",
+            id="a window ending before it begins",
+        ),
+        pytest.param(
+            "{{from: 5, kind: kubernetes-down}}",
+            "faults.1.until: Field required",
+            id="no end",
+        ),
+        pytest.param(
+            "{{from: 5, until: 8, kind: queue-deleted}}",
+            "faults.1.target: a queue-deleted fault names a queue of the scenario (jobs), not None",
+            id="a queue-deleted fault without its queue",
+        ),
+        pytest.param(
+            "{{from: 5, until: 8, kind: queue-deleted, target: jobz}}",
+            "faults.1.target: a queue-deleted fault names a queue of the scenario (jobs), "
+            "not 'jobz'",
+            id="a queue-deleted fault naming a queue the scenario lacks",
+        ),
+        pytest.param(
+            "{{from: 5, until: 8, kind: throttling}}",
+            "faults.1.target: throttling names a service (autoscaling, ",
+            id="throttling without its service",
+        ),
+        pytest.param(
+            "{{from: 5, until: 8, kind: throttling, target: lambda}}",
+            "faults.1.target: throttling names a service (autoscaling, cloudwatch, dynamodb, "
+            "ec2, eks, sqs), not 'lambda'",
+            id="throttling a service the product does not call",
+        ),
+        pytest.param(
+            "{{from: 5, until: 8, kind: cloudwatch-outage, target: jobs}}",
+            "faults.1.target: a cloudwatch-outage fault takes no target",
+            id="a target where none is taken",
+        ),
+        pytest.param(
+            "{{from: 5, until: 8, kind: kubernetes-down, seconds: 3}}",
+            "faults.1.seconds: a kubernetes-down fault takes no seconds",
+            id="seconds where only kubernetes-slow takes them",
+        ),
+    ],
+)
+def test_a_fault_window_that_cannot_be_applied_is_named(
+    tmp_path: Path, fault: str, message: str
+) -> None:
+    good = "faults:\n  - {{from: 1, until: 2, kind: kubernetes-down}}\n"
+    path = write(tmp_path, GOOD + QUEUE + good + f"  - {fault}\n")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value).startswith(f"{path}: {message}")
+
+
+def test_fault_windows_with_their_targets_load(tmp_path: Path) -> None:
+    faults = (
+        "faults:\n"
+        "  - {{from: 5, until: 8, kind: queue-deleted, target: jobs}}\n"
+        "  - {{from: 5, until: 8, kind: throttling, target: autoscaling}}\n"
+        '  - {{from: "00:01", until: "00:02", kind: kubernetes-slow, seconds: 3}}\n'
+    )
+    scenario = load_scenario(write(tmp_path, GOOD + QUEUE + faults))
+    assert [(f.start, f.until, f.kind, f.target) for f in scenario.faults] == [
+        (5, 8, "queue-deleted", "jobs"),
+        (5, 8, "throttling", "autoscaling"),
+        (1, 2, "kubernetes-slow", None),
+    ]

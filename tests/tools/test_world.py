@@ -1,12 +1,14 @@
 """The sandbox's scheduler: requests, nodeSelector and taints decide where a pod may go,
-the least allocated node takes it, and it turns Ready `readyAfterSeconds` after binding."""
+the least allocated node takes it, and it turns Ready `readyAfterSeconds` after binding;
+and what a node's going does to its pods: evicted, or killed with it."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from nodescaler_sandbox.cluster import SimulatedCluster
-from nodescaler_sandbox.kube.apiserver import Cluster, is_ready
+from nodescaler_sandbox.kube.apiserver import ApiError, Cluster, is_ready
 from nodescaler_sandbox.workloads import pod
 
 T0 = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
@@ -62,3 +64,39 @@ def test_a_pod_turns_ready_after_its_delay() -> None:
     assert not is_ready(found)
     world.schedule(T0 + timedelta(seconds=30))
     assert is_ready(world.store.objects["pods"][("default", "slow")])
+
+
+def test_pods_on_a_node_that_goes_are_killed_unless_evicted_first() -> None:
+    world = cluster()
+    world.store.graceful_deletion = True  # an evicted pod stays, terminating, on its node
+    on_a = {"kubernetes.io/hostname": "ip-i-a"}
+    for name in ("evicted", "terminating", "kept-1", "kept-2"):
+        world.store.put("pods", pod(name, "web", "1", "1Gi", node_selector=on_a))
+    world.store.put("pods", pod("elsewhere", "web", "1", "1Gi", node_selector={"accelerator": "x"}))
+    world.schedule(T0)
+    world.store.evict("default", "evicted", 0)  # gone at once
+    world.store.evict("default", "terminating")  # still on the node when it goes
+    world.release("i-a")
+    assert sorted(world.killed) == ["kept-1", "kept-2"]
+    assert (world.store.evicted, world.nodes_removed) == (2, 1)
+    assert ("default", "elsewhere") in world.store.objects["pods"]  # pending: nothing to kill
+    world.release("i-a")  # gone already: nothing more
+    assert (len(world.killed), world.nodes_removed) == (2, 1)
+
+
+def test_an_eviction_a_budget_refuses_is_asked_but_not_done() -> None:
+    world = cluster()
+    world.store.put(
+        "poddisruptionbudgets",
+        {
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+        },
+    )
+    for n in range(3):
+        world.store.put("pods", pod(f"web-{n}", "web", "1", "1Gi"))
+    world.schedule(T0)  # bound and Ready at once
+    world.store.evict("default", "web-0")
+    with pytest.raises(ApiError):
+        world.store.evict("default", "web-1")  # two must stay healthy
+    assert (len(world.store.evictions), world.store.evicted) == (2, 1)

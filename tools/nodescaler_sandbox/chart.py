@@ -1,6 +1,7 @@
 """A PNG chart of a sandbox scenario: per node group, its size over time and, in a panel of
 its own below it, each of its metrics against its target; then the whole cluster: nodes
-of both runs against the cluster's node limit, disruption budgets short, and the pods
+of both runs against the cluster's node limit, disruption budgets short, the vCPUs and
+memory in service against the cluster's limits on them (when it has them), and the pods
 waiting for a node.
 
 Drawn with matplotlib's object-oriented API on the Agg canvas, so nothing touches pyplot's
@@ -77,6 +78,18 @@ class GroupChart:
 
 
 @dataclass(frozen=True)
+class Limited:
+    """A resource the cluster limits (vCPUs, memory), in service in both runs: a panel of
+    its own, as its scale is not the nodes'."""
+
+    name: str  # "vCPUs", "memory"
+    unit: str  # "vCPUs", "GiB"
+    ours: Sequence[float]
+    baseline: Sequence[float]
+    limit: float
+
+
+@dataclass(frozen=True)
 class ClusterChart:
     """The whole cluster, both runs: nodes in service, pods waiting for a node."""
 
@@ -88,14 +101,18 @@ class ClusterChart:
     max_nodes: int | None = None  # the cluster's node limit, if it has one
     budget_short: Sequence[tuple[float, float]] = field(default=())  # spans, nodescaler's run
     faults: Sequence[tuple[float, float, str]] = field(default=())  # (from, until, kind)
+    limited: Sequence[Limited] = field(default=())  # a panel each
 
     def __post_init__(self) -> None:
-        series = {
+        series: dict[str, Sequence[float]] = {
             "nodes": self.nodes,
             "baseline_nodes": self.baseline_nodes,
             "pending": self.pending,
             "baseline_pending": self.baseline_pending,
         }
+        for resource in self.limited:
+            series[f"{resource.name} (nodescaler)"] = resource.ours
+            series[f"{resource.name} (baseline)"] = resource.baseline
         _same_length("the cluster", self.minutes, series)
 
 
@@ -123,6 +140,13 @@ def panels_of(groups: Sequence[GroupChart], cluster: ClusterChart | None = None)
             )
     if cluster is not None:
         panels.append((CLUSTER_INCHES, partial(_cluster_nodes_panel, cluster=cluster)))
+        for resource in cluster.limited:
+            panels.append(
+                (
+                    CLUSTER_INCHES,
+                    partial(_limited_panel, minutes=cluster.minutes, resource=resource),
+                )
+            )
         panels.append((CLUSTER_INCHES, partial(_cluster_pending_panel, cluster=cluster)))
     return panels or [(NODES_INCHES, _no_groups)]
 
@@ -344,6 +368,23 @@ def _cluster_nodes_panel(ax: Axes, cluster: ClusterChart) -> list[Entry]:
     return [(handle, str(handle.get_label())) for handle in handles]
 
 
+def _limited_panel(ax: Axes, minutes: Sequence[float], resource: Limited) -> list[Entry]:
+    """A limited resource in service, both runs, against the cluster's limit on it."""
+    _frame(ax, f"cluster: {resource.name} in service", resource.unit)
+    handles = _both_runs(ax, minutes, resource.ours, resource.baseline)
+    handles.append(
+        ax.axhline(
+            resource.limit,
+            color=LIMIT,
+            linestyle="-.",
+            linewidth=1.2,
+            label=f"cluster limit ({resource.limit:g} {resource.unit})",
+        )
+    )
+    ax.set_ylim(bottom=0, top=_top(max([resource.limit, *resource.ours, *resource.baseline])))
+    return [(handle, str(handle.get_label())) for handle in handles]
+
+
 def _cluster_pending_panel(ax: Axes, cluster: ClusterChart) -> list[Entry]:
     _frame(ax, "cluster: pods waiting for a node", "pods", integer=True)
     handles = _both_runs(ax, cluster.minutes, cluster.pending, cluster.baseline_pending)
@@ -352,7 +393,7 @@ def _cluster_pending_panel(ax: Axes, cluster: ClusterChart) -> list[Entry]:
 
 
 def _both_runs(
-    ax: Axes, minutes: Sequence[float], ours: Sequence[int], theirs: Sequence[int]
+    ax: Axes, minutes: Sequence[float], ours: Sequence[float], theirs: Sequence[float]
 ) -> list[Artist]:
     """nodescaler's line, and the baseline's dashed."""
     return [

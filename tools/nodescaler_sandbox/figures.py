@@ -1,21 +1,26 @@
 """The figures a run is judged by, from what happened to each pod and each group.
 
-Pure: the ledger of pods (`PodRecord`) and the scale requests in, numbers out, so each
-figure can be checked on a hand-made timeline whose right answer is known. Times are
-minutes from the start of the run.
+Pure: the ledger of pods (`PodRecord`), the scale requests, the minutes' rows and the
+budgets' looks in, numbers out, so each figure can be checked on a hand-made timeline
+whose right answer is known. Times are minutes from the start of the run.
 
 - A pod *waited* when the scheduler once found no node for it. Its wait runs from its
   creation to its binding (or to its going, or to the end of the run, if it never bound).
+- A pod's *Ready time* runs from its creation to its turning Ready; like the wait, it is
+  figured for the pods that waited, overall and by the group each bound to.
 - A group's *demand-to-scale-request* time runs from a pod the group could take turning
   unschedulable to a scale-up of a group that can take that pod (or to the pod finding room
   without one). Another group's scale-up answers nothing: a pod that needs a GPU is not
   helped by more CPU nodes.
+- *Unschedulable pod-minutes* sum the pods waiting for a node, a minute at a time.
+- A disruption budget is *short* in a minute it has too few healthy pods after it was
+  first met; pods evicted count apart from pods killed with their instance, unevicted.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,15 +89,67 @@ def spread(values: Sequence[float]) -> dict[str, Any]:
 def pod_waits(pods: Iterable[PodRecord], end: float) -> dict[str, dict[str, Any]]:
     """p50, p99 and max of the waits of pods that had to wait for a node: overall and by
     the group each bound to."""
+    return _overall_and_by_group((p, p.wait(end)) for p in pods if p.waited())
+
+
+def pod_ready(pods: Iterable[PodRecord]) -> dict[str, dict[str, Any]]:
+    """p50, p99 and max of the time from creation to Ready of pods that had to wait for a
+    node and turned Ready: overall and by the group each bound to."""
+    return _overall_and_by_group(
+        (p, p.ready - p.created) for p in pods if p.waited() and p.ready is not None
+    )
+
+
+def _overall_and_by_group(figures: Iterable[tuple[PodRecord, float]]) -> dict[str, dict[str, Any]]:
     by_group: dict[str, list[float]] = {}
     overall = []
-    for pod in pods:
-        if not pod.waited():
-            continue
-        wait = pod.wait(end)
-        overall.append(wait)
-        by_group.setdefault(pod.group or NEVER_SCHEDULED, []).append(wait)
-    return {"overall": spread(overall)} | {g: spread(w) for g, w in sorted(by_group.items())}
+    for pod, figure in figures:
+        overall.append(figure)
+        by_group.setdefault(pod.group or NEVER_SCHEDULED, []).append(figure)
+    return {"overall": spread(overall)} | {g: spread(v) for g, v in sorted(by_group.items())}
+
+
+def unschedulable_pod_minutes(rows: Iterable[Mapping[str, Any]]) -> int:
+    """The pods waiting for a node, summed over the minutes. Every group's row of a minute
+    carries the same cluster-wide count, so a minute counts once however many groups."""
+    pending: dict[float, int] = {}
+    for row in rows:
+        pending.setdefault(row["minute"], row["pending_pods"])
+    return sum(pending.values())
+
+
+def budget_short_minutes(looks: Iterable[tuple[float, str, bool]]) -> list[int]:
+    """The minutes in which a disruption budget had too few healthy pods after it was first
+    met: a disruption. Before then its pods are still starting, which nothing disrupted.
+    `looks`: (minute, budget, met), in the order they were taken."""
+    met_once: set[str] = set()
+    short: set[int] = set()
+    for minute, budget, met in looks:
+        if met:
+            met_once.add(budget)
+        elif budget in met_once:
+            short.add(int(minute))
+    return sorted(short)
+
+
+def disruption(
+    *,
+    evictions_asked: int,
+    evicted: int,
+    nodes_removed: int,
+    killed: int,
+    budget_short: Sequence[int],
+) -> dict[str, Any]:
+    """What scale-in cost the workloads: evictions done and refused by a budget, per node
+    removed; pods killed with their instance, never evicted; minutes a budget was short."""
+    return {
+        "evictions": evicted,
+        "evictions_refused_by_budget": evictions_asked - evicted,
+        "nodes_removed": nodes_removed,
+        "evictions_per_removed_node": round(evicted / nodes_removed, 2) if nodes_removed else None,
+        "pods_killed_with_their_instance": killed,
+        "disruption_budget_short_minutes": len(budget_short),
+    }
 
 
 def demand_to_scale_request(

@@ -2,11 +2,11 @@
 handlers, on the events AWS would send) and once by the reactive baseline in the manner
 of Cluster Autoscaler; then writes what happened under `out/demo/<scenario>/`:
 - `timeline.txt` (also printed): time, group, metrics against targets, current → desired, why;
-- `summary.json`: both runs' figures side by side (`figures`: node-hours, pod waits, each
-  group's demand-to-scale-request time, evictions and pods killed, budget-short minutes,
-  Auto Scaling writes, sizes; see scenarios/README.md);
+- `summary.json`: both runs' figures side by side (`figures`: node-hours, pod waits and
+  Ready times, each group's demand-to-scale-request time, evictions and pods killed,
+  budget-short minutes, Auto Scaling writes, sizes; see scenarios/README.md);
 - `chart.png` (`chart`): a panel for each group's nodes, each of its metrics, and the
-  cluster;
+  cluster's nodes, vCPUs and memory against its limits, and pods waiting;
 - `timeline.json` (every minute, both runs), `pods.json` (each pod: created, found no node,
   bound, Ready, gone, in minutes, and its group) and `logs-<run>.jsonl` (the functions' logs).
 """
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -31,6 +31,9 @@ from nodescaler_sandbox.provision import group_sizes
 from nodescaler_sandbox.sandbox import REGION, ROOT, Sandbox, sandbox
 from nodescaler_sandbox.scenario_file import Scenario, load_scenario
 from nodescaler_sandbox.world import World, instance_capacity
+
+if TYPE_CHECKING:
+    from nodescaler_sandbox.chart import ClusterChart, GroupChart
 
 OUT = Path("out/demo")
 SCENARIOS = ROOT / "scenarios"
@@ -70,6 +73,8 @@ class Run:
     termination_asked: list[tuple[str, list[str]]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)  # Kubernetes Events written
     termination_failed: int = 0
+    # each group's node as the cluster's limits count it (its instance type): vCPUs, GiB
+    node_sizes: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def run(
@@ -160,7 +165,7 @@ def _simulate(
         result.launch_failures = [
             ((at - scenario.start).total_seconds() / 60, group) for at, group in box.launch_failures
         ]
-        result.budget_short = sorted(world.budget_short)
+        result.budget_short = figures.budget_short_minutes(world.budget_looks)
         result.drains = list(box.drained)
         result.evictions_asked = len(world.cluster.store.evictions)
         result.evicted = world.cluster.store.evicted
@@ -168,6 +173,9 @@ def _simulate(
         result.events = list(world.cluster.store.objects["events"].values())
         result.killed = len(world.cluster.killed)
         result.nodes_removed = world.cluster.nodes_removed
+        result.node_sizes = {
+            g.name: _node_size(box.client("ec2"), g.instance_type) for g in scenario.groups
+        }
     result.scale_requests = _scale_requests(
         result.minutes, {g.name: g.min for g in scenario.groups}
     )
@@ -221,6 +229,13 @@ def _as_cluster_autoscaler_reads_them(scenario: Scenario, box: Sandbox) -> dict[
         )
         for g in scenario.groups
     }
+
+
+def _node_size(ec2: Any, instance_type: str) -> tuple[float, float]:
+    """vCPUs and memory (GiB) of an instance type, as nodescaler counts them against the
+    cluster's limits (not a `node:` shape the scenario gives its nodes)."""
+    described = ec2.describe_instance_types(InstanceTypes=[instance_type])["InstanceTypes"][0]
+    return described["VCpuInfo"]["DefaultVCpus"], described["MemoryInfo"]["SizeInMiB"] / 1024
 
 
 def _observe(world: World, decisions: Decisions | None, minute: int) -> list[dict[str, Any]]:
@@ -372,7 +387,6 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
     by_minute: dict[int, list[dict[str, Any]]] = {}
     for row in result.minutes:
         by_minute.setdefault(row["minute"], []).append(row)
-    pending = [rows[0]["pending_pods"] for rows in by_minute.values()]
     scale_ups = [
         figures.ScaleUp(r["minute"], r["group"])
         for r in result.scale_requests
@@ -381,11 +395,9 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
     fit_no_group = figures.fit_no_group(result.pods)
     summary: dict[str, Any] = {
         "node_hours": round(sum(r["in_service"] for r in result.minutes) / 60, 2),
-        "unschedulable_pod_minutes": sum(pending),
+        "unschedulable_pod_minutes": figures.unschedulable_pod_minutes(result.minutes),
         "pod_wait_minutes": figures.pod_waits(result.pods, scenario.minutes),
-        "pod_ready_minutes": figures.spread(
-            [p.ready - p.created for p in result.pods if p.waited() and p.ready is not None]
-        ),
+        "pod_ready_minutes": figures.pod_ready(result.pods),
         "longest_demand_to_scale_request_minutes": figures.demand_to_scale_request(
             result.pods, scale_ups, groups, scenario.minutes
         ),
@@ -396,14 +408,13 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
             if e.get("reason") == "NotTriggerScaleUp"
         ][:10],
         "aws_write_calls": {g: result.writes.get(g, 0) for g in groups},
-        "evictions": result.evicted,
-        "evictions_refused_by_budget": result.evictions_asked - result.evicted,
-        "nodes_removed": result.nodes_removed,
-        "evictions_per_removed_node": (
-            round(result.evicted / result.nodes_removed, 2) if result.nodes_removed else None
+        **figures.disruption(
+            evictions_asked=result.evictions_asked,
+            evicted=result.evicted,
+            nodes_removed=result.nodes_removed,
+            killed=result.killed,
+            budget_short=result.budget_short,
         ),
-        "pods_killed_with_their_instance": result.killed,
-        "disruption_budget_short_minutes": len(result.budget_short),
         "peak_desired": {
             g: max(r["desired"] for r in result.minutes if r["group"] == g) for g in groups
         },
@@ -481,7 +492,7 @@ def _side_by_side(summary: dict[str, Any]) -> str:
     for key, value in ours.items():
         if isinstance(value, int | float) or value is None:
             line(key, value, theirs.get(key))
-        elif key == "pod_wait_minutes":
+        elif key in ("pod_wait_minutes", "pod_ready_minutes"):
             for group, figures_ in value.items():
                 other = theirs[key].get(group, {})
                 for name in ("p50", "p99", "max"):
@@ -504,6 +515,14 @@ def _cell(value: Any) -> str:
 
 
 def _chart(scenario: Scenario, runs: dict[str, Run], path: Path) -> None:
+    from nodescaler_sandbox import chart
+
+    title = f"{scenario.name}: nodescaler vs a Cluster Autoscaler baseline"
+    chart.render(path, title, *charted(scenario, runs))
+
+
+def charted(scenario: Scenario, runs: dict[str, Run]) -> tuple[list[GroupChart], ClusterChart]:
+    """What the chart draws of both runs: each group's panels, and the cluster's."""
     from nodescaler_sandbox import chart
 
     groups = []
@@ -542,6 +561,20 @@ def _chart(scenario: Scenario, runs: dict[str, Run], path: Path) -> None:
             )
         )
     limit = scenario.environment.get("CLUSTER_MAX_NODES")
+    limited = [  # a panel each, on its own scale: one vCPU is not one GiB, nor one node
+        chart.Limited(
+            name,
+            unit,
+            _in_service(ours, resource),
+            _in_service(theirs, resource),
+            float(scenario.environment[setting]),
+        )
+        for setting, name, unit, resource in (
+            ("CLUSTER_MAX_VCPUS", "vCPUs", "vCPUs", 0),
+            ("CLUSTER_MAX_MEMORY_GIB", "memory", "GiB", 1),
+        )
+        if setting in scenario.environment
+    ]
     cluster = chart.ClusterChart(
         minutes=list(range(scenario.minutes + 1)),
         nodes=_per_minute(ours, "in_service"),
@@ -551,9 +584,9 @@ def _chart(scenario: Scenario, runs: dict[str, Run], path: Path) -> None:
         max_nodes=int(limit) if limit else None,
         budget_short=_spans(ours.budget_short),
         faults=[(f.start, f.until, f.kind) for f in scenario.faults],
+        limited=limited,
     )
-    title = f"{scenario.name}: nodescaler vs a Cluster Autoscaler baseline"
-    chart.render(path, title, groups, cluster)
+    return groups, cluster
 
 
 def _rows_by_minute(result: Run, key: str) -> list[list[Any]]:
@@ -566,6 +599,15 @@ def _rows_by_minute(result: Run, key: str) -> list[list[Any]]:
 def _per_minute(result: Run, key: str) -> list[int]:
     """`key` summed over the groups, each minute."""
     return [sum(values) for values in _rows_by_minute(result, key)]
+
+
+def _in_service(result: Run, resource: int) -> list[float]:
+    """The vCPUs (`resource` 0) or memory (1) of the nodes in service, each minute."""
+    by_minute: dict[int, float] = {}
+    for row in result.minutes:
+        size = result.node_sizes[row["group"]][resource]
+        by_minute[row["minute"]] = by_minute.get(row["minute"], 0) + row["in_service"] * size
+    return [by_minute[m] for m in sorted(by_minute)]
 
 
 def _minutes_since(scenario: Scenario, at: str) -> float:

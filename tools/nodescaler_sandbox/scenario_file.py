@@ -327,3 +327,6 @@ def _check_fault(where: str, fault: FaultSpec, queues: set[str]) -> None:
         )
     if fault.kind not in ("queue-deleted", "throttling") and fault.target is not None:
         raise ScenarioError(f"{where}.target: a {fault.kind} fault takes no target")
+    # checked here, as `seconds` has a default: given to another kind it would do nothing
+    if fault.kind != "kubernetes-slow" and "seconds" in fault.model_fields_set:
+        raise ScenarioError(f"{where}.seconds: a {fault.kind} fault takes no seconds")

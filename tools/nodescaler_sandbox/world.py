@@ -52,8 +52,8 @@ class World:
             )
             for q in scenario.queues
         ]
-        self.budget_short: set[int] = set()  # minutes a disruption budget had too few healthy pods
-        self._budgets_met: set[str] = set()
+        # each budget, each time the cluster reacted: (minute, budget, enough healthy pods)
+        self.budget_looks: list[tuple[float, str, bool]] = []
         self.start = box.clock.now()
         self.tasks_lost = 0  # sent while their queue was deleted
         self.pods: dict[str, PodRecord] = {}  # uid → what happened to the pod
@@ -142,7 +142,7 @@ class World:
 
     def react(self) -> None:
         """What the cluster's controllers do at once: replace lost pods, follow the
-        instances, bind pending pods, count budgets short of healthy pods."""
+        instances, bind pending pods, look at the disruption budgets."""
         for deployment in self.deployments:
             deployment.reconcile(self.cluster.store, self.minute, self.box.clock.now())
         for queue in self.queues:
@@ -158,10 +158,7 @@ class World:
         for (_, name), budget in self.cluster.store.objects["poddisruptionbudgets"].items():
             status = self.cluster.store.budget_status(budget)
             met = status["currentHealthy"] >= status["desiredHealthy"]
-            if met:
-                self._budgets_met.add(name)
-            elif name in self._budgets_met:  # short after it was first met: a disruption
-                self.budget_short.add(int(self.minute))
+            self.budget_looks.append((self.minute, name, met))  # figures.budget_short_minutes
 
     def record_pods(self) -> None:
         """What each pod went through since the last look: created, found no node (and
