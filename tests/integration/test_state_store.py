@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from nodescaler.adapters.aws.state_table import DynamoStateStore
+from nodescaler.domain.forecast import DemandHistory
 from nodescaler.domain.group_state import GroupState
 from nodescaler.domain.history import History, TimedRecommendation
 from nodescaler.errors import StateConflictError, StateCorruptError
@@ -38,6 +39,13 @@ def test_state_round_trips_with_history_decision_and_events(store: DynamoStateSt
     assert saved.version == 1
     assert store.load("ng") == saved
     assert store.load("ng").seen("m-1")
+
+
+def test_the_recorded_demand_and_lead_time_round_trip(store: DynamoStateStore) -> None:
+    demand = DemandHistory().record(T0, 7).record(T0 + timedelta(hours=2), 9)
+    state = GroupState(group="ng", demand=demand.measured_lead(timedelta(minutes=4)))
+    assert store.load("ng").demand == DemandHistory()  # nothing recorded yet
+    assert store.load(store.save(state).group).demand == state.demand
 
 
 def test_given_two_writers_from_one_version_then_only_the_first_wins(
@@ -105,6 +113,8 @@ def test_recent_events_are_bounded() -> None:
         ("history", {"S": "{not json"}, "ValidationError"),
         ("version", {"N": "1.5"}, "ValueError"),
         ("recent_events", {"S": "[1, "}, "JSONDecodeError"),
+        ("demand", {"S": '{"start": 1}'}, "KeyError"),
+        ("demand", {"S": '{"start": 1, "slots": "bm90IHpsaWI="}'}, "ValueError: demand slots"),
     ],
 )
 def test_given_a_corrupt_state_item_then_loading_it_names_the_group_and_item(

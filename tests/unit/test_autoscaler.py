@@ -589,6 +589,7 @@ def test_the_decision_carries_every_input_and_the_reason() -> None:
         "protected": 0,
         "cluster_limit": "",
         "scale_in_window": "",
+        "demand": None,  # a metric is missing: the group's demand is not known
     }
     jobs, cpu = decision.metrics
     assert (jobs.value, jobs.target, jobs.recommendation, jobs.usage_ratio, jobs.status) == (

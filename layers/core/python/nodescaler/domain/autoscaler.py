@@ -17,7 +17,7 @@ from nodescaler.domain.behavior import limit_rate, longest_period, stabilize
 from nodescaler.domain.decision import Decision, Limit, MetricOutcome, MetricStatus
 from nodescaler.domain.history import History
 from nodescaler.domain.limits import Ceiling
-from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
+from nodescaler.domain.policy import ForecastMode, MetricBase, NodeGroupPolicy, PredictiveMetric
 from nodescaler.domain.proportional import Tolerances, recommend
 from nodescaler.domain.readings import MetricReading, Reading
 from nodescaler.domain.windows import HOUR, scale_in_room
@@ -81,6 +81,13 @@ def evaluate_metric(
             waiting=reading.waiting if isinstance(reading, MetricReading) else {},
         )
 
+    if isinstance(metric, PredictiveMetric):  # a floor from history: never a missing metric
+        if not isinstance(reading, MetricReading):
+            return outcome(MetricStatus.ABSTAINED, reading.reason if reading else "no forecast")
+        acts = metric.predictive.mode is ForecastMode.FORECAST_AND_SCALE
+        status = MetricStatus.FORECAST if acts else MetricStatus.FORECAST_ONLY
+        detail = reading.detail or ""
+        return outcome(status, detail, reading.value, math.ceil(reading.value))
     if reading is None:
         return outcome(MetricStatus.MISSING, "no reading was produced")
     if not isinstance(reading, MetricReading):
@@ -124,7 +131,29 @@ def evaluate_metric(
 
 def combine(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limit]]:
     """Highest recommendation wins; a missing metric forbids scale-in; none at all holds.
-    Pending pods' vote to shed unneeded nodes counts only when no other metric votes."""
+    Pending pods' vote to shed unneeded nodes counts only when no other metric votes. A
+    forecast is a floor under the result: it may raise it, never lower it."""
+    live, limits = _combine_live(outcomes, current)
+    floor = max(
+        (o.recommendation or 0 for o in outcomes if o.status is MetricStatus.FORECAST),
+        default=None,
+    )
+    if floor is not None and floor > live:
+        # a forecast above the group's size is a scale-up, which a missing metric never holds
+        dropped = {Limit.TOLERANCE} | ({Limit.MISSING_METRIC} if floor > current else set())
+        return floor, [*(lim for lim in limits if lim not in dropped), Limit.FORECAST]
+    return live, limits
+
+
+def demand(outcomes: list[MetricOutcome], current: int) -> int | None:
+    """What the live metrics asked for, the forecast aside: the group's demand, recorded for
+    later forecasts (None while a metric is broken: its demand is not known)."""
+    if any(o.status.broken for o in outcomes):
+        return None
+    return _combine_live(outcomes, current)[0]
+
+
+def _combine_live(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limit]]:
     usable = [
         o.recommendation for o in outcomes if o.status.usable and o.recommendation is not None
     ] or [
@@ -198,6 +227,7 @@ def decide(
             protected=size.protected,
             cluster_limit=ceiling.limit if Limit.CLUSTER_LIMIT in limits and ceiling else "",
             scale_in_window=window_text,
+            demand=demand(outcomes, current),
         )
         reason = explain(decision, down.stabilization_window_seconds)
         return Evaluation(decision.model_copy(update={"reason": reason}), history)
@@ -297,6 +327,7 @@ _LIMIT_PHRASES = {
     Limit.SCALE_UP_RATE: "limited by the scale-up rate",
     Limit.SCALE_DOWN_RATE: "limited by the scale-down rate",
     Limit.SCALING_DISABLED: "scaling in this direction is disabled",
+    Limit.FORECAST: "the forecast asks for more than the live metrics",
 }
 
 
@@ -333,6 +364,8 @@ def explain(decision: Decision, down_window_seconds: int) -> str:
     else:
         parts = [f"hold at {current}"]
     voters = [o for o in decision.metrics if o.status.usable and o.recommendation is not None]
+    if Limit.FORECAST in decision.limited_by:  # the forecast drove it
+        voters = [o for o in decision.metrics if o.status is MetricStatus.FORECAST]
     voters = voters or [o for o in decision.metrics if o.status is MetricStatus.UNNEEDED]
     driver = max(voters, key=lambda o: o.recommendation or 0, default=None)
     if driver is not None:

@@ -28,6 +28,7 @@ class Limit(StrEnum):
     PROTECTED = "scale-in-protection"  # instances protected from scale-in stay
     CLUSTER_LIMIT = "cluster-limit"  # the cluster's total nodes, vCPUs or memory
     SCALE_IN_WINDOW = "scale-in-window"  # an open window caps the nodes removed an hour
+    FORECAST = "forecast"  # the forecast asked for more than the live metrics
 
 
 class MetricStatus(StrEnum):
@@ -37,6 +38,9 @@ class MetricStatus(StrEnum):
     # pending pods with nothing pending, and nodes nothing needs: a vote to shed them that
     # counts only when no other metric votes (it never outvotes one, up or down)
     UNNEEDED = "unneeded"
+    # a forecast: a floor under the live metrics' recommendation, or only recorded
+    FORECAST = "forecast"
+    FORECAST_ONLY = "forecast-only"
     MISSING = "missing"
     STALE = "stale"
     INVALID = "invalid"
@@ -85,6 +89,8 @@ class Decision(BaseModel):
     protected: int = 0  # instances protected from scale-in when decided
     cluster_limit: str = ""  # which of the cluster's limits capped it, when one did
     scale_in_window: str = ""  # the open window that held a scale-in back, when one did
+    # what the live metrics asked for, the forecast aside (recorded for later forecasts)
+    demand: int | None = None
 
     @property
     def change(self) -> int:

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from nodescaler.domain.backoff import Backoff, Provisioning
 from nodescaler.domain.decision import Decision
+from nodescaler.domain.forecast import DemandHistory
 from nodescaler.domain.history import History
 
 RECENT_EVENTS = 50  # enough to recognise a redelivered message; bounded item size
@@ -30,6 +31,8 @@ class GroupState:
     # The size nodescaler last set, and when: an Auto Scaling read older than that resize
     # (read before it, or not showing it yet) must not be decided on.
     resized: tuple[int, datetime] | None = None
+    # What its live metrics asked for, in five-minute slots, for its forecasts.
+    demand: DemandHistory = field(default_factory=DemandHistory)
 
     def seen(self, event_id: str) -> bool:
         return event_id in self.recent_events

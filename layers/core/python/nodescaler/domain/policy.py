@@ -311,6 +311,30 @@ class PendingPodsSource(Spec):
     buffer: Annotated[list[CapacityBuffer], Field(max_length=8)] = Field(default_factory=list)
 
 
+class ForecastMode(StrEnum):
+    """As EC2 Auto Scaling's predictive scaling names them."""
+
+    FORECAST_ONLY = "ForecastOnly"  # recorded, shown, never acted on
+    FORECAST_AND_SCALE = "ForecastAndScale"  # a floor under the live metrics' recommendation
+
+
+class PredictiveSource(Spec):
+    """A forecast of the group's own demand (the nodes its live metrics asked for), with
+    daily seasonality in `timeZone` from 24 hours of history and weekly from 7 days (up
+    to 14 are kept), one lead time ahead: the group's measured time from a scale request
+    to Ready nodes unless `leadTimeSeconds` says otherwise."""
+
+    mode: ForecastMode = ForecastMode.FORECAST_ONLY
+    lead_time_seconds: Annotated[int, Field(strict=True, ge=60, le=3600)] | None = None
+    time_zone: str = "UTC"
+
+    _zone = field_validator("time_zone")(_check_zone)
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.time_zone)
+
+
 # --- metrics -----------------------------------------------------------------------------
 
 
@@ -328,6 +352,8 @@ class MetricBase(Spec):
     # Read from the cluster's API server: the evaluate function then carries the
     # Kubernetes client, and the stack needs a cluster name.
     reads_cluster: ClassVar[bool] = False
+    # Computed from the group's own recorded demand rather than read from a source.
+    reads_history: ClassVar[bool] = False
 
     @field_validator("target")
     @classmethod
@@ -400,12 +426,25 @@ class PendingPodsMetric(MetricBase):
     reads_cluster: ClassVar = True
 
 
+class PredictiveMetric(MetricBase):
+    """Its reading is the forecast replica count one lead time ahead. It can start a
+    scale-up early, never cause a scale-in: it is a floor under the live metrics."""
+
+    type: Literal["Predictive"]
+    predictive: PredictiveSource = PredictiveSource()
+    target: MetricTarget = PER_REPLICA_ONE
+    allowed_targets: ClassVar = frozenset({TargetType.AVERAGE_VALUE})
+    # Computed from the group's recorded history (`domain.forecast`), not read by a producer.
+    reads_history: ClassVar[bool] = True
+
+
 MetricSpec = Annotated[
     SqsQueueMetric
     | CloudWatchMetric
     | ScheduleMetric
     | CapacityReservationMetric
-    | PendingPodsMetric,
+    | PendingPodsMetric
+    | PredictiveMetric,
     Field(discriminator="type"),
 ]
 # The `type` tags, from the union above: a metric type is declared there and nowhere else.

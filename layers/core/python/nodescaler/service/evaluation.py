@@ -16,6 +16,7 @@ from functools import partial
 from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
 from nodescaler.domain.backoff import BackoffRules, Provisioning, after_failure, provision_check
 from nodescaler.domain.decision import Decision
+from nodescaler.domain.forecast import forecast_readings
 from nodescaler.domain.group_state import GroupState, failure_key
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.optin import is_managed
@@ -102,8 +103,9 @@ class Evaluator:
         ours, protected = self._protect(group, state, now, dry_run)
         state = replace(state, protected=ours)
 
-        # 6. Metrics, then the decision.
+        # 6. Metrics (and forecasts from the group's recorded demand), then the decision.
         readings = self.producers.read_all(policy, group, now)
+        readings |= forecast_readings(policy, state.demand, now)
         size = GroupSize(
             group.desired,
             group.min_size,
@@ -124,6 +126,8 @@ class Evaluator:
         )
         evaluation = self._within_limits(decide_with, group, now, dry_run)
         decision, removing = self._which_go(group, evaluation.decision, now)
+        if decision.demand is not None:
+            state = replace(state, demand=state.demand.record(now, decision.demand))
 
         # 7. Record only, when nothing changes or the group is in dry-run.
         if decision.desired == decision.current or dry_run:
@@ -296,6 +300,11 @@ class Evaluator:
             ]
         reasons = [f.reason for f in failures] + ([overdue] if overdue else [])
         if not reasons:
+            arrived = state.provisioning is not None and provisioning is None
+            if arrived and group.desired >= state.provisioning.target:  # type: ignore[union-attr]
+                # the time from a scale request to Ready nodes: the forecasts' lead time
+                lead = now - state.provisioning.since  # type: ignore[union-attr]
+                state = replace(state, demand=state.demand.measured_lead(lead))
             return replace(state, provisioning=provisioning)
         backoff = after_failure(state.backoff, now, reasons[0], self.backoff_rules)
         return replace(state, backoff=backoff, provisioning=None).remembering(

@@ -46,4 +46,5 @@ class Producers:
     def read_all(
         self, policy: NodeGroupPolicy, group: NodeGroup, now: datetime
     ) -> dict[str, Reading]:
-        return {m.key: self.read(m, group, now) for m in policy.spec.metrics}
+        """Every metric read from a source; forecasts come from history (`domain.forecast`)."""
+        return {m.key: self.read(m, group, now) for m in policy.spec.metrics if not m.reads_history}

@@ -1,7 +1,8 @@
 """Per-group state and the decision audit trail in one DynamoDB table.
 
 Layout (pk, sk):
-  GROUP#<name>, STATE                 history, last decision, recent event ids, backoff, version
+  GROUP#<name>, STATE                 history, last decision, recent event ids, backoff, version,
+                                      demand (14 days in five-minute slots, compressed: ~1 KB)
   GROUP#<name>, DECISION#<at>#<event> one audit item per decision, deleted by TTL
   CLUSTER, BACKOFFS                   each group's latest backoff (attribute `backoff:<name>`),
                                       written with the group's state: one small read tells a
@@ -25,6 +26,7 @@ from pydantic import BaseModel
 
 from nodescaler.domain.backoff import Backoff, Provisioning
 from nodescaler.domain.decision import Decision
+from nodescaler.domain.forecast import DemandHistory
 from nodescaler.domain.group_state import GroupState
 from nodescaler.domain.history import History
 from nodescaler.domain.limits import Claims
@@ -85,6 +87,9 @@ class DynamoStateStore:
                 acting=_optional(Decision, item, "acting"),
                 acting_event=item.get("acting_event", {}).get("S", ""),
                 resized=_resized(item),
+                demand=DemandHistory.load(item["demand"]["S"])
+                if "demand" in item
+                else DemandHistory(),
             )
         except (KeyError, ValueError, TypeError) as error:  # pydantic's ValidationError too
             raise StateCorruptError(
@@ -114,6 +119,8 @@ class DynamoStateStore:
             "protected": {"S": json.dumps(sorted(state.protected))},
             "acting_event": {"S": state.acting_event},
         }
+        if state.demand.values:
+            item["demand"] = {"S": state.demand.dump()}
         if state.resized is not None:
             desired, at = state.resized
             item["resized"] = {"S": json.dumps([desired, at.isoformat()])}

@@ -1,0 +1,228 @@
+"""Forecasts from a group's recorded demand: seasonal, safe with too little or broken
+history, and a floor under the live metrics that never causes a scale-in."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from nodescaler.domain.decision import Limit, MetricStatus
+from nodescaler.domain.forecast import (
+    MAX_SLOTS,
+    UNKNOWN,
+    DemandHistory,
+    forecast,
+    forecast_readings,
+    lead_time,
+)
+from nodescaler.domain.history import History
+from nodescaler.domain.readings import MetricReading
+from pydantic import ValidationError
+
+from tests.builders import T0, policy, queue_metric, run
+
+UTC_ZONE = ZoneInfo("UTC")
+MONDAY = datetime(2026, 3, 2, tzinfo=UTC)  # T0's day, at midnight
+LEAD = timedelta(minutes=5)
+
+
+def recorded(
+    days: float, demand: Callable[[datetime], int], start: datetime = MONDAY
+) -> DemandHistory:
+    history = DemandHistory()
+    at = start
+    while at < start + timedelta(days=days):
+        history = history.record(at, demand(at))
+        at += timedelta(minutes=1)
+    return history
+
+
+def office_hours(at: datetime) -> int:
+    """10 nodes from 09:00 to 17:00 UTC on weekdays, 2 otherwise."""
+    return 10 if at.weekday() < 5 and 9 <= at.hour < 17 else 2
+
+
+def test_with_less_than_a_day_of_history_the_forecast_abstains_and_says_how_much_it_has() -> None:
+    history = recorded(0.5, office_hours)
+    made = forecast(history, MONDAY + timedelta(hours=12), LEAD, UTC_ZONE)
+    assert made.replicas is None
+    assert made.detail == "needs 24 h of history to forecast, has 12.0 h"
+
+
+def test_after_a_day_the_morning_ramp_is_asked_for_one_lead_time_before_it_comes() -> None:
+    history = recorded(1, office_hours)  # Monday
+    before_nine = MONDAY + timedelta(days=1, hours=8, minutes=55)  # Tuesday 08:55
+    assert forecast(history, before_nine, LEAD, UTC_ZONE).replicas == 10
+    assert forecast(history, before_nine - timedelta(minutes=20), LEAD, UTC_ZONE).replicas == 2
+
+
+def test_with_a_week_of_history_the_weekend_is_forecast_from_the_last_weekend() -> None:
+    history = recorded(13, office_hours)  # Monday to the next Saturday night
+    sunday_noon = MONDAY + timedelta(days=13, hours=12)
+    made = forecast(history, sunday_noon, LEAD, UTC_ZONE)
+    assert made.replicas == 2  # the days before were weekdays at 10: weeks know better
+    assert "1 weeks at that time (2)" in made.detail
+
+
+def test_one_spiky_day_does_not_set_the_forecast() -> None:
+    def spiky(at: datetime) -> int:
+        return 40 if at.day == 4 else 10  # Wednesday spikes
+
+    made = forecast(recorded(6.5, spiky), MONDAY + timedelta(days=6, hours=12), LEAD, UTC_ZONE)
+    assert made.replicas == 10  # the upper quartile of 10, 10, 10, 40, 10, 10
+
+
+def test_an_all_zero_history_forecasts_zero() -> None:
+    made = forecast(recorded(2, lambda at: 0), MONDAY + timedelta(days=2), LEAD, UTC_ZONE)
+    assert made.replicas == 0
+
+
+def test_a_busier_day_raises_the_forecast_by_its_level_within_bounds() -> None:
+    def growing(at: datetime) -> int:
+        return 10 if at < MONDAY + timedelta(days=1) else 15  # Tuesday half as busy again
+
+    made = forecast(recorded(1.5, growing), MONDAY + timedelta(days=1, hours=12), LEAD, UTC_ZONE)
+    assert made.replicas == 15
+    assert "level ×1.50" in made.detail
+
+
+def test_a_gap_in_the_history_is_unknown_not_zero() -> None:
+    history = recorded(1, lambda at: 8)
+    history = history.record(MONDAY + timedelta(days=1, hours=6), 8)  # nothing for 6 hours
+    assert history.values.count(UNKNOWN) == 6 * 12
+    assert history.known_hours() == pytest.approx(24 + 5 / 60)
+    made = forecast(history, MONDAY + timedelta(days=1, hours=6, minutes=5), LEAD, UTC_ZONE)
+    assert made.replicas == 8  # from the day before, not dragged down by the gap
+
+
+def test_a_clock_gone_back_writes_into_the_past_and_the_forecast_abstains_naming_it() -> None:
+    history = recorded(1.2, lambda at: 6)
+    back = MONDAY + timedelta(days=1)  # the clock jumped back almost 5 hours
+    history = history.record(back, 9)
+    assert history.around(back, 0) == 9  # the slot keeps the highest asked in it
+    made = forecast(history, back, LEAD, UTC_ZONE)
+    assert made.replicas is None
+    assert "past this clock (a clock gone back?)" in made.detail
+
+
+def test_a_clock_jumped_far_ahead_starts_the_history_afresh() -> None:
+    history = recorded(2, lambda at: 6)
+    later = history.record(MONDAY + timedelta(days=30), 3)
+    assert (later.values, later.known_hours()) == ((3,), 5 / 60)
+
+
+def test_fourteen_days_are_kept_and_no_more() -> None:
+    history = recorded(15, lambda at: 4)
+    assert len(history.values) == MAX_SLOTS
+    assert history.start * 300 == (MONDAY + timedelta(days=1)).timestamp()
+
+
+def test_daily_seasonality_follows_wall_clock_time_across_a_daylight_saving_change() -> None:
+    paris = ZoneInfo("Europe/Paris")
+
+    def paris_mornings(at: datetime) -> int:
+        return 12 if 9 <= at.astimezone(paris).hour < 12 else 3
+
+    # Saturday 28 March 2026; the clocks go forward that night
+    saturday = datetime(2026, 3, 27, 23, 0, tzinfo=UTC)  # 00:00 in Paris
+    history = recorded(1, paris_mornings, start=saturday)
+    nine_sunday = datetime(2026, 3, 29, 7, 0, tzinfo=UTC)  # 09:00 in Paris, summer time
+    assert forecast(history, nine_sunday - LEAD, LEAD, paris).replicas == 12
+    assert forecast(history, nine_sunday - LEAD, LEAD, UTC_ZONE).replicas == 3  # UTC: an hour off
+
+
+def test_the_history_survives_its_storage_form() -> None:
+    history = recorded(3, office_hours).measured_lead(timedelta(minutes=4))
+    stored = history.dump()
+    assert len(stored) < 4_000  # three days in a few hundred bytes, compressed
+    assert DemandHistory.load(stored) == history
+
+
+def test_the_lead_time_is_set_else_measured_else_five_minutes() -> None:
+    fresh = DemandHistory()
+    assert lead_time(fresh, None) == (timedelta(minutes=5), "default")
+    measured = fresh.measured_lead(timedelta(minutes=4)).measured_lead(timedelta(minutes=6))
+    assert measured.lead_seconds == pytest.approx(0.3 * 360 + 0.7 * 240)
+    assert lead_time(measured, None)[1] == "measured"
+    assert lead_time(measured, 600) == (timedelta(minutes=10), "set")
+
+
+# --- the forecast in a decision ------------------------------------------------------------
+
+
+def predictive(mode: str = "ForecastAndScale", **source: object) -> dict[str, object]:
+    return {"type": "Predictive", "predictive": {"mode": mode, **source}}
+
+
+def decided(
+    the_policy: object, current: int, jobs: float, history: DemandHistory, at: datetime
+) -> object:
+    readings = {"jobs": MetricReading(value=jobs, at=at)}
+    readings |= forecast_readings(the_policy, history, at)  # type: ignore[arg-type]
+    return run(the_policy, current, readings, History(), at).decision  # type: ignore[arg-type]
+
+
+def test_a_forecast_raises_a_scale_up_before_the_live_metrics_ask_and_says_so() -> None:
+    the_policy = policy(queue_metric("jobs", per_node=4), predictive(), min_replicas=1)
+    history = recorded(1, office_hours)
+    at = MONDAY + timedelta(days=1, hours=8, minutes=55)
+    decision = decided(the_policy, 2, 8, history, at)  # the queue wants 2
+    assert (decision.desired, decision.demand) == (10, 2)  # type: ignore[attr-defined]
+    assert Limit.FORECAST in decision.limited_by  # type: ignore[attr-defined]
+    assert "predictive: 10 for Tue 09:00 UTC: 1 days at that time (10)" in decision.reason  # type: ignore[attr-defined]
+
+
+def test_a_forecast_never_causes_a_scale_in_and_an_abstaining_one_never_holds_one() -> None:
+    the_policy = policy(queue_metric("jobs", per_node=4), predictive(), min_replicas=1)
+    night = MONDAY + timedelta(days=1, hours=20)
+    # the forecast says 2, the queue wants 6 of the 10: the queue decides (after its window)
+    decision = decided(the_policy, 6, 24, recorded(1, office_hours), night)
+    assert decision.desired == 6  # type: ignore[attr-defined]
+    # no history: the forecast abstains, which is not a missing metric
+    decision = decided(the_policy, 6, 24, DemandHistory(), night)
+    statuses = {m.name: m.status for m in decision.metrics}  # type: ignore[attr-defined]
+    assert statuses["predictive"] is MetricStatus.ABSTAINED
+    assert Limit.MISSING_METRIC not in decision.limited_by  # type: ignore[attr-defined]
+
+
+def test_forecast_only_is_recorded_and_never_acted_on() -> None:
+    the_policy = policy(queue_metric("jobs", per_node=4), predictive("ForecastOnly"))
+    at = MONDAY + timedelta(days=1, hours=8, minutes=55)
+    decision = decided(the_policy, 2, 8, recorded(1, office_hours), at)
+    (forecast_outcome,) = [m for m in decision.metrics if m.name == "predictive"]  # type: ignore[attr-defined]
+    assert (forecast_outcome.status, forecast_outcome.recommendation) == (
+        MetricStatus.FORECAST_ONLY,
+        10,
+    )
+    assert decision.desired == 2  # type: ignore[attr-defined]
+
+
+def test_a_forecast_above_the_size_scales_up_even_while_another_metric_is_missing() -> None:
+    the_policy = policy(queue_metric("jobs", per_node=4), predictive(), min_replicas=1)
+    at = MONDAY + timedelta(days=1, hours=8, minutes=55)
+    readings = forecast_readings(the_policy, recorded(1, office_hours), at)  # jobs missing
+    decision = run(the_policy, 2, readings, History(), at).decision
+    assert (decision.desired, decision.demand) == (10, None)
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ({"mode": "Always"}, "ForecastOnly"),
+        ({"leadTimeSeconds": 30}, "greater than or equal to 60"),
+        ({"leadTimeSeconds": "300"}, "valid integer"),
+        ({"timeZone": "Mars/Olympus"}, "unknown time zone 'Mars/Olympus'"),
+        ({"history": "14d"}, "Extra inputs are not permitted"),
+    ],
+)
+def test_a_malformed_predictive_metric_is_refused_naming_the_field(
+    source: dict[str, object], says: str
+) -> None:
+    with pytest.raises(ValidationError, match=says):
+        policy({"type": "Predictive", "predictive": source})
+
+
+def test_t0_is_a_monday_noon() -> None:  # the tests above count days from it
+    assert (T0.weekday(), T0.hour, MONDAY.date()) == (0, 12, T0.date())
