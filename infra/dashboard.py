@@ -237,6 +237,11 @@ class Dashboard(Construct):
                     search(per_group(MetricName.DESIRED_NODES, "Maximum", name), "desired"),
                     search(per_group(MetricName.CURRENT_NODES, "Maximum", name), "current"),
                     search(per_group(MetricName.IN_SERVICE_NODES, "Minimum", name), "in service"),
+                    *(
+                        [search(per_group(MetricName.FORECAST_NODES, "Maximum", name), "forecast")]
+                        if any(m.reads_history for m in policy.spec.metrics)
+                        else []
+                    ),
                 ],
                 left_y_axis=cloudwatch.YAxisProps(min=0),
                 width=6,

@@ -163,7 +163,9 @@ def test_a_tick_dated_in_the_year_9999_is_refused_naming_its_date_and_queues_not
     make_asg("gpu", tags=GPU, max_size=600)
     tick = event("schedule-tick.json", id="tick-9999", time="9999-12-31T23:59:00Z")
 
-    with pytest.raises(MalformedEventError, match=r"event tick-9999: time: dated 9999-12-31T23:59:00"):
+    with pytest.raises(
+        MalformedEventError, match=r"event tick-9999: time: dated 9999-12-31T23:59:00"
+    ):
         deployment.dispatch(tick)
 
     assert deployment.evaluations.drain() == []

@@ -74,7 +74,13 @@ def test_deletion_protection_follows_the_context() -> None:
 def test_the_sample_context_is_what_the_defaults_say_with_a_cluster_named() -> None:
     settings, policies = load_settings(CDK_CONTEXT, REPO)
     assert settings == DeploySettings(cluster_name="my-cluster")
-    assert set(policies) == {"gpu-training", "microservices", "business-hours", "web"}
+    assert set(policies) == {
+        "gpu-training",
+        "microservices",
+        "business-hours",
+        "web",
+        "web-predictive",
+    }
 
 
 @pytest.mark.parametrize(
@@ -105,7 +111,7 @@ def test_the_sample_context_is_what_the_defaults_say_with_a_cluster_named() -> N
         ),
         (
             {"clusterName": ""},
-            "cdk.json: context.nodescaler.clusterName: is empty, but policies microservices, web read "
+            "cdk.json: context.nodescaler.clusterName: is empty, but policies microservices, web, web-predictive read "
             "Kubernetes metrics from the cluster; set the EKS cluster's name",
         ),
         (

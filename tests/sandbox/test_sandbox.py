@@ -103,6 +103,20 @@ def test_a_buffer_lets_a_ramps_pods_start_without_waiting_for_a_node(tmp_path: P
     assert ours["final_desired"] == {"microservices-ng": 2}
 
 
+def test_a_forecast_brings_the_second_mornings_nodes_before_its_pods(tmp_path: Path) -> None:
+    # Monday is learnt; Tuesday to 11:00 is judged: its ramp starts at 07:30
+    summary, lines = run(tmp_path, scenario("weekday-forecast", minutes=35 * 60))
+    ours, theirs = summary[NODESCALER], summary[BASELINE]
+    assert ours["unschedulable_pod_minutes"] == 0  # Tuesday's pods never wait for a node
+    assert theirs["unschedulable_pod_minutes"] > 0
+    # Monday's ramp: no forecast yet, pending pods scale; Tuesday's: the forecast, early
+    assert any(line.startswith("07:") and "predictive ?/1" in line for line in lines)
+    assert any(
+        line.startswith("31:") and "the forecast asks for more than the live metrics" in line
+        for line in lines
+    )
+
+
 def test_the_diurnal_day_follows_its_nightly_batch_up_and_down(tmp_path: Path) -> None:
     summary, _ = run(tmp_path, scenario("diurnal-web", minutes=200))  # 00:00 to 03:20
     ours = summary[NODESCALER]

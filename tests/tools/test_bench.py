@@ -173,3 +173,13 @@ def test_the_targets_are_checked_and_a_miss_shows() -> None:
     assert _verdict(512, TARGETS["k8s_150k_pods_peak_mb"]) == "  ✗ target < 512"
     assert _verdict("n/a", TARGETS["tick_1000_groups_s"]) == "  ✗ target < 5"
     assert _verdict(1.0, None) == ""
+
+
+def test_the_forecast_error_is_zero_on_a_steady_trace_and_counts_what_falls_short() -> None:
+    from nodescaler_bench import forecast
+
+    steady = forecast.accuracy([5] * forecast.DAYS * 1440)
+    assert (steady["forecast_mape"], steady["forecast_p90_underprediction"]) == (0, 0)
+    weeks = (forecast.DAYS - 7) * 1440
+    tripled = forecast.accuracy([5] * weeks + [15] * 7 * 1440)  # the last week: 3× the demand
+    assert tripled["forecast_p90_underprediction"] > 0  # the level follows only to ×1.5

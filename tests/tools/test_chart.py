@@ -182,6 +182,12 @@ def test_drains_are_marked_on_their_groups_nodes_panel() -> None:
     assert line(ax, "node drained")[0] == [56.0, 57.5]
 
 
+def test_a_metric_missing_is_marked_and_a_forecast_still_learning_is_only_a_gap() -> None:
+    learning = replace(busy("web-ng"), abstained={"queue": [0]})
+    assert "missing" in drawn(panels_of([busy("web-ng")])[1])[1]
+    assert "missing" not in drawn(panels_of([learning])[1])[1]
+
+
 def test_budgets_short_are_shaded_over_their_minutes_on_the_cluster_nodes_panel() -> None:
     from matplotlib.colors import to_hex
 

@@ -45,7 +45,17 @@ def test_every_scenario_in_the_repository_loads() -> None:
         "spot-at-max",
         "batch-to-zero",
         "pdb-no-eviction",
+        "weekday-forecast",
     ]
+
+
+def test_the_judged_minutes_must_leave_something_to_judge(tmp_path: Path) -> None:
+    judged = load_scenario(
+        write(tmp_path, GOOD.replace("minutes: 10", "minutes: 10\njudgedFrom: 4"))
+    )
+    assert judged.judged_from == 4
+    with pytest.raises(ScenarioError, match="judgedFrom: minute 10 is not before the end"):
+        load_scenario(write(tmp_path, GOOD.replace("minutes: 10", "minutes: 10\njudgedFrom: 10")))
 
 
 def test_times_are_minutes_or_hours_and_minutes(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from nodescaler.domain.autoscaler import GroupSize
 from nodescaler.domain.backoff import BackoffRules, after_failure
+from nodescaler.domain.readings import MetricReading
 from nodescaler.observability import Dimension, MetricName, Record, result_records
 from nodescaler.service.evaluation import EvaluationResult, Outcome
 
@@ -77,3 +78,16 @@ def test_a_backed_off_group_reports_it_and_its_protected_instances() -> None:
     assert group.figures[MetricName.BACKED_OFF] == 1
     assert system.figures[MetricName.BACKED_OFF] == 1  # what the backoff alarm watches
     assert group.figures[MetricName.PROTECTED_NODES] == 2
+
+
+def test_a_forecast_is_reported_whether_acted_on_or_only_recorded() -> None:
+    for mode in ("ForecastOnly", "ForecastAndScale"):
+        predictive = {"type": "Predictive", "predictive": {"mode": mode}}
+        the_policy = policy(queue_metric("jobs", per_node=4), predictive, name="gpu")
+        forecast = MetricReading(value=12, at=T0, detail="12 for Mon 12:05 UTC")
+        decision = run(the_policy, 2, readings(jobs=8) | {"predictive": forecast}).decision
+        (figures, *_) = result_records(EvaluationResult("ng-test", Outcome.ACTED, decision))
+        assert figures.figures[MetricName.FORECAST_NODES] == 12
+    without = run(policy(queue_metric("jobs"), name="gpu"), 2, readings(jobs=8)).decision
+    (figures, *_) = result_records(EvaluationResult("ng-test", Outcome.ACTED, without))
+    assert MetricName.FORECAST_NODES not in figures.figures

@@ -434,6 +434,7 @@ def test_given_the_repository_policies_then_all_load() -> None:
         "microservices",
         "business-hours",
         "web",
+        "web-predictive",
     }
 
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from nodescaler_bench import evaluate, faults, imports, kubernetes, layers, scale_in, tick
+from nodescaler_bench import evaluate, faults, forecast, imports, kubernetes, layers, scale_in, tick
 
 RESULTS = Path("out/bench/results.json")
 Target = tuple[str, float]  # ("<", 25): the figure must be below 25
@@ -39,6 +39,7 @@ TARGETS: dict[str, Target] = {
     "faults_unrecorded_actuations": ("=", 0),
     "faults_out_of_bounds": ("=", 0),
     "faults_converged_ticks": ("≤", 2),
+    "forecast_tick_s": ("<", 5),
 }
 
 
@@ -74,6 +75,8 @@ def main() -> None:
         results.update(evaluate.run())
     with _section("Tick: 1,000 managed groups through the dispatch handler"):
         results.update(tick.run())
+    with _section("Forecast: 21 days of demand, the last week forecast; 1,000 groups' forecasts"):
+        results.update(forecast.run())
     with _section("Faults: 100 ticks with 30% of the functions' AWS calls faulted"):
         results.update(faults.run().figures())
     python = f"{platform.python_implementation()} {platform.python_version()}"

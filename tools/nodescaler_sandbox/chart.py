@@ -63,6 +63,9 @@ class GroupChart:
     launch_failures: Sequence[float] = ()  # minutes a launch failed
     baseline_desired: Sequence[int] | None = None  # the reactive baseline's desired, same minutes
     drains: Sequence[float] = ()  # minutes a drain of one of its nodes ended
+    # metric name → minutes it abstained without a value (a forecast still learning): a
+    # gap in its line, not a metric missing
+    abstained: Mapping[str, Sequence[float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Caught here, a mismatch names the group and series; matplotlib would only say
@@ -312,7 +315,12 @@ def _metric_panel(ax: Axes, chart: GroupChart, name: str, index: int) -> list[En
     if series and chart.minutes:
         (line,) = ax.plot(chart.minutes, series, color=colour, linewidth=1.3)
         entries.append((line, name))
-        missing = [m for m, v in zip(chart.minutes, series, strict=True) if math.isnan(v)]
+        quiet = set(chart.abstained.get(name, ()))
+        missing = [
+            m
+            for m, v in zip(chart.minutes, series, strict=True)
+            if math.isnan(v) and m not in quiet
+        ]
         if missing:  # a metric that could not be read: the decision held, never scaled in
             marks = ax.plot(
                 missing,

@@ -393,9 +393,10 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
         if r["to"] > r["from"]
     ]
     fit_no_group = figures.fit_no_group(result.pods)
+    judged = [r for r in result.minutes if r["minute"] >= scenario.judged_from]
     summary: dict[str, Any] = {
-        "node_hours": round(sum(r["in_service"] for r in result.minutes) / 60, 2),
-        "unschedulable_pod_minutes": figures.unschedulable_pod_minutes(result.minutes),
+        "node_hours": round(sum(r["in_service"] for r in judged) / 60, 2),
+        "unschedulable_pod_minutes": figures.unschedulable_pod_minutes(judged),
         "pod_wait_minutes": figures.pod_waits(result.pods, scenario.minutes),
         "pod_ready_minutes": figures.pod_ready(result.pods),
         "longest_demand_to_scale_request_minutes": figures.demand_to_scale_request(
@@ -421,6 +422,8 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
         "final_desired": {r["group"]: r["desired"] for r in by_minute[scenario.minutes]},
         "scale_requests": result.scale_requests,
     }
+    if scenario.judged_from:
+        summary["judged_from_minute"] = scenario.judged_from
     if scenario.queues:
         empty = next(
             (m for m, rows in by_minute.items() if m > 0 and not any(rows[0]["queues"].values())),
@@ -532,9 +535,12 @@ def charted(scenario: Scenario, runs: dict[str, Run]) -> tuple[list[GroupChart],
         baseline = [r["desired"] for r in theirs.minutes if r["group"] == group.name]
         metrics: dict[str, list[float | None]] = {}
         targets: dict[str, float] = {}
+        abstained: dict[str, list[float]] = {}
         for index, row in enumerate(rows):
             for name, metric in (row.get("metrics") or {}).items():
                 metrics.setdefault(name, [None] * len(rows))[index] = metric["value"]
+                if metric["value"] is None and metric["status"] == "abstained":
+                    abstained.setdefault(name, []).append(row["minute"])
                 if (target := _target_value(metric["target"])) is not None:
                     targets[name] = target
         groups.append(
@@ -545,6 +551,7 @@ def charted(scenario: Scenario, runs: dict[str, Run]) -> tuple[list[GroupChart],
                 in_service=[r["in_service"] for r in rows],
                 metrics=metrics,
                 targets=targets,
+                abstained=abstained,
                 scale_events=[
                     (s["minute"], s["from"], s["to"])
                     for s in ours.scale_requests

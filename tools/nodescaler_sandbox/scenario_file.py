@@ -219,6 +219,9 @@ class Scenario(_Spec):
     description: str = ""
     start: Start = Field(default_factory=lambda: _start(DEFAULT_START))
     minutes: Annotated[int, Field(gt=0, le=7 * 24 * 60)]
+    # node-hours and unschedulable pod-minutes count from here: a forecast's days of
+    # learning are left out of the comparison (both runs alike)
+    judged_from: Minute = 0
     tick_minutes: Annotated[int, Field(ge=1, le=60)] = 1
     boot_minutes: Annotated[float, Field(ge=0)] = 3
     policies: str = "../policies"  # a folder of policy files, relative to the scenario
@@ -274,6 +277,11 @@ def _check_references(scenario: Scenario) -> None:
     names = [g.name for g in scenario.groups]
     if len(set(names)) != len(names):
         raise ScenarioError(f"{where}: groups: a group name appears twice")
+    if scenario.judged_from >= scenario.minutes:
+        raise ScenarioError(
+            f"{where}: judgedFrom: minute {scenario.judged_from:g} is not before the end of "
+            f"the run (minute {scenario.minutes}): nothing would be judged"
+        )
     queues = {q.name for q in scenario.queues}
     for index, alarm in enumerate(scenario.alarms):
         if alarm.queue not in queues:

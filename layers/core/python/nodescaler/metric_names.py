@@ -23,6 +23,7 @@ class MetricName(StrEnum):
     DESIRED_NODES = "DesiredNodes"
     IN_SERVICE_NODES = "InServiceNodes"
     RECOMMENDED_NODES = "RecommendedNodes"
+    FORECAST_NODES = "ForecastNodes"  # a Predictive metric's forecast, acted on or only recorded
     EVALUATIONS = "Evaluations"
     NODES_ADDED = "NodesAdded"
     NODES_REMOVED = "NodesRemoved"

@@ -70,6 +70,14 @@ def result_records(result: EvaluationResult, latency_ms: float | None = None) ->
     }
     if latency_ms is not None:
         figures[MetricName.EVALUATION_LATENCY] = latency_ms
+    forecasts = [
+        m.recommendation
+        for m in decision.metrics
+        if m.status in ("forecast", "forecast-only")  # MetricStatus, loaded by evaluate only
+        and m.recommendation is not None
+    ]
+    if forecasts:
+        figures[MetricName.FORECAST_NODES] = max(forecasts)
     if result.outcome is Outcome.ACTED:
         figures[MetricName.NODES_ADDED] = max(decision.change, 0)
         figures[MetricName.NODES_REMOVED] = max(-decision.change, 0)

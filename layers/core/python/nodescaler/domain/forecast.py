@@ -38,7 +38,7 @@ MAX_SLOTS = int(KEPT / SLOT)  # 4,032
 UNKNOWN = -1
 LARGEST = 32_767  # what a slot holds (int16)
 NEEDED = timedelta(hours=24)
-SMOOTHING = 2  # slots either side of a reference time (±10 minutes)
+SMOOTHING = 1  # slots either side of a reference time (±5 minutes)
 LEVEL_WINDOW = timedelta(hours=1)
 LEVEL_BOUNDS = (0.75, 1.5)
 UPPER_QUARTILE = 0.75
