@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from nodescaler.domain.autoscaler import GroupSize
 from nodescaler.domain.decision import Limit, MetricStatus
 from nodescaler.domain.forecast import (
     MAX_SLOTS,
@@ -226,3 +227,21 @@ def test_a_malformed_predictive_metric_is_refused_naming_the_field(
 
 def test_t0_is_a_monday_noon() -> None:  # the tests above count days from it
     assert (T0.weekday(), T0.hour, MONDAY.date()) == (0, 12, T0.date())
+
+
+def test_the_nodes_a_forecast_added_are_not_learnt_as_demand() -> None:
+    # Given a forecast that raised the group to 10 nodes, 5 of them still booting, and
+    # pending pods that need only the 5 Ready ones
+    the_policy = policy({"type": "PendingPods"}, predictive(), min_replicas=1)
+    at = MONDAY + timedelta(days=1, hours=9)
+    readings = {
+        "pending-pods": MetricReading(value=0, at=at, needed_nodes=5),
+        "predictive": MetricReading(value=10, at=at),
+    }
+    size = GroupSize(current=10, ready=5)
+    decision = run(the_policy, 10, readings, History(), at, size=size).decision
+    # Then it holds the forecast's 10, and records a demand of 5: tomorrow asks for 5
+    assert (decision.desired, decision.demand) == (10, 5)
+    # and with no live metric saying anything, the demand is the nodes in service
+    quiet = readings | {"pending-pods": MetricReading(value=0, at=at)}
+    assert run(the_policy, 10, quiet, History(), at, size=size).decision.demand == 5

@@ -79,6 +79,7 @@ def evaluate_metric(
             status=status,
             detail=detail,
             waiting=reading.waiting if isinstance(reading, MetricReading) else {},
+            needed=reading.needed_nodes if isinstance(reading, MetricReading) else None,
         )
 
     if isinstance(metric, PredictiveMetric):  # a floor from history: never a missing metric
@@ -145,12 +146,19 @@ def combine(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limi
     return live, limits
 
 
-def demand(outcomes: list[MetricOutcome], current: int) -> int | None:
-    """What the live metrics asked for, the forecast aside: the group's demand, recorded for
-    later forecasts (None while a metric is broken: its demand is not known)."""
+def demand(outcomes: list[MetricOutcome], in_service: int) -> int | None:
+    """The nodes the live metrics say the group needs, the forecast aside: its demand,
+    recorded for later forecasts. Pending pods say how many their pods need; the others
+    what they recommend; none of them, the nodes in service. Never the group's size as
+    such: nodes a forecast asked for would count as demand the next day, and the next.
+    None while a metric is broken: the demand is not known."""
     if any(o.status.broken for o in outcomes):
         return None
-    return _combine_live(outcomes, current)[0]
+    live = [
+        o for o in outcomes if o.status not in (MetricStatus.FORECAST, MetricStatus.FORECAST_ONLY)
+    ]
+    needs = [o.needed if o.needed is not None else o.recommendation for o in live]
+    return max((n for n in needs if n is not None), default=in_service)
 
 
 def _combine_live(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limit]]:
@@ -227,7 +235,7 @@ def decide(
             protected=size.protected,
             cluster_limit=ceiling.limit if Limit.CLUSTER_LIMIT in limits and ceiling else "",
             scale_in_window=window_text,
-            demand=demand(outcomes, current),
+            demand=demand(outcomes, size.current if size.ready is None else size.ready),
         )
         reason = explain(decision, down.stabilization_window_seconds)
         return Evaluation(decision.model_copy(update={"reason": reason}), history)

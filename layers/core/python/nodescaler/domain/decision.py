@@ -68,6 +68,7 @@ class MetricOutcome(BaseModel):
     status: MetricStatus
     detail: str
     waiting: dict[str, str] = Field(default_factory=dict)  # pods that fit no group → why not here
+    needed: int | None = None  # pending pods: the nodes the group's pods need now
 
 
 class Decision(BaseModel):

@@ -23,6 +23,10 @@ class MetricReading(BaseModel):
     # For pending pods: the pods no group can take, each with why this group cannot (the
     # first few: a plan may name thousands)
     waiting: dict[str, str] = Field(default_factory=dict)
+    # For pending pods: the nodes the group's pods need now (its Ready nodes less the
+    # unneeded, the booting ones pending pods wait for, and the new ones planned): its
+    # demand, which a forecast learns from (the group's size would teach it its own guesses)
+    needed_nodes: int | None = None
 
 
 class MetricUnavailable(BaseModel):

@@ -27,7 +27,7 @@ from nodescaler.domain.policy import (
 from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
 from nodescaler.domain.reservation import reservation
 from nodescaler.domain.scale_down import Removable, Unneeded, removable, unneeded_nodes
-from nodescaler.domain.scheduling import pending, room_of, why_not
+from nodescaler.domain.scheduling import pack, pending, room_of, why_not
 from nodescaler.errors import KubernetesUnavailableError, ReservationError
 from nodescaler.ports import SnapshotSource
 from nodescaler.service.pending_pods import PendingPodsPlanner, Planned
@@ -152,6 +152,7 @@ class KubernetesMetrics:
             at=now,
             detail=detail,
             unneeded_nodes=len(spare.nodes) if spare is not None else None,
+            needed_nodes=self._needed(group, snapshot, planned, spare) + nodes,
             waiting={
                 pod.key: planned.plan.waiting.get(pod.key, {}).get(group.name, "")
                 for pod in planned.plan.unplaced[:WAITING_SHOWN]
@@ -177,6 +178,18 @@ class KubernetesMetrics:
         }
         coming, coming_pods = planned.coming(group.name)
         return fit_buffer(buffers, rooms, template, coming, coming_pods)
+
+    def _needed(
+        self, group: NodeGroup, snapshot: Snapshot, planned: Planned, spare: Unneeded | None
+    ) -> int:
+        """Of the group's nodes now, those its pods need: the Ready ones less the unneeded,
+        and the booting ones pending pods wait for (not those nothing waits for yet)."""
+        assert self._pending is not None
+        ready = sum(1 for n in snapshot.nodes if n.ready and belongs(n, group))
+        waited_for = 0
+        if arriving := planned.arriving.get(group.name):
+            waited_for = pack(arriving, self._pending.template(group, snapshot))[0]
+        return ready - (len(spare.nodes) if spare is not None else 0) + waited_for
 
     def _unneeded(
         self, group: NodeGroup, snapshot: Snapshot, cutoff: int, buffer: Sequence[Pod] = ()
