@@ -274,3 +274,29 @@ def test_a_buffer_keeps_room_for_pods_not_yet_created_and_explains_it(
         "0 pending pods: +0 nodes here, +0 in other groups; "
         "buffer: room for 4 × 1 cpu/1Gi: 2 of 4 fit now, +1 nodes for the rest"
     )
+    # its pods and its buffer need 3 nodes (34 cores): the demand a forecast would learn
+    assert pending["needed"] == 3
+
+
+def test_a_buffer_no_node_can_hold_is_named_and_pending_pods_still_get_their_nodes(
+    policies: Path,
+    calls: CallCounter,
+    clock: VirtualClock,
+    api_server: KubeApiServer,
+    tmp_path: Path,
+    output: Any,
+) -> None:
+    nowhere = "          - {pods: 2, requests: {cpu: '1'}, nodeSelector: {tier: nowhere}}\n"
+    buffered = "    - type: PendingPods\n      pendingPods:\n        buffer:\n" + nowhere
+    (policies / "batch.yaml").write_text(
+        BATCH_POLICY.replace("    - type: PendingPods\n", buffered)
+    )
+    launch_template("general", "m5.large")
+    config = str(kubeconfig(tmp_path / "kc", api_server.url))
+    deployment = Deployment(policies, calls, clock, {"KUBECONFIG_PATH": config})
+    group_at_zero("general-ng", "general")
+    api_server.cluster.put("pods", pod("job", cpu="1"))
+    deployment.tick()
+    assert desired_capacity("general-ng") == 1
+    (pending,) = next(line for line in output().logs if "decision" in line)["decision"]["metrics"]
+    assert "buffer: room for 2 × 1 cpu: a buffer pod nodeSelector tier=nowhere" in pending["detail"]

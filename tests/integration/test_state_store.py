@@ -41,6 +41,31 @@ def test_state_round_trips_with_history_decision_and_events(store: DynamoStateSt
     assert store.load("ng").seen("m-1")
 
 
+@pytest.mark.parametrize(
+    ("stored", "cause"),
+    [
+        ('{"start": 1}', "KeyError"),
+        ('{"start": 1, "slots": "bm90IHpsaWI="}', "ValueError: demand slots"),
+        ('{"start": -5, "slots": "eJwDAAAAAAE="}', "ValueError: demand: start -5"),
+    ],
+)
+def test_an_unreadable_demand_history_starts_afresh_naming_why_and_the_rest_stays(
+    store: DynamoStateStore, stored: str, cause: str
+) -> None:
+    saved = store.save(GroupState(group="ng", problems=("kept",)))
+    client("dynamodb").update_item(
+        TableName=TABLE,
+        Key={"pk": {"S": "GROUP#ng"}, "sk": {"S": "STATE"}},
+        UpdateExpression="SET demand = :v",
+        ExpressionAttributeValues={":v": {"S": stored}},
+    )
+    loaded = store.load("ng")
+    assert (loaded.version, loaded.problems, loaded.demand.values) == (saved.version, ("kept",), ())
+    assert loaded.demand.problem.startswith(
+        f"its recorded demand in {TABLE} was unreadable ({cause}"
+    )
+
+
 def test_the_recorded_demand_and_lead_time_round_trip(store: DynamoStateStore) -> None:
     demand = DemandHistory().record(T0, 7).record(T0 + timedelta(hours=2), 9)
     state = GroupState(group="ng", demand=demand.measured_lead(timedelta(minutes=4)))
@@ -113,8 +138,6 @@ def test_recent_events_are_bounded() -> None:
         ("history", {"S": "{not json"}, "ValidationError"),
         ("version", {"N": "1.5"}, "ValueError"),
         ("recent_events", {"S": "[1, "}, "JSONDecodeError"),
-        ("demand", {"S": '{"start": 1}'}, "KeyError"),
-        ("demand", {"S": '{"start": 1, "slots": "bm90IHpsaWI="}'}, "ValueError: demand slots"),
     ],
 )
 def test_given_a_corrupt_state_item_then_loading_it_names_the_group_and_item(

@@ -118,6 +118,9 @@ def test_only_the_groups_own_nodes_hold_its_buffer() -> None:
         ({"pods": 3, "requests": {"cpu": "one"}}, "cpu: 'one' is not a quantity"),
         ({"pods": 3, "requests": {"cpu": "-1"}}, "cpu: '-1' is negative"),
         ({"pods": 3, "requests": {"cpu": True}}, "requests.cpu"),
+        ({"pods": 3, "requests": {"cpu": -1}}, "cpu: -1 is negative"),
+        ({"pods": 3, "requests": {"memory": float("nan")}}, "memory: nan is not a quantity"),
+        ({"pods": 3, "requests": {"memory": float("inf")}}, "memory: inf is not a quantity"),
         ({"pods": 3, "requests": {"disk": "1Gi"}}, "'disk': a buffer's pods request cpu"),
         ({"pods": 3, "requests": {"cpu": "0", "memory": 0}}, "requests nothing"),
         ({"pods": 3, "requests": {}}, "at least 1 item"),
@@ -130,3 +133,14 @@ def test_a_malformed_buffer_is_refused_naming_the_field(
 ) -> None:
     with pytest.raises(ValidationError, match=says):
         CapacityBuffer.model_validate(fields)
+
+
+def test_nodes_for_counts_what_one_shape_leaves_over_and_what_the_sum_fills() -> None:
+    from nodescaler.domain.scheduling import nodes_for
+
+    six_cores = [pod(f"p{i}", "a", 6000) for i in range(10)]  # two a 16-core node
+    sixteen = NodeTemplate("web", Resources(16_000, 64 * GIB, 110))
+    assert nodes_for(six_cores, sixteen) == 5  # the sum alone would say 4
+    mixed = [pod(f"s{i}", "a", 1000) for i in range(20)] + [pod("b", "a", 15_000)]
+    assert nodes_for(mixed, sixteen) == 3  # 35 cores: the sum decides
+    assert nodes_for([], sixteen) == 0

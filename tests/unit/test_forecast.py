@@ -114,6 +114,12 @@ def test_a_clock_jumped_far_ahead_starts_the_history_afresh() -> None:
     assert (later.values, later.known_hours()) == ((3,), 5 / 60)
 
 
+def test_a_clock_that_jumped_ahead_a_day_and_came_back_starts_afresh_not_days_blind() -> None:
+    history = recorded(1, lambda at: 6).record(MONDAY + timedelta(days=3), 9)  # ahead
+    back = history.record(MONDAY + timedelta(days=1), 7)  # and back
+    assert (back.values, back.start * 300) == ((7,), (MONDAY + timedelta(days=1)).timestamp())
+
+
 def test_fourteen_days_are_kept_and_no_more() -> None:
     history = recorded(15, lambda at: 4)
     assert len(history.values) == MAX_SLOTS
@@ -188,6 +194,15 @@ def test_a_forecast_never_causes_a_scale_in_and_an_abstaining_one_never_holds_on
     assert Limit.MISSING_METRIC not in decision.limited_by  # type: ignore[attr-defined]
 
 
+def test_a_forecast_between_the_live_metrics_and_the_size_stops_the_scale_in_there() -> None:
+    no_window = {"scaleDown": {"stabilizationWindowSeconds": 0}}
+    the_policy = policy(queue_metric("jobs", per_node=4), predictive(), behavior=no_window)
+    at = MONDAY + timedelta(days=1, hours=12)
+    readings = {"jobs": MetricReading(value=16, at=at), "predictive": MetricReading(value=7, at=at)}
+    decision = run(the_policy, 10, readings, History(), at).decision
+    assert (decision.desired, decision.demand) == (7, 4)  # the queue wants 4, the forecast 7
+
+
 def test_forecast_only_is_recorded_and_never_acted_on() -> None:
     the_policy = policy(queue_metric("jobs", per_node=4), predictive("ForecastOnly"))
     at = MONDAY + timedelta(days=1, hours=8, minutes=55)
@@ -216,13 +231,15 @@ def test_a_forecast_above_the_size_scales_up_even_while_another_metric_is_missin
         ({"leadTimeSeconds": "300"}, "valid integer"),
         ({"timeZone": "Mars/Olympus"}, "unknown time zone 'Mars/Olympus'"),
         ({"history": "14d"}, "Extra inputs are not permitted"),
+        ({"target": {"type": "AverageValue", "averageValue": 2}}, "its target is AverageValue 1"),
     ],
 )
 def test_a_malformed_predictive_metric_is_refused_naming_the_field(
     source: dict[str, object], says: str
 ) -> None:
+    target = {"target": source.pop("target")} if "target" in source else {}
     with pytest.raises(ValidationError, match=says):
-        policy({"type": "Predictive", "predictive": source})
+        policy({"type": "Predictive", "predictive": source, **target})
 
 
 def test_t0_is_a_monday_noon() -> None:  # the tests above count days from it

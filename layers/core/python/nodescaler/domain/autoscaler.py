@@ -67,6 +67,8 @@ def evaluate_metric(
         value: float | None = None,
         replicas: int | None = None,
         usage_ratio: float | None = None,
+        *,
+        needed: int | None = None,
     ) -> MetricOutcome:
         return MetricOutcome(
             name=metric.key,
@@ -79,7 +81,11 @@ def evaluate_metric(
             status=status,
             detail=detail,
             waiting=reading.waiting if isinstance(reading, MetricReading) else {},
-            needed=reading.needed_nodes if isinstance(reading, MetricReading) else None,
+            needed=needed
+            if needed is not None
+            else reading.needed_nodes
+            if isinstance(reading, MetricReading)
+            else None,
         )
 
     if isinstance(metric, PredictiveMetric):  # a floor from history: never a missing metric
@@ -126,6 +132,7 @@ def evaluate_metric(
             value,
             result.replicas,
             result.usage_ratio,
+            needed=result.proposed,  # the demand, not the size the tolerance holds
         )
     return outcome(MetricStatus.OK, detail, value, result.replicas, result.usage_ratio)
 

@@ -6,8 +6,9 @@ asked within each, so a forecast errs towards room) for 14 days, unknown where n
 was recorded.
 
 The forecast is a seasonal baseline: the demand at the same wall-clock time (in the
-policy's time zone, so a daylight-saving change moves it with the users) on earlier days,
-or on the same weekday once a week and more is recorded; each smoothed over ±10 minutes;
+policy's time zone, so a daylight-saving change moves it with the users) on earlier days
+(up to 7), or on the same weekday (up to 2) once the history reaches a week back; each
+the highest within ±5 minutes;
 their upper quartile; scaled by how the last hour compares with the same hour on those
 days (their median, within ×0.75 to ×1.5), so a busier day is followed. It needs 24
 hours of history.
@@ -35,6 +36,7 @@ SLOT = timedelta(minutes=5)
 SLOT_SECONDS = int(SLOT.total_seconds())
 KEPT = timedelta(days=14)
 MAX_SLOTS = int(KEPT / SLOT)  # 4,032
+DAY_SLOTS = int(timedelta(days=1) / SLOT)
 UNKNOWN = -1
 LARGEST = 32_767  # what a slot holds (int16)
 NEEDED = timedelta(hours=24)
@@ -62,6 +64,7 @@ class DemandHistory:
     start: int = 0
     values: tuple[int, ...] = ()
     lead_seconds: float | None = None
+    problem: str = ""  # why the stored history was dropped, if it was (not stored)
 
     @property
     def end(self) -> int:
@@ -73,7 +76,9 @@ class DemandHistory:
         skipped since the last record stay unknown; a clock gone back writes into the slot
         it names, if still kept."""
         slot, nodes = _slot(at), min(max(nodes, 0), LARGEST)
-        if not self.values or slot - self.end > MAX_SLOTS:
+        if not self.values or slot - self.end > MAX_SLOTS or self.end - slot > DAY_SLOTS:
+            # a history far behind, or a day and more ahead (a clock that jumped ahead and
+            # came back): starting afresh beats days without a forecast
             return DemandHistory(slot, (nodes,), self.lead_seconds)
         if slot > self.end:
             values = self.values + (UNKNOWN,) * (slot - self.end - 1) + (nodes,)
@@ -130,14 +135,19 @@ class DemandHistory:
 
     @classmethod
     def load(cls, text: str) -> DemandHistory:
+        """From `dump`'s text; `ValueError` (or KeyError, TypeError) when it is not one."""
         stored = json.loads(text)
         values = array("h")
         try:
             values.frombytes(zlib.decompress(base64.b64decode(stored["slots"])))
         except zlib.error as error:
             raise ValueError(f"demand slots: {error}") from None
-        lead = stored.get("lead_seconds")
-        return cls(int(stored["start"]), tuple(values), None if lead is None else float(lead))
+        start, lead = int(stored["start"]), stored.get("lead_seconds")
+        if not 0 <= start < 2**40 or len(values) > MAX_SLOTS or min(values, default=0) < UNKNOWN:
+            raise ValueError(f"demand: start {start}, {len(values)} slots: not a history")
+        if lead is not None and not 0 < float(lead) < 86_400:
+            raise ValueError(f"demand: lead time {lead!r} s")
+        return cls(start, tuple(values), None if lead is None else float(lead))
 
 
 @dataclass(frozen=True)
@@ -174,7 +184,8 @@ def forecast(history: DemandHistory, now: datetime, lead: timedelta, zone: ZoneI
         )
     known = history.known_hours()
     if known < NEEDED / timedelta(hours=1):
-        return Forecast(at, None, f"needs 24 h of history to forecast, has {known:.1f} h")
+        why = f"; {history.problem}" if history.problem else ""
+        return Forecast(at, None, f"needs 24 h of history to forecast, has {known:.1f} h{why}")
     weekly = _slot(at - timedelta(days=7)) - SMOOTHING >= history.start
     season, count = (7, 2) if weekly else (1, 7)
 
@@ -227,7 +238,11 @@ def forecast_readings(
         if not isinstance(metric, PredictiveMetric):
             continue
         lead, source = lead_time(history, metric.predictive.lead_time_seconds)
-        made = forecast(history, now, lead, metric.predictive.zone)
+        try:
+            made = forecast(history, now, lead, metric.predictive.zone)
+        except (ArithmeticError, ValueError) as error:  # a history no clock can hold
+            readings[metric.key] = MetricUnavailable(reason=f"no forecast: {error!r}")
+            continue
         minutes = f"lead time {lead.total_seconds() / 60:.1f} min, {source}"
         if made.replicas is None:
             readings[metric.key] = MetricUnavailable(reason=f"{made.detail} ({minutes})")

@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from nodescaler.domain.optin import NAME_PATTERN
+from nodescaler.domain.quantity import parse_quantity
 
 PositiveAmount = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
 
@@ -278,8 +279,7 @@ class CapacityBuffer(Spec):
     @field_validator("requests")
     @classmethod
     def _quantities(cls, requests: dict[str, str | int | float]) -> dict[str, str | int | float]:
-        from nodescaler.domain.quantity import parse_quantity
-
+        amounts = []
         for name, amount in requests.items():
             if name not in ("cpu", "memory") and "/" not in name:
                 raise ValueError(
@@ -287,10 +287,10 @@ class CapacityBuffer(Spec):
                     "such as nvidia.com/gpu"
                 )
             try:
-                parse_quantity(amount)
+                amounts.append(parse_quantity(amount))
             except ValueError as error:
                 raise ValueError(f"{name}: {error}") from None
-        if all(parse_quantity(amount) == 0 for amount in requests.values()):
+        if all(amount == 0 for amount in amounts):
             raise ValueError("requests nothing: a pod that takes no room needs no buffer")
         return requests
 
@@ -434,6 +434,14 @@ class PredictiveMetric(MetricBase):
     predictive: PredictiveSource = PredictiveSource()
     target: MetricTarget = PER_REPLICA_ONE
     allowed_targets: ClassVar = frozenset({TargetType.AVERAGE_VALUE})
+
+    @field_validator("target")
+    @classmethod
+    def _one_a_replica(cls, target: MetricTarget) -> MetricTarget:
+        if target != PER_REPLICA_ONE:
+            raise ValueError("a forecast is in replicas: its target is AverageValue 1, or none")
+        return target
+
     # Computed from the group's recorded history (`domain.forecast`), not read by a producer.
     reads_history: ClassVar[bool] = True
 

@@ -39,6 +39,7 @@ class Recommendation:
     usage_ratio: float | None
     held_by_tolerance: bool = False
     unneeded: bool = False  # a shedding vote of pending pods (see MetricStatus.UNNEEDED)
+    proposed: int | None = None  # held by the tolerance: what the ratio alone asks for
 
 
 # A recommendation past any real group size (huge values, overflow to infinity) saturates
@@ -95,7 +96,9 @@ def recommend(
             proposed = _measured_proposal(usage_ratio, ready, measured, current)
 
     if tolerances.within(usage_ratio):
-        return Recommendation(current, usage_ratio, held_by_tolerance=proposed != current)
+        return Recommendation(
+            current, usage_ratio, held_by_tolerance=proposed != current, proposed=proposed
+        )
     return Recommendation(proposed, usage_ratio)
 
 

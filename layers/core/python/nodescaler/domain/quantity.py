@@ -39,7 +39,12 @@ _SUFFIX = {
 
 def parse_quantity(text: str | int | float) -> Decimal:
     if isinstance(text, int | float):
-        return Decimal(str(text))
+        number = Decimal(str(text))
+        if not number.is_finite():
+            raise QuantityError(f"{text!r} is not a quantity")
+        if number < 0:
+            raise QuantityError(f"{text!r} is negative")
+        return number
     match = _QUANTITY.match(text.strip())
     if not match:
         raise QuantityError(f"{text!r} is not a quantity")

@@ -97,12 +97,11 @@ def unneeded_nodes(
     own = {n.name for n in group_nodes}
 
     def buffer_fits_without(node: str, placed: Mapping[str, NodeTemplate]) -> bool:
-        stays = {
-            k: placed.get(k, r)
-            for k, r in rooms.items()
-            if k in own and k != node and k not in gone
-        }
-        return not buffer or not place(buffer, stays)[1]
+        if not buffer:
+            return True
+        leaving = set(gone) | {node}
+        stays = {k: placed.get(k, r) for k, r in rooms.items() if k in own and k not in leaving}
+        return not place(buffer, stays)[1]
 
     for node in candidates:
         pods = movable(by_node.get(node.name, ()))

@@ -8,6 +8,7 @@ First-fit-decreasing packing then estimates how many new nodes the fitting pods 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -163,6 +164,39 @@ def pack(
             free.append((template.allocatable - pod.requests, _minus(template.extended, extended)))
             placed.append(pod)
     return len(free), tuple(placed)
+
+
+def nodes_for(pods: Sequence[Pod], template: NodeTemplate) -> int:
+    """How many nodes of the template the pods need, estimated in one pass: the larger of
+    what their summed requests fill and what the most demanding shape needs on its own (a
+    deployment's replicas share a shape, so one shape's count is exact where the sum would
+    miss the room each node leaves over)."""
+    if not pods:
+        return 0
+    have = template.allocatable
+    total = Resources()
+    shapes: Counter[tuple[int, int, int]] = Counter()
+    for pod in pods:
+        total = total + pod.requests
+        shapes[(pod.requests.cpu_millis, pod.requests.memory_bytes, pod.requests.pods)] += 1
+    summed = max(
+        _share(total.cpu_millis, have.cpu_millis),
+        _share(total.memory_bytes, have.memory_bytes),
+        _share(total.pods, have.pods),
+    )
+    alone = 0
+    for (cpu, memory, slots), count in shapes.items():
+        per_node = min(
+            have.cpu_millis // cpu if cpu else count,
+            have.memory_bytes // memory if memory else count,
+            have.pods // slots if slots else count,
+        )
+        alone = max(alone, -(-count // max(per_node, 1)))
+    return max(summed, alone)
+
+
+def _share(amount: int, per_node: int) -> int:
+    return -(-amount // per_node) if per_node > 0 else 0
 
 
 def _minus(spare: Mapping[str, int], used: Mapping[str, int]) -> dict[str, int]:

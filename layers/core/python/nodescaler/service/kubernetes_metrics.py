@@ -26,8 +26,8 @@ from nodescaler.domain.policy import (
 )
 from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
 from nodescaler.domain.reservation import reservation
-from nodescaler.domain.scale_down import Removable, Unneeded, removable, unneeded_nodes
-from nodescaler.domain.scheduling import pack, pending, room_of, why_not
+from nodescaler.domain.scale_down import Removable, Unneeded, movable, removable, unneeded_nodes
+from nodescaler.domain.scheduling import nodes_for, pending, room_of, why_not
 from nodescaler.errors import KubernetesUnavailableError, ReservationError
 from nodescaler.ports import SnapshotSource
 from nodescaler.service.pending_pods import PendingPodsPlanner, Planned
@@ -138,13 +138,16 @@ class KubernetesMetrics:
         if planned.backed_off:
             detail += f" (backed off: {', '.join(sorted(planned.backed_off))})"
         buffers = metric.pending_pods.buffer
+        virtual = buffer_pods(buffers)
         if buffers:
             fit = self._buffer(buffers, group, snapshot, planned)
-            if fit.problem:
+            if fit.problem and not nodes:  # named, and no scale-in on a buffer it can't check
                 return MetricUnavailable(reason=f"node group {group.name}: {fit.describe()}")
+            if fit.problem:  # the pending pods still get their nodes
+                return MetricReading(value=nodes, at=now, detail=f"{detail}; {fit.describe()}")
             nodes += fit.nodes
             detail += f"; {fit.describe()}"
-        spare = None if nodes else self._unneeded(group, snapshot, cutoff, buffer_pods(buffers))
+        spare = None if nodes else self._unneeded(group, snapshot, cutoff, virtual)
         if spare is not None and spare.nodes:
             detail += f"; {spare.describe()}"
         return MetricReading(
@@ -152,7 +155,7 @@ class KubernetesMetrics:
             at=now,
             detail=detail,
             unneeded_nodes=len(spare.nodes) if spare is not None else None,
-            needed_nodes=self._needed(group, snapshot, planned, spare) + nodes,
+            needed_nodes=self._needed(group, snapshot, planned, virtual),
             waiting={
                 pod.key: planned.plan.waiting.get(pod.key, {}).get(group.name, "")
                 for pod in planned.plan.unplaced[:WAITING_SHOWN]
@@ -180,16 +183,26 @@ class KubernetesMetrics:
         return fit_buffer(buffers, rooms, template, coming, coming_pods)
 
     def _needed(
-        self, group: NodeGroup, snapshot: Snapshot, planned: Planned, spare: Unneeded | None
+        self,
+        group: NodeGroup,
+        snapshot: Snapshot,
+        planned: Planned,
+        buffer: Sequence[Pod],
     ) -> int:
-        """Of the group's nodes now, those its pods need: the Ready ones less the unneeded,
-        and the booting ones pending pods wait for (not those nothing waits for yet)."""
+        """The nodes the group's pods need: those running on its Ready nodes, those
+        pending for it (on nodes on their way, or planned) and its buffer, as one estimate
+        of packing (`nodes_for`). Never its nodes as such: a forecast that raised the group
+        would learn its own nodes as demand, and ask for them again the next day."""
         assert self._pending is not None
-        ready = sum(1 for n in snapshot.nodes if n.ready and belongs(n, group))
-        waited_for = 0
-        if arriving := planned.arriving.get(group.name):
-            waited_for = pack(arriving, self._pending.template(group, snapshot))[0]
-        return ready - (len(spare.nodes) if spare is not None else 0) + waited_for
+        by_node = snapshot.pods_by_node
+        pods = [
+            p
+            for n in snapshot.nodes
+            if n.ready and belongs(n, group)
+            for p in movable(by_node.get(n.name, ()))
+        ]
+        pods += planned.coming(group.name)[1]
+        return nodes_for([*pods, *buffer], self._pending.template(group, snapshot))
 
     def _unneeded(
         self, group: NodeGroup, snapshot: Snapshot, cutoff: int, buffer: Sequence[Pod] = ()

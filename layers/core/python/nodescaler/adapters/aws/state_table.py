@@ -87,9 +87,7 @@ class DynamoStateStore:
                 acting=_optional(Decision, item, "acting"),
                 acting_event=item.get("acting_event", {}).get("S", ""),
                 resized=_resized(item),
-                demand=DemandHistory.load(item["demand"]["S"])
-                if "demand" in item
-                else DemandHistory(),
+                demand=self._demand(group, item),
             )
         except (KeyError, ValueError, TypeError) as error:  # pydantic's ValidationError too
             raise StateCorruptError(
@@ -97,6 +95,19 @@ class DynamoStateStore:
                 f"unreadable ({type(error).__name__}: {error}); delete it to start the group's "
                 "history afresh"
             ) from None
+
+    def _demand(self, group: str, item: Mapping[str, Any]) -> DemandHistory:
+        """The recorded demand; an unreadable one starts afresh, saying why (a forecast's
+        history is worth less than holding the whole group for it)."""
+        if "demand" not in item:
+            return DemandHistory()
+        try:
+            return DemandHistory.load(item["demand"]["S"])
+        except (KeyError, ValueError, TypeError) as error:
+            return DemandHistory(
+                problem=f"its recorded demand in {self._table} was unreadable "
+                f"({type(error).__name__}: {error}) and started afresh"
+            )
 
     def save(
         self,
