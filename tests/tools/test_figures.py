@@ -12,6 +12,8 @@ from nodescaler_sandbox.figures import (
     demand_to_scale_request,
     disruption,
     fit_no_group,
+    longest,
+    metric_to_scale_request,
     percentile,
     pod_ready,
     pod_waits,
@@ -157,3 +159,20 @@ def test_evictions_refused_by_a_budget_and_pods_killed_are_counted_apart() -> No
 def test_with_no_node_removed_evictions_per_node_is_no_figure() -> None:
     figures = disruption(evictions_asked=2, evicted=2, nodes_removed=0, killed=0, budget_short=[])
     assert figures["evictions_per_removed_node"] is None
+
+
+def test_a_metric_over_its_target_counts_until_its_group_scales_up() -> None:
+    def row(minute: int, desired: int, asks: int | None, status: str = "ok") -> dict[str, object]:
+        queue = {"recommendation": asks, "status": status, "value": 1.0, "target": "4/replica"}
+        return {"minute": minute, "group": "cpu-ng", "desired": desired, "metrics": {"q": queue}}
+
+    # the queue asks for 6 from minute 2; a backoff holds the group until minute 9
+    rows = [row(m, 2, 2) for m in range(2)] + [row(m, 2, 6) for m in range(2, 9)]
+    rows += [row(m, 6, 6) for m in range(9, 12)]
+    scale_ups = [ScaleUp(9, "cpu-ng"), ScaleUp(1, "gpu-ng")]
+    assert metric_to_scale_request(rows, scale_ups, GROUPS, end=12)["cpu-ng"] == 7
+    # a forecast asking for more is not demand; still asking at the end counts to the end
+    forecasting = [row(m, 2, 9, status="forecast") for m in range(5)]
+    assert metric_to_scale_request(forecasting, [], GROUPS, end=12)["cpu-ng"] == 0
+    assert metric_to_scale_request([row(3, 2, 6)], [], GROUPS, end=12)["cpu-ng"] == 9
+    assert longest({"a": 1.0, "b": 4.0}, {"a": 3.0, "b": 0.0}) == {"a": 3.0, "b": 4.0}

@@ -170,6 +170,44 @@ def demand_to_scale_request(
     return longest
 
 
+def metric_to_scale_request(
+    rows: Iterable[Mapping[str, Any]],
+    scale_ups: Sequence[ScaleUp],
+    groups: Sequence[str],
+    end: float,
+) -> dict[str, float]:
+    """Per group, the longest time from a metric of its last decision first asking for more
+    nodes than the group had (crossing its target, beyond tolerance) to a scale-up of the
+    group (a forecast is not demand: only live metrics count)."""
+    longest = dict.fromkeys(groups, 0.0)
+    since: dict[str, float] = {}
+    for row in rows:
+        group, minute = row["group"], row["minute"]
+        if group not in longest:
+            continue
+        asks = any(
+            m.get("recommendation") is not None
+            and m["recommendation"] > row["desired"]
+            and m["status"] == "ok"
+            for m in (row.get("metrics") or {}).values()
+        )
+        if asks and group not in since:
+            since[group] = minute
+        elif not asks and group in since:
+            start = since.pop(group)
+            answered = [s.minute for s in scale_ups if s.group == group and s.minute >= start]
+            longest[group] = max(longest[group], round(min(answered, default=minute) - start, 1))
+    for group, start in since.items():  # still asking at the end
+        answered = [s.minute for s in scale_ups if s.group == group and s.minute >= start]
+        longest[group] = max(longest[group], round(min(answered, default=end) - start, 1))
+    return longest
+
+
+def longest(*figures: Mapping[str, float]) -> dict[str, float]:
+    """Per group, the longest of several such figures."""
+    return {group: max(f.get(group, 0.0) for f in figures) for group in figures[0]}
+
+
 def fit_no_group(pods: Iterable[PodRecord]) -> list[str]:
     """The pods that waited and that no group's new node would fit."""
     return sorted(p.name for p in pods if p.waited() and not p.takers)

@@ -281,7 +281,12 @@ class Decisions:
                     "current": decision.current,
                     "decided": decision.desired,
                     "metrics": {
-                        m.name: {"value": m.value, "target": m.target, "status": str(m.status)}
+                        m.name: {
+                            "value": m.value,
+                            "target": m.target,
+                            "status": str(m.status),
+                            "recommendation": m.recommendation,
+                        }
                         for m in decision.metrics
                     },
                     "why": decision.reason,
@@ -399,8 +404,9 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
         "unschedulable_pod_minutes": figures.unschedulable_pod_minutes(judged),
         "pod_wait_minutes": figures.pod_waits(result.pods, scenario.minutes),
         "pod_ready_minutes": figures.pod_ready(result.pods),
-        "longest_demand_to_scale_request_minutes": figures.demand_to_scale_request(
-            result.pods, scale_ups, groups, scenario.minutes
+        "longest_demand_to_scale_request_minutes": figures.longest(
+            figures.demand_to_scale_request(result.pods, scale_ups, groups, scenario.minutes),
+            figures.metric_to_scale_request(result.minutes, scale_ups, groups, scenario.minutes),
         ),
         "pods_that_fit_no_group": {"count": len(fit_no_group), "first": fit_no_group[:10]},
         "not_trigger_scale_up_events": [
