@@ -97,6 +97,13 @@ def test_never_ready_then_empty_then_cheapest_to_move_and_never_one_whose_pods_c
     assert choose(cluster, offered, capacity=2).instance_ids == (IDS[3], IDS[4])
 
 
+def test_a_node_gone_not_ready_with_pods_on_it_is_not_taken_first_as_never_ready() -> None:
+    # node 1 was Ready and went NotReady with a pod bound; node 2 is empty and Ready
+    nodes = [node(0), node(1, ready=False), node(2)]
+    cluster = Cluster(nodes, [pod("bound", 1), pod("busy", 0, 3500)])
+    assert choose(cluster, IDS[:3], capacity=1).instance_ids == (IDS[2],)
+
+
 def test_fewer_than_asked_when_the_pods_would_not_fit_elsewhere() -> None:
     cluster = Cluster([node(0), node(1)], [pod("a", 0, 3000), pod("b", 1, 3000)])
     choice = choose(cluster, IDS[:2], capacity=1)
@@ -204,3 +211,18 @@ def test_an_eks_managed_groups_scale_in_asks_for_what_can_go_and_names_the_insta
     assert (held.desired, none) == (4, ())
     asg = NodeGroup("web", 4, 0, 10, 4)  # a plain ASG: its termination policy chooses
     assert which_go(Chosen(two), asg) == (decision, ())
+
+
+def test_an_instance_protected_from_scale_in_is_never_chosen_for_an_eks_group() -> None:
+    from datetime import UTC, datetime
+
+    from nodescaler.service.kubernetes_metrics import KubernetesMetrics
+
+    nodes = [node(0), node(1), node(2)]
+    cluster = KubernetesMetrics(Cluster(nodes, [pod("busy", 0, 3500)]))
+    group = NodeGroup(
+        "web", 3, 0, 10, 3, instance_ids=frozenset(IDS[:3]), protected_ids=frozenset({IDS[2]})
+    )
+    found = cluster.removable(group, 2, datetime(2026, 11, 23, 9, tzinfo=UTC))
+    # 2 is empty, but protected: the empty 1 goes, and 0, whose pod moves onto 2
+    assert found is not None and found.instance_ids == (IDS[1], IDS[0])

@@ -183,7 +183,15 @@ def removable(
     """Of `offered` (the group's instances), up to `count` a scale-in may take: those that
     never became Ready nodes first, then empty nodes, then one node whose pods can move."""
     nodes = {n.instance_id: n for n in snapshot.nodes if belongs(n, group)}
-    never_ready = [i for i in offered if i not in nodes or not nodes[i].ready]
+    by_node = snapshot.pods_by_node
+
+    def never_ready(instance: str) -> bool:
+        """No node registered, or one not Ready that nothing runs on: a node that went
+        NotReady with pods bound was Ready once, and its pods are not free to lose."""
+        node = nodes.get(instance)
+        return node is None or (not node.ready and not movable(by_node.get(node.name, ())))
+
+    unready = [i for i in offered if never_ready(i)]
     by_name = {n.name: n.instance_id for n in nodes.values()}
     offered_nodes = [nodes[i] for i in offered if i in nodes and nodes[i].ready]
     spare = unneeded_nodes(offered_nodes, snapshot, limit=max(count, SIMULATED_PER_CALL))
@@ -191,7 +199,7 @@ def removable(
     # drains them): two drains side by side would move pods onto each other. The group
     # asks again shortly for the rest.
     one_busy = spare.nodes[: spare.empty + 1]
-    ordered = never_ready + [by_name[name] for name in one_busy]
+    ordered = unready + [by_name[name] for name in one_busy]
     chosen = tuple(ordered[:count])
-    reason = f"{len(chosen)} of {count} asked: {len(never_ready)} never Ready; {spare.describe()}"
+    reason = f"{len(chosen)} of {count} asked: {len(unready)} never Ready; {spare.describe()}"
     return Removable(chosen, reason, tuple(i for i in offered if i not in nodes))

@@ -96,7 +96,8 @@ class KubernetesMetrics:
             snapshot = self.snapshot(now)
         except KubernetesUnavailableError:
             return None
-        return removable(group, sorted(group.instance_ids), count, snapshot)
+        # what Auto Scaling would offer: never an instance protected from scale-in
+        return removable(group, sorted(group.instance_ids - group.protected_ids), count, snapshot)
 
     def ready_nodes(self, group: NodeGroup, now: datetime) -> int | None:
         try:
