@@ -300,3 +300,48 @@ def test_a_buffer_no_node_can_hold_is_named_and_pending_pods_still_get_their_nod
     assert desired_capacity("general-ng") == 1
     (pending,) = next(line for line in output().logs if "decision" in line)["decision"]["metrics"]
     assert "buffer: room for 2 × 1 cpu: a buffer pod nodeSelector tier=nowhere" in pending["detail"]
+
+
+CANDIDATE = "nodescaler.io/deletion-candidate"
+
+
+def test_a_node_the_group_means_to_shed_is_soft_tainted_until_it_is_needed_again(
+    batch: Deployment, api_server: KubeApiServer, clock: VirtualClock
+) -> None:
+    # Given a batch group of two nodes, one running a job and one empty
+    make_asg(
+        "batch-ng",
+        tags={"nodescaler/enabled": "true", "nodescaler/policy": "batch"},
+        desired=2,
+        max_size=20,
+    )
+    described = client("autoscaling").describe_auto_scaling_groups(
+        AutoScalingGroupNames=["batch-ng"]
+    )
+    for index, instance in enumerate(described["AutoScalingGroups"][0]["Instances"]):
+        provider = f"aws:///eu-west-1a/{instance['InstanceId']}"
+        api_server.cluster.put(
+            "nodes",
+            node(
+                f"ip-{index}",
+                None,
+                provider_id=provider,
+                taints=[{"key": "team", "value": "batch", "effect": "NoSchedule"}],
+            ),
+        )
+    tolerant = {"tolerations": [{"key": "team", "operator": "Exists"}]}
+    api_server.cluster.put("pods", pod("job-0", "ip-0", cpu="4", spec=tolerant))
+
+    def taints(name: str) -> list[str]:
+        found = api_server.cluster.get("nodes", ("", name))["spec"].get("taints") or []
+        return [t["key"] for t in found]
+
+    # When nodescaler evaluates it: the empty node is marked, its own taint kept
+    batch.tick()
+    assert (taints("ip-0"), taints("ip-1")) == (["team"], ["team", CANDIDATE])
+
+    # and when a pending job could use the group's nodes again, the mark goes
+    api_server.cluster.put("pods", pod("job-1", cpu="15", spec=tolerant))
+    clock.advance(minutes=1)
+    batch.tick()
+    assert taints("ip-1") == ["team"]

@@ -704,10 +704,14 @@ def test_only_auto_scaling_may_invoke_the_termination_policy_which_changes_nothi
     )
 
 
-def test_evaluate_may_only_read_the_cluster_and_tell_a_pod_why_it_waits() -> None:
+def test_evaluate_may_read_the_cluster_tell_a_pod_why_it_waits_and_mark_leaving_nodes() -> None:
     assert granted_to("nodescaler-evaluate") == {
         ("", resource, verb) for resource in ("nodes", "pods") for verb in ("get", "list", "watch")
-    } | {("policy", "poddisruptionbudgets", "list"), ("", "events", "create")}
+    } | {
+        ("policy", "poddisruptionbudgets", "list"),
+        ("", "events", "create"),
+        ("", "nodes", "patch"),  # its soft taint alone, by the admission policy
+    }
 
 
 def test_the_drain_may_find_cordon_and_evict_and_nothing_else() -> None:
@@ -739,14 +743,31 @@ NODE = {
 }
 
 
-def admitted(new: dict[str, Any], groups: tuple[str, ...] = ("nodescaler-drain",)) -> list[str]:
-    """The messages of the validations a node update fails; ["not matched"] when the
-    policy does not apply to the user."""
+DRAIN_POLICY = "nodescaler-drain-cordons-only"
+EVALUATE_POLICY = "nodescaler-evaluate-marks-candidates-only"
+
+
+def admitted(
+    new: dict[str, Any],
+    groups: tuple[str, ...] = ("nodescaler-drain",),
+    name: str = DRAIN_POLICY,
+    old: dict[str, Any] = NODE,
+) -> list[str]:
+    """The messages of the validations of policy `name` a node update fails; ["not
+    matched"] when the policy does not apply to the user."""
     import celpy
     from celpy import json_to_cel
 
-    policy, binding = (
-        m for m in kubernetes_manifests() if m["kind"].startswith("ValidatingAdmissionPolicy")
+    manifests = kubernetes_manifests()
+    (policy,) = (
+        m
+        for m in manifests
+        if m["kind"] == "ValidatingAdmissionPolicy" and m["metadata"]["name"] == name
+    )
+    (binding,) = (
+        m
+        for m in manifests
+        if m["kind"] == "ValidatingAdmissionPolicyBinding" and m["metadata"]["name"] == name
     )
     assert binding["spec"]["policyName"] == policy["metadata"]["name"]
     assert binding["spec"]["validationActions"] == ["Deny"]
@@ -757,7 +778,7 @@ def admitted(new: dict[str, Any], groups: tuple[str, ...] = ("nodescaler-drain",
     environment = celpy.Environment()
     activation = {
         "object": json_to_cel(new),
-        "oldObject": json_to_cel(NODE),
+        "oldObject": json_to_cel(old),
         "request": json_to_cel({"userInfo": {"groups": list(groups)}}),
     }
 
@@ -802,6 +823,40 @@ def test_the_drain_may_change_nothing_else_of_a_node(change: dict[str, Any], ref
 def test_the_admission_policy_leaves_every_other_user_alone() -> None:
     tainted = patched(spec__taints=[{"key": "x", "effect": "NoExecute"}])
     assert admitted(tainted, groups=("system:nodes", "nodescaler-evaluate")) == ["not matched"]
+    assert admitted(tainted, ("system:nodes",), EVALUATE_POLICY) == ["not matched"]
+
+
+CANDIDATE = {"key": "nodescaler.io/deletion-candidate", "effect": "PreferNoSchedule"}
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+
+
+def evaluate_admits(new: dict[str, Any], old: dict[str, Any] = NODE) -> list[str]:
+    return admitted(new, ("nodescaler-evaluate",), EVALUATE_POLICY, old)
+
+
+def test_evaluate_may_add_and_remove_its_soft_taint_beside_the_nodes_own() -> None:
+    gpu = patched(spec__taints=[GPU_TAINT])
+    assert evaluate_admits(patched(spec__taints=[GPU_TAINT, CANDIDATE]), gpu) == []
+    assert evaluate_admits(gpu, patched(spec__taints=[GPU_TAINT, CANDIDATE])) == []
+    assert evaluate_admits(patched(spec__taints=[CANDIDATE])) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "refused"),
+    [
+        ({"spec__taints": []}, "only its own taint of a node"),  # the GPU taint removed
+        ({"spec__taints": [GPU_TAINT, {**CANDIDATE, "effect": "NoExecute"}]}, "PreferNoSchedule"),
+        (
+            {"spec__taints": [GPU_TAINT, CANDIDATE], "spec__unschedulable": True},
+            "its taint of a node",
+        ),
+        ({"spec__taints": [GPU_TAINT], "metadata__labels": {}}, "its taint of a node"),
+        ({"spec__taints": [GPU_TAINT], "spec__providerID": "aws:///x/i-1"}, "its taint of a node"),
+    ],
+)
+def test_evaluate_may_change_nothing_else_of_a_node(change: dict[str, Any], refused: str) -> None:
+    messages = evaluate_admits(patched(**change), patched(spec__taints=[GPU_TAINT]))
+    assert len(messages) == 1 and messages[0].endswith(refused)
 
 
 # --- what operators see ---------------------------------------------------------------

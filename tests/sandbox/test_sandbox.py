@@ -242,27 +242,22 @@ def test_a_preferred_group_at_its_maximum_leaves_the_pods_to_the_next(tmp_path: 
     assert ours["pod_wait_minutes"]["overall"]["max"] == 2.0  # the nodes' boot, no more
 
 
-def test_a_group_scaled_by_pending_pods_alone_sheds_its_unneeded_nodes_and_returns_to_0(
+def test_a_batch_group_sheds_its_nodes_once_no_job_runs_on_them_and_returns_to_0(
     tmp_path: Path,
 ) -> None:
     summary, lines = run(tmp_path, scenario("batch-to-zero", minutes=55))
     ours = summary[NODESCALER]
     downs = [(r["minute"], r["to"]) for r in ours["scale_requests"] if r["to"] < r["from"]]
-    # 4 jobs left at 21 fit one node: two go once 1 has held for the 10-minute window (as
-    # the HPA counts it: recommendations after the cutoff), the last one when none is left
-    assert downs == [(30, 1), (50, 0)]
+    # the 4 jobs left at 21 still run on each of the 3 nodes: consolidation WhenEmpty
+    # evicts none of them; the nodes go together once the last jobs end, two minutes on
+    assert downs == [(42, 0)]
+    assert (ours["evictions"], ours["pods_killed_with_their_instance"]) == (0, 0)
     assert ours["final_desired"] == {"batch-ng": 0}
-    assert ours["pods_killed_with_their_instance"] == 0
-    shed = next(line for line in lines if "3 → 1" in line)
-    assert "2 of its nodes unneeded (0 empty, 2 whose pods fit elsewhere)" in shed
-    assert "kept: pods-would-not-fit (default/jobs-1, default/jobs-4) → 1" in shed
-    # the group's termination policy, the terminate function, chose which nodes went: the
-    # one with the fewest jobs, a minute later the next (one node with pods at a time), the
-    # last once it was empty
-    assert ours["termination_policy"] == {"asked": 3, "instances_allowed": 3, "failed": 0}
-    # the first node's job is evicted, and may land on the next node to go (the scheduler
-    # does not know it will): evicted again with it
-    assert ours["evictions"] in (2, 3)
+    shed = next(line for line in lines if "3 → 0" in line)
+    assert "3 of its nodes unneeded (3 empty, 0 whose pods fit elsewhere)" in shed
+    # the group's termination policy, the terminate function, let the three empty ones go
+    assert ours["termination_policy"] == {"asked": 1, "instances_allowed": 3, "failed": 0}
+    assert ours["node_hours"] <= summary[BASELINE]["node_hours"]
 
 
 def test_a_scale_in_never_takes_the_nodes_of_pods_a_budget_keeps(tmp_path: Path) -> None:

@@ -128,6 +128,20 @@ def test_a_node_is_cordoned_with_a_patch() -> None:
         assert core.read_node("n1").spec.unschedulable is True
 
 
+def test_a_strategic_merge_patch_of_taints_merges_by_key_and_deletes_by_key() -> None:
+    gpu = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+    tainted = node("n1")
+    tainted["spec"]["taints"] = [gpu]
+    cluster = cluster_of(("nodes", tainted))
+    soft = {"key": "nodescaler.io/deletion-candidate", "effect": "PreferNoSchedule"}
+    with kube_api(cluster) as (_, api):
+        core = k8s.CoreV1Api(api)
+        core.patch_node("n1", {"spec": {"taints": [soft]}})
+        assert [t.key for t in core.read_node("n1").spec.taints] == [gpu["key"], soft["key"]]
+        core.patch_node("n1", {"spec": {"taints": [{"key": soft["key"], "$patch": "delete"}]}})
+        assert [t.key for t in core.read_node("n1").spec.taints] == [gpu["key"]]
+
+
 def test_without_the_token_the_server_answers_401() -> None:
     with kube_api(cluster_of(("nodes", node("n1"))), token="secret") as (server, api):
         assert [n.metadata.name for n in k8s.CoreV1Api(api).list_node().items] == ["n1"]

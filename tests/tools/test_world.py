@@ -56,6 +56,21 @@ def test_pods_spread_to_the_least_allocated_node_and_wait_when_none_has_room() -
     assert placed.count("ip-i-a") == placed.count("ip-i-b") == 4
 
 
+def test_a_node_with_a_soft_taint_takes_pods_only_when_no_other_has_room() -> None:
+    world = cluster()
+    leaving = world.store.objects["nodes"][("", "ip-i-b")]
+    leaving["spec"]["taints"] = [
+        {"key": "nodescaler.io/deletion-candidate", "effect": "PreferNoSchedule"}
+    ]
+    world.store.put("nodes", leaving)
+    for n in range(6):
+        world.store.put("pods", pod(f"web-{n}", "web", "1", "1Gi"))
+    assert world.schedule(T0) == 0
+    placed = [node_of(world, f"web-{n}") for n in range(6)]
+    # the untainted node fills first (4 cores), though the tainted one has more room
+    assert (placed.count("ip-i-a"), placed.count("ip-i-b")) == (4, 2)
+
+
 def test_a_pod_turns_ready_after_its_delay() -> None:
     world = cluster()
     world.store.put("pods", pod("slow", "web", "1", "1Gi", ready_after_seconds=30))

@@ -48,6 +48,42 @@ metrics:
 BAD_POLICIES = [
     # (case, document, field path, words the message must contain)
     (
+        "unknown consolidation",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: PendingPods
+            pendingPods: {consolidation: Never}
+        """),
+        "spec.metrics[0].pendingPods.consolidation",
+        "'WhenEmpty' or 'WhenEmptyOrUnderutilized'",
+    ),
+    (
+        "a buffer of a wrong resource",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: PendingPods
+            pendingPods: {buffer: [{pods: 4, requests: {disk: 1Gi}}]}
+        """),
+        "spec.metrics[0].pendingPods.buffer[0].requests",
+        "a buffer's pods request cpu, memory or an extended resource",
+    ),
+    (
+        "a forecast in an unknown zone",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: Predictive
+            predictive: {mode: ForecastAndScale, timeZone: Mars/Olympus}
+        """),
+        "spec.metrics[0].predictive.timeZone",
+        "unknown time zone 'Mars/Olympus'",
+    ),
+    (
         "min above max",
         _with("minReplicas: 5\nmaxReplicas: 3\n" + QUEUE),
         "spec.maxReplicas",

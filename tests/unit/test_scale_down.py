@@ -161,3 +161,13 @@ def test_a_node_with_several_pods_of_a_budget_allowing_one_goes_its_drain_takes_
     pods = [web("w1", "a"), web("w2", "a"), web("w3", "a")]
     snapshot = Snapshot(tuple(nodes), tuple(pods), (budget(1),))
     assert unneeded_nodes(nodes[:1], snapshot).nodes == ("a",)
+
+
+def test_only_the_nodes_whose_mark_is_wrong_are_marked_or_cleared() -> None:
+    from nodescaler.domain.scale_down import CANDIDATE_TAINT, candidate_marks
+
+    marked = node("b", taints=(CANDIDATE_TAINT,))
+    stale = node("c", taints=(CANDIDATE_TAINT, Taint("gpu", "yes")))
+    nodes = [node("a"), marked, stale, node("d")]
+    assert candidate_marks(nodes, frozenset({"a", "b"})) == {"a": True, "c": False}
+    assert candidate_marks(nodes, frozenset()) == {"b": False, "c": False}

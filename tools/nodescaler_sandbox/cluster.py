@@ -5,8 +5,9 @@ An instance becomes a Ready node of its group's shape `boot` after launch; when 
 its group its node goes, and the pods on it with it (unless a lifecycle hook holds it:
 then it stays, cordoned or not, until `release`). The scheduler binds pending pods,
 oldest first, to Ready, schedulable nodes with room for their CPU and memory requests, a
-matching nodeSelector and tolerated taints (kube-scheduler's LeastAllocated spread); a
-bound pod turns Ready `ready_after` later. The rest are marked Unschedulable, as
+matching nodeSelector and tolerated taints (kube-scheduler's LeastAllocated spread, a
+node with a PreferNoSchedule taint only when no other fits); a bound pod turns Ready
+`ready_after` later. The rest are marked Unschedulable, as
 kube-scheduler does. Everything here is the simulation, not the product.
 """
 
@@ -164,10 +165,16 @@ class SimulatedCluster:
                     self._maybe_ready(found, now)
                 elif not bound:
                     pending.append((found, cpu, memory))
-            spread = _Spread({n: r for n, r in rooms.items() if r.schedulable})
+            # TaintToleration outweighs LeastAllocated: a node with a PreferNoSchedule taint
+            # (one a scale-in means to take) only when no other fits (pods here tolerate none)
+            schedulable = {n: r for n, r in rooms.items() if r.schedulable}
+            preferred = _Spread({n: r for n, r in schedulable.items() if not r.avoided})
+            avoided = _Spread({n: r for n, r in schedulable.items() if r.avoided})
             left = 0
             for found, cpu, memory in sorted(pending, key=lambda entry: uid_order(entry[0])):
-                node = spread.place(cpu, memory, found["spec"])
+                node = preferred.place(cpu, memory, found["spec"]) or avoided.place(
+                    cpu, memory, found["spec"]
+                )
                 if node is None:
                     left += 1
                     self._unschedulable(found, now)
@@ -263,6 +270,7 @@ class Room:
     taints: list[Taint]  # the ones the scheduler enforces
     schedulable: bool
     extended: dict[str, int] = field(default_factory=dict)  # nvidia.com/gpu: 1
+    avoided: bool = False  # a PreferNoSchedule taint: scored below every other node
 
     @classmethod
     def of(cls, node: dict[str, Any]) -> Room:
@@ -280,6 +288,7 @@ class Room:
             ],
             ready and not node["spec"].get("unschedulable"),
             {k: whole_units(v) for k, v in allocatable.items() if is_extended(k)},
+            any(t.get("effect") == "PreferNoSchedule" for t in node["spec"].get("taints") or []),
         )
 
     def fits(self, cpu: int, memory: int, spec: dict[str, Any]) -> bool:

@@ -171,6 +171,16 @@ class ClusterView(Protocol):
         """Up to `count` of its instances a scale-in may take, in order."""
         ...
 
+    def mark_candidates(self, group: NodeGroup, now: datetime) -> None:
+        """Soft-taint the group's nodes it means to shed, and only those (best effort)."""
+        ...
+
+
+class NodeMarks(Protocol):
+    def mark_candidate(self, node: str, marked: bool) -> None:
+        """Add or remove the deletion-candidate soft taint; `KubernetesUnavailableError`."""
+        ...
+
 
 class DrainCluster(Protocol):
     """The Kubernetes side of a drain."""

@@ -262,7 +262,7 @@ def kubernetes_metrics(
     )
     cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
     events = KubernetesEvents(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
-    return KubernetesMetrics(cluster, pending=planner, waiting=WaitingPods(events))
+    return KubernetesMetrics(cluster, pending=planner, waiting=WaitingPods(events), marks=cluster)
 
 
 def kubernetes_connection(

@@ -303,11 +303,20 @@ class CapacityBuffer(Spec):
         return f"room for {self.pods} × {shape}"
 
 
+class Consolidation(StrEnum):
+    """Which of the group's nodes pending pods may shed (Karpenter's consolidation policy)."""
+
+    WHEN_EMPTY = "WhenEmpty"  # only nodes nothing but DaemonSets run on: no pod is evicted
+    WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"  # also those whose pods fit elsewhere
+
+
 class PendingPodsSource(Spec):
     """Unschedulable pods that would fit this group; pods below the cutoff priority are ignored.
-    `buffer`: room for pods not yet created, kept free in the group."""
+    `buffer`: room for pods not yet created, kept free in the group. `consolidation`: which
+    unneeded nodes it votes to shed (WhenEmpty suits jobs an eviction would restart)."""
 
     expendable_priority_cutoff: Annotated[int, Field(strict=True)] = -10
+    consolidation: Consolidation = Consolidation.WHEN_EMPTY_OR_UNDERUTILIZED
     buffer: Annotated[list[CapacityBuffer], Field(max_length=8)] = Field(default_factory=list)
 
 

@@ -22,11 +22,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Snapshot, keeps_node
+from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Snapshot, Taint, keeps_node
 from nodescaler.domain.node_group import NodeGroup, belongs
 from nodescaler.domain.scheduling import NodeTemplate, place, room_of
 
 SIMULATED_PER_CALL = 10
+# Nodes a group means to shed carry this soft taint (Cluster Autoscaler's
+# DeletionCandidateOfClusterAutoscaler): the scheduler then prefers other nodes, so a pod
+# evicted from one leaving node does not land on the next to go.
+CANDIDATE_TAINT = Taint("nodescaler.io/deletion-candidate", "", "PreferNoSchedule")
 WOULD_NOT_FIT = "pods-would-not-fit"
 DISRUPTION_BUDGET = "disruption-budget"
 BUDGETS_UNKNOWN = "disruption-budgets-unread"
@@ -203,3 +207,13 @@ def removable(
     chosen = tuple(ordered[:count])
     reason = f"{len(chosen)} of {count} asked: {len(unready)} never Ready; {spare.describe()}"
     return Removable(chosen, reason, tuple(i for i in offered if i not in nodes))
+
+
+def candidate_marks(group_nodes: Sequence[Node], candidates: frozenset[str]) -> dict[str, bool]:
+    """The group's nodes whose soft taint must change: node → marked or not."""
+    changes = {}
+    for node in group_nodes:
+        marked = any(t.key == CANDIDATE_TAINT.key for t in node.taints)
+        if marked != (node.name in candidates):
+            changes[node.name] = not marked
+    return changes

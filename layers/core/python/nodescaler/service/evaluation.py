@@ -126,6 +126,8 @@ class Evaluator:
         )
         evaluation = self._within_limits(decide_with, group, now, dry_run)
         decision, removing = self._which_go(group, evaluation.decision, now)
+        if self.cluster is not None and not dry_run:  # steer new pods off leaving nodes
+            self.cluster.mark_candidates(group, now)
         if decision.demand is not None:
             state = replace(state, demand=state.demand.record(now, decision.demand))
 

@@ -20,16 +20,25 @@ from nodescaler.domain.node_group import NodeGroup, belongs
 from nodescaler.domain.policy import (
     CapacityBuffer,
     CapacityReservationMetric,
+    Consolidation,
     MetricBase,
     PendingPodsMetric,
     TargetType,
 )
 from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
 from nodescaler.domain.reservation import reservation
-from nodescaler.domain.scale_down import Removable, Unneeded, movable, removable, unneeded_nodes
+from nodescaler.domain.scale_down import (
+    SIMULATED_PER_CALL,
+    Removable,
+    Unneeded,
+    candidate_marks,
+    movable,
+    removable,
+    unneeded_nodes,
+)
 from nodescaler.domain.scheduling import nodes_for, pending, room_of, why_not
 from nodescaler.errors import KubernetesUnavailableError, ReservationError
-from nodescaler.ports import SnapshotSource
+from nodescaler.ports import NodeMarks, SnapshotSource
 from nodescaler.service.pending_pods import PendingPodsPlanner, Planned
 from nodescaler.service.waiting_pods import WaitingPods
 
@@ -43,21 +52,24 @@ class KubernetesMetrics:
         *,
         pending: PendingPodsPlanner | None = None,
         waiting: WaitingPods | None = None,
+        marks: NodeMarks | None = None,
         max_age: timedelta = timedelta(seconds=15),
     ) -> None:
         self._cluster = cluster
+        self._marks = marks
         self._pending = pending
         self._waiting = waiting
         self._max_age = max_age
         self._snapshot: tuple[datetime, Snapshot | KubernetesUnavailableError] | None = None
         self._plans: dict[int, Planned] = {}  # by priority cutoff, for the current snapshot
+        self._candidates: dict[str, frozenset[str]] = {}  # group → nodes it means to shed
 
     def snapshot(self, now: datetime) -> Snapshot:
         """The cluster as listed within `max_age`. A listing that failed is remembered as
         long: an evaluation reads the cluster several times (each metric, scale-in
         protection), and should wait for a server that does not answer only once."""
         if self._snapshot is None or now - self._snapshot[0] > self._max_age:
-            self._plans = {}
+            self._plans, self._candidates = {}, {}
             try:
                 self._snapshot = (now, self._cluster.snapshot())
             except KubernetesUnavailableError as error:
@@ -98,6 +110,21 @@ class KubernetesMetrics:
             return None
         # what Auto Scaling would offer: never an instance protected from scale-in
         return removable(group, sorted(group.instance_ids - group.protected_ids), count, snapshot)
+
+    def mark_candidates(self, group: NodeGroup, now: datetime) -> None:
+        """Soft-taint the nodes this evaluation's pending-pods reading found unneeded, and
+        clear it from the group's others. Best effort: the taint only steers the
+        scheduler, so a refusal or an unreachable server changes nothing else."""
+        candidates = self._candidates.get(group.name)
+        if candidates is None or self._marks is None:
+            return  # no pending-pods reading this evaluation: nothing known to mark
+        try:
+            snapshot = self.snapshot(now)
+            own = [n for n in snapshot.nodes if belongs(n, group)]
+            for node, marked in candidate_marks(own, candidates).items():
+                self._marks.mark_candidate(node, marked)
+        except Exception:  # a hint, never a reason to fail the evaluation
+            return
 
     def ready_nodes(self, group: NodeGroup, now: datetime) -> int | None:
         try:
@@ -148,7 +175,9 @@ class KubernetesMetrics:
                 return MetricReading(value=nodes, at=now, detail=f"{detail}; {fit.describe()}")
             nodes += fit.nodes
             detail += f"; {fit.describe()}"
-        spare = None if nodes else self._unneeded(group, snapshot, cutoff, virtual)
+        empty_only = metric.pending_pods.consolidation is Consolidation.WHEN_EMPTY
+        spare = None if nodes else self._unneeded(group, snapshot, cutoff, virtual, empty_only)
+        self._candidates[group.name] = frozenset(spare.nodes if spare is not None else ())
         if spare is not None and spare.nodes:
             detail += f"; {spare.describe()}"
         return MetricReading(
@@ -206,7 +235,12 @@ class KubernetesMetrics:
         return nodes_for([*pods, *buffer], self._pending.template(group, snapshot))
 
     def _unneeded(
-        self, group: NodeGroup, snapshot: Snapshot, cutoff: int, buffer: Sequence[Pod] = ()
+        self,
+        group: NodeGroup,
+        snapshot: Snapshot,
+        cutoff: int,
+        buffer: Sequence[Pod] = (),
+        empty_only: bool = False,
     ) -> Unneeded | None:
         """The group's nodes nothing needs, when no pending pod could use one of its nodes
         (then none is spare: the pods may be waiting for room here)."""
@@ -218,7 +252,8 @@ class KubernetesMetrics:
         if any(why_not(p, template) is None for p in pending(snapshot.pods, cutoff)):
             return None
         own = [n for n in snapshot.nodes if belongs(n, group)]
-        return unneeded_nodes(own, snapshot, buffer=buffer)
+        limit = 0 if empty_only else SIMULATED_PER_CALL  # no node with pods is simulated
+        return unneeded_nodes(own, snapshot, buffer=buffer, limit=limit)
 
     def _reservation(
         self, metric: CapacityReservationMetric, group: NodeGroup, snapshot: Snapshot, now: datetime

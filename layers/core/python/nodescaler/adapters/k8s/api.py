@@ -180,6 +180,20 @@ class KubernetesCluster:
         except ApiException:
             return None
 
+    def mark_candidate(self, node: str, marked: bool) -> None:
+        """`NodeMarks`: a strategic merge patch of the one taint (taints merge by key), so
+        no other taint is touched; infra/kubernetes lets evaluate change nothing else."""
+        from kubernetes import client
+
+        from nodescaler.domain.scale_down import CANDIDATE_TAINT  # evaluate's alone: not at import
+
+        taint: dict[str, Any] = {"key": CANDIDATE_TAINT.key}
+        if marked:
+            taint |= {"value": CANDIDATE_TAINT.value, "effect": CANDIDATE_TAINT.effect}
+        else:
+            taint["$patch"] = "delete"
+        self._api.answer(client.CoreV1Api.patch_node, node, {"spec": {"taints": [taint]}})
+
     def snapshot(self) -> Snapshot:
         # Hundreds of thousands of small, acyclic objects: the cyclic collector would
         # rescan them again and again while they are built, for nothing to collect.
