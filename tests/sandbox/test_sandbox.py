@@ -277,3 +277,30 @@ def test_a_scale_in_never_takes_the_nodes_of_pods_a_budget_keeps(tmp_path: Path)
     theirs = run(tmp_path / "default", default)[0][NODESCALER]
     assert theirs["pods_killed_with_their_instance"] > 0
     assert theirs["disruption_budget_short_minutes"] > 0
+
+
+TINY = """\
+name: {name}
+minutes: {minutes}
+policies: {policies}
+groups:
+  - {{name: ng, policy: batch, max: 3, instanceType: m5.xlarge}}
+deployments:
+  - {{name: jobs, cpu: "1", memory: 1Gi, replicas: {{0: 2}}}}
+"""
+
+
+def test_several_scenarios_run_a_core_each_and_print_in_their_order(tmp_path: Path) -> None:
+    policies = SCENARIOS / "policies"
+    files = []
+    for name, minutes in (("short", 3), ("longer", 6)):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(TINY.format(name=name, minutes=minutes, policies=policies))
+        files.append(path)
+    printed: list[str] = []
+    loaded = [load_scenario(path) for path in files]
+    summaries = scenarios.run_all(files, loaded, write=printed.append, out=tmp_path / "out")
+    assert [s["scenario"] for s in summaries] == ["short", "longer"]
+    headings = [line for line in printed if line.startswith("\n== ")]
+    assert [h.split(":")[0] for h in headings] == ["\n== short", "\n== longer"]
+    assert (tmp_path / "out" / "longer" / "summary.json").exists()

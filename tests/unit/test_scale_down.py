@@ -48,8 +48,9 @@ def test_an_empty_node_is_unneeded_whatever_its_daemon_sets_and_mirror_pods() ->
 
 def test_a_node_whose_pods_fit_on_the_others_is_unneeded_and_its_pods_take_their_room() -> None:
     nodes = [node("a"), node("b"), node("c")]
-    pods = [pod("a1", "a", 2000), pod("b1", "b", 2000), pod("c1", "c", 3000)]
-    # a's pod moves to b; b's then has nowhere to go (a leaves, c has one core free)
+    pods = [pod("a1", "a", 1500), pod("b1", "b", 1500), pod("c1", "c", 3000)]
+    # a's pod moves to b; b's then has nowhere to go (a leaves, c has one core free), and c
+    # is busy (75 % requested): not worth its evictions
     assert spare(nodes, pods) == ("a",)
 
 
@@ -145,13 +146,20 @@ def test_budgets_that_could_not_be_read_leave_only_empty_nodes_unneeded() -> Non
 
 def test_a_pod_that_fits_nowhere_is_named() -> None:
     nodes = [node("a"), node("b")]
-    found = unneeded_nodes(
-        nodes, Snapshot(tuple(nodes), (pod("big", "a", 3500), pod("b1", "b", 3500)))
-    )
+    pods = (pod("big", "a", 1900), pod("b1", "b", 1900), pod("b2", "b", 1500))
+    found = unneeded_nodes(nodes, Snapshot(tuple(nodes), pods))
+    # b (85 % requested) is no candidate; a's pod has 600 millicores to go to on b
     assert [(k.node, k.why, k.pods) for k in found.kept] == [
         ("a", "pods-would-not-fit", ("default/big",)),
-        ("b", "pods-would-not-fit", ("default/b1",)),
     ]
+
+
+def test_a_busy_node_is_no_candidate_even_when_its_pods_would_fit_elsewhere() -> None:
+    nodes = [node("a"), node("b", cpu=16_000)]
+    busy_b = pod("b1", "b", 9000)  # 9 of 16 cores: b is no candidate either way
+    half = [pod("a1", "a", 1000), pod("a2", "a", 1000), busy_b]  # a: 2 of 4 cores
+    assert spare(nodes, half) == ()  # b has room for a's pods, but a is not under half
+    assert spare(nodes, half[1:]) == ("a",)  # 1 of 4 cores: a goes, its pod onto b
 
 
 def test_a_node_with_several_pods_of_a_budget_allowing_one_goes_its_drain_takes_them_in_turn() -> (

@@ -105,7 +105,7 @@ def test_a_node_gone_not_ready_with_pods_on_it_is_not_taken_first_as_never_ready
 
 
 def test_fewer_than_asked_when_the_pods_would_not_fit_elsewhere() -> None:
-    cluster = Cluster([node(0), node(1)], [pod("a", 0, 3000), pod("b", 1, 3000)])
+    cluster = Cluster([node(0), node(1)], [pod("a", 0, 1900), pod("b", 1, 1900), pod("c", 1, 1500)])
     choice = choose(cluster, IDS[:2], capacity=1)
     assert choice.instance_ids == ()  # the group waits and asks again
     assert "node-0 kept: pods-would-not-fit (default/a)" in choice.reason
@@ -219,7 +219,7 @@ def test_an_instance_protected_from_scale_in_is_never_chosen_for_an_eks_group() 
     from nodescaler.service.kubernetes_metrics import KubernetesMetrics
 
     nodes = [node(0), node(1), node(2)]
-    cluster = KubernetesMetrics(Cluster(nodes, [pod("busy", 0, 3500)]))
+    cluster = KubernetesMetrics(Cluster(nodes, [pod("light", 0, 1500)]))
     group = NodeGroup(
         "web", 3, 0, 10, 3, instance_ids=frozenset(IDS[:3]), protected_ids=frozenset({IDS[2]})
     )

@@ -34,9 +34,10 @@ def _simulate(args: argparse.Namespace) -> int:
 
     files = [args.scenario] if args.scenario else scenarios.scenario_files()
     loaded = [load_scenario(path) for path in files]  # every file checked before any runs
-    summaries = [
-        scenarios.run(scenario, progress=scenarios.progress_to_terminal()) for scenario in loaded
-    ]
+    if len(loaded) == 1:
+        summaries = [scenarios.run(loaded[0], progress=scenarios.progress_to_terminal())]
+    else:
+        summaries = scenarios.run_all(files, loaded)
     if len(summaries) > 1:  # one scenario alone leaves the last run's comparison as it was
         table, chart = comparison.write(scenarios.OUT, summaries)
         print(f"\n{table.read_text()}")

@@ -14,8 +14,11 @@ of Cluster Autoscaler; then writes what happened under `out/demo/<scenario>/`:
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -118,6 +121,40 @@ def run(
 
 def run_file(path: Path, **options: Any) -> dict[str, Any]:
     return run(load_scenario(path), **options)
+
+
+def _run_quietly(path: Path, out: Path | None) -> tuple[dict[str, Any], list[str]]:
+    """One scenario in a worker process: its summary, and what it would have printed."""
+    printed: list[str] = []
+    scenario = load_scenario(path)
+    folder = None if out is None else out / scenario.name
+    return run(scenario, out=folder, write=printed.append), printed
+
+
+def run_all(
+    files: Sequence[Path],
+    scenarios: Sequence[Scenario],
+    write: Callable[[str], None] = print,
+    out: Path | None = None,
+) -> list[dict[str, Any]]:
+    """Every scenario, one a core at a time (each starts its own sandbox: moto's server and
+    an API server on ports of its own), the longest first; each one's output printed in
+    the scenarios' order as soon as those before it are done. The summaries in order."""
+    workers = max(1, min(os.cpu_count() or 1, len(files)))
+    write(f"Running {len(files)} scenarios, {workers} at a time (each twice: nodescaler, baseline)")
+    longest_first = sorted(range(len(files)), key=lambda i: -scenarios[i].minutes)
+    done: dict[int, tuple[dict[str, Any], list[str]]] = {}
+    shown = 0
+    context = multiprocessing.get_context("spawn")  # no thread or socket inherited
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {pool.submit(_run_quietly, files[i], out): i for i in longest_first}
+        for future in as_completed(futures):
+            done[futures[future]] = future.result()
+            while shown in done:
+                for line in done[shown][1]:
+                    write(line)
+                shown += 1
+    return [done[i][0] for i in range(len(files))]
 
 
 # --- one run ---------------------------------------------------------------------------
