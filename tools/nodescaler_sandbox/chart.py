@@ -363,32 +363,23 @@ def _cluster_nodes_panel(ax: Axes, cluster: ClusterChart) -> list[Entry]:
         handles.append(Patch(color=BUDGET_SHORT, alpha=0.25, label="disruption budget short"))
     handles += _both_runs(ax, cluster.minutes, cluster.nodes, cluster.baseline_nodes)
     if cluster.max_nodes is not None:
-        handles.append(
-            ax.axhline(
-                cluster.max_nodes,
-                color=LIMIT,
-                linestyle="-.",
-                linewidth=1.2,
-                label=f"cluster limit ({cluster.max_nodes} nodes)",
-            )
-        )
+        handles.append(_limit_line(ax, cluster.max_nodes, f"{cluster.max_nodes} nodes"))
     ax.set_ylim(bottom=0, top=_top(ax.get_ylim()[1]))
     return [(handle, str(handle.get_label())) for handle in handles]
+
+
+def _limit_line(ax: Axes, limit: float, amount: str) -> Artist:
+    """The cluster's limit on what a panel counts."""
+    return ax.axhline(
+        limit, color=LIMIT, linestyle="-.", linewidth=1.2, label=f"cluster limit ({amount})"
+    )
 
 
 def _limited_panel(ax: Axes, minutes: Sequence[float], resource: Limited) -> list[Entry]:
     """A limited resource in service, both runs, against the cluster's limit on it."""
     _frame(ax, f"cluster: {resource.name} in service", resource.unit)
     handles = _both_runs(ax, minutes, resource.ours, resource.baseline)
-    handles.append(
-        ax.axhline(
-            resource.limit,
-            color=LIMIT,
-            linestyle="-.",
-            linewidth=1.2,
-            label=f"cluster limit ({resource.limit:g} {resource.unit})",
-        )
-    )
+    handles.append(_limit_line(ax, resource.limit, f"{resource.limit:g} {resource.unit}"))
     ax.set_ylim(bottom=0, top=_top(max([resource.limit, *resource.ours, *resource.baseline])))
     return [(handle, str(handle.get_label())) for handle in handles]
 
