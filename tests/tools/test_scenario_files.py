@@ -180,20 +180,22 @@ def test_metric_math_the_sandbox_cannot_evaluate_is_refused_when_the_scenario_lo
     tmp_path: Path,
 ) -> None:
     path = write(tmp_path, GOOD.replace("policy: batch", "policy: rate"))
-    (tmp_path / "policies" / "rate.yaml").write_text(
-        BATCH.read_text()
-        .replace("name: batch", "name: rate")
-        .replace(
-            "    - type: PendingPods",
-            """    - type: CloudWatch
+    (tmp_path / "policies" / "rate.yaml").write_text("""\
+apiVersion: nodescaler.io/v1alpha1
+kind: NodeGroupPolicy
+metadata: {name: rate}
+spec:
+  minReplicas: 0
+  maxReplicas: 20
+  metrics:
+    - type: CloudWatch
       name: requests
       cloudWatch:
         expression: RATE(hits)
         metrics:
           hits: {namespace: App, metricName: Hits, statistic: Sum}
-      target: {type: AverageValue, averageValue: 10}""",
-        )
-    )
+      target: {type: AverageValue, averageValue: 10}
+""")
     with pytest.raises(ScenarioError) as caught:
         load_scenario(path)
     assert str(caught.value) == (
