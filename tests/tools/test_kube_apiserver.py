@@ -128,7 +128,7 @@ def test_a_node_is_cordoned_with_a_patch() -> None:
         assert core.read_node("n1").spec.unschedulable is True
 
 
-def test_a_strategic_merge_patch_of_taints_merges_by_key_and_deletes_by_key() -> None:
+def test_taints_are_patched_whole_and_a_stale_resource_version_is_refused() -> None:
     gpu = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
     tainted = node("n1")
     tainted["spec"]["taints"] = [gpu]
@@ -136,10 +136,12 @@ def test_a_strategic_merge_patch_of_taints_merges_by_key_and_deletes_by_key() ->
     soft = {"key": "nodescaler.io/deletion-candidate", "effect": "PreferNoSchedule"}
     with kube_api(cluster) as (_, api):
         core = k8s.CoreV1Api(api)
-        core.patch_node("n1", {"spec": {"taints": [soft]}})
-        assert [t.key for t in core.read_node("n1").spec.taints] == [gpu["key"], soft["key"]]
-        core.patch_node("n1", {"spec": {"taints": [{"key": soft["key"], "$patch": "delete"}]}})
-        assert [t.key for t in core.read_node("n1").spec.taints] == [gpu["key"]]
+        core.patch_node("n1", {"spec": {"taints": [soft]}})  # an atomic list: replaced
+        assert [t.key for t in core.read_node("n1").spec.taints] == [soft["key"]]
+        stale = {"metadata": {"resourceVersion": "1"}, "spec": {"taints": [gpu]}}
+        with pytest.raises(ApiException) as caught:
+            core.patch_node("n1", stale)
+    assert caught.value.status == 409
 
 
 def test_without_the_token_the_server_answers_401() -> None:

@@ -102,6 +102,8 @@ def test_a_node_gone_not_ready_with_pods_on_it_is_not_taken_first_as_never_ready
     nodes = [node(0), node(1, ready=False), node(2)]
     cluster = Cluster(nodes, [pod("bound", 1), pod("busy", 0, 3500)])
     assert choose(cluster, IDS[:3], capacity=1).instance_ids == (IDS[2],)
+    # but it can still leave, last: a dead instance must not stay forever
+    assert choose(cluster, IDS[:3], capacity=2).instance_ids == (IDS[2], IDS[1])
 
 
 def test_fewer_than_asked_when_the_pods_would_not_fit_elsewhere() -> None:

@@ -17,6 +17,7 @@ import json
 import multiprocessing
 import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -123,12 +124,16 @@ def run_file(path: Path, **options: Any) -> dict[str, Any]:
     return run(load_scenario(path), **options)
 
 
-def _run_quietly(path: Path, out: Path | None) -> tuple[dict[str, Any], list[str]]:
-    """One scenario in a worker process: its summary, and what it would have printed."""
+def _run_quietly(path: Path, out: Path | None) -> tuple[dict[str, Any] | None, list[str]]:
+    """One scenario in a worker process: its summary (None if it failed), and what it
+    printed, a failure's traceback last."""
     printed: list[str] = []
-    scenario = load_scenario(path)
-    folder = None if out is None else out / scenario.name
-    return run(scenario, out=folder, write=printed.append), printed
+    try:
+        scenario = load_scenario(path)
+        folder = None if out is None else out / scenario.name
+        return run(scenario, out=folder, write=printed.append), printed
+    except Exception:  # told in order with the others, not lost behind them
+        return None, [*printed, f"{path}: the run failed\n{traceback.format_exc()}"]
 
 
 def run_all(
@@ -143,7 +148,7 @@ def run_all(
     workers = max(1, min(os.cpu_count() or 1, len(files)))
     write(f"Running {len(files)} scenarios, {workers} at a time (each twice: nodescaler, baseline)")
     longest_first = sorted(range(len(files)), key=lambda i: -scenarios[i].minutes)
-    done: dict[int, tuple[dict[str, Any], list[str]]] = {}
+    done: dict[int, tuple[dict[str, Any] | None, list[str]]] = {}
     shown = 0
     context = multiprocessing.get_context("spawn")  # no thread or socket inherited
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
@@ -154,7 +159,10 @@ def run_all(
                 for line in done[shown][1]:
                     write(line)
                 shown += 1
-    return [done[i][0] for i in range(len(files))]
+    failed = [str(files[i]) for i in range(len(files)) if done[i][0] is None]
+    if failed:
+        raise RuntimeError(f"scenarios that failed: {', '.join(failed)} (tracebacks above)")
+    return [summary for summary, _ in (done[i] for i in range(len(files))) if summary]
 
 
 # --- one run ---------------------------------------------------------------------------

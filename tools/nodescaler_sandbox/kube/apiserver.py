@@ -260,32 +260,17 @@ class Cluster:
             return [f"{namespace}/{name}" for namespace, name in stopped]
 
 
-def _merge(target: dict[str, Any], patch: dict[str, Any], *, strategic: bool) -> dict[str, Any]:
-    """JSON merge patch (RFC 7386), or a strategic merge patch: the same for the scalar
-    fields patched here, but a node's `spec.taints` merge by `key` (their patchMergeKey),
-    an entry with `"$patch": "delete"` removing the taint of that key."""
+def _merge(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """JSON merge patch (RFC 7386); also a strategic merge patch of the node fields patched
+    here: scalars, and `spec.taints`, an atomic list (no merge key) replaced whole."""
     for key, value in patch.items():
         if value is None:
             target.pop(key, None)
-        elif strategic and key == "taints" and isinstance(value, list):
-            target[key] = _merge_by_key(target.get(key) or [], value)
-            if not target[key]:
-                target.pop(key)
         elif isinstance(value, dict) and isinstance(target.get(key), dict):
-            _merge(target[key], value, strategic=strategic)
+            _merge(target[key], value)
         else:
             target[key] = value
     return target
-
-
-def _merge_by_key(have: list[dict[str, Any]], patch: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    merged = {entry["key"]: entry for entry in have}
-    for entry in patch:
-        if entry.get("$patch") == "delete":
-            merged.pop(entry["key"], None)
-        else:
-            merged[entry["key"]] = {**merged.get(entry["key"], {}), **entry}
-    return list(merged.values())
 
 
 _LISTS = [
@@ -547,7 +532,8 @@ class KubeApiServer:
                 return 200, json.dumps(cluster.get("pods", (match["ns"], match["name"]))).encode()
         if method == "PATCH" and (match := _NODE.match(path)):
             # kubectl cordon and the Python client (for a dict body) send a strategic merge
-            # patch: for scalar fields the same as a merge patch, taints merged by key.
+            # patch: for the fields patched here the same as a merge patch; a resourceVersion
+            # in it must be the object's (optimistic concurrency).
             media_type = content_type.partition(";")[0].strip()
             if media_type not in MERGE_PATCHES or not isinstance(body, dict):
                 raise ApiError(
@@ -558,9 +544,15 @@ class KubeApiServer:
                 )
             with cluster.lock:
                 node = cluster.get("nodes", ("", match["name"]))
-                strategic = media_type == "application/strategic-merge-patch+json"
-                copy = json.loads(json.dumps(node))
-                patched = cluster.put("nodes", _merge(copy, body, strategic=strategic))
+                asked = (body.get("metadata") or {}).get("resourceVersion")
+                if asked is not None and asked != node["metadata"].get("resourceVersion"):
+                    raise ApiError(
+                        409,
+                        "Conflict",
+                        f'Operation cannot be fulfilled on nodes "{match["name"]}": the object '
+                        "has been modified; please apply your changes to the latest version",
+                    )
+                patched = cluster.put("nodes", _merge(json.loads(json.dumps(node)), body))
             return 200, json.dumps(patched).encode()
         if method == "POST" and (match := _EVENTS.match(path)):
             event = dict(body or {})

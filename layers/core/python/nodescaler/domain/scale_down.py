@@ -145,7 +145,7 @@ def unneeded_nodes(
 
 def _underutilized(node: Node, pods: Sequence[Pod]) -> bool:
     """Its pods request under half its CPU and under half its memory (Cluster Autoscaler's
-    scale-down utilization threshold): a busier node is worth its evictions."""
+    scale-down utilization threshold): a busier node is not worth its evictions."""
     cpu = sum(p.requests.cpu_millis for p in pods)
     memory = sum(p.requests.memory_bytes for p in pods)
     have = node.allocatable
@@ -214,7 +214,10 @@ def removable(
     # drains them): two drains side by side would move pods onto each other. The group
     # asks again shortly for the rest.
     one_busy = spare.nodes[: spare.empty + 1]
-    ordered = unready + [by_name[name] for name in one_busy]
+    # a node gone NotReady with pods bound: last, once nothing better can go (its pods may
+    # be lost with it, but a dead instance must still be able to leave)
+    dead = [i for i in offered if i in nodes and not nodes[i].ready and i not in unready]
+    ordered = unready + [by_name[name] for name in one_busy] + dead
     chosen = tuple(ordered[:count])
     reason = f"{len(chosen)} of {count} asked: {len(unready)} never Ready; {spare.describe()}"
     return Removable(chosen, reason, tuple(i for i in offered if i not in nodes))

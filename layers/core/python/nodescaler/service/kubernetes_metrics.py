@@ -115,16 +115,20 @@ class KubernetesMetrics:
         """Soft-taint the nodes this evaluation's pending-pods reading found unneeded, and
         clear it from the group's others. Best effort: the taint only steers the
         scheduler, so a refusal or an unreachable server changes nothing else."""
-        candidates = self._candidates.get(group.name)
-        if candidates is None or self._marks is None:
-            return  # no pending-pods reading this evaluation: nothing known to mark
+        if self._marks is None:
+            return
+        # no pending-pods vote to shed this evaluation: no node of the group is a candidate
+        candidates = self._candidates.get(group.name, frozenset())
         try:
             snapshot = self.snapshot(now)
-            own = [n for n in snapshot.nodes if belongs(n, group)]
-            for node, marked in candidate_marks(own, candidates).items():
-                self._marks.mark_candidate(node, marked)
-        except Exception:  # a hint, never a reason to fail the evaluation
+        except KubernetesUnavailableError:
             return
+        own = [n for n in snapshot.nodes if belongs(n, group)]
+        for node, marked in candidate_marks(own, candidates).items():
+            try:
+                self._marks.mark_candidate(node, marked)
+            except Exception:  # a hint, never a reason to fail the evaluation (or the rest)
+                continue
 
     def ready_nodes(self, group: NodeGroup, now: datetime) -> int | None:
         try:

@@ -181,18 +181,26 @@ class KubernetesCluster:
             return None
 
     def mark_candidate(self, node: str, marked: bool) -> None:
-        """`NodeMarks`: a strategic merge patch of the one taint (taints merge by key), so
-        no other taint is touched; infra/kubernetes lets evaluate change nothing else."""
+        """`NodeMarks`. A node's taints are an atomic list (no merge key): the patch carries
+        the whole list, every other taint as read, and the resourceVersion read, so a
+        change made in between is refused (409), never overwritten; infra/kubernetes lets
+        evaluate change nothing else."""
+        import json
+
         from kubernetes import client
 
         from nodescaler.domain.scale_down import CANDIDATE_TAINT  # evaluate's alone: not at import
 
-        taint: dict[str, Any] = {"key": CANDIDATE_TAINT.key}
-        if marked:
-            taint |= {"value": CANDIDATE_TAINT.value, "effect": CANDIDATE_TAINT.effect}
-        else:
-            taint["$patch"] = "delete"
-        self._api.answer(client.CoreV1Api.patch_node, node, {"spec": {"taints": [taint]}})
+        read = json.loads(self._api.answer(client.CoreV1Api.read_node, node))
+        taints = (read.get("spec") or {}).get("taints") or []
+        kept = [t for t in taints if t.get("key") != CANDIDATE_TAINT.key]
+        ours = {"key": CANDIDATE_TAINT.key, "effect": CANDIDATE_TAINT.effect}
+        wanted = [*kept, ours] if marked else kept
+        if wanted == taints:
+            return
+        version = read["metadata"]["resourceVersion"]
+        patch = {"metadata": {"resourceVersion": version}, "spec": {"taints": wanted}}
+        self._api.answer(client.CoreV1Api.patch_node, node, patch)
 
     def snapshot(self) -> Snapshot:
         # Hundreds of thousands of small, acyclic objects: the cyclic collector would
