@@ -3,7 +3,7 @@ from the loopback API server (kubeconfig, as the sandbox wires it) drives the AS
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,23 @@ MICROSERVICES = {"nodescaler/enabled": "true", "nodescaler/policy": "microservic
 def api_server() -> Iterator[KubeApiServer]:
     with KubeApiServer(token="secret") as server:
         yield server
+
+
+@pytest.fixture
+def against_cluster(
+    policies: Path,
+    calls: CallCounter,
+    clock: VirtualClock,
+    api_server: KubeApiServer,
+    tmp_path: Path,
+) -> Callable[..., Deployment]:
+    """The functions deployed against the loopback API server, with these settings too."""
+
+    def deployed(**environment: str) -> Deployment:
+        config = str(kubeconfig(tmp_path / "kubeconfig", api_server.url))
+        return Deployment(policies, calls, clock, {"KUBECONFIG_PATH": config, **environment})
+
+    return deployed
 
 
 def instance_of(group: str) -> str:
@@ -244,16 +261,13 @@ spec:
 
 def test_a_buffer_keeps_room_for_pods_not_yet_created_and_explains_it(
     policies: Path,
-    calls: CallCounter,
-    clock: VirtualClock,
+    against_cluster: Callable[..., Deployment],
     api_server: KubeApiServer,
-    tmp_path: Path,
     output: Any,
 ) -> None:
     # Given a web group of two 16-core nodes, 15 cores requested on each: room for 2 × 1 cpu
     (policies / "web.yaml").write_text(WEB_POLICY)
-    config = kubeconfig(tmp_path / "kubeconfig", api_server.url)
-    deployment = Deployment(policies, calls, clock, {"KUBECONFIG_PATH": str(config)})
+    deployment = against_cluster()
     tags = {"nodescaler/enabled": "true", "nodescaler/policy": "web"}
     make_asg("web-nodes", tags=tags, desired=2, min_size=1, max_size=20)
     group = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=["web-nodes"])
@@ -280,10 +294,8 @@ def test_a_buffer_keeps_room_for_pods_not_yet_created_and_explains_it(
 
 def test_a_buffer_no_node_can_hold_is_named_and_pending_pods_still_get_their_nodes(
     policies: Path,
-    calls: CallCounter,
-    clock: VirtualClock,
+    against_cluster: Callable[..., Deployment],
     api_server: KubeApiServer,
-    tmp_path: Path,
     output: Any,
 ) -> None:
     nowhere = "          - {pods: 2, requests: {cpu: '1'}, nodeSelector: {tier: nowhere}}\n"
@@ -292,8 +304,7 @@ def test_a_buffer_no_node_can_hold_is_named_and_pending_pods_still_get_their_nod
         BATCH_POLICY.replace("    - type: PendingPods\n", buffered)
     )
     launch_template("general", "m5.large")
-    config = str(kubeconfig(tmp_path / "kc", api_server.url))
-    deployment = Deployment(policies, calls, clock, {"KUBECONFIG_PATH": config})
+    deployment = against_cluster()
     group_at_zero("general-ng", "general")
     api_server.cluster.put("pods", pod("job", cpu="1"))
     deployment.tick()
