@@ -458,6 +458,11 @@ def test_resizing_is_allowed_only_on_groups_carrying_the_opt_in_tag(template: Te
         role_statements(template, "evaluate"), "autoscaling:TerminateInstanceInAutoScalingGroup"
     )
     assert removal == resize  # the same statement: opted-in groups only
+    # a ForecastAndWarm forecast sizes the warm pool of the same groups, and no other
+    warm_pool = statement_for(role_statements(template, "evaluate"), "autoscaling:PutWarmPool")
+    assert warm_pool == resize
+    for function in ("dispatch", "drain", "terminate"):
+        assert not statements_for(role_statements(template, function), "autoscaling:PutWarmPool")
 
 
 def test_scale_in_protection_is_set_only_on_groups_carrying_the_opt_in_tag(

@@ -62,6 +62,10 @@ class NodeGroups(NodeGroupDiscovery, NodeGroupLookup, Protocol):
         """Terminate these instances, each lowering the desired capacity by one."""
         ...
 
+    def size_warm_pool(self, group: NodeGroup, size: int) -> None:
+        """Keep exactly `size` pre-initialised instances in the group's warm pool."""
+        ...
+
 
 class InstanceGroups(Protocol):
     def group_of(self, instance_id: str) -> str | None:

@@ -325,6 +325,8 @@ class ForecastMode(StrEnum):
 
     FORECAST_ONLY = "ForecastOnly"  # recorded, shown, never acted on
     FORECAST_AND_SCALE = "ForecastAndScale"  # a floor under the live metrics' recommendation
+    # sizes the group's warm pool for the growth forecast; the live metrics set the size
+    FORECAST_AND_WARM = "ForecastAndWarm"
 
 
 class PredictiveSource(Spec):
