@@ -336,6 +336,62 @@ behavior:
         "unknown statistic 'Mean'",
     ),
     (
+        "a forecast's metric with no node's worth of it",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: Predictive
+            predictive:
+              cloudWatch: {metric: {namespace: App, metricName: Requests}, perNode: 0}
+        """),
+        "spec.metrics[0].predictive.cloudWatch.perNode",
+        "greater than 0",
+    ),
+    (
+        "a forecast's metric with an infinite node's worth",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: Predictive
+            predictive:
+              cloudWatch: {metric: {namespace: App, metricName: Requests}, perNode: .inf}
+        """),
+        "spec.metrics[0].predictive.cloudWatch.perNode",
+        "finite number",
+    ),
+    (
+        "a forecast's metric read each minute",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: Predictive
+            predictive:
+              timeZone: Europe/Paris
+              cloudWatch:
+                metric: {namespace: App, metricName: Requests}
+                perNode: 50
+                periodSeconds: 60
+        """),
+        "spec.metrics[0].predictive.cloudWatch.periodSeconds",
+        "periodSeconds must be 300",
+    ),
+    (
+        "a forecast's metric with metric math",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: Predictive
+            predictive:
+              cloudWatch: {metric: {namespace: App, metricName: Requests}, perNode: 50, expression: m1}
+        """),
+        "spec.metrics[0].predictive.cloudWatch.expression",
+        "unknown field",
+    ),
+    (
         "utilization above 100",
         _with("""\
         minReplicas: 0
