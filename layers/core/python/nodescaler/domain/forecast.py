@@ -247,18 +247,17 @@ def history_from_datapoints(
     `named_history_window(now)`, or not a finite number, is left out; a slot with no datapoint
     stays unknown, never zero."""
     since, until = named_history_window(now)
-    first, last = _slot(since), _slot(until) - 1
-    asked: dict[int, int] = {}
+    first = _slot(since)
+    slots = [UNKNOWN] * (_slot(until) - first)
     for at, value in points:
-        slot = _slot(at)
-        if not first <= slot <= last or not math.isfinite(value):
-            continue
-        nodes = max(math.ceil(min(value / per_node, LARGEST) - 1e-9), 0)
-        asked[slot] = max(asked.get(slot, 0), nodes)
-    if not asked:
+        index = _slot(at) - first
+        if 0 <= index < len(slots) and math.isfinite(value):
+            nodes = max(math.ceil(min(value / per_node, LARGEST) - 1e-9), 0)
+            slots[index] = max(slots[index], nodes)
+    known = [index for index, nodes in enumerate(slots) if nodes != UNKNOWN]
+    if not known:
         return DemandHistory()
-    start, end = min(asked), max(asked)
-    return DemandHistory(start, tuple(asked.get(s, UNKNOWN) for s in range(start, end + 1)))
+    return DemandHistory(first + known[0], tuple(slots[known[0] : known[-1] + 1]))
 
 
 NamedHistory = DemandHistory | MetricUnavailable  # a named metric's history, or why it is not
