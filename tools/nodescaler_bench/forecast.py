@@ -37,16 +37,20 @@ START = datetime(2026, 11, 2, tzinfo=UTC)  # a Monday
 DAYS = 21
 LEAD = timedelta(minutes=5)
 GROUPS = 1000
-POLICY = NodeGroupPolicy.model_validate(
-    {
-        "metadata": {"name": "bench"},
-        "spec": {
-            "minReplicas": 0,
-            "maxReplicas": 100,
-            "metrics": [{"type": "Predictive", "predictive": {"mode": "ForecastAndScale"}}],
-        },
-    }
-)
+
+
+def forecast_policy(**predictive: object) -> NodeGroupPolicy:
+    """A policy of one Predictive metric that scales, from `predictive`'s source."""
+    metric = {"type": "Predictive", "predictive": {"mode": "ForecastAndScale", **predictive}}
+    return NodeGroupPolicy.model_validate(
+        {
+            "metadata": {"name": "bench"},
+            "spec": {"minReplicas": 0, "maxReplicas": 100, "metrics": [metric]},
+        }
+    )
+
+
+POLICY = forecast_policy()
 
 
 def trace(seed: int = 7) -> list[int]:
@@ -107,25 +111,8 @@ def tick(nodes: list[int]) -> dict[str, float]:
     return {"forecast_tick_s": round(seconds, 3), "forecast_history_stored_bytes": len(stored)}
 
 
-NAMED = NodeGroupPolicy.model_validate(
-    {
-        "metadata": {"name": "bench-named"},
-        "spec": {
-            "minReplicas": 0,
-            "maxReplicas": 100,
-            "metrics": [
-                {
-                    "type": "Predictive",
-                    "predictive": {
-                        "cloudWatch": {
-                            "metric": {"namespace": "Shop", "metricName": "Requests"},
-                            "perNode": 50,
-                        }
-                    },
-                }
-            ],
-        },
-    }
+NAMED = forecast_policy(
+    cloudWatch={"metric": {"namespace": "Shop", "metricName": "Requests"}, "perNode": 50}
 )
 NAMED_GROUPS = 100
 
