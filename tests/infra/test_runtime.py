@@ -484,6 +484,19 @@ def test_evaluate_may_read_scaling_activities_which_take_no_resource_scope(
     assert (describe["Resource"], describe.get("Condition")) == ("*", None)
 
 
+def test_evaluate_reads_cloudwatch_with_get_metric_data_alone(template: Template) -> None:
+    # live CloudWatch metrics and the history a forecast names; the action has no resource scope
+    statements = role_statements(template, "evaluate")
+    read = statement_for(statements, "cloudwatch:GetMetricData")
+    assert (actions_of(read), read["Resource"], read.get("Condition")) == (
+        ["cloudwatch:GetMetricData"],
+        "*",
+        None,
+    )
+    allowed = {a for s in statements if s["Effect"] == "Allow" for a in actions_of(s)}
+    assert {a for a in allowed if a.startswith("cloudwatch:")} == {"cloudwatch:GetMetricData"}
+
+
 @pytest.mark.parametrize("action", ["CompleteLifecycleAction", "RecordLifecycleActionHeartbeat"])
 def test_the_drain_answers_lifecycle_actions_only_of_opted_in_groups_by_default(
     template: Template, action: str

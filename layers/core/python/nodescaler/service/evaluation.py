@@ -23,7 +23,8 @@ from nodescaler.domain.optin import is_managed
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.warm_pool import plan_warm_pool
 from nodescaler.errors import ActuationError, RefusedError, StateConflictError
-from nodescaler.ports import Clock, ClusterView, NodeGroups, StateStore
+from nodescaler.ports import Clock, ClusterView, MetricHistory, NodeGroups, StateStore
+from nodescaler.service.forecasts import named_histories
 from nodescaler.service.limiter import ClusterLimiter
 from nodescaler.service.policies import PolicyBook
 from nodescaler.service.producers import Producers
@@ -66,6 +67,7 @@ class Evaluator:
     backoff_rules: BackoffRules = field(default_factory=BackoffRules)
     cluster: ClusterView | None = None  # the Kubernetes cluster's say, when there is one
     limiter: ClusterLimiter | None = None  # the cluster's limits, when any is set
+    histories: MetricHistory | None = None  # the metrics forecasts name, when any does
 
     def evaluate(self, group_name: str, event_id: str) -> EvaluationResult:
         # 1. The group as it is now; it may have gone, or opted out, since it was queued.
@@ -106,7 +108,8 @@ class Evaluator:
 
         # 6. Metrics (and forecasts from the group's recorded demand), then the decision.
         readings = self.producers.read_all(policy, group, now)
-        readings |= forecast_readings(policy, state.demand, now)
+        named = named_histories(policy, self.histories, now)
+        readings |= forecast_readings(policy, state.demand, now, named)
         size = GroupSize(
             group.desired,
             group.min_size,
