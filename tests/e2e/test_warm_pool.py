@@ -1,6 +1,6 @@
-"""A ForecastAndWarm forecast end to end over moto: the evaluate function keeps the
-growth it forecasts warm with PutWarmPool, writes it once, leaves the group's size to the
-live metrics, and names a group that has no warm pool."""
+"""A forecast with warmPool end to end over moto: the evaluate function keeps the
+growth it forecasts over the next warm-up window warm with PutWarmPool, writes it once,
+and names a group that has no warm pool."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ def working_hours(at: datetime) -> int:
 
 
 def learnt_a_day(deployment: Deployment, group: str) -> None:
-    """The group's state as a day of evaluations would have left it."""
+    """At 08:40, the group's state as a day of evaluations would have left it."""
+    deployment.clock.at = deployment.clock.at.replace(hour=8, minute=40)
     now, history = deployment.clock.now(), DemandHistory()
     at = now - timedelta(days=1)
     while at < now:
@@ -49,7 +50,10 @@ def write_policy(policies: Path) -> None:
                     "sqsQueue": {"queue": TRAINING_QUEUE},
                     "target": {"type": "AverageValue", "averageValue": 4},
                 },
-                {"type": "Predictive", "predictive": {"mode": "ForecastAndWarm"}},
+                {
+                    "type": "Predictive",
+                    "predictive": {"mode": "ForecastAndScale", "warmPool": True},
+                },
             ],
         },
     }
@@ -68,8 +72,8 @@ def warm_pool(group: str) -> dict[str, Any] | None:
 def test_the_forecast_growth_is_kept_warm_and_the_size_follows_the_live_metrics(
     policies: Path, deployment: Deployment, calls: CallCounter
 ) -> None:
-    # Given a group with a stopped warm pool of the operator's, a day of its demand learnt,
-    # and a queue asking for 2 nodes at 09:00, where yesterday 09:05 needed 10
+    # Given a group with a hibernated warm pool of the operator's, a day of its demand
+    # learnt, and a queue asking for 2 nodes at 08:40: yesterday 08:45 needed 2, 09:00 10
     write_policy(policies)
     deployment.deploy()
     make_asg("trainers", tags=WARM, max_size=40)
@@ -84,8 +88,8 @@ def test_the_forecast_growth_is_kept_warm_and_the_size_follows_the_live_metrics(
     deployment.clock.advance(minutes=1)
     deployment.tick()
 
-    # Then the group has what the queue asks, and the 8 more the forecast expects are warm,
-    # in the pool's own state, set once
+    # Then the group has what the queue and the forecast for 08:45 ask, and the 8 more the
+    # forecast expects within the warm-up window are warm, in the pool's own state, set once
     assert desired_capacity("trainers") == 2
     assert warm_pool("trainers") == {
         "MinSize": 8,
@@ -97,7 +101,7 @@ def test_the_forecast_growth_is_kept_warm_and_the_size_follows_the_live_metrics(
     assert decision is not None
     assert (decision.warm_pool, decision.warm_pool_note) == (
         8,
-        "warm pool 8: forecast 10 − 2 desired",
+        "warm pool 8: forecast up to 10 in the next warm-up − 2 desired",
     )
 
 

@@ -112,7 +112,8 @@ def _overall_and_by_group(figures: Iterable[tuple[PodRecord, float]]) -> dict[st
 def node_hours(rows: Iterable[Mapping[str, Any]]) -> float:
     """Nodes in service, minute by minute, and what warm pools cost (their instances
     initialising, and those waiting at their state's share), in hours."""
-    return round(sum(r["in_service"] + r.get("warm_billed", 0) for r in rows) / 60, 2)
+    minutes = sum(float(r["in_service"]) + float(r.get("warm_billed", 0)) for r in rows)
+    return round(minutes / 60, 2)
 
 
 def unschedulable_pod_minutes(rows: Iterable[Mapping[str, Any]]) -> int:

@@ -117,7 +117,7 @@ class Taint(_Spec):
 
 class WarmPoolSpec(_Spec):
     """The group's warm pool as its operator configured it (PutWarmPool): the baseline keeps
-    it so; a ForecastAndWarm forecast resizes it under nodescaler."""
+    it so; a warmPool forecast resizes it under nodescaler."""
 
     min_size: Count = 0
     max_group_prepared_capacity: Count | None = None  # unset: the group's max

@@ -73,7 +73,7 @@ def result_records(result: EvaluationResult, latency_ms: float | None = None) ->
     forecasts = [
         m.recommendation
         for m in decision.metrics
-        if m.status in ("forecast", "forecast-only", "forecast-warm")  # MetricStatus (evaluate's)
+        if m.status in ("forecast", "forecast-only")  # MetricStatus, loaded by evaluate only
         and m.recommendation is not None
     ]
     if forecasts:

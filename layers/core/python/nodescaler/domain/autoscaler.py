@@ -91,10 +91,8 @@ def evaluate_metric(
     if isinstance(metric, PredictiveMetric):  # a floor from history: never a missing metric
         if not isinstance(reading, MetricReading):
             return outcome(MetricStatus.ABSTAINED, reading.reason if reading else "no forecast")
-        status = {
-            ForecastMode.FORECAST_AND_SCALE: MetricStatus.FORECAST,
-            ForecastMode.FORECAST_AND_WARM: MetricStatus.FORECAST_WARM,
-        }.get(metric.predictive.mode, MetricStatus.FORECAST_ONLY)
+        acts = metric.predictive.mode is ForecastMode.FORECAST_AND_SCALE
+        status = MetricStatus.FORECAST if acts else MetricStatus.FORECAST_ONLY
         detail = reading.detail or ""
         return outcome(status, detail, reading.value, math.ceil(reading.value))
     if reading is None:

@@ -41,18 +41,13 @@ class MetricStatus(StrEnum):
     # a forecast: a floor under the live metrics' recommendation, or only recorded
     FORECAST = "forecast"
     FORECAST_ONLY = "forecast-only"
-    FORECAST_WARM = "forecast-warm"  # sizes the group's warm pool, never its size
     MISSING = "missing"
     STALE = "stale"
     INVALID = "invalid"
 
     @property
     def is_forecast(self) -> bool:
-        return self in (
-            MetricStatus.FORECAST,
-            MetricStatus.FORECAST_ONLY,
-            MetricStatus.FORECAST_WARM,
-        )
+        return self in (MetricStatus.FORECAST, MetricStatus.FORECAST_ONLY)
 
     @property
     def usable(self) -> bool:

@@ -50,6 +50,9 @@ LEVEL_BOUNDS = (0.75, 1.5)
 UPPER_QUARTILE = 0.75
 LEAD_TIME_WEIGHT = 0.3  # of each new measurement, in the running lead time
 DEFAULT_LEAD = timedelta(minutes=5)
+# How far beyond the lead time a warm pool looks: a warm instance is prepared by a cold
+# boot (a few minutes), so the pool holds what a quarter of an hour is forecast to add
+WARM_UP_WINDOW = timedelta(minutes=15)
 
 
 def _slot(at: datetime) -> int:
@@ -303,4 +306,18 @@ def _forecast_reading(
         return MetricUnavailable(reason=f"no forecast: {error!r}")
     if made.replicas is None:
         return MetricUnavailable(reason=f"{made.detail} ({about})")
-    return MetricReading(value=made.replicas, at=now, detail=f"{made.detail} ({about})")
+    peak = (
+        _peak(history, now, lead, metric.predictive.zone) if metric.predictive.warm_pool else None
+    )
+    return MetricReading(value=made.replicas, at=now, detail=f"{made.detail} ({about})", peak=peak)
+
+
+def _peak(history: DemandHistory, now: datetime, lead: timedelta, zone: ZoneInfo) -> int:
+    """The highest forecast from one lead time ahead to a warm-up window beyond it: what a
+    warm pool must hold now, since what a scale-up takes from it is replaced only a cold
+    boot later."""
+    ahead = (
+        forecast(history, now, lead + SLOT * step, zone).replicas
+        for step in range(int(WARM_UP_WINDOW / SLOT) + 1)
+    )
+    return max((r for r in ahead if r is not None), default=0)

@@ -325,8 +325,6 @@ class ForecastMode(StrEnum):
 
     FORECAST_ONLY = "ForecastOnly"  # recorded, shown, never acted on
     FORECAST_AND_SCALE = "ForecastAndScale"  # a floor under the live metrics' recommendation
-    # sizes the group's warm pool for the growth forecast; the live metrics set the size
-    FORECAST_AND_WARM = "ForecastAndWarm"
 
 
 FORECAST_PERIOD_SECONDS = 300  # the forecast's slots: CloudWatch's 5-minute periods fill them
@@ -364,14 +362,25 @@ class PredictiveSource(Spec):
     named CloudWatch metric's history read each time, `cloudWatch`), with
     daily seasonality in `timeZone` from 24 hours of history and weekly from 7 days (up
     to 14 are kept), one lead time ahead: the group's measured time from a scale request
-    to Ready nodes unless `leadTimeSeconds` says otherwise."""
+    to Ready nodes unless `leadTimeSeconds` says otherwise. With `warmPool`, it also
+    keeps the group's warm pool at the growth it forecasts (`domain.warm_pool`)."""
 
     mode: ForecastMode = ForecastMode.FORECAST_ONLY
     lead_time_seconds: Annotated[int, Field(strict=True, ge=60, le=3600)] | None = None
     time_zone: str = "UTC"
     cloud_watch: DemandMetric | None = None
+    warm_pool: Annotated[bool, Field(strict=True)] = False
 
     _zone = field_validator("time_zone")(_check_zone)
+
+    @model_validator(mode="after")
+    def _warm_pool_is_acted_on(self) -> PredictiveSource:
+        if self.warm_pool and self.mode is not ForecastMode.FORECAST_AND_SCALE:
+            raise ValueError(
+                "warmPool sizes the group's warm pool, which a ForecastOnly forecast never "
+                "does: use mode ForecastAndScale"
+            )
+        return self
 
     @property
     def zone(self) -> ZoneInfo:

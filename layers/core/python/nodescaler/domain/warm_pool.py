@@ -1,20 +1,23 @@
-"""How many pre-initialised instances a group's warm pool keeps: the growth its forecast
-expects one lead time ahead, beyond the size just decided.
+"""How many pre-initialised instances a group's warm pool keeps: what its forecast
+expects the group to grow by, beyond the size just decided.
 
 A warm instance has booted once and been stopped: it joins the group in about a minute
-instead of a cold boot, and costs its volumes while it waits. So a `ForecastAndWarm`
-forecast never changes the group's size (the live metrics set it, as reactive as they
-are); it only keeps ready the nodes the next lead time is expected to ask for, and the
-scale-up that asks for them gets them at once from the pool.
+instead of a cold boot, and costs its volumes while it waits. A `ForecastAndScale`
+forecast with `warmPool` raises the group one lead time ahead, as any forecast does, and
+keeps warm the nodes it expects over the next warm-up window (`forecast.WARM_UP_WINDOW`):
+the scale-ups that take them are fast, so the forecast need not bring nodes as early,
+and what they take is prepared again before it is needed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from nodescaler.domain.decision import Decision
 from nodescaler.domain.node_group import WarmPool
-from nodescaler.domain.policy import ForecastMode, NodeGroupPolicy, PredictiveMetric
+from nodescaler.domain.policy import NodeGroupPolicy, PredictiveMetric
+from nodescaler.domain.readings import MetricReading, Reading
 
 
 @dataclass(frozen=True)
@@ -30,29 +33,39 @@ NOT_SIZED = WarmPoolPlan(None, "")
 
 
 def plan_warm_pool(
-    policy: NodeGroupPolicy, decision: Decision, pool: WarmPool | None
+    policy: NodeGroupPolicy,
+    decision: Decision,
+    readings: Mapping[str, Reading],
+    pool: WarmPool | None,
 ) -> WarmPoolPlan:
-    """The warm pool for the growth the policy's `ForecastAndWarm` forecasts expect."""
-    warm = {
+    """The warm pool for the growth the policy's `warmPool` forecasts expect."""
+    keys = [
         m.key
         for m in policy.spec.metrics
-        if isinstance(m, PredictiveMetric) and m.predictive.mode is ForecastMode.FORECAST_AND_WARM
-    }
-    forecasts = [o for o in decision.metrics if o.name in warm]
-    if not forecasts:
+        if isinstance(m, PredictiveMetric) and m.predictive.warm_pool
+    ]
+    if not keys:
         return NOT_SIZED
     if pool is None:
         return WarmPoolPlan(
             None,
             "the group has no warm pool to size: create one (aws autoscaling put-warm-pool) "
-            "or forecast with ForecastAndScale",
+            "or drop warmPool",
         )
-    if abstaining := [o for o in forecasts if o.recommendation is None]:
-        return WarmPoolPlan(None, f"warm pool left as it is: {abstaining[0].detail}")
-    forecast = max(o.recommendation or 0 for o in forecasts)
-    growth = max(forecast - decision.desired, 0)
+    forecasts = [readings.get(key) for key in keys]
+    if missing := [r for r in forecasts if not isinstance(r, MetricReading)]:
+        why = getattr(missing[0], "reason", "no forecast")
+        return WarmPoolPlan(None, f"warm pool left as it is: {why}")
+    peak = max(
+        int(r.peak if r.peak is not None else r.value)
+        for r in forecasts
+        if isinstance(r, MetricReading)
+    )
+    growth = max(peak - decision.desired, 0)
     size = min(growth, max(decision.max_replicas - decision.desired, 0))
     capped = f", capped by the group's max of {decision.max_replicas}" if size < growth else ""
     return WarmPoolPlan(
-        size, f"warm pool {size}: forecast {forecast} − {decision.desired} desired{capped}"
+        size,
+        f"warm pool {size}: forecast up to {peak} in the next warm-up − {decision.desired} "
+        f"desired{capped}",
     )

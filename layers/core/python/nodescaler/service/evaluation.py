@@ -7,7 +7,7 @@ whose conditional state write lands first acts (write, then act).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -21,6 +21,7 @@ from nodescaler.domain.group_state import GroupState, failure_key
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.optin import is_managed
 from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.readings import Reading
 from nodescaler.domain.warm_pool import plan_warm_pool
 from nodescaler.errors import ActuationError, RefusedError, StateConflictError
 from nodescaler.ports import Clock, ClusterView, MetricHistory, NodeGroups, StateStore
@@ -134,7 +135,7 @@ class Evaluator:
             self.cluster.mark_candidates(group, now)
         if decision.demand is not None:
             state = replace(state, demand=state.demand.record(now, decision.demand))
-        decision, warm_problems = self._size_warm_pool(policy, group, decision, dry_run)
+        decision, warm_problems = self._size_warm_pool(policy, group, decision, readings, dry_run)
         problems = (*choice.problems, *warm_problems)
 
         # 7. Record only, when nothing changes or the group is in dry-run.
@@ -181,12 +182,17 @@ class Evaluator:
         return EvaluationResult(group.name, Outcome.ACTED, decision, problems)
 
     def _size_warm_pool(
-        self, policy: NodeGroupPolicy, group: NodeGroup, decision: Decision, dry_run: bool
+        self,
+        policy: NodeGroupPolicy,
+        group: NodeGroup,
+        decision: Decision,
+        readings: Mapping[str, Reading],
+        dry_run: bool,
     ) -> tuple[Decision, tuple[str, ...]]:
-        """The warm pool a ForecastAndWarm forecast asks for, in the decision, and kept.
+        """The warm pool a `warmPool` forecast asks for, in the decision, and kept.
         Written only when it differs; a refusal or an AWS error is the group's problem to
         report, never the evaluation's failure: the pool is asked again next time."""
-        warm = plan_warm_pool(policy, decision, group.warm_pool)
+        warm = plan_warm_pool(policy, decision, readings, group.warm_pool)
         if not warm.note:
             return decision, ()
         decision = decision.model_copy(
