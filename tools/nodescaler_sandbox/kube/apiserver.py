@@ -29,7 +29,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from nodescaler_sandbox.kube.resources import GETS, LISTS, RESOURCES, discovery
+from nodescaler_sandbox.kube.resources import (
+    GETS,
+    LISTS,
+    RESOURCES,
+    discovery,
+    is_resource_path,
+)
 from nodescaler_sandbox.kube.selectors import FieldSelector, LabelSelector, SelectorError
 
 Key = tuple[str, str]  # (namespace, name); namespace "" for nodes
@@ -499,6 +505,12 @@ class KubeApiServer:
             def do_POST(self) -> None:
                 self._serve("POST")
 
+            def do_PUT(self) -> None:  # answered 405: no resource here takes it
+                self._serve("PUT")
+
+            def do_DELETE(self) -> None:  # answered 405, as kubectl drain learns without eviction
+                self._serve("DELETE")
+
         return Handler
 
     def route(
@@ -560,6 +572,13 @@ class KubeApiServer:
             options = (body or {}).get("deleteOptions") or {}
             cluster.evict(match["ns"], match["name"], options.get("gracePeriodSeconds"))
             return 201, json.dumps(_status(201, "", "evicted")).encode()
+        if is_resource_path(path) or _EVICTION.match(path):
+            # a resource it serves, by a verb it does not (its discovery lists the verbs)
+            raise ApiError(
+                405,
+                "MethodNotAllowed",
+                f"the server does not allow this method on the requested resource ({method})",
+            )
         raise ApiError(
             404, "NotFound", f"the server could not find the requested resource ({method} {path})"
         )

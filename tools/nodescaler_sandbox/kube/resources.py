@@ -70,24 +70,29 @@ _NAME = r"(?P<name>[^/]+)"
 _NAMESPACE = r"/namespaces/(?P<ns>[^/]+)"
 
 
-def _routes(verb: str) -> list[tuple[re.Pattern[str], str]]:
-    """(path pattern, plural) for every resource that answers `verb` (list or get)."""
+def _routes(verb: str) -> list[tuple[re.Pattern[str], Resource]]:
+    """(path pattern, resource) where each resource is read by `verb` (list or get),
+    whether or not it answers that verb."""
     routes = []
     for resource in RESOURCES:
-        if verb not in resource.verbs:
-            continue
         if verb == "get":  # one object, in its namespace if it has one
             scopes, suffix = [_NAMESPACE if resource.namespaced else ""], f"/{_NAME}"
         else:  # a list, also across namespaces
             scopes, suffix = ["", _NAMESPACE] if resource.namespaced else [""], ""
         for scope in scopes:
             pattern = f"^{re.escape(resource.prefix)}{scope}/{resource.plural}{suffix}$"
-            routes.append((re.compile(pattern), resource.plural))
+            routes.append((re.compile(pattern), resource))
     return routes
 
 
-LISTS = _routes("list")
-GETS = _routes("get")
+_LIST_PATHS, _OBJECT_PATHS = _routes("list"), _routes("get")
+LISTS = [(pattern, r.plural) for pattern, r in _LIST_PATHS if "list" in r.verbs]
+GETS = [(pattern, r.plural) for pattern, r in _OBJECT_PATHS if "get" in r.verbs]
+
+
+def is_resource_path(path: str) -> bool:
+    """A path of a served resource or one of its objects, whatever the verbs answered."""
+    return any(pattern.match(path) for pattern, _ in (*_LIST_PATHS, *_OBJECT_PATHS))
 
 
 def _version(group_version: str) -> dict[str, str]:
