@@ -2,12 +2,15 @@
 
 No kube-apiserver can run here, so this one speaks the REST API for what nodescaler uses,
 with the real semantics: nodes (list, get, merge and strategic merge patch), pods (list
-across or within namespaces, get), PodDisruptionBudgets (list, with their status computed
-live), and the eviction subresource, which answers 429 when a budget forbids it and honours
-`deleteOptions.gracePeriodSeconds`. Lists honour label and field selectors and
-`limit`/`continue` pagination. Each object is serialized once when it is written and
-pages are joined from those bytes, so the server's own cost is small and the same for
-every client. An optional bearer token makes it answer 401 to anyone else.
+across or within namespaces, get), PodDisruptionBudgets (list and get, with their status
+computed live), and the eviction subresource, which answers 429 when a budget forbids it
+and honours `deleteOptions.gracePeriodSeconds`. Lists honour label and field selectors
+and `limit`/`continue` pagination. Its discovery offers what it serves (`resources.py`),
+DaemonSets too, which `kubectl drain` reads, and a verb it does not serve is answered 405,
+so Debian's kubectl works against it (tests/tools/test_kubectl.py). Each object is
+serialized once when it is written and pages are joined from those bytes, so the server's
+own cost is small and the same for every client. An optional bearer token makes it answer
+401 to anyone else.
 
 For fault tests it can also fail on purpose (`failing`): go down (its port refuses
 connections, and open ones are cut), answer late, or answer 401 or 500 to everything.
