@@ -85,8 +85,11 @@ class Kubectl:
         )
 
 
+Serve = Callable[[Cluster], tuple[KubeApiServer, Path]]
+
+
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[Callable[[Cluster], tuple[KubeApiServer, Path]]]:
+def served(tmp_path: Path) -> Iterator[Serve]:
     """Serves a cluster on loopback; its server and a kubeconfig for it. No token: kubectl
     sends credentials only over TLS, and this server speaks plain HTTP."""
     with ExitStack() as servers:
@@ -98,7 +101,7 @@ def served(tmp_path: Path) -> Iterator[Callable[[Cluster], tuple[KubeApiServer, 
         yield serve
 
 
-def test_kubectl_lists_nodes_pods_and_budgets_as_nodescaler_reads_them(served: Any) -> None:
+def test_kubectl_lists_nodes_pods_and_budgets_as_nodescaler_reads_them(served: Serve) -> None:
     _, config = served(small_cluster(min_available=2))
     run = Kubectl(config)
 
@@ -123,6 +126,10 @@ def test_kubectl_lists_nodes_pods_and_budgets_as_nodescaler_reads_them(served: A
             [(t["key"], t["value"], t["effect"]) for t in n["spec"].get("taints", [])],
         )
         for n in of_kind["Node"]
+    ]
+    assert [(name, taints) for name, *_, taints in nodes] == [
+        ("n1", []),
+        ("n2", [("nvidia.com/gpu", "true", "NoSchedule")]),
     ]
     assert nodes == [
         (
@@ -156,7 +163,7 @@ def test_kubectl_lists_nodes_pods_and_budgets_as_nodescaler_reads_them(served: A
     assert snapshot.budgets[0].disruptions_allowed == 1  # three healthy, two must stay
 
 
-def test_kubectl_cordons_and_uncordons_as_the_drain_adapter_sees_it(served: Any) -> None:
+def test_kubectl_cordons_and_uncordons_as_the_drain_adapter_sees_it(served: Serve) -> None:
     _, config = served(small_cluster(min_available=2))
     run = Kubectl(config)
     connection = KubeconfigConnection(config)
@@ -179,7 +186,7 @@ def test_kubectl_cordons_and_uncordons_as_the_drain_adapter_sees_it(served: Any)
 
 
 def test_kubectl_drain_evicts_what_nodescaler_would_and_leaves_the_daemon_set_pod(
-    served: Any,
+    served: Serve,
 ) -> None:
     cluster = small_cluster(min_available=1)  # three healthy web pods: two may go
     _, config = served(cluster)
@@ -209,7 +216,7 @@ def _until(condition: Callable[[], bool], what: str) -> None:
         time.sleep(0.1)
 
 
-def test_kubectl_drain_waits_until_evicted_pods_have_terminated(served: Any) -> None:
+def test_kubectl_drain_waits_until_evicted_pods_have_terminated(served: Serve) -> None:
     cluster = small_cluster(min_available=1)
     cluster.graceful_deletion = True  # an evicted pod stays, terminating, until stopped
     server, config = served(cluster)
@@ -233,7 +240,7 @@ def test_kubectl_drain_waits_until_evicted_pods_have_terminated(served: Any) -> 
     assert run.returncode == 0, errors
 
 
-def test_a_drain_the_budget_blocks_retries_until_kubectl_gives_up(served: Any) -> None:
+def test_a_drain_the_budget_blocks_retries_until_kubectl_gives_up(served: Serve) -> None:
     cluster = small_cluster(min_available=3)  # three healthy web pods: none may go
     _, config = served(cluster)
     drain = KubernetesDrain(KubeconfigConnection(config))
@@ -266,3 +273,16 @@ def test_without_debians_kubectl_the_tests_fail_saying_how_to_install_it(
         Kubectl(tmp_path / "kubeconfig")
     assert str(failed.value) == kubectl.HOW_TO_INSTALL
     assert "make setup" in kubectl.HOW_TO_INSTALL
+
+
+def test_where_apt_cannot_fetch_it_the_bootstrap_says_why_and_how(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kubectl, "KUBECTL", tmp_path / "usr" / "bin" / "kubectl")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no apt-get, no dpkg-deb
+    with pytest.raises(SystemExit) as exited:
+        kubectl.main()
+    assert str(exited.value.code) == (
+        f"no apt-get or dpkg-deb here to fetch {kubectl.PACKAGE}={kubectl.VERSION}\n"
+        f"{kubectl.HOW_TO_INSTALL}"
+    )
