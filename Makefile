@@ -7,6 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PY_READY := $(VENV)/.ready
 NODE_READY := node_modules/.ready
+KUBECTL_READY := .tools/kubectl.ready
 SCENARIO ?=
 # jsii warns on every synth that Node 20 is past end of life; the tests need not repeat it.
 TEST_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
@@ -18,7 +19,7 @@ help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 	@printf "  make %-10s %s\n" "test-SUITE" "One suite of make test: $(SUITES)"
 
-setup: $(PY_READY) $(NODE_READY) ## Create .venv and node_modules from the lock files
+setup: $(PY_READY) $(NODE_READY) $(KUBECTL_READY) ## Create .venv and node_modules from the lock files, fetch Debian's kubectl
 
 $(PY_READY): requirements/lock.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("nodescaler needs Python 3.11+, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -30,6 +31,11 @@ $(PY_READY): requirements/lock.txt pyproject.toml
 $(NODE_READY): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
+
+# Debian's kubectl (its pinned version in that module) unpacked into .tools/, for the tests
+# that check the loopback API server with it; where apt can't fetch it, those tests say how.
+$(KUBECTL_READY): tools/nodescaler_sandbox/kube/kubectl.py | $(PY_READY)
+	-$(BIN)/python -m nodescaler_sandbox.kube.kubectl && touch $@
 
 lint: $(PY_READY) ## ruff (lint + format check) and mypy
 	$(BIN)/ruff check .
