@@ -29,13 +29,18 @@ class NodeTemplate:
     taints: tuple[Taint, ...] = ()
     source: str = ""  # "node ip-10-0-1-5" or "instance type m5.large + tags", for explain
     extended: Mapping[str, int] = field(default_factory=dict)  # nvidia.com/gpu: 1
+    # What DaemonSets take of each node, already off `allocatable` (a live node's template):
+    # the node registers both, which is how similar groups are compared.
+    daemon_sets: Resources = NOTHING
 
     @classmethod
     def from_node(cls, group: str, node: Node, daemon_sets: Resources = NOTHING) -> NodeTemplate:
         """A new node like this one, less what the DaemonSets will take on it."""
         labels = {k: v for k, v in node.labels.items() if k != HOSTNAME_LABEL}
         free = node.allocatable - daemon_sets
-        return cls(group, free, labels, node.taints, f"node {node.name}", node.extended)
+        return cls(
+            group, free, labels, node.taints, f"node {node.name}", node.extended, daemon_sets
+        )
 
 
 @dataclass(frozen=True, slots=True)
