@@ -71,6 +71,9 @@ class GroupSpec:
     max: int
     capacity: dict[str, str]  # its instance type's vCPUs, memory (and GPUs)
     tags: dict[str, str]  # the Auto Scaling group's tags
+    # what its instance type labels every node with (on AWS, Cluster Autoscaler builds a
+    # node of a group at zero with them: instance type, architecture, OS)
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -260,7 +263,7 @@ class ReactiveBaseline:
             return live[0]
         spec = self.groups[group]
         allocatable = dict(spec.capacity)
-        labels: dict[str, str] = {}
+        labels = dict(spec.labels)
         taints = []
         for key, value in spec.tags.items():
             kind, _, name = key.removeprefix(TEMPLATE_TAG).partition("/")

@@ -67,16 +67,20 @@ def reserved_cpu_millis(vcpus: int) -> int:
     return round(sum(shares[:vcpus]))
 
 
+def instance_labels(instance_type: str, architecture: str) -> dict[str, str]:
+    """The well-known labels the kubelet and the cloud provider put on every EKS node."""
+    return {
+        "node.kubernetes.io/instance-type": instance_type,
+        "kubernetes.io/arch": architecture,
+        "kubernetes.io/os": "linux",
+    }
+
+
 def template_from_instance_type(
     group: str, shape: InstanceShape, tags: Mapping[str, str], extra_labels: Mapping[str, str]
 ) -> NodeTemplate:
     """A node of a group at zero, as EKS would register it, overridden by the CA tags."""
-    labels = {
-        "node.kubernetes.io/instance-type": shape.instance_type,
-        "kubernetes.io/arch": shape.architecture,
-        "kubernetes.io/os": "linux",
-        **extra_labels,
-    }
+    labels = instance_labels(shape.instance_type, shape.architecture) | dict(extra_labels)
     taints: list[Taint] = []
     amounts: dict[str, int] = {}  # resources/<name> tags: millicores for cpu, else units
     for key, value in tags.items():
