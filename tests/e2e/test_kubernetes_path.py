@@ -360,10 +360,8 @@ def test_a_node_the_group_means_to_shed_is_soft_tainted_until_it_is_needed_again
 
 def test_with_balance_three_zone_groups_at_zero_grow_together_and_say_so(
     policies: Path,
-    calls: CallCounter,
-    clock: VirtualClock,
+    against_cluster: Callable[..., Deployment],
     api_server: KubeApiServer,
-    tmp_path: Path,
     output: Any,
 ) -> None:
     """Given three groups at zero of one instance type, each a zone by its node-template tag,
@@ -371,9 +369,7 @@ def test_with_balance_three_zone_groups_at_zero_grow_together_and_say_so(
     m5.large), then the groups grow 3, 2 and 2, and each decision names the others' share."""
     (policies / "batch.yaml").write_text(BATCH_POLICY)
     launch_template("general", "m5.large")
-    chain = '[{"name": "least-waste"}, {"name": "balance"}]'
-    config = str(kubeconfig(tmp_path / "kc", api_server.url))
-    deployment = Deployment(policies, calls, clock, {"KUBECONFIG_PATH": config, "EXPANDERS": chain})
+    deployment = against_cluster(EXPANDERS='[{"name": "least-waste"}, {"name": "balance"}]')
     zone_tag = "k8s.io/cluster-autoscaler/node-template/label/topology.kubernetes.io/zone"
     for zone in "abc":
         group_at_zero(f"web-{zone}", "general", {zone_tag: f"eu-west-1{zone}"})
