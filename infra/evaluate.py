@@ -63,6 +63,7 @@ class EvaluateFunction:
                     "SetDesiredCapacity",
                     "SetInstanceProtection",
                     "TerminateInstanceInAutoScalingGroup",
+                    "PutWarmPool",  # sized from a ForecastAndWarm forecast
                 ],
                 tags,
                 settings.cluster_name,

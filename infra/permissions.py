@@ -133,6 +133,7 @@ def read_policy_queues(policies: Iterable[NodeGroupPolicy]) -> iam.PolicyStateme
 
 
 def read_cloudwatch_metrics() -> iam.PolicyStatement:
+    # Live CloudWatch metrics and the history a forecast names (`CloudWatchMetricHistory`);
     # GetMetricData supports no resource-level permissions.
     return iam.PolicyStatement(actions=["cloudwatch:GetMetricData"], resources=["*"])
 

@@ -80,6 +80,7 @@ def test_the_sample_context_is_what_the_defaults_say_with_a_cluster_named() -> N
         "business-hours",
         "web",
         "web-predictive",
+        "web-warm",
     }
 
 
@@ -115,7 +116,7 @@ def test_the_sample_context_is_what_the_defaults_say_with_a_cluster_named() -> N
         ),
         (
             {"clusterName": ""},
-            "cdk.json: context.nodescaler.clusterName: is empty, but policies microservices, web, web-predictive read "
+            "cdk.json: context.nodescaler.clusterName: is empty, but policies microservices, web, web-predictive, web-warm read "
             "Kubernetes metrics from the cluster; set the EKS cluster's name",
         ),
         (

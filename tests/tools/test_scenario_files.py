@@ -47,6 +47,7 @@ def test_every_scenario_in_the_repository_loads() -> None:
         "pdb-no-eviction",
         "weekday-forecast",
         "balanced-zones",
+        "warm-pool",
     ]
 
 

@@ -109,6 +109,12 @@ def _overall_and_by_group(figures: Iterable[tuple[PodRecord, float]]) -> dict[st
     return {"overall": spread(overall)} | {g: spread(v) for g, v in sorted(by_group.items())}
 
 
+def node_hours(rows: Iterable[Mapping[str, Any]]) -> float:
+    """Nodes in service, minute by minute, and what warm pools cost (their instances
+    initialising, and those waiting at their state's share), in hours."""
+    return round(sum(r["in_service"] + r.get("warm_billed", 0) for r in rows) / 60, 2)
+
+
 def unschedulable_pod_minutes(rows: Iterable[Mapping[str, Any]]) -> int:
     """The pods waiting for a node, summed over the minutes. Every group's row of a minute
     carries the same cluster-wide count, so a minute counts once however many groups."""

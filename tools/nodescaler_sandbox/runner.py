@@ -181,6 +181,7 @@ def _simulate(
             boot=boot,
             environment=environment,
             start=scenario.start,
+            warm_boot=timedelta(minutes=scenario.warm_boot_minutes),
         ) as box,
         (folder / f"logs-{controller}.jsonl").open("w") as log,
         box.logging_to(log),
@@ -293,6 +294,7 @@ def _observe(world: World, decisions: Decisions | None, minute: int) -> list[dic
     pending = world.pending()
     queues = world.queue_depths()
     rows = []
+    pools, now = world.box.warm_pools, world.box.clock.now()
     for group in world.scenario.groups:
         cpu, memory = world.reservation(group.name)
         row: dict[str, Any] = {
@@ -300,6 +302,9 @@ def _observe(world: World, decisions: Decisions | None, minute: int) -> list[dic
             "group": group.name,
             "desired": desired[group.name],
             "in_service": world.cluster.ready_nodes(group.name),
+            # its warm pool: instances waiting, and what the pool costs in running instances
+            "warm": pools.waiting(group.name, now),
+            "warm_billed": round(pools.billed(group.name, now), 3),
             "pending_pods": pending,
             "queues": queues,
             "cpu_requested_pct": round(cpu, 1),
@@ -449,7 +454,7 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
     fit_no_group = figures.fit_no_group(result.pods)
     judged = [r for r in result.minutes if r["minute"] >= scenario.judged_from]
     summary: dict[str, Any] = {
-        "node_hours": round(sum(r["in_service"] for r in judged) / 60, 2),
+        "node_hours": figures.node_hours(judged),
         "unschedulable_pod_minutes": figures.unschedulable_pod_minutes(judged),
         "pod_wait_minutes": figures.pod_waits(result.pods, scenario.minutes),
         "pod_ready_minutes": figures.pod_ready(result.pods),

@@ -96,6 +96,18 @@ class World:
             self.cluster.shapes[group.name] = shape
             self.cluster.labels[group.name] = node_labels(ec2, group.instance_type) | group.labels
             self.cluster.taints[group.name] = [t.model_dump() for t in group.taints]
+            if group.warm_pool:  # the operator's, before either controller runs
+                pool = group.warm_pool
+                autoscaling.put_warm_pool(
+                    AutoScalingGroupName=group.name,
+                    MinSize=pool.min_size,
+                    MaxGroupPreparedCapacity=(
+                        -1  # unset: the group's max
+                        if pool.max_group_prepared_capacity is None
+                        else pool.max_group_prepared_capacity
+                    ),
+                    PoolState=pool.pool_state,
+                )
             if group.no_capacity:
                 self.box.no_capacity.add(group.name)
             if group.drain and hooks:

@@ -73,11 +73,13 @@ def result_records(result: EvaluationResult, latency_ms: float | None = None) ->
     forecasts = [
         m.recommendation
         for m in decision.metrics
-        if m.status in ("forecast", "forecast-only")  # MetricStatus, loaded by evaluate only
+        if m.status in ("forecast", "forecast-only", "forecast-warm")  # MetricStatus (evaluate's)
         and m.recommendation is not None
     ]
     if forecasts:
         figures[MetricName.FORECAST_NODES] = max(forecasts)
+    if decision.warm_pool is not None:
+        figures[MetricName.WARM_POOL_NODES] = decision.warm_pool
     if result.outcome is Outcome.ACTED:
         figures[MetricName.NODES_ADDED] = max(decision.change, 0)
         figures[MetricName.NODES_REMOVED] = max(-decision.change, 0)

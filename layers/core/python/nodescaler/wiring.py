@@ -150,6 +150,7 @@ def dispatcher(
 def evaluator(
     settings: EvaluateSettings, clients: AwsClients | None = None, clock: Clock | None = None
 ) -> Evaluator:
+    from nodescaler.adapters.aws.cloudwatch import CloudWatchMetricHistory
     from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
     from nodescaler.adapters.aws.state_table import DynamoStateStore
     from nodescaler.domain.limits import ClusterLimits
@@ -189,6 +190,7 @@ def evaluator(
         backoff_rules=settings.backoff_rules,
         cluster=kubernetes,  # scale-in annotations, Ready nodes
         limiter=limiter,
+        histories=CloudWatchMetricHistory(clients.cloudwatch),  # forecasts from a named metric
     )
 
 

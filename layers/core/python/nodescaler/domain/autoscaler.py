@@ -91,8 +91,10 @@ def evaluate_metric(
     if isinstance(metric, PredictiveMetric):  # a floor from history: never a missing metric
         if not isinstance(reading, MetricReading):
             return outcome(MetricStatus.ABSTAINED, reading.reason if reading else "no forecast")
-        acts = metric.predictive.mode is ForecastMode.FORECAST_AND_SCALE
-        status = MetricStatus.FORECAST if acts else MetricStatus.FORECAST_ONLY
+        status = {
+            ForecastMode.FORECAST_AND_SCALE: MetricStatus.FORECAST,
+            ForecastMode.FORECAST_AND_WARM: MetricStatus.FORECAST_WARM,
+        }.get(metric.predictive.mode, MetricStatus.FORECAST_ONLY)
         detail = reading.detail or ""
         return outcome(status, detail, reading.value, math.ceil(reading.value))
     if reading is None:
@@ -161,9 +163,7 @@ def demand(outcomes: list[MetricOutcome], in_service: int) -> int | None:
     None while a metric is broken: the demand is not known."""
     if any(o.status.broken for o in outcomes):
         return None
-    live = [
-        o for o in outcomes if o.status not in (MetricStatus.FORECAST, MetricStatus.FORECAST_ONLY)
-    ]
+    live = [o for o in outcomes if not o.status.is_forecast]
     needs = [o.needed if o.needed is not None else o.recommendation for o in live]
     return max((n for n in needs if n is not None), default=in_service)
 

@@ -41,9 +41,18 @@ class MetricStatus(StrEnum):
     # a forecast: a floor under the live metrics' recommendation, or only recorded
     FORECAST = "forecast"
     FORECAST_ONLY = "forecast-only"
+    FORECAST_WARM = "forecast-warm"  # sizes the group's warm pool, never its size
     MISSING = "missing"
     STALE = "stale"
     INVALID = "invalid"
+
+    @property
+    def is_forecast(self) -> bool:
+        return self in (
+            MetricStatus.FORECAST,
+            MetricStatus.FORECAST_ONLY,
+            MetricStatus.FORECAST_WARM,
+        )
 
     @property
     def usable(self) -> bool:
@@ -92,6 +101,9 @@ class Decision(BaseModel):
     scale_in_window: str = ""  # the open window that held a scale-in back, when one did
     # what the live metrics asked for, the forecast aside (recorded for later forecasts)
     demand: int | None = None
+    # the warm pool asked for the forecast's growth (None: not sized), and why or why not
+    warm_pool: int | None = None
+    warm_pool_note: str = ""
 
     @property
     def change(self) -> int:

@@ -325,10 +325,43 @@ class ForecastMode(StrEnum):
 
     FORECAST_ONLY = "ForecastOnly"  # recorded, shown, never acted on
     FORECAST_AND_SCALE = "ForecastAndScale"  # a floor under the live metrics' recommendation
+    # sizes the group's warm pool for the growth forecast; the live metrics set the size
+    FORECAST_AND_WARM = "ForecastAndWarm"
+
+
+FORECAST_PERIOD_SECONDS = 300  # the forecast's slots: CloudWatch's 5-minute periods fill them
+
+
+class DemandMetric(Spec):
+    """A CloudWatch metric whose history is the group's demand: `perNode` of it is what one
+    node handles, so a datapoint asks for ceil(value / perNode) nodes."""
+
+    metric: CloudWatchMetricStat
+    per_node: PositiveAmount
+    period_seconds: Annotated[int, Field(strict=True)] = FORECAST_PERIOD_SECONDS
+
+    @field_validator("period_seconds")
+    @classmethod
+    def _one_slot(cls, period: int) -> int:
+        if period != FORECAST_PERIOD_SECONDS:
+            raise ValueError(
+                f"periodSeconds must be {FORECAST_PERIOD_SECONDS}: one datapoint for each of "
+                "the forecast's five-minute slots"
+            )
+        return period
+
+    def describe(self) -> str:
+        """Where its demand comes from, in one line: CloudWatch App/Requests Sum ÷ 50 a node."""
+        stat = self.metric
+        return (
+            f"CloudWatch {stat.namespace}/{stat.metric_name} {stat.statistic} "
+            f"÷ {self.per_node:g} a node"
+        )
 
 
 class PredictiveSource(Spec):
-    """A forecast of the group's own demand (the nodes its live metrics asked for), with
+    """A forecast of the group's own demand (the nodes its live metrics asked for, or a
+    named CloudWatch metric's history read each time, `cloudWatch`), with
     daily seasonality in `timeZone` from 24 hours of history and weekly from 7 days (up
     to 14 are kept), one lead time ahead: the group's measured time from a scale request
     to Ready nodes unless `leadTimeSeconds` says otherwise."""
@@ -336,6 +369,7 @@ class PredictiveSource(Spec):
     mode: ForecastMode = ForecastMode.FORECAST_ONLY
     lead_time_seconds: Annotated[int, Field(strict=True, ge=60, le=3600)] | None = None
     time_zone: str = "UTC"
+    cloud_watch: DemandMetric | None = None
 
     _zone = field_validator("time_zone")(_check_zone)
 
