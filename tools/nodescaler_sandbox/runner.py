@@ -34,7 +34,7 @@ from nodescaler_sandbox.outages import THROTTLED, Outages
 from nodescaler_sandbox.provision import group_sizes
 from nodescaler_sandbox.sandbox import REGION, ROOT, Sandbox, sandbox
 from nodescaler_sandbox.scenario_file import Scenario, load_scenario
-from nodescaler_sandbox.world import World, instance_capacity
+from nodescaler_sandbox.world import World, instance_capacity, node_labels
 
 if TYPE_CHECKING:
     from nodescaler_sandbox.chart import ClusterChart, GroupChart
@@ -271,7 +271,11 @@ def _as_cluster_autoscaler_reads_them(scenario: Scenario, box: Sandbox) -> dict[
     tags = {d["AutoScalingGroupName"]: {t["Key"]: t["Value"] for t in d["Tags"]} for d in described}
     return {
         g.name: GroupSpec(
-            g.min, g.max, instance_capacity(box.client("ec2"), g.instance_type), tags[g.name]
+            g.min,
+            g.max,
+            instance_capacity(box.client("ec2"), g.instance_type),
+            tags[g.name],
+            node_labels(box.client("ec2"), g.instance_type),
         )
         for g in scenario.groups
     }

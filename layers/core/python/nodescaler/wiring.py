@@ -286,12 +286,15 @@ def kubernetes_connection(
 def expander_chain(specs: Sequence[ExpanderSpec], clients: AwsClients) -> list[Expander]:
     from nodescaler.adapters.aws.custom_expander import LambdaExpander, budget_config
     from nodescaler.config import (
+        BalanceExpanderSpec,
         CustomExpanderSpec,
         PriorityExpanderSpec,
         SimpleExpanderSpec,
         WeightedPriorityExpanderSpec,
     )
+    from nodescaler.domain.balance import IGNORED_LABELS
     from nodescaler.domain.expanders import (
+        BalanceSimilarGroups,
         CustomExpander,
         LeastWasteExpander,
         MostPodsExpander,
@@ -310,6 +313,8 @@ def expander_chain(specs: Sequence[ExpanderSpec], clients: AwsClients) -> list[E
             case CustomExpanderSpec():
                 client = clients.client("lambda", budget_config(spec.timeout_seconds))
                 chain.append(CustomExpander(LambdaExpander(client, spec.function_name)))
+            case BalanceExpanderSpec():
+                chain.append(BalanceSimilarGroups(IGNORED_LABELS | set(spec.ignored_labels)))
             case SimpleExpanderSpec(name="least-waste"):
                 chain.append(LeastWasteExpander())
             case SimpleExpanderSpec(name="most-pods"):
