@@ -53,7 +53,7 @@ def policies(draw: st.DrawFn) -> NodeGroupPolicy:
             "name": name,
             "cloudWatch": {"metric": {"namespace": "App", "metricName": name}},
             "target": draw(target),
-            "staleAfterSeconds": draw(st.integers(10, 900)),
+            "staleAfterSeconds": draw(st.integers(60, 900)),  # at least the default period
         }
         for name in METRIC_NAMES[:count]
     ]
