@@ -31,7 +31,7 @@ def _failures_item() -> dict[str, Any] | None:
 
 
 def test_given_a_cloudwatch_metric_that_keeps_failing_then_its_fallback_applies_from_the_third_tick(
-    deployment: Deployment, policies: Path
+    deployment: Deployment, policies: Path, output: Any
 ) -> None:
     document = policy_document("api", ERRORS, min_replicas=1, max_replicas=10, behavior=FAST_DOWN)
     (policies / "api.yaml").write_text(document)
@@ -74,3 +74,5 @@ def test_given_a_cloudwatch_metric_that_keeps_failing_then_its_fallback_applies_
     assert desired_capacity("api") == 4
     assert _failures_item() is None
     assert store.load("api").failures.runs == {}
+    # a metric voting its fallback is still a metric unavailable
+    assert output().metric("MetricsUnavailable", "api") == [1, 1, 1, 1, 0]

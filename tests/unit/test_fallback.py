@@ -125,7 +125,7 @@ def test_given_a_fallback_hold_then_the_metric_stays_missing_and_the_hold_is_nam
     assert "errors in fallback hold since 2026-03-02 12:00:00Z" in decision.reason
 
 
-def test_given_a_fallback_vote_then_it_is_named_as_the_driver_and_counted_unavailable() -> None:
+def test_given_a_fallback_vote_then_it_is_named_as_the_driver_and_is_no_demand() -> None:
     decision = _failing(_policy({"failureThreshold": 3, "replicas": 14}), 10, 1, 3).decision
     errors = decision.metrics[0]
     assert (errors.status, errors.recommendation) == (MetricStatus.FALLBACK, 14)
