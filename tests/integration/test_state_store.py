@@ -43,6 +43,19 @@ def test_state_round_trips_with_history_decision_and_events(store: DynamoStateSt
     assert store.load("ng").seen("m-1")
 
 
+def _saved_with(store: DynamoStateStore, attribute: str, stored: str) -> GroupState:
+    """A saved state (with a problem, to see it kept) whose `attribute` is then `stored`."""
+    saved = store.save(GroupState(group="ng", problems=("kept",)))
+    client("dynamodb").update_item(
+        TableName=TABLE,
+        Key={"pk": {"S": "GROUP#ng"}, "sk": {"S": "STATE"}},
+        UpdateExpression="SET #attribute = :v",
+        ExpressionAttributeNames={"#attribute": attribute},
+        ExpressionAttributeValues={":v": {"S": stored}},
+    )
+    return saved
+
+
 @pytest.mark.parametrize(
     ("stored", "cause"),
     [
@@ -54,13 +67,7 @@ def test_state_round_trips_with_history_decision_and_events(store: DynamoStateSt
 def test_an_unreadable_demand_history_starts_afresh_naming_why_and_the_rest_stays(
     store: DynamoStateStore, stored: str, cause: str
 ) -> None:
-    saved = store.save(GroupState(group="ng", problems=("kept",)))
-    client("dynamodb").update_item(
-        TableName=TABLE,
-        Key={"pk": {"S": "GROUP#ng"}, "sk": {"S": "STATE"}},
-        UpdateExpression="SET demand = :v",
-        ExpressionAttributeValues={":v": {"S": stored}},
-    )
+    saved = _saved_with(store, "demand", stored)
     loaded = store.load("ng")
     assert (loaded.version, loaded.problems, loaded.demand.values) == (saved.version, ("kept",), ())
     assert loaded.demand.problem.startswith(
@@ -93,13 +100,7 @@ def test_failure_runs_round_trip_and_an_item_without_them_has_none(
 def test_an_unreadable_failure_run_counts_afresh_and_the_rest_stays(
     store: DynamoStateStore, stored: str
 ) -> None:
-    saved = store.save(GroupState(group="ng", problems=("kept",)))
-    client("dynamodb").update_item(
-        TableName=TABLE,
-        Key={"pk": {"S": "GROUP#ng"}, "sk": {"S": "STATE"}},
-        UpdateExpression="SET failures = :v",
-        ExpressionAttributeValues={":v": {"S": stored}},
-    )
+    saved = _saved_with(store, "failures", stored)
     loaded = store.load("ng")
     assert (loaded.version, loaded.problems, loaded.failures) == (
         saved.version,

@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from nodescaler.domain.autoscaler import GroupSize, decide, effective_bounds
+from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, effective_bounds
 from nodescaler.domain.backoff import Backoff, BackoffRules, after_failure
 from nodescaler.domain.fallback import FailureRun, MetricFailures
 from nodescaler.domain.history import History, ScaleEvent, TimedRecommendation
@@ -129,9 +129,15 @@ backoffs = st.none() | st.builds(
 ceilings = st.none() | st.builds(lambda n: Ceiling(n, "limit"), st.integers(0, 3000))
 
 
-def _decide(policy: NodeGroupPolicy, size: GroupSize, values: dict[str, Reading], history: History):  # type: ignore[no-untyped-def]
+def _decide(
+    policy: NodeGroupPolicy,
+    size: GroupSize,
+    values: dict[str, Reading],
+    history: History,
+    **also: Any,  # backoff, ceiling, failures
+) -> Evaluation:
     return decide(
-        node_group="ng", policy=policy, size=size, readings=values, history=history, now=T0
+        node_group="ng", policy=policy, size=size, readings=values, history=history, now=T0, **also
     )
 
 
@@ -146,16 +152,7 @@ def test_the_result_is_never_outside_min_max(
     ceiling: Ceiling | None,
 ) -> None:
     """Whatever holds it back too: a backoff, protected instances, the cluster's limits."""
-    decision = decide(
-        node_group="ng",
-        policy=policy,
-        size=size,
-        readings=values,
-        history=history,
-        now=T0,
-        backoff=backoff,
-        ceiling=ceiling,
-    ).decision
+    decision = _decide(policy, size, values, history, backoff=backoff, ceiling=ceiling).decision
     lowest, highest = effective_bounds(policy, size)
     assert lowest <= decision.desired <= highest
     assert size.min_size <= decision.desired <= size.max_size
@@ -285,15 +282,7 @@ def test_with_fallbacks_the_result_is_never_outside_min_max_nor_scales_in_on_a_f
 ) -> None:
     """A fallback may scale in, within the bounds; a failing metric whose fallback gives no
     vote (none, `hold`, or its run short of the threshold) still holds scale-in."""
-    decision = decide(
-        node_group="ng",
-        policy=policy,
-        size=size,
-        readings=values,
-        history=history,
-        now=T0,
-        failures=failures,
-    ).decision
+    decision = _decide(policy, size, values, history, failures=failures).decision
     lowest, highest = effective_bounds(policy, size)
     assert lowest <= decision.desired <= highest
 
