@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 from nodescaler.adapters.aws.state_table import DynamoStateStore
+from nodescaler.domain.fallback import FailureRun, MetricFailures
 from nodescaler.domain.forecast import DemandHistory
 from nodescaler.domain.group_state import GroupState
 from nodescaler.domain.history import History, TimedRecommendation
@@ -41,6 +43,19 @@ def test_state_round_trips_with_history_decision_and_events(store: DynamoStateSt
     assert store.load("ng").seen("m-1")
 
 
+def _saved_with(store: DynamoStateStore, attribute: str, stored: str) -> GroupState:
+    """A saved state (with a problem, to see it kept) whose `attribute` is then `stored`."""
+    saved = store.save(GroupState(group="ng", problems=("kept",)))
+    client("dynamodb").update_item(
+        TableName=TABLE,
+        Key={"pk": {"S": "GROUP#ng"}, "sk": {"S": "STATE"}},
+        UpdateExpression="SET #attribute = :v",
+        ExpressionAttributeNames={"#attribute": attribute},
+        ExpressionAttributeValues={":v": {"S": stored}},
+    )
+    return saved
+
+
 @pytest.mark.parametrize(
     ("stored", "cause"),
     [
@@ -52,13 +67,7 @@ def test_state_round_trips_with_history_decision_and_events(store: DynamoStateSt
 def test_an_unreadable_demand_history_starts_afresh_naming_why_and_the_rest_stays(
     store: DynamoStateStore, stored: str, cause: str
 ) -> None:
-    saved = store.save(GroupState(group="ng", problems=("kept",)))
-    client("dynamodb").update_item(
-        TableName=TABLE,
-        Key={"pk": {"S": "GROUP#ng"}, "sk": {"S": "STATE"}},
-        UpdateExpression="SET demand = :v",
-        ExpressionAttributeValues={":v": {"S": stored}},
-    )
+    saved = _saved_with(store, "demand", stored)
     loaded = store.load("ng")
     assert (loaded.version, loaded.problems, loaded.demand.values) == (saved.version, ("kept",), ())
     assert loaded.demand.problem.startswith(
@@ -71,6 +80,33 @@ def test_the_recorded_demand_and_lead_time_round_trip(store: DynamoStateStore) -
     state = GroupState(group="ng", demand=demand.measured_lead(timedelta(minutes=4)))
     assert store.load("ng").demand == DemandHistory()  # nothing recorded yet
     assert store.load(store.save(state).group).demand == state.demand
+
+
+def test_failure_runs_round_trip_and_an_item_without_them_has_none(
+    store: DynamoStateStore,
+) -> None:
+    saved = store.save(GroupState(group="ng"))
+    item = client("dynamodb").get_item(
+        TableName=TABLE, Key={"pk": {"S": "GROUP#ng"}, "sk": {"S": "STATE"}}
+    )["Item"]
+    assert "failures" not in item  # none failing: nothing written, as in items from before
+    assert store.load("ng").failures == MetricFailures()
+    failing = MetricFailures(runs={"errors": FailureRun(count=4, since=T0)})
+    store.save(replace(saved, failures=failing))
+    assert store.load("ng").failures == failing
+
+
+@pytest.mark.parametrize("stored", ['{"runs": {"errors": {"count": 2}}}', "not json"])
+def test_an_unreadable_failure_run_counts_afresh_and_the_rest_stays(
+    store: DynamoStateStore, stored: str
+) -> None:
+    saved = _saved_with(store, "failures", stored)
+    loaded = store.load("ng")
+    assert (loaded.version, loaded.problems, loaded.failures) == (
+        saved.version,
+        ("kept",),
+        MetricFailures(),
+    )
 
 
 def test_given_two_writers_from_one_version_then_only_the_first_wins(

@@ -23,7 +23,7 @@ from tests.aws import (
     make_asg,
     make_state_table,
 )
-from tests.builders import VirtualClock, policy, queue_metric
+from tests.builders import UNLIMITED, VirtualClock, policy, queue_metric
 
 TABLE = "nodescaler-state"
 TAGS = {"nodescaler/enabled": "true", "nodescaler/policy": "gpu"}
@@ -78,6 +78,37 @@ def test_explain_lists_the_latest_decisions_with_their_inputs(
     assert "hold at 10" in first  # newest first
     assert "scale up 0 → 10" in out
     assert "- jobs (SQSQueue): 40 against 4/replica → 10 [ok]" in out
+
+
+def test_status_and_explain_name_a_fallback_and_since_when(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    dynamodb = make_state_table(TABLE)
+    make_asg("api-ng", tags=TAGS | {"nodescaler/policy": "api"}, desired=6, max_size=50)
+    gone = queue_metric("gone", per_node=4) | {"fallback": {"failureThreshold": 2, "replicas": 2}}
+    clock = VirtualClock()
+    evaluator = Evaluator(
+        node_groups=AsgNodeGroups(client("autoscaling"), client("eks"), tag_names=TagNames()),
+        producers=Producers({SqsQueueMetric: SqsQueueLength(client("sqs"))}),
+        state=DynamoStateStore(dynamodb, TABLE, audit_ttl=timedelta(days=1)),
+        policies=PolicyBook({"api": policy(gone, name="api", behavior=UNLIMITED)}),
+        clock=clock,
+    )
+    first = clock.now()
+    for tick in ("tick-1", "tick-2"):  # no such queue: missing, then its fallback
+        evaluator.evaluate("api-ng", tick)
+        clock.advance(minutes=1)
+
+    assert main(["status", "--table", TABLE]) == 0
+    row = capsys.readouterr().out.splitlines()[1]
+    since = f"since {first:%Y-%m-%d %H:%M:%S}Z"
+    assert row.startswith("api-ng | api | 2 → 2 | ")
+    assert f"gone ?/4/replica (fallback replicas 2 {since})" in row
+    assert main(["explain", "api-ng", "--table", TABLE]) == 0
+    newest = capsys.readouterr().out.split("\n")
+    assert (
+        f"- gone (SQSQueue): - against 4/replica → 2 [fallback replicas 2 {since}]" in (newest[2])
+    )
 
 
 def test_errors_are_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:

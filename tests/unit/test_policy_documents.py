@@ -439,6 +439,81 @@ behavior:
         "spec.metrics[0].schedule.entries[0].start",
         "does not fire every year",
     ),
+    *(
+        (
+            f"a fallback: {case}",
+            _with(
+                "minReplicas: 0\nmaxReplicas: 3\n"
+                + QUEUE
+                + f"    fallback: {{failureThreshold: {threshold}, {given}}}\n"
+            ),
+            "spec.metrics[0].fallback" + field,
+            words,
+        )
+        for case, threshold, given, field, words in [
+            (
+                "both replicas and action",
+                3,
+                "replicas: 2, action: currentReplicas",
+                "",
+                "give replicas or action, not both: action currentReplicas takes no replicas",
+            ),
+            ("neither replicas nor action", 3, "", "", "give replicas (a fixed size) or action"),
+            ("ifHigher without replicas", 3, "action: ifHigher", "", "ifHigher needs replicas"),
+            (
+                "a threshold below 1",
+                0,
+                "replicas: 2",
+                ".failureThreshold",
+                "greater than or equal to 1",
+            ),
+            ("negative replicas", 3, "replicas: -1", ".replicas", "greater than or equal to 0"),
+            (
+                "an unknown action",
+                3,
+                "action: scaleIn",
+                ".action",
+                "'hold', 'currentReplicas' or 'ifHigher'",
+            ),
+        ]
+    ),
+    (
+        "a fallback without a threshold",
+        _with("minReplicas: 0\nmaxReplicas: 3\n" + QUEUE + "    fallback: {replicas: 2}\n"),
+        "spec.metrics[0].fallback.failureThreshold",
+        "required field is missing",
+    ),
+    (
+        "a forecast with a fallback",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: Predictive
+            fallback: {failureThreshold: 3, replicas: 2}
+        """),
+        "spec.metrics[0]",
+        "metric 'predictive': a forecast never fails (it abstains), so it takes no fallback",
+    ),
+    (
+        "stale sooner than its CloudWatch period",
+        _with("""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: CloudWatch
+            name: errors
+            cloudWatch:
+              metric: {namespace: App, metricName: Errors, statistic: Sum}
+              periodSeconds: 300
+            target: {type: Value, value: 10}
+            staleAfterSeconds: 120
+        """),
+        "spec.metrics[0]",
+        "metric 'errors': staleAfterSeconds (120) is shorter than its cloudWatch.periodSeconds "
+        "(300): a reading is dated at the start of its period, so it would always be stale; "
+        "give staleAfterSeconds 300 or more",
+    ),
     (
         "a boolean for a number",
         _with("minReplicas: true\nmaxReplicas: 3\n" + QUEUE),

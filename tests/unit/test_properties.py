@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
+from typing import Any
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from nodescaler.domain.autoscaler import GroupSize, decide, effective_bounds
+from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, effective_bounds
 from nodescaler.domain.backoff import Backoff, BackoffRules, after_failure
+from nodescaler.domain.fallback import FailureRun, MetricFailures
 from nodescaler.domain.history import History, ScaleEvent, TimedRecommendation
 from nodescaler.domain.limits import Ceiling
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
@@ -42,8 +44,15 @@ target = st.one_of(
 )
 
 
+fallbacks = st.none() | st.one_of(
+    st.builds(lambda r: {"replicas": r}, st.integers(0, 2000)),
+    st.builds(lambda a: {"action": a}, st.sampled_from(["hold", "currentReplicas"])),
+    st.builds(lambda r: {"action": "ifHigher", "replicas": r}, st.integers(0, 2000)),
+).flatmap(lambda f: st.builds(lambda n: f | {"failureThreshold": n}, st.integers(1, 4)))
+
+
 @st.composite
-def policies(draw: st.DrawFn) -> NodeGroupPolicy:
+def policies(draw: st.DrawFn, *, with_fallbacks: bool = False) -> NodeGroupPolicy:
     low = draw(st.integers(0, 50))
     high = draw(st.integers(max(low, 1), 1000))
     count = draw(st.integers(1, len(METRIC_NAMES)))
@@ -53,10 +62,13 @@ def policies(draw: st.DrawFn) -> NodeGroupPolicy:
             "name": name,
             "cloudWatch": {"metric": {"namespace": "App", "metricName": name}},
             "target": draw(target),
-            "staleAfterSeconds": draw(st.integers(10, 900)),
+            "staleAfterSeconds": draw(st.integers(60, 900)),  # at least the default period
         }
         for name in METRIC_NAMES[:count]
     ]
+    for metric in metrics if with_fallbacks else ():
+        if (fallback := draw(fallbacks)) is not None:
+            metric["fallback"] = fallback
     behavior = {"scaleUp": draw(rules), "scaleDown": draw(rules)}
     return NodeGroupPolicy.model_validate(
         {
@@ -117,9 +129,15 @@ backoffs = st.none() | st.builds(
 ceilings = st.none() | st.builds(lambda n: Ceiling(n, "limit"), st.integers(0, 3000))
 
 
-def _decide(policy: NodeGroupPolicy, size: GroupSize, values: dict[str, Reading], history: History):  # type: ignore[no-untyped-def]
+def _decide(
+    policy: NodeGroupPolicy,
+    size: GroupSize,
+    values: dict[str, Reading],
+    history: History,
+    **also: Any,  # backoff, ceiling, failures
+) -> Evaluation:
     return decide(
-        node_group="ng", policy=policy, size=size, readings=values, history=history, now=T0
+        node_group="ng", policy=policy, size=size, readings=values, history=history, now=T0, **also
     )
 
 
@@ -134,16 +152,7 @@ def test_the_result_is_never_outside_min_max(
     ceiling: Ceiling | None,
 ) -> None:
     """Whatever holds it back too: a backoff, protected instances, the cluster's limits."""
-    decision = decide(
-        node_group="ng",
-        policy=policy,
-        size=size,
-        readings=values,
-        history=history,
-        now=T0,
-        backoff=backoff,
-        ceiling=ceiling,
-    ).decision
+    decision = _decide(policy, size, values, history, backoff=backoff, ceiling=ceiling).decision
     lowest, highest = effective_bounds(policy, size)
     assert lowest <= decision.desired <= highest
     assert size.min_size <= decision.desired <= size.max_size
@@ -164,25 +173,31 @@ def unusable(metric: MetricBase, reading: Reading | None) -> bool:
     )
 
 
-ONE_METRIC = NodeGroupPolicy.model_validate(
-    {
-        "metadata": {"name": "p"},
-        "spec": {
-            "minReplicas": 0,
-            "maxReplicas": 10,
-            "metrics": [
-                {
-                    "type": "CloudWatch",
-                    "name": "a",
-                    "cloudWatch": {"metric": {"namespace": "App", "metricName": "a"}},
-                    "target": {"type": "Value", "value": 1},
-                    "staleAfterSeconds": 60,
-                }
-            ],
-            "behavior": {"scaleDown": {"stabilizationWindowSeconds": 0}},
-        },
-    }
-)
+def one_metric(**fields: Any) -> NodeGroupPolicy:
+    """One CloudWatch metric `a`, stale after 60 s, scaling down at once (and `fields`)."""
+    return NodeGroupPolicy.model_validate(
+        {
+            "metadata": {"name": "p"},
+            "spec": {
+                "minReplicas": 0,
+                "maxReplicas": 10,
+                "metrics": [
+                    {
+                        "type": "CloudWatch",
+                        "name": "a",
+                        "cloudWatch": {"metric": {"namespace": "App", "metricName": "a"}},
+                        "target": {"type": "Value", "value": 1},
+                        "staleAfterSeconds": 60,
+                    }
+                    | fields
+                ],
+                "behavior": {"scaleDown": {"stabilizationWindowSeconds": 0}},
+            },
+        }
+    )
+
+
+ONE_METRIC = one_metric()
 
 
 @settings(max_examples=600, deadline=None)
@@ -236,3 +251,51 @@ def test_every_decision_explains_itself(
     )
     assert decision.reason.startswith(verb)
     assert len(decision.metrics) == len(policy.spec.metrics)
+
+
+failure_runs = st.builds(
+    lambda counts: MetricFailures(
+        runs={
+            name: FailureRun(count=n, since=T0 - timedelta(minutes=n)) for name, n in counts.items()
+        }
+    ),
+    st.dictionaries(st.sampled_from(METRIC_NAMES), st.integers(1, 5)),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(policies(with_fallbacks=True), sizes, readings, histories, failure_runs)
+# One failure short of its threshold: the fallback to 0 must not apply yet.
+@example(
+    one_metric(fallback={"failureThreshold": 3, "replicas": 0}),
+    GroupSize(4, 0, 10),
+    {},
+    History(),
+    MetricFailures(runs={"a": FailureRun(count=1, since=T0)}),
+)
+def test_with_fallbacks_the_result_is_never_outside_min_max_nor_scales_in_on_a_failure_without_one(
+    policy: NodeGroupPolicy,
+    size: GroupSize,
+    values: dict[str, Reading],
+    history: History,
+    failures: MetricFailures,
+) -> None:
+    """A fallback may scale in, within the bounds; a failing metric whose fallback gives no
+    vote (none, `hold`, or its run short of the threshold) still holds scale-in."""
+    decision = _decide(policy, size, values, history, failures=failures).decision
+    lowest, highest = effective_bounds(policy, size)
+    assert lowest <= decision.desired <= highest
+
+    def falls_back(metric: MetricBase) -> bool:
+        run = failures.runs.get(metric.key)
+        count = 1 + (run.count if run is not None else 0)
+        fallback = metric.fallback
+        return (
+            fallback is not None
+            and fallback.action != "hold"
+            and count >= fallback.failure_threshold
+        )
+
+    held = any(unusable(m, values.get(m.key)) and not falls_back(m) for m in policy.spec.metrics)
+    if held and lowest <= size.current <= highest:
+        assert decision.desired >= size.current

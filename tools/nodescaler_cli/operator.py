@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.state_table import DynamoStateStore
-from nodescaler.domain.decision import Decision
+from nodescaler.domain.decision import Decision, MetricOutcome, MetricStatus
 from nodescaler.domain.optin import TagNames, read_opt_in
 
 STATE_OUTPUT = "StateTableName"  # the stack's CfnOutput (infra/stack.py)
@@ -56,13 +56,23 @@ class Target:
         )
 
 
+def _status(m: MetricOutcome) -> str:
+    """The metric's status, and the fallback that applies and since when: "missing, fallback
+    hold since ...", or "fallback replicas 2 since ..." for a fallback's vote."""
+    if not m.fallback or m.failing_since is None:
+        return str(m.status)
+    status = "" if m.status is MetricStatus.FALLBACK else f"{m.status}, "
+    return f"{status}fallback {m.fallback} since {m.failing_since:%Y-%m-%d %H:%M:%S}Z"
+
+
 def _metrics(decision: Decision | None) -> str:
     if decision is None:
         return "-"
     cells = []
     for m in decision.metrics:
         value = "?" if m.value is None else f"{m.value:.4g}"
-        cells.append(f"{m.name} {value}/{m.target}" + ("" if m.status.usable else f" ({m.status})"))
+        state = "" if m.status.usable else f" ({_status(m)})"
+        cells.append(f"{m.name} {value}/{m.target}{state}")
     return ", ".join(cells)
 
 
@@ -135,7 +145,7 @@ def explain(target: Target, group: str, limit: int, write: Callable[[str], None]
             value = "-" if m.value is None else f"{m.value:g}"
             write(
                 f"  - {m.name} ({m.type}): {value} against {m.target} → "
-                f"{m.recommendation if m.recommendation is not None else '-'} [{m.status}] "
-                f"{m.detail}"
+                f"{m.recommendation if m.recommendation is not None else '-'} "
+                f"[{_status(m)}] {m.detail}"
             )
     return 0

@@ -64,7 +64,7 @@ def result_records(result: EvaluationResult, latency_ms: float | None = None) ->
         MetricName.DESIRED_NODES: decision.desired,
         MetricName.IN_SERVICE_NODES: in_service,
         MetricName.RECOMMENDED_NODES: decision.recommendation,
-        MetricName.METRICS_UNAVAILABLE: sum(m.status.broken for m in decision.metrics),
+        MetricName.METRICS_UNAVAILABLE: sum(m.status.failing for m in decision.metrics),
         MetricName.BACKED_OFF: int(decision.backoff is not None),
         MetricName.PROTECTED_NODES: decision.protected,
     }

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from nodescaler.domain.backoff import Backoff
 from nodescaler.domain.behavior import limit_rate, longest_period, stabilize
 from nodescaler.domain.decision import Decision, Limit, MetricOutcome, MetricStatus
+from nodescaler.domain.fallback import MetricFailures, with_fallback
 from nodescaler.domain.history import History
 from nodescaler.domain.limits import Ceiling
 from nodescaler.domain.policy import ForecastMode, MetricBase, NodeGroupPolicy, PredictiveMetric
@@ -39,6 +40,7 @@ class GroupSize:
 class Evaluation:
     decision: Decision
     history: History  # with this evaluation's recommendation; scale events come from acting
+    failures: MetricFailures = field(default_factory=MetricFailures)  # to persist, as history
 
 
 def effective_bounds(policy: NodeGroupPolicy, size: GroupSize) -> tuple[int, int]:
@@ -159,7 +161,7 @@ def demand(outcomes: list[MetricOutcome], in_service: int) -> int | None:
     what they recommend; none of them, the nodes in service. Never the group's size as
     such: nodes a forecast asked for would count as demand the next day, and the next.
     None while a metric is broken: the demand is not known."""
-    if any(o.status.broken for o in outcomes):
+    if any(o.status.failing for o in outcomes):  # a fallback's vote is no demand either
         return None
     live = [o for o in outcomes if not o.status.is_forecast]
     needs = [o.needed if o.needed is not None else o.recommendation for o in live]
@@ -167,9 +169,7 @@ def demand(outcomes: list[MetricOutcome], in_service: int) -> int | None:
 
 
 def _combine_live(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limit]]:
-    usable = [
-        o.recommendation for o in outcomes if o.status.usable and o.recommendation is not None
-    ] or [
+    usable = [o.recommendation for o in outcomes if _votes(o) and o.recommendation is not None] or [
         o.recommendation
         for o in outcomes
         if o.status is MetricStatus.UNNEEDED and o.recommendation is not None
@@ -186,6 +186,12 @@ def _combine_live(outcomes: list[MetricOutcome], current: int) -> tuple[int, lis
     return recommendation, [Limit.TOLERANCE] if held else []
 
 
+def _votes(outcome: MetricOutcome) -> bool:
+    """A live metric's recommendation, or a failed one's fallback: one vote among the
+    others, the highest winning (as KEDA's fallback metric is one of the HPA's metrics)."""
+    return outcome.status.usable or outcome.status is MetricStatus.FALLBACK
+
+
 def decide(
     *,
     node_group: str,
@@ -196,6 +202,7 @@ def decide(
     now: datetime,
     backoff: Backoff | None = None,
     ceiling: Ceiling | None = None,
+    failures: MetricFailures | None = None,
 ) -> Evaluation:
     up, down = policy.spec.behavior.up, policy.spec.behavior.down
     current = size.current
@@ -203,14 +210,19 @@ def decide(
     # 1. Bounds: the policy's, inside the group's own.
     lowest, highest = effective_bounds(policy, size)
 
-    # 2. One recommendation per metric.
+    # 2. One recommendation per metric; a metric failing long enough votes its fallback.
     tolerances = Tolerances(up=up.tolerance, down=down.tolerance)
+    metrics = policy.spec.metrics
+    outcomes = [evaluate_metric(m, readings.get(m.key), size, now, tolerances) for m in metrics]
+    failures = (failures or MetricFailures()).after(metrics, outcomes, now)
     outcomes = [
-        evaluate_metric(m, readings.get(m.key), size, now, tolerances) for m in policy.spec.metrics
+        with_fallback(m, o, failures, current) for m, o in zip(metrics, outcomes, strict=True)
     ]
 
     # 3. Combine them.
     recommendation, limits = combine(outcomes, current)
+    if any(o.fallback for o in outcomes):
+        limits.append(Limit.FALLBACK)
     window_text = ""  # set when an open scale-in window holds the decision back (step 8)
 
     def concluded(desired: int, history: History) -> Evaluation:
@@ -243,7 +255,7 @@ def decide(
             demand=demand(outcomes, size.current if size.ready is None else size.ready),
         )
         reason = explain(decision, down.stabilization_window_seconds)
-        return Evaluation(decision.model_copy(update={"reason": reason}), history)
+        return Evaluation(decision.model_copy(update={"reason": reason}), history, failures)
 
     # 4. A group outside its bounds goes straight back inside them (as the HPA does).
     if not lowest <= current <= highest:
@@ -358,6 +370,14 @@ def _limit_phrase(limit: Limit, decision: Decision, down_window_seconds: int) ->
         return f"capped by the cluster's {decision.cluster_limit}"
     if limit is Limit.SCALE_IN_WINDOW:
         return decision.scale_in_window
+    if limit is Limit.FALLBACK:
+        return "; ".join(
+            f"{o.name} in fallback {o.fallback}"
+            + (f" → {o.recommendation}" if o.recommendation is not None else "")
+            + f" since {o.failing_since:%Y-%m-%d %H:%M:%S}Z"
+            for o in decision.metrics
+            if o.fallback
+        )
     if limit is Limit.STABILIZATION and decision.recommendation < decision.current:
         return (
             f"recommendation {decision.recommendation} must hold for {down_window_seconds}s first"
@@ -376,7 +396,7 @@ def explain(decision: Decision, down_window_seconds: int) -> str:
         parts = [f"scale down {current} → {desired}"]
     else:
         parts = [f"hold at {current}"]
-    voters = [o for o in decision.metrics if o.status.usable and o.recommendation is not None]
+    voters = [o for o in decision.metrics if _votes(o) and o.recommendation is not None]
     if Limit.FORECAST in decision.limited_by:  # the forecast drove it
         voters = [o for o in decision.metrics if o.status is MetricStatus.FORECAST]
     voters = voters or [o for o in decision.metrics if o.status is MetricStatus.UNNEEDED]

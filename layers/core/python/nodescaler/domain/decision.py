@@ -29,6 +29,7 @@ class Limit(StrEnum):
     CLUSTER_LIMIT = "cluster-limit"  # the cluster's total nodes, vCPUs or memory
     SCALE_IN_WINDOW = "scale-in-window"  # an open window caps the nodes removed an hour
     FORECAST = "forecast"  # the forecast asked for more than the live metrics
+    FALLBACK = "fallback"  # a failing metric's fallback applies (named in the reason, with since)
 
 
 class MetricStatus(StrEnum):
@@ -41,6 +42,8 @@ class MetricStatus(StrEnum):
     # a forecast: a floor under the live metrics' recommendation, or only recorded
     FORECAST = "forecast"
     FORECAST_ONLY = "forecast-only"
+    # failing for `failureThreshold` evaluations in a row: votes its fallback's size
+    FALLBACK = "fallback"
     MISSING = "missing"
     STALE = "stale"
     INVALID = "invalid"
@@ -56,6 +59,11 @@ class MetricStatus(StrEnum):
     @property
     def broken(self) -> bool:
         return self in (MetricStatus.MISSING, MetricStatus.STALE, MetricStatus.INVALID)
+
+    @property
+    def failing(self) -> bool:
+        """No value from its source, whether its fallback votes for it or not."""
+        return self.broken or self is MetricStatus.FALLBACK
 
 
 class MetricOutcome(BaseModel):
@@ -73,6 +81,8 @@ class MetricOutcome(BaseModel):
     detail: str
     waiting: dict[str, str] = Field(default_factory=dict)  # pods that fit no group → why not here
     needed: int | None = None  # pending pods: the nodes the group's pods need now
+    fallback: str = ""  # the fallback that applies ("replicas 2", "hold"), when one does
+    failing_since: AwareDatetime | None = None  # the first failure of its run, when it applies
 
 
 class Decision(BaseModel):

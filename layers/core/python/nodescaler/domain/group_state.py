@@ -1,4 +1,4 @@
-"""A node group's persisted state: its history, last decision, backoff and claims."""
+"""A node group's persisted state: its history, last decision, backoff, claims and failures."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from datetime import datetime
 
 from nodescaler.domain.backoff import Backoff, Provisioning
 from nodescaler.domain.decision import Decision
+from nodescaler.domain.fallback import MetricFailures
 from nodescaler.domain.forecast import DemandHistory
 from nodescaler.domain.history import History
 
@@ -33,6 +34,8 @@ class GroupState:
     resized: tuple[int, datetime] | None = None
     # What its live metrics asked for, in five-minute slots, for its forecasts.
     demand: DemandHistory = field(default_factory=DemandHistory)
+    # How long each metric with a fallback has been failing, for its failureThreshold.
+    failures: MetricFailures = field(default_factory=MetricFailures)
 
     def seen(self, event_id: str) -> bool:
         return event_id in self.recent_events

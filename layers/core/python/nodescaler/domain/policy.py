@@ -390,6 +390,45 @@ class PredictiveSource(Spec):
 # --- metrics -----------------------------------------------------------------------------
 
 
+class FallbackAction(StrEnum):
+    """What a metric votes once it has failed `failureThreshold` evaluations in a row."""
+
+    HOLD = "hold"  # today's rule, named: no scale-in while it fails, nothing else changes
+    CURRENT_REPLICAS = "currentReplicas"  # the group's current size (KEDA's currentReplicas)
+    IF_HIGHER = "ifHigher"  # the current size or `replicas`, the higher (currentReplicasIfHigher)
+
+
+class Fallback(Spec):
+    """KEDA's fallback, per metric: after `failureThreshold` failed evaluations in a row (missing,
+    stale or invalid) the metric votes `replicas` (KEDA's static), or what `action` says. A
+    vote below the current size is the operator's leave to scale in on a failed metric."""
+
+    failure_threshold: Annotated[int, Field(strict=True, ge=1, le=10_000)]
+    replicas: Annotated[int, Field(strict=True, ge=0, le=100_000)] | None = None
+    action: FallbackAction | None = None
+
+    @model_validator(mode="after")
+    def _replicas_or_action(self) -> Self:
+        if self.action is FallbackAction.IF_HIGHER:
+            if self.replicas is None:
+                raise ValueError("action ifHigher needs replicas: the size to keep at least")
+        elif self.action is not None and self.replicas is not None:
+            raise ValueError(
+                f"give replicas or action, not both: action {self.action} takes no replicas "
+                "(only ifHigher does)"
+            )
+        elif self.action is None and self.replicas is None:
+            raise ValueError("give replicas (a fixed size) or action (hold, currentReplicas)")
+        return self
+
+    def describe(self) -> str:
+        if self.action is None:
+            return f"replicas {self.replicas}"
+        if self.action is FallbackAction.IF_HIGHER:
+            return f"ifHigher {self.replicas}"
+        return str(self.action)
+
+
 class MetricBase(Spec):
     """A metric of a policy. Each metric type is one subclass, which says everything about
     the type: its `type` tag, its source's model, its allowed targets and whether it reads
@@ -399,6 +438,8 @@ class MetricBase(Spec):
     target: MetricTarget
     # A reading older than this is treated as missing: it can never cause a scale-in.
     stale_after_seconds: Annotated[int, Field(strict=True, ge=10, le=86_400)] = 300
+    # What it votes once it has failed this often in a row; without one it holds scale-in.
+    fallback: Fallback | None = None
 
     allowed_targets: ClassVar[frozenset[TargetType]] = frozenset(TargetType)
     # Read from the cluster's API server: the evaluate function then carries the
@@ -416,6 +457,28 @@ class MetricBase(Spec):
                 f"{target.type} is not valid for a {cls.type_tag()} metric (use {allowed})"
             )
         return target
+
+    @model_validator(mode="after")
+    def _fresh_within_its_period(self) -> Self:
+        period = self.reading_period()
+        if period is not None and self.stale_after_seconds < period[1]:
+            field, seconds = period
+            raise ValueError(
+                f"metric {self.key!r}: staleAfterSeconds ({self.stale_after_seconds}) is shorter "
+                f"than its {field} ({seconds}): a reading is dated at the start of its period, "
+                f"so it would always be stale; give staleAfterSeconds {seconds} or more"
+            )
+        if self.fallback is not None and self.reads_history:
+            raise ValueError(
+                f"metric {self.key!r}: a forecast never fails (it abstains), so it takes no "
+                "fallback"
+            )
+        return self
+
+    def reading_period(self) -> tuple[str, int] | None:
+        """The field and seconds of the period a reading sums up, for a metric whose source
+        dates it at the period's start; None for one read as it is at evaluation time."""
+        return None
 
     @classmethod
     def type_tag(cls) -> str:
@@ -444,6 +507,9 @@ class SqsQueueMetric(MetricBase):
 class CloudWatchMetric(MetricBase):
     type: Literal["CloudWatch"]
     cloud_watch: CloudWatchSource
+
+    def reading_period(self) -> tuple[str, int] | None:
+        return "cloudWatch.periodSeconds", self.cloud_watch.period_seconds
 
 
 class ScheduleMetric(MetricBase):

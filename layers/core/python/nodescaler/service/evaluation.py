@@ -128,13 +128,20 @@ class Evaluator:
             history=state.history,
             now=now,
             backoff=state.backoff,
+            failures=state.failures,
         )
         evaluation = self._within_limits(decide_with, group, now, dry_run)
         decision, removing = self._which_go(group, evaluation.decision, now)
         if self.cluster is not None and not dry_run:  # steer new pods off leaving nodes
             self.cluster.mark_candidates(group, now)
-        if decision.demand is not None:
-            state = replace(state, demand=state.demand.record(now, decision.demand))
+        state = replace(
+            state,
+            failures=evaluation.failures,
+            # no demand while a metric fails: not known, not recorded
+            demand=state.demand
+            if decision.demand is None
+            else state.demand.record(now, decision.demand),
+        )
         decision, warm_problems = self._size_warm_pool(policy, group, decision, readings, dry_run)
         problems = (*choice.problems, *warm_problems)
 

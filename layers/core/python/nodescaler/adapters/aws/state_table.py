@@ -2,7 +2,8 @@
 
 Layout (pk, sk):
   GROUP#<name>, STATE                 history, last decision, recent event ids, backoff, version,
-                                      demand (14 days in five-minute slots, compressed: ~1 KB)
+                                      demand (14 days in five-minute slots, compressed: ~1 KB),
+                                      failures (failing metrics with a fallback: count, since)
   GROUP#<name>, DECISION#<at>#<event> one audit item per decision, deleted by TTL
   CLUSTER, BACKOFFS                   each group's latest backoff (attribute `backoff:<name>`),
                                       written with the group's state: one small read tells a
@@ -26,6 +27,7 @@ from pydantic import BaseModel
 
 from nodescaler.domain.backoff import Backoff, Provisioning
 from nodescaler.domain.decision import Decision
+from nodescaler.domain.fallback import MetricFailures
 from nodescaler.domain.forecast import DemandHistory
 from nodescaler.domain.group_state import GroupState
 from nodescaler.domain.history import History
@@ -55,6 +57,16 @@ def _resized(item: Mapping[str, Any]) -> tuple[int, datetime] | None:
 def _optional(model: type[M], item: Mapping[str, Any], name: str) -> M | None:
     stored = item.get(name, {}).get("S")
     return model.model_validate_json(stored) if stored else None
+
+
+def _failures(item: Mapping[str, Any]) -> MetricFailures:
+    """The failure runs; none in an item written before fallbacks (or with none failing).
+    An unreadable one counts afresh: its fallback comes later, and until then the failing
+    metric holds scale-in, as without a fallback; never worth holding the whole group."""
+    try:
+        return _optional(MetricFailures, item, "failures") or MetricFailures()
+    except ValueError:  # pydantic's ValidationError
+        return MetricFailures()
 
 
 class DynamoStateStore:
@@ -88,6 +100,7 @@ class DynamoStateStore:
                 acting_event=item.get("acting_event", {}).get("S", ""),
                 resized=_resized(item),
                 demand=self._demand(group, item),
+                failures=_failures(item),
             )
         except (KeyError, ValueError, TypeError) as error:  # pydantic's ValidationError too
             raise StateCorruptError(
@@ -132,6 +145,8 @@ class DynamoStateStore:
         }
         if state.demand.values:
             item["demand"] = {"S": state.demand.dump()}
+        if state.failures.runs:
+            item["failures"] = {"S": state.failures.model_dump_json()}
         if state.resized is not None:
             desired, at = state.resized
             item["resized"] = {"S": json.dumps([desired, at.isoformat()])}

@@ -1,0 +1,78 @@
+"""A fallback end to end: a CloudWatch metric with no data, tick after tick, through the
+dispatch and evaluate handlers on moto; its failure run lives in the group's state item."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from nodescaler.adapters.aws.state_table import DynamoStateStore
+
+from tests.aws import client, desired_capacity, make_asg
+from tests.builders import policy_document
+from tests.e2e.conftest import TABLE, Deployment
+
+ERRORS = {
+    "type": "CloudWatch",
+    "name": "errors",
+    "cloudWatch": {"metric": {"namespace": "App", "metricName": "Errors", "statistic": "Sum"}},
+    "target": {"type": "Value", "value": 10},
+    "fallback": {"failureThreshold": 3, "replicas": 2},
+}
+FAST_DOWN = {"scaleDown": {"stabilizationWindowSeconds": 0}}
+
+
+def _failures_item() -> dict[str, Any] | None:
+    item = client("dynamodb").get_item(
+        TableName=TABLE, Key={"pk": {"S": "GROUP#api"}, "sk": {"S": "STATE"}}
+    )["Item"]
+    return item.get("failures")
+
+
+def test_given_a_cloudwatch_metric_that_keeps_failing_then_its_fallback_applies_from_the_third_tick(
+    deployment: Deployment, policies: Path, output: Any
+) -> None:
+    document = policy_document("api", ERRORS, min_replicas=1, max_replicas=10, behavior=FAST_DOWN)
+    (policies / "api.yaml").write_text(document)
+    deployment.deploy()
+    make_asg("api", tags={"nodescaler/enabled": "true", "nodescaler/policy": "api"}, desired=8)
+    first_tick = deployment.clock.now()
+    store = DynamoStateStore(client("dynamodb"), TABLE)
+
+    sizes, counts = [], []
+    for _ in range(4):
+        deployment.tick()
+        sizes.append(desired_capacity("api"))
+        counts.append(store.load("api").failures.runs["errors"].count)
+        deployment.clock.advance(minutes=1)
+
+    # two ticks held by the missing metric, each counted in the state item; from the third
+    # it falls back to 2 nodes, at most 5 a minute (the default scale-down rate), and says
+    # so with the first failure's time
+    assert sizes == [8, 8, 3, 2]
+    assert counts == [1, 2, 3, 4]
+    decision = store.load("api").last_decision
+    assert decision is not None
+    assert "fallback" in decision.limited_by
+    assert f"errors in fallback replicas 2 → 2 since {first_tick:%Y-%m-%d %H:%M:%S}Z" in (
+        decision.reason
+    )
+
+    # data again: the metric decides (20 against 10 at 2 nodes: 4) and its run is gone
+    client("cloudwatch").put_metric_data(
+        Namespace="App",
+        MetricData=[
+            {
+                "MetricName": "Errors",
+                "Timestamp": deployment.clock.now() - timedelta(seconds=30),
+                "Value": 20,
+            }
+        ],
+    )
+    deployment.tick()
+    assert desired_capacity("api") == 4
+    assert _failures_item() is None
+    assert store.load("api").failures.runs == {}
+    # a metric voting its fallback is still a metric unavailable
+    assert output().metric("MetricsUnavailable", "api") == [1, 1, 1, 1, 0]
