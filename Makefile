@@ -12,7 +12,7 @@ SCENARIO ?=
 TEST_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test lint synth demo bench mutate lock clean
+.PHONY: help setup test lint synth demo bench mutate lock clean prometheus
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -38,11 +38,23 @@ lint: $(PY_READY) ## ruff (lint + format check) and mypy
 
 SUITES := unit integration e2e faults infra sandbox tools
 .PHONY: $(addprefix test-,$(SUITES))
-$(addprefix test-,$(SUITES)): test-%: setup
+$(addprefix test-,$(SUITES)): test-%: setup prometheus
 	$(TEST_ENV) $(BIN)/pytest -q -m $*
 
-test: setup lint ## Lint, type-check and run every test suite
+test: setup lint prometheus ## Lint, type-check and run every test suite
 	$(TEST_ENV) $(BIN)/pytest -q
+
+# The Prometheus metric's tests run a real server: Debian's package, pinned, unpacked under
+# .tools/ (no system service). Where apt cannot fetch it, those tests fail saying how.
+PROMETHEUS_DEB := prometheus=2.42.0+ds-5+deb12u1
+PROMETHEUS_BIN := .tools/prometheus/usr/bin/prometheus
+prometheus: ## Unpack Debian's prometheus server (pinned) under .tools/ for the tests
+	@[ -x $(PROMETHEUS_BIN) ] || { command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null \
+		&& tmp=$$(mktemp -d) && echo "prometheus: unpacking Debian's $(PROMETHEUS_DEB) into .tools/prometheus" \
+		&& { (cd $$tmp && apt-get download -qq $(PROMETHEUS_DEB) 2>/dev/null) \
+			|| { apt-get update -qq && (cd $$tmp && apt-get download -qq $(PROMETHEUS_DEB)); }; } \
+		&& mkdir -p .tools/prometheus && dpkg-deb -x $$tmp/prometheus_*.deb .tools/prometheus; \
+		rm -rf "$$tmp"; [ -x $(PROMETHEUS_BIN) ] || echo "prometheus: not installed (needs apt-get, root for apt-get update): the Prometheus tests will fail saying how"; }
 
 synth: setup ## Synthesize the stack with the real CDK CLI (builds the layers, runs cdk-nag)
 	$(TEST_ENV) npx cdk synth --quiet --no-notices --no-version-reporting

@@ -105,6 +105,14 @@ class AwsClients:
     def ec2(self) -> Any:
         return self._client("ec2")
 
+    @cached_property
+    def secretsmanager(self) -> Any:
+        return self._client("secretsmanager")
+
+    @property
+    def session(self) -> boto3.Session:
+        return self._session
+
     def client(self, service: str, config: Config) -> Any:
         """A client with its own Config (the custom expander's time budget)."""
         return self._session.client(
@@ -208,11 +216,13 @@ def metric_producers(clients: AwsClients, kubernetes: KubernetesMetrics | None) 
     """Each metric type's producer: a new metric type adds its line here."""
     from nodescaler.adapters.aws.cloudwatch import CloudWatchMetrics
     from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
+    from nodescaler.adapters.prometheus import PrometheusQueries
     from nodescaler.domain.policy import (
         CapacityReservationMetric,
         CloudWatchMetric,
         MetricBase,
         PendingPodsMetric,
+        PrometheusMetric,
         SqsQueueMetric,
     )
     from nodescaler.ports import MetricProducer
@@ -221,6 +231,11 @@ def metric_producers(clients: AwsClients, kubernetes: KubernetesMetrics | None) 
     registry: dict[type[MetricBase], MetricProducer] = {
         SqsQueueMetric: SqsQueueLength(clients.sqs),
         CloudWatchMetric: CloudWatchMetrics(clients.cloudwatch),
+        PrometheusMetric: PrometheusQueries(
+            region=clients.session.region_name or "",
+            credentials=clients.session.get_credentials,
+            secrets=lambda: clients.secretsmanager,
+        ),
         # ScheduleMetric: built into Producers, it needs no client.
     }
     if kubernetes is not None:  # without a cluster, these read as unavailable
