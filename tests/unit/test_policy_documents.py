@@ -121,11 +121,11 @@ BAD_POLICIES = [
         minReplicas: 0
         maxReplicas: 3
         metrics:
-          - type: Prometheus
+          - type: Datadog
             target: {type: Value, value: 1}
         """),
         "spec.metrics[0]",
-        "unknown metric type 'Prometheus'",
+        "unknown metric type 'Datadog'",
     ),
     (
         "unknown field",

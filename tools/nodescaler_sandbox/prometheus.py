@@ -105,7 +105,9 @@ class PrometheusServer:
         self.address = f"http://127.0.0.1:{self.port}"
         config = {
             "global": {"scrape_interval": f"{SCRAPE_SECONDS}s", "evaluation_interval": "1s"},
-            "scrape_configs": [{"job_name": "test", "static_configs": [{"targets": list(targets)}]}],
+            "scrape_configs": [
+                {"job_name": "test", "static_configs": [{"targets": list(targets)}]}
+            ],
         }
         (self._folder / "prometheus.yml").write_text(json.dumps(config))  # JSON is YAML
         self._log = (self._folder / "prometheus.log").open("wb")
@@ -138,7 +140,9 @@ class PrometheusServer:
             if self._process.poll() is not None:
                 raise RuntimeError(f"prometheus exited ({self._process.returncode}): {self.log()}")
             if time.monotonic() > deadline:
-                raise TimeoutError(f"prometheus not {what} in {READY_WITHIN_SECONDS}s: {self.log()}")
+                raise TimeoutError(
+                    f"prometheus not {what} in {READY_WITHIN_SECONDS}s: {self.log()}"
+                )
             time.sleep(0.1)
 
     def log(self) -> str:
