@@ -471,6 +471,7 @@ def test_given_the_repository_policies_then_all_load() -> None:
         "business-hours",
         "web",
         "web-predictive",
+        "prometheus-queue",
     }
 
 
