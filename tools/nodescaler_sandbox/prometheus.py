@@ -25,8 +25,8 @@ from typing import Any
 from urllib.parse import quote
 
 from nodescaler_sandbox.moto_gaps import free_port
-from nodescaler_sandbox.sandbox import ROOT
 
+ROOT = Path(__file__).resolve().parents[2]  # the repository
 DEBIAN_PACKAGE = "prometheus=2.42.0+ds-5+deb12u1"
 UNPACKED = ROOT / ".tools" / "prometheus" / "usr" / "bin" / "prometheus"
 HOW_TO_INSTALL = (
@@ -97,14 +97,14 @@ class GaugeTarget:
 
 
 class PrometheusServer:
-    """`prometheus` on a free loopback port, scraping `targets` every second."""
+    """`prometheus` on a free loopback port, scraping `targets` every `scrape` ("1s")."""
 
-    def __init__(self, *targets: str) -> None:
+    def __init__(self, *targets: str, scrape: str = f"{SCRAPE_SECONDS}s") -> None:
         self._folder = Path(tempfile.mkdtemp(prefix="nodescaler-prometheus-"))
         self.port = free_port()
         self.address = f"http://127.0.0.1:{self.port}"
         config = {
-            "global": {"scrape_interval": f"{SCRAPE_SECONDS}s", "evaluation_interval": "1s"},
+            "global": {"scrape_interval": scrape, "scrape_timeout": scrape},
             "scrape_configs": [
                 {"job_name": "test", "static_configs": [{"targets": list(targets)}]}
             ],
@@ -175,11 +175,13 @@ class PrometheusServer:
 
 
 @contextmanager
-def prometheus_scraping() -> Iterator[tuple[PrometheusServer, GaugeTarget]]:
+def prometheus_scraping(
+    scrape: str = f"{SCRAPE_SECONDS}s",
+) -> Iterator[tuple[PrometheusServer, GaugeTarget]]:
     """A server scraping a fresh gauge target, both stopped on exit."""
     target = GaugeTarget()
     try:
-        server = PrometheusServer(target.address)
+        server = PrometheusServer(target.address, scrape=scrape)
         try:
             yield server, target
         finally:

@@ -181,6 +181,7 @@ def _simulate(
             boot=boot,
             environment=environment,
             start=scenario.start,
+            prometheus=scenario.prometheus is not None and controller == NODESCALER,
         ) as box,
         (folder / f"logs-{controller}.jsonl").open("w") as log,
         box.logging_to(log),
@@ -235,6 +236,8 @@ def _controller(
             outages.watch(service, getattr(box.clients, service))
 
         def nodescaler(minute: int) -> None:
+            if scenario.prometheus:  # scraped before any evaluation reads it
+                box.publish_gauges(world.gauges())
             if scenario.queues:  # SQS publishes its metrics every minute
                 box.publish_queue_metrics(world.queue_depths())
             if scenario.alarms:
