@@ -409,6 +409,21 @@ def test_given_no_credentials_then_the_query_is_not_sent(gates: Callable[..., Ga
     assert gate.received == []
 
 
+def test_given_a_workspace_id_and_no_region_anywhere_then_the_query_is_not_sent(
+    gates: Callable[..., Gate],
+) -> None:
+    gate = gates(amp(REGION))
+    producer = PrometheusQueries(
+        region="",
+        credentials=lambda: Credentials(KEY, SECRET),
+        secrets=lambda: None,
+        amp_url=lambda region, workspace: f"{gate.address}/workspaces/{workspace}",
+    )
+    reason = refusal(read("up", producer, workspace=WORKSPACE))
+    assert reason.endswith("no region to find the workspace in: set region")
+    assert gate.received == []
+
+
 # --- the evaluate path: a failed query holds scale-in, the other metrics still decide ----
 
 TAGS = {"nodescaler/enabled": "true", "nodescaler/policy": "mixed"}

@@ -184,6 +184,8 @@ class PrometheusQueries:
         }
         if source.workspace_id is not None:
             region = source.workspace_region or self._region
+            if not region:
+                raise PrometheusQueryError("no region to find the workspace in: set region")
             url = f"{self._amp_url(region, source.workspace_id)}/api/v1/query"
             headers = self._signed(url, body, headers, region)
         else:
