@@ -59,10 +59,10 @@ prometheus: ## Unpack Debian's prometheus server (pinned) under .tools/ for the 
 synth: setup ## Synthesize the stack with the real CDK CLI (builds the layers, runs cdk-nag)
 	$(TEST_ENV) npx cdk synth --quiet --no-notices --no-version-reporting
 
-demo: setup ## Run the scenarios on the local sandbox (SCENARIO=file.yaml for one)
+demo: setup prometheus ## Run the scenarios on the local sandbox (SCENARIO=file.yaml for one)
 	$(BIN)/nodescaler simulate $(SCENARIO)
 
-bench: setup ## Measure speed and memory; figures in out/bench/results.json
+bench: setup prometheus ## Measure speed and memory; figures in out/bench/results.json
 	$(BIN)/python -m nodescaler_bench
 
 mutate: setup ## Mutation-test domain/ and the state claim (mutmut); the score in out/mutate
