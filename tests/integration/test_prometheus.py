@@ -8,6 +8,7 @@ No server installed is a failure saying how to install it, never a skip."""
 from __future__ import annotations
 
 import hmac
+import json
 import re
 import threading
 import urllib.request
@@ -261,6 +262,44 @@ def test_given_a_server_error_then_the_reading_is_missing_naming_the_status(
     gate = gates(lambda request: (503, '{"status":"error","error":"query queue full"}'))
     reason = refusal(read("up", serverAddress=gate.address))
     assert reason.endswith("server error (HTTP 503: query queue full)")
+
+
+@pytest.mark.parametrize(
+    ("answer", "came_back"),
+    [
+        ("<html>proxy error</html>", "an answer not shaped as Prometheus's query API: <html>"),
+        ('{"status":"success","data":{}}', "an answer not shaped as Prometheus's query API"),
+        (
+            '{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[]}]}}',
+            "no data (a series with no sample)",
+        ),
+        (
+            '{"status":"success","data":{"resultType":"histogram","result":[]}}',
+            "a result of type 'histogram', not a number",
+        ),
+        (
+            '{"status":"success","data":{"resultType":"scalar","result":[1, "twelve"]}}',
+            "an answer not shaped as Prometheus's query API",
+        ),
+    ],
+)
+def test_given_an_answer_not_shaped_as_prometheus_then_the_reading_is_missing_naming_it(
+    gates: Callable[..., Gate], answer: str, came_back: str
+) -> None:
+    gate = gates(lambda request: (200, answer))
+    assert came_back in refusal(read("up", serverAddress=gate.address))
+
+
+def test_given_an_answer_of_thousands_of_series_then_it_is_refused_unread(
+    gates: Callable[..., Gate],
+) -> None:
+    series = [{"metric": {"i": str(i)}, "value": [1, "1"]} for i in range(30_000)]
+    answer = json.dumps({"status": "success", "data": {"resultType": "vector", "result": series}})
+    gate = gates(lambda request: (200, answer))
+    reason = refusal(read("up", serverAddress=gate.address))
+    assert reason.endswith(
+        "an answer over 1,000,000 bytes (many series), where a metric needs one number"
+    )
 
 
 # --- a bearer token from Secrets Manager ------------------------------------------------

@@ -97,10 +97,14 @@ def parse_answer(body: bytes) -> tuple[float, str]:
 
 
 def _http_error(error: urllib.error.HTTPError) -> PrometheusQueryError | PrometheusUnavailableError:
-    body = error.read(4096).decode(errors="replace")
+    try:
+        body = error.read(4096).decode(errors="replace")
+    except (OSError, http.client.HTTPException):  # the status is the news; its body is late
+        body = ""
     try:
         said = json.loads(body)
-        said = said.get("error") or said.get("message") or body
+        # Prometheus says `error`; AWS services `message` or `Message`
+        said = said.get("error") or said.get("message") or said.get("Message") or body
     except (ValueError, AttributeError):
         said = body
     what = f"HTTP {error.code}: {_quoted(str(said)) or error.reason}"
