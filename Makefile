@@ -7,18 +7,20 @@ VENV := .venv
 BIN := $(VENV)/bin
 PY_READY := $(VENV)/.ready
 NODE_READY := node_modules/.ready
+KUBECTL_READY := .tools/kubectl.ready
+PROMETHEUS_READY := .tools/prometheus.ready
 SCENARIO ?=
 # jsii warns on every synth that Node 20 is past end of life; the tests need not repeat it.
 TEST_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test lint synth demo bench mutate lock clean prometheus
+.PHONY: help setup test lint synth demo bench mutate lock clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 	@printf "  make %-10s %s\n" "test-SUITE" "One suite of make test: $(SUITES)"
 
-setup: $(PY_READY) $(NODE_READY) ## Create .venv and node_modules from the lock files
+setup: $(PY_READY) $(NODE_READY) $(KUBECTL_READY) $(PROMETHEUS_READY) ## Create .venv and node_modules from the lock files, fetch Debian's kubectl and prometheus
 
 $(PY_READY): requirements/lock.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("nodescaler needs Python 3.11+, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -31,6 +33,16 @@ $(NODE_READY): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# Debian's kubectl (its pinned version in that module) unpacked into .tools/, for the tests
+# that check the loopback API server with it; where apt can't fetch it, those tests say how.
+$(KUBECTL_READY): tools/nodescaler_sandbox/kube/kubectl.py | $(PY_READY)
+	-$(BIN)/python -m nodescaler_sandbox.kube.kubectl && touch $@
+
+# Debian's Prometheus server (pinned in that module) unpacked into .tools/, for the tests
+# and scenarios of the Prometheus metric; where apt can't fetch it, those tests say how.
+$(PROMETHEUS_READY): tools/nodescaler_sandbox/prometheus.py | $(PY_READY)
+	-$(BIN)/python -m nodescaler_sandbox.prometheus && touch $@
+
 lint: $(PY_READY) ## ruff (lint + format check) and mypy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -38,31 +50,19 @@ lint: $(PY_READY) ## ruff (lint + format check) and mypy
 
 SUITES := unit integration e2e faults infra sandbox tools
 .PHONY: $(addprefix test-,$(SUITES))
-$(addprefix test-,$(SUITES)): test-%: setup prometheus
+$(addprefix test-,$(SUITES)): test-%: setup
 	$(TEST_ENV) $(BIN)/pytest -q -m $*
 
-test: setup lint prometheus ## Lint, type-check and run every test suite
+test: setup lint ## Lint, type-check and run every test suite
 	$(TEST_ENV) $(BIN)/pytest -q
-
-# The Prometheus metric's tests run a real server: Debian's package, pinned, unpacked under
-# .tools/ (no system service). Where apt cannot fetch it, those tests fail saying how.
-PROMETHEUS_DEB := prometheus=2.42.0+ds-5+deb12u1
-PROMETHEUS_BIN := .tools/prometheus/usr/bin/prometheus
-prometheus: ## Unpack Debian's prometheus server (pinned) under .tools/ for the tests
-	@[ -x $(PROMETHEUS_BIN) ] || { command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null \
-		&& tmp=$$(mktemp -d) && echo "prometheus: unpacking Debian's $(PROMETHEUS_DEB) into .tools/prometheus" \
-		&& { (cd $$tmp && apt-get download -qq $(PROMETHEUS_DEB) 2>/dev/null) \
-			|| { apt-get update -qq && (cd $$tmp && apt-get download -qq $(PROMETHEUS_DEB)); }; } \
-		&& mkdir -p .tools/prometheus && dpkg-deb -x $$tmp/prometheus_*.deb .tools/prometheus; \
-		rm -rf "$$tmp"; [ -x $(PROMETHEUS_BIN) ] || echo "prometheus: not installed (needs apt-get, root for apt-get update): the Prometheus tests will fail saying how"; }
 
 synth: setup ## Synthesize the stack with the real CDK CLI (builds the layers, runs cdk-nag)
 	$(TEST_ENV) npx cdk synth --quiet --no-notices --no-version-reporting
 
-demo: setup prometheus ## Run the scenarios on the local sandbox (SCENARIO=file.yaml for one)
+demo: setup ## Run the scenarios on the local sandbox (SCENARIO=file.yaml for one)
 	$(BIN)/nodescaler simulate $(SCENARIO)
 
-bench: setup prometheus ## Measure speed and memory; figures in out/bench/results.json
+bench: setup ## Measure speed and memory; figures in out/bench/results.json
 	$(BIN)/python -m nodescaler_bench
 
 mutate: setup ## Mutation-test domain/ and the state claim (mutmut); the score in out/mutate

@@ -238,7 +238,12 @@ class Dashboard(Construct):
                     search(per_group(MetricName.CURRENT_NODES, "Maximum", name), "current"),
                     search(per_group(MetricName.IN_SERVICE_NODES, "Minimum", name), "in service"),
                     *(
-                        [search(per_group(MetricName.FORECAST_NODES, "Maximum", name), "forecast")]
+                        [
+                            search(
+                                per_group(MetricName.FORECAST_NODES, "Maximum", name), "forecast"
+                            ),
+                            search(per_group(MetricName.WARM_POOL_NODES, "Maximum", name), "warm"),
+                        ]
                         if any(m.reads_history for m in policy.spec.metrics)
                         else []
                     ),

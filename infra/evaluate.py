@@ -63,6 +63,7 @@ class EvaluateFunction:
                     "SetDesiredCapacity",
                     "SetInstanceProtection",
                     "TerminateInstanceInAutoScalingGroup",
+                    "PutWarmPool",  # sized from a warmPool forecast
                 ],
                 tags,
                 settings.cluster_name,

@@ -183,6 +183,7 @@ def secret_arn(secret: str) -> str:
 
 
 def read_cloudwatch_metrics() -> iam.PolicyStatement:
+    # Live CloudWatch metrics and the history a forecast names (`CloudWatchMetricHistory`);
     # GetMetricData supports no resource-level permissions.
     return iam.PolicyStatement(actions=["cloudwatch:GetMetricData"], resources=["*"])
 

@@ -11,7 +11,7 @@ from nodescaler.config import (
     CapacitySettings,
     DrainSettings,
     EvaluateSettings,
-    ExpanderSpec,
+    ExpanderChain,
     KubernetesTimeout,
     Seconds,
 )
@@ -142,7 +142,7 @@ class DeploySettings(_Context):
     )
     alarms: AlarmSettings = AlarmSettings()
     # Which group grows when pending pods fit several (see README, "Expanders").
-    expanders: Annotated[list[ExpanderSpec], Field(min_length=1)] = DEFAULT_EXPANDERS
+    expanders: ExpanderChain = DEFAULT_EXPANDERS
     vpc: VpcSettings | None = None
     backoff: BackoffSettings = BackoffSettings()
     cluster_limits: ClusterLimits = ClusterLimits()

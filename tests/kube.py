@@ -64,9 +64,9 @@ def pod(
     requests = {k: v for k, v in {"cpu": cpu, "memory": memory}.items() if v is not None}
     metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels or {}}
     if owner:
-        metadata["ownerReferences"] = [
-            {"apiVersion": "apps/v1", "kind": owner, "name": f"{name}-owner", "uid": f"u-{name}"}
-        ]
+        owned_by = {"apiVersion": "apps/v1", "kind": owner, "name": f"{name}-owner"}
+        # as its workload's controller made it: kubectl drain goes by the controller alone
+        metadata["ownerReferences"] = [owned_by | {"uid": f"u-{name}", "controller": True}]
     pod_spec: dict[str, Any] = {
         "containers": [{"name": "main", "image": "app", "resources": {"requests": requests}}]
     } | (spec or {})

@@ -356,3 +356,37 @@ def test_a_node_the_group_means_to_shed_is_soft_tainted_until_it_is_needed_again
     clock.advance(minutes=1)
     batch.tick()
     assert taints("ip-1") == ["team"]
+
+
+def test_with_balance_three_zone_groups_at_zero_grow_together_and_say_so(
+    policies: Path,
+    against_cluster: Callable[..., Deployment],
+    api_server: KubeApiServer,
+    output: Any,
+) -> None:
+    """Given three groups at zero of one instance type, each a zone by its node-template tag,
+    and a chain ending in balance, when seven one-core pods are pending (a node each on an
+    m5.large), then the groups grow 3, 2 and 2, and each decision names the others' share."""
+    (policies / "batch.yaml").write_text(BATCH_POLICY)
+    launch_template("general", "m5.large")
+    deployment = against_cluster(EXPANDERS='[{"name": "least-waste"}, {"name": "balance"}]')
+    zone_tag = "k8s.io/cluster-autoscaler/node-template/label/topology.kubernetes.io/zone"
+    for zone in "abc":
+        group_at_zero(f"web-{zone}", "general", {zone_tag: f"eu-west-1{zone}"})
+    for i in range(7):
+        api_server.cluster.put("pods", pod(f"job-{i}", cpu="1"))
+
+    deployment.tick()
+
+    sizes = [desired_capacity(f"web-{zone}") for zone in "abc"]
+    assert sorted(sizes) == [2, 2, 3]
+    details = {
+        line["node_group"]: line["decision"]["metrics"][0]["detail"]
+        for line in output().logs
+        if "decision" in line
+    }
+    shares = dict(zip(("web-a", "web-b", "web-c"), sizes, strict=True))
+    assert set(details) == set(shares)
+    for group, detail in details.items():
+        others = ", ".join(f"{g} +{n}" for g, n in shares.items() if g != group)
+        assert detail.endswith(f"(balanced with {others})")

@@ -458,6 +458,11 @@ def test_resizing_is_allowed_only_on_groups_carrying_the_opt_in_tag(template: Te
         role_statements(template, "evaluate"), "autoscaling:TerminateInstanceInAutoScalingGroup"
     )
     assert removal == resize  # the same statement: opted-in groups only
+    # a warmPool forecast sizes the warm pool of the same groups, and no other
+    warm_pool = statement_for(role_statements(template, "evaluate"), "autoscaling:PutWarmPool")
+    assert warm_pool == resize
+    for function in ("dispatch", "drain", "terminate"):
+        assert not statements_for(role_statements(template, function), "autoscaling:PutWarmPool")
 
 
 def test_scale_in_protection_is_set_only_on_groups_carrying_the_opt_in_tag(
@@ -477,6 +482,19 @@ def test_evaluate_may_read_scaling_activities_which_take_no_resource_scope(
         role_statements(template, "evaluate"), "autoscaling:DescribeScalingActivities"
     )
     assert (describe["Resource"], describe.get("Condition")) == ("*", None)
+
+
+def test_evaluate_reads_cloudwatch_with_get_metric_data_alone(template: Template) -> None:
+    # live CloudWatch metrics and the history a forecast names; the action has no resource scope
+    statements = role_statements(template, "evaluate")
+    read = statement_for(statements, "cloudwatch:GetMetricData")
+    assert (actions_of(read), read["Resource"], read.get("Condition")) == (
+        ["cloudwatch:GetMetricData"],
+        "*",
+        None,
+    )
+    allowed = {a for s in statements if s["Effect"] == "Allow" for a in actions_of(s)}
+    assert {a for a in allowed if a.startswith("cloudwatch:")} == {"cloudwatch:GetMetricData"}
 
 
 @pytest.mark.parametrize("action", ["CompleteLifecycleAction", "RecordLifecycleActionHeartbeat"])

@@ -81,6 +81,7 @@ def test_the_sample_context_is_what_the_defaults_say_with_a_cluster_named() -> N
         "web",
         "web-predictive",
         "prometheus-queue",
+        "web-warm",
     }
 
 
@@ -107,12 +108,16 @@ def test_the_sample_context_is_what_the_defaults_say_with_a_cluster_named() -> N
             "Input should be greater than 0",
         ),
         (
+            {"expanders": [{"name": "balance", "ignoreLabels": ["team"]}]},
+            "cdk.json: context.nodescaler.expanders[0].balance.ignoreLabels: unknown field",
+        ),
+        (
             {"vpc": {"subnetIds": ["subnet-0a"], "securityGroupIds": ["default"]}},
             "cdk.json: context.nodescaler.vpc.securityGroupIds[0]: String should match pattern",
         ),
         (
             {"clusterName": ""},
-            "cdk.json: context.nodescaler.clusterName: is empty, but policies microservices, web, web-predictive read "
+            "cdk.json: context.nodescaler.clusterName: is empty, but policies microservices, web, web-predictive, web-warm read "
             "Kubernetes metrics from the cluster; set the EKS cluster's name",
         ),
         (

@@ -120,3 +120,35 @@ def test_expendable_pods_trigger_no_scale_up(tmp_path: Path) -> None:
     groups = [{"name": "a-ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"}]
     ours = baseline_of(tmp_path, groups=groups, deployments=[jobs(2, priority=-11)])
     assert ours["peak_desired"] == {"a-ng": 0}
+
+
+def zone_groups(*extra: dict[str, str]) -> list[dict[str, Any]]:
+    """Three groups of one shape, one a zone; `extra` labels each (say, one set apart)."""
+    return [
+        {
+            "name": f"web-{zone}",
+            "policy": "batch",
+            "max": 10,
+            "instanceType": "m5.xlarge",
+            "labels": {"topology.kubernetes.io/zone": f"eu-west-1{zone}"} | labels,
+        }
+        for zone, labels in zip("abc", extra or ({}, {}, {}), strict=True)
+    ]
+
+
+BALANCE = {"EXPANDERS": '[{"name": "least-waste"}, {"name": "balance"}]'}
+
+
+def test_with_balance_the_baseline_splits_new_nodes_over_similar_zones(tmp_path: Path) -> None:
+    ours = baseline_of(tmp_path, environment=BALANCE, groups=zone_groups(), deployments=[jobs(7)])
+    assert ours["peak_desired"] == {"web-a": 3, "web-b": 2, "web-c": 2}  # a node a job
+
+
+def test_the_baseline_balances_only_groups_alike_and_only_when_the_chain_says(
+    tmp_path: Path,
+) -> None:
+    apart = zone_groups({}, {}, {"team": "blue"})  # a label of its own: not similar
+    ours = baseline_of(tmp_path, environment=BALANCE, groups=apart, deployments=[jobs(6)])
+    assert ours["peak_desired"] == {"web-a": 3, "web-b": 3, "web-c": 0}
+    unbalanced = baseline_of(tmp_path / "default", groups=zone_groups(), deployments=[jobs(6)])
+    assert unbalanced["peak_desired"] == {"web-a": 6, "web-b": 0, "web-c": 0}

@@ -242,6 +242,15 @@ def test_a_preferred_group_at_its_maximum_leaves_the_pods_to_the_next(tmp_path: 
     assert ours["pod_wait_minutes"]["overall"]["max"] == 2.0  # the nodes' boot, no more
 
 
+def test_three_zone_groups_grow_together_from_2_0_1_to_3_3_3(tmp_path: Path) -> None:
+    summary, lines = run(tmp_path, scenario("balanced-zones", minutes=8))
+    for controller in (NODESCALER, BASELINE):  # the baseline balances too
+        peaks = summary[controller]["peak_desired"]
+        assert peaks == {"web-a": 3, "web-b": 3, "web-c": 3}, controller
+    assert summary[NODESCALER]["pod_wait_minutes"]["overall"]["max"] == 2.0  # the boot alone
+    assert any("(balanced with web-a +1, web-c +2)" in line for line in lines)
+
+
 def test_a_batch_group_sheds_its_nodes_once_no_job_runs_on_them_and_returns_to_0(
     tmp_path: Path,
 ) -> None:

@@ -3,6 +3,8 @@ names it, from a query that read the right number (the bench refuses any other).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from nodescaler_bench import prometheus
 from nodescaler_sandbox.prometheus import PrometheusMissingError
@@ -27,5 +29,19 @@ def test_given_no_server_installed_then_the_error_says_how_to_install_it(
     monkeypatch.setenv("PROMETHEUS_BIN", "/no/such/prometheus")
     monkeypatch.setenv("PATH", "/no/such/folder")
     monkeypatch.setattr(server, "UNPACKED", server.Path("/no/such/unpacked"))
-    with pytest.raises(PrometheusMissingError, match=r"run `make prometheus` \(as root on Debian"):
+    with pytest.raises(PrometheusMissingError, match=r"run `make setup` \(apt-get download"):
         server.prometheus_binary()
+
+
+def test_where_apt_cannot_fetch_it_the_bootstrap_says_why_and_how(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nodescaler_sandbox import prometheus as server
+
+    monkeypatch.setattr(server, "UNPACKED", tmp_path / "usr" / "bin" / "prometheus")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no apt-get, no dpkg-deb
+    with pytest.raises(SystemExit) as exited:
+        server.main()
+    assert str(exited.value.code) == (
+        f"no apt-get or dpkg-deb here to fetch {server.DEBIAN.pinned}\n{server.HOW_TO_INSTALL}"
+    )

@@ -4,8 +4,10 @@ Kubernetes code depends on (selectors, pagination, PDB status, eviction, cordon,
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
+import urllib3
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from nodescaler_sandbox.kube.apiserver import Fault
@@ -229,3 +231,47 @@ def test_a_failing_server_errs_refuses_or_answers_late_then_serves_again_at_its_
         served = [n.metadata.name for n in core.list_node().items]
     assert (statuses, served) == ([401, 500], ["n1"])
     assert server.faulted == {Fault.UNAUTHORIZED: 1, Fault.SERVER_ERROR: 1, Fault.SLOW: 4}
+
+
+def test_discovery_offers_what_the_server_answers_and_each_verb_it_omits_is_refused() -> None:
+    cluster = cluster_of(
+        ("nodes", node("n1")),
+        ("pods", pod("web-0", "n1", labels={"app": "web"})),
+        ("poddisruptionbudgets", pdb("web", {"app": "web"}, minAvailable=1)),
+        ("daemonsets", {"metadata": {"name": "agent"}}),
+        ("events", {"metadata": {"name": "e1"}}),
+    )
+    with kube_api(cluster) as (server, _):
+
+        def answer(method: str, path: str) -> tuple[int, Any]:
+            response = urllib3.request(method, server.url + path, timeout=5, retries=False)
+            return response.status, response.json()
+
+        groups = answer("GET", "/apis")[1]["groups"]
+        versions = ["/api/v1"] + [f"/apis/{g['preferredVersion']['groupVersion']}" for g in groups]
+        offered = {}
+        for version in versions:
+            for resource in answer("GET", version)[1]["resources"]:
+                plural = resource["name"]
+                if "/" in plural:
+                    continue  # pods/eviction: the eviction tests
+                listed = answer("GET", f"{version}/{plural}")[1]
+                name = listed["items"][0]["metadata"]["name"]
+                scope = "/namespaces/default" if resource["namespaced"] else ""
+                one = f"{version}{scope}/{plural}/{name}"
+                got, deleted = answer("GET", one), answer("DELETE", one)
+                offered[plural] = (resource["kind"], resource["verbs"], listed["kind"])
+                offered[plural] += (got[0], got[1]["kind"], deleted[0])
+        unknown = answer("GET", "/apis/apps/v1/deployments")[0]
+    assert sorted(g["name"] for g in groups) == ["apps", "policy"]
+    assert offered == {
+        "nodes": ("Node", ["get", "list", "patch"], "NodeList", 200, "Node", 405),
+        "pods": ("Pod", ["get", "list"], "PodList", 200, "Pod", 405),
+        "events": ("Event", ["create", "list"], "EventList", 405, "Status", 405),
+        "poddisruptionbudgets": (
+            *("PodDisruptionBudget", ["get", "list"], "PodDisruptionBudgetList"),
+            *(200, "PodDisruptionBudget", 405),
+        ),
+        "daemonsets": ("DaemonSet", ["get", "list"], "DaemonSetList", 200, "DaemonSet", 405),
+    }
+    assert unknown == 404

@@ -46,6 +46,8 @@ def test_every_scenario_in_the_repository_loads() -> None:
         "batch-to-zero",
         "pdb-no-eviction",
         "weekday-forecast",
+        "balanced-zones",
+        "warm-pool",
         "prometheus-queue",
     ]
 

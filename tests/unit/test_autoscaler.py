@@ -590,6 +590,8 @@ def test_the_decision_carries_every_input_and_the_reason() -> None:
         "cluster_limit": "",
         "scale_in_window": "",
         "demand": None,  # a metric is missing: the group's demand is not known
+        "warm_pool": None,  # no forecast with warmPool: no warm pool sized
+        "warm_pool_note": "",
     }
     jobs, cpu = decision.metrics
     assert (jobs.value, jobs.target, jobs.recommendation, jobs.usage_ratio, jobs.status) == (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from nodescaler.config import DispatchSettings, EvaluateSettings
+from nodescaler.config import BalanceExpanderSpec, DispatchSettings, EvaluateSettings
 from nodescaler.errors import SettingsError
 
 BASE = {
@@ -26,6 +26,15 @@ def test_the_environment_a_model_writes_reads_back_the_same() -> None:
     settings = EvaluateSettings.from_environment(
         BASE | {"AUDIT_TTL_DAYS": "7", "CLUSTER_NAME": "prod"}
     )
+    assert EvaluateSettings.from_environment(settings.environment()) == settings
+
+
+def test_a_chain_ending_in_balance_reads_back_with_the_labels_it_ignores() -> None:
+    chain = '[{"name": "least-waste"}, {"name": "balance", "ignoredLabels": ["team"]}]'
+    settings = EvaluateSettings.from_environment(BASE | {"EXPANDERS": chain})
+    assert [e.name for e in settings.expanders] == ["least-waste", "balance"]
+    assert isinstance(balance := settings.expanders[1], BalanceExpanderSpec)
+    assert balance.ignored_labels == ["team"]
     assert EvaluateSettings.from_environment(settings.environment()) == settings
 
 
@@ -99,6 +108,23 @@ def test_the_environment_a_model_writes_reads_back_the_same() -> None:
             EvaluateSettings,
             BASE | {"EXPANDERS": '[{"name": "custom", "timeoutSeconds": 60}]'},
             "setting EXPANDERS[0][custom][functionName] Field required",
+        ),
+        (
+            EvaluateSettings,
+            BASE | {"EXPANDERS": '[{"name": "balance", "ignoreLabels": ["team"]}]'},
+            "setting EXPANDERS[0][balance][ignoreLabels] Extra inputs are not permitted",
+        ),
+        (
+            EvaluateSettings,
+            BASE | {"EXPANDERS": '[{"name": "balance", "ignoredLabels": [""]}]'},
+            "setting EXPANDERS[0][balance][ignoredLabels][0] String should have at least 1 "
+            "character",
+        ),
+        (
+            EvaluateSettings,
+            BASE | {"EXPANDERS": '[{"name": "balance"}, {"name": "least-waste"}]'},
+            "setting EXPANDERS Value error, expanders[0] is balance: it spreads the chain's "
+            "choice over similar groups, so it comes last, once (the chain has 2)",
         ),
     ],
 )

@@ -76,6 +76,7 @@ def test_a_good_folder_has_nothing_broken() -> None:
             "prometheus-queue",
             "web",
             "web-predictive",
+            "web-warm",
         ],
         {},
         (),

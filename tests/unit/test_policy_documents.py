@@ -38,6 +38,19 @@ def _with(spec_yaml: str) -> str:
     return head + "spec:\n" + textwrap.indent(textwrap.dedent(spec_yaml), "  ")
 
 
+def _forecast_from(fields: str) -> str:
+    """A document whose one metric forecasts from a named metric, with `fields` beside it."""
+    return _with(f"""\
+        minReplicas: 0
+        maxReplicas: 3
+        metrics:
+          - type: Predictive
+            predictive:
+              timeZone: Europe/Paris
+              cloudWatch: {{metric: {{namespace: App, metricName: Requests}}, {fields}}}
+        """)
+
+
 QUEUE = """\
 metrics:
   - type: SQSQueue
@@ -336,6 +349,30 @@ behavior:
         "unknown statistic 'Mean'",
     ),
     (
+        "a forecast's metric with no node's worth of it",
+        _forecast_from("perNode: 0"),
+        "spec.metrics[0].predictive.cloudWatch.perNode",
+        "greater than 0",
+    ),
+    (
+        "a forecast's metric with an infinite node's worth",
+        _forecast_from("perNode: .inf"),
+        "spec.metrics[0].predictive.cloudWatch.perNode",
+        "finite number",
+    ),
+    (
+        "a forecast's metric read each minute",
+        _forecast_from("perNode: 50, periodSeconds: 60"),
+        "spec.metrics[0].predictive.cloudWatch.periodSeconds",
+        "periodSeconds must be 300",
+    ),
+    (
+        "a forecast's metric with metric math",
+        _forecast_from("perNode: 50, expression: m1"),
+        "spec.metrics[0].predictive.cloudWatch.expression",
+        "unknown field",
+    ),
+    (
         "utilization above 100",
         _with("""\
         minReplicas: 0
@@ -472,6 +509,7 @@ def test_given_the_repository_policies_then_all_load() -> None:
         "web",
         "web-predictive",
         "prometheus-queue",
+        "web-warm",
     }
 
 

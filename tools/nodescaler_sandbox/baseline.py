@@ -12,7 +12,10 @@ A model of the FAQ's behaviour (shared/reference), not Cluster Autoscaler itself
   first-fit packing of its pods needs (after filling the nodes already on their way),
   capped by the group's maximum and the limits. The scenario's expander chain (the same
   EXPANDERS the functions read: priority, weighted-priority by tier, least-waste,
-  most-pods, random as the first left) picks one. A new node is modelled on a live node
+  most-pods, random as the first left) picks one; with `balance` last in the chain
+  (--balance-similar-node-groups) its nodes are split over the options of similar groups
+  that take all of its pods (nodescaler's own test of similarity), the smallest first,
+  within each one's room. A new node is modelled on a live node
   of the group; a group at zero is read as Cluster Autoscaler reads it, from its instance
   type and its node-template tags (labels, taints, resources): without them it cannot
   take pods that need them. A group whose nodes have not registered 15 minutes after it
@@ -33,7 +36,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from nodescaler.adapters.k8s.objects import node_from_json
+from nodescaler.domain.balance import IGNORED_LABELS, even_split, similar
 from nodescaler.domain.quantity import millicores, whole_units
+from nodescaler.domain.scheduling import NodeTemplate
 
 from nodescaler_sandbox.cluster import Room, SimulatedCluster, quantities, requests
 from nodescaler_sandbox.kube.apiserver import ApiError
@@ -65,6 +71,9 @@ class GroupSpec:
     max: int
     capacity: dict[str, str]  # its instance type's vCPUs, memory (and GPUs)
     tags: dict[str, str]  # the Auto Scaling group's tags
+    # what its instance type labels every node with (on AWS, Cluster Autoscaler builds a
+    # node of a group at zero with them: instance type, architecture, OS)
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -149,11 +158,41 @@ class ReactiveBaseline:
         if not options:
             return False
         chosen = self._expand(options)
-        registered = len(self.cluster.group_nodes(chosen.group))
-        self._set(chosen.group, desired[chosen.group] + chosen.nodes)  # pods unschedulable
-        self.asked.setdefault(chosen.group, Asked(now, registered))
+        for group, nodes in self._balance(chosen, options, desired).items():
+            if nodes <= 0:
+                continue
+            registered = len(self.cluster.group_nodes(group))
+            self._set(group, desired[group] + nodes)  # pods unschedulable
+            self.asked.setdefault(group, Asked(now, registered))
         self.last_scale_up = now
         return True
+
+    def _balance(
+        self, chosen: Option, options: list[Option], desired: dict[str, int]
+    ) -> dict[str, int]:
+        """The chosen option's nodes, split over the similar groups among the options that
+        can take all of its pods when the chain ends in `balance`; else all to it."""
+        spec = next((s for s in self.expanders if s.name == "balance"), None)
+        if spec is None:
+            return {chosen.group: chosen.nodes}
+        ignored = IGNORED_LABELS | set(spec.ignored_labels)
+        mine = self._shape(chosen.group)
+        peers = [chosen.group] + [
+            o.group
+            for o in options
+            if o.group != chosen.group
+            and similar(mine, self._shape(o.group), ignored)
+            and all(
+                Room.of(self._template(o.group)).fits(*requests(p), p["spec"]) for p in chosen.pods
+            )
+        ]
+        room: dict[str, int | None] = {
+            g: min(self.groups[g].max - desired[g], self._under_limits(g, desired)) for g in peers
+        }
+        return even_split(chosen.nodes, {g: desired[g] for g in peers}, room, first=chosen.group)
+
+    def _shape(self, group: str) -> NodeTemplate:
+        return NodeTemplate.from_node(group, node_from_json(self._template(group)))
 
     def _option(
         self, group: str, pending: list[dict[str, Any]], desired: dict[str, int]
@@ -212,6 +251,7 @@ class ReactiveBaseline:
                 options = [o for o in options if len(o.pods) == most]
             elif spec.name == "random":
                 options = options[:1]  # the first: a run must be repeatable
+            # balance narrows nothing: it spreads the choice (`_balance`)
             # a custom expander (a Lambda function) is not modelled: the chain goes on
         return options[0]
 
@@ -223,7 +263,7 @@ class ReactiveBaseline:
             return live[0]
         spec = self.groups[group]
         allocatable = dict(spec.capacity)
-        labels: dict[str, str] = {}
+        labels = dict(spec.labels)
         taints = []
         for key, value in spec.tags.items():
             kind, _, name = key.removeprefix(TEMPLATE_TAG).partition("/")

@@ -44,6 +44,7 @@ class Instance:
 
     group: str
     launched: datetime
+    boot: timedelta  # from launch to a Ready node: cold, or warm from the group's warm pool
     held: bool = False  # left its group, kept by a lifecycle hook until released
 
 
@@ -60,6 +61,8 @@ class SimulatedCluster:
     instances: dict[str, Instance] = field(default_factory=dict)
     region: str = "eu-west-1"
     killed: list[str] = field(default_factory=list)  # pods that went with their instance
+    # a new instance's boot when it comes from a warm pool (None: a cold boot)
+    warm_boot: Callable[[str, datetime], timedelta | None] = lambda group, now: None
     nodes_removed: int = 0  # nodes that went with their instance
 
     def sync(self, now: datetime, *, holds: Callable[[str], bool]) -> list[str]:
@@ -71,11 +74,15 @@ class SimulatedCluster:
             for instance_id in instance_ids
         }
         for instance_id, group in current.items():
-            self.instances.setdefault(instance_id, Instance(group, now))
+            if instance_id not in self.instances:
+                boot = self.warm_boot(group, now)
+                self.instances[instance_id] = Instance(
+                    group, now, self.boot if boot is None else boot
+                )
         held = []
         for instance_id, instance in list(self.instances.items()):
             if instance_id in current:
-                if now - instance.launched >= self.boot and not self.node_of(instance_id):
+                if now - instance.launched >= instance.boot and not self.node_of(instance_id):
                     self.store.put("nodes", self._node(instance_id, instance.group))
             elif instance.held:
                 continue

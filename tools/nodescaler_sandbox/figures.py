@@ -109,6 +109,13 @@ def _overall_and_by_group(figures: Iterable[tuple[PodRecord, float]]) -> dict[st
     return {"overall": spread(overall)} | {g: spread(v) for g, v in sorted(by_group.items())}
 
 
+def node_hours(rows: Iterable[Mapping[str, Any]]) -> float:
+    """Nodes in service, minute by minute, and what warm pools cost (their instances
+    initialising, and those waiting at their state's share), in hours."""
+    minutes = sum(float(r["in_service"]) + float(r.get("warm_billed", 0)) for r in rows)
+    return round(minutes / 60, 2)
+
+
 def unschedulable_pod_minutes(rows: Iterable[Mapping[str, Any]]) -> int:
     """The pods waiting for a node, summed over the minutes. Every group's row of a minute
     carries the same cluster-wide count, so a minute counts once however many groups."""

@@ -1,10 +1,10 @@
 """A real Prometheus server on loopback, scraping gauges this process serves: what the
 Prometheus metric's tests, its bench and its scenarios query.
 
-The server is Debian's `prometheus` package (2.42), unpacked under `.tools/prometheus` by
-`make prometheus` (no system service is installed or started); each `PrometheusServer`
-runs its own with its own configuration, storage in a temporary folder and a free
-loopback port, and stops it on exit.
+The server is Debian's `prometheus` package (2.42), unpacked under `.tools/` by `make
+setup` (`python -m nodescaler_sandbox.prometheus`; no system service is installed or
+started); each `PrometheusServer` runs its own with its own configuration, storage in a
+temporary folder and a free loopback port, and stops it on exit.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -24,15 +25,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from nodescaler_sandbox.debian import DebianInstallError, DebianPackage
 from nodescaler_sandbox.moto_gaps import free_port
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository
-DEBIAN_PACKAGE = "prometheus=2.42.0+ds-5+deb12u1"
-UNPACKED = ROOT / ".tools" / "prometheus" / "usr" / "bin" / "prometheus"
+DEBIAN = DebianPackage("prometheus", "2.42.0+ds-5+deb12u1")  # bookworm's
+UNPACKED = DEBIAN.home / "usr" / "bin" / "prometheus"
 HOW_TO_INSTALL = (
-    f"no Prometheus server: run `make prometheus` (as root on Debian: apt-get download "
-    f"{DEBIAN_PACKAGE} && dpkg-deb -x prometheus_*.deb .tools/prometheus), or set "
-    "PROMETHEUS_BIN to a prometheus 2.x binary"
+    f"Debian's Prometheus server ({DEBIAN.pinned}) is not at {UNPACKED}: run `make setup` "
+    "(apt-get download and dpkg-deb, on Debian or Ubuntu; apt-get update needs root), or "
+    "set PROMETHEUS_BIN to a prometheus 2.x binary"
 )
 SCRAPE_SECONDS = 1
 READY_WITHIN_SECONDS = 60  # the bound on every wait here: a healthy server takes ~1 s
@@ -43,7 +44,7 @@ class PrometheusMissingError(RuntimeError):
 
 
 def prometheus_binary() -> Path:
-    """The server: PROMETHEUS_BIN, else the one `make prometheus` unpacked, else PATH's."""
+    """The server: PROMETHEUS_BIN, else the one `make setup` unpacked, else PATH's."""
     for candidate in (os.environ.get("PROMETHEUS_BIN"), UNPACKED, shutil.which("prometheus")):
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return Path(candidate)
@@ -188,3 +189,15 @@ def prometheus_scraping(
             server.stop()
     finally:
         target.close()
+
+
+def main() -> None:
+    """Install the server where the tests look for it (`make setup` runs this)."""
+    try:
+        DEBIAN.install(UNPACKED)
+    except (DebianInstallError, OSError, subprocess.SubprocessError) as error:
+        sys.exit(f"{error}\n{HOW_TO_INSTALL}")
+
+
+if __name__ == "__main__":
+    main()

@@ -34,7 +34,7 @@ from nodescaler_sandbox.outages import THROTTLED, Outages
 from nodescaler_sandbox.provision import group_sizes
 from nodescaler_sandbox.sandbox import REGION, ROOT, Sandbox, sandbox
 from nodescaler_sandbox.scenario_file import Scenario, load_scenario
-from nodescaler_sandbox.world import World, instance_capacity
+from nodescaler_sandbox.world import World, instance_capacity, node_labels
 
 if TYPE_CHECKING:
     from nodescaler_sandbox.chart import ClusterChart, GroupChart
@@ -181,6 +181,7 @@ def _simulate(
             boot=boot,
             environment=environment,
             start=scenario.start,
+            warm_boot=timedelta(minutes=scenario.warm_boot_minutes),
             prometheus=scenario.prometheus is not None and controller == NODESCALER,
         ) as box,
         (folder / f"logs-{controller}.jsonl").open("w") as log,
@@ -273,7 +274,11 @@ def _as_cluster_autoscaler_reads_them(scenario: Scenario, box: Sandbox) -> dict[
     tags = {d["AutoScalingGroupName"]: {t["Key"]: t["Value"] for t in d["Tags"]} for d in described}
     return {
         g.name: GroupSpec(
-            g.min, g.max, instance_capacity(box.client("ec2"), g.instance_type), tags[g.name]
+            g.min,
+            g.max,
+            instance_capacity(box.client("ec2"), g.instance_type),
+            tags[g.name],
+            node_labels(box.client("ec2"), g.instance_type),
         )
         for g in scenario.groups
     }
@@ -292,6 +297,7 @@ def _observe(world: World, decisions: Decisions | None, minute: int) -> list[dic
     pending = world.pending()
     queues = world.queue_depths()
     rows = []
+    pools, now = world.box.warm_pools, world.box.clock.now()
     for group in world.scenario.groups:
         cpu, memory = world.reservation(group.name)
         row: dict[str, Any] = {
@@ -299,6 +305,9 @@ def _observe(world: World, decisions: Decisions | None, minute: int) -> list[dic
             "group": group.name,
             "desired": desired[group.name],
             "in_service": world.cluster.ready_nodes(group.name),
+            # its warm pool: instances waiting, and what the pool costs in running instances
+            "warm": pools.waiting(group.name, now),
+            "warm_billed": round(pools.billed(group.name, now), 3),
             "pending_pods": pending,
             "queues": queues,
             "cpu_requested_pct": round(cpu, 1),
@@ -448,7 +457,7 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
     fit_no_group = figures.fit_no_group(result.pods)
     judged = [r for r in result.minutes if r["minute"] >= scenario.judged_from]
     summary: dict[str, Any] = {
-        "node_hours": round(sum(r["in_service"] for r in judged) / 60, 2),
+        "node_hours": figures.node_hours(judged),
         "unschedulable_pod_minutes": figures.unschedulable_pod_minutes(judged),
         "pod_wait_minutes": figures.pod_waits(result.pods, scenario.minutes),
         "pod_ready_minutes": figures.pod_ready(result.pods),

@@ -55,6 +55,7 @@ from nodescaler_sandbox.provision import (
     create_state_table,
     fail_launches,
 )
+from nodescaler_sandbox.warm_pools import WarmPools
 
 REGION = "eu-west-1"
 ACCOUNT = "123456789012"
@@ -168,12 +169,15 @@ class Sandbox:
         boot: timedelta,
         environment: dict[str, str] | None = None,  # the functions' settings, e.g. EXPANDERS
         start: datetime = START,
+        warm_boot: timedelta = timedelta(minutes=1),  # from a warm pool to a Ready node
         prometheus: bool = False,  # a Prometheus server answering for every AMP workspace
     ) -> None:
         self.policies = policies
         self.out = out
         self.clock = VirtualClock(start.astimezone(UTC))
         self.cluster = SimulatedCluster(Cluster(), boot, region=REGION)
+        self.warm_pools = WarmPools(REGION, boot, warm_boot)  # what moto stores, filled
+        self.cluster.warm_boot = self.warm_pools.boot_of
         self.writes: dict[str, int] = {}  # group → Auto Scaling write calls
         self.no_capacity: set[str] = set()  # groups whose launches fail, as the scenario says
         self.launch_failures: list[tuple[datetime, str]] = []  # (when, group)
@@ -389,6 +393,7 @@ class Sandbox:
         for instance_id in self.cluster.sync(now, holds=self._hooked.__contains__):
             self._terminating(instance_id)
             between()
+        self.warm_pools.refill(now)  # after the scale-outs took their warm instances
         self.lifecycle.expire_overdue(now)  # the hook's timeout: Auto Scaling goes on
         still_held = {instance_id for _, _, instance_id in self.lifecycle.held}
         for instance_id in [i for i in self._waiting if i not in still_held]:  # done, timed out
@@ -532,10 +537,17 @@ def sandbox(
     boot: timedelta,
     environment: dict[str, str] | None = None,
     start: datetime = START,
+    warm_boot: timedelta = timedelta(minutes=1),
     prometheus: bool = False,
 ) -> Iterator[Sandbox]:
     out.mkdir(parents=True, exist_ok=True)
     with Sandbox(
-        policies, out, boot=boot, environment=environment, start=start, prometheus=prometheus
+        policies,
+        out,
+        boot=boot,
+        environment=environment,
+        start=start,
+        warm_boot=warm_boot,
+        prometheus=prometheus,
     ) as running:
         yield running

@@ -115,6 +115,15 @@ class Taint(_Spec):
     effect: Literal["NoSchedule", "NoExecute", "PreferNoSchedule"] = "NoSchedule"
 
 
+class WarmPoolSpec(_Spec):
+    """The group's warm pool as its operator configured it (PutWarmPool): the baseline keeps
+    it so; a warmPool forecast resizes it under nodescaler."""
+
+    min_size: Count = 0
+    max_group_prepared_capacity: Count | None = None  # unset: the group's max
+    pool_state: Literal["Stopped", "Hibernated", "Running"] = "Stopped"
+
+
 class GroupSpec(_Spec):
     name: str = Field(min_length=1, max_length=255)
     policy: str
@@ -127,6 +136,7 @@ class GroupSpec(_Spec):
     taints: list[Taint] = []  # only pods that tolerate them are scheduled there
     no_capacity: bool = False  # every launch fails, as when EC2 has none of the type
     drain: bool = False  # a terminate lifecycle hook: the drain function runs on scale-in
+    warm_pool: WarmPoolSpec | None = None  # pre-initialised instances scale-outs take first
     # Which instances a scale-in takes under nodescaler: its terminate function, as the
     # README attaches it, or Auto Scaling's default policy (the baseline's runs use that).
     termination_policy: Literal["nodescaler", "default"] = "nodescaler"
@@ -246,6 +256,7 @@ class Scenario(_Spec):
     judged_from: Minute = 0
     tick_minutes: Annotated[int, Field(ge=1, le=60)] = 1
     boot_minutes: Annotated[float, Field(ge=0)] = 3
+    warm_boot_minutes: Annotated[float, Field(ge=0)] = 1  # from a warm pool to a Ready node
     policies: str = "../policies"  # a folder of policy files, relative to the scenario
     environment: dict[str, str] = {}  # the functions' settings, e.g. EXPANDERS
     groups: list[GroupSpec] = Field(min_length=1)

@@ -9,6 +9,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from nodescaler.adapters.aws.instance_types import ARCHITECTURES
+from nodescaler.domain.scheduling import instance_labels
+
 from nodescaler_sandbox.cluster import (
     BOUND_AT,
     NAMESPACE,
@@ -91,8 +94,20 @@ class World:
                 launch_configuration=f"{group.name}-lc",
             )
             self.cluster.shapes[group.name] = shape
-            self.cluster.labels[group.name] = dict(group.labels)
+            self.cluster.labels[group.name] = node_labels(ec2, group.instance_type) | group.labels
             self.cluster.taints[group.name] = [t.model_dump() for t in group.taints]
+            if group.warm_pool:  # the operator's, before either controller runs
+                pool = group.warm_pool
+                autoscaling.put_warm_pool(
+                    AutoScalingGroupName=group.name,
+                    MinSize=pool.min_size,
+                    MaxGroupPreparedCapacity=(
+                        -1  # unset: the group's max
+                        if pool.max_group_prepared_capacity is None
+                        else pool.max_group_prepared_capacity
+                    ),
+                    PoolState=pool.pool_state,
+                )
             if group.no_capacity:
                 self.box.no_capacity.add(group.name)
             if group.drain and hooks:
@@ -253,6 +268,14 @@ def _deployment(name: str, shape: PodShape, curve: list[tuple[float, int]]) -> D
 def _allocatable(node: NodeShape) -> dict[str, str]:
     shape = {"cpu": node.cpu, "memory": node.memory, "pods": node.pods}
     return shape | {name: str(amount) for name, amount in node.extended.items()}
+
+
+def node_labels(ec2: Any, instance_type: str) -> dict[str, str]:
+    """The labels EKS puts on each node of the type (its instance type, architecture, OS)."""
+    described = ec2.describe_instance_types(InstanceTypes=[instance_type])["InstanceTypes"][0]
+    supported = described.get("ProcessorInfo", {}).get("SupportedArchitectures", [])
+    architecture = next((ARCHITECTURES[a] for a in supported if a in ARCHITECTURES), "amd64")
+    return instance_labels(instance_type, architecture)
 
 
 def instance_capacity(ec2: Any, instance_type: str) -> dict[str, str]:

@@ -2,12 +2,15 @@
 
 No kube-apiserver can run here, so this one speaks the REST API for what nodescaler uses,
 with the real semantics: nodes (list, get, merge and strategic merge patch), pods (list
-across or within namespaces, get), PodDisruptionBudgets (list, with their status computed
-live), and the eviction subresource, which answers 429 when a budget forbids it and honours
-`deleteOptions.gracePeriodSeconds`. Lists honour label and field selectors and
-`limit`/`continue` pagination. Each object is serialized once when it is written and
-pages are joined from those bytes, so the server's own cost is small and the same for
-every client. An optional bearer token makes it answer 401 to anyone else.
+across or within namespaces, get), PodDisruptionBudgets (list and get, with their status
+computed live), and the eviction subresource, which answers 429 when a budget forbids it
+and honours `deleteOptions.gracePeriodSeconds`. Lists honour label and field selectors
+and `limit`/`continue` pagination. Its discovery offers what it serves (`resources.py`),
+DaemonSets too, which `kubectl drain` reads, and a verb it does not serve is answered 405,
+so Debian's kubectl works against it (tests/tools/test_kubectl.py). Each object is
+serialized once when it is written and pages are joined from those bytes, so the server's
+own cost is small and the same for every client. An optional bearer token makes it answer
+401 to anyone else.
 
 For fault tests it can also fail on purpose (`failing`): go down (its port refuses
 connections, and open ones are cut), answer late, or answer 401 or 500 to everything.
@@ -29,16 +32,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from nodescaler_sandbox.kube.resources import (
+    GETS,
+    LISTS,
+    RESOURCES,
+    discovery,
+    is_resource_path,
+)
 from nodescaler_sandbox.kube.selectors import FieldSelector, LabelSelector, SelectorError
 
 Key = tuple[str, str]  # (namespace, name); namespace "" for nodes
 
-KINDS = {
-    "nodes": ("Node", "v1"),
-    "pods": ("Pod", "v1"),
-    "poddisruptionbudgets": ("PodDisruptionBudget", "policy/v1"),
-    "events": ("Event", "v1"),
-}
+KINDS = {r.plural: (r.kind, r.group_version) for r in RESOURCES}
 
 
 def _status(code: int, reason: str, message: str, **details: Any) -> dict[str, Any]:
@@ -273,21 +278,8 @@ def _merge(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     return target
 
 
-_LISTS = [
-    (re.compile(r"^/api/v1/nodes$"), "nodes"),
-    (re.compile(r"^/api/v1/pods$"), "pods"),
-    (re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods$"), "pods"),
-    (re.compile(r"^/apis/policy/v1/poddisruptionbudgets$"), "poddisruptionbudgets"),
-    (
-        re.compile(r"^/apis/policy/v1/namespaces/(?P<ns>[^/]+)/poddisruptionbudgets$"),
-        "poddisruptionbudgets",
-    ),
-    (re.compile(r"^/api/v1/events$"), "events"),
-    (re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$"), "events"),
-]
 MERGE_PATCHES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
 _NODE = re.compile(r"^/api/v1/nodes/(?P<name>[^/]+)$")
-_POD = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)$")
 _EVICTION = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/eviction$")
 _EVENTS = re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$")
 
@@ -396,15 +388,23 @@ class KubeApiServer:
                 if by_fields and not by_fields.matches(obj):
                     continue
                 if kind == "poddisruptionbudgets":
-                    selected.append(
-                        json.dumps(obj | {"status": cluster.budget_status(obj)}).encode()
-                    )
+                    selected.append(self._served(kind, obj))
                 else:
                     selected.append(cluster.rendered[kind][obj_key])
             if len(self._pages) > 64:
                 self._pages.clear()
             self._pages[key] = selected
         return self._pages[key]
+
+    def _served(self, kind: str, obj: dict[str, Any], *, alone: bool = False) -> bytes:
+        """An object as the server answers it: a budget with its status computed now; alone
+        (not a list's item) with its kind and apiVersion, which a list's items go without."""
+        if kind == "poddisruptionbudgets":
+            obj = obj | {"status": self.cluster.budget_status(obj)}
+        if alone:
+            kind_name, api_version = KINDS[kind]
+            obj = {"kind": kind_name, "apiVersion": api_version} | obj
+        return json.dumps(obj).encode()
 
     def list(self, kind: str, namespace: str, query: dict[str, str]) -> bytes:
         with self.cluster.lock:
@@ -508,6 +508,12 @@ class KubeApiServer:
             def do_POST(self) -> None:
                 self._serve("POST")
 
+            def do_PUT(self) -> None:  # answered 405: no resource here takes it
+                self._serve("PUT")
+
+            def do_DELETE(self) -> None:  # answered 405, as kubectl drain learns without eviction
+                self._serve("DELETE")
+
         return Handler
 
     def route(
@@ -523,13 +529,15 @@ class KubeApiServer:
         if method == "GET" and path == "/version":
             return 200, json.dumps({"major": "1", "minor": "31", "gitVersion": "v1.31.0"}).encode()
         if method == "GET":
-            for pattern, kind in _LISTS:
+            if (document := discovery(path)) is not None:
+                return 200, json.dumps(document).encode()
+            for pattern, kind in LISTS:
                 if match := pattern.match(path):
                     return 200, self.list(kind, match.groupdict().get("ns") or "", query)
-            if match := _NODE.match(path):
-                return 200, json.dumps(cluster.get("nodes", ("", match["name"]))).encode()
-            if match := _POD.match(path):
-                return 200, json.dumps(cluster.get("pods", (match["ns"], match["name"]))).encode()
+            for pattern, kind in GETS:
+                if match := pattern.match(path):
+                    key = (match.groupdict().get("ns") or "", match["name"])
+                    return 200, self._served(kind, cluster.get(kind, key), alone=True)
         if method == "PATCH" and (match := _NODE.match(path)):
             # kubectl cordon and the Python client (for a dict body) send a strategic merge
             # patch: for the fields patched here the same as a merge patch; a resourceVersion
@@ -553,7 +561,7 @@ class KubeApiServer:
                         "has been modified; please apply your changes to the latest version",
                     )
                 patched = cluster.put("nodes", _merge(json.loads(json.dumps(node)), body))
-            return 200, json.dumps(patched).encode()
+            return 200, self._served("nodes", patched, alone=True)
         if method == "POST" and (match := _EVENTS.match(path)):
             event = dict(body or {})
             metadata = dict(event.get("metadata") or {})
@@ -562,11 +570,18 @@ class KubeApiServer:
                     f"{metadata.get('generateName', 'event.')}{cluster.resource_version}"
                 )
             event["metadata"] = metadata | {"namespace": match["ns"]}
-            return 201, json.dumps(cluster.put("events", event)).encode()
+            return 201, self._served("events", cluster.put("events", event), alone=True)
         if method == "POST" and (match := _EVICTION.match(path)):
             options = (body or {}).get("deleteOptions") or {}
             cluster.evict(match["ns"], match["name"], options.get("gracePeriodSeconds"))
             return 201, json.dumps(_status(201, "", "evicted")).encode()
+        if is_resource_path(path) or _EVICTION.match(path):
+            # a resource it serves, by a verb it does not (its discovery lists the verbs)
+            raise ApiError(
+                405,
+                "MethodNotAllowed",
+                f"the server does not allow this method on the requested resource ({method})",
+            )
         raise ApiError(
             404, "NotFound", f"the server could not find the requested resource ({method} {path})"
         )

@@ -13,7 +13,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Json,
+    ValidationError,
+    field_validator,
+)
 
 from nodescaler.domain.backoff import BackoffRules
 from nodescaler.domain.optin import TagNames
@@ -133,9 +141,40 @@ class CustomExpanderSpec(_ExpanderSpec):
     timeout_seconds: Annotated[float, Field(alias="timeoutSeconds", gt=0, le=10)] = 2
 
 
+class BalanceExpanderSpec(_ExpanderSpec):
+    """Cluster Autoscaler's --balance-similar-node-groups: the chosen group's new nodes are
+    spread over the groups that launch the same node (zones aside)."""
+
+    name: Literal["balance"]
+    # More labels that say nothing of the node (--balancing-ignore-label), e.g. a team's own.
+    ignored_labels: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=317)]], Field(alias="ignoredLabels")
+    ] = []
+
+
 ExpanderSpec = Annotated[
-    PriorityExpanderSpec | WeightedPriorityExpanderSpec | SimpleExpanderSpec | CustomExpanderSpec,
+    PriorityExpanderSpec
+    | WeightedPriorityExpanderSpec
+    | SimpleExpanderSpec
+    | CustomExpanderSpec
+    | BalanceExpanderSpec,
     Field(discriminator="name"),
+]
+
+
+def _balance_comes_last(chain: list[ExpanderSpec]) -> list[ExpanderSpec]:
+    """balance spreads the choice the others made, so it follows them all, once."""
+    for index, spec in enumerate(chain[:-1]):
+        if isinstance(spec, BalanceExpanderSpec):
+            raise ValueError(
+                f"expanders[{index}] is balance: it spreads the chain's choice over similar "
+                f"groups, so it comes last, once (the chain has {len(chain)})"
+            )
+    return chain
+
+
+ExpanderChain = Annotated[
+    list[ExpanderSpec], Field(min_length=1), AfterValidator(_balance_comes_last)
 ]
 DEFAULT_EXPANDERS: list[ExpanderSpec] = [
     SimpleExpanderSpec(name="least-waste"),
@@ -155,9 +194,7 @@ class EvaluateSettings(CapacitySettings):
         KubernetesTimeout, Field(alias="KUBERNETES_TIMEOUT_SECONDS")
     ] = 5
     # Which group grows when pending pods fit several: a chain, first to last (JSON).
-    expanders: Annotated[Json[list[ExpanderSpec]], Field(alias="EXPANDERS", min_length=1)] = (
-        DEFAULT_EXPANDERS
-    )
+    expanders: Annotated[Json[ExpanderChain], Field(alias="EXPANDERS")] = DEFAULT_EXPANDERS
     audit_ttl_days: Annotated[int, Field(alias="AUDIT_TTL_DAYS", ge=1, le=3650)] = 30
     # The queue it reads and its dead-letter queue: a failed request is made visible again
     # within seconds, or set aside at once when retrying cannot help. Unset: Lambda's retries.

@@ -24,6 +24,7 @@ class MetricName(StrEnum):
     IN_SERVICE_NODES = "InServiceNodes"
     RECOMMENDED_NODES = "RecommendedNodes"
     FORECAST_NODES = "ForecastNodes"  # a Predictive metric's forecast, acted on or only recorded
+    WARM_POOL_NODES = "WarmPoolNodes"  # the warm pool size asked for the forecast's growth
     EVALUATIONS = "Evaluations"
     NODES_ADDED = "NodesAdded"
     NODES_REMOVED = "NodesRemoved"

@@ -78,6 +78,8 @@ def result_records(result: EvaluationResult, latency_ms: float | None = None) ->
     ]
     if forecasts:
         figures[MetricName.FORECAST_NODES] = max(forecasts)
+    if decision.warm_pool is not None:
+        figures[MetricName.WARM_POOL_NODES] = decision.warm_pool
     if result.outcome is Outcome.ACTED:
         figures[MetricName.NODES_ADDED] = max(decision.change, 0)
         figures[MetricName.NODES_REMOVED] = max(-decision.change, 0)

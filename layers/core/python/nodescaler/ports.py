@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from nodescaler.domain.group_state import GroupState
     from nodescaler.domain.limits import Claims
     from nodescaler.domain.node_group import LaunchFailure, NodeGroup
-    from nodescaler.domain.policy import MetricBase
+    from nodescaler.domain.policy import DemandMetric, MetricBase
     from nodescaler.domain.readings import Reading
     from nodescaler.domain.scale_down import Removable
     from nodescaler.domain.scheduling import InstanceShape
@@ -62,6 +62,10 @@ class NodeGroups(NodeGroupDiscovery, NodeGroupLookup, Protocol):
         """Terminate these instances, each lowering the desired capacity by one."""
         ...
 
+    def size_warm_pool(self, group: NodeGroup, size: int) -> None:
+        """Keep exactly `size` pre-initialised instances in the group's warm pool."""
+        ...
+
 
 class InstanceGroups(Protocol):
     def group_of(self, instance_id: str) -> str | None:
@@ -99,6 +103,15 @@ class LifecycleActions(Protocol):
 class MetricProducer(Protocol):
     def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
         """A value with its timestamp, or `MetricUnavailable` with the reason."""
+        ...
+
+
+class MetricHistory(Protocol):
+    def datapoints(
+        self, metrics: Sequence[DemandMetric], since: datetime, until: datetime
+    ) -> Sequence[Sequence[tuple[datetime, float]]]:
+        """Each metric's datapoints from `since` up to `until`, one a period, in the order
+        asked; raises `MetricHistoryError` naming the metrics and the cause."""
         ...
 
 

@@ -160,6 +160,7 @@ def dispatcher(
 def evaluator(
     settings: EvaluateSettings, clients: AwsClients | None = None, clock: Clock | None = None
 ) -> Evaluator:
+    from nodescaler.adapters.aws.cloudwatch import CloudWatchMetricHistory
     from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
     from nodescaler.adapters.aws.state_table import DynamoStateStore
     from nodescaler.domain.limits import ClusterLimits
@@ -199,6 +200,7 @@ def evaluator(
         backoff_rules=settings.backoff_rules,
         cluster=kubernetes,  # scale-in annotations, Ready nodes
         limiter=limiter,
+        histories=CloudWatchMetricHistory(clients.cloudwatch),  # forecasts from a named metric
     )
 
 
@@ -302,12 +304,15 @@ def kubernetes_connection(
 def expander_chain(specs: Sequence[ExpanderSpec], clients: AwsClients) -> list[Expander]:
     from nodescaler.adapters.aws.custom_expander import LambdaExpander, budget_config
     from nodescaler.config import (
+        BalanceExpanderSpec,
         CustomExpanderSpec,
         PriorityExpanderSpec,
         SimpleExpanderSpec,
         WeightedPriorityExpanderSpec,
     )
+    from nodescaler.domain.balance import IGNORED_LABELS
     from nodescaler.domain.expanders import (
+        BalanceSimilarGroups,
         CustomExpander,
         LeastWasteExpander,
         MostPodsExpander,
@@ -326,6 +331,8 @@ def expander_chain(specs: Sequence[ExpanderSpec], clients: AwsClients) -> list[E
             case CustomExpanderSpec():
                 client = clients.client("lambda", budget_config(spec.timeout_seconds))
                 chain.append(CustomExpander(LambdaExpander(client, spec.function_name)))
+            case BalanceExpanderSpec():
+                chain.append(BalanceSimilarGroups(IGNORED_LABELS | set(spec.ignored_labels)))
             case SimpleExpanderSpec(name="least-waste"):
                 chain.append(LeastWasteExpander())
             case SimpleExpanderSpec(name="most-pods"):

@@ -161,9 +161,7 @@ def demand(outcomes: list[MetricOutcome], in_service: int) -> int | None:
     None while a metric is broken: the demand is not known."""
     if any(o.status.broken for o in outcomes):
         return None
-    live = [
-        o for o in outcomes if o.status not in (MetricStatus.FORECAST, MetricStatus.FORECAST_ONLY)
-    ]
+    live = [o for o in outcomes if not o.status.is_forecast]
     needs = [o.needed if o.needed is not None else o.recommendation for o in live]
     return max((n for n in needs if n is not None), default=in_service)
 

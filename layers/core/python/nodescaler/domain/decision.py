@@ -46,6 +46,10 @@ class MetricStatus(StrEnum):
     INVALID = "invalid"
 
     @property
+    def is_forecast(self) -> bool:
+        return self in (MetricStatus.FORECAST, MetricStatus.FORECAST_ONLY)
+
+    @property
     def usable(self) -> bool:
         return self in (MetricStatus.OK, MetricStatus.HELD_BY_TOLERANCE)
 
@@ -92,6 +96,9 @@ class Decision(BaseModel):
     scale_in_window: str = ""  # the open window that held a scale-in back, when one did
     # what the live metrics asked for, the forecast aside (recorded for later forecasts)
     demand: int | None = None
+    # the warm pool asked for the forecast's growth (None: not sized), and why or why not
+    warm_pool: int | None = None
+    warm_pool_note: str = ""
 
     @property
     def change(self) -> int:

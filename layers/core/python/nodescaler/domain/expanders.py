@@ -4,7 +4,10 @@ As in Cluster Autoscaler, each expander narrows the options (groups that can tak
 pending pods, with the new nodes they would need); the next one decides among what is
 left, and a seeded random pick ends any tie. An expander that fails (a custom one that
 errs, answers nonsense or runs out of time) is skipped: the next in the chain decides.
-`plan` repeats until every pending pod that fits somewhere has a group.
+`balance`, last in the chain, chooses nothing: it spreads the chosen option's nodes over
+the groups similar to its group (`nodescaler.domain.balance`), as Cluster Autoscaler
+balances after its expander's choice. `plan` repeats until every pending pod that fits
+somewhere has a group.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field
 from random import Random
 from typing import Protocol
 
+from nodescaler.domain.balance import IGNORED_LABELS, even_split, similar
 from nodescaler.domain.cluster import Pod
 from nodescaler.domain.scheduling import NodeTemplate, pack, why_not
 from nodescaler.errors import ExpanderError
@@ -134,6 +138,57 @@ class CustomExpander:
         return kept
 
 
+@dataclass(frozen=True)
+class BalanceSimilarGroups:
+    """Cluster Autoscaler's --balance-similar-node-groups, as the chain's last step: the
+    chosen option's nodes are split over the options of similar groups (backed-off groups
+    and those with no room are no option) that take all of its pods, the smallest group
+    first, so their sizes stay within one of each other."""
+
+    ignored_labels: frozenset[str] = IGNORED_LABELS
+    name: str = "balance"
+
+    def narrow(self, options: Sequence[Option], rng: Random) -> Sequence[Option]:
+        return options  # it chooses nothing: it spreads the choice (`spread`)
+
+    def spread(
+        self,
+        chosen: Option,
+        options: Sequence[Option],
+        sizes: Mapping[str, int],
+        room: Mapping[str, int],
+    ) -> list[Option]:
+        """The chosen option split over its similar groups: each with the nodes its share
+        holds of the pods (a pod a slightly smaller node can't hold is planned next).
+        `sizes`: each group's nodes, upcoming and already planned included; `room`: how
+        many more each may add (absent: no limit)."""
+        peers = [chosen] + [
+            o
+            for o in options
+            if o.group != chosen.group
+            and similar(chosen.template, o.template, self.ignored_labels)
+            and all(why_not(p, o.template) is None for p in chosen.pods)
+        ]
+        if len(peers) == 1:
+            return [chosen]
+        shares = even_split(
+            chosen.node_count,
+            {o.group: sizes.get(o.group, 0) for o in peers},
+            {o.group: room.get(o.group) for o in peers},
+            first=chosen.group,
+        )
+        left = list(chosen.pods)
+        spread = []
+        for option in sorted(peers, key=lambda o: (-shares[o.group], o.group)):
+            if not shares[option.group]:
+                continue  # as Cluster Autoscaler, only the groups that grow are told
+            count, taken = pack(left, option.template, shares[option.group])
+            spread.append(Option(option.group, count, taken, option.template))
+            placed = {p.key for p in taken}
+            left = [p for p in left if p.key not in placed]
+        return spread
+
+
 @dataclass
 class Plan:
     """New nodes per group for the pending pods, and how the expanders got there."""
@@ -145,6 +200,15 @@ class Plan:
     # Why each unplaced pod fits no group: pod → group → reason (Cluster Autoscaler's
     # NotTriggerScaleUp, in words: "at its maximum size", "nodeSelector ... does not match").
     waiting: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The groups each was balanced with, and their new nodes: web-a → {web-b: 3, web-c: 2}.
+    balanced: dict[str, Counter[str]] = field(default_factory=dict)
+
+    def balanced_with(self, group: str) -> str:
+        """In a decision: 'balanced with web-b +3, web-c +2'; empty if it was not balanced."""
+        peers = self.balanced.get(group)
+        if not peers:
+            return ""
+        return "balanced with " + ", ".join(f"{g} +{n}" for g, n in sorted(peers.items()))
 
     def why_waiting(self, pod: Pod) -> str:
         """One line: every group, and why the pod does not go there."""
@@ -181,16 +245,20 @@ def plan(
     *,
     backed_off: frozenset[str] = frozenset(),
     room: Mapping[str, int] | None = None,
+    sizes: Mapping[str, int] | None = None,
     rng: Random | None = None,
 ) -> Plan:
     """Give each pending pod a group: build the options, let the chain choose one, repeat.
 
     A group backed off, or with no `room` left (at its maximum size, or at a cluster
     limit), is no option: its pods go to the next group the chain prefers, in this same
-    plan. An option takes only the pods its room holds; the rest are planned next."""
+    plan. An option takes only the pods its room holds; the rest are planned next. With
+    `balance` in the chain, the choice is spread over similar groups by their `sizes`
+    (desired nodes) and what this plan has given them."""
     result = Plan()
     rng = rng or Random(seed_of(pods))
     left = dict(room) if room is not None else {}
+    balance = next((e for e in chain if isinstance(e, BalanceSimilarGroups)), None)
     remaining = list(pods)
     while remaining:
         options = []
@@ -205,15 +273,24 @@ def plan(
         if not options:
             break
         chosen = choose(options, chain, rng, result.trace)
-        result.nodes[chosen.group] += chosen.node_count
-        result.pods.setdefault(chosen.group, []).extend(chosen.pods)
-        if chosen.group in left:
-            left[chosen.group] -= chosen.node_count
-        result.trace.append(
-            f"{chosen.group}: +{chosen.node_count} for {len(chosen.pods)} pods "
-            f"(of {len(options)} options)"
-        )
-        placed = {p.key for p in chosen.pods}
+        shares = [chosen]
+        if balance is not None:
+            planned = {g: (sizes or {}).get(g, 0) + result.nodes[g] for g in templates}
+            shares = balance.spread(chosen, options, planned, left)
+        for share in shares:
+            result.nodes[share.group] += share.node_count
+            result.pods.setdefault(share.group, []).extend(share.pods)
+            if share.group in left:
+                left[share.group] -= share.node_count
+            if len(shares) > 1:
+                peers = result.balanced.setdefault(share.group, Counter())
+                peers.update({o.group: o.node_count for o in shares if o is not share})
+            result.trace.append(
+                f"{share.group}: +{share.node_count} for {len(share.pods)} pods "
+                f"(of {len(options)} options"
+                + (f", balanced with {len(shares) - 1} similar groups)" if len(shares) > 1 else ")")
+            )
+        placed = {p.key for s in shares for p in s.pods}
         remaining = [p for p in remaining if p.key not in placed]
     result.unplaced = remaining
     for pod in remaining:

@@ -15,6 +15,10 @@ hours of history.
 Why this and not a library: it is a few lookups a group, fast enough for 1,000 groups in
 a tick, its error is measured by `make bench` on a multi-day trace, and its reasons fit
 in one line of `explain`.
+
+A Predictive metric may instead name a CloudWatch metric (`DemandMetric`): its 14 days
+are read at each evaluation and turned into the same slots (`history_from_datapoints`),
+forecast the same way, one lead time ahead as the group's own history measures it.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import json
 import math
 import zlib
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -46,6 +50,9 @@ LEVEL_BOUNDS = (0.75, 1.5)
 UPPER_QUARTILE = 0.75
 LEAD_TIME_WEIGHT = 0.3  # of each new measurement, in the running lead time
 DEFAULT_LEAD = timedelta(minutes=5)
+# How far beyond the lead time a warm pool looks: a warm instance is prepared by a cold
+# boot (a few minutes), so the pool holds what a quarter of an hour is forecast to add
+WARM_UP_WINDOW = timedelta(minutes=15)
 
 
 def _slot(at: datetime) -> int:
@@ -209,7 +216,10 @@ def forecast(history: DemandHistory, now: datetime, lead: timedelta, zone: ZoneI
     if recent is not None and before_known and (then := _quantile(sorted(before_known), 0.5)):
         level = min(max(recent / then, LEVEL_BOUNDS[0]), LEVEL_BOUNDS[1])
         level_text = f", level ×{level:.2f}"
-    replicas = math.ceil(base * level - 1e-9)
+    # the references' count, and the level's change to it only where it comes to half a
+    # node or more: a ceiling over base × level would add a node to every small count
+    # (2 × 1.1 → 3), which a level meant to follow a busier day never asked for
+    replicas = max(math.ceil(base - 1e-9) + math.floor(base * (level - 1) + 0.5), 0)
     kind = "weeks" if weekly else "days"
     shown = ", ".join(str(v) for v in references)
     return Forecast(
@@ -228,25 +238,86 @@ def _quantile(ordered: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+def named_history_window(now: datetime) -> tuple[datetime, datetime]:
+    """The 14 days of whole five-minute periods before `now` a named metric's history is
+    read over: the period still filling is left out (a partial Sum would read as a dip)."""
+    until = _time(_slot(now))
+    return until - KEPT, until
+
+
+def history_from_datapoints(
+    points: Iterable[tuple[datetime, float]], per_node: float, now: datetime
+) -> DemandHistory:
+    """A named metric's datapoints as demand: each asks for ceil(value / per_node) nodes in
+    its slot (the highest where two share one), in any order; a point outside
+    `named_history_window(now)`, or not a finite number, is left out; a slot with no datapoint
+    stays unknown, never zero."""
+    since, until = named_history_window(now)
+    first = _slot(since)
+    slots = [UNKNOWN] * (_slot(until) - first)
+    for at, value in points:
+        index = _slot(at) - first
+        if 0 <= index < len(slots) and math.isfinite(value):
+            nodes = max(math.ceil(min(value / per_node, LARGEST) - 1e-9), 0)
+            slots[index] = max(slots[index], nodes)
+    known = [index for index, nodes in enumerate(slots) if nodes != UNKNOWN]
+    if not known:
+        return DemandHistory()
+    return DemandHistory(first + known[0], tuple(slots[known[0] : known[-1] + 1]))
+
+
+NamedHistory = DemandHistory | MetricUnavailable  # a named metric's history, or why it is not
+
+
 def forecast_readings(
-    policy: NodeGroupPolicy, history: DemandHistory, now: datetime
+    policy: NodeGroupPolicy,
+    history: DemandHistory,
+    now: datetime,
+    named: Mapping[str, NamedHistory] | None = None,
 ) -> dict[str, Reading]:
     """The readings of the policy's Predictive metrics: a forecast, or why there is none
-    (which the core reads as abstaining, never as a missing metric)."""
+    (which the core reads as abstaining, never as a missing metric). One that names a
+    metric of its own forecasts from `named[its key]` (that metric's history as read, or
+    why it could not be), one lead time ahead as the group's own `history` measures it."""
     readings: dict[str, Reading] = {}
     for metric in policy.spec.metrics:
         if not isinstance(metric, PredictiveMetric):
             continue
         lead, source = lead_time(history, metric.predictive.lead_time_seconds)
-        try:
-            made = forecast(history, now, lead, metric.predictive.zone)
-        except (ArithmeticError, ValueError) as error:  # a history no clock can hold
-            readings[metric.key] = MetricUnavailable(reason=f"no forecast: {error!r}")
-            continue
-        minutes = f"lead time {lead.total_seconds() / 60:.1f} min, {source}"
-        if made.replicas is None:
-            readings[metric.key] = MetricUnavailable(reason=f"{made.detail} ({minutes})")
-        else:
-            detail = f"{made.detail} ({minutes})"
-            readings[metric.key] = MetricReading(value=made.replicas, at=now, detail=detail)
+        about = f"lead time {lead.total_seconds() / 60:.1f} min, {source}"
+        own: NamedHistory = history
+        if (demand := metric.predictive.cloud_watch) is not None:
+            own = (named or {}).get(
+                metric.key, MetricUnavailable(reason="its history was not read")
+            )
+            about += f"; from {demand.describe()}"
+        readings[metric.key] = _forecast_reading(metric, own, now, lead, about)
     return readings
+
+
+def _forecast_reading(
+    metric: PredictiveMetric, history: NamedHistory, now: datetime, lead: timedelta, about: str
+) -> Reading:
+    if isinstance(history, MetricUnavailable):
+        return MetricUnavailable(reason=f"no forecast: {history.reason} ({about})")
+    try:
+        made = forecast(history, now, lead, metric.predictive.zone)
+    except (ArithmeticError, ValueError) as error:  # a history no clock can hold
+        return MetricUnavailable(reason=f"no forecast: {error!r}")
+    if made.replicas is None:
+        return MetricUnavailable(reason=f"{made.detail} ({about})")
+    peak = (
+        _peak(history, now, lead, metric.predictive.zone) if metric.predictive.warm_pool else None
+    )
+    return MetricReading(value=made.replicas, at=now, detail=f"{made.detail} ({about})", peak=peak)
+
+
+def _peak(history: DemandHistory, now: datetime, lead: timedelta, zone: ZoneInfo) -> int:
+    """The highest forecast from one lead time ahead to a warm-up window beyond it: what a
+    warm pool must hold now, since what a scale-up takes from it is replaced only a cold
+    boot later."""
+    ahead = (
+        forecast(history, now, lead + SLOT * step, zone).replicas
+        for step in range(int(WARM_UP_WINDOW / SLOT) + 1)
+    )
+    return max((r for r in ahead if r is not None), default=0)

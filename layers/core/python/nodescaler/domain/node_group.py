@@ -15,6 +15,21 @@ EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 
 
 @dataclass(frozen=True)
+class WarmPool:
+    """An Auto Scaling group's warm pool as configured: Auto Scaling keeps
+    max(maxPrepared − desired, minSize) instances warm (maxPrepared unset: the group's
+    MaxSize), so only equal values give the pool a fixed size."""
+
+    min_size: int
+    max_prepared: int | None  # MaxGroupPreparedCapacity; None when unset
+    pool_state: str  # Stopped, Running or Hibernated
+
+    def holds(self, size: int) -> bool:
+        """Whether the pool is set to exactly `size` instances."""
+        return self.min_size == size and self.max_prepared == size
+
+
+@dataclass(frozen=True)
 class NodeGroup:
     """A node group as its provider reports it."""
 
@@ -34,6 +49,7 @@ class NodeGroup:
     instance_type: str | None = None
     launch_template: tuple[str, str] | None = None  # (id, version)
     launch_configuration: str | None = None
+    warm_pool: WarmPool | None = None  # pre-initialised instances scale-outs take first
 
     @property
     def is_eks_managed(self) -> bool:

@@ -443,17 +443,60 @@ class ForecastMode(StrEnum):
     FORECAST_AND_SCALE = "ForecastAndScale"  # a floor under the live metrics' recommendation
 
 
+FORECAST_PERIOD_SECONDS = 300  # the forecast's slots: CloudWatch's 5-minute periods fill them
+
+
+class DemandMetric(Spec):
+    """A CloudWatch metric whose history is the group's demand: `perNode` of it is what one
+    node handles, so a datapoint asks for ceil(value / perNode) nodes."""
+
+    metric: CloudWatchMetricStat
+    per_node: PositiveAmount
+    period_seconds: Annotated[int, Field(strict=True)] = FORECAST_PERIOD_SECONDS
+
+    @field_validator("period_seconds")
+    @classmethod
+    def _one_slot(cls, period: int) -> int:
+        if period != FORECAST_PERIOD_SECONDS:
+            raise ValueError(
+                f"periodSeconds must be {FORECAST_PERIOD_SECONDS}: one datapoint for each of "
+                "the forecast's five-minute slots"
+            )
+        return period
+
+    def describe(self) -> str:
+        """Where its demand comes from, in one line: CloudWatch App/Requests Sum ÷ 50 a node."""
+        stat = self.metric
+        return (
+            f"CloudWatch {stat.namespace}/{stat.metric_name} {stat.statistic} "
+            f"÷ {self.per_node:g} a node"
+        )
+
+
 class PredictiveSource(Spec):
-    """A forecast of the group's own demand (the nodes its live metrics asked for), with
+    """A forecast of the group's own demand (the nodes its live metrics asked for, or a
+    named CloudWatch metric's history read each time, `cloudWatch`), with
     daily seasonality in `timeZone` from 24 hours of history and weekly from 7 days (up
     to 14 are kept), one lead time ahead: the group's measured time from a scale request
-    to Ready nodes unless `leadTimeSeconds` says otherwise."""
+    to Ready nodes unless `leadTimeSeconds` says otherwise. With `warmPool`, it also
+    keeps the group's warm pool at the growth it forecasts (`domain.warm_pool`)."""
 
     mode: ForecastMode = ForecastMode.FORECAST_ONLY
     lead_time_seconds: Annotated[int, Field(strict=True, ge=60, le=3600)] | None = None
     time_zone: str = "UTC"
+    cloud_watch: DemandMetric | None = None
+    warm_pool: Annotated[bool, Field(strict=True)] = False
 
     _zone = field_validator("time_zone")(_check_zone)
+
+    @model_validator(mode="after")
+    def _warm_pool_is_acted_on(self) -> PredictiveSource:
+        if self.warm_pool and self.mode is not ForecastMode.FORECAST_AND_SCALE:
+            raise ValueError(
+                "warmPool sizes the group's warm pool, which a ForecastOnly forecast never "
+                "does: use mode ForecastAndScale"
+            )
+        return self
 
     @property
     def zone(self) -> ZoneInfo:

@@ -27,6 +27,9 @@ class MetricReading(BaseModel):
     # unneeded, the booting ones pending pods wait for, and the new ones planned): its
     # demand, which a forecast learns from (the group's size would teach it its own guesses)
     needed_nodes: int | None = None
+    # For a forecast that sizes a warm pool: its highest over the time a warm instance
+    # takes to prepare (a cold boot), which the pool must hold before it is needed
+    peak: int | None = None
 
 
 class MetricUnavailable(BaseModel):

@@ -29,13 +29,18 @@ class NodeTemplate:
     taints: tuple[Taint, ...] = ()
     source: str = ""  # "node ip-10-0-1-5" or "instance type m5.large + tags", for explain
     extended: Mapping[str, int] = field(default_factory=dict)  # nvidia.com/gpu: 1
+    # What DaemonSets take of each node, already off `allocatable` (a live node's template):
+    # the node registers both, which is how similar groups are compared.
+    daemon_sets: Resources = NOTHING
 
     @classmethod
     def from_node(cls, group: str, node: Node, daemon_sets: Resources = NOTHING) -> NodeTemplate:
         """A new node like this one, less what the DaemonSets will take on it."""
         labels = {k: v for k, v in node.labels.items() if k != HOSTNAME_LABEL}
         free = node.allocatable - daemon_sets
-        return cls(group, free, labels, node.taints, f"node {node.name}", node.extended)
+        return cls(
+            group, free, labels, node.taints, f"node {node.name}", node.extended, daemon_sets
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,16 +67,20 @@ def reserved_cpu_millis(vcpus: int) -> int:
     return round(sum(shares[:vcpus]))
 
 
+def instance_labels(instance_type: str, architecture: str) -> dict[str, str]:
+    """The well-known labels the kubelet and the cloud provider put on every EKS node."""
+    return {
+        "node.kubernetes.io/instance-type": instance_type,
+        "kubernetes.io/arch": architecture,
+        "kubernetes.io/os": "linux",
+    }
+
+
 def template_from_instance_type(
     group: str, shape: InstanceShape, tags: Mapping[str, str], extra_labels: Mapping[str, str]
 ) -> NodeTemplate:
     """A node of a group at zero, as EKS would register it, overridden by the CA tags."""
-    labels = {
-        "node.kubernetes.io/instance-type": shape.instance_type,
-        "kubernetes.io/arch": shape.architecture,
-        "kubernetes.io/os": "linux",
-        **extra_labels,
-    }
+    labels = instance_labels(shape.instance_type, shape.architecture) | dict(extra_labels)
     taints: list[Taint] = []
     amounts: dict[str, int] = {}  # resources/<name> tags: millicores for cpu, else units
     for key, value in tags.items():

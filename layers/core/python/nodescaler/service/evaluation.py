@@ -7,7 +7,7 @@ whose conditional state write lands first acts (write, then act).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -21,8 +21,11 @@ from nodescaler.domain.group_state import GroupState, failure_key
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.optin import is_managed
 from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.readings import Reading
+from nodescaler.domain.warm_pool import plan_warm_pool
 from nodescaler.errors import ActuationError, RefusedError, StateConflictError
-from nodescaler.ports import Clock, ClusterView, NodeGroups, StateStore
+from nodescaler.ports import Clock, ClusterView, MetricHistory, NodeGroups, StateStore
+from nodescaler.service.forecasts import named_histories
 from nodescaler.service.limiter import ClusterLimiter
 from nodescaler.service.policies import PolicyBook
 from nodescaler.service.producers import Producers
@@ -65,6 +68,7 @@ class Evaluator:
     backoff_rules: BackoffRules = field(default_factory=BackoffRules)
     cluster: ClusterView | None = None  # the Kubernetes cluster's say, when there is one
     limiter: ClusterLimiter | None = None  # the cluster's limits, when any is set
+    histories: MetricHistory | None = None  # the metrics forecasts name, when any does
 
     def evaluate(self, group_name: str, event_id: str) -> EvaluationResult:
         # 1. The group as it is now; it may have gone, or opted out, since it was queued.
@@ -105,7 +109,8 @@ class Evaluator:
 
         # 6. Metrics (and forecasts from the group's recorded demand), then the decision.
         readings = self.producers.read_all(policy, group, now)
-        readings |= forecast_readings(policy, state.demand, now)
+        named = named_histories(policy, self.histories, now)
+        readings |= forecast_readings(policy, state.demand, now, named)
         size = GroupSize(
             group.desired,
             group.min_size,
@@ -130,6 +135,8 @@ class Evaluator:
             self.cluster.mark_candidates(group, now)
         if decision.demand is not None:
             state = replace(state, demand=state.demand.record(now, decision.demand))
+        decision, warm_problems = self._size_warm_pool(policy, group, decision, readings, dry_run)
+        problems = (*choice.problems, *warm_problems)
 
         # 7. Record only, when nothing changes or the group is in dry-run.
         if decision.desired == decision.current or dry_run:
@@ -138,23 +145,21 @@ class Evaluator:
                     history=evaluation.history,
                     decision=decision,
                     event_id=event_id,
-                    problems=choice.problems,
+                    problems=problems,
                 ),
                 audit=decision,
                 event_id=event_id,
                 backoff_changed=backoff_changed,
             )
             outcome = Outcome.UNCHANGED if decision.desired == decision.current else Outcome.DRY_RUN
-            return EvaluationResult(group.name, outcome, decision, choice.problems)
+            return EvaluationResult(group.name, outcome, decision, problems)
 
         # 8. Claim (a racing evaluation now fails its write), act, then record the scale event.
         if decision.desired > decision.current:  # watched until in service, or overdue
             state = replace(state, provisioning=Provisioning(since=now, target=decision.desired))
         claimed = self.state.save(
             replace(
-                state.after(
-                    history=evaluation.history, decision=decision, problems=choice.problems
-                ),
+                state.after(history=evaluation.history, decision=decision, problems=problems),
                 acting=decision,
                 acting_event=event_id,
             ),
@@ -167,14 +172,43 @@ class Evaluator:
                 self.node_groups.set_desired(group, decision.desired)
         except RefusedError as error:  # not ours to resize: reported, never retried
             self.state.save(replace(claimed, acting=None, acting_event=""))
-            return self._reject(group.name, (*choice.problems, str(error)))
+            return self._reject(group.name, (*problems, str(error)))
         except Exception as error:
             raise ActuationError(
                 f"node group {group.name}: resizing {decision.current} → {decision.desired} "
                 f"failed: {error}"
             ) from error
-        self._record_resize(claimed, policy, choice.problems)
-        return EvaluationResult(group.name, Outcome.ACTED, decision, choice.problems)
+        self._record_resize(claimed, policy, problems)
+        return EvaluationResult(group.name, Outcome.ACTED, decision, problems)
+
+    def _size_warm_pool(
+        self,
+        policy: NodeGroupPolicy,
+        group: NodeGroup,
+        decision: Decision,
+        readings: Mapping[str, Reading],
+        dry_run: bool,
+    ) -> tuple[Decision, tuple[str, ...]]:
+        """The warm pool a `warmPool` forecast asks for, in the decision, and kept.
+        Written only when it differs; a refusal or an AWS error is the group's problem to
+        report, never the evaluation's failure: the pool is asked again next time."""
+        warm = plan_warm_pool(policy, decision, readings, group.warm_pool)
+        if not warm.note:
+            return decision, ()
+        decision = decision.model_copy(
+            update={
+                "warm_pool": warm.size,
+                "warm_pool_note": warm.note,
+                "reason": f"{decision.reason} | {warm.note}",
+            }
+        )
+        if dry_run or warm.size is None or not warm.changes(group.warm_pool):
+            return decision, ()
+        try:
+            self.node_groups.size_warm_pool(group, warm.size)
+        except Exception as error:
+            return decision, (f"warm pool: sizing it to {warm.size} failed: {error}",)
+        return decision, ()
 
     def _which_go(
         self, group: NodeGroup, decision: Decision, now: datetime

@@ -161,6 +161,8 @@ class KubernetesMetrics:
         if arriving := len(planned.arriving.get(group.name, ())):
             detail += f" ({arriving} pods on nodes already on their way)"
         detail += f", +{others} in other groups"
+        if balanced := planned.plan.balanced_with(group.name):
+            detail += f" ({balanced})"
         if unplaced := planned.plan.unplaced:
             first = unplaced[0]
             detail += (

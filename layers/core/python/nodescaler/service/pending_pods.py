@@ -121,7 +121,14 @@ class PendingPodsPlanner:
             taken = {p.key for p in placed}
             pods = [p for p in pods if p.key not in taken]
         # 2. The rest, among the groups with room to grow.
-        result = plan(pods, templates, self._chain, backed_off=backed_off, room=self.room(now))
+        result = plan(
+            pods,
+            templates,
+            self._chain,
+            backed_off=backed_off,
+            room=self.room(now),
+            sizes={g.name: g.desired for g in participants},  # upcoming nodes included
+        )
         return Planned(result, considered, problems, names, backed_off, arriving, on_their_way)
 
     def room(self, now: datetime) -> dict[str, int]:

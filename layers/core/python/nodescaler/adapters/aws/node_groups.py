@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from nodescaler.domain.node_group import LaunchFailure, NodeGroup
+from nodescaler.domain.node_group import LaunchFailure, NodeGroup, WarmPool
 from nodescaler.domain.optin import TagNames, is_managed
 from nodescaler.errors import RefusedError
 
@@ -37,6 +37,18 @@ def _instance_type(asg: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _warm_pool(asg: Mapping[str, Any]) -> WarmPool | None:
+    configured = asg.get("WarmPoolConfiguration")
+    if not configured:
+        return None
+    prepared = configured.get("MaxGroupPreparedCapacity")
+    return WarmPool(
+        min_size=int(configured.get("MinSize") or 0),
+        max_prepared=None if prepared is None or prepared < 0 else int(prepared),
+        pool_state=str(configured.get("PoolState") or "Stopped"),
+    )
+
+
 def _to_node_group(asg: Mapping[str, Any]) -> NodeGroup:
     tags = {t["Key"]: t.get("Value", "") for t in asg.get("Tags", [])}
     instances = asg.get("Instances", [])
@@ -65,6 +77,7 @@ def _to_node_group(asg: Mapping[str, Any]) -> NodeGroup:
             else None
         ),
         launch_configuration=asg.get("LaunchConfigurationName"),
+        warm_pool=_warm_pool(asg),
     )
 
 
@@ -140,6 +153,18 @@ class AsgNodeGroups:
             self._autoscaling.set_desired_capacity(
                 AutoScalingGroupName=group.name, DesiredCapacity=desired, HonorCooldown=False
             )
+
+    def size_warm_pool(self, group: NodeGroup, size: int) -> None:
+        """Keep exactly `size` instances warm (MinSize = MaxGroupPreparedCapacity), in the
+        state the operator chose for the pool."""
+        self._check_managed(group, "size its warm pool")
+        state = group.warm_pool.pool_state if group.warm_pool else "Stopped"
+        self._autoscaling.put_warm_pool(
+            AutoScalingGroupName=group.name,
+            MinSize=size,
+            MaxGroupPreparedCapacity=size,
+            PoolState=state,
+        )
 
     def remove_instances(self, group: NodeGroup, instance_ids: Sequence[str]) -> None:
         """Each instance terminated with the desired capacity lowered by one, as Cluster
