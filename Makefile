@@ -8,6 +8,7 @@ BIN := $(VENV)/bin
 PY_READY := $(VENV)/.ready
 NODE_READY := node_modules/.ready
 KUBECTL_READY := .tools/kubectl.ready
+PROMETHEUS_READY := .tools/prometheus.ready
 SCENARIO ?=
 # jsii warns on every synth that Node 20 is past end of life; the tests need not repeat it.
 TEST_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
@@ -19,7 +20,7 @@ help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 	@printf "  make %-10s %s\n" "test-SUITE" "One suite of make test: $(SUITES)"
 
-setup: $(PY_READY) $(NODE_READY) $(KUBECTL_READY) ## Create .venv and node_modules from the lock files, fetch Debian's kubectl
+setup: $(PY_READY) $(NODE_READY) $(KUBECTL_READY) $(PROMETHEUS_READY) ## Create .venv and node_modules from the lock files, fetch Debian's kubectl and prometheus
 
 $(PY_READY): requirements/lock.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("nodescaler needs Python 3.11+, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -36,6 +37,11 @@ $(NODE_READY): package.json package-lock.json
 # that check the loopback API server with it; where apt can't fetch it, those tests say how.
 $(KUBECTL_READY): tools/nodescaler_sandbox/kube/kubectl.py | $(PY_READY)
 	-$(BIN)/python -m nodescaler_sandbox.kube.kubectl && touch $@
+
+# Debian's Prometheus server (pinned in that module) unpacked into .tools/, for the tests
+# and scenarios of the Prometheus metric; where apt can't fetch it, those tests say how.
+$(PROMETHEUS_READY): tools/nodescaler_sandbox/prometheus.py | $(PY_READY)
+	-$(BIN)/python -m nodescaler_sandbox.prometheus && touch $@
 
 lint: $(PY_READY) ## ruff (lint + format check) and mypy
 	$(BIN)/ruff check .

@@ -76,6 +76,8 @@ class EvaluateFunction:
         queues = permissions.read_policy_queues(shared.policies.values())
         if queues is not None:
             self.lambda_.allow(queues)
+        if prometheus := permissions.query_prometheus(shared.policies.values()):
+            self.lambda_.allow(*prometheus)
         if reads_kubernetes or limits.by_size:
             self.lambda_.allow(*permissions.read_instance_shapes())
         if reads_kubernetes:  # read the cluster and plan for its pending pods

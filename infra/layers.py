@@ -29,7 +29,17 @@ PLATFORM = "manylinux2014_aarch64"
 NO_DOCKER = DockerImage.from_registry("nodescaler/local-bundling-only")
 # Every AWS service the functions call (see nodescaler.wiring.AwsClients).
 AWS_SERVICES = frozenset(
-    {"autoscaling", "cloudwatch", "dynamodb", "ec2", "eks", "lambda", "sqs", "sts"}
+    {
+        "autoscaling",
+        "cloudwatch",
+        "dynamodb",
+        "ec2",
+        "eks",
+        "lambda",
+        "secretsmanager",  # a Prometheus metric's bearer token
+        "sqs",
+        "sts",
+    }
 )
 
 

@@ -16,7 +16,7 @@ from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 from nodescaler.config import CustomExpanderSpec, ExpanderSpec
 from nodescaler.domain.optin import TagNames
-from nodescaler.domain.policy import NodeGroupPolicy, SqsQueueMetric
+from nodescaler.domain.policy import NodeGroupPolicy, PrometheusMetric, SqsQueueMetric
 
 
 def group_arn(name: str) -> str:
@@ -129,6 +129,56 @@ def read_policy_queues(policies: Iterable[NodeGroupPolicy]) -> iam.PolicyStateme
         return None
     return iam.PolicyStatement(
         actions=["sqs:GetQueueAttributes", "sqs:GetQueueUrl"], resources=queues
+    )
+
+
+def _prometheus_sources(policies: Iterable[NodeGroupPolicy]) -> list[PrometheusMetric]:
+    return [
+        metric
+        for policy in policies
+        for metric in policy.spec.metrics
+        if isinstance(metric, PrometheusMetric)
+    ]
+
+
+def query_prometheus(policies: Iterable[NodeGroupPolicy]) -> list[iam.PolicyStatement]:
+    """QueryMetrics on the AMP workspaces the policies name, GetSecretValue on the bearer
+    token secrets they name, and nothing else; no statement when none is named."""
+    metrics = _prometheus_sources(policies)
+    workspaces = sorted(
+        {
+            source.workspace
+            if source.workspace.startswith("arn:")
+            else f"arn:{Aws.PARTITION}:aps:{source.region or Aws.REGION}:{Aws.ACCOUNT_ID}:"
+            f"workspace/{source.workspace}"
+            for source in (m.prometheus for m in metrics)
+            if source.workspace is not None
+        }
+    )
+    secrets = sorted(
+        {
+            secret_arn(m.prometheus.bearer_token_secret)
+            for m in metrics
+            if m.prometheus.bearer_token_secret is not None
+        }
+    )
+    statements = []
+    if workspaces:
+        statements.append(iam.PolicyStatement(actions=["aps:QueryMetrics"], resources=workspaces))
+    if secrets:
+        statements.append(
+            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=secrets)
+        )
+    return statements
+
+
+def secret_arn(secret: str) -> str:
+    """A secret as a policy names it: its ARN, or its name, whose ARN ends in a dash and six
+    characters Secrets Manager chose."""
+    if secret.startswith("arn:"):
+        return secret
+    return (
+        f"arn:{Aws.PARTITION}:secretsmanager:{Aws.REGION}:{Aws.ACCOUNT_ID}:secret:{secret}-??????"
     )
 
 

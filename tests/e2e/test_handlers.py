@@ -46,7 +46,8 @@ def test_given_three_groups_a_tick_scales_only_the_queue_driven_one_to_600_then_
     assert printed.metric("EvaluationsQueued") == [2]  # the untagged group is not even queued
     assert (
         "node group bad-policy: tag nodescaler/policy='no-such-policy' names no deployed policy "
-        "(deployed: business-hours, gpu-training, microservices, web, web-predictive, web-warm)"
+        "(deployed: business-hours, gpu-training, microservices, prometheus-queue, web, "
+        "web-predictive, web-warm)"
     ) in printed.messages("WARNING")
 
     # Queue drained: the group keeps its nodes for the 600 s window, then goes to min (0).

@@ -71,6 +71,7 @@ def test_cdk_synth_builds_the_sample_with_its_layers_and_no_nag_findings(tmp_pat
         "business-hours.yaml",
         "gpu-training.yaml",
         "microservices.yaml",
+        "prometheus-queue.yaml",
         "web-predictive.yaml",
         "web-warm.yaml",
         "web.yaml",

@@ -80,6 +80,7 @@ def test_the_sample_context_is_what_the_defaults_say_with_a_cluster_named() -> N
         "business-hours",
         "web",
         "web-predictive",
+        "prometheus-queue",
         "web-warm",
     }
 

@@ -335,3 +335,16 @@ def test_several_scenarios_run_a_core_each_and_print_in_their_order(tmp_path: Pa
     headings = [line for line in printed if line.startswith("\n== ")]
     assert [h.split(":")[0] for h in headings] == ["\n== short", "\n== longer"]
     assert (tmp_path / "out" / "longer" / "summary.json").exists()
+
+
+def test_a_prometheus_query_of_the_backlog_scales_the_group_out_and_back(tmp_path: Path) -> None:
+    render = scenario("prometheus-queue")
+    queue = render.queues[0].model_copy(update={"tasks": {0: 40}})
+    summary, lines = run(tmp_path, render.model_copy(update={"minutes": 22, "queues": [queue]}))
+    ours = summary[NODESCALER]
+    assert ours["peak_desired"] == {"render-ng": 10}  # 40 jobs waiting, 4 a node
+    assert ours["final_desired"] == {"render-ng": 0}
+    assert any(
+        line.startswith("00:00 | render-ng |") and "render-backlog: 40 (series {}) → 10" in line
+        for line in lines
+    )

@@ -48,6 +48,7 @@ def test_every_scenario_in_the_repository_loads() -> None:
         "weekday-forecast",
         "balanced-zones",
         "warm-pool",
+        "prometheus-queue",
     ]
 
 

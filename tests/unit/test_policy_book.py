@@ -69,7 +69,15 @@ def test_one_name_in_two_files_uses_neither(tmp_path: Path) -> None:
 def test_a_good_folder_has_nothing_broken() -> None:
     read = read_policies(Path(__file__).resolve().parents[2] / "policies")
     assert (sorted(read.policies), read.broken, read.unnamed) == (
-        ["business-hours", "gpu-training", "microservices", "web", "web-predictive", "web-warm"],
+        [
+            "business-hours",
+            "gpu-training",
+            "microservices",
+            "prometheus-queue",
+            "web",
+            "web-predictive",
+            "web-warm",
+        ],
         {},
         (),
     )

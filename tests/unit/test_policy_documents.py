@@ -134,11 +134,11 @@ BAD_POLICIES = [
         minReplicas: 0
         maxReplicas: 3
         metrics:
-          - type: Prometheus
+          - type: Datadog
             target: {type: Value, value: 1}
         """),
         "spec.metrics[0]",
-        "unknown metric type 'Prometheus'",
+        "unknown metric type 'Datadog'",
     ),
     (
         "unknown field",
@@ -583,6 +583,7 @@ def test_given_the_repository_policies_then_all_load() -> None:
         "business-hours",
         "web",
         "web-predictive",
+        "prometheus-queue",
         "web-warm",
     }
 

@@ -16,7 +16,17 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from nodescaler_bench import evaluate, faults, forecast, imports, kubernetes, layers, scale_in, tick
+from nodescaler_bench import (
+    evaluate,
+    faults,
+    forecast,
+    imports,
+    kubernetes,
+    layers,
+    prometheus,
+    scale_in,
+    tick,
+)
 
 RESULTS = Path("out/bench/results.json")
 Target = tuple[str, float]  # ("<", 25): the figure must be below 25
@@ -73,6 +83,8 @@ def main() -> None:
         results.update(scale_in.run())
     with _section("Evaluate: one group, warm, through the handler, against moto's server"):
         results.update(evaluate.run())
+    with _section("Prometheus: one metric's query against a local server, 1,000 times"):
+        results.update(prometheus.run())
     with _section("Tick: 1,000 managed groups through the dispatch handler"):
         results.update(tick.run())
     with _section("Forecast: 21 days of demand, the last week forecast; 1,000 groups' forecasts"):

@@ -182,6 +182,7 @@ def _simulate(
             environment=environment,
             start=scenario.start,
             warm_boot=timedelta(minutes=scenario.warm_boot_minutes),
+            prometheus=scenario.prometheus is not None and controller == NODESCALER,
         ) as box,
         (folder / f"logs-{controller}.jsonl").open("w") as log,
         box.logging_to(log),
@@ -236,6 +237,8 @@ def _controller(
             outages.watch(service, getattr(box.clients, service))
 
         def nodescaler(minute: int) -> None:
+            if scenario.prometheus:  # scraped before any evaluation reads it
+                box.publish_gauges(world.gauges())
             if scenario.queues:  # SQS publishes its metrics every minute
                 box.publish_queue_metrics(world.queue_depths())
             if scenario.alarms:

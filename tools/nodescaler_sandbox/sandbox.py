@@ -49,6 +49,7 @@ from nodescaler_sandbox.moto_gaps import (
     TerminationPolicies,
     moto_in_this_process,
 )
+from nodescaler_sandbox.prometheus import GaugeTarget, PrometheusServer, prometheus_scraping
 from nodescaler_sandbox.provision import (
     create_evaluation_queue,
     create_state_table,
@@ -169,6 +170,7 @@ class Sandbox:
         environment: dict[str, str] | None = None,  # the functions' settings, e.g. EXPANDERS
         start: datetime = START,
         warm_boot: timedelta = timedelta(minutes=1),  # from a warm pool to a Ready node
+        prometheus: bool = False,  # a Prometheus server answering for every AMP workspace
     ) -> None:
         self.policies = policies
         self.out = out
@@ -186,6 +188,8 @@ class Sandbox:
         self._waiting: dict[str, None] = {}  # instances a lifecycle action holds, in order
         self._alarm_states: dict[str, str] = {}
         self._environment = environment or {}
+        self._prometheus = prometheus
+        self.gauges: tuple[PrometheusServer, GaugeTarget] | None = None
         self._clients: dict[str, Any] = {}
         self._stack = contextlib.ExitStack()
 
@@ -200,6 +204,8 @@ class Sandbox:
             os.environ[name] = value
         self.endpoint = self._stack.enter_context(moto_in_this_process())
         self.api_server = self._stack.enter_context(KubeApiServer(self.cluster.store))
+        if self._prometheus:  # scraping fast: a virtual minute waits for one scrape
+            self.gauges = self._stack.enter_context(prometheus_scraping(scrape="100ms"))
         self._wire()
         return self
 
@@ -233,7 +239,11 @@ class Sandbox:
             "POLICIES_PATH": str(self.policies),
             "KUBECONFIG_PATH": str(kubeconfig),
         } | self._environment
-        clients = wiring.AwsClients(boto3.Session(region_name=REGION), endpoint_url=self.endpoint)
+        clients = wiring.AwsClients(
+            boto3.Session(region_name=REGION),
+            endpoint_url=self.endpoint,
+            amp_endpoint_url=self.gauges[0].address if self.gauges else None,
+        )
         self.lifecycle = LifecycleActionRecorder(self.clock.now, HOOK_HEARTBEAT_TIMEOUT)
         self.termination = TerminationPolicies(
             REGION, self._launched, self.clock.now, custom=self._terminate
@@ -265,6 +275,16 @@ class Sandbox:
             clock=self.clock,
         )
         self.state = self.evaluator.state
+
+    def publish_gauges(self, values: dict[str, float]) -> None:
+        """Each gauge's value, in Prometheus once it has been scraped (AMP ingests what is
+        remote-written; the sandbox's evaluations read what the minute left)."""
+        assert self.gauges is not None, "a sandbox started with prometheus=True"
+        server, target = self.gauges
+        for name, value in values.items():
+            target.set(name, value)
+        for name, value in values.items():
+            server.wait_for(name, value)
 
     def controller_autoscaling(self) -> Any:
         """An Auto Scaling client for a controller other than the functions (the baseline),
@@ -518,9 +538,16 @@ def sandbox(
     environment: dict[str, str] | None = None,
     start: datetime = START,
     warm_boot: timedelta = timedelta(minutes=1),
+    prometheus: bool = False,
 ) -> Iterator[Sandbox]:
     out.mkdir(parents=True, exist_ok=True)
     with Sandbox(
-        policies, out, boot=boot, environment=environment, start=start, warm_boot=warm_boot
+        policies,
+        out,
+        boot=boot,
+        environment=environment,
+        start=start,
+        warm_boot=warm_boot,
+        prometheus=prometheus,
     ) as running:
         yield running

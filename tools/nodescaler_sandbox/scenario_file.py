@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from nodescaler.adapters.policy_files import load_policies
-from nodescaler.domain.policy import CloudWatchMetric
+from nodescaler.domain.policy import CloudWatchMetric, PrometheusMetric
 from nodescaler.domain.scheduling import TEMPLATE_TAG
 from nodescaler.errors import PermanentError, PolicyError
 from pydantic import (
@@ -204,6 +204,28 @@ class AlarmSpec(_Spec):
     evaluation_periods: Annotated[int, Field(ge=1)] = 1
 
 
+class GaugeSpec(_Spec):
+    """A gauge the sandbox's Prometheus scrapes: a queue's messages, or a deployment's
+    replicas as its curve says them."""
+
+    name: str = Field(pattern=r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+    queue: str | None = None
+    deployment: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> GaugeSpec:
+        if (self.queue is None) == (self.deployment is None):
+            raise ValueError("give exactly one of queue or deployment")
+        return self
+
+
+class PrometheusSpec(_Spec):
+    """A Prometheus server the sandbox starts for the nodescaler run, answering the
+    policies' AMP workspaces (moto has no AMP query API), scraping these gauges."""
+
+    gauges: list[GaugeSpec] = Field(min_length=1)
+
+
 FAULT_KINDS = (
     "queue-deleted",  # target: a queue of the scenario; deleted, its messages lost, then made anew
     "cloudwatch-outage",  # CloudWatch answers 503 ServiceUnavailable
@@ -242,6 +264,7 @@ class Scenario(_Spec):
     queues: list[QueueSpec] = []
     alarms: list[AlarmSpec] = []
     faults: list[FaultSpec] = []
+    prometheus: PrometheusSpec | None = None
     path: Path = Field(default=Path("."), exclude=True)
 
     @property
@@ -301,6 +324,7 @@ def _check_references(scenario: Scenario) -> None:
             )
     for index, fault in enumerate(scenario.faults):
         _check_fault(f"{where}: faults.{index}", fault, queues)
+    _check_gauges(where, scenario)
     for index, group in enumerate(scenario.groups):
         if group.min > group.max:
             raise ScenarioError(
@@ -320,6 +344,8 @@ def _check_references(scenario: Scenario) -> None:
                 f"{scenario.policies_path} (it has: {known})"
             )
         for metric in policies[group.policy].spec.metrics:
+            if isinstance(metric, PrometheusMetric):
+                _check_prometheus(f"{where}: groups.{index}.policy", scenario, group.policy, metric)
             if not isinstance(metric, CloudWatchMetric) or metric.cloud_watch.expression is None:
                 continue
             try:
@@ -329,6 +355,41 @@ def _check_references(scenario: Scenario) -> None:
                     f"{where}: groups.{index}.policy: policy {group.policy!r}, metric "
                     f"{metric.key!r}: {error} (moto evaluates no metric math)"
                 ) from None
+
+
+def _check_prometheus(
+    where: str, scenario: Scenario, policy: str, metric: PrometheusMetric
+) -> None:
+    """The sandbox answers AMP workspaces with the Prometheus the scenario declares."""
+    named = f"policy {policy!r}, metric {metric.key!r}"
+    if metric.prometheus.workspace is None:
+        raise ScenarioError(
+            f"{where}: {named}: the sandbox answers AMP workspaces only, not serverAddress "
+            f"{metric.prometheus.server_address} (nothing beyond loopback is reached)"
+        )
+    if scenario.prometheus is None:
+        raise ScenarioError(
+            f"{where}: {named} queries Prometheus: declare the gauges it reads under "
+            "prometheus.gauges"
+        )
+
+
+def _check_gauges(where: Path, scenario: Scenario) -> None:
+    if scenario.prometheus is None:
+        return
+    queues = {q.name for q in scenario.queues}
+    deployments = {d.name for d in scenario.deployments}
+    for index, gauge in enumerate(scenario.prometheus.gauges):
+        if gauge.queue is not None and gauge.queue not in queues:
+            raise ScenarioError(
+                f"{where}: prometheus.gauges.{index}.queue: no queue named {gauge.queue!r} "
+                "in the scenario"
+            )
+        if gauge.deployment is not None and gauge.deployment not in deployments:
+            raise ScenarioError(
+                f"{where}: prometheus.gauges.{index}.deployment: no deployment named "
+                f"{gauge.deployment!r} in the scenario"
+            )
 
 
 def _check_fault(where: str, fault: FaultSpec, queues: set[str]) -> None:

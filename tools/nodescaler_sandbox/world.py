@@ -215,6 +215,20 @@ class World:
             if _store(q.queue, self.cluster.region) is not None
         }
 
+    def gauges(self) -> dict[str, float]:
+        """The scenario's Prometheus gauges now: queues' messages, deployments' replicas."""
+        spec = self.scenario.prometheus
+        if spec is None:
+            return {}
+        depths = self.queue_depths()
+        curves = {d.name: d.curve for d in self.deployments}
+        return {
+            g.name: depths.get(g.queue, 0)
+            if g.queue is not None
+            else replicas_at(curves[str(g.deployment)], self.minute)
+            for g in spec.gauges
+        }
+
     def pending(self) -> int:
         return sum(
             1 for p in self.cluster.store.objects["pods"].values() if not p["spec"].get("nodeName")

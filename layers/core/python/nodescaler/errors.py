@@ -109,6 +109,18 @@ class QueueSendError(RetryableError):
     """Some evaluation requests could not be queued; the message names their groups."""
 
 
+# --- metric sources ----------------------------------------------------------------------
+
+
+class PrometheusQueryError(PermanentError):
+    """A Prometheus server refused a query (its syntax, its rights) or answered with
+    something that is not one number; names what came back."""
+
+
+class PrometheusUnavailableError(RetryableError):
+    """A Prometheus server did not answer in time, could not be reached or failed (5xx)."""
+
+
 # --- the cluster and draining ------------------------------------------------------------
 
 

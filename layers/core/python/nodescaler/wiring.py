@@ -69,10 +69,12 @@ class AwsClients:
         *,
         config: Config = BOTO_CONFIG,
         endpoint_url: str | None = None,  # the sandbox's moto server
+        amp_endpoint_url: str | None = None,  # the sandbox's Prometheus, for every AMP workspace
     ) -> None:
         self._session = session or boto3.Session()
         self._config = config
         self._endpoint_url = endpoint_url
+        self.amp_endpoint_url = amp_endpoint_url
 
     def _client(self, service: str) -> Any:
         return self._session.client(service, config=self._config, endpoint_url=self._endpoint_url)
@@ -104,6 +106,14 @@ class AwsClients:
     @cached_property
     def ec2(self) -> Any:
         return self._client("ec2")
+
+    @cached_property
+    def secretsmanager(self) -> Any:
+        return self._client("secretsmanager")
+
+    @property
+    def session(self) -> boto3.Session:
+        return self._session
 
     def client(self, service: str, config: Config) -> Any:
         """A client with its own Config (the custom expander's time budget)."""
@@ -210,11 +220,13 @@ def metric_producers(clients: AwsClients, kubernetes: KubernetesMetrics | None) 
     """Each metric type's producer: a new metric type adds its line here."""
     from nodescaler.adapters.aws.cloudwatch import CloudWatchMetrics
     from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
+    from nodescaler.adapters.prometheus import PrometheusQueries, amp_workspace_url
     from nodescaler.domain.policy import (
         CapacityReservationMetric,
         CloudWatchMetric,
         MetricBase,
         PendingPodsMetric,
+        PrometheusMetric,
         SqsQueueMetric,
     )
     from nodescaler.ports import MetricProducer
@@ -223,6 +235,12 @@ def metric_producers(clients: AwsClients, kubernetes: KubernetesMetrics | None) 
     registry: dict[type[MetricBase], MetricProducer] = {
         SqsQueueMetric: SqsQueueLength(clients.sqs),
         CloudWatchMetric: CloudWatchMetrics(clients.cloudwatch),
+        PrometheusMetric: PrometheusQueries(
+            region=clients.session.region_name or "",
+            credentials=clients.session.get_credentials,
+            secrets=lambda: clients.secretsmanager,
+            amp_url=(lambda *_: amp) if (amp := clients.amp_endpoint_url) else amp_workspace_url,
+        ),
         # ScheduleMetric: built into Producers, it needs no client.
     }
     if kubernetes is not None:  # without a cluster, these read as unavailable

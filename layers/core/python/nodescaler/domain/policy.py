@@ -11,6 +11,7 @@ import re
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, ClassVar, Literal, Self, get_args
+from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
@@ -169,6 +170,121 @@ class CloudWatchSource(Spec):
         if self.metric is not None and self.metrics:
             raise ValueError("metrics (the ids of an expression) need an expression")
         return self
+
+
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$")
+_WORKSPACE_ID = re.compile(r"^ws-[A-Za-z0-9-]{1,64}$")
+_WORKSPACE_ARN = re.compile(
+    r"^arn:aws[a-z-]*:aps:(?P<region>[a-z0-9-]+):(?P<account>\d{12}):"
+    r"workspace/(?P<id>ws-[A-Za-z0-9-]{1,64})$"
+)
+_SECRET = re.compile(
+    r"^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:)?[A-Za-z0-9/_+=.@-]{1,512}$"
+)
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class PrometheusSource(Spec):
+    """A PromQL instant query whose answer is one number: a scalar or a single series. Sent
+    to an Amazon Managed Service for Prometheus `workspace` (its ARN, or its id and
+    `region`: signed with SigV4), or to any Prometheus-compatible `serverAddress` (with a
+    bearer token from the Secrets Manager secret `bearerTokenSecret`, if it asks for one)."""
+
+    query: Annotated[str, Field(min_length=1, max_length=10_000)]
+    server_address: str | None = None
+    workspace: str | None = None
+    region: str | None = None
+    bearer_token_secret: str | None = None
+    timeout_seconds: Annotated[float, Field(strict=True, gt=0, le=20, allow_inf_nan=False)] = 5
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, query: str) -> str:
+        if not query.strip():
+            raise ValueError("query is blank")
+        return query
+
+    @field_validator("server_address")
+    @classmethod
+    def _http_address(cls, address: str) -> str:
+        url = urlsplit(address)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ValueError(f"serverAddress {address!r} must be an http:// or https:// URL")
+        if url.username or url.password:
+            raise ValueError("serverAddress must hold no credentials: use bearerTokenSecret")
+        if url.query or url.fragment:
+            raise ValueError(f"serverAddress {address!r} must have no query or fragment")
+        return address.rstrip("/")
+
+    @field_validator("workspace")
+    @classmethod
+    def _workspace_id_or_arn(cls, workspace: str) -> str:
+        if not (_WORKSPACE_ID.match(workspace) or _WORKSPACE_ARN.match(workspace)):
+            raise ValueError(
+                f"workspace {workspace!r} must be an Amazon Managed Service for Prometheus "
+                "workspace id (ws-...) or its ARN (arn:aws:aps:<region>:<account>:workspace/ws-...)"
+            )
+        return workspace
+
+    @field_validator("region")
+    @classmethod
+    def _aws_region(cls, region: str) -> str:
+        if not _REGION.match(region):
+            raise ValueError(f"region {region!r} is not an AWS region name such as eu-west-1")
+        return region
+
+    @field_validator("bearer_token_secret")
+    @classmethod
+    def _secret_name_or_arn(cls, secret: str) -> str:
+        if not _SECRET.match(secret):
+            raise ValueError(
+                f"bearerTokenSecret {secret!r} must be a Secrets Manager secret's name or ARN"
+            )
+        return secret
+
+    @model_validator(mode="after")
+    def _one_endpoint(self) -> Self:
+        if (self.server_address is None) == (self.workspace is None):
+            raise ValueError("give exactly one of serverAddress or workspace")
+        if self.workspace is not None:
+            if self.bearer_token_secret is not None:
+                raise ValueError(
+                    "bearerTokenSecret is for a serverAddress: a workspace's queries are "
+                    "signed with the function's role (SigV4)"
+                )
+            arn = _WORKSPACE_ARN.match(self.workspace)
+            if arn and self.region is not None and self.region != arn["region"]:
+                raise ValueError(
+                    f"region {self.region} differs from the workspace ARN's {arn['region']}"
+                )
+        elif self.region is not None:
+            raise ValueError("region is for a workspace given by its id")
+        if self.bearer_token_secret is not None and self.server_address is not None:
+            url = urlsplit(self.server_address)
+            if url.scheme != "https" and url.hostname not in _LOOPBACK:
+                raise ValueError(
+                    "a bearer token is sent only over https: serverAddress "
+                    f"{self.server_address!r} is http"
+                )
+        return self
+
+    @property
+    def workspace_id(self) -> str | None:
+        if self.workspace is None:
+            return None
+        arn = _WORKSPACE_ARN.match(self.workspace)
+        return arn["id"] if arn else self.workspace
+
+    @property
+    def workspace_region(self) -> str | None:
+        """The workspace's region when the policy says it (None: the function's own)."""
+        arn = _WORKSPACE_ARN.match(self.workspace or "")
+        return arn["region"] if arn else self.region
+
+    @property
+    def endpoint(self) -> str:
+        """Where the query goes, as explain and errors name it."""
+        return self.server_address or f"workspace {self.workspace}"
 
 
 def _fires_every_year(expression: str) -> bool:
@@ -512,6 +628,11 @@ class CloudWatchMetric(MetricBase):
         return "cloudWatch.periodSeconds", self.cloud_watch.period_seconds
 
 
+class PrometheusMetric(MetricBase):
+    type: Literal["Prometheus"]
+    prometheus: PrometheusSource
+
+
 class ScheduleMetric(MetricBase):
     """Its reading is the scheduled replica count, so the natural target is 1 per replica."""
 
@@ -570,7 +691,8 @@ MetricSpec = Annotated[
     | ScheduleMetric
     | CapacityReservationMetric
     | PendingPodsMetric
-    | PredictiveMetric,
+    | PredictiveMetric
+    | PrometheusMetric,
     Field(discriminator="type"),
 ]
 # The `type` tags, from the union above: a metric type is declared there and nowhere else.
