@@ -63,7 +63,12 @@ class EvaluateFunction:
                     "SetDesiredCapacity",
                     "SetInstanceProtection",
                     "TerminateInstanceInAutoScalingGroup",
-                    "PutWarmPool",  # sized from a warmPool forecast
+                    # only where a policy's forecast sizes warm pools
+                    *(
+                        ["PutWarmPool"]
+                        if permissions.sizes_warm_pools(shared.policies.values())
+                        else []
+                    ),
                 ],
                 tags,
                 settings.cluster_name,

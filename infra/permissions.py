@@ -9,6 +9,7 @@ hooks by name (`drainGroups`), which need not be opted in.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from urllib.parse import urlparse
 
@@ -16,7 +17,12 @@ from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 from nodescaler.config import CustomExpanderSpec, ExpanderSpec
 from nodescaler.domain.optin import TagNames
-from nodescaler.domain.policy import NodeGroupPolicy, PrometheusMetric, SqsQueueMetric
+from nodescaler.domain.policy import (
+    NodeGroupPolicy,
+    PredictiveMetric,
+    PrometheusMetric,
+    SqsQueueMetric,
+)
 
 
 def group_arn(name: str) -> str:
@@ -40,6 +46,16 @@ def describe_node_groups(*more: str) -> iam.PolicyStatement:
     permissions)."""
     actions = ["DescribeAutoScalingGroups", *more]
     return iam.PolicyStatement(actions=[f"autoscaling:{a}" for a in actions], resources=["*"])
+
+
+def sizes_warm_pools(policies: Iterable[NodeGroupPolicy]) -> bool:
+    """Whether any policy's forecast keeps a warm pool (`warmPool`): only then may evaluate
+    PutWarmPool."""
+    return any(
+        isinstance(m, PredictiveMetric) and m.predictive.warm_pool
+        for policy in policies
+        for m in policy.spec.metrics
+    )
 
 
 def write_opted_in_groups(
@@ -174,9 +190,10 @@ def query_prometheus(policies: Iterable[NodeGroupPolicy]) -> list[iam.PolicyStat
 
 def secret_arn(secret: str) -> str:
     """A secret as a policy names it: its ARN, or its name, whose ARN ends in a dash and six
-    characters Secrets Manager chose."""
+    characters Secrets Manager chose. A partial ARN (the name without those six) gets the
+    same wildcard: as written it would match no secret, and the read would be refused."""
     if secret.startswith("arn:"):
-        return secret
+        return secret if re.search(r"-[A-Za-z0-9]{6}$", secret) else f"{secret}-??????"
     return (
         f"arn:{Aws.PARTITION}:secretsmanager:{Aws.REGION}:{Aws.ACCOUNT_ID}:secret:{secret}-??????"
     )

@@ -78,10 +78,20 @@ def test_the_forecast_growth_is_kept_warm_and_the_size_follows_the_live_metrics(
     deployment.deploy()
     make_asg("trainers", tags=WARM, max_size=40)
     client("autoscaling").put_warm_pool(
-        AutoScalingGroupName="trainers", MinSize=1, PoolState="Hibernated"
+        AutoScalingGroupName="trainers",
+        MinSize=1,
+        PoolState="Hibernated",
+        InstanceReusePolicy={"ReuseOnScaleIn": True},
     )
     learnt_a_day(deployment, "trainers")
     training_tasks(8)
+    writes: list[str] = []
+    deployment.clients.autoscaling.meta.events.register(
+        "before-call.auto-scaling.*",
+        lambda model, **_: (
+            writes.append(model.name) if not model.name.startswith("Describe") else None
+        ),
+    )
 
     # When it is evaluated, twice
     deployment.tick()
@@ -95,7 +105,10 @@ def test_the_forecast_growth_is_kept_warm_and_the_size_follows_the_live_metrics(
         "MinSize": 8,
         "MaxGroupPreparedCapacity": 8,
         "PoolState": "Hibernated",
+        "InstanceReusePolicy": {"ReuseOnScaleIn": True},
     }
+    # after the resize: a pool shrunk first would give up what the scale-up takes
+    assert writes == ["SetDesiredCapacity", "PutWarmPool"]
     assert calls.calls["PutWarmPool"] == 1
     decision = deployment.evaluator.state.load("trainers").last_decision
     assert decision is not None

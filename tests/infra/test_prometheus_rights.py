@@ -48,6 +48,11 @@ def prometheus_policies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
             serverAddress="https://mimir.internal/prometheus",
             bearerTokenSecret="arn:aws:secretsmanager:eu-west-1:111122223333:secret:mimir-AbCdEf",
         ),
+        prometheus(
+            "token-by-partial-arn",
+            serverAddress="https://cortex.internal",
+            bearerTokenSecret="arn:aws:secretsmanager:eu-west-1:111122223333:secret:cortex",
+        ),
     ]
     document = {
         "metadata": {"name": "prom"},
@@ -80,6 +85,8 @@ def test_evaluate_may_read_only_the_token_secrets_the_policies_name(
     assert actions_of(read) == ["secretsmanager:GetSecretValue"]
     assert sorted(render(r) for r in read["Resource"]) == [
         f"arn:<AWS::Partition>:secretsmanager:<AWS::Region>:{ACCOUNT}:secret:prom/token-??????",
+        # a partial ARN, its six characters left out, matches the secret only with them
+        "arn:aws:secretsmanager:eu-west-1:111122223333:secret:cortex-??????",
         "arn:aws:secretsmanager:eu-west-1:111122223333:secret:mimir-AbCdEf",
     ]
 
@@ -100,6 +107,8 @@ def test_policies_without_prometheus_get_no_prometheus_rights(tmp_path: Path) ->
     statements = role_statements(synth(clusterName="", policiesFolder=str(tmp_path)), "evaluate")
     actions = {a for s in statements for a in actions_of(s)}
     assert not any(a.startswith(("aps:", "secretsmanager:")) for a in actions)
+    # nor, with no forecast keeping a warm pool, the right to size one
+    assert "autoscaling:PutWarmPool" not in actions
 
 
 def test_cdk_nag_finds_nothing_unsuppressed_with_prometheus_rights(

@@ -458,7 +458,7 @@ def test_resizing_is_allowed_only_on_groups_carrying_the_opt_in_tag(template: Te
         role_statements(template, "evaluate"), "autoscaling:TerminateInstanceInAutoScalingGroup"
     )
     assert removal == resize  # the same statement: opted-in groups only
-    # a warmPool forecast sizes the warm pool of the same groups, and no other
+    # a warmPool forecast (policies/web-warm.yaml) sizes the warm pool of the same groups
     warm_pool = statement_for(role_statements(template, "evaluate"), "autoscaling:PutWarmPool")
     assert warm_pool == resize
     for function in ("dispatch", "drain", "terminate"):

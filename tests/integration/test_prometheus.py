@@ -11,6 +11,7 @@ import hmac
 import json
 import re
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+from nodescaler.adapters import prometheus as prometheus_adapter
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
 from nodescaler.adapters.aws.state_table import DynamoStateStore
@@ -31,6 +33,7 @@ from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import PrometheusMetric, SqsQueueMetric
 from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
+from nodescaler.errors import PrometheusUnavailableError
 from nodescaler.service.evaluation import Evaluator, Outcome
 from nodescaler.service.policies import PolicyBook
 from nodescaler.service.producers import Producers
@@ -254,6 +257,43 @@ def test_given_an_endpoint_slower_than_the_timeout_then_the_reading_is_missing_n
     finally:
         released.set()
     assert reason == f"Prometheus query 'up' at {gate.address}: no answer within 0.3s"
+
+
+def test_given_a_slow_endpoint_then_the_other_groups_of_the_batch_are_not_held_by_it(
+    gates: Callable[..., Gate], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an endpoint that does not answer, and one producer (a warm container's)
+    released = threading.Event()
+
+    def stall(request: Received) -> tuple[int, str]:
+        released.wait(timeout=30)  # bounded: released when the test ends
+        return 503, "{}"
+
+    gate = gates(stall)
+    producer, clock = queries(), [1000.0]
+    monkeypatch.setattr(prometheus_adapter.time, "monotonic", lambda: clock[0])
+    try:
+        # When ten groups read it in one batch
+        reasons = [
+            refusal(read("up", producer, serverAddress=gate.address, timeoutSeconds=0.3))
+            for _ in range(10)
+        ]
+        # Then it was asked once: the others are told at once why it is not asked again
+        assert len(gate.received) == 1
+        assert reasons[1].endswith("no answer within 0.3s, 30s ago at most: not asked again yet")
+        # And the next tick asks it again
+        clock[0] += 31
+        refusal(read("up", producer, serverAddress=gate.address, timeoutSeconds=0.3))
+        assert len(gate.received) == 2
+    finally:
+        released.set()
+
+
+def test_given_a_throttled_query_then_it_is_unavailable_not_refused() -> None:
+    error = prometheus_adapter._http_error(
+        urllib.error.HTTPError("http://amp", 429, "Too Many Requests", None, None)  # type: ignore[arg-type]
+    )
+    assert isinstance(error, PrometheusUnavailableError) and not error.unreachable
 
 
 def test_given_a_server_error_then_the_reading_is_missing_naming_the_status(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from nodescaler.domain.documents import parse_policy
 from nodescaler.domain.policy import PrometheusMetric
 from nodescaler.errors import PolicyError
@@ -67,7 +68,8 @@ def test_given_a_workspace_then_its_id_and_region_come_from_its_arn_or_fields(
     ],
 )
 def test_given_any_target_type_then_it_is_accepted_as_for_cloudwatch(target: str) -> None:
-    assert metric("{query: up, serverAddress: 'http://p:9090'}", target).target is not None
+    written = yaml.safe_load(target)["type"]
+    assert metric("{query: up, serverAddress: 'http://p:9090'}", target).target.type == written
 
 
 BAD = [

@@ -63,11 +63,14 @@ class GaugeTarget:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 body = target.exposition().encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain; version=0.0.4")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):  # the scrape timed out first
+                    pass
 
             def log_message(self, *args: Any) -> None:  # quiet
                 pass

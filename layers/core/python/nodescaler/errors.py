@@ -120,6 +120,8 @@ class PrometheusQueryError(PermanentError):
 class PrometheusUnavailableError(RetryableError):
     """A Prometheus server did not answer in time, could not be reached or failed (5xx)."""
 
+    unreachable = False  # no answer at all (timed out, refused): not asked again for a while
+
 
 # --- the cluster and draining ------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.client
 import json
 import math
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -112,9 +113,20 @@ def _http_error(error: urllib.error.HTTPError) -> PrometheusQueryError | Prometh
         return PrometheusQueryError(f"query refused as malformed ({what})")
     if error.code in (401, 403):
         return PrometheusQueryError(f"not authorized ({what})")
-    if error.code >= 500:
+    if error.code >= 500 or error.code == 429:  # 429: throttled (AMP), as a 503
         return PrometheusUnavailableError(f"server error ({what})")
     return PrometheusQueryError(f"query failed ({what})")
+
+
+# How long an endpoint that did not answer (a timeout, refused or reset) is not asked again:
+# less than a tick, so each tick asks it once, as the Kubernetes API server is
+DOWN_SECONDS = 30.0
+
+
+def _unreachable(why: str) -> PrometheusUnavailableError:
+    error = PrometheusUnavailableError(why)
+    error.unreachable = True
+    return error
 
 
 class PrometheusQueries:
@@ -139,6 +151,9 @@ class PrometheusQueries:
         self._amp_url = amp_url
         self._tokens: dict[str, str] = {}  # secret → token, for the warm container
         self._opener = urllib.request.build_opener(_NoRedirects)
+        # endpoint → (until when, why): one that did not answer is not waited on again by
+        # the other groups of the same batch, which would time the whole batch out
+        self._down: dict[str, tuple[float, str]] = {}
 
     def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
         assert isinstance(metric, PrometheusMetric)
@@ -153,6 +168,19 @@ class PrometheusQueries:
         return MetricReading(value=value, at=now, detail=f"{value:g} ({shape})")
 
     def query(self, source: PrometheusSource) -> tuple[float, str]:
+        until, why = self._down.get(source.endpoint, (0.0, ""))
+        if time.monotonic() < until:
+            raise PrometheusUnavailableError(
+                f"{why}, {DOWN_SECONDS:g}s ago at most: not asked again yet"
+            )
+        try:
+            return self._query(source)
+        except PrometheusUnavailableError as error:
+            if error.unreachable:
+                self._down[source.endpoint] = (time.monotonic() + DOWN_SECONDS, str(error))
+            raise
+
+    def _query(self, source: PrometheusSource) -> tuple[float, str]:
         request = self._request(source)
         try:
             with self._opener.open(request, timeout=source.timeout_seconds) as response:
@@ -166,9 +194,9 @@ class PrometheusQueries:
         except urllib.error.URLError as error:
             if isinstance(error.reason, TimeoutError):
                 raise self._timeout(source) from None
-            raise PrometheusUnavailableError(f"unreachable ({error.reason})") from None
+            raise _unreachable(f"unreachable ({error.reason})") from None
         except (OSError, http.client.HTTPException) as error:
-            raise PrometheusUnavailableError(f"connection failed ({error!r})") from None
+            raise _unreachable(f"connection failed ({error!r})") from None
         if len(body) > MAX_ANSWER_BYTES:
             raise PrometheusQueryError(
                 f"an answer over {MAX_ANSWER_BYTES:,} bytes (many series), where a metric "
@@ -178,7 +206,7 @@ class PrometheusQueries:
 
     @staticmethod
     def _timeout(source: PrometheusSource) -> PrometheusUnavailableError:
-        return PrometheusUnavailableError(f"no answer within {source.timeout_seconds:g}s")
+        return _unreachable(f"no answer within {source.timeout_seconds:g}s")
 
     def _request(self, source: PrometheusSource) -> urllib.request.Request:
         body = urlencode({"query": source.query}).encode()

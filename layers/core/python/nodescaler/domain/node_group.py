@@ -23,6 +23,7 @@ class WarmPool:
     min_size: int
     max_prepared: int | None  # MaxGroupPreparedCapacity; None when unset
     pool_state: str  # Stopped, Running or Hibernated
+    reuse_on_scale_in: bool | None = None  # its InstanceReusePolicy, None when unset
 
     def holds(self, size: int) -> bool:
         """Whether the pool is set to exactly `size` instances."""

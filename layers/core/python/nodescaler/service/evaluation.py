@@ -22,7 +22,7 @@ from nodescaler.domain.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.optin import is_managed
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.readings import Reading
-from nodescaler.domain.warm_pool import plan_warm_pool
+from nodescaler.domain.warm_pool import WarmPoolPlan, plan_warm_pool
 from nodescaler.errors import ActuationError, RefusedError, StateConflictError
 from nodescaler.ports import Clock, ClusterView, MetricHistory, NodeGroups, StateStore
 from nodescaler.service.forecasts import named_histories
@@ -142,8 +142,8 @@ class Evaluator:
             if decision.demand is None
             else state.demand.record(now, decision.demand),
         )
-        decision, warm_problems = self._size_warm_pool(policy, group, decision, readings, dry_run)
-        problems = (*choice.problems, *warm_problems)
+        decision = self._plan_warm_pool(policy, group, decision, readings)
+        problems = choice.problems
 
         # 7. Record only, when nothing changes or the group is in dry-run.
         if decision.desired == decision.current or dry_run:
@@ -159,7 +159,9 @@ class Evaluator:
                 backoff_changed=backoff_changed,
             )
             outcome = Outcome.UNCHANGED if decision.desired == decision.current else Outcome.DRY_RUN
-            return EvaluationResult(group.name, outcome, decision, problems)
+            return self._keep_warm_pool(
+                group, EvaluationResult(group.name, outcome, decision, problems), dry_run
+            )
 
         # 8. Claim (a racing evaluation now fails its write), act, then record the scale event.
         if decision.desired > decision.current:  # watched until in service, or overdue
@@ -186,36 +188,50 @@ class Evaluator:
                 f"failed: {error}"
             ) from error
         self._record_resize(claimed, policy, problems)
-        return EvaluationResult(group.name, Outcome.ACTED, decision, problems)
+        return self._keep_warm_pool(
+            group, EvaluationResult(group.name, Outcome.ACTED, decision, problems), dry_run
+        )
 
-    def _size_warm_pool(
-        self,
+    @staticmethod
+    def _plan_warm_pool(
         policy: NodeGroupPolicy,
         group: NodeGroup,
         decision: Decision,
         readings: Mapping[str, Reading],
-        dry_run: bool,
-    ) -> tuple[Decision, tuple[str, ...]]:
-        """The warm pool a `warmPool` forecast asks for, in the decision, and kept.
-        Written only when it differs; a refusal or an AWS error is the group's problem to
-        report, never the evaluation's failure: the pool is asked again next time."""
+    ) -> Decision:
+        """The warm pool a `warmPool` forecast asks for, in the decision."""
         warm = plan_warm_pool(policy, decision, readings, group.warm_pool)
         if not warm.note:
-            return decision, ()
-        decision = decision.model_copy(
+            return decision
+        return decision.model_copy(
             update={
                 "warm_pool": warm.size,
                 "warm_pool_note": warm.note,
                 "reason": f"{decision.reason} | {warm.note}",
             }
         )
-        if dry_run or warm.size is None or not warm.changes(group.warm_pool):
-            return decision, ()
+
+    def _keep_warm_pool(
+        self, group: NodeGroup, result: EvaluationResult, dry_run: bool
+    ) -> EvaluationResult:
+        """The decided warm pool written, when it differs, after the resize: a pool shrunk
+        first would give up the warm instances the scale-up is about to take. A refusal
+        or an AWS error is the group's problem to report (kept in its state), never the
+        evaluation's failure: the pool is asked again next time."""
+        decision = result.decision
+        if dry_run or decision is None or decision.warm_pool is None:
+            return result
+        if not WarmPoolPlan(decision.warm_pool, decision.warm_pool_note).changes(group.warm_pool):
+            return result
         try:
-            self.node_groups.size_warm_pool(group, warm.size)
+            self.node_groups.size_warm_pool(group, decision.warm_pool)
         except Exception as error:
-            return decision, (f"warm pool: sizing it to {warm.size} failed: {error}",)
-        return decision, ()
+            problem = f"warm pool: sizing it to {decision.warm_pool} failed: {error}"
+            state = self.state.load(group.name)
+            problems = (*result.problems, problem)
+            self.state.save(state.after(history=state.history, problems=problems))
+            return replace(result, problems=problems)
+        return result
 
     def _which_go(
         self, group: NodeGroup, decision: Decision, now: datetime

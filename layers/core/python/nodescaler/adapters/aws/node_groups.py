@@ -46,6 +46,7 @@ def _warm_pool(asg: Mapping[str, Any]) -> WarmPool | None:
         min_size=int(configured.get("MinSize") or 0),
         max_prepared=None if prepared is None or prepared < 0 else int(prepared),
         pool_state=str(configured.get("PoolState") or "Stopped"),
+        reuse_on_scale_in=(configured.get("InstanceReusePolicy") or {}).get("ReuseOnScaleIn"),
     )
 
 
@@ -155,15 +156,16 @@ class AsgNodeGroups:
             )
 
     def size_warm_pool(self, group: NodeGroup, size: int) -> None:
-        """Keep exactly `size` instances warm (MinSize = MaxGroupPreparedCapacity), in the
-        state the operator chose for the pool."""
+        """Keep exactly `size` instances warm (MinSize = MaxGroupPreparedCapacity), the
+        rest of the pool as its operator set it: PutWarmPool replaces the whole
+        configuration, so its state and reuse policy are sent back as they were."""
         self._check_managed(group, "size its warm pool")
-        state = group.warm_pool.pool_state if group.warm_pool else "Stopped"
+        pool = group.warm_pool
+        kept: dict[str, Any] = {"PoolState": pool.pool_state if pool else "Stopped"}
+        if pool is not None and pool.reuse_on_scale_in is not None:
+            kept["InstanceReusePolicy"] = {"ReuseOnScaleIn": pool.reuse_on_scale_in}
         self._autoscaling.put_warm_pool(
-            AutoScalingGroupName=group.name,
-            MinSize=size,
-            MaxGroupPreparedCapacity=size,
-            PoolState=state,
+            AutoScalingGroupName=group.name, MinSize=size, MaxGroupPreparedCapacity=size, **kept
         )
 
     def remove_instances(self, group: NodeGroup, instance_ids: Sequence[str]) -> None:
