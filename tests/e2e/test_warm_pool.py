@@ -60,6 +60,21 @@ def write_policy(policies: Path) -> None:
     (policies / "warm-training.yaml").write_text(yaml.safe_dump(document))
 
 
+def a_trainers_group(
+    policies: Path, deployment: Deployment, tags: dict[str, str] = WARM, **pool: Any
+) -> None:
+    """The warm-training policy deployed; a group with the operator's warm pool (`pool`,
+    none when empty) and a day of its demand learnt; a queue asking for 2 nodes at 08:40,
+    where yesterday 08:45 needed 2 and 09:00 10."""
+    write_policy(policies)
+    deployment.deploy()
+    make_asg("trainers", tags=tags, max_size=40)
+    if pool:
+        client("autoscaling").put_warm_pool(AutoScalingGroupName="trainers", **pool)
+    learnt_a_day(deployment, "trainers")
+    training_tasks(8)
+
+
 def warm_pool(group: str) -> dict[str, Any] | None:
     found: dict[str, Any] | None = (
         client("autoscaling")
@@ -72,19 +87,14 @@ def warm_pool(group: str) -> dict[str, Any] | None:
 def test_the_forecast_growth_is_kept_warm_and_the_size_follows_the_live_metrics(
     policies: Path, deployment: Deployment, calls: CallCounter
 ) -> None:
-    # Given a group with a hibernated warm pool of the operator's, a day of its demand
-    # learnt, and a queue asking for 2 nodes at 08:40: yesterday 08:45 needed 2, 09:00 10
-    write_policy(policies)
-    deployment.deploy()
-    make_asg("trainers", tags=WARM, max_size=40)
-    client("autoscaling").put_warm_pool(
-        AutoScalingGroupName="trainers",
+    # Given the group with a hibernated warm pool of the operator's
+    a_trainers_group(
+        policies,
+        deployment,
         MinSize=1,
         PoolState="Hibernated",
         InstanceReusePolicy={"ReuseOnScaleIn": True},
     )
-    learnt_a_day(deployment, "trainers")
-    training_tasks(8)
     writes: list[str] = []
     deployment.clients.autoscaling.meta.events.register(
         "before-call.auto-scaling.*",
@@ -121,11 +131,7 @@ def test_the_forecast_growth_is_kept_warm_and_the_size_follows_the_live_metrics(
 def test_a_group_without_a_warm_pool_is_told_and_still_scaled(
     policies: Path, deployment: Deployment, calls: CallCounter
 ) -> None:
-    write_policy(policies)
-    deployment.deploy()
-    make_asg("trainers", tags=WARM, max_size=40)
-    learnt_a_day(deployment, "trainers")
-    training_tasks(8)
+    a_trainers_group(policies, deployment)
 
     deployment.tick()
 
@@ -140,12 +146,7 @@ def test_a_group_without_a_warm_pool_is_told_and_still_scaled(
 def test_a_refused_warm_pool_write_is_the_groups_problem_and_the_resize_still_happens(
     policies: Path, deployment: Deployment
 ) -> None:
-    write_policy(policies)
-    deployment.deploy()
-    make_asg("trainers", tags=WARM, max_size=40)
-    client("autoscaling").put_warm_pool(AutoScalingGroupName="trainers", MinSize=0)
-    learnt_a_day(deployment, "trainers")
-    training_tasks(8)
+    a_trainers_group(policies, deployment, MinSize=0)
 
     class RefusingWarmPools:
         def __init__(self, groups: Any) -> None:
@@ -172,12 +173,7 @@ def test_a_refused_warm_pool_write_is_the_groups_problem_and_the_resize_still_ha
 def test_a_group_in_dry_run_has_its_pool_decided_but_not_written(
     policies: Path, deployment: Deployment, calls: CallCounter
 ) -> None:
-    write_policy(policies)
-    deployment.deploy()
-    make_asg("trainers", tags=WARM | {"nodescaler/dry-run": "true"}, max_size=40)
-    client("autoscaling").put_warm_pool(AutoScalingGroupName="trainers", MinSize=0)
-    learnt_a_day(deployment, "trainers")
-    training_tasks(8)
+    a_trainers_group(policies, deployment, WARM | {"nodescaler/dry-run": "true"}, MinSize=0)
 
     deployment.tick()
 
