@@ -89,25 +89,6 @@ def test_a_busier_day_raises_the_forecast_by_its_level_within_bounds() -> None:
     assert "level ×1.50" in made.detail
 
 
-@pytest.mark.parametrize(
-    ("monday", "tuesday", "expected"),
-    [
-        (2, (3, 3) + (2,) * 10, 2),  # ×1.08: 2.17 stays 2 (a ceiling over it asked for 3)
-        (8, (9,) * 8 + (8,) * 4, 9),  # ×1.08: 8.67 is 9
-        (10, (8,) * 12, 8),  # ×0.8: 8
-    ],
-)
-def test_a_level_changes_the_forecast_only_where_it_comes_to_half_a_node(
-    monday: int, tuesday: tuple[int, ...], expected: int
-) -> None:
-    # Given Monday flat, and Tuesday's last hour before noon busier (or quieter), slot by slot
-    def demand(at: datetime) -> int:
-        return monday if at < MONDAY + timedelta(days=1) else tuesday[at.minute // 5]
-
-    made = forecast(recorded(1.5, demand), MONDAY + timedelta(days=1, hours=12), LEAD, UTC_ZONE)
-    assert made.replicas == expected
-
-
 def test_a_gap_in_the_history_is_unknown_not_zero() -> None:
     history = recorded(1, lambda at: 8)
     history = history.record(MONDAY + timedelta(days=1, hours=6), 8)  # nothing for 6 hours

@@ -216,10 +216,7 @@ def forecast(history: DemandHistory, now: datetime, lead: timedelta, zone: ZoneI
     if recent is not None and before_known and (then := _quantile(sorted(before_known), 0.5)):
         level = min(max(recent / then, LEVEL_BOUNDS[0]), LEVEL_BOUNDS[1])
         level_text = f", level ×{level:.2f}"
-    # the references' count, and the level's change to it only where it comes to half a
-    # node or more: a ceiling over base × level would add a node to every small count
-    # (2 × 1.1 → 3), which a level meant to follow a busier day never asked for
-    replicas = max(math.ceil(base - 1e-9) + math.floor(base * (level - 1) + 0.5), 0)
+    replicas = math.ceil(base * level - 1e-9)  # up: a forecast errs towards room
     kind = "weeks" if weekly else "days"
     shown = ", ".join(str(v) for v in references)
     return Forecast(
