@@ -24,13 +24,17 @@ setup: $(PY_READY) $(NODE_READY) $(KUBECTL_READY) $(PROMETHEUS_READY) ## Create 
 
 $(PY_READY): requirements/lock.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("nodescaler needs Python 3.11+, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --require-hashes -r requirements/lock.txt
-	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	@echo "setup: .venv with the $$(grep -c '==' requirements/lock.txt) Python packages pinned in requirements/lock.txt (about 2 minutes the first time)"
+	@start=$$SECONDS; $(PYTHON) -m venv $(VENV) \
+		&& $(BIN)/pip install --quiet --require-hashes -r requirements/lock.txt \
+		&& $(BIN)/pip install --quiet --no-deps --no-build-isolation -e . \
+		&& echo "setup: .venv ready in $$((SECONDS - start)) s"
 	@touch $@
 
 $(NODE_READY): package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	@echo "setup: the CDK CLI pinned in package-lock.json, for synth and the stack's tests"
+	@start=$$SECONDS; npm ci --no-audit --no-fund --loglevel=error \
+		&& echo "setup: node_modules ready in $$((SECONDS - start)) s"
 	@touch $@
 
 # Debian's kubectl (its pinned version in that module) unpacked into .tools/, for the tests
@@ -59,7 +63,9 @@ test: setup lint ## Lint, type-check and run every test suite
 synth: setup ## Synthesize the stack with the real CDK CLI (builds the layers, runs cdk-nag)
 	$(TEST_ENV) npx cdk synth --quiet --no-notices --no-version-reporting
 
-demo: setup ## Run the scenarios on the local sandbox (SCENARIO=file.yaml for one)
+# The demo needs Python and the Prometheus server its Prometheus scenario scrapes, not the
+# CDK CLI or kubectl.
+demo: $(PY_READY) $(PROMETHEUS_READY) ## Run the scenarios on the local sandbox (SCENARIO=file.yaml for one)
 	$(BIN)/nodescaler simulate $(SCENARIO)
 
 bench: setup ## Measure speed and memory; figures in out/bench/results.json
