@@ -3,6 +3,7 @@ from make's own dry run in a copy of the repository's build files with nothing s
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -25,10 +26,16 @@ def dry_run(target: str, tmp_path: Path) -> str:
     for name in BUILD_FILES:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
+    # as a fresh shell runs it, not as the `make test` this may run under (its MAKEFLAGS
+    # and MAKELEVEL would have make announce the directory it enters)
+    environment = {
+        k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+    }
     done = subprocess.run(
         ["make", "-n", target],
         check=False,
         cwd=tmp_path,
+        env=environment,
         capture_output=True,
         text=True,
         timeout=60,
