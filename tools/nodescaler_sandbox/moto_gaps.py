@@ -25,6 +25,8 @@ from typing import Any
 
 from botocore.awsrequest import AWSResponse
 
+from nodescaler_sandbox.provision import moto_groups
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -275,10 +277,7 @@ class MetricMath:
 
 
 def _moto_group(region: str, name: str) -> Any:
-    from moto.autoscaling.models import autoscaling_backends
-    from moto.core.models import DEFAULT_ACCOUNT_ID
-
-    return autoscaling_backends[DEFAULT_ACCOUNT_ID][region].autoscaling_groups[name]
+    return moto_groups(region)[name]
 
 
 class TerminationPolicies:

@@ -142,10 +142,7 @@ def fail_launches(ec2: Any, group: str, *, region: str) -> list[str]:
     """Undo the launches moto made for `group`, as if EC2 had had no capacity: the desired
     capacity stays, the instances are gone (moto always launches; in process, or its
     server run in this process). Returns the instance ids taken back."""
-    from moto.autoscaling.models import autoscaling_backends
-    from moto.core.models import DEFAULT_ACCOUNT_ID
-
-    moto_group = autoscaling_backends[DEFAULT_ACCOUNT_ID][region].autoscaling_groups[group]
+    moto_group = moto_groups(region)[group]
     gone = [state.instance.id for state in moto_group.instance_states]
     moto_group.instance_states = []
     if gone:
@@ -158,11 +155,17 @@ def group_sizes(region: str) -> dict[str, tuple[int, list[str]]]:
     moto's store (its server runs in this process): the sandbox's world follows the
     groups every minute, and moto renders every instance of every group on each
     DescribeAutoScalingGroups (600 instances: ~80 ms a call)."""
+    return {
+        name: (group.desired_capacity or 0, [state.instance.id for state in group.instance_states])
+        for name, group in moto_groups(region).items()
+    }
+
+
+def moto_groups(region: str) -> dict[str, Any]:
+    """moto's own Auto Scaling groups, by name (its server runs in this process): what
+    the sandbox reads, and supplies, where moto's API does not."""
     from moto.autoscaling.models import autoscaling_backends
     from moto.core.models import DEFAULT_ACCOUNT_ID
 
-    groups = autoscaling_backends[DEFAULT_ACCOUNT_ID][region].autoscaling_groups
-    return {
-        name: (group.desired_capacity or 0, [state.instance.id for state in group.instance_states])
-        for name, group in groups.items()
-    }
+    groups: dict[str, Any] = autoscaling_backends[DEFAULT_ACCOUNT_ID][region].autoscaling_groups
+    return groups

@@ -21,17 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+
+from nodescaler_sandbox.provision import moto_groups
 
 WAITING_COST = {"Stopped": 0.05, "Hibernated": 0.05, "Running": 1.0}
-
-
-def _moto_groups(region: str) -> dict[str, Any]:
-    from moto.autoscaling.models import autoscaling_backends
-    from moto.core.models import DEFAULT_ACCOUNT_ID
-
-    groups: dict[str, Any] = autoscaling_backends[DEFAULT_ACCOUNT_ID][region].autoscaling_groups
-    return groups
 
 
 @dataclass
@@ -46,7 +39,7 @@ class WarmPools:
 
     def refill(self, now: datetime) -> None:
         """Each pool to its size, as Auto Scaling keeps it."""
-        for name, group in _moto_groups(self.region).items():
+        for name, group in moto_groups(self.region).items():
             configured = group.warm_pool
             if configured is None:
                 self.pools.pop(name, None)
