@@ -106,6 +106,15 @@ def test_times_are_minutes_or_hours_and_minutes(tmp_path: Path) -> None:
             "deployments.0.priority: Input should be a valid integer",
         ),
         (("max: 3}", "max: 3, tags: [a]}"), "groups.0.tags: Input should be a valid dictionary"),
+        (
+            ("max: 3}", "max: 3, warmPool: {{poolState: Frozen}}}"),
+            "groups.0.warmPool.poolState: Input should be 'Stopped', 'Hibernated' or 'Running'",
+        ),
+        (
+            ("max: 3}", "max: 3, warmPool: {{minSize: -1}}}"),
+            "groups.0.warmPool.minSize: Input should be greater than or equal to 0",
+        ),
+        (("minutes: 10", "minutes: 10\nwarmBootMinutes: -1"), "warmBootMinutes: Input should be"),
     ],
 )
 def test_a_mistake_names_the_file_and_the_field(
