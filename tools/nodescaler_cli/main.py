@@ -11,6 +11,8 @@ from typing import Any
 from nodescaler.adapters.policy_files import load_policies, load_policy_file
 from nodescaler.errors import NodescalerError, PolicyError
 
+from nodescaler_cli.output import FORMATS
+
 DEFAULT_POLICIES = Path("policies")
 
 
@@ -64,6 +66,8 @@ def _target(args: argparse.Namespace) -> Any:
         table=args.table,
         stack=args.stack,
         cluster=args.cluster,
+        profile=args.profile,
+        output=getattr(args, "output", "table"),
     )
 
 
@@ -85,6 +89,14 @@ def _aws_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--table", help="the state table (default: from the stack's outputs)")
     command.add_argument("--stack", default="Nodescaler", help="the stack (default: Nodescaler)")
     command.add_argument("--cluster", default="", help="only groups tagged with this cluster")
+    command.add_argument("--profile", help="the AWS profile (default: your AWS configuration)")
+
+
+def _output_option(command: argparse.ArgumentParser) -> None:
+    """Every read command prints a table for people, or JSON or YAML for scripts."""
+    command.add_argument(
+        "-o", "--output", choices=FORMATS, default="table", help="table (default), json or yaml"
+    )
 
 
 FUNCTIONS = ("dispatch", "evaluate", "drain")

@@ -32,9 +32,12 @@ class Target:
     table: str | None = None
     stack: str = "Nodescaler"
     cluster: str = ""
+    profile: str | None = None
+    output: str = "table"  # table, json or yaml (nodescaler_cli.output)
 
     def client(self, service: str) -> Any:
-        return boto3.client(service, region_name=self.region, endpoint_url=self.endpoint_url)
+        session = boto3.Session(profile_name=self.profile, region_name=self.region)
+        return session.client(service, endpoint_url=self.endpoint_url)
 
     def state_table(self) -> str:
         if self.table:

@@ -1,0 +1,51 @@
+"""How read commands print: an aligned table for people, JSON or YAML for scripts.
+
+A read command builds rows (dicts with the same keys, in column order) and hands them to
+`render`. JSON and YAML print the rows as a list under a stable top-level key, so a script
+reads `.groups[].desired` whatever the table looks like; the table is for eyes only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+FORMATS = ("table", "json", "yaml")
+
+
+def render(kind: str, rows: Sequence[Mapping[str, Any]], output: str = "table") -> str:
+    """`kind` names the list in JSON and YAML (`{"groups": [...]}`)."""
+    if output == "json":
+        return json.dumps({kind: list(rows)}, indent=2, default=str, ensure_ascii=False)
+    if output == "yaml":
+        import yaml
+
+        plain = json.loads(json.dumps({kind: list(rows)}, default=str))
+        return str(yaml.safe_dump(plain, sort_keys=False, allow_unicode=True)).rstrip("\n")
+    return table(rows)
+
+
+def table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Columns padded to their widest cell, headers in capitals as kubectl prints them."""
+    if not rows:
+        return ""
+    columns = list(rows[0])
+    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+    headers = [c.upper().replace("_", " ") for c in columns]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    lines = [headers, *cells]
+    return "\n".join(
+        "   ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    )
+
+
+def _cell(value: Any) -> str:
+    if value is None or value in ("", []):
+        return "-"
+    if isinstance(value, list | tuple):
+        return "; ".join(_cell(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_cell(v)}" for k, v in value.items())
+    return str(value)
