@@ -52,7 +52,7 @@ def test_cdk_synth_builds_the_sample_with_its_layers_and_no_nag_findings(tmp_pat
     out = tmp_path / "cdk.out"
     result = cdk_synth(REPO, out)
     assert result.returncode == 0, result.stderr
-    template = json.loads((out / "Nodescaler.template.json").read_text())
+    template = json.loads((out / "nodescaler-my-cluster.template.json").read_text())
     assert any(r["Type"] == "AWS::Scheduler::Schedule" for r in template["Resources"].values())
     assets = list(out.glob("asset.*"))
     # the dependencies layer: wheels for Lambda's arm64 Python 3.14, not this machine's

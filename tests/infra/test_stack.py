@@ -17,13 +17,16 @@ from infra.settings import DeploySettings, SettingsError, load_settings
 from infra.stack import NodescalerStack
 
 REPO = Path(__file__).resolve().parents[2]
-CDK_CONTEXT = json.loads((REPO / "cdk.json").read_text())["context"]["nodescaler"]
+CDK_JSON = json.loads((REPO / "cdk.json").read_text())["context"]
+CDK_CONTEXT = CDK_JSON["nodescaler"]
+# cdk.json's feature flags, so a test's template is the one `cdk synth` makes.
+FEATURE_FLAGS = {k: v for k, v in CDK_JSON.items() if k.startswith("@aws-cdk")}
 
 
 def synth_stack(**overrides: Any) -> NodescalerStack:
     settings, policies = load_settings(CDK_CONTEXT | overrides, REPO)
     # Layers are staged unbuilt here; test_cdk_cli.py builds them with the real CLI.
-    app = cdk.App(context={"aws:cdk:bundling-stacks": []})
+    app = cdk.App(context=FEATURE_FLAGS | {"aws:cdk:bundling-stacks": []})
     return NodescalerStack(app, "Test", settings=settings, policies=policies)
 
 
