@@ -66,11 +66,11 @@ class Nodescaler(Construct):
             settings, options, policies, Path(policies_folder) if policies_folder else None
         )
         self.settings = settings
-        if folder is None:
-            folder = _written(self.policies)
+        # What the policies layer carries: the folder, or the policies given written out.
+        self.policies_folder = folder or _written(self.policies)
         self.reads_kubernetes = any(p.reads_kubernetes for p in self.policies.values())
         self.state = StateTable(self, "State", deletion_protection=settings.deletion_protection)
-        self.layers = Layers(self, "Layers", policies_folder=folder)
+        self.layers = Layers(self, "Layers", policies_folder=self.policies_folder)
 
         # The evaluation queue: one message group per node group.
         self.evaluation_dlq = secure_queue(
