@@ -118,7 +118,7 @@ def test_errors_are_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert "\n" not in err
     assert main(["status"]) == 1  # no --table, and no stack to find it in
     assert capsys.readouterr().err.startswith(
-        "nodescaler status: no --table given, and stack Nodescaler could not be read"
+        "nodescaler status: no --table given, and stack nodescaler could not be read"
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import boto3
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.state_table import DynamoStateStore
+from nodescaler.deployment import PREFIX
 from nodescaler.domain.decision import Decision, MetricOutcome, MetricStatus
 from nodescaler.domain.optin import TagNames, read_opt_in
 
@@ -30,7 +31,7 @@ class Target:
     region: str | None = None
     endpoint_url: str | None = None
     table: str | None = None
-    stack: str = "Nodescaler"
+    stack: str = PREFIX  # an unnamed deployment's stack
     cluster: str = ""
     profile: str | None = None
     output: str = "table"  # table, json or yaml (nodescaler_cli.output)
