@@ -5,9 +5,6 @@ cdk.json's `deployments` through app.py."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +16,7 @@ from nodescaler.config import DrainSettings
 from infra.settings import SettingsError, load_deployments
 from infra.stack import NodescalerStack
 from tests.infra.test_runtime import environment, matches, rule, sample
-from tests.infra.test_stack import CDK_CONTEXT, FEATURE_FLAGS, REPO
+from tests.infra.test_stack import CDK_CONTEXT, FEATURE_FLAGS, REPO, run_app
 
 # Each resource type's own name, where a template may set it.
 PHYSICAL_NAMES = {
@@ -133,22 +130,6 @@ def test_given_bad_deployments_then_settings_name_the_entry(deployments: Any, me
     with pytest.raises(SettingsError) as caught:
         load_deployments(CDK_CONTEXT | {"deployments": deployments}, REPO)
     assert message in str(caught.value)
-
-
-def run_app(tmp_path: Path, nodescaler: Any) -> subprocess.CompletedProcess[str]:
-    """app.py as the CDK CLI runs it: the context in CDK_CONTEXT_JSON, `-c nodescaler`
-    as the string the CLI passes; layers staged unbuilt."""
-    context = {"nodescaler": nodescaler, "aws:cdk:bundling-stacks": []}
-    return subprocess.run(
-        [sys.executable, str(REPO / "app.py")],
-        cwd=REPO,
-        env=os.environ
-        | {"CDK_CONTEXT_JSON": json.dumps(context), "CDK_OUTDIR": str(tmp_path / "out")},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def stacks_in(tmp_path: Path) -> dict[str, dict[str, Any]]:
