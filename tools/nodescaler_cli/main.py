@@ -58,17 +58,21 @@ def _invoke(args: argparse.Namespace) -> int:
 
 
 def _target(args: argparse.Namespace) -> Any:
+    """The command's AWS target, made once: main names the table it resolved in errors."""
     from nodescaler_cli.operator import Target
 
-    return Target(
-        region=args.region,
-        endpoint_url=args.endpoint_url,
-        table=args.table,
-        stack=args.stack,
-        cluster=args.cluster,
-        profile=args.profile,
-        output=getattr(args, "output", "table"),
-    )
+    if getattr(args, "target", None) is None:
+        args.target = Target(
+            region=args.region,
+            endpoint_url=args.endpoint_url,
+            table=args.table,
+            stack=args.stack,
+            cluster=args.cluster,
+            profile=args.profile,
+            output=getattr(args, "output", "table"),
+            config=args.config,
+        )
+    return args.target
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -90,6 +94,11 @@ def _aws_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--stack", default="Nodescaler", help="the stack (default: Nodescaler)")
     command.add_argument("--cluster", default="", help="only groups tagged with this cluster")
     command.add_argument("--profile", help="the AWS profile (default: your AWS configuration)")
+    command.add_argument(
+        "--config",
+        type=Path,
+        help="the cdk.json whose tag names to use (default: ./cdk.json when there is one)",
+    )
 
 
 def _output_option(command: argparse.ArgumentParser) -> None:
@@ -101,9 +110,36 @@ def _output_option(command: argparse.ArgumentParser) -> None:
 
 FUNCTIONS = ("dispatch", "evaluate", "drain")
 
+EXIT_CODES = """exit codes:
+  0  done
+  1  an AWS or operator problem: a missing table, stack, group, profile or credentials, an
+     unreachable endpoint, a refused call (one line on stderr says which)
+  2  bad input: a wrong command line (argparse's usage error), an invalid policy, scenario,
+     event or cdk.json file, an event the function does not take"""
+
+
+def version() -> str:
+    """The installed package's version; pyproject.toml's when run from a checkout."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("nodescaler")
+    except PackageNotFoundError:
+        import tomllib
+
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+        return str(tomllib.loads(pyproject.read_text())["project"]["version"])
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nodescaler", description="Operate and try nodescaler.")
+    parser = argparse.ArgumentParser(
+        prog="nodescaler",
+        description="Operate and try nodescaler.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     validate = commands.add_parser(
@@ -148,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
         "status", help="one row per managed group: sizes, metrics against targets, last decision"
     )
     _aws_options(status)
+    _output_option(status)
     status.set_defaults(run=_status)
 
     explain = commands.add_parser(
@@ -156,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("group", help="the Auto Scaling Group's name")
     explain.add_argument("--last", type=int, default=5, help="how many decisions (default: 5)")
     _aws_options(explain)
+    _output_option(explain)
     explain.set_defaults(run=_explain)
     return parser
 
@@ -164,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from nodescaler_cli.operator import OperatorError
+    from nodescaler_cli.operator import OperatorError, aws_problem
 
     try:
         code: int = args.run(args)
@@ -174,8 +212,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NodescalerError as error:  # a bad scenario or event file: one line, named
         print(f"nodescaler {args.command}: {error}", file=sys.stderr)
         return 2
-    except (OperatorError, BotoCoreError, ClientError) as error:
+    except OperatorError as error:
         print(f"nodescaler {args.command}: {error}", file=sys.stderr)
+        return 1
+    except (BotoCoreError, ClientError) as error:
+        problem = aws_problem(error, getattr(args, "target", None))
+        print(f"nodescaler {args.command}: {problem}", file=sys.stderr)
         return 1
     return code
 
