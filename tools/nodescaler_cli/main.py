@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from nodescaler.adapters.policy_files import load_policies, load_policy_file
-from nodescaler.errors import NodescalerError, PolicyError
+from nodescaler.errors import MalformedEventError, NodescalerError, PolicyError
 
+from nodescaler_cli.event_fit import INVOKED
 from nodescaler_cli.output import FORMATS
 
 DEFAULT_POLICIES = Path("policies")
@@ -51,7 +52,11 @@ def _invoke(args: argparse.Namespace) -> int:
     from nodescaler_sandbox import runner as scenarios
     from nodescaler_sandbox.scenario_file import load_event, load_scenario
 
+    from nodescaler_cli.event_fit import misfit
+
     incoming = load_event(args.event)
+    if problem := misfit(args.function, incoming, args.event):
+        raise MalformedEventError(problem)
     scenario = load_scenario(args.scenario or scenarios.scenario_files()[0])
     scenarios.invoke(args.function, incoming, scenario)
     return 0
@@ -107,8 +112,6 @@ def _output_option(command: argparse.ArgumentParser) -> None:
         "-o", "--output", choices=FORMATS, default="table", help="table (default), json or yaml"
     )
 
-
-FUNCTIONS = ("dispatch", "evaluate", "drain")
 
 EXIT_CODES = """exit codes:
   0  done
@@ -170,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     invoke = commands.add_parser(
         "invoke", help="run one function's handler on an event, in the sandbox"
     )
-    invoke.add_argument("function", choices=FUNCTIONS, help="the function")
+    invoke.add_argument("function", choices=INVOKED, help="the function")
     invoke.add_argument("event", type=Path, help="the event, a JSON file (see events/)")
     invoke.add_argument(
         "--scenario",
