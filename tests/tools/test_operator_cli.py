@@ -342,6 +342,28 @@ def test_status_says_why_a_group_is_rejected_before_any_evaluation(
     assert "; ".join(group["notes"]) == note
 
 
+@pytest.mark.usefixtures("evaluated")
+def test_one_group_s_unreadable_state_is_its_note_and_the_others_are_listed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given gpu-ng's state item corrupted by hand
+    client("dynamodb").update_item(
+        TableName=TABLE,
+        Key={"pk": {"S": "GROUP#gpu-ng"}, "sk": {"S": "STATE"}},
+        UpdateExpression="SET history = :v",
+        ExpressionAttributeValues={":v": {"S": "not json"}},
+    )
+    # When the operator asks for the status, then every group is listed, and gpu-ng's row
+    # says what to do about its state
+    assert main(["status", "--table", TABLE]) == 0
+    rows = {r["GROUP"]: r for r in table(capsys.readouterr().out)}
+    assert set(rows) == {"gpu-ng", "typo-ng"}
+    assert rows["gpu-ng"]["NOTES"].startswith(
+        f"state item (GROUP#gpu-ng, STATE) in {TABLE} is unreadable"
+    )
+    assert rows["gpu-ng"]["LAST DECISION"] == "never evaluated"
+
+
 def test_status_reads_the_tag_names_from_cdk_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nodescaler.adapters.policy_files import load_policies, load_policy_file
-from nodescaler.errors import MalformedEventError, NodescalerError, PolicyError
+from nodescaler.errors import MalformedEventError, NodescalerError, PolicyError, StateCorruptError
 
 from nodescaler_cli.event_fit import INVOKED
 from nodescaler_cli.output import FORMATS
@@ -205,19 +205,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from nodescaler_cli.operator import OperatorError, aws_problem
+    from nodescaler_cli.operator import OperatorError, aws_problem, one_line
 
     try:
         code: int = args.run(args)
     except PolicyError as error:
         print("\n".join(error.problems), file=sys.stderr)
         return 2
-    except NodescalerError as error:  # a bad scenario or event file: one line, named
-        print(f"nodescaler {args.command}: {error}", file=sys.stderr)
-        return 2
-    except OperatorError as error:
-        print(f"nodescaler {args.command}: {error}", file=sys.stderr)
+    except (OperatorError, StateCorruptError) as error:  # what is in AWS, not what was given
+        print(f"nodescaler {args.command}: {one_line(error)}", file=sys.stderr)
         return 1
+    except NodescalerError as error:  # a bad scenario, event or cdk.json file: one line, named
+        print(f"nodescaler {args.command}: {one_line(error)}", file=sys.stderr)
+        return 2
     except (BotoCoreError, ClientError) as error:
         problem = aws_problem(error, getattr(args, "target", None))
         print(f"nodescaler {args.command}: {problem}", file=sys.stderr)

@@ -164,6 +164,11 @@ class Target:
         write("\n\n".join(filter(None, (render(kind, shown) for shown in tables))))
 
 
+def one_line(error: BaseException) -> str:
+    """An error's message on one line (pydantic's, inside some, spans several)."""
+    return " ".join(str(error).split())
+
+
 def _code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
@@ -192,7 +197,7 @@ def aws_problem(error: BotoCoreError | ClientError, target: Target | None = None
     if isinstance(error, ConnectionError):
         endpoint = error.kwargs.get("endpoint_url") or (target and target.endpoint_url) or "AWS"
         return f"cannot reach {endpoint} (is --endpoint-url right, and the network up?)"
-    return " ".join(str(error).split())
+    return one_line(error)
 
 
 # The state table's operations: a ResourceNotFoundException from one of them is the table.
@@ -295,7 +300,7 @@ def status_rows(target: Target, now: datetime) -> list[tuple[dict[str, Any], dic
         try:
             state = store.load(group.name)
         except StateCorruptError as error:
-            state = GroupState(group=group.name, problems=(str(error),))
+            state = GroupState(group=group.name, problems=(one_line(error),))
         decision = state.last_decision
         row = {
             "group": group.name,
