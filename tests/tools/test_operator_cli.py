@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 import socket
+import subprocess
+import sys
 import tomllib
 from datetime import timedelta
 from importlib import metadata
@@ -266,6 +268,25 @@ def test_a_missing_stack_is_named_with_its_region(capsys: pytest.CaptureFixture[
     )
 
 
+def test_a_table_that_is_not_the_state_table_is_one_line_from_aws(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given --table names some other table, keyed otherwise
+    client("dynamodb").create_table(
+        TableName="orders",
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    make_asg("gpu-ng", tags=TAGS)
+    # Then AWS's refusal is one line naming the call, the region and AWS's reason
+    assert main(["status", "--table", "orders"]) == 1
+    assert one_line(capsys) == (
+        f"nodescaler status: AWS refused GetItem in region {REGION}: ValidationException: "
+        "The provided key element does not match the schema"
+    )
+
+
 def test_the_stack_s_output_names_the_state_table(capsys: pytest.CaptureFixture[str]) -> None:
     make_state_table("from-the-stack")
     cloudformation = client("cloudformation")
@@ -505,6 +526,18 @@ def test_version_is_the_package_s(
     assert capsys.readouterr().out == expected
 
 
+def test_a_reader_that_stops_early_gets_no_traceback() -> None:
+    # `nodescaler validate | head -1`: the pipe closed before the command writes
+    command = [sys.executable, "-m", "nodescaler_cli.main", "validate", "policies"]
+    running = subprocess.Popen(
+        command, cwd=DOCS.parents[1], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert running.stdout is not None and running.stderr is not None
+    running.stdout.close()
+    error = running.stderr.read().decode()
+    assert (running.wait(), error) == (0, "")
+
+
 def test_help_documents_the_exit_codes_and_usage_errors_exit_2(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -517,6 +550,10 @@ def test_help_documents_the_exit_codes_and_usage_errors_exit_2(
         main(["status", "-o", "xml"])
     assert done.value.code == 2  # argparse's usage error, as the epilog says
     assert "invalid choice: 'xml'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as done:
+        main(["explain", "gpu-ng", "--last", "0"])
+    assert done.value.code == 2
+    assert "'0' is not a whole number of one or more" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

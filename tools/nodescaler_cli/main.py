@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -106,6 +107,17 @@ def _aws_options(command: argparse.ArgumentParser) -> None:
     )
 
 
+def _positive(text: str) -> int:
+    """A count of one or more, or argparse's usage error (exit 2)."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of one or more")
+    return number
+
+
 def _output_option(command: argparse.ArgumentParser) -> None:
     """Every read command prints a table for people, or JSON or YAML for scripts."""
     command.add_argument(
@@ -194,7 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
         "explain", help="a group's last decisions with every input and what limited them"
     )
     explain.add_argument("group", help="the Auto Scaling Group's name")
-    explain.add_argument("--last", type=int, default=5, help="how many decisions (default: 5)")
+    explain.add_argument(
+        "--last", type=_positive, default=5, help="how many decisions (default: 5)"
+    )
     _aws_options(explain)
     _output_option(explain)
     explain.set_defaults(run=_explain)
@@ -209,6 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         code: int = args.run(args)
+    except BrokenPipeError:  # `nodescaler status | head -1`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 0
     except PolicyError as error:
         print("\n".join(error.problems), file=sys.stderr)
         return 2

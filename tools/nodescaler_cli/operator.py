@@ -115,8 +115,11 @@ class Target:
     def tag_names(self) -> TagNames:
         return tag_names_from(self.config)
 
-    @cached_property
     def state_table(self) -> str:
+        return self._state_table
+
+    @cached_property  # resolved once, so an error can name it without asking again
+    def _state_table(self) -> str:
         if self.table:
             return self.table
         try:
@@ -138,7 +141,7 @@ class Target:
 
     def store(self) -> DynamoStateStore:
         return DynamoStateStore(
-            self.client("dynamodb"), self.state_table, audit_ttl=timedelta(days=30)
+            self.client("dynamodb"), self.state_table(), audit_ttl=timedelta(days=30)
         )
 
     def node_groups(self) -> AsgNodeGroups:
@@ -181,12 +184,10 @@ def aws_problem(error: BotoCoreError | ClientError, target: Target | None = None
         operation = error.operation_name
         code = _code(error)
         if code == "ResourceNotFoundException" and operation in _DYNAMODB_READS:
-            table = target.state_table if target else "the state table"
+            table = target.state_table() if target else "the state table"
             return f"state table {table} does not exist in region {region} (deployed? --table?)"
-        message = str(error.response.get("Error", {}).get("Message", "")).splitlines()
-        return f"AWS refused {operation} in region {region}: {code}: {' '.join(message)}".rstrip(
-            ": "
-        )
+        message = " ".join(str(error.response.get("Error", {}).get("Message", "")).split())
+        return f"AWS refused {operation} in region {region}: {code}: {message or '(no message)'}"
     if isinstance(error, NoCredentialsError | PartialCredentialsError):
         return "no AWS credentials found: run `aws configure`, set AWS_PROFILE or pass --profile"
     if isinstance(error, ProfileNotFound):
