@@ -385,6 +385,19 @@ def test_one_group_s_unreadable_state_is_its_note_and_the_others_are_listed(
     assert rows["gpu-ng"]["LAST DECISION"] == "never evaluated"
 
 
+def test_status_with_no_managed_group_says_which_tag_opts_one_in(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    make_state_table(TABLE)
+    make_asg("untagged")
+    assert main(["status", "--table", TABLE]) == 0
+    assert capsys.readouterr().out == (
+        "(no managed node groups: none carries nodescaler/enabled=true)\n"
+    )
+    assert main(["status", "--table", TABLE, "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"groups": []}
+
+
 def test_status_reads_the_tag_names_from_cdk_json(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
