@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import GenerateJsonSchema
 
 from nodescaler.domain.backoff import Backoff
 from nodescaler.domain.decision import Decision
@@ -25,16 +26,25 @@ SOURCE = "nodescaler"
 _BUDGET = re.compile(r"blocked by PodDisruptionBudget (\S+)")
 
 
+def _said(text: str) -> Any:
+    """A field's description: what its schema tells whoever routes the events."""
+    return Field(description=text)
+
+
 class _Detail(BaseModel):
     """What every event's detail says: which cluster and node group it is about."""
 
     model_config = ConfigDict(
-        frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        json_schema_serialization_defaults_required=True,  # always sent, so required
     )
     detail_type: ClassVar[str]
 
-    cluster: str  # the deployment's clusterName; empty when it has none
-    node_group: str
+    cluster: Annotated[str, _said("the deployment's clusterName; empty when it names none")]
+    node_group: Annotated[str, _said("the Auto Scaling group's name")]
 
     @classmethod
     def schema_name(cls) -> str:
@@ -43,41 +53,44 @@ class _Detail(BaseModel):
 
 
 class NodeGroupResized(_Detail):
-    """nodescaler changed a node group's desired capacity (not in dry-run: nothing changes)."""
+    """nodescaler changed a node group's desired capacity (never in dry-run, which changes
+    nothing)."""
 
     detail_type: ClassVar[str] = "Node Group Resized"
 
-    policy: str
+    policy: Annotated[str, _said("the scaling policy that decided")]
     direction: Literal["up", "down"]
-    previous: int  # the desired capacity before
-    desired: int  # the desired capacity asked for
-    in_service: int | None  # instances in service when decided
-    min_replicas: int
+    previous: Annotated[int, _said("the desired capacity before")]
+    desired: Annotated[int, _said("the desired capacity asked for")]
+    in_service: Annotated[int | None, _said("instances in service when decided")]
+    min_replicas: Annotated[int, _said("the policy's bounds within the group's own")]
     max_replicas: int
-    recommendation: int  # every metric combined, before behavior and limits
-    limited_by: list[str]  # what held it back from the recommendation
-    reason: str
+    recommendation: Annotated[int, _said("every metric combined, before behavior and limits")]
+    limited_by: Annotated[list[str], _said("what held it back from the recommendation")]
+    reason: Annotated[str, _said("the decision's reason, as its log line and audit item say it")]
     decided_at: AwareDatetime
 
 
 class NodeGroupBackedOff(_Detail):
-    """A scale-up failed (a launch failed, or instances not in service in time): the group
-    gets no new instances until `until`, and the expanders look elsewhere."""
+    """A scale-up failed (a launch failed, or instances were not in service in time): the
+    group gets no new instances until `until`, and the expanders look elsewhere."""
 
     detail_type: ClassVar[str] = "Node Group Backed Off"
 
     until: AwareDatetime
-    seconds: int  # this backoff's length; the next failure doubles it
-    reason: str  # what failed, in AWS's words where it gave some
+    seconds: Annotated[int, _said("this backoff's length; the next failure doubles it")]
+    reason: Annotated[str, _said("what failed, in AWS's words where it gave some")]
     failed_at: AwareDatetime
-    # the launch-failure event (dispatch), or an evaluation watching its scale-up
-    noticed_by: Literal["launch-failure-event", "evaluation"]
+    noticed_by: Annotated[
+        Literal["launch-failure-event", "evaluation"],
+        _said("Auto Scaling's launch-failure event, or an evaluation watching its scale-up"),
+    ]
 
 
 class PodLeft(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    pod: str  # namespace/name
+    pod: Annotated[str, _said("namespace/name")]
     reason: str
 
 
@@ -85,15 +98,19 @@ class _DrainDetail(_Detail):
     """A drain's end: the node, what left it and what stayed, and what Auto Scaling was told."""
 
     instance_id: str
-    node: str | None  # the Kubernetes node; None when the instance has none
+    node: Annotated[str | None, _said("the Kubernetes node; null when the instance has none")]
     cause: Literal["lifecycle-action", "spot-interruption", "rebalance-recommendation"]
-    # sent with CompleteLifecycleAction (lifecycle actions only; a Spot warning has none)
-    lifecycle_result: Literal["CONTINUE", "ABANDON"] | None
-    evicted: list[str]
-    remaining: list[PodLeft]  # still on the node at the end, and why
-    disruption_budgets: list[str]  # the PodDisruptionBudgets that refused those evictions
-    seconds: float
-    problem: str | None
+    lifecycle_result: Annotated[
+        Literal["CONTINUE", "ABANDON"] | None,
+        _said("sent with CompleteLifecycleAction; null for a Spot warning, which has none"),
+    ]
+    evicted: Annotated[list[str], _said("the pods evicted, namespace/name")]
+    remaining: Annotated[list[PodLeft], _said("still on the node at the end, and why")]
+    disruption_budgets: Annotated[
+        list[str], _said("the PodDisruptionBudgets that refused those pods' evictions")
+    ]
+    seconds: Annotated[float, _said("how long the drain took")]
+    problem: Annotated[str | None, _said("what failed, when something did")]
 
 
 class NodeDrained(_DrainDetail):
@@ -104,8 +121,8 @@ class NodeDrained(_DrainDetail):
 
 
 class NodeDrainTimedOut(_DrainDetail):
-    """Pods were still on the node at the deadline (often a PodDisruptionBudget):
-    the instance goes all the same, with `lifecycleResult`."""
+    """Pods were still on the node at the deadline (a PodDisruptionBudget, or pods slow to
+    stop): the instance goes all the same, with `lifecycleResult`."""
 
     detail_type: ClassVar[str] = "Node Drain Timed Out"
     outcome: Literal["timed-out"] = "timed-out"
@@ -226,13 +243,14 @@ def drain_finished(result: DrainResult, cluster: str, at: datetime) -> ScalingEv
 
 def event_schema(detail: type[_Detail]) -> dict[str, Any]:
     """The JSON Schema of a whole event of this detail type, as a rule's target receives it."""
-    schema = detail.model_json_schema(by_alias=True)
+    schema = detail.model_json_schema(
+        by_alias=True, mode="serialization", schema_generator=_UntitledFields
+    )
     definitions = schema.pop("$defs", {})
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": f"https://nodescaler/events/schemas/{detail.schema_name()}.json",
         "title": f"nodescaler: {detail.detail_type}",
-        "description": (detail.__doc__ or "").strip(),
+        "description": schema["description"],
         "type": "object",
         "required": ["version", "id", "detail-type", "source", "time", "region", "detail"],
         "properties": {
@@ -248,3 +266,10 @@ def event_schema(detail: type[_Detail]) -> dict[str, Any]:
         },
         "$defs": definitions,
     }
+
+
+class _UntitledFields(GenerateJsonSchema):
+    """No generated title on each field ("Nodegroup"): the field's name says it better."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
