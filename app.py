@@ -20,7 +20,9 @@ HERE = Path(__file__).resolve().parent
 
 
 def main() -> None:
-    app = cdk.App()
+    # No construct stack traces: the CLI would print a line of jsii's JavaScript above each
+    # warning (the alarms' with no destination), which says nothing to whoever deploys.
+    app = cdk.App(stack_traces=False)
     context = app.node.try_get_context(CONTEXT_KEY)
     if context is None:  # run as `python app.py`, without the CDK CLI passing cdk.json's context
         context = json.loads((HERE / "cdk.json").read_text())["context"].get(CONTEXT_KEY)

@@ -49,6 +49,7 @@ class DrainFunction:
                 max_grace_seconds=drain.max_grace_seconds,
                 drain_timeout_result=drain.timeout_result,
                 drain_groups=settings.drain_groups,  # drained though not opted in
+                **shared.events,
                 **shared.common,
             ).environment(),
             memory_mb=512,  # as evaluate: the same packages, and the Kubernetes client
@@ -70,6 +71,7 @@ class DrainFunction:
                 tags, settings.cluster_name, settings.drain_groups
             ),
             permissions.deny_tag_changes(),
+            permissions.put_scaling_events(settings.event_bus),
             permissions.describe_eks_cluster(settings.cluster_name),
         )
         shared.cluster_access(
