@@ -26,7 +26,9 @@ def main() -> None:
     # overrides with what it passes: cdk.json's own, and `-c` values (a string of JSON).
     config = Path("cdk.json") if Path("cdk.json").is_file() else HERE / "cdk.json"
     file_context = json.loads(config.read_text()).get("context", {})
-    app = cdk.App(context=file_context)
+    # No construct stack traces: the CLI would print a line of jsii's JavaScript above each
+    # warning (the alarms' with no destination), which says nothing to whoever deploys.
+    app = cdk.App(context=file_context, stack_traces=False)
     try:
         context = with_override(
             file_context.get(CONTEXT_KEY), app.node.try_get_context(CONTEXT_KEY)

@@ -39,6 +39,7 @@ class DispatchFunction:
             environment=DispatchSettings.model_construct(
                 evaluation_queue_url=shared.evaluation_queue.queue_url,
                 **shared.capacity,
+                **shared.events,
                 **shared.common,
             ).environment(),
             memory_mb=256,
@@ -54,6 +55,7 @@ class DispatchFunction:
         self.lambda_.allow(
             permissions.describe_node_groups(),
             permissions.deny_tag_changes(),
+            permissions.put_scaling_events(settings.event_bus),
             permissions.read_write_state(shared.table.table_arn, query=False),
         )
 

@@ -49,6 +49,7 @@ class DrainFunction:
                 drain_groups=settings.drain_groups,  # drained though not opted in
                 # The hook the stack creates and README has operators add: this deployment's.
                 drain_hook=settings.drain_hook,
+                **shared.events,
                 **shared.common,
             ).environment(),
             memory_mb=512,  # as evaluate: the same packages, and the Kubernetes client
@@ -70,6 +71,7 @@ class DrainFunction:
                 tags, settings.cluster_name, settings.drain_groups
             ),
             permissions.deny_tag_changes(),
+            permissions.put_scaling_events(settings.event_bus),
             permissions.describe_eks_cluster(settings.cluster_name),
         )
         shared.cluster_access(

@@ -40,6 +40,7 @@ class EvaluateFunction:
                 evaluation_queue_url=shared.evaluation_queue.queue_url,
                 dead_letter_queue_url=shared.evaluation_dead_letters.queue_url,
                 **shared.capacity,
+                **shared.events,
                 **shared.common,
             ).environment(),
             # boto3, pydantic and Powertools need ~100 MB; memory also buys CPU for cold starts.
@@ -75,6 +76,7 @@ class EvaluateFunction:
             ),
             *permissions.resize_eks_node_groups(settings.cluster_name, tags),
             permissions.deny_tag_changes(),
+            permissions.put_scaling_events(settings.event_bus),
             permissions.read_cloudwatch_metrics(),
             permissions.read_write_state(shared.table.table_arn),
         )

@@ -142,6 +142,12 @@ class Shared:
         }
 
     @property
+    def events(self) -> dict[str, Any]:
+        """dispatch, evaluate and drain put scaling events on this bus (and may, on it only:
+        `permissions.put_scaling_events`)."""
+        return {"event_bus_name": self.settings.event_bus}
+
+    @property
     def capacity(self) -> dict[str, Any]:
         """dispatch records a group's backoff after a failed launch, evaluate heeds it."""
         backoff = self.settings.backoff

@@ -39,6 +39,7 @@ AWS_SERVICES = frozenset(
         "dynamodb",
         "ec2",
         "eks",
+        "events",  # scaling events
         "lambda",
         "secretsmanager",  # a Prometheus metric's bearer token
         "sqs",

@@ -263,3 +263,13 @@ def manage_network_interfaces() -> iam.PolicyStatement:
         ],
         resources=["*"],
     )
+
+
+def put_scaling_events(bus: str) -> iam.PolicyStatement:
+    """PutEvents on the one bus the scaling events go to (a name, or another bus's ARN)."""
+    arn = (
+        bus
+        if bus.startswith("arn:")
+        else f"arn:{Aws.PARTITION}:events:{Aws.REGION}:{Aws.ACCOUNT_ID}:event-bus/{bus}"
+    )
+    return iam.PolicyStatement(actions=["events:PutEvents"], resources=[arn])

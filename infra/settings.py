@@ -18,6 +18,8 @@ from nodescaler.config import (
     CapacitySettings,
     DrainSettings,
     EvaluateSettings,
+    EventBusName,
+    EventSettings,
     ExpanderChain,
     KubernetesTimeout,
     Seconds,
@@ -170,6 +172,8 @@ class DeploySettings(_Context):
     # README shows the command for any other.
     drain_groups: list[GroupName] = []
     drain: DrainContext = DrainContext()
+    # Where each resize, backoff and drain outcome is put (README, "Scaling events").
+    event_bus: EventBusName = _default(EventSettings, "event_bus_name")
 
     @field_validator("drain_groups")
     @classmethod

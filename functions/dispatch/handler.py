@@ -22,6 +22,7 @@ from nodescaler import wiring
 from nodescaler.observability import (
     logger,
     parse_or_reject,
+    put_scaling_events,
     reject,
     report_ignored,
     report_launch_failure,
@@ -48,11 +49,14 @@ def handler(
     from nodescaler.events import dispatch as events
 
     incoming = parse_or_reject(events.parse_dispatch_event, event)
+    dispatcher = dispatcher or configured_dispatcher()
     try:
-        return dispatch(dispatcher or configured_dispatcher(), incoming)
+        return dispatch(dispatcher, incoming)
     except MalformedEventError as error:  # well-formed, but not to be believed (its time)
         reject(str(error), event_id=incoming.id)
         raise
+    finally:  # a launch failure's backoff
+        put_scaling_events(dispatcher.events)
 
 
 def dispatch(dispatcher: Dispatcher, incoming: DispatchEvent) -> dict[str, Any]:

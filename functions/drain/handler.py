@@ -23,6 +23,7 @@ from nodescaler.observability import (
     logger,
     logging_keys,
     parse_or_reject,
+    put_scaling_events,
     report_drain,
     report_drain_failure,
     report_expired,
@@ -42,16 +43,18 @@ def handler(
     incoming = parse_or_reject(parse_drain_event, event)
     if isinstance(incoming, LifecycleTestEvent):
         return acknowledge(incoming)
-    request = incoming.request
+    request, drainer = incoming.request, drainer or configured_drainer()
     with logging_keys(instance_id=request.instance_id, cause=request.cause, event_id=incoming.id):
         try:
-            result = (drainer or configured_drainer()).handle(request)
+            result = drainer.handle(request)
         except LifecycleActionExpiredError as error:
             report_expired(error)
             raise
         except DrainFailedError as error:
             report_drain_failure(error.result)
             raise
+        finally:  # the drain's outcome
+            put_scaling_events(drainer.events)
         report_drain(result)
     return asdict(result)
 

@@ -19,6 +19,7 @@ from nodescaler.events.sqs import EvaluationRecord
 from nodescaler.observability import (
     logger,
     logging_keys,
+    put_scaling_events,
     report_evaluation,
     report_evaluation_error,
     request_latency_ms,
@@ -42,7 +43,10 @@ def handler(
     if evaluator is None:
         evaluator, redelivery = configured_function()
     evaluate = partial(evaluate_record, evaluator)
-    return process(event, evaluate, EvaluationBatch(redelivery), context)
+    try:
+        return process(event, evaluate, EvaluationBatch(redelivery), context)
+    finally:  # the batch's resizes and backoffs, in one PutEvents
+        put_scaling_events(evaluator.events)
 
 
 def evaluate_record(evaluator: Evaluator, record: EvaluationRecord) -> str:

@@ -15,8 +15,10 @@ from typing import Any
 
 import boto3
 import pytest
+from jsonschema import Draft202012Validator
 from nodescaler import wiring
 from nodescaler.config import DispatchSettings, EvaluateSettings
+from nodescaler.domain.scaling_events import DETAILS, SOURCE
 from nodescaler.metric_names import SERVICE
 from nodescaler_sandbox.lambda_local import Delivery, LocalContext, SqsEventSource
 
@@ -31,6 +33,7 @@ aws, calls = moto_aws.aws, moto_aws.calls  # the moto fixtures
 ROOT = Path(__file__).parents[2]
 EVENTS = ROOT / "events"
 TABLE = "nodescaler-state"
+FORMAT_CHECKER = Draft202012Validator.FORMAT_CHECKER
 
 
 def event(name: str, **changes: Any) -> dict[str, Any]:
@@ -172,3 +175,42 @@ def output(capsys: pytest.CaptureFixture[str]) -> Iterator[Any]:
     functions_logger.addHandler(lines)
     yield lambda: Output(lines.lines, capsys.readouterr().out)
     functions_logger.removeHandler(lines)
+
+
+class ScalingEventsCaught:
+    """What a user's rule on `source: nodescaler` delivers to its SQS queue, each event
+    checked against its detail type's schema in events/schemas/ as it is read."""
+
+    def __init__(self) -> None:
+        sqs, bus = (
+            boto3.client("sqs", region_name=REGION),
+            boto3.client("events", region_name=REGION),
+        )
+        self._sqs = sqs
+        self._url = sqs.create_queue(QueueName="scaling-events")["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=self._url, AttributeNames=["QueueArn"])
+        bus.put_rule(Name="scaling-events", EventPattern=json.dumps({"source": [SOURCE]}))
+        bus.put_targets(
+            Rule="scaling-events",
+            Targets=[{"Id": "queue", "Arn": arn["Attributes"]["QueueArn"]}],
+        )
+
+    def read(self) -> list[dict[str, Any]]:
+        """The events delivered since the last read, each valid against its schema."""
+        caught: list[dict[str, Any]] = []
+        while messages := self._sqs.receive_message(QueueUrl=self._url, MaxNumberOfMessages=10).get(
+            "Messages", []
+        ):
+            for message in messages:
+                caught.append(json.loads(message["Body"]))
+                self._sqs.delete_message(QueueUrl=self._url, ReceiptHandle=message["ReceiptHandle"])
+        for caught_event in caught:
+            (detail,) = [d for d in DETAILS if d.detail_type == caught_event["detail-type"]]
+            schema = json.loads((EVENTS / "schemas" / f"{detail.schema_name()}.json").read_text())
+            Draft202012Validator(schema, format_checker=FORMAT_CHECKER).validate(caught_event)
+        return caught
+
+
+@pytest.fixture
+def scaling_events() -> ScalingEventsCaught:
+    return ScalingEventsCaught()

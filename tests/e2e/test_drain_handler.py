@@ -28,8 +28,8 @@ from nodescaler_sandbox.moto_gaps import LifecycleActionRecorder
 from functions.drain import handler as drain
 from tests.aws import REGION, client, make_asg, make_evaluation_queue
 from tests.builders import VirtualClock
-from tests.e2e.conftest import event
-from tests.kube import kubeconfig, node, pod
+from tests.e2e.conftest import ScalingEventsCaught, event
+from tests.kube import kubeconfig, node, pdb, pod
 
 NODE = "ip-10-0-1-23.eu-west-1.compute.internal"
 LIFECYCLE = event("lifecycle-terminate.json")["detail"]
@@ -204,7 +204,7 @@ def test_an_expired_lifecycle_action_is_logged_counted_and_raised_for_the_dead_l
 
 
 def test_a_drain_that_fails_completes_the_action_then_fails_the_invocation(
-    function: DrainFunction, output: Any
+    function: DrainFunction, output: Any, scaling_events: ScalingEventsCaught
 ) -> None:
     function.node_for(LIFECYCLE["EC2InstanceId"], "web-0")
     hold(function)
@@ -222,6 +222,12 @@ def test_a_drain_that_fails_completes_the_action_then_fails_the_invocation(
     )
     assert "Traceback" in error["exception"]
     assert printed.metric("DrainFailures", "web") == [1]
+    (failed,) = scaling_events.read()  # told all the same, with what failed
+    assert (failed["detail-type"], failed["detail"]["lifecycleResult"]) == (
+        "Node Drain Failed",
+        "CONTINUE",
+    )
+    assert failed["detail"]["problem"].startswith("KubernetesUnavailableError: Kubernetes API: 401")
 
 
 def test_the_hooks_test_notification_is_acknowledged_without_draining(output: Any) -> None:
@@ -273,3 +279,53 @@ def test_the_handler_returns_what_lambda_can_serialize(function: DrainFunction) 
     assert json.loads(json.dumps(function(event("lifecycle-terminate.json"))))["outcome"] == (
         "drained"
     )
+
+
+def test_a_drained_node_is_told_once_on_eventbridge_after_its_action_completed(
+    function: DrainFunction, scaling_events: ScalingEventsCaught
+) -> None:
+    function.node_for(LIFECYCLE["EC2InstanceId"], "web-0", "web-1")
+    hold(function)
+
+    function(event("lifecycle-terminate.json"))
+
+    (drained,) = scaling_events.read()
+    assert drained["detail-type"] == "Node Drained"
+    assert drained["detail"] | {"seconds": 0} == {
+        "cluster": "",
+        "nodeGroup": "web",
+        "instanceId": LIFECYCLE["EC2InstanceId"],
+        "node": NODE,
+        "cause": "lifecycle-action",
+        "lifecycleResult": "CONTINUE",
+        "evicted": ["default/web-0", "default/web-1"],
+        "remaining": [],
+        "disruptionBudgets": [],
+        "seconds": 0,
+        "problem": None,
+        "outcome": "drained",
+    }
+
+
+def test_a_drain_a_budget_holds_past_its_deadline_is_told_naming_the_budget(
+    function: DrainFunction, scaling_events: ScalingEventsCaught
+) -> None:
+    function.node_for(LIFECYCLE["EC2InstanceId"])
+    for name in ("web-0", "web-1"):
+        function.server.cluster.put("pods", pod(name, NODE, labels={"app": "web"}))
+    function.server.cluster.put(
+        "poddisruptionbudgets", pdb("web-pdb", {"app": "web"}, minAvailable=1)
+    )
+    hold(function)
+
+    function(event("lifecycle-terminate.json"))
+
+    (timed_out,) = scaling_events.read()
+    assert timed_out["detail-type"] == "Node Drain Timed Out"
+    detail = timed_out["detail"]
+    assert (detail["disruptionBudgets"], detail["lifecycleResult"], detail["evicted"]) == (
+        ["default/web-pdb"],
+        "CONTINUE",
+        ["default/web-0"],
+    )
+    assert [p["pod"] for p in detail["remaining"]] == ["default/web-1"]

@@ -24,7 +24,7 @@ from tests.aws import (
     make_asg,
 )
 from tests.builders import VirtualClock
-from tests.e2e.conftest import TABLE, Deployment, event
+from tests.e2e.conftest import TABLE, Deployment, ScalingEventsCaught, event
 from tests.e2e.test_kubernetes_path import BATCH_POLICY, group_at_zero, launch_template
 from tests.kube import kubeconfig, node, pod
 
@@ -170,7 +170,10 @@ def test_failures_double_the_backoff_and_a_redelivered_event_counts_once(
 
 
 def test_without_the_event_a_failed_scaling_activity_backs_the_group_off(
-    airbnb: Deployment, activities: ScalingActivities, output: Any
+    airbnb: Deployment,
+    activities: ScalingActivities,
+    output: Any,
+    scaling_events: ScalingEventsCaught,
 ) -> None:
     airbnb.tick()
     fail_launches("spot-ng")
@@ -186,6 +189,12 @@ def test_without_the_event_a_failed_scaling_activity_backs_the_group_off(
     (activity,) = [a["ActivityId"] for a in activities.activities]
     launch_failure(airbnb, "spot-ng", activity)
     assert backoff_of("spot-ng").seconds == 300
+    told = [
+        e["detail"] for e in scaling_events.read() if e["detail-type"] == "Node Group Backed Off"
+    ]
+    assert [(d["nodeGroup"], d["noticedBy"], d["reason"]) for d in told] == [
+        ("spot-ng", "evaluation", "InsufficientInstanceCapacity")
+    ]
 
 
 def test_instances_that_never_become_ready_nodes_back_the_group_off(

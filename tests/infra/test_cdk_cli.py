@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from infra.alarms import ALARMS_GO_NOWHERE
 from infra.layers import AWS_SERVICES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,6 +59,9 @@ def test_cdk_synth_builds_the_sample_with_its_layers_and_no_nag_findings(tmp_pat
     assert result.returncode == 0, result.stderr
     # cdk.json sets every recommended feature flag: the CLI has none to warn of
     assert "feature flags are not configured" not in result.stdout + result.stderr
+    # The sample sends its alarms nowhere: said once, in words, with no jsii trace before it.
+    assert result.stderr.count(f"WARNING {ALARMS_GO_NOWHERE}") == 1
+    assert "program.js" not in result.stderr
     template = json.loads((out / "nodescaler-my-cluster.template.json").read_text())
     assert any(r["Type"] == "AWS::Scheduler::Schedule" for r in template["Resources"].values())
     assets = list(out.glob("asset.*"))

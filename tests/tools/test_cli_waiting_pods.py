@@ -19,6 +19,7 @@ from tests.builders import VirtualClock
 from tests.e2e.conftest import TABLE, Deployment
 from tests.e2e.test_kubernetes_path import BATCH_POLICY, group_at_zero, launch_template
 from tests.kube import kubeconfig, pod
+from tests.tools.test_operator_cli import table
 
 GPU_TAINT = {"k8s.io/cluster-autoscaler/node-template/taint/nvidia.com/gpu": "true:NoSchedule"}
 NOT_HERE = {
@@ -63,12 +64,12 @@ def test_status_names_the_pods_that_fit_no_group_and_why_not_each_group(
     assert main(["status", "--table", TABLE]) == 0
     # Then each group's row counts the waiting pods, names the first, and why it does not
     # fit that group (the plain pod has its node coming: it is not waiting)
-    rows = {r.split(" | ")[0]: r for r in capsys.readouterr().out.splitlines()[1:]}
-    assert rows["general-ng"].startswith("general-ng | batch | 1 → 1 | ")
-    assert rows["gpu-ng"].startswith("gpu-ng | batch | 0 → 0 | ")
+    rows = {r["GROUP"]: r for r in table(capsys.readouterr().out)}
+    assert [rows["general-ng"][c] for c in ("POLICY", "CURRENT", "DESIRED")] == ["batch", "1", "1"]
+    assert [rows["gpu-ng"][c] for c in ("POLICY", "CURRENT", "DESIRED")] == ["batch", "0", "0"]
     for group, why in NOT_HERE.items():
-        assert rows[group].endswith(
-            f" | 2 pods fit no group: default/gpu-job and 1 more (here: {why})"
+        assert rows[group]["NOTES"] == (
+            f"2 pods fit no group: default/gpu-job and 1 more (here: {why})"
         )
 
 
@@ -80,9 +81,9 @@ def test_explain_names_a_pod_that_fits_no_group_and_why_for_every_group(
     assert main(["explain", "gpu-ng", "--table", TABLE]) == 0
     # Then its pending-pods line counts the waiting pods and names the first, and why not,
     # group by group
-    out = capsys.readouterr().out
-    assert "hold at 0" in out.splitlines()[0]
+    decided, readings = capsys.readouterr().out.split("\n\n")
+    assert table(decided)[0]["REASON"] == "hold at 0"
     assert (
         f"2 fit no group (default/gpu-job: general-ng: {NOT_HERE['general-ng']}; "
         f"gpu-ng: {NOT_HERE['gpu-ng']}; ...)"
-    ) in out
+    ) in table(readings)[0]["DETAIL"]

@@ -30,3 +30,12 @@ def test_given_the_dispatch_handler_when_imported_then_pydantic_waits_for_the_fi
 def test_given_the_drain_handler_when_imported_then_no_policy_module_is_loaded() -> None:
     loaded = loaded_by_import("functions.drain.handler")
     assert {"yaml", "nodescaler.domain.policy", "nodescaler.domain.documents"} & loaded == set()
+
+
+def test_given_any_handler_when_imported_then_scaling_events_wait_for_the_first_one() -> None:
+    for function in ("dispatch", "evaluate", "drain"):
+        loaded = loaded_by_import(f"functions.{function}.handler")
+        assert {
+            "nodescaler.domain.scaling_events",
+            "nodescaler.adapters.aws.event_bus",
+        } & loaded == set(), function

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from nodescaler.adapters.policy_files import load_policies, load_policy_file
-from nodescaler.errors import NodescalerError, PolicyError
+from nodescaler.errors import MalformedEventError, NodescalerError, PolicyError, StateCorruptError
 
+from nodescaler_cli.event_fit import INVOKED
 from nodescaler_cli.output import FORMATS
 
 DEFAULT_POLICIES = Path("policies")
@@ -51,24 +53,32 @@ def _invoke(args: argparse.Namespace) -> int:
     from nodescaler_sandbox import runner as scenarios
     from nodescaler_sandbox.scenario_file import load_event, load_scenario
 
+    from nodescaler_cli.event_fit import misfit
+
     incoming = load_event(args.event)
+    if problem := misfit(args.function, incoming, args.event):
+        raise MalformedEventError(problem)
     scenario = load_scenario(args.scenario or scenarios.scenario_files()[0])
     scenarios.invoke(args.function, incoming, scenario)
     return 0
 
 
 def _target(args: argparse.Namespace) -> Any:
+    """The command's AWS target, made once: main names the table it resolved in errors."""
     from nodescaler_cli.operator import Target
 
-    return Target(
-        region=args.region,
-        endpoint_url=args.endpoint_url,
-        table=args.table,
-        stack=_stack(args),
-        cluster=args.cluster,
-        profile=args.profile,
-        output=getattr(args, "output", "table"),
-    )
+    if getattr(args, "target", None) is None:
+        args.target = Target(
+            region=args.region,
+            endpoint_url=args.endpoint_url,
+            table=args.table,
+            stack=_stack(args),
+            cluster=args.cluster,
+            profile=args.profile,
+            output=getattr(args, "output", "table"),
+            config=args.config,
+        )
+    return args.target
 
 
 def _stack(args: argparse.Namespace) -> str:
@@ -104,6 +114,22 @@ def _aws_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--stack", help="the stack (default: nodescaler-<deployment>)")
     command.add_argument("--cluster", default="", help="only groups tagged with this cluster")
     command.add_argument("--profile", help="the AWS profile (default: your AWS configuration)")
+    command.add_argument(
+        "--config",
+        type=Path,
+        help="the cdk.json whose tag names to use (default: ./cdk.json when there is one)",
+    )
+
+
+def _positive(text: str) -> int:
+    """A count of one or more, or argparse's usage error (exit 2)."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of one or more")
+    return number
 
 
 def _output_option(command: argparse.ArgumentParser) -> None:
@@ -113,11 +139,36 @@ def _output_option(command: argparse.ArgumentParser) -> None:
     )
 
 
-FUNCTIONS = ("dispatch", "evaluate", "drain")
+EXIT_CODES = """exit codes:
+  0  done
+  1  an AWS or operator problem: a missing table, stack, group, profile or credentials, an
+     unreachable endpoint, a refused call (one line on stderr says which)
+  2  bad input: a wrong command line (argparse's usage error), an invalid policy, scenario,
+     event or cdk.json file, an event the function does not take"""
+
+
+def version() -> str:
+    """The installed package's version; pyproject.toml's when run from a checkout."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("nodescaler")
+    except PackageNotFoundError:
+        import tomllib
+
+        pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+        return str(tomllib.loads(pyproject.read_text())["project"]["version"])
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nodescaler", description="Operate and try nodescaler.")
+    parser = argparse.ArgumentParser(
+        prog="nodescaler",
+        description="Operate and try nodescaler.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     validate = commands.add_parser(
@@ -148,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     invoke = commands.add_parser(
         "invoke", help="run one function's handler on an event, in the sandbox"
     )
-    invoke.add_argument("function", choices=FUNCTIONS, help="the function")
+    invoke.add_argument("function", choices=INVOKED, help="the function")
     invoke.add_argument("event", type=Path, help="the event, a JSON file (see events/)")
     invoke.add_argument(
         "--scenario",
@@ -162,14 +213,18 @@ def build_parser() -> argparse.ArgumentParser:
         "status", help="one row per managed group: sizes, metrics against targets, last decision"
     )
     _aws_options(status)
+    _output_option(status)
     status.set_defaults(run=_status)
 
     explain = commands.add_parser(
         "explain", help="a group's last decisions with every input and what limited them"
     )
     explain.add_argument("group", help="the Auto Scaling Group's name")
-    explain.add_argument("--last", type=int, default=5, help="how many decisions (default: 5)")
+    explain.add_argument(
+        "--last", type=_positive, default=5, help="how many decisions (default: 5)"
+    )
     _aws_options(explain)
+    _output_option(explain)
     explain.set_defaults(run=_explain)
     return parser
 
@@ -178,18 +233,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from nodescaler_cli.operator import OperatorError
+    from nodescaler_cli.operator import OperatorError, aws_problem, one_line
 
     try:
         code: int = args.run(args)
+    except BrokenPipeError:  # `nodescaler status | head -1`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 0
     except PolicyError as error:
         print("\n".join(error.problems), file=sys.stderr)
         return 2
-    except NodescalerError as error:  # a bad scenario or event file: one line, named
-        print(f"nodescaler {args.command}: {error}", file=sys.stderr)
+    except (OperatorError, StateCorruptError) as error:  # what is in AWS, not what was given
+        print(f"nodescaler {args.command}: {one_line(error)}", file=sys.stderr)
+        return 1
+    except NodescalerError as error:  # a bad scenario, event or cdk.json file: one line, named
+        print(f"nodescaler {args.command}: {one_line(error)}", file=sys.stderr)
         return 2
-    except (OperatorError, BotoCoreError, ClientError) as error:
-        print(f"nodescaler {args.command}: {error}", file=sys.stderr)
+    except (BotoCoreError, ClientError) as error:
+        problem = aws_problem(error, getattr(args, "target", None))
+        print(f"nodescaler {args.command}: {problem}", file=sys.stderr)
         return 1
     return code
 

@@ -1,29 +1,89 @@
 """`nodescaler status` and `nodescaler explain`: what the autoscaler sees and decided.
 
-They read what the functions read, with the default boto3 credentials (or the sandbox's
-endpoint): the managed groups from Auto Scaling, their state and audit items from the
-state table (named with `--table`, or found in the stack's outputs).
+They read what the functions read, with the default boto3 credentials (or `--profile`, or
+the sandbox's endpoint): the managed groups from Auto Scaling, their state and audit items
+from the state table (named with `--table`, or found in the stack's outputs). Each prints
+rows through `nodescaler_cli.output`; the JSON keys are listed in docs/cli.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore.config import Config
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectionError,
+    NoCredentialsError,
+    NoRegionError,
+    PartialCredentialsError,
+    ProfileNotFound,
+)
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler.deployment import PREFIX
 from nodescaler.domain.decision import Decision, MetricOutcome, MetricStatus
-from nodescaler.domain.optin import TagNames, read_opt_in
+from nodescaler.domain.group_state import GroupState
+from nodescaler.domain.optin import TagNames, is_managed, read_opt_in
+from nodescaler.errors import SettingsError, StateCorruptError
+from pydantic.alias_generators import to_camel
+
+from nodescaler_cli.output import render
 
 STATE_OUTPUT = "StateTableName"  # the stack's CfnOutput (infra/stack.py)
+CDK_JSON = Path("cdk.json")
+CONTEXT_KEY = "nodescaler"  # cdk.json's context key (infra/settings.py)
+# Fail fast on a wrong endpoint: a person is waiting, not a Lambda's retry budget.
+CLI_BOTO_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 2},
+    connect_timeout=3,
+    read_timeout=10,
+    user_agent_extra="nodescaler-cli",
+)
 
 
 class OperatorError(RuntimeError):
     """Something the operator can fix: printed as one line, no traceback."""
+
+
+def tag_names_from(path: Path | None) -> TagNames:
+    """The tag names of cdk.json's `tags` block (`path`, or ./cdk.json when there is one),
+    so status finds the groups the deployed functions manage; the defaults otherwise."""
+    if path is None:
+        if not CDK_JSON.is_file():
+            return TagNames()
+        path = CDK_JSON
+    try:
+        document = json.loads(path.read_text())
+    except OSError as error:
+        raise SettingsError(f"{path}: cannot read it ({error.strerror})") from None
+    except json.JSONDecodeError as error:
+        raise SettingsError(f"{path}: not JSON: {error}") from None
+    where = f"context.{CONTEXT_KEY}.tags"
+    context = document.get("context", {}) if isinstance(document, dict) else None
+    settings = context.get(CONTEXT_KEY, {}) if isinstance(context, dict) else None
+    tags = settings.get("tags", {}) if isinstance(settings, dict) else None
+    if not isinstance(tags, dict):
+        raise SettingsError(f"{path}: {where}: should be an object of tag names")
+    known = {to_camel(f.name): f.name for f in fields(TagNames)}
+    chosen = {}
+    for key, value in tags.items():
+        if key not in known:
+            raise SettingsError(
+                f"{path}: {where}.{key}: not a tag setting (known: {', '.join(known)})"
+            )
+        if not isinstance(value, str) or not value.strip():
+            raise SettingsError(f"{path}: {where}.{key}: should be a tag name, got {value!r}")
+        chosen[known[key]] = value
+    return TagNames(**chosen)
 
 
 @dataclass(frozen=True)
@@ -35,29 +95,118 @@ class Target:
     cluster: str = ""
     profile: str | None = None
     output: str = "table"  # table, json or yaml (nodescaler_cli.output)
+    config: Path | None = None  # cdk.json, for its tag names (default: ./cdk.json if any)
+
+    @cached_property
+    def session(self) -> boto3.Session:
+        return boto3.Session(profile_name=self.profile, region_name=self.region)
+
+    @property
+    def region_name(self) -> str:
+        """The region the commands read, for messages (the profile's or the environment's)."""
+        try:
+            return self.region or self.session.region_name or "(none configured)"
+        except BotoCoreError:
+            return self.region or "(unknown)"
 
     def client(self, service: str) -> Any:
-        session = boto3.Session(profile_name=self.profile, region_name=self.region)
-        return session.client(service, endpoint_url=self.endpoint_url)
+        return self.session.client(service, endpoint_url=self.endpoint_url, config=CLI_BOTO_CONFIG)
+
+    @cached_property
+    def tag_names(self) -> TagNames:
+        return tag_names_from(self.config)
 
     def state_table(self) -> str:
+        return self._state_table
+
+    @cached_property  # resolved once, so an error can name it without asking again
+    def _state_table(self) -> str:
         if self.table:
             return self.table
         try:
             stacks = self.client("cloudformation").describe_stacks(StackName=self.stack)["Stacks"]
-        except Exception as error:
-            raise OperatorError(
-                f"no --table given, and stack {self.stack} could not be read: {error}"
-            ) from None
+        except ClientError as error:
+            if _code(error) == "ValidationError":  # CloudFormation's "does not exist"
+                raise OperatorError(
+                    f"stack {self.stack} not found in region {self.region_name}; "
+                    "pass --stack or --table"
+                ) from None
+            raise
         outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
         if STATE_OUTPUT not in outputs:
-            raise OperatorError(f"stack {self.stack} has no {STATE_OUTPUT} output")
+            raise OperatorError(
+                f"stack {self.stack} has no {STATE_OUTPUT} output in region "
+                f"{self.region_name}; pass --table"
+            )
         return str(outputs[STATE_OUTPUT])
 
     def store(self) -> DynamoStateStore:
         return DynamoStateStore(
             self.client("dynamodb"), self.state_table(), audit_ttl=timedelta(days=30)
         )
+
+    def node_groups(self) -> AsgNodeGroups:
+        return AsgNodeGroups(
+            self.client("autoscaling"),
+            self.client("eks"),
+            tag_names=self.tag_names,
+            cluster_name=self.cluster,
+        )
+
+    def show(
+        self,
+        kind: str,
+        rows: Sequence[Mapping[str, Any]],
+        *tables: Sequence[Mapping[str, Any]],
+        write: Callable[[str], None],
+    ) -> None:
+        """`rows` as JSON or YAML; for eyes, `tables` (the same rows, made short) aligned,
+        a blank line between them."""
+        if self.output != "table":
+            write(render(kind, rows, self.output))
+            return
+        write("\n\n".join(filter(None, (render(kind, shown) for shown in tables))))
+
+
+def one_line(error: BaseException) -> str:
+    """An error's message on one line (pydantic's, inside some, spans several)."""
+    return " ".join(str(error).split())
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def aws_problem(error: BotoCoreError | ClientError, target: Target | None = None) -> str:
+    """One line for an AWS error, naming what is missing: the table, the credentials, the
+    endpoint, the region or the profile; never botocore's multi-line text."""
+    region = target.region_name if target else "(unknown)"
+    if isinstance(error, ClientError):
+        operation = error.operation_name
+        code = _code(error)
+        if code == "ResourceNotFoundException" and operation in _DYNAMODB_READS:
+            table = target.state_table() if target else "the state table"
+            return f"state table {table} does not exist in region {region} (deployed? --table?)"
+        message = " ".join(str(error.response.get("Error", {}).get("Message", "")).split())
+        return f"AWS refused {operation} in region {region}: {code}: {message or '(no message)'}"
+    if isinstance(error, NoCredentialsError | PartialCredentialsError):
+        return "no AWS credentials found: run `aws configure`, set AWS_PROFILE or pass --profile"
+    if isinstance(error, ProfileNotFound):
+        profile = error.kwargs.get("profile", "?")
+        return f"AWS profile {profile} not found in your AWS config or credentials file"
+    if isinstance(error, NoRegionError):
+        return "no AWS region: pass --region, or set one in your AWS config (or AWS_REGION)"
+    if isinstance(error, ConnectionError):
+        endpoint = error.kwargs.get("endpoint_url") or (target and target.endpoint_url) or "AWS"
+        return f"cannot reach {endpoint} (is --endpoint-url right, and the network up?)"
+    return one_line(error)
+
+
+# The state table's operations: a ResourceNotFoundException from one of them is the table.
+_DYNAMODB_READS = frozenset(
+    {"GetItem", "Query", "Scan", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"}
+    | {"BatchWriteItem", "TransactWriteItems", "TransactGetItems", "DescribeTable"}
+)
 
 
 def _status(m: MetricOutcome) -> str:
@@ -66,10 +215,25 @@ def _status(m: MetricOutcome) -> str:
     if not m.fallback or m.failing_since is None:
         return str(m.status)
     status = "" if m.status is MetricStatus.FALLBACK else f"{m.status}, "
-    return f"{status}fallback {m.fallback} since {m.failing_since:%Y-%m-%d %H:%M:%S}Z"
+    return f"{status}fallback {m.fallback} since {_when(m.failing_since)}"
 
 
-def _metrics(decision: Decision | None) -> str:
+def _metric(m: MetricOutcome) -> dict[str, Any]:
+    return {
+        "name": m.name,
+        "type": m.type,
+        "value": m.value,
+        "target": m.target,
+        "recommendation": m.recommendation,
+        "status": str(m.status),
+        "fallback": m.fallback or None,
+        "failing_since": _iso(m.failing_since),
+        "detail": m.detail,
+    }
+
+
+def _metrics_cell(decision: Decision | None) -> str:
+    """A decision's metrics, short: "jobs 40/4/replica", with the status when not usable."""
     if decision is None:
         return "-"
     cells = []
@@ -80,7 +244,7 @@ def _metrics(decision: Decision | None) -> str:
     return ", ".join(cells)
 
 
-def _waiting(group: str, decision: Decision | None) -> str | None:
+def _waiting(decision: Decision | None) -> str | None:
     """Pods that fit no group, as the last decision's pending-pods reading names them: the
     first, and why it does not fit this group."""
     waiting = next((m.waiting for m in decision.metrics if m.waiting), {}) if decision else {}
@@ -92,64 +256,174 @@ def _waiting(group: str, decision: Decision | None) -> str | None:
     return f"{len(waiting)} pods fit no group: {pod} and {len(waiting) - 1} more (here: {why})"
 
 
-def status(target: Target, write: Callable[[str], None] = print) -> int:
-    tags = TagNames()
-    groups = AsgNodeGroups(
-        target.client("autoscaling"),
-        target.client("eks"),
-        tag_names=tags,
-        cluster_name=target.cluster,
-    ).discover()
+def _about(group: str, problem: str) -> str:
+    """A problem without its "node group X: " prefix: the row names the group already."""
+    return problem.removeprefix(f"node group {group}: ")
+
+
+def _notes(group: Any, opt_in: Any, state: GroupState, now: datetime) -> list[str]:
+    notes = [_about(group.name, p) for p in dict.fromkeys([*opt_in.problems, *state.problems])]
+    if opt_in.dry_run:
+        notes.append("dry-run")
+    if state.backoff is not None and state.backoff.active(now):
+        notes.append(f"backed off until {state.backoff.until:%H:%M:%S}Z: {state.backoff.reason}")
+    if waiting := _waiting(state.last_decision):
+        notes.append(waiting)
+    if group.protected_ids:
+        notes.append(f"{len(group.protected_ids)} protected from scale-in")
+    return notes
+
+
+# The keys of `nodescaler status -o json`'s rows, in order (docs/cli.md lists them).
+STATUS_KEYS = (
+    "group",
+    "policy",
+    "current",
+    "desired",
+    "in_service",
+    "min",
+    "max",
+    "metrics",
+    "last_decision",
+    "decided_at",
+    "notes",
+)
+
+
+def status_rows(target: Target, now: datetime) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """One row per managed group, with what is wrong with it, and its table row; one group's
+    unreadable state is a note on its row, not the end of the listing."""
+    tags = target.tag_names
+    groups = target.node_groups().discover()
     store = target.store()
-    now = datetime.now(UTC)
-    write("group | policy | current → desired | in service | metrics | last decision | notes")
+    rows = []
     for group in sorted(groups, key=lambda g: g.name):
         opt_in = read_opt_in(group.name, group.tags, tags)
-        state = store.load(group.name)
+        try:
+            state = store.load(group.name)
+        except StateCorruptError as error:
+            state = GroupState(group=group.name, problems=(one_line(error),))
         decision = state.last_decision
-        notes = [*state.problems] + (["dry-run"] if opt_in.dry_run else [])
-        if state.backoff is not None and state.backoff.active(now):
-            notes.append(
-                f"backed off until {state.backoff.until:%H:%M:%S}Z: {state.backoff.reason}"
-            )
-        if waiting := _waiting(group.name, decision):
-            notes.append(waiting)
-        if group.protected_ids:
-            notes.append(f"{len(group.protected_ids)} protected from scale-in")
-        write(
-            " | ".join(
-                [
-                    group.name,
-                    opt_in.policy or "-",
-                    f"{group.desired} → {decision.desired if decision else '-'}",
-                    str(group.in_service),
-                    _metrics(decision),
-                    decision.reason if decision else "never evaluated",
-                    "; ".join(notes) or "-",
-                ]
-            )
-        )
-    if not groups:
-        write("(no managed node groups: none carries nodescaler/enabled=true)")
+        row = {
+            "group": group.name,
+            "policy": opt_in.policy,
+            "current": group.desired,
+            "desired": decision.desired if decision else None,
+            "in_service": group.in_service,
+            "min": group.min_size,
+            "max": group.max_size,
+            "metrics": [_metric(m) for m in decision.metrics] if decision else [],
+            "last_decision": decision.reason if decision else None,
+            "decided_at": _iso(decision.at) if decision else None,
+            "notes": _notes(group, opt_in, state, now),
+        }
+        shown = row | {
+            "desired": "-" if decision is None else decision.desired,
+            "metrics": _metrics_cell(decision),
+            "last_decision": decision.reason if decision else "never evaluated",
+        }
+        del shown["decided_at"]
+        rows.append((row, shown))
+    return rows
+
+
+def status(target: Target, write: Callable[[str], None] = print) -> int:
+    rows = status_rows(target, datetime.now(UTC))
+    if not rows and target.output == "table":
+        write(f"(no managed node groups: none carries {target.tag_names.enabled}=true)")
+        return 0
+    target.show("groups", [row for row, _ in rows], [shown for _, shown in rows], write=write)
     return 0
+
+
+# The keys of `nodescaler explain -o json`'s rows, in order (docs/cli.md lists them).
+EXPLAIN_KEYS = (
+    "group",
+    "at",
+    "policy",
+    "current",
+    "desired",
+    "min",
+    "max",
+    "recommendation",
+    "limited_by",
+    "metrics",
+    "reason",
+)
 
 
 def explain(target: Target, group: str, limit: int, write: Callable[[str], None] = print) -> int:
     decisions = target.store().decisions(group, limit=limit)
     if not decisions:
-        raise OperatorError(f"node group {group}: no decisions recorded (is it opted in?)")
-    for decision in decisions:
-        write(f"{decision.at:%Y-%m-%d %H:%M:%S}Z  {decision.reason}")
-        write(
-            f"  policy {decision.policy}; bounds [{decision.min_replicas}, "
-            f"{decision.max_replicas}]; recommendation {decision.recommendation}; "
-            f"limited by {', '.join(decision.limited_by) or 'nothing'}"
-        )
-        for m in decision.metrics:
-            value = "-" if m.value is None else f"{m.value:g}"
-            write(
-                f"  - {m.name} ({m.type}): {value} against {m.target} → "
-                f"{m.recommendation if m.recommendation is not None else '-'} "
-                f"[{_status(m)}] {m.detail}"
-            )
+        raise OperatorError(_why_no_decisions(target, group))
+    rows = [
+        {
+            "group": d.node_group,
+            "at": _iso(d.at),
+            "policy": d.policy,
+            "current": d.current,
+            "desired": d.desired,
+            "min": d.min_replicas,
+            "max": d.max_replicas,
+            "recommendation": d.recommendation,
+            "limited_by": [str(held) for held in d.limited_by],
+            "metrics": [_metric(m) for m in d.metrics],
+            "reason": d.reason,
+        }
+        for d in decisions
+    ]
+    # For eyes: each decision on a line, then each metric's reading in it.
+    decided = [
+        {
+            "at": _when(d.at),
+            "policy": d.policy,
+            "change": f"{d.current} → {d.desired}",
+            "bounds": f"[{d.min_replicas}, {d.max_replicas}]",
+            "recommends": d.recommendation,
+            "limited_by": ", ".join(d.limited_by) or "nothing",
+            "reason": d.reason,
+        }
+        for d in decisions
+    ]
+    readings = [
+        {
+            "at": _when(d.at),
+            "metric": m.name,
+            "type": m.type,
+            "value": "-" if m.value is None else f"{m.value:g}",
+            "target": m.target,
+            "wants": m.recommendation,
+            "status": _status(m),
+            "detail": m.detail,
+        }
+        for d in decisions
+        for m in d.metrics
+    ]
+    target.show("decisions", rows, decided, readings, write=write)
     return 0
+
+
+def _when(at: datetime) -> str:
+    return f"{at:%Y-%m-%d %H:%M:%S}Z"
+
+
+def _iso(at: datetime | None) -> str | None:
+    """A time in JSON and YAML: ISO 8601 in UTC, as AWS writes them."""
+    return None if at is None else at.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _why_no_decisions(target: Target, group: str) -> str:
+    """No decision recorded: the group does not exist, is not managed, is rejected (and
+    why), or has not been evaluated yet."""
+    found = target.node_groups().get(group)
+    if found is None:
+        return f"node group {group} not found in region {target.region_name}"
+    tags = target.tag_names
+    if not is_managed(found.tags, tags, target.cluster):
+        where = f" and {tags.cluster}={target.cluster}" if target.cluster else ""
+        return f"node group {group} is not managed: it is not tagged {tags.enabled}=true{where}"
+    state = target.store().load(group)
+    problems = [*read_opt_in(group, found.tags, tags).problems, *state.problems]
+    if problems:
+        return "; ".join(dict.fromkeys(problems)) + " (no decisions recorded)"
+    return f"node group {group}: no decisions recorded yet (it is evaluated at the next tick)"

@@ -64,11 +64,21 @@ class CommonSettings(_Settings):
         return TagNames(self.tag_enabled, self.tag_policy, self.tag_cluster, self.tag_dry_run)
 
 
+# An EventBridge bus: its name, or its ARN (another account's or region's bus).
+EventBusName = Annotated[str, Field(min_length=1, max_length=1600, pattern=r"^[\w.\-/:]+$")]
+
+
+class EventSettings(CommonSettings):
+    """The functions that put scaling events on EventBridge: dispatch, evaluate, drain."""
+
+    event_bus_name: Annotated[EventBusName, Field(alias="EVENT_BUS_NAME")] = "default"
+
+
 Seconds = Annotated[int, Field(ge=1, le=7 * 24 * 3600)]
 KubernetesTimeout = Annotated[float, Field(gt=0, le=20)]  # seconds
 
 
-class CapacitySettings(CommonSettings):
+class CapacitySettings(EventSettings):
     """Backoff after a failed scale-up (Cluster Autoscaler's defaults), for the functions
     that record one (dispatch, on a launch-failure event) and heed it (evaluate)."""
 
@@ -225,7 +235,7 @@ class TerminateSettings(CommonSettings):
     ] = 5
 
 
-class DrainSettings(CommonSettings):
+class DrainSettings(EventSettings):
     """The drain function: terminate lifecycle actions and EC2 Spot warnings → drained nodes."""
 
     # Where a Spot warning queues the re-evaluation of its instance's node group.

@@ -45,6 +45,7 @@ class MetricName(StrEnum):
     EVALUATIONS_QUEUED = "EvaluationsQueued"
     MALFORMED_EVENTS = "MalformedEvents"
     IGNORED_EVENTS = "IgnoredEvents"  # well-formed, but about a group nodescaler doesn't manage
+    SCALING_EVENTS_NOT_PUT = "ScalingEventsNotPut"  # resizes, backoffs, drains EventBridge missed
     # draining (service-wide, and per node group when the instance's group is known)
     NODES_DRAINED = "NodesDrained"
     PODS_EVICTED = "PodsEvicted"

@@ -25,6 +25,7 @@ from nodescaler.metric_names import NAMESPACE, SERVICE, Dimension, MetricName
 
 if TYPE_CHECKING:  # each function's types, without loading them into the others
     from nodescaler.domain.draining import DrainResult
+    from nodescaler.ports import ScalingEvents
     from nodescaler.service.evaluation import EvaluationResult
     from nodescaler.service.termination import TerminationChoice
 
@@ -276,6 +277,20 @@ def report_expired(error: Exception) -> None:
     """A lifecycle action Auto Scaling no longer holds: too late to heartbeat or complete."""
     logger.error(f"{error}; the event is kept in the dead-letter queue")
     emit([Record({MetricName.LIFECYCLE_ACTIONS_EXPIRED: 1})])
+
+
+def put_scaling_events(events: ScalingEvents | None) -> None:
+    """The invocation's scaling events put on EventBridge at its end. One that could not be
+    is logged and counted; the scaling it tells of stands."""
+    if events is None:
+        return
+    unput = events.flush()
+    if unput:
+        logger.error(
+            f"{len(unput)} scaling events not put on EventBridge: {'; '.join(unput)}",
+            scaling_events_not_put=list(unput),
+        )
+        emit([Record({MetricName.SCALING_EVENTS_NOT_PUT: len(unput)})])
 
 
 def report_termination(choice: TerminationChoice, wanted: int) -> None:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from nodescaler.domain.policy import DemandMetric, MetricBase
     from nodescaler.domain.readings import Reading
     from nodescaler.domain.scale_down import Removable
+    from nodescaler.domain.scaling_events import ScalingEvent
     from nodescaler.domain.scheduling import InstanceShape
     from nodescaler.events.queue import EvaluationRequest
 
@@ -137,6 +138,18 @@ class StateStore(Protocol):
     ) -> GroupState:
         """Write if unchanged since loaded (else `StateConflictError`); returns the new version.
         `backoff_changed` publishes the group's new backoff to the planners too."""
+        ...
+
+
+class ScalingEvents(Protocol):
+    """Where the services tell what they did (EventBridge): each event kept until the
+    invocation's end, then all put together."""
+
+    def publish(self, event: ScalingEvent) -> None: ...
+
+    def flush(self) -> Sequence[str]:
+        """Put every event published since the last flush; returns each one that could not
+        be put, and why. Never raises: the scaling the events tell of is done."""
         ...
 
 

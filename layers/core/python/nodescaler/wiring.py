@@ -25,6 +25,7 @@ from nodescaler.ports import Clock
 # that importing this module, as the dispatch function does, loads no pydantic.
 if TYPE_CHECKING:
     from nodescaler.adapters.aws.evaluation_queue import SqsRedelivery
+    from nodescaler.adapters.aws.event_bus import EventBridgeScalingEvents
     from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
     from nodescaler.adapters.aws.state_table import DynamoStateStore
     from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
         DispatchSettings,
         DrainSettings,
         EvaluateSettings,
+        EventSettings,
         ExpanderSpec,
         TerminateSettings,
     )
@@ -100,6 +102,10 @@ class AwsClients:
         return self._client("dynamodb")
 
     @cached_property
+    def events(self) -> Any:
+        return self._client("events")
+
+    @cached_property
     def sts(self) -> Any:
         return self._client("sts")
 
@@ -131,6 +137,13 @@ def node_groups(settings: CommonSettings, clients: AwsClients) -> AsgNodeGroups:
     )
 
 
+def scaling_events(settings: EventSettings, clients: AwsClients) -> EventBridgeScalingEvents:
+    """Scaling events for the settings' bus; its client made on the first put."""
+    from nodescaler.adapters.aws.event_bus import EventBridgeScalingEvents
+
+    return EventBridgeScalingEvents(lambda: clients.events, settings.event_bus_name)
+
+
 def policy_book(settings: CommonSettings) -> PolicyBook:
     """The deployed policies, and the tags that say which one a group uses."""
     from nodescaler.adapters.policy_files import read_policies
@@ -154,6 +167,8 @@ def dispatcher(
         state=DynamoStateStore(clients.dynamodb, settings.state_table),  # writes no decisions
         clock=clock or SystemClock(),
         backoff_rules=settings.backoff_rules,
+        cluster_name=settings.cluster_name,
+        events=scaling_events(settings, clients),
     )
 
 
@@ -201,6 +216,7 @@ def evaluator(
         cluster=kubernetes,  # scale-in annotations, Ready nodes
         limiter=limiter,
         histories=CloudWatchMetricHistory(clients.cloudwatch),  # forecasts from a named metric
+        events=scaling_events(settings, clients),
     )
 
 
@@ -387,6 +403,7 @@ def drainer(
         heartbeat_interval=timedelta(seconds=settings.heartbeat_seconds),
         max_grace_seconds=settings.max_grace_seconds,
         timeout_result=LifecycleResult(settings.drain_timeout_result),
+        events=scaling_events(settings, clients),
     )
 
 

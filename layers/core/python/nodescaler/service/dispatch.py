@@ -17,7 +17,7 @@ from nodescaler.domain.group_state import failure_key
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.errors import MalformedEventError, StateConflictError, UnmanagedGroupError
 from nodescaler.events.queue import EvaluationRequest
-from nodescaler.ports import Clock, EvaluationQueue, NodeGroups, StateStore
+from nodescaler.ports import Clock, EvaluationQueue, NodeGroups, ScalingEvents, StateStore
 from nodescaler.service.policies import PolicyBook
 
 CONFLICT_RETRIES = 5  # an evaluation of the group may write between our read and write
@@ -34,6 +34,8 @@ class Dispatcher:
     state: StateStore
     clock: Clock
     backoff_rules: BackoffRules = field(default_factory=BackoffRules)
+    cluster_name: str = ""
+    events: ScalingEvents | None = None  # each backoff told on EventBridge
 
     def tick(self, event_id: str, at: datetime) -> list[str]:
         """Queue an evaluation of every managed group; returns their names."""
@@ -74,11 +76,21 @@ class Dispatcher:
                 self.state.save(changed.remembering(failure_key(activity_id)), backoff_changed=True)
             except StateConflictError:
                 continue
+            self._announce(group, state.backoff, backoff)
             return backoff
         raise StateConflictError(
             f"node group {group}: backoff for launch failure {activity_id} not recorded after "
             f"{CONFLICT_RETRIES} conflicting writes; the event will be retried"
         )
+
+    def _announce(self, group: str, before: Backoff | None, after: Backoff) -> None:
+        if self.events is None:
+            return
+        from nodescaler.domain.scaling_events import backed_off, new_backoff
+
+        if started := new_backoff(before, after):
+            event = backed_off(group, started, self.cluster_name, "launch-failure-event")
+            self.events.publish(event)
 
     def _check_time(self, event_id: str, at: datetime) -> None:
         ahead = at - self.clock.now()

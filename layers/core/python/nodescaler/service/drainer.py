@@ -44,6 +44,7 @@ from nodescaler.ports import (
     InstanceGroups,
     LifecycleActions,
     NodeGroupLookup,
+    ScalingEvents,
     Sleep,
 )
 
@@ -118,11 +119,28 @@ class Drainer:
     max_grace_seconds: int = MAX_GRACE_SECONDS
     # Sent when the drain times out or fails (the instance is terminated either way).
     timeout_result: LifecycleResult = LifecycleResult.CONTINUE
+    events: ScalingEvents | None = None  # each drain's outcome told on EventBridge
 
     def handle(self, request: DrainRequest) -> DrainResult:
-        if isinstance(request, LifecycleAction):
-            return self.lifecycle_action(request)
-        return self.interruption(request)
+        """The drain, its outcome told once it is over (its lifecycle action completed)."""
+        try:
+            if isinstance(request, LifecycleAction):
+                result = self.lifecycle_action(request)
+            else:
+                result = self.interruption(request)
+        except DrainFailedError as error:
+            self._announce(error.result)
+            raise
+        self._announce(result)
+        return result
+
+    def _announce(self, result: DrainResult) -> None:
+        if self.events is None:
+            return
+        from nodescaler.domain.scaling_events import drain_finished
+
+        if (event := drain_finished(result, self.owners.cluster_name, self._now())) is not None:
+            self.events.publish(event)
 
     def lifecycle_action(self, action: LifecycleAction) -> DrainResult:
         """Drain, then complete the action: exactly once, also when the drain raises (then

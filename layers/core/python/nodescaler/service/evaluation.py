@@ -24,7 +24,14 @@ from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.readings import Reading
 from nodescaler.domain.warm_pool import WarmPoolPlan, plan_warm_pool
 from nodescaler.errors import ActuationError, RefusedError, StateConflictError
-from nodescaler.ports import Clock, ClusterView, MetricHistory, NodeGroups, StateStore
+from nodescaler.ports import (
+    Clock,
+    ClusterView,
+    MetricHistory,
+    NodeGroups,
+    ScalingEvents,
+    StateStore,
+)
 from nodescaler.service.forecasts import named_histories
 from nodescaler.service.limiter import ClusterLimiter
 from nodescaler.service.policies import PolicyBook
@@ -69,6 +76,7 @@ class Evaluator:
     cluster: ClusterView | None = None  # the Kubernetes cluster's say, when there is one
     limiter: ClusterLimiter | None = None  # the cluster's limits, when any is set
     histories: MetricHistory | None = None  # the metrics forecasts name, when any does
+    events: ScalingEvents | None = None  # each resize and backoff told on EventBridge
 
     def evaluate(self, group_name: str, event_id: str) -> EvaluationResult:
         # 1. The group as it is now; it may have gone, or opted out, since it was queued.
@@ -100,7 +108,6 @@ class Evaluator:
         # 4. A scale-up that failed, or overran its time, backs the group off.
         loaded = state
         state = self._check_scale_up(group, state, now)
-        backoff_changed = state.backoff != loaded.backoff
 
         # 5. Scale-in protection follows the cluster's annotations.
         dry_run = choice.dry_run or self.dry_run
@@ -156,8 +163,9 @@ class Evaluator:
                 ),
                 audit=decision,
                 event_id=event_id,
-                backoff_changed=backoff_changed,
+                backoff_changed=state.backoff != loaded.backoff,
             )
+            self._announce_backoff(group.name, loaded, state)
             outcome = Outcome.UNCHANGED if decision.desired == decision.current else Outcome.DRY_RUN
             return self._keep_warm_pool(
                 group, EvaluationResult(group.name, outcome, decision, problems), dry_run
@@ -172,8 +180,9 @@ class Evaluator:
                 acting=decision,
                 acting_event=event_id,
             ),
-            backoff_changed=backoff_changed,
+            backoff_changed=state.backoff != loaded.backoff,
         )
+        self._announce_backoff(group.name, loaded, state)
         try:
             if removing:
                 self.node_groups.remove_instances(group, removing)
@@ -261,7 +270,7 @@ class Evaluator:
         done = replace(
             claimed, acting=None, acting_event="", resized=(decision.desired, decision.at)
         )
-        return self.state.save(
+        recorded = self.state.save(
             done.after(
                 history=record_scale(claimed.history, policy, decision),
                 event_id=event_id,
@@ -270,6 +279,20 @@ class Evaluator:
             audit=decision,
             event_id=event_id,
         )
+        if self.events is not None:  # told once recorded: a retry finds it done, not told twice
+            from nodescaler.domain.scaling_events import resized  # with the first (cold starts)
+
+            self.events.publish(resized(decision, self.cluster_name))
+        return recorded
+
+    def _announce_backoff(self, group: str, loaded: GroupState, saved: GroupState) -> None:
+        """A backoff this evaluation started, told once its state is written."""
+        if self.events is None:
+            return
+        from nodescaler.domain.scaling_events import backed_off, new_backoff
+
+        if started := new_backoff(loaded.backoff, saved.backoff):
+            self.events.publish(backed_off(group, started, self.cluster_name, "evaluation"))
 
     def _record_lost_resize(
         self,
