@@ -82,13 +82,19 @@ def _target(args: argparse.Namespace) -> Any:
 
 
 def _stack(args: argparse.Namespace) -> str:
-    """The stack, as synth names it: by deployment, a deployment named after its cluster."""
-    from nodescaler.deployment import deployment_id, name_for_cluster
+    """The stack, as synth names it: by deployment, a deployment named after its cluster,
+    else the one cdk.json describes."""
+    from nodescaler.deployment import PREFIX, deployment_id, name_for_cluster
+
+    from nodescaler_cli.operator import deployment_from
 
     if args.stack:
         return str(args.stack)
-    name = args.deployment if args.deployment is not None else name_for_cluster(args.cluster)
-    return deployment_id(name)
+    if args.deployment is not None:
+        return deployment_id(args.deployment)
+    if args.cluster:
+        return deployment_id(name_for_cluster(args.cluster))
+    return deployment_from(args.config) or PREFIX
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -109,7 +115,8 @@ def _aws_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--table", help="the state table (default: from the stack's outputs)")
     command.add_argument(
         "--deployment",
-        help="the deployment whose stack holds the state table (default: the --cluster's name)",
+        help="the deployment whose stack holds the state table (default: the --cluster's "
+        "name, else cdk.json's deployment)",
     )
     command.add_argument("--stack", help="the stack (default: nodescaler-<deployment>)")
     command.add_argument("--cluster", default="", help="only groups tagged with this cluster")
