@@ -11,6 +11,7 @@ from typing import Any
 from nodescaler.adapters.policy_files import load_policies, load_policy_file
 from nodescaler.errors import NodescalerError, PolicyError
 
+from nodescaler_cli import policies
 from nodescaler_cli.output import FORMATS
 
 DEFAULT_POLICIES = Path("policies")
@@ -157,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--last", type=int, default=5, help="how many decisions (default: 5)")
     _aws_options(explain)
     explain.set_defaults(run=_explain)
+    policies.register(commands, _target, _aws_options, _output_option)
     return parser
 
 

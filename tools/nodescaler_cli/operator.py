@@ -133,6 +133,12 @@ def status(target: Target, write: Callable[[str], None] = print) -> int:
     return 0
 
 
+def _version(decision: Decision) -> str:
+    """`v3` for a version stored with `nodescaler apply`, `(deployed)` for the stack's."""
+    version = decision.policy_version
+    return f"v{version}" if isinstance(version, int) else f"({version})"
+
+
 def explain(target: Target, group: str, limit: int, write: Callable[[str], None] = print) -> int:
     decisions = target.store().decisions(group, limit=limit)
     if not decisions:
@@ -140,7 +146,7 @@ def explain(target: Target, group: str, limit: int, write: Callable[[str], None]
     for decision in decisions:
         write(f"{decision.at:%Y-%m-%d %H:%M:%S}Z  {decision.reason}")
         write(
-            f"  policy {decision.policy}; bounds [{decision.min_replicas}, "
+            f"  policy {decision.policy} {_version(decision)}; bounds [{decision.min_replicas}, "
             f"{decision.max_replicas}]; recommendation {decision.recommendation}; "
             f"limited by {', '.join(decision.limited_by) or 'nothing'}"
         )

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from nodescaler.domain.readings import Reading
     from nodescaler.domain.scale_down import Removable
     from nodescaler.domain.scheduling import InstanceShape
+    from nodescaler.domain.stored_policy import StoredPolicy
     from nodescaler.events.queue import EvaluationRequest
 
 Sleep = Callable[[float], None]
@@ -137,6 +138,12 @@ class StateStore(Protocol):
     ) -> GroupState:
         """Write if unchanged since loaded (else `StateConflictError`); returns the new version.
         `backoff_changed` publishes the group's new backoff to the planners too."""
+        ...
+
+
+class PolicyStore(Protocol):
+    def heads(self) -> Sequence[StoredPolicy]:
+        """Every policy applied with `nodescaler apply`, at its current version."""
         ...
 
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from nodescaler.adapters.aws.state_table import DynamoStateStore
     from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection
     from nodescaler.config import (
+        CapacitySettings,
         CommonSettings,
         DispatchSettings,
         DrainSettings,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from nodescaler.service.limiter import ClusterLimiter
     from nodescaler.service.policies import PolicyBook
     from nodescaler.service.producers import Producers
+    from nodescaler.service.stored_policies import StoredPolicies
     from nodescaler.service.termination import TerminationChooser
 
 BOTO_CONFIG = Config(
@@ -131,13 +133,30 @@ def node_groups(settings: CommonSettings, clients: AwsClients) -> AsgNodeGroups:
     )
 
 
-def policy_book(settings: CommonSettings) -> PolicyBook:
-    """The deployed policies, and the tags that say which one a group uses."""
+def policy_book(settings: CommonSettings, stored: StoredPolicies | None = None) -> PolicyBook:
+    """The deployed policies, and the tags that say which one a group uses; the stored
+    ones, when given, go before them."""
     from nodescaler.adapters.policy_files import read_policies
     from nodescaler.service.policies import PolicyBook
 
     folder = read_policies(settings.policies_path)
-    return PolicyBook(folder.policies, settings.tag_names, folder.broken, folder.unnamed)
+    return PolicyBook(folder.policies, settings.tag_names, folder.broken, folder.unnamed, stored)
+
+
+def stored_policies(
+    settings: CapacitySettings, clients: AwsClients, clock: Clock
+) -> StoredPolicies:
+    """The policies applied with `nodescaler apply`, read from the state table at most once
+    a minute; a failed read is logged and counted, and the deployed ones serve."""
+    from nodescaler.adapters.aws.policy_store import DynamoPolicyStore
+    from nodescaler.observability import report_stored_policies_unreadable
+    from nodescaler.service.stored_policies import StoredPolicies
+
+    return StoredPolicies(
+        DynamoPolicyStore(clients.dynamodb, settings.state_table),
+        clock,
+        on_failure=report_stored_policies_unreadable,
+    )
 
 
 def dispatcher(
@@ -147,12 +166,13 @@ def dispatcher(
     from nodescaler.service.dispatch import Dispatcher
 
     clients = clients or AwsClients()
+    clock = clock or SystemClock()
     return Dispatcher(
         node_groups=node_groups(settings, clients),
         queue=SqsEvaluationQueue(clients.sqs, settings.evaluation_queue_url),
-        policies=policy_book(settings),
+        policies=policy_book(settings, stored_policies(settings, clients, clock)),
         state=DynamoStateStore(clients.dynamodb, settings.state_table),  # writes no decisions
-        clock=clock or SystemClock(),
+        clock=clock,
         backoff_rules=settings.backoff_rules,
     )
 
@@ -169,7 +189,7 @@ def evaluator(
 
     clients = clients or AwsClients()
     clock = clock or SystemClock()
-    policies = policy_book(settings)
+    policies = policy_book(settings, stored_policies(settings, clients, clock))
     groups = node_groups(settings, clients)
     state = DynamoStateStore(
         clients.dynamodb, settings.state_table, audit_ttl=timedelta(days=settings.audit_ttl_days)

@@ -143,6 +143,7 @@ class Evaluator:
             else state.demand.record(now, decision.demand),
         )
         decision = self._plan_warm_pool(policy, group, decision, readings)
+        decision = decision.model_copy(update={"policy_version": choice.version})
         problems = choice.problems
 
         # 7. Record only, when nothing changes or the group is in dry-run.
