@@ -55,6 +55,8 @@ class DispatchFunction:
             permissions.describe_node_groups(),
             permissions.deny_tag_changes(),
             permissions.read_write_state(shared.table.table_arn, query=False),
+            permissions.read_stored_policies(shared.table.table_arn),
+            permissions.deny_policy_writes(shared.table.table_arn),
         )
 
         # The role Scheduler takes to invoke dispatch (LambdaInvoke grants it the invoke),

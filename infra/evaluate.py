@@ -77,6 +77,7 @@ class EvaluateFunction:
             permissions.deny_tag_changes(),
             permissions.read_cloudwatch_metrics(),
             permissions.read_write_state(shared.table.table_arn),
+            permissions.deny_policy_writes(shared.table.table_arn),
         )
         queues = permissions.read_policy_queues(shared.policies.values())
         if queues is not None:

@@ -11,14 +11,10 @@ from typing import Any
 
 import pytest
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.adapters.aws.policy_store import (
-    HEADS_PK,
-    DynamoPolicyStore,
-    PolicyChange,
-    versions_pk,
-)
+from nodescaler.adapters.aws.policy_store import DynamoPolicyStore, PolicyChange
 from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
 from nodescaler.adapters.aws.state_table import DynamoStateStore
+from nodescaler.adapters.policy_keys import HEADS_PK, versions_pk
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import SqsQueueMetric
 from nodescaler.errors import PolicyConflictError

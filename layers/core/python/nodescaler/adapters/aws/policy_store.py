@@ -21,17 +21,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from nodescaler.adapters.policy_keys import HEADS_PK, versions_pk
 from nodescaler.domain.stored_policy import StoredPolicy
 from nodescaler.errors import PolicyConflictError
 
-HEADS_PK = "POLICIES"
 VERSION_PREFIX = "VERSION#"
 # TransactWriteItems takes 100 items: a version and a head per policy.
 MAX_POLICIES_PER_APPLY = 50
-
-
-def versions_pk(name: str) -> str:
-    return f"POLICY#{name}"
 
 
 def version_sk(version: int) -> str:
