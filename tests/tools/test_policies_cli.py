@@ -308,7 +308,7 @@ def test_given_a_stack_when_a_stored_policy_reads_a_new_queue_then_apply_warns_a
     assert main(["apply", "-f", str(tmp_path / "web.yaml")]) == 0  # the table from the stack
     out, err = capsys.readouterr()
     assert "policy web: v1 applied" in out
-    assert err.startswith("warning: policy web reads SQS queue requests, which the deployed")
+    assert err.startswith("warning: policy web reads SQS queue requests, which the deployed stack")
     rows = listed(capsys)
     assert (rows["gpu"]["source"], rows["gpu"]["version"]) == ("deployed", "deployed")
     assert (rows["web"]["source"], rows["web"]["version"]) == ("stored", 1)

@@ -144,8 +144,8 @@ def _warn_beyond_rights(target: Target, policies: list[NodeGroupPolicy]) -> None
         if beyond := PolicyReads.of([policy]).beyond(allowed):
             print(
                 f"warning: policy {policy.name} reads {', '.join(beyond)}, which the deployed "
-                "evaluate function may not read: its metrics read as missing (no scale-in) "
-                "until the policy is deployed with the stack",
+                "stack does not: until the policy is deployed with it, such a metric reads as "
+                "missing (no scale-in) and such an alarm triggers no evaluation",
                 file=sys.stderr,
             )
 

@@ -48,10 +48,12 @@ class PolicyReads:
     sqs_queues: frozenset[str] = frozenset()
     prometheus_workspaces: frozenset[str] = frozenset()
     secrets: frozenset[str] = frozenset()
+    alarms: frozenset[str] = frozenset()  # the dispatch's rule hears only these alarms
     kubernetes: bool = False
 
     @classmethod
     def of(cls, policies: Iterable[NodeGroupPolicy]) -> PolicyReads:
+        policies = list(policies)
         metrics = [m for p in policies for m in p.spec.metrics]
         prometheus = [m.prometheus for m in metrics if isinstance(m, PrometheusMetric)]
         return cls(
@@ -60,6 +62,7 @@ class PolicyReads:
             ),
             prometheus_workspaces=frozenset(p.workspace for p in prometheus if p.workspace),
             secrets=frozenset(p.bearer_token_secret for p in prometheus if p.bearer_token_secret),
+            alarms=frozenset(a for p in policies for a in p.spec.alarms),
             kubernetes=any(m.reads_cluster for m in metrics),
         )
 
@@ -68,6 +71,7 @@ class PolicyReads:
             "sqsQueues": sorted(self.sqs_queues),
             "prometheusWorkspaces": sorted(self.prometheus_workspaces),
             "secrets": sorted(self.secrets),
+            "alarms": sorted(self.alarms),
             "kubernetes": self.kubernetes,
         }
 
@@ -81,6 +85,7 @@ class PolicyReads:
             names("sqsQueues"),
             names("prometheusWorkspaces"),
             names("secrets"),
+            names("alarms"),
             data.get("kubernetes") is True,
         )
 
@@ -93,6 +98,7 @@ class PolicyReads:
                 for w in sorted(self.prometheus_workspaces - allowed.prometheus_workspaces)
             ),
             *(f"secret {s}" for s in sorted(self.secrets - allowed.secrets)),
+            *(f"alarm {a}" for a in sorted(self.alarms - allowed.alarms)),
         ]
         if self.kubernetes and not allowed.kubernetes:
             missing.append("the Kubernetes cluster")
