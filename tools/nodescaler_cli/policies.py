@@ -20,12 +20,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
 from nodescaler.adapters.aws.policy_store import DynamoPolicyStore, PolicyChange
 from nodescaler.adapters.policy_files import load_policy_file, policy_paths
 from nodescaler.domain.documents import index_by_name
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.stored_policy import PolicyReads, StoredPolicy
-from nodescaler.errors import PolicyConflictError, PolicyError
+from nodescaler.errors import PermanentError, PolicyConflictError, PolicyError
 from nodescaler.service.stored_policies import validated
 
 from nodescaler_cli.operator import OperatorError, Target
@@ -185,7 +186,18 @@ def get_policies(target: Target, write: Write = print) -> int:
     return 0
 
 
+class DiffFailedError(PermanentError):
+    """`diff` could not compare: exit code 2, as kubectl's diff (1 means "they differ")."""
+
+
 def diff(target: Target, paths: Sequence[Path], write: Write = print) -> int:
+    try:
+        return _diff(target, paths, write)
+    except (OperatorError, BotoCoreError, ClientError) as error:
+        raise DiffFailedError(str(error)) from None
+
+
+def _diff(target: Target, paths: Sequence[Path], write: Write) -> int:
     """A unified diff of each stored policy against its file; 1 when any differs."""
     documents = load_documents(paths)
     store = DynamoPolicyStore(target.client("dynamodb"), target.state_table())
