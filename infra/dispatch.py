@@ -57,6 +57,8 @@ class DispatchFunction:
             permissions.deny_tag_changes(),
             permissions.put_scaling_events(settings.event_bus),
             permissions.read_write_state(shared.table.table_arn, query=False),
+            permissions.read_stored_policies(shared.table.table_arn),
+            permissions.deny_policy_writes(shared.table.table_arn),
         )
 
         # The role Scheduler takes to invoke dispatch (LambdaInvoke grants it the invoke),

@@ -79,6 +79,7 @@ class EvaluateFunction:
             permissions.put_scaling_events(settings.event_bus),
             permissions.read_cloudwatch_metrics(),
             permissions.read_write_state(shared.table.table_arn),
+            permissions.deny_policy_writes(shared.table.table_arn),
         )
         queues = permissions.read_policy_queues(shared.policies.values())
         if queues is not None:

@@ -25,13 +25,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 from nodescaler.domain.policy import NodeGroupPolicy
 
-from . import nag
+from . import nag, permissions
 from .alarms import Alarms
 from .dashboard import Dashboard
 from .dispatch import DispatchFunction
@@ -107,6 +108,17 @@ class Nodescaler(Construct):
         self.drain = DrainFunction(shared) if settings.cluster_name else None
         # Which instances a scale-in takes, from the cluster: only with one.
         self.terminate = TerminateFunction(shared) if settings.cluster_name else None
+
+        # Who may change policies without a deploy (`nodescaler apply`): the functions are
+        # denied it; an operator's role or user is given it by attaching this.
+        self.policy_writer = iam.ManagedPolicy(
+            self,
+            "PolicyWriter",
+            description="nodescaler: apply, diff and roll back stored policies",
+            statements=permissions.write_policies(
+                self.state.table.table_arn, Stack.of(self).stack_id
+            ),
+        )
 
         # What operators see.
         dead_letters = {

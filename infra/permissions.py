@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 
 from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
+from nodescaler.adapters.policy_keys import HEADS_PK, versions_pk
 from nodescaler.config import CustomExpanderSpec, ExpanderSpec
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import (
@@ -211,6 +212,46 @@ def read_write_state(table_arn: str, *, query: bool = True) -> iam.PolicyStateme
     queried where `query`."""
     actions = ["GetItem", "PutItem", *(["Query"] if query else []), "UpdateItem"]
     return iam.PolicyStatement(actions=[f"dynamodb:{a}" for a in actions], resources=[table_arn])
+
+
+POLICY_KEYS = [HEADS_PK, versions_pk("*")]  # every stored policy's items (`nodescaler apply`)
+
+
+def deny_policy_writes(table_arn: str) -> iam.PolicyStatement:
+    """Only the operator's identity writes policies: a function that could would pick its
+    own policy. An explicit Deny, so no Allow elsewhere can override it."""
+    return iam.PolicyStatement(
+        effect=iam.Effect.DENY,
+        actions=[
+            f"dynamodb:{a}" for a in ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")
+        ],
+        resources=[table_arn],
+        conditions={"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": POLICY_KEYS}},
+    )
+
+
+def read_stored_policies(table_arn: str) -> iam.PolicyStatement:
+    """Query the stored policies' heads, and nothing else (for a function that may not query
+    the rest of the table)."""
+    return iam.PolicyStatement(
+        actions=["dynamodb:Query"],
+        resources=[table_arn],
+        conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [HEADS_PK]}},
+    )
+
+
+def write_policies(table_arn: str, stack_id: str) -> list[iam.PolicyStatement]:
+    """What `nodescaler apply`, `diff`, `history` and `rollback` need: the stored policies'
+    items (TransactWriteItems is authorized as PutItem on each), and the stack's outputs
+    (the table's name, the deployed policies)."""
+    return [
+        iam.PolicyStatement(
+            actions=[f"dynamodb:{a}" for a in ("GetItem", "Query", "PutItem")],
+            resources=[table_arn],
+            conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": POLICY_KEYS}},
+        ),
+        iam.PolicyStatement(actions=["cloudformation:DescribeStacks"], resources=[stack_id]),
+    ]
 
 
 def describe_eks_cluster(cluster_name: str) -> iam.PolicyStatement:

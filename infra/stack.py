@@ -3,11 +3,13 @@ validated settings."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.stored_policy import PolicyReads
 
 from .nodescaler import Nodescaler
 from .settings import DeploySettings
@@ -35,3 +37,12 @@ class NodescalerStack(Stack):
         CfnOutput(self, "StateTableName", value=self.nodescaler.state.table.table_name)
         CfnOutput(self, "DeploymentName", value=settings.deployment)
         CfnOutput(self, "EvaluationQueueUrl", value=self.nodescaler.evaluation_queue.queue_url)
+        CfnOutput(
+            self,
+            "PolicyWriterPolicyArn",
+            value=self.nodescaler.policy_writer.managed_policy_arn,
+            description="attach to the operators who apply policies without a deploy",
+        )
+        # `nodescaler get policies` lists these; `apply` warns of what they do not read.
+        deployed = {"names": sorted(policies), "reads": PolicyReads.of(policies.values()).as_json()}
+        CfnOutput(self, "DeployedPolicies", value=json.dumps(deployed, separators=(",", ":")))

@@ -31,6 +31,8 @@ PHYSICAL_NAMES = {
     "AWS::SQS::Queue": "QueueName",
     "AWS::SNS::Topic": "TopicName",
     "AWS::IAM::Role": "RoleName",
+    "AWS::IAM::ManagedPolicy": "ManagedPolicyName",
+    "AWS::Events::EventBus": "Name",
     "AWS::Logs::LogGroup": "LogGroupName",
 }
 TWO_CLUSTERS = CDK_CONTEXT | {

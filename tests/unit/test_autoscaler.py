@@ -576,6 +576,7 @@ def test_the_decision_carries_every_input_and_the_reason() -> None:
     assert decision.model_dump(mode="json", exclude={"metrics"}) == {
         "node_group": "ng-test",
         "policy": "batch",
+        "policy_version": "deployed",  # the evaluator sets a stored policy's version
         "at": "2026-03-02T12:00:00Z",
         "current": 4,
         "desired": 104,  # the default scale-up allows +100 a minute

@@ -12,6 +12,7 @@ from typing import Any
 from nodescaler.adapters.policy_files import load_policies, load_policy_file
 from nodescaler.errors import MalformedEventError, NodescalerError, PolicyError, StateCorruptError
 
+from nodescaler_cli import policies
 from nodescaler_cli.event_fit import INVOKED
 from nodescaler_cli.output import FORMATS
 
@@ -233,6 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     _aws_options(explain)
     _output_option(explain)
     explain.set_defaults(run=_explain)
+    policies.register(commands, _target, _aws_options, _output_option)
     return parser
 
 

@@ -377,6 +377,7 @@ EXPLAIN_KEYS = (
     "group",
     "at",
     "policy",
+    "policy_version",
     "current",
     "desired",
     "min",
@@ -388,6 +389,12 @@ EXPLAIN_KEYS = (
 )
 
 
+def _version(decision: Decision) -> str:
+    """`v3` for a version stored with `nodescaler apply`, `(deployed)` for the stack's."""
+    version = decision.policy_version
+    return f"v{version}" if isinstance(version, int) else f"({version})"
+
+
 def explain(target: Target, group: str, limit: int, write: Callable[[str], None] = print) -> int:
     decisions = target.store().decisions(group, limit=limit)
     if not decisions:
@@ -397,6 +404,7 @@ def explain(target: Target, group: str, limit: int, write: Callable[[str], None]
             "group": d.node_group,
             "at": _iso(d.at),
             "policy": d.policy,
+            "policy_version": d.policy_version,
             "current": d.current,
             "desired": d.desired,
             "min": d.min_replicas,
@@ -412,7 +420,7 @@ def explain(target: Target, group: str, limit: int, write: Callable[[str], None]
     decided = [
         {
             "at": _when(d.at),
-            "policy": d.policy,
+            "policy": f"{d.policy} {_version(d)}",
             "change": f"{d.current} → {d.desired}",
             "bounds": f"[{d.min_replicas}, {d.max_replicas}]",
             "recommends": d.recommendation,

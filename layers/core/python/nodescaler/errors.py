@@ -80,6 +80,10 @@ class StateCorruptError(PermanentError):
     """A stored state item can't be read back; names the group and the item."""
 
 
+class PolicyConflictError(RetryableError):
+    """Another `nodescaler apply` wrote a policy first; nothing of this apply was written."""
+
+
 class MetricHistoryError(RetryableError):
     """A named metric's history could not be read (throttled, refused, unreachable); names
     the metric and the cause. A forecast from it abstains, naming this."""

@@ -44,6 +44,7 @@ class MetricName(StrEnum):
     SHORTFALL_NODES = "ShortfallNodes"  # nodes wanted but not in service, the worst group
     EVALUATIONS_QUEUED = "EvaluationsQueued"
     MALFORMED_EVENTS = "MalformedEvents"
+    STORED_POLICY_READ_FAILURES = "StoredPolicyReadFailures"  # deployed policies served instead
     IGNORED_EVENTS = "IgnoredEvents"  # well-formed, but about a group nodescaler doesn't manage
     SCALING_EVENTS_NOT_PUT = "ScalingEventsNotPut"  # resizes, backoffs, drains EventBridge missed
     # draining (service-wide, and per node group when the instance's group is known)

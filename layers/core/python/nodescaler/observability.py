@@ -224,6 +224,15 @@ def report_dead_letter(message_id: str, reason: str) -> None:
     emit([Record({MetricName.DEAD_LETTERED: 1})])
 
 
+def report_stored_policies_unreadable(error: Exception) -> None:
+    """The stored policies could not be read: the deployed ones serve until they can."""
+    logger.warning(
+        f"stored policies could not be read, the deployed policies are used: {error}",
+        retryable=is_retryable(error),
+    )
+    emit([Record({MetricName.STORED_POLICY_READ_FAILURES: 1})])
+
+
 def report_queued(cause: str, queued: Sequence[str]) -> None:
     logger.info(f"queued {len(queued)} evaluations", cause=cause, node_groups=list(queued))
     emit([Record({MetricName.EVALUATIONS_QUEUED: len(queued)})])

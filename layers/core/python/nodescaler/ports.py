@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from nodescaler.domain.scale_down import Removable
     from nodescaler.domain.scaling_events import ScalingEvent
     from nodescaler.domain.scheduling import InstanceShape
+    from nodescaler.domain.stored_policy import StoredPolicy
     from nodescaler.events.queue import EvaluationRequest
 
 Sleep = Callable[[float], None]
@@ -150,6 +151,12 @@ class ScalingEvents(Protocol):
     def flush(self) -> Sequence[str]:
         """Put every event published since the last flush; returns each one that could not
         be put, and why. Never raises: the scaling the events tell of is done."""
+        ...
+
+
+class PolicyStore(Protocol):
+    def heads(self) -> Sequence[StoredPolicy]:
+        """Every policy applied with `nodescaler apply`, at its current version."""
         ...
 
 

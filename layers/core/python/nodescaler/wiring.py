@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from nodescaler.adapters.aws.state_table import DynamoStateStore
     from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection
     from nodescaler.config import (
+        CapacitySettings,
         CommonSettings,
         DispatchSettings,
         DrainSettings,
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from nodescaler.service.limiter import ClusterLimiter
     from nodescaler.service.policies import PolicyBook
     from nodescaler.service.producers import Producers
+    from nodescaler.service.stored_policies import StoredPolicies
     from nodescaler.service.termination import TerminationChooser
 
 BOTO_CONFIG = Config(
@@ -144,13 +146,30 @@ def scaling_events(settings: EventSettings, clients: AwsClients) -> EventBridgeS
     return EventBridgeScalingEvents(lambda: clients.events, settings.event_bus_name)
 
 
-def policy_book(settings: CommonSettings) -> PolicyBook:
-    """The deployed policies, and the tags that say which one a group uses."""
+def policy_book(settings: CommonSettings, stored: StoredPolicies | None = None) -> PolicyBook:
+    """The deployed policies, and the tags that say which one a group uses; the stored
+    ones, when given, go before them."""
     from nodescaler.adapters.policy_files import read_policies
     from nodescaler.service.policies import PolicyBook
 
     folder = read_policies(settings.policies_path)
-    return PolicyBook(folder.policies, settings.tag_names, folder.broken, folder.unnamed)
+    return PolicyBook(folder.policies, settings.tag_names, folder.broken, folder.unnamed, stored)
+
+
+def stored_policies(
+    settings: CapacitySettings, clients: AwsClients, clock: Clock
+) -> StoredPolicies:
+    """The policies applied with `nodescaler apply`, read from the state table at most once
+    a minute; a failed read is logged and counted, and the deployed ones serve."""
+    from nodescaler.adapters.aws.policy_store import DynamoPolicyStore
+    from nodescaler.observability import report_stored_policies_unreadable
+    from nodescaler.service.stored_policies import StoredPolicies
+
+    return StoredPolicies(
+        DynamoPolicyStore(clients.dynamodb, settings.state_table),
+        clock,
+        on_failure=report_stored_policies_unreadable,
+    )
 
 
 def dispatcher(
@@ -160,12 +179,13 @@ def dispatcher(
     from nodescaler.service.dispatch import Dispatcher
 
     clients = clients or AwsClients()
+    clock = clock or SystemClock()
     return Dispatcher(
         node_groups=node_groups(settings, clients),
         queue=SqsEvaluationQueue(clients.sqs, settings.evaluation_queue_url),
-        policies=policy_book(settings),
+        policies=policy_book(settings, stored_policies(settings, clients, clock)),
         state=DynamoStateStore(clients.dynamodb, settings.state_table),  # writes no decisions
-        clock=clock or SystemClock(),
+        clock=clock,
         backoff_rules=settings.backoff_rules,
         cluster_name=settings.cluster_name,
         events=scaling_events(settings, clients),
@@ -184,7 +204,7 @@ def evaluator(
 
     clients = clients or AwsClients()
     clock = clock or SystemClock()
-    policies = policy_book(settings)
+    policies = policy_book(settings, stored_policies(settings, clients, clock))
     groups = node_groups(settings, clients)
     state = DynamoStateStore(
         clients.dynamodb, settings.state_table, audit_ttl=timedelta(days=settings.audit_ttl_days)

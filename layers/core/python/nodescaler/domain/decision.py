@@ -7,6 +7,7 @@ log line, the EMF metrics and the audit item.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
@@ -90,6 +91,8 @@ class Decision(BaseModel):
 
     node_group: str
     policy: str
+    # the stored version it used (`nodescaler apply`), or the policy deployed with the stack
+    policy_version: int | Literal["deployed"] = "deployed"
     at: AwareDatetime
     current: int
     desired: int

@@ -115,9 +115,7 @@ class Evaluator:
         state = replace(state, protected=ours)
 
         # 6. Metrics (and forecasts from the group's recorded demand), then the decision.
-        readings = self.producers.read_all(policy, group, now)
-        named = named_histories(policy, self.histories, now)
-        readings |= forecast_readings(policy, state.demand, now, named)
+        readings = self._read(policy, group, state, now)
         size = GroupSize(
             group.desired,
             group.min_size,
@@ -150,6 +148,7 @@ class Evaluator:
             else state.demand.record(now, decision.demand),
         )
         decision = self._plan_warm_pool(policy, group, decision, readings)
+        decision = decision.model_copy(update={"policy_version": choice.version})
         problems = choice.problems
 
         # 7. Record only, when nothing changes or the group is in dry-run.
@@ -200,6 +199,14 @@ class Evaluator:
         return self._keep_warm_pool(
             group, EvaluationResult(group.name, Outcome.ACTED, decision, problems), dry_run
         )
+
+    def _read(
+        self, policy: NodeGroupPolicy, group: NodeGroup, state: GroupState, now: datetime
+    ) -> dict[str, Reading]:
+        """The policy's metrics, and its forecasts from the group's recorded demand."""
+        readings = dict(self.producers.read_all(policy, group, now))
+        named = named_histories(policy, self.histories, now)
+        return readings | dict(forecast_readings(policy, state.demand, now, named))
 
     @staticmethod
     def _plan_warm_pool(

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.optin import TagNames, read_opt_in
 from nodescaler.domain.policy import NodeGroupPolicy
+
+if TYPE_CHECKING:  # built by the functions' wiring, imported then (cold starts)
+    from nodescaler.domain.stored_policy import PolicyVersion
+    from nodescaler.service.stored_policies import StoredPolicies
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,7 @@ class PolicyChoice:
     policy: NodeGroupPolicy | None
     dry_run: bool
     problems: tuple[str, ...] = ()  # what is wrong with its tags or policy name, if anything
+    version: PolicyVersion = "deployed"  # the stored version used, or the deployed policy
 
 
 @dataclass(frozen=True)
@@ -31,18 +37,30 @@ class PolicyBook:
     # Deployed documents that can't be used: only the groups that name them are rejected.
     broken: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # name → problems
     unnamed: tuple[str, ...] = ()  # problems of documents whose name can't be read
+    # Applied with `nodescaler apply`: a valid stored policy goes before the deployed one.
+    stored: StoredPolicies | None = None
 
     def choose(self, group: NodeGroup) -> PolicyChoice:
         """The policy the group's tag names, with every problem found on the way."""
         opt_in = read_opt_in(group.name, group.tags, self.tag_names)
-        if opt_in.policy is None:
-            return PolicyChoice(None, opt_in.dry_run, opt_in.problems)
-        policy = self.policies.get(opt_in.policy)
-        if policy is None:
+        name, problems = opt_in.policy, opt_in.problems
+        if name is None:
+            return PolicyChoice(None, opt_in.dry_run, problems)
+        deployed = self.policies.get(name)
+        if self.stored is not None:
+            current = self.stored.current()
+            problems = (*problems, *current.problems)
+            stored = current.by_name.get(name)
+            if stored is not None and stored.policy is not None:
+                return PolicyChoice(stored.policy, opt_in.dry_run, problems, stored.version)
+            if stored is not None:  # never used: the deployed one, if any, stands in
+                then = f"the deployed policy {name} is used" if deployed else "not evaluated"
+                problems = (*problems, f"node group {group.name}: {stored.problem}; {then}")
+        if deployed is None:
             return PolicyChoice(
-                None, opt_in.dry_run, (*opt_in.problems, *self._why_none(group.name, opt_in.policy))
+                None, opt_in.dry_run, (*problems, *self._why_none(group.name, name))
             )
-        return PolicyChoice(policy, opt_in.dry_run, opt_in.problems)
+        return PolicyChoice(deployed, opt_in.dry_run, problems)
 
     def _why_none(self, group: str, name: str) -> tuple[str, ...]:
         said = f"node group {group}: tag {self.tag_names.policy}={name!r}"

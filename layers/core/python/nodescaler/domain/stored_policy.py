@@ -1,0 +1,105 @@
+"""Policies applied with `nodescaler apply`: versions of a document, and what each reads.
+
+A stored policy is text, validated where it is used as a deployed file is: a document that
+no longer validates (a newer nodescaler, an edited item) is never used, and says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from nodescaler.domain.policy import NodeGroupPolicy, PrometheusMetric, SqsQueueMetric
+
+DEPLOYED: Literal["deployed"] = "deployed"  # the version of a policy deployed with the stack
+
+PolicyVersion = int | Literal["deployed"]
+
+
+@dataclass(frozen=True)
+class StoredPolicy:
+    """One version of a policy document as stored; `problem` says why an item can't be read."""
+
+    name: str
+    version: int
+    document: str
+    applied_by: str = ""
+    applied_at: datetime | None = None
+    source: str = ""  # the file it was applied from
+    problem: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"stored policy {self.name} v{self.version}"
+
+
+def stored_problems(problems: Iterable[str], source: str) -> str:
+    """Parse problems (`source: field: message`) as one line after the policy's label."""
+    return "; ".join(p.removeprefix(f"{source}: ") for p in problems)
+
+
+@dataclass(frozen=True)
+class PolicyReads:
+    """What a policy's metrics read that the evaluate function's rights are scoped to, as
+    the documents name them (the deployed stack outputs the same for its policies)."""
+
+    sqs_queues: frozenset[str] = frozenset()
+    prometheus_workspaces: frozenset[str] = frozenset()
+    secrets: frozenset[str] = frozenset()
+    alarms: frozenset[str] = frozenset()  # the dispatch's rule hears only these alarms
+    kubernetes: bool = False
+
+    @classmethod
+    def of(cls, policies: Iterable[NodeGroupPolicy]) -> PolicyReads:
+        policies = list(policies)
+        metrics = [m for p in policies for m in p.spec.metrics]
+        prometheus = [m.prometheus for m in metrics if isinstance(m, PrometheusMetric)]
+        return cls(
+            sqs_queues=frozenset(
+                m.sqs_queue.queue for m in metrics if isinstance(m, SqsQueueMetric)
+            ),
+            prometheus_workspaces=frozenset(p.workspace for p in prometheus if p.workspace),
+            secrets=frozenset(p.bearer_token_secret for p in prometheus if p.bearer_token_secret),
+            alarms=frozenset(a for p in policies for a in p.spec.alarms),
+            kubernetes=any(m.reads_cluster for m in metrics),
+        )
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "sqsQueues": sorted(self.sqs_queues),
+            "prometheusWorkspaces": sorted(self.prometheus_workspaces),
+            "secrets": sorted(self.secrets),
+            "alarms": sorted(self.alarms),
+            "kubernetes": self.kubernetes,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> PolicyReads:
+        def names(key: str) -> frozenset[str]:
+            value = data.get(key, [])
+            return frozenset(str(v) for v in value) if isinstance(value, list) else frozenset()
+
+        return cls(
+            names("sqsQueues"),
+            names("prometheusWorkspaces"),
+            names("secrets"),
+            names("alarms"),
+            data.get("kubernetes") is True,
+        )
+
+    def beyond(self, allowed: PolicyReads) -> list[str]:
+        """What this reads that `allowed` does not: each a phrase for a warning."""
+        missing = [
+            *(f"SQS queue {q}" for q in sorted(self.sqs_queues - allowed.sqs_queues)),
+            *(
+                f"Prometheus workspace {w}"
+                for w in sorted(self.prometheus_workspaces - allowed.prometheus_workspaces)
+            ),
+            *(f"secret {s}" for s in sorted(self.secrets - allowed.secrets)),
+            *(f"alarm {a}" for a in sorted(self.alarms - allowed.alarms)),
+        ]
+        if self.kubernetes and not allowed.kubernetes:
+            missing.append("the Kubernetes cluster")
+        return missing

@@ -1,0 +1,426 @@
+"""Policies as data against moto: `apply`, `get policies`, `diff`, `history`, `rollback`,
+every bad input (one line, a non-zero exit, nothing written), racing applies, and the
+evaluator picking a stored policy up once its cache has expired."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nodescaler.adapters.aws.node_groups import AsgNodeGroups
+from nodescaler.adapters.aws.policy_store import DynamoPolicyStore, PolicyChange
+from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
+from nodescaler.adapters.aws.state_table import DynamoStateStore
+from nodescaler.adapters.policy_keys import HEADS_PK, versions_pk
+from nodescaler.domain.optin import TagNames
+from nodescaler.domain.policy import SqsQueueMetric
+from nodescaler.errors import PolicyConflictError
+from nodescaler.service.evaluation import Evaluator, Outcome
+from nodescaler.service.policies import PolicyBook
+from nodescaler.service.producers import Producers
+from nodescaler.service.stored_policies import StoredPolicies
+from nodescaler_cli.main import main
+
+from tests.aws import (
+    aws,  # noqa: F401  (moto for every test here)
+    client,
+    fill_queue,
+    make_asg,
+    make_state_table,
+)
+from tests.builders import EXACT, VirtualClock, policy, policy_document, queue_metric
+
+TABLE = "nodescaler-state"
+AT = ["--table", TABLE]
+TAGS = {"nodescaler/enabled": "true", "nodescaler/policy": "gpu"}
+
+
+def gpu(per_node: float = 4, max_replicas: int = 50) -> str:
+    return policy_document(
+        "gpu", queue_metric("jobs", per_node), max_replicas=max_replicas, behavior=EXACT
+    )
+
+
+def web() -> str:
+    return policy_document("web", queue_metric("requests", 10), max_replicas=20)
+
+
+@pytest.fixture
+def table() -> Any:
+    return make_state_table(TABLE)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "gpu.yaml").write_text(gpu())
+    (tmp_path / "web.yaml").write_text(web())
+    return tmp_path
+
+
+def policy_items(dynamodb: Any) -> list[dict[str, Any]]:
+    items = dynamodb.scan(TableName=TABLE)["Items"]
+    return [i for i in items if i["pk"]["S"] == HEADS_PK or i["pk"]["S"].startswith("POLICY#")]
+
+
+def listed(capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, Any]]:
+    assert main(["get", "policies", *AT, "-o", "json"]) == 0
+    return {row["name"]: row for row in json.loads(capsys.readouterr().out)["policies"]}
+
+
+def error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err, err
+    return err
+
+
+@pytest.mark.usefixtures("table")
+def test_given_a_folder_when_applied_twice_then_each_policy_is_stored_once_with_who_and_whence(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["apply", "-f", str(folder), *AT]) == 0
+    out = capsys.readouterr().out
+    assert f"policy gpu: v1 applied from {folder / 'gpu.yaml'}" in out
+    assert f"policy web: v1 applied from {folder / 'web.yaml'}" in out
+
+    assert main(["apply", "-f", str(folder), *AT]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "policy gpu: unchanged (v1)",
+        "policy web: unchanged (v1)",
+    ]
+    rows = listed(capsys)
+    caller = client("sts").get_caller_identity()["Arn"]
+    assert rows["gpu"] | {"applied_at": None} == {
+        "name": "gpu",
+        "version": 1,
+        "applied_by": caller,
+        "applied_at": None,
+        "source": "stored",
+        "problem": None,
+    }
+    assert rows["web"]["version"] == 1
+    assert main(["get", "policies", *AT]) == 0
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert header.split() == [
+        "NAME",
+        "VERSION",
+        "APPLIED",
+        "BY",
+        "APPLIED",
+        "AT",
+        "SOURCE",
+        "PROBLEM",
+    ]
+    assert [line.split()[:2] for line in lines] == [["gpu", "1"], ["web", "1"]]
+
+
+@pytest.mark.usefixtures("table")
+def test_given_a_changed_file_then_diff_shows_it_apply_versions_it_and_rollback_restores(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["apply", "-f", str(folder), *AT])
+    capsys.readouterr()
+    assert main(["diff", "-f", str(folder), *AT]) == 0
+    assert capsys.readouterr().out == ""
+
+    (folder / "gpu.yaml").write_text(gpu(per_node=8))
+    assert main(["diff", "-f", str(folder), *AT]) == 1
+    out = capsys.readouterr().out
+    assert "--- stored/gpu (v1)" in out
+    assert "\n-      averageValue: 4\n+      averageValue: 8\n" in out
+
+    assert main(["apply", "-f", str(folder / "gpu.yaml"), *AT]) == 0
+    assert "policy gpu: v2 applied" in capsys.readouterr().out
+    assert main(["diff", "-f", str(folder), *AT]) == 0
+
+    assert main(["rollback", "gpu", "--to", "1", *AT]) == 0
+    assert "policy gpu: v3 applied from rollback to v1" in capsys.readouterr().out
+    store = DynamoPolicyStore(client("dynamodb"), TABLE)
+    head = store.head("gpu")
+    assert head is not None and head.version == 3
+    assert head.document == gpu()
+
+    assert main(["history", "gpu", *AT, "-o", "json"]) == 0
+    versions = json.loads(capsys.readouterr().out)["versions"]
+    assert [(v["version"], v["source"], v["current"]) for v in versions] == [
+        (1, str(folder / "gpu.yaml"), ""),
+        (2, str(folder / "gpu.yaml"), ""),
+        (3, "rollback to v1", "*"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("files", "problem"),
+    [
+        (
+            {"gpu.yaml": gpu(), "bad.yaml": gpu().replace("maxReplicas: 50", "maxReplicas: many")},
+            "bad.yaml: spec.maxReplicas: ",
+        ),
+        (
+            {"gpu.yaml": gpu(), "also-gpu.yaml": gpu(per_node=8)},
+            "metadata.name: policy 'gpu' is already defined in",
+        ),
+    ],
+    ids=["invalid-file", "name-clash"],
+)
+def test_given_a_bad_folder_when_applied_then_validate_s_errors_and_nothing_is_written(
+    table: Any,
+    tmp_path: Path,
+    files: dict[str, str],
+    problem: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert main(["validate", str(tmp_path)]) == 2
+    validate_says = capsys.readouterr().err
+
+    assert main(["apply", "-f", str(tmp_path), *AT]) == 2
+    assert capsys.readouterr().err == validate_says
+    assert problem in validate_says
+    assert policy_items(table) == []
+
+
+@pytest.mark.usefixtures("table")
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["rollback", "gpu", "--to", "7"],
+            "nodescaler rollback: policy gpu has no version 7 (versions 1 to 1)",
+        ),
+        (
+            ["rollback", "gpux", "--to", "1"],
+            "nodescaler rollback: no stored policy 'gpux' (stored: gpu, web)",
+        ),
+        (["history", "gpux"], "nodescaler history: no stored policy 'gpux' (stored: gpu, web)"),
+    ],
+)
+def test_given_a_version_or_name_that_is_not_stored_then_one_line_and_nothing_written(
+    folder: Path, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["apply", "-f", str(folder), *AT])
+    capsys.readouterr()
+    before = policy_items(client("dynamodb"))
+
+    assert main([*argv, *AT]) == 1
+    assert error_line(capsys) == message
+    assert policy_items(client("dynamodb")) == before
+
+
+def test_given_a_corrupt_stored_policy_then_commands_name_the_item_and_write_nothing(
+    table: Any, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["apply", "-f", str(folder), *AT])
+    table.update_item(
+        TableName=TABLE,
+        Key={"pk": {"S": HEADS_PK}, "sk": {"S": "gpu"}},
+        UpdateExpression="REMOVE document",
+    )
+    capsys.readouterr()
+    before = policy_items(table)
+
+    for argv, code in (
+        (["apply", "-f", str(folder)], 1),
+        (["rollback", "gpu", "--to", "1"], 1),
+        (["diff", "-f", str(folder)], 2),  # as kubectl's: 1 says they differ
+    ):
+        assert main([*argv, *AT]) == code
+        assert error_line(capsys).endswith(
+            f"stored policy gpu: item (POLICIES, gpu) in {TABLE} is unreadable "
+            "(KeyError: 'document'): delete that item and apply the policy again "
+            "(its versions stay)"
+        )
+    assert policy_items(table) == before
+    assert "unreadable" in listed(capsys)["gpu"]["problem"]
+
+    # Deleted as the error says, the policy is applied afresh after its last version.
+    table.delete_item(TableName=TABLE, Key={"pk": {"S": HEADS_PK}, "sk": {"S": "gpu"}})
+    assert main(["apply", "-f", str(folder), *AT]) == 0
+    assert "policy gpu: v2 applied" in capsys.readouterr().out
+
+
+def test_given_a_stored_version_that_no_longer_validates_then_rollback_to_it_is_refused(
+    table: Any, folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["apply", "-f", str(folder), *AT])
+    (folder / "gpu.yaml").write_text(gpu(per_node=8))
+    main(["apply", "-f", str(folder), *AT])
+    table.update_item(
+        TableName=TABLE,
+        Key={"pk": {"S": versions_pk("gpu")}, "sk": {"S": "VERSION#000001"}},
+        UpdateExpression="SET document = :d",
+        ExpressionAttributeValues={
+            ":d": {"S": gpu().replace("maxReplicas: 50", "maxReplicas: -1")}
+        },
+    )
+    capsys.readouterr()
+    before = policy_items(table)
+    assert main(["rollback", "gpu", "--to", "1", *AT]) == 1
+    assert error_line(capsys).startswith(
+        "nodescaler rollback: stored policy gpu v1 is invalid: spec.maxReplicas: "
+    )
+    assert policy_items(table) == before
+
+
+def test_given_two_applies_racing_then_the_second_writes_nothing_at_all(table: Any) -> None:
+    store = DynamoPolicyStore(table, TABLE)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    store.apply([PolicyChange("gpu", 1, gpu(), "gpu.yaml", 0)], "arn:me", at)
+    first = PolicyChange("gpu", 2, gpu(per_node=8), "gpu.yaml", 1)
+    store.apply([first], "arn:me", at)
+    before = policy_items(table)
+
+    # Both read v1; the second also brings a new policy: neither of its writes lands.
+    late = [
+        PolicyChange("web", 1, web(), "web.yaml", 0),
+        PolicyChange("gpu", 2, gpu(per_node=2), "gpu.yaml", 1),
+    ]
+    with pytest.raises(PolicyConflictError, match="another apply wrote first; nothing was written"):
+        store.apply(late, "arn:other", at)
+    assert policy_items(table) == before
+    assert store.head("web") is None
+    # A new version number does not help: the head is no longer at the version read.
+    with pytest.raises(PolicyConflictError):
+        store.apply([PolicyChange("gpu", 3, gpu(per_node=2), "gpu.yaml", 1)], "arn:other", at)
+    assert policy_items(table) == before
+
+
+def test_given_a_stack_when_a_stored_policy_reads_a_new_queue_then_apply_warns_and_stores_it(
+    table: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deployed = {"names": ["gpu"], "reads": {"sqsQueues": ["jobs"], "kubernetes": False}}
+    client("cloudformation").create_stack(
+        StackName="nodescaler-my-cluster",  # the sample cdk.json's deployment
+        TemplateBody=json.dumps(
+            {
+                "Resources": {"Queue": {"Type": "AWS::SQS::Queue"}},
+                "Outputs": {
+                    "StateTableName": {"Value": TABLE},
+                    "DeployedPolicies": {"Value": json.dumps(deployed)},
+                },
+            }
+        ),
+    )
+    (tmp_path / "web.yaml").write_text(web())
+    assert main(["apply", "-f", str(tmp_path / "web.yaml")]) == 0  # the table from the stack
+    out, err = capsys.readouterr()
+    assert "policy web: v1 applied" in out
+    assert err.startswith("warning: policy web reads SQS queue requests, which the deployed stack")
+    rows = listed(capsys)
+    assert (rows["gpu"]["source"], rows["gpu"]["version"]) == ("deployed", "deployed")
+    assert (rows["web"]["source"], rows["web"]["version"]) == ("stored", 1)
+
+
+# --- the functions read what was applied ------------------------------------------------
+
+
+def evaluator(
+    dynamodb: Any, clock: VirtualClock, *, deployed: dict[str, Any], read: list[Exception]
+) -> Evaluator:
+    stored = StoredPolicies(DynamoPolicyStore(dynamodb, TABLE), clock, on_failure=read.append)
+    return Evaluator(
+        node_groups=AsgNodeGroups(client("autoscaling"), client("eks"), tag_names=TagNames()),
+        producers=Producers({SqsQueueMetric: SqsQueueLength(client("sqs"))}),
+        state=DynamoStateStore(dynamodb, TABLE, audit_ttl=timedelta(days=1)),
+        policies=PolicyBook(deployed, stored=stored),
+        clock=clock,
+    )
+
+
+@pytest.fixture
+def gpu_group(table: Any) -> Any:
+    client("sqs").create_queue(QueueName="jobs")
+    make_asg("gpu-ng", tags=TAGS, max_size=50)
+    fill_queue("jobs", 40)
+    return table
+
+
+DEPLOYED_GPU = {
+    "gpu": policy(queue_metric("jobs", per_node=8), name="gpu", max_replicas=50, behavior=EXACT)
+}
+
+
+def test_given_an_applied_policy_then_evaluate_uses_it_once_its_cache_expires_and_says_which(
+    gpu_group: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clock, failures = VirtualClock(), []
+    scaler = evaluator(gpu_group, clock, deployed=DEPLOYED_GPU, read=failures)
+    first = scaler.evaluate("gpu-ng", "tick-1").decision
+    assert first is not None and (first.desired, first.policy_version) == (5, "deployed")
+
+    (tmp_path / "gpu.yaml").write_text(gpu(per_node=4))
+    assert main(["apply", "-f", str(tmp_path), *AT]) == 0
+    clock.advance(seconds=59)
+    cached = scaler.evaluate("gpu-ng", "tick-2").decision
+    assert cached is not None and (cached.desired, cached.policy_version) == (5, "deployed")
+    clock.advance(seconds=1)
+    fresh = scaler.evaluate("gpu-ng", "tick-3").decision
+    assert fresh is not None and (fresh.desired, fresh.policy_version) == (10, 1)
+    assert failures == []
+
+    capsys.readouterr()
+    assert main(["explain", "gpu-ng", *AT, "-o", "json"]) == 0
+    newest, older, *_ = json.loads(capsys.readouterr().out)["decisions"]
+    assert (newest["policy_version"], older["policy_version"]) == (1, "deployed")
+    assert main(["explain", "gpu-ng", *AT]) == 0
+    assert "gpu v1  " in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("deployed", [DEPLOYED_GPU, {}], ids=["deployed-fallback", "none"])
+def test_given_a_stored_policy_that_no_longer_validates_then_it_is_never_used_and_status_says_why(
+    gpu_group: Any, tmp_path: Path, deployed: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "gpu.yaml").write_text(gpu(per_node=4))
+    main(["apply", "-f", str(tmp_path), *AT])
+    gpu_group.update_item(
+        TableName=TABLE,
+        Key={"pk": {"S": HEADS_PK}, "sk": {"S": "gpu"}},
+        UpdateExpression="SET document = :d",
+        ExpressionAttributeValues={
+            ":d": {"S": gpu().replace("averageValue: 4", "averageValue: -4")}
+        },
+    )
+    result = evaluator(gpu_group, VirtualClock(), deployed=deployed, read=[]).evaluate(
+        "gpu-ng", "tick-1"
+    )
+
+    invalid = "node group gpu-ng: stored policy gpu v1 is invalid: spec.metrics[0].target"
+    assert any(p.startswith(invalid) for p in result.problems), result.problems
+    if deployed:
+        assert result.decision is not None
+        assert (result.decision.desired, result.decision.policy_version) == (5, "deployed")
+        assert any(p.endswith("; the deployed policy gpu is used") for p in result.problems)
+    else:
+        assert result.outcome is Outcome.REJECTED
+        assert any(p.endswith("; not evaluated") for p in result.problems)
+    capsys.readouterr()
+    assert main(["status", *AT]) == 0
+    assert "stored policy gpu v1 is invalid" in capsys.readouterr().out
+
+
+def test_given_the_stored_policies_cannot_be_read_then_the_deployed_ones_serve_and_it_is_counted(
+    gpu_group: Any,
+) -> None:
+    failures: list[Exception] = []
+    clock = VirtualClock()
+    scaler = evaluator(gpu_group, clock, deployed=DEPLOYED_GPU, read=failures)
+    broken = StoredPolicies(
+        DynamoPolicyStore(gpu_group, "no-such-table"), clock, on_failure=failures.append
+    )
+    scaler = Evaluator(**{**scaler.__dict__, "policies": PolicyBook(DEPLOYED_GPU, stored=broken)})
+
+    result = scaler.evaluate("gpu-ng", "tick-1")
+    assert result.decision is not None and result.decision.desired == 5
+    assert result.problems[0].startswith(
+        "stored policies could not be read (ResourceNotFoundException"
+    )
+    assert result.problems[0].endswith("the deployed policies are used")
+    assert len(failures) == 1
+    scaler.evaluate("gpu-ng", "tick-2")  # within the retry delay: not read again
+    assert len(failures) == 1
+    clock.advance(seconds=10)
+    scaler.evaluate("gpu-ng", "tick-3")
+    assert len(failures) == 2
