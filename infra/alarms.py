@@ -21,8 +21,8 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 from nodescaler.metric_names import MetricName
 
-from infra.dashboard import MINUTE, system_metric
-from infra.settings import AlarmSettings
+from .dashboard import MINUTE, system_metric
+from .settings import AlarmSettings
 
 FIVE_MINUTES = Duration.minutes(5)
 ALARMS_GO_NOWHERE = (
@@ -39,12 +39,14 @@ class Alarms(Construct):
         construct_id: str,
         *,
         settings: AlarmSettings,
+        deployment: str,
         tick_minutes: int,
         functions: Mapping[str, lambda_.Function],
         dead_letter_queues: Mapping[str, sqs.Queue],
         drains: bool,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.deployment = deployment  # each alarm's name starts with it: one set per deployment
         self.topic = self._topic(settings)
         if self.topic is None:  # shown by cdk synth and deploy, once for the stack
             Annotations.of(self).add_warning_v2("nodescaler:alarms-go-nowhere", ALARMS_GO_NOWHERE)
@@ -165,6 +167,7 @@ class Alarms(Construct):
         alarm = cloudwatch.Alarm(
             self,
             name,
+            alarm_name=f"{self.deployment}-{name}",
             alarm_description=description,
             metric=metric,
             threshold=threshold,

@@ -72,6 +72,7 @@ class Dashboard(Construct):
         scope: Construct,
         construct_id: str,
         *,
+        name: str,
         policies: Mapping[str, NodeGroupPolicy],
         functions: Mapping[str, lambda_.Function],  # dispatch, evaluate, and drain if any
         evaluate_logs: logs.ILogGroup,
@@ -80,7 +81,9 @@ class Dashboard(Construct):
         dead_letter_queues: Mapping[str, sqs.Queue],
     ) -> None:
         super().__init__(scope, construct_id)
-        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
+        self.dashboard = cloudwatch.Dashboard(
+            self, "Dashboard", dashboard_name=name, default_interval=Duration.hours(3)
+        )
         dispatch, evaluate = functions["dispatch"], functions["evaluate"]
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(

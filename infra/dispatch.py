@@ -13,8 +13,8 @@ from aws_cdk import aws_scheduler_targets as scheduler_targets
 from aws_cdk import aws_sqs as sqs
 from nodescaler.config import DispatchSettings
 
-from infra import permissions
-from infra.functions import NodescalerFunction, Shared
+from . import permissions
+from .functions import NodescalerFunction, Shared
 
 # dispatch: one paged describe and a send per ten groups; 250 groups take about a second.
 DISPATCH_TIMEOUT = Duration.seconds(60)

@@ -3,7 +3,7 @@ and EC2's Spot warnings as its triggers, and the terminate hooks of `drainGroups
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import CfnOutput, Duration
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as events_targets
@@ -11,15 +11,13 @@ from aws_cdk import aws_lambda_destinations as destinations
 from nodescaler.config import DrainSettings
 from nodescaler.events import LIFECYCLE_ACTION, REBALANCE_RECOMMENDATION, SPOT_INTERRUPTION
 
-from infra import permissions
-from infra.dispatch import ASYNC_RETRIES
-from infra.functions import NodescalerFunction, Shared, secure_queue
+from . import permissions
+from .dispatch import ASYNC_RETRIES
+from .functions import NodescalerFunction, Shared, secure_queue
 
 # drain: its longest drain (drain.timeoutSeconds, at most 840 s) plus a minute for the
 # cold start, the last eviction and CompleteLifecycleAction; Lambda's maximum.
 DRAIN_TIMEOUT = Duration.seconds(900)
-# The terminate hook the drain answers to: the stack's, and the one README has operators add.
-DRAIN_HOOK = "nodescaler-drain"
 # Auto Scaling waits this long for a heartbeat (the drain sends one a minute) before it lets
 # the instance go undrained (DefaultResult): long enough for a cold start and a slow minute.
 HOOK_HEARTBEAT_TIMEOUT = Duration.minutes(5)
@@ -49,6 +47,8 @@ class DrainFunction:
                 max_grace_seconds=drain.max_grace_seconds,
                 drain_timeout_result=drain.timeout_result,
                 drain_groups=settings.drain_groups,  # drained though not opted in
+                # The hook the stack creates and README has operators add: this deployment's.
+                drain_hook=settings.drain_hook,
                 **shared.events,
                 **shared.common,
             ).environment(),
@@ -89,11 +89,12 @@ class DrainFunction:
             scope,
             "TerminateLifecycleActions",
             description="nodescaler: drain the node of an instance its group is terminating",
-            # Only the drain's own hook: another hook on the group belongs to someone else.
+            # Only this deployment's hook: another hook on the group (another deployment's
+            # among them) belongs to someone else.
             event_pattern=events.EventPattern(
                 source=["aws.autoscaling"],
                 detail_type=[LIFECYCLE_ACTION],
-                detail={"LifecycleHookName": [DRAIN_HOOK]},
+                detail={"LifecycleHookName": [settings.drain_hook]},
             ),
             targets=[target],
         )
@@ -112,10 +113,17 @@ class DrainFunction:
                 scope,
                 f"DrainHook-{group}",  # by name: reordering the list replaces nothing
                 auto_scaling_group_name=group,
-                lifecycle_hook_name=DRAIN_HOOK,
+                lifecycle_hook_name=settings.drain_hook,
                 lifecycle_transition="autoscaling:EC2_INSTANCE_TERMINATING",
                 heartbeat_timeout=int(HOOK_HEARTBEAT_TIMEOUT.to_seconds()),
                 default_result="CONTINUE",
             )
             for group in settings.drain_groups
         ]
+        CfnOutput(
+            scope,
+            "DrainHookName",
+            value=settings.drain_hook,
+            description="the terminate lifecycle hook this deployment drains: aws autoscaling "
+            "put-lifecycle-hook --lifecycle-hook-name <this name>",
+        )

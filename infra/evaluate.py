@@ -8,8 +8,8 @@ from aws_cdk import Duration
 from aws_cdk import aws_lambda_event_sources as event_sources
 from nodescaler.config import EvaluateSettings
 
-from infra import permissions
-from infra.functions import NodescalerFunction, Shared
+from . import permissions
+from .functions import NodescalerFunction, Shared
 
 # evaluate: ten requests a batch, each a few AWS calls; 60 s leaves room for throttled
 # calls retried by botocore. SQS wants a visibility timeout of six times the function's.

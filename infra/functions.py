@@ -24,11 +24,12 @@ from constructs import Construct
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.metric_names import NAMESPACE, SERVICE
 
-from infra import permissions
-from infra.layers import ARCHITECTURE, RUNTIME, Layers
-from infra.settings import DeploySettings, VpcSettings
+from . import permissions
+from .layers import ARCHITECTURE, RUNTIME, Layers
+from .settings import DeploySettings, VpcSettings
 
-FUNCTIONS = Path(__file__).resolve().parents[1] / "functions"
+# The handlers, shipped with the package (a link to the repository's functions/ folder).
+FUNCTIONS = (Path(__file__).parent / "assets" / "functions").resolve()
 
 
 class NodescalerFunction(Construct):

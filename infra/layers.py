@@ -4,7 +4,8 @@
   platform (pip `--platform`, binary wheels only, hashes required);
 - kubernetes: the same for `layers/kubernetes/requirements.txt`, for functions that read
   a cluster;
-- runtime: the `nodescaler` package, as it is in `layers/core`;
+- runtime: the `nodescaler` package synth imports (layers/core/python in this repository,
+  the installed one when the construct is used from another app);
 - policies: the policy documents, at /opt/policies where the functions read them.
 """
 
@@ -17,11 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import jsii
+import nodescaler
 from aws_cdk import BundlingOptions, DockerImage, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-ROOT = Path(__file__).resolve().parents[1]
+# The requirements files, shipped with the package (links to the repository's layers/).
+ASSETS = Path(__file__).parent / "assets"
+RUNTIME_PACKAGE = Path(nodescaler.__file__).resolve().parent
 RUNTIME = lambda_.Runtime.PYTHON_3_14  # the newest Python this aws-cdk-lib offers
 ARCHITECTURE = lambda_.Architecture.ARM_64  # cheaper per GB-second, and our wheels exist for it
 PLATFORM = "manylinux2014_aarch64"
@@ -86,6 +90,22 @@ def prune_botocore(data: Path, keep: frozenset[str]) -> None:
 
 
 @jsii.implements(ILocalBundling)
+class CopyPackage:
+    """Copies a Python package into `<output>/python/`, where Lambda's runtime finds it."""
+
+    def __init__(self, package: Path) -> None:
+        self.package = package
+
+    def try_bundle(self, output_dir: str, *_: Any, **__: Any) -> bool:
+        shutil.copytree(
+            self.package,
+            Path(output_dir) / "python" / self.package.name,
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+        )
+        return True
+
+
+@jsii.implements(ILocalBundling)
 class CopyInto:
     """Copies a folder's YAML files into `<output>/<name>/`."""
 
@@ -102,9 +122,9 @@ class CopyInto:
         return True
 
 
-def _bundled(source: Path, local: ILocalBundling) -> lambda_.Code:
+def _bundled(source: Path, local: ILocalBundling, **options: Any) -> lambda_.Code:
     return lambda_.Code.from_asset(
-        str(source), bundling=BundlingOptions(image=NO_DOCKER, local=local)
+        str(source.resolve()), bundling=BundlingOptions(image=NO_DOCKER, local=local), **options
     )
 
 
@@ -122,10 +142,8 @@ class Layers(Construct):
             self,
             "Dependencies",
             code=_bundled(
-                ROOT / "layers" / "deps",
-                PipInstall(
-                    ROOT / "layers" / "deps" / "requirements.txt", python_version, AWS_SERVICES
-                ),
+                ASSETS / "deps",
+                PipInstall(ASSETS / "deps" / "requirements.txt", python_version, AWS_SERVICES),
             ),
             description="nodescaler: pinned third-party packages (pydantic, Powertools, boto3...)",
             **common,
@@ -133,8 +151,10 @@ class Layers(Construct):
         self.runtime = lambda_.LayerVersion(
             self,
             "Runtime",
-            code=lambda_.Code.from_asset(
-                str(ROOT / "layers" / "core"), exclude=["**/__pycache__", "**/*.pyc"]
+            code=_bundled(
+                RUNTIME_PACKAGE,
+                CopyPackage(RUNTIME_PACKAGE),
+                exclude=["**/__pycache__", "**/*.pyc"],
             ),
             description="nodescaler: the autoscaler package",
             **common,
@@ -143,8 +163,8 @@ class Layers(Construct):
             self,
             "Kubernetes",
             code=_bundled(
-                ROOT / "layers" / "kubernetes",
-                PipInstall(ROOT / "layers" / "kubernetes" / "requirements.txt", python_version),
+                ASSETS / "kubernetes",
+                PipInstall(ASSETS / "kubernetes" / "requirements.txt", python_version),
             ),
             description="nodescaler: the Kubernetes client, for functions that read a cluster",
             **common,

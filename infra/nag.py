@@ -6,11 +6,11 @@ from __future__ import annotations
 from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 from constructs import IConstruct
 
-from infra import permissions
-from infra.dispatch import DispatchFunction
-from infra.drain import DrainFunction
-from infra.evaluate import EvaluateFunction
-from infra.terminate import TerminateFunction
+from . import permissions
+from .dispatch import DispatchFunction
+from .drain import DrainFunction
+from .evaluate import EvaluateFunction
+from .terminate import TerminateFunction
 
 NO_RESOURCE_LEVEL = NagPackSuppression(
     id="AwsSolutions-IAM5",

@@ -19,9 +19,12 @@ explains cdk-nag's findings that are intended.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
+import yaml
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -29,19 +32,19 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 from nodescaler.domain.policy import NodeGroupPolicy
 
-from infra import nag, permissions
-from infra.alarms import Alarms
-from infra.dashboard import Dashboard
-from infra.dispatch import DispatchFunction
-from infra.drain import DRAIN_HOOK, DrainFunction
-from infra.evaluate import EVALUATE_TIMEOUT, EvaluateFunction
-from infra.functions import NodescalerFunction, Shared, secure_queue
-from infra.layers import Layers
-from infra.settings import DeploySettings
-from infra.state import StateTable
-from infra.terminate import TerminateFunction
+from . import nag, permissions
+from .alarms import Alarms
+from .dashboard import Dashboard
+from .dispatch import DispatchFunction
+from .drain import DrainFunction
+from .evaluate import EVALUATE_TIMEOUT, EvaluateFunction
+from .functions import NodescalerFunction, Shared, secure_queue
+from .layers import Layers
+from .settings import DeploySettings, construct_settings
+from .state import StateTable
+from .terminate import TerminateFunction
 
-__all__ = ["DRAIN_HOOK", "Nodescaler"]
+__all__ = ["Nodescaler"]
 
 
 class Nodescaler(Construct):
@@ -50,16 +53,25 @@ class Nodescaler(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        settings: DeploySettings,
-        policies: Mapping[str, NodeGroupPolicy],
-        policies_folder: Path,
+        settings: DeploySettings | None = None,
+        policies: Mapping[str, NodeGroupPolicy] | Iterable[NodeGroupPolicy] | None = None,
+        policies_folder: Path | str | None = None,
+        **options: Any,
     ) -> None:
+        """`settings`, or its fields as keywords (`cluster_name="prod"`, `tick_minutes=2`);
+        the policies as objects, or read from `policies_folder` (by default the settings'
+        `policies_folder`, from the current folder). Bad settings or policies raise
+        SettingsError naming each problem."""
         super().__init__(scope, construct_id)
+        settings, self.policies, folder = construct_settings(
+            settings, options, policies, Path(policies_folder) if policies_folder else None
+        )
         self.settings = settings
-        self.policies = dict(policies)
+        # What the policies layer carries: the folder, or the policies given written out.
+        self.policies_folder = folder or _written(self.policies)
         self.reads_kubernetes = any(p.reads_kubernetes for p in self.policies.values())
         self.state = StateTable(self, "State", deletion_protection=settings.deletion_protection)
-        self.layers = Layers(self, "Layers", policies_folder=policies_folder)
+        self.layers = Layers(self, "Layers", policies_folder=self.policies_folder)
 
         # The evaluation queue: one message group per node group.
         self.evaluation_dlq = secure_queue(
@@ -119,6 +131,7 @@ class Nodescaler(Construct):
         self.dashboard = Dashboard(
             self,
             "Dashboard",
+            name=settings.deployment,
             policies=self.policies,
             functions=functions,
             evaluate_logs=self.evaluate.lambda_.log_group,
@@ -130,6 +143,7 @@ class Nodescaler(Construct):
             self,
             "Alarms",
             settings=settings.alarms,
+            deployment=settings.deployment,
             tick_minutes=settings.tick_minutes,
             functions=functions,
             dead_letter_queues=dead_letters,
@@ -165,3 +179,13 @@ class Nodescaler(Construct):
     @property
     def alarm_names(self) -> list[str]:
         return sorted({alarm for p in self.policies.values() for alarm in p.spec.alarms})
+
+
+def _written(policies: Mapping[str, NodeGroupPolicy]) -> Path:
+    """Policies given as objects, written as documents for the policies layer to carry (a
+    document read back is the same policy)."""
+    folder = Path(tempfile.mkdtemp(prefix="nodescaler-policies-"))
+    for name, policy in policies.items():
+        document = policy.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        (folder / f"{name}.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    return folder

@@ -1,7 +1,14 @@
-"""Deployment settings: the `nodescaler` object of cdk.json's context, validated before synth."""
+"""Deployment settings: the `nodescaler` object of cdk.json's context, validated before synth.
+
+One object is one deployment; with `deployments`, a list of objects each laid over the rest,
+the app builds one stack per entry (one per cluster). `-c nodescaler='{...}'` is laid over
+cdk.json's object the same way.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
@@ -17,7 +24,14 @@ from nodescaler.config import (
     KubernetesTimeout,
     Seconds,
 )
-from nodescaler.domain.documents import problems_of
+from nodescaler.deployment import (
+    NAME_MAX_LENGTH,
+    NAME_PATTERN,
+    deployment_id,
+    drain_hook,
+    name_for_cluster,
+)
+from nodescaler.domain.documents import field_path, index_by_name, problems_of
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.errors import PolicyError, SettingsError
@@ -25,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 CONTEXT_KEY = "nodescaler"
+DEPLOYMENTS_KEY = "deployments"
 
 TagKey = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\w .:/=+\-@]+$")]
 # An Auto Scaling group's name as it goes into an IAM resource ARN: no wildcards.
@@ -73,10 +88,12 @@ class VpcSettings(_Context):
     """Where the evaluate function runs when the EKS API endpoint is private."""
 
     subnet_ids: Annotated[
-        list[Annotated[str, Field(pattern=r"^subnet-[0-9a-f]+$")]], Field(min_length=1)
+        list[Annotated[str, Field(pattern=r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$")]],
+        Field(min_length=1),
     ]
     security_group_ids: Annotated[
-        list[Annotated[str, Field(pattern=r"^sg-[0-9a-f]+$")]], Field(min_length=1, max_length=5)
+        list[Annotated[str, Field(pattern=r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")]],
+        Field(min_length=1, max_length=5),
     ]
 
 
@@ -125,6 +142,9 @@ class DrainContext(_Context):
 
 
 class DeploySettings(_Context):
+    # The deployment's name, from which its stack and physical names derive (`deployment`);
+    # by default the cluster's.
+    name: Annotated[str | None, Field(max_length=NAME_MAX_LENGTH, pattern=NAME_PATTERN)] = None
     cluster_name: Annotated[
         str, Field(max_length=100, pattern=r"^([0-9A-Za-z][A-Za-z0-9\-_]*)?$")
     ] = ""
@@ -163,6 +183,18 @@ class DeploySettings(_Context):
             raise ValueError(f"listed more than once: {', '.join(twice)}")
         return groups
 
+    @property
+    def deployment(self) -> str:
+        """The stack's name and the prefix of every name the stack sets: `nodescaler`, or
+        `nodescaler-<name>` (the cluster's name unless `name` says otherwise)."""
+        return deployment_id(
+            name_for_cluster(self.cluster_name) if self.name is None else self.name
+        )
+
+    @property
+    def drain_hook(self) -> str:
+        return drain_hook(self.deployment)
+
     def policies_path(self, base: Path) -> Path:
         """The policy folder, relative paths taken from `base` (the folder of cdk.json)."""
         return (
@@ -172,29 +204,140 @@ class DeploySettings(_Context):
         )
 
 
+Loaded = tuple[DeploySettings, dict[str, NodeGroupPolicy]]
+WHERE = ("context", CONTEXT_KEY)  # the settings' place in cdk.json
+
+
 def load_settings(
-    context: dict[str, Any] | None, base: Path
-) -> tuple[DeploySettings, dict[str, NodeGroupPolicy]]:
-    """Validate the context and every policy document it points to."""
+    context: dict[str, Any] | None, base: Path, where: tuple[str | int, ...] = WHERE
+) -> Loaded:
+    """Validate one deployment's context and every policy document it points to; `where`
+    is the context's place in cdk.json, for the messages."""
     try:
         settings = DeploySettings.model_validate(context or {})
     except ValidationError as error:
-        problems = problems_of(error, "cdk.json", under=("context", CONTEXT_KEY))
-        raise SettingsError("\n".join(problems)) from None
+        raise SettingsError("\n".join(problems_of(error, "cdk.json", under=where))) from None
+    policies = policies_in(settings.policies_path(base))
+    check_cluster(settings, policies, f"cdk.json: {field_path(where)}")
+    return settings, policies
+
+
+def policies_in(folder: Path) -> dict[str, NodeGroupPolicy]:
     try:
-        policies = load_policies(settings.policies_path(base))
+        return load_policies(folder)
     except PolicyError as error:
         raise SettingsError("\n".join(error.problems)) from None
+
+
+def check_cluster(
+    settings: DeploySettings, policies: Mapping[str, NodeGroupPolicy], here: str
+) -> None:
+    """What needs a cluster has one; `here` names the settings in the message."""
     needs_cluster = sorted(p.name for p in policies.values() if p.reads_kubernetes)
     if needs_cluster and not settings.cluster_name:
         raise SettingsError(
-            f"cdk.json: context.{CONTEXT_KEY}.clusterName: is empty, but policies "
+            f"{here}.clusterName: is empty, but policies "
             f"{', '.join(needs_cluster)} read Kubernetes metrics from the cluster; set the EKS "
             "cluster's name"
         )
     if settings.drain_groups and not settings.cluster_name:
         raise SettingsError(
-            f"cdk.json: context.{CONTEXT_KEY}.drainGroups: names groups to drain, but "
+            f"{here}.drainGroups: names groups to drain, but "
             "clusterName is empty; set the EKS cluster's name (draining needs the cluster)"
         )
-    return settings, policies
+
+
+def construct_settings(
+    settings: DeploySettings | None,
+    options: Mapping[str, Any],
+    policies: Mapping[str, NodeGroupPolicy] | Iterable[NodeGroupPolicy] | None,
+    policies_folder: Path | None,
+) -> tuple[DeploySettings, dict[str, NodeGroupPolicy], Path | None]:
+    """The `Nodescaler` construct's arguments, validated as cdk.json's are: the settings
+    (or their fields as keywords), and the policies as objects or from a folder (the
+    settings' `policies_folder` from the current folder by default). The folder is None
+    when the policies came as objects."""
+    if settings is not None and options:
+        raise SettingsError(
+            f"Nodescaler: settings= and keywords ({', '.join(sorted(options))}) given "
+            "together; pass one or the other"
+        )
+    if settings is None:
+        try:
+            settings = DeploySettings.model_validate(options)
+        except ValidationError as error:
+            raise SettingsError("\n".join(problems_of(error, "Nodescaler"))) from None
+    folder = policies_folder
+    if policies is None:
+        folder = folder or settings.policies_path(Path.cwd())
+        by_name = policies_in(folder)
+    else:
+        given = policies.values() if isinstance(policies, Mapping) else policies
+        try:
+            by_name = index_by_name(("Nodescaler(policies=...)", p) for p in given)
+        except PolicyError as error:
+            raise SettingsError("\n".join(error.problems)) from None
+    check_cluster(settings, by_name, "Nodescaler: settings")
+    return settings, by_name, folder
+
+
+def load_deployments(context: dict[str, Any] | None, base: Path) -> list[Loaded]:
+    """Every deployment the context describes: itself, or each of its `deployments` laid
+    over the rest. Two deployments of one name would be one stack: refused."""
+    shared = dict(context or {})
+    entries = shared.pop(DEPLOYMENTS_KEY, None)
+    if entries is None:
+        return [load_settings(shared, base)]
+    if not isinstance(entries, list) or not entries:
+        raise SettingsError(
+            f"cdk.json: context.{CONTEXT_KEY}.{DEPLOYMENTS_KEY}: should be a non-empty list of "
+            "objects, one per deployment"
+        )
+    loaded: list[Loaded] = []
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        where = ("context", CONTEXT_KEY, DEPLOYMENTS_KEY, index)
+        if not isinstance(entry, dict):
+            raise SettingsError(f"cdk.json: {field_path(where)}: should be an object")
+        settings, policies = load_settings(merged(shared, entry), base, where)
+        if settings.deployment in seen:
+            raise SettingsError(
+                f"cdk.json: {field_path(where)}: is deployment {settings.deployment} again "
+                f"(as {DEPLOYMENTS_KEY}[{seen[settings.deployment]}]); give each a distinct "
+                "name or clusterName"
+            )
+        seen[settings.deployment] = index
+        loaded.append((settings, policies))
+    return loaded
+
+
+def merged(settings: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """`override` laid over `settings`: objects merged key by key, anything else replaced."""
+    result = dict(settings)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = merged(result[key], value)
+        else:
+            result[key] = value
+    return result
+
+
+def with_override(settings: dict[str, Any] | None, override: object) -> dict[str, Any]:
+    """cdk.json's settings with the app's context laid over them: the CDK CLI passes
+    `-c nodescaler='{...}'` as a string of JSON, cdk.json's own object as an object."""
+    if isinstance(override, str):
+        try:
+            override = json.loads(override)
+        except json.JSONDecodeError as error:
+            raise SettingsError(
+                f"-c {CONTEXT_KEY}: is not JSON ({error.msg}, at character {error.pos}); "
+                f"""pass an object, e.g. -c {CONTEXT_KEY}='{{"clusterName": "my-cluster"}}'"""
+            ) from None
+    if override is None:
+        return dict(settings or {})
+    if not isinstance(override, dict):
+        raise SettingsError(
+            f"-c {CONTEXT_KEY}: is {json.dumps(override)[:40]}, not a JSON object; pass an "
+            f"""object, e.g. -c {CONTEXT_KEY}='{{"clusterName": "my-cluster"}}'"""
+        )
+    return merged(settings or {}, override)

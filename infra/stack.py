@@ -1,4 +1,5 @@
-"""The nodescaler stack: everything `cdk deploy` creates, built from validated settings."""
+"""The nodescaler stack: everything `cdk deploy` creates for one deployment, built from
+validated settings."""
 
 from __future__ import annotations
 
@@ -10,10 +11,8 @@ from constructs import Construct
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.stored_policy import PolicyReads
 
-from infra.nodescaler import Nodescaler
-from infra.settings import DeploySettings
-
-ROOT = Path(__file__).resolve().parents[1]  # where cdk.json is
+from .nodescaler import Nodescaler
+from .settings import DeploySettings
 
 
 class NodescalerStack(Stack):
@@ -24,6 +23,7 @@ class NodescalerStack(Stack):
         *,
         settings: DeploySettings,
         policies: dict[str, NodeGroupPolicy],
+        policies_folder: Path | None = None,
         **kwargs: object,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
@@ -32,9 +32,10 @@ class NodescalerStack(Stack):
             "Nodescaler",
             settings=settings,
             policies=policies,
-            policies_folder=settings.policies_path(ROOT),
+            policies_folder=policies_folder,  # None: the policies are written out
         )
         CfnOutput(self, "StateTableName", value=self.nodescaler.state.table.table_name)
+        CfnOutput(self, "DeploymentName", value=settings.deployment)
         CfnOutput(self, "EvaluationQueueUrl", value=self.nodescaler.evaluation_queue.queue_url)
         CfnOutput(
             self,

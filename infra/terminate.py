@@ -12,8 +12,8 @@ from aws_cdk import Aws, CfnOutput, Duration
 from aws_cdk import aws_iam as iam
 from nodescaler.config import TerminateSettings
 
-from infra import permissions
-from infra.functions import NodescalerFunction, Shared
+from . import permissions
+from .functions import NodescalerFunction, Shared
 
 # Auto Scaling waits at most two seconds for the answer; past that it asks again later.
 TERMINATE_TIMEOUT = Duration.seconds(2)

@@ -22,8 +22,12 @@ QUIET = ["--no-notices", "--no-version-reporting", "--ci"]
 
 
 def cdk_synth(cwd: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return cdk(cwd, "synth", "--quiet", "--output", str(out))
+
+
+def cdk(cwd: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(CDK), "synth", "--quiet", "--output", str(out), *QUIET],
+        [str(CDK), *arguments, *QUIET],
         cwd=cwd,
         env=os.environ
         | {
@@ -53,10 +57,12 @@ def test_cdk_synth_builds_the_sample_with_its_layers_and_no_nag_findings(tmp_pat
     out = tmp_path / "cdk.out"
     result = cdk_synth(REPO, out)
     assert result.returncode == 0, result.stderr
+    # cdk.json sets every recommended feature flag: the CLI has none to warn of
+    assert "feature flags are not configured" not in result.stdout + result.stderr
     # The sample sends its alarms nowhere: said once, in words, with no jsii trace before it.
     assert result.stderr.count(f"WARNING {ALARMS_GO_NOWHERE}") == 1
     assert "program.js" not in result.stderr
-    template = json.loads((out / "Nodescaler.template.json").read_text())
+    template = json.loads((out / "nodescaler-my-cluster.template.json").read_text())
     assert any(r["Type"] == "AWS::Scheduler::Schedule" for r in template["Resources"].values())
     assets = list(out.glob("asset.*"))
     # the dependencies layer: wheels for Lambda's arm64 Python 3.14, not this machine's
@@ -106,6 +112,16 @@ def test_cdk_synth_refuses_a_bad_cdk_json_value_naming_it(
     assert result.returncode != 0
     assert "nodescaler: cannot synthesize:" in result.stderr
     assert message in result.stderr
+
+
+def test_a_c_override_is_laid_over_cdk_json_and_names_the_deployment(tmp_path: Path) -> None:
+    # cdk ls runs the app as synth does, without building the layers
+    listed = cdk(REPO, "ls", "-c", 'nodescaler={"clusterName": "x", "tickMinutes": 5}')
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split() == ["nodescaler-x"]
+    refused = cdk(REPO, "ls", "-c", "nodescaler=clusterName=x")
+    assert refused.returncode != 0
+    assert "nodescaler: cannot synthesize:\n-c nodescaler: is not JSON" in refused.stderr
 
 
 def test_cdk_synth_refuses_a_bad_policy_naming_the_file_and_field(tmp_path: Path) -> None:

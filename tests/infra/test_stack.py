@@ -17,13 +17,16 @@ from infra.settings import DeploySettings, SettingsError, load_settings
 from infra.stack import NodescalerStack
 
 REPO = Path(__file__).resolve().parents[2]
-CDK_CONTEXT = json.loads((REPO / "cdk.json").read_text())["context"]["nodescaler"]
+CDK_JSON = json.loads((REPO / "cdk.json").read_text())["context"]
+CDK_CONTEXT = CDK_JSON["nodescaler"]
+# cdk.json's feature flags, so a test's template is the one `cdk synth` makes.
+FEATURE_FLAGS = {k: v for k, v in CDK_JSON.items() if k.startswith("@aws-cdk")}
 
 
 def synth_stack(**overrides: Any) -> NodescalerStack:
     settings, policies = load_settings(CDK_CONTEXT | overrides, REPO)
     # Layers are staged unbuilt here; test_cdk_cli.py builds them with the real CLI.
-    app = cdk.App(context={"aws:cdk:bundling-stacks": []})
+    app = cdk.App(context=FEATURE_FLAGS | {"aws:cdk:bundling-stacks": []})
     return NodescalerStack(app, "Test", settings=settings, policies=policies)
 
 
@@ -183,21 +186,27 @@ def test_given_groups_to_drain_but_no_cluster_then_settings_say_the_drain_needs_
     )
 
 
-def test_given_a_bad_policy_then_python_app_py_fails_with_the_clear_message(tmp_path: Path) -> None:
-    (tmp_path / "bad.yaml").write_text(
-        "metadata: {name: bad}\nspec: {minReplicas: 3, maxReplicas: 1, metrics: [{type: PendingPods}]}\n"
-    )
-    context = {"nodescaler": CDK_CONTEXT | {"policiesFolder": str(tmp_path)}}
-    result = subprocess.run(
-        [sys.executable, "app.py"],
+def run_app(tmp_path: Path, nodescaler: Any) -> subprocess.CompletedProcess[str]:
+    """app.py as the CDK CLI runs it: the context in CDK_CONTEXT_JSON, `-c nodescaler`
+    as the string the CLI passes; layers staged unbuilt."""
+    context = {"nodescaler": nodescaler, "aws:cdk:bundling-stacks": []}
+    return subprocess.run(
+        [sys.executable, str(REPO / "app.py")],
         cwd=REPO,
         env=os.environ
         | {"CDK_CONTEXT_JSON": json.dumps(context), "CDK_OUTDIR": str(tmp_path / "out")},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         check=False,
     )
+
+
+def test_given_a_bad_policy_then_python_app_py_fails_with_the_clear_message(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text(
+        "metadata: {name: bad}\nspec: {minReplicas: 3, maxReplicas: 1, metrics: [{type: PendingPods}]}\n"
+    )
+    result = run_app(tmp_path, CDK_CONTEXT | {"policiesFolder": str(tmp_path)})
     assert result.returncode == 1
     assert (
         f"{tmp_path / 'bad.yaml'}: spec.maxReplicas: maxReplicas (1) is below minReplicas (3)"

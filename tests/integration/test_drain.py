@@ -536,6 +536,26 @@ def test_a_lifecycle_action_of_a_group_not_ours_is_neither_drained_nor_completed
     assert rig.recorder.calls == []  # its hook's own timeout decides
 
 
+def test_a_lifecycle_action_of_another_deployments_hook_is_left_to_that_deployment(
+    rig: Rig,
+) -> None:
+    # Given two deployments whose drain hooks are both on web (the stack hooks it by name)
+    make_asg("web", desired=1)
+    put(rig, the_node(), web(0))
+    action = replace(lifecycle_action(), hook="nodescaler-other-drain")
+
+    # When this deployment's drain is handed the other deployment's action
+    result = rig.drainer().lifecycle_action(action)
+
+    # Then it neither drains the node nor answers the action: the other drain does
+    assert (result.outcome, result.problem) == (
+        DrainOutcome.NOT_OURS,
+        "lifecycle hook nodescaler-other-drain is not this deployment's (nodescaler-drain)",
+    )
+    assert rig.pods_on(NODE) == ["default/web-0"]
+    assert rig.recorder.calls == []
+
+
 def terminate(instance: str) -> None:
     client("autoscaling").terminate_instance_in_auto_scaling_group(
         InstanceId=instance, ShouldDecrementDesiredCapacity=True

@@ -258,9 +258,10 @@ def test_a_missing_state_table_is_named_with_its_region(
 
 
 def test_a_missing_stack_is_named_with_its_region(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["status"]) == 1  # no --table, and no stack to find it in
+    assert main(["status"]) == 1  # no --table, and no stack (cdk.json's deployment) to find it in
     assert one_line(capsys) == (
-        f"nodescaler status: stack Nodescaler not found in region {REGION}; pass --stack or --table"
+        f"nodescaler status: stack nodescaler-my-cluster not found in region {REGION}; "
+        "pass --stack or --table"
     )
     assert main(["explain", "gpu-ng", "--stack", "Other", "--region", "us-west-2"]) == 1
     assert one_line(capsys) == (
@@ -292,7 +293,9 @@ def test_the_stack_s_output_names_the_state_table(capsys: pytest.CaptureFixture[
     cloudformation = client("cloudformation")
     output = {"StateTableName": {"Value": "from-the-stack"}}
     template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}, "Outputs": output}
-    cloudformation.create_stack(StackName="Nodescaler", TemplateBody=json.dumps(template))
+    cloudformation.create_stack(
+        StackName="nodescaler-my-cluster", TemplateBody=json.dumps(template)
+    )
     make_asg("gpu-ng", tags=TAGS)
     assert main(["status"]) == 0
     assert [r["GROUP"] for r in table(capsys.readouterr().out)] == ["gpu-ng"]

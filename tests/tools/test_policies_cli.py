@@ -293,7 +293,7 @@ def test_given_a_stack_when_a_stored_policy_reads_a_new_queue_then_apply_warns_a
 ) -> None:
     deployed = {"names": ["gpu"], "reads": {"sqsQueues": ["jobs"], "kubernetes": False}}
     client("cloudformation").create_stack(
-        StackName="Nodescaler",
+        StackName="nodescaler-my-cluster",  # the sample cdk.json's deployment
         TemplateBody=json.dumps(
             {
                 "Resources": {"Queue": {"Type": "AWS::SQS::Queue"}},

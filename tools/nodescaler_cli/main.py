@@ -73,13 +73,29 @@ def _target(args: argparse.Namespace) -> Any:
             region=args.region,
             endpoint_url=args.endpoint_url,
             table=args.table,
-            stack=args.stack,
+            stack=_stack(args),
             cluster=args.cluster,
             profile=args.profile,
             output=getattr(args, "output", "table"),
             config=args.config,
         )
     return args.target
+
+
+def _stack(args: argparse.Namespace) -> str:
+    """The stack, as synth names it: by deployment, a deployment named after its cluster,
+    else the one cdk.json describes."""
+    from nodescaler.deployment import PREFIX, deployment_id, name_for_cluster
+
+    from nodescaler_cli.operator import deployment_from
+
+    if args.stack:
+        return str(args.stack)
+    if args.deployment is not None:
+        return deployment_id(args.deployment)
+    if args.cluster:
+        return deployment_id(name_for_cluster(args.cluster))
+    return deployment_from(args.config) or PREFIX
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -98,7 +114,12 @@ def _aws_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--region", help="AWS region (default: your AWS configuration)")
     command.add_argument("--endpoint-url", help="an AWS endpoint, e.g. the sandbox's moto server")
     command.add_argument("--table", help="the state table (default: from the stack's outputs)")
-    command.add_argument("--stack", default="Nodescaler", help="the stack (default: Nodescaler)")
+    command.add_argument(
+        "--deployment",
+        help="the deployment whose stack holds the state table (default: the --cluster's "
+        "name, else cdk.json's deployment)",
+    )
+    command.add_argument("--stack", help="the stack (default: nodescaler-<deployment>)")
     command.add_argument("--cluster", default="", help="only groups tagged with this cluster")
     command.add_argument("--profile", help="the AWS profile (default: your AWS configuration)")
     command.add_argument(

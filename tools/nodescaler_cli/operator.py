@@ -29,6 +29,7 @@ from botocore.exceptions import (
 )
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.state_table import DynamoStateStore
+from nodescaler.deployment import PREFIX, deployment_id, name_for_cluster
 from nodescaler.domain.decision import Decision, MetricOutcome, MetricStatus
 from nodescaler.domain.group_state import GroupState
 from nodescaler.domain.optin import TagNames, is_managed, read_opt_in
@@ -53,12 +54,12 @@ class OperatorError(RuntimeError):
     """Something the operator can fix: printed as one line, no traceback."""
 
 
-def tag_names_from(path: Path | None) -> TagNames:
-    """The tag names of cdk.json's `tags` block (`path`, or ./cdk.json when there is one),
-    so status finds the groups the deployed functions manage; the defaults otherwise."""
+def cdk_settings(path: Path | None) -> tuple[Path, dict[str, Any]] | None:
+    """cdk.json's `nodescaler` object (`path`, or ./cdk.json when there is one), and the
+    file it came from; None without one."""
     if path is None:
         if not CDK_JSON.is_file():
-            return TagNames()
+            return None
         path = CDK_JSON
     try:
         document = json.loads(path.read_text())
@@ -66,10 +67,46 @@ def tag_names_from(path: Path | None) -> TagNames:
         raise SettingsError(f"{path}: cannot read it ({error.strerror})") from None
     except json.JSONDecodeError as error:
         raise SettingsError(f"{path}: not JSON: {error}") from None
-    where = f"context.{CONTEXT_KEY}.tags"
     context = document.get("context", {}) if isinstance(document, dict) else None
     settings = context.get(CONTEXT_KEY, {}) if isinstance(context, dict) else None
-    tags = settings.get("tags", {}) if isinstance(settings, dict) else None
+    if not isinstance(settings, dict):
+        raise SettingsError(f"{path}: context.{CONTEXT_KEY}: should be an object of settings")
+    return path, settings
+
+
+def deployment_from(path: Path | None) -> str | None:
+    """The deployment cdk.json describes, named as synth names it (infra/settings.py); None
+    without a cdk.json. Several deployments: which one is the operator's to say."""
+    found = cdk_settings(path)
+    if found is None:
+        return None
+    path, settings = found
+    entries = settings.get("deployments") or [{}]
+    names = [
+        deployment_id(
+            str(named["name"])
+            if named.get("name") is not None
+            else name_for_cluster(str(named.get("clusterName", "")))
+        )
+        for named in (settings | entry for entry in entries if isinstance(entry, dict))
+    ]
+    if len(names) != 1:
+        raise SettingsError(
+            f"{path}: context.{CONTEXT_KEY}.deployments: lists {', '.join(names)}; pass "
+            "--deployment or --cluster to say which"
+        )
+    return names[0]
+
+
+def tag_names_from(path: Path | None) -> TagNames:
+    """The tag names of cdk.json's `tags` block (`path`, or ./cdk.json when there is one),
+    so status finds the groups the deployed functions manage; the defaults otherwise."""
+    found = cdk_settings(path)
+    if found is None:
+        return TagNames()
+    path, settings = found
+    where = f"context.{CONTEXT_KEY}.tags"
+    tags = settings.get("tags", {})
     if not isinstance(tags, dict):
         raise SettingsError(f"{path}: {where}: should be an object of tag names")
     known = {to_camel(f.name): f.name for f in fields(TagNames)}
@@ -90,7 +127,7 @@ class Target:
     region: str | None = None
     endpoint_url: str | None = None
     table: str | None = None
-    stack: str = "Nodescaler"
+    stack: str = PREFIX  # an unnamed deployment's stack
     cluster: str = ""
     profile: str | None = None
     output: str = "table"  # table, json or yaml (nodescaler_cli.output)

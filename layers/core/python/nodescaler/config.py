@@ -23,6 +23,7 @@ from pydantic import (
     field_validator,
 )
 
+from nodescaler.deployment import DEFAULT_DRAIN_HOOK
 from nodescaler.domain.backoff import BackoffRules
 from nodescaler.domain.optin import TagNames
 from nodescaler.errors import SettingsError
@@ -252,6 +253,10 @@ class DrainSettings(EventSettings):
     max_grace_seconds: Annotated[int, Field(alias="MAX_GRACE_SECONDS", ge=0, le=3600)] = 600
     # Groups the stack hooked by name (cdk.json drainGroups): drained though not opted in.
     drain_groups: Annotated[Json[list[str]], Field(alias="DRAIN_GROUPS")] = []
+    # The deployment's terminate hook: another deployment's hook on the same group is not ours.
+    drain_hook: Annotated[str, Field(alias="DRAIN_HOOK_NAME", min_length=1, max_length=255)] = (
+        DEFAULT_DRAIN_HOOK
+    )
     # Sent when a drain times out or fails. Auto Scaling terminates the instance either way;
     # ABANDON also skips the group's other terminate hooks, CONTINUE lets them run.
     drain_timeout_result: Annotated[

@@ -408,6 +408,7 @@ def drainer(
         tag_names=settings.tag_names,
         cluster_name=settings.cluster_name,
         drain_groups=frozenset(settings.drain_groups),
+        hook=settings.drain_hook,
     )
     return Drainer(
         cluster=KubernetesDrain(connection),

@@ -71,7 +71,9 @@ def _message(error: Any) -> str:
     return message
 
 
-def problems_of(error: ValidationError, source: str, under: tuple[str, ...] = ()) -> list[str]:
+def problems_of(
+    error: ValidationError, source: str, under: tuple[str | int, ...] = ()
+) -> list[str]:
     """One `source: field.path: message` line per error; `under` prefixes the field path."""
     return [f"{source}: {field_path((*under, *e['loc']))}: {_message(e)}" for e in error.errors()]
 

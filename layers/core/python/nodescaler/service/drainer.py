@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from nodescaler.deployment import DEFAULT_DRAIN_HOOK
 from nodescaler.domain.draining import (
     DRAIN_TIMEOUT,
     HEARTBEAT_INTERVAL,
@@ -59,6 +60,9 @@ class Owners:
     tag_names: TagNames = field(default_factory=TagNames)
     cluster_name: str = ""
     drain_groups: frozenset[str] = frozenset()
+    # The deployment's own terminate hook: another deployment's hook on a group both watch
+    # is answered by that deployment.
+    hook: str = DEFAULT_DRAIN_HOOK
 
     def manages(self, group: str) -> bool:
         found = self.node_groups.get(group)
@@ -142,7 +146,12 @@ class Drainer:
         """Drain, then complete the action: exactly once, also when the drain raises (then
         with `timeout_result`, and the error raised after completing). A group that is not
         ours is left alone, its action too: its own hook's timeout decides."""
-        if (why := self.owners.why_not_ours(action.group, action.instance_id)) is not None:
+        why = (
+            f"lifecycle hook {action.hook} is not this deployment's ({self.owners.hook})"
+            if action.hook != self.owners.hook
+            else self.owners.why_not_ours(action.group, action.instance_id)
+        )
+        if why is not None:
             return self._not_ours(action.instance_id, action.cause, action.group, why)
         progress = DrainProgress(action.instance_id, action.cause, action.group, self._now())
         sent = self.timeout_result
