@@ -196,3 +196,13 @@ def test_given_a_bad_prometheus_source_then_one_error_names_its_field(
 def test_given_a_loopback_server_then_a_token_may_go_over_http() -> None:
     source = metric("{query: up, serverAddress: 'http://127.0.0.1:9090', bearerTokenSecret: t}")
     assert source.prometheus.bearer_token_secret == "t"
+
+
+@pytest.mark.parametrize("field", ["serverAddress", "workspace", "region"])
+def test_given_a_null_source_field_then_it_counts_as_unset_and_is_named_not_a_crash(
+    field: str,
+) -> None:
+    with pytest.raises(PolicyError) as raised:
+        parse_policy(document(f"{{query: 'sum(x)', {field}: null}}"), "p.yaml")
+    (problem,) = raised.value.problems
+    assert problem.startswith("p.yaml: spec.metrics[0].prometheus: "), problem

@@ -206,7 +206,9 @@ class PrometheusSource(Spec):
 
     @field_validator("server_address")
     @classmethod
-    def _http_address(cls, address: str) -> str:
+    def _http_address(cls, address: str | None) -> str | None:
+        if address is None:  # `serverAddress: null` is as if unset
+            return None
         url = urlsplit(address)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"serverAddress {address!r} must be an http:// or https:// URL")
@@ -218,7 +220,9 @@ class PrometheusSource(Spec):
 
     @field_validator("workspace")
     @classmethod
-    def _workspace_id_or_arn(cls, workspace: str) -> str:
+    def _workspace_id_or_arn(cls, workspace: str | None) -> str | None:
+        if workspace is None:
+            return None
         if not (_WORKSPACE_ID.match(workspace) or _WORKSPACE_ARN.match(workspace)):
             raise ValueError(
                 f"workspace {workspace!r} must be an Amazon Managed Service for Prometheus "
@@ -228,7 +232,9 @@ class PrometheusSource(Spec):
 
     @field_validator("region")
     @classmethod
-    def _aws_region(cls, region: str) -> str:
+    def _aws_region(cls, region: str | None) -> str | None:
+        if region is None:
+            return None
         if not _REGION.match(region):
             raise ValueError(f"region {region!r} is not an AWS region name such as eu-west-1")
         return region
