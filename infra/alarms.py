@@ -21,7 +21,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 from nodescaler.metric_names import MetricName
 
-from .dashboard import MINUTE, system_metric
+from .dashboard import MINUTE, ServiceMetrics
 from .settings import AlarmSettings
 
 FIVE_MINUTES = Duration.minutes(5)
@@ -40,6 +40,7 @@ class Alarms(Construct):
         *,
         settings: AlarmSettings,
         deployment: str,
+        service: str,  # the `service` dimension its functions report under
         tick_minutes: int,
         functions: Mapping[str, lambda_.Function],
         dead_letter_queues: Mapping[str, sqs.Queue],
@@ -47,6 +48,7 @@ class Alarms(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.deployment = deployment  # each alarm's name starts with it: one set per deployment
+        self.metrics = ServiceMetrics(service)  # and it watches this deployment's figures only
         self.topic = self._topic(settings)
         if self.topic is None:  # shown by cdk synth and deploy, once for the stack
             Annotations.of(self).add_warning_v2("nodescaler:alarms-go-nowhere", ALARMS_GO_NOWHERE)
@@ -68,7 +70,7 @@ class Alarms(Construct):
             )
         self._add(
             "evaluation-errors",
-            system_metric(MetricName.EVALUATION_ERRORS, "Sum").with_(period=FIVE_MINUTES),
+            self.metrics.system(MetricName.EVALUATION_ERRORS, "Sum").with_(period=FIVE_MINUTES),
             "An evaluation failed and will be retried; the log line names the group and cause.",
         )
         for name, queue in dead_letter_queues.items():
@@ -82,7 +84,7 @@ class Alarms(Construct):
             )
         self._add(
             "evaluation-latency",
-            system_metric(MetricName.EVALUATION_LATENCY, "p90"),
+            self.metrics.system(MetricName.EVALUATION_LATENCY, "p90"),
             f"Decisions take over {settings.evaluation_latency_seconds} s from the tick or "
             "alarm (p90): the evaluation queue is backing up or AWS calls are slow.",
             threshold=settings.evaluation_latency_seconds * 1000,
@@ -91,7 +93,7 @@ class Alarms(Construct):
         )
         self._add(
             "capacity-shortfall",
-            system_metric(MetricName.SHORTFALL_NODES, "Maximum").with_(period=tick),
+            self.metrics.system(MetricName.SHORTFALL_NODES, "Maximum").with_(period=tick),
             f"A node group has had fewer nodes in service than desired for "
             f"{settings.shortfall_minutes} minutes: launches are failing or slow (see the "
             "dashboard's per-policy graphs and the group's scaling activities).",
@@ -104,7 +106,7 @@ class Alarms(Construct):
         backoff_periods = math.ceil(settings.backoff_minutes / tick_minutes)
         self._add(
             "node-group-backed-off",
-            system_metric(MetricName.BACKED_OFF, "Maximum").with_(period=tick),
+            self.metrics.system(MetricName.BACKED_OFF, "Maximum").with_(period=tick),
             f"Node groups have been backed off after failed launches for most of "
             f"{settings.backoff_minutes} minutes: no capacity of their instance types, a "
             "quota, or a bad launch template (see the dashboard's launch failures and backoff "
@@ -118,20 +120,22 @@ class Alarms(Construct):
     def _drain_alarms(self) -> None:
         self._add(
             "drain-failures",
-            system_metric(MetricName.DRAIN_FAILURES, "Sum").with_(period=FIVE_MINUTES),
+            self.metrics.system(MetricName.DRAIN_FAILURES, "Sum").with_(period=FIVE_MINUTES),
             "A drain failed part-way (the Kubernetes API unreachable or refusing); its "
             "instance went with pods on it. The drain's log line and dead letter say why.",
         )
         self._add(
             "drain-timeouts",
-            system_metric(MetricName.DRAIN_TIMEOUTS, "Sum").with_(period=FIVE_MINUTES),
+            self.metrics.system(MetricName.DRAIN_TIMEOUTS, "Sum").with_(period=FIVE_MINUTES),
             "A node still had pods when its drain ran out of time (drain.timeoutSeconds): a "
             "PodDisruptionBudget blocked eviction or pods were slow to stop. The drain's log "
             "line names the pods left and why.",
         )
         self._add(
             "lifecycle-actions-expired",
-            system_metric(MetricName.LIFECYCLE_ACTIONS_EXPIRED, "Sum").with_(period=FIVE_MINUTES),
+            self.metrics.system(MetricName.LIFECYCLE_ACTIONS_EXPIRED, "Sum").with_(
+                period=FIVE_MINUTES
+            ),
             "Auto Scaling gave up waiting for a drain (the hook's heartbeat timeout passed): "
             "the drain started late (throttled, or the event delayed) or a heartbeat failed.",
         )

@@ -2,12 +2,15 @@
 
 Node groups are found at run time, not at synth, so each policy's graphs are SEARCH
 expressions over the EMF metrics the evaluate function prints (one line per group);
-decisions and what limited them come from its log lines, through Logs Insights.
+decisions and what limited them come from its log lines, through Logs Insights. Every
+metric and SEARCH selects its deployment's `service` only: another copy of nodescaler in
+the account reports under the same namespace.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -16,36 +19,46 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.metric_names import NAMESPACE, SERVICE, Dimension, MetricName
+from nodescaler.metric_names import NAMESPACE, Dimension, MetricName
 
 MINUTE = Duration.minutes(1)
 WIDTH = 24  # the dashboard grid's width
 
 
-def system_metric(name: MetricName, statistic: str) -> cloudwatch.Metric:
-    """A metric over all groups (the EMF records that carry only the service dimension)."""
-    return cloudwatch.Metric(
-        namespace=NAMESPACE,
-        metric_name=name,
-        dimensions_map={"service": SERVICE},
-        statistic=statistic,
-        period=MINUTE,
-    )
+@dataclass(frozen=True)
+class ServiceMetrics:
+    """One deployment's metrics: each selects its `service` (the deployment's name)."""
 
+    service: str
 
-def per_group(name: MetricName, statistic: str, policy: str, *, per_metric: bool = False) -> str:
-    dimensions = [Dimension.NODE_GROUP, Dimension.POLICY, "service"]
-    if per_metric:
-        dimensions.append(Dimension.METRIC)
-    schema = ",".join([NAMESPACE, *sorted(dimensions)])
-    query = f'{{{schema}}} MetricName="{name}" {Dimension.POLICY}="{policy}"'
-    return f"SEARCH('{query}', '{statistic}', 60)"
+    def system(self, name: MetricName, statistic: str) -> cloudwatch.Metric:
+        """A metric over all groups (the EMF records that carry only the service dimension)."""
+        return cloudwatch.Metric(
+            namespace=NAMESPACE,
+            metric_name=name,
+            dimensions_map={"service": self.service},
+            statistic=statistic,
+            period=MINUTE,
+        )
 
+    def per_group(
+        self, name: MetricName, statistic: str, policy: str, *, per_metric: bool = False
+    ) -> str:
+        dimensions = [Dimension.NODE_GROUP, Dimension.POLICY, "service"]
+        if per_metric:
+            dimensions.append(Dimension.METRIC)
+        return self._search(dimensions, name, statistic, f'{Dimension.POLICY}="{policy}"')
 
-def by_group(name: MetricName, statistic: str) -> str:
-    """Records with the node group but no policy (dispatch's launch failures, drains)."""
-    schema = f"{NAMESPACE},{Dimension.NODE_GROUP},service"
-    return f"SEARCH('{{{schema}}} MetricName=\"{name}\"', '{statistic}', 60)"
+    def by_group(self, name: MetricName, statistic: str) -> str:
+        """Records with the node group but no policy (dispatch's launch failures, drains)."""
+        return self._search([Dimension.NODE_GROUP, "service"], name, statistic)
+
+    def _search(self, dimensions: list[str], name: MetricName, statistic: str, *terms: str) -> str:
+        schema = ",".join([NAMESPACE, *sorted(dimensions)])
+        query = " ".join(
+            [f"{{{schema}}}", f'MetricName="{name}"', *terms, f'service="{self.service}"']
+        )
+        return f"SEARCH('{query}', '{statistic}', 60)"
 
 
 def search(expression: str, label: str) -> cloudwatch.MathExpression:
@@ -73,6 +86,7 @@ class Dashboard(Construct):
         construct_id: str,
         *,
         name: str,
+        service: str,  # the `service` dimension its functions report under
         policies: Mapping[str, NodeGroupPolicy],
         functions: Mapping[str, lambda_.Function],  # dispatch, evaluate, and drain if any
         evaluate_logs: logs.ILogGroup,
@@ -81,6 +95,7 @@ class Dashboard(Construct):
         dead_letter_queues: Mapping[str, sqs.Queue],
     ) -> None:
         super().__init__(scope, construct_id)
+        self.metrics = ServiceMetrics(service)
         self.dashboard = cloudwatch.Dashboard(
             self, "Dashboard", dashboard_name=name, default_interval=Duration.hours(3)
         )
@@ -117,7 +132,7 @@ class Dashboard(Construct):
                     evaluate.metric_duration(
                         statistic="p90", label="evaluate batch p90", period=MINUTE
                     ),
-                    system_metric(MetricName.EVALUATION_LATENCY, "p90").with_(
+                    self.metrics.system(MetricName.EVALUATION_LATENCY, "p90").with_(
                         label="event → decision p90"
                     ),
                 ],
@@ -143,20 +158,20 @@ class Dashboard(Construct):
             cloudwatch.GraphWidget(
                 title="Problems: evaluation errors, malformed events, shortfall (worst group)",
                 left=[
-                    system_metric(MetricName.EVALUATION_ERRORS, "Sum"),
-                    system_metric(MetricName.MALFORMED_EVENTS, "Sum"),
+                    self.metrics.system(MetricName.EVALUATION_ERRORS, "Sum"),
+                    self.metrics.system(MetricName.MALFORMED_EVENTS, "Sum"),
                 ],
-                right=[system_metric(MetricName.SHORTFALL_NODES, "Maximum")],
+                right=[self.metrics.system(MetricName.SHORTFALL_NODES, "Maximum")],
                 width=8,
             ),
             cloudwatch.GraphWidget(
                 title="Rejected node groups (bad tag or unknown policy)",
-                left=[search(by_group(MetricName.REJECTED, "Sum"), "")],
+                left=[search(self.metrics.by_group(MetricName.REJECTED, "Sum"), "")],
                 width=8,
             ),
             cloudwatch.GraphWidget(
                 title="Launch failures, by node group (each backs its group off)",
-                left=[search(by_group(MetricName.LAUNCH_FAILURES, "Sum"), "")],
+                left=[search(self.metrics.by_group(MetricName.LAUNCH_FAILURES, "Sum"), "")],
                 width=8,
             ),
         )
@@ -178,19 +193,21 @@ class Dashboard(Construct):
             cloudwatch.GraphWidget(
                 title="Drains: done, timed out, failed, lifecycle actions expired",
                 left=[
-                    system_metric(MetricName.NODES_DRAINED, "Sum").with_(label="drained"),
-                    system_metric(MetricName.DRAIN_TIMEOUTS, "Sum").with_(label="timed out"),
-                    system_metric(MetricName.DRAIN_FAILURES, "Sum").with_(label="failed"),
-                    system_metric(MetricName.LIFECYCLE_ACTIONS_EXPIRED, "Sum").with_(
+                    self.metrics.system(MetricName.NODES_DRAINED, "Sum").with_(label="drained"),
+                    self.metrics.system(MetricName.DRAIN_TIMEOUTS, "Sum").with_(label="timed out"),
+                    self.metrics.system(MetricName.DRAIN_FAILURES, "Sum").with_(label="failed"),
+                    self.metrics.system(MetricName.LIFECYCLE_ACTIONS_EXPIRED, "Sum").with_(
                         label="lifecycle action expired"
                     ),
-                    system_metric(MetricName.DRAIN_SKIPPED, "Sum").with_(label="no node"),
+                    self.metrics.system(MetricName.DRAIN_SKIPPED, "Sum").with_(label="no node"),
                 ],
                 width=8,
             ),
             cloudwatch.GraphWidget(
                 title="Pods evicted, and how long drains take",
-                left=[system_metric(MetricName.PODS_EVICTED, "Sum").with_(label="pods evicted")],
+                left=[
+                    self.metrics.system(MetricName.PODS_EVICTED, "Sum").with_(label="pods evicted")
+                ],
                 right=[
                     drain.metric_duration(
                         statistic="Maximum", label="drain (longest)", period=MINUTE
@@ -201,10 +218,10 @@ class Dashboard(Construct):
             cloudwatch.GraphWidget(
                 title="Spot warnings: re-evaluations queued, unmanaged groups",
                 left=[
-                    system_metric(MetricName.REEVALUATIONS_QUEUED, "Sum").with_(
+                    self.metrics.system(MetricName.REEVALUATIONS_QUEUED, "Sum").with_(
                         label="re-evaluations queued"
                     ),
-                    system_metric(MetricName.UNMANAGED_INTERRUPTIONS, "Sum").with_(
+                    self.metrics.system(MetricName.UNMANAGED_INTERRUPTIONS, "Sum").with_(
                         label="not a managed group"
                     ),
                 ],
@@ -230,6 +247,11 @@ class Dashboard(Construct):
 
     def _policy_row(self, policy: NodeGroupPolicy, evaluate_logs: logs.ILogGroup) -> None:
         name = policy.name
+
+        def graph(metric: MetricName, statistic: str, label: str) -> cloudwatch.MathExpression:
+            """One line per node group of the policy."""
+            return search(self.metrics.per_group(metric, statistic, name), label)
+
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(markdown=_describe(policy), width=WIDTH, height=2)
         )
@@ -237,15 +259,13 @@ class Dashboard(Construct):
             cloudwatch.GraphWidget(
                 title=f"{name}: desired, current and in-service nodes",
                 left=[
-                    search(per_group(MetricName.DESIRED_NODES, "Maximum", name), "desired"),
-                    search(per_group(MetricName.CURRENT_NODES, "Maximum", name), "current"),
-                    search(per_group(MetricName.IN_SERVICE_NODES, "Minimum", name), "in service"),
+                    graph(MetricName.DESIRED_NODES, "Maximum", "desired"),
+                    graph(MetricName.CURRENT_NODES, "Maximum", "current"),
+                    graph(MetricName.IN_SERVICE_NODES, "Minimum", "in service"),
                     *(
                         [
-                            search(
-                                per_group(MetricName.FORECAST_NODES, "Maximum", name), "forecast"
-                            ),
-                            search(per_group(MetricName.WARM_POOL_NODES, "Maximum", name), "warm"),
+                            graph(MetricName.FORECAST_NODES, "Maximum", "forecast"),
+                            graph(MetricName.WARM_POOL_NODES, "Maximum", "warm"),
                         ]
                         if any(m.reads_history for m in policy.spec.metrics)
                         else []
@@ -257,7 +277,12 @@ class Dashboard(Construct):
             cloudwatch.GraphWidget(
                 title=f"{name}: each metric against its target",
                 left=[
-                    search(per_group(MetricName.METRIC_USAGE, "Average", name, per_metric=True), "")
+                    search(
+                        self.metrics.per_group(
+                            MetricName.METRIC_USAGE, "Average", name, per_metric=True
+                        ),
+                        "",
+                    )
                 ],
                 left_annotations=[cloudwatch.HorizontalAnnotation(value=100, label="target")],
                 left_y_axis=cloudwatch.YAxisProps(min=0, label="% of target", show_units=False),
@@ -266,22 +291,20 @@ class Dashboard(Construct):
             cloudwatch.GraphWidget(
                 title=f"{name}: changes and unavailable metrics",
                 left=[
-                    search(per_group(MetricName.NODES_ADDED, "Sum", name), "added"),
-                    search(per_group(MetricName.NODES_REMOVED, "Sum", name), "removed"),
+                    graph(MetricName.NODES_ADDED, "Sum", "added"),
+                    graph(MetricName.NODES_REMOVED, "Sum", "removed"),
                 ],
                 right=[
-                    search(
-                        per_group(MetricName.METRICS_UNAVAILABLE, "Maximum", name), "unavailable"
-                    ),
-                    search(per_group(MetricName.DRY_RUN_CHANGES, "Sum", name), "dry-run changes"),
+                    graph(MetricName.METRICS_UNAVAILABLE, "Maximum", "unavailable"),
+                    graph(MetricName.DRY_RUN_CHANGES, "Sum", "dry-run changes"),
                 ],
                 width=6,
             ),
             cloudwatch.GraphWidget(
                 title=f"{name}: backed off, and nodes protected from scale-in",
-                left=[search(per_group(MetricName.BACKED_OFF, "Maximum", name), "backed off")],
+                left=[graph(MetricName.BACKED_OFF, "Maximum", "backed off")],
                 left_y_axis=cloudwatch.YAxisProps(min=0, max=1, show_units=False),
-                right=[search(per_group(MetricName.PROTECTED_NODES, "Maximum", name), "protected")],
+                right=[graph(MetricName.PROTECTED_NODES, "Maximum", "protected")],
                 right_y_axis=cloudwatch.YAxisProps(min=0, show_units=False),
                 width=6,
             ),

@@ -33,6 +33,7 @@ class DispatchFunction:
         self.lambda_ = NodescalerFunction(
             scope,
             "Dispatch",
+            service=settings.deployment,
             folder="dispatch",
             description="nodescaler: queue an evaluation of each managed node group",
             layers=shared.layers.for_function(kubernetes=False),

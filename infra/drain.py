@@ -38,6 +38,7 @@ class DrainFunction:
         self.lambda_ = NodescalerFunction(
             scope,
             "Drain",
+            service=settings.deployment,
             folder="drain",
             description="nodescaler: cordon and drain a node before its instance goes",
             layers=shared.layers.for_function(kubernetes=True),

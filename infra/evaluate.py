@@ -25,6 +25,7 @@ class EvaluateFunction:
         self.lambda_ = NodescalerFunction(
             shared.scope,
             "Evaluate",
+            service=settings.deployment,
             folder="evaluate",
             description="nodescaler: decide and resize one node group per request",
             layers=shared.layers.for_function(kubernetes=reads_kubernetes),

@@ -22,7 +22,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.metric_names import NAMESPACE, SERVICE
+from nodescaler.metric_names import NAMESPACE, SERVICE_VARIABLE
 
 from . import permissions
 from .layers import ARCHITECTURE, RUNTIME, Layers
@@ -39,6 +39,7 @@ class NodescalerFunction(Construct):
         construct_id: str,
         *,
         folder: str,
+        service: str,  # the `service` dimension of its metrics: the deployment's name
         description: str,
         layers: Sequence[lambda_.ILayerVersion],
         environment: Mapping[str, str],
@@ -83,7 +84,7 @@ class NodescalerFunction(Construct):
             tracing=lambda_.Tracing.ACTIVE,
             environment={
                 **environment,
-                "POWERTOOLS_SERVICE_NAME": SERVICE,
+                SERVICE_VARIABLE: service,
                 "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
             },
         )

@@ -132,6 +132,7 @@ class Nodescaler(Construct):
             self,
             "Dashboard",
             name=settings.deployment,
+            service=settings.deployment,  # as each function reports (NodescalerFunction)
             policies=self.policies,
             functions=functions,
             evaluate_logs=self.evaluate.lambda_.log_group,
@@ -144,6 +145,7 @@ class Nodescaler(Construct):
             "Alarms",
             settings=settings.alarms,
             deployment=settings.deployment,
+            service=settings.deployment,
             tick_minutes=settings.tick_minutes,
             functions=functions,
             dead_letter_queues=dead_letters,

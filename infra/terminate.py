@@ -31,6 +31,7 @@ class TerminateFunction:
         self.lambda_ = NodescalerFunction(
             scope,
             "Terminate",
+            service=settings.deployment,
             folder="terminate",
             description="nodescaler: which instances a scale-in of an opted-in group takes",
             layers=shared.layers.for_function(kubernetes=True),

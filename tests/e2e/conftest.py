@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 from nodescaler import wiring
 from nodescaler.config import DispatchSettings, EvaluateSettings
 from nodescaler.domain.scaling_events import DETAILS, SOURCE
-from nodescaler.metric_names import SERVICE
+from nodescaler.observability import logger as functions_log
 from nodescaler_sandbox.lambda_local import Delivery, LocalContext, SqsEventSource
 
 from functions.dispatch import handler as dispatch
@@ -171,7 +171,7 @@ class LogLines(logging.Handler):
 @pytest.fixture
 def output(capsys: pytest.CaptureFixture[str]) -> Iterator[Any]:
     lines = LogLines()
-    functions_logger = logging.getLogger(SERVICE)
+    functions_logger = logging.getLogger(functions_log.name)
     functions_logger.addHandler(lines)
     yield lambda: Output(lines.lines, capsys.readouterr().out)
     functions_logger.removeHandler(lines)

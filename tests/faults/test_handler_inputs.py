@@ -39,7 +39,7 @@ from nodescaler.errors import (
 )
 from nodescaler.events import LIFECYCLE_ACTION
 from nodescaler.events.sqs import EvaluationRecord
-from nodescaler.metric_names import SERVICE
+from nodescaler.observability import logger as functions_log
 from nodescaler_sandbox.lambda_local import LocalContext
 from pydantic import ValidationError
 
@@ -80,7 +80,7 @@ EVENT_FIELDS = st.sampled_from(["id", "time", "source", "detail-type", "detail",
 def printed() -> Iterator[Callable[[], Output]]:
     """What the functions print during one example: log lines and EMF records."""
     lines = LogLines()
-    functions_logger = logging.getLogger(SERVICE)
+    functions_logger = logging.getLogger(functions_log.name)
     functions_logger.addHandler(lines)
     stdout = io.StringIO()
     try:

@@ -1,5 +1,6 @@
 """Several deployments in one account and region: two copies synthesized side by side set
-no physical name twice, and each drain answers only its own hook; `-c nodescaler` and
+no physical name twice, each drain answers only its own hook, and each reports its metrics
+under its own service, which only its own dashboard and alarms read; `-c nodescaler` and
 cdk.json's `deployments` through app.py."""
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
 from nodescaler.config import DrainSettings
+from nodescaler.metric_names import NAMESPACE, SERVICE_VARIABLE
 
 from infra.settings import SettingsError, load_deployments
 from infra.stack import NodescalerStack
-from tests.infra.test_runtime import environment, matches, rule, sample
+from tests.infra.test_runtime import dashboard_widgets, environment, matches, rule, sample
 from tests.infra.test_stack import CDK_CONTEXT, FEATURE_FLAGS, REPO, run_app
 
 # Each resource type's own name, where a template may set it.
@@ -187,3 +189,37 @@ def test_a_c_override_that_is_not_a_json_object_stops_synth_in_one_line(
         result.stderr.splitlines()[-1],
     ]
     assert result.stderr.splitlines()[-1].startswith(message)
+
+
+def test_each_deployments_functions_report_under_its_own_service(
+    two: dict[str, Template],
+) -> None:
+    for stack, template in two.items():
+        for folder in ("dispatch", "evaluate", "drain", "terminate"):
+            assert environment(template, folder)[SERVICE_VARIABLE] == stack, (stack, folder)
+
+
+def test_each_deployments_alarms_watch_only_its_own_service(two: dict[str, Template]) -> None:
+    for stack, template in two.items():
+        ours = [
+            alarm["Properties"]
+            for alarm in template.find_resources("AWS::CloudWatch::Alarm").values()
+            if alarm["Properties"].get("Namespace") == NAMESPACE
+        ]
+        # evaluation errors, latency, shortfall, backoff, and the drains' three
+        assert len(ours) == 7
+        assert all(a["Dimensions"] == [{"Name": "service", "Value": stack}] for a in ours)
+
+
+def test_each_deployments_dashboard_shows_only_its_own_service(two: dict[str, Template]) -> None:
+    for stack, template in two.items():
+        (other,) = set(two) - {stack}
+        widgets = dashboard_widgets(template).values()
+        graphs = [entry for w in widgets for entry in json.loads(w).get("metrics", [])]
+        searches = [e[0]["expression"] for e in graphs if "expression" in e[0]]
+        metrics = [e for e in graphs if e[0] == NAMESPACE]
+        # each policy's row and the rejected groups and launch failures; the system's graphs
+        assert len(searches) > 10 and len(metrics) > 10
+        assert all(s.startswith("SEARCH(") and f'service="{stack}"' in s for s in searches)
+        assert all(e[2:4] == ["service", stack] for e in metrics)
+        assert not any(other in w for w in widgets)

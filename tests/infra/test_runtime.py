@@ -923,9 +923,9 @@ def test_the_dashboard_has_a_drain_row(template: Template) -> None:
     widgets = dashboard_widgets(template)
     outcomes = widgets["Drains: done, timed out, failed, lifecycle actions expired"]
     for metric in ("NodesDrained", "DrainTimeouts", "DrainFailures", "LifecycleActionsExpired"):
-        assert f'"{metric}", "service", "nodescaler"' in outcomes
+        assert f'"{metric}", "service", "nodescaler-my-cluster"' in outcomes
     assert (
-        '"PodsEvicted", "service", "nodescaler"'
+        '"PodsEvicted", "service", "nodescaler-my-cluster"'
         in widgets["Pods evicted, and how long drains take"]
     )
     assert "Drains: the latest, and what was left on the node" in widgets
@@ -956,7 +956,9 @@ def test_the_alarms_cover_errors_throttles_dead_letters_latency_shortfall_and_dr
 
 def test_a_group_backed_off_for_most_of_half_an_hour_alarms(template: Template) -> None:
     backoff = alarm_on(template, "BackedOff")
-    assert backoff["Dimensions"] == [{"Name": "service", "Value": "nodescaler"}]  # any group
+    assert backoff["Dimensions"] == [
+        {"Name": "service", "Value": "nodescaler-my-cluster"}
+    ]  # any group
     assert (backoff["Statistic"], backoff["Period"], backoff["Threshold"]) == ("Maximum", 60, 1)
     assert (backoff["EvaluationPeriods"], backoff["DatapointsToAlarm"]) == (30, 24)
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from nodescaler.domain.autoscaler import GroupSize
 from nodescaler.domain.backoff import BackoffRules, after_failure
 from nodescaler.domain.readings import MetricReading
-from nodescaler.observability import Dimension, MetricName, Record, result_records
+from nodescaler.metric_names import SERVICE_VARIABLE
+from nodescaler.observability import Dimension, MetricName, Record, emit, result_records
 from nodescaler.service.evaluation import EvaluationResult, Outcome
 
 from tests.builders import T0, policy, queue_metric, readings, run
@@ -91,3 +95,22 @@ def test_a_forecast_is_reported_whether_acted_on_or_only_recorded() -> None:
     without = run(policy(queue_metric("jobs"), name="gpu"), 2, readings(jobs=8)).decision
     (figures, *_) = result_records(EvaluationResult("ng-test", Outcome.ACTED, without))
     assert MetricName.FORECAST_NODES not in figures.figures
+
+
+def test_each_record_carries_the_service_its_deployment_sets_else_nodescaler(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = [Record({MetricName.MALFORMED_EVENTS: 1}), Record({MetricName.REJECTED: 1}, GROUP)]
+    monkeypatch.setenv(SERVICE_VARIABLE, "nodescaler-blue")  # as infra sets each function's
+    emit(records)
+    monkeypatch.delenv(SERVICE_VARIABLE)  # the sandbox and tests
+    emit(records)
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(emf["service"], emf["_aws"]["CloudWatchMetrics"]) for emf in printed] == [
+        (service, [{"Namespace": "Nodescaler", "Dimensions": [dimensions], "Metrics": [metric]}])
+        for service in ("nodescaler-blue", "nodescaler")
+        for dimensions, metric in (
+            (["service"], {"Name": "MalformedEvents", "Unit": "Count"}),
+            (["Policy", "NodeGroup", "service"], {"Name": "NodeGroupRejected", "Unit": "Count"}),
+        )
+    ]

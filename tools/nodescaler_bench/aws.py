@@ -154,13 +154,11 @@ class AwsStopwatch:
 def functions_output(sink: TextIO | None = None) -> Iterator[None]:
     """The functions' log lines and EMF records go to `sink` (a null device by default), as
     in Lambda they go to CloudWatch Logs: written, but not on the bench's terminal."""
-    from nodescaler.metric_names import SERVICE
+    from nodescaler.observability import logger  # the functions' log, named after the service
 
     with contextlib.ExitStack() as stack:
         out = sink or stack.enter_context(open(os.devnull, "w"))
-        handlers = [
-            h for h in logging.getLogger(SERVICE).handlers if isinstance(h, logging.StreamHandler)
-        ]
+        handlers = [h for h in logger.handlers if isinstance(h, logging.StreamHandler)]
         streams = [h.setStream(out) for h in handlers]
         try:
             with contextlib.redirect_stdout(out):

@@ -1,14 +1,25 @@
 """The names nodescaler reports under in CloudWatch: one namespace, the dimensions and every
 metric. The functions write them (`nodescaler.observability`); the dashboard and alarms in
 `infra` read them, so a name is written once, and synth imports nothing else for it.
+
+Every record's `service` dimension is its deployment's name (infra sets it in each
+function's environment), so copies of nodescaler in one account report apart and each
+deployment's dashboard and alarms select only its own.
 """
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
 
 NAMESPACE = "Nodescaler"
-SERVICE = "nodescaler"  # Powertools adds it as the `service` dimension of every record
+SERVICE_VARIABLE = "POWERTOOLS_SERVICE_NAME"
+SERVICE = "nodescaler"  # the service without a deployment's name (the sandbox, tests)
+
+
+def service() -> str:
+    """The `service` dimension of every record this process writes (Powertools adds it)."""
+    return os.environ.get(SERVICE_VARIABLE) or SERVICE
 
 
 class Dimension(StrEnum):

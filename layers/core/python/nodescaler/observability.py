@@ -21,7 +21,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from nodescaler.errors import MalformedEventError, is_retryable
-from nodescaler.metric_names import NAMESPACE, SERVICE, Dimension, MetricName
+from nodescaler.metric_names import NAMESPACE, Dimension, MetricName, service
 
 if TYPE_CHECKING:  # each function's types, without loading them into the others
     from nodescaler.domain.draining import DrainResult
@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # each function's types, without loading them into the others
     from nodescaler.service.evaluation import EvaluationResult
     from nodescaler.service.termination import TerminationChoice
 
-logger = Logger(service=SERVICE)  # every function's structured log
+# Every function's structured log, a logging.Logger named after the service.
+logger = Logger(service=service())
 
 
 UNITS: Mapping[MetricName, MetricUnit] = {
@@ -109,7 +110,7 @@ def emit(records: Sequence[Record]) -> None:
     for record in records:
         if not record.figures:
             continue
-        metrics = EphemeralMetrics(namespace=NAMESPACE, service=SERVICE)
+        metrics = EphemeralMetrics(namespace=NAMESPACE, service=service())
         for name, value in record.dimensions.items():
             metrics.add_dimension(name, value)
         for metric, amount in record.figures.items():
