@@ -1,0 +1,53 @@
+"""Runs an `aws <service> <operation> --option value ...` line, as the README prints it,
+through boto3 against moto: the AWS CLI's own mapping of options to the operation's input
+(kebab-case to the shape's member names, lists, integers, booleans), without the CLI."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from botocore import xform_name
+
+from tests.aws import client
+
+
+def run_aws(line: str) -> dict[str, Any]:
+    words = shlex.split(line)
+    if words[:1] != ["aws"] or len(words) < 3:
+        raise ValueError(f"not an AWS CLI line: {line}")
+    service, operation, options = words[1], words[2], words[3:]
+    aws = client(service)
+    model = aws.meta.service_model.operation_model(_operation_name(aws, operation))
+    members = {
+        xform_name(name, "-"): (name, shape) for name, shape in model.input_shape.members.items()
+    }
+    params: dict[str, Any] = {}
+    while options:
+        option = options.pop(0)
+        if not option.startswith("--") or option[2:] not in members:
+            raise ValueError(f"{line}: {option} is not an option of {operation}")
+        name, shape = members[option[2:]]
+        values = []
+        while options and not options[0].startswith("--"):
+            values.append(options.pop(0))
+        params[name] = _value(shape, values)
+    return dict(getattr(aws, xform_name(model.name))(**params))
+
+
+def _operation_name(aws: Any, operation: str) -> str:
+    names = {xform_name(name, "-"): name for name in aws.meta.service_model.operation_names}
+    if operation not in names:
+        raise ValueError(f"aws {aws.meta.service_model.service_name}: no operation {operation}")
+    return names[operation]
+
+
+def _value(shape: Any, values: list[str]) -> Any:
+    if shape.type_name == "list":
+        return [_value(shape.member, [v]) for v in values]
+    (value,) = values
+    if shape.type_name in ("integer", "long"):
+        return int(value)
+    if shape.type_name == "boolean":
+        return value.lower() == "true"
+    return value
