@@ -85,8 +85,8 @@ class Dashboard(Construct):
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(
                 markdown="# nodescaler\nThe system, the drains, then one row per policy: its "
-                "groups' sizes, each metric against its target (100% = on target), backoffs "
-                "and protected nodes, and its decisions.",
+                "groups' sizes, each metric against its target (100% = on target), backoffs, "
+                "pauses and protected nodes, and its decisions.",
                 width=WIDTH,
                 height=2,
             )
@@ -275,8 +275,11 @@ class Dashboard(Construct):
                 width=6,
             ),
             cloudwatch.GraphWidget(
-                title=f"{name}: backed off, and nodes protected from scale-in",
-                left=[search(per_group(MetricName.BACKED_OFF, "Maximum", name), "backed off")],
+                title=f"{name}: backed off or paused, and nodes protected from scale-in",
+                left=[
+                    search(per_group(MetricName.BACKED_OFF, "Maximum", name), "backed off"),
+                    search(per_group(MetricName.PAUSED, "Maximum", name), "paused"),
+                ],
                 left_y_axis=cloudwatch.YAxisProps(min=0, max=1, show_units=False),
                 right=[search(per_group(MetricName.PROTECTED_NODES, "Maximum", name), "protected")],
                 right_y_axis=cloudwatch.YAxisProps(min=0, show_units=False),

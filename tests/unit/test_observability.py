@@ -33,6 +33,7 @@ def test_an_acted_scale_out_reports_sizes_changes_usage_and_the_shortfall() -> N
                 MetricName.METRICS_UNAVAILABLE: 0,
                 MetricName.BACKED_OFF: 0,
                 MetricName.PROTECTED_NODES: 0,
+                MetricName.PAUSED: 0,
                 MetricName.EVALUATION_LATENCY: 850,
                 MetricName.NODES_ADDED: 7,
                 MetricName.NODES_REMOVED: 0,

@@ -1,4 +1,5 @@
-"""The operator CLI: validate, simulate, invoke, status and explain (`nodescaler --help`)."""
+"""The operator CLI: validate, simulate, invoke, status, explain, pause and resume
+(`nodescaler --help`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from nodescaler.adapters.policy_files import load_policies, load_policy_file
 from nodescaler.errors import NodescalerError, PolicyError
 
+from nodescaler_cli import pause
 from nodescaler_cli.output import FORMATS
 
 DEFAULT_POLICIES = Path("policies")
@@ -157,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--last", type=int, default=5, help="how many decisions (default: 5)")
     _aws_options(explain)
     explain.set_defaults(run=_explain)
+    pause.register(commands)
     return parser
 
 

@@ -17,6 +17,7 @@ from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler.domain.decision import Decision, MetricOutcome, MetricStatus
 from nodescaler.domain.optin import TagNames, read_opt_in
+from nodescaler.domain.pause import in_force
 
 STATE_OUTPUT = "StateTableName"  # the stack's CfnOutput (infra/stack.py)
 
@@ -107,6 +108,7 @@ def status(target: Target, write: Callable[[str], None] = print) -> int:
         state = store.load(group.name)
         decision = state.last_decision
         notes = [*state.problems] + (["dry-run"] if opt_in.dry_run else [])
+        notes.extend(p.describe() for p in in_force(state.pause, opt_in.paused, tags.paused, now))
         if state.backoff is not None and state.backoff.active(now):
             notes.append(
                 f"backed off until {state.backoff.until:%H:%M:%S}Z: {state.backoff.reason}"

@@ -57,10 +57,13 @@ class CommonSettings(_Settings):
     tag_policy: Annotated[str, Field(alias="TAG_POLICY", min_length=1)] = TagNames.policy
     tag_cluster: Annotated[str, Field(alias="TAG_CLUSTER", min_length=1)] = TagNames.cluster
     tag_dry_run: Annotated[str, Field(alias="TAG_DRY_RUN", min_length=1)] = TagNames.dry_run
+    tag_paused: Annotated[str, Field(alias="TAG_PAUSED", min_length=1)] = TagNames.paused
 
     @property
     def tag_names(self) -> TagNames:
-        return TagNames(self.tag_enabled, self.tag_policy, self.tag_cluster, self.tag_dry_run)
+        return TagNames(
+            self.tag_enabled, self.tag_policy, self.tag_cluster, self.tag_dry_run, self.tag_paused
+        )
 
 
 Seconds = Annotated[int, Field(ge=1, le=7 * 24 * 3600)]

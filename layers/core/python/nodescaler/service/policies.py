@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.optin import TagNames, read_opt_in
+from nodescaler.domain.optin import PauseDirection, TagNames, read_opt_in
 from nodescaler.domain.policy import NodeGroupPolicy
 
 
@@ -22,6 +22,7 @@ class PolicyChoice:
     policy: NodeGroupPolicy | None
     dry_run: bool
     problems: tuple[str, ...] = ()  # what is wrong with its tags or policy name, if anything
+    paused: PauseDirection | None = None  # what its paused tag holds
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class PolicyBook:
             return PolicyChoice(
                 None, opt_in.dry_run, (*opt_in.problems, *self._why_none(group.name, opt_in.policy))
             )
-        return PolicyChoice(policy, opt_in.dry_run, opt_in.problems)
+        return PolicyChoice(policy, opt_in.dry_run, opt_in.problems, opt_in.paused)
 
     def _why_none(self, group: str, name: str) -> tuple[str, ...]:
         said = f"node group {group}: tag {self.tag_names.policy}={name!r}"
