@@ -356,8 +356,9 @@ def test_each_function_gets_its_environment_from_its_settings_model(template: Te
         evaluate["DRY_RUN"],
         evaluate["AUDIT_TTL_DAYS"],
         evaluate["TAG_POLICY"],
+        evaluate["TAG_PAUSED"],
         evaluate["KUBERNETES_TIMEOUT_SECONDS"],
-    ) == ("false", "30", "nodescaler/policy", "5.0")
+    ) == ("false", "30", "nodescaler/policy", "nodescaler/paused", "5.0")
     assert json.loads(evaluate["EXPANDERS"]) == [{"name": "least-waste"}, {"name": "random"}]
     assert not any(name.startswith("CLUSTER_MAX_") for name in evaluate)  # no limits by default
 

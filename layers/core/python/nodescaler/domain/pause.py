@@ -78,8 +78,8 @@ def in_force(
 
 
 def hold(decision: Decision, pauses: Sequence[Pause]) -> Decision:
-    """The decision with the paused direction held at the current size (inside the bounds),
-    saying which pause held it and what it would have done."""
+    """The decision with the paused direction held at the current size, saying which pause
+    held it and what it would have done; a group outside its bounds still goes back inside."""
     if not pauses:
         return decision
     said = "; ".join(p.describe() for p in pauses)
@@ -87,18 +87,16 @@ def hold(decision: Decision, pauses: Sequence[Pause]) -> Decision:
     if not holding:
         return decision.model_copy(update={"paused": said})
     current, would = decision.current, decision.desired
-    held = min(max(current, decision.min_replicas), decision.max_replicas)
-    verb = "scale out" if would > current else "scale in"
     holders = "; ".join(p.describe() for p in holding)
-    bounds = f"[{decision.min_replicas}, {decision.max_replicas}]"
-    if held == would:  # only back inside the bounds: the pause changes nothing
+    if not decision.min_replicas <= current <= decision.max_replicas:  # the bounds win
+        bounds = f"[{decision.min_replicas}, {decision.max_replicas}]"
         reason = f"{holders}, but a group outside {bounds} goes back inside | {decision.reason}"
         return decision.model_copy(update={"paused": said, "reason": reason})
-    inside = "" if held == current else f", only back inside {bounds} to {held}"
-    reason = f"{holders}: would {verb} {current} → {would}{inside} | {decision.reason}"
+    verb = "scale out" if would > current else "scale in"
+    reason = f"{holders}: would {verb} {current} → {would} | {decision.reason}"
     return decision.model_copy(
         update={
-            "desired": held,
+            "desired": current,
             "paused": said,
             "would_desire": would,
             "limited_by": (*decision.limited_by, Limit.PAUSED),
