@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from nodescaler.domain.autoscaler import GroupSize
 from nodescaler.domain.backoff import BackoffRules, after_failure
+from nodescaler.domain.optin import PauseDirection
+from nodescaler.domain.pause import Pause, hold
 from nodescaler.domain.readings import MetricReading
 from nodescaler.observability import Dimension, MetricName, Record, result_records
 from nodescaler.service.evaluation import EvaluationResult, Outcome
 
-from tests.builders import T0, policy, queue_metric, readings, run
+from tests.builders import EXACT, T0, policy, queue_metric, readings, run
 
 GROUP = {Dimension.POLICY: "gpu", Dimension.NODE_GROUP: "ng-test"}
 
@@ -92,3 +94,16 @@ def test_a_forecast_is_reported_whether_acted_on_or_only_recorded() -> None:
     without = run(policy(queue_metric("jobs"), name="gpu"), 2, readings(jobs=8)).decision
     (figures, *_) = result_records(EvaluationResult("ng-test", Outcome.ACTED, without))
     assert MetricName.FORECAST_NODES not in figures.figures
+
+
+def test_a_paused_group_reports_it_whether_or_not_the_pause_held_anything() -> None:
+    pause = Pause(direction=PauseDirection.SCALE_IN, by="tag nodescaler/paused")
+    exact = policy(queue_metric("jobs", per_node=4), behavior=EXACT)
+    for jobs, held in ((4, True), (60, False)):  # 1 node wanted (held), then 15 (not held)
+        decision = hold(run(exact, 4, readings(jobs=jobs)).decision, [pause])
+        assert (decision.would_desire is not None) is held
+        (group, *_) = result_records(EvaluationResult("ng-test", Outcome.UNCHANGED, decision))
+        assert group.figures[MetricName.PAUSED] == 1
+    unpaused = run(exact, 4, readings(jobs=4)).decision
+    (group, *_) = result_records(EvaluationResult("ng-test", Outcome.ACTED, unpaused))
+    assert group.figures[MetricName.PAUSED] == 0
