@@ -254,3 +254,22 @@ def test_resuming_a_group_paused_by_its_tag_says_to_remove_the_tag(
         "nodescaler resume: node group web-ng: not paused by nodescaler pause, but by its tag "
         "nodescaler/paused; remove the tag to resume it"
     )
+
+
+def test_an_unreadable_stored_pause_pauses_both_ways_until_resumed() -> None:
+    group = Group()
+    assert main(["pause", "web-ng", "--scale-out", *AT]) == 0
+    client("dynamodb").update_item(
+        TableName=TABLE,
+        Key={"pk": {"S": "GROUP#web-ng"}, "sk": {"S": "STATE"}},
+        UpdateExpression="SET #pause = :bad",
+        ExpressionAttributeNames={"#pause": "pause"},
+        ExpressionAttributeValues={":bad": {"S": '{"direction": "sideways"}'}},
+    )
+    held = group.evaluate(tasks=8)  # would scale in 5 → 2: a scale-out pause would not hold it
+    assert held.decision is not None and held.decision.would_desire == 2
+    assert "paused (both) by an unreadable pause" in held.decision.reason
+    assert desired_capacity("web-ng") == 5
+    assert main(["resume", "web-ng", *AT]) == 0
+    assert group.evaluate(tasks=8).outcome is Outcome.ACTED
+    assert desired_capacity("web-ng") == 2

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from nodescaler.domain.autoscaler import GroupSize
 from nodescaler.domain.decision import Decision, Limit
 from nodescaler.domain.optin import PauseDirection, TagNames, read_opt_in
@@ -193,3 +195,23 @@ def test_a_paused_group_outside_its_bounds_still_goes_back_inside_them(
         f"{stored(direction).describe()}, but a group outside [{min_size}, {max_size}] goes "
         f"back inside | {unpaused.reason}"
     )
+
+
+@given(
+    current=st.integers(0, 60),
+    jobs=st.integers(0, 400),
+    bounds=st.tuples(st.integers(0, 30), st.integers(0, 30)).map(sorted),
+    direction=st.sampled_from(PauseDirection),
+)
+def test_a_pause_never_moves_a_group_its_way_nor_keeps_it_outside_its_bounds(
+    current: int, jobs: int, bounds: list[int], direction: PauseDirection
+) -> None:
+    low, high = bounds
+    unpaused = decision(current, jobs, min_size=low, max_size=max(high, 1))
+    held = hold(unpaused, [stored(direction)])
+    assert held.min_replicas <= held.desired <= held.max_replicas
+    if held.min_replicas <= current <= held.max_replicas:
+        assert not direction.holds(held.change)
+        # the other direction goes ahead as decided
+        assert held.desired in (current, unpaused.desired)
+    assert (held.would_desire is None) == (held.desired == unpaused.desired)
