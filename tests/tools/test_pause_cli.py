@@ -223,7 +223,9 @@ def test_status_notes_who_paused_a_group_and_until_when(
             "node group web-ng: not opted in (no tag nodescaler/enabled=true and "
             "nodescaler/cluster=prod)",
         ),
-        (["pause", "web-ng", "--for=-5m"], "--for '-5m' is not a duration"),
+        (["pause", "web-ng", "--for=-5m"], "--for '-5m' is not a positive duration"),
+        (["pause", "web-ng", "--for", "-5m"], "--for '-5m' is not a positive duration"),
+        (["pause", "web-ng", "--for", "-1"], "--for '-1' is not a duration"),
         (["pause", "web-ng", "--for", "0m"], "--for '0m' is not a positive duration"),
         (["pause", "web-ng", "--for", "soon"], "--for 'soon' is not a duration"),
         (

@@ -38,7 +38,8 @@ def test_durations_read_as_days_hours_minutes_and_seconds(text: str, expected: t
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("-5m", "'-5m' is not a duration"),
+        ("-5m", "'-5m' is not a positive duration"),
+        ("-", "'-' is not a duration"),
         ("0m", "'0m' is not a positive duration"),
         ("0d0h", "'0d0h' is not a positive duration"),
         ("", "'' is not a duration"),

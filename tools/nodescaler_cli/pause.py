@@ -8,6 +8,7 @@ before the write: an unknown group, a bad duration or both directions write noth
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -144,6 +145,9 @@ def register(commands: Any) -> None:
         help="expire after this long: 90s, 30m, 2h, 1d, 1h30m (default: until resumed)",
     )
     paused.add_argument("--reason", default="", help="why, shown with the pause")
+    # "--for -5m" is a value to refuse in one line, not a missing one (Python 3.13's argparse
+    # reads anything from "-<digit>" as a value; 3.11's only negative numbers).
+    paused._negative_number_matcher = re.compile(r"^-\.?\d")
     aws_options(paused)
     paused.set_defaults(run=_pause)
 

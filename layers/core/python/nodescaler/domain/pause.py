@@ -47,6 +47,9 @@ class Pause(BaseModel):
 def parse_duration(text: str) -> timedelta:
     """ "90s", "30m", "2h", "1d" or a sum such as "1h30m"; positive and at most a year.
     Raises ValueError saying what is wrong."""
+    sign, rest = text.strip()[:1], text.strip()[1:]
+    if sign == "-" and rest and _DURATION.match(rest):
+        raise ValueError(f"{text!r} is not a positive duration")
     match = _DURATION.match(text.strip())
     if not text.strip() or match is None:
         raise ValueError(
