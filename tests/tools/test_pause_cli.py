@@ -13,6 +13,7 @@ from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
 from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler.domain.decision import Limit
 from nodescaler.domain.optin import PauseDirection, TagNames
+from nodescaler.domain.pause import Pause
 from nodescaler.domain.policy import SqsQueueMetric
 from nodescaler.errors import StateConflictError
 from nodescaler.service.evaluation import EvaluationResult, Evaluator, Outcome
@@ -28,7 +29,7 @@ from tests.aws import (
     make_state_table,
     set_tasks,
 )
-from tests.builders import EXACT, VirtualClock, policy, queue_metric
+from tests.builders import EXACT, T0, VirtualClock, policy, queue_metric
 
 TABLE = "nodescaler-state"
 TAGS = {"nodescaler/enabled": "true", "nodescaler/policy": "web"}
@@ -256,6 +257,27 @@ def test_resuming_a_group_paused_by_its_tag_says_to_remove_the_tag(
         "nodescaler resume: node group web-ng: not paused by nodescaler pause, but by its tag "
         "nodescaler/paused; remove the tag to resume it"
     )
+    assert main(["pause", "web-ng", "--scale-in", *AT]) == 0
+    capsys.readouterr()
+    assert main(["resume", "web-ng", *AT]) == 0
+    assert (
+        capsys.readouterr()
+        .out.strip()
+        .endswith("; still paused by its tag nodescaler/paused; remove the tag to resume it")
+    )
+
+
+def test_resuming_an_expired_pause_removes_it_and_says_it_had_expired(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    group = Group()
+    ended = Pause(direction=PauseDirection.BOTH, by=caller(), at=T0, until=T0 + timedelta(hours=1))
+    group.store.pause("web-ng", ended)
+    assert main(["resume", "web-ng", *AT]) == 0
+    assert capsys.readouterr().out.strip() == (
+        f"node group web-ng: resumed (was {ended.describe()}, already expired)"
+    )
+    assert group.store.load("web-ng").pause is None
 
 
 def test_an_unreadable_stored_pause_pauses_both_ways_until_resumed() -> None:

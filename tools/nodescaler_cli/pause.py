@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # boto3 is loaded by the commands that call AWS, not by the p
 
     from nodescaler_cli.operator import Target
 
+TAGS = TagNames()  # the default tag names, as `nodescaler status` reads them
+
 
 def pause(
     target: Target,
@@ -56,21 +58,19 @@ def resume(target: Target, group: str, write: Callable[[str], None] = print) -> 
     from nodescaler_cli.operator import OperatorError
 
     removed = target.store().resume(group)
+    found = _group(target).get(group)
+    tagged = found is not None and read_opt_in(group, found.tags, TAGS).paused is not None
+    by_tag = f"its tag {TAGS.paused}; remove the tag to resume it"
     if removed is None:
-        tags = TagNames()
-        found = _group(target).get(group)
-        tagged = None if found is None else read_opt_in(group, found.tags, tags).paused
-        if tagged is not None:
+        if tagged:
             raise OperatorError(
-                f"node group {group}: not paused by nodescaler pause, but by its tag "
-                f"{tags.paused}; remove the tag to resume it"
+                f"node group {group}: not paused by nodescaler pause, but by {by_tag}"
             )
         raise OperatorError(f"node group {group}: not paused; nothing to resume")
     expired = removed.until is not None and removed.until <= datetime.now(UTC)
-    write(
-        f"node group {group}: resumed (was {removed.describe()}"
-        + (", already expired)" if expired else ")")
-    )
+    was = f"was {removed.describe()}" + (", already expired" if expired else "")
+    still = f"; still paused by {by_tag}" if tagged else ""
+    write(f"node group {group}: resumed ({was}){still}")
     return 0
 
 
@@ -80,7 +80,7 @@ def _group(target: Target) -> AsgNodeGroups:
     return AsgNodeGroups(
         target.client("autoscaling"),
         target.client("eks"),
-        tag_names=TagNames(),
+        tag_names=TAGS,
         cluster_name=target.cluster,
     )
 
@@ -89,7 +89,7 @@ def _managed_group(target: Target, group: str) -> None:
     """The group must be one nodescaler manages: a pause of anything else would do nothing."""
     from nodescaler_cli.operator import OperatorError
 
-    tags = TagNames()
+    tags = TAGS
     found = _group(target).get(group)
     if found is None:
         raise OperatorError(f"node group {group}: no such Auto Scaling group; nothing paused")

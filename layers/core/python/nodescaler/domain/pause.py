@@ -38,20 +38,21 @@ class Pause(BaseModel):
         return self.until is None or now < self.until
 
     def describe(self) -> str:
-        """ "paused (scale-in) by arn:… until 2026-03-02 14:00:00Z (node upgrade)"."""
+        """Who paused which way, until when and why: paused (scale-in) by arn:… until
+        2026-03-02 14:00:00Z (node upgrade)."""
         until = "" if self.until is None else f" until {self.until:%Y-%m-%d %H:%M:%S}Z"
         why = f" ({self.reason})" if self.reason else ""
         return f"paused ({self.direction}) by {self.by}{until}{why}"
 
 
 def parse_duration(text: str) -> timedelta:
-    """ "90s", "30m", "2h", "1d" or a sum such as "1h30m"; positive and at most a year.
-    Raises ValueError saying what is wrong."""
-    sign, rest = text.strip()[:1], text.strip()[1:]
-    if sign == "-" and rest and _DURATION.match(rest):
+    """A duration such as 90s, 30m, 2h, 1d or 1h30m: positive and at most a year. Raises
+    ValueError saying what is wrong."""
+    written = text.strip()
+    if written.startswith("-") and written[1:] and _DURATION.match(written[1:]):
         raise ValueError(f"{text!r} is not a positive duration")
-    match = _DURATION.match(text.strip())
-    if not text.strip() or match is None:
+    match = _DURATION.match(written)
+    if not written or match is None:
         raise ValueError(
             f"{text!r} is not a duration: write a whole number of days, hours, minutes or "
             "seconds, e.g. 90s, 30m, 2h, 1d or 1h30m"
