@@ -103,8 +103,8 @@ class Dashboard(Construct):
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(
                 markdown="# nodescaler\nThe system, the drains, then one row per policy: its "
-                "groups' sizes, each metric against its target (100% = on target), backoffs "
-                "and protected nodes, and its decisions.",
+                "groups' sizes, each metric against its target (100% = on target), backoffs, "
+                "pauses and protected nodes, and its decisions.",
                 width=WIDTH,
                 height=2,
             )
@@ -301,8 +301,11 @@ class Dashboard(Construct):
                 width=6,
             ),
             cloudwatch.GraphWidget(
-                title=f"{name}: backed off, and nodes protected from scale-in",
-                left=[graph(MetricName.BACKED_OFF, "Maximum", "backed off")],
+                title=f"{name}: backed off or paused, and nodes protected from scale-in",
+                left=[
+                    graph(MetricName.BACKED_OFF, "Maximum", "backed off"),
+                    graph(MetricName.PAUSED, "Maximum", "paused"),
+                ],
                 left_y_axis=cloudwatch.YAxisProps(min=0, max=1, show_units=False),
                 right=[graph(MetricName.PROTECTED_NODES, "Maximum", "protected")],
                 right_y_axis=cloudwatch.YAxisProps(min=0, show_units=False),

@@ -140,6 +140,7 @@ class Shared:
             "tag_policy": tags.policy,
             "tag_cluster": tags.cluster,
             "tag_dry_run": tags.dry_run,
+            "tag_paused": tags.paused,
         }
 
     @property

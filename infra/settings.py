@@ -64,9 +64,10 @@ class TagKeys(_Context):
     policy: TagKey = TagNames.policy
     cluster: TagKey = TagNames.cluster
     dry_run: TagKey = TagNames.dry_run
+    paused: TagKey = TagNames.paused
 
     def names(self) -> TagNames:
-        return TagNames(self.enabled, self.policy, self.cluster, self.dry_run)
+        return TagNames(self.enabled, self.policy, self.cluster, self.dry_run, self.paused)
 
 
 class AlarmSettings(_Context):

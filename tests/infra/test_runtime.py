@@ -356,8 +356,9 @@ def test_each_function_gets_its_environment_from_its_settings_model(template: Te
         evaluate["DRY_RUN"],
         evaluate["AUDIT_TTL_DAYS"],
         evaluate["TAG_POLICY"],
+        evaluate["TAG_PAUSED"],
         evaluate["KUBERNETES_TIMEOUT_SECONDS"],
-    ) == ("false", "30", "nodescaler/policy", "5.0")
+    ) == ("false", "30", "nodescaler/policy", "nodescaler/paused", "5.0")
     assert json.loads(evaluate["EXPANDERS"]) == [{"name": "least-waste"}, {"name": "random"}]
     assert not any(name.startswith("CLUSTER_MAX_") for name in evaluate)  # no limits by default
 
@@ -898,8 +899,9 @@ def test_the_dashboard_has_a_row_per_policy_built_from_searches(template: Templa
         assert f"{policy}: desired, current and in-service nodes" in widgets
         assert f"{policy}: each metric against its target" in widgets
         assert f"{policy}: decisions and what limited them" in widgets
-        backoff = widgets[f"{policy}: backed off, and nodes protected from scale-in"]
+        backoff = widgets[f"{policy}: backed off or paused, and nodes protected from scale-in"]
         assert f'MetricName=\\"BackedOff\\" Policy=\\"{policy}\\"' in backoff
+        assert f'MetricName=\\"Paused\\" Policy=\\"{policy}\\"' in backoff
         assert f'MetricName=\\"ProtectedNodes\\" Policy=\\"{policy}\\"' in backoff
         assert "NodeGroup,Policy,service" in backoff  # the dimensions evaluate reports
     assert 'MetricName=\\"DesiredNodes\\" Policy=\\"gpu-training\\"' in "".join(widgets.values())

@@ -428,7 +428,7 @@ def test_status_reads_the_tag_names_from_cdk_json(
         (
             '{"context": {"nodescaler": {"tags": {"optIn": "x"}}}}',
             "context.nodescaler.tags.optIn: not a tag setting (known: enabled, policy, "
-            "cluster, dryRun)",
+            "cluster, dryRun, paused)",
         ),
         (
             '{"context": {"nodescaler": {"tags": {"policy": ""}}}}',

@@ -593,6 +593,8 @@ def test_the_decision_carries_every_input_and_the_reason() -> None:
         "demand": None,  # a metric is missing: the group's demand is not known
         "warm_pool": None,  # no forecast with warmPool: no warm pool sized
         "warm_pool_note": "",
+        "paused": "",  # no pause in force
+        "would_desire": None,
     }
     jobs, cpu = decision.metrics
     assert (jobs.value, jobs.target, jobs.recommendation, jobs.usage_ratio, jobs.status) == (

@@ -17,6 +17,9 @@ def test_settings_read_the_environment_and_default_the_rest() -> None:
     assert settings.state_table == "nodescaler-state"
     assert settings.dry_run is True
     assert settings.tag_names.policy == "nodescaler/policy"
+    assert settings.tag_names.paused == "nodescaler/paused"
+    renamed = EvaluateSettings.from_environment(BASE | {"TAG_PAUSED": "team/hold"})
+    assert renamed.tag_names.paused == "team/hold"
     assert (
         DispatchSettings.from_environment(BASE).evaluation_queue_url == BASE["EVALUATION_QUEUE_URL"]
     )

@@ -7,12 +7,14 @@ import json
 import pytest
 from nodescaler.domain.autoscaler import GroupSize
 from nodescaler.domain.backoff import BackoffRules, after_failure
+from nodescaler.domain.optin import PauseDirection
+from nodescaler.domain.pause import Pause, hold
 from nodescaler.domain.readings import MetricReading
 from nodescaler.metric_names import SERVICE_VARIABLE
 from nodescaler.observability import Dimension, MetricName, Record, emit, result_records
 from nodescaler.service.evaluation import EvaluationResult, Outcome
 
-from tests.builders import T0, policy, queue_metric, readings, run
+from tests.builders import EXACT, T0, policy, queue_metric, readings, run
 
 GROUP = {Dimension.POLICY: "gpu", Dimension.NODE_GROUP: "ng-test"}
 
@@ -37,6 +39,7 @@ def test_an_acted_scale_out_reports_sizes_changes_usage_and_the_shortfall() -> N
                 MetricName.METRICS_UNAVAILABLE: 0,
                 MetricName.BACKED_OFF: 0,
                 MetricName.PROTECTED_NODES: 0,
+                MetricName.PAUSED: 0,
                 MetricName.EVALUATION_LATENCY: 850,
                 MetricName.NODES_ADDED: 7,
                 MetricName.NODES_REMOVED: 0,
@@ -114,3 +117,16 @@ def test_each_record_carries_the_service_its_deployment_sets_else_nodescaler(
             (["Policy", "NodeGroup", "service"], {"Name": "NodeGroupRejected", "Unit": "Count"}),
         )
     ]
+
+
+def test_a_paused_group_reports_it_whether_or_not_the_pause_held_anything() -> None:
+    pause = Pause(direction=PauseDirection.SCALE_IN, by="tag nodescaler/paused")
+    exact = policy(queue_metric("jobs", per_node=4), behavior=EXACT)
+    for jobs, held in ((4, True), (60, False)):  # 1 node wanted (held), then 15 (not held)
+        decision = hold(run(exact, 4, readings(jobs=jobs)).decision, [pause])
+        assert (decision.would_desire is not None) is held
+        (group, *_) = result_records(EvaluationResult("ng-test", Outcome.UNCHANGED, decision))
+        assert group.figures[MetricName.PAUSED] == 1
+    unpaused = run(exact, 4, readings(jobs=4)).decision
+    (group, *_) = result_records(EvaluationResult("ng-test", Outcome.ACTED, unpaused))
+    assert group.figures[MetricName.PAUSED] == 0

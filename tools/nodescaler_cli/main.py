@@ -1,4 +1,5 @@
-"""The operator CLI: validate, simulate, invoke, status and explain (`nodescaler --help`)."""
+"""The operator CLI: validate, simulate, invoke, status, explain, pause and resume
+(`nodescaler --help`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 from nodescaler.adapters.policy_files import load_policies, load_policy_file
 from nodescaler.errors import MalformedEventError, NodescalerError, PolicyError, StateCorruptError
 
-from nodescaler_cli import policies
+from nodescaler_cli import pause, policies
 from nodescaler_cli.event_fit import INVOKED
 from nodescaler_cli.output import FORMATS
 
@@ -235,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     _output_option(explain)
     explain.set_defaults(run=_explain)
     policies.register(commands, _target, _aws_options, _output_option)
+    pause.register(commands)
     return parser
 
 
@@ -242,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from nodescaler_cli.operator import OperatorError, aws_problem, one_line
+    from nodescaler_cli.operator import OperatorError, UsageError, aws_problem, one_line
 
     try:
         code: int = args.run(args)
@@ -251,6 +253,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except PolicyError as error:
         print("\n".join(error.problems), file=sys.stderr)
+        return 2
+    except UsageError as error:
+        print(f"nodescaler {args.command}: {error}", file=sys.stderr)
         return 2
     except (OperatorError, StateCorruptError) as error:  # what is in AWS, not what was given
         print(f"nodescaler {args.command}: {one_line(error)}", file=sys.stderr)

@@ -33,6 +33,7 @@ from nodescaler.deployment import PREFIX, deployment_id, name_for_cluster
 from nodescaler.domain.decision import Decision, MetricOutcome, MetricStatus
 from nodescaler.domain.group_state import GroupState
 from nodescaler.domain.optin import TagNames, is_managed, read_opt_in
+from nodescaler.domain.pause import in_force
 from nodescaler.errors import SettingsError, StateCorruptError
 from pydantic.alias_generators import to_camel
 
@@ -52,6 +53,11 @@ CLI_BOTO_CONFIG = Config(
 
 class OperatorError(RuntimeError):
     """Something the operator can fix: printed as one line, no traceback."""
+
+
+class UsageError(OperatorError):
+    """A command line argparse could not refuse (a duration that is not positive, options
+    that exclude each other): bad input, exit 2."""
 
 
 def cdk_settings(path: Path | None) -> tuple[Path, dict[str, Any]] | None:
@@ -297,10 +303,11 @@ def _about(group: str, problem: str) -> str:
     return problem.removeprefix(f"node group {group}: ")
 
 
-def _notes(group: Any, opt_in: Any, state: GroupState, now: datetime) -> list[str]:
+def _notes(group: Any, opt_in: Any, state: GroupState, tags: TagNames, now: datetime) -> list[str]:
     notes = [_about(group.name, p) for p in dict.fromkeys([*opt_in.problems, *state.problems])]
     if opt_in.dry_run:
         notes.append("dry-run")
+    notes.extend(p.describe() for p in in_force(state.pause, opt_in.paused, tags.paused, now))
     if state.backoff is not None and state.backoff.active(now):
         notes.append(f"backed off until {state.backoff.until:%H:%M:%S}Z: {state.backoff.reason}")
     if waiting := _waiting(state.last_decision):
@@ -351,7 +358,7 @@ def status_rows(target: Target, now: datetime) -> list[tuple[dict[str, Any], dic
             "metrics": [_metric(m) for m in decision.metrics] if decision else [],
             "last_decision": decision.reason if decision else None,
             "decided_at": _iso(decision.at) if decision else None,
-            "notes": _notes(group, opt_in, state, now),
+            "notes": _notes(group, opt_in, state, tags, now),
         }
         shown = row | {
             "desired": "-" if decision is None else decision.desired,

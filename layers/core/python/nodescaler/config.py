@@ -58,10 +58,13 @@ class CommonSettings(_Settings):
     tag_policy: Annotated[str, Field(alias="TAG_POLICY", min_length=1)] = TagNames.policy
     tag_cluster: Annotated[str, Field(alias="TAG_CLUSTER", min_length=1)] = TagNames.cluster
     tag_dry_run: Annotated[str, Field(alias="TAG_DRY_RUN", min_length=1)] = TagNames.dry_run
+    tag_paused: Annotated[str, Field(alias="TAG_PAUSED", min_length=1)] = TagNames.paused
 
     @property
     def tag_names(self) -> TagNames:
-        return TagNames(self.tag_enabled, self.tag_policy, self.tag_cluster, self.tag_dry_run)
+        return TagNames(
+            self.tag_enabled, self.tag_policy, self.tag_cluster, self.tag_dry_run, self.tag_paused
+        )
 
 
 # An EventBridge bus: its name, or its ARN (another account's or region's bus).

@@ -49,6 +49,7 @@ class MetricName(StrEnum):
     # service-wide: its maximum says whether any group is)
     LAUNCH_FAILURES = "LaunchFailures"  # launch-failure events for the group
     PROTECTED_NODES = "ProtectedNodes"  # instances protected from scale-in
+    PAUSED = "Paused"  # 1 while a pause (`nodescaler pause` or the paused tag) is in force
     # per metric of a node group's policy
     METRIC_USAGE = "MetricUsage"  # the metric against its target, in percent (100 = on target)
     # over all groups (service dimension only), for alarms

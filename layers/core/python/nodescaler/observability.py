@@ -69,6 +69,7 @@ def result_records(result: EvaluationResult, latency_ms: float | None = None) ->
         MetricName.METRICS_UNAVAILABLE: sum(m.status.failing for m in decision.metrics),
         MetricName.BACKED_OFF: int(decision.backoff is not None),
         MetricName.PROTECTED_NODES: decision.protected,
+        MetricName.PAUSED: int(bool(decision.paused)),
     }
     if latency_ms is not None:
         figures[MetricName.EVALUATION_LATENCY] = latency_ms

@@ -31,6 +31,7 @@ class Limit(StrEnum):
     SCALE_IN_WINDOW = "scale-in-window"  # an open window caps the nodes removed an hour
     FORECAST = "forecast"  # the forecast asked for more than the live metrics
     FALLBACK = "fallback"  # a failing metric's fallback applies (named in the reason, with since)
+    PAUSED = "paused"  # a pause held the change (`nodescaler pause` or the paused tag)
 
 
 class MetricStatus(StrEnum):
@@ -112,6 +113,9 @@ class Decision(BaseModel):
     # the warm pool asked for the forecast's growth (None: not sized), and why or why not
     warm_pool: int | None = None
     warm_pool_note: str = ""
+    # the pauses in force, described (who, which way, until when): "" when none is
+    paused: str = ""
+    would_desire: int | None = None  # held by a pause: the size it would have set
 
     @property
     def change(self) -> int:

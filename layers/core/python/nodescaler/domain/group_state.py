@@ -10,6 +10,7 @@ from nodescaler.domain.decision import Decision
 from nodescaler.domain.fallback import MetricFailures
 from nodescaler.domain.forecast import DemandHistory
 from nodescaler.domain.history import History
+from nodescaler.domain.pause import Pause
 
 RECENT_EVENTS = 50  # enough to recognise a redelivered message; bounded item size
 
@@ -36,6 +37,8 @@ class GroupState:
     demand: DemandHistory = field(default_factory=DemandHistory)
     # How long each metric with a fallback has been failing, for its failureThreshold.
     failures: MetricFailures = field(default_factory=MetricFailures)
+    # An operator's `nodescaler pause`, running or expired (written only by it and resume).
+    pause: Pause | None = None
 
     def seen(self, event_id: str) -> bool:
         return event_id in self.recent_events

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 # A DNS label, like Kubernetes object names: it must also be a valid ASG tag value. Defined
 # here, not with the policy models, so reading tags loads no pydantic (dispatch's cold start).
@@ -23,6 +24,30 @@ class TagNames:
     policy: str = "nodescaler/policy"
     cluster: str = "nodescaler/cluster"
     dry_run: str = "nodescaler/dry-run"
+    paused: str = "nodescaler/paused"
+
+
+class PauseDirection(StrEnum):
+    """Which way a pause holds a group (KEDA's paused, paused-scale-in, paused-scale-out)."""
+
+    BOTH = "both"
+    SCALE_IN = "scale-in"
+    SCALE_OUT = "scale-out"
+
+    def holds(self, change: int) -> bool:
+        """Whether a change of this many nodes is one this pause holds."""
+        if change == 0:
+            return False
+        return self is PauseDirection.BOTH or (self is PauseDirection.SCALE_IN) == (change < 0)
+
+
+# The paused tag's values; "false" (or no tag) pauses nothing.
+PAUSED_TAG_VALUES: dict[str, PauseDirection | None] = {
+    "true": PauseDirection.BOTH,
+    "scale-in": PauseDirection.SCALE_IN,
+    "scale-out": PauseDirection.SCALE_OUT,
+    "false": None,
+}
 
 
 @dataclass(frozen=True)
@@ -33,6 +58,7 @@ class OptIn:
     policy: str | None
     dry_run: bool
     problems: tuple[str, ...] = field(default=())
+    paused: PauseDirection | None = None  # what the paused tag holds
 
 
 def _flag(value: str | None) -> bool | None:
@@ -71,4 +97,25 @@ def read_opt_in(group: str, tags: Mapping[str, str], names: TagNames) -> OptIn:
             "must be true or false; treating the group as dry-run"
         )
         dry_run = True  # the safe reading of a value we can't read
-    return OptIn(group=group, policy=policy, dry_run=dry_run, problems=tuple(problems))
+    paused, problem = _paused(group, names.paused, tags.get(names.paused))
+    problems.extend([problem] if problem else [])
+    return OptIn(
+        group=group, policy=policy, dry_run=dry_run, problems=tuple(problems), paused=paused
+    )
+
+
+def _paused(group: str, tag: str, value: str | None) -> tuple[PauseDirection | None, str]:
+    """The direction the paused tag asks for, and the problem with its value if any. A value
+    nobody can read pauses both ways, as an unreadable dry-run tag means dry-run: whoever
+    set it meant to pause something, and holding the size (inside its bounds) resizes
+    nothing by surprise; the problem says so on the group until the tag is fixed."""
+    if value is None:
+        return None, ""
+    key = value.strip().lower()
+    if key in PAUSED_TAG_VALUES:
+        return PAUSED_TAG_VALUES[key], ""
+    problem = (
+        f"node group {group}: tag {tag}={value!r} must be true, scale-in, scale-out or "
+        "false; treating the group as paused both ways"
+    )
+    return PauseDirection.BOTH, problem

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from functools import partial
+from typing import Any
 
 from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
 from nodescaler.domain.backoff import BackoffRules, Provisioning, after_failure, provision_check
@@ -20,6 +21,7 @@ from nodescaler.domain.forecast import forecast_readings
 from nodescaler.domain.group_state import GroupState, failure_key
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.optin import is_managed
+from nodescaler.domain.pause import Pause, hold, in_force
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.readings import Reading
 from nodescaler.domain.warm_pool import WarmPoolPlan, plan_warm_pool
@@ -44,6 +46,12 @@ CLAIM_IN_PROGRESS = timedelta(seconds=60)
 # How long a resize may take to show in DescribeAutoScalingGroups (eventually consistent):
 # a read that disagrees with nodescaler's own resize younger than this is stale.
 RESIZE_VISIBLE_WITHIN = timedelta(seconds=60)
+
+
+def _paused(pauses: Sequence[Pause], **decide_args: Any) -> Evaluation:
+    """`decide`, then held where a pause in force holds it."""
+    evaluation = decide(**decide_args)
+    return replace(evaluation, decision=hold(evaluation.decision, pauses))
 
 
 class Outcome(StrEnum):
@@ -124,8 +132,12 @@ class Evaluator:
             launched=group.launched,
             protected=len(protected),
         )
+        # A pause holds the decision where it would move the group (checked before the
+        # cluster's limits are claimed, so a held scale-up claims nothing).
+        pauses = in_force(state.pause, choice.paused, self.policies.tag_names.paused, now)
         decide_with = partial(
-            decide,
+            _paused,
+            pauses,
             node_group=group.name,
             policy=policy,
             size=size,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.optin import TagNames, read_opt_in
+from nodescaler.domain.optin import PauseDirection, TagNames, read_opt_in
 from nodescaler.domain.policy import NodeGroupPolicy
 
 if TYPE_CHECKING:  # built by the functions' wiring, imported then (cold starts)
@@ -28,6 +28,7 @@ class PolicyChoice:
     dry_run: bool
     problems: tuple[str, ...] = ()  # what is wrong with its tags or policy name, if anything
     version: PolicyVersion = "deployed"  # the stored version used, or the deployed policy
+    paused: PauseDirection | None = None  # what its paused tag holds
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,13 @@ class PolicyBook:
             problems = (*problems, *current.problems)
             stored = current.by_name.get(name)
             if stored is not None and stored.policy is not None:
-                return PolicyChoice(stored.policy, opt_in.dry_run, problems, stored.version)
+                return PolicyChoice(
+                    stored.policy,
+                    opt_in.dry_run,
+                    problems,
+                    version=stored.version,
+                    paused=opt_in.paused,
+                )
             if stored is not None:  # never used: the deployed one, if any, stands in
                 then = f"the deployed policy {name} is used" if deployed else "not evaluated"
                 problems = (*problems, f"node group {group.name}: {stored.problem}; {then}")
@@ -60,7 +67,7 @@ class PolicyBook:
             return PolicyChoice(
                 None, opt_in.dry_run, (*problems, *self._why_none(group.name, name))
             )
-        return PolicyChoice(deployed, opt_in.dry_run, problems)
+        return PolicyChoice(deployed, opt_in.dry_run, problems, paused=opt_in.paused)
 
     def _why_none(self, group: str, name: str) -> tuple[str, ...]:
         said = f"node group {group}: tag {self.tag_names.policy}={name!r}"

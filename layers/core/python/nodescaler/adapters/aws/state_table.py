@@ -3,7 +3,8 @@
 Layout (pk, sk):
   GROUP#<name>, STATE                 history, last decision, recent event ids, backoff, version,
                                       demand (14 days in five-minute slots, compressed: ~1 KB),
-                                      failures (failing metrics with a fallback: count, since)
+                                      failures (failing metrics with a fallback: count, since),
+                                      pause (`nodescaler pause`: who, why, which way, until)
   GROUP#<name>, DECISION#<at>#<event> one audit item per decision, deleted by TTL
   CLUSTER, BACKOFFS                   each group's latest backoff (attribute `backoff:<name>`),
                                       written with the group's state: one small read tells a
@@ -12,6 +13,8 @@ Layout (pk, sk):
 
 Every state write is conditional on the version it read, so of two evaluations racing on
 one group only the first write wins; the loser gets `StateConflictError` and retries.
+A pause or resume updates only its attribute and bumps the version: an evaluation that read
+the state before it then fails its write and retries with the pause, never writing over it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from nodescaler.domain.forecast import DemandHistory
 from nodescaler.domain.group_state import GroupState
 from nodescaler.domain.history import History
 from nodescaler.domain.limits import Claims
+from nodescaler.domain.optin import PauseDirection
+from nodescaler.domain.pause import Pause
 from nodescaler.errors import StateConflictError, StateCorruptError
 
 STATE_SK = "STATE"
@@ -69,6 +74,16 @@ def _failures(item: Mapping[str, Any]) -> MetricFailures:
         return MetricFailures()
 
 
+def _pause(item: Mapping[str, Any]) -> Pause | None:
+    """The stored pause. An unreadable one pauses both ways, saying so, rather than either
+    dropping an operator's pause or holding the whole group's state: `resume` removes it."""
+    try:
+        return _optional(Pause, item, "pause")
+    except ValueError as error:  # pydantic's ValidationError
+        why = f"its stored pause is unreadable ({type(error).__name__}); resume to clear it"
+        return Pause(direction=PauseDirection.BOTH, by="an unreadable pause", reason=why)
+
+
 class DynamoStateStore:
     def __init__(
         self, dynamodb: Any, table_name: str, *, audit_ttl: timedelta = timedelta(days=30)
@@ -101,6 +116,7 @@ class DynamoStateStore:
                 resized=_resized(item),
                 demand=self._demand(group, item),
                 failures=_failures(item),
+                pause=_pause(item),
             )
         except (KeyError, ValueError, TypeError) as error:  # pydantic's ValidationError too
             raise StateCorruptError(
@@ -155,6 +171,7 @@ class DynamoStateStore:
             ("backoff", state.backoff),
             ("provisioning", state.provisioning),
             ("acting", state.acting),
+            ("pause", state.pause),
         ):
             if value is not None:
                 item[name] = {"S": value.model_dump_json()}
@@ -189,6 +206,44 @@ class DynamoStateStore:
                 raise StateConflictError(f"node group {state.group}: {message}") from None
             raise
         return saved
+
+    def pause(self, group: str, pause: Pause) -> None:
+        """Store the group's pause (replacing any earlier one), touching no other state: a
+        group never saved gets an empty history beside it, so its item loads as state."""
+        self._dynamodb.update_item(
+            TableName=self._table,
+            Key={"pk": {"S": _pk(group)}, "sk": {"S": STATE_SK}},
+            UpdateExpression="SET #pause = :pause, #history = if_not_exists(#history, :empty) "
+            "ADD #version :one",
+            ExpressionAttributeNames={
+                "#pause": "pause",
+                "#history": "history",
+                "#version": "version",
+            },
+            ExpressionAttributeValues={
+                ":pause": {"S": pause.model_dump_json()},
+                ":empty": {"S": History().model_dump_json()},
+                ":one": {"N": "1"},
+            },
+        )
+
+    def resume(self, group: str) -> Pause | None:
+        """Remove the group's stored pause; the pause removed, or None if it had none."""
+        try:
+            old = self._dynamodb.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": _pk(group)}, "sk": {"S": STATE_SK}},
+                UpdateExpression="REMOVE #pause ADD #version :one",
+                ConditionExpression="attribute_exists(#pause)",
+                ExpressionAttributeNames={"#pause": "pause", "#version": "version"},
+                ExpressionAttributeValues={":one": {"N": "1"}},
+                ReturnValues="ALL_OLD",
+            )["Attributes"]
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return None
+            raise
+        return _pause(old)
 
     def _audit_item(self, decision: Decision, event_id: str) -> dict[str, Any]:
         return {
