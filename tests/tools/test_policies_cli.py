@@ -32,6 +32,7 @@ from tests.aws import (
     make_state_table,
 )
 from tests.builders import EXACT, VirtualClock, policy, policy_document, queue_metric
+from tests.tools.test_operator_cli import documented_keys
 
 TABLE = "nodescaler-state"
 AT = ["--table", TABLE]
@@ -145,10 +146,15 @@ def test_given_a_changed_file_then_diff_shows_it_apply_versions_it_and_rollback_
     assert main(["history", "gpu", *AT, "-o", "json"]) == 0
     versions = json.loads(capsys.readouterr().out)["versions"]
     assert [(v["version"], v["source"], v["current"]) for v in versions] == [
-        (1, str(folder / "gpu.yaml"), ""),
-        (2, str(folder / "gpu.yaml"), ""),
-        (3, "rollback to v1", "*"),
+        (1, str(folder / "gpu.yaml"), False),
+        (2, str(folder / "gpu.yaml"), False),
+        (3, "rollback to v1", True),
     ]
+    assert all(list(v) == documented_keys("`nodescaler history NAME -o json`") for v in versions)
+    assert main(["get", "policies", *AT, "-o", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["policies"]
+    assert [row["name"] for row in listed][:1] == ["gpu"]
+    assert all(list(row) == documented_keys("`nodescaler get policies -o json`") for row in listed)
 
 
 @pytest.mark.parametrize(

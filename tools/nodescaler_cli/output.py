@@ -44,6 +44,8 @@ def table(rows: Sequence[Mapping[str, Any]]) -> str:
 def _cell(value: Any) -> str:
     if value is None or value in ("", []):
         return "-"
+    if isinstance(value, bool):  # before numbers: True == 1
+        return "yes" if value else "no"
     if isinstance(value, list | tuple):
         return "; ".join(_cell(v) for v in value)
     if isinstance(value, dict):

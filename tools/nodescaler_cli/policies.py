@@ -231,7 +231,7 @@ def history(target: Target, name: str, write: Write = print) -> int:
             "applied_by": v.applied_by,
             "applied_at": v.applied_at.isoformat() if v.applied_at else None,
             "source": v.source,
-            "current": "*" if v.version == head.version else "",
+            "current": v.version == head.version,
         }
         for v in store.versions(name)
     ]
