@@ -430,3 +430,26 @@ def test_given_the_stored_policies_cannot_be_read_then_the_deployed_ones_serve_a
     clock.advance(seconds=10)
     scaler.evaluate("gpu-ng", "tick-3")
     assert len(failures) == 2
+
+
+def test_given_a_failed_read_after_a_good_one_then_the_stored_policies_last_read_still_serve(
+    gpu_group: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "gpu.yaml").write_text(gpu(per_node=4))
+    assert main(["apply", "-f", str(tmp_path), *AT]) == 0
+    failures: list[Exception] = []
+    clock = VirtualClock()
+    scaler = evaluator(gpu_group, clock, deployed=DEPLOYED_GPU, read=failures)
+    assert scaler.evaluate("gpu-ng", "tick-1").decision.policy_version == 1  # type: ignore[union-attr]
+
+    store = DynamoPolicyStore
+
+    def throttled(self: Any) -> Any:
+        raise RuntimeError("throttled")
+
+    monkeypatch.setattr(store, "heads", throttled)
+    clock.advance(minutes=1)  # the cache expires; the read fails
+    result = scaler.evaluate("gpu-ng", "tick-2")
+    assert result.decision is not None and result.decision.policy_version == 1
+    assert len(failures) == 1
+    assert any("those read at 12:00:00Z are used" in p for p in result.problems), result.problems

@@ -72,6 +72,7 @@ class StoredPolicies:
         self._on_failure = on_failure
         self._read: StoredPolicySet | None = None
         self._until: datetime | None = None
+        self._good: tuple[StoredPolicySet, datetime] | None = None  # the last read that worked
 
     def current(self) -> StoredPolicySet:
         now = self._clock.now()
@@ -82,11 +83,16 @@ class StoredPolicies:
     def _refresh(self, now: datetime) -> tuple[StoredPolicySet, datetime]:
         try:
             heads = self._store.heads()
-        except Exception as error:  # throttled, refused, unreachable: deployed policies serve
+        except Exception as error:  # throttled, refused, unreachable
             self._on_failure(error)
-            problem = (
-                f"stored policies could not be read ({type(error).__name__}: {error}); "
-                "the deployed policies are used"
-            )
-            return StoredPolicySet(problems=(problem,)), now + min(RETRY_AFTER, self._max_age)
-        return StoredPolicySet({h.name: validated(h) for h in heads}), now + self._max_age
+            failed = f"stored policies could not be read ({type(error).__name__}: {error})"
+            retry = now + min(RETRY_AFTER, self._max_age)
+            if self._good is not None:  # a blip must not swap the operator's policy back
+                good, read_at = self._good
+                problem = f"{failed}; those read at {read_at:%H:%M:%S}Z are used"
+                return StoredPolicySet(good.by_name, (problem,)), retry
+            problem = f"{failed}; the deployed policies are used"  # none read since the start
+            return StoredPolicySet(problems=(problem,)), retry
+        read = StoredPolicySet({h.name: validated(h) for h in heads})
+        self._good = (read, now)
+        return read, now + self._max_age
