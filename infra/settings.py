@@ -296,6 +296,7 @@ def load_deployments(context: dict[str, Any] | None, base: Path) -> list[Loaded]
         )
     loaded: list[Loaded] = []
     seen: dict[str, int] = {}
+    clusters: dict[str, int] = {}
     for index, entry in enumerate(entries):
         where = ("context", CONTEXT_KEY, DEPLOYMENTS_KEY, index)
         if not isinstance(entry, dict):
@@ -308,6 +309,22 @@ def load_deployments(context: dict[str, Any] | None, base: Path) -> list[Loaded]
                 "name or clusterName"
             )
         seen[settings.deployment] = index
+        # Two deployments on one cluster (or one on every cluster beside others) would both
+        # resize the same groups, each with its own state table: neither would see the other.
+        if len(entries) > 1 and not settings.cluster_name:
+            raise SettingsError(
+                f"cdk.json: {field_path((*where, 'clusterName'))}: is empty, so this deployment "
+                "would manage every opted-in group, the other deployments' too; give each "
+                "deployment its cluster"
+            )
+        cluster = settings.cluster_name
+        if cluster in clusters:
+            raise SettingsError(
+                f"cdk.json: {field_path((*where, 'clusterName'))}: manages cluster {cluster} "
+                f"again (as {DEPLOYMENTS_KEY}[{clusters[cluster]}]); two deployments would "
+                "resize the same groups"
+            )
+        clusters[cluster] = index
         loaded.append((settings, policies))
     return loaded
 

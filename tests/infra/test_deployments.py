@@ -119,6 +119,11 @@ def test_a_deployment_named_keeps_its_name_whatever_its_cluster() -> None:
             "(as deployments[0]); give each a distinct name or clusterName",
         ),
         (
+            [{"clusterName": "a"}, {"clusterName": "a", "name": "again"}],
+            "cdk.json: context.nodescaler.deployments[1].clusterName: manages cluster a again "
+            "(as deployments[0]); two deployments would resize the same groups",
+        ),
+        (
             [{"clusterName": "a"}, {"clusterName": "b", "tickMinutes": 0}],
             "cdk.json: context.nodescaler.deployments[1].tickMinutes: Input should be greater",
         ),
@@ -223,3 +228,17 @@ def test_each_deployments_dashboard_shows_only_its_own_service(two: dict[str, Te
         assert all(s.startswith("SEARCH(") and f'service="{stack}"' in s for s in searches)
         assert all(e[2:4] == ["service", stack] for e in metrics)
         assert not any(other in w for w in widgets)
+
+
+def test_given_a_deployment_without_a_cluster_beside_others_then_synth_refuses_it(
+    tmp_path: Path,
+) -> None:
+    """It would manage every opted-in group, the other deployments' too."""
+    (tmp_path / "gpu-training.yaml").write_text((REPO / "policies/gpu-training.yaml").read_text())
+    everything = {"clusterName": "", "name": "everything", "policiesFolder": str(tmp_path)}
+    with pytest.raises(SettingsError) as caught:
+        load_deployments(CDK_CONTEXT | {"deployments": [{"clusterName": "a"}, everything]}, REPO)
+    assert str(caught.value).startswith(
+        "cdk.json: context.nodescaler.deployments[1].clusterName: is empty, so this deployment "
+        "would manage every opted-in group"
+    )
