@@ -25,7 +25,7 @@ from nodescaler.domain.policy import SqsQueueMetric
 from nodescaler.service.evaluation import Evaluator
 from nodescaler.service.policies import PolicyBook
 from nodescaler.service.producers import Producers
-from nodescaler_cli.main import main
+from nodescaler_cli.main import _target, build_parser, main
 from nodescaler_sandbox import provision
 from nodescaler_sandbox.provision import create_state_table
 
@@ -288,7 +288,9 @@ def test_a_table_that_is_not_the_state_table_is_one_line_from_aws(
     )
 
 
-def test_the_stack_s_output_names_the_state_table(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_deployment_cdk_json_describes_names_the_stack_table_and_cluster(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     make_state_table("from-the-stack")
     cloudformation = client("cloudformation")
     output = {"StateTableName": {"Value": "from-the-stack"}}
@@ -296,9 +298,14 @@ def test_the_stack_s_output_names_the_state_table(capsys: pytest.CaptureFixture[
     cloudformation.create_stack(
         StackName="nodescaler-my-cluster", TemplateBody=json.dumps(template)
     )
-    make_asg("gpu-ng", tags=TAGS)
+    make_asg("gpu-ng", tags=TAGS | {"nodescaler/cluster": "my-cluster"})
+    make_asg("other-ng", tags=TAGS | {"nodescaler/cluster": "other"})  # another deployment's
     assert main(["status"]) == 0
     assert [r["GROUP"] for r in table(capsys.readouterr().out)] == ["gpu-ng"]
+    assert main(["pause", "other-ng"]) == 1  # not this deployment's to pause
+    assert "not opted in (no tag nodescaler/enabled=true and nodescaler/cluster=my-cluster)" in (
+        capsys.readouterr().err
+    )
 
 
 @pytest.mark.usefixtures("evaluated")
@@ -593,3 +600,24 @@ def test_an_event_that_is_not_json_is_named(
     event.write_text("{not json")
     assert main(["invoke", "dispatch", str(event)]) == 2
     assert capsys.readouterr().err.startswith(f"nodescaler invoke: {event}: not JSON:")
+
+
+@pytest.mark.parametrize(
+    ("argv", "stack", "cluster"),
+    [
+        (["--cluster", "prod-eu"], "nodescaler-europe", "prod-eu"),  # renamed: by its entry
+        (["--deployment", "europe"], "nodescaler-europe", "prod-eu"),
+        (["--deployment", "staging"], "nodescaler-staging", "staging"),
+        (["--cluster", "elsewhere"], "nodescaler-elsewhere", "elsewhere"),
+        (["--stack", "mine"], "mine", ""),  # named outright: only --cluster narrows
+    ],
+)
+def test_a_deployment_is_found_by_its_cdk_json_entry(
+    tmp_path: Path, argv: list[str], stack: str, cluster: str
+) -> None:
+    config = tmp_path / "cdk.json"
+    deployments = [{"clusterName": "prod-eu", "name": "europe"}, {"clusterName": "staging"}]
+    config.write_text(json.dumps({"context": {"nodescaler": {"deployments": deployments}}}))
+    args = build_parser().parse_args(["status", "--config", str(config), *argv])
+    target = _target(args)
+    assert (target.stack, target.cluster) == (stack, cluster)

@@ -70,12 +70,13 @@ def _target(args: argparse.Namespace) -> Any:
     from nodescaler_cli.operator import Target
 
     if getattr(args, "target", None) is None:
+        stack, cluster = _deployment(args)
         args.target = Target(
             region=args.region,
             endpoint_url=args.endpoint_url,
             table=args.table,
-            stack=_stack(args),
-            cluster=args.cluster,
+            stack=stack,
+            cluster=cluster,
             profile=args.profile,
             output=getattr(args, "output", "table"),
             config=args.config,
@@ -83,20 +84,28 @@ def _target(args: argparse.Namespace) -> Any:
     return args.target
 
 
-def _stack(args: argparse.Namespace) -> str:
-    """The stack, as synth names it: by deployment, a deployment named after its cluster,
-    else the one cdk.json describes."""
+def _deployment(args: argparse.Namespace) -> tuple[str, str]:
+    """The stack, as synth names it, and the cluster whose groups it manages: by --stack; by
+    --deployment or --cluster, as cdk.json describes it when it does; else the one deployment
+    cdk.json describes. A pause or a status then sees only the groups that deployment scales."""
     from nodescaler.deployment import PREFIX, deployment_id, name_for_cluster
 
-    from nodescaler_cli.operator import deployment_from
+    from nodescaler_cli.operator import deployment_from, deployments_in
 
-    if args.stack:
-        return str(args.stack)
+    if args.stack or args.table:  # named outright: only --cluster narrows the groups
+        stack = args.stack or (deployment_from(args.config) or (PREFIX, ""))[0]
+        return str(stack), args.cluster
+    described = deployments_in(args.config) if args.deployment or args.cluster else []
     if args.deployment is not None:
-        return deployment_id(args.deployment)
+        stack = deployment_id(args.deployment)
+        known = dict(described)
+        return stack, args.cluster or known.get(stack, "")
     if args.cluster:
-        return deployment_id(name_for_cluster(args.cluster))
-    return deployment_from(args.config) or PREFIX
+        by_cluster = {cluster: stack for stack, cluster in described}
+        return by_cluster.get(args.cluster, deployment_id(name_for_cluster(args.cluster))), (
+            args.cluster
+        )
+    return deployment_from(args.config) or (PREFIX, "")
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -121,7 +130,12 @@ def _aws_options(command: argparse.ArgumentParser) -> None:
         "name, else cdk.json's deployment)",
     )
     command.add_argument("--stack", help="the stack (default: nodescaler-<deployment>)")
-    command.add_argument("--cluster", default="", help="only groups tagged with this cluster")
+    command.add_argument(
+        "--cluster",
+        default="",
+        help="only groups tagged with this cluster (default: the cluster of the deployment "
+        "cdk.json describes, unless --stack or --table is given)",
+    )
     command.add_argument("--profile", help="the AWS profile (default: your AWS configuration)")
     command.add_argument(
         "--config",

@@ -80,28 +80,39 @@ def cdk_settings(path: Path | None) -> tuple[Path, dict[str, Any]] | None:
     return path, settings
 
 
-def deployment_from(path: Path | None) -> str | None:
-    """The deployment cdk.json describes, named as synth names it (infra/settings.py); None
-    without a cdk.json. Several deployments: which one is the operator's to say."""
+def deployments_in(path: Path | None) -> list[tuple[str, str]]:
+    """Each deployment cdk.json describes, as (its stack, its cluster), named as synth names
+    them (infra/settings.py); none without a cdk.json."""
     found = cdk_settings(path)
     if found is None:
-        return None
-    path, settings = found
+        return []
+    _, settings = found
     entries = settings.get("deployments") or [{}]
-    names = [
-        deployment_id(
-            str(named["name"])
-            if named.get("name") is not None
-            else name_for_cluster(str(named.get("clusterName", "")))
+    described = []
+    for named in (settings | entry for entry in entries if isinstance(entry, dict)):
+        cluster = str(named.get("clusterName") or "")
+        name = named.get("name")
+        described.append(
+            (deployment_id(str(name) if name is not None else name_for_cluster(cluster)), cluster)
         )
-        for named in (settings | entry for entry in entries if isinstance(entry, dict))
-    ]
-    if len(names) != 1:
+    return described
+
+
+def deployment_from(path: Path | None) -> tuple[str, str] | None:
+    """The one deployment cdk.json describes, (stack, cluster); None without a cdk.json.
+    Several deployments: which one is the operator's to say."""
+    described = deployments_in(path)
+    if not described:
+        return None
+    if len(described) != 1:
+        where = cdk_settings(path)
+        file = where[0] if where else CDK_JSON
         raise SettingsError(
-            f"{path}: context.{CONTEXT_KEY}.deployments: lists {', '.join(names)}; pass "
-            "--deployment or --cluster to say which"
+            f"{file}: context.{CONTEXT_KEY}.deployments: lists "
+            f"{', '.join(stack for stack, _ in described)}; pass --deployment or --cluster to "
+            "say which"
         )
-    return names[0]
+    return described[0]
 
 
 def tag_names_from(path: Path | None) -> TagNames:
