@@ -453,3 +453,19 @@ def test_given_a_failed_read_after_a_good_one_then_the_stored_policies_last_read
     assert result.decision is not None and result.decision.policy_version == 1
     assert len(failures) == 1
     assert any("those read at 12:00:00Z are used" in p for p in result.problems), result.problems
+
+
+def test_given_more_changed_policies_than_one_transaction_holds_then_none_is_applied(
+    table: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for index in range(51):
+        name = f"p{index:02}"
+        (tmp_path / f"{name}.yaml").write_text(
+            policy_document(name, queue_metric("jobs", 4), max_replicas=5)
+        )
+    assert main(["apply", "-f", str(tmp_path), *AT]) == 2
+    assert capsys.readouterr().err == (
+        "nodescaler apply: 51 changed policies: at most 50 are applied together (all or none); "
+        "apply them in smaller sets; nothing applied\n"
+    )
+    assert policy_items(table) == []

@@ -21,7 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
-from nodescaler.adapters.aws.policy_store import DynamoPolicyStore, PolicyChange
+from nodescaler.adapters.aws.policy_store import (
+    MAX_POLICIES_PER_APPLY,
+    DynamoPolicyStore,
+    PolicyChange,
+)
 from nodescaler.adapters.policy_files import load_policy_file, policy_paths
 from nodescaler.domain.documents import index_by_name
 from nodescaler.domain.policy import NodeGroupPolicy
@@ -29,7 +33,7 @@ from nodescaler.domain.stored_policy import PolicyReads, StoredPolicy
 from nodescaler.errors import PermanentError, PolicyConflictError, PolicyError
 from nodescaler.service.stored_policies import validated
 
-from nodescaler_cli.operator import OperatorError, Target
+from nodescaler_cli.operator import OperatorError, Target, UsageError
 from nodescaler_cli.output import render
 
 DEPLOYED_OUTPUT = "DeployedPolicies"  # the stack's CfnOutput (infra/stack.py)
@@ -128,6 +132,11 @@ def apply(target: Target, paths: Sequence[Path], write: Write = print) -> int:
         version = max(store.latest_version(name), head.version if head else 0) + 1
         changes.append(
             PolicyChange(name, version, document.text, document.source, head.version if head else 0)
+        )
+    if len(changes) > MAX_POLICIES_PER_APPLY:  # one transaction holds two items a policy
+        raise UsageError(
+            f"{len(changes)} changed policies: at most {MAX_POLICIES_PER_APPLY} are applied "
+            "together (all or none); apply them in smaller sets; nothing applied"
         )
     if changes:
         _warn_beyond_rights(target, [d.policy for d in documents])
