@@ -316,13 +316,11 @@ def test_a_buffer_no_node_can_hold_is_named_and_pending_pods_still_get_their_nod
 CANDIDATE = "nodescaler.io/deletion-candidate"
 
 
-def test_a_node_the_group_means_to_shed_is_soft_tainted_until_it_is_needed_again(
-    batch: Deployment, api_server: KubeApiServer, clock: VirtualClock
-) -> None:
-    # Given a batch group of two nodes, one running a job and one empty
+def two_batch_nodes(api_server: KubeApiServer, **tags: str) -> Callable[[str], list[str]]:
+    """A batch group of two nodes, one running a job and one empty; the node's taints' keys."""
     make_asg(
         "batch-ng",
-        tags={"nodescaler/enabled": "true", "nodescaler/policy": "batch"},
+        tags={"nodescaler/enabled": "true", "nodescaler/policy": "batch"} | tags,
         desired=2,
         max_size=20,
     )
@@ -340,22 +338,42 @@ def test_a_node_the_group_means_to_shed_is_soft_tainted_until_it_is_needed_again
                 taints=[{"key": "team", "value": "batch", "effect": "NoSchedule"}],
             ),
         )
-    tolerant = {"tolerations": [{"key": "team", "operator": "Exists"}]}
-    api_server.cluster.put("pods", pod("job-0", "ip-0", cpu="4", spec=tolerant))
+    api_server.cluster.put("pods", pod("job-0", "ip-0", cpu="4", spec=TOLERANT))
 
     def taints(name: str) -> list[str]:
         found = api_server.cluster.get("nodes", ("", name))["spec"].get("taints") or []
         return [t["key"] for t in found]
+
+    return taints
+
+
+TOLERANT = {"tolerations": [{"key": "team", "operator": "Exists"}]}
+
+
+def test_a_node_the_group_means_to_shed_is_soft_tainted_until_it_is_needed_again(
+    batch: Deployment, api_server: KubeApiServer, clock: VirtualClock
+) -> None:
+    # Given a batch group of two nodes, one running a job and one empty
+    taints = two_batch_nodes(api_server)
 
     # When nodescaler evaluates it: the empty node is marked, its own taint kept
     batch.tick()
     assert (taints("ip-0"), taints("ip-1")) == (["team"], ["team", CANDIDATE])
 
     # and when a pending job could use the group's nodes again, the mark goes
-    api_server.cluster.put("pods", pod("job-1", cpu="15", spec=tolerant))
+    api_server.cluster.put("pods", pod("job-1", cpu="15", spec=TOLERANT))
     clock.advance(minutes=1)
     batch.tick()
     assert taints("ip-1") == ["team"]
+
+
+def test_while_scale_in_is_paused_no_node_is_marked_to_leave(
+    batch: Deployment, api_server: KubeApiServer
+) -> None:
+    taints = two_batch_nodes(api_server, **{"nodescaler/paused": "scale-in"})
+    batch.tick()
+    assert (taints("ip-0"), taints("ip-1")) == (["team"], ["team"])
+    assert desired_capacity("batch-ng") == 2
 
 
 def test_with_balance_three_zone_groups_at_zero_grow_together_and_say_so(

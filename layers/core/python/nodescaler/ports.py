@@ -204,8 +204,9 @@ class ClusterView(Protocol):
         """Up to `count` of its instances a scale-in may take, in order."""
         ...
 
-    def mark_candidates(self, group: NodeGroup, now: datetime) -> None:
-        """Soft-taint the group's nodes it means to shed, and only those (best effort)."""
+    def mark_candidates(self, group: NodeGroup, now: datetime, *, shedding: bool = True) -> None:
+        """Soft-taint the group's nodes it means to shed, and only those (best effort); none
+        when it may not shed (its scale-in paused)."""
         ...
 
 

@@ -150,7 +150,10 @@ class Evaluator:
         evaluation = self._within_limits(decide_with, group, now, dry_run)
         decision, removing = self._which_go(group, evaluation.decision, now)
         if self.cluster is not None and not dry_run:  # steer new pods off leaving nodes
-            self.cluster.mark_candidates(group, now)
+            # none leaves while scale-in is paused: no node is marked to
+            self.cluster.mark_candidates(
+                group, now, shedding=not any(p.direction.holds(-1) for p in pauses)
+            )
         state = replace(
             state,
             failures=evaluation.failures,

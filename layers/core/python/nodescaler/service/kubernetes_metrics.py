@@ -111,14 +111,14 @@ class KubernetesMetrics:
         # what Auto Scaling would offer: never an instance protected from scale-in
         return removable(group, sorted(group.instance_ids - group.protected_ids), count, snapshot)
 
-    def mark_candidates(self, group: NodeGroup, now: datetime) -> None:
+    def mark_candidates(self, group: NodeGroup, now: datetime, *, shedding: bool = True) -> None:
         """Soft-taint the nodes this evaluation's pending-pods reading found unneeded, and
         clear it from the group's others. Best effort: the taint only steers the
         scheduler, so a refusal or an unreachable server changes nothing else."""
         if self._marks is None:
             return
         # no pending-pods vote to shed this evaluation: no node of the group is a candidate
-        candidates = self._candidates.get(group.name, frozenset())
+        candidates = self._candidates.get(group.name, frozenset()) if shedding else frozenset()
         try:
             snapshot = self.snapshot(now)
         except KubernetesUnavailableError:
