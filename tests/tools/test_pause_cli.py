@@ -237,6 +237,7 @@ def test_status_notes_who_paused_a_group_and_until_when(
             2,
         ),
         (["resume", "web-ng"], "node group web-ng: not paused; nothing to resume", 1),
+        (["resume", "nope-ng"], "node group nope-ng: no such Auto Scaling group", 1),
     ],
 )
 def test_each_bad_input_is_one_line_a_non_zero_exit_and_nothing_written(

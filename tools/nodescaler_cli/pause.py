@@ -53,10 +53,12 @@ def pause(
 def resume(target: Target, group: str, write: Callable[[str], None] = print) -> int:
     from nodescaler_cli.operator import OperatorError
 
-    removed = target.store().resume(group)
     found = target.node_groups().get(group)
+    if found is None:
+        raise OperatorError(f"node group {group}: no such Auto Scaling group; nothing resumed")
+    removed = target.store().resume(group)
     tags = target.tag_names
-    tagged = found is not None and read_opt_in(group, found.tags, tags).paused is not None
+    tagged = read_opt_in(group, found.tags, tags).paused is not None
     by_tag = f"its tag {tags.paused}; remove the tag to resume it"
     if removed is None:
         if tagged:
