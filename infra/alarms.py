@@ -114,6 +114,26 @@ class Alarms(Construct):
             periods=backoff_periods,
             datapoints=math.ceil(backoff_periods * 0.8),
         )
+        # What operators rely on without watching it: their applied policies, their events.
+        self._add(
+            "stored-policy-read-failures",
+            self.metrics.system(MetricName.STORED_POLICY_READ_FAILURES, "Sum").with_(
+                period=FIVE_MINUTES
+            ),
+            "The functions could not read the policies applied with `nodescaler apply` for 15 "
+            "minutes (a throttle passes; this does not): they use those last read, or the "
+            "deployed ones. The groups' notes in `nodescaler status` say why.",
+            periods=3,
+        )
+        self._add(
+            "scaling-events-not-put",
+            self.metrics.system(MetricName.SCALING_EVENTS_NOT_PUT, "Sum").with_(
+                period=FIVE_MINUTES
+            ),
+            "Scaling events could not be put on EventBridge (the bus missing, or refusing): "
+            "the rules routing them saw nothing. The scaling itself happened; the functions' "
+            "log lines name the events lost and why.",
+        )
         if drains:
             self._drain_alarms()
 

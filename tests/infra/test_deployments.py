@@ -211,8 +211,9 @@ def test_each_deployments_alarms_watch_only_its_own_service(two: dict[str, Templ
             for alarm in template.find_resources("AWS::CloudWatch::Alarm").values()
             if alarm["Properties"].get("Namespace") == NAMESPACE
         ]
-        # evaluation errors, latency, shortfall, backoff, and the drains' three
-        assert len(ours) == 7
+        # evaluation errors, latency, shortfall, backoff, policies unread, events not put,
+        # and the drains' three
+        assert len(ours) == 9
         assert all(a["Dimensions"] == [{"Name": "service", "Value": stack}] for a in ours)
 
 

@@ -947,8 +947,12 @@ def test_the_alarms_cover_errors_throttles_dead_letters_latency_shortfall_and_dr
 ) -> None:
     alarms = resources(template, "AWS::CloudWatch::Alarm").values()
     # errors and throttles of four functions, three dead-letter queues, evaluation errors,
-    # latency, shortfall, backoff, drain failures, drain timeouts, lifecycle actions expired
-    assert len(alarms) == 18
+    # latency, shortfall, backoff, drain failures, drain timeouts, lifecycle actions expired,
+    # stored policies unread, scaling events not put
+    assert len(alarms) == 20
+    unread = alarm_on(template, "StoredPolicyReadFailures")
+    assert (unread["EvaluationPeriods"], unread["Period"]) == (3, 300)  # persistent, not a blip
+    assert alarm_on(template, "ScalingEventsNotPut")["Threshold"] == 1
     shortfall = alarm_on(template, "ShortfallNodes")
     assert (shortfall["EvaluationPeriods"], shortfall["DatapointsToAlarm"]) == (15, 15)
     # every alarm says what happened and what to do about it
