@@ -242,11 +242,12 @@ def read_stored_policies(table_arn: str) -> iam.PolicyStatement:
 
 def write_policies(table_arn: str, stack_id: str) -> list[iam.PolicyStatement]:
     """What `nodescaler apply`, `diff`, `history` and `rollback` need: the stored policies'
-    items (TransactWriteItems is authorized as PutItem on each), and the stack's outputs
-    (the table's name, the deployed policies)."""
+    items (TransactWriteItems is authorized as PutItem on each; DeleteItem for a corrupt head
+    the operator is told to delete), and the stack's outputs (the table's name, the deployed
+    policies)."""
     return [
         iam.PolicyStatement(
-            actions=[f"dynamodb:{a}" for a in ("GetItem", "Query", "PutItem")],
+            actions=[f"dynamodb:{a}" for a in ("GetItem", "Query", "PutItem", "DeleteItem")],
             resources=[table_arn],
             conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": POLICY_KEYS}},
         ),
