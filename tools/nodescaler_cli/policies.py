@@ -169,7 +169,7 @@ def get_policies(target: Target, write: Write = print) -> int:
         rows.append(
             {
                 "name": name,
-                "version": head.version or "?",
+                "version": head.version or None,  # null: an unreadable head (see problem)
                 "applied_by": head.applied_by,
                 "applied_at": head.applied_at.isoformat() if head.applied_at else None,
                 "source": "stored",
