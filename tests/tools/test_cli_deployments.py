@@ -40,20 +40,22 @@ def cdk_json(folder: Path, settings: dict[str, object]) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("options", "settings", "table"),
+    ("options", "settings", "table", "cluster"),
     [
-        (["--cluster", "blue"], None, "blue-state"),
-        (["--cluster", "green_2"], None, "green-state"),  # a stack name has no underscore
-        (["--deployment", "green-2", "--cluster", "blue"], None, "green-state"),
-        (["--stack", "nodescaler-blue"], None, "blue-state"),
-        ([], None, "unnamed-state"),  # no cdk.json: an unnamed deployment
-        ([], {"clusterName": "green_2"}, "green-state"),
-        ([], {"clusterName": "blue", "name": "green-2"}, "green-state"),
-        ([], {"deployments": [{"clusterName": "blue"}]}, "blue-state"),
+        (["--cluster", "blue"], None, "blue-state", "blue"),
+        (["--cluster", "green_2"], None, "green-state", "green_2"),  # a stack has no underscore
+        (["--deployment", "green-2", "--cluster", "blue"], None, "green-state", "blue"),
+        (["--stack", "nodescaler-blue"], None, "blue-state", None),
+        ([], None, "unnamed-state", None),  # no cdk.json: an unnamed deployment
+        # from cdk.json, the deployment's cluster too: only its groups are listed
+        ([], {"clusterName": "green_2"}, "green-state", "green_2"),
+        ([], {"clusterName": "blue", "name": "green-2"}, "green-state", "blue"),
+        ([], {"deployments": [{"clusterName": "blue"}]}, "blue-state", "blue"),
         (
             ["--cluster", "blue"],
             {"deployments": [{"clusterName": "a"}, {"clusterName": "b"}]},
             "blue-state",
+            "blue",
         ),
     ],
 )
@@ -61,6 +63,7 @@ def test_given_several_deployments_each_finds_its_own_state_table(
     options: list[str],
     settings: dict[str, object] | None,
     table: str,
+    cluster: str | None,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -71,14 +74,16 @@ def test_given_several_deployments_each_finds_its_own_state_table(
     for stack, its_table in STACKS.items():
         deploy(stack, its_table)
     make_state_table(table)  # only this one: another stack's table would not be found
-    # a managed group (of the --cluster, if one is named), whose state status reads
+    # a managed group of the deployment's cluster, whose state status reads, and one of
+    # another cluster, which it never lists
     tags = {"nodescaler/enabled": "true", "nodescaler/policy": "web"}
-    if "--cluster" in options:
-        tags["nodescaler/cluster"] = options[options.index("--cluster") + 1]
-    make_asg("web", tags=tags)
+    make_asg("web", tags=tags | ({"nodescaler/cluster": cluster} if cluster else {}))
+    make_asg("other", tags=tags | {"nodescaler/cluster": "elsewhere"})
 
     assert main(["status", *options]) == 0, capsys.readouterr().err
-    assert "web" in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    assert "web" in listed
+    assert ("other" in listed) is (cluster is None)  # no cluster: every opted-in group
 
 
 def test_a_deployment_with_no_stack_is_named_in_the_error(
