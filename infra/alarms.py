@@ -70,7 +70,7 @@ class Alarms(Construct):
             )
         self._add(
             "evaluation-errors",
-            self.metrics.system(MetricName.EVALUATION_ERRORS, "Sum").with_(period=FIVE_MINUTES),
+            self._sum_over_five_minutes(MetricName.EVALUATION_ERRORS),
             "An evaluation failed and will be retried; the log line names the group and cause.",
         )
         for name, queue in dead_letter_queues.items():
@@ -117,9 +117,7 @@ class Alarms(Construct):
         # What operators rely on without watching it: their applied policies, their events.
         self._add(
             "stored-policy-read-failures",
-            self.metrics.system(MetricName.STORED_POLICY_READ_FAILURES, "Sum").with_(
-                period=FIVE_MINUTES
-            ),
+            self._sum_over_five_minutes(MetricName.STORED_POLICY_READ_FAILURES),
             "The functions could not read the policies applied with `nodescaler apply` for 15 "
             "minutes (a throttle passes; this does not): they use those last read, or the "
             "deployed ones. The groups' notes in `nodescaler status` say why.",
@@ -127,9 +125,7 @@ class Alarms(Construct):
         )
         self._add(
             "scaling-events-not-put",
-            self.metrics.system(MetricName.SCALING_EVENTS_NOT_PUT, "Sum").with_(
-                period=FIVE_MINUTES
-            ),
+            self._sum_over_five_minutes(MetricName.SCALING_EVENTS_NOT_PUT),
             "Scaling events could not be put on EventBridge (the bus missing, or refusing): "
             "the rules routing them saw nothing. The scaling itself happened; the functions' "
             "log lines name the events lost and why.",
@@ -140,22 +136,20 @@ class Alarms(Construct):
     def _drain_alarms(self) -> None:
         self._add(
             "drain-failures",
-            self.metrics.system(MetricName.DRAIN_FAILURES, "Sum").with_(period=FIVE_MINUTES),
+            self._sum_over_five_minutes(MetricName.DRAIN_FAILURES),
             "A drain failed part-way (the Kubernetes API unreachable or refusing); its "
             "instance went with pods on it. The drain's log line and dead letter say why.",
         )
         self._add(
             "drain-timeouts",
-            self.metrics.system(MetricName.DRAIN_TIMEOUTS, "Sum").with_(period=FIVE_MINUTES),
+            self._sum_over_five_minutes(MetricName.DRAIN_TIMEOUTS),
             "A node still had pods when its drain ran out of time (drain.timeoutSeconds): a "
             "PodDisruptionBudget blocked eviction or pods were slow to stop. The drain's log "
             "line names the pods left and why.",
         )
         self._add(
             "lifecycle-actions-expired",
-            self.metrics.system(MetricName.LIFECYCLE_ACTIONS_EXPIRED, "Sum").with_(
-                period=FIVE_MINUTES
-            ),
+            self._sum_over_five_minutes(MetricName.LIFECYCLE_ACTIONS_EXPIRED),
             "Auto Scaling gave up waiting for a drain (the hook's heartbeat timeout passed): "
             "the drain started late (throttled, or the event delayed) or a heartbeat failed.",
         )
@@ -174,6 +168,10 @@ class Alarms(Construct):
         )
         topic.add_subscription(subscriptions.EmailSubscription(settings.email))
         return topic
+
+    def _sum_over_five_minutes(self, name: MetricName) -> cloudwatch.IMetric:
+        """A count over all groups, summed per five minutes."""
+        return self.metrics.system(name, "Sum").with_(period=FIVE_MINUTES)
 
     def _add(
         self,

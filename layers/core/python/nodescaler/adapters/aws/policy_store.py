@@ -21,6 +21,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from nodescaler.adapters.aws.state_table import condition_failed_in
 from nodescaler.adapters.policy_keys import HEADS_PK, versions_pk
 from nodescaler.domain.stored_policy import StoredPolicy
 from nodescaler.errors import PolicyConflictError
@@ -127,10 +128,7 @@ class DynamoPolicyStore:
         try:
             self._dynamodb.transact_write_items(TransactItems=writes)
         except ClientError as error:
-            reasons = error.response.get("CancellationReasons") or []
-            if error.response["Error"]["Code"] == "TransactionCanceledException" and any(
-                r.get("Code") == "ConditionalCheckFailed" for r in reasons
-            ):
+            if condition_failed_in(error):
                 names = ", ".join(sorted({c.name for c in changes}))
                 raise PolicyConflictError(
                     f"policies {names}: another apply wrote first; nothing was written, apply again"

@@ -84,6 +84,15 @@ def _pause(item: Mapping[str, Any]) -> Pause | None:
         return Pause(direction=PauseDirection.BOTH, by="an unreadable pause", reason=why)
 
 
+def condition_failed_in(error: ClientError) -> bool:
+    """Whether a transaction was cancelled because one of its conditions failed (another
+    writer got there first), not for a fault worth raising."""
+    reasons = error.response.get("CancellationReasons") or []
+    return error.response["Error"]["Code"] == "TransactionCanceledException" and any(
+        r.get("Code") == "ConditionalCheckFailed" for r in reasons
+    )
+
+
 class DynamoStateStore:
     def __init__(
         self, dynamodb: Any, table_name: str, *, audit_ttl: timedelta = timedelta(days=30)
@@ -198,10 +207,7 @@ class DynamoStateStore:
         try:
             self._dynamodb.transact_write_items(TransactItems=writes)
         except ClientError as error:
-            reasons = error.response.get("CancellationReasons") or []
-            if error.response["Error"]["Code"] == "TransactionCanceledException" and any(
-                r.get("Code") == "ConditionalCheckFailed" for r in reasons
-            ):
+            if condition_failed_in(error):
                 message = f"state changed since version {state.version} was read"
                 raise StateConflictError(f"node group {state.group}: {message}") from None
             raise
