@@ -362,6 +362,26 @@ def test_given_a_deployed_secret_sent_to_another_server_then_apply_refuses_it_na
     assert "policy gpu: v1 applied" in capsys.readouterr().out
 
 
+def test_given_a_stored_version_sending_the_token_elsewhere_then_rollback_to_it_is_refused(
+    table: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deployed_stack(
+        {"secrets": ["prom/token"], "tokenOrigins": [["prom/token", "https://prom:443"]]}
+    )
+    store = DynamoPolicyStore(client("dynamodb"), TABLE)
+    at = datetime(2026, 3, 2, tzinfo=UTC)
+    store.apply([PolicyChange("gpu", 1, token_policy("https://evil"), "gpu.yaml", 0)], "w", at)
+    store.apply([PolicyChange("gpu", 2, token_policy("https://prom"), "gpu.yaml", 1)], "w", at)
+    before = policy_items(table)
+
+    assert main(["rollback", "gpu", "--to", "1"]) == 2
+    assert error_line(capsys).startswith(
+        "stored policy gpu v1: spec.metrics[1].prometheus.serverAddress: bearer token secret "
+        "prom/token is deployed for https://prom:443, not for https://evil:443: refused"
+    )
+    assert policy_items(table) == before
+
+
 def test_given_a_stack_that_does_not_pair_its_secrets_then_apply_warns_that_evaluate_decides(
     table: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -295,8 +295,10 @@ def rollback(target: Target, name: str, to: int, write: Write = print) -> int:
     if old is None:
         raise OperatorError(f"policy {name} has no version {to} (versions 1 to {head.version})")
     old = _readable(old)
-    if problem := validated(old).problem:
-        raise OperatorError(f"{problem}: not rolled back")
+    checked = validated(old)
+    if checked.policy is None:
+        raise OperatorError(f"{checked.problem}: not rolled back")
+    _refuse_unbound_tokens(target, [Document(checked.policy, old.document, old.label)])
     if old.document == head.document:
         write(f"policy {name}: unchanged (v{head.version} is version {to}'s document)")
         return 0
