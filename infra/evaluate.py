@@ -7,6 +7,7 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_lambda_event_sources as event_sources
 from nodescaler.config import EvaluateSettings
+from nodescaler.domain.token_origins import token_origins
 
 from . import permissions
 from .functions import NodescalerFunction, Shared
@@ -37,6 +38,8 @@ class EvaluateFunction:
                 cluster_max_nodes=limits.max_nodes,
                 cluster_max_vcpus=limits.max_vcpus,
                 cluster_max_memory_gib=limits.max_memory_gib,
+                # each bearer token goes only to the server it is deployed with
+                token_origins=sorted(token_origins(shared.policies.values())),
                 # a failed request is made visible again within seconds, or dead-lettered
                 evaluation_queue_url=shared.evaluation_queue.queue_url,
                 dead_letter_queue_url=shared.evaluation_dead_letters.queue_url,

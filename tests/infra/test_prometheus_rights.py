@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 import yaml
+from nodescaler.config import EvaluateSettings
 
 from tests.infra.test_runtime import (
+    DEPLOYED,
     actions_of,
+    environment,
     nag_findings,
     render,
     role_statements,
@@ -89,6 +92,26 @@ def test_evaluate_may_read_only_the_token_secrets_the_policies_name(
         "arn:aws:secretsmanager:eu-west-1:111122223333:secret:cortex-??????",
         "arn:aws:secretsmanager:eu-west-1:111122223333:secret:mimir-AbCdEf",
     ]
+
+
+def test_evaluate_is_told_which_server_each_token_secret_is_deployed_for(
+    prometheus_policies: dict[str, Any],
+) -> None:
+    variables = environment(synth(**prometheus_policies), "evaluate")
+    for name, value in variables.items():
+        variables[name] = next((v for k, v in DEPLOYED.items() if value.startswith(k)), value)
+    settings = EvaluateSettings.from_environment(variables)
+    assert settings.token_origin_pairs == {
+        ("prom/token", "https://thanos.internal:443"),
+        (
+            "arn:aws:secretsmanager:eu-west-1:111122223333:secret:mimir-AbCdEf",
+            "https://mimir.internal:443",
+        ),
+        (
+            "arn:aws:secretsmanager:eu-west-1:111122223333:secret:cortex",
+            "https://cortex.internal:443",
+        ),
+    }
 
 
 def test_the_sample_policy_gets_its_workspace_and_no_secret() -> None:

@@ -32,7 +32,8 @@ from nodescaler.domain.decision import MetricStatus
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import PrometheusMetric, SqsQueueMetric
-from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
+from nodescaler.domain.readings import MetricReading, MetricRefused, MetricUnavailable, Reading
+from nodescaler.domain.token_origins import TokenOrigins, origin
 from nodescaler.errors import PrometheusUnavailableError
 from nodescaler.service.evaluation import Evaluator, Outcome
 from nodescaler.service.policies import PolicyBook
@@ -354,13 +355,23 @@ def bearer(token: str) -> Check:
     return check
 
 
+def deployed_for(gate: Gate, *secrets: str) -> TokenOrigins:
+    """The allow-list of a deployment whose policies send these secrets' tokens to `gate`."""
+    return frozenset((secret, origin(gate.address)) for secret in secrets)
+
+
 def test_given_a_token_in_secrets_manager_then_the_query_carries_it_read_once(
     server: PrometheusServer, gates: Callable[..., Gate], calls: CallCounter
 ) -> None:
     secrets = calls.watch(client("secretsmanager"))
     secrets.create_secret(Name="prometheus/token", SecretString=f"{TOKEN}\n")
     gate = gates(bearer(TOKEN), upstream=server.address)
-    producer = PrometheusQueries(region=REGION, credentials=lambda: None, secrets=lambda: secrets)
+    producer = PrometheusQueries(
+        region=REGION,
+        credentials=lambda: None,
+        secrets=lambda: secrets,
+        token_origins=frozenset({("prometheus/token", origin(gate.address))}),
+    )
     source = {"serverAddress": gate.address, "bearerTokenSecret": "prometheus/token"}
     readings = [read("queue_depth", producer, **source) for _ in range(3)]
     assert [r.value for r in readings if isinstance(r, MetricReading)] == [12, 12, 12]
@@ -372,9 +383,10 @@ def test_given_a_wrong_or_missing_token_then_the_reading_is_missing_as_not_autho
 ) -> None:
     client("secretsmanager").create_secret(Name="stale", SecretString="old-token")
     gate = gates(bearer(TOKEN), upstream=server.address)
-    wrong = refusal(read("up", serverAddress=gate.address, bearerTokenSecret="stale"))
-    none = refusal(read("up", serverAddress=gate.address))
-    missing = refusal(read("up", serverAddress=gate.address, bearerTokenSecret="nope"))
+    producer = queries(token_origins=deployed_for(gate, "stale", "nope"))
+    wrong = refusal(read("up", producer, serverAddress=gate.address, bearerTokenSecret="stale"))
+    none = refusal(read("up", producer, serverAddress=gate.address))
+    missing = refusal(read("up", producer, serverAddress=gate.address, bearerTokenSecret="nope"))
     assert wrong.endswith("not authorized (HTTP 401: bad or missing bearer token)")
     assert none.endswith("not authorized (HTTP 401: bad or missing bearer token)")
     assert "bearer token secret nope: ResourceNotFoundException" in missing
@@ -387,12 +399,42 @@ def test_given_a_rotated_token_then_a_401_makes_the_next_query_read_it_again(
     secrets = client("secretsmanager")
     secrets.create_secret(Name="rotating", SecretString="old-token")
     gate = gates(bearer(TOKEN), upstream=server.address)
-    producer = queries()
+    producer = queries(token_origins=deployed_for(gate, "rotating"))
     source = {"serverAddress": gate.address, "bearerTokenSecret": "rotating"}
     assert isinstance(read("queue_depth", producer, **source), MetricUnavailable)
     secrets.put_secret_value(SecretId="rotating", SecretString=TOKEN)
     reading = read("queue_depth", producer, **source)
     assert isinstance(reading, MetricReading) and reading.value == 12
+
+
+def test_given_a_secret_deployed_for_another_origin_then_it_is_neither_read_nor_sent(
+    server: PrometheusServer, gates: Callable[..., Gate], calls: CallCounter
+) -> None:
+    secrets = calls.watch(client("secretsmanager"))
+    secrets.create_secret(Name="prometheus/token", SecretString=TOKEN)
+    deployed = gates(bearer(TOKEN), upstream=server.address)
+    elsewhere = gates(bearer(TOKEN), upstream=server.address)
+    producer = PrometheusQueries(
+        region=REGION,
+        credentials=lambda: None,
+        secrets=lambda: secrets,
+        token_origins=deployed_for(deployed, "prometheus/token"),
+    )
+    source = {"bearerTokenSecret": "prometheus/token"}
+
+    taken = read("queue_depth", producer, serverAddress=elsewhere.address, **source)
+
+    assert isinstance(taken, MetricRefused)
+    assert taken.reason == (
+        f"Prometheus query 'queue_depth' at {elsewhere.address}: bearer token secret "
+        f"prometheus/token is deployed for {origin(deployed.address)}, not for "
+        f"{origin(elsewhere.address)}: refused, the token is neither read nor sent"
+    )
+    assert (elsewhere.received, calls.calls["GetSecretValue"]) == ([], 0)
+    # the deployed server, named another way, still gets it
+    named = deployed.address.replace("http://", "HTTP://") + "/"
+    kept = read("queue_depth", producer, serverAddress=named, **source)
+    assert isinstance(kept, MetricReading) and kept.value == 12
 
 
 # --- Amazon Managed Service for Prometheus: SigV4 for `aps` -----------------------------

@@ -294,12 +294,11 @@ def test_given_two_applies_racing_then_the_second_writes_nothing_at_all(table: A
     assert policy_items(table) == before
 
 
-def test_given_a_stack_when_a_stored_policy_reads_a_new_queue_then_apply_warns_and_stores_it(
-    table: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    deployed = {"names": ["gpu"], "reads": {"sqsQueues": ["jobs"], "kubernetes": False}}
+def deployed_stack(reads: dict[str, Any]) -> None:
+    """The sample cdk.json's deployment, its `DeployedPolicies` output saying `reads`."""
+    deployed = {"names": ["gpu"], "reads": reads}
     client("cloudformation").create_stack(
-        StackName="nodescaler-my-cluster",  # the sample cdk.json's deployment
+        StackName="nodescaler-my-cluster",
         TemplateBody=json.dumps(
             {
                 "Resources": {"Queue": {"Type": "AWS::SQS::Queue"}},
@@ -310,6 +309,12 @@ def test_given_a_stack_when_a_stored_policy_reads_a_new_queue_then_apply_warns_a
             }
         ),
     )
+
+
+def test_given_a_stack_when_a_stored_policy_reads_a_new_queue_then_apply_warns_and_stores_it(
+    table: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deployed_stack({"sqsQueues": ["jobs"], "kubernetes": False})
     (tmp_path / "web.yaml").write_text(web())
     assert main(["apply", "-f", str(tmp_path / "web.yaml")]) == 0  # the table from the stack
     out, err = capsys.readouterr()
@@ -318,6 +323,75 @@ def test_given_a_stack_when_a_stored_policy_reads_a_new_queue_then_apply_warns_a
     rows = listed(capsys)
     assert (rows["gpu"]["source"], rows["gpu"]["version"]) == ("deployed", "deployed")
     assert (rows["web"]["source"], rows["web"]["version"]) == ("stored", 1)
+
+
+def token_policy(server_address: str) -> str:
+    prometheus = {
+        "type": "Prometheus",
+        "name": "backlog",
+        "prometheus": {
+            "query": "sum(jobs)",
+            "serverAddress": server_address,
+            "bearerTokenSecret": "prom/token",
+        },
+        "target": {"type": "AverageValue", "averageValue": 4},
+    }
+    return policy_document("gpu", queue_metric("jobs"), prometheus, max_replicas=50)
+
+
+def test_given_a_deployed_secret_sent_to_another_server_then_apply_refuses_it_naming_the_pair(
+    table: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deployed_stack(
+        {"secrets": ["prom/token"], "tokenOrigins": [["prom/token", "https://prom:443"]]}
+    )
+    file = tmp_path / "gpu.yaml"
+    file.write_text(token_policy("https://prom.evil.example"))
+
+    assert main(["apply", "-f", str(file)]) == 2
+    assert error_line(capsys) == (
+        f"{file}: spec.metrics[1].prometheus.serverAddress: bearer token secret prom/token is "
+        "deployed for https://prom:443, not for https://prom.evil.example:443: refused, the "
+        "token is neither read nor sent; deploy the policy with the stack to send the token "
+        "there; nothing applied"
+    )
+    assert policy_items(table) == []
+    # the deployed server, however it is written, is the token's own
+    file.write_text(token_policy("https://PROM:443/prometheus"))
+    assert main(["apply", "-f", str(file)]) == 0
+    assert "policy gpu: v1 applied" in capsys.readouterr().out
+
+
+def test_given_a_stored_version_sending_the_token_elsewhere_then_rollback_to_it_is_refused(
+    table: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deployed_stack(
+        {"secrets": ["prom/token"], "tokenOrigins": [["prom/token", "https://prom:443"]]}
+    )
+    store = DynamoPolicyStore(client("dynamodb"), TABLE)
+    at = datetime(2026, 3, 2, tzinfo=UTC)
+    store.apply([PolicyChange("gpu", 1, token_policy("https://evil"), "gpu.yaml", 0)], "w", at)
+    store.apply([PolicyChange("gpu", 2, token_policy("https://prom"), "gpu.yaml", 1)], "w", at)
+    before = policy_items(table)
+
+    assert main(["rollback", "gpu", "--to", "1"]) == 2
+    assert error_line(capsys).startswith(
+        "stored policy gpu v1: spec.metrics[1].prometheus.serverAddress: bearer token secret "
+        "prom/token is deployed for https://prom:443, not for https://evil:443: refused"
+    )
+    assert policy_items(table) == before
+
+
+def test_given_a_stack_that_does_not_pair_its_secrets_then_apply_warns_that_evaluate_decides(
+    table: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deployed_stack({"sqsQueues": ["jobs"], "secrets": ["prom/token"]})  # before the pairs
+    (tmp_path / "gpu.yaml").write_text(token_policy("https://prom"))
+    assert main(["apply", "-f", str(tmp_path / "gpu.yaml")]) == 0
+    assert error_line(capsys).startswith(
+        "warning: stack nodescaler-my-cluster does not say which servers its bearer token "
+        "secrets are deployed for"
+    )
 
 
 # --- the functions read what was applied ------------------------------------------------

@@ -29,3 +29,19 @@ def test_given_what_the_stack_outputs_then_it_reads_back_the_same() -> None:
     reads = PolicyReads.of([with_alarm(policy(queue_metric("jobs"), reservation_metric()), "a")])
     assert PolicyReads.from_json(reads.as_json()) == reads
     assert PolicyReads.of([policy(queue_metric("jobs"))]).beyond(reads) == []
+
+
+def test_given_token_pairs_in_the_stack_output_then_they_read_back_and_none_said_is_unknown() -> (
+    None
+):
+    prometheus = {
+        "type": "Prometheus",
+        "prometheus": {"query": "up", "serverAddress": "https://Prom", "bearerTokenSecret": "t"},
+        "target": {"type": "Value", "value": 1},
+    }
+    reads = PolicyReads.of([policy(prometheus)])
+    written = reads.as_json()
+    assert written["tokenOrigins"] == [["t", "https://prom:443"]]
+    assert PolicyReads.from_json(written) == reads
+    older = {k: v for k, v in written.items() if k != "tokenOrigins"}
+    assert PolicyReads.from_json(older).token_origins is None  # a stack from before the pairs

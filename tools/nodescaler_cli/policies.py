@@ -4,8 +4,9 @@
 writes anything, then stores every changed policy as a new version, all in one
 transaction or none (`DynamoPolicyStore`). The functions read the stored policies within a
 minute. The stack's `DeployedPolicies` output, when the stack can be read, names the
-deployed policies and what they read, so `get` lists those too and `apply` warns when a
-stored policy reads what the evaluate function's rights do not reach.
+deployed policies and what they read, so `get` lists those too, `apply` warns when a
+stored policy reads what the evaluate function's rights do not reach, and refuses one that
+would send a bearer token to a server its secret is not deployed for.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from nodescaler.adapters.aws.policy_store import (
 )
 from nodescaler.adapters.policy_files import load_policy_file, policy_paths
 from nodescaler.domain.documents import index_by_name
-from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.policy import NodeGroupPolicy, PrometheusMetric
 from nodescaler.domain.stored_policy import PolicyReads, StoredPolicy
+from nodescaler.domain.token_origins import token_pairing, unbound_token
 from nodescaler.errors import PermanentError, PolicyConflictError, PolicyError
 from nodescaler.service.stored_policies import validated
 
@@ -121,6 +123,7 @@ def _write(
 
 def apply(target: Target, paths: Sequence[Path], write: Write = print) -> int:
     documents = load_documents(paths)
+    _refuse_unbound_tokens(target, documents)
     store = DynamoPolicyStore(target.client("dynamodb"), target.state_table())
     changes = []
     for document in documents:
@@ -142,6 +145,42 @@ def apply(target: Target, paths: Sequence[Path], write: Write = print) -> int:
         _warn_beyond_rights(target, [d.policy for d in documents])
         _write(store, target, changes, write)
     return 0
+
+
+def _token_sources(document: Document) -> list[tuple[str, PrometheusMetric]]:
+    """The document's Prometheus metrics that send a bearer token, each with its field."""
+    return [
+        (f"spec.metrics[{index}].prometheus.serverAddress", metric)
+        for index, metric in enumerate(document.policy.spec.metrics)
+        if isinstance(metric, PrometheusMetric) and token_pairing(metric.prometheus)
+    ]
+
+
+def _refuse_unbound_tokens(target: Target, documents: list[Document]) -> None:
+    """Evaluate sends a token only to a server its secret is deployed for (the stack's
+    `DeployedPolicies`); a policy pairing them otherwise is refused before anything is
+    written. A stack that does not say is only warned of: evaluate still refuses."""
+    sending = [(d, field, m) for d in documents for field, m in _token_sources(d)]
+    if not sending:
+        return
+    deployed = _deployed(target)
+    allowed = deployed[1].token_origins if deployed else None
+    if allowed is None:
+        print(
+            f"warning: stack {target.stack} does not say which servers its bearer token "
+            "secrets are deployed for: a token sent to any other is refused by the evaluate "
+            "function, and that metric reads as missing",
+            file=sys.stderr,
+        )
+        return
+    problems = [
+        f"{document.source}: {field}: {refusal}; deploy the policy with the stack to send "
+        "the token there; nothing applied"
+        for document, field, metric in sending
+        if (refusal := unbound_token(metric.prometheus, allowed))
+    ]
+    if problems:
+        raise PolicyError("policies", problems)
 
 
 def _warn_beyond_rights(target: Target, policies: list[NodeGroupPolicy]) -> None:
@@ -256,8 +295,10 @@ def rollback(target: Target, name: str, to: int, write: Write = print) -> int:
     if old is None:
         raise OperatorError(f"policy {name} has no version {to} (versions 1 to {head.version})")
     old = _readable(old)
-    if problem := validated(old).problem:
-        raise OperatorError(f"{problem}: not rolled back")
+    checked = validated(old)
+    if checked.policy is None:
+        raise OperatorError(f"{checked.problem}: not rolled back")
+    _refuse_unbound_tokens(target, [Document(checked.policy, old.document, old.label)])
     if old.document == head.document:
         write(f"policy {name}: unchanged (v{head.version} is version {to}'s document)")
         return 0

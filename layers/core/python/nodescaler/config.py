@@ -26,6 +26,7 @@ from pydantic import (
 from nodescaler.deployment import DEFAULT_DRAIN_HOOK
 from nodescaler.domain.backoff import BackoffRules
 from nodescaler.domain.optin import TagNames
+from nodescaler.domain.token_origins import TokenOrigins, origin
 from nodescaler.errors import SettingsError
 
 
@@ -196,6 +197,16 @@ DEFAULT_EXPANDERS: list[ExpanderSpec] = [
 ]
 
 
+def _normalised(address: str) -> str:
+    if origin(address) != address:
+        raise ValueError(f"{address!r} is not an origin as scheme://host:port writes it")
+    return address
+
+
+SecretName = Annotated[str, Field(min_length=1, max_length=2048)]
+Origin = Annotated[str, AfterValidator(_normalised)]
+
+
 class EvaluateSettings(CapacitySettings):
     """The evaluate function: one decision per queued request."""
 
@@ -224,6 +235,15 @@ class EvaluateSettings(CapacitySettings):
     cluster_max_memory_gib: Annotated[int | None, Field(alias="CLUSTER_MAX_MEMORY_GIB", ge=0)] = (
         None
     )
+    # The (secret, origin) pairs of the deployed policies' Prometheus bearer tokens: a token
+    # goes only to an origin it was deployed with, whatever a stored policy names (JSON).
+    token_origins: Annotated[
+        Json[list[tuple[SecretName, Origin]]], Field(alias="PROMETHEUS_TOKEN_ORIGINS")
+    ] = []
+
+    @property
+    def token_origin_pairs(self) -> TokenOrigins:
+        return frozenset(self.token_origins)
 
 
 class TerminateSettings(CommonSettings):

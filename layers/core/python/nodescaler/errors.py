@@ -121,6 +121,10 @@ class PrometheusQueryError(PermanentError):
     something that is not one number; names what came back."""
 
 
+class BearerTokenRefusedError(PrometheusQueryError):
+    """A bearer token asked for on a server its secret was not deployed for: never sent."""
+
+
 class PrometheusUnavailableError(RetryableError):
     """A Prometheus server did not answer in time, could not be reached or failed (5xx)."""
 

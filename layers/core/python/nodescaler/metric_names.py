@@ -50,6 +50,9 @@ class MetricName(StrEnum):
     LAUNCH_FAILURES = "LaunchFailures"  # launch-failure events for the group
     PROTECTED_NODES = "ProtectedNodes"  # instances protected from scale-in
     PAUSED = "Paused"  # 1 while a pause (`nodescaler pause` or the paused tag) is in force
+    # a metric source the deployment does not allow: a bearer token asked for on a server its
+    # secret was not deployed for (also service-wide)
+    SOURCES_REFUSED = "MetricSourcesRefused"
     # per metric of a node group's policy
     METRIC_USAGE = "MetricUsage"  # the metric against its target, in percent (100 = on target)
     # over all groups (service dimension only), for alarms

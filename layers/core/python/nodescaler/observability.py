@@ -235,6 +235,14 @@ def report_stored_policies_unreadable(error: Exception) -> None:
     emit([Record({MetricName.STORED_POLICY_READ_FAILURES: 1})])
 
 
+def report_refused_source(group: str, line: str) -> None:
+    """A metric source the deployment does not allow, refused unasked: the metric reads as
+    missing; this says so, naming group, policy and source, and counts it."""
+    logger.error(line)
+    refused = {MetricName.SOURCES_REFUSED: 1.0}
+    emit([Record(refused, {Dimension.NODE_GROUP: group}), Record(refused)])
+
+
 def report_queued(cause: str, queued: Sequence[str]) -> None:
     logger.info(f"queued {len(queued)} evaluations", cause=cause, node_groups=list(queued))
     emit([Record({MetricName.EVALUATIONS_QUEUED: len(queued)})])

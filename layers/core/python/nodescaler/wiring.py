@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         TerminateSettings,
     )
     from nodescaler.domain.expanders import Expander
+    from nodescaler.domain.token_origins import TokenOrigins
     from nodescaler.ports import Sleep
     from nodescaler.service.dispatch import Dispatcher
     from nodescaler.service.drainer import Drainer
@@ -226,7 +227,7 @@ def evaluator(
     )
     return Evaluator(
         node_groups=groups,
-        producers=metric_producers(clients, kubernetes),
+        producers=metric_producers(clients, kubernetes, settings.token_origin_pairs),
         state=state,
         policies=policies,
         clock=clock,
@@ -252,8 +253,13 @@ def redelivery(
     return SqsRedelivery(clients.sqs, settings.evaluation_queue_url, settings.dead_letter_queue_url)
 
 
-def metric_producers(clients: AwsClients, kubernetes: KubernetesMetrics | None) -> Producers:
-    """Each metric type's producer: a new metric type adds its line here."""
+def metric_producers(
+    clients: AwsClients,
+    kubernetes: KubernetesMetrics | None,
+    token_origins: TokenOrigins = frozenset(),
+) -> Producers:
+    """Each metric type's producer: a new metric type adds its line here. A bearer token
+    goes only to the origins `token_origins` pairs its secret with."""
     from nodescaler.adapters.aws.cloudwatch import CloudWatchMetrics
     from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
     from nodescaler.adapters.prometheus import PrometheusQueries, amp_workspace_url
@@ -265,6 +271,7 @@ def metric_producers(clients: AwsClients, kubernetes: KubernetesMetrics | None) 
         PrometheusMetric,
         SqsQueueMetric,
     )
+    from nodescaler.observability import report_refused_source
     from nodescaler.ports import MetricProducer
     from nodescaler.service.producers import Producers
 
@@ -276,13 +283,14 @@ def metric_producers(clients: AwsClients, kubernetes: KubernetesMetrics | None) 
             credentials=clients.session.get_credentials,
             secrets=lambda: clients.secretsmanager,
             amp_url=(lambda *_: amp) if (amp := clients.amp_endpoint_url) else amp_workspace_url,
+            token_origins=token_origins,
         ),
         # ScheduleMetric: built into Producers, it needs no client.
     }
     if kubernetes is not None:  # without a cluster, these read as unavailable
         registry[CapacityReservationMetric] = kubernetes
         registry[PendingPodsMetric] = kubernetes
-    return Producers(registry)
+    return Producers(registry, on_refused=report_refused_source)
 
 
 def kubernetes_metrics(

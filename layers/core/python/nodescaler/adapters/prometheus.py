@@ -1,6 +1,7 @@
 """The Prometheus metric's producer: one PromQL instant query (`/api/v1/query`) to an Amazon
 Managed Service for Prometheus workspace, signed with SigV4 (botocore's signer), or to any
-Prometheus-compatible server, with a bearer token read once from Secrets Manager.
+Prometheus-compatible server, with a bearer token read once from Secrets Manager and sent
+only to the origin its secret was deployed for (`nodescaler.domain.token_origins`).
 
 The answer must be one number: a scalar, or a vector or matrix of exactly one series
 (a matrix's last sample). Anything else, and every HTTP or network failure, becomes
@@ -26,8 +27,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 from nodescaler.adapters.aws import describe_aws_error
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.policy import MetricBase, PrometheusMetric, PrometheusSource
-from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
-from nodescaler.errors import PrometheusQueryError, PrometheusUnavailableError
+from nodescaler.domain.readings import MetricReading, MetricRefused, MetricUnavailable, Reading
+from nodescaler.domain.token_origins import TokenOrigins, unbound_token
+from nodescaler.errors import (
+    BearerTokenRefusedError,
+    PrometheusQueryError,
+    PrometheusUnavailableError,
+)
 
 # A single series' answer is a few hundred bytes; a query matching thousands is refused
 # without reading (or parsing) all of it.
@@ -134,7 +140,8 @@ class PrometheusQueries:
 
     `credentials` signs AMP requests (the function's role, refreshed by botocore);
     `secrets` makes the Secrets Manager client, on first need; `amp_url` says where a
-    workspace is (tests point it at loopback).
+    workspace is (tests point it at loopback); `token_origins` pairs each bearer token's
+    secret with the origins it may be sent to (none by default).
     """
 
     def __init__(
@@ -144,11 +151,13 @@ class PrometheusQueries:
         credentials: Callable[[], Any],
         secrets: Callable[[], Any],
         amp_url: Callable[[str, str], str] = amp_workspace_url,
+        token_origins: TokenOrigins = frozenset(),
     ) -> None:
         self._region = region
         self._credentials = credentials
         self._secrets = secrets
         self._amp_url = amp_url
+        self._token_origins = token_origins
         self._tokens: dict[str, str] = {}  # secret → token, for the warm container
         self._opener = urllib.request.build_opener(_NoRedirects)
         # endpoint → (until when, why): one that did not answer is not waited on again by
@@ -161,13 +170,17 @@ class PrometheusQueries:
         try:
             value, shape = self.query(source)
         except (PrometheusQueryError, PrometheusUnavailableError) as error:
-            return MetricUnavailable(
+            missing = (
+                MetricRefused if isinstance(error, BearerTokenRefusedError) else MetricUnavailable
+            )
+            return missing(
                 reason=f"Prometheus query {_quoted(source.query, 200)!r} at {source.endpoint}: "
                 f"{error}"
             )
         return MetricReading(value=value, at=now, detail=f"{value:g} ({shape})")
 
     def query(self, source: PrometheusSource) -> tuple[float, str]:
+        self._check_token_origin(source)
         until, why = self._down.get(source.endpoint, (0.0, ""))
         if time.monotonic() < until:
             raise PrometheusUnavailableError(
@@ -179,6 +192,12 @@ class PrometheusQueries:
             if error.unreachable:
                 self._down[source.endpoint] = (time.monotonic() + DOWN_SECONDS, str(error))
             raise
+
+    def _check_token_origin(self, source: PrometheusSource) -> None:
+        """Before its secret is read or anything is sent: a token goes only to an origin
+        its secret was deployed for, whatever a stored policy names."""
+        if refusal := unbound_token(source, self._token_origins):
+            raise BearerTokenRefusedError(refusal)
 
     def _query(self, source: PrometheusSource) -> tuple[float, str]:
         request = self._request(source)

@@ -29,6 +29,7 @@ from pydantic.alias_generators import to_camel
 
 from nodescaler.domain.optin import NAME_PATTERN
 from nodescaler.domain.quantity import parse_quantity
+from nodescaler.domain.token_origins import origin
 
 PositiveAmount = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
 
@@ -266,6 +267,7 @@ class PrometheusSource(Spec):
         elif self.region is not None:
             raise ValueError("region is for a workspace given by its id")
         if self.bearer_token_secret is not None and self.server_address is not None:
+            origin(self.server_address)  # the token is bound to it: a host it can be told by
             url = urlsplit(self.server_address)
             if url.scheme != "https" and url.hostname not in _LOOPBACK:
                 raise ValueError(

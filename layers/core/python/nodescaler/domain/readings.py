@@ -40,6 +40,11 @@ class MetricUnavailable(BaseModel):
     reason: str
 
 
+class MetricRefused(MetricUnavailable):
+    """A source the deployment does not allow (a bearer token sent to a server it was not
+    deployed for), refused before it was asked: missing, and reported as a refusal."""
+
+
 Reading = MetricReading | MetricUnavailable
 
 

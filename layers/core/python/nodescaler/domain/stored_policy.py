@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Literal
 
 from nodescaler.domain.policy import NodeGroupPolicy, PrometheusMetric, SqsQueueMetric
+from nodescaler.domain.token_origins import TokenOrigins, token_origins
 
 DEPLOYED: Literal["deployed"] = "deployed"  # the version of a policy deployed with the stack
 
@@ -50,6 +51,8 @@ class PolicyReads:
     secrets: frozenset[str] = frozenset()
     alarms: frozenset[str] = frozenset()  # the dispatch's rule hears only these alarms
     kubernetes: bool = False
+    # (secret, origin) pairs a bearer token goes on; None: not said (an older stack)
+    token_origins: TokenOrigins | None = frozenset()
 
     @classmethod
     def of(cls, policies: Iterable[NodeGroupPolicy]) -> PolicyReads:
@@ -64,6 +67,7 @@ class PolicyReads:
             secrets=frozenset(p.bearer_token_secret for p in prometheus if p.bearer_token_secret),
             alarms=frozenset(a for p in policies for a in p.spec.alarms),
             kubernetes=any(m.reads_cluster for m in metrics),
+            token_origins=token_origins(policies),
         )
 
     def as_json(self) -> dict[str, object]:
@@ -73,6 +77,7 @@ class PolicyReads:
             "secrets": sorted(self.secrets),
             "alarms": sorted(self.alarms),
             "kubernetes": self.kubernetes,
+            "tokenOrigins": sorted(map(list, self.token_origins or ())),
         }
 
     @classmethod
@@ -87,6 +92,7 @@ class PolicyReads:
             names("secrets"),
             names("alarms"),
             data.get("kubernetes") is True,
+            _pairs(data["tokenOrigins"]) if "tokenOrigins" in data else None,
         )
 
     def beyond(self, allowed: PolicyReads) -> list[str]:
@@ -103,3 +109,12 @@ class PolicyReads:
         if self.kubernetes and not allowed.kubernetes:
             missing.append("the Kubernetes cluster")
         return missing
+
+
+def _pairs(value: object) -> TokenOrigins:
+    """(secret, origin) pairs as `as_json` writes them; anything else pairs nothing."""
+    if not isinstance(value, list):
+        return frozenset()
+    return frozenset(
+        (str(pair[0]), str(pair[1])) for pair in value if isinstance(pair, list) and len(pair) == 2
+    )

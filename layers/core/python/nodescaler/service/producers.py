@@ -2,17 +2,18 @@
 its type (the registry is built in `nodescaler.wiring`).
 
 A producer that fails, or a metric type with no producer registered here, yields
-`MetricUnavailable` naming the cause: the core then holds that group's scale-in.
+`MetricUnavailable` naming the cause: the core then holds that group's scale-in. A source
+the deployment does not allow (`MetricRefused`) is also reported, naming group and policy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy, ScheduleMetric
-from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
+from nodescaler.domain.readings import MetricReading, MetricRefused, MetricUnavailable, Reading
 from nodescaler.domain.schedule import scheduled_replicas
 from nodescaler.ports import MetricProducer
 
@@ -27,12 +28,15 @@ class ScheduleProducer:
 
 
 Registry = Mapping[type[MetricBase], MetricProducer]
+# Told of each refused source: the node group, and one line naming group, policy and why.
+OnRefused = Callable[[str, str], None]
 
 
 class Producers:
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, on_refused: OnRefused | None = None) -> None:
         # The schedule needs no client, so it is always there.
         self._registry: Registry = {ScheduleMetric: ScheduleProducer(), **registry}
+        self._on_refused = on_refused
 
     def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
         producer = self._registry.get(type(metric))
@@ -47,4 +51,14 @@ class Producers:
         self, policy: NodeGroupPolicy, group: NodeGroup, now: datetime
     ) -> dict[str, Reading]:
         """Every metric read from a source; forecasts come from history (`domain.forecast`)."""
-        return {m.key: self.read(m, group, now) for m in policy.spec.metrics if not m.reads_history}
+        readings = {
+            m.key: self.read(m, group, now) for m in policy.spec.metrics if not m.reads_history
+        }
+        for key, reading in readings.items():
+            if isinstance(reading, MetricRefused) and self._on_refused is not None:
+                self._on_refused(
+                    group.name,
+                    f"node group {group.name}, policy {policy.name}, metric {key}: "
+                    f"{reading.reason}",
+                )
+        return readings
