@@ -217,3 +217,45 @@ def test_an_unknown_cause_is_named_counted_and_answered(
         "as a cause that cannot wait"
     ]
     assert printed.metric("MalformedEvents") == [1]
+
+
+class Unreachable:
+    def discover(self) -> list[Any]:
+        raise ConnectionError("DescribeAutoScalingGroups: connection reset")
+
+
+@pytest.mark.usefixtures("environment")
+def test_a_choice_that_fails_is_answered_with_none_logged_and_counted(output: Any) -> None:
+    # Given a function whose Auto Scaling groups cannot be read now
+    chooser = TerminationChooser(Unreachable(), None)
+    # When Auto Scaling asks it for an instance refresh
+    answer = invoke(REFRESH, chooser)
+    # Then no error escapes (the guide does not say Auto Scaling asks again after one): it
+    # answers none, which it documents as asked again shortly, and says why
+    assert answer == {"InstanceIDs": []}
+    printed = output()
+    assert printed.messages("ERROR") == [
+        "termination policy for web: none for now, the choice failed (ConnectionError: "
+        "DescribeAutoScalingGroups: connection reset); Auto Scaling asks again shortly"
+    ]
+    assert printed.metric("TerminationErrors", node_group="web") == [1]
+
+
+def test_an_unreadable_wait_is_named_and_begins_afresh(
+    refresh: tuple[dict[str, Any], Any], clock: VirtualClock, output: Any
+) -> None:
+    request, chooser = refresh
+    # Given a wait item in the state table that cannot be read back
+    key = {"pk": {"S": "GROUP#web"}, "sk": {"S": "TERMINATION-WAIT#INSTANCE_REFRESH"}}
+    client("dynamodb").put_item(TableName=TABLE, Item=key | {"since": {"S": "yesterday"}})
+    # When an instance refresh asks
+    answer = invoke(request, chooser)
+    # Then none for now, the item named; and its wait begins afresh, so it is never stuck
+    assert answer == {"InstanceIDs": []}
+    [warning] = output().messages("WARNING")
+    assert warning == (
+        "termination policy for web: INSTANCE_REFRESH: node group web: termination wait item "
+        f"'INSTANCE_REFRESH' in {TABLE} is unreadable (ValueError); it waits afresh"
+    )
+    kept = client("dynamodb").get_item(TableName=TABLE, Key=key)["Item"]
+    assert kept["since"]["S"] == clock.now().isoformat()

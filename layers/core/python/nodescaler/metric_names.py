@@ -74,3 +74,4 @@ class MetricName(StrEnum):
     TERMINATION_LEFT_TO_GROUP = "TerminationLeftToGroup"  # could not tell: the group chose
     # an instance refresh's (or another cause's) least-bad instance, let go past its patience
     TERMINATIONS_FORCED = "TerminationsForced"
+    TERMINATION_ERRORS = "TerminationErrors"  # the choice failed: answered none for now

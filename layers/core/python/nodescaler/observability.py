@@ -304,6 +304,18 @@ def put_scaling_events(events: ScalingEvents | None) -> None:
         emit([Record({MetricName.SCALING_EVENTS_NOT_PUT: len(unput)})])
 
 
+def report_termination_error(group: str, error: Exception) -> None:
+    """A termination policy request that could not be chosen for: logged with its
+    traceback, counted, and answered with none (Auto Scaling documents that it asks again
+    after an empty answer, not after an error)."""
+    logger.exception(
+        f"termination policy for {group}: none for now, the choice failed "
+        f"({type(error).__name__}: {error}); Auto Scaling asks again shortly"
+    )
+    errors = {MetricName.TERMINATION_ERRORS: 1.0}
+    emit([Record(errors, {Dimension.NODE_GROUP: group}), Record(errors)])
+
+
 def report_termination(choice: TerminationChoice, wanted: int) -> None:
     """Which instances a scale-in may take, and why; counted per group. A cause nodescaler
     cannot read is rejected (an error, counted); the least-bad instance let go past a

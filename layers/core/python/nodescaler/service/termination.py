@@ -113,11 +113,12 @@ class TerminationChooser:
             if choice.instance_ids:
                 self._clear(request)
                 return choice
-            now, wait = self._asked(request)
-        except (StateUnavailableError, StateCorruptError) as error:
+            now, wait, unread = self._asked(request)
+        except StateUnavailableError as error:
             what = "its wait's end" if choice.instance_ids else "none for now: how long it waited"
             unkept = f"{request.cause or 'no Cause'}: {what} not kept ({error})"
             return replace(choice, unkept=unkept)
+        choice = replace(choice, unkept=unread)
         if not wait.patience_spent(now):
             return replace(
                 choice,
@@ -137,11 +138,16 @@ class TerminationChooser:
         if self._waits is not None:
             self._waits.clear(request.group, request.cause)
 
-    def _asked(self, request: TerminationRequest) -> tuple[datetime, Wait]:
+    def _asked(self, request: TerminationRequest) -> tuple[datetime, Wait, str]:
+        """Now, the wait with this ask, and why an earlier one was not read (an unreadable
+        item: the wait begins afresh, never stuck on it)."""
         if self._waits is None or self._clock is None:
             raise StateUnavailableError("no state table to keep it in")
         now = self._clock.now()
-        previous = self._waits.load(request.group, request.cause)
+        try:
+            previous, unread = self._waits.load(request.group, request.cause), ""
+        except StateCorruptError as error:
+            previous, unread = None, f"{request.cause or 'no Cause'}: {error}; it waits afresh"
         wait = previous.asked(now) if previous else Wait(now, now)
         self._waits.save(request.group, request.cause, wait)
-        return now, wait
+        return now, wait, unread

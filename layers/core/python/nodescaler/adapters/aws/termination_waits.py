@@ -53,8 +53,7 @@ class DynamoTerminationWaits:
             )
         except (KeyError, TypeError, ValueError) as error:
             raise StateCorruptError(
-                f"{self._where(group, cause)} is unreadable ({type(error).__name__}); "
-                "delete it: the next ask writes it afresh"
+                f"{self._where(group, cause)} is unreadable ({type(error).__name__})"
             ) from None
 
     def save(self, group: str, cause: str, wait: Wait) -> None:
