@@ -6,15 +6,17 @@ across zones) the group invokes the function with the instances it would conside
 30,000, `HasMoreInstances` when there are more) and the capacity it has to remove, per
 zone and market; the function answers within 2 seconds with the ids it allows,
 `{"InstanceIDs": [...]}`. From more than it needs, the group picks by its next termination
-policy (else the default one). With none, an error or a timeout, it waits a short time and
-asks again, for as long as its desired capacity is below its current capacity. It never
-terminates an instance protected from scale-in. (Amazon EC2 Auto Scaling User Guide,
-"Create a custom termination policy with Lambda".)
+policy (else the default one). With none or a timeout, it waits a short time and asks
+again: on a scale-in for as long as its desired capacity is below its current capacity, on
+an instance refresh for an hour (then the refresh fails), on a maximum instance lifetime
+for as long as the instance is past it. It never terminates an instance protected from
+scale-in. (Amazon EC2 Auto Scaling User Guide, "Create a custom termination policy with
+Lambda", https://docs.aws.amazon.com/autoscaling/ec2/userguide/lambda-custom-termination-policy.html)
 
 An error is not among what the guide says Auto Scaling asks again after, so the function
-never relies on one: whatever it cannot read it answers (`answer`). `Cause` is kept as text,
-whatever it holds, so that a cause AWS does not document (or a malformed one) is named and
-answered, not refused with the rest of the request (`domain.termination`).
+never relies on one: whatever it cannot read or choose for it answers (`answer`). `Cause` is
+kept as text, whatever it holds, so that a cause AWS does not document (or a malformed one)
+is named and answered, not refused with the rest of the request (`domain.termination`).
 """
 
 from __future__ import annotations

@@ -129,7 +129,7 @@ class TerminationChooser:
         return replace(
             choice,
             instance_ids=worst,
-            forced=True,
+            forced=bool(worst),
             reason=f"{choice.reason}; asked since {wait.since:%H:%M:%SZ}, past its patience "
             f"({wait.until:%H:%M:%SZ}): the least-bad instance goes, {', '.join(worst)}",
         )
