@@ -214,6 +214,16 @@ def read_write_state(table_arn: str, *, query: bool = True) -> iam.PolicyStateme
     return iam.PolicyStatement(actions=[f"dynamodb:{a}" for a in actions], resources=[table_arn])
 
 
+def keep_termination_waits(table_arn: str) -> iam.PolicyStatement:
+    """The termination policy's waits (`adapters.aws.termination_waits`): read, put and
+    deleted in the groups' partitions only."""
+    return iam.PolicyStatement(
+        actions=[f"dynamodb:{a}" for a in ("GetItem", "PutItem", "DeleteItem")],
+        resources=[table_arn],
+        conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["GROUP#*"]}},
+    )
+
+
 POLICY_KEYS = [HEADS_PK, versions_pk("*")]  # every stored policy's items (`nodescaler apply`)
 
 

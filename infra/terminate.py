@@ -36,7 +36,9 @@ class TerminateFunction:
             description="nodescaler: which instances a scale-in of an opted-in group takes",
             layers=shared.layers.for_function(kubernetes=True),
             environment=TerminateSettings.model_construct(
-                kubernetes_timeout_seconds=KUBERNETES_TIMEOUT_SECONDS, **shared.common
+                kubernetes_timeout_seconds=KUBERNETES_TIMEOUT_SECONDS,
+                state_table=shared.table.table_name,  # how long a cause has waited
+                **shared.common,
             ).environment(),
             memory_mb=1024,  # CPU for a cold start within Auto Scaling's two seconds
             timeout=TERMINATE_TIMEOUT,
@@ -45,6 +47,7 @@ class TerminateFunction:
             permissions.describe_node_groups(),
             permissions.deny_tag_changes(),
             permissions.describe_eks_cluster(settings.cluster_name),
+            permissions.keep_termination_waits(shared.table.table_arn),
         )
         shared.cluster_access(
             "TerminateClusterAccess", self.lambda_.role, kubernetes_group="nodescaler-evaluate"

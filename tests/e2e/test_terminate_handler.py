@@ -1,24 +1,38 @@
 """The terminate function (the groups' custom termination policy) as Lambda starts it:
-settings from the environment, clients from wiring, the sample in events/ and the requests
-it cannot act on, over moto. Whatever it answers, Auto Scaling acts on: a request it cannot
-read fails the invocation (the group asks again later, terminating nothing), and a group it
-does not manage gets back every instance offered (the group chooses)."""
+settings from the environment, clients from wiring, the samples in events/ and the requests
+it cannot act on, over moto and the loopback API server. Whatever it answers, Auto Scaling
+acts on: a request it cannot read is answered with no instance (the group asks again a
+short time later, terminating nothing), a group it does not manage gets back every
+instance offered (the group chooses), and an instance refresh is never answered none for
+good. What Auto Scaling does with each answer: Amazon EC2 Auto Scaling User Guide, "Create
+a custom termination policy with Lambda",
+https://docs.aws.amazon.com/autoscaling/ec2/userguide/lambda-custom-termination-policy.html
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
-from nodescaler.errors import MalformedEventError
+from nodescaler import wiring
+from nodescaler.config import TerminateSettings
+from nodescaler.service.termination import TerminationChooser
+from nodescaler_sandbox.kube.apiserver import KubeApiServer
 from nodescaler_sandbox.lambda_local import LocalContext
 
 from functions.terminate import handler as terminate
-from tests.aws import make_asg
-from tests.e2e.conftest import ROOT, event
+from tests.aws import REGION, client, make_asg, make_state_table
+from tests.builders import VirtualClock
+from tests.e2e.conftest import ROOT, TABLE, event
+from tests.kube import kubeconfig, node, pod
 
 SAMPLE = event("termination-request.json")
 OFFERED = [i["InstanceId"] for i in SAMPLE["Instances"]]
+REFRESH = event("instance-refresh-request.json")
+OPTED_IN = {"nodescaler/enabled": "true", "nodescaler/policy": "business-hours"}
 
 
 @pytest.fixture
@@ -26,25 +40,28 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The function as deployed without a cluster to read (no kubeconfig, no CLUSTER_NAME);
     the sample's group opted in."""
     monkeypatch.setenv("POLICIES_PATH", str(ROOT / "policies"))
-    make_asg("web", tags={"nodescaler/enabled": "true", "nodescaler/policy": "business-hours"})
+    monkeypatch.setenv("STATE_TABLE_NAME", TABLE)
+    make_state_table(TABLE)
+    make_asg("web", tags=OPTED_IN)
     terminate.configured_chooser.cache_clear()
     yield
     terminate.configured_chooser.cache_clear()
 
 
-def invoke(request: Any) -> dict[str, list[str]]:
-    return terminate.handler(request, LocalContext("nodescaler-terminate"))
+def invoke(request: Any, chooser: TerminationChooser | None = None) -> dict[str, list[str]]:
+    return terminate.handler(request, LocalContext("nodescaler-terminate"), chooser)
 
 
 @pytest.mark.usefixtures("environment")
-def test_the_sample_with_no_cluster_to_read_gives_every_offered_instance_back(
-    output: Any,
+@pytest.mark.parametrize("sample", [SAMPLE, REFRESH], ids=["scale-in", "instance-refresh"])
+def test_the_samples_with_no_cluster_to_read_give_every_offered_instance_back(
+    sample: dict[str, Any], output: Any
 ) -> None:
-    # Given the sample request for the opted-in web group, and no cluster configured
+    # Given a sample request for the opted-in web group, and no cluster configured
     # When Auto Scaling invokes the function with it
-    answer = invoke(SAMPLE)
+    answer = invoke(sample)
     # Then it does not guess: every offered instance, the group chooses by its next policy
-    assert answer == {"InstanceIDs": OFFERED}
+    assert answer == {"InstanceIDs": [i["InstanceId"] for i in sample["Instances"]]}
     printed = output()
     assert printed.messages("INFO") == [
         "termination policy for web: no cluster to read: the group decides"
@@ -74,19 +91,19 @@ def with_a_bad_instance_id() -> dict[str, Any]:
     ],
     ids=["no-capacity", "bad-instance-id", "group-not-a-string", "not-an-object"],
 )
-def test_a_malformed_request_fails_the_invocation_logged_naming_the_field_and_counted(
+def test_a_malformed_request_is_answered_with_none_logged_naming_the_field_and_counted(
     request_: Any, named: str, output: Any
 ) -> None:
     # Given a request the function cannot read
     # When Auto Scaling invokes the function with it
-    with pytest.raises(MalformedEventError) as raised:
-        invoke(request_)
-    # Then the invocation fails, which Auto Scaling answers by asking again later: nothing
-    # is terminated on a request nodescaler could not read; the error names the field
-    assert str(raised.value).startswith("termination policy request")
-    assert named in str(raised.value)
+    answer = invoke(request_)
+    # Then it answers no instance, after which Auto Scaling documents that it asks again a
+    # short time later (an error it does not document so): nothing is terminated on a
+    # request nodescaler could not read; the logged error names the field
+    assert answer == {"InstanceIDs": []}
     printed = output()
-    assert printed.messages("ERROR") == [str(raised.value)]
+    [error] = printed.messages("ERROR")
+    assert error.startswith("termination policy request") and named in error
     assert printed.metric("MalformedEvents") == [1]
     assert printed.metric("TerminationLeftToGroup") == []
     assert printed.metric("InstancesChosen") == []
@@ -110,3 +127,135 @@ def test_a_request_for_a_group_nodescaler_does_not_manage_is_given_back_logged_a
     assert printed.messages("ERROR") == []
     assert printed.metric("TerminationLeftToGroup") == [1, 1]  # service-wide, and per group
     assert printed.metric("TerminationLeftToGroup", node_group="batch-unmanaged") == [1]
+
+
+# --- an instance refresh whose nodes cannot move: answered within its hour ------------------
+
+
+@pytest.fixture
+def refresh(tmp_path: Path, clock: VirtualClock) -> Iterator[tuple[dict[str, Any], Any]]:
+    """The refresh sample for the opted-in web group's three instances, each a node the
+    rules refuse: node-0 pinned by a pod that may not be evicted, node-1 and node-2 too busy
+    to move (node-1 the less); the function on the state table and the loopback cluster."""
+    with KubeApiServer(token="secret") as server:
+        make_state_table(TABLE)
+        make_asg("web", tags=OPTED_IN, desired=3)
+        [group] = client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+        ids = [i["InstanceId"] for i in group["Instances"]]
+        for index, (instance, cpu) in enumerate(zip(ids, ("1", "12", "14"), strict=True)):
+            name = f"node-{index}"
+            server.cluster.put(
+                "nodes", node(name, None, provider_id=f"aws:///eu-west-1a/{instance}")
+            )
+            busy = pod(f"app-{index}", name, cpu=cpu)
+            if index == 0:
+                safe = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
+                busy["metadata"]["annotations"] = safe
+            server.cluster.put("pods", busy)
+        settings = TerminateSettings.from_environment(
+            {
+                "POLICIES_PATH": str(ROOT / "policies"),
+                "STATE_TABLE_NAME": TABLE,
+                "KUBECONFIG_PATH": str(kubeconfig(tmp_path / "kubeconfig", server.url)),
+            }
+        )
+        clients = wiring.AwsClients(boto3.Session(region_name=REGION))
+        request = REFRESH | {
+            "Instances": [
+                i | {"InstanceId": n} for i, n in zip(REFRESH["Instances"], ids, strict=True)
+            ]
+        }
+        yield request, wiring.terminator(settings, clients, clock)
+
+
+def test_an_instance_refresh_whose_nodes_cannot_move_gets_the_least_bad_one_within_its_hour(
+    refresh: tuple[dict[str, Any], Any], clock: VirtualClock, output: Any
+) -> None:
+    request, chooser = refresh
+    node_1 = request["Instances"][1]["InstanceId"]
+    started = clock.now()
+    # Given an instance refresh whose three nodes the rules all refuse
+    # When Auto Scaling asks every two minutes, as it does after an empty answer
+    answers = {}
+    for minute in range(0, 32, 2):
+        answers[minute] = invoke(request, chooser)["InstanceIDs"]
+        clock.advance(minutes=2)
+    # Then none for the first half hour, the log saying until when; then the least-bad
+    # node (node-1: no annotation holds it, and it has less to move than node-2), so the
+    # refresh goes on within the hour after which Auto Scaling would fail it
+    assert all(answers[m] == [] for m in range(0, 30, 2)) and answers[30] == [node_1]
+    printed = output()
+    first = printed.messages("INFO")[0]
+    assert first.startswith("termination policy for web: INSTANCE_REFRESH: 0 of 2 asked")
+    assert "the least-bad instance goes from" in first
+    [forced] = printed.messages("WARNING")
+    assert "past its patience" in forced and forced.endswith(
+        f"the least-bad instance goes, {node_1}"
+    )
+    assert printed.metric("TerminationsForced", node_group="web") == [1]
+    # and the wait is kept in the state table, beside the group's state
+    kept = client("dynamodb").get_item(
+        TableName=TABLE,
+        Key={"pk": {"S": "GROUP#web"}, "sk": {"S": "TERMINATION-WAIT#INSTANCE_REFRESH"}},
+    )
+    assert kept["Item"]["since"]["S"] == started.isoformat()
+
+
+def test_an_unknown_cause_is_named_counted_and_answered(
+    refresh: tuple[dict[str, Any], Any], output: Any
+) -> None:
+    request, chooser = refresh
+    # Given a request whose Cause AWS does not document
+    # When Auto Scaling invokes the function with it
+    answer = invoke(request | {"Cause": "SCALE_SIDEWAYS"}, chooser)
+    # Then it is answered by the rules (none can go now), the cause named and counted
+    assert answer == {"InstanceIDs": []}
+    printed = output()
+    assert printed.messages("ERROR") == [
+        "termination policy request for group 'web': Cause 'SCALE_SIDEWAYS', not one AWS "
+        "documents (SCALE_IN, INSTANCE_REFRESH, MAX_INSTANCE_LIFETIME, REBALANCE): answered "
+        "as a cause that cannot wait"
+    ]
+    assert printed.metric("MalformedEvents") == [1]
+
+
+class Unreachable:
+    def discover(self) -> list[Any]:
+        raise ConnectionError("DescribeAutoScalingGroups: connection reset")
+
+
+@pytest.mark.usefixtures("environment")
+def test_a_choice_that_fails_is_answered_with_none_logged_and_counted(output: Any) -> None:
+    # Given a function whose Auto Scaling groups cannot be read now
+    chooser = TerminationChooser(Unreachable(), None)
+    # When Auto Scaling asks it for an instance refresh
+    answer = invoke(REFRESH, chooser)
+    # Then no error escapes (the guide does not say Auto Scaling asks again after one): it
+    # answers none, which it documents as asked again shortly, and says why
+    assert answer == {"InstanceIDs": []}
+    printed = output()
+    assert printed.messages("ERROR") == [
+        "termination policy for web: none for now, the choice failed (ConnectionError: "
+        "DescribeAutoScalingGroups: connection reset); Auto Scaling asks again shortly"
+    ]
+    assert printed.metric("TerminationErrors", node_group="web") == [1]
+
+
+def test_an_unreadable_wait_is_named_and_begins_afresh(
+    refresh: tuple[dict[str, Any], Any], clock: VirtualClock, output: Any
+) -> None:
+    request, chooser = refresh
+    # Given a wait item in the state table that cannot be read back
+    key = {"pk": {"S": "GROUP#web"}, "sk": {"S": "TERMINATION-WAIT#INSTANCE_REFRESH"}}
+    client("dynamodb").put_item(TableName=TABLE, Item=key | {"since": {"S": "yesterday"}})
+    # When an instance refresh asks
+    answer = invoke(request, chooser)
+    # Then none for now, the item named; and its wait begins afresh, so it is never stuck
+    assert answer == {"InstanceIDs": []}
+    [warning] = output().messages("WARNING")
+    assert warning == (
+        "termination policy for web: INSTANCE_REFRESH: node group web: termination wait item "
+        f"'INSTANCE_REFRESH' in {TABLE} is unreadable (ValueError); it waits afresh"
+    )
+    kept = client("dynamodb").get_item(TableName=TABLE, Key=key)["Item"]
+    assert kept["since"]["S"] == clock.now().isoformat()

@@ -711,6 +711,9 @@ def test_only_auto_scaling_may_invoke_the_termination_policy_which_changes_nothi
     }
     assert allowed == {
         "autoscaling:DescribeAutoScalingGroups",
+        "dynamodb:DeleteItem",  # how long a cause has waited (the next test)
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
         "eks:DescribeCluster",
         "logs:CreateLogStream",
         "logs:PutLogEvents",
@@ -723,6 +726,26 @@ def test_only_auto_scaling_may_invoke_the_termination_policy_which_changes_nothi
     assert any(
         name.startswith("NodescalerTerminationPolicyArn") or "TerminationPolicyArn" in name
         for name in outputs
+    )
+
+
+def test_the_termination_policy_keeps_its_waits_in_the_groups_partitions_of_the_state_table(
+    template: Template,
+) -> None:
+    # Given the deployed terminate function
+    statements = role_statements(template, "terminate")
+    keep = statement_for(statements, "dynamodb:PutItem")
+    # Then it reads, puts and deletes items of the state table in the groups' partitions
+    # only (its waits, beside each group's state), never a stored policy's
+    assert sorted(actions_of(keep)) == [
+        "dynamodb:DeleteItem",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+    ]
+    assert render(keep["Resource"]).startswith("<NodescalerStateTable")
+    assert keep["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["GROUP#*"]}}
+    assert environment(template, "terminate")["STATE_TABLE_NAME"].startswith(
+        "<NodescalerStateTable"
     )
 
 

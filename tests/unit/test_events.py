@@ -30,6 +30,7 @@ def test_every_sample_has_a_parser_test() -> None:
     assert sorted(p.name for p in EVENTS.glob("*.json")) == [
         "alarm-state-change.json",
         "evaluate-batch.json",
+        "instance-refresh-request.json",
         "launch-unsuccessful.json",
         "lifecycle-terminate.json",
         "rebalance-recommendation.json",
@@ -48,6 +49,15 @@ def test_the_termination_policy_sample_asks_for_one_of_two_instances() -> None:
         False,
     )
     assert request.offered == ("i-0b1c2d3e4f5a6b7c8", "i-0a9b8c7d6e5f4a3b2")
+
+
+def test_the_instance_refresh_sample_asks_for_two_of_three_instances_in_two_zones() -> None:
+    # Auto Scaling's payload for an instance refresh: https://docs.aws.amazon.com/autoscaling/
+    # ec2/userguide/lambda-custom-termination-policy.html ("Input data")
+    request = parse_termination_request(sample("instance-refresh-request.json"))
+    assert (request.group, request.wanted, request.cause) == ("web", 2, "INSTANCE_REFRESH")
+    assert [c.zone for c in request.capacity] == ["eu-west-1a", "eu-west-1b"]
+    assert len(request.offered) == 3
 
 
 def test_the_schedule_sample_is_a_tick() -> None:

@@ -1,22 +1,37 @@
 """The custom termination policy: which instances a scale-in takes, from the cluster; and
-every request it cannot act on answered without a guess."""
+every request it cannot act on answered without a guess.
+
+What Auto Scaling sends and does with the answer, per `Cause`: Amazon EC2 Auto Scaling User
+Guide, "Create a custom termination policy with Lambda",
+https://docs.aws.amazon.com/autoscaling/ec2/userguide/lambda-custom-termination-policy.html
+(after an empty answer it asks again: for a scale-in while the group is above its desired
+capacity, for an instance refresh for an hour and then the refresh fails, for a maximum
+instance lifetime for as long as the instance is past it).
+"""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from nodescaler.domain.cluster import Node, Pod, Resources, Snapshot
+from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Resources, Snapshot
 from nodescaler.domain.node_group import NodeGroup
-from nodescaler.errors import KubernetesUnavailableError, MalformedEventError
+from nodescaler.domain.scale_down import least_bad
+from nodescaler.domain.termination import Wait
+from nodescaler.errors import KubernetesUnavailableError, MalformedEventError, StateUnavailableError
 from nodescaler.events.termination import parse_termination_request
 from nodescaler.service.termination import TerminationChooser
+
+from tests.builders import T0, VirtualClock
 
 GIB = 2**30
 IDS = [f"i-0000000000000000{n}" for n in range(6)]
 
 
-def request(*offered: str, capacity: int = 1, group: str = "web") -> dict[str, Any]:
+def request(
+    *offered: str, capacity: int = 1, group: str = "web", cause: Any = "SCALE_IN"
+) -> dict[str, Any]:
     return {
         "AutoScalingGroupARN": f"arn:aws:autoscaling:eu-west-1:123456789012:autoScalingGroup:x:autoScalingGroupName/{group}",
         "AutoScalingGroupName": group,
@@ -36,7 +51,7 @@ def request(*offered: str, capacity: int = 1, group: str = "web") -> dict[str, A
             }
             for i in offered
         ],
-        "Cause": "SCALE_IN",
+        "Cause": cause,
         "HasMoreInstances": False,
     }
 
@@ -228,3 +243,244 @@ def test_an_instance_protected_from_scale_in_is_never_chosen_for_an_eks_group() 
     found = cluster.removable(group, 2, datetime(2026, 11, 23, 9, tzinfo=UTC))
     # 2 is empty, but protected: the empty 1 goes, and 0, whose pod moves onto 2
     assert found is not None and found.instance_ids == (IDS[1], IDS[0])
+
+
+# --- causes other than a scale-in: chosen by the same rules, never refused for good ----------
+
+REFRESH, LIFETIME, REBALANCE = "INSTANCE_REFRESH", "MAX_INSTANCE_LIFETIME", "REBALANCE"
+CANNOT_WAIT = [REFRESH, LIFETIME, REBALANCE]
+
+
+class Waits:
+    """The TerminationWaits port in memory (tests/e2e/test_terminate_handler.py runs the
+    state table's, over moto)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[str, str], Wait] = {}
+
+    def load(self, group: str, cause: str) -> Wait | None:
+        return self.kept.get((group, cause))
+
+    def save(self, group: str, cause: str, wait: Wait) -> None:
+        self.kept[(group, cause)] = wait
+
+    def clear(self, group: str, cause: str) -> None:
+        self.kept.pop((group, cause), None)
+
+
+class Policy:
+    """The termination policy as Auto Scaling asks it: one cause, on a virtual clock."""
+
+    def __init__(self, cluster: Any, waits: Any = None) -> None:
+        self.clock = VirtualClock()
+        self.waits = waits if waits is not None else Waits()
+        self.chooser = TerminationChooser(Groups(), cluster, self.waits, self.clock)
+
+    def ask(self, cause: Any, offered: list[str], capacity: int = 1) -> Any:
+        parsed = parse_termination_request(request(*offered, capacity=capacity, cause=cause))
+        return self.chooser.choose(parsed)
+
+    def ask_every(
+        self, cause: Any, offered: list[str], *, minutes: int, for_minutes: int, whole: bool = False
+    ) -> dict[int, Any]:
+        """Asked every `minutes` ("a short time", as Auto Scaling asks again after an empty
+        answer) for `for_minutes`: minute → the instances answered (`whole`: the choice)."""
+        answers = {}
+        for at in range(0, for_minutes + 1, minutes):
+            self.clock.at = T0 + timedelta(minutes=at)
+            choice = self.ask(cause, offered)
+            answers[at] = choice if whole else choice.instance_ids
+        return answers
+
+
+def blocked() -> Cluster:
+    """Every offered node refused by the rules: node 0 pinned by a pod that may not be
+    evicted, node 1's pod held by a budget allowing no disruption now."""
+    nodes = [node(0), node(1), node(2)]
+    pods = [
+        pod("pinned", 0, 500, not_safe_to_evict=True),
+        pod("guarded", 1, 500, labels={"app": "guarded"}),
+        pod("busy", 2, 3000),
+    ]
+    budget = DisruptionBudget("default", "guard", {"app": "guarded"}, disruptions_allowed=0)
+    cluster = Cluster(nodes, pods)
+    cluster.listed = Snapshot(tuple(nodes), tuple(pods), (budget,))
+    return cluster
+
+
+@pytest.mark.parametrize(
+    ("cause", "at_once", "at_28", "at_30", "at_40"),
+    [
+        # a scale-in is nodescaler's own: it waits as long as the pods need (unchanged)
+        ("SCALE_IN", (), (), (), ()),
+        # the others: none while the rules refuse all, then the least-bad (node 1: its pod
+        # is held by a budget; node 0 is pinned by annotation), one an ask
+        (REFRESH, (), (), (IDS[1],), (IDS[1],)),
+        (LIFETIME, (), (), (IDS[1],), (IDS[1],)),
+        (REBALANCE, (), (), (IDS[1],), (IDS[1],)),
+    ],
+)
+def test_given_every_offered_node_refused_then_each_cause_waits_as_aws_lets_it(
+    cause: str, at_once: tuple, at_28: tuple, at_30: tuple, at_40: tuple
+) -> None:
+    # Given a cluster whose offered nodes the rules all refuse
+    policy = Policy(blocked())
+    # When Auto Scaling asks every two minutes with this cause
+    answers = policy.ask_every(cause, IDS[:2], minutes=2, for_minutes=40)
+    # Then a scale-in is refused for as long as it asks; any other cause only until 30
+    # minutes after its first ask, well inside the hour an instance refresh is given
+    assert (answers[0], answers[28], answers[30], answers[40]) == (at_once, at_28, at_30, at_40)
+
+
+@pytest.mark.parametrize("cause", ["SCALE_IN", *CANNOT_WAIT])
+def test_given_a_node_the_rules_let_go_then_every_cause_takes_it_at_once(cause: str) -> None:
+    # Given node 2 empty beside the refused nodes 0 and 1
+    cluster = blocked()
+    cluster.listed = Snapshot(
+        (*cluster.listed.nodes, node(3)), cluster.listed.pods, cluster.listed.budgets
+    )
+    # When Auto Scaling asks with any cause
+    choice = Policy(cluster).ask(cause, [IDS[0], IDS[1], IDS[3]])
+    # Then the empty node goes at once, as on a scale-in, and nothing is forced
+    assert (choice.instance_ids, choice.forced) == ((IDS[3],), False)
+
+
+def test_an_instance_refresh_whose_instances_are_all_blocked_is_answered_within_its_hour() -> None:
+    # Given an instance refresh whose offered nodes the rules all refuse
+    policy = Policy(blocked())
+    # When Auto Scaling asks every five minutes for the hour it gives a refresh
+    answers = policy.ask_every(REFRESH, IDS[:3], minutes=5, for_minutes=60)
+    # Then it is not answered none for good: from half an hour on, the least-bad node goes
+    # (node 2: too busy to move by the rules, but no annotation or budget holds its pod)
+    answered = [at for at, ids in answers.items() if ids]
+    assert answered and answered[0] == 30 and answered[-1] == 60
+    choice = policy.ask(REFRESH, IDS[:3])
+    assert choice.forced and choice.instance_ids == (IDS[2],)
+    assert "asked since 12:00:00Z, past its patience (12:30:00Z): the least-bad instance" in (
+        choice.reason
+    )
+
+
+def test_while_it_waits_the_answer_says_until_when() -> None:
+    policy = Policy(blocked())
+    policy.ask(REFRESH, IDS[:2])
+    policy.clock.advance(minutes=10)
+    choice = policy.ask(REFRESH, IDS[:2])
+    assert choice.instance_ids == () and not choice.forced
+    assert choice.reason.startswith("INSTANCE_REFRESH: 0 of 1 asked")
+    assert choice.reason.endswith(
+        "none for now, asked since 12:00:00Z: the least-bad instance goes from 12:30:00Z"
+    )
+
+
+def test_a_wait_ends_when_a_node_goes_by_the_rules_or_the_asking_stops() -> None:
+    cluster = blocked()
+    policy = Policy(cluster)
+    policy.ask_every(REFRESH, IDS[:2], minutes=2, for_minutes=20)
+    # a node the rules let go ends the wait: the next refusal waits afresh
+    free = Snapshot((*cluster.listed.nodes, node(3)), cluster.listed.pods, cluster.listed.budgets)
+    refused, cluster.listed = cluster.listed, free
+    assert policy.ask(REFRESH, [IDS[0], IDS[3]]).instance_ids == (IDS[3],)
+    cluster.listed = refused
+    policy.clock.advance(minutes=12)  # 32 minutes after the first ask
+    assert policy.ask(REFRESH, IDS[:2]).instance_ids == ()
+    # no ask for longer than 15 minutes (the refresh cancelled): a later one waits afresh
+    policy.clock.advance(minutes=16)
+    assert policy.ask(REFRESH, IDS[:2]).instance_ids == ()
+    assert policy.waits.kept[("web", REFRESH)].since == policy.clock.now()
+
+
+def test_each_cause_waits_on_its_own_clock() -> None:
+    policy = Policy(blocked())
+    policy.ask_every(REFRESH, IDS[:2], minutes=2, for_minutes=30)
+    assert policy.ask(REBALANCE, IDS[:2]).instance_ids == ()  # its first ask
+    assert policy.ask(REFRESH, IDS[:2]).instance_ids == (IDS[1],)
+
+
+def test_the_least_bad_takes_what_no_rule_holds_then_budgets_then_annotations() -> None:
+    nodes = [node(0), node(1), node(2), node(3)]
+    pods = [
+        pod("pinned", 0, 100, not_safe_to_evict=True),
+        pod("guarded", 1, 100, labels={"app": "guarded"}),
+        pod("two-a", 2, 100),
+        pod("two-b", 2, 100),
+        pod("one", 3, 3000),
+    ]
+    budget = DisruptionBudget("default", "guard", {"app": "guarded"}, disruptions_allowed=0)
+    snapshot = Snapshot(tuple(nodes), tuple(pods), (budget,))
+    web = Groups().discover()[0]
+    # IDS[4] is no node at all; then 3 (one pod) before 2 (two), 1 (its budget), 0 (pinned)
+    order = (IDS[4], IDS[3], IDS[2], IDS[1], IDS[0])
+    assert least_bad(web, IDS[:5], snapshot) == order
+    # budgets unread: every node with pods to move counts as held by one
+    unread = Snapshot(tuple(nodes), tuple(pods), None)
+    assert least_bad(web, IDS[:4], unread) == (IDS[1], IDS[3], IDS[2], IDS[0])
+
+
+class Unreachable:
+    def load(self, group: str, cause: str) -> Wait | None:
+        raise StateUnavailableError("node group web: termination wait item: timed out")
+
+    save = clear = load  # type: ignore[assignment]
+
+
+def test_when_the_wait_cannot_be_kept_it_answers_none_for_now_and_says_why() -> None:
+    # Given a state table that does not answer in time
+    policy = Policy(blocked(), Unreachable())
+    # When an instance refresh asks, well past any patience
+    policy.clock.advance(hours=2)
+    choice = policy.ask(REFRESH, IDS[:2])
+    # Then no error escapes: none for now, and the reason is kept for the log
+    assert choice.instance_ids == ()
+    assert choice.unkept.startswith(
+        "INSTANCE_REFRESH: none for now: how long it waited not kept (node group web:"
+    )
+    # and a node the rules let go still goes, the wait's end not kept said too
+    cluster = blocked()
+    cluster.listed = Snapshot((*cluster.listed.nodes, node(3)), (), ())
+    freed = Policy(cluster, Unreachable()).ask(REFRESH, [IDS[3]])
+    assert freed.instance_ids == (IDS[3],) and "its wait's end not kept" in freed.unkept
+
+
+def test_a_scale_in_never_reads_or_writes_a_wait() -> None:
+    policy = Policy(blocked(), Unreachable())
+    choice = policy.ask("SCALE_IN", IDS[:2])
+    assert (choice.instance_ids, choice.unkept, choice.problem) == ((), "", "")
+
+
+@pytest.mark.parametrize(
+    ("cause", "named"),
+    [
+        ("SCALE_OUT_OF_NOWHERE", "Cause 'SCALE_OUT_OF_NOWHERE'"),
+        (7, "Cause '7'"),
+        (None, "Cause 'None'"),
+        ("", "no Cause"),
+        ("\x1b[31mREFRESH" + "X" * 100, "Cause '?[31mREFRESH" + "X" * 52 + "'"),
+    ],
+    ids=["unknown", "a-number", "null", "empty", "terminal-escape-and-long"],
+)
+def test_a_cause_aws_does_not_document_is_named_and_answered_as_one_that_cannot_wait(
+    cause: Any, named: str
+) -> None:
+    # Given a request whose Cause is none of the four AWS documents (the guide says only
+    # that a larger answer goes to the group's next policy, not what an unknown cause does)
+    policy = Policy(blocked())
+    # When Auto Scaling asks with it, every two minutes for half an hour
+    answers = policy.ask_every(cause, IDS[:2], minutes=2, for_minutes=30, whole=True)
+    # Then the request is still answered (never refused whole), the cause named for the log
+    first = answers[0]
+    assert first.problem == (
+        f"termination policy request for group 'web': {named}, not one AWS documents "
+        "(SCALE_IN, INSTANCE_REFRESH, MAX_INSTANCE_LIFETIME, REBALANCE): answered as a "
+        "cause that cannot wait"
+    )
+    # and as a cause that cannot wait: by the rules (none can go now), then the least-bad,
+    # neither stalling what may be a rollout nor taking a node whose pods cannot move at once
+    assert (first.instance_ids, answers[28].instance_ids) == ((), ())
+    assert answers[30].instance_ids == (IDS[1],)
+
+
+def test_a_request_without_a_cause_is_read_as_having_none() -> None:
+    without = request(IDS[0])
+    del without["Cause"]
+    assert parse_termination_request(without).cause == ""

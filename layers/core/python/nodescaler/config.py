@@ -249,6 +249,9 @@ class EvaluateSettings(CapacitySettings):
 class TerminateSettings(CommonSettings):
     """The termination policy function: which instances a scale-in takes, from the cluster."""
 
+    # Where it keeps how long a cause other than a scale-in has been answered none.
+    state_table: Annotated[str, Field(alias="STATE_TABLE_NAME", min_length=3)]
+
     # A kubeconfig (the sandbox, tests); else the EKS cluster CLUSTER_NAME. Without either
     # the function cannot tell, and gives the choice back to the group.
     kubeconfig_path: Annotated[Path | None, Field(alias="KUBECONFIG_PATH")] = None

@@ -76,6 +76,10 @@ class StateConflictError(RetryableError):
     """Another evaluation of the same group wrote first."""
 
 
+class StateUnavailableError(RetryableError):
+    """The state table could not be read or written in time; names the item."""
+
+
 class StateCorruptError(PermanentError):
     """A stored state item can't be read back; names the group and the item."""
 

@@ -75,3 +75,6 @@ class MetricName(StrEnum):
     INSTANCES_CHOSEN = "InstancesChosen"  # instances nodescaler let go on a scale-in
     INSTANCES_KEPT = "InstancesKept"  # asked for, but their pods would not fit elsewhere
     TERMINATION_LEFT_TO_GROUP = "TerminationLeftToGroup"  # could not tell: the group chose
+    # an instance refresh's (or another cause's) least-bad instance, let go past its patience
+    TERMINATIONS_FORCED = "TerminationsForced"
+    TERMINATION_ERRORS = "TerminationErrors"  # the choice failed: answered none for now

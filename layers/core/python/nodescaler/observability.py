@@ -312,20 +312,41 @@ def put_scaling_events(events: ScalingEvents | None) -> None:
         emit([Record({MetricName.SCALING_EVENTS_NOT_PUT: len(unput)})])
 
 
+def report_termination_error(group: str, error: Exception) -> None:
+    """A termination policy request that could not be chosen for: logged with its
+    traceback, counted, and answered with none (Auto Scaling documents that it asks again
+    after an empty answer, not after an error)."""
+    logger.exception(
+        f"termination policy for {group}: none for now, the choice failed "
+        f"({type(error).__name__}: {error}); Auto Scaling asks again shortly"
+    )
+    errors = {MetricName.TERMINATION_ERRORS: 1.0}
+    emit([Record(errors, {Dimension.NODE_GROUP: group}), Record(errors)])
+
+
 def report_termination(choice: TerminationChoice, wanted: int) -> None:
-    """Which instances a scale-in may take, and why; counted per group."""
+    """Which instances a scale-in may take, and why; counted per group. A cause nodescaler
+    cannot read is rejected (an error, counted); the least-bad instance let go past a
+    cause's patience, or a wait that could not be kept, is a warning."""
+    if choice.problem:
+        reject(choice.problem)
     if choice.chosen:
         figures: Figures = {
             MetricName.INSTANCES_CHOSEN: len(choice.instance_ids),
             MetricName.INSTANCES_KEPT: max(wanted - len(choice.instance_ids), 0),
         }
+        if choice.forced:
+            figures[MetricName.TERMINATIONS_FORCED] = 1
     else:
         figures = {MetricName.TERMINATION_LEFT_TO_GROUP: 1}
-    logger.info(
+    log = logger.warning if choice.forced else logger.info
+    log(
         f"termination policy for {choice.group}: {choice.reason}",
         instance_ids=list(choice.instance_ids),
         not_nodes=list(choice.not_nodes),
     )
+    if choice.unkept:
+        logger.warning(f"termination policy for {choice.group}: {choice.unkept}")
     if choice.not_nodes:
         logger.warning(
             f"termination policy for {choice.group}: offered instances that are no node of "

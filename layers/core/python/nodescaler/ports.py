@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from nodescaler.domain.scaling_events import ScalingEvent
     from nodescaler.domain.scheduling import InstanceShape
     from nodescaler.domain.stored_policy import StoredPolicy
+    from nodescaler.domain.termination import Wait
     from nodescaler.events.queue import EvaluationRequest
 
 Sleep = Callable[[float], None]
@@ -139,6 +140,19 @@ class StateStore(Protocol):
     ) -> GroupState:
         """Write if unchanged since loaded (else `StateConflictError`); returns the new version.
         `backoff_changed` publishes the group's new backoff to the planners too."""
+        ...
+
+
+class TerminationWaits(Protocol):
+    """How long a group's termination policy has answered a cause with none (the state
+    table); each raises `StateUnavailableError` or `StateCorruptError`."""
+
+    def load(self, group: str, cause: str) -> Wait | None: ...
+
+    def save(self, group: str, cause: str, wait: Wait) -> None: ...
+
+    def clear(self, group: str, cause: str) -> None:
+        """The wait is over: an instance went."""
         ...
 
 

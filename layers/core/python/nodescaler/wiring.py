@@ -60,6 +60,11 @@ BOTO_CONFIG = Config(
 )
 
 
+# The termination policy's state table reads and writes: a small part of Auto Scaling's two
+# seconds, which the cluster's read takes most of.
+WAITS_TIMEOUT_SECONDS = 0.25
+
+
 class SystemClock:
     def now(self) -> datetime:
         return datetime.now(UTC)
@@ -438,14 +443,20 @@ def drainer(
 def terminator(
     settings: TerminateSettings, clients: AwsClients | None = None, clock: Clock | None = None
 ) -> TerminationChooser:
-    """The termination policy function's chooser: the opted-in groups, and the cluster."""
+    """The termination policy function's chooser: the opted-in groups, the cluster, and how
+    long a cause has waited (the state table, read within Auto Scaling's two seconds)."""
+    from nodescaler.adapters.aws.custom_expander import budget_config
+    from nodescaler.adapters.aws.termination_waits import DynamoTerminationWaits
     from nodescaler.service.termination import TerminationChooser
 
     clients = clients or AwsClients()
-    connection = kubernetes_connection(settings, clients, clock or SystemClock())
+    clock = clock or SystemClock()
+    connection = kubernetes_connection(settings, clients, clock)
     cluster = None
     if connection is not None:
         from nodescaler.adapters.k8s.api import KubernetesCluster
 
         cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
-    return TerminationChooser(node_groups(settings, clients), cluster)
+    dynamodb = clients.client("dynamodb", budget_config(WAITS_TIMEOUT_SECONDS))
+    waits = DynamoTerminationWaits(dynamodb, settings.state_table)
+    return TerminationChooser(node_groups(settings, clients), cluster, waits, clock)

@@ -231,3 +231,24 @@ def candidate_marks(group_nodes: Sequence[Node], candidates: frozenset[str]) -> 
         if marked != (node.name in candidates):
             changes[node.name] = not marked
     return changes
+
+
+def least_bad(group: NodeGroup, offered: Sequence[str], snapshot: Snapshot) -> tuple[str, ...]:
+    """Every offered instance, least harm first, for a cause that cannot wait for one
+    `removable` (`domain.termination`): instances that are no node of the group, then nodes
+    no annotation keeps, then those whose pods no disruption budget holds (a budget allowing
+    none now, or budgets unread), each cheapest to move first."""
+    nodes = {n.instance_id: n for n in snapshot.nodes if belongs(n, group)}
+    by_node = snapshot.pods_by_node
+
+    def harm(instance: str) -> tuple[bool, bool, bool, tuple[int, int, int, str]]:
+        node = nodes.get(instance)
+        if node is None:
+            return (False, False, False, (0, 0, 0, instance))
+        pods = by_node.get(node.name, ())
+        moved = movable(pods)
+        budgets = snapshot.budgets
+        held = bool(moved) and (budgets is None or bool(_over_budget(moved, budgets, {})))
+        return (True, keeps_node(node, pods), held, _cost(moved, node.name))
+
+    return tuple(sorted(offered, key=harm))

@@ -6,6 +6,7 @@ Layout (pk, sk):
                                       failures (failing metrics with a fallback: count, since),
                                       pause (`nodescaler pause`: who, why, which way, until)
   GROUP#<name>, DECISION#<at>#<event> one audit item per decision, deleted by TTL
+  GROUP#<name>, TERMINATION-WAIT#<cause>  the termination policy's wait (`termination_waits`)
   CLUSTER, BACKOFFS                   each group's latest backoff (attribute `backoff:<name>`),
                                       written with the group's state: one small read tells a
                                       planner which groups are backed off
