@@ -625,7 +625,7 @@ def test_evaluate_may_read_the_cluster_it_is_given_access_to(template: Template)
     assert groups == {
         "<NodescalerDrainRol": ("my-cluster", ["nodescaler-drain"]),
         "<NodescalerEvaluate": ("my-cluster", ["nodescaler-evaluate"]),
-        "<NodescalerTerminat": ("my-cluster", ["nodescaler-evaluate"]),  # reads, as evaluate
+        "<NodescalerTerminat": ("my-cluster", ["nodescaler-terminate"]),
     }
 
 
@@ -734,6 +734,34 @@ def test_evaluate_may_read_the_cluster_tell_a_pod_why_it_waits_and_mark_leaving_
         ("", "events", "create"),
         ("", "nodes", "patch"),  # its soft taint alone, by the admission policy
     }
+
+
+def test_given_a_cluster_terminate_is_a_group_of_its_own_that_may_only_read(
+    template: Template,
+) -> None:
+    # Given the stack with a cluster, when terminate's role enters the cluster,
+    (entry,) = (
+        e["Properties"]
+        for e in resources(template, "AWS::EKS::AccessEntry").values()
+        if render(e["Properties"]["PrincipalArn"]).startswith("<NodescalerTerminateRole")
+    )
+    # then it is in a group no other function's role is in, and not evaluate's (which may
+    # patch nodes) ...
+    assert entry["KubernetesGroups"] == ["nodescaler-terminate"]
+    # ... which rbac.yaml lets read what a scale-in's choice needs, and write nothing.
+    granted = granted_to("nodescaler-terminate")
+    assert {verb for _, _, verb in granted} <= {"get", "list", "watch"}
+    assert {
+        ("", "nodes", "list"),
+        ("", "pods", "list"),
+        ("policy", "poddisruptionbudgets", "list"),
+    } <= granted
+    # No admission policy is needed for it: it sends no UPDATE to be checked.
+    assert not any(
+        "nodescaler-terminate" in json.dumps(m.get("spec", {}))
+        for m in kubernetes_manifests()
+        if m["kind"] == "ValidatingAdmissionPolicy"
+    )
 
 
 def test_the_drain_may_find_cordon_and_evict_and_nothing_else() -> None:
