@@ -147,16 +147,42 @@ def test_the_tick_is_a_scheduler_rate_whose_input_is_a_tick_dispatch_can_parse(
         "MaximumRetryAttempts": 2,
     }
     assert "DeadLetterConfig" in props["Target"]
-    sent = (
-        render(props["Target"]["Input"])
-        .replace("<aws.scheduler.scheduled-time>", "2026-11-23T09:00:00Z")
-        .replace("<aws.scheduler.schedule-arn>", "arn:aws:scheduler:eu-west-1:1:schedule/d/t")
-        .replace("<AWS::AccountId>", "123456789012")
-        .replace("<AWS::Region>", "eu-west-1")
+    written = json.loads(render(props["Target"]["Input"]))
+    # Scheduler replaces a context attribute only as a whole value, as its examples show
+    # (https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-schedule-context-attributes.html)
+    assert (
+        [v for v in strings_in(written) if "<aws.scheduler." in v]
+        == [v for v in strings_in(written) if re.fullmatch(r"<aws\.scheduler\.[a-z-]+>", v)]
+        != []
     )
-    tick = parse_dispatch_event(json.loads(sent))
+    replaced = {  # as Scheduler sends them
+        "<aws.scheduler.scheduled-time>": "2026-11-23T09:00:00Z",
+        "<aws.scheduler.execution-id>": "d32c5kddcf5bb8c3",
+        "<aws.scheduler.schedule-arn>": "arn:aws:scheduler:eu-west-1:1:schedule/d/t",
+        "<AWS::AccountId>": "123456789012",
+        "<AWS::Region>": "eu-west-1",
+    }
+    tick = parse_dispatch_event(whole_values_replaced(written, replaced))
     assert isinstance(tick, ScheduledEvent)
-    assert tick.id == "tick-2026-11-23T09:00:00Z"  # the same on the schedule's retries
+    assert tick.identity == "tick-2026-11-23T09:00:00Z"  # the same on the schedule's retries
+
+
+def whole_values_replaced(value: Any, replaced: dict[str, str]) -> Any:
+    """A JSON value with each string that is a key of `replaced` replaced, as a whole."""
+    if isinstance(value, dict):
+        return {k: whole_values_replaced(v, replaced) for k, v in value.items()}
+    if isinstance(value, list):
+        return [whole_values_replaced(v, replaced) for v in value]
+    return replaced.get(value, value) if isinstance(value, str) else value
+
+
+def strings_in(value: Any) -> list[str]:
+    """Every string a JSON value holds, keys aside."""
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings_in(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in strings_in(v)]
+    return [value] if isinstance(value, str) else []
 
 
 def test_alarm_state_changes_of_the_alarms_policies_name_go_to_dispatch(
