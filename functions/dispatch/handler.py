@@ -73,7 +73,7 @@ def dispatch(dispatcher: Dispatcher, incoming: DispatchEvent) -> dict[str, Any]:
             if not queued:
                 logger.warning(f"alarm {alarm}: no managed node group's policy lists it")
         case _:
-            queued = dispatcher.tick(incoming.identity, incoming.time)
+            queued = dispatcher.tick(incoming.id, incoming.time, incoming.identity)
     report_queued(incoming.cause, queued)
     return {"cause": incoming.cause, "queued": queued}
 
