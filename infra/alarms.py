@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from aws_cdk import Annotations, Duration
+from aws_cdk import Annotations, ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
@@ -159,15 +160,49 @@ class Alarms(Construct):
             return sns.Topic.from_topic_arn(self, "Topic", settings.topic_arn)
         if not settings.email:
             return None
+        # CloudWatch publishes as a service: the AWS-managed SNS key's policy, which no one
+        # can change, shuts it out, so the topic has a key of its own that lets it in.
+        key = kms.Key(
+            self,
+            "TopicKey",
+            description="nodescaler alarms topic: CloudWatch encrypts alarms into it",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.DESTROY,  # it protects only the topic's messages
+        )
         topic = sns.Topic(
             self,
             "Topic",
             display_name="nodescaler alarms",
             enforce_ssl=True,
-            master_key=kms.Alias.from_alias_name(self, "SnsKey", "alias/aws/sns"),
+            master_key=key,
+        )
+        alarm_actions = self._this_deployments_alarms()
+        key.add_to_resource_policy(
+            alarm_actions.copy(actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"])
+        )
+        # The topic's policy replaces SNS's default, which let the account's alarms publish.
+        topic.add_to_resource_policy(
+            alarm_actions.copy(actions=["sns:Publish"], resources=[topic.topic_arn])
         )
         topic.add_subscription(subscriptions.EmailSubscription(settings.email))
         return topic
+
+    def _this_deployments_alarms(self) -> iam.PolicyStatement:
+        """CloudWatch, acting for this account's alarms of this deployment only."""
+        stack = Stack.of(self)
+        alarms = stack.format_arn(
+            service="cloudwatch",
+            resource="alarm",
+            resource_name=f"{self.deployment}-*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        return iam.PolicyStatement(
+            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            conditions={
+                "StringEquals": {"aws:SourceAccount": stack.account},
+                "ArnLike": {"aws:SourceArn": alarms},
+            },
+        )
 
     def _sum_over_five_minutes(self, name: MetricName) -> cloudwatch.IMetric:
         """A count over all groups, summed per five minutes."""

@@ -126,12 +126,13 @@ class DispatchFunction:
 
 def _scheduled_event(scope: Stack | object) -> dict[str, object]:
     """What Scheduler sends: the shape of an EventBridge scheduled event, so one parser
-    reads both. Its id is the scheduled time, the same on every retry of one tick, so a
-    retried tick is recognised downstream."""
+    reads both. Context attributes only as whole values, as AWS documents them replaced:
+    dispatch takes a tick's identity from its `time`, the scheduled time, the same on every
+    retry of one tick (the execution id is new on each)."""
     stack = Stack.of(scope)  # type: ignore[arg-type]
     return {
         "version": "0",
-        "id": f"tick-{scheduler.ContextAttribute.scheduled_time}",
+        "id": scheduler.ContextAttribute.execution_id,
         "detail-type": "Scheduled Event",
         "source": "aws.scheduler",
         "account": stack.account,

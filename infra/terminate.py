@@ -49,8 +49,9 @@ class TerminateFunction:
             permissions.describe_eks_cluster(settings.cluster_name),
             permissions.keep_termination_waits(shared.table.table_arn),
         )
+        # A group of its own that only reads: evaluate's may patch nodes (its taint).
         shared.cluster_access(
-            "TerminateClusterAccess", self.lambda_.role, kubernetes_group="nodescaler-evaluate"
+            "TerminateClusterAccess", self.lambda_.role, kubernetes_group="nodescaler-terminate"
         )
         self.lambda_.run_in_vpc(settings.vpc)
         function = self.lambda_.function

@@ -48,6 +48,9 @@ def handler(
     from nodescaler.errors import MalformedEventError  # with the first event (docstring)
     from nodescaler.events import dispatch as events
 
+    if refusal := events.unreplaced_keyword(event):  # the same on a retry: not failed
+        reject(refusal, event_id=event.get("id"))
+        return {"cause": "tick", "queued": [], "refused": refusal}
     incoming = parse_or_reject(events.parse_dispatch_event, event)
     dispatcher = dispatcher or configured_dispatcher()
     try:
@@ -70,7 +73,7 @@ def dispatch(dispatcher: Dispatcher, incoming: DispatchEvent) -> dict[str, Any]:
             if not queued:
                 logger.warning(f"alarm {alarm}: no managed node group's policy lists it")
         case _:
-            queued = dispatcher.tick(incoming.id, incoming.time)
+            queued = dispatcher.tick(incoming.id, incoming.time, incoming.identity)
     report_queued(incoming.cause, queued)
     return {"cause": incoming.cause, "queued": queued}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -362,3 +363,47 @@ def test_a_failed_evaluation_shows_again_within_seconds_not_after_the_visibility
     assert [len(d.failed) for d in deliveries] == [1, 1, 1]
     assert waited == [5.0, 10.0, 20.0]
     assert len(deployment.dead_letters()) == 1
+
+
+def queued_event_ids(deployment: Deployment) -> list[str]:
+    messages = (
+        client("sqs")
+        .receive_message(QueueUrl=deployment.queue_url, MaxNumberOfMessages=10)
+        .get("Messages", [])
+    )
+    return [json.loads(m["Body"])["event_id"] for m in messages]
+
+
+def test_given_two_ticks_sending_one_id_each_is_evaluated_as_its_own_tick(
+    deployment: Deployment,
+) -> None:
+    # Given ticks whose ids are alike (as a keyword left unreplaced inside a string would
+    # make them), when each is dispatched,
+    make_asg("gpu", tags=GPU)
+    for time in ("2026-11-23T08:59:00Z", "2026-11-23T09:00:00Z"):
+        deployment.dispatch(event("schedule-tick.json", id="same-id", time=time))
+    # then each queued the group's evaluation under its own scheduled time: neither was
+    # dropped as a duplicate, nor skipped downstream as seen.
+    assert queued_event_ids(deployment) == [
+        "tick-2026-11-23T08:59:00Z",
+        "tick-2026-11-23T09:00:00Z",
+    ]
+
+
+def test_given_a_tick_with_an_unreplaced_scheduler_keyword_it_is_refused_by_name_not_failed(
+    deployment: Deployment, output: Any
+) -> None:
+    make_asg("gpu", tags=GPU)
+    placeholder = event("schedule-tick.json", id="tick-<aws.scheduler.scheduled-time>")
+
+    result = deployment.dispatch(placeholder)  # no failure to retry: the next tick comes
+
+    refusal = (
+        "tick tick-<aws.scheduler.scheduled-time>: id: an EventBridge Scheduler context "
+        "attribute (<aws.scheduler.…>) left unreplaced: refused, the next tick comes in its place"
+    )
+    assert result == {"cause": "tick", "queued": [], "refused": refusal}
+    printed = output()
+    assert printed.messages("ERROR") == [refusal]
+    assert printed.metric("MalformedEvents") == [1]
+    assert queued_event_ids(deployment) == []

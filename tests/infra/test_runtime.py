@@ -147,16 +147,42 @@ def test_the_tick_is_a_scheduler_rate_whose_input_is_a_tick_dispatch_can_parse(
         "MaximumRetryAttempts": 2,
     }
     assert "DeadLetterConfig" in props["Target"]
-    sent = (
-        render(props["Target"]["Input"])
-        .replace("<aws.scheduler.scheduled-time>", "2026-11-23T09:00:00Z")
-        .replace("<aws.scheduler.schedule-arn>", "arn:aws:scheduler:eu-west-1:1:schedule/d/t")
-        .replace("<AWS::AccountId>", "123456789012")
-        .replace("<AWS::Region>", "eu-west-1")
+    written = json.loads(render(props["Target"]["Input"]))
+    # Scheduler replaces a context attribute only as a whole value, as its examples show
+    # (https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-schedule-context-attributes.html)
+    assert (
+        [v for v in strings_in(written) if "<aws.scheduler." in v]
+        == [v for v in strings_in(written) if re.fullmatch(r"<aws\.scheduler\.[a-z-]+>", v)]
+        != []
     )
-    tick = parse_dispatch_event(json.loads(sent))
+    replaced = {  # as Scheduler sends them
+        "<aws.scheduler.scheduled-time>": "2026-11-23T09:00:00Z",
+        "<aws.scheduler.execution-id>": "d32c5kddcf5bb8c3",
+        "<aws.scheduler.schedule-arn>": "arn:aws:scheduler:eu-west-1:1:schedule/d/t",
+        "<AWS::AccountId>": "123456789012",
+        "<AWS::Region>": "eu-west-1",
+    }
+    tick = parse_dispatch_event(whole_values_replaced(written, replaced))
     assert isinstance(tick, ScheduledEvent)
-    assert tick.id == "tick-2026-11-23T09:00:00Z"  # the same on the schedule's retries
+    assert tick.identity == "tick-2026-11-23T09:00:00Z"  # the same on the schedule's retries
+
+
+def whole_values_replaced(value: Any, replaced: dict[str, str]) -> Any:
+    """A JSON value with each string that is a key of `replaced` replaced, as a whole."""
+    if isinstance(value, dict):
+        return {k: whole_values_replaced(v, replaced) for k, v in value.items()}
+    if isinstance(value, list):
+        return [whole_values_replaced(v, replaced) for v in value]
+    return replaced.get(value, value) if isinstance(value, str) else value
+
+
+def strings_in(value: Any) -> list[str]:
+    """Every string a JSON value holds, keys aside."""
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings_in(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in strings_in(v)]
+    return [value] if isinstance(value, str) else []
 
 
 def test_alarm_state_changes_of_the_alarms_policies_name_go_to_dispatch(
@@ -625,7 +651,7 @@ def test_evaluate_may_read_the_cluster_it_is_given_access_to(template: Template)
     assert groups == {
         "<NodescalerDrainRol": ("my-cluster", ["nodescaler-drain"]),
         "<NodescalerEvaluate": ("my-cluster", ["nodescaler-evaluate"]),
-        "<NodescalerTerminat": ("my-cluster", ["nodescaler-evaluate"]),  # reads, as evaluate
+        "<NodescalerTerminat": ("my-cluster", ["nodescaler-terminate"]),
     }
 
 
@@ -757,6 +783,34 @@ def test_evaluate_may_read_the_cluster_tell_a_pod_why_it_waits_and_mark_leaving_
         ("", "events", "create"),
         ("", "nodes", "patch"),  # its soft taint alone, by the admission policy
     }
+
+
+def test_given_a_cluster_terminate_is_a_group_of_its_own_that_may_only_read(
+    template: Template,
+) -> None:
+    # Given the stack with a cluster, when terminate's role enters the cluster,
+    (entry,) = (
+        e["Properties"]
+        for e in resources(template, "AWS::EKS::AccessEntry").values()
+        if render(e["Properties"]["PrincipalArn"]).startswith("<NodescalerTerminateRole")
+    )
+    # then it is in a group no other function's role is in, and not evaluate's (which may
+    # patch nodes) ...
+    assert entry["KubernetesGroups"] == ["nodescaler-terminate"]
+    # ... which rbac.yaml lets read what a scale-in's choice needs, and write nothing.
+    granted = granted_to("nodescaler-terminate")
+    assert {verb for _, _, verb in granted} <= {"get", "list", "watch"}
+    assert {
+        ("", "nodes", "list"),
+        ("", "pods", "list"),
+        ("policy", "poddisruptionbudgets", "list"),
+    } <= granted
+    # No admission policy is needed for it: it sends no UPDATE to be checked.
+    assert not any(
+        "nodescaler-terminate" in json.dumps(m.get("spec", {}))
+        for m in kubernetes_manifests()
+        if m["kind"] == "ValidatingAdmissionPolicy"
+    )
 
 
 def test_the_drain_may_find_cordon_and_evict_and_nothing_else() -> None:

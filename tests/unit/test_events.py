@@ -13,6 +13,7 @@ from nodescaler.events.dispatch import (
     LaunchUnsuccessfulEvent,
     ScheduledEvent,
     parse_dispatch_event,
+    unreplaced_keyword,
 )
 from nodescaler.events.sqs import EvaluationRecord
 from nodescaler.events.termination import parse_termination_request
@@ -100,6 +101,46 @@ def test_the_sqs_sample_carries_one_evaluation_request_per_record() -> None:
 
 def _tick(**changes: Any) -> dict[str, Any]:
     return sample("schedule-tick.json") | changes
+
+
+def _parsed_tick(**changes: Any) -> ScheduledEvent:
+    tick = parse_dispatch_event(_tick(**changes))
+    assert isinstance(tick, ScheduledEvent)
+    return tick
+
+
+def test_given_ticks_with_one_id_each_time_is_its_own_tick_and_a_retry_is_the_same_one() -> None:
+    # Given the id Scheduler sends (an execution id: new on each attempt) or any other,
+    first = _parsed_tick(id="same", time="2026-11-23T09:00:00Z")
+    retried = _parsed_tick(id="another-attempt", time="2026-11-23T09:00:00Z")
+    next_minute = _parsed_tick(id="same", time="2026-11-23T09:01:00Z")
+    # when their identities are taken, then they come from the scheduled time: two ticks
+    # never share one (and be skipped as seen), a retry of one tick is recognised.
+    assert first.identity == retried.identity == "tick-2026-11-23T09:00:00Z"
+    assert next_minute.identity == "tick-2026-11-23T09:01:00Z"
+    # the same instant, written in another zone, is the same tick
+    assert _parsed_tick(time="2026-11-23T10:00:00+01:00").identity == first.identity
+
+
+@pytest.mark.parametrize(
+    ("changes", "fields"),
+    [
+        ({"id": "tick-<aws.scheduler.scheduled-time>"}, "id"),
+        (
+            {"id": "<aws.scheduler.execution-id>", "time": "<aws.scheduler.scheduled-time>"},
+            "id, time",
+        ),
+    ],
+)
+def test_a_tick_holding_an_unreplaced_scheduler_keyword_is_refused_naming_the_fields(
+    changes: dict[str, str], fields: str
+) -> None:
+    refusal = unreplaced_keyword(_tick(**changes))
+    assert refusal == (
+        f"tick {changes['id']}: {fields}: an EventBridge Scheduler context attribute "
+        "(<aws.scheduler.…>) left unreplaced: refused, the next tick comes in its place"
+    )
+    assert unreplaced_keyword(sample("schedule-tick.json")) is None
 
 
 @pytest.mark.parametrize(

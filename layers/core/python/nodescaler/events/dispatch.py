@@ -3,7 +3,7 @@ Scaling launch failures, all through EventBridge."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
@@ -29,6 +29,33 @@ class ScheduledEvent(DispatchedEvent):
     @property
     def cause(self) -> str:
         return "tick"
+
+    @property
+    def identity(self) -> str:
+        """The tick's idempotency key, from its scheduled time: the same on every retry of
+        one tick (Scheduler's execution id is not), never shared by two ticks."""
+        return "tick-" + self.time.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+# EventBridge Scheduler replaces a context attribute given as a whole value
+# (https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-schedule-context-attributes.html);
+# one still there means the tick's fields are not what they say.
+SCHEDULER_KEYWORD = "<aws.scheduler."
+
+
+def unreplaced_keyword(event: Any) -> str | None:
+    """Why a tick is refused, naming its fields that hold a Scheduler context attribute
+    left as written; None for any other event."""
+    if not isinstance(event, dict):
+        return None
+    fields = [f for f in ("id", "time") if SCHEDULER_KEYWORD in str(event.get(f, ""))]
+    if not fields:
+        return None
+    return (
+        f"tick {str(event.get('id'))[:128]}: {', '.join(fields)}: an EventBridge Scheduler "
+        "context attribute (<aws.scheduler.…>) left unreplaced: refused, the next tick comes "
+        "in its place"
+    )
 
 
 class AlarmState(BaseModel):

@@ -37,10 +37,11 @@ class Dispatcher:
     cluster_name: str = ""
     events: ScalingEvents | None = None  # each backoff told on EventBridge
 
-    def tick(self, event_id: str, at: datetime) -> list[str]:
-        """Queue an evaluation of every managed group; returns their names."""
+    def tick(self, event_id: str, at: datetime, tick_id: str | None = None) -> list[str]:
+        """Queue an evaluation of every managed group under `tick_id` (the tick's identity,
+        the same on its retries; by default the event's id); returns their names."""
         self._check_time(event_id, at)
-        return self._queue(self.node_groups.discover(), event_id, "tick", at)
+        return self._queue(self.node_groups.discover(), tick_id or event_id, "tick", at)
 
     def alarm(self, alarm_name: str, event_id: str, cause: str, at: datetime) -> list[str]:
         """Queue an evaluation of the managed groups whose policy lists `alarm_name`."""
