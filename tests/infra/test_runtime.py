@@ -485,6 +485,21 @@ def test_evaluate_may_read_scaling_activities_which_take_no_resource_scope(
     assert (describe["Resource"], describe.get("Condition")) == ("*", None)
 
 
+@pytest.mark.parametrize(
+    ("function", "action"),
+    [
+        ("dispatch", "autoscaling:DescribeScalingActivities"),  # a launch failure, confirmed
+        ("drain", "autoscaling:DescribeAutoScalingInstances"),  # Terminating:Wait, confirmed
+        ("drain", "ec2:DescribeInstances"),  # a Spot Instance, confirmed
+    ],
+)
+def test_the_functions_may_read_what_confirms_an_event_before_acting_on_it(
+    template: Template, function: str, action: str
+) -> None:
+    read = statement_for(role_statements(template, function), action)
+    assert (read["Effect"], read["Resource"], read.get("Condition")) == ("Allow", "*", None)
+
+
 def test_evaluate_reads_cloudwatch_with_get_metric_data_alone(template: Template) -> None:
     # live CloudWatch metrics and the history a forecast names; the action has no resource scope
     statements = role_statements(template, "evaluate")
