@@ -923,6 +923,14 @@ def test_the_dashboard_has_a_row_per_policy_built_from_searches(template: Templa
     assert "Tick duration and evaluation latency" in widgets
 
 
+def test_the_dashboard_shows_the_events_refused_as_unconfirmed(template: Template) -> None:
+    # a forged drain or launch-failure event is refused and counted: an operator sees it
+    (problems,) = [
+        w for title, w in dashboard_widgets(template).items() if title.startswith("Problems")
+    ]
+    assert '"UnconfirmedEvents"' in problems
+
+
 def test_the_dashboard_shows_launch_failures_by_group_and_every_functions_health(
     template: Template,
 ) -> None:
