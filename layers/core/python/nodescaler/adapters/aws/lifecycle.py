@@ -64,7 +64,8 @@ class AsgInstanceGroups:
         instances: list[dict[str, Any]] = found.get("AutoScalingInstances", [])
         if not instances:
             return None
-        return Membership(str(instances[0]["AutoScalingGroupName"]), instances[0]["LifecycleState"])
+        described = instances[0]
+        return Membership(str(described["AutoScalingGroupName"]), str(described["LifecycleState"]))
 
 
 # What EC2 answers for an instance id it has never had (or for no instance id at all).
