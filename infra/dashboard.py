@@ -156,10 +156,12 @@ class Dashboard(Construct):
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
-                title="Problems: evaluation errors, malformed events, shortfall (worst group)",
+                title="Problems: evaluation errors, malformed and unconfirmed (forged?) events, "
+                "shortfall (worst group)",
                 left=[
                     self.metrics.system(MetricName.EVALUATION_ERRORS, "Sum"),
                     self.metrics.system(MetricName.MALFORMED_EVENTS, "Sum"),
+                    self.metrics.system(MetricName.UNCONFIRMED_EVENTS, "Sum"),
                 ],
                 right=[self.metrics.system(MetricName.SHORTFALL_NODES, "Maximum")],
                 width=8,

@@ -54,7 +54,8 @@ class DispatchFunction:
         )
         shared.evaluation_queue.grant_send_messages(self.lambda_.role)
         self.lambda_.allow(
-            permissions.describe_node_groups(),
+            # a launch-failure event's failed activity, before backing its group off
+            permissions.describe_node_groups("DescribeScalingActivities"),
             permissions.deny_tag_changes(),
             permissions.put_scaling_events(settings.event_bus),
             permissions.read_write_state(shared.table.table_arn, query=False),

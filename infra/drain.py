@@ -67,7 +67,9 @@ class DrainFunction:
         )
         shared.evaluation_queue.grant_send_messages(self.lambda_.role)  # Spot: re-evaluate now
         self.lambda_.allow(
+            # an event's instance in Terminating:Wait, or a Spot Instance, before draining it
             permissions.describe_node_groups("DescribeAutoScalingInstances"),
+            permissions.describe_instances(),
             *permissions.drain_lifecycle_actions(
                 tags, settings.cluster_name, settings.drain_groups
             ),

@@ -49,6 +49,12 @@ def describe_node_groups(*more: str) -> iam.PolicyStatement:
     return iam.PolicyStatement(actions=[f"autoscaling:{a}" for a in actions], resources=["*"])
 
 
+def describe_instances() -> iam.PolicyStatement:
+    """DescribeInstances, which has no resource-level scope: whether an instance a Spot
+    warning names is a Spot Instance."""
+    return iam.PolicyStatement(actions=["ec2:DescribeInstances"], resources=["*"])
+
+
 def sizes_warm_pools(policies: Iterable[NodeGroupPolicy]) -> bool:
     """Whether any policy's forecast keeps a warm pool (`warmPool`): only then may evaluate
     PutWarmPool."""

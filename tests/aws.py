@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from moto import mock_aws
 from nodescaler_sandbox import provision
+from nodescaler_sandbox.moto_gaps import launched_as_spot
 from nodescaler_sandbox.provision import create_evaluation_queue, create_state_table
 
 REGION = "eu-west-1"
@@ -107,6 +107,21 @@ def make_asg(
     )
 
 
+def make_spot_asg(name: str, *, tags: dict[str, str] | None = None, desired: int = 1) -> list[str]:
+    """An ASG whose launch template asks for Spot: its instances Spot Instances, as EC2
+    launches them (`moto_gaps.launched_as_spot`); returns them."""
+    client("ec2").create_launch_template(
+        LaunchTemplateName=f"{name}-spot",
+        LaunchTemplateData={
+            "InstanceType": "m5.large",
+            "ImageId": "ami-12c6146b",
+            "InstanceMarketOptions": {"MarketType": "spot"},
+        },
+    )
+    make_asg(name, tags=tags, desired=desired, launch_template=f"{name}-spot")
+    return launched_as_spot(REGION, name)
+
+
 def make_state_table(name: str) -> Any:
     """The state table as infra/state.py defines it; returns the DynamoDB client."""
     dynamodb = client("dynamodb")
@@ -144,43 +159,23 @@ def fail_launches(group: str) -> list[str]:
     return provision.fail_launches(client("ec2"), group, region=REGION)
 
 
-class ScalingActivities:
-    """DescribeScalingActivities answered from a list the test writes, on a moto-backed
-    client (moto's answer is always empty): newest first, as Auto Scaling lists them."""
+@contextlib.contextmanager
+def refusing(aws_client: Any, service: str, operation: str) -> Iterator[None]:
+    """`operation` on this client answered AccessDenied before anything else answers it
+    (the sandbox's gap-fillers included): an error botocore does not retry, whose backoff
+    would sleep for real."""
 
-    def __init__(self) -> None:
-        self.activities: list[dict[str, Any]] = []
+    def refuse(**_: Any) -> tuple[Any, dict[str, Any]]:
+        metadata = {"HTTPStatusCode": 403, "HTTPHeaders": {}}
+        error = {"Code": "AccessDenied", "Message": f"not allowed: {service}:{operation}"}
+        return AWSResponse("https://aws.invalid/", 403, {}, None), {
+            "Error": error,
+            "ResponseMetadata": metadata,
+        }
 
-    def watch(self, autoscaling: Any) -> Any:
-        autoscaling.meta.events.register(
-            "before-call.autoscaling.DescribeScalingActivities",
-            self._answer,
-            unique_id=f"scaling-activities-{id(self)}",
-        )
-        return autoscaling
-
-    def launch_failed(self, group: str, at: Any, message: str) -> str:
-        activity_id = str(uuid.uuid4())
-        self.activities.insert(
-            0,
-            {
-                "ActivityId": activity_id,
-                "AutoScalingGroupName": group,
-                "Description": "Launching a new EC2 instance.  Status Reason: " + message,
-                "Cause": f"At {at:%Y-%m-%dT%H:%M:%SZ} an instance was started in response to a "
-                "difference between desired and actual capacity.",
-                "StartTime": at,
-                "EndTime": at,
-                "StatusCode": "Failed",
-                "StatusMessage": message,
-                "Progress": 100,
-            },
-        )
-        return activity_id
-
-    def _answer(self, params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
-        group = params["body"].get("AutoScalingGroupName")
-        found = [a for a in self.activities if a["AutoScalingGroupName"] == group]
-        metadata = {"RequestId": str(uuid.uuid4()), "HTTPStatusCode": 200, "HTTPHeaders": {}}
-        url = f"https://autoscaling.{REGION}.amazonaws.com/"
-        return AWSResponse(url, 200, {}, None), {"Activities": found, "ResponseMetadata": metadata}
+    event, unique = f"before-call.{service}.{operation}", f"refusing-{operation}"
+    aws_client.meta.events.register_first(event, refuse, unique)
+    try:
+        yield
+    finally:
+        aws_client.meta.events.unregister(event, unique_id=unique)

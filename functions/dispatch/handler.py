@@ -1,6 +1,7 @@
 """Dispatch: a schedule tick queues an evaluation of every managed node group; an alarm
 state change queues the groups whose policy lists that alarm (the fast path); a launch
-failure backs its group off and re-plans the groups that share its pending pods.
+failure the group's scaling activities confirm backs its group off and re-plans the groups
+that share its pending pods (one they do not confirm is refused, logged and counted).
 
 A malformed event fails the invocation with a message naming the field; Lambda retries
 an asynchronous event twice, then sends it to the function's dead-letter queue.
@@ -27,6 +28,8 @@ from nodescaler.observability import (
     report_ignored,
     report_launch_failure,
     report_queued,
+    report_unconfirmable,
+    report_unconfirmed,
 )
 
 if TYPE_CHECKING:
@@ -79,7 +82,11 @@ def dispatch(dispatcher: Dispatcher, incoming: DispatchEvent) -> dict[str, Any]:
 
 
 def launch_failed(dispatcher: Dispatcher, event: LaunchUnsuccessfulEvent) -> dict[str, Any]:
-    from nodescaler.errors import UnmanagedGroupError
+    from nodescaler.errors import (
+        EventUnconfirmableError,
+        EventUnconfirmedError,
+        UnmanagedGroupError,
+    )
 
     group, activity = event.detail.group, event.detail.activity_id
     try:
@@ -89,6 +96,12 @@ def launch_failed(dispatcher: Dispatcher, event: LaunchUnsuccessfulEvent) -> dic
     except UnmanagedGroupError as error:  # every ASG's failures reach the rule; most aren't ours
         report_ignored(str(error), event_id=event.id, node_group=group)
         return {"cause": event.cause, "queued": []}
+    except EventUnconfirmedError as error:  # forged, or mistaken: answered, not retried
+        report_unconfirmed(str(error), group, event_id=event.id, activity_id=activity)
+        return {"cause": event.cause, "queued": [], "refused": str(error)}
+    except EventUnconfirmableError as error:  # nothing done; Lambda tries the event again
+        report_unconfirmable(error)
+        raise
     until = backoff.until.isoformat()
     report_launch_failure(
         group, event.reason, until, queued, event_id=event.id, activity_id=activity

@@ -4,7 +4,9 @@ cordoned and its pods evicted; the lifecycle action completed, always, exactly o
 A malformed event, a failed drain or an expired lifecycle action fails the invocation.
 All three are permanent errors: the stack sets no retries (a failed drain has already
 completed its action, so a retry could only fail again), and Lambda keeps the event in
-the function's dead-letter queue.
+the function's dead-letter queue. So does an event AWS could not be read to confirm
+(nothing was done). An event AWS's own record does not bear out is refused: logged,
+counted, answered, never retried.
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from nodescaler import wiring
 from nodescaler.config import DrainSettings
-from nodescaler.errors import DrainFailedError, LifecycleActionExpiredError
+from nodescaler.errors import (
+    DrainFailedError,
+    EventUnconfirmableError,
+    LifecycleActionExpiredError,
+)
 from nodescaler.events.drain import LifecycleTestEvent, parse_drain_event
 from nodescaler.observability import (
     logger,
@@ -27,6 +33,7 @@ from nodescaler.observability import (
     report_drain,
     report_drain_failure,
     report_expired,
+    report_unconfirmable,
 )
 from nodescaler.service.drainer import Drainer
 
@@ -49,6 +56,9 @@ def handler(
             result = drainer.handle(request)
         except LifecycleActionExpiredError as error:
             report_expired(error)
+            raise
+        except EventUnconfirmableError as error:
+            report_unconfirmable(error)
             raise
         except DrainFailedError as error:
             report_drain_failure(error.result)

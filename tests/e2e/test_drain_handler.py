@@ -26,12 +26,13 @@ from nodescaler_sandbox.lambda_local import LocalContext
 from nodescaler_sandbox.moto_gaps import LifecycleActionRecorder
 
 from functions.drain import handler as drain
-from tests.aws import REGION, client, make_asg, make_evaluation_queue
+from tests.aws import REGION, client, make_asg, make_evaluation_queue, make_spot_asg
 from tests.builders import VirtualClock
 from tests.e2e.conftest import ScalingEventsCaught, event
 from tests.kube import kubeconfig, node, pdb, pod
 
 NODE = "ip-10-0-1-23.eu-west-1.compute.internal"
+OPTED_IN = {"nodescaler/enabled": "true", "nodescaler/policy": "microservices"}
 LIFECYCLE = event("lifecycle-terminate.json")["detail"]
 SPOT_INSTANCE = event("spot-interruption.json")["detail"]["instance-id"]
 
@@ -130,11 +131,7 @@ def test_the_lifecycle_sample_drains_its_node_and_completes_the_action(
 def test_the_spot_sample_queues_its_managed_group_and_drains_the_node(
     function: DrainFunction, output: Any
 ) -> None:
-    make_asg(
-        "web", tags={"nodescaler/enabled": "true", "nodescaler/policy": "microservices"}, desired=1
-    )
-    described = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=["web"])
-    instance = described["AutoScalingGroups"][0]["Instances"][0]["InstanceId"]
+    (instance,) = make_spot_asg("web", tags=OPTED_IN)
     function.node_for(instance, "web-0")
     warning = event("spot-interruption.json")
     warning["detail"]["instance-id"] = instance
@@ -190,7 +187,15 @@ def test_a_malformed_event_is_logged_naming_the_field_counted_and_raised(
 def test_an_expired_lifecycle_action_is_logged_counted_and_raised_for_the_dead_letter_queue(
     function: DrainFunction, output: Any
 ) -> None:
-    function.node_for(LIFECYCLE["EC2InstanceId"], "web-0")  # the action is not held (any more)
+    function.node_for(LIFECYCLE["EC2InstanceId"], "web-0")
+    # the hook holds the instance, but under another action: this event's token is no longer
+    # one Auto Scaling will take
+    function.recorder.hold(
+        LIFECYCLE["AutoScalingGroupName"],
+        LIFECYCLE["LifecycleHookName"],
+        LIFECYCLE["EC2InstanceId"],
+        "6f1a2c3e-0000-4000-8000-00000000b002",
+    )
 
     with pytest.raises(LifecycleActionExpiredError):
         function(event("lifecycle-terminate.json"))
@@ -329,3 +334,61 @@ def test_a_drain_a_budget_holds_past_its_deadline_is_told_naming_the_budget(
         ["default/web-0"],
     )
     assert [p["pod"] for p in detail["remaining"]] == ["default/web-1"]
+
+
+# --- forged events: anyone allowed to invoke the function could send one -----------------
+# EC2 warns only Spot Instances ("InstanceLifecycle": "spot" in DescribeInstances:
+# https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html);
+# a terminate hook holds its instance in Terminating:Wait
+# (https://docs.aws.amazon.com/autoscaling/ec2/userguide/lifecycle-hooks-overview.html).
+
+
+def on_demand_instance_of_web(function: DrainFunction) -> str:
+    make_asg("web", tags=OPTED_IN, desired=1)
+    described = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=["web"])
+    instance: str = described["AutoScalingGroups"][0]["Instances"][0]["InstanceId"]
+    function.node_for(instance, "web-0")
+    return instance
+
+
+def test_a_spot_warning_for_an_on_demand_instance_is_refused_logged_and_counted(
+    function: DrainFunction, output: Any
+) -> None:
+    instance = on_demand_instance_of_web(function)
+    forged = event("spot-interruption.json")
+    forged["detail"]["instance-id"] = instance
+
+    result = function(forged)
+
+    problem = (
+        f"spot interruption for instance {instance} in node group web: its market is "
+        "on-demand, not spot"
+    )
+    assert (result["outcome"], result["problem"]) == ("unconfirmed", problem)
+    assert function.pods_left() == ["aws-node-x1", "web-0"]
+    assert function.queued() == []
+    printed = output()
+    assert printed.messages("WARNING") == [f"refused: {problem}; its node is left alone"]
+    assert printed.metric("UnconfirmedEvents") == [1, 1]  # service-wide, and for the group
+    assert printed.metric("UnconfirmedEvents", "web") == [1]
+    assert printed.metric("NodesDrained") == []
+
+
+def test_a_lifecycle_action_for_an_instance_in_service_is_refused_and_not_answered(
+    function: DrainFunction, output: Any
+) -> None:
+    instance = on_demand_instance_of_web(function)
+    forged = event("lifecycle-terminate.json")
+    forged["detail"]["EC2InstanceId"] = instance
+
+    result = function(forged)
+
+    assert (result["outcome"], result["lifecycle_result"]) == ("unconfirmed", None)
+    assert function.pods_left() == ["aws-node-x1", "web-0"]
+    assert function.recorder.calls == []
+    printed = output()
+    assert printed.messages("WARNING") == [
+        f"refused: lifecycle action for instance {instance} in node group web: the instance "
+        "is InService, not held by a terminate hook; its node is left alone"
+    ]
+    assert printed.metric("UnconfirmedEvents", "web") == [1]

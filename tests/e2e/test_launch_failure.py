@@ -3,6 +3,7 @@ the next group in the expander chain takes its pending pods within the same re-p
 
 moto always launches, so `fail_launches` removes what it launched (the failure) and
 `ScalingActivities` answers DescribeScalingActivities as Auto Scaling would; both say so.
+A launch-failure event counts only when the group's scaling activities show the failure.
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ from typing import Any
 
 import pytest
 from nodescaler.adapters.aws.state_table import DynamoStateStore
-from nodescaler.errors import UnmanagedGroupError
+from nodescaler.errors import EventUnconfirmableError, UnmanagedGroupError
 from nodescaler_sandbox.kube.apiserver import KubeApiServer
+from nodescaler_sandbox.moto_gaps import ScalingActivities
 
 from tests.aws import (
     CallCounter,
-    ScalingActivities,
     client,
     desired_capacity,
     fail_launches,
     make_asg,
+    refusing,
 )
 from tests.builders import VirtualClock
 from tests.e2e.conftest import TABLE, Deployment, ScalingEventsCaught, event
@@ -66,10 +68,21 @@ def airbnb(
 
 
 def launch_failure(deployment: Deployment, group: str, activity: str) -> dict[str, Any]:
+    """The group's launch-failure event for `activity`, to dispatch."""
     at = deployment.clock.now().isoformat().replace("+00:00", "Z")
     failure = event("launch-unsuccessful.json", time=at, id=f"event-{activity}")
     failure["detail"] = failure["detail"] | {"AutoScalingGroupName": group, "ActivityId": activity}
     return deployment.dispatch(failure)
+
+
+def failed_launch(
+    deployment: Deployment, activities: ScalingActivities, group: str, activity: str
+) -> dict[str, Any]:
+    """A launch that failed: Auto Scaling lists it among the group's scaling activities,
+    then sends its event."""
+    message = event("launch-unsuccessful.json")["detail"]["StatusMessage"]
+    activities.launch_failed(group, deployment.clock.now(), message, activity)
+    return launch_failure(deployment, group, activity)
 
 
 def sizes() -> tuple[int, int]:
@@ -81,14 +94,14 @@ def backoff_of(group: str) -> Any:
 
 
 def test_a_launch_failure_moves_the_pods_to_the_next_group_in_one_replan(
-    airbnb: Deployment, output: Any
+    airbnb: Deployment, activities: ScalingActivities, output: Any
 ) -> None:
     airbnb.tick()
     assert sizes() == (1, 0)  # the preferred group is asked first
 
     fail_launches("spot-ng")
     airbnb.clock.advance(seconds=20)
-    answer = launch_failure(airbnb, "spot-ng", "activity-1")
+    answer = failed_launch(airbnb, activities, "spot-ng", "activity-1")
     assert answer["queued"] == ["spot-ng", "on-demand-ng"]
     airbnb.evaluations.drain()
 
@@ -121,11 +134,11 @@ def test_a_pod_pending_while_its_node_boots_adds_no_second_node(airbnb: Deployme
 
 
 def test_after_the_backoff_the_preferred_group_is_eligible_again(
-    airbnb: Deployment, api_server: KubeApiServer
+    airbnb: Deployment, api_server: KubeApiServer, activities: ScalingActivities
 ) -> None:
     airbnb.tick()
     fail_launches("spot-ng")
-    launch_failure(airbnb, "spot-ng", "activity-1")
+    failed_launch(airbnb, activities, "spot-ng", "activity-1")
     airbnb.evaluations.drain()
     assert sizes() == (0, 1)
     # the on-demand node comes up and takes the pod
@@ -155,17 +168,17 @@ def test_after_the_backoff_the_preferred_group_is_eligible_again(
 
 
 def test_failures_double_the_backoff_and_a_redelivered_event_counts_once(
-    airbnb: Deployment,
+    airbnb: Deployment, activities: ScalingActivities
 ) -> None:
     airbnb.tick()
-    launch_failure(airbnb, "spot-ng", "activity-1")
+    failed_launch(airbnb, activities, "spot-ng", "activity-1")
     launch_failure(airbnb, "spot-ng", "activity-1")  # EventBridge delivers at least once
     assert backoff_of("spot-ng").seconds == 300
     airbnb.clock.advance(minutes=6)
-    launch_failure(airbnb, "spot-ng", "activity-2")
+    failed_launch(airbnb, activities, "spot-ng", "activity-2")
     assert backoff_of("spot-ng").seconds == 600
     airbnb.clock.advance(hours=3, minutes=11)
-    launch_failure(airbnb, "spot-ng", "activity-3")
+    failed_launch(airbnb, activities, "spot-ng", "activity-3")
     assert backoff_of("spot-ng").seconds == 300  # three quiet hours: afresh
 
 
@@ -229,3 +242,101 @@ def test_a_launch_failure_of_a_group_nodescaler_does_not_manage_is_ignored_and_s
     assert printed.metric("IgnoredEvents") == [1]
     with pytest.raises(UnmanagedGroupError):  # what the handler caught
         airbnb.dispatcher.launch_failed("someone-elses", "a", "r", "e", airbnb.clock.now())
+
+
+# --- forged launch failures: anyone allowed to invoke dispatch could send one -------------
+# Auto Scaling lists a launch that failed among the group's scaling activities with StatusCode
+# Failed or Cancelled; unknown ActivityIds are ignored without an error:
+# https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_DescribeScalingActivities.html
+
+
+@pytest.mark.parametrize(
+    ("status", "why"),
+    [
+        (None, "the group has no such scaling activity"),
+        ("Successful", "the launch is Successful, not failed"),
+    ],
+    ids=["no such activity", "a launch that succeeded"],
+)
+def test_a_launch_failure_the_groups_activities_do_not_show_is_refused_and_the_group_scales_on(
+    airbnb: Deployment,
+    activities: ScalingActivities,
+    output: Any,
+    status: str | None,
+    why: str,
+) -> None:
+    # Given spot-ng scaling up to its one instance, which launched
+    airbnb.tick()
+    assert sizes() == (1, 0)
+    if status is not None:
+        activities.launch_failed("spot-ng", airbnb.clock.now(), "", "activity-1", status)
+
+    # When someone allowed to invoke dispatch sends a launch failure for it
+    answer = launch_failure(airbnb, "spot-ng", "activity-1")
+
+    # Then it is refused, named in one line, counted, and the group is not backed off
+    refusal = f"launch failure activity-1 of node group spot-ng: {why}"
+    assert answer == {"cause": "launch failure in spot-ng", "queued": [], "refused": refusal}
+    printed = output()
+    assert printed.messages("WARNING") == [f"refused: {refusal}"]
+    assert printed.metric("UnconfirmedEvents") == [1, 1]  # service-wide, and for the group
+    assert printed.metric("UnconfirmedEvents", "spot-ng") == [1]
+    assert printed.metric("LaunchFailures") == []
+    assert backoff_of("spot-ng") is None
+    airbnb.clock.advance(minutes=1)
+    airbnb.tick()
+    assert sizes() == (1, 0)  # still spot-ng's, which goes on with its scale-up
+
+
+def test_a_cancelled_launch_is_a_failure_and_backs_the_group_off(
+    airbnb: Deployment, activities: ScalingActivities
+) -> None:
+    airbnb.tick()
+    fail_launches("spot-ng")
+    activities.launch_failed("spot-ng", airbnb.clock.now(), "", "activity-1", "Cancelled")
+
+    answer = launch_failure(airbnb, "spot-ng", "activity-1")
+    airbnb.evaluations.drain()
+
+    assert answer["queued"] == ["spot-ng", "on-demand-ng"]
+    assert backoff_of("spot-ng").seconds == 300
+    assert sizes() == (0, 1)
+
+
+def test_another_groups_failed_activity_does_not_back_this_group_off(
+    airbnb: Deployment, activities: ScalingActivities, output: Any
+) -> None:
+    airbnb.tick()
+    activities.launch_failed("on-demand-ng", airbnb.clock.now(), "no capacity", "activity-1")
+
+    answer = launch_failure(airbnb, "spot-ng", "activity-1")
+
+    assert answer["refused"] == (
+        "launch failure activity-1 of node group spot-ng: the group has no such scaling activity"
+    )
+    assert backoff_of("spot-ng") is None
+    assert output().metric("UnconfirmedEvents", "spot-ng") == [1]
+
+
+def test_when_the_activities_cannot_be_read_nothing_is_done_and_the_event_is_retried(
+    airbnb: Deployment, activities: ScalingActivities, output: Any
+) -> None:
+    airbnb.tick()
+    fail_launches("spot-ng")
+    activities.launch_failed("spot-ng", airbnb.clock.now(), "no capacity", "activity-1")
+
+    # Given DescribeScalingActivities refused, when the event comes
+    refused = refusing(airbnb.clients.autoscaling, "autoscaling", "DescribeScalingActivities")
+    with refused, pytest.raises(EventUnconfirmableError):  # Lambda tries the event again
+        launch_failure(airbnb, "spot-ng", "activity-1")
+    assert backoff_of("spot-ng") is None
+    (error,) = output().messages("ERROR")
+    assert error.startswith(
+        "launch failure activity-1 of node group spot-ng: its scaling activities could not be "
+        "read to confirm it (ClientError: An error occurred (AccessDenied)"
+    )
+    assert error.endswith("nothing was done, the event will be retried")
+
+    # Then its retry, with AWS answering, backs the group off
+    launch_failure(airbnb, "spot-ng", "activity-1")
+    assert backoff_of("spot-ng").seconds == 300

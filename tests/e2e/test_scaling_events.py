@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from botocore.awsrequest import AWSResponse
+from nodescaler_sandbox.moto_gaps import ScalingActivities
 
 from tests.aws import REGION, CallCounter, desired_capacity, make_asg
 from tests.builders import VirtualClock
@@ -58,6 +59,10 @@ def test_given_a_launch_failure_then_one_backed_off_event_and_none_for_its_redel
 ) -> None:
     make_asg("spot-ng", tags=GPU, max_size=600)
     failure = event("launch-unsuccessful.json")
+    detail = failure["detail"]
+    activities = ScalingActivities()  # what Auto Scaling lists: the failed launch
+    activities.watch(deployment.clients.autoscaling)
+    activities.launch_failed("spot-ng", deployment.clock.now(), "", detail["ActivityId"])
 
     deployment.dispatch(failure)
     deployment.dispatch(failure)  # EventBridge delivers at least once

@@ -511,6 +511,21 @@ def test_evaluate_may_read_scaling_activities_which_take_no_resource_scope(
     assert (describe["Resource"], describe.get("Condition")) == ("*", None)
 
 
+@pytest.mark.parametrize(
+    ("function", "action"),
+    [
+        ("dispatch", "autoscaling:DescribeScalingActivities"),  # a launch failure, confirmed
+        ("drain", "autoscaling:DescribeAutoScalingInstances"),  # Terminating:Wait, confirmed
+        ("drain", "ec2:DescribeInstances"),  # a Spot Instance, confirmed
+    ],
+)
+def test_the_functions_may_read_what_confirms_an_event_before_acting_on_it(
+    template: Template, function: str, action: str
+) -> None:
+    read = statement_for(role_statements(template, function), action)
+    assert (read["Effect"], read["Resource"], read.get("Condition")) == ("Allow", "*", None)
+
+
 def test_evaluate_reads_cloudwatch_with_get_metric_data_alone(template: Template) -> None:
     # live CloudWatch metrics and the history a forecast names; the action has no resource scope
     statements = role_statements(template, "evaluate")
@@ -983,6 +998,14 @@ def test_the_dashboard_has_a_row_per_policy_built_from_searches(template: Templa
         assert "NodeGroup,Policy,service" in backoff  # the dimensions evaluate reports
     assert 'MetricName=\\"DesiredNodes\\" Policy=\\"gpu-training\\"' in "".join(widgets.values())
     assert "Tick duration and evaluation latency" in widgets
+
+
+def test_the_dashboard_shows_the_events_refused_as_unconfirmed(template: Template) -> None:
+    # a forged drain or launch-failure event is refused and counted: an operator sees it
+    (problems,) = [
+        w for title, w in dashboard_widgets(template).items() if title.startswith("Problems")
+    ]
+    assert '"UnconfirmedEvents"' in problems
 
 
 def test_the_dashboard_shows_launch_failures_by_group_and_every_functions_health(

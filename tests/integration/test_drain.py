@@ -14,7 +14,11 @@ from typing import Any
 
 import pytest
 from nodescaler.adapters.aws.evaluation_queue import SqsEvaluationQueue
-from nodescaler.adapters.aws.lifecycle import AsgInstanceGroups, AsgLifecycleActions
+from nodescaler.adapters.aws.lifecycle import (
+    AsgInstanceGroups,
+    AsgLifecycleActions,
+    Ec2InstanceMarkets,
+)
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.k8s.connection import KubeconfigConnection
 from nodescaler.adapters.k8s.evictions import KubernetesDrain
@@ -28,6 +32,7 @@ from nodescaler.domain.draining import (
 from nodescaler.domain.optin import TagNames
 from nodescaler.errors import (
     DrainFailedError,
+    EventUnconfirmableError,
     KubernetesUnavailableError,
     LifecycleActionExpiredError,
 )
@@ -43,7 +48,7 @@ from nodescaler.service.drainer import Drainer, Owners, Replacements
 from nodescaler_sandbox.kube.apiserver import Cluster, Fault, KubeApiServer
 from nodescaler_sandbox.moto_gaps import LifecycleActionRecorder
 
-from tests.aws import client, make_asg, make_evaluation_queue
+from tests.aws import client, make_asg, make_evaluation_queue, make_spot_asg, refusing
 from tests.builders import T0, VirtualClock
 from tests.kube import kubeconfig, node, pdb, pod
 
@@ -140,6 +145,7 @@ def owners() -> Owners:
     autoscaling = client("autoscaling")
     return Owners(
         instances=AsgInstanceGroups(autoscaling),
+        markets=Ec2InstanceMarkets(client("ec2")),
         node_groups=AsgNodeGroups(autoscaling, client("eks"), tag_names=TagNames()),
         drain_groups=frozenset({"web"}),
     )
@@ -322,11 +328,13 @@ def test_an_error_midway_still_completes_the_action_once_then_raises_it(rig: Rig
 
 
 def test_an_expired_action_is_a_clear_error_naming_group_hook_and_instance(rig: Rig) -> None:
+    rig.cluster.graceful_deletion = True
     put(rig, the_node(), web(0))
-    action = lifecycle_action()  # not held: its heartbeat timeout has passed
+    # the hook's timeout passes while the evicted pod terminates: the action is let go
+    rig.time.at(5, lambda: (rig.recorder.expire(INSTANCE), rig.cluster.stop_terminating(NODE)))
 
     with pytest.raises(LifecycleActionExpiredError) as caught:
-        rig.drainer().lifecycle_action(action)
+        rig.drainer().lifecycle_action(rig.held())
 
     assert str(caught.value).startswith(
         f"node group web, lifecycle hook nodescaler-drain: the action for instance {INSTANCE} "
@@ -400,8 +408,7 @@ def instance_of(group: str) -> str:
 def test_a_spot_warning_queues_its_managed_group_first_then_drains_within_two_minutes(
     spot: Spot,
 ) -> None:
-    make_asg("web", tags=OPTED_IN, desired=1)
-    instance = instance_of("web")
+    (instance,) = make_spot_asg("web", tags=OPTED_IN)
     put(
         spot.rig,
         the_node(instance),
@@ -433,8 +440,7 @@ def test_a_spot_warning_queues_its_managed_group_first_then_drains_within_two_mi
 def test_a_rebalance_recommendation_for_a_hooked_group_not_opted_in_drains_without_queueing(
     spot: Spot,
 ) -> None:
-    make_asg("web", desired=1)  # not opted in, but in drainGroups
-    instance = instance_of("web")
+    (instance,) = make_spot_asg("web")  # not opted in, but in drainGroups
     put(spot.rig, the_node(instance), web(0))
     spot.rig.time.at(60, lambda: terminate(instance))  # capacity rebalancing replaces it
 
@@ -455,8 +461,7 @@ def test_a_rebalance_recommendation_for_a_hooked_group_not_opted_in_drains_witho
 def test_a_rebalanced_instance_that_stays_in_service_has_its_node_uncordoned_at_the_deadline(
     spot: Spot,
 ) -> None:
-    make_asg("web", tags=OPTED_IN, desired=1)
-    instance = instance_of("web")
+    (instance,) = make_spot_asg("web", tags=OPTED_IN)
     put(spot.rig, the_node(instance), web(0))
 
     warning = spot_warning("rebalance-recommendation.json", instance)
@@ -469,8 +474,7 @@ def test_a_rebalanced_instance_that_stays_in_service_has_its_node_uncordoned_at_
 
 
 def test_a_node_cordoned_by_someone_else_stays_cordoned_after_a_rebalance(spot: Spot) -> None:
-    make_asg("web", tags=OPTED_IN, desired=1)
-    instance = instance_of("web")
+    (instance,) = make_spot_asg("web", tags=OPTED_IN)
     cordoned = node(NODE, provider_id=f"aws:///eu-west-1a/{instance}", unschedulable=True)
     put(spot.rig, ("nodes", cordoned), web(0))
 
@@ -569,3 +573,115 @@ def test_a_hung_api_server_is_given_up_on_at_the_timeout(rig: Rig) -> None:
         cluster.find_node(INSTANCE)
     assert "timed out" in str(caught.value)
     assert cluster.find_node(INSTANCE) == NODE  # and asked again once it answers
+
+
+# --- forged events: anyone allowed to invoke the drain function could send one -------------
+# A terminate hook holds its instance in Terminating:Wait until the action is completed
+# (https://docs.aws.amazon.com/autoscaling/ec2/userguide/lifecycle-hooks-overview.html), and
+# DescribeAutoScalingInstances says so (`LifecycleActionRecorder`, for moto); EC2 warns only
+# Spot Instances, whose DescribeInstances has "InstanceLifecycle": "spot"
+# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html).
+
+
+def untouched(rig: Rig) -> None:
+    assert rig.pods_on(NODE) == ["default/web-0"]
+    assert rig.cluster.objects["nodes"][("", NODE)]["spec"].get("unschedulable") is None
+    assert rig.cluster.evictions == []
+    assert rig.recorder.calls == []  # nor answered: the hook (if any) decides
+
+
+def test_a_lifecycle_action_for_an_instance_in_service_is_refused_and_its_node_left_alone(
+    rig: Rig,
+) -> None:
+    # Given web's instance in service: no hook holds it
+    make_asg("web", desired=1)
+    instance = instance_of("web")
+    put(rig, the_node(instance), web(0))
+
+    # When a lifecycle action names it
+    result = rig.drainer().lifecycle_action(lifecycle_action(instance))
+
+    # Then the drain refuses it, saying why, and touches nothing
+    assert (result.outcome, result.node_group, result.problem) == (
+        DrainOutcome.UNCONFIRMED,
+        "web",
+        f"lifecycle action for instance {instance} in node group web: the instance is "
+        "InService, not held by a terminate hook",
+    )
+    assert result.message == f"refused: {result.problem}; its node is left alone"
+    untouched(rig)
+
+
+def test_a_lifecycle_action_naming_another_group_than_its_instances_is_refused(
+    rig: Rig,
+) -> None:
+    # Given api's instance held by api's hook, and web hooked by the stack
+    make_asg("api", desired=1)
+    instance = instance_of("api")
+    rig.recorder.hold("api", "api-hook", instance, lifecycle_action().token)
+    put(rig, the_node(instance), web(0))
+
+    # When a lifecycle action for it names web (whose drain hook this deployment answers)
+    result = rig.drainer().lifecycle_action(lifecycle_action(instance))
+
+    assert (result.outcome, result.problem) == (
+        DrainOutcome.UNCONFIRMED,
+        f"lifecycle action for instance {instance} in node group web: the instance is in "
+        "node group api",
+    )
+    untouched(rig)
+
+
+def test_a_lifecycle_action_for_an_instance_in_no_group_is_refused(rig: Rig) -> None:
+    put(rig, the_node(), web(0))
+
+    result = rig.drainer().lifecycle_action(lifecycle_action())  # nothing holds it
+
+    assert (result.outcome, result.problem) == (
+        DrainOutcome.UNCONFIRMED,
+        f"lifecycle action for instance {INSTANCE} in node group web: Auto Scaling has the "
+        "instance in no group",
+    )
+    untouched(rig)
+
+
+@pytest.mark.parametrize("sample", ["spot-interruption.json", "rebalance-recommendation.json"])
+def test_a_spot_warning_for_an_on_demand_instance_is_refused_and_nothing_queued(
+    spot: Spot, sample: str
+) -> None:
+    # Given a managed group's on-demand instance
+    make_asg("web", tags=OPTED_IN, desired=1)
+    instance = instance_of("web")
+    put(spot.rig, the_node(instance), web(0))
+
+    # When a Spot warning names it
+    warning = spot_warning(sample, instance)
+    result = spot.drainer().interruption(warning.request)
+
+    # Then it is refused: no replacement asked for, the node left alone
+    what = sample.removesuffix(".json").replace("-", " ")
+    assert (result.outcome, result.problem) == (
+        DrainOutcome.UNCONFIRMED,
+        f"{what} for instance {instance} in node group web: its market is on-demand, not spot",
+    )
+    assert spot.queued() == []
+    untouched(spot.rig)
+
+
+def test_when_auto_scaling_cannot_be_read_nothing_is_done_and_the_event_is_kept(
+    rig: Rig,
+) -> None:
+    put(rig, the_node(), web(0))
+    action = rig.held()
+
+    refused = refusing(client("autoscaling"), "autoscaling", "DescribeAutoScalingInstances")
+    with refused, pytest.raises(EventUnconfirmableError) as caught:
+        rig.drainer().lifecycle_action(action)
+
+    assert rig.time.slept == [5, 10]  # read again twice before giving up
+    assert str(caught.value).startswith(
+        f"lifecycle action for instance {INSTANCE}: AWS could not be read to confirm it "
+        "(ClientError: An error occurred (AccessDenied)"
+    )
+    untouched(rig)
+    assert rig.recorder.held  # the hook still holds it: its timeout decides

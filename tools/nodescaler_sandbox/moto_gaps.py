@@ -6,8 +6,13 @@ Each of the others is a botocore `before-call` hook on a moto-backed client, ans
 AWS would:
 - `AwsRefusal`: SetDesiredCapacity outside the group's [min, max] is refused (moto sets it);
 - `LifecycleActionRecorder`: CompleteLifecycleAction and RecordLifecycleActionHeartbeat,
-  which moto lacks, for the lifecycle actions a hook holds;
+  which moto lacks, for the lifecycle actions a hook holds, and those instances in
+  Terminating:Wait in DescribeAutoScalingInstances (moto's hooks never hold one);
+- `ScalingActivities`: DescribeScalingActivities, which moto always answers empty, with the
+  failed launches the sandbox makes;
 - `MetricMath`: GetMetricData with a metric-math expression, which moto leaves empty.
+And `launched_as_spot`: a group's instances launched as Spot Instances when its launch
+template asks for Spot (moto launches them on demand).
 """
 
 from __future__ import annotations
@@ -120,6 +125,10 @@ def _refused(message: str) -> tuple[AWSResponse, dict[str, Any]]:
 
 
 LIFECYCLE_OPERATIONS = ("CompleteLifecycleAction", "RecordLifecycleActionHeartbeat")
+DESCRIBE_INSTANCES = "DescribeAutoScalingInstances"
+# Where a terminate hook holds an instance until its action is completed or times out:
+# https://docs.aws.amazon.com/autoscaling/ec2/userguide/lifecycle-hooks-overview.html
+HELD_STATE = "Terminating:Wait"
 
 
 @dataclass(frozen=True)
@@ -142,6 +151,10 @@ class LifecycleActionRecorder:
 
     With a clock and the hook's heartbeat timeout, each held action has a deadline that an
     accepted heartbeat moves on, as Auto Scaling's does.
+
+    While held, the instance is in its group in Terminating:Wait, and
+    DescribeAutoScalingInstances says so: moto's answer is corrected (moto has it
+    InService, or has dropped it from the group already).
     """
 
     def __init__(
@@ -162,7 +175,25 @@ class LifecycleActionRecorder:
                 self._answer,
                 unique_id=f"lifecycle-recorder-{id(self)}-{operation}",
             )
+        events = autoscaling.meta.events
+        unique = f"lifecycle-recorder-{id(self)}-{DESCRIBE_INSTANCES}"
+        events.register(f"before-call.autoscaling.{DESCRIBE_INSTANCES}", _asked, f"{unique}-in")
+        events.register(f"after-call.autoscaling.{DESCRIBE_INSTANCES}", self._held, f"{unique}-out")
         return autoscaling
+
+    def _held(self, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        """The held instances asked for, in Terminating:Wait in their group."""
+        asked = context.pop("sandbox_asked", None)
+        described = {i["InstanceId"]: i for i in parsed.get("AutoScalingInstances", [])}
+        for group, _hook, instance_id in self.held:
+            if asked is not None and instance_id not in asked:
+                continue
+            moto = described.get(instance_id) or _held_instance(context, instance_id)
+            described[instance_id] = moto | {
+                "AutoScalingGroupName": group,
+                "LifecycleState": HELD_STATE,
+            }
+        parsed["AutoScalingInstances"] = list(described.values())
 
     def hold(self, group: str, hook: str, instance_id: str, token: str) -> None:
         """The hook holds this instance in Terminating:Wait until the action is completed."""
@@ -207,6 +238,119 @@ class LifecycleActionRecorder:
         metadata = {"RequestId": str(uuid.uuid4()), "HTTPHeaders": {}, "RetryAttempts": 0}
         parsed = {"ResponseMetadata": metadata | {"HTTPStatusCode": 200}}
         return AWSResponse("https://autoscaling.amazonaws.com/", 200, {}, None), parsed
+
+
+def _asked(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+    """The InstanceIds a DescribeAutoScalingInstances asks for (none: every instance)."""
+    body = params.get("body") or {}
+    ids = {str(v) for k, v in body.items() if k.startswith("InstanceIds.member.")}
+    context["sandbox_asked"] = ids or None
+
+
+def _held_instance(context: dict[str, Any], instance_id: str) -> dict[str, Any]:
+    """A held instance moto no longer lists in its group: as Auto Scaling describes it,
+    its zone from moto's EC2 record (an instance moto never launched has none to give)."""
+    described: dict[str, Any] = {
+        "InstanceId": instance_id,
+        "HealthStatus": "HEALTHY",
+        "ProtectedFromScaleIn": False,
+    }
+    instance = _moto_instance(str(context.get("client_region")), instance_id)
+    if instance is not None:
+        described |= {
+            "AvailabilityZone": instance.placement.zone,
+            "InstanceType": instance.instance_type,
+        }
+    return described
+
+
+def _moto_instance(region: str, instance_id: str) -> Any:
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+    from moto.ec2.models import ec2_backends
+
+    instances = ec2_backends[DEFAULT_ACCOUNT_ID][region].all_instances()
+    return next((i for i in instances if i.id == instance_id), None)
+
+
+def launched_as_spot(region: str, group: str) -> list[str]:
+    """What EC2 does for a group whose launch template asks for Spot
+    (InstanceMarketOptions.MarketType "spot"), which moto launches on demand: its instances
+    are Spot Instances, "InstanceLifecycle": "spot" in DescribeInstances
+    (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Instance.html). Returns them;
+    none for a group whose template does not ask for Spot."""
+    moto_group = _moto_group(region, group)
+    template = moto_group.ec2_launch_template
+    if template is None:
+        return []
+    version = template.get_version(moto_group.launch_template_version or "$Default")
+    market = version.data.get("InstanceMarketOptions") or {}
+    if market.get("MarketType") != "spot":
+        return []
+    for state in moto_group.instance_states:
+        state.instance.lifecycle = "spot"
+    return [state.instance.id for state in moto_group.instance_states]
+
+
+class ScalingActivities:
+    """DescribeScalingActivities, which moto always answers empty, on a moto-backed client:
+    answered from the activities recorded here (`launch_failed`), newest first, as Auto
+    Scaling lists them; an ActivityIds filter keeps the ones asked for and ignores unknown
+    ids without an error, and a group name keeps that group's
+    (https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_DescribeScalingActivities.html)."""
+
+    def __init__(self) -> None:
+        self.activities: list[dict[str, Any]] = []
+
+    def watch(self, autoscaling: Any) -> Any:
+        autoscaling.meta.events.register(
+            "before-call.autoscaling.DescribeScalingActivities",
+            self._answer,
+            unique_id=f"scaling-activities-{id(self)}",
+        )
+        return autoscaling
+
+    def launch_failed(
+        self,
+        group: str,
+        at: datetime,
+        message: str,
+        activity_id: str | None = None,
+        status: str = "Failed",
+    ) -> str:
+        """A launch that ended at `at` (StatusCode `status`: "Failed" or "Cancelled" when it
+        failed, "Successful" when it did not), `message` its StatusMessage. Returns its id
+        (`activity_id`, or a new one, a UUID as Auto Scaling's are)."""
+        activity_id = activity_id or str(uuid.uuid4())
+        self.activities.insert(
+            0,
+            {
+                "ActivityId": activity_id,
+                "AutoScalingGroupName": group,
+                "Description": "Launching a new EC2 instance.  Status Reason: " + message,
+                "Cause": f"At {at:%Y-%m-%dT%H:%M:%SZ} an instance was started in response to a "
+                "difference between desired and actual capacity.",
+                "StartTime": at,
+                "EndTime": at,
+                "StatusCode": status,
+                "StatusMessage": message,
+                "Progress": 100,
+            },
+        )
+        return activity_id
+
+    def _answer(self, params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
+        body = params["body"]
+        group = body.get("AutoScalingGroupName")
+        ids = {str(v) for k, v in body.items() if k.startswith("ActivityIds.member.")}
+        found = [
+            a
+            for a in self.activities
+            if (group is None or a["AutoScalingGroupName"] == group)
+            and (not ids or a["ActivityId"] in ids)
+        ]
+        metadata = {"RequestId": str(uuid.uuid4()), "HTTPStatusCode": 200, "HTTPHeaders": {}}
+        url = "https://autoscaling.amazonaws.com/"
+        return AWSResponse(url, 200, {}, None), {"Activities": found, "ResponseMetadata": metadata}
 
 
 class MetricMath:

@@ -14,8 +14,9 @@ Lambda, so the sandbox delivers the tick, alarm state changes, launch failures a
 lifecycle actions; CloudWatch does not evaluate alarms, so the sandbox does, every minute,
 on the SQS metrics it publishes as SQS would; moto always launches, so for a group the
 scenario says has no capacity the sandbox takes back what moto launched and sends the
-`EC2 Instance Launch Unsuccessful` event; lifecycle hooks never fire in moto, so when an
-instance leaves a group with the drain hook the sandbox holds its node, sends the
+`EC2 Instance Launch Unsuccessful` event, its failed scaling activity listed as Auto Scaling
+lists it; lifecycle hooks never fire in moto, so when an instance leaves a group with the
+drain hook the sandbox holds it in Terminating:Wait with its node, sends the
 `EC2 Instance-terminate Lifecycle Action` event to the drain function and lets the node go
 when the action is completed or its heartbeat timeout passes. Lambda's SQS event source
 is `lambda_local.SqsEventSource`.
@@ -46,6 +47,7 @@ from nodescaler_sandbox.moto_gaps import (
     AwsRefusal,
     LifecycleActionRecorder,
     MetricMath,
+    ScalingActivities,
     TerminationPolicies,
     moto_in_this_process,
 )
@@ -181,6 +183,7 @@ class Sandbox:
         self.writes: dict[str, int] = {}  # group → Auto Scaling write calls
         self.no_capacity: set[str] = set()  # groups whose launches fail, as the scenario says
         self.launch_failures: list[tuple[datetime, str]] = []  # (when, group)
+        self.activities = ScalingActivities()  # the failed launches, as Auto Scaling lists them
         self.drained: list[dict[str, Any]] = []  # the drain function's results
         self.failed_invocations: list[tuple[datetime, str, str]] = []  # (when, function, why)
         self.invocations = 0  # of dispatch and evaluate: what may have changed the state
@@ -295,12 +298,14 @@ class Sandbox:
 
     def watch(self, autoscaling: Any) -> Any:
         """Auto Scaling as AWS answers it, on any client of the sandbox's (the functions',
-        the baseline's): min/max enforced, lifecycle actions answered, writes counted."""
+        the baseline's): min/max enforced, lifecycle actions answered, the instances they
+        hold in Terminating:Wait, failed launches listed, writes counted."""
         # Counted before the call is built: the hooks that answer for AWS (lifecycle actions,
         # refusals) are on `before-call`, where the first answer stops the rest.
         autoscaling.meta.events.register("before-parameter-build.auto-scaling", self._count_write)
         AwsRefusal(self.client("autoscaling")).watch(autoscaling)
         self.lifecycle.watch(autoscaling)
+        self.activities.watch(autoscaling)
         self.termination.watch(autoscaling)  # after the refusal: a refused call takes none
         return autoscaling
 
@@ -343,8 +348,9 @@ class Sandbox:
 
     def fail_launches(self, *, deliver: bool = True) -> None:
         """What EC2 does to a group with no capacity: its launches fail, and Auto Scaling
-        says so on EventBridge (moto launched them; the sandbox takes them back). The event
-        goes to dispatch when `deliver` (not when the baseline scales the world)."""
+        records the failed scaling activity and says so on EventBridge (moto launched them;
+        the sandbox takes them back). The event goes to dispatch when `deliver` (not when
+        the baseline scales the world)."""
         for group in sorted(self.no_capacity):
             launched = fail_launches(self.client("ec2"), group, region=REGION)
             if not launched:
@@ -354,10 +360,11 @@ class Sandbox:
                 "We currently do not have sufficient capacity in the Availability Zone you "
                 f"requested ({REGION}a)."
             )
+            activity = self.activities.launch_failed(group, self.clock.now(), message)
             detail = {
                 "StatusCode": "Failed",
                 "AutoScalingGroupName": group,
-                "ActivityId": str(uuid.uuid4()),
+                "ActivityId": activity,
                 "StatusMessage": message,
                 "Cause": f"At {at} {len(launched)} instances were started and failed to launch.",
             }

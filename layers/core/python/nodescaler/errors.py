@@ -146,6 +146,16 @@ class ExpanderError(RetryableError):
     """An expander could not choose (the custom expander failed or ran out of time)."""
 
 
+class EventUnconfirmedError(PermanentError):
+    """AWS's own record does not bear a well-formed event out (a forged or stale event:
+    an on-demand instance's "Spot warning", a launch failure of an activity that did not
+    fail); names the event, the instance or group, and why. Refused, not retried."""
+
+
+class EventUnconfirmableError(RetryableError):
+    """AWS could not be read to confirm an event; nothing was done, the event is retried."""
+
+
 class LifecycleActionExpiredError(PermanentError):
     """Auto Scaling no longer holds the lifecycle action (its heartbeat timeout passed, or it
     was completed): names the group, the hook and the instance."""

@@ -61,6 +61,7 @@ class MetricName(StrEnum):
     MALFORMED_EVENTS = "MalformedEvents"
     STORED_POLICY_READ_FAILURES = "StoredPolicyReadFailures"  # deployed policies served instead
     IGNORED_EVENTS = "IgnoredEvents"  # well-formed, but about a group nodescaler doesn't manage
+    UNCONFIRMED_EVENTS = "UnconfirmedEvents"  # refused: AWS's record does not bear them out
     SCALING_EVENTS_NOT_PUT = "ScalingEventsNotPut"  # resizes, backoffs, drains EventBridge missed
     # draining (service-wide, and per node group when the instance's group is known)
     NODES_DRAINED = "NodesDrained"

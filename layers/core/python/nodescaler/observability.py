@@ -131,6 +131,7 @@ def drain_records(result: DrainResult) -> list[Record]:
             DrainOutcome.NOT_IN_CLUSTER: MetricName.DRAIN_SKIPPED,
             DrainOutcome.FAILED: MetricName.DRAIN_FAILURES,
             DrainOutcome.NOT_OURS: MetricName.IGNORED_EVENTS,
+            DrainOutcome.UNCONFIRMED: MetricName.UNCONFIRMED_EVENTS,
         }[result.outcome]: 1,
     }
     replacement = result.replacement
@@ -272,13 +273,26 @@ def report_ignored(message: str, **fields: Any) -> None:
     emit([Record({MetricName.IGNORED_EVENTS: 1})])
 
 
+def report_unconfirmed(message: str, node_group: str, **fields: Any) -> None:
+    """A well-formed event AWS's own record does not bear out (forged, or stale): refused."""
+    logger.warning(f"refused: {message}", node_group=node_group, **fields)
+    figures: Figures = {MetricName.UNCONFIRMED_EVENTS: 1}
+    emit([Record(figures), Record(figures, {Dimension.NODE_GROUP: node_group})])
+
+
+def report_unconfirmable(error: Exception) -> None:
+    """AWS could not be read to confirm an event: nothing done, the invocation fails."""
+    logger.error(str(error), retryable=is_retryable(error))
+
+
 def report_drain(result: DrainResult) -> None:
     """One log line per drain, with everything it did, and its EMF records."""
     from nodescaler.domain.draining import DrainOutcome, ReplacementOutcome
 
     fields: dict[str, Any] = {"drain": asdict(result), "node": result.node}
     replacement = result.replacement
-    if result.outcome in (DrainOutcome.TIMED_OUT, DrainOutcome.NOT_OURS) or (
+    warned = (DrainOutcome.TIMED_OUT, DrainOutcome.NOT_OURS, DrainOutcome.UNCONFIRMED)
+    if result.outcome in warned or (
         replacement is not None and replacement.outcome is not ReplacementOutcome.QUEUED
     ):
         logger.warning(result.message, **fields)

@@ -17,10 +17,16 @@ if TYPE_CHECKING:
     from nodescaler.domain.backoff import Backoff
     from nodescaler.domain.cluster import Snapshot
     from nodescaler.domain.decision import Decision
-    from nodescaler.domain.draining import DrainPod, Eviction, LifecycleAction, LifecycleResult
+    from nodescaler.domain.draining import (
+        DrainPod,
+        Eviction,
+        LifecycleAction,
+        LifecycleResult,
+        Membership,
+    )
     from nodescaler.domain.group_state import GroupState
     from nodescaler.domain.limits import Claims
-    from nodescaler.domain.node_group import LaunchFailure, NodeGroup
+    from nodescaler.domain.node_group import LaunchFailure, NodeGroup, ScalingActivity
     from nodescaler.domain.policy import DemandMetric, MetricBase
     from nodescaler.domain.readings import Reading
     from nodescaler.domain.scale_down import Removable
@@ -57,6 +63,10 @@ class NodeGroups(NodeGroupDiscovery, NodeGroupLookup, Protocol):
         """Launches that failed since `since` (the provider's record of scaling activities)."""
         ...
 
+    def scaling_activity(self, group: NodeGroup, activity_id: str) -> ScalingActivity | None:
+        """The group's scaling activity of that id, or None when it has none."""
+        ...
+
     def protect(self, group: NodeGroup, instance_ids: frozenset[str], protected: bool) -> None:
         """Set or clear these instances' protection from scale-in."""
         ...
@@ -71,13 +81,16 @@ class NodeGroups(NodeGroupDiscovery, NodeGroupLookup, Protocol):
 
 
 class InstanceGroups(Protocol):
-    def group_of(self, instance_id: str) -> str | None:
-        """The Auto Scaling group the instance is in, or None."""
+    def membership(self, instance_id: str) -> Membership | None:
+        """The Auto Scaling group the instance is in and its lifecycle state ("InService",
+        "Terminating:Wait"), or None when no group has it (any more)."""
         ...
 
-    def state_of(self, instance_id: str) -> str | None:
-        """Its Auto Scaling lifecycle state ("InService", "Terminating:Wait"), or None
-        when no group has it any more."""
+
+class InstanceMarkets(Protocol):
+    def market_of(self, instance_id: str) -> str | None:
+        """How EC2 launched the instance ("spot", "on-demand", ...), or None when EC2 has
+        no such instance."""
         ...
 
 

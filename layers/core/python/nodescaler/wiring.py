@@ -401,7 +401,11 @@ def drainer(
     and the evaluation queue a Spot warning asks for replacement capacity through."""
     import time
 
-    from nodescaler.adapters.aws.lifecycle import AsgInstanceGroups, AsgLifecycleActions
+    from nodescaler.adapters.aws.lifecycle import (
+        AsgInstanceGroups,
+        AsgLifecycleActions,
+        Ec2InstanceMarkets,
+    )
     from nodescaler.adapters.k8s.evictions import KubernetesDrain
     from nodescaler.domain.draining import LifecycleResult
     from nodescaler.errors import SettingsError
@@ -417,6 +421,7 @@ def drainer(
         )
     owners = Owners(
         instances=AsgInstanceGroups(clients.autoscaling),
+        markets=Ec2InstanceMarkets(clients.ec2),
         node_groups=node_groups(settings, clients),
         tag_names=settings.tag_names,
         cluster_name=settings.cluster_name,

@@ -27,12 +27,22 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 # Scaling lifecycle states that mean it is going (capacity rebalancing replaces it).
 WATCH_INTERVAL = timedelta(seconds=30)
 LEAVING_STATES = ("Terminat", "Detach", "Warmed")
+# The states in which a terminate hook holds an instance, its lifecycle action pending:
+# https://docs.aws.amazon.com/autoscaling/ec2/userguide/lifecycle-hooks-overview.html
+# (and, for a warm pool's instance, warm-pool-instance-lifecycle.html).
+HOOK_WAIT_STATES = ("Terminating:Wait", "Warmed:Terminating:Wait")
+SPOT_MARKET = "spot"  # DescribeInstances' InstanceLifecycle of a Spot Instance
 
 
 class DrainCause(StrEnum):
     LIFECYCLE_ACTION = "lifecycle-action"
     SPOT_INTERRUPTION = "spot-interruption"
     REBALANCE_RECOMMENDATION = "rebalance-recommendation"
+
+    @property
+    def event(self) -> str:
+        """The event in words, as a log line names it: "spot interruption"."""
+        return self.value.replace("-", " ")
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,38 @@ class SpotWarning:
 DrainRequest = LifecycleAction | SpotWarning
 
 
+@dataclass(frozen=True)
+class Membership:
+    """An instance as Auto Scaling describes it: its group and its lifecycle state."""
+
+    group: str
+    state: str  # "InService", "Terminating:Wait", ...
+
+
+def unconfirmed_action(action: LifecycleAction, member: Membership | None) -> str | None:
+    """Why Auto Scaling's own record does not bear the lifecycle action out (a forged or
+    stale event), or None: its hook holds the instance, in the event's group."""
+    event = f"{action.cause.event} for instance {action.instance_id} in node group {action.group}"
+    if member is None:
+        return f"{event}: Auto Scaling has the instance in no group"
+    if member.group != action.group:
+        return f"{event}: the instance is in node group {member.group}"
+    if member.state not in HOOK_WAIT_STATES:
+        return f"{event}: the instance is {member.state}, not held by a terminate hook"
+    return None
+
+
+def unconfirmed_warning(warning: SpotWarning, group: str, market: str | None) -> str | None:
+    """Why EC2's own record does not bear the Spot warning out, or None: EC2 warns only
+    Spot Instances of an interruption, and recommends only their rebalancing."""
+    event = f"{warning.cause.event} for instance {warning.instance_id} in node group {group}"
+    if market is None:
+        return f"{event}: EC2 has no such instance"
+    if market != SPOT_MARKET:
+        return f"{event}: its market is {market}, not spot"
+    return None
+
+
 class LifecycleResult(StrEnum):
     # For a terminating instance both let it terminate; ABANDON also skips the group's
     # other terminate hooks, CONTINUE lets them run.
@@ -81,6 +123,8 @@ class DrainOutcome(StrEnum):
     NOT_IN_CLUSTER = "not-in-cluster"  # no node has this instance: it never joined
     NOT_OURS = "not-ours"  # its group is neither opted in nor hooked by the stack: untouched
     FAILED = "failed"  # something raised; the lifecycle action was completed all the same
+    # AWS's own record does not bear the event out (forged, or stale): untouched, not answered
+    UNCONFIRMED = "unconfirmed"
 
 
 class EvictionOutcome(StrEnum):
@@ -163,7 +207,7 @@ class DrainResult:
     lifecycle_result: LifecycleResult | None = None  # sent with CompleteLifecycleAction
     replacement: Replacement | None = None  # Spot warnings only
     seconds: float = 0.0
-    problem: str | None = None  # what failed, or why the node is not ours to drain
+    problem: str | None = None  # what failed, why the node is not ours, or why refused
     uncordoned: bool = False  # a rebalance recommendation's node, whose instance stayed
 
     @property
@@ -176,6 +220,8 @@ class DrainResult:
                 text = f"instance {self.instance_id} has no node in the cluster: nothing to drain"
             case DrainOutcome.NOT_OURS:
                 text = f"{self.problem}: its node is left alone"
+            case DrainOutcome.UNCONFIRMED:
+                text = f"refused: {self.problem}; its node is left alone"
             case DrainOutcome.DRAINED:
                 text = f"{node} drained in {self.seconds:.0f} s: {evicted}"
             case DrainOutcome.TIMED_OUT:

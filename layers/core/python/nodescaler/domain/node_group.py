@@ -64,6 +64,35 @@ class LaunchFailure:
     reason: str
 
 
+# A scaling activity whose launch failed, as DescribeScalingActivities reports it:
+# https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_DescribeScalingActivities.html
+FAILED_STATUSES = ("Failed", "Cancelled")
+
+
+@dataclass(frozen=True)
+class ScalingActivity:
+    """One of a group's scaling activities, as much as confirms a launch failure."""
+
+    activity_id: str
+    status: str  # StatusCode: Successful, Failed, Cancelled, InProgress, ...
+    launch: bool  # it launched instances ("Launching a new EC2 instance...")
+
+
+def unconfirmed_launch_failure(
+    group: str, activity_id: str, activity: ScalingActivity | None
+) -> str | None:
+    """Why the group's own scaling activities do not bear a launch-failure event out (a
+    forged or mistaken event), or None: the activity it names is a launch that failed."""
+    event = f"launch failure {activity_id} of node group {group}"
+    if activity is None:
+        return f"{event}: the group has no such scaling activity"
+    if not activity.launch:
+        return f"{event}: the activity launched no instances"
+    if activity.status not in FAILED_STATUSES:
+        return f"{event}: the launch is {activity.status}, not failed"
+    return None
+
+
 def belongs(node: Node, group: NodeGroup) -> bool:
     """By the EKS node group label, else by the node's instance being one of the ASG's."""
     label = node.labels.get(EKS_NODEGROUP_LABEL)

@@ -14,8 +14,14 @@ from datetime import datetime, timedelta
 
 from nodescaler.domain.backoff import Backoff, BackoffRules, after_failure
 from nodescaler.domain.group_state import failure_key
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.errors import MalformedEventError, StateConflictError, UnmanagedGroupError
+from nodescaler.domain.node_group import NodeGroup, ScalingActivity, unconfirmed_launch_failure
+from nodescaler.errors import (
+    EventUnconfirmableError,
+    EventUnconfirmedError,
+    MalformedEventError,
+    StateConflictError,
+    UnmanagedGroupError,
+)
 from nodescaler.events.queue import EvaluationRequest
 from nodescaler.ports import Clock, EvaluationQueue, NodeGroups, ScalingEvents, StateStore
 from nodescaler.service.policies import PolicyBook
@@ -54,17 +60,32 @@ class Dispatcher:
     ) -> tuple[Backoff, list[str]]:
         """Back the group off, then queue it and every group that shares the pending pods,
         so the expanders move its demand to the next group now; returns the backoff and
-        the groups queued."""
+        the groups queued. Only a failure the group's scaling activities confirm counts:
+        anyone allowed to invoke dispatch could send the event."""
         self._check_time(event_id, at)
         groups = self.node_groups.discover()
-        if not any(g.name == group_name for g in groups):
+        group = next((g for g in groups if g.name == group_name), None)
+        if group is None:
             raise UnmanagedGroupError(
                 f"launch failure {activity_id}: node group {group_name} is not managed by "
                 "nodescaler (not opted in, or opted in for another cluster); nothing to back off"
             )
+        activity = self._activity(group, activity_id)
+        if (why := unconfirmed_launch_failure(group_name, activity_id, activity)) is not None:
+            raise EventUnconfirmedError(why)
         backoff = self._back_off(group_name, activity_id, reason, at)
         replan = [g for g in groups if g.name == group_name or self.policies.reads_pending_pods(g)]
         return backoff, self._queue(replan, event_id, f"launch failure in {group_name}", at)
+
+    def _activity(self, group: NodeGroup, activity_id: str) -> ScalingActivity | None:
+        try:
+            return self.node_groups.scaling_activity(group, activity_id)
+        except Exception as error:  # throttled past the SDK's retries, unreachable, refused
+            raise EventUnconfirmableError(
+                f"launch failure {activity_id} of node group {group.name}: its scaling "
+                f"activities could not be read to confirm it ({type(error).__name__}: {error}); "
+                "nothing was done, the event will be retried"
+            ) from error
 
     def _back_off(self, group: str, activity_id: str, reason: str, at: datetime) -> Backoff:
         for _ in range(CONFLICT_RETRIES):

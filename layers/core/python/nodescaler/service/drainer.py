@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from nodescaler.deployment import DEFAULT_DRAIN_HOOK
 from nodescaler.domain.draining import (
@@ -33,29 +34,45 @@ from nodescaler.domain.draining import (
     Replacement,
     ReplacementOutcome,
     SpotWarning,
+    unconfirmed_action,
+    unconfirmed_warning,
 )
 from nodescaler.domain.optin import TagNames, is_managed
-from nodescaler.errors import DrainFailedError, LifecycleActionExpiredError
+from nodescaler.errors import (
+    DrainFailedError,
+    EventUnconfirmableError,
+    LifecycleActionExpiredError,
+)
 from nodescaler.events.queue import EvaluationRequest
 from nodescaler.ports import (
     Clock,
     DrainCluster,
     EvaluationQueue,
     InstanceGroups,
+    InstanceMarkets,
     LifecycleActions,
     NodeGroupLookup,
     ScalingEvents,
     Sleep,
 )
 
+T = TypeVar("T")
+
+# An AWS read that confirms an event is tried again after these waits (beyond the SDK's own
+# retries): the drain function has no Lambda retries (a failed drain has acted already).
+CONFIRM_RETRIES = (timedelta(seconds=5), timedelta(seconds=10))
+
 
 @dataclass(frozen=True)
 class Owners:
     """Whose node it is. nodescaler touches only the nodes of groups it manages (opted in,
     for this cluster) or that the stack hooked by name (`drainGroups`): a hook or a Spot
-    warning for any other group is not its business, whatever the event says."""
+    warning for any other group is not its business, whatever the event says. Auto
+    Scaling's and EC2's records (`instances`, `markets`) confirm the event itself: anyone
+    allowed to invoke the function could send one."""
 
     instances: InstanceGroups
+    markets: InstanceMarkets
     node_groups: NodeGroupLookup
     tag_names: TagNames = field(default_factory=TagNames)
     cluster_name: str = ""
@@ -153,6 +170,9 @@ class Drainer:
         )
         if why is not None:
             return self._not_ours(action.instance_id, action.cause, action.group, why)
+        member = self._confirming(action, self.owners.instances.membership)
+        if (why := unconfirmed_action(action, member)) is not None:
+            return self._refused(action, action.group, why)
         progress = DrainProgress(action.instance_id, action.cause, action.group, self._now())
         sent = self.timeout_result
         try:
@@ -174,10 +194,14 @@ class Drainer:
         """A Spot warning: ask for replacement capacity first, then drain while there is time.
         After a rebalance recommendation, whose instance may well stay, the node is watched
         until the deadline and uncordoned if its instance is still in service."""
-        group = self.owners.instances.group_of(warning.instance_id)
+        member = self._confirming(warning, self.owners.instances.membership)
+        group = member.group if member else None
         if (why := self.owners.why_not_ours(group, warning.instance_id)) is not None:
             return self._not_ours(warning.instance_id, warning.cause, group, why)
         assert group is not None
+        market = self._confirming(warning, self.owners.markets.market_of)
+        if (why := unconfirmed_warning(warning, group, market)) is not None:
+            return self._refused(warning, group, why)
         replacement = self.replacements.request(warning, group) if self.replacements else None
         progress = DrainProgress(
             warning.instance_id, warning.cause, group, self._now(), replacement
@@ -196,8 +220,8 @@ class Drainer:
         """Wait for the instance to start terminating (Auto Scaling's capacity rebalancing
         replaces it); if it has not by the deadline, it stays: let pods onto it again."""
         while True:
-            state = self.owners.instances.state_of(result.instance_id)
-            if state is None or state.startswith(LEAVING_STATES):
+            member = self.owners.instances.membership(result.instance_id)
+            if member is None or member.state.startswith(LEAVING_STATES):
                 return result
             now = self._now()
             if now >= deadline:
@@ -208,6 +232,32 @@ class Drainer:
 
     def _not_ours(self, instance_id: str, cause: str, group: str | None, why: str) -> DrainResult:
         return DrainResult(instance_id, cause, DrainOutcome.NOT_OURS, node_group=group, problem=why)
+
+    def _refused(self, request: DrainRequest, group: str, why: str) -> DrainResult:
+        return DrainResult(
+            request.instance_id,
+            request.cause,
+            DrainOutcome.UNCONFIRMED,
+            node_group=group,
+            problem=why,
+        )
+
+    def _confirming(self, request: DrainRequest, read: Callable[[str], T]) -> T:
+        """What AWS records of the request's instance, read again on an error; when it
+        never answers, nothing is done and `EventUnconfirmableError` keeps the event (in
+        the function's dead-letter queue)."""
+        for wait in CONFIRM_RETRIES:
+            try:
+                return read(request.instance_id)
+            except Exception:  # throttled past the SDK's retries, unreachable, refused
+                self.sleep(wait.total_seconds())
+        try:
+            return read(request.instance_id)
+        except Exception as error:
+            raise EventUnconfirmableError(
+                f"{request.cause.event} for instance {request.instance_id}: "
+                f"AWS could not be read to confirm it ({_describe(error)}); nothing was done"
+            ) from error
 
     def _now(self) -> datetime:
         return self.clock.now()

@@ -1,5 +1,5 @@
-"""The drain's Auto Scaling side: heartbeats and completion of a terminate lifecycle action,
-and which group an interrupted instance is in."""
+"""The drain's Auto Scaling and EC2 side: heartbeats and completion of a terminate lifecycle
+action, which group an instance is in and in which state, and how EC2 launched it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from nodescaler.domain.draining import LifecycleAction, LifecycleResult
+from nodescaler.domain.draining import LifecycleAction, LifecycleResult, Membership
 from nodescaler.errors import LifecycleActionExpiredError
 
 # What Auto Scaling answers (ValidationError) once the action's heartbeat timeout has
@@ -59,15 +59,34 @@ class AsgInstanceGroups:
     def __init__(self, autoscaling: Any) -> None:
         self._autoscaling = autoscaling
 
-    def _described(self, instance_id: str) -> dict[str, Any] | None:
+    def membership(self, instance_id: str) -> Membership | None:
         found = self._autoscaling.describe_auto_scaling_instances(InstanceIds=[instance_id])
         instances: list[dict[str, Any]] = found.get("AutoScalingInstances", [])
-        return instances[0] if instances else None
+        if not instances:
+            return None
+        described = instances[0]
+        return Membership(str(described["AutoScalingGroupName"]), str(described["LifecycleState"]))
 
-    def group_of(self, instance_id: str) -> str | None:
-        instance = self._described(instance_id)
-        return str(instance["AutoScalingGroupName"]) if instance else None
 
-    def state_of(self, instance_id: str) -> str | None:
-        instance = self._described(instance_id)
-        return str(instance["LifecycleState"]) if instance else None
+# What EC2 answers for an instance id it has never had (or for no instance id at all).
+NO_SUCH_INSTANCE = ("InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed")
+
+
+class Ec2InstanceMarkets:
+    """`InstanceMarkets` over EC2: DescribeInstances' InstanceLifecycle, which it gives
+    only for a Spot (or Scheduled, or Capacity Block) instance."""
+
+    def __init__(self, ec2: Any) -> None:
+        self._ec2 = ec2
+
+    def market_of(self, instance_id: str) -> str | None:
+        try:
+            found = self._ec2.describe_instances(InstanceIds=[instance_id])
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in NO_SUCH_INSTANCE:
+                return None
+            raise
+        for reservation in found.get("Reservations", []):
+            for instance in reservation.get("Instances", []):
+                return str(instance.get("InstanceLifecycle", "on-demand"))
+        return None

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from nodescaler.domain.node_group import LaunchFailure, NodeGroup, WarmPool
+from nodescaler.domain.node_group import LaunchFailure, NodeGroup, ScalingActivity, WarmPool
 from nodescaler.domain.optin import TagNames, is_managed
 from nodescaler.errors import RefusedError
 
@@ -48,6 +48,10 @@ def _warm_pool(asg: Mapping[str, Any]) -> WarmPool | None:
         pool_state=str(configured.get("PoolState") or "Stopped"),
         reuse_on_scale_in=(configured.get("InstanceReusePolicy") or {}).get("ReuseOnScaleIn"),
     )
+
+
+def _is_launch(activity: Mapping[str, Any]) -> bool:
+    return str(activity.get("Description", "")).startswith("Launching")
 
 
 def _to_node_group(asg: Mapping[str, Any]) -> NodeGroup:
@@ -187,8 +191,7 @@ class AsgNodeGroups:
             for activity in activities:
                 if activity["StartTime"] < since:
                     return failures
-                launch = activity.get("Description", "").startswith("Launching")
-                if launch and activity.get("StatusCode") == "Failed":
+                if _is_launch(activity) and activity.get("StatusCode") == "Failed":
                     failures.append(
                         LaunchFailure(
                             activity_id=activity["ActivityId"],
@@ -197,6 +200,19 @@ class AsgNodeGroups:
                         )
                     )
         return failures
+
+    def scaling_activity(self, group: NodeGroup, activity_id: str) -> ScalingActivity | None:
+        found = self._autoscaling.describe_scaling_activities(
+            AutoScalingGroupName=group.name, ActivityIds=[activity_id]
+        )
+        for activity in found.get("Activities", []):  # unknown ids are left out, no error
+            if activity.get("ActivityId") == activity_id:
+                return ScalingActivity(
+                    activity_id=activity_id,
+                    status=str(activity.get("StatusCode", "")),
+                    launch=_is_launch(activity),
+                )
+        return None
 
     def protect(self, group: NodeGroup, instance_ids: frozenset[str], protected: bool) -> None:
         self._check_managed(group, "change instance protection")
