@@ -2,7 +2,9 @@
 
 Function errors and throttles, dead letters, slow evaluations (from the tick or alarm to
 the decision), a node group whose in-service count stays below its desired count or that
-stays backed off after failed launches, and drains that failed or ran out of time.
+stays backed off after failed launches, drains that failed or ran out of time, and what
+nodescaler refused or forced (a source not allowed, an event AWS does not bear out, a
+termination that could not wait).
 """
 
 from __future__ import annotations
@@ -131,8 +133,39 @@ class Alarms(Construct):
             "the rules routing them saw nothing. The scaling itself happened; the functions' "
             "log lines name the events lost and why.",
         )
+        self._trust_alarms()
         if drains:
             self._drain_alarms()
+
+    def _trust_alarms(self) -> None:
+        """What nodescaler refused or forced on its own: each wants a person to look."""
+        self._add(
+            "metric-sources-refused",
+            self._sum_over_five_minutes(MetricName.SOURCES_REFUSED),
+            "A policy asked for a source the deployment does not allow (a bearer token sent "
+            "to a server its secret was not deployed for): the metric reads as missing. The "
+            "evaluation's log line names the group, policy, secret and server.",
+        )
+        self._add(
+            "unconfirmed-events",
+            self._sum_over_five_minutes(MetricName.UNCONFIRMED_EVENTS),
+            "An event (a lifecycle action, Spot warning or launch failure) was refused because "
+            "Auto Scaling or EC2 does not bear it out: someone may be invoking the functions "
+            "by hand. The log line names the event, instance or group, and why.",
+        )
+        self._add(
+            "termination-errors",
+            self._sum_over_five_minutes(MetricName.TERMINATION_ERRORS),
+            "The termination policy could not choose and answered none for now (Auto Scaling "
+            "asks again): a request it could not read or a failed choice. Its log line says why.",
+        )
+        self._add(
+            "terminations-forced",
+            self._sum_over_five_minutes(MetricName.TERMINATIONS_FORCED),
+            "An instance refresh, lifetime or rebalance waited 30 minutes on nodes whose pods "
+            "could not move, and the least-bad one was let go: check the pods and budgets the "
+            "termination log line names.",
+        )
 
     def _drain_alarms(self) -> None:
         self._add(

@@ -1049,7 +1049,7 @@ def test_the_alarms_cover_errors_throttles_dead_letters_latency_shortfall_and_dr
     # errors and throttles of four functions, three dead-letter queues, evaluation errors,
     # latency, shortfall, backoff, drain failures, drain timeouts, lifecycle actions expired,
     # stored policies unread, scaling events not put
-    assert len(alarms) == 20
+    assert len(alarms) == 24
     unread = alarm_on(template, "StoredPolicyReadFailures")
     assert (unread["EvaluationPeriods"], unread["Period"]) == (3, 300)  # persistent, not a blip
     assert alarm_on(template, "ScalingEventsNotPut")["Threshold"] == 1
@@ -1058,6 +1058,19 @@ def test_the_alarms_cover_errors_throttles_dead_letters_latency_shortfall_and_dr
     # every alarm says what happened and what to do about it
     assert all(len(a["Properties"]["AlarmDescription"]) > 40 for a in alarms)
     assert all("AlarmActions" not in a["Properties"] for a in alarms)  # no topic configured
+
+
+@pytest.mark.parametrize(
+    "metric",
+    ["MetricSourcesRefused", "UnconfirmedEvents", "TerminationErrors", "TerminationsForced"],
+)
+def test_a_refused_source_or_event_and_a_forced_or_failed_termination_alarm_at_once(
+    template: Template, metric: str
+) -> None:
+    alarm = alarm_on(template, metric)
+    assert (alarm["Statistic"], alarm["Threshold"], alarm["EvaluationPeriods"]) == ("Sum", 1, 1)
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": "nodescaler-my-cluster"}]
 
 
 def test_a_group_backed_off_for_most_of_half_an_hour_alarms(template: Template) -> None:
