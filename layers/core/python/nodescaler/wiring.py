@@ -318,7 +318,13 @@ def kubernetes_metrics(
     )
     cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
     events = KubernetesEvents(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
-    return KubernetesMetrics(cluster, pending=planner, waiting=WaitingPods(events), marks=cluster)
+    return KubernetesMetrics(
+        cluster,
+        pending=planner,
+        waiting=WaitingPods(events),
+        marks=cluster,
+        rules=settings.drain_rules,
+    )
 
 
 def kubernetes_connection(
@@ -424,6 +430,7 @@ def drainer(
         max_grace_seconds=settings.max_grace_seconds,
         timeout_result=LifecycleResult(settings.drain_timeout_result),
         events=scaling_events(settings, clients),
+        rules=settings.drain_rules,
     )
 
 
@@ -440,4 +447,6 @@ def terminator(
         from nodescaler.adapters.k8s.api import KubernetesCluster
 
         cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
-    return TerminationChooser(node_groups(settings, clients), cluster)
+    return TerminationChooser(
+        node_groups(settings, clients), cluster, clock or SystemClock(), settings.drain_rules
+    )
