@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from nodescaler.domain.buffer import BufferFit, buffer_pods, fit_buffer
 from nodescaler.domain.cluster import Pod, Snapshot
-from nodescaler.domain.drainability import CA_DEFAULTS, DrainRules, keeps_node
+from nodescaler.domain.drainability import CA_DEFAULTS, DrainRules, keeps_node, movable
 from nodescaler.domain.node_group import NodeGroup, belongs
 from nodescaler.domain.policy import (
     CapacityBuffer,
@@ -33,7 +33,6 @@ from nodescaler.domain.scale_down import (
     Removable,
     Unneeded,
     candidate_marks,
-    movable,
     removable,
     unneeded_nodes,
 )
