@@ -768,6 +768,8 @@ def test_the_drain_may_find_cordon_and_evict_and_nothing_else() -> None:
         ("", "nodes", "patch"),
         ("", "pods", "list"),
         ("", "pods/eviction", "create"),
+        # a kube-system pod no budget selects is not evicted (--skip-nodes-with-system-pods)
+        ("policy", "poddisruptionbudgets", "list"),
     }
 
 
