@@ -131,7 +131,8 @@ class Shared:
 
     @property
     def common(self) -> dict[str, Any]:
-        """Every function's settings: where the policies are, the cluster, the tag names."""
+        """Every function's settings: where the policies are, the cluster, the tag names,
+        which pods keep their node."""
         tags = self.settings.tags.names()
         return {
             "policies_path": Path(Layers.POLICIES_PATH),
@@ -141,6 +142,8 @@ class Shared:
             "tag_cluster": tags.cluster,
             "tag_dry_run": tags.dry_run,
             "tag_paused": tags.paused,
+            "skip_nodes_with_local_storage": self.settings.skip_nodes_with_local_storage,
+            "skip_nodes_with_system_pods": self.settings.skip_nodes_with_system_pods,
         }
 
     @property

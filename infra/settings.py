@@ -16,6 +16,7 @@ from nodescaler.adapters.policy_files import load_policies
 from nodescaler.config import (
     DEFAULT_EXPANDERS,
     CapacitySettings,
+    CommonSettings,
     DrainSettings,
     EvaluateSettings,
     EventBusName,
@@ -175,6 +176,11 @@ class DeploySettings(_Context):
     drain: DrainContext = DrainContext()
     # Where each resize, backoff and drain outcome is put (README, "Scaling events").
     event_bus: EventBusName = _default(EventSettings, "event_bus_name")
+    # Cluster Autoscaler's flags of the same names and defaults: a node running a pod with
+    # local storage, or a kube-system pod no disruption budget selects, stays (scale-in's
+    # choice, the terminate function's, and the drain, which does not evict such a pod).
+    skip_nodes_with_local_storage: bool = _default(CommonSettings, "skip_nodes_with_local_storage")
+    skip_nodes_with_system_pods: bool = _default(CommonSettings, "skip_nodes_with_system_pods")
 
     @field_validator("drain_groups")
     @classmethod

@@ -227,7 +227,7 @@ class Unreachable:
 @pytest.mark.usefixtures("environment")
 def test_a_choice_that_fails_is_answered_with_none_logged_and_counted(output: Any) -> None:
     # Given a function whose Auto Scaling groups cannot be read now
-    chooser = TerminationChooser(Unreachable(), None)
+    chooser = TerminationChooser(Unreachable(), None, VirtualClock())
     # When Auto Scaling asks it for an instance refresh
     answer = invoke(REFRESH, chooser)
     # Then no error escapes (the guide does not say Auto Scaling asks again after one): it

@@ -11,7 +11,14 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
-from nodescaler.config import DispatchSettings, DrainSettings, EvaluateSettings, TerminateSettings
+from nodescaler.config import (
+    CommonSettings,
+    DispatchSettings,
+    DrainSettings,
+    EvaluateSettings,
+    TerminateSettings,
+)
+from nodescaler.domain.drainability import DrainRules
 from nodescaler.events.dispatch import ScheduledEvent, parse_dispatch_event
 
 from tests.infra.test_stack import REPO, synth, synth_stack
@@ -438,6 +445,24 @@ def test_cluster_limits_and_backoff_in_the_context_reach_the_functions() -> None
     assert "CLUSTER_MAX_NODES" not in environment(template, "dispatch")
 
 
+def test_cluster_autoscalers_skip_nodes_flags_in_the_context_reach_every_function_that_chooses(
+    template: Template,
+) -> None:
+    # evaluate (protection, unneeded nodes), terminate (which instances go) and the drain
+    # (which pods it refuses) decide alike: true, true by default, as Cluster Autoscaler
+    for folder in ("evaluate", "terminate", "drain"):
+        variables = environment(template, folder)
+        flags = (
+            variables["SKIP_NODES_WITH_LOCAL_STORAGE"],
+            variables["SKIP_NODES_WITH_SYSTEM_PODS"],
+        )
+        assert flags == ("true", "true")
+    changed = synth(skipNodesWithLocalStorage=False, skipNodesWithSystemPods=False)
+    for folder in ("evaluate", "terminate", "drain"):
+        settings = CommonSettings.from_environment(environment(changed, folder))
+        assert settings.drain_rules == DrainRules(False, False)
+
+
 # What CloudFormation puts where the template has a reference.
 DEPLOYED = {
     "<NodescalerEvaluations": "https://sqs.eu-west-1.amazonaws.com/123456789012/e.fifo",
@@ -835,6 +860,8 @@ def test_the_drain_may_find_cordon_and_evict_and_nothing_else() -> None:
         ("", "nodes", "patch"),
         ("", "pods", "list"),
         ("", "pods/eviction", "create"),
+        # a kube-system pod no budget selects is not evicted (--skip-nodes-with-system-pods)
+        ("policy", "poddisruptionbudgets", "list"),
     }
 
 

@@ -685,3 +685,57 @@ def test_when_auto_scaling_cannot_be_read_nothing_is_done_and_the_event_is_kept(
     )
     untouched(rig)
     assert rig.recorder.held  # the hook still holds it: its timeout decides
+
+
+def test_given_pods_cluster_autoscaler_would_not_move_the_drain_refuses_them_and_names_why(
+    rig: Rig,
+) -> None:
+    # as `kubectl drain` without --force (and CA's drainability rules: FAQ, "What types of
+    # pods can prevent CA from removing a node?"): a pod with no controller, one with an
+    # emptyDir, a kube-system pod no budget selects stay; the lifecycle action is completed
+    # as a drain that did not finish, never as drained
+    cache = pod("cache-0", NODE, spec={"volumes": [{"name": "scratch", "emptyDir": {}}]})
+    put(
+        rig,
+        the_node(),
+        ("nodes", node("other")),
+        web(0),
+        ("pods", pod("debug", NODE, owner=None)),
+        ("pods", cache),
+        ("pods", pod("agent", NODE, namespace="kube-system", labels={"app": "agent"})),
+        ("pods", pod("coredns-1", NODE, namespace="kube-system", labels={"app": "dns"})),
+        ("poddisruptionbudgets", pdb("dns", {"app": "dns"}, "kube-system", maxUnavailable=1)),
+    )
+
+    result = rig.drainer(timeout_result=LifecycleResult.ABANDON).lifecycle_action(rig.held())
+
+    assert result.outcome is DrainOutcome.TIMED_OUT
+    assert sorted(result.evicted) == ["default/web-0", "kube-system/coredns-1"]
+    assert rig.pods_on(NODE) == ["default/cache-0", "default/debug", "kube-system/agent"]
+    assert set(result.remaining) == {
+        PodNote("default/debug", "not evicted: not managed by a controller (no ownerReference)"),
+        PodNote("default/cache-0", "not evicted: local storage (an emptyDir or hostPath volume)"),
+        PodNote(
+            "kube-system/agent", "not evicted: a kube-system pod no PodDisruptionBudget selects"
+        ),
+    }
+    assert "default/debug not evicted: not managed by a controller" in result.message
+    assert rig.completed() == ["ABANDON"]  # the drain's timeout result, not a drained CONTINUE
+    assert result.seconds == 600
+
+
+def test_given_a_refused_pod_its_owner_deletes_the_drain_then_completes_as_drained(
+    rig: Rig,
+) -> None:
+    put(rig, the_node(), web(0), ("pods", pod("debug", NODE, owner=None)))
+    rig.time.at(30, lambda: rig.cluster.delete_pod("default", "debug"))
+
+    result = rig.drainer(timeout_result=LifecycleResult.ABANDON).lifecycle_action(rig.held())
+
+    assert (result.outcome, result.evicted, result.seconds) == (
+        DrainOutcome.DRAINED,
+        ("default/web-0",),
+        30,
+    )
+    assert ("default", "debug", 30) not in rig.cluster.evictions  # never evicted by the drain
+    assert rig.completed() == ["CONTINUE"]

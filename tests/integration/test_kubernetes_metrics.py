@@ -234,3 +234,21 @@ def test_an_answer_that_is_not_what_the_api_sends_names_the_field_and_holds_the_
         reason="Kubernetes API: unexpected answer: Expected `int`, got `str` - at "
         "`$.items[0].spec.priority`"
     )
+
+
+def test_given_sidecars_and_a_pod_long_past_its_deletion_then_the_reservation_counts_as_kubernetes(
+    served: tuple[KubeApiServer, KubernetesMetrics],
+) -> None:
+    # native sidecars add to the app's requests (kubernetes.io/docs/concepts/workloads/pods/
+    # sidecar-containers/#resource-sharing-within-containers); a pod deleted past its grace
+    # period (and CA's 30 s, utils/drain/drain.go IsPodLongTerminating) is no request
+    server, metrics = served
+    server.cluster.put("nodes", node("a-1", "a"))
+    proxy = {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}}
+    server.cluster.put("pods", pod("meshed", "a-1", cpu="2", spec={"initContainers": [proxy]}))
+    stuck = pod("stuck", "a-1", cpu="8", spec={"terminationGracePeriodSeconds": 30})
+    stuck["metadata"]["deletionTimestamp"] = (T0 - timedelta(seconds=61)).isoformat()
+    server.cluster.put("pods", stuck)
+    reading = metrics.read(CPU_60, GROUP_A, T0)
+    assert isinstance(reading, MetricReading)
+    assert reading.detail == "1 pods request 3 of 16 cores on 1 nodes (18.8%)"

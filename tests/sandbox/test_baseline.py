@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from nodescaler_sandbox import runner
-from nodescaler_sandbox.scenario_file import Scenario
+from nodescaler_sandbox.scenario_file import Scenario, load_scenario
 
 pytestmark = pytest.mark.slow  # moto's server and the API server, both runs
 
@@ -152,3 +152,26 @@ def test_the_baseline_balances_only_groups_alike_and_only_when_the_chain_says(
     assert ours["peak_desired"] == {"web-a": 3, "web-b": 3, "web-c": 0}
     unbalanced = baseline_of(tmp_path / "default", groups=zone_groups(), deployments=[jobs(6)])
     assert unbalanced["peak_desired"] == {"web-a": 6, "web-b": 0, "web-c": 0}
+
+
+def test_the_baseline_keeps_the_nodes_of_pods_cluster_autoscaler_would_not_move(
+    tmp_path: Path,
+) -> None:
+    # utils/drain/drain.go (GetPodsForDeletionOnNodeDrain): a pod with no controller blocks
+    # its node's removal; a kube-system pod no budget selects only with
+    # --skip-nodes-with-system-pods, one with an emptyDir only with
+    # --skip-nodes-with-local-storage, both true by default (the FAQ's flags)
+    (path,) = SCENARIOS.glob("*-pods-that-stay.yaml")
+    shortened = load_scenario(path).model_copy(update={"minutes": 45})
+    as_ca_starts = runner.run(shortened, out=tmp_path / "defaults", write=lambda _: None)
+    assert as_ca_starts[runner.BASELINE]["final_desired"] == {"web-ng": 4}
+    flags_off = shortened.model_copy(
+        update={
+            "environment": shortened.environment
+            | {"SKIP_NODES_WITH_LOCAL_STORAGE": "false", "SKIP_NODES_WITH_SYSTEM_PODS": "false"}
+        }
+    )
+    summary = runner.run(flags_off, out=tmp_path / "flags-off", write=lambda _: None)
+    ours = summary[runner.BASELINE]
+    assert ours["final_desired"] == {"web-ng": 2}  # the bare pod's node, and room for web
+    assert ours["nodes_removed"] == 2

@@ -310,6 +310,36 @@ def test_a_scale_in_never_takes_the_nodes_of_pods_a_budget_keeps(tmp_path: Path)
     assert theirs["disruption_budget_short_minutes"] > 0
 
 
+def test_the_nodes_of_pods_cluster_autoscaler_would_not_move_stay_under_both_runs(
+    tmp_path: Path,
+) -> None:
+    # A bare pod, an emptyDir cache and a kube-system agent without a budget, on four of
+    # the group's nodes once the web pods are gone (CA's FAQ: "What types of pods can
+    # prevent CA from removing a node?")
+    shortened = scenario("pods-that-stay", minutes=45)
+    summary, lines = run(tmp_path / "as-written", shortened)
+    for controller in (NODESCALER, BASELINE):
+        figures = summary[controller]
+        assert figures["final_desired"] == {"web-ng": 4}
+        assert (figures["evictions"], figures["pods_killed_with_their_instance"]) == (0, 0)
+    assert summary[NODESCALER]["nodes_removed"] == 3  # the nodes nothing kept went
+    assert any("4 instances are protected from scale-in" in line for line in lines)
+    # The same pods annotated safe-to-evict "true": they move, and their nodes go
+    safe = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "true"}
+    movable = shortened.model_copy(
+        update={
+            "deployments": [
+                d if d.name == "web" else d.model_copy(update={"annotations": safe})
+                for d in shortened.deployments
+            ]
+        }
+    )
+    moved = run(tmp_path / "safe-to-evict", movable)[0]
+    for controller in (NODESCALER, BASELINE):
+        assert moved[controller]["final_desired"] == {"web-ng": 2}
+        assert moved[controller]["pods_killed_with_their_instance"] == 0
+
+
 TINY = """\
 name: {name}
 minutes: {minutes}

@@ -49,7 +49,27 @@ def test_every_scenario_in_the_repository_loads() -> None:
         "balanced-zones",
         "warm-pool",
         "prometheus-queue",
+        "pods-that-stay",
     ]
+
+
+def test_a_deployment_of_bare_local_storage_or_kube_system_pods_loads_and_a_bad_one_is_named(
+    tmp_path: Path,
+) -> None:
+    kinds = GOOD.replace(
+        '  - {{name: web, replicas: {{"00:00": 1, "00:05": 3}}}}',
+        "  - {{name: debug, bare: true, replicas: {{0: 1}}}}\n"
+        "  - {{name: cache, localStorage: emptyDir, replicas: {{0: 1}}}}\n"
+        "  - {{name: agent, namespace: kube-system, replicas: {{0: 1}}}}",
+    )
+    loaded = load_scenario(write(tmp_path, kinds))
+    assert [(d.bare, d.local_storage, d.namespace) for d in loaded.deployments] == [
+        (True, None, "default"),
+        (False, "emptyDir", "default"),
+        (False, None, "kube-system"),
+    ]
+    with pytest.raises(ScenarioError, match=r"deployments\.1\.localStorage: Input should be"):
+        load_scenario(write(tmp_path, kinds.replace("emptyDir", "tmpfs")))
 
 
 def test_the_judged_minutes_must_leave_something_to_judge(tmp_path: Path) -> None:

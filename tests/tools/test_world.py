@@ -115,3 +115,23 @@ def test_an_eviction_a_budget_refuses_is_asked_but_not_done() -> None:
     with pytest.raises(ApiError):
         world.store.evict("default", "web-1")  # two must stay healthy
     assert (len(world.store.evictions), world.store.evicted) == (2, 1)
+
+
+def test_a_deployments_pods_carry_their_controller_volume_and_namespace() -> None:
+    # what the product and the baseline read to tell which pods may move
+    from nodescaler_sandbox.workloads import Deployment
+
+    world = cluster()
+    for deployment in (
+        Deployment("web", "1", "1Gi", [(0, 1)]),
+        Deployment("debug", "1", "1Gi", [(0, 1)], bare=True),
+        Deployment("cache", "1", "1Gi", [(0, 1)], local_storage="emptyDir"),
+        Deployment("agent", "1", "1Gi", [(0, 1)], namespace="kube-system"),
+    ):
+        deployment.reconcile(world.store, 0, T0)
+    pods = world.store.objects["pods"]
+    web = pods[("default", "web-1")]["metadata"]["ownerReferences"]
+    assert [(o["kind"], o["controller"]) for o in web] == [("ReplicaSet", True)]
+    assert "ownerReferences" not in pods[("default", "debug-1")]["metadata"]
+    assert pods[("default", "cache-1")]["spec"]["volumes"] == [{"name": "scratch", "emptyDir": {}}]
+    assert ("kube-system", "agent-1") in pods

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from nodescaler.domain.drainability import DrainRules
 from nodescaler.domain.draining import (
     DrainOutcome,
     DrainPod,
@@ -140,3 +141,28 @@ def test_a_pod_never_tried_before_the_deadline_says_so() -> None:
     result = progress(WEB).result(DrainOutcome.FAILED, T0)
     assert result.remaining == (PodNote("shop/web-1", "not evicted before the deadline"),)
     assert (result.seconds, result.problem, result.replacement) == (0.0, None, None)
+
+
+def test_given_pods_scale_in_would_not_move_then_they_are_refused_watched_and_hold_the_drain() -> (
+    None
+):
+    # kubectl drain refuses a pod no controller manages without --force, one with an
+    # emptyDir without --delete-emptydir-data; CA's rules add kube-system pods without a
+    # budget (`domain.drainability`); a pod deleted past its grace period is taken as gone
+    bare = DrainPod("shop", "debug", uid="u7", controlled=False)
+    cache = DrainPod("shop", "cache", uid="u8", local_storage=True)
+    stuck = DrainPod("shop", "old", uid="u9", gone_after=T0 - timedelta(seconds=1))
+    drain = DrainProgress("i-0abc", "lifecycle-action", "web", started=T0, node="ip-10-0-1-5")
+    drain.plan([WEB, bare, cache, stuck], DrainRules(skip_nodes_with_local_storage=False))
+    assert list(drain.to_evict) == ["shop/web-1", "shop/cache"]  # local storage switched off
+    assert list(drain.refused) == ["shop/debug"]
+    assert drain.skipped == [PodNote("shop/old", "deleted, past its grace period")]
+    drain.record(WEB, EVICTED, 45, T0)
+    drain.record(cache, EVICTED, 30, T0)
+    drain.forget_gone([bare])
+    assert not drain.done  # the refused pod is still there
+    assert drain.result(DrainOutcome.TIMED_OUT, T0 + timedelta(minutes=10)).remaining == (
+        PodNote("shop/debug", "not evicted: not managed by a controller (no ownerReference)"),
+    )
+    drain.forget_gone([])  # someone deleted it
+    assert drain.done

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from nodescaler.domain.cluster import Node, Pod, Resources, keeps_node
+from nodescaler.domain.cluster import Node, Pod, Resources
+from nodescaler.domain.drainability import keeps_node
 from nodescaler.domain.group_state import RECENT_EVENTS, GroupState
 from nodescaler.domain.history import History, ScaleEvent
 from nodescaler.domain.readings import MetricReading, reading_at

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
 from nodescaler.adapters.k8s.objects import node_from_json, pod_from_json
-from nodescaler.domain.cluster import Resources, Taint
+from nodescaler.domain.cluster import Resources, Snapshot, Taint
 
 from tests.kube import node, pod
 
@@ -71,3 +75,109 @@ def test_gpus_are_read_from_node_allocatable_and_pending_pod_requests() -> None:
     bound = pod_from_json(pod("train", "g1", spec=spec))
     # a bound pod keeps it too (where could it go?), the same object as its twin's
     assert bound.placement is pending.placement
+
+
+# Requests as Kubernetes counts them: "the highest of the sum of all app containers and
+# native sidecars, and of each init container's request plus the sidecars started before
+# it" (https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/
+# #resource-sharing-within-containers), plus the pod's overhead
+# (https://kubernetes.io/docs/concepts/scheduling-eviction/pod-overhead/).
+def _container(name: str, cpu: str, memory: str = "0", sidecar: bool = False) -> dict[str, Any]:
+    found: dict[str, Any] = {
+        "name": name,
+        "resources": {"requests": {"cpu": cpu, "memory": memory}},
+    }
+    return found | ({"restartPolicy": "Always"} if sidecar else {})
+
+
+@pytest.mark.parametrize(
+    ("containers", "init", "overhead", "cpu", "memory_mib"),
+    [
+        ([("app", "1", "1Gi")], [], {}, 1000, 1024),
+        # a regular init container larger than the app: its request
+        ([("app", "1", "1Gi")], [("migrate", "2", "64Mi")], {}, 2000, 1024),
+        # a native sidecar runs beside the app: added to it
+        ([("app", "1", "1Gi")], [("proxy", "500m", "128Mi", True)], {}, 1500, 1152),
+        # a sidecar started before an init container runs beside it too
+        (
+            [("app", "1", "1Gi")],
+            [("proxy", "500m", "128Mi", True), ("migrate", "2", "2Gi")],
+            {},
+            2500,
+            2048 + 128,
+        ),
+        # ... but not one started after it
+        (
+            [("app", "1", "1Gi")],
+            [("migrate", "2", "2Gi"), ("proxy", "500m", "128Mi", True)],
+            {},
+            2000,
+            2048,
+        ),
+        # two sidecars, one init container between them
+        (
+            [("app", "1", "1Gi")],
+            [("mesh", "250m", "64Mi", True), ("seed", "3", "0"), ("logs", "250m", "64Mi", True)],
+            {},
+            3250,
+            1024 + 128,
+        ),
+        # the RuntimeClass's overhead on top of all
+        (
+            [("app", "1", "1Gi")],
+            [("proxy", "500m", "128Mi", True)],
+            {"cpu": "250m", "memory": "120Mi"},
+            1750,
+            1272,
+        ),
+    ],
+)
+def test_given_init_containers_and_sidecars_when_read_then_requests_are_as_kubernetes_counts_them(
+    containers: list[tuple[str, ...]],
+    init: list[tuple[Any, ...]],
+    overhead: dict[str, str],
+    cpu: int,
+    memory_mib: int,
+) -> None:
+    spec: dict[str, Any] = {
+        "containers": [_container(*c) for c in containers],
+        "initContainers": [_container(*c) for c in init],
+    } | ({"overhead": overhead} if overhead else {})
+    parsed = pod_from_json(pod("p", "n1", spec=spec))
+    assert parsed.requests == Resources(cpu, memory_mib * 2**20, 1)
+
+
+def test_given_a_gpu_sidecar_before_a_gpu_init_container_then_placement_asks_for_both() -> None:
+    gpu = {"nvidia.com/gpu": "1"}
+    spec = {
+        "containers": [{"name": "app", "resources": {"requests": gpu}}],
+        "initContainers": [
+            {"name": "warm", "restartPolicy": "Always", "resources": {"requests": gpu}},
+            {"name": "probe", "resources": {"requests": gpu}},
+        ],
+    }
+    parsed = pod_from_json(pod("p", spec=spec))
+    assert parsed.placement is not None
+    assert parsed.placement.extended_resources == {"nvidia.com/gpu": 2}
+
+
+def test_given_cluster_autoscalers_daemonset_pod_annotation_then_it_is_a_daemon_set_pod() -> None:
+    # cluster-autoscaler/utils/pod: IsDaemonSetPod also takes the annotation
+    marked = pod("agent", "n1", owner=None)
+    marked["metadata"]["annotations"] = {"cluster-autoscaler.kubernetes.io/daemonset-pod": "true"}
+    not_marked = pod("agent", "n1", owner=None)
+    not_marked["metadata"]["annotations"] = {"cluster-autoscaler.kubernetes.io/daemonset-pod": "x"}
+    assert (pod_from_json(marked).daemon_set, pod_from_json(not_marked).daemon_set) == (True, False)
+
+
+def test_given_a_pod_deleted_past_its_grace_period_then_the_snapshot_drops_it() -> None:
+    # Cluster Autoscaler takes a pod terminating past its grace period (and 30 s more) as
+    # gone (utils/drain/drain.go, IsPodLongTerminating)
+    deleted = pod("old", "n1", spec={"terminationGracePeriodSeconds": 60})
+    deleted["metadata"]["deletionTimestamp"] = "2026-11-23T09:00:00Z"
+    parsed = pod_from_json(deleted)
+    snapshot = Snapshot((), (parsed, pod_from_json(pod("live", "n1"))))
+    at = datetime(2026, 11, 23, 9, 1, 30, tzinfo=UTC)
+    assert [p.name for p in snapshot.at(at).pods] == ["old", "live"]  # 90 s: not yet
+    later = at + timedelta(seconds=1)
+    assert [p.name for p in snapshot.at(later).pods] == ["live"]

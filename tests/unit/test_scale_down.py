@@ -3,6 +3,9 @@ other nodes by the pending pods' predicates; never one that must stay."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from nodescaler.domain.cluster import (
     DisruptionBudget,
     Node,
@@ -14,7 +17,15 @@ from nodescaler.domain.cluster import (
     Taint,
     Toleration,
 )
-from nodescaler.domain.scale_down import unneeded_nodes
+from nodescaler.domain.drainability import (
+    LOCAL_STORAGE,
+    NOT_REPLICATED,
+    NOT_SAFE_TO_EVICT,
+    SYSTEM_POD,
+    SYSTEM_POD_UNREAD,
+    DrainRules,
+)
+from nodescaler.domain.scale_down import MAY_NOT_MOVE, Kept, unneeded_nodes
 
 GIB = 2**30
 
@@ -179,3 +190,77 @@ def test_only_the_nodes_whose_mark_is_wrong_are_marked_or_cleared() -> None:
     nodes = [node("a"), marked, stale, node("d")]
     assert candidate_marks(nodes, frozenset({"a", "b"})) == {"a": True, "c": False}
     assert candidate_marks(nodes, frozenset()) == {"b": False, "c": False}
+
+
+# Cluster Autoscaler's FAQ, "What types of pods can prevent CA from removing a node?", as
+# its drainability rules apply them (simulator/drainability/rules/: replicated, system,
+# notsafetoevict, localstorage; safetoevict lets the others go; utils/drain/drain.go).
+SAFE = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "true"}
+SYSTEM_BUDGET = DisruptionBudget("kube-system", "dns", {"app": "dns"}, disruptions_allowed=1)
+
+
+@pytest.mark.parametrize(
+    ("fields", "rules", "why"),
+    [
+        ({"controlled": False}, DrainRules(), NOT_REPLICATED),
+        ({"local_storage": True}, DrainRules(), LOCAL_STORAGE),
+        ({"namespace": "kube-system"}, DrainRules(), SYSTEM_POD),
+        ({"not_safe_to_evict": True}, DrainRules(), NOT_SAFE_TO_EVICT),
+        # no controller and safe-to-evict "false" keep it whatever the flags
+        ({"controlled": False}, DrainRules(False, False), NOT_REPLICATED),
+        ({"not_safe_to_evict": True}, DrainRules(False, False), NOT_SAFE_TO_EVICT),
+        # annotated safe-to-evict "true": any of the first three may go
+        ({"controlled": False, "safe_to_evict": True}, DrainRules(), None),
+        ({"local_storage": True, "safe_to_evict": True}, DrainRules(), None),
+        ({"namespace": "kube-system", "safe_to_evict": True}, DrainRules(), None),
+        # --skip-nodes-with-local-storage=false, --skip-nodes-with-system-pods=false
+        ({"local_storage": True}, DrainRules(skip_nodes_with_local_storage=False), None),
+        ({"namespace": "kube-system"}, DrainRules(skip_nodes_with_system_pods=False), None),
+        # a kube-system pod a budget selects
+        ({"namespace": "kube-system", "labels": {"app": "dns"}}, DrainRules(), None),
+    ],
+)
+def test_given_a_pod_cluster_autoscaler_would_not_move_then_its_node_stays_and_says_why(
+    fields: dict[str, Any], rules: DrainRules, why: str | None
+) -> None:
+    nodes = [node("a"), node("b")]
+    namespace = fields.pop("namespace", "default")
+    pods = [
+        Pod(namespace, "x", "a", Resources(500, GIB, 1), **fields),
+        pod("b1", "b"),
+    ]
+    snapshot = Snapshot(tuple(nodes), tuple(pods), (SYSTEM_BUDGET,))
+    found = unneeded_nodes(nodes, snapshot, rules=rules)
+    if why is None:
+        assert found.nodes == ("a",)
+    else:
+        assert found.nodes == ("b",)  # b's pod moves to a, which stays
+        assert Kept("a", MAY_NOT_MOVE, (f"{namespace}/x: {why}",)) in found.kept
+        assert f"a kept: pods-may-not-move ({namespace}/x: {why})" in found.describe()
+
+
+def test_given_budgets_that_cannot_be_read_then_a_kube_system_pod_keeps_its_node() -> None:
+    nodes = [node("a"), node("b")]
+    pods = [Pod("kube-system", "agent", "a", Resources(500, GIB, 1))]
+    found = unneeded_nodes(nodes, Snapshot(tuple(nodes), tuple(pods), None))
+    assert found.nodes == ("b",)
+    assert found.kept[0].pods == (f"kube-system/agent: {SYSTEM_POD_UNREAD}",)
+
+
+def test_given_a_daemon_set_or_mirror_pod_with_local_storage_then_the_node_is_empty() -> None:
+    # daemonset and mirror rules come before every blocking one (rules.go, Default)
+    nodes = [node("a")]
+    pods = [
+        Pod(
+            "kube-system",
+            "agent",
+            "a",
+            Resources(100, GIB, 1),
+            daemon_set=True,
+            local_storage=True,
+            controlled=True,
+        ),
+        Pod("kube-system", "static", "a", Resources(100, GIB, 1), mirror=True, controlled=False),
+    ]
+    found = unneeded_nodes(nodes, Snapshot(tuple(nodes), tuple(pods)))
+    assert (found.nodes, found.empty) == (("a",), 1)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Resources, Snapshot
+from nodescaler.domain.drainability import DrainRules
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.scale_down import least_bad
 from nodescaler.domain.termination import Wait
@@ -92,7 +93,7 @@ class Down:
 
 def choose(cluster: Any, offered: list[str], capacity: int, group: str = "web") -> Any:
     parsed = parse_termination_request(request(*offered, capacity=capacity, group=group))
-    return TerminationChooser(Groups(), cluster).choose(parsed)
+    return TerminationChooser(Groups(), cluster, VirtualClock()).choose(parsed)
 
 
 def test_never_ready_then_empty_then_cheapest_to_move_and_never_one_whose_pods_cannot() -> None:
@@ -274,7 +275,7 @@ class Policy:
     def __init__(self, cluster: Any, waits: Any = None) -> None:
         self.clock = VirtualClock()
         self.waits = waits if waits is not None else Waits()
-        self.chooser = TerminationChooser(Groups(), cluster, self.waits, self.clock)
+        self.chooser = TerminationChooser(Groups(), cluster, self.clock, self.waits)
 
     def ask(self, cause: Any, offered: list[str], capacity: int = 1) -> Any:
         parsed = parse_termination_request(request(*offered, capacity=capacity, cause=cause))
@@ -484,3 +485,46 @@ def test_a_request_without_a_cause_is_read_as_having_none() -> None:
     without = request(IDS[0])
     del without["Cause"]
     assert parse_termination_request(without).cause == ""
+
+
+def test_given_a_bare_pod_and_an_emptydir_pod_when_asked_then_their_nodes_are_not_offered() -> None:
+    # Cluster Autoscaler's FAQ: pods not backed by a controller, and pods with local
+    # storage, prevent it from removing their node (simulator/drainability/rules/
+    # replicated and localstorage)
+    nodes = [node(0), node(1), node(2)]
+    pods = [
+        pod("debug", 0, 500, controlled=False),
+        pod("cache", 1, 500, local_storage=True),
+        pod("web", 2, 500),
+    ]
+    choice = choose(Cluster(nodes, pods), IDS[:3], 2)
+    assert choice.instance_ids == (IDS[2],)  # web's pod moves; the others' nodes stay
+    assert "node-0 kept: pods-may-not-move (default/debug: not managed by a controller" in (
+        choice.reason
+    )
+
+
+def test_given_skip_nodes_with_local_storage_off_then_the_emptydir_pod_moves() -> None:
+    nodes = [node(0), node(1), node(2)]
+    pods = [pod("cache", 0, 500, local_storage=True), pod("web", 2, 500)]
+    parsed = parse_termination_request(request(*IDS[:3], capacity=2))
+
+    def chosen(rules: DrainRules) -> tuple[str, ...]:
+        chooser = TerminationChooser(Groups(), Cluster(nodes, pods), VirtualClock(), rules=rules)
+        return chooser.choose(parsed).instance_ids
+
+    assert chosen(DrainRules()) == (IDS[1], IDS[2])  # the empty node, then web's
+    assert chosen(DrainRules(skip_nodes_with_local_storage=False)) == (IDS[1], IDS[0])
+
+
+def test_given_a_pod_cluster_autoscaler_would_not_move_then_evaluate_protects_its_node() -> None:
+    from datetime import UTC, datetime
+
+    from nodescaler.service.kubernetes_metrics import KubernetesMetrics
+
+    nodes = [node(0), node(1), node(2)]
+    system = Pod("kube-system", "agent", "node-1", Resources(100, GIB, 1))
+    cluster = KubernetesMetrics(Cluster(nodes, [pod("debug", 0, 500, controlled=False), system]))
+    group = NodeGroup("web", 3, 0, 10, 3, instance_ids=frozenset(IDS[:3]))
+    protected = cluster.protected(group, datetime(2026, 11, 23, 9, tzinfo=UTC))
+    assert protected == frozenset({IDS[0], IDS[1]})

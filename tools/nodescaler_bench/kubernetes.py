@@ -113,7 +113,13 @@ def _pod(index: int, node: str | None) -> dict[str, Any]:
             "namespace": f"team-{index % 20}",
             "labels": {"app": app, "pod-template-hash": "7d4b9c"},
             "ownerReferences": [
-                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"{app}-7d4b9c", "uid": "u"}
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"{app}-7d4b9c",
+                    "uid": "u",
+                    "controller": True,
+                }
             ],
         },
         "spec": spec,

@@ -58,6 +58,7 @@ def _compute(url: str) -> dict[str, Any]:
     from nodescaler.domain.node_group import NodeGroup
     from nodescaler.events.termination import parse_termination_request
     from nodescaler.service.termination import TerminationChooser
+    from nodescaler.wiring import SystemClock
 
     from nodescaler_bench.kubernetes import StaticGroups
 
@@ -92,7 +93,9 @@ def _compute(url: str) -> dict[str, Any]:
             "Cause": "SCALE_IN",
         }
     )
-    chooser = TerminationChooser(StaticGroups([group]), KubernetesCluster(Connection()))
+    chooser = TerminationChooser(
+        StaticGroups([group]), KubernetesCluster(Connection()), SystemClock()
+    )
     started = time.perf_counter()
     choice = chooser.choose(request)
     elapsed = time.perf_counter() - started

@@ -21,9 +21,11 @@ A model of the FAQ's behaviour (shared/reference), not Cluster Autoscaler itself
   take pods that need them. A group whose nodes have not registered 15 minutes after it
   asked (max-node-provision-time) is backed off for 5 minutes and its request taken back;
 - scale-down: a node whose pods request under half its CPU and memory, and would fit on
-  the other nodes, is unneeded; after 10 minutes unneeded (and 10 minutes after the last
-  scale-up) it is removed: the node cordoned and its pods evicted, those a
-  PodDisruptionBudget keeps tried again at the next scan; once it is empty, the instance
+  the other nodes, is unneeded, unless a pod on it may not be moved (utils/drain/drain.go,
+  GetPodsForDeletionOnNodeDrain: no controller, a kube-system pod no budget selects, local
+  storage, safe-to-evict "false"; `DrainFlags`); after 10 minutes unneeded (and 10
+  minutes after the last scale-up) it is removed: the node cordoned and its pods evicted,
+  those a PodDisruptionBudget keeps tried again at the next scan; once it is empty, the instance
   terminated with the desired capacity decremented. Empty nodes go together, non-empty
   ones one at a time; never below the group's minimum.
 """
@@ -95,6 +97,22 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class DrainFlags:
+    """--skip-nodes-with-system-pods and --skip-nodes-with-local-storage (true by default),
+    from the scenario's SKIP_NODES_WITH_* settings, as the functions read them."""
+
+    system_pods: bool = True
+    local_storage: bool = True
+
+    @classmethod
+    def of(cls, environment: dict[str, str]) -> DrainFlags:
+        def read(name: str) -> bool:
+            return environment.get(name, "true").lower() == "true"
+
+        return cls(read("SKIP_NODES_WITH_SYSTEM_PODS"), read("SKIP_NODES_WITH_LOCAL_STORAGE"))
+
+
+@dataclass(frozen=True)
 class Option:
     """A group the pending pods could grow: by how many nodes, for which pods."""
 
@@ -111,6 +129,7 @@ class ReactiveBaseline:
     groups: dict[str, GroupSpec]  # in the scenario's order
     expanders: list[Any]  # the EXPANDERS chain (nodescaler.config.ExpanderSpec)
     limits: Limits = field(default_factory=Limits)
+    flags: DrainFlags = field(default_factory=DrainFlags)
     unneeded: dict[str, datetime] = field(default_factory=dict)  # node → since
     asked: dict[str, Asked] = field(default_factory=dict)
     backed_off: dict[str, datetime] = field(default_factory=dict)  # group → until
@@ -312,10 +331,12 @@ class ReactiveBaseline:
             for name, node in nodes.items()
             if not node["spec"].get("unschedulable")
         }
+        budgets = list(self.cluster.store.objects["poddisruptionbudgets"].values())
         unneeded = {
             name
             for name, node in nodes.items()
             if _utilization(node, pods_on[name]) < UTILIZATION
+            and not any(_blocks_drain(p, budgets, self.flags) for p in pods_on[name])
             and _fit_elsewhere(pods_on[name], name, free)
         }
         self.unneeded = {n: self.unneeded.get(n, now) for n in unneeded}
@@ -373,6 +394,46 @@ class ReactiveBaseline:
     def _group_of(self, node: dict[str, Any]) -> str:
         instance = self.cluster.instances.get(node["spec"]["providerID"].rsplit("/", 1)[-1])
         return instance.group if instance else ""
+
+
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+
+
+def _blocks_drain(pod: dict[str, Any], budgets: list[dict[str, Any]], flags: DrainFlags) -> bool:
+    """Whether the pod keeps its node, as GetPodsForDeletionOnNodeDrain decides: mirror,
+    DaemonSet, finished and safe-to-evict "true" pods never do; else a pod with no
+    controller, a kube-system pod no kube-system budget selects, one with an emptyDir or
+    hostPath volume, or one annotated safe-to-evict "false"."""
+    metadata, spec = pod["metadata"], pod["spec"]
+    annotations = metadata.get("annotations") or {}
+    owners = metadata.get("ownerReferences") or []
+    if "kubernetes.io/config.mirror" in annotations:
+        return False
+    if any(o.get("kind") == "DaemonSet" and o.get("controller") for o in owners):
+        return False
+    phase = pod["status"].get("phase")
+    will_not_restart = phase == "Succeeded" and spec.get("restartPolicy") in ("Never", "OnFailure")
+    if annotations.get(SAFE_TO_EVICT) == "true" or phase == "Failed" or will_not_restart:
+        return False
+    if not any(o.get("controller") for o in owners):
+        return True
+    namespace, labels = metadata.get("namespace"), metadata.get("labels") or {}
+    if flags.system_pods and namespace == "kube-system":
+        selected = [
+            b
+            for b in budgets
+            if b["metadata"].get("namespace") == "kube-system"
+            and all(
+                labels.get(k) == v
+                for k, v in ((b["spec"].get("selector") or {}).get("matchLabels") or {}).items()
+            )
+        ]
+        if not selected:
+            return True
+    volumes = spec.get("volumes") or []
+    if flags.local_storage and any("emptyDir" in v or "hostPath" in v for v in volumes):
+        return True
+    return annotations.get(SAFE_TO_EVICT) == "false"
 
 
 def _rank(group: str, ranked: list[list[str]]) -> int:

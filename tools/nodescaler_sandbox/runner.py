@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from nodescaler_sandbox import figures
-from nodescaler_sandbox.baseline import GroupSpec, Limits, ReactiveBaseline
+from nodescaler_sandbox.baseline import DrainFlags, GroupSpec, Limits, ReactiveBaseline
 from nodescaler_sandbox.figures import PodRecord
 from nodescaler_sandbox.outages import THROTTLED, Outages
 from nodescaler_sandbox.provision import group_sizes
@@ -253,6 +253,7 @@ def _controller(
         _as_cluster_autoscaler_reads_them(scenario, box),
         ReactiveBaseline.expander_chain(scenario.environment.get("EXPANDERS")),
         Limits.of(scenario.environment),
+        DrainFlags.of(scenario.environment),
     )
 
     def cluster_autoscaler(_: int) -> None:

@@ -170,6 +170,13 @@ class PodShape(_Spec):
     tolerations: list[Taint] = []  # each tolerates the taint with its key, value and effect
     # The pods' priority; below -10 they are expendable: no scale-up for them.
     priority: Annotated[int, Field(ge=-(2**31), le=10**9)] = 0
+    namespace: str = Field(default="default", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    # Pods no controller made (as `kubectl run` makes one); the sandbox keeps their number.
+    bare: bool = False
+    # A volume that goes with the node: an emptyDir (scratch space) or a hostPath.
+    local_storage: Literal["emptyDir", "hostPath"] | None = None
+    # e.g. cluster-autoscaler.kubernetes.io/safe-to-evict: "true"
+    annotations: dict[str, str] = {}
 
     _apart = model_validator(mode="before")(_extended_apart)
 

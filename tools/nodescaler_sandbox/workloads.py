@@ -28,9 +28,19 @@ def pod(
     ready_after_seconds: float = 0,
     node_selector: dict[str, str] | None = None,
     tolerations: list[dict[str, str]] | None = None,
+    namespace: str = NAMESPACE,
+    bare: bool = False,
+    local_storage: str | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    """A pod of the workload `app`: made by its ReplicaSet (the controller), unless `bare`
+    (as `kubectl run` makes one); `local_storage`: an emptyDir or hostPath volume."""
     asked = {"cpu": cpu, "memory": memory} | {k: str(n) for k, n in (extended or {}).items()}
     spec: dict[str, Any] = {"containers": [{"name": "main", "resources": {"requests": asked}}]}
+    if local_storage == "emptyDir":
+        spec["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+    elif local_storage == "hostPath":
+        spec["volumes"] = [{"name": "host", "hostPath": {"path": f"/var/lib/{app}"}}]
     if priority:
         spec["priority"] = priority
     if node_selector:
@@ -39,10 +49,13 @@ def pod(
         spec["tolerations"] = [t | {"operator": "Equal"} for t in tolerations]
     metadata: dict[str, Any] = {
         "name": name,
-        "namespace": NAMESPACE,
+        "namespace": namespace,
         "labels": {"app": app},
-        "annotations": {READY_AFTER: str(ready_after_seconds)},
+        "annotations": (annotations or {}) | {READY_AFTER: str(ready_after_seconds)},
     }
+    if not bare:
+        owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": app, "uid": f"rs-{app}"}
+        metadata["ownerReferences"] = [owner | {"controller": True}]
     if created is not None:
         metadata["creationTimestamp"] = created.isoformat().replace("+00:00", "Z")
     return {
@@ -77,6 +90,10 @@ class Deployment:
     tolerations: list[dict[str, str]] = field(default_factory=list)
     extended: dict[str, int] = field(default_factory=dict)
     priority: int = 0
+    namespace: str = NAMESPACE
+    bare: bool = False  # its pods have no controller (a script keeps their number)
+    local_storage: str | None = None  # "emptyDir" or "hostPath"
+    annotations: dict[str, str] = field(default_factory=dict)
     created: int = 0
 
     def reconcile(self, store: Cluster, minute: float, now: datetime) -> None:
@@ -112,6 +129,10 @@ class Deployment:
             ready_after_seconds=self.ready_after_seconds,
             node_selector=self.node_selector,
             tolerations=self.tolerations,
+            namespace=self.namespace,
+            bare=self.bare,
+            local_storage=self.local_storage,
+            annotations=self.annotations,
         )
 
     def pods(self, store: Cluster) -> list[dict[str, Any]]:

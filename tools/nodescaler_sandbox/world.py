@@ -14,7 +14,6 @@ from nodescaler.domain.scheduling import instance_labels
 
 from nodescaler_sandbox.cluster import (
     BOUND_AT,
-    NAMESPACE,
     READY_AT,
     UNSCHEDULABLE_SINCE,
     Room,
@@ -123,7 +122,7 @@ class World:
                 self.cluster.store.put(
                     "poddisruptionbudgets",
                     {
-                        "metadata": {"name": spec.name, "namespace": NAMESPACE},
+                        "metadata": {"name": spec.name, "namespace": spec.namespace},
                         "spec": budget | {"selector": {"matchLabels": {"app": spec.name}}},
                     },
                 )
@@ -262,6 +261,10 @@ def _deployment(name: str, shape: PodShape, curve: list[tuple[float, int]]) -> D
         [t.model_dump() for t in shape.tolerations],
         dict(shape.extended),
         shape.priority,
+        shape.namespace,
+        shape.bare,
+        shape.local_storage,
+        dict(shape.annotations),
     )
 
 

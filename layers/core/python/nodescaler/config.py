@@ -25,6 +25,7 @@ from pydantic import (
 
 from nodescaler.deployment import DEFAULT_DRAIN_HOOK
 from nodescaler.domain.backoff import BackoffRules
+from nodescaler.domain.drainability import DrainRules
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.token_origins import TokenOrigins, origin
 from nodescaler.errors import SettingsError
@@ -60,12 +61,24 @@ class CommonSettings(_Settings):
     tag_cluster: Annotated[str, Field(alias="TAG_CLUSTER", min_length=1)] = TagNames.cluster
     tag_dry_run: Annotated[str, Field(alias="TAG_DRY_RUN", min_length=1)] = TagNames.dry_run
     tag_paused: Annotated[str, Field(alias="TAG_PAUSED", min_length=1)] = TagNames.paused
+    # Cluster Autoscaler's --skip-nodes-with-local-storage and --skip-nodes-with-system-pods:
+    # which pods keep their node, for scale-in's choice and for the drain alike.
+    skip_nodes_with_local_storage: Annotated[bool, Field(alias="SKIP_NODES_WITH_LOCAL_STORAGE")] = (
+        DrainRules.skip_nodes_with_local_storage
+    )
+    skip_nodes_with_system_pods: Annotated[bool, Field(alias="SKIP_NODES_WITH_SYSTEM_PODS")] = (
+        DrainRules.skip_nodes_with_system_pods
+    )
 
     @property
     def tag_names(self) -> TagNames:
         return TagNames(
             self.tag_enabled, self.tag_policy, self.tag_cluster, self.tag_dry_run, self.tag_paused
         )
+
+    @property
+    def drain_rules(self) -> DrainRules:
+        return DrainRules(self.skip_nodes_with_local_storage, self.skip_nodes_with_system_pods)
 
 
 # An EventBridge bus: its name, or its ARN (another account's or region's bus).

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from nodescaler.domain.backoff import Backoff
-    from nodescaler.domain.cluster import Snapshot
+    from nodescaler.domain.cluster import DisruptionBudget, Snapshot
     from nodescaler.domain.decision import Decision
     from nodescaler.domain.draining import (
         DrainPod,
@@ -257,6 +257,10 @@ class DrainCluster(Protocol):
     def uncordon(self, node: str) -> None: ...
 
     def pods_on(self, node: str) -> Sequence[DrainPod]: ...
+
+    def budgets(self) -> tuple[DisruptionBudget, ...] | None:
+        """Every PodDisruptionBudget; None when they cannot be read."""
+        ...
 
     def evict(self, pod: DrainPod, grace_seconds: int) -> Eviction:
         """An eviction through the Eviction API; raises only when the API can't be reached."""

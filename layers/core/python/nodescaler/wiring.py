@@ -331,7 +331,13 @@ def kubernetes_metrics(
     )
     cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
     events = KubernetesEvents(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
-    return KubernetesMetrics(cluster, pending=planner, waiting=WaitingPods(events), marks=cluster)
+    return KubernetesMetrics(
+        cluster,
+        pending=planner,
+        waiting=WaitingPods(events),
+        marks=cluster,
+        rules=settings.drain_rules,
+    )
 
 
 def kubernetes_connection(
@@ -442,6 +448,7 @@ def drainer(
         max_grace_seconds=settings.max_grace_seconds,
         timeout_result=LifecycleResult(settings.drain_timeout_result),
         events=scaling_events(settings, clients),
+        rules=settings.drain_rules,
     )
 
 
@@ -464,4 +471,6 @@ def terminator(
         cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
     dynamodb = clients.client("dynamodb", budget_config(WAITS_TIMEOUT_SECONDS))
     waits = DynamoTerminationWaits(dynamodb, settings.state_table)
-    return TerminationChooser(node_groups(settings, clients), cluster, waits, clock)
+    return TerminationChooser(
+        node_groups(settings, clients), cluster, clock, waits, settings.drain_rules
+    )

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 
+from nodescaler.domain.drainability import Labelled
 from nodescaler.domain.policy import ReservationResource as Resource
 from nodescaler.domain.quantity import millicores, parse_quantity, whole_units
 
@@ -26,6 +28,54 @@ def is_extended(resource: str) -> bool:
 def extended_resources(values: Mapping[str, str | int | float]) -> dict[str, int]:
     """The extended resources of a requests/allocatable map, in whole units."""
     return {name: whole_units(amount) for name, amount in values.items() if is_extended(name)}
+
+
+Quantities = Mapping[str, str | int | float]
+
+
+def _amounts(requests: Quantities) -> dict[str, int]:
+    """CPU in millicores, memory and extended resources in whole units; nothing else."""
+    amounts = {}
+    for name, amount in requests.items():
+        if name == "cpu":
+            amounts[name] = millicores(amount)
+        elif name == "memory" or is_extended(name):
+            amounts[name] = whole_units(amount)
+    return amounts
+
+
+def _add(total: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for name, amount in amounts.items():
+        total[name] = total.get(name, 0) + amount
+
+
+def pod_requests(
+    containers: Iterable[Quantities],
+    init_containers: Iterable[tuple[Quantities, bool]],
+    overhead: Quantities,
+) -> dict[str, int]:
+    """What the scheduler reserves for a pod, per resource (cpu in millicores, memory and
+    extended resources in units), as Kubernetes counts it: the larger of the app
+    containers with the native sidecars (init containers whose restartPolicy is Always,
+    given as `(requests, True)`), and each regular init container with the sidecars started
+    before it; plus the pod's overhead. Raises `QuantityError` on an unreadable quantity."""
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for requests, sidecar in init_containers:  # in the order the kubelet starts them
+        amounts = _amounts(requests)
+        if sidecar:
+            _add(sidecars, amounts)
+            continue
+        for name in amounts.keys() | sidecars.keys():
+            running = amounts.get(name, 0) + sidecars.get(name, 0)
+            init_peak[name] = max(init_peak.get(name, 0), running)
+    total = dict(sidecars)
+    for requests in containers:
+        _add(total, _amounts(requests))
+    for name, amount in init_peak.items():
+        total[name] = max(total.get(name, 0), amount)
+    _add(total, _amounts(overhead))
+    return total
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +233,11 @@ class Pod:
     placement: Placement | None = None  # what it may run on (shared by a workload's pods)
     not_safe_to_evict: bool = False  # annotated safe-to-evict=false: its node must stay
     labels: Mapping[str, str] = field(default_factory=dict)  # what disruption budgets select
+    # What Cluster Autoscaler's drainability rules read (`domain.drainability`)
+    controlled: bool = True  # an ownerReference names its controller
+    local_storage: bool = False  # an emptyDir or hostPath volume
+    safe_to_evict: bool = False  # annotated safe-to-evict=true
+    gone_after: datetime | None = None  # deleted: taken as gone after this (`deletion_deadline`)
 
     @property
     def key(self) -> str:
@@ -192,11 +247,9 @@ class Pod:
     def terminal(self) -> bool:
         return self.phase in TERMINAL_PHASES
 
-
-def keeps_node(node: Node, pods: Iterable[Pod]) -> bool:
-    """Cluster Autoscaler's annotations that forbid removing a node: the node's own, or a
-    running pod's that must not be evicted."""
-    return node.scale_down_disabled or any(p.not_safe_to_evict and not p.terminal for p in pods)
+    def gone(self, now: datetime) -> bool:
+        """Deleted, and past its grace period: neither a request nor a pod to move."""
+        return self.gone_after is not None and self.gone_after < now
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +262,7 @@ class DisruptionBudget:
     match_expressions: tuple[Requirement, ...] = ()
     disruptions_allowed: int = 0
 
-    def selects(self, pod: Pod) -> bool:
+    def selects(self, pod: Labelled) -> bool:
         """A budget with an empty selector selects every pod of its namespace (policy/v1)."""
         return (
             pod.namespace == self.namespace
@@ -226,6 +279,12 @@ class Snapshot:
     nodes: tuple[Node, ...]
     pods: tuple[Pod, ...]
     budgets: tuple[DisruptionBudget, ...] | None = ()
+
+    def at(self, now: datetime) -> Snapshot:
+        """Without the pods deleted long enough ago to count as gone at `now`."""
+        if not any(p.gone(now) for p in self.pods):
+            return self
+        return replace(self, pods=tuple(p for p in self.pods if not p.gone(now)))
 
     @functools.cached_property
     def pods_by_node(self) -> dict[str, list[Pod]]:

@@ -7,17 +7,27 @@ Scaling; nothing here calls either, or reads the clock.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from nodescaler.domain.drainability import (
+    CA_DEFAULTS,
+    DEFAULT_GRACE_SECONDS,
+    DrainRules,
+    blocking,
+)
+
+if TYPE_CHECKING:
+    from nodescaler.domain.cluster import DisruptionBudget
 
 DRAIN_TIMEOUT = timedelta(seconds=600)
 # A Spot warning comes two minutes before the instance is reclaimed; the last ten seconds
 # are left for the function's own last calls.
 INTERRUPTION_DEADLINE = timedelta(seconds=110)
 HEARTBEAT_INTERVAL = timedelta(seconds=60)
-DEFAULT_GRACE_SECONDS = 30  # a pod's terminationGracePeriodSeconds when it names none
 MAX_GRACE_SECONDS = 600
 POLL = timedelta(seconds=5)  # how often evicted pods are looked for while they terminate
 FIRST_RETRY = timedelta(seconds=5)  # a refused eviction is retried after this, doubling
@@ -151,6 +161,13 @@ class DrainPod:
     daemon_set: bool = False
     mirror: bool = False  # a static pod's mirror: the kubelet runs it, eviction can't move it
     grace_seconds: int | None = None  # its terminationGracePeriodSeconds
+    # What the drainability rules read (`domain.drainability`), as for scale-in
+    labels: Mapping[str, str] = field(default_factory=dict)
+    controlled: bool = True
+    local_storage: bool = False
+    safe_to_evict: bool = False
+    not_safe_to_evict: bool = False
+    gone_after: datetime | None = None  # deleted: taken as gone after this
 
     @property
     def key(self) -> str:
@@ -257,11 +274,24 @@ class DrainProgress:
     reasons: dict[str, str] = field(default_factory=dict)
     retry_at: dict[str, datetime] = field(default_factory=dict)
     retry_after: dict[str, timedelta] = field(default_factory=dict)
+    # Pods that may not be evicted (as kubectl drain refuses them without --force): left
+    # on the node, watched in case someone moves them, and the drain never done with them.
+    refused: dict[str, DrainPod] = field(default_factory=dict)
 
-    def plan(self, pods: Sequence[DrainPod]) -> None:
+    def plan(
+        self,
+        pods: Sequence[DrainPod],
+        rules: DrainRules = CA_DEFAULTS,
+        budgets: Sequence[DisruptionBudget] | None = (),
+    ) -> None:
         for pod in pods:
             if (why := pod.stays) is not None:
                 self.skipped.append(PodNote(pod.key, why))
+            elif pod.gone_after is not None and pod.gone_after < self.started:
+                self.skipped.append(PodNote(pod.key, "deleted, past its grace period"))
+            elif (why := blocking(pod, rules, budgets)) is not None:
+                self.refused[pod.key] = pod
+                self.reasons[pod.key] = f"not evicted: {why}"
             else:
                 self.to_evict[pod.key] = pod
                 self.retry_at[pod.key] = self.started
@@ -285,21 +315,27 @@ class DrainProgress:
     def forget_gone(self, on_node: Sequence[DrainPod]) -> None:
         # A finished pod's containers have stopped: it holds nothing the instance takes away.
         running = {p.uid for p in on_node if p.phase not in TERMINAL_PHASES}
-        for key, pod in list(self.terminating.items()):
-            if pod.uid not in running:
-                del self.terminating[key]
+        for watched in (self.terminating, self.refused):
+            for key, pod in list(watched.items()):
+                if pod.uid not in running:
+                    del watched[key]
+
+    @property
+    def watching(self) -> bool:
+        """Pods it waits to see gone: evicted ones terminating, refused ones."""
+        return bool(self.terminating or self.refused)
 
     def due(self, now: datetime) -> list[DrainPod]:
         return [pod for key, pod in self.to_evict.items() if self.retry_at[key] <= now]
 
     @property
     def done(self) -> bool:
-        return not self.to_evict and not self.terminating
+        return not self.to_evict and not self.watching
 
     def result(
         self, outcome: DrainOutcome, now: datetime, problem: str | None = None
     ) -> DrainResult:
-        left = [*self.to_evict, *self.terminating]
+        left = [*self.to_evict, *self.terminating, *self.refused]
         return DrainResult(
             instance_id=self.instance_id,
             cause=self.cause,

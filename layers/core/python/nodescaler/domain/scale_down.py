@@ -1,7 +1,9 @@
 """Which of a group's nodes nothing needs: Cluster Autoscaler's *unneeded* nodes.
 
-A node is unneeded when it is Ready, schedulable, not kept (scale-down disabled, or a pod
-that may not be evicted), empty or underutilized (its pods request under half its CPU and
+A node is unneeded when it is Ready, schedulable, not annotated scale-down-disabled,
+holds no pod that may not move (`drainability`: no controller, local storage, a
+kube-system pod without a budget, safe-to-evict "false"; else kept, `pods-may-not-move`),
+empty or underutilized (its pods request under half its CPU and
 memory, Cluster Autoscaler's threshold), and every pod on it but DaemonSet and mirror pods
 - would fit on the cluster's other Ready, schedulable nodes, by the predicates pending
   pods are placed with (resources, extended resources, pod slots, nodeSelector, required
@@ -23,7 +25,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Snapshot, Taint, keeps_node
+from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Snapshot, Taint
+from nodescaler.domain.drainability import (
+    CA_DEFAULTS,
+    DrainRules,
+    blocking_pods,
+    keeps_node,
+    movable,
+)
 from nodescaler.domain.node_group import NodeGroup, belongs
 from nodescaler.domain.scheduling import NodeTemplate, place, room_of
 
@@ -37,6 +46,7 @@ WOULD_NOT_FIT = "pods-would-not-fit"
 DISRUPTION_BUDGET = "disruption-budget"
 BUDGETS_UNKNOWN = "disruption-budgets-unread"
 BUFFER = "capacity-buffer"  # the group's buffer would no longer fit without it
+MAY_NOT_MOVE = "pods-may-not-move"  # a pod Cluster Autoscaler would not move either
 
 
 @dataclass(frozen=True)
@@ -44,8 +54,8 @@ class Kept:
     """A node that must stay, why, and the pods that say so."""
 
     node: str
-    why: str  # WOULD_NOT_FIT, DISRUPTION_BUDGET, BUDGETS_UNKNOWN, BUFFER
-    pods: tuple[str, ...]
+    why: str  # WOULD_NOT_FIT, DISRUPTION_BUDGET, BUDGETS_UNKNOWN, BUFFER, MAY_NOT_MOVE
+    pods: tuple[str, ...]  # their keys; with MAY_NOT_MOVE, "key: why"
 
 
 @dataclass(frozen=True)
@@ -66,27 +76,19 @@ class Unneeded:
         return text
 
 
-def movable(pods: Sequence[Pod]) -> list[Pod]:
-    """The pods a drain would move: not finished, not DaemonSet or mirror pods."""
-    return [p for p in pods if not p.terminal and not p.daemon_set and not p.mirror]
-
-
 def unneeded_nodes(
     group_nodes: Sequence[Node],
     snapshot: Snapshot,
     *,
     limit: int = SIMULATED_PER_CALL,
     buffer: Sequence[Pod] = (),
+    rules: DrainRules = CA_DEFAULTS,
 ) -> Unneeded:
     """`buffer`: the virtual pods of the group's capacity buffer (`domain.buffer`), which
-    must still fit on the group's nodes that stay."""
+    must still fit on the group's nodes that stay. `rules`: which pods may not move."""
     by_node = snapshot.pods_by_node
     candidates = sorted(
-        (
-            n
-            for n in group_nodes
-            if n.ready and n.schedulable and not keeps_node(n, by_node.get(n.name, ()))
-        ),
+        (n for n in group_nodes if n.ready and n.schedulable and not n.scale_down_disabled),
         key=lambda n: _cost(movable(by_node.get(n.name, ())), n.name),
     )
     if not candidates:
@@ -117,6 +119,9 @@ def unneeded_nodes(
                 continue
             gone.append(node.name)
             empty += 1
+            continue
+        if blocked := blocking_pods(pods, rules, snapshot.budgets):
+            kept.append(Kept(node.name, MAY_NOT_MOVE, tuple(f"{p.key}: {w}" for p, w in blocked)))
             continue
         if snapshot.budgets is None:
             kept.append(Kept(node.name, BUDGETS_UNKNOWN, tuple(p.key for p in pods)))
@@ -193,7 +198,11 @@ class Removable:
 
 
 def removable(
-    group: NodeGroup, offered: Sequence[str], count: int, snapshot: Snapshot
+    group: NodeGroup,
+    offered: Sequence[str],
+    count: int,
+    snapshot: Snapshot,
+    rules: DrainRules = CA_DEFAULTS,
 ) -> Removable:
     """Of `offered` (the group's instances), up to `count` a scale-in may take: those that
     never became Ready nodes first, then empty nodes, then one node whose pods can move."""
@@ -209,7 +218,9 @@ def removable(
     unready = [i for i in offered if never_ready(i)]
     by_name = {n.name: n.instance_id for n in nodes.values()}
     offered_nodes = [nodes[i] for i in offered if i in nodes and nodes[i].ready]
-    spare = unneeded_nodes(offered_nodes, snapshot, limit=max(count, SIMULATED_PER_CALL))
+    spare = unneeded_nodes(
+        offered_nodes, snapshot, limit=max(count, SIMULATED_PER_CALL), rules=rules
+    )
     # Empty nodes together, a node with pods to move one at a time (as Cluster Autoscaler
     # drains them): two drains side by side would move pods onto each other. The group
     # asks again shortly for the rest.
@@ -233,11 +244,17 @@ def candidate_marks(group_nodes: Sequence[Node], candidates: frozenset[str]) -> 
     return changes
 
 
-def least_bad(group: NodeGroup, offered: Sequence[str], snapshot: Snapshot) -> tuple[str, ...]:
+def least_bad(
+    group: NodeGroup,
+    offered: Sequence[str],
+    snapshot: Snapshot,
+    rules: DrainRules = CA_DEFAULTS,
+) -> tuple[str, ...]:
     """Every offered instance, least harm first, for a cause that cannot wait for one
     `removable` (`domain.termination`): instances that are no node of the group, then nodes
-    no annotation keeps, then those whose pods no disruption budget holds (a budget allowing
-    none now, or budgets unread), each cheapest to move first."""
+    neither an annotation nor a pod that may not move keeps (`drainability`), then those
+    whose pods no disruption budget holds (a budget allowing none now, or budgets unread),
+    each cheapest to move first."""
     nodes = {n.instance_id: n for n in snapshot.nodes if belongs(n, group)}
     by_node = snapshot.pods_by_node
 
@@ -249,6 +266,6 @@ def least_bad(group: NodeGroup, offered: Sequence[str], snapshot: Snapshot) -> t
         moved = movable(pods)
         budgets = snapshot.budgets
         held = bool(moved) and (budgets is None or bool(_over_budget(moved, budgets, {})))
-        return (True, keeps_node(node, pods), held, _cost(moved, node.name))
+        return (True, keeps_node(node, pods, rules, budgets), held, _cost(moved, node.name))
 
     return tuple(sorted(offered, key=harm))

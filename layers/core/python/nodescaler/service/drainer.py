@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from nodescaler.deployment import DEFAULT_DRAIN_HOOK
+from nodescaler.domain.drainability import CA_DEFAULTS, KUBE_SYSTEM, DrainRules
 from nodescaler.domain.draining import (
     DRAIN_TIMEOUT,
     HEARTBEAT_INTERVAL,
@@ -137,6 +138,7 @@ class Drainer:
     # Sent when the drain times out or fails (the instance is terminated either way).
     timeout_result: LifecycleResult = LifecycleResult.CONTINUE
     events: ScalingEvents | None = None  # each drain's outcome told on EventBridge
+    rules: DrainRules = CA_DEFAULTS  # which pods it refuses to evict, as scale-in keeps them
 
     def handle(self, request: DrainRequest) -> DrainResult:
         """The drain, its outcome told once it is over (its lifecycle action completed)."""
@@ -271,9 +273,14 @@ class Drainer:
             return progress.result(DrainOutcome.NOT_IN_CLUSTER, self._now())
         progress.node = node
 
-        # 2. Cordon, so nothing new lands on it, then decide which pods move.
+        # 2. Cordon, so nothing new lands on it, then decide which pods move: never one
+        #    scale-in would not have moved (`domain.drainability`), as kubectl drain.
         progress.cordoned = self.cluster.cordon(node)
-        progress.plan(self.cluster.pods_on(node))
+        pods = self.cluster.pods_on(node)
+        system = self.rules.skip_nodes_with_system_pods and any(
+            p.namespace == KUBE_SYSTEM for p in pods
+        )
+        progress.plan(pods, self.rules, self.cluster.budgets() if system else ())
 
         # 3. Evict, retrying refusals with backoff, until every evicted pod has gone or the
         #    deadline passes; heartbeats keep the lifecycle action alive meanwhile.
@@ -283,7 +290,7 @@ class Drainer:
             for pod in progress.due(self._now()):
                 grace = pod.grace(self.max_grace_seconds)
                 progress.record(pod, self.cluster.evict(pod, grace), grace, self._now())
-            if progress.terminating:
+            if progress.watching:
                 progress.forget_gone(self.cluster.pods_on(node))
             now = self._now()
             if progress.done:
@@ -294,7 +301,7 @@ class Drainer:
                 heartbeat()
                 next_beat = now + self.heartbeat_interval
             wake = [deadline, *(progress.retry_at[key] for key in progress.to_evict)]
-            if progress.terminating:
+            if progress.watching:
                 wake.append(now + POLL)
             if heartbeat is not None:
                 wake.append(next_beat)

@@ -15,7 +15,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from nodescaler.domain.buffer import BufferFit, buffer_pods, fit_buffer
-from nodescaler.domain.cluster import Pod, Snapshot, keeps_node
+from nodescaler.domain.cluster import Pod, Snapshot
+from nodescaler.domain.drainability import CA_DEFAULTS, DrainRules, keeps_node, movable
 from nodescaler.domain.node_group import NodeGroup, belongs
 from nodescaler.domain.policy import (
     CapacityBuffer,
@@ -32,7 +33,6 @@ from nodescaler.domain.scale_down import (
     Removable,
     Unneeded,
     candidate_marks,
-    movable,
     removable,
     unneeded_nodes,
 )
@@ -54,8 +54,10 @@ class KubernetesMetrics:
         waiting: WaitingPods | None = None,
         marks: NodeMarks | None = None,
         max_age: timedelta = timedelta(seconds=15),
+        rules: DrainRules = CA_DEFAULTS,
     ) -> None:
         self._cluster = cluster
+        self._rules = rules  # which pods keep their node
         self._marks = marks
         self._pending = pending
         self._waiting = waiting
@@ -71,7 +73,8 @@ class KubernetesMetrics:
         if self._snapshot is None or now - self._snapshot[0] > self._max_age:
             self._plans, self._candidates = {}, {}
             try:
-                self._snapshot = (now, self._cluster.snapshot())
+                # a pod deleted long enough ago is neither a request nor a pod to move
+                self._snapshot = (now, self._cluster.snapshot().at(now))
             except KubernetesUnavailableError as error:
                 self._snapshot = (now, error)
         listed = self._snapshot[1]
@@ -99,7 +102,10 @@ class KubernetesMetrics:
         return frozenset(
             node.instance_id
             for node in snapshot.nodes
-            if belongs(node, group) and keeps_node(node, snapshot.pods_by_node.get(node.name, ()))
+            if belongs(node, group)
+            and keeps_node(
+                node, snapshot.pods_by_node.get(node.name, ()), self._rules, snapshot.budgets
+            )
         )
 
     def removable(self, group: NodeGroup, count: int, now: datetime) -> Removable | None:
@@ -109,7 +115,8 @@ class KubernetesMetrics:
         except KubernetesUnavailableError:
             return None
         # what Auto Scaling would offer: never an instance protected from scale-in
-        return removable(group, sorted(group.instance_ids - group.protected_ids), count, snapshot)
+        offered = sorted(group.instance_ids - group.protected_ids)
+        return removable(group, offered, count, snapshot, self._rules)
 
     def mark_candidates(self, group: NodeGroup, now: datetime, *, shedding: bool = True) -> None:
         """Soft-taint the nodes this evaluation's pending-pods reading found unneeded, and
@@ -259,7 +266,7 @@ class KubernetesMetrics:
             return None
         own = [n for n in snapshot.nodes if belongs(n, group)]
         limit = 0 if empty_only else SIMULATED_PER_CALL  # no node with pods is simulated
-        return unneeded_nodes(own, snapshot, buffer=buffer, limit=limit)
+        return unneeded_nodes(own, snapshot, buffer=buffer, limit=limit, rules=self._rules)
 
     def _reservation(
         self, metric: CapacityReservationMetric, group: NodeGroup, snapshot: Snapshot, now: datetime

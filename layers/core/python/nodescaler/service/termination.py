@@ -6,8 +6,8 @@ set); this says which. In order: instances that never became Ready nodes, then e
 (only DaemonSet and mirror pods), then one node whose pods fit on the nodes that stay and
 whose disruption budgets allow their eviction (`scale_down.unneeded_nodes`: cheapest to
 move first; one at a time, as Cluster Autoscaler drains them). Never a node kept by
-annotation, one holding a pod that may not be evicted, one whose pods would not fit
-elsewhere or whose budget allows no more disruptions: the answer then holds fewer
+annotation, one holding a pod that may not move (`domain.drainability`), one whose pods
+would not fit elsewhere or whose budget allows no more disruptions: the answer then holds fewer
 instances than asked (possibly none), the reason names the pods, and the group asks again
 later. When nodescaler cannot tell (a group it does not manage,
 no cluster, the cluster unreadable) it does not guess: it offers back every instance the
@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from nodescaler.domain.cluster import Snapshot
+from nodescaler.domain.drainability import CA_DEFAULTS, DrainRules
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.scale_down import least_bad, removable
 from nodescaler.domain.termination import Cause, Wait, known_cause
@@ -55,15 +56,17 @@ class TerminationChooser:
         self,
         node_groups: NodeGroupDiscovery,
         cluster: SnapshotSource | None,
+        clock: Clock,
         waits: TerminationWaits | None = None,
-        clock: Clock | None = None,
+        rules: DrainRules = CA_DEFAULTS,
     ) -> None:
-        """Without `waits` and `clock`, how long a cause waited is never known: any cause but
-        a scale-in is then answered as if the wait could not be read."""
+        """Without `waits`, how long a cause waited is never known: any cause but a
+        scale-in is then answered as if the wait could not be read."""
         self._node_groups = node_groups
         self._cluster = cluster
-        self._waits = waits
         self._clock = clock
+        self._waits = waits
+        self._rules = rules  # which pods keep their node
 
     def choose(self, request: TerminationRequest) -> TerminationChoice:
         group = next((g for g in self._node_groups.discover() if g.name == request.group), None)
@@ -72,7 +75,7 @@ class TerminationChooser:
         if self._cluster is None:
             return self._group_decides(request, "no cluster to read")
         try:
-            snapshot = self._cluster.snapshot()
+            snapshot = self._cluster.snapshot().at(self._clock.now())
         except KubernetesUnavailableError as error:
             return self._group_decides(request, f"the cluster cannot be read ({error})")
         return self._from_the_cluster(request, group, snapshot)
@@ -84,7 +87,7 @@ class TerminationChooser:
     def _from_the_cluster(
         self, request: TerminationRequest, group: NodeGroup, snapshot: Snapshot
     ) -> TerminationChoice:
-        found = removable(group, request.offered, request.wanted, snapshot)
+        found = removable(group, request.offered, request.wanted, snapshot, self._rules)
         choice = TerminationChoice(
             request.group, found.instance_ids, True, found.reason, found.not_nodes
         )
@@ -125,7 +128,7 @@ class TerminationChooser:
                 reason=f"{choice.reason}; none for now, asked since {wait.since:%H:%M:%SZ}: "
                 f"the least-bad instance goes from {wait.until:%H:%M:%SZ}",
             )
-        worst = least_bad(group, request.offered, snapshot)[:1]
+        worst = least_bad(group, request.offered, snapshot, self._rules)[:1]
         return replace(
             choice,
             instance_ids=worst,
@@ -141,7 +144,7 @@ class TerminationChooser:
     def _asked(self, request: TerminationRequest) -> tuple[datetime, Wait, str]:
         """Now, the wait with this ask, and why an earlier one was not read (an unreadable
         item: the wait begins afresh, never stuck on it)."""
-        if self._waits is None or self._clock is None:
+        if self._waits is None:
             raise StateUnavailableError("no state table to keep it in")
         now = self._clock.now()
         try:

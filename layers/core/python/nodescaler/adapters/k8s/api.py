@@ -91,6 +91,28 @@ class CoreApi:
     ) -> Iterator[Page]:
         return pages(partial(self.answer, list_call), page_type, self.page_size, **query)
 
+    def budgets(self) -> tuple[DisruptionBudget, ...] | None:
+        """Every PodDisruptionBudget, with how many disruptions it allows now; None when
+        they cannot be read (a role without the right): then no eviction is counted on."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return tuple(
+                budget_from_wire(item)
+                for page in pages(
+                    partial(
+                        self.request,
+                        client.PolicyV1Api.list_pod_disruption_budget_for_all_namespaces,
+                    ),
+                    BudgetList,
+                    self.page_size,
+                )
+                for item in page.items
+            )
+        except ApiException:
+            return None
+
     def answer(self, call: Callable[..., Any], *args: Any, **query: Any) -> bytes:
         """The raw answer to a call that must succeed: any refusal is unavailability."""
         from kubernetes.client.exceptions import ApiException
@@ -159,26 +181,7 @@ class KubernetesCluster:
         ]
 
     def budgets(self) -> tuple[DisruptionBudget, ...] | None:
-        """Every PodDisruptionBudget, with how many disruptions it allows now; None when
-        they cannot be read (a role without the right): then no eviction is counted on."""
-        from kubernetes import client
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            return tuple(
-                budget_from_wire(item)
-                for page in pages(
-                    partial(
-                        self._api.request,
-                        client.PolicyV1Api.list_pod_disruption_budget_for_all_namespaces,
-                    ),
-                    BudgetList,
-                    self._api.page_size,
-                )
-                for item in page.items
-            )
-        except ApiException:
-            return None
+        return self._api.budgets()
 
     def mark_candidate(self, node: str, marked: bool) -> None:
         """`NodeMarks`. A node's taints are an atomic list (no merge key): the patch carries

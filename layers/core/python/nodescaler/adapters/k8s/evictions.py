@@ -2,10 +2,10 @@
 cordon it, list its pods, evict them one by one.
 
 Only what infra/kubernetes grants the drain: get and list nodes, patch a node's
-spec.unschedulable, list pods, create pods/eviction. As in `api.py`, lists are decoded
-with msgspec (only the fields read) and a 401 renews the credentials once. An eviction's
-refusal is an answer, not an error: the drain retries it; only an unreachable API server
-raises.
+spec.unschedulable, list pods and disruption budgets, create pods/eviction. As in
+`api.py`, lists are decoded with msgspec (only the fields read) and a 401 renews the
+credentials once. An eviction's refusal is an answer, not an error: the drain retries it;
+only an unreachable API server raises.
 """
 
 from __future__ import annotations
@@ -17,8 +17,16 @@ from typing import Any
 import msgspec
 
 from nodescaler.adapters.k8s.api import PAGE_SIZE, TIMEOUT_SECONDS, Connection, CoreApi
-from nodescaler.adapters.k8s.objects import MIRROR_ANNOTATION
+from nodescaler.adapters.k8s.objects import (
+    MIRROR_ANNOTATION,
+    SAFE_TO_EVICT,
+    has_local_storage,
+    is_controlled,
+    is_daemon_set_pod,
+)
 from nodescaler.adapters.k8s.wire import EvictedPod, EvictedPodList, NodeList, NodeWire
+from nodescaler.domain.cluster import DisruptionBudget
+from nodescaler.domain.drainability import deletion_deadline
 from nodescaler.domain.draining import DrainPod, Eviction, EvictionOutcome
 from nodescaler.errors import KubernetesUnavailableError
 
@@ -28,15 +36,21 @@ _BUDGET = re.compile(r"^The disruption budget (?P<name>\S+) (?P<why>.+)$")
 
 
 def _drain_pod(wire: EvictedPod) -> DrainPod:
-    metadata = wire.metadata
+    metadata, grace = wire.metadata, wire.spec.terminationGracePeriodSeconds
     return DrainPod(
         namespace=metadata.namespace,
         name=metadata.name,
         uid=metadata.uid,
         phase=wire.status.phase,
-        daemon_set=any(o.kind == "DaemonSet" for o in metadata.ownerReferences),
+        daemon_set=is_daemon_set_pod(metadata),
         mirror=MIRROR_ANNOTATION in metadata.annotations,
-        grace_seconds=wire.spec.terminationGracePeriodSeconds,
+        grace_seconds=grace,
+        labels=metadata.labels,
+        controlled=is_controlled(metadata),
+        local_storage=has_local_storage(wire.spec.volumes),
+        safe_to_evict=metadata.annotations.get(SAFE_TO_EVICT) == "true",
+        not_safe_to_evict=metadata.annotations.get(SAFE_TO_EVICT) == "false",
+        gone_after=deletion_deadline(metadata.deletionTimestamp, grace),
     )
 
 
@@ -125,6 +139,10 @@ class KubernetesDrain:
             )
             for pod in page.items
         ]
+
+    def budgets(self) -> tuple[DisruptionBudget, ...] | None:
+        """The disruption budgets, to tell a kube-system pod no budget selects."""
+        return self._api.budgets()
 
     def evict(self, pod: DrainPod, grace_seconds: int) -> Eviction:
         from kubernetes import client

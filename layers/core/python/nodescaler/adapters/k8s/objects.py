@@ -15,10 +15,11 @@ import msgspec
 from nodescaler.adapters.k8s.wire import (
     BudgetWire,
     Condition,
-    Container,
     NodeWire,
+    ObjectMeta,
     PodSpec,
     PodWire,
+    Volume,
 )
 from nodescaler.domain.cluster import (
     DisruptionBudget,
@@ -30,14 +31,17 @@ from nodescaler.domain.cluster import (
     Taint,
     Toleration,
     extended_resources,
+    is_extended,
 )
-from nodescaler.domain.quantity import millicores, whole_units
+from nodescaler.domain.cluster import pod_requests as effective_requests
+from nodescaler.domain.drainability import deletion_deadline
 from nodescaler.errors import QuantityError
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 # Cluster Autoscaler's annotations, honoured as it does.
 SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+DAEMON_SET_POD = "cluster-autoscaler.kubernetes.io/daemonset-pod"  # "true": one, as CA reads it
 
 
 def _condition(conditions: Sequence[Condition], kind: str) -> Condition | None:
@@ -65,28 +69,23 @@ def node_from_wire(wire: NodeWire) -> Node:
     )
 
 
-def _requests(container: Container) -> tuple[int, int]:
-    requests = container.resources.requests
-    cpu, memory = requests.get("cpu"), requests.get("memory")
-    return (
-        millicores(cpu) if cpu is not None else 0,
-        whole_units(memory) if memory is not None else 0,
+def spec_requests(spec: PodSpec) -> dict[str, int]:
+    """Every resource the pod's spec requests, as Kubernetes counts it
+    (`cluster.pod_requests`: native sidecars, init containers, overhead)."""
+    return effective_requests(
+        (c.resources.requests for c in spec.containers),
+        ((c.resources.requests, c.restartPolicy == "Always") for c in spec.initContainers),
+        spec.overhead,
     )
 
 
 def pod_requests(spec: PodSpec) -> Resources:
-    """What the scheduler reserves: the containers' sum, or the largest init container if
-    more, plus the pod overhead; always one pod slot."""
-    cpu = memory = init_cpu = init_memory = 0
-    for container in spec.containers:
-        c, m = _requests(container)
-        cpu, memory = cpu + c, memory + m
-    for container in spec.initContainers:
-        c, m = _requests(container)
-        init_cpu, init_memory = max(init_cpu, c), max(init_memory, m)
-    overhead = Resources.parse(spec.overhead) if spec.overhead else Resources()
-    cpu, memory = max(cpu, init_cpu), max(memory, init_memory)
-    return Resources(cpu + overhead.cpu_millis, memory + overhead.memory_bytes, pods=1)
+    """What the scheduler reserves of CPU and memory; always one pod slot."""
+    return _resources(spec_requests(spec))
+
+
+def _resources(amounts: dict[str, int]) -> Resources:
+    return Resources(amounts.get("cpu", 0), amounts.get("memory", 0), pods=1)
 
 
 # Pods of one workload share one Placement: a bound pod keeps its own (scale-down asks
@@ -95,24 +94,25 @@ _PLACEMENTS: dict[tuple[Any, ...], Placement] = {}
 _MAX_PLACEMENTS = 10_000
 
 
-def shared_placement(spec: PodSpec) -> Placement:
+def shared_placement(spec: PodSpec, extended: dict[str, int] | None = None) -> Placement:
     """`placement_of(spec)`, the same object for the same nodeSelector, affinity,
-    tolerations and extended requests."""
+    tolerations and extended requests (`extended`, when already counted)."""
+    extended = extended_requests(spec) if extended is None else extended
     key = (
         tuple(sorted(spec.nodeSelector.items())),
         bytes(spec.affinity),
         bytes(spec.tolerations),
-        tuple(sorted(extended_requests(spec).items())),
+        tuple(sorted(extended.items())),
     )
     found = _PLACEMENTS.get(key)
     if found is None:
         if len(_PLACEMENTS) >= _MAX_PLACEMENTS:  # a bound on a warm container's memory
             _PLACEMENTS.clear()
-        found = _PLACEMENTS[key] = placement_of(spec)
+        found = _PLACEMENTS[key] = placement_of(spec, extended)
     return found
 
 
-def placement_of(spec: PodSpec) -> Placement:
+def placement_of(spec: PodSpec, extended: dict[str, int] | None = None) -> Placement:
     """nodeSelector, required node affinity (matchExpressions) and tolerations."""
     affinity: dict[str, Any] = msgspec.json.decode(spec.affinity) or {}
     required = (affinity.get("nodeAffinity") or {}).get(
@@ -134,19 +134,32 @@ def placement_of(spec: PodSpec) -> Placement:
         )
         for t in msgspec.json.decode(spec.tolerations) or ()
     )
-    return Placement(spec.nodeSelector, terms, tolerations, extended_requests(spec))
+    extended = extended_requests(spec) if extended is None else extended
+    return Placement(spec.nodeSelector, terms, tolerations, extended)
 
 
 def extended_requests(spec: PodSpec) -> dict[str, int]:
-    """GPUs and other extended resources: the containers' sum, or the largest init one."""
-    total: dict[str, int] = {}
-    for container in spec.containers:
-        for name, amount in extended_resources(container.resources.requests).items():
-            total[name] = total.get(name, 0) + amount
-    for container in spec.initContainers:
-        for name, amount in extended_resources(container.resources.requests).items():
-            total[name] = max(total.get(name, 0), amount)
-    return total
+    """GPUs and other extended resources, counted as CPU and memory are."""
+    return {k: v for k, v in spec_requests(spec).items() if is_extended(k)}
+
+
+def is_daemon_set_pod(metadata: ObjectMeta) -> bool:
+    """Owned by a DaemonSet, or annotated as one (Cluster Autoscaler's daemonset-pod)."""
+    return (
+        any(o.kind == "DaemonSet" for o in metadata.ownerReferences)
+        or metadata.annotations.get(DAEMON_SET_POD) == "true"
+    )
+
+
+def is_controlled(metadata: ObjectMeta) -> bool:
+    """An ownerReference marked controller: a workload made it (and will remake it)."""
+    return any(o.controller for o in metadata.ownerReferences)
+
+
+def has_local_storage(volumes: list[Volume]) -> bool:
+    """An emptyDir or hostPath volume: data that goes with the node (Cluster Autoscaler's
+    HasLocalStorage)."""
+    return any(v.emptyDir is not None or v.hostPath is not None for v in volumes)
 
 
 def pod_from_wire(wire: PodWire) -> Pod:
@@ -159,8 +172,9 @@ def pod_from_wire(wire: PodWire) -> Pod:
     )
     problem, placement = None, None
     try:
-        requests = pod_requests(spec)
-        placement = shared_placement(spec)
+        amounts = spec_requests(spec)
+        requests = _resources(amounts)
+        placement = shared_placement(spec, {k: v for k, v in amounts.items() if is_extended(k)})
     except QuantityError as error:
         requests, problem = Resources(pods=1), f"resources.requests: {error}"
     return Pod(
@@ -169,9 +183,15 @@ def pod_from_wire(wire: PodWire) -> Pod:
         node_name=spec.nodeName or None,
         requests=requests,
         phase=status.phase,
-        daemon_set=any(o.kind == "DaemonSet" for o in metadata.ownerReferences),
+        daemon_set=is_daemon_set_pod(metadata),
         mirror=MIRROR_ANNOTATION in metadata.annotations,
         not_safe_to_evict=metadata.annotations.get(SAFE_TO_EVICT) == "false",
+        safe_to_evict=metadata.annotations.get(SAFE_TO_EVICT) == "true",
+        controlled=is_controlled(metadata),
+        local_storage=has_local_storage(spec.volumes),
+        gone_after=deletion_deadline(
+            metadata.deletionTimestamp, spec.terminationGracePeriodSeconds
+        ),
         labels=metadata.labels,
         priority=spec.priority,
         unschedulable=unschedulable,

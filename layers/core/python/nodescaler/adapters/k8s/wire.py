@@ -8,6 +8,9 @@ the garbage collector need not track them (`gc=False`).
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 import msgspec
 
 Quantities = dict[str, str | int | float]
@@ -22,6 +25,7 @@ class Condition(msgspec.Struct, frozen=True, gc=False):
 
 class OwnerReference(msgspec.Struct, frozen=True, gc=False):
     kind: str = ""
+    controller: bool = False  # the owner that manages it: a pod's workload
 
 
 class ObjectMeta(msgspec.Struct, frozen=True, gc=False):
@@ -30,6 +34,7 @@ class ObjectMeta(msgspec.Struct, frozen=True, gc=False):
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
     ownerReferences: list[OwnerReference] = []  # noqa: N815  (the API's name)
+    deletionTimestamp: datetime | None = None  # noqa: N815
 
 
 class ListMeta(msgspec.Struct, frozen=True, gc=False):
@@ -65,10 +70,20 @@ class ResourceRequirements(msgspec.Struct, frozen=True, gc=False):
 
 class Container(msgspec.Struct, frozen=True, gc=False):
     resources: ResourceRequirements = ResourceRequirements()
+    restartPolicy: str = ""  # noqa: N815  (Always on an init container: a native sidecar)
+
+
+class Volume(msgspec.Struct, frozen=True, gc=False):
+    """Only whether it is node-local storage, as Cluster Autoscaler asks."""
+
+    emptyDir: dict[str, Any] | None = None  # noqa: N815
+    hostPath: dict[str, Any] | None = None  # noqa: N815
 
 
 class PodSpec(msgspec.Struct, frozen=True, gc=False):
     nodeName: str = ""  # noqa: N815
+    volumes: list[Volume] = []
+    terminationGracePeriodSeconds: int | None = None  # noqa: N815
     containers: list[Container] = []
     initContainers: list[Container] = []  # noqa: N815
     overhead: Quantities = {}
@@ -98,6 +113,7 @@ class EvictedObjectMeta(ObjectMeta, frozen=True, gc=False):
 
 class EvictedPodSpec(msgspec.Struct, frozen=True, gc=False):
     terminationGracePeriodSeconds: int | None = None  # noqa: N815
+    volumes: list[Volume] = []
 
 
 class EvictedPod(msgspec.Struct, frozen=True, gc=False):
