@@ -25,6 +25,7 @@ from pydantic import (
 
 from nodescaler.deployment import DEFAULT_DRAIN_HOOK
 from nodescaler.domain.backoff import BackoffRules
+from nodescaler.domain.group_patterns import not_in_re2
 from nodescaler.domain.optin import TagNames
 from nodescaler.errors import SettingsError
 
@@ -113,11 +114,17 @@ class _ExpanderSpec(BaseModel):
 
 
 def _valid_patterns(patterns: list[str]) -> list[str]:
+    """Each a regular expression Cluster Autoscaler's priority expander could take."""
     for pattern in patterns:
         try:
             re.compile(pattern)
         except re.error as error:
             raise ValueError(f"{pattern!r} is not a regular expression: {error}") from None
+        if lacking := not_in_re2(pattern):
+            raise ValueError(
+                f"{pattern!r} uses {lacking}, which Go's regular expressions (RE2, as Cluster "
+                "Autoscaler's priority expander reads them) do not have"
+            )
     return patterns
 
 
