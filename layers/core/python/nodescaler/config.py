@@ -26,7 +26,7 @@ from pydantic import (
 from nodescaler.deployment import DEFAULT_DRAIN_HOOK
 from nodescaler.domain.backoff import BackoffRules
 from nodescaler.domain.group_patterns import not_in_re2
-from nodescaler.domain.optin import TagNames
+from nodescaler.domain.optin import AllowedGroups, TagNames
 from nodescaler.errors import SettingsError
 
 
@@ -52,9 +52,25 @@ class _Settings(BaseModel):
         return {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
 
 
+def _group_or_prefix(entry: str) -> str:
+    if not re.fullmatch(r"[\w.\-]{1,255}\*?", entry):
+        raise ValueError(
+            f"{entry!r} is neither a group's name nor a prefix ending in * (letters, digits, "
+            "'.', '_' and '-', then at most one * at the end)"
+        )
+    return entry
+
+
+# An allow-list entry: an Auto Scaling group's name, or a prefix of names ending in `*`
+# (exactly what an IAM resource ARN's `*` means at its end).
+AllowedGroup = Annotated[str, AfterValidator(_group_or_prefix)]
+
+
 class CommonSettings(_Settings):
     policies_path: Annotated[Path, Field(alias="POLICIES_PATH")] = Path("/opt/policies")
     cluster_name: Annotated[str, Field(alias="CLUSTER_NAME")] = ""
+    # The groups the deployment may resize (JSON list); unset: every managed group.
+    allowed_groups: Annotated[Json[list[AllowedGroup]] | None, Field(alias="ALLOWED_GROUPS")] = None
     tag_enabled: Annotated[str, Field(alias="TAG_ENABLED", min_length=1)] = TagNames.enabled
     tag_policy: Annotated[str, Field(alias="TAG_POLICY", min_length=1)] = TagNames.policy
     tag_cluster: Annotated[str, Field(alias="TAG_CLUSTER", min_length=1)] = TagNames.cluster
@@ -66,6 +82,10 @@ class CommonSettings(_Settings):
         return TagNames(
             self.tag_enabled, self.tag_policy, self.tag_cluster, self.tag_dry_run, self.tag_paused
         )
+
+    @property
+    def allowed(self) -> AllowedGroups:
+        return AllowedGroups(tuple(self.allowed_groups or ()))
 
 
 # An EventBridge bus: its name, or its ARN (another account's or region's bus).

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from nodescaler.domain.backoff import Backoff, BackoffRules, after_failure
 from nodescaler.domain.group_state import failure_key
 from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.optin import AllowedGroups
 from nodescaler.errors import MalformedEventError, StateConflictError, UnmanagedGroupError
 from nodescaler.events.queue import EvaluationRequest
 from nodescaler.ports import Clock, EvaluationQueue, NodeGroups, ScalingEvents, StateStore
@@ -27,6 +28,14 @@ CLOCK_SKEW = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
+class Dispatched:
+    """The groups queued, and the managed groups left out because allowedGroups omits them."""
+
+    queued: list[str]
+    not_allowed: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class Dispatcher:
     node_groups: NodeGroups
     queue: EvaluationQueue
@@ -36,17 +45,25 @@ class Dispatcher:
     backoff_rules: BackoffRules = field(default_factory=BackoffRules)
     cluster_name: str = ""
     events: ScalingEvents | None = None  # each backoff told on EventBridge
+    allowed: AllowedGroups = field(default_factory=AllowedGroups)  # cdk.json's allowedGroups
 
-    def tick(self, event_id: str, at: datetime) -> list[str]:
-        """Queue an evaluation of every managed group; returns their names."""
+    def tick(self, event_id: str, at: datetime) -> Dispatched:
+        """Queue an evaluation of every managed group the allow-list allows."""
         self._check_time(event_id, at)
-        return self._queue(self.node_groups.discover(), event_id, "tick", at)
+        return self._dispatch(self.node_groups.discover(), event_id, "tick", at)
 
-    def alarm(self, alarm_name: str, event_id: str, cause: str, at: datetime) -> list[str]:
+    def alarm(self, alarm_name: str, event_id: str, cause: str, at: datetime) -> Dispatched:
         """Queue an evaluation of the managed groups whose policy lists `alarm_name`."""
         self._check_time(event_id, at)
         groups = [g for g in self.node_groups.discover() if alarm_name in self._alarms_of(g)]
-        return self._queue(groups, event_id, cause, at)
+        return self._dispatch(groups, event_id, cause, at)
+
+    def _dispatch(
+        self, groups: Sequence[NodeGroup], event_id: str, cause: str, at: datetime
+    ) -> Dispatched:
+        allowed = [g for g in groups if self.allowed.allows(g.name)]
+        left_out = [g.name for g in groups if not self.allowed.allows(g.name)]
+        return Dispatched(self._queue(allowed, event_id, cause, at), left_out)
 
     def launch_failed(
         self, group_name: str, activity_id: str, reason: str, event_id: str, at: datetime
@@ -55,7 +72,12 @@ class Dispatcher:
         so the expanders move its demand to the next group now; returns the backoff and
         the groups queued."""
         self._check_time(event_id, at)
-        groups = self.node_groups.discover()
+        groups = [g for g in self.node_groups.discover() if self.allowed.allows(g.name)]
+        if not self.allowed.allows(group_name):
+            raise UnmanagedGroupError(
+                f"launch failure {activity_id}: {self.allowed.refusal(group_name)}; "
+                "nothing to back off"
+            )
         if not any(g.name == group_name for g in groups):
             raise UnmanagedGroupError(
                 f"launch failure {activity_id}: node group {group_name} is not managed by "
