@@ -77,6 +77,7 @@ class EvaluateFunction:
                 ],
                 tags,
                 settings.cluster_name,
+                settings.allowed_groups,
             ),
             *permissions.resize_eks_node_groups(settings.cluster_name, tags),
             permissions.deny_tag_changes(),

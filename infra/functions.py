@@ -137,6 +137,7 @@ class Shared:
         return {
             "policies_path": Path(Layers.POLICIES_PATH),
             "cluster_name": self.settings.cluster_name,
+            "allowed_groups": self.settings.allowed_groups,
             "tag_enabled": tags.enabled,
             "tag_policy": tags.policy,
             "tag_cluster": tags.cluster,

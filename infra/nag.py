@@ -89,6 +89,18 @@ def explain_evaluate(evaluate: EvaluateFunction, dead_letters: IConstruct) -> No
         ),
         NagPackSuppression(
             id="AwsSolutions-IAM5",
+            reason="The groups of allowedGroups are named (or prefixed) in cdk.json, their "
+            "ids only known once they exist: the writes are allowed on those names, under "
+            "the same tag conditions.",
+            applies_to=[
+                RegexAppliesTo(
+                    regex=r"/^Resource::arn:.*:autoscaling:.*:autoScalingGroup:\*:"
+                    r"autoScalingGroupName\/[\w.\-]+\*?$/g"
+                )
+            ],
+        ),
+        NagPackSuppression(
+            id="AwsSolutions-IAM5",
             reason="EKS node groups are found at run time: DescribeNodegroup and "
             "UpdateNodegroupConfig are scoped to the configured cluster's node groups (the "
             "account's, when no cluster is configured), and UpdateNodegroupConfig further "

@@ -65,16 +65,32 @@ def sizes_warm_pools(policies: Iterable[NodeGroupPolicy]) -> bool:
     )
 
 
-def write_opted_in_groups(
-    actions: Iterable[str], tags: TagNames, cluster_name: str
-) -> iam.PolicyStatement:
+def opted_in(tags: TagNames, cluster_name: str) -> dict[str, dict[str, str]]:
+    """The IAM conditions of `is_managed`: the opt-in tag says true, and the cluster tag
+    names the cluster, or is absent (`Null`) for a deployment of no cluster."""
     conditions: dict[str, dict[str, str]] = {
         "StringEqualsIgnoreCase": {f"aws:ResourceTag/{tags.enabled}": "true"}
     }
     if cluster_name:
         conditions["StringEquals"] = {f"aws:ResourceTag/{tags.cluster}": cluster_name}
+    else:
+        conditions["Null"] = {f"aws:ResourceTag/{tags.cluster}": "true"}
+    return conditions
+
+
+def write_opted_in_groups(
+    actions: Iterable[str],
+    tags: TagNames,
+    cluster_name: str,
+    allowed: Iterable[str] | None = None,
+) -> iam.PolicyStatement:
+    """`actions` on opted-in groups; with `allowed` (cdk.json's allowedGroups), on those
+    names and prefixes only: an ARN's trailing `*` is exactly a prefix of the group's name."""
+    resources = [group_arn(entry) for entry in allowed] if allowed else [ALL_GROUPS]
     return iam.PolicyStatement(
-        actions=[f"autoscaling:{a}" for a in actions], resources=[ALL_GROUPS], conditions=conditions
+        actions=[f"autoscaling:{a}" for a in actions],
+        resources=resources,
+        conditions=opted_in(tags, cluster_name),
     )
 
 
@@ -114,11 +130,7 @@ def resize_eks_node_groups(cluster_name: str, tags: TagNames) -> list[iam.Policy
     another node group. EKS evaluates aws:ResourceTag on the node group."""
     cluster = cluster_name or "*"  # no cluster configured: any cluster's node groups
     node_groups = f"arn:{Aws.PARTITION}:eks:{Aws.REGION}:{Aws.ACCOUNT_ID}:nodegroup/{cluster}/*/*"
-    conditions: dict[str, dict[str, str]] = {
-        "StringEqualsIgnoreCase": {f"aws:ResourceTag/{tags.enabled}": "true"}
-    }
-    if cluster_name:
-        conditions["StringEquals"] = {f"aws:ResourceTag/{tags.cluster}": cluster_name}
+    conditions = opted_in(tags, cluster_name)
     return [
         iam.PolicyStatement(actions=["eks:DescribeNodegroup"], resources=[node_groups]),
         iam.PolicyStatement(

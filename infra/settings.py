@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, Self
 from nodescaler.adapters.policy_files import load_policies
 from nodescaler.config import (
     DEFAULT_EXPANDERS,
+    AllowedGroup,
     CapacitySettings,
     CommonSettings,
     DrainSettings,
@@ -150,6 +151,10 @@ class DeploySettings(_Context):
     cluster_name: Annotated[
         str, Field(max_length=100, pattern=r"^([0-9A-Za-z][A-Za-z0-9\-_]*)?$")
     ] = ""
+    # No cluster: said on purpose, for the opted-in groups whose cluster tag names none.
+    all_groups: bool = False
+    # The only groups it may resize: names, or prefixes ending in `*`; unset, every group.
+    allowed_groups: list[AllowedGroup] | None = None
     policies_folder: Path = Path("policies")
     tick_minutes: Annotated[int, Field(ge=1, le=60)] = 1
     dry_run: bool = False
@@ -187,6 +192,16 @@ class DeploySettings(_Context):
     def _each_group_once(cls, groups: list[str]) -> list[str]:
         twice = sorted({g for g in groups if groups.count(g) > 1})
         if twice:  # two hooks of one name on one group: CloudFormation would fail at deploy
+            raise ValueError(f"listed more than once: {', '.join(twice)}")
+        return groups
+
+    @field_validator("allowed_groups")
+    @classmethod
+    def _a_list_that_allows_something(cls, groups: list[str] | None) -> list[str] | None:
+        if groups is not None and not groups:
+            raise ValueError("is empty, so no group could be resized; leave it out to allow all")
+        twice = sorted({g for g in groups or () if groups and groups.count(g) > 1})
+        if twice:
             raise ValueError(f"listed more than once: {', '.join(twice)}")
         return groups
 
@@ -252,6 +267,23 @@ def check_cluster(
             f"{here}.drainGroups: names groups to drain, but "
             "clusterName is empty; set the EKS cluster's name (draining needs the cluster)"
         )
+    check_scope(settings, here)
+
+
+def check_scope(settings: DeploySettings, here: str) -> None:
+    """Which groups a deployment manages is said, never implied: its cluster's, or with
+    `allGroups: true` and no cluster, the opted-in groups whose cluster tag names none."""
+    if not settings.cluster_name and not settings.all_groups:
+        raise SettingsError(
+            f"{here}.clusterName: deployment {settings.deployment}: is empty; set the "
+            "cluster whose opted-in groups it manages, or allGroups: true for the opted-in "
+            "groups that name no cluster"
+        )
+    if settings.cluster_name and settings.all_groups:
+        raise SettingsError(
+            f"{here}.allGroups: deployment {settings.deployment}: is true, but clusterName "
+            f"is {settings.cluster_name}, whose groups alone it manages; set one or the other"
+        )
 
 
 def construct_settings(
@@ -315,18 +347,13 @@ def load_deployments(context: dict[str, Any] | None, base: Path) -> list[Loaded]
                 "name or clusterName"
             )
         seen[settings.deployment] = index
-        # Two deployments on one cluster (or one on every cluster beside others) would both
-        # resize the same groups, each with its own state table: neither would see the other.
-        if len(entries) > 1 and not settings.cluster_name:
-            raise SettingsError(
-                f"cdk.json: {field_path((*where, 'clusterName'))}: is empty, so this deployment "
-                "would manage every opted-in group, the other deployments' too; give each "
-                "deployment its cluster"
-            )
+        # Two deployments on one cluster (or two of no cluster, allGroups) would both resize
+        # the same groups, each with its own state table: neither would see the other.
         cluster = settings.cluster_name
         if cluster in clusters:
             raise SettingsError(
-                f"cdk.json: {field_path((*where, 'clusterName'))}: manages cluster {cluster} "
+                f"cdk.json: {field_path((*where, 'clusterName'))}: manages "
+                f"{f'cluster {cluster}' if cluster else 'the groups of no cluster'} "
                 f"again (as {DEPLOYMENTS_KEY}[{clusters[cluster]}]); two deployments would "
                 "resize the same groups"
             )

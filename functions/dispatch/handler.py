@@ -72,13 +72,16 @@ def dispatch(dispatcher: Dispatcher, incoming: DispatchEvent) -> dict[str, Any]:
         case events.LaunchUnsuccessfulEvent():
             return launch_failed(dispatcher, incoming)
         case events.AlarmStateChangeEvent(detail=events.AlarmStateChange(alarm_name=alarm)):
-            queued = dispatcher.alarm(alarm, incoming.id, incoming.cause, incoming.time)
-            if not queued:
+            done = dispatcher.alarm(alarm, incoming.id, incoming.cause, incoming.time)
+            if not done.queued and not done.not_allowed:
                 logger.warning(f"alarm {alarm}: no managed node group's policy lists it")
         case _:
-            queued = dispatcher.tick(incoming.id, incoming.time, incoming.identity)
-    report_queued(incoming.cause, queued)
-    return {"cause": incoming.cause, "queued": queued}
+            done = dispatcher.tick(incoming.id, incoming.time, incoming.identity)
+    for group in done.not_allowed:  # opted in, but never resized: said on every tick
+        logger.warning(dispatcher.allowed.refusal(group), node_group=group)
+    report_queued(incoming.cause, done.queued)
+    result: dict[str, Any] = {"cause": incoming.cause, "queued": done.queued}
+    return result | ({"not_allowed": done.not_allowed} if done.not_allowed else {})
 
 
 def launch_failed(dispatcher: Dispatcher, event: LaunchUnsuccessfulEvent) -> dict[str, Any]:

@@ -18,7 +18,7 @@ ERRORS = {
     "name": "errors",
     "cloudWatch": {"metric": {"namespace": "App", "metricName": "Errors", "statistic": "Sum"}},
     "target": {"type": "Value", "value": 10},
-    "fallback": {"failureThreshold": 3, "replicas": 2},
+    "fallback": {"failureThreshold": 2, "replicas": 2},  # more than 2 failures: the third
 }
 FAST_DOWN = {"scaleDown": {"stabilizationWindowSeconds": 0}}
 

@@ -231,15 +231,22 @@ def test_each_deployments_dashboard_shows_only_its_own_service(two: dict[str, Te
         assert not any(other in w for w in widgets)
 
 
-def test_given_a_deployment_without_a_cluster_beside_others_then_synth_refuses_it(
+def test_given_a_deployment_without_a_cluster_or_all_groups_then_synth_refuses_it_in_a_line(
     tmp_path: Path,
 ) -> None:
-    """It would manage every opted-in group, the other deployments' too."""
+    """Given a deployment of no cluster that does not say allGroups: true, beside another;
+    When synth loads cdk.json; Then one line names the deployment and the field (an empty
+    clusterName once meant every cluster's opted-in groups, the other deployment's too)."""
     (tmp_path / "gpu-training.yaml").write_text((REPO / "policies/gpu-training.yaml").read_text())
     everything = {"clusterName": "", "name": "everything", "policiesFolder": str(tmp_path)}
     with pytest.raises(SettingsError) as caught:
         load_deployments(CDK_CONTEXT | {"deployments": [{"clusterName": "a"}, everything]}, REPO)
-    assert str(caught.value).startswith(
-        "cdk.json: context.nodescaler.deployments[1].clusterName: is empty, so this deployment "
-        "would manage every opted-in group"
+    assert str(caught.value) == (
+        "cdk.json: context.nodescaler.deployments[1].clusterName: deployment "
+        "nodescaler-everything: is empty; set the cluster whose opted-in groups it manages, or "
+        "allGroups: true for the opted-in groups that name no cluster"
     )
+    # said on purpose, it is one deployment among others: it leaves their groups alone
+    allowed = everything | {"allGroups": True}
+    loaded = load_deployments(CDK_CONTEXT | {"deployments": [{"clusterName": "a"}, allowed]}, REPO)
+    assert [(s.cluster_name, s.all_groups) for s, _ in loaded] == [("a", False), ("", True)]

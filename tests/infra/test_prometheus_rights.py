@@ -62,7 +62,7 @@ def prometheus_policies(tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
         "spec": {"minReplicas": 0, "maxReplicas": 10, "metrics": metrics},
     }
     (folder / "prom.yaml").write_text(yaml.safe_dump(document))
-    return {"clusterName": "", "policiesFolder": str(folder)}
+    return {"clusterName": "", "allGroups": True, "policiesFolder": str(folder)}
 
 
 def test_evaluate_may_query_only_the_workspaces_the_policies_name(
@@ -127,7 +127,9 @@ def test_the_sample_policy_gets_its_workspace_and_no_secret() -> None:
 
 def test_policies_without_prometheus_get_no_prometheus_rights(tmp_path: Path) -> None:
     (tmp_path / "gpu.yaml").write_text((REPO / "policies" / "gpu-training.yaml").read_text())
-    statements = role_statements(synth(clusterName="", policiesFolder=str(tmp_path)), "evaluate")
+    statements = role_statements(
+        synth(clusterName="", allGroups=True, policiesFolder=str(tmp_path)), "evaluate"
+    )
     actions = {a for s in statements for a in actions_of(s)}
     assert not any(a.startswith(("aps:", "secretsmanager:")) for a in actions)
     # nor, with no forecast keeping a warm pool, the right to size one

@@ -318,10 +318,11 @@ def test_each_group_to_drain_gets_the_terminate_hook_the_drain_answers_to() -> N
 
 @pytest.fixture(scope="module")
 def no_cluster(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Overrides for a stack without a cluster: no cluster name, a policy reading a queue."""
+    """Overrides for a stack without a cluster: no cluster name (allGroups, said on
+    purpose), a policy reading a queue."""
     folder = tmp_path_factory.mktemp("policies")
     (folder / "gpu.yaml").write_text((REPO / "policies" / "gpu-training.yaml").read_text())
-    return {"clusterName": "", "policiesFolder": str(folder)}
+    return {"clusterName": "", "allGroups": True, "policiesFolder": str(folder)}
 
 
 def test_without_a_cluster_there_is_no_drain_but_launch_failures_still_back_off(

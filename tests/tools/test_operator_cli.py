@@ -203,7 +203,7 @@ def test_status_and_explain_name_a_fallback_and_since_when(
 ) -> None:
     dynamodb = make_state_table(TABLE)
     make_asg("api-ng", tags=TAGS | {"nodescaler/policy": "api"}, desired=6, max_size=50)
-    gone = queue_metric("gone", per_node=4) | {"fallback": {"failureThreshold": 2, "replicas": 2}}
+    gone = queue_metric("gone", per_node=4) | {"fallback": {"failureThreshold": 1, "replicas": 2}}
     clock = VirtualClock()
     evaluator = Evaluator(
         node_groups=AsgNodeGroups(client("autoscaling"), client("eks"), tag_names=TagNames()),

@@ -1,4 +1,5 @@
-"""Fallbacks: a metric failing `failureThreshold` evaluations in a row votes its fallback.
+"""Fallbacks: a metric failing more than `failureThreshold` evaluations in a row (KEDA's
+count) votes its fallback.
 
 "Highest wins" holds with a fallback: its vote is one metric's recommendation among the
 others', so a live metric asking for more outvotes it, and it outvotes a live metric asking
@@ -92,15 +93,15 @@ FALLBACKS = [
 @pytest.mark.parametrize(
     ("fallback", "jobs", "desired"), [c[1:] for c in FALLBACKS], ids=[c[0] for c in FALLBACKS]
 )
-def test_given_a_metric_failing_when_its_threshold_is_reached_then_its_fallback_votes(
+def test_given_a_metric_failing_when_its_threshold_is_exceeded_then_its_fallback_votes(
     fallback: dict[str, Any], jobs: float, desired: int
 ) -> None:
     the_policy = _policy({"failureThreshold": THRESHOLD} | fallback)
 
-    before = _failing(the_policy, 10, jobs, THRESHOLD - 1).decision
-    reached = _failing(the_policy, 10, jobs, THRESHOLD).decision
+    before = _failing(the_policy, 10, jobs, THRESHOLD).decision
+    reached = _failing(the_policy, 10, jobs, THRESHOLD + 1).decision
 
-    # one failure short: today's rule, whatever the fallback
+    # at the threshold, not past it: today's rule, whatever the fallback
     assert before.desired == max(10, jobs)
     assert Limit.FALLBACK not in before.limited_by
     assert reached.desired == desired
@@ -119,14 +120,14 @@ def test_given_no_fallback_then_a_failing_metric_never_lets_the_group_scale_in()
 
 
 def test_given_a_fallback_hold_then_the_metric_stays_missing_and_the_hold_is_named() -> None:
-    decision = _failing(_policy({"failureThreshold": 3, "action": "hold"}), 10, 1, 3).decision
+    decision = _failing(_policy({"failureThreshold": 2, "action": "hold"}), 10, 1, 3).decision
     assert decision.metrics[0].status is MetricStatus.MISSING
     assert decision.limited_by == (Limit.MISSING_METRIC, Limit.FALLBACK)
     assert "errors in fallback hold since 2026-03-02 12:00:00Z" in decision.reason
 
 
 def test_given_a_fallback_vote_then_it_is_named_as_the_driver_and_is_no_demand() -> None:
-    decision = _failing(_policy({"failureThreshold": 3, "replicas": 14}), 10, 1, 3).decision
+    decision = _failing(_policy({"failureThreshold": 2, "replicas": 14}), 10, 1, 3).decision
     errors = decision.metrics[0]
     assert (errors.status, errors.recommendation) == (MetricStatus.FALLBACK, 14)
     assert "errors: CloudWatch returned no datapoint" in decision.reason
@@ -141,7 +142,7 @@ def test_given_a_fallback_outside_the_bounds_then_the_group_stays_within_them(
     replicas: int, desired: int, limit: Limit
 ) -> None:
     the_policy = _policy(
-        {"failureThreshold": 1, "replicas": replicas}, min_replicas=3, max_replicas=20
+        {"failureThreshold": 0, "replicas": replicas}, min_replicas=3, max_replicas=20
     )
     decision = _failing(the_policy, 10, jobs=0, times=1).decision
     assert decision.desired == desired
@@ -157,17 +158,18 @@ def test_given_a_fallback_below_the_current_size_then_the_scale_down_window_and_
             "policies": [{"type": "Replicas", "value": 2, "periodSeconds": 60}],
         }
     }
-    the_policy = _policy({"failureThreshold": 2, "replicas": 2}, behavior=behavior)
+    the_policy = _policy({"failureThreshold": 1, "replicas": 2}, behavior=behavior)
     # the live metric agrees to shed: the fallback alone holds the floor at 2
     rounds = [_readings(T0 + minutes(m), jobs=0) for m in range(12)]
     sizes = [e.decision.desired for e in _in_a_row(the_policy, 10, rounds)]
-    # minute 0 fails once: held, nothing recorded; from minute 1 the fallback votes 2, held
-    # for the 300 s window by the group's size then (10), then 2 nodes a minute
+    # minute 0 fails once (at the threshold, not past it): held; from minute 1 the
+    # fallback votes 2, held for the 300 s window by the group's size then (10), then 2
+    # nodes a minute
     assert sizes == [10] * 6 + [8, 6, 4, 2, 2, 2]
 
 
 def test_given_a_metric_that_recovers_then_its_count_starts_again() -> None:
-    the_policy = _policy({"failureThreshold": 3, "replicas": 2})
+    the_policy = _policy({"failureThreshold": 2, "replicas": 2})
     good = MetricReading(value=10, at=T0)  # on target: keeps the 10 nodes
     rounds = [
         _readings(T0, jobs=1),
@@ -188,7 +190,7 @@ def test_given_a_metric_that_recovers_then_its_count_starts_again() -> None:
 
 
 def test_given_a_stale_or_invalid_reading_then_it_counts_as_a_failure() -> None:
-    the_policy = _policy({"failureThreshold": 3, "replicas": 2})
+    the_policy = _policy({"failureThreshold": 2, "replicas": 2})
     stale = MetricReading(value=5, at=T0 - minutes(60))
     rounds = [
         _readings(T0, jobs=1, errors=stale),
@@ -200,7 +202,7 @@ def test_given_a_stale_or_invalid_reading_then_it_counts_as_a_failure() -> None:
 
 def test_given_another_metric_failing_without_a_fallback_then_it_still_holds_scale_in() -> None:
     the_policy = policy(
-        value_metric("errors", 10) | {"fallback": {"failureThreshold": 1, "replicas": 2}},
+        value_metric("errors", 10) | {"fallback": {"failureThreshold": 0, "replicas": 2}},
         value_metric("latency", 10),
         behavior=UNLIMITED,
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from nodescaler.domain.optin import OptIn, TagNames, is_managed, read_opt_in
+from nodescaler.domain.optin import AllowedGroups, OptIn, TagNames, is_managed, read_opt_in
 
 NAMES = TagNames()
 
@@ -22,6 +22,9 @@ NAMES = TagNames()
         ({"nodescaler/enabled": "true"}, "prod", False),
         ({"nodescaler/enabled": "true", "nodescaler/cluster": "prod"}, "prod", True),
         ({"nodescaler/enabled": "true", "nodescaler/cluster": "dev"}, "prod", False),
+        # no cluster (allGroups): a group naming one, even empty, is another deployment's
+        ({"nodescaler/enabled": "true", "nodescaler/cluster": "prod"}, "", False),
+        ({"nodescaler/enabled": "true", "nodescaler/cluster": ""}, "", False),
     ],
 )
 def test_managed_iff_opted_in_for_this_cluster(
@@ -73,3 +76,22 @@ def test_managed_iff_opted_in_for_this_cluster(
 )
 def test_reading_the_opt_in_tags(tags: dict[str, str], expected: OptIn) -> None:
     assert read_opt_in("ng-1", tags, NAMES) == expected
+
+
+@pytest.mark.parametrize(
+    ("entries", "group", "allowed"),
+    [
+        ((), "anything", True),  # no list: every group
+        (("gpu-a",), "gpu-a", True),
+        (("gpu-a",), "gpu-ab", False),  # a name is the whole name
+        (("gpu-a",), "x-gpu-a", False),
+        (("prod-web-*",), "prod-web-1", True),  # `*` at the end: a prefix, as in an IAM ARN
+        (("prod-web-*",), "prod-web-", True),
+        (("prod-web-*",), "staging-prod-web-1", False),
+        (("prod-web-*", "gpu-a"), "gpu-a", True),
+    ],
+)
+def test_given_an_allow_list_then_a_group_is_allowed_iff_named_or_prefixed(
+    entries: tuple[str, ...], group: str, allowed: bool
+) -> None:
+    assert AllowedGroups(entries).allows(group) is allowed

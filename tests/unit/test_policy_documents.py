@@ -461,11 +461,11 @@ behavior:
             ("neither replicas nor action", 3, "", "", "give replicas (a fixed size) or action"),
             ("ifHigher without replicas", 3, "action: ifHigher", "", "ifHigher needs replicas"),
             (
-                "a threshold below 1",
-                0,
+                "a negative threshold",
+                -1,
                 "replicas: 2",
                 ".failureThreshold",
-                "greater than or equal to 1",
+                "greater than or equal to 0",
             ),
             ("negative replicas", 3, "replicas: -1", ".replicas", "greater than or equal to 0"),
             (

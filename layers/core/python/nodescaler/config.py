@@ -26,7 +26,8 @@ from pydantic import (
 from nodescaler.deployment import DEFAULT_DRAIN_HOOK
 from nodescaler.domain.backoff import BackoffRules
 from nodescaler.domain.drainability import DrainRules
-from nodescaler.domain.optin import TagNames
+from nodescaler.domain.group_patterns import not_in_re2
+from nodescaler.domain.optin import AllowedGroups, TagNames
 from nodescaler.domain.token_origins import TokenOrigins, origin
 from nodescaler.errors import SettingsError
 
@@ -53,9 +54,25 @@ class _Settings(BaseModel):
         return {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
 
 
+def _group_or_prefix(entry: str) -> str:
+    if not re.fullmatch(r"[\w.\-]{1,255}\*?", entry):
+        raise ValueError(
+            f"{entry!r} is neither a group's name nor a prefix ending in * (letters, digits, "
+            "'.', '_' and '-', then at most one * at the end)"
+        )
+    return entry
+
+
+# An allow-list entry: an Auto Scaling group's name, or a prefix of names ending in `*`
+# (exactly what an IAM resource ARN's `*` means at its end).
+AllowedGroup = Annotated[str, AfterValidator(_group_or_prefix)]
+
+
 class CommonSettings(_Settings):
     policies_path: Annotated[Path, Field(alias="POLICIES_PATH")] = Path("/opt/policies")
     cluster_name: Annotated[str, Field(alias="CLUSTER_NAME")] = ""
+    # The groups the deployment may resize (JSON list); unset: every managed group.
+    allowed_groups: Annotated[Json[list[AllowedGroup]] | None, Field(alias="ALLOWED_GROUPS")] = None
     tag_enabled: Annotated[str, Field(alias="TAG_ENABLED", min_length=1)] = TagNames.enabled
     tag_policy: Annotated[str, Field(alias="TAG_POLICY", min_length=1)] = TagNames.policy
     tag_cluster: Annotated[str, Field(alias="TAG_CLUSTER", min_length=1)] = TagNames.cluster
@@ -79,6 +96,10 @@ class CommonSettings(_Settings):
     @property
     def drain_rules(self) -> DrainRules:
         return DrainRules(self.skip_nodes_with_local_storage, self.skip_nodes_with_system_pods)
+
+    @property
+    def allowed(self) -> AllowedGroups:
+        return AllowedGroups(tuple(self.allowed_groups or ()))
 
 
 # An EventBridge bus: its name, or its ARN (another account's or region's bus).
@@ -127,11 +148,17 @@ class _ExpanderSpec(BaseModel):
 
 
 def _valid_patterns(patterns: list[str]) -> list[str]:
+    """Each a regular expression Cluster Autoscaler's priority expander could take."""
     for pattern in patterns:
         try:
             re.compile(pattern)
         except re.error as error:
             raise ValueError(f"{pattern!r} is not a regular expression: {error}") from None
+        if lacking := not_in_re2(pattern):
+            raise ValueError(
+                f"{pattern!r} uses {lacking}, which Go's regular expressions (RE2, as Cluster "
+                "Autoscaler's priority expander reads them) do not have"
+            )
     return patterns
 
 

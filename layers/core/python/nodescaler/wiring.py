@@ -195,6 +195,7 @@ def dispatcher(
         backoff_rules=settings.backoff_rules,
         cluster_name=settings.cluster_name,
         events=scaling_events(settings, clients),
+        allowed=settings.allowed,
     )
 
 
@@ -243,6 +244,7 @@ def evaluator(
         limiter=limiter,
         histories=CloudWatchMetricHistory(clients.cloudwatch),  # forecasts from a named metric
         events=scaling_events(settings, clients),
+        allowed=settings.allowed,
     )
 
 
@@ -328,6 +330,7 @@ def kubernetes_metrics(
         expander_chain(settings.expanders, clients),
         backoffs=state,
         limiter=limiter,
+        allowed=settings.allowed,
     )
     cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
     events = KubernetesEvents(connection, timeout_seconds=settings.kubernetes_timeout_seconds)

@@ -13,7 +13,6 @@ somewhere has a group.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Protocol
 
 from nodescaler.domain.balance import IGNORED_LABELS, even_split, similar
 from nodescaler.domain.cluster import Pod
+from nodescaler.domain.group_patterns import matches
 from nodescaler.domain.scheduling import NodeTemplate, pack, why_not
 from nodescaler.errors import ExpanderError
 
@@ -81,7 +81,7 @@ class LeastWasteExpander:
 
 
 def _matching(options: Sequence[Option], patterns: Sequence[str]) -> list[Option]:
-    return [o for o in options if any(re.fullmatch(p, o.group) for p in patterns)]
+    return [o for o in options if any(matches(p, o.group) for p in patterns)]
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,7 @@ class WeightedPriorityExpander:
         for priority in sorted(self.tiers, reverse=True):
             weights = self.tiers[priority]
             weighted = [
-                (o, max((w for p, w in weights.items() if re.fullmatch(p, o.group)), default=0.0))
+                (o, max((w for p, w in weights.items() if matches(p, o.group)), default=0.0))
                 for o in sorted(options, key=lambda o: o.group)
             ]
             weighted = [(o, w) for o, w in weighted if w > 0]

@@ -1,7 +1,7 @@
 """Fallbacks: how long each metric with a fallback has been failing, and what it votes then.
 
-KEDA's rule, per metric: after `failureThreshold` evaluations in a row in which it was
-missing, stale or invalid, the metric votes its fallback's size instead of holding the
+KEDA's rule, per metric: after more than `failureThreshold` evaluations in a row in which it
+was missing, stale or invalid, the metric votes its fallback's size instead of holding the
 group; one good reading ends the run. The counts persist in the group's state item
 (only metrics with a fallback, only while they fail: a few bytes).
 """
@@ -58,7 +58,9 @@ def with_fallback(
     `fallback` outcome), or for `hold` the failure as it was, named. Before the threshold,
     or without a fallback, the outcome as it was: a failed metric holds scale-in."""
     fallback, run = metric.fallback, failures.runs.get(metric.key)
-    if fallback is None or run is None or run.count < fallback.failure_threshold:
+    # KEDA's count: the fallback applies once the failures in a row exceed the threshold
+    # (`NumberOfFailures > FailureThreshold`, kedacore/keda pkg/fallback/fallback.go).
+    if fallback is None or run is None or run.count <= fallback.failure_threshold:
         return outcome
     named = f"{outcome.detail}; fallback {fallback.describe()} after {run.count} failures"
     update: dict[str, object] = {"fallback": fallback.describe(), "failing_since": run.since}

@@ -1,8 +1,10 @@
 """Opt-in by tags: which node groups nodescaler manages, with which policy, and how.
 
-A group is managed if and only if it carries the opt-in tag set to "true" (and the
-cluster tag, when a cluster is configured). Everything else about it is read from its
-other tags here, with a problem that names the group and the tag for each bad value.
+A group is managed if and only if it carries the opt-in tag set to "true", and its cluster
+tag names the deployment's cluster (or, for a deployment of no cluster, names none); and
+it is resized only if the deployment's allow-list, when there is one, names it. Everything
+else about it is read from its other tags here, with a problem that names the group and
+the tag for each bad value.
 """
 
 from __future__ import annotations
@@ -68,14 +70,39 @@ def _flag(value: str | None) -> bool | None:
 
 
 def is_managed(tags: Mapping[str, str], names: TagNames, cluster: str) -> bool:
-    """Opted in: the enabled tag says true (and the cluster tag matches, if a cluster is set).
+    """Opted in for this deployment: the enabled tag says true, and the cluster tag names
+    `cluster`, or (a deployment of no cluster, `allGroups`) is absent: a group whose
+    cluster tag names a cluster is that cluster's deployment's, never another's.
 
     The same rule as the IAM conditions on every write (StringEqualsIgnoreCase "true",
-    StringEquals the cluster): any case, nothing around it. " true" is not opted in here
-    either, so nodescaler never decides for a group it would not be allowed to resize."""
+    StringEquals the cluster, or Null the cluster tag): any case, nothing around it. " true"
+    is not opted in here either, so nodescaler never decides for a group it would not be
+    allowed to resize."""
     if (tags.get(names.enabled) or "").lower() != "true":
         return False
-    return not cluster or tags.get(names.cluster) == cluster
+    if cluster:
+        return tags.get(names.cluster) == cluster
+    return names.cluster not in tags
+
+
+@dataclass(frozen=True)
+class AllowedGroups:
+    """cdk.json's `allowedGroups`: the groups this deployment may resize, each a name or a
+    prefix ending in `*` (as an IAM resource ARN reads it); none given, every group."""
+
+    entries: tuple[str, ...] = ()
+
+    def allows(self, group: str) -> bool:
+        return not self.entries or any(
+            group.startswith(entry[:-1]) if entry.endswith("*") else group == entry
+            for entry in self.entries
+        )
+
+    def refusal(self, group: str) -> str:
+        return (
+            f"node group {group}: opted in, but not in allowedGroups "
+            f"({', '.join(self.entries)}); it is never resized"
+        )
 
 
 def read_opt_in(group: str, tags: Mapping[str, str], names: TagNames) -> OptIn:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Annotated, ClassVar, Literal, Self, get_args
+from typing import Annotated, Any, ClassVar, Literal, Self, get_args
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -522,14 +522,33 @@ class FallbackAction(StrEnum):
     IF_HIGHER = "ifHigher"  # the current size or `replicas`, the higher (currentReplicasIfHigher)
 
 
-class Fallback(Spec):
-    """KEDA's fallback, per metric: after `failureThreshold` failed evaluations in a row (missing,
-    stale or invalid) the metric votes `replicas` (KEDA's static), or what `action` says. A
-    vote below the current size is the operator's leave to scale in on a failed metric."""
+# KEDA's fallback `behavior` values, as nodescaler spells them (its field is `action`).
+KEDA_BEHAVIORS = {
+    "static": "replicas alone",
+    "currentReplicas": "action: currentReplicas",
+    "currentReplicasIfHigher": "action: ifHigher (with replicas)",
+    "currentReplicasIfLower": "not offered",
+}
 
-    failure_threshold: Annotated[int, Field(strict=True, ge=1, le=10_000)]
+
+class Fallback(Spec):
+    """KEDA's fallback, per metric: after more than `failureThreshold` failed evaluations in a
+    row (missing, stale or invalid; 0: from the first) the metric votes `replicas` (KEDA's
+    static), or what `action` says. A vote below the current size is the operator's leave
+    to scale in on a failed metric."""
+
+    failure_threshold: Annotated[int, Field(strict=True, ge=0, le=10_000)]
     replicas: Annotated[int, Field(strict=True, ge=0, le=100_000)] | None = None
     action: FallbackAction | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_kedas_behavior(cls, data: Any) -> Any:
+        """KEDA's `behavior` is spelled `action` here, with other values: say which."""
+        if isinstance(data, dict) and "behavior" in data:
+            spelled = "; ".join(f"{k} is {v}" for k, v in KEDA_BEHAVIORS.items())
+            raise ValueError(f"KEDA's behavior is nodescaler's action ({spelled})")
+        return data
 
     @model_validator(mode="after")
     def _replicas_or_action(self) -> Self:

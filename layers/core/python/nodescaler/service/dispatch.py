@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from nodescaler.domain.backoff import Backoff, BackoffRules, after_failure
 from nodescaler.domain.group_state import failure_key
 from nodescaler.domain.node_group import NodeGroup, ScalingActivity, unconfirmed_launch_failure
+from nodescaler.domain.optin import AllowedGroups
 from nodescaler.errors import (
     EventUnconfirmableError,
     EventUnconfirmedError,
@@ -33,6 +34,14 @@ CLOCK_SKEW = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
+class Dispatched:
+    """The groups queued, and the managed groups left out because allowedGroups omits them."""
+
+    queued: list[str]
+    not_allowed: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class Dispatcher:
     node_groups: NodeGroups
     queue: EvaluationQueue
@@ -42,18 +51,26 @@ class Dispatcher:
     backoff_rules: BackoffRules = field(default_factory=BackoffRules)
     cluster_name: str = ""
     events: ScalingEvents | None = None  # each backoff told on EventBridge
+    allowed: AllowedGroups = field(default_factory=AllowedGroups)  # cdk.json's allowedGroups
 
-    def tick(self, event_id: str, at: datetime, tick_id: str | None = None) -> list[str]:
-        """Queue an evaluation of every managed group under `tick_id` (the tick's identity,
-        the same on its retries; by default the event's id); returns their names."""
+    def tick(self, event_id: str, at: datetime, tick_id: str | None = None) -> Dispatched:
+        """Queue an evaluation of every managed group the allow-list allows, under `tick_id`
+        (the tick's identity, the same on its retries; by default the event's id)."""
         self._check_time(event_id, at)
-        return self._queue(self.node_groups.discover(), tick_id or event_id, "tick", at)
+        return self._dispatch(self.node_groups.discover(), tick_id or event_id, "tick", at)
 
-    def alarm(self, alarm_name: str, event_id: str, cause: str, at: datetime) -> list[str]:
+    def alarm(self, alarm_name: str, event_id: str, cause: str, at: datetime) -> Dispatched:
         """Queue an evaluation of the managed groups whose policy lists `alarm_name`."""
         self._check_time(event_id, at)
         groups = [g for g in self.node_groups.discover() if alarm_name in self._alarms_of(g)]
-        return self._queue(groups, event_id, cause, at)
+        return self._dispatch(groups, event_id, cause, at)
+
+    def _dispatch(
+        self, groups: Sequence[NodeGroup], event_id: str, cause: str, at: datetime
+    ) -> Dispatched:
+        allowed = [g for g in groups if self.allowed.allows(g.name)]
+        left_out = [g.name for g in groups if not self.allowed.allows(g.name)]
+        return Dispatched(self._queue(allowed, event_id, cause, at), left_out)
 
     def launch_failed(
         self, group_name: str, activity_id: str, reason: str, event_id: str, at: datetime
@@ -63,7 +80,12 @@ class Dispatcher:
         the groups queued. Only a failure the group's scaling activities confirm counts:
         anyone allowed to invoke dispatch could send the event."""
         self._check_time(event_id, at)
-        groups = self.node_groups.discover()
+        groups = [g for g in self.node_groups.discover() if self.allowed.allows(g.name)]
+        if not self.allowed.allows(group_name):
+            raise UnmanagedGroupError(
+                f"launch failure {activity_id}: {self.allowed.refusal(group_name)}; "
+                "nothing to back off"
+            )
         group = next((g for g in groups if g.name == group_name), None)
         if group is None:
             raise UnmanagedGroupError(

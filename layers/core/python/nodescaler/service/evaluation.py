@@ -20,7 +20,7 @@ from nodescaler.domain.decision import Decision
 from nodescaler.domain.forecast import forecast_readings
 from nodescaler.domain.group_state import GroupState, failure_key
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup
-from nodescaler.domain.optin import is_managed
+from nodescaler.domain.optin import AllowedGroups, is_managed
 from nodescaler.domain.pause import Pause, hold, in_force
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.readings import Reading
@@ -85,14 +85,15 @@ class Evaluator:
     limiter: ClusterLimiter | None = None  # the cluster's limits, when any is set
     histories: MetricHistory | None = None  # the metrics forecasts name, when any does
     events: ScalingEvents | None = None  # each resize and backoff told on EventBridge
+    allowed: AllowedGroups = field(default_factory=AllowedGroups)  # cdk.json's allowedGroups
 
     def evaluate(self, group_name: str, event_id: str) -> EvaluationResult:
         # 1. The group as it is now; it may have gone, or opted out, since it was queued.
         group = self.node_groups.get(group_name)
         if group is None:
             return EvaluationResult(group_name, Outcome.SKIPPED, problems=("no such node group",))
-        if not is_managed(group.tags, self.policies.tag_names, self.cluster_name):
-            return EvaluationResult(group_name, Outcome.SKIPPED, problems=("not opted in",))
+        if (not_ours := self._not_ours(group)) is not None:
+            return not_ours
 
         # 2. Its tags and policy; a bad one is reported and the group left alone.
         choice = self.policies.choose(group)
@@ -435,6 +436,15 @@ class Evaluator:
                 self.node_groups.protect(group, release, protected=False)
             ours = wanted - (group.protected_ids - ours)  # not claiming others' protection
         return ours, (group.protected_ids | add) - release
+
+    def _not_ours(self, group: NodeGroup) -> EvaluationResult | None:
+        """Why the deployment leaves the group alone: not opted in (or for another
+        cluster), or left out by allowedGroups (queued before the list changed, or forged)."""
+        if not is_managed(group.tags, self.policies.tag_names, self.cluster_name):
+            return EvaluationResult(group.name, Outcome.SKIPPED, problems=("not opted in",))
+        if not self.allowed.allows(group.name):
+            return self._reject(group.name, (self.allowed.refusal(group.name),))
+        return None
 
     def _reject(self, group: str, problems: tuple[str, ...]) -> EvaluationResult:
         """Leave the group alone, but keep its problems in its state for `nodescaler status`."""

@@ -14,6 +14,7 @@ from datetime import datetime
 from nodescaler.domain.cluster import Pod, Resources, Snapshot
 from nodescaler.domain.expanders import Expander, Plan, plan
 from nodescaler.domain.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs
+from nodescaler.domain.optin import AllowedGroups
 from nodescaler.domain.scheduling import (
     NodeTemplate,
     pack,
@@ -53,6 +54,7 @@ class PendingPodsPlanner:
         *,
         backoffs: Backoffs | None = None,
         limiter: ClusterLimiter | None = None,
+        allowed: AllowedGroups | None = None,
     ) -> None:
         self._node_groups = node_groups
         self._policies = policies
@@ -60,10 +62,16 @@ class PendingPodsPlanner:
         self._chain = chain
         self._backoffs = backoffs
         self._limiter = limiter
+        self._allowed = allowed or AllowedGroups()
 
     def participants(self) -> list[NodeGroup]:
-        """Managed groups whose policy reads pending pods."""
-        return [g for g in self._node_groups.discover() if self._policies.reads_pending_pods(g)]
+        """Managed groups whose policy reads pending pods, and that may be resized: a group
+        allowedGroups leaves out would take pods it never grows for."""
+        return [
+            g
+            for g in self._node_groups.discover()
+            if self._policies.reads_pending_pods(g) and self._allowed.allows(g.name)
+        ]
 
     def template(self, group: NodeGroup, snapshot: Snapshot) -> NodeTemplate:
         live = sorted(
