@@ -80,22 +80,32 @@ def outcomes() -> dict[str, str]:
     return found
 
 
+def run_mutmut() -> None:
+    """mutmut's run, its chatter kept out of the way unless it fails: then its output (the
+    failing tests of its clean run, say) is shown, not only its exit status."""
+    environment = {**os.environ, "CI": "1"}  # Hypothesis replays a fixed search
+    done = subprocess.run(
+        [sys.executable, "-m", "mutmut", "run", "--max-children", str(os.cpu_count() or 2)],
+        cwd=STAGE,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,  # its output is shown first
+    )
+    if done.returncode != 0:
+        print(done.stdout, done.stderr, sep="\n", flush=True)
+        raise SystemExit(f"mutmut run failed (exit status {done.returncode}): its output is above")
+
+
 def part_of(mutant: str) -> str:
     return "state claim" if mutant.startswith("nodescaler.adapters.aws.state_table") else "domain"
 
 
 def main() -> int:
-    print(f"staging the package and its tests in {STAGE.relative_to(REPO)} ...", flush=True)
+    print(f"staging the package and its tests in {os.path.relpath(STAGE, REPO)} ...", flush=True)
     stage()
     print("running mutmut (each mutant against the tests that cover it; minutes) ...", flush=True)
-    environment = {**os.environ, "CI": "1"}  # Hypothesis replays a fixed search
-    subprocess.run(
-        [sys.executable, "-m", "mutmut", "run", "--max-children", str(os.cpu_count() or 2)],
-        cwd=STAGE,
-        env=environment,
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+    run_mutmut()
     found = outcomes()
     score: dict[str, dict[str, object]] = {}
     shares: dict[str, float] = {}
