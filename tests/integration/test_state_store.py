@@ -11,6 +11,9 @@ from nodescaler.domain.fallback import FailureRun, MetricFailures
 from nodescaler.domain.forecast import DemandHistory
 from nodescaler.domain.group_state import GroupState
 from nodescaler.domain.history import History, TimedRecommendation
+from nodescaler.domain.limits import Claims
+from nodescaler.domain.optin import PauseDirection
+from nodescaler.domain.pause import Pause
 from nodescaler.errors import StateConflictError, StateCorruptError
 
 from tests.aws import client, make_state_table
@@ -220,3 +223,75 @@ def test_corrupt_limit_claims_are_named(store: DynamoStateStore) -> None:
         f"the cluster limits' claims (CLUSTER, CLAIMS) in {TABLE} is unreadable (KeyError: "
         "'claims'); delete it: nodescaler writes it afresh"
     )
+
+
+# --- the cluster limits' claims: one write per version read --------------------------------
+
+
+def test_claims_round_trip_with_the_version_each_write_made(store: DynamoStateStore) -> None:
+    # Given no claim yet, it reads as none at version 0
+    assert store.load_claims() == Claims()
+    # When a first claim is written, then another from the version read back
+    assert store.save_claims(Claims(desired={"gpu": (10, T0)}))
+    first = store.load_claims()
+    later = T0 + timedelta(minutes=1)
+    assert store.save_claims(replace(first, desired={**first.desired, "web": (3, later)}))
+    # Then each read gives what was written, one version on
+    assert first == Claims(version=1, desired={"gpu": (10, T0)})
+    assert store.load_claims() == Claims(version=2, desired={"gpu": (10, T0), "web": (3, later)})
+
+
+# 0: the claims item not yet written; 2: one written twice before, whose write is
+# conditional on the version read rather than on the item being new.
+@pytest.mark.parametrize("earlier_claims", [0, 2])
+def test_given_two_claimers_from_one_version_then_only_the_first_is_written(
+    store: DynamoStateStore, earlier_claims: int
+) -> None:
+    for version in range(earlier_claims):
+        assert store.save_claims(Claims(version=version, desired={"old": (version, T0)}))
+    read = store.load_claims()
+    assert read.version == earlier_claims
+    mine, theirs = (
+        replace(read, desired={group: (n, T0)}) for group, n in (("gpu", 10), ("web", 40))
+    )
+
+    assert store.save_claims(mine) is True
+    assert store.save_claims(theirs) is False  # refused: it would undo the first's claim
+
+    assert store.load_claims() == Claims(version=earlier_claims + 1, desired={"gpu": (10, T0)})
+
+
+# --- pause and resume: their own attribute, and a version an evaluation must have read ----
+
+
+PAUSE = Pause(direction=PauseDirection.SCALE_IN, by="arn:aws:iam::1:user/ops", reason="upgrade")
+
+
+def test_a_pause_stored_while_an_evaluation_ran_fails_its_write_and_stays(
+    store: DynamoStateStore,
+) -> None:
+    # Given an evaluation that read the group's state at version 1
+    read = store.save(GroupState(group="ng"))
+    # When an operator pauses the group before it writes
+    store.pause("ng", PAUSE)
+    # Then its write is refused, and the pause is in the state, one version on
+    with pytest.raises(StateConflictError, match="state changed since version 1 was read"):
+        store.save(read.after(history=read.history))
+    paused = store.load("ng")
+    assert (paused.pause, paused.version) == (PAUSE, 2)
+
+
+def test_a_group_never_evaluated_can_be_paused_and_its_state_loads(
+    store: DynamoStateStore,
+) -> None:
+    store.pause("new", PAUSE)
+    assert store.load("new") == GroupState(group="new", version=1, pause=PAUSE)
+
+
+def test_resume_removes_the_pause_once_and_says_which_it_removed(store: DynamoStateStore) -> None:
+    store.save(GroupState(group="ng"))
+    store.pause("ng", PAUSE)
+    assert store.resume("ng") == PAUSE
+    assert store.resume("ng") is None  # nothing left to remove
+    resumed = store.load("ng")
+    assert (resumed.pause, resumed.version) == (None, 3)
