@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import pytest
-from nodescaler.adapters.aws.state_table import DynamoStateStore
+from botocore.exceptions import ClientError
+from nodescaler.adapters.aws.state_table import DynamoStateStore, condition_failed_in
 from nodescaler.domain.fallback import FailureRun, MetricFailures
 from nodescaler.domain.forecast import DemandHistory
 from nodescaler.domain.group_state import GroupState
@@ -295,3 +297,26 @@ def test_resume_removes_the_pause_once_and_says_which_it_removed(store: DynamoSt
     assert store.resume("ng") is None  # nothing left to remove
     resumed = store.load("ng")
     assert (resumed.pause, resumed.version) == (None, 3)
+
+
+# TransactWriteItems' CancellationReasons give one code per item, "None" for an item that
+# was fine; ConditionalCheckFailed is a racing writer, TransactionConflict another
+# transaction on the item at that moment, a fault to raise and retry:
+# https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html
+@pytest.mark.parametrize(
+    ("reasons", "a_racing_writer"),
+    [
+        (["None", "ConditionalCheckFailed"], True),
+        (["None", "TransactionConflict"], False),
+        ([], False),
+    ],
+)
+def test_only_a_transaction_cancelled_by_a_failed_condition_is_a_racing_writer(
+    reasons: list[str], a_racing_writer: bool
+) -> None:
+    response: Any = {
+        "Error": {"Code": "TransactionCanceledException", "Message": "Transaction cancelled"},
+        "CancellationReasons": [{"Code": code} for code in reasons],
+    }
+    cancelled = ClientError(response, "TransactWriteItems")
+    assert condition_failed_in(cancelled) is a_racing_writer
