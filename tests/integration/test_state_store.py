@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from nodescaler.adapters.aws.state_table import DynamoStateStore, condition_failed_in
+from nodescaler.domain.backoff import BackoffRules, Provisioning, after_failure
 from nodescaler.domain.fallback import FailureRun, MetricFailures
 from nodescaler.domain.forecast import DemandHistory
 from nodescaler.domain.group_state import GroupState
@@ -46,6 +47,59 @@ def test_state_round_trips_with_history_decision_and_events(store: DynamoStateSt
     assert saved.version == 1
     assert store.load("ng") == saved
     assert store.load("ng").seen("m-1")
+
+
+def test_every_part_of_a_claimed_resize_round_trips(store: DynamoStateStore) -> None:
+    # Given a group mid-resize: claimed, backed off before, a scale-up in flight, two
+    # instances protected, paused for scale-in, and resized once already
+    evaluation = run(policy(), 0, readings(jobs=40))
+    backoff = after_failure(None, T0, "InsufficientInstanceCapacity", BackoffRules())
+    state = replace(
+        GroupState(group="ng", problems=("a problem",), recent_events=("m-0",)),
+        history=evaluation.history,
+        acting=evaluation.decision,
+        acting_event="m-1",
+        backoff=backoff,
+        provisioning=Provisioning(since=T0, target=10),
+        protected=frozenset({"i-1", "i-2"}),
+        resized=(4, T0 - timedelta(minutes=5)),
+        pause=PAUSE,
+    )
+    # When it is saved, with its backoff published to the cluster's item, and read back
+    saved = store.save(state, backoff_changed=True)
+    # Then all of it reads as written, and planners see the backoff
+    assert store.load("ng") == saved == replace(state, version=1)
+    assert store.backoffs(["ng", "other"]) == {"ng": backoff}
+
+
+def test_a_state_item_written_before_the_later_attributes_loads_with_none_of_them(
+    store: DynamoStateStore,
+) -> None:
+    history = History().model_dump_json()
+    client("dynamodb").put_item(
+        TableName=TABLE,
+        Item={
+            "pk": {"S": "GROUP#ng"},
+            "sk": {"S": "STATE"},
+            "version": {"N": "7"},
+            "history": {"S": history},
+        },
+    )
+    assert store.load("ng") == GroupState(group="ng", version=7)
+
+
+def test_an_unreadable_pause_pauses_both_ways_saying_how_to_clear_it(
+    store: DynamoStateStore,
+) -> None:
+    saved = _saved_with(store, "pause", '{"direction": "sideways"}')
+    assert store.load("ng") == replace(
+        saved,
+        pause=Pause(
+            direction=PauseDirection.BOTH,
+            by="an unreadable pause",
+            reason="its stored pause is unreadable (ValidationError); resume to clear it",
+        ),
+    )
 
 
 def _saved_with(store: DynamoStateStore, attribute: str, stored: str) -> GroupState:
