@@ -255,6 +255,10 @@ def test_given_a_corrupt_state_item_then_loading_it_names_the_group_and_item(
     assert message.endswith("delete it to start the group's history afresh")
 
 
+def test_before_any_backoff_is_published_no_group_is_backed_off(store: DynamoStateStore) -> None:
+    assert store.backoffs(["ng"]) == {}  # the cluster's backoffs item not written yet
+
+
 def test_a_corrupt_backoff_names_its_group_and_item(store: DynamoStateStore) -> None:
     client("dynamodb").put_item(
         TableName=TABLE,
