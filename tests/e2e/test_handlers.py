@@ -133,26 +133,63 @@ def test_evaluations_that_change_nothing_write_nothing_to_auto_scaling_or_eks(
     assert calls.calls["DescribeAutoScalingGroups"] > 0  # the counter does see this client
 
 
+class CountsWrites:
+    """The state store, noting the version of each write it accepted."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self.written: list[int] = []
+
+    def load(self, group: str) -> Any:
+        return self._store.load(group)
+
+    def save(self, state: Any, **kwargs: Any) -> Any:
+        saved = self._store.save(state, **kwargs)
+        self.written.append(saved.version)
+        return saved
+
+
+# 0: the group's first state item; 3: one already written three times, whose write is
+# conditional on the version read rather than on the item being new.
+@pytest.mark.parametrize("earlier_evaluations", [0, 3])
 def test_two_evaluations_racing_on_one_group_resize_it_once(
-    deployment: Deployment, calls: CallCounter, output: Any
+    deployment: Deployment, calls: CallCounter, output: Any, earlier_evaluations: int
 ) -> None:
+    # Given a group whose state is at version n, n evaluations having held it at 0
     make_asg("gpu", tags=GPU, max_size=600)
-    training_tasks(40)
-    racing = replace(deployment.evaluator, state=StaleReads(deployment.evaluator.state))
+    training_tasks(0)
+    store = CountsWrites(deployment.evaluator.state)
+    evaluator = replace(deployment.evaluator, state=store)
+    for index in range(earlier_evaluations):
+        evaluate.handler(
+            evaluation_record("gpu", f"tick-{index}", f"m-{index}"),
+            LocalContext(),
+            evaluator=evaluator,
+        )
+    version = earlier_evaluations
+    assert store.load("gpu").version == version
+    # and 40 tasks, seen by two evaluations that both read the state at version n
+    fill_queue(TRAINING_QUEUE, 40)
+    racing = replace(evaluator, state=StaleReads(store))
     racing.state.load("gpu")  # it read the group's state before the first one wrote
+    store.written.clear()
     first, second = (
         evaluation_record("gpu", event_id, message_id)
-        for event_id, message_id in (("tick-1", "m-1"), ("alarm-1", "m-2"))
+        for event_id, message_id in (("tick-race", "m-race"), ("alarm-race", "m-alarm"))
     )
 
-    won = evaluate.handler(first, LocalContext(), evaluator=deployment.evaluator)
+    # When the first resizes the group, then the second writes what it decided
+    won = evaluate.handler(first, LocalContext(), evaluator=evaluator)
     with pytest.raises(BatchProcessingError):  # its only record failed: the batch is retried
         evaluate.handler(second, LocalContext(), evaluator=racing)
-    retried = evaluate.handler(second, LocalContext(), evaluator=deployment.evaluator)
+    retried = evaluate.handler(second, LocalContext(), evaluator=evaluator)
 
+    # Then the group is resized once, and version n+1 was written once: the second's write
+    # of it was refused, and its retry wrote after the first's
     assert won == {"batchItemFailures": []}
     assert retried == {"batchItemFailures": []}  # it reads the new state: nothing left to do
     assert (desired_capacity("gpu"), calls.calls["SetDesiredCapacity"]) == (10, 1)
+    assert store.written == [version + 1, version + 2, version + 3]  # claim, record, retry
     assert any(
         m.startswith("node group gpu: evaluation failed, will retry: node group gpu: state changed")
         for m in output().messages("ERROR")

@@ -4,6 +4,7 @@ decided on."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.errors import MalformedEventError
 from nodescaler.ports import NodeGroups
+from nodescaler_sandbox.kube.apiserver import KubeApiServer
 from nodescaler_sandbox.lambda_local import LocalContext
 
 from functions.evaluate import handler as evaluate
@@ -21,6 +23,7 @@ from tests.builders import VirtualClock
 from tests.e2e.conftest import Deployment, evaluation_record, event
 from tests.e2e.test_handlers import GPU, TRAINING_QUEUE, training_tasks
 from tests.integration.test_node_groups import eks_desired, eks_node_group
+from tests.kube import kubeconfig
 
 
 def test_an_asg_naming_another_eks_node_group_is_rejected_and_that_node_group_left_alone(
@@ -46,6 +49,43 @@ def test_an_asg_naming_another_eks_node_group_is_rejected_and_that_node_group_le
         for m in printed.messages("WARNING")
     )
     assert deployment.dead_letters() == []  # refused, not retried
+
+
+@pytest.fixture
+def deployed_for_prod(
+    policies: Path, calls: CallCounter, clock: VirtualClock, tmp_path: Path
+) -> Iterator[Deployment]:
+    """The functions deployed for cluster prod, its API the loopback server (as the sandbox
+    wires it): a cluster name alone would have them ask EKS for it."""
+    with KubeApiServer(token="secret") as api_server:
+        config = str(kubeconfig(tmp_path / "kubeconfig", api_server.url))
+        environment = {"CLUSTER_NAME": "prod", "KUBECONFIG_PATH": config}
+        yield Deployment(policies, calls, clock, environment)
+
+
+def test_a_group_tagged_for_another_cluster_is_never_resized_even_when_asked_by_name(
+    deployed_for_prod: Deployment, calls: CallCounter
+) -> None:
+    # Given a deployment for cluster prod, and two opted-in groups with the same policy,
+    # one tagged for prod and one for staging, and tasks asking each for 2 nodes
+    clusters = {"ours": "prod", "theirs": "staging"}
+    for name, cluster in clusters.items():
+        make_asg(name, tags=GPU | {"nodescaler/cluster": cluster}, max_size=600)
+    training_tasks(8)
+
+    # When a tick runs, and an evaluation request names the other cluster's group directly
+    assert [d.failed for d in deployed_for_prod.tick()] == [()]
+    asked = evaluate.handler(
+        evaluation_record("theirs", "forged-1", "m-forged"),
+        LocalContext(),
+        evaluator=deployed_for_prod.evaluator,
+    )
+
+    # Then only the group tagged for this deployment's cluster is resized
+    assert asked == {"batchItemFailures": []}  # skipped, not retried
+    expected = {name: 2 if cluster == "prod" else 0 for name, cluster in clusters.items()}
+    assert {name: desired_capacity(name) for name in clusters} == expected
+    assert calls.calls["SetDesiredCapacity"] == 1
 
 
 class ReadBefore:

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import pytest
-from nodescaler.adapters.aws.state_table import DynamoStateStore
+from botocore.exceptions import ClientError
+from nodescaler.adapters.aws.state_table import DynamoStateStore, condition_failed_in
+from nodescaler.domain.backoff import BackoffRules, Provisioning, after_failure
 from nodescaler.domain.fallback import FailureRun, MetricFailures
 from nodescaler.domain.forecast import DemandHistory
 from nodescaler.domain.group_state import GroupState
 from nodescaler.domain.history import History, TimedRecommendation
+from nodescaler.domain.limits import Claims
+from nodescaler.domain.optin import PauseDirection
+from nodescaler.domain.pause import Pause
 from nodescaler.errors import StateConflictError, StateCorruptError
 
 from tests.aws import client, make_state_table
@@ -41,6 +47,59 @@ def test_state_round_trips_with_history_decision_and_events(store: DynamoStateSt
     assert saved.version == 1
     assert store.load("ng") == saved
     assert store.load("ng").seen("m-1")
+
+
+def test_every_part_of_a_claimed_resize_round_trips(store: DynamoStateStore) -> None:
+    # Given a group mid-resize: claimed, backed off before, a scale-up in flight, two
+    # instances protected, paused for scale-in, and resized once already
+    evaluation = run(policy(), 0, readings(jobs=40))
+    backoff = after_failure(None, T0, "InsufficientInstanceCapacity", BackoffRules())
+    state = replace(
+        GroupState(group="ng", problems=("a problem",), recent_events=("m-0",)),
+        history=evaluation.history,
+        acting=evaluation.decision,
+        acting_event="m-1",
+        backoff=backoff,
+        provisioning=Provisioning(since=T0, target=10),
+        protected=frozenset({"i-1", "i-2"}),
+        resized=(4, T0 - timedelta(minutes=5)),
+        pause=PAUSE,
+    )
+    # When it is saved, with its backoff published to the cluster's item, and read back
+    saved = store.save(state, backoff_changed=True)
+    # Then all of it reads as written, and planners see the backoff
+    assert store.load("ng") == saved == replace(state, version=1)
+    assert store.backoffs(["ng", "other"]) == {"ng": backoff}
+
+
+def test_a_state_item_written_before_the_later_attributes_loads_with_none_of_them(
+    store: DynamoStateStore,
+) -> None:
+    history = History().model_dump_json()
+    client("dynamodb").put_item(
+        TableName=TABLE,
+        Item={
+            "pk": {"S": "GROUP#ng"},
+            "sk": {"S": "STATE"},
+            "version": {"N": "7"},
+            "history": {"S": history},
+        },
+    )
+    assert store.load("ng") == GroupState(group="ng", version=7)
+
+
+def test_an_unreadable_pause_pauses_both_ways_saying_how_to_clear_it(
+    store: DynamoStateStore,
+) -> None:
+    saved = _saved_with(store, "pause", '{"direction": "sideways"}')
+    assert store.load("ng") == replace(
+        saved,
+        pause=Pause(
+            direction=PauseDirection.BOTH,
+            by="an unreadable pause",
+            reason="its stored pause is unreadable (ValidationError); resume to clear it",
+        ),
+    )
 
 
 def _saved_with(store: DynamoStateStore, attribute: str, stored: str) -> GroupState:
@@ -196,6 +255,10 @@ def test_given_a_corrupt_state_item_then_loading_it_names_the_group_and_item(
     assert message.endswith("delete it to start the group's history afresh")
 
 
+def test_before_any_backoff_is_published_no_group_is_backed_off(store: DynamoStateStore) -> None:
+    assert store.backoffs(["ng"]) == {}  # the cluster's backoffs item not written yet
+
+
 def test_a_corrupt_backoff_names_its_group_and_item(store: DynamoStateStore) -> None:
     client("dynamodb").put_item(
         TableName=TABLE,
@@ -220,3 +283,98 @@ def test_corrupt_limit_claims_are_named(store: DynamoStateStore) -> None:
         f"the cluster limits' claims (CLUSTER, CLAIMS) in {TABLE} is unreadable (KeyError: "
         "'claims'); delete it: nodescaler writes it afresh"
     )
+
+
+# --- the cluster limits' claims: one write per version read --------------------------------
+
+
+def test_claims_round_trip_with_the_version_each_write_made(store: DynamoStateStore) -> None:
+    # Given no claim yet, it reads as none at version 0
+    assert store.load_claims() == Claims()
+    # When a first claim is written, then another from the version read back
+    assert store.save_claims(Claims(desired={"gpu": (10, T0)}))
+    first = store.load_claims()
+    later = T0 + timedelta(minutes=1)
+    assert store.save_claims(replace(first, desired={**first.desired, "web": (3, later)}))
+    # Then each read gives what was written, one version on
+    assert first == Claims(version=1, desired={"gpu": (10, T0)})
+    assert store.load_claims() == Claims(version=2, desired={"gpu": (10, T0), "web": (3, later)})
+
+
+# 0: the claims item not yet written; 2: one written twice before, whose write is
+# conditional on the version read rather than on the item being new.
+@pytest.mark.parametrize("earlier_claims", [0, 2])
+def test_given_two_claimers_from_one_version_then_only_the_first_is_written(
+    store: DynamoStateStore, earlier_claims: int
+) -> None:
+    for version in range(earlier_claims):
+        assert store.save_claims(Claims(version=version, desired={"old": (version, T0)}))
+    read = store.load_claims()
+    assert read.version == earlier_claims
+    mine, theirs = (
+        replace(read, desired={group: (n, T0)}) for group, n in (("gpu", 10), ("web", 40))
+    )
+
+    assert store.save_claims(mine) is True
+    assert store.save_claims(theirs) is False  # refused: it would undo the first's claim
+
+    assert store.load_claims() == Claims(version=earlier_claims + 1, desired={"gpu": (10, T0)})
+
+
+# --- pause and resume: their own attribute, and a version an evaluation must have read ----
+
+
+PAUSE = Pause(direction=PauseDirection.SCALE_IN, by="arn:aws:iam::1:user/ops", reason="upgrade")
+
+
+def test_a_pause_stored_while_an_evaluation_ran_fails_its_write_and_stays(
+    store: DynamoStateStore,
+) -> None:
+    # Given an evaluation that read the group's state at version 1
+    read = store.save(GroupState(group="ng"))
+    # When an operator pauses the group before it writes
+    store.pause("ng", PAUSE)
+    # Then its write is refused, and the pause is in the state, one version on
+    with pytest.raises(StateConflictError, match="state changed since version 1 was read"):
+        store.save(read.after(history=read.history))
+    paused = store.load("ng")
+    assert (paused.pause, paused.version) == (PAUSE, 2)
+
+
+def test_a_group_never_evaluated_can_be_paused_and_its_state_loads(
+    store: DynamoStateStore,
+) -> None:
+    store.pause("new", PAUSE)
+    assert store.load("new") == GroupState(group="new", version=1, pause=PAUSE)
+
+
+def test_resume_removes_the_pause_once_and_says_which_it_removed(store: DynamoStateStore) -> None:
+    store.save(GroupState(group="ng"))
+    store.pause("ng", PAUSE)
+    assert store.resume("ng") == PAUSE
+    assert store.resume("ng") is None  # nothing left to remove
+    resumed = store.load("ng")
+    assert (resumed.pause, resumed.version) == (None, 3)
+
+
+# TransactWriteItems' CancellationReasons give one code per item, "None" for an item that
+# was fine; ConditionalCheckFailed is a racing writer, TransactionConflict another
+# transaction on the item at that moment, a fault to raise and retry:
+# https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html
+@pytest.mark.parametrize(
+    ("reasons", "a_racing_writer"),
+    [
+        (["None", "ConditionalCheckFailed"], True),
+        (["None", "TransactionConflict"], False),
+        ([], False),
+    ],
+)
+def test_only_a_transaction_cancelled_by_a_failed_condition_is_a_racing_writer(
+    reasons: list[str], a_racing_writer: bool
+) -> None:
+    response: Any = {
+        "Error": {"Code": "TransactionCanceledException", "Message": "Transaction cancelled"},
+        "CancellationReasons": [{"Code": code} for code in reasons],
+    }
+    cancelled = ClientError(response, "TransactWriteItems")
+    assert condition_failed_in(cancelled) is a_racing_writer

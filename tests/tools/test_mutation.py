@@ -3,6 +3,7 @@ repository files they read, and mutates only what the score is about."""
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -30,3 +31,34 @@ def test_a_mutant_counts_toward_the_part_it_was_planted_in() -> None:
         "state claim"
     )
     assert mutation.part_of("nodescaler.domain.cluster.x_keeps_node__mutmut_1") == "domain"
+
+
+def test_when_mutmuts_clean_run_fails_make_mutate_shows_which_test_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a mutmut whose clean run fails a test, reporting it as mutmut 3 does (a stand-in
+    # module found first on the path: the real run takes minutes)
+    fake = tmp_path / "fake" / "mutmut"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "__main__.py").write_text(
+        "import sys\n"
+        "print('Running clean tests')\n"
+        "print('FAILED tests/unit/test_forecast.py::test_x - Failed: DID NOT RAISE')\n"
+        "print('Failed to run clean test')\n"
+        "sys.exit(1)\n"
+    )
+    path = os.pathsep.join(filter(None, [str(fake.parent), os.environ.get("PYTHONPATH")]))
+    monkeypatch.setenv("PYTHONPATH", path)
+    staged = tmp_path / "stage"
+    monkeypatch.setattr(mutation, "STAGE", staged)
+    monkeypatch.setattr(mutation, "stage", staged.mkdir)  # the copy is tested above
+
+    # When make mutate runs
+    with pytest.raises(SystemExit, match="mutmut run failed"):
+        mutation.main()
+
+    # Then mutmut's own words name the failing test, not only its exit status
+    printed = capsys.readouterr().out
+    assert "FAILED tests/unit/test_forecast.py::test_x - Failed: DID NOT RAISE" in printed
+    assert "Failed to run clean test" in printed

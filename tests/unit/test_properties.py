@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, effective_bounds
+from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide
 from nodescaler.domain.backoff import Backoff, BackoffRules, after_failure
 from nodescaler.domain.fallback import FailureRun, MetricFailures
 from nodescaler.domain.history import History, ScaleEvent, TimedRecommendation
@@ -141,46 +141,14 @@ def _decide(
     )
 
 
-@settings(max_examples=400, deadline=None)
-@given(policies(), sizes, readings, histories, backoffs, ceilings)
-def test_the_result_is_never_outside_min_max(
-    policy: NodeGroupPolicy,
-    size: GroupSize,
-    values: dict[str, Reading],
-    history: History,
-    backoff: Backoff | None,
-    ceiling: Ceiling | None,
-) -> None:
-    """Whatever holds it back too: a backoff, protected instances, the cluster's limits."""
-    decision = _decide(policy, size, values, history, backoff=backoff, ceiling=ceiling).decision
-    lowest, highest = effective_bounds(policy, size)
-    assert lowest <= decision.desired <= highest
-    assert size.min_size <= decision.desired <= size.max_size
-
-
-def unusable(metric: MetricBase, reading: Reading | None) -> bool:
-    """Judged from the inputs alone, not from what the decision says of them: missing,
-    not a finite non-negative number, older than the metric allows, or dated more than a
-    minute ahead of the clock."""
-    if not isinstance(reading, MetricReading):
-        return True
-    age = (T0 - reading.at).total_seconds()
-    return (
-        not math.isfinite(reading.value)
-        or reading.value < 0
-        or age > metric.stale_after_seconds
-        or age < -60
-    )
-
-
-def one_metric(**fields: Any) -> NodeGroupPolicy:
+def one_metric(*, max_replicas: int = 10, **fields: Any) -> NodeGroupPolicy:
     """One CloudWatch metric `a`, stale after 60 s, scaling down at once (and `fields`)."""
     return NodeGroupPolicy.model_validate(
         {
             "metadata": {"name": "p"},
             "spec": {
                 "minReplicas": 0,
-                "maxReplicas": 10,
+                "maxReplicas": max_replicas,
                 "metrics": [
                     {
                         "type": "CloudWatch",
@@ -198,6 +166,60 @@ def one_metric(**fields: Any) -> NodeGroupPolicy:
 
 
 ONE_METRIC = one_metric()
+
+
+def documented_bounds(policy: NodeGroupPolicy, size: GroupSize) -> tuple[int, int]:
+    """The README's rule (*How a decision is made*), worked out here rather than asked of
+    the code under test, which would vouch for its own bug: the policy's minReplicas and
+    maxReplicas, each moved inside the group's own MinSize..MaxSize, which always win."""
+
+    def inside_the_group(n: int) -> int:
+        return sorted((size.min_size, n, size.max_size))[1]
+
+    spec = policy.spec
+    return inside_the_group(spec.min_replicas), inside_the_group(spec.max_replicas)
+
+
+@settings(max_examples=400, deadline=None)
+@given(policies(), sizes, readings, histories, backoffs, ceilings)
+# A metric asking for more than the policy's maxReplicas in a group that allows more: the
+# policy's maximum holds it.
+@example(
+    one_metric(max_replicas=3),
+    GroupSize(2, 0, 10),
+    {"a": MetricReading(value=8, at=T0)},
+    History(),
+    None,
+    None,
+)
+def test_the_result_is_never_outside_min_max(
+    policy: NodeGroupPolicy,
+    size: GroupSize,
+    values: dict[str, Reading],
+    history: History,
+    backoff: Backoff | None,
+    ceiling: Ceiling | None,
+) -> None:
+    """Whatever holds it back too: a backoff, protected instances, the cluster's limits."""
+    decision = _decide(policy, size, values, history, backoff=backoff, ceiling=ceiling).decision
+    lowest, highest = documented_bounds(policy, size)
+    assert lowest <= decision.desired <= highest
+    assert size.min_size <= decision.desired <= size.max_size
+
+
+def unusable(metric: MetricBase, reading: Reading | None) -> bool:
+    """Judged from the inputs alone, not from what the decision says of them: missing,
+    not a finite non-negative number, older than the metric allows, or dated more than a
+    minute ahead of the clock."""
+    if not isinstance(reading, MetricReading):
+        return True
+    age = (T0 - reading.at).total_seconds()
+    return (
+        not math.isfinite(reading.value)
+        or reading.value < 0
+        or age > metric.stale_after_seconds
+        or age < -60
+    )
 
 
 @settings(max_examples=600, deadline=None)
@@ -220,7 +242,7 @@ def test_a_missing_stale_or_invalid_metric_never_causes_a_scale_in(
     policy: NodeGroupPolicy, size: GroupSize, values: dict[str, Reading], history: History
 ) -> None:
     evaluation = _decide(policy, size, values, history)
-    lowest, highest = effective_bounds(policy, size)
+    lowest, highest = documented_bounds(policy, size)
     if (
         any(unusable(m, values.get(m.key)) for m in policy.spec.metrics)
         and lowest <= size.current <= highest
@@ -283,7 +305,7 @@ def test_with_fallbacks_the_result_is_never_outside_min_max_nor_scales_in_on_a_f
     """A fallback may scale in, within the bounds; a failing metric whose fallback gives no
     vote (none, `hold`, or its run short of the threshold) still holds scale-in."""
     decision = _decide(policy, size, values, history, failures=failures).decision
-    lowest, highest = effective_bounds(policy, size)
+    lowest, highest = documented_bounds(policy, size)
     assert lowest <= decision.desired <= highest
 
     def falls_back(metric: MetricBase) -> bool:
