@@ -168,6 +168,7 @@ def stored_policies(
     return StoredPolicies(
         DynamoPolicyStore(clients.dynamodb, settings.state_table),
         clock,
+        max_staleness=timedelta(seconds=settings.stored_policy_max_staleness_seconds),
         on_failure=report_stored_policies_unreadable,
     )
 

@@ -36,7 +36,7 @@ from nodescaler.ports import (
 )
 from nodescaler.service.forecasts import named_histories
 from nodescaler.service.limiter import ClusterLimiter
-from nodescaler.service.policies import PolicyBook
+from nodescaler.service.policies import PolicyBook, PolicyChoice
 from nodescaler.service.producers import Producers
 
 CLAIM_ATTEMPTS = 5
@@ -52,6 +52,12 @@ def _paused(pauses: Sequence[Pause], **decide_args: Any) -> Evaluation:
     """`decide`, then held where a pause in force holds it."""
     evaluation = decide(**decide_args)
     return replace(evaluation, decision=hold(evaluation.decision, pauses))
+
+
+def _as_chosen(decision: Decision, choice: PolicyChoice) -> Decision:
+    """The decision naming the policy version it used, and why the deployed one stood in."""
+    reason = f"{decision.reason} | {choice.note}" if choice.note else decision.reason
+    return decision.model_copy(update={"policy_version": choice.version, "reason": reason})
 
 
 class Outcome(StrEnum):
@@ -163,7 +169,7 @@ class Evaluator:
             else state.demand.record(now, decision.demand),
         )
         decision = self._plan_warm_pool(policy, group, decision, readings)
-        decision = decision.model_copy(update={"policy_version": choice.version})
+        decision = _as_chosen(decision, choice)
         problems = choice.problems
 
         # 7. Record only, when nothing changes or the group is in dry-run.
