@@ -37,6 +37,7 @@ from nodescaler.errors import PrometheusUnavailableError
 from nodescaler.service.evaluation import Evaluator, Outcome
 from nodescaler.service.policies import PolicyBook
 from nodescaler.service.producers import Producers
+from nodescaler_cli.main import main
 from nodescaler_sandbox.moto_gaps import free_port
 from nodescaler_sandbox.prometheus import (
     GaugeTarget,
@@ -46,6 +47,7 @@ from nodescaler_sandbox.prometheus import (
 )
 
 from tests.aws import (
+    DYNAMODB_ITEM_LIMIT,
     REGION,
     CallCounter,
     client,
@@ -53,6 +55,7 @@ from tests.aws import (
     fill_queue,
     make_asg,
     make_state_table,
+    state_item_bytes,
 )
 from tests.builders import T0, VirtualClock, metric, policy, queue_metric
 
@@ -570,3 +573,62 @@ def test_given_a_working_query_then_it_decides_with_the_queue(server: Prometheus
     evaluator, _ = evaluator_with({"query": "queue_depth", "serverAddress": server.address})
     result = evaluator.evaluate("ng", "m-0")
     assert (result.outcome, desired_capacity("ng")) == (Outcome.ACTED, 3)
+
+
+# --- hostile answers: huge, or with terminal escapes -------------------------------------
+
+HUGE = 600_000  # characters: past DynamoDB's 400 KB item on its own
+
+
+def vector(value: str, **labels: str) -> str:
+    series = [{"metric": labels, "value": [1_700_000_000, value]}]
+    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": series}})
+
+
+@pytest.mark.parametrize(
+    ("answer", "depth_status", "said"),
+    [
+        (vector("1", pod="p" * HUGE), MetricStatus.OK, "(cut, 600,008 characters)"),
+        (vector("9" * HUGE), MetricStatus.MISSING, "not a finite number"),
+    ],
+    ids=["600 KB label", "600 KB number"],
+)
+def test_given_a_600_kb_answer_then_the_group_still_scales_up_on_its_queue_and_its_state_fits(
+    gates: Callable[..., Gate], answer: str, depth_status: MetricStatus, said: str
+) -> None:
+    # Given a Prometheus-like server answering with a 600 KB label or number, and 80 queued jobs
+    gate = gates(lambda request: (200, answer))
+    evaluator, _ = evaluator_with({"query": "depth", "serverAddress": gate.address})
+    fill_queue("jobs", 80)
+    # When the group is evaluated, twice (the first write must not freeze the next)
+    first = evaluator.evaluate("ng", "m-0")
+    second = evaluator.evaluate("ng", "m-1")
+    # Then the queue scales the group up, the Prometheus metric says what came back, cut,
+    # and the state item stays under DynamoDB's limit
+    assert (first.outcome, second.outcome, desired_capacity("ng")) == (
+        Outcome.ACTED,
+        Outcome.UNCHANGED,
+        20,
+    )
+    assert first.decision is not None
+    depth = next(m for m in first.decision.metrics if m.name == "depth")
+    assert depth.status is depth_status and said in depth.detail and len(depth.detail) < 1100
+    assert state_item_bytes("state", "ng") < DYNAMODB_ITEM_LIMIT // 10
+
+
+def test_given_an_answer_with_terminal_escapes_then_explain_prints_none_of_them(
+    gates: Callable[..., Gate], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a server whose error clears the screen and rewrites the line (ESC, CSI, CR, BEL)
+    hostile = "\x1b[2J\x1b[1;1H\x9b31mall good\r\x07scale to 0"
+    gate = gates(lambda request: (503, json.dumps({"status": "error", "error": hostile})))
+    evaluator, _ = evaluator_with({"query": "depth", "serverAddress": gate.address})
+    evaluator.evaluate("ng", "m-0")
+    capsys.readouterr()
+    # When an operator explains the group's decisions
+    assert main(["explain", "ng", "--table", "state", "--region", REGION]) == 0
+    assert main(["explain", "ng", "--table", "state", "--region", REGION, "-o", "json"]) == 0
+    printed = capsys.readouterr().out
+    # Then the server's words are there, but none of its control characters
+    assert "all good scale to 0" in printed
+    assert not any(c in printed for c in "\x1b\x9b\r\x07"), repr(printed)

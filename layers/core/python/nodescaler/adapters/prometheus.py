@@ -27,6 +27,7 @@ from nodescaler.adapters.aws import describe_aws_error
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.policy import MetricBase, PrometheusMetric, PrometheusSource
 from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
+from nodescaler.domain.text import outside
 from nodescaler.errors import PrometheusQueryError, PrometheusUnavailableError
 
 # A single series' answer is a few hundred bytes; a query matching thousands is refused
@@ -46,14 +47,9 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def _quoted(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else f"{text[:limit]}…"
-
-
 def _labels(series: dict[str, Any]) -> str:
     labels = series.get("metric") or {}
-    return "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+    return outside("{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}")
 
 
 def parse_answer(body: bytes) -> tuple[float, str]:
@@ -82,18 +78,18 @@ def parse_answer(body: bytes) -> tuple[float, str]:
                 raise PrometheusQueryError("no data (a series with no sample)")
             shape = f"series {_labels(series)}"
         elif kind == "string":
-            raise PrometheusQueryError(f"a string ({_quoted(str(result[1]), 80)!r}), not a number")
+            raise PrometheusQueryError(f"a string ({outside(result[1], 80)!r}), not a number")
         else:
             raise PrometheusQueryError(f"a result of type {kind!r}, not a number")
         text = str(sample[1])
         value = float(text)
     except (ValueError, KeyError, IndexError, TypeError):
-        answered = _quoted(body.decode(errors="replace"), 120)
+        answered = outside(body.decode(errors="replace"), 120)
         raise PrometheusQueryError(
             f"an answer not shaped as Prometheus's query API: {answered}"
         ) from None
     if not math.isfinite(value):
-        raise PrometheusQueryError(f"{text} ({shape}), not a finite number")
+        raise PrometheusQueryError(f"{outside(text, 40)} ({shape}), not a finite number")
     return value, shape
 
 
@@ -108,7 +104,7 @@ def _http_error(error: urllib.error.HTTPError) -> PrometheusQueryError | Prometh
         said = said.get("error") or said.get("message") or said.get("Message") or body
     except (ValueError, AttributeError):
         said = body
-    what = f"HTTP {error.code}: {_quoted(str(said)) or error.reason}"
+    what = f"HTTP {error.code}: {outside(said) or outside(error.reason)}"
     if error.code == 400:
         return PrometheusQueryError(f"query refused as malformed ({what})")
     if error.code in (401, 403):
@@ -162,8 +158,7 @@ class PrometheusQueries:
             value, shape = self.query(source)
         except (PrometheusQueryError, PrometheusUnavailableError) as error:
             return MetricUnavailable(
-                reason=f"Prometheus query {_quoted(source.query, 200)!r} at {source.endpoint}: "
-                f"{error}"
+                reason=f"Prometheus query {outside(source.query)!r} at {source.endpoint}: {error}"
             )
         return MetricReading(value=value, at=now, detail=f"{value:g} ({shape})")
 
@@ -194,9 +189,9 @@ class PrometheusQueries:
         except urllib.error.URLError as error:
             if isinstance(error.reason, TimeoutError):
                 raise self._timeout(source) from None
-            raise _unreachable(f"unreachable ({error.reason})") from None
+            raise _unreachable(f"unreachable ({outside(error.reason)})") from None
         except (OSError, http.client.HTTPException) as error:
-            raise _unreachable(f"connection failed ({error!r})") from None
+            raise _unreachable(f"connection failed ({outside(repr(error))})") from None
         if len(body) > MAX_ANSWER_BYTES:
             raise PrometheusQueryError(
                 f"an answer over {MAX_ANSWER_BYTES:,} bytes (many series), where a metric "

@@ -13,6 +13,8 @@ from typing import Literal
 
 from nodescaler.domain.policy import NodeGroupPolicy, PrometheusMetric, SqsQueueMetric
 
+# A policy is a page or two; its two items (head, version) stay far below DynamoDB's 400 KB.
+MAX_DOCUMENT_CHARS = 64_000
 DEPLOYED: Literal["deployed"] = "deployed"  # the version of a policy deployed with the stack
 
 PolicyVersion = int | Literal["deployed"]

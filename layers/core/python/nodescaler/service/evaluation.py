@@ -16,7 +16,7 @@ from typing import Any
 
 from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
 from nodescaler.domain.backoff import BackoffRules, Provisioning, after_failure, provision_check
-from nodescaler.domain.decision import Decision
+from nodescaler.domain.decision import Decision, fit_to_store
 from nodescaler.domain.forecast import forecast_readings
 from nodescaler.domain.group_state import GroupState, failure_key
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup
@@ -24,6 +24,7 @@ from nodescaler.domain.optin import is_managed
 from nodescaler.domain.pause import Pause, hold, in_force
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.readings import Reading
+from nodescaler.domain.text import bounded_problems
 from nodescaler.domain.warm_pool import WarmPoolPlan, plan_warm_pool
 from nodescaler.errors import ActuationError, RefusedError, StateConflictError
 from nodescaler.ports import (
@@ -55,9 +56,11 @@ def _paused(pauses: Sequence[Pause], **decide_args: Any) -> Evaluation:
 
 
 def _as_chosen(decision: Decision, choice: PolicyChoice) -> Decision:
-    """The decision naming the policy version it used, and why the deployed one stood in."""
+    """The decision naming the policy version it used, and why the deployed one stood in,
+    cut to a size its state item always holds."""
     reason = f"{decision.reason} | {choice.note}" if choice.note else decision.reason
-    return decision.model_copy(update={"policy_version": choice.version, "reason": reason})
+    named = decision.model_copy(update={"policy_version": choice.version, "reason": reason})
+    return fit_to_store(named)
 
 
 class Outcome(StrEnum):
@@ -445,6 +448,6 @@ class Evaluator:
     def _reject(self, group: str, problems: tuple[str, ...]) -> EvaluationResult:
         """Leave the group alone, but keep its problems in its state for `nodescaler status`."""
         state = self.state.load(group)
-        if state.problems != problems:  # written once, not on every tick
+        if state.problems != bounded_problems(problems):  # written once, not on every tick
             self.state.save(state.after(history=state.history, problems=problems))
         return EvaluationResult(group, Outcome.REJECTED, problems=problems)

@@ -16,7 +16,8 @@ from datetime import datetime, timedelta
 
 from nodescaler.domain.documents import parse_policy
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.stored_policy import StoredPolicy, stored_problems
+from nodescaler.domain.stored_policy import MAX_DOCUMENT_CHARS, StoredPolicy, stored_problems
+from nodescaler.domain.text import MAX_PROBLEM, outside
 from nodescaler.errors import PolicyError
 from nodescaler.ports import Clock, PolicyStore
 
@@ -47,11 +48,14 @@ class StoredPolicySet:
 def validated(stored: StoredPolicy) -> StoredVersion:
     """The stored document as a policy, or why it can't be used."""
     if stored.problem:
-        return StoredVersion(stored.version, None, stored.problem)
+        return StoredVersion(stored.version, None, outside(stored.problem, MAX_PROBLEM))
+    if len(stored.document) > MAX_DOCUMENT_CHARS:
+        over = f"{len(stored.document):,} characters, over {MAX_DOCUMENT_CHARS:,}"
+        return StoredVersion(stored.version, None, f"{stored.label} is invalid: {over}")
     try:
         policy = parse_policy(stored.document, stored.label)
     except PolicyError as error:
-        problems = stored_problems(error.problems, stored.label)
+        problems = outside(stored_problems(error.problems, stored.label), MAX_PROBLEM)
         return StoredVersion(stored.version, None, f"{stored.label} is invalid: {problems}")
     if policy.name != stored.name:
         return StoredVersion(
