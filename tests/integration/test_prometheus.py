@@ -28,6 +28,7 @@ from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
 from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler.adapters.prometheus import PrometheusQueries
+from nodescaler.deadline import Deadline
 from nodescaler.domain.decision import MetricStatus
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.optin import TagNames
@@ -259,7 +260,10 @@ def test_given_an_endpoint_slower_than_the_timeout_then_the_reading_is_missing_n
         reason = refusal(read("up", serverAddress=gate.address, timeoutSeconds=0.3))
     finally:
         released.set()
-    assert reason == f"Prometheus query 'up' at {gate.address}: no answer within 0.3s"
+    assert reason == (
+        f"Prometheus query 'up' at {gate.address}: no answer within its 0.3s deadline "
+        "(timeoutSeconds)"
+    )
 
 
 def test_given_a_slow_endpoint_then_the_other_groups_of_the_batch_are_not_held_by_it(
@@ -283,7 +287,10 @@ def test_given_a_slow_endpoint_then_the_other_groups_of_the_batch_are_not_held_b
         ]
         # Then it was asked once: the others are told at once why it is not asked again
         assert len(gate.received) == 1
-        assert reasons[1].endswith("no answer within 0.3s, 30s ago at most: not asked again yet")
+        assert reasons[1].endswith(
+            "no answer within its 0.3s deadline (timeoutSeconds), 30s ago at most: "
+            "not asked again yet"
+        )
         # And the next tick asks it again
         clock[0] += 31
         refusal(read("up", producer, serverAddress=gate.address, timeoutSeconds=0.3))
@@ -632,3 +639,82 @@ def test_given_an_answer_with_terminal_escapes_then_explain_prints_none_of_them(
     # Then the server's words are there, but none of its control characters
     assert "all good scale to 0" in printed
     assert not any(c in printed for c in "\x1b\x9b\r\x07"), repr(printed)
+
+
+# --- a server that drips its answer: cut at the query's whole deadline --------------------
+
+
+class Drip:
+    """A loopback server sending its answer a byte every 0.2 s, its status line and headers
+    (`where="headers"`) or its body: 2,000 s for the whole, unless the client hangs up.
+    Each byte comes well within a socket timeout of 1 s, so only a total deadline ends it."""
+
+    def __init__(self, where: str) -> None:
+        stop = self.stop = threading.Event()
+        answer = vector("3").encode()
+        body = answer + b" " * 10_000
+        head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                slow, fast = (head + body, b"") if where == "headers" else (body, head)
+                try:
+                    self.wfile.write(fast)
+                    for byte in slow:
+                        if stop.wait(0.2):
+                            return
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                except OSError:  # the client hung up: the test's point
+                    return
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.address = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.stop.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture(params=["headers", "body"])
+def drip(request: pytest.FixtureRequest) -> Iterator[Drip]:
+    server = Drip(request.param)
+    yield server
+    server.close()
+
+
+def test_given_a_server_dripping_its_answer_then_the_read_ends_at_the_query_deadline(
+    drip: Drip,
+) -> None:
+    # Given a server that would take 2,000 s, a byte every 0.2 s, and timeoutSeconds 1
+    # When the metric is read
+    reason = refusal(read("up", serverAddress=drip.address, timeoutSeconds=1))
+    # Then it is missing, at its whole deadline, not at a socket read's
+    assert reason == (
+        f"Prometheus query 'up' at {drip.address}: no answer within its 1s deadline "
+        "(timeoutSeconds)"
+    )
+
+
+def test_given_less_time_left_than_the_timeout_then_the_read_ends_with_the_invocation(
+    drip: Drip,
+) -> None:
+    # Given an invocation with 3.5 s left (3 s kept to record results) and timeoutSeconds 20
+    clock = [100.0]
+    deadline = Deadline(monotonic=lambda: clock[0])
+    deadline.start(remaining_ms=3_500)
+    producer = queries(deadline=deadline)
+    # When the metric is read from a server that would take 2,000 s
+    reason = refusal(read("up", producer, serverAddress=drip.address, timeoutSeconds=20))
+    # Then it ends with the time the invocation had left, and says so
+    assert reason.endswith("no answer within 0.5s, the deadline of the invocation's remaining time")
+    # And once none is left, the next read is not even sent
+    clock[0] += 1
+    asked = refusal(read("up", producer, serverAddress=f"http://127.0.0.1:{free_port()}"))
+    assert asked.endswith("not asked: the invocation has no time left")

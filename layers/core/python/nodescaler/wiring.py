@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         ExpanderSpec,
         TerminateSettings,
     )
+    from nodescaler.deadline import Deadline
     from nodescaler.domain.expanders import Expander
     from nodescaler.ports import Sleep
     from nodescaler.service.dispatch import Dispatcher
@@ -199,6 +200,7 @@ def evaluator(
     from nodescaler.adapters.aws.cloudwatch import CloudWatchMetricHistory
     from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
     from nodescaler.adapters.aws.state_table import DynamoStateStore
+    from nodescaler.deadline import Deadline
     from nodescaler.domain.limits import ClusterLimits
     from nodescaler.service.evaluation import Evaluator
     from nodescaler.service.limiter import ClusterLimiter
@@ -225,9 +227,10 @@ def evaluator(
         clock=clock,
         limiter=limiter,
     )
+    deadline = Deadline()  # the invocation's, shared by its network reads
     return Evaluator(
         node_groups=groups,
-        producers=metric_producers(clients, kubernetes),
+        producers=metric_producers(clients, kubernetes, deadline),
         state=state,
         policies=policies,
         clock=clock,
@@ -238,6 +241,7 @@ def evaluator(
         limiter=limiter,
         histories=CloudWatchMetricHistory(clients.cloudwatch),  # forecasts from a named metric
         events=scaling_events(settings, clients),
+        deadline=deadline,
     )
 
 
@@ -253,7 +257,9 @@ def redelivery(
     return SqsRedelivery(clients.sqs, settings.evaluation_queue_url, settings.dead_letter_queue_url)
 
 
-def metric_producers(clients: AwsClients, kubernetes: KubernetesMetrics | None) -> Producers:
+def metric_producers(
+    clients: AwsClients, kubernetes: KubernetesMetrics | None, deadline: Deadline | None = None
+) -> Producers:
     """Each metric type's producer: a new metric type adds its line here."""
     from nodescaler.adapters.aws.cloudwatch import CloudWatchMetrics
     from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
@@ -277,6 +283,7 @@ def metric_producers(clients: AwsClients, kubernetes: KubernetesMetrics | None) 
             credentials=clients.session.get_credentials,
             secrets=lambda: clients.secretsmanager,
             amp_url=(lambda *_: amp) if (amp := clients.amp_endpoint_url) else amp_workspace_url,
+            deadline=deadline,
         ),
         # ScheduleMetric: built into Producers, it needs no client.
     }

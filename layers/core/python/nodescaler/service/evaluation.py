@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
 from nodescaler.domain.backoff import BackoffRules, Provisioning, after_failure, provision_check
@@ -40,6 +40,9 @@ from nodescaler.service.limiter import ClusterLimiter
 from nodescaler.service.policies import PolicyBook, PolicyChoice
 from nodescaler.service.producers import Producers
 
+if TYPE_CHECKING:
+    from nodescaler.deadline import Deadline
+
 CLAIM_ATTEMPTS = 5
 # An evaluation acts on its claim within the evaluate function's timeout (60 s, infra's
 # EVALUATE_TIMEOUT): a younger claim by another message may still be in progress.
@@ -47,6 +50,12 @@ CLAIM_IN_PROGRESS = timedelta(seconds=60)
 # How long a resize may take to show in DescribeAutoScalingGroups (eventually consistent):
 # a read that disagrees with nodescaler's own resize younger than this is stale.
 RESIZE_VISIBLE_WITHIN = timedelta(seconds=60)
+
+
+def _no_deadline() -> Deadline:
+    from nodescaler.deadline import Deadline  # the clock is read there, never here
+
+    return Deadline()
 
 
 def _paused(pauses: Sequence[Pause], **decide_args: Any) -> Evaluation:
@@ -94,6 +103,8 @@ class Evaluator:
     limiter: ClusterLimiter | None = None  # the cluster's limits, when any is set
     histories: MetricHistory | None = None  # the metrics forecasts name, when any does
     events: ScalingEvents | None = None  # each resize and backoff told on EventBridge
+    # the invocation's time left, which its network reads share (the handler starts it)
+    deadline: Deadline = field(default_factory=_no_deadline)
 
     def evaluate(self, group_name: str, event_id: str) -> EvaluationResult:
         # 1. The group as it is now; it may have gone, or opted out, since it was queued.
