@@ -20,6 +20,7 @@ from nodescaler.service.kubernetes_metrics import KubernetesMetrics
 from nodescaler_sandbox.kube.apiserver import Cluster, Fault, KubeApiServer
 
 from tests.builders import T0, VirtualClock, metric, reservation_metric
+from tests.drip import Drip
 from tests.kube import cluster_of, kubeconfig, node, pod
 
 GROUP_A = NodeGroup("asg-a", 1, 0, 10, 1, eks_cluster="prod", eks_nodegroup="a")
@@ -143,7 +144,7 @@ def test_a_server_answering_late_is_given_up_on_at_the_timeout_and_asked_once_pe
         # Then, the batch over, the cluster is listed afresh.
         again = metrics.read(CPU_60, GROUP_A, T0 + timedelta(seconds=20))
     assert all(
-        isinstance(r, MetricUnavailable) and "Read timed out" in r.reason for r in readings
+        isinstance(r, MetricUnavailable) and "no answer within 0.2s" in r.reason for r in readings
     ), readings
     assert protected is None  # scale-in protection unknown: nothing changes
     assert isinstance(again, MetricReading)
@@ -234,3 +235,18 @@ def test_an_answer_that_is_not_what_the_api_sends_names_the_field_and_holds_the_
         reason="Kubernetes API: unexpected answer: Expected `int`, got `str` - at "
         "`$.items[0].spec.priority`"
     )
+
+
+@pytest.mark.parametrize("where", ["headers", "body"])
+def test_given_an_api_server_dripping_its_answer_then_the_read_ends_at_its_whole_deadline(
+    tmp_path: Path, where: str
+) -> None:
+    # Given an API server sending a byte every 0.2 s (2,000 s in all), and a 1 s timeout
+    with Drip(where, b'{"kind": "NodeList", "items": []}') as server:
+        connection = KubeconfigConnection(kubeconfig(tmp_path / "kc", server.address))
+        metrics = KubernetesMetrics(KubernetesCluster(connection, timeout_seconds=1))
+        # When the group's reservation is read
+        reading = metrics.read(CPU_60, GROUP_A, T0)
+    # Then it is missing at the whole answer's deadline, not held at each byte's
+    assert isinstance(reading, MetricUnavailable), reading
+    assert "Kubernetes API: no answer within 1s" in reading.reason

@@ -59,6 +59,7 @@ from tests.aws import (
     state_item_bytes,
 )
 from tests.builders import T0, VirtualClock, metric, policy, queue_metric
+from tests.drip import Drip
 
 GROUP = NodeGroup(name="ng", desired=1, min_size=0, max_size=10, in_service=1)
 KEY, SECRET = "AKIDPROMETHEUSTEST", "prometheus-test-secret-key"
@@ -644,49 +645,10 @@ def test_given_an_answer_with_terminal_escapes_then_explain_prints_none_of_them(
 # --- a server that drips its answer: cut at the query's whole deadline --------------------
 
 
-class Drip:
-    """A loopback server sending its answer a byte every 0.2 s, its status line and headers
-    (`where="headers"`) or its body: 2,000 s for the whole, unless the client hangs up.
-    Each byte comes well within a socket timeout of 1 s, so only a total deadline ends it."""
-
-    def __init__(self, where: str) -> None:
-        stop = self.stop = threading.Event()
-        answer = vector("3").encode()
-        body = answer + b" " * 10_000
-        head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                slow, fast = (head + body, b"") if where == "headers" else (body, head)
-                try:
-                    self.wfile.write(fast)
-                    for byte in slow:
-                        if stop.wait(0.2):
-                            return
-                        self.wfile.write(bytes([byte]))
-                        self.wfile.flush()
-                except OSError:  # the client hung up: the test's point
-                    return
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.address = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.stop.set()
-        self._server.shutdown()
-        self._server.server_close()
-
-
 @pytest.fixture(params=["headers", "body"])
 def drip(request: pytest.FixtureRequest) -> Iterator[Drip]:
-    server = Drip(request.param)
-    yield server
-    server.close()
+    with Drip(request.param, vector("3").encode()) as server:
+        yield server
 
 
 def test_given_a_server_dripping_its_answer_then_the_read_ends_at_the_query_deadline(

@@ -10,13 +10,11 @@ scale-in is held, its other metrics still decide.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
 import math
 import socket
 import ssl
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -29,6 +27,7 @@ from urllib.parse import urlencode
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.adapters.aws import describe_aws_error
+from nodescaler.adapters.watchdog import Watchdog
 from nodescaler.deadline import Deadline
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.policy import MetricBase, PrometheusMetric, PrometheusSource
@@ -53,48 +52,10 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-class _Watchdog:
-    """Ends a request at its deadline, however slowly its server drips the answer: a
-    socket's timeout bounds each read, never their sum, so at the deadline every socket
-    the request opened is shut down, which ends the read it is blocked in."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.expired = False
-        self._sockets: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
-
-    def watch(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._sockets.append(sock)
-            if self.expired:
-                _shut(sock)
-
-    def _expire(self) -> None:
-        with self._lock:
-            self.expired = True
-            for sock in self._sockets:
-                _shut(sock)
-
-    def __enter__(self) -> _Watchdog:
-        self._timer.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._timer.cancel()
-
-
-def _shut(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):  # closed already, or (TLS) detached from its wrapper
-        sock.shutdown(socket.SHUT_RDWR)
-
-
 class _Watched(http.client.HTTPConnection):
     """A connection whose sockets (the TCP one, then TLS's over it) its watchdog can end."""
 
-    def __init__(self, *args: Any, watchdog: _Watchdog, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, watchdog: Watchdog, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._watchdog = watchdog
 
@@ -112,7 +73,7 @@ class _Watched(http.client.HTTPConnection):
 
 
 class _WatchedHttps(_Watched, http.client.HTTPSConnection):
-    def __init__(self, *args: Any, watchdog: _Watchdog, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, watchdog: Watchdog, **kwargs: Any) -> None:
         super().__init__(*args, watchdog=watchdog, **kwargs)
         # the context HTTPSConnection.connect wraps its socket with (its default, or given)
         vars(self)["_context"] = _WatchedTls(vars(self)["_context"], watchdog)
@@ -122,7 +83,7 @@ class _WatchedTls:
     """An SSL context whose sockets are watched from before their handshake (which the
     server may drip too), not from after it."""
 
-    def __init__(self, context: ssl.SSLContext, watchdog: _Watchdog) -> None:
+    def __init__(self, context: ssl.SSLContext, watchdog: Watchdog) -> None:
         self._tls = context
         self._watchdog = watchdog
 
@@ -139,7 +100,7 @@ class _WatchedTls:
 class _WatchedHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
     """HTTP and HTTPS (as urllib's own handlers open them) over watched connections."""
 
-    def __init__(self, watchdog: _Watchdog) -> None:
+    def __init__(self, watchdog: Watchdog) -> None:
         super().__init__()
         self._watchdog = watchdog
 
@@ -151,7 +112,7 @@ class _WatchedHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
         return self.do_open(watched, req)
 
 
-def _opener(watchdog: _Watchdog) -> urllib.request.OpenerDirector:
+def _opener(watchdog: Watchdog) -> urllib.request.OpenerDirector:
     return urllib.request.build_opener(_NoRedirects, _WatchedHandler(watchdog))
 
 
@@ -302,7 +263,7 @@ class PrometheusQueries:
     def _query(self, source: PrometheusSource) -> tuple[float, str]:
         request = self._request(source)
         seconds, cut_by_invocation = self._time_for(source)
-        with _Watchdog(seconds) as watchdog:
+        with Watchdog(seconds) as watchdog:
             try:
                 with _opener(watchdog).open(request, timeout=seconds) as response:
                     body = response.read(MAX_ANSWER_BYTES + 1)
