@@ -4,18 +4,22 @@ server: paging, group membership, and every way it can fail without a scale-in."
 from __future__ import annotations
 
 import base64
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import boto3
 import pytest
-from nodescaler.adapters.k8s.api import KubernetesCluster
+from kubernetes.client import CoreV1Api
+from nodescaler.adapters.k8s.api import CoreApi, KubernetesCluster
 from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection, eks_token
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.readings import MetricReading, MetricUnavailable
+from nodescaler.errors import KubernetesUnavailableError
 from nodescaler.service.kubernetes_metrics import KubernetesMetrics
 from nodescaler_sandbox.kube.apiserver import Cluster, Fault, KubeApiServer
 
@@ -250,3 +254,31 @@ def test_given_an_api_server_dripping_its_answer_then_the_read_ends_at_its_whole
     # Then it is missing at the whole answer's deadline, not held at each byte's
     assert isinstance(reading, MetricUnavailable), reading
     assert "Kubernetes API: no answer within 1s" in reading.reason
+
+
+def test_given_an_api_server_whose_refusal_holds_terminal_escapes_then_the_error_holds_none(
+    tmp_path: Path,
+) -> None:
+    # Given an API server answering 500 with a reason phrase that clears the screen
+    class Refusing(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(500, "Internal \x1b[2J\x1b]0;owned\x07Error")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        address = f"http://127.0.0.1:{server.server_address[1]}"
+        api = CoreApi(KubeconfigConnection(kubeconfig(tmp_path / "kc", address)))
+        # When nodes are listed
+        with pytest.raises(KubernetesUnavailableError) as refused:
+            api.answer(CoreV1Api.list_node)
+    finally:
+        server.shutdown()
+        server.server_close()
+    # Then the error (logged, and a reading's reason) names the refusal on one clean line
+    assert str(refused.value) == "Kubernetes API: 500 Internal [2J ]0;owned Error"

@@ -19,6 +19,7 @@ from nodescaler.adapters.k8s.objects import budget_from_wire, node_from_wire, po
 from nodescaler.adapters.k8s.wire import BudgetList, ListMeta, NodeList, PodList
 from nodescaler.adapters.watchdog import current, watching
 from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Snapshot
+from nodescaler.domain.text import MAX_MESSAGE, outside
 from nodescaler.errors import KubernetesUnavailableError
 
 PAGE_SIZE = 500
@@ -58,7 +59,7 @@ def pages(
             page = decoder.decode(data)
         except msgspec.ValidationError as error:
             raise KubernetesUnavailableError(
-                f"Kubernetes API: unexpected answer: {error}"
+                f"Kubernetes API: unexpected answer: {outside(error)}"
             ) from None
         yield page
         token = page.metadata.next
@@ -67,7 +68,7 @@ def pages(
 
 
 def _refused_by_reason(error: Any) -> KubernetesUnavailableError:
-    return KubernetesUnavailableError(f"Kubernetes API: {error.status} {error.reason}")
+    return KubernetesUnavailableError(f"Kubernetes API: {error.status} {outside(error.reason)}")
 
 
 class CoreApi:
@@ -120,7 +121,8 @@ class CoreApi:
                     continue
                 raise
             except (OSError, HTTPError) as error:  # refused, reset, DNS, TLS, retries spent
-                raise KubernetesUnavailableError(f"Kubernetes API unreachable: {error}") from None
+                said = outside(error, MAX_MESSAGE)
+                raise KubernetesUnavailableError(f"Kubernetes API unreachable: {said}") from None
         raise AssertionError("unreachable")
 
     def _whole_answer(self, call: Callable[..., Any]) -> bytes:

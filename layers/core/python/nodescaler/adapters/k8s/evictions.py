@@ -20,6 +20,7 @@ from nodescaler.adapters.k8s.api import PAGE_SIZE, TIMEOUT_SECONDS, Connection, 
 from nodescaler.adapters.k8s.objects import MIRROR_ANNOTATION
 from nodescaler.adapters.k8s.wire import EvictedPod, EvictedPodList, NodeList, NodeWire
 from nodescaler.domain.draining import DrainPod, Eviction, EvictionOutcome
+from nodescaler.domain.text import outside
 from nodescaler.errors import KubernetesUnavailableError
 
 # The eviction subresource's 429 cause: "The disruption budget web needs 2 healthy pods
@@ -149,4 +150,4 @@ class KubernetesDrain:
 
 def _unavailable(error: Any) -> KubernetesUnavailableError:
     message = _answer(error.body).get("message") or error.reason
-    return KubernetesUnavailableError(f"Kubernetes API: {error.status} {message}")
+    return KubernetesUnavailableError(f"Kubernetes API: {error.status} {outside(message)}")
