@@ -129,6 +129,20 @@ def make_state_table(name: str) -> Any:
     return dynamodb
 
 
+# DynamoDB's largest item: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-items
+DYNAMODB_ITEM_LIMIT = 400 * 1024
+
+
+def state_item_bytes(table: str, group: str) -> int:
+    """The group's state item's size as DynamoDB counts it: each attribute's name and its
+    value, in UTF-8 (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html)."""
+    key = {"pk": {"S": f"GROUP#{group}"}, "sk": {"S": "STATE"}}
+    item = client("dynamodb").get_item(TableName=table, Key=key)["Item"]
+    return sum(
+        len(name.encode()) + len(str(next(iter(v.values()))).encode()) for name, v in item.items()
+    )
+
+
 def make_evaluation_queue(name: str = "evaluations", *, max_receive_count: int = 3) -> str:
     """The FIFO evaluation queue and its dead-letter queue, as infra defines them; the URL."""
     return create_evaluation_queue(client("sqs"), name, max_receive_count=max_receive_count)

@@ -15,6 +15,7 @@ from nodescaler import wiring
 from nodescaler.adapters.aws.evaluation_queue import SqsRedelivery
 from nodescaler.batch import EvaluationBatch
 from nodescaler.config import EvaluateSettings
+from nodescaler.errors import OutOfTimeError
 from nodescaler.events.sqs import EvaluationRecord
 from nodescaler.observability import (
     logger,
@@ -42,6 +43,8 @@ def handler(
 ) -> PartialItemFailureResponse:
     if evaluator is None:
         evaluator, redelivery = configured_function()
+    # each record starts only with time to finish; the rest fail alone, to be retried
+    evaluator.deadline.start(context.get_remaining_time_in_millis())
     evaluate = partial(evaluate_record, evaluator)
     try:
         return process(event, evaluate, EvaluationBatch(redelivery), context)
@@ -53,6 +56,11 @@ def evaluate_record(evaluator: Evaluator, record: EvaluationRecord) -> str:
     request = record.body
     group = request.node_group
     with logging_keys(node_group=group, event_id=request.event_id, cause=request.cause):
+        try:  # not started: retried soon by a later invocation, neither lost nor an error
+            evaluator.deadline.check_start(f"node group {group}: evaluation {request.event_id}")
+        except OutOfTimeError as error:
+            logger.warning(str(error))
+            raise
         try:
             result = evaluator.evaluate(group, request.event_id)
         except Exception as error:

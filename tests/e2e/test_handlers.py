@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+from nodescaler.deadline import Deadline
 from nodescaler.errors import MalformedEventError
 from nodescaler_sandbox.lambda_local import LocalContext
 
@@ -444,3 +446,38 @@ def test_given_a_tick_with_an_unreplaced_scheduler_keyword_it_is_refused_by_name
     assert printed.messages("ERROR") == [refusal]
     assert printed.metric("MalformedEvents") == [1]
     assert queued_event_ids(deployment) == []
+
+
+def test_given_too_little_time_left_then_the_unstarted_records_fail_alone_and_are_retried(
+    deployment: Deployment, output: Any
+) -> None:
+    # Given three groups to evaluate, each evaluation taking 25 s (its queue read, on a fake
+    # clock), and invocations with 35 s left (3 s kept to record results)
+    for group in ("gpu-a", "gpu-b", "gpu-c"):
+        make_asg(group, tags=GPU, max_size=600)
+    training_tasks(40)
+    clock = [0.0]
+
+    def slow_read(params: dict[str, Any], **_: Any) -> None:
+        if TRAINING_QUEUE in params.get("QueueUrl", ""):
+            clock[0] += 25
+
+    deployment.clients.sqs.meta.events.register(
+        "provide-client-params.sqs.GetQueueAttributes", slow_read
+    )
+    evaluator = replace(deployment.evaluator, deadline=Deadline(monotonic=lambda: clock[0]))
+    deployment.evaluations.handler = partial(
+        evaluate.handler, evaluator=evaluator, redelivery=deployment.redelivery
+    )
+    deployment.evaluations.context = lambda: LocalContext(remaining_ms=35_000)
+
+    # When a tick queues them and the function is invoked until none is left
+    deliveries = deployment.tick()
+
+    # Then each invocation evaluates one and fails the others, not started, as batch item
+    # failures: retried by later invocations, none lost, none dead-lettered
+    assert [(d.received, len(d.failed)) for d in deliveries] == [(3, 2), (2, 1), (1, 0)]
+    assert [desired_capacity(g) for g in ("gpu-a", "gpu-b", "gpu-c")] == [10, 10, 10]
+    assert deployment.dead_letters() == []
+    warned = output().messages("WARNING")
+    assert len(warned) == 3 and all("not started, 7.0s left of the invocation" in w for w in warned)

@@ -58,7 +58,7 @@ def policy(group: str, *, cluster: bool) -> str:
 # What a missing metric's detail says, for each fault: the operator's view of the cause.
 CAUSES = {
     Fault.DOWN: "Connection refused",
-    Fault.SLOW: "Read timed out",
+    Fault.SLOW: f"Kubernetes API: no answer within {TIMEOUT_SECONDS:g}s",
     Fault.UNAUTHORIZED: "Kubernetes API: 401 Unauthorized",
     Fault.SERVER_ERROR: "Kubernetes API: 500 Internal Server Error",
 }

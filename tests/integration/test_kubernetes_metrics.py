@@ -4,22 +4,27 @@ server: paging, group membership, and every way it can fail without a scale-in."
 from __future__ import annotations
 
 import base64
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import boto3
 import pytest
-from nodescaler.adapters.k8s.api import KubernetesCluster
+from kubernetes.client import CoreV1Api
+from nodescaler.adapters.k8s.api import CoreApi, KubernetesCluster
 from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection, eks_token
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.readings import MetricReading, MetricUnavailable
+from nodescaler.errors import KubernetesUnavailableError
 from nodescaler.service.kubernetes_metrics import KubernetesMetrics
 from nodescaler_sandbox.kube.apiserver import Cluster, Fault, KubeApiServer
 
 from tests.builders import T0, VirtualClock, metric, reservation_metric
+from tests.drip import Drip
 from tests.kube import cluster_of, kubeconfig, node, pod
 
 GROUP_A = NodeGroup("asg-a", 1, 0, 10, 1, eks_cluster="prod", eks_nodegroup="a")
@@ -143,7 +148,7 @@ def test_a_server_answering_late_is_given_up_on_at_the_timeout_and_asked_once_pe
         # Then, the batch over, the cluster is listed afresh.
         again = metrics.read(CPU_60, GROUP_A, T0 + timedelta(seconds=20))
     assert all(
-        isinstance(r, MetricUnavailable) and "Read timed out" in r.reason for r in readings
+        isinstance(r, MetricUnavailable) and "no answer within 0.2s" in r.reason for r in readings
     ), readings
     assert protected is None  # scale-in protection unknown: nothing changes
     assert isinstance(again, MetricReading)
@@ -252,3 +257,46 @@ def test_given_sidecars_and_a_pod_long_past_its_deletion_then_the_reservation_co
     reading = metrics.read(CPU_60, GROUP_A, T0)
     assert isinstance(reading, MetricReading)
     assert reading.detail == "1 pods request 3 of 16 cores on 1 nodes (18.8%)"
+
+
+@pytest.mark.parametrize("where", ["headers", "body"])
+def test_given_an_api_server_dripping_its_answer_then_the_read_ends_at_its_whole_deadline(
+    tmp_path: Path, where: str
+) -> None:
+    # Given an API server sending a byte every 0.2 s (2,000 s in all), and a 1 s timeout
+    with Drip(where, b'{"kind": "NodeList", "items": []}') as server:
+        connection = KubeconfigConnection(kubeconfig(tmp_path / "kc", server.address))
+        metrics = KubernetesMetrics(KubernetesCluster(connection, timeout_seconds=1))
+        # When the group's reservation is read
+        reading = metrics.read(CPU_60, GROUP_A, T0)
+    # Then it is missing at the whole answer's deadline, not held at each byte's
+    assert isinstance(reading, MetricUnavailable), reading
+    assert "Kubernetes API: no answer within 1s" in reading.reason
+
+
+def test_given_an_api_server_whose_refusal_holds_terminal_escapes_then_the_error_holds_none(
+    tmp_path: Path,
+) -> None:
+    # Given an API server answering 500 with a reason phrase that clears the screen
+    class Refusing(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(500, "Internal \x1b[2J\x1b]0;owned\x07Error")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        address = f"http://127.0.0.1:{server.server_address[1]}"
+        api = CoreApi(KubeconfigConnection(kubeconfig(tmp_path / "kc", address)))
+        # When nodes are listed
+        with pytest.raises(KubernetesUnavailableError) as refused:
+            api.answer(CoreV1Api.list_node)
+    finally:
+        server.shutdown()
+        server.server_close()
+    # Then the error (logged, and a reading's reason) names the refusal on one clean line
+    assert str(refused.value) == "Kubernetes API: 500 Internal [2J ]0;owned Error"

@@ -28,6 +28,7 @@ from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
 from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler.adapters.prometheus import PrometheusQueries
+from nodescaler.deadline import Deadline
 from nodescaler.domain.decision import MetricStatus
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.optin import TagNames
@@ -38,6 +39,7 @@ from nodescaler.errors import PrometheusUnavailableError
 from nodescaler.service.evaluation import Evaluator, Outcome
 from nodescaler.service.policies import PolicyBook
 from nodescaler.service.producers import Producers
+from nodescaler_cli.main import main
 from nodescaler_sandbox.moto_gaps import free_port
 from nodescaler_sandbox.prometheus import (
     GaugeTarget,
@@ -47,6 +49,7 @@ from nodescaler_sandbox.prometheus import (
 )
 
 from tests.aws import (
+    DYNAMODB_ITEM_LIMIT,
     REGION,
     CallCounter,
     client,
@@ -54,8 +57,10 @@ from tests.aws import (
     fill_queue,
     make_asg,
     make_state_table,
+    state_item_bytes,
 )
 from tests.builders import T0, VirtualClock, metric, policy, queue_metric
+from tests.drip import Drip
 
 GROUP = NodeGroup(name="ng", desired=1, min_size=0, max_size=10, in_service=1)
 KEY, SECRET = "AKIDPROMETHEUSTEST", "prometheus-test-secret-key"
@@ -257,7 +262,10 @@ def test_given_an_endpoint_slower_than_the_timeout_then_the_reading_is_missing_n
         reason = refusal(read("up", serverAddress=gate.address, timeoutSeconds=0.3))
     finally:
         released.set()
-    assert reason == f"Prometheus query 'up' at {gate.address}: no answer within 0.3s"
+    assert reason == (
+        f"Prometheus query 'up' at {gate.address}: no answer within its 0.3s deadline "
+        "(timeoutSeconds)"
+    )
 
 
 def test_given_a_slow_endpoint_then_the_other_groups_of_the_batch_are_not_held_by_it(
@@ -281,7 +289,10 @@ def test_given_a_slow_endpoint_then_the_other_groups_of_the_batch_are_not_held_b
         ]
         # Then it was asked once: the others are told at once why it is not asked again
         assert len(gate.received) == 1
-        assert reasons[1].endswith("no answer within 0.3s, 30s ago at most: not asked again yet")
+        assert reasons[1].endswith(
+            "no answer within its 0.3s deadline (timeoutSeconds), 30s ago at most: "
+            "not asked again yet"
+        )
         # And the next tick asks it again
         clock[0] += 31
         refusal(read("up", producer, serverAddress=gate.address, timeoutSeconds=0.3))
@@ -612,3 +623,102 @@ def test_given_a_working_query_then_it_decides_with_the_queue(server: Prometheus
     evaluator, _ = evaluator_with({"query": "queue_depth", "serverAddress": server.address})
     result = evaluator.evaluate("ng", "m-0")
     assert (result.outcome, desired_capacity("ng")) == (Outcome.ACTED, 3)
+
+
+# --- hostile answers: huge, or with terminal escapes -------------------------------------
+
+HUGE = 600_000  # characters: past DynamoDB's 400 KB item on its own
+
+
+def vector(value: str, **labels: str) -> str:
+    series = [{"metric": labels, "value": [1_700_000_000, value]}]
+    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": series}})
+
+
+@pytest.mark.parametrize(
+    ("answer", "depth_status", "said"),
+    [
+        (vector("1", pod="p" * HUGE), MetricStatus.OK, "(cut, 600,008 characters)"),
+        (vector("9" * HUGE), MetricStatus.MISSING, "not a finite number"),
+    ],
+    ids=["600 KB label", "600 KB number"],
+)
+def test_given_a_600_kb_answer_then_the_group_still_scales_up_on_its_queue_and_its_state_fits(
+    gates: Callable[..., Gate], answer: str, depth_status: MetricStatus, said: str
+) -> None:
+    # Given a Prometheus-like server answering with a 600 KB label or number, and 80 queued jobs
+    gate = gates(lambda request: (200, answer))
+    evaluator, _ = evaluator_with({"query": "depth", "serverAddress": gate.address})
+    fill_queue("jobs", 80)
+    # When the group is evaluated, twice (the first write must not freeze the next)
+    first = evaluator.evaluate("ng", "m-0")
+    second = evaluator.evaluate("ng", "m-1")
+    # Then the queue scales the group up, the Prometheus metric says what came back, cut,
+    # and the state item stays under DynamoDB's limit
+    assert (first.outcome, second.outcome, desired_capacity("ng")) == (
+        Outcome.ACTED,
+        Outcome.UNCHANGED,
+        20,
+    )
+    assert first.decision is not None
+    depth = next(m for m in first.decision.metrics if m.name == "depth")
+    assert depth.status is depth_status and said in depth.detail and len(depth.detail) < 1100
+    assert state_item_bytes("state", "ng") < DYNAMODB_ITEM_LIMIT // 10
+
+
+def test_given_an_answer_with_terminal_escapes_then_explain_prints_none_of_them(
+    gates: Callable[..., Gate], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a server whose error clears the screen and rewrites the line (ESC, CSI, CR, BEL)
+    hostile = "\x1b[2J\x1b[1;1H\x9b31mall good\r\x07scale to 0"
+    gate = gates(lambda request: (503, json.dumps({"status": "error", "error": hostile})))
+    evaluator, _ = evaluator_with({"query": "depth", "serverAddress": gate.address})
+    evaluator.evaluate("ng", "m-0")
+    capsys.readouterr()
+    # When an operator explains the group's decisions
+    assert main(["explain", "ng", "--table", "state", "--region", REGION]) == 0
+    assert main(["explain", "ng", "--table", "state", "--region", REGION, "-o", "json"]) == 0
+    printed = capsys.readouterr().out
+    # Then the server's words are there, but none of its control characters
+    assert "all good scale to 0" in printed
+    assert not any(c in printed for c in "\x1b\x9b\r\x07"), repr(printed)
+
+
+# --- a server that drips its answer: cut at the query's whole deadline --------------------
+
+
+@pytest.fixture(params=["headers", "body"])
+def drip(request: pytest.FixtureRequest) -> Iterator[Drip]:
+    with Drip(request.param, vector("3").encode()) as server:
+        yield server
+
+
+def test_given_a_server_dripping_its_answer_then_the_read_ends_at_the_query_deadline(
+    drip: Drip,
+) -> None:
+    # Given a server that would take 2,000 s, a byte every 0.2 s, and timeoutSeconds 1
+    # When the metric is read
+    reason = refusal(read("up", serverAddress=drip.address, timeoutSeconds=1))
+    # Then it is missing, at its whole deadline, not at a socket read's
+    assert reason == (
+        f"Prometheus query 'up' at {drip.address}: no answer within its 1s deadline "
+        "(timeoutSeconds)"
+    )
+
+
+def test_given_less_time_left_than_the_timeout_then_the_read_ends_with_the_invocation(
+    drip: Drip,
+) -> None:
+    # Given an invocation with 3.5 s left (3 s kept to record results) and timeoutSeconds 20
+    clock = [100.0]
+    deadline = Deadline(monotonic=lambda: clock[0])
+    deadline.start(remaining_ms=3_500)
+    producer = queries(deadline=deadline)
+    # When the metric is read from a server that would take 2,000 s
+    reason = refusal(read("up", producer, serverAddress=drip.address, timeoutSeconds=20))
+    # Then it ends with the time the invocation had left, and says so
+    assert reason.endswith("no answer within 0.5s, the deadline of the invocation's remaining time")
+    # And once none is left, the next read is not even sent
+    clock[0] += 1
+    asked = refusal(read("up", producer, serverAddress=f"http://127.0.0.1:{free_port()}"))
+    assert asked.endswith("not asked: the invocation has no time left")

@@ -25,11 +25,13 @@ from nodescaler.service.stored_policies import StoredPolicies
 from nodescaler_cli.main import main
 
 from tests.aws import (
+    DYNAMODB_ITEM_LIMIT,
     aws,  # noqa: F401  (moto for every test here)
     client,
     fill_queue,
     make_asg,
     make_state_table,
+    state_item_bytes,
 )
 from tests.builders import EXACT, VirtualClock, policy, policy_document, queue_metric
 from tests.tools.test_operator_cli import documented_keys
@@ -479,6 +481,57 @@ def test_given_a_stored_policy_that_no_longer_validates_then_it_is_never_used_an
     capsys.readouterr()
     assert main(["status", *AT]) == 0
     assert "stored policy gpu v1 is invalid" in capsys.readouterr().out
+
+
+# A 1 KB document whose problem quotes the value it was given: 10**4 lists, 750 KB as text
+ALIASED_WINDOW = """  scaleInWindows:
+  - schedule: '0 1 * * *'
+    durationMinutes: 60
+    maxNodesPerHour: [&d [&c [&b [&a ["xxxxxxxxxxxxxxxxxxxxxxxx",x,x,x,x,x,x,x,x,x],
+      *a,*a,*a,*a,*a,*a,*a,*a,*a], *b,*b,*b,*b,*b,*b,*b,*b,*b], *c,*c,*c,*c,*c,*c,*c,*c,*c],
+      *d,*d,*d,*d,*d,*d,*d,*d,*d]
+"""
+
+
+def test_given_a_stored_policy_whose_problem_yaml_aliases_inflate_then_the_group_is_not_frozen(
+    gpu_group: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a stored policy edited in the table into 1 KB whose aliases expand to 10**4 lists
+    (tmp_path / "gpu.yaml").write_text(gpu(per_node=4))
+    main(["apply", "-f", str(tmp_path), *AT])
+    inflated = gpu().replace("spec:\n", "spec:\n" + ALIASED_WINDOW)
+    assert len(inflated) < 2_000
+    gpu_group.update_item(
+        TableName=TABLE,
+        Key={"pk": {"S": HEADS_PK}, "sk": {"S": "gpu"}},
+        UpdateExpression="SET document = :d",
+        ExpressionAttributeValues={":d": {"S": inflated}},
+    )
+    # When the group is evaluated, twice (the first write must not freeze the next)
+    scaler = evaluator(gpu_group, VirtualClock(), deployed=DEPLOYED_GPU, read=[])
+    first, second = scaler.evaluate("gpu-ng", "tick-1"), scaler.evaluate("gpu-ng", "tick-2")
+
+    # Then the deployed policy decides, the problem names the field, cut, and the state fits
+    assert first.decision is not None and second.decision is not None
+    assert (first.decision.desired, first.decision.policy_version) == (5, "deployed")
+    (problem,) = (p for p in second.problems if "is invalid" in p)
+    assert "stored policy gpu v1 is invalid: spec.scaleInWindows[0].maxNodesPerHour: " in problem
+    assert "… (cut, 752," in problem and len(problem) < 1_000
+    assert state_item_bytes(TABLE, "gpu-ng") < DYNAMODB_ITEM_LIMIT // 10
+    capsys.readouterr()
+    assert main(["status", *AT]) == 0
+    assert "stored policy gpu v1 is invalid" in capsys.readouterr().out
+
+
+def test_given_a_policy_document_over_the_stored_limit_then_apply_refuses_it_naming_the_file(
+    table: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a valid policy padded with 70,000 characters of comments
+    (tmp_path / "gpu.yaml").write_text(gpu() + "# padding\n" * 7_000)
+    # When it is applied, Then it is refused: the functions would not read it
+    assert main(["apply", "-f", str(tmp_path), *AT]) == 2
+    assert capsys.readouterr().err.startswith(f"nodescaler apply: {tmp_path / 'gpu.yaml'}: 70,")
+    assert DynamoPolicyStore(table, TABLE).heads() == []
 
 
 def test_given_the_stored_policies_cannot_be_read_then_the_deployed_ones_serve_and_it_is_counted(

@@ -682,7 +682,7 @@ def problems(text: str) -> tuple[str, tuple[str, ...]]:
         (
             "a: 1\n\x00",
             "p.yaml: (document): unacceptable character #x0000: special characters "
-            'are not allowed\n  in "<unicode string>", position 5',
+            'are not allowed in "<unicode string>", position 5',  # one line, as said
         ),
     ],
 )

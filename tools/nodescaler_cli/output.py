@@ -11,6 +11,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nodescaler.domain.text import printable
+
 FORMATS = ("table", "json", "yaml")
 
 
@@ -50,4 +52,4 @@ def _cell(value: Any) -> str:
         return "; ".join(_cell(v) for v in value)
     if isinstance(value, dict):
         return ", ".join(f"{k}={_cell(v)}" for k, v in value.items())
-    return str(value)
+    return printable(str(value))  # what a table shows may come from outside: no escapes

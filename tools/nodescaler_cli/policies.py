@@ -30,7 +30,7 @@ from nodescaler.adapters.aws.policy_store import (
 from nodescaler.adapters.policy_files import load_policy_file, policy_paths
 from nodescaler.domain.documents import index_by_name
 from nodescaler.domain.policy import NodeGroupPolicy, PrometheusMetric
-from nodescaler.domain.stored_policy import PolicyReads, StoredPolicy
+from nodescaler.domain.stored_policy import MAX_DOCUMENT_CHARS, PolicyReads, StoredPolicy
 from nodescaler.domain.token_origins import token_pairing, unbound_token
 from nodescaler.errors import PermanentError, PolicyConflictError, PolicyError
 from nodescaler.service.stored_policies import validated
@@ -128,6 +128,11 @@ def apply(target: Target, paths: Sequence[Path], write: Write = print) -> int:
     changes = []
     for document in documents:
         name = document.policy.name
+        if len(document.text) > MAX_DOCUMENT_CHARS:  # the functions would refuse it
+            raise UsageError(
+                f"{document.source}: {len(document.text):,} characters, over the "
+                f"{MAX_DOCUMENT_CHARS:,} a stored policy may hold; nothing applied"
+            )
         head = _head(store, name)
         if head is not None and head.document == document.text:
             write(f"policy {name}: unchanged (v{head.version})")

@@ -37,13 +37,14 @@ class LocalContext:
     aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     log_group_name: str = "/aws/lambda/nodescaler-local"
     log_stream_name: str = "local"
+    remaining_ms: int = 60_000  # the time left when invoked: the evaluate function's timeout
 
     @property
     def invoked_function_arn(self) -> str:
         return f"arn:aws:lambda:eu-west-1:123456789012:function:{self.function_name}"
 
     def get_remaining_time_in_millis(self) -> int:
-        return 60_000
+        return self.remaining_ms
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,12 @@ class SqsEventSource:
         *,
         batch_size: int = 10,
         clock: Clock | None = None,
+        context: Callable[[], LocalContext] = LocalContext,  # each invocation's
     ) -> None:
         self._sqs = sqs
+        self.context = context  # a test may swap it, or the handler, between invocations
         self._url = queue_url
-        self._handler = handler
+        self.handler = handler
         self._batch_size = batch_size
         self._clock = clock
         attributes = sqs.get_queue_attributes(
@@ -151,8 +154,8 @@ class SqsEventSource:
             return None
         self._asked.clear()
         try:
-            response = self._handler(
-                {"Records": [self._record(m) for m in messages]}, LocalContext()
+            response = self.handler(
+                {"Records": [self._record(m) for m in messages]}, self.context()
             )
         except Exception:  # as Lambda does: an invocation error fails the whole batch
             failed = {m["MessageId"] for m in messages}

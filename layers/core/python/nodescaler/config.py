@@ -125,6 +125,11 @@ class CapacitySettings(EventSettings):
     backoff_max_seconds: Annotated[Seconds, Field(alias="BACKOFF_MAX_SECONDS")] = 1800
     backoff_reset_seconds: Annotated[Seconds, Field(alias="BACKOFF_RESET_SECONDS")] = 3 * 3600
     max_provision_seconds: Annotated[Seconds, Field(alias="MAX_PROVISION_SECONDS")] = 900
+    # How long the stored policies last read serve while reads of them fail; then the
+    # deployed ones, as a cold container would (a rollback must not wait on the table)
+    stored_policy_max_staleness_seconds: Annotated[
+        Seconds, Field(alias="STORED_POLICY_MAX_STALENESS_SECONDS", ge=60)
+    ] = 600
 
     @property
     def backoff_rules(self) -> BackoffRules:

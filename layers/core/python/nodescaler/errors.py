@@ -69,6 +69,10 @@ class ReservationError(PermanentError, ValueError):
     """A group's capacity reservation can't be computed from what its pods request."""
 
 
+class OutOfTimeError(RetryableError):
+    """An invocation with too little time left to start a piece of work: a later one will."""
+
+
 # --- the state table ---------------------------------------------------------------------
 
 

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         ExpanderSpec,
         TerminateSettings,
     )
+    from nodescaler.deadline import Deadline
     from nodescaler.domain.expanders import Expander
     from nodescaler.domain.token_origins import TokenOrigins
     from nodescaler.ports import Sleep
@@ -174,6 +175,7 @@ def stored_policies(
     return StoredPolicies(
         DynamoPolicyStore(clients.dynamodb, settings.state_table),
         clock,
+        max_staleness=timedelta(seconds=settings.stored_policy_max_staleness_seconds),
         on_failure=report_stored_policies_unreadable,
     )
 
@@ -205,6 +207,7 @@ def evaluator(
     from nodescaler.adapters.aws.cloudwatch import CloudWatchMetricHistory
     from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
     from nodescaler.adapters.aws.state_table import DynamoStateStore
+    from nodescaler.deadline import Deadline
     from nodescaler.domain.limits import ClusterLimits
     from nodescaler.service.evaluation import Evaluator
     from nodescaler.service.limiter import ClusterLimiter
@@ -231,9 +234,10 @@ def evaluator(
         clock=clock,
         limiter=limiter,
     )
+    deadline = Deadline()  # the invocation's, shared by its network reads
     return Evaluator(
         node_groups=groups,
-        producers=metric_producers(clients, kubernetes, settings.token_origin_pairs),
+        producers=metric_producers(clients, kubernetes, settings.token_origin_pairs, deadline),
         state=state,
         policies=policies,
         clock=clock,
@@ -245,6 +249,7 @@ def evaluator(
         histories=CloudWatchMetricHistory(clients.cloudwatch),  # forecasts from a named metric
         events=scaling_events(settings, clients),
         allowed=settings.allowed,
+        deadline=deadline,
     )
 
 
@@ -264,9 +269,11 @@ def metric_producers(
     clients: AwsClients,
     kubernetes: KubernetesMetrics | None,
     token_origins: TokenOrigins = frozenset(),
+    deadline: Deadline | None = None,
 ) -> Producers:
     """Each metric type's producer: a new metric type adds its line here. A bearer token
-    goes only to the origins `token_origins` pairs its secret with."""
+    goes only to the origins `token_origins` pairs its secret with; no read outlasts
+    `deadline`, the invocation's."""
     from nodescaler.adapters.aws.cloudwatch import CloudWatchMetrics
     from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
     from nodescaler.adapters.prometheus import PrometheusQueries, amp_workspace_url
@@ -291,6 +298,7 @@ def metric_producers(
             secrets=lambda: clients.secretsmanager,
             amp_url=(lambda *_: amp) if (amp := clients.amp_endpoint_url) else amp_workspace_url,
             token_origins=token_origins,
+            deadline=deadline,
         ),
         # ScheduleMetric: built into Producers, it needs no client.
     }

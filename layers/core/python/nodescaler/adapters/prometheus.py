@@ -14,20 +14,26 @@ from __future__ import annotations
 import http.client
 import json
 import math
+import socket
+import ssl
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.adapters.aws import describe_aws_error
+from nodescaler.adapters.watchdog import Watchdog
+from nodescaler.deadline import Deadline
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.policy import MetricBase, PrometheusMetric, PrometheusSource
 from nodescaler.domain.readings import MetricReading, MetricRefused, MetricUnavailable, Reading
+from nodescaler.domain.text import outside
 from nodescaler.domain.token_origins import TokenOrigins, unbound_token
 from nodescaler.errors import (
     BearerTokenRefusedError,
@@ -52,14 +58,73 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def _quoted(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else f"{text[:limit]}…"
+class _Watched(http.client.HTTPConnection):
+    """A connection whose sockets (the TCP one, then TLS's over it) its watchdog can end."""
+
+    def __init__(self, *args: Any, watchdog: Watchdog, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._watchdog = watchdog
+
+    def connect(self) -> None:
+        create: Callable[..., socket.socket] = socket.create_connection  # http.client's
+
+        def created(*args: Any, **kwargs: Any) -> socket.socket:
+            sock = create(*args, **kwargs)
+            self._watchdog.watch(sock)  # before a TLS handshake the server may drip too
+            return sock
+
+        self._create_connection = created
+        super().connect()
+        self._watchdog.watch(self.sock)
+
+
+class _WatchedHttps(_Watched, http.client.HTTPSConnection):
+    def __init__(self, *args: Any, watchdog: Watchdog, **kwargs: Any) -> None:
+        super().__init__(*args, watchdog=watchdog, **kwargs)
+        # the context HTTPSConnection.connect wraps its socket with (its default, or given)
+        vars(self)["_context"] = _WatchedTls(vars(self)["_context"], watchdog)
+
+
+class _WatchedTls:
+    """An SSL context whose sockets are watched from before their handshake (which the
+    server may drip too), not from after it."""
+
+    def __init__(self, context: ssl.SSLContext, watchdog: Watchdog) -> None:
+        self._tls = context
+        self._watchdog = watchdog
+
+    def wrap_socket(self, sock: socket.socket, **kwargs: Any) -> ssl.SSLSocket:
+        wrapped = self._tls.wrap_socket(sock, do_handshake_on_connect=False, **kwargs)
+        self._watchdog.watch(wrapped)
+        wrapped.do_handshake()
+        return wrapped
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tls, name)
+
+
+class _WatchedHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+    """HTTP and HTTPS (as urllib's own handlers open them) over watched connections."""
+
+    def __init__(self, watchdog: Watchdog) -> None:
+        super().__init__()
+        self._watchdog = watchdog
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(partial(_Watched, watchdog=self._watchdog), req)
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        watched = partial(_WatchedHttps, watchdog=self._watchdog)
+        return self.do_open(watched, req)
+
+
+def _opener(watchdog: Watchdog) -> urllib.request.OpenerDirector:
+    return urllib.request.build_opener(_NoRedirects, _WatchedHandler(watchdog))
 
 
 def _labels(series: dict[str, Any]) -> str:
     labels = series.get("metric") or {}
-    return "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+    return outside("{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}")
 
 
 def parse_answer(body: bytes) -> tuple[float, str]:
@@ -88,18 +153,18 @@ def parse_answer(body: bytes) -> tuple[float, str]:
                 raise PrometheusQueryError("no data (a series with no sample)")
             shape = f"series {_labels(series)}"
         elif kind == "string":
-            raise PrometheusQueryError(f"a string ({_quoted(str(result[1]), 80)!r}), not a number")
+            raise PrometheusQueryError(f"a string ({outside(result[1], 80)!r}), not a number")
         else:
             raise PrometheusQueryError(f"a result of type {kind!r}, not a number")
         text = str(sample[1])
         value = float(text)
     except (ValueError, KeyError, IndexError, TypeError):
-        answered = _quoted(body.decode(errors="replace"), 120)
+        answered = outside(body.decode(errors="replace"), 120)
         raise PrometheusQueryError(
             f"an answer not shaped as Prometheus's query API: {answered}"
         ) from None
     if not math.isfinite(value):
-        raise PrometheusQueryError(f"{text} ({shape}), not a finite number")
+        raise PrometheusQueryError(f"{outside(text, 40)} ({shape}), not a finite number")
     return value, shape
 
 
@@ -114,7 +179,7 @@ def _http_error(error: urllib.error.HTTPError) -> PrometheusQueryError | Prometh
         said = said.get("error") or said.get("message") or said.get("Message") or body
     except (ValueError, AttributeError):
         said = body
-    what = f"HTTP {error.code}: {_quoted(str(said)) or error.reason}"
+    what = f"HTTP {error.code}: {outside(said) or outside(error.reason)}"
     if error.code == 400:
         return PrometheusQueryError(f"query refused as malformed ({what})")
     if error.code in (401, 403):
@@ -135,6 +200,21 @@ def _unreachable(why: str) -> PrometheusUnavailableError:
     return error
 
 
+def _timed_out(error: BaseException) -> bool:
+    reason = getattr(error, "reason", None)
+    return isinstance(error, TimeoutError) or isinstance(reason, TimeoutError)
+
+
+def _late(seconds: float, cut_by_invocation: bool) -> PrometheusUnavailableError:
+    """No whole answer by the deadline: the endpoint's own (not asked again for a while),
+    or the invocation's (the endpoint may be well: asked next time)."""
+    if cut_by_invocation:
+        return PrometheusUnavailableError(
+            f"no answer within {seconds:.1f}s, the deadline of the invocation's remaining time"
+        )
+    return _unreachable(f"no answer within its {seconds:g}s deadline (timeoutSeconds)")
+
+
 class PrometheusQueries:
     """Each PrometheusMetric's instant query, once per evaluation.
 
@@ -152,6 +232,7 @@ class PrometheusQueries:
         secrets: Callable[[], Any],
         amp_url: Callable[[str, str], str] = amp_workspace_url,
         token_origins: TokenOrigins = frozenset(),
+        deadline: Deadline | None = None,
     ) -> None:
         self._region = region
         self._credentials = credentials
@@ -159,7 +240,7 @@ class PrometheusQueries:
         self._amp_url = amp_url
         self._token_origins = token_origins
         self._tokens: dict[str, str] = {}  # secret → token, for the warm container
-        self._opener = urllib.request.build_opener(_NoRedirects)
+        self._deadline = deadline or Deadline()  # the invocation's: no read outlasts it
         # endpoint → (until when, why): one that did not answer is not waited on again by
         # the other groups of the same batch, which would time the whole batch out
         self._down: dict[str, tuple[float, str]] = {}
@@ -174,8 +255,7 @@ class PrometheusQueries:
                 MetricRefused if isinstance(error, BearerTokenRefusedError) else MetricUnavailable
             )
             return missing(
-                reason=f"Prometheus query {_quoted(source.query, 200)!r} at {source.endpoint}: "
-                f"{error}"
+                reason=f"Prometheus query {outside(source.query)!r} at {source.endpoint}: {error}"
             )
         return MetricReading(value=value, at=now, detail=f"{value:g} ({shape})")
 
@@ -201,21 +281,23 @@ class PrometheusQueries:
 
     def _query(self, source: PrometheusSource) -> tuple[float, str]:
         request = self._request(source)
-        try:
-            with self._opener.open(request, timeout=source.timeout_seconds) as response:
-                body = response.read(MAX_ANSWER_BYTES + 1)
-        except urllib.error.HTTPError as error:
-            if error.code == 401 and source.bearer_token_secret:
-                self._tokens.pop(source.bearer_token_secret, None)  # rotated: read it again
-            raise _http_error(error) from None
-        except TimeoutError:
-            raise self._timeout(source) from None
-        except urllib.error.URLError as error:
-            if isinstance(error.reason, TimeoutError):
-                raise self._timeout(source) from None
-            raise _unreachable(f"unreachable ({error.reason})") from None
-        except (OSError, http.client.HTTPException) as error:
-            raise _unreachable(f"connection failed ({error!r})") from None
+        seconds, cut_by_invocation = self._time_for(source)
+        with Watchdog(seconds) as watchdog:
+            try:
+                with _opener(watchdog).open(request, timeout=seconds) as response:
+                    body = response.read(MAX_ANSWER_BYTES + 1)
+            except urllib.error.HTTPError as error:
+                if error.code == 401 and source.bearer_token_secret:
+                    self._tokens.pop(source.bearer_token_secret, None)  # rotated: read it again
+                raise _http_error(error) from None
+            except (OSError, http.client.HTTPException) as error:
+                if watchdog.expired or _timed_out(error):
+                    raise _late(seconds, cut_by_invocation) from None
+                if isinstance(error, urllib.error.URLError):
+                    raise _unreachable(f"unreachable ({outside(error.reason)})") from None
+                raise _unreachable(f"connection failed ({outside(repr(error))})") from None
+        if watchdog.expired:  # the server stopped early: the body may be cut short
+            raise _late(seconds, cut_by_invocation)
         if len(body) > MAX_ANSWER_BYTES:
             raise PrometheusQueryError(
                 f"an answer over {MAX_ANSWER_BYTES:,} bytes (many series), where a metric "
@@ -223,9 +305,15 @@ class PrometheusQueries:
             )
         return parse_answer(body)
 
-    @staticmethod
-    def _timeout(source: PrometheusSource) -> PrometheusUnavailableError:
-        return _unreachable(f"no answer within {source.timeout_seconds:g}s")
+    def _time_for(self, source: PrometheusSource) -> tuple[float, bool]:
+        """The query's whole time (its `timeoutSeconds`, or what the invocation has left
+        when less), and whether the invocation cut it."""
+        left = self._deadline.left()
+        if left is None or left >= source.timeout_seconds:
+            return source.timeout_seconds, False
+        if left <= 0:
+            raise PrometheusUnavailableError("not asked: the invocation has no time left")
+        return left, True
 
     def _request(self, source: PrometheusSource) -> urllib.request.Request:
         body = urlencode({"query": source.query}).encode()

@@ -12,6 +12,13 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from nodescaler.domain.backoff import Backoff
+from nodescaler.domain.text import MAX_OUTSIDE, MAX_PROBLEM, outside
+
+# A decision is saved twice in its group's state item (the last one and a claimed one) and
+# once in its audit item, each limited by DynamoDB to 400 KB: far below that, far above
+# any decision (a few KB, waiting pods included).
+MAX_DECISION_BYTES = 64_000
+WAITING_KEPT = 20  # pods named of those that fit no group, when the decision is cut
 
 
 class Limit(StrEnum):
@@ -124,3 +131,35 @@ class Decision(BaseModel):
     @property
     def direction(self) -> str:
         return "up" if self.change > 0 else "down" if self.change < 0 else "none"
+
+
+def fit_to_store(decision: Decision, max_bytes: int = MAX_DECISION_BYTES) -> Decision:
+    """The decision as saved, logged and told: its free texts cut, each with a marker, when
+    its JSON is over `max_bytes` (its numbers and statuses are kept); never refused."""
+    if _fits(decision, max_bytes):
+        return decision
+    cut = _cut(decision, MAX_PROBLEM, WAITING_KEPT)
+    return cut if _fits(cut, max_bytes) else _cut(decision, MAX_OUTSIDE, 0)
+
+
+def _fits(decision: Decision, max_bytes: int) -> bool:
+    return len(decision.model_dump_json().encode()) <= max_bytes
+
+
+def _cut(decision: Decision, limit: int, waiting: int) -> Decision:
+    def text(said: str) -> str:
+        return outside(said, limit) if said else said
+
+    def named(pods: dict[str, str]) -> dict[str, str]:
+        kept = {outside(pod): outside(why) for pod, why in list(pods.items())[:waiting]}
+        more = len(pods) - len(kept)
+        return kept if more <= 0 else kept | {"…": f"{more} more pods (the decision was cut)"}
+
+    metrics = tuple(
+        m.model_copy(update={"detail": text(m.detail), "waiting": named(m.waiting)})
+        for m in decision.metrics
+    )
+    texts = ("reason", "cluster_limit", "scale_in_window", "warm_pool_note", "paused")
+    return decision.model_copy(
+        update={"metrics": metrics} | {name: text(getattr(decision, name)) for name in texts}
+    )

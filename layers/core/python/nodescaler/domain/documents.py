@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from nodescaler.domain.optin import NAME_PATTERN
 from nodescaler.domain.policy import METRIC_TYPES, NodeGroupPolicy
+from nodescaler.domain.text import MAX_MESSAGE, outside
 from nodescaler.errors import PolicyError
 
 
@@ -61,13 +62,15 @@ def field_path(loc: Iterable[int | str]) -> str:
 
 
 def _message(error: Any) -> str:
-    message = str(error["msg"]).removeprefix("Value error, ")
+    # a message may quote the value written, which aliases can make megabytes long
+    message = outside(str(error["msg"]).removeprefix("Value error, "), MAX_MESSAGE)
     if error["type"] == "extra_forbidden":
         return "unknown field"
     if error["type"] == "missing":
         return "required field is missing"
     if error["type"] == "union_tag_invalid":
-        return f"unknown metric type {error['ctx']['tag']!r} (use one of {', '.join(METRIC_TYPES)})"
+        tag = outside(error["ctx"]["tag"])
+        return f"unknown metric type {tag!r} (use one of {', '.join(METRIC_TYPES)})"
     return message
 
 
@@ -111,9 +114,13 @@ def parse_policy(text: str, source: str) -> NodeGroupPolicy:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(document)"
-        raise PolicyError(source, [f"{source}: {where}: {error.problem or error}"]) from None
+        raise PolicyError(
+            source, [f"{source}: {where}: {outside(error.problem or error, MAX_MESSAGE)}"]
+        ) from None
     except yaml.YAMLError as error:
-        raise PolicyError(source, [f"{source}: (document): {error}"]) from None
+        raise PolicyError(
+            source, [f"{source}: (document): {outside(error, MAX_MESSAGE)}"]
+        ) from None
     if not isinstance(document, dict):
         kind = "empty" if document is None else f"a {type(document).__name__}"
         raise PolicyError(

@@ -11,6 +11,7 @@ from nodescaler.domain.fallback import MetricFailures
 from nodescaler.domain.forecast import DemandHistory
 from nodescaler.domain.history import History
 from nodescaler.domain.pause import Pause
+from nodescaler.domain.text import bounded_problems
 
 RECENT_EVENTS = 50  # enough to recognise a redelivered message; bounded item size
 
@@ -57,7 +58,10 @@ class GroupState:
         problems: tuple[str, ...] = (),
     ) -> GroupState:
         changed = replace(
-            self, history=history, last_decision=decision or self.last_decision, problems=problems
+            self,
+            history=history,
+            last_decision=decision or self.last_decision,
+            problems=bounded_problems(problems),
         )
         return changed if event_id is None else changed.remembering(event_id)
 

@@ -196,6 +196,7 @@ class PrometheusSource(Spec):
     workspace: str | None = None
     region: str | None = None
     bearer_token_secret: str | None = None
+    # the whole request's deadline, not one socket read's (a server may drip its answer)
     timeout_seconds: Annotated[float, Field(strict=True, gt=0, le=20, allow_inf_nan=False)] = 5
 
     @field_validator("query")

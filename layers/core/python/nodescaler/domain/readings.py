@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
+
+from nodescaler.domain.text import MAX_PROBLEM, outside
+
+# A producer's words quote what its source answered: one bounded line, whatever came back
+Said = Annotated[str, AfterValidator(lambda text: outside(text, MAX_PROBLEM))]
 
 
 class MetricReading(BaseModel):
@@ -12,7 +18,7 @@ class MetricReading(BaseModel):
 
     value: float
     at: AwareDatetime
-    detail: str | None = None  # how the value was made, e.g. "2000 visible + 400 in flight"
+    detail: Said | None = None  # how the value was made, e.g. "2000 visible + 400 in flight"
     # For a utilization of the group's nodes: how many nodes it measured. Booting nodes are
     # not measured yet, so the proportional rule scales what they measured (see proportional).
     measured_nodes: int | None = None
@@ -37,7 +43,7 @@ class MetricUnavailable(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    reason: str
+    reason: Said
 
 
 class MetricRefused(MetricUnavailable):

@@ -14,6 +14,8 @@ from typing import Literal
 from nodescaler.domain.policy import NodeGroupPolicy, PrometheusMetric, SqsQueueMetric
 from nodescaler.domain.token_origins import TokenOrigins, token_origins
 
+# A policy is a page or two; its two items (head, version) stay far below DynamoDB's 400 KB.
+MAX_DOCUMENT_CHARS = 64_000
 DEPLOYED: Literal["deployed"] = "deployed"  # the version of a policy deployed with the stack
 
 PolicyVersion = int | Literal["deployed"]

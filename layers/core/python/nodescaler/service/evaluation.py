@@ -12,11 +12,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
 from nodescaler.domain.backoff import BackoffRules, Provisioning, after_failure, provision_check
-from nodescaler.domain.decision import Decision
+from nodescaler.domain.decision import Decision, fit_to_store
 from nodescaler.domain.forecast import forecast_readings
 from nodescaler.domain.group_state import GroupState, failure_key
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup
@@ -24,6 +24,7 @@ from nodescaler.domain.optin import AllowedGroups, is_managed
 from nodescaler.domain.pause import Pause, hold, in_force
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.readings import Reading
+from nodescaler.domain.text import bounded_problems
 from nodescaler.domain.warm_pool import WarmPoolPlan, plan_warm_pool
 from nodescaler.errors import ActuationError, RefusedError, StateConflictError
 from nodescaler.ports import (
@@ -36,8 +37,11 @@ from nodescaler.ports import (
 )
 from nodescaler.service.forecasts import named_histories
 from nodescaler.service.limiter import ClusterLimiter
-from nodescaler.service.policies import PolicyBook
+from nodescaler.service.policies import PolicyBook, PolicyChoice
 from nodescaler.service.producers import Producers
+
+if TYPE_CHECKING:
+    from nodescaler.deadline import Deadline
 
 CLAIM_ATTEMPTS = 5
 # An evaluation acts on its claim within the evaluate function's timeout (60 s, infra's
@@ -48,10 +52,24 @@ CLAIM_IN_PROGRESS = timedelta(seconds=60)
 RESIZE_VISIBLE_WITHIN = timedelta(seconds=60)
 
 
+def _no_deadline() -> Deadline:
+    from nodescaler.deadline import Deadline  # the clock is read there, never here
+
+    return Deadline()
+
+
 def _paused(pauses: Sequence[Pause], **decide_args: Any) -> Evaluation:
     """`decide`, then held where a pause in force holds it."""
     evaluation = decide(**decide_args)
     return replace(evaluation, decision=hold(evaluation.decision, pauses))
+
+
+def _as_chosen(decision: Decision, choice: PolicyChoice) -> Decision:
+    """The decision naming the policy version it used, and why the deployed one stood in,
+    cut to a size its state item always holds."""
+    reason = f"{decision.reason} | {choice.note}" if choice.note else decision.reason
+    named = decision.model_copy(update={"policy_version": choice.version, "reason": reason})
+    return fit_to_store(named)
 
 
 class Outcome(StrEnum):
@@ -86,6 +104,8 @@ class Evaluator:
     histories: MetricHistory | None = None  # the metrics forecasts name, when any does
     events: ScalingEvents | None = None  # each resize and backoff told on EventBridge
     allowed: AllowedGroups = field(default_factory=AllowedGroups)  # cdk.json's allowedGroups
+    # the invocation's time left, which its network reads share (the handler starts it)
+    deadline: Deadline = field(default_factory=_no_deadline)
 
     def evaluate(self, group_name: str, event_id: str) -> EvaluationResult:
         # 1. The group as it is now; it may have gone, or opted out, since it was queued.
@@ -164,7 +184,7 @@ class Evaluator:
             else state.demand.record(now, decision.demand),
         )
         decision = self._plan_warm_pool(policy, group, decision, readings)
-        decision = decision.model_copy(update={"policy_version": choice.version})
+        decision = _as_chosen(decision, choice)
         problems = choice.problems
 
         # 7. Record only, when nothing changes or the group is in dry-run.
@@ -449,6 +469,6 @@ class Evaluator:
     def _reject(self, group: str, problems: tuple[str, ...]) -> EvaluationResult:
         """Leave the group alone, but keep its problems in its state for `nodescaler status`."""
         state = self.state.load(group)
-        if state.problems != problems:  # written once, not on every tick
+        if state.problems != bounded_problems(problems):  # written once, not on every tick
             self.state.save(state.after(history=state.history, problems=problems))
         return EvaluationResult(group, Outcome.REJECTED, problems=problems)

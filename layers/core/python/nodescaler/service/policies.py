@@ -29,6 +29,7 @@ class PolicyChoice:
     problems: tuple[str, ...] = ()  # what is wrong with its tags or policy name, if anything
     version: PolicyVersion = "deployed"  # the stored version used, or the deployed policy
     paused: PauseDirection | None = None  # what its paused tag holds
+    note: str = ""  # why the deployed policy stands in for a stored one, for the decision
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,11 @@ class PolicyBook:
         if name is None:
             return PolicyChoice(None, opt_in.dry_run, problems)
         deployed = self.policies.get(name)
+        note = ""
         if self.stored is not None:
             current = self.stored.current()
+            if name in current.stale:
+                note = f"{current.stale_note}: the deployed policy {name} is used"
             problems = (*problems, *current.problems)
             stored = current.by_name.get(name)
             if stored is not None and stored.policy is not None:
@@ -67,7 +71,7 @@ class PolicyBook:
             return PolicyChoice(
                 None, opt_in.dry_run, (*problems, *self._why_none(group.name, name))
             )
-        return PolicyChoice(deployed, opt_in.dry_run, problems, paused=opt_in.paused)
+        return PolicyChoice(deployed, opt_in.dry_run, problems, paused=opt_in.paused, note=note)
 
     def _why_none(self, group: str, name: str) -> tuple[str, ...]:
         said = f"node group {group}: tag {self.tag_names.policy}={name!r}"

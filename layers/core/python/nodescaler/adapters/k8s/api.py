@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterator
-from functools import partial
+from functools import cache, partial
 from typing import Any, Protocol, TypeVar
 
 import msgspec
 
 from nodescaler.adapters.k8s.objects import budget_from_wire, node_from_wire, pod_from_wire
 from nodescaler.adapters.k8s.wire import BudgetList, ListMeta, NodeList, PodList
+from nodescaler.adapters.watchdog import current, watching
 from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Snapshot
+from nodescaler.domain.text import MAX_MESSAGE, outside
 from nodescaler.errors import KubernetesUnavailableError
 
 PAGE_SIZE = 500
-# Seconds to connect, and to wait for each answer. The client's own default is to wait
+# Seconds to connect, and for each whole answer (a page): not only each socket read, which
+# a server dripping its bytes would hold for ever. The client's own default is to wait
 # forever: a hung API server would hold the evaluation until Lambda's timeout, and the
 # scale-up its other metrics ask for would be lost with it.
 TIMEOUT_SECONDS = 5.0
@@ -56,7 +59,7 @@ def pages(
             page = decoder.decode(data)
         except msgspec.ValidationError as error:
             raise KubernetesUnavailableError(
-                f"Kubernetes API: unexpected answer: {error}"
+                f"Kubernetes API: unexpected answer: {outside(error)}"
             ) from None
         yield page
         token = page.metadata.next
@@ -65,7 +68,7 @@ def pages(
 
 
 def _refused_by_reason(error: Any) -> KubernetesUnavailableError:
-    return KubernetesUnavailableError(f"Kubernetes API: {error.status} {error.reason}")
+    return KubernetesUnavailableError(f"Kubernetes API: {error.status} {outside(error.reason)}")
 
 
 class CoreApi:
@@ -132,19 +135,62 @@ class CoreApi:
         for attempt in (1, 2):
             try:
                 owner = client.PolicyV1Api if call.__qualname__.startswith("PolicyV1Api") else None
-                api = (owner or client.CoreV1Api)(self.connection.api())
-                response = call(
-                    api, *args, **query, _preload_content=False, _request_timeout=self._timeout
-                )
-                return bytes(response.data)
+                api = (owner or client.CoreV1Api)(_watched(self.connection.api()))
+                return self._whole_answer(partial(call, api, *args, **query))
             except ApiException as error:
                 if error.status == 401 and attempt == 1:  # the token expired: renew, once
                     self.connection.renew()
                     continue
                 raise
             except (OSError, HTTPError) as error:  # refused, reset, DNS, TLS, retries spent
-                raise KubernetesUnavailableError(f"Kubernetes API unreachable: {error}") from None
+                said = outside(error, MAX_MESSAGE)
+                raise KubernetesUnavailableError(f"Kubernetes API unreachable: {said}") from None
         raise AssertionError("unreachable")
+
+    def _whole_answer(self, call: Callable[..., Any]) -> bytes:
+        """The answer, read whole by the deadline, or `KubernetesUnavailableError`."""
+        from urllib3.exceptions import HTTPError, ReadTimeoutError
+
+        seconds = self._timeout[1]
+        late = KubernetesUnavailableError(f"Kubernetes API: no answer within {seconds:g}s")
+        with watching(seconds) as watchdog:
+            try:
+                answer = bytes(call(_preload_content=False, _request_timeout=self._timeout).data)
+            except (OSError, HTTPError) as error:  # a read timed out, or the deadline came
+                cause = getattr(error, "reason", error)
+                if watchdog.expired or isinstance(cause, ReadTimeoutError):
+                    raise late from None
+                raise
+        if watchdog.expired:  # the server stopped early: the answer may be cut short
+            raise late
+        return answer
+
+
+def _watched(api_client: Any) -> Any:
+    """The client, whose connections a request's watchdog shuts at its deadline."""
+    manager = api_client.rest_client.pool_manager
+    pools = _watched_pools()
+    if manager.pool_classes_by_scheme is not pools:
+        manager.pool_classes_by_scheme = pools
+        manager.clear()  # any pool made before is made again, watched
+    return api_client
+
+
+@cache
+def _watched_pools() -> dict[str, type]:
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    def watched(pool: type[HTTPConnectionPool]) -> type:
+        class Watched(pool):  # type: ignore[valid-type,misc]
+            def _get_conn(self, timeout: float | None = None) -> Any:
+                connection = super()._get_conn(timeout)
+                if (watchdog := current()) is not None:
+                    watchdog.watch(lambda: connection.sock)
+                return connection
+
+        return Watched
+
+    return {"http": watched(HTTPConnectionPool), "https": watched(HTTPSConnectionPool)}
 
 
 class KubernetesCluster:

@@ -28,6 +28,7 @@ from nodescaler.adapters.k8s.wire import EvictedPod, EvictedPodList, NodeList, N
 from nodescaler.domain.cluster import DisruptionBudget
 from nodescaler.domain.drainability import deletion_deadline
 from nodescaler.domain.draining import DrainPod, Eviction, EvictionOutcome
+from nodescaler.domain.text import outside
 from nodescaler.errors import KubernetesUnavailableError
 
 # The eviction subresource's 429 cause: "The disruption budget web needs 2 healthy pods
@@ -167,4 +168,4 @@ class KubernetesDrain:
 
 def _unavailable(error: Any) -> KubernetesUnavailableError:
     message = _answer(error.body).get("message") or error.reason
-    return KubernetesUnavailableError(f"Kubernetes API: {error.status} {message}")
+    return KubernetesUnavailableError(f"Kubernetes API: {error.status} {outside(message)}")
