@@ -224,9 +224,11 @@ def test_given_a_pod_cluster_autoscaler_would_not_move_then_its_node_stays_and_s
     fields: dict[str, Any], rules: DrainRules, why: str | None
 ) -> None:
     nodes = [node("a"), node("b")]
-    namespace = fields.pop("namespace", "default")
+    # the case is read, never changed: mutmut runs each test twice in one process
+    namespace = fields.get("namespace", "default")
+    flags = {k: v for k, v in fields.items() if k != "namespace"}
     pods = [
-        Pod(namespace, "x", "a", Resources(500, GIB, 1), **fields),
+        Pod(namespace, "x", "a", Resources(500, GIB, 1), **flags),
         pod("b1", "b"),
     ]
     snapshot = Snapshot(tuple(nodes), tuple(pods), (SYSTEM_BUDGET,))
