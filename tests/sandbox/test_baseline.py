@@ -175,3 +175,26 @@ def test_the_baseline_keeps_the_nodes_of_pods_cluster_autoscaler_would_not_move(
     ours = summary[runner.BASELINE]
     assert ours["final_desired"] == {"web-ng": 2}  # the bare pod's node, and room for web
     assert ours["nodes_removed"] == 2
+
+
+def test_a_failed_launch_backs_the_group_off_at_the_next_scan(tmp_path: Path) -> None:
+    # Given Spot preferred and out of capacity: its launch fails at minute 0. The AWS
+    # provider lists the group's scaling activities at its next refresh, finds the Failed
+    # one since it set the group, gives up the instances that cannot come and backs the
+    # group off (cloudprovider/aws/auto_scaling_groups.go: isNodeGroupAvailable,
+    # createPlaceholdersForDesiredNonStartedInstances); the same scan asks on-demand
+    # (its view of the groups current, not the one it read before backing off).
+    ours = baseline_of(
+        tmp_path,
+        environment={"EXPANDERS": '[{"name": "priority", "priorities": {"10": ["spot-.*"]}}]'},
+        groups=[
+            {"name": "spot-ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"}
+            | {"noCapacity": True},
+            {"name": "on-demand-ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"},
+        ],
+        deployments=[jobs(2)],  # a node each
+    )
+    # Then on-demand is asked at minute 1 and its nodes boot in 2: 3 minutes, not the
+    # 15-minute provision timeout
+    assert ours["pod_wait_minutes"]["on-demand-ng"]["max"] == 3.0
+    assert ours["final_desired"] == {"spot-ng": 0, "on-demand-ng": 2}

@@ -119,7 +119,7 @@ def test_a_forecast_brings_the_second_mornings_nodes_before_its_pods(tmp_path: P
     )
 
 
-def test_a_warm_pool_sized_by_the_forecast_costs_less_and_its_nodes_come_warm(
+def test_a_warm_pool_sized_by_the_forecast_stays_small_and_its_nodes_come_warm(
     tmp_path: Path,
 ) -> None:
     # Monday is learnt (the pool as the operator made it: every instance the group could
@@ -128,13 +128,14 @@ def test_a_warm_pool_sized_by_the_forecast_costs_less_and_its_nodes_come_warm(
     ours, theirs = summary[NODESCALER], summary[BASELINE]
     timeline = json.loads((tmp_path / "timeline.json").read_text())
 
-    def pool_cost(run: str) -> float:
-        return sum(r["warm_billed"] for r in timeline[run] if r["minute"] >= 24 * 60)
+    def pool_size(run: str) -> float:  # instances waiting, minute by minute
+        return sum(r["warm"] for r in timeline[run] if r["minute"] >= 24 * 60)
 
     # the forecast keeps the pool at what the ramp needs, not at every instance it could add
     assert any(line.startswith("31:") and "warm pool " in line for line in lines)
-    assert 0 < pool_cost(NODESCALER) < pool_cost(BASELINE) / 4
-    assert ours["node_hours"] < theirs["node_hours"]
+    assert 0 < pool_size(NODESCALER) < pool_size(BASELINE) / 4
+    # (a stopped instance costs its root volume, under 1 % of running it: the small pool
+    # saves little, and the node-hours are the summary's to compare, not this test's)
     # and Tuesday's pods wait no longer than with every instance warm
     assert ours["unschedulable_pod_minutes"] <= theirs["unschedulable_pod_minutes"]
 
@@ -160,7 +161,8 @@ def test_a_launch_failure_moves_the_pods_to_the_next_group_in_the_same_minute(
     first = [line for line in lines if line.startswith("00:00 | on-demand-ng")]
     assert first and "0 → 2" in first[0]  # on-demand took the 6 pods in minute 0
     assert ours["unschedulable_pod_minutes"] <= 24  # pods wait only for their nodes to boot
-    # The baseline waits out its 15-minute provision timeout before it tries on-demand.
+    # The baseline learns of the failure from the group's scaling activities at its next
+    # scan, a minute on in the sandbox: its pods wait that minute longer.
     assert summary[BASELINE]["unschedulable_pod_minutes"] > ours["unschedulable_pod_minutes"]
 
 

@@ -14,6 +14,7 @@ from nodescaler_sandbox.figures import (
     fit_no_group,
     longest,
     metric_to_scale_request,
+    node_hours,
     percentile,
     pod_ready,
     pod_waits,
@@ -176,3 +177,11 @@ def test_a_metric_over_its_target_counts_until_its_group_scales_up() -> None:
     assert metric_to_scale_request(forecasting, [], GROUPS, end=12)["cpu-ng"] == 0
     assert metric_to_scale_request([row(3, 2, 6)], [], GROUPS, end=12)["cpu-ng"] == 9
     assert longest({"a": 1.0, "b": 4.0}, {"a": 3.0, "b": 0.0}) == {"a": 3.0, "b": 4.0}
+
+
+def test_node_hours_bill_the_instances_a_lifecycle_hook_holds() -> None:
+    # Given 2 nodes in service and 1 instance held in Terminating:Wait for an hour: EC2
+    # bills an instance until it is terminated, and a held one is still running
+    # (https://docs.aws.amazon.com/autoscaling/ec2/userguide/lifecycle-hooks-overview.html)
+    rows = [{"minute": m, "in_service": 2, "held": 1} for m in range(60)]
+    assert node_hours(rows) == 3.0

@@ -11,7 +11,7 @@ from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.figures import node_hours
 from nodescaler_sandbox.kube.apiserver import Cluster
 from nodescaler_sandbox.provision import create_group, launch_configuration
-from nodescaler_sandbox.warm_pools import WarmPools, pool_size
+from nodescaler_sandbox.warm_pools import WarmPools, pool_size, waiting_share
 
 from tests.aws import REGION, aws, client  # noqa: F401  (moto for every test here)
 
@@ -102,7 +102,7 @@ def test_the_pool_refills_after_a_scale_out_and_sheds_its_newest_when_it_shrinks
     assert pools.pools["web"] == [START - timedelta(minutes=7)]  # the ready one stays
 
 
-@pytest.mark.parametrize(("state", "share"), [("Stopped", 0.05), ("Running", 1.0)])
+@pytest.mark.parametrize(("state", "share"), [("Stopped", 0.0225), ("Running", 1.0)])
 def test_a_pool_costs_its_initialising_instances_in_full_and_its_waiting_ones_their_share(
     state: str, share: float
 ) -> None:
@@ -111,10 +111,33 @@ def test_a_pool_costs_its_initialising_instances_in_full_and_its_waiting_ones_th
     pools.refill(START - timedelta(minutes=10))
     pools.boot_of("web", START)
     pools.refill(START)  # 3 waiting, 1 initialising
-    assert pools.billed("web", START) == pytest.approx(1 + 3 * share)
+    assert pools.billed("web", START) == pytest.approx(1 + 3 * share, rel=0.01)
     client("autoscaling").delete_warm_pool(AutoScalingGroupName="web")
     pools.refill(START)
     assert pools.billed("web", START) == 0
+
+
+@pytest.mark.parametrize(
+    ("state", "instance_type", "share"),
+    [
+        # a 20 GiB gp3 root volume at $0.088 a GB-month over 730 hours, against the
+        # instance's $ an hour on demand in eu-west-1 (https://aws.amazon.com/ebs/pricing/,
+        # https://aws.amazon.com/ec2/pricing/on-demand/)
+        ("Stopped", "m5.4xlarge", 20 * 0.088 / 730 / 0.856),  # 0.28 %
+        ("Stopped", "m5.large", 20 * 0.088 / 730 / 0.107),  # 2.25 %
+        ("Hibernated", "m5.4xlarge", (20 + 64) * 0.088 / 730 / 0.856),  # and its memory
+        ("Running", "m5.4xlarge", 1.0),
+    ],
+)
+def test_a_waiting_instance_costs_its_volume_against_its_running_price(
+    state: str, instance_type: str, share: float
+) -> None:
+    assert waiting_share(state, instance_type) == pytest.approx(share)
+
+
+def test_a_pool_of_an_instance_type_without_a_price_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"warm pool of x9\.huge instances: no price known"):
+        waiting_share("Stopped", "x9.huge")
 
 
 def test_node_hours_count_warm_pools_at_what_they_cost() -> None:

@@ -18,16 +18,31 @@ A model of the FAQ's behaviour (shared/reference), not Cluster Autoscaler itself
   within each one's room. A new node is modelled on a live node
   of the group; a group at zero is read as Cluster Autoscaler reads it, from its instance
   type and its node-template tags (labels, taints, resources): without them it cannot
-  take pods that need them. A group whose nodes have not registered 15 minutes after it
-  asked (max-node-provision-time) is backed off for 5 minutes and its request taken back;
+  take pods that need them. A group whose launch failed is backed off at the next scan,
+  as the AWS provider learns it: it lists the group's scaling activities while the group
+  has fewer instances than it asked for, and a Failed one since its last
+  SetDesiredCapacity makes the missing instances placeholders that cannot come, which are
+  deleted (desired back to the instances it has) and the group backed off
+  (cloudprovider/aws/auto_scaling_groups.go, createPlaceholdersForDesiredNonStartedInstances
+  and isNodeGroupAvailable). A group whose nodes have not registered 15 minutes after it
+  asked (max-node-provision-time) is backed off too and its request taken back. A backoff
+  lasts 5 minutes, doubles at each failure after one ends, up to 30, is forgotten 3 hours
+  after the last failure and ends when a scale-up of the group completes
+  (utils/backoff/exponential_backoff.go; clusterstate.updateScaleRequests);
 - scale-down: a node whose pods request under half its CPU and memory, and would fit on
   the other nodes, is unneeded, unless a pod on it may not be moved (utils/drain/drain.go,
   GetPodsForDeletionOnNodeDrain: no controller, a kube-system pod no budget selects, local
   storage, safe-to-evict "false"; `DrainFlags`); after 10 minutes unneeded (and 10
   minutes after the last scale-up) it is removed: the node cordoned and its pods evicted,
-  those a PodDisruptionBudget keeps tried again at the next scan; once it is empty, the instance
-  terminated with the desired capacity decremented. Empty nodes go together, non-empty
-  ones one at a time; never below the group's minimum.
+  those a PodDisruptionBudget keeps tried again at each scan for up to 2 minutes, after
+  which the drain fails, the node is uncordoned and scale-down waits 3 minutes (the FAQ:
+  "retrying, if needed, for up to 2 min"; --scale-down-delay-after-failure); once it is
+  empty, the instance terminated with the desired capacity decremented. Empty nodes go up
+  to 10 a scan (--max-empty-bulk-delete), non-empty ones one at a time; never below the
+  group's minimum. Whether a node's pods would fit elsewhere is asked of every predicate
+  the sandbox's pods and nodes carry (CPU, memory, pod slots, extended resources,
+  nodeSelector, required node affinity, taints), with the baseline's own check, not
+  nodescaler's.
 """
 
 from __future__ import annotations
@@ -38,6 +53,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from botocore.exceptions import ClientError
 from nodescaler.adapters.k8s.objects import node_from_json
 from nodescaler.domain.balance import IGNORED_LABELS, even_split, similar
 from nodescaler.domain.quantity import millicores, whole_units
@@ -52,7 +68,12 @@ UNNEEDED = timedelta(minutes=10)  # --scale-down-unneeded-time
 DELAY_AFTER_ADD = timedelta(minutes=10)  # --scale-down-delay-after-add
 UTILIZATION = 0.5  # --scale-down-utilization-threshold
 PROVISION_TIMEOUT = timedelta(minutes=15)  # --max-node-provision-time
-BACKOFF = timedelta(minutes=5)  # the initial node-group backoff
+INITIAL_BACKOFF = timedelta(minutes=5)  # --initial-node-group-backoff-duration
+MAX_BACKOFF = timedelta(minutes=30)  # --max-node-group-backoff-duration
+BACKOFF_RESET = timedelta(hours=3)  # --node-group-backoff-reset-timeout
+MAX_EMPTY_BULK_DELETE = 10  # --max-empty-bulk-delete (the FAQ: "up to 10 nodes at a time")
+MAX_POD_EVICTION_TIME = timedelta(minutes=2)  # core/scaledown/actuation/drain.go
+DELAY_AFTER_FAILURE = timedelta(minutes=3)  # --scale-down-delay-after-failure
 
 
 EXPENDABLE_BELOW = -10  # --expendable-pods-priority-cutoff
@@ -63,6 +84,40 @@ TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template/"
 class Asked:
     at: datetime
     registered: int  # nodes the group had when it asked
+
+
+@dataclass
+class Backoff:
+    """Cluster Autoscaler's exponential node-group backoff (utils/backoff,
+    exponential_backoff.go): the first failure backs a group off for `initial`; a failure
+    after that backoff ended doubles it, up to `longest`; failures while it lasts do not;
+    `reset` after its last failure the group starts again from `initial`."""
+
+    initial: timedelta = INITIAL_BACKOFF
+    longest: timedelta = MAX_BACKOFF
+    reset: timedelta = BACKOFF_RESET
+    # group → (duration, until, last failure)
+    groups: dict[str, tuple[timedelta, datetime, datetime]] = field(default_factory=dict)
+
+    def fail(self, group: str, now: datetime) -> datetime:
+        """A failed scale-up of `group`: until when it is backed off."""
+        duration = self.initial
+        if group in self.groups:
+            last, until, _ = self.groups[group]
+            duration = min(2 * last, self.longest) if until < now else last
+        self.groups[group] = (duration, now + duration, now)
+        return now + duration
+
+    def active(self, group: str, now: datetime) -> bool:
+        return group in self.groups and self.groups[group][1] > now
+
+    def forget_stale(self, now: datetime) -> None:
+        """RemoveStaleBackoffData: groups whose last failure is `reset` old start afresh."""
+        self.groups = {g: b for g, b in self.groups.items() if b[2] + self.reset >= now}
+
+    def succeeded(self, group: str) -> None:
+        """A scale-up of the group completed: its backoff is removed (RemoveBackoff)."""
+        self.groups.pop(group, None)
 
 
 @dataclass(frozen=True)
@@ -132,9 +187,13 @@ class ReactiveBaseline:
     flags: DrainFlags = field(default_factory=DrainFlags)
     unneeded: dict[str, datetime] = field(default_factory=dict)  # node → since
     asked: dict[str, Asked] = field(default_factory=dict)
-    backed_off: dict[str, datetime] = field(default_factory=dict)  # group → until
+    backoff: Backoff = field(default_factory=Backoff)
+    updated: dict[str, datetime] = field(default_factory=dict)  # group → last set
     draining: dict[str, str] = field(default_factory=dict)  # node → group
+    drain_started: dict[str, datetime] = field(default_factory=dict)  # node → first eviction
     last_scale_up: datetime | None = None
+    last_failed_scale_down: datetime | None = None
+    last_scan: datetime | None = None
 
     @staticmethod
     def expander_chain(expanders: str | None) -> list[Any]:
@@ -147,10 +206,17 @@ class ReactiveBaseline:
         return TypeAdapter(list[ExpanderSpec]).validate_json(expanders)
 
     def act(self, now: datetime) -> None:
-        desired = self._desired()
+        """What the scans since the last call do (one a SCAN; within one step of the
+        sandbox they see the same world, so one stands for them but for how many empty
+        nodes they may delete)."""
+        scans = max(int((now - self.last_scan) / SCAN), 1) if self.last_scan else 1
+        self.last_scan = now
+        desired = self._desired()  # kept current by `_set` through the scan
+        self.backoff.forget_stale(now)
+        self._abort_failed_launches(now, desired)
         self._time_out_provisioning(now, desired)
         if not self._scale_up(now, desired):
-            self._scale_down(now, desired)
+            self._scale_down(now, desired, scans)
 
     # --- scale-up ------------------------------------------------------------------------
 
@@ -171,7 +237,7 @@ class ReactiveBaseline:
         options = [
             option
             for group in self.groups
-            if self.backed_off.get(group, now) <= now
+            if not self.backoff.active(group, now)
             and (option := self._option(group, pending, desired))
         ]
         if not options:
@@ -181,7 +247,7 @@ class ReactiveBaseline:
             if nodes <= 0:
                 continue
             registered = len(self.cluster.group_nodes(group))
-            self._set(group, desired[group] + nodes)  # pods unschedulable
+            self._set(group, desired[group] + nodes, desired, now)  # pods unschedulable
             self.asked.setdefault(group, Asked(now, registered))
         self.last_scale_up = now
         return True
@@ -306,28 +372,45 @@ class ReactiveBaseline:
             },
         }
 
+    def _abort_failed_launches(self, now: datetime, desired: dict[str, int]) -> None:
+        """A group short of the instances it asked for whose scaling activities show a
+        failure since it was last set: the instances that cannot come are given up (its
+        desired capacity back to the instances it has) and the group backed off."""
+        for group, (_, instances) in group_sizes(self.cluster.region).items():
+            if group not in self.asked or len(instances) >= desired[group]:
+                continue
+            try:
+                activities = self.autoscaling.describe_scaling_activities(
+                    AutoScalingGroupName=group
+                )["Activities"]
+            except ClientError:  # as the provider does: assume the group can still launch
+                continue
+            if launch_failed_since(activities, self.updated.get(group, now)):
+                del self.asked[group]
+                self.backoff.fail(group, now)
+                self._set(group, max(len(instances), self.groups[group].min), desired, now)
+
     def _time_out_provisioning(self, now: datetime, desired: dict[str, int]) -> None:
         for group, asked in list(self.asked.items()):
             registered = len(self.cluster.group_nodes(group))
             if registered >= desired[group]:
                 del self.asked[group]
-            elif now - asked.at >= PROVISION_TIMEOUT:
+                self.backoff.succeeded(group)
+            elif now - asked.at >= PROVISION_TIMEOUT:  # not registered in 15 min: backed off
                 del self.asked[group]
-                self.backed_off[group] = now + BACKOFF
-                self._set(
-                    group, max(registered, self.groups[group].min)
-                )  # not registered in 15 min: backed off
+                self.backoff.fail(group, now)
+                self._set(group, max(registered, self.groups[group].min), desired, now)
 
     # --- scale-down ----------------------------------------------------------------------
 
-    def _scale_down(self, now: datetime, desired: dict[str, int]) -> None:
+    def _scale_down(self, now: datetime, desired: dict[str, int], scans: int = 1) -> None:
         nodes = {n["metadata"]["name"]: n for n in self.cluster.store.objects["nodes"].values()}
         pods_on: dict[str, list[dict[str, Any]]] = {name: [] for name in nodes}
         for found in self.cluster.store.objects["pods"].values():
             if found["spec"].get("nodeName") in pods_on:
                 pods_on[found["spec"]["nodeName"]].append(found)
         free = {  # each schedulable node's room, worked out once for every candidate
-            name: _free(node, pods_on[name])
+            name: _Place.of(node, pods_on[name])
             for name, node in nodes.items()
             if not node["spec"].get("unschedulable")
         }
@@ -340,12 +423,13 @@ class ReactiveBaseline:
             and _fit_elsewhere(pods_on[name], name, free)
         }
         self.unneeded = {n: self.unneeded.get(n, now) for n in unneeded}
-        if self.last_scale_up and now - self.last_scale_up < DELAY_AFTER_ADD:
+        if not self._may_scale_down(now):
             return
         due = sorted(
             (n for n, since in self.unneeded.items() if now - since >= UNNEEDED),
             key=lambda n: (bool(pods_on[n]), n),  # empty nodes first
         )
+        empty_left = MAX_EMPTY_BULK_DELETE * scans
         for name in due:
             group = self._group_of(nodes[name])
             if (
@@ -355,18 +439,45 @@ class ReactiveBaseline:
                 continue
             if pods_on[name] and self.draining:
                 continue  # one non-empty node at a time
+            if not pods_on[name]:
+                if empty_left <= 0:
+                    continue  # the next scan takes the next ten
+                empty_left -= 1
             self.draining[name] = group
+            self.drain_started[name] = now
             del self.unneeded[name]
         for name, group in list(self.draining.items()):
             if name not in nodes:
-                del self.draining[name]
+                self._stop_draining(name)
             elif self._drained(nodes[name], pods_on[name]):
                 instance_id = nodes[name]["spec"]["providerID"].rsplit("/", 1)[-1]
                 self.autoscaling.terminate_instance_in_auto_scaling_group(
                     InstanceId=instance_id, ShouldDecrementDesiredCapacity=True
                 )
                 desired[group] -= 1
-                del self.draining[name]
+                self._stop_draining(name)
+            elif gives_up(self.drain_started[name], now):
+                self._uncordon(nodes[name])
+                self._stop_draining(name)
+                self.last_failed_scale_down = now
+
+    def _may_scale_down(self, now: datetime) -> bool:
+        """Not within 10 minutes of a scale-up, nor 3 of a failed scale-down."""
+        return not (
+            (self.last_scale_up and now - self.last_scale_up < DELAY_AFTER_ADD)
+            or (
+                self.last_failed_scale_down
+                and now - self.last_failed_scale_down < DELAY_AFTER_FAILURE
+            )
+        )
+
+    def _stop_draining(self, name: str) -> None:
+        del self.draining[name]
+        del self.drain_started[name]
+
+    def _uncordon(self, node: dict[str, Any]) -> None:
+        node["spec"]["unschedulable"] = False
+        self.cluster.store.put("nodes", node)
 
     def _drained(self, node: dict[str, Any], pods: list[dict[str, Any]]) -> bool:
         """Cordons the node and evicts its pods, as a drain does; True once none is left.
@@ -388,8 +499,11 @@ class ReactiveBaseline:
         # Read from moto's store: a scan's describe call would cost more than the model.
         return {name: size for name, (size, _) in group_sizes(self.cluster.region).items()}
 
-    def _set(self, group: str, wanted: int) -> None:
+    def _set(self, group: str, wanted: int, desired: dict[str, int], now: datetime) -> None:
+        """The group's desired capacity, in AWS and in the scan's view of it."""
         self.autoscaling.set_desired_capacity(AutoScalingGroupName=group, DesiredCapacity=wanted)
+        desired[group] = wanted
+        self.updated[group] = now
 
     def _group_of(self, node: dict[str, Any]) -> str:
         instance = self.cluster.instances.get(node["spec"]["providerID"].rsplit("/", 1)[-1])
@@ -434,6 +548,17 @@ def _blocks_drain(pod: dict[str, Any], budgets: list[dict[str, Any]], flags: Dra
     if flags.local_storage and any("emptyDir" in v or "hostPath" in v for v in volumes):
         return True
     return annotations.get(SAFE_TO_EVICT) == "false"
+
+
+def launch_failed_since(activities: list[dict[str, Any]], since: datetime) -> bool:
+    """Whether a scaling activity listed (newest first) since `since` failed, as the AWS
+    provider's isNodeGroupAvailable reads them: it stops at the first one older."""
+    for activity in activities:
+        if activity["StartTime"] < since:
+            return False
+        if activity["StatusCode"] == "Failed":
+            return True
+    return False
 
 
 def _rank(group: str, ranked: list[list[str]]) -> int:
@@ -482,24 +607,117 @@ def _utilization(node: dict[str, Any], pods: list[dict[str, Any]]) -> float:
     )
 
 
-def _free(node: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[int, int]:
-    cpu, memory = quantities(node["status"]["allocatable"])
-    for found in pods:
-        used = requests(found)
-        cpu, memory = cpu - used[0], memory - used[1]
-    return cpu, memory
+def gives_up(started: datetime, now: datetime) -> bool:
+    """Whether a drain that began evicting at `started` has run out of time: Cluster
+    Autoscaler retries a refused eviction every 10 s for MaxPodEvictionTime (2 minutes),
+    then fails the node's deletion (core/scaledown/actuation/drain.go)."""
+    return now - started >= MAX_POD_EVICTION_TIME
 
 
-def _fit_elsewhere(pods: list[dict[str, Any]], name: str, free: dict[str, tuple[int, int]]) -> bool:
-    """Whether `pods` fit, first-fit, in the room the other schedulable nodes have."""
+@dataclass
+class _Place:
+    """What a node has left for pods that would move to it, as the scheduler's filters
+    that matter here judge it (NodeResourcesFit with pod slots and extended resources,
+    NodeAffinity with nodeSelector, TaintToleration): the baseline's own reading, so the
+    yardstick does not lean on nodescaler's."""
+
+    free: dict[str, int]  # cpu (millicores), memory (bytes), pods, extended resources
+    labels: dict[str, str]
+    taints: list[dict[str, str]]  # NoSchedule and NoExecute: the ones that filter
+
+    @classmethod
+    def of(cls, node: dict[str, Any], pods: list[dict[str, Any]]) -> _Place:
+        allocatable = node["status"]["allocatable"]
+        cpu, memory = quantities(allocatable)
+        free = {k: whole_units(v) for k, v in allocatable.items() if k not in ("cpu", "memory")}
+        place = cls(
+            free | {"cpu": cpu, "memory": memory},
+            node["metadata"].get("labels") or {},
+            [
+                t
+                for t in node["spec"].get("taints") or []
+                if t.get("effect", "NoSchedule") in ("NoSchedule", "NoExecute")
+            ],
+        )
+        for found in pods:
+            place.take(found)
+        return place
+
+    def fits(self, pod: dict[str, Any]) -> bool:
+        spec = pod["spec"]
+        return (
+            all(self.free.get(k, 0) >= n for k, n in _asks(pod).items())
+            and all(self.labels.get(k) == v for k, v in (spec.get("nodeSelector") or {}).items())
+            and _affinity_allows(spec, self.labels)
+            and all(_tolerated(t, spec.get("tolerations") or []) for t in self.taints)
+        )
+
+    def take(self, pod: dict[str, Any]) -> None:
+        for name, amount in _asks(pod).items():
+            self.free[name] = self.free.get(name, 0) - amount
+
+
+def _asks(pod: dict[str, Any]) -> dict[str, int]:
+    """What a pod takes of a node: a pod slot, its CPU, memory and other requests."""
+    cpu, memory = requests(pod)
+    asked = {"pods": 1, "cpu": cpu, "memory": memory}
+    for container in pod["spec"].get("containers", []):
+        for name, amount in (container.get("resources") or {}).get("requests", {}).items():
+            if name not in ("cpu", "memory"):
+                asked[name] = asked.get(name, 0) + whole_units(amount)
+    return asked
+
+
+def _tolerated(taint: dict[str, str], tolerations: list[dict[str, str]]) -> bool:
+    """A toleration matches a taint's effect (or all), its key (or all, with Exists and
+    no key) and, with Equal, its value (core/v1 Toleration.ToleratesTaint)."""
+    return any(
+        t.get("effect", "") in ("", taint.get("effect", "NoSchedule"))
+        and t.get("key", "") in ("", taint["key"])
+        and (t.get("key") or t.get("operator") == "Exists")
+        and (t.get("operator") == "Exists" or t.get("value", "") == taint.get("value", ""))
+        for t in tolerations
+    )
+
+
+def _affinity_allows(spec: dict[str, Any], labels: dict[str, str]) -> bool:
+    """The pod's required node affinity: one of its terms with every expression met."""
+    required = (
+        ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+        or {}
+    ).get("nodeSelectorTerms")
+    if not required:
+        return True
+    return any(
+        all(_meets(e, labels.get(e["key"])) for e in term.get("matchExpressions") or [])
+        for term in required
+    )
+
+
+def _meets(expression: dict[str, Any], value: str | None) -> bool:
+    """A node selector requirement (In, NotIn, Exists, DoesNotExist) on a label's value."""
+    operator: str = expression["operator"]
+    values: list[str] = expression.get("values") or []
+    if operator in ("In", "NotIn"):
+        return (value in values) == (operator == "In")
+    if operator in ("Exists", "DoesNotExist"):
+        return (value is not None) == (operator == "Exists")
+    return False  # Gt, Lt: no pod here asks for them
+
+
+def _fit_elsewhere(pods: list[dict[str, Any]], name: str, free: dict[str, _Place]) -> bool:
+    """Whether `pods` fit, first-fit, on the other schedulable nodes (each node's room
+    copied: every candidate is simulated on the cluster as it is)."""
     if not pods:
         return True
-    rooms = [[cpu, memory] for other, (cpu, memory) in free.items() if other != name]
+    places = [
+        _Place(dict(p.free), p.labels, p.taints) for other, p in free.items() if other != name
+    ]
     for found in pods:
-        cpu, memory = requests(found)
-        room = next((r for r in rooms if r[0] >= cpu and r[1] >= memory), None)
-        if room is None:
+        place = next((p for p in places if p.fits(found)), None)
+        if place is None:
             return False
-        room[0] -= cpu
-        room[1] -= memory
+        place.take(found)
     return True

@@ -158,6 +158,11 @@ class SimulatedCluster:
             if not self.instances[n["spec"]["providerID"].rsplit("/", 1)[-1]].held
         )
 
+    def held(self, group: str) -> int:
+        """Instances of the group a lifecycle hook holds in Terminating:Wait: out of
+        service, still running and billed by EC2."""
+        return sum(1 for i in self.instances.values() if i.group == group and i.held)
+
     def schedule(self, now: datetime) -> int:
         """One scheduling pass (see the module's docstring); returns the pods left pending."""
         with self.store.lock:

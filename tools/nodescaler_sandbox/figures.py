@@ -110,9 +110,13 @@ def _overall_and_by_group(figures: Iterable[tuple[PodRecord, float]]) -> dict[st
 
 
 def node_hours(rows: Iterable[Mapping[str, Any]]) -> float:
-    """Nodes in service, minute by minute, and what warm pools cost (their instances
-    initialising, and those waiting at their state's share), in hours."""
-    minutes = sum(float(r["in_service"]) + float(r.get("warm_billed", 0)) for r in rows)
+    """Nodes in service, minute by minute, the instances a lifecycle hook holds while
+    they drain (running in Terminating:Wait, billed), and what warm pools cost (their
+    instances initialising, and those waiting at their state's share), in hours."""
+    minutes = sum(
+        float(r["in_service"]) + float(r.get("held", 0)) + float(r.get("warm_billed", 0))
+        for r in rows
+    )
     return round(minutes / 60, 2)
 
 

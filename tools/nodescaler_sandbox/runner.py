@@ -306,6 +306,7 @@ def _observe(world: World, decisions: Decisions | None, minute: int) -> list[dic
             "group": group.name,
             "desired": desired[group.name],
             "in_service": world.cluster.ready_nodes(group.name),
+            "held": world.cluster.held(group.name),  # drained before they go, still billed
             # its warm pool: instances waiting, and what the pool costs in running instances
             "warm": pools.waiting(group.name, now),
             "warm_billed": round(pools.billed(group.name, now), 3),

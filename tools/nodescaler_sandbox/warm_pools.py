@@ -11,10 +11,9 @@ fills: the sandbox keeps each pool's instances as Auto Scaling does.
   initialising when its initialisation ends and then a warm boot; with the pool empty,
   a cold boot. Instances leaving the group on a scale-in terminate (no
   InstanceReusePolicy).
-- Billing: a Stopped or Hibernated instance pays for its volumes, not its compute:
-  `WAITING_COST` of a running one (a 100 GiB gp3 volume is about 1.5 % of an m5.4xlarge's
-  hourly price; 5 % covers larger volumes and a hibernated one's memory image). A Running
-  pool pays in full.
+- Billing: a Stopped instance pays for its root volume, not its compute; a Hibernated one
+  for its root volume and the image of its memory on it (`waiting_share`: about 0.3 % of
+  an m5.4xlarge's hourly price stopped, 1.2 % hibernated). A Running pool pays in full.
 """
 
 from __future__ import annotations
@@ -24,7 +23,35 @@ from datetime import datetime, timedelta
 
 from nodescaler_sandbox.provision import moto_groups
 
-WAITING_COST = {"Stopped": 0.05, "Hibernated": 0.05, "Running": 1.0}
+# A waiting instance's volume: gp3 at $0.088 a GB-month in eu-west-1, the sandbox's region
+# (https://aws.amazon.com/ebs/pricing/), a month being 730 hours; 20 GiB, the root volume
+# EKS gives a node by default (diskSize, https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html).
+GP3_PER_GIB_HOUR = 0.088 / 730
+ROOT_VOLUME_GIB = 20
+# Linux on-demand $ an hour in eu-west-1 and memory (GiB) of the instance types the
+# scenarios use (https://aws.amazon.com/ec2/pricing/on-demand/)
+ON_DEMAND = {
+    "m5.large": (0.107, 8),
+    "m5.xlarge": (0.214, 16),
+    "m5.4xlarge": (0.856, 64),
+    "c5.xlarge": (0.192, 8),
+    "c5.4xlarge": (0.768, 32),
+    "g5.xlarge": (1.123, 16),
+}
+
+
+def waiting_share(state: str, instance_type: str) -> float:
+    """What a warm instance in `state` costs, as a share of the same instance running."""
+    if state == "Running":
+        return 1.0
+    if instance_type not in ON_DEMAND:
+        raise ValueError(
+            f"warm pool of {instance_type} instances: no price known for it "
+            "(add it to nodescaler_sandbox.warm_pools.ON_DEMAND)"
+        )
+    price, memory_gib = ON_DEMAND[instance_type]
+    volume = ROOT_VOLUME_GIB + (memory_gib if state == "Hibernated" else 0)
+    return volume * GP3_PER_GIB_HOUR / price
 
 
 @dataclass
@@ -35,7 +62,7 @@ class WarmPools:
     boot: timedelta  # a cold boot: what initialising a warm instance takes
     warm_boot: timedelta  # from the pool to a Ready node
     pools: dict[str, list[datetime]] = field(default_factory=dict)  # group → ready times
-    states: dict[str, str] = field(default_factory=dict)  # group → the pool's state
+    shares: dict[str, float] = field(default_factory=dict)  # group → `waiting_share`
 
     def refill(self, now: datetime) -> None:
         """Each pool to its size, as Auto Scaling keeps it."""
@@ -44,7 +71,7 @@ class WarmPools:
             if configured is None:
                 self.pools.pop(name, None)
                 continue
-            self.states[name] = configured.pool_state
+            self.shares[name] = waiting_share(configured.pool_state, group.instance_type)
             pool = self.pools.setdefault(name, [])
             size = pool_size(
                 configured.min_size,
@@ -75,7 +102,7 @@ class WarmPools:
         waiting at their state's share."""
         pool = self.pools.get(group, ())
         waiting = self.waiting(group, now)
-        share = WAITING_COST.get(self.states.get(group, "Stopped"), 1.0)
+        share = self.shares.get(group, 1.0)
         return (len(pool) - waiting) + waiting * share
 
 

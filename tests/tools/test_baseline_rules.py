@@ -1,0 +1,231 @@
+"""The Cluster Autoscaler baseline's rules, each on a hand-made case whose answer Cluster
+Autoscaler's source or FAQ (shared/reference) gives: its node-group backoff, how it reads
+a failed launch on AWS, how many empty nodes a scan deletes, when a drain gives up, and
+which nodes' pods it believes can move. AWS through moto, the cluster in the sandbox's
+API server store."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from nodescaler_sandbox.baseline import (
+    MAX_EMPTY_BULK_DELETE,
+    Backoff,
+    GroupSpec,
+    ReactiveBaseline,
+    _fit_elsewhere,
+    _Place,
+    launch_failed_since,
+)
+from nodescaler_sandbox.cluster import SimulatedCluster
+from nodescaler_sandbox.kube.apiserver import Cluster
+from nodescaler_sandbox.provision import create_group, group_sizes, launch_configuration
+
+from tests.aws import REGION, aws, client  # noqa: F401  (moto for the tests that ask)
+from tests.kube import node, pdb, pod
+
+T0 = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
+
+
+# --- backoff: utils/backoff/exponential_backoff.go, with CA's default flags -------------
+
+
+def test_a_failure_after_the_backoff_ended_doubles_it_up_to_30_minutes() -> None:
+    # Given failures each after the last backoff ended (--initial-node-group-backoff-duration
+    # 5m, --max-node-group-backoff-duration 30m), then each backoff doubles, up to 30
+    backoff = Backoff()
+    ends = []
+    at = T0
+    for _ in range(5):
+        until = backoff.fail("spot-ng", at)
+        ends.append(round((until - at) / MINUTE))
+        at = until + MINUTE  # the next failure once the backoff is over
+    assert ends == [5, 10, 20, 30, 30]
+
+
+def test_a_failure_during_the_backoff_does_not_lengthen_it() -> None:
+    # "Multiple concurrent scale-ups failing shouldn't cause backoff duration to increase"
+    backoff = Backoff()
+    backoff.fail("spot-ng", T0)
+    assert backoff.fail("spot-ng", T0 + 2 * MINUTE) == T0 + 7 * MINUTE
+    assert backoff.active("spot-ng", T0 + 6 * MINUTE)
+    assert not backoff.active("spot-ng", T0 + 7 * MINUTE)
+
+
+def test_3_hours_without_failure_or_a_completed_scale_up_restart_it_at_5_minutes() -> None:
+    # RemoveStaleBackoffData after --node-group-backoff-reset-timeout (3h); RemoveBackoff
+    # when a scale-up finishes (clusterstate.go, updateScaleRequests)
+    backoff = Backoff()
+    backoff.fail("spot-ng", T0)
+    later = T0 + timedelta(hours=3, minutes=1)
+    backoff.forget_stale(later)
+    assert backoff.fail("spot-ng", later) == later + 5 * MINUTE
+    backoff.fail("spot-ng", later + 10 * MINUTE)  # would be 10 minutes
+    backoff.succeeded("spot-ng")
+    assert backoff.fail("spot-ng", later + 30 * MINUTE) == later + 35 * MINUTE
+
+
+# --- a failed launch: cloudprovider/aws/auto_scaling_groups.go, isNodeGroupAvailable ---
+
+
+def activity(minute: int, status: str) -> dict[str, Any]:
+    return {"StartTime": T0 + minute * MINUTE, "StatusCode": status}
+
+
+@pytest.mark.parametrize(
+    ("activities", "failed"),
+    [
+        ([activity(3, "Failed")], True),  # since the group was last set (minute 2)
+        ([activity(2, "Failed")], True),  # at the same instant: not before it
+        ([activity(1, "Failed")], False),  # before it: an old failure
+        ([activity(4, "Successful"), activity(3, "Failed")], True),  # newest first
+        ([activity(4, "Successful"), activity(1, "Failed")], False),  # stops at the first older
+        ([], False),
+    ],
+)
+def test_a_failed_scaling_activity_counts_only_since_the_group_was_last_set(
+    activities: list[dict[str, Any]], failed: bool
+) -> None:
+    assert launch_failed_since(activities, T0 + 2 * MINUTE) is failed
+
+
+# --- scale-down, on a cluster of moto's instances -----------------------------------------
+
+
+def a_group_of(size: int) -> tuple[SimulatedCluster, ReactiveBaseline]:
+    """`size` Ready nodes of one group (min 0), none of them a pod's, and the baseline
+    scaling it."""
+    autoscaling = client("autoscaling")
+    launch_configuration(autoscaling, "web-lc", "m5.xlarge")
+    create_group(
+        autoscaling, "web", region=REGION, tags={}, desired=size, launch_configuration="web-lc"
+    )
+    cluster = SimulatedCluster(
+        Cluster(), MINUTE, shapes={"web": {"cpu": "4", "memory": "16Gi", "pods": "110"}}
+    )
+    cluster.region = REGION
+    cluster.sync(T0 - 30 * MINUTE, holds=lambda _: False)
+    cluster.sync(T0 - 20 * MINUTE, holds=lambda _: False)  # booted: Ready nodes
+    spec = GroupSpec(0, 100, {"cpu": "4", "memory": "16Gi"}, {})
+    baseline = ReactiveBaseline(cluster, autoscaling, {"web": spec}, expanders=[])
+    return cluster, baseline
+
+
+def desired() -> int:
+    return group_sizes(REGION)["web"][0]
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_scan_deletes_at_most_10_empty_nodes() -> None:
+    # the FAQ ("How does scale-down work?"): empty nodes "can be terminated in bulk, up to
+    # 10 nodes at a time (configurable by --max-empty-bulk-delete flag)"
+    # Given 12 empty nodes unneeded for 11 minutes, when one scan runs, then 10 go
+    cluster, baseline = a_group_of(12)
+    names = [n["metadata"]["name"] for n in cluster.store.objects["nodes"].values()]
+    baseline.unneeded = dict.fromkeys(names, T0 - 11 * MINUTE)
+    baseline.act(T0)  # one scan
+    assert desired() == 12 - MAX_EMPTY_BULK_DELETE
+    baseline.act(T0 + timedelta(seconds=10))  # the next scan takes the rest
+    assert desired() == 0
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_drain_a_budget_blocks_gives_up_after_2_minutes_and_uncordons() -> None:
+    # the FAQ ("Does CA work with PodDisruptionBudget in scale-down?"): it evicts "retrying,
+    # if needed, for up to 2 min ... If one of the evictions fails, the node is saved and it
+    # is not terminated"; core/scaledown/actuation/drain.go: MaxPodEvictionTime 2 minutes
+    # Given a due node whose pod a budget keeps, when 2 minutes of retries pass, then the
+    # node is uncordoned and kept, and scale-down rests
+    cluster, baseline = a_group_of(2)
+    kept, other = sorted(n["metadata"]["name"] for n in cluster.store.objects["nodes"].values())
+    cluster.store.put("pods", pod("db-0", kept, labels={"app": "db"}))
+    cluster.store.put("poddisruptionbudgets", pdb("db", {"app": "db"}, maxUnavailable=0))
+    baseline.unneeded = {kept: T0 - 11 * MINUTE, other: T0}  # only `kept` is due
+    baseline.act(T0)
+    assert cluster.store.objects["nodes"][("", kept)]["spec"]["unschedulable"] is True
+    baseline.act(T0 + MINUTE)
+    assert kept in baseline.draining  # still retrying
+    baseline.act(T0 + 2 * MINUTE)
+    assert kept not in baseline.draining
+    assert cluster.store.objects["nodes"][("", kept)]["spec"]["unschedulable"] is False
+    assert desired() == 2
+    assert cluster.store.objects["pods"][("default", "db-0")]["spec"]["nodeName"] == kept
+    baseline.act(T0 + 3 * MINUTE)  # --scale-down-delay-after-failure: 3 minutes of rest
+    assert cluster.store.objects["nodes"][("", kept)]["spec"]["unschedulable"] is False
+
+
+# --- can the pods move? simulator: the scheduler's filters, not CPU and memory alone -----
+
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+
+
+def places(*nodes: tuple[dict[str, Any], list[dict[str, Any]]]) -> dict[str, _Place]:
+    return {n["metadata"]["name"]: _Place.of(n, pods) for n, pods in nodes}
+
+
+def gpu_pod(name: str) -> dict[str, Any]:
+    found = pod(name, "gpu-a", spec={"tolerations": [GPU_TAINT | {"operator": "Equal"}]})
+    found["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "1"
+    return found
+
+
+@pytest.mark.parametrize(
+    ("moving", "destination", "fits"),
+    [
+        # plenty of CPU and memory on the other node, but ...
+        (pod("web", "a"), node("b"), True),
+        (pod("web", "a"), node("b", pods="1"), False),  # no pod slot left (b runs one)
+        (gpu_pod("train"), node("b"), False),  # no GPU there
+        (gpu_pod("train"), node("b", taints=[GPU_TAINT]) | {}, False),  # a taint, no GPU
+        (pod("web", "a", spec={"nodeSelector": {"team": "blue"}}), node("b"), False),
+        (
+            pod("web", "a", spec={"nodeSelector": {"team": "blue"}}),
+            node("b", labels={"team": "blue"}),
+            True,
+        ),
+        (pod("web", "a"), node("b", taints=[GPU_TAINT]), False),  # a taint it cannot tolerate
+        (
+            pod(
+                "web",
+                "a",
+                spec={
+                    "affinity": {
+                        "nodeAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": {
+                                "nodeSelectorTerms": [
+                                    {
+                                        "matchExpressions": [
+                                            {"key": "zone", "operator": "In", "values": ["1a"]}
+                                        ]
+                                    }
+                                ]
+                            }
+                        }
+                    }
+                },
+            ),
+            node("b", labels={"zone": "1b"}),
+            False,
+        ),
+    ],
+)
+def test_a_pod_moves_only_to_a_node_every_filter_passes(
+    moving: dict[str, Any], destination: dict[str, Any], fits: bool
+) -> None:
+    # simulator/cluster.go (RemovalSimulator, findPlaceFor): a pod can move to a node the
+    # scheduler framework's filters pass (NodeResourcesFit, NodeAffinity, TaintToleration)
+    already_there = [pod("other", "b", cpu="100m", memory="100Mi")]
+    rooms = places((node("a"), [moving]), (destination, already_there))
+    assert _fit_elsewhere([moving], "a", rooms) is fits
+
+
+def test_a_gpu_pod_moves_to_a_tainted_gpu_node_with_a_gpu_free() -> None:
+    gpu_node = node("gpu-b", taints=[GPU_TAINT])
+    gpu_node["status"]["allocatable"]["nvidia.com/gpu"] = "1"
+    rooms = places((node("gpu-a"), [gpu_pod("train")]), (gpu_node, []))
+    assert _fit_elsewhere([gpu_pod("train")], "gpu-a", rooms) is True
+    rooms = places((node("gpu-a"), [gpu_pod("t1")]), (gpu_node, [gpu_pod("t2")]))
+    assert _fit_elsewhere([gpu_pod("t1")], "gpu-a", rooms) is False  # its GPU is taken
