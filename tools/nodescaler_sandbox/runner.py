@@ -2,7 +2,8 @@
 handlers, on the events AWS would send) and once by the reactive baseline in the manner
 of Cluster Autoscaler; then writes what happened under `out/demo/<scenario>/`:
 - `timeline.txt` (also printed): time, group, metrics against targets, current → desired, why;
-- `summary.json`: both runs' figures side by side (`figures`: node-hours, pod waits and
+- `summary.json`: the limit (`oracle`: node-hours of capacity that follows the pods), and
+  both runs' figures side by side (`figures`: node-hours and idle node-hours, pod waits and
   Ready times, each group's demand-to-scale-request time, evictions and pods killed,
   budget-short minutes, Auto Scaling writes, sizes; see scenarios/README.md);
 - `chart.png` (`chart`): a panel for each group's nodes, each of its metrics, and the
@@ -614,6 +615,10 @@ def _side_by_side(summary: dict[str, Any]) -> str:
     def line(label: str, mine: Any, other: Any) -> None:
         lines.append(f"   {label:<52} {_cell(mine):>14} {_cell(other):>14}")
 
+    lines.append(
+        f"   {'oracle_node_hours (capacity that follows the pods)':<52} "
+        f"{_cell(summary.get('oracle_node_hours')):>14}"
+    )
     for key, value in ours.items():
         if isinstance(value, int | float) or value is None:
             line(key, value, theirs.get(key))
