@@ -5,15 +5,25 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodescaler_sandbox import comparison
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
-def summary(name: str, hours: tuple[float, float], waits: tuple[int, int]) -> dict[str, Any]:
-    def run(node_hours: float, pod_minutes: int, p99: float | None) -> dict[str, Any]:
+
+def summary(
+    name: str,
+    hours: tuple[float, float],
+    waits: tuple[int, int],
+    idle: tuple[float, float] = (1.5, 2.5),
+    oracle: float = 7.25,
+) -> dict[str, Any]:
+    def run(node_hours: float, pod_minutes: int, p99: float | None, idle: float) -> dict[str, Any]:
         return {
             "node_hours": node_hours,
+            "idle_node_hours": idle,
             "unschedulable_pod_minutes": pod_minutes,
             "pod_wait_minutes": {"overall": {"p99": p99}},
             "pods_killed_with_their_instance": 0,
@@ -23,8 +33,9 @@ def summary(name: str, hours: tuple[float, float], waits: tuple[int, int]) -> di
 
     return {
         "scenario": name,
-        comparison.NODESCALER: run(hours[0], waits[0], 3.0 if waits[0] else None),
-        comparison.BASELINE: run(hours[1], waits[1], 18.0),
+        "oracle_node_hours": oracle,
+        comparison.NODESCALER: run(hours[0], waits[0], 3.0 if waits[0] else None, idle[0]),
+        comparison.BASELINE: run(hours[1], waits[1], 18.0, idle[1]),
     }
 
 
@@ -38,9 +49,85 @@ def test_a_row_a_scenario_with_both_figures_and_their_ratios() -> None:
     rows = comparison.rows(
         [summary("burst", (190, 200), (7200, 7200)), summary("night", (12.62, 10.8), (0, 72))]
     )
+    NEW = ["1.5 / 2.5", "7.25"]  # noqa: N806  idle node-hours (ns / CA), the oracle's
     assert rows == [
-        ["burst", "190 / 200", "0.95", "7200 / 7200", "1.00", "3 / 18", "- / 0.5", "0 · 0"],
-        ["night", "12.62 / 10.8", "1.17", "0 / 72", "0.00", "- / 18", "- / 0.5", "0 · 0"],
+        ["burst", "190 / 200", "0.95", "7200 / 7200", "1.00", "3 / 18", "- / 0.5", "0 · 0", *NEW],
+        ["night", "12.62 / 10.8", "1.17", "0 / 72", "0.00", "- / 18", "- / 0.5", "0 · 0", *NEW],
+    ]
+
+
+def cells_of(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def test_the_table_gives_both_runs_idle_node_hours_and_the_oracles_node_hours() -> None:
+    # Given a scenario where nodescaler left 3.2 node-hours idle, the baseline 0.8, and
+    # capacity following the pods would have taken 9.5
+    text = comparison.markdown([summary("web", (12, 10), (0, 72), idle=(3.2, 0.8), oracle=9.5)])
+    header, _, row = text.splitlines()[2:5]
+    cells = dict(zip(cells_of(header), cells_of(row), strict=True))
+    # Then the table says so, in columns of their own
+    assert cells["idle node-hours (ns / CA)"] == "3.2 / 0.8"
+    assert cells["oracle node-hours"] == "9.5"
+
+
+def panels(*summaries: dict[str, Any]) -> list[Axes]:
+    figure = comparison.pareto_figure(list(summaries))
+    return [ax for ax in figure.axes if ax.axison]
+
+
+def point(ax: Axes, label: str) -> tuple[float, float]:
+    (found,) = [line for line in ax.get_lines() if line.get_label() == label]
+    ((x, y),) = found.get_xydata()
+    return float(x), float(y)
+
+
+NS, CA, ORACLE = (
+    comparison.RUNS[comparison.NODESCALER][0],
+    comparison.RUNS[comparison.BASELINE][0],
+    comparison.ORACLE[0],
+)
+
+
+def test_every_scenario_has_a_panel_titled_with_its_name() -> None:
+    names = [f"{n}-scenario-with-a-long-name" for n in range(1, 17)]
+    axes = panels(*(summary(name, (10, 10), (5, 5)) for name in names))
+    # Then each of the 16 is named on its own panel, none left to overlapping labels
+    assert [ax.get_title(loc="left") for ax in axes] == names
+
+
+def test_a_run_whose_pods_never_waited_is_drawn_at_zero_not_clipped() -> None:
+    # Given nodescaler with no pod-minutes waiting (a ratio of 0 to the baseline's 72)
+    (ax,) = panels(summary("night", (12.62, 10.8), (0, 72), idle=(3.2, 0.8), oracle=9.5))
+    # Then its point is at 0 on the y axis, inside the panel
+    assert point(ax, NS) == (12.62, 0.0)
+    assert ax.get_ylim()[0] == 0.0
+    assert point(ax, CA) == (10.8, 72.0)
+    # and the oracle, which never lets a pod wait, on the x axis at its node-hours
+    assert point(ax, ORACLE) == (9.5, 0.0)
+    assert ax.get_xlim()[0] == 0.0 and ax.get_xlim()[1] > 12.62
+
+
+def test_each_runs_idle_node_hours_is_a_bar_to_its_left() -> None:
+    (ax,) = panels(summary("night", (12.62, 10.8), (0, 72), idle=(3.2, 0.8), oracle=9.5))
+    bars = sorted(
+        tuple(map(tuple, segment.round(2).tolist()))
+        for collection in ax.collections
+        for segment in collection.get_segments()
+    )
+    # Then from what some pod requested to what was billed, at the run's waits
+    assert bars == [((9.42, 0.0), (12.62, 0.0)), ((10.0, 72.0), (10.8, 72.0))]
+
+
+def test_a_tuned_baseline_is_drawn_when_the_summary_has_it() -> None:
+    tuned = summary("web", (12, 10), (0, 72)) | {
+        comparison.TUNED: {"node_hours": 11.0, "unschedulable_pod_minutes": 8}
+    }
+    (ax,) = panels(tuned)
+    assert point(ax, comparison.RUNS[comparison.TUNED][0]) == (11.0, 8.0)
+    (without,) = panels(summary("web", (12, 10), (0, 72)))
+    assert comparison.RUNS[comparison.TUNED][0] not in [
+        line.get_label() for line in without.get_lines()
     ]
 
 

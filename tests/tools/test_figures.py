@@ -11,7 +11,9 @@ from nodescaler_sandbox.figures import (
     budget_short_minutes,
     demand_to_scale_request,
     disruption,
+    dominant_share,
     fit_no_group,
+    idle_node_hours,
     longest,
     metric_to_scale_request,
     node_hours,
@@ -185,3 +187,39 @@ def test_node_hours_bill_the_instances_a_lifecycle_hook_holds() -> None:
     # (https://docs.aws.amazon.com/autoscaling/ec2/userguide/lifecycle-hooks-overview.html)
     rows = [{"minute": m, "in_service": 2, "held": 1} for m in range(60)]
     assert node_hours(rows) == 3.0
+
+
+def minute_rows(n: int, **row: float) -> list[dict[str, Any]]:
+    return [{"minute": m, "group": "ng", "pending_pods": 0, **row} for m in range(n)]
+
+
+def test_a_node_half_requested_for_an_hour_is_half_a_node_hour_idle() -> None:
+    # Given one node in service for 60 minutes, its pods asking half its CPU (and less
+    # of its memory)
+    used = dominant_share({"cpu": 2000, "memory": 2 * 2**30}, {"cpu": 4000, "memory": 8 * 2**30})
+    rows = minute_rows(60, in_service=1, used_nodes=used)
+    # Then half a node-hour was paid for and asked for by no pod
+    assert idle_node_hours(rows) == 0.5
+
+
+def test_the_resource_most_asked_for_says_how_full_a_node_is() -> None:
+    # Given pods asking a quarter of a node's CPU and three quarters of its memory
+    node = {"cpu": 4000, "memory": 8 * 2**30}
+    assert dominant_share({"cpu": 1000, "memory": 6 * 2**30}, node) == 0.75
+    # or its one GPU: the node holds no more GPU pods, it is full
+    gpu = dominant_share({"cpu": 100, "nvidia.com/gpu": 1}, node | {"nvidia.com/gpu": 1})
+    assert gpu == 1.0
+    # and an empty node is empty
+    assert dominant_share({}, node) == 0.0
+
+
+def test_an_empty_node_and_a_warm_pool_are_idle_at_what_they_are_billed() -> None:
+    # Given an empty node for an hour, and a warm pool billed at a twentieth of a node
+    rows = minute_rows(60, in_service=1, used_nodes=0, warm_billed=0.05)
+    # Then all of it is idle: the node, and the pool at its share
+    assert idle_node_hours(rows) == 1.05
+
+
+def test_a_full_node_is_not_idle() -> None:
+    rows = minute_rows(120, in_service=2, used_nodes=2)
+    assert idle_node_hours(rows) == 0.0

@@ -1,12 +1,15 @@
 """After a run of scenarios, the two outcomes users feel, side by side: what the nodes
-cost (node-hours) and how long pods waited for one (unschedulable pod-minutes), under
-nodescaler and under the Cluster Autoscaler baseline.
+cost (node-hours, and of them the idle: requested by no pod) and how long pods waited for
+one (unschedulable pod-minutes), under nodescaler and under the Cluster Autoscaler
+baseline, against the limit (the oracle: capacity that follows the pods exactly).
 
 - `summary.md`: a row a scenario with both figures, their ratios (nodescaler / baseline:
-  below 1 is better), the p99 wait of pods that waited, and what should always be 0.
-- `pareto.png`: a point a scenario at (node-hours ratio, pod-minutes ratio), on log axes:
-  left of 1 costs less, below 1 waits less; the shaded corner is the goal (no worse on
-  either, twice as good on one).
+  below 1 is better), the p99 wait of pods that waited, what should always be 0, both
+  runs' idle node-hours and the oracle's node-hours.
+- `pareto.png`: a panel a scenario, named in its title, on linear axes from zero (a run
+  whose pods never waited sits on the axis): each run a point at (node-hours,
+  unschedulable pod-minutes), a bar left of it as long as its idle node-hours, and the
+  oracle at (its node-hours, 0).
 """
 
 from __future__ import annotations
@@ -14,9 +17,26 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 NODESCALER, BASELINE = "nodescaler", "cluster-autoscaler-baseline"
+TUNED = "cluster-autoscaler-tuned"  # drawn when a summary has it
+# each run as the chart draws it: label, colour, marker
+RUNS = {
+    NODESCALER: ("nodescaler", "#1f4e9c", "o"),
+    BASELINE: ("Cluster Autoscaler baseline (defaults)", "#555555", "s"),
+    TUNED: ("Cluster Autoscaler tuned", "#ff7f0e", "D"),
+}
+IDLE_LABEL, IDLE_ALPHA = "idle node-hours: the bar to a run's left", 0.35
+ORACLE = ("oracle (capacity that follows the pods; no waits)", "#2ca02c", "*")
+PANEL_COLUMNS = 4
+PANEL_INCHES = (3.6, 3.0)  # width, height
+MIN_WIDTH_INCHES = 11.0  # room for the title and the legend, however few the panels
+BAR_OFFSET_POINTS = {NODESCALER: 3.5, BASELINE: 0.0, TUNED: -3.5}  # idle bars side by side
 COLUMNS = (
     "scenario",
     "node-hours (ns / CA)",
@@ -26,6 +46,8 @@ COLUMNS = (
     "p99 wait, min (ns / CA)",
     "evictions a removed node (ns / CA)",
     "killed · budget-short min",
+    "idle node-hours (ns / CA)",
+    "oracle node-hours",
 )
 
 
@@ -43,6 +65,10 @@ def _p99(figures: Mapping[str, Any]) -> str:
 
 def _per_node(figures: Mapping[str, Any]) -> str:
     value = figures.get("evictions_per_removed_node")
+    return "-" if value is None else f"{value:g}"
+
+
+def _figure(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
@@ -67,6 +93,9 @@ def rows(summaries: Sequence[Mapping[str, Any]]) -> list[list[str]]:
                 f"{_per_node(ours)} / {_per_node(theirs)}",
                 f"{ours['pods_killed_with_their_instance']} · "
                 f"{ours['disruption_budget_short_minutes']}",
+                f"{_figure(ours.get('idle_node_hours'))} / "
+                f"{_figure(theirs.get('idle_node_hours'))}",
+                _figure(summary.get("oracle_node_hours")),
             ]
         )
     return table
@@ -85,55 +114,22 @@ def markdown(summaries: Sequence[Mapping[str, Any]]) -> str:
         "that waited for a node, from creation to binding. evictions a removed node: pods "
         "evicted for each node a scale-in took. killed: pods that went with "
         "their instance, never evicted; budget-short: minutes a disruption budget had too "
-        "few healthy pods (nodescaler's run). Each scenario's own figures: "
+        "few healthy pods (nodescaler's run). idle node-hours: capacity billed that no pod "
+        "requested (each node's unrequested share of its most requested resource). oracle: "
+        "the node-hours of capacity that follows the pods exactly, every minute the nodes "
+        "first-fit decreasing packs the pods then existing onto, no boot delay (an upper "
+        "bound on the true fewest). Each scenario's own figures: "
         "`out/demo/<scenario>/summary.json`.\n"
     )
 
 
 def pareto(path: Path, summaries: Sequence[Mapping[str, Any]]) -> Path:
-    """A point a scenario at (node-hours ratio, pod-minutes ratio), log axes."""
+    """A panel a scenario (`pareto_figure`), written as a PNG."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(7.5, 6), dpi=100, layout="constrained")
+    figure = pareto_figure(summaries)
     FigureCanvasAgg(figure)
     try:
-        ax = figure.add_subplot()
-        points = []
-        for summary in summaries:
-            ours, theirs = summary[NODESCALER], summary[BASELINE]
-            x = ratio(ours["node_hours"], theirs["node_hours"])
-            y = ratio(ours["unschedulable_pod_minutes"], theirs["unschedulable_pod_minutes"])
-            points.append((summary["scenario"], _finite(x), _finite(y)))
-        xs = [x for _, x, _ in points] or [1.0]
-        ys = [y for _, _, y in points] or [1.0]
-        low = min([0.1, *xs, *ys]) / 1.5
-        high = max([10.0, *xs, *ys]) * 1.5
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlim(low, high)
-        ax.set_ylim(low, high)
-        # The goal: no worse on either axis, and twice as good on one.
-        ax.fill_between([low, 0.5], low, 1, color="#2ca02c", alpha=0.12, linewidth=0)
-        ax.fill_between(
-            [0.5, 1],
-            low,
-            0.5,
-            color="#2ca02c",
-            alpha=0.12,
-            linewidth=0,
-            label="goal: no worse on both, 2× better on one",
-        )
-        ax.axvline(1, color="#888888", linewidth=1)
-        ax.axhline(1, color="#888888", linewidth=1)
-        for name, x, y in points:
-            ax.plot([x], [y], marker="o", color="#1f4e9c", markersize=7)
-            ax.annotate(name, (x, y), textcoords="offset points", xytext=(6, 5), fontsize=9)
-        ax.set_xlabel("node-hours, nodescaler / Cluster Autoscaler baseline (left: cheaper)")
-        ax.set_ylabel("unschedulable pod-minutes, nodescaler / baseline (down: shorter waits)")
-        ax.set_title("Cost and wait against the Cluster Autoscaler baseline", fontweight="bold")
-        ax.grid(True, which="both", color="#eeeeee")
-        ax.legend(loc="upper right", fontsize=8, frameon=False)
         path.parent.mkdir(parents=True, exist_ok=True)
         figure.savefig(path, format="png")
     finally:
@@ -141,9 +137,105 @@ def pareto(path: Path, summaries: Sequence[Mapping[str, Any]]) -> Path:
     return path
 
 
-def _finite(value: float) -> float:
-    """Infinity (the baseline had none, nodescaler some) at 100, and 0 at 0.01, on the chart."""
-    return 100.0 if math.isinf(value) else max(value, 0.01)
+def pareto_figure(summaries: Sequence[Mapping[str, Any]]) -> Figure:
+    """Each scenario on a panel of its own, titled with its name: every run at
+    (node-hours, unschedulable pod-minutes), its idle node-hours a bar to its left (from
+    the node-hours some pod requested to those billed), and the oracle on the x axis.
+    Linear axes from zero: a figure of zero is drawn at zero."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    columns = max(1, min(PANEL_COLUMNS, len(summaries)))
+    rows_ = max(1, math.ceil(len(summaries) / columns))
+    figure = Figure(
+        figsize=(max(PANEL_INCHES[0] * columns, MIN_WIDTH_INCHES), PANEL_INCHES[1] * rows_ + 1.2),
+        dpi=100,
+        layout="constrained",
+    )
+    axes = figure.subplots(rows_, columns, squeeze=False).flatten()
+    for ax, summary in zip(axes, summaries, strict=False):
+        _scenario_panel(ax, summary, figure)
+    for ax in axes[len(summaries) :]:
+        ax.axis("off")
+    entries: dict[str, Any] = {}  # label → handle, over every panel (a run some lack)
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    entries[IDLE_LABEL] = Line2D([], [], color="#888888", linewidth=3, alpha=IDLE_ALPHA)
+    figure.legend(
+        list(entries.values()),
+        list(entries),
+        loc="outside lower center",
+        ncols=2,
+        fontsize=9,
+        frameon=False,
+    )
+    figure.suptitle(
+        "Cost and wait in each scenario: node-hours across (left: cheaper), "
+        "unschedulable pod-minutes up (down: shorter waits)",
+        fontweight="bold",
+    )
+    figure.supylabel("unschedulable pod-minutes", fontsize=10)
+    return figure
+
+
+def _scenario_panel(ax: Axes, summary: Mapping[str, Any], figure: Figure) -> None:
+    from matplotlib.transforms import offset_copy
+
+    xs, ys = [0.0], [0.0]
+    for key, (label, colour, marker) in RUNS.items():
+        run = summary.get(key)
+        if run is None:
+            continue
+        x, y = float(run["node_hours"]), float(run["unschedulable_pod_minutes"])
+        idle = run.get("idle_node_hours")
+        if idle is not None:
+            # a few points above or below the run's waits, so equal bars don't hide each other
+            shift = offset_copy(ax.transData, figure, y=BAR_OFFSET_POINTS[key], units="points")
+            ax.hlines(y, x - idle, x, colors=colour, linewidth=3, alpha=IDLE_ALPHA, transform=shift)
+        _point(ax, (x, y), (label, colour, marker), size=7)
+        xs.append(x)
+        ys.append(y)
+    if (oracle := summary.get("oracle_node_hours")) is not None:
+        _point(ax, (float(oracle), 0.0), ORACLE, size=11)
+        xs.append(float(oracle))
+    ax.set_xlim(0, max(xs) * 1.12 or 1)
+    ax.set_ylim(0, max(ys) * 1.15 or 1)
+    ax.set_title(summary["scenario"], fontsize=10, fontweight="bold", loc="left")
+    if NODESCALER in summary and BASELINE in summary:
+        ax.set_xlabel(_ratios(summary[NODESCALER], summary[BASELINE]), fontsize=7.5)
+    ax.tick_params(labelsize=8)
+    ax.grid(True, color="#eeeeee")
+
+
+def _point(ax: Axes, at: tuple[float, float], style: tuple[str, str, str], *, size: float) -> None:
+    """A run's marker, unclipped: a figure of zero sits on the axis, whole."""
+    label, colour, marker = style
+    ax.plot(
+        [at[0]],
+        [at[1]],
+        marker=marker,
+        color=colour,
+        linestyle="none",
+        markersize=size,
+        label=label,
+        clip_on=False,
+        zorder=3,
+    )
+
+
+def _ratios(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> str:
+    """nodescaler / baseline, on the panel: node-hours, idle node-hours, waits."""
+    figures = [
+        ("node-h", "node_hours"),
+        ("idle", "idle_node_hours"),
+        ("wait", "unschedulable_pod_minutes"),
+    ]
+    return "ns / CA: " + " · ".join(
+        f"{name} {_ratio_cell(ratio(ours[key], theirs[key]))}"
+        for name, key in figures
+        if key in ours and key in theirs
+    )
 
 
 def write(folder: Path, summaries: Sequence[Mapping[str, Any]]) -> tuple[Path, Path]:

@@ -120,6 +120,23 @@ def node_hours(rows: Iterable[Mapping[str, Any]]) -> float:
     return round(minutes / 60, 2)
 
 
+def dominant_share(requested: Mapping[str, float], allocatable: Mapping[str, float]) -> float:
+    """How much of a node its pods' requests take, in node equivalents: the largest share
+    of any resource the node offers (CPU, memory, GPUs), at most 1."""
+    shares = [requested.get(r, 0) / a for r, a in allocatable.items() if a > 0]
+    return min(max(shares, default=0.0), 1.0)
+
+
+def idle_node_hours(rows: Iterable[Mapping[str, Any]]) -> float:
+    """Capacity billed that no pod requested, in node-hours: `node_hours` (so what it bills,
+    booting or warm instances, is idle in full or at its share) less, for each node in
+    service each minute, its pods' dominant share (`used_nodes`: a node half requested is
+    half idle). Dominant, not CPU alone: a node whose memory is taken holds no more pods."""
+    rows = list(rows)
+    used = sum(float(r.get("used_nodes", 0)) for r in rows) / 60
+    return round(max(node_hours(rows) - used, 0.0), 2)
+
+
 def unschedulable_pod_minutes(rows: Iterable[Mapping[str, Any]]) -> int:
     """The pods waiting for a node, summed over the minutes. Every group's row of a minute
     carries the same cluster-wide count, so a minute counts once however many groups."""

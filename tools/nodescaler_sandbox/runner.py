@@ -2,7 +2,8 @@
 handlers, on the events AWS would send) and once by the reactive baseline in the manner
 of Cluster Autoscaler; then writes what happened under `out/demo/<scenario>/`:
 - `timeline.txt` (also printed): time, group, metrics against targets, current → desired, why;
-- `summary.json`: both runs' figures side by side (`figures`: node-hours, pod waits and
+- `summary.json`: the limit (`oracle`: node-hours of capacity that follows the pods), and
+  both runs' figures side by side (`figures`: node-hours and idle node-hours, pod waits and
   Ready times, each group's demand-to-scale-request time, evictions and pods killed,
   budget-short minutes, Auto Scaling writes, sizes; see scenarios/README.md);
 - `chart.png` (`chart`): a panel for each group's nodes, each of its metrics, and the
@@ -14,11 +15,12 @@ of Cluster Autoscaler; then writes what happened under `out/demo/<scenario>/`:
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -27,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from nodescaler_sandbox import figures
+from nodescaler_sandbox import figures, oracle
 from nodescaler_sandbox.baseline import DrainFlags, GroupSpec, Limits, ReactiveBaseline
+from nodescaler_sandbox.cluster import Room, extended_requests, requests
 from nodescaler_sandbox.figures import PodRecord
 from nodescaler_sandbox.outages import THROTTLED, Outages
 from nodescaler_sandbox.provision import group_sizes
@@ -79,6 +82,8 @@ class Run:
     termination_failed: int = 0
     # each group's node as the cluster's limits count it (its instance type): vCPUs, GiB
     node_sizes: dict[str, tuple[float, float]] = field(default_factory=dict)
+    steps: list[oracle.Step] = field(default_factory=list)  # the pods existing, each minute
+    templates: dict[str, Room] = field(default_factory=dict)  # what a group's new node offers
 
 
 def run(
@@ -106,6 +111,8 @@ def run(
         "scenario": scenario.name,
         "start": scenario.start.isoformat(),
         "minutes": scenario.minutes,
+        "step_seconds": oracle.STEP_SECONDS,
+        **_oracle(scenario, runs.values()),
         NODESCALER: _summarize(scenario, runs[NODESCALER]),
         BASELINE: _summarize(scenario, runs[BASELINE]),
     }
@@ -191,6 +198,7 @@ def _simulate(
         outages = Outages(scenario.faults, box)
         act = _controller(scenario, controller, box, world, outages)
         decisions = Decisions(box) if controller == NODESCALER else None
+        shapes: dict[str, oracle.Shape] = {}
         for minute in range(scenario.minutes + 1):
             outages.at(minute)
             world.step(minute)
@@ -198,6 +206,7 @@ def _simulate(
             box.fail_launches(deliver=controller == NODESCALER)
             world.react()  # drains start on the instances just let go
             result.minutes.extend(_observe(world, decisions, minute))
+            result.steps.append(_pods_existing(world, shapes))
             world.record_pods()
             if progress:
                 progress(_progress_line(scenario, controller, minute, result.minutes))
@@ -220,6 +229,7 @@ def _simulate(
         result.events = list(world.cluster.store.objects["events"].values())
         result.killed = len(world.cluster.killed)
         result.nodes_removed = world.cluster.nodes_removed
+        result.templates = {g.name: world.cluster.empty_node(g.name) for g in scenario.groups}
         result.node_sizes = {
             g.name: _node_size(box.client("ec2"), g.instance_type) for g in scenario.groups
         }
@@ -314,11 +324,59 @@ def _observe(world: World, decisions: Decisions | None, minute: int) -> list[dic
             "queues": queues,
             "cpu_requested_pct": round(cpu, 1),
             "memory_requested_pct": round(memory, 1),
+            "used_nodes": _used_nodes(world, group.name),
         }
         if decisions is not None:
             row |= decisions.of(group.name)
         rows.append(row)
     return rows
+
+
+def _used_nodes(world: World, group: str) -> float:
+    """The group's nodes in service as their pods' requests fill them: each node's dominant
+    share (`figures.dominant_share`), summed."""
+    cluster = world.cluster
+    nodes = {
+        n["metadata"]["name"]: n
+        for n in cluster.group_nodes(group)
+        if not cluster.instances[n["spec"]["providerID"].rsplit("/", 1)[-1]].held
+    }
+    asked: dict[str, dict[str, float]] = {name: {} for name in nodes}
+    for pod in cluster.store.objects["pods"].values():
+        on = asked.get(pod["spec"].get("nodeName"))
+        if on is not None:
+            cpu, memory = requests(pod)
+            for resource, amount in (
+                ("cpu", cpu),
+                ("memory", memory),
+                *extended_requests(pod["spec"]).items(),
+            ):
+                on[resource] = on.get(resource, 0) + amount
+    used = 0.0
+    for name, node in nodes.items():
+        room = Room.of(node)
+        offered = {"cpu": room.cpu, "memory": room.memory} | room.extended
+        used += figures.dominant_share(asked[name], offered)
+    return round(used, 3)
+
+
+def _pods_existing(world: World, shapes: dict[str, oracle.Shape]) -> oracle.Step:
+    """The pods in the cluster now, running or waiting, as the oracle packs them (a pod's
+    shape read once: `shapes`, by uid)."""
+    pods = world.cluster.store.objects["pods"].values()
+    return oracle.step_of(
+        shapes.get(uid) or shapes.setdefault(uid, oracle.Shape.of(pod))
+        for pod in pods
+        if (uid := pod["metadata"]["uid"])
+    )
+
+
+def _oracle(scenario: Scenario, runs: Iterable[Run]) -> dict[str, float | int]:
+    """The limit: `oracle.oracle_node_hours` over the judged minutes, on the pods of the run
+    whose pods needed fewest nodes (pods served sooner go sooner: a queue's workers)."""
+    judged = math.ceil(scenario.judged_from)  # the steps are the minutes, from 0
+    figures_ = [oracle.oracle_node_hours(r.steps[judged:], r.templates) for r in runs]
+    return min(figures_, key=lambda f: f["oracle_node_hours"])
 
 
 @dataclass
@@ -460,6 +518,7 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
     judged = [r for r in result.minutes if r["minute"] >= scenario.judged_from]
     summary: dict[str, Any] = {
         "node_hours": figures.node_hours(judged),
+        "idle_node_hours": figures.idle_node_hours(judged),
         "unschedulable_pod_minutes": figures.unschedulable_pod_minutes(judged),
         "pod_wait_minutes": figures.pod_waits(result.pods, scenario.minutes),
         "pod_ready_minutes": figures.pod_ready(result.pods),
@@ -557,6 +616,10 @@ def _side_by_side(summary: dict[str, Any]) -> str:
     def line(label: str, mine: Any, other: Any) -> None:
         lines.append(f"   {label:<52} {_cell(mine):>14} {_cell(other):>14}")
 
+    lines.append(
+        f"   {'oracle_node_hours (capacity that follows the pods)':<52} "
+        f"{_cell(summary.get('oracle_node_hours')):>14}"
+    )
     for key, value in ours.items():
         if isinstance(value, int | float) or value is None:
             line(key, value, theirs.get(key))

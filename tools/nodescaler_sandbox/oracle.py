@@ -1,0 +1,183 @@
+"""The limit a run is compared against: capacity that follows the pods exactly.
+
+Every step, the pods then existing (running or waiting) are packed onto new nodes of the
+scenario's groups, by the sandbox's own placement rule (`cluster.Room.fits`: CPU, memory,
+extended resources, nodeSelector, taints), with no boot delay; the nodes that takes,
+summed over the steps, are `oracle_node_hours`.
+
+The packing is first-fit decreasing: pods largest first (their dominant share of the
+largest node the groups offer), each into the first open node that fits it, else onto a
+new node of the first group whose empty node fits it, the groups taken most allocatable
+first (a node costs one node-hour whatever its size, so the largest is the cheapest per
+allocatable). Bin packing is NP-hard: this greedy can use more nodes than the true
+optimum (first-fit decreasing uses at most 11/9 of it, plus a constant, in one
+dimension), so `oracle_node_hours` is an upper bound on the fewest node-hours that could
+hold the pods, never a figure below it. Groups' maximum sizes and the cluster's limits
+are not applied: the oracle follows the pods. Pods no group's node fits are left out
+and counted (`oracle_pods_left_out`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+from nodescaler_sandbox.cluster import Room, extended_requests, requests
+
+STEP_SECONDS = 60  # the sandbox's step today
+
+
+@dataclass(frozen=True, order=True)
+class Shape:
+    """What placing a pod depends on: its requests, nodeSelector and tolerations."""
+
+    cpu: int  # millicores
+    memory: int  # bytes
+    placement: str  # its nodeSelector, tolerations and extended requests, as JSON
+
+    @classmethod
+    def of(cls, pod: Mapping[str, Any]) -> Shape:
+        spec = pod["spec"]
+        placement = {
+            "nodeSelector": spec.get("nodeSelector") or {},
+            "tolerations": spec.get("tolerations") or [],
+            "extended": extended_requests(dict(spec)),
+        }
+        return cls(*requests(dict(pod)), json.dumps(placement, sort_keys=True))
+
+    @cached_property
+    def spec(self) -> dict[str, Any]:
+        """A pod spec `Room.fits` reads as it would read the pod's."""
+        placement = json.loads(self.placement)
+        return {
+            "nodeSelector": placement["nodeSelector"],
+            "tolerations": placement["tolerations"],
+            "containers": [{"resources": {"requests": placement["extended"]}}],
+        }
+
+
+Step = tuple[tuple[Shape, int], ...]  # the pods existing at a step: each shape, how many
+
+
+def step_of(shapes: Iterable[Shape]) -> Step:
+    """The pods of a step, as the oracle counts them."""
+    return tuple(sorted(Counter(shapes).items()))
+
+
+@dataclass(frozen=True)
+class Packing:
+    nodes: int  # opened, over all groups
+    left_out: int  # pods no group's node fits
+
+
+@dataclass
+class Oracle:
+    """First-fit decreasing over the groups' empty nodes (`templates`: group → the room
+    a new node of it offers); see the module's docstring."""
+
+    templates: Mapping[str, Room]
+    _packed: dict[Step, Packing] = field(default_factory=dict)  # steps repeat: pack once
+
+    @cached_property
+    def _largest(self) -> tuple[int, int]:
+        rooms = self.templates.values()
+        return max((r.cpu for r in rooms), default=1) or 1, max(
+            (r.memory for r in rooms), default=1
+        ) or 1
+
+    @cached_property
+    def _cheapest_first(self) -> list[Room]:
+        """Most allocatable first (CPU and memory as shares of the largest offered)."""
+        cpu, memory = self._largest
+        ordered = sorted(
+            self.templates.items(),
+            key=lambda kv: (-(kv[1].cpu / cpu + kv[1].memory / memory), kv[0]),
+        )
+        return [room for _, room in ordered]
+
+    def _size(self, shape: Shape) -> float:
+        cpu, memory = self._largest
+        return max(shape.cpu / cpu, shape.memory / memory)
+
+    def pack(self, step: Step) -> Packing:
+        if step not in self._packed:
+            self._packed[step] = self._first_fit_decreasing(step)
+        return self._packed[step]
+
+    def _first_fit_decreasing(self, step: Step) -> Packing:
+        # Open nodes in the order they were opened, identical ones run together as
+        # [room left, how many]: first-fit fills the first of them, then the next, so a
+        # run of identical nodes takes a shape's pods in whole nodes and one part-filled.
+        opened: list[tuple[Room, int]] = []
+        left_out = 0
+        for shape, pods in sorted(step, key=lambda sc: (-self._size(sc[0]), sc[0])):
+            left = _into(opened, shape, pods)
+            for template in self._cheapest_first:
+                if left == 0:
+                    break
+                left = _into_new(opened, template, shape, left)
+            left_out += left
+        return Packing(sum(n for _, n in opened), left_out)
+
+
+def _fill(room: Room, shape: Shape, most: int) -> tuple[Room, int]:
+    """A copy of `room` with as many of the shape's pods (up to `most`) as fit it."""
+    room = replace(room, extended=dict(room.extended))
+    placed = 0
+    while placed < most and room.fits(shape.cpu, shape.memory, shape.spec):
+        room.take(shape.cpu, shape.memory, shape.spec)
+        placed += 1
+    return room, placed
+
+
+def _into(opened: list[tuple[Room, int]], shape: Shape, count: int) -> int:
+    """The shape's pods into the open nodes, first fit; returns those left over."""
+    index = 0
+    while count and index < len(opened):
+        room, nodes = opened[index]
+        full, each = _fill(room, shape, count)
+        if each == 0:
+            index += 1
+            continue
+        whole = min(nodes, count // each)
+        split: list[tuple[Room, int]] = [(full, whole)] if whole else []
+        count -= whole * each
+        if whole < nodes and count:  # the next node takes what is left, fewer than `each`
+            split.append((_fill(room, shape, count)[0], 1))
+            count = 0
+            whole += 1
+        if whole < nodes:
+            split.append((room, nodes - whole))
+        opened[index : index + 1] = split
+        index += len(split)
+    return count
+
+
+def _into_new(opened: list[tuple[Room, int]], template: Room, shape: Shape, count: int) -> int:
+    """The shape's pods onto new nodes of a group; returns those it cannot take."""
+    full, each = _fill(template, shape, count)
+    if each == 0:
+        return count
+    if count // each:
+        opened.append((full, count // each))
+    if count % each:
+        opened.append((_fill(template, shape, count % each)[0], 1))
+    return 0
+
+
+def oracle_node_hours(
+    steps: Sequence[Step], templates: Mapping[str, Room], step_seconds: float = STEP_SECONDS
+) -> dict[str, float | int]:
+    """The nodes first-fit decreasing packs each step's pods onto, summed as node-hours
+    (an upper bound on the optimum: see the module's docstring), and the most pods left
+    out at one step because no group's node fits them."""
+    oracle = Oracle(templates)
+    packed = [oracle.pack(step) for step in steps]
+    return {
+        "oracle_node_hours": round(sum(p.nodes for p in packed) * step_seconds / 3600, 2),
+        "oracle_pods_left_out": max((p.left_out for p in packed), default=0),
+    }
