@@ -8,6 +8,7 @@ A launch-failure event counts only when the group's scaling activities show the 
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -340,3 +341,57 @@ def test_when_the_activities_cannot_be_read_nothing_is_done_and_the_event_is_ret
     # Then its retry, with AWS answering, backs the group off
     launch_failure(airbnb, "spot-ng", "activity-1")
     assert backoff_of("spot-ng").seconds == 300
+
+
+def test_a_launch_failure_events_huge_escaped_message_is_stored_bounded_on_one_line(
+    airbnb: Deployment, activities: ScalingActivities
+) -> None:
+    # Given spot-ng's launch that really failed (its scaling activity says so)
+    airbnb.tick()
+    fail_launches("spot-ng")
+    activities.launch_failed("spot-ng", airbnb.clock.now(), "", "activity-1")
+
+    # When its event, sent by anyone allowed to invoke dispatch, carries a 200 KB message
+    # with a terminal escape in it
+    at = airbnb.clock.now().isoformat().replace("+00:00", "Z")
+    failure = event("launch-unsuccessful.json", time=at, id="event-activity-1")
+    hostile = "\x1b[2J\x1b]0;pwned\x07" + "capacity " * 22_000
+    failure["detail"] = failure["detail"] | {
+        "AutoScalingGroupName": "spot-ng",
+        "ActivityId": "activity-1",
+        "StatusMessage": hostile,
+    }
+    airbnb.dispatch(failure)
+    airbnb.evaluations.drain()
+
+    # Then the group is backed off with the reason cut to one clean line, its state item
+    # stays far below DynamoDB's 400 KB, and the pods go to the next group as usual
+    reason = backoff_of("spot-ng").reason
+    assert "\x1b" not in reason and "\x07" not in reason
+    assert reason.startswith("[2J ]0;pwned capacity capacity")
+    assert reason.endswith("… (cut, 198,014 characters)")
+    assert sizes() == (0, 1)
+
+
+def test_a_launch_failure_event_replaying_an_old_failed_activity_is_refused(
+    airbnb: Deployment, activities: ScalingActivities, output: Any
+) -> None:
+    # Given spot-ng, whose launch failed two hours ago (Auto Scaling keeps six weeks of
+    # activities), scaling up now to its one instance, which launched
+    activities.launch_failed("spot-ng", airbnb.clock.now() - timedelta(hours=2), "", "old-1")
+    airbnb.tick()
+    assert sizes() == (1, 0)
+
+    # When someone allowed to invoke dispatch sends that old failure's event again, with a
+    # fresh event id and time (its redelivery marker long forgotten)
+    answer = launch_failure(airbnb, "spot-ng", "old-1")
+
+    # Then it is refused as stale, the healthy group is not backed off and scales on
+    assert answer["refused"] == (
+        "launch failure old-1 of node group spot-ng: the launch failed at 2026-11-23 07:00Z, "
+        "over 60 minutes ago: a stale or replayed event"
+    )
+    assert backoff_of("spot-ng") is None
+    airbnb.clock.advance(minutes=1)
+    airbnb.tick()
+    assert sizes() == (1, 0)

@@ -5,7 +5,7 @@ or dispatch function could send any of them."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from nodescaler.domain.draining import (
@@ -85,3 +85,26 @@ def test_a_launch_failure_is_borne_out_only_by_a_failed_launch_activity(
 ) -> None:
     event = "launch failure a-1 of node group spot-ng"
     assert unconfirmed_launch_failure("spot-ng", "a-1", activity) == (why and f"{event}: {why}")
+
+
+# Auto Scaling keeps six weeks of activities: an event about a failure older than an hour
+# replays one the group has moved past, and is refused by the function's clock.
+@pytest.mark.parametrize(
+    ("minutes_ago", "why"),
+    [
+        (59, None),
+        (
+            61,
+            "the launch failed at 2026-11-23 07:59Z, over 60 minutes ago: a stale or replayed event",
+        ),
+    ],
+)
+def test_a_launch_failure_is_borne_out_only_within_an_hour_of_its_launch(
+    minutes_ago: int, why: str | None
+) -> None:
+    now = datetime(2026, 11, 23, 9, tzinfo=UTC)
+    started = now - timedelta(minutes=minutes_ago)
+    activity = ScalingActivity("a-1", "Failed", launch=True, started=started)
+    event = "launch failure a-1 of node group spot-ng"
+    found = unconfirmed_launch_failure("spot-ng", "a-1", activity, now)
+    assert found == (why and f"{event}: {why}")

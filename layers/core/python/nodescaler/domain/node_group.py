@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -67,6 +67,10 @@ class LaunchFailure:
 # A scaling activity whose launch failed, as DescribeScalingActivities reports it:
 # https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_DescribeScalingActivities.html
 FAILED_STATUSES = ("Failed", "Cancelled")
+# A failure's event comes within minutes (Lambda's two retries add a few): one about a
+# launch older than this replays a failure the group has long moved past (Auto Scaling
+# keeps six weeks of activities, the group's state only its last events).
+FAILURE_EVENT_MAX_AGE = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -76,13 +80,15 @@ class ScalingActivity:
     activity_id: str
     status: str  # StatusCode: Successful, Failed, Cancelled, InProgress, ...
     launch: bool  # it launched instances ("Launching a new EC2 instance...")
+    started: datetime | None = None  # StartTime
 
 
 def unconfirmed_launch_failure(
-    group: str, activity_id: str, activity: ScalingActivity | None
+    group: str, activity_id: str, activity: ScalingActivity | None, now: datetime | None = None
 ) -> str | None:
     """Why the group's own scaling activities do not bear a launch-failure event out (a
-    forged or mistaken event), or None: the activity it names is a launch that failed."""
+    forged, mistaken or replayed event), or None: the activity it names is a launch that
+    failed, within `FAILURE_EVENT_MAX_AGE` of `now` (the function's clock, not the event's)."""
     event = f"launch failure {activity_id} of node group {group}"
     if activity is None:
         return f"{event}: the group has no such scaling activity"
@@ -90,6 +96,12 @@ def unconfirmed_launch_failure(
         return f"{event}: the activity launched no instances"
     if activity.status not in FAILED_STATUSES:
         return f"{event}: the launch is {activity.status}, not failed"
+    started = activity.started
+    if now is not None and started is not None and now - started > FAILURE_EVENT_MAX_AGE:
+        return (
+            f"{event}: the launch failed at {started:%Y-%m-%d %H:%MZ}, over "
+            f"{FAILURE_EVENT_MAX_AGE.total_seconds() / 60:g} minutes ago: a stale or replayed event"
+        )
     return None
 
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import AwareDatetime, BaseModel, Field, TypeAdapter, ValidationError
 
+from nodescaler.domain.text import outside
 from nodescaler.errors import MalformedEventError
 from nodescaler.events import describe_errors
 from nodescaler.events.queue import EventId
@@ -101,7 +102,9 @@ class LaunchUnsuccessfulEvent(DispatchedEvent):
 
     @property
     def reason(self) -> str:
-        return self.detail.status_message or self.detail.cause or "launch unsuccessful"
+        """In AWS's words, bounded: anyone allowed to invoke dispatch may send any text,
+        which the group's backoff stores (a huge one would freeze its state item)."""
+        return outside(self.detail.status_message or self.detail.cause or "launch unsuccessful")
 
 
 DispatchEvent = ScheduledEvent | AlarmStateChangeEvent | LaunchUnsuccessfulEvent

@@ -93,7 +93,8 @@ class Dispatcher:
                 "nodescaler (not opted in, or opted in for another cluster); nothing to back off"
             )
         activity = self._activity(group, activity_id)
-        if (why := unconfirmed_launch_failure(group_name, activity_id, activity)) is not None:
+        now = self.clock.now()
+        if (why := unconfirmed_launch_failure(group_name, activity_id, activity, now)) is not None:
             raise EventUnconfirmedError(why)
         backoff = self._back_off(group_name, activity_id, reason, at)
         replan = [g for g in groups if g.name == group_name or self.policies.reads_pending_pods(g)]

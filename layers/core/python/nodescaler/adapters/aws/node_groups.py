@@ -211,6 +211,7 @@ class AsgNodeGroups:
                     activity_id=activity_id,
                     status=str(activity.get("StatusCode", "")),
                     launch=_is_launch(activity),
+                    started=activity.get("StartTime"),
                 )
         return None
 
