@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from nodescaler_cli.main import main
 
-from tests.aws import client, fill_queue, make_asg
+from tests.aws import CallCounter, client, fill_queue, make_asg
 from tests.aws_cli import run_aws
+from tests.builders import VirtualClock
 from tests.e2e.conftest import ROOT, TABLE, Deployment
 from tests.infra.test_deployments import stacks_in
 from tests.infra.test_stack import run_app
@@ -31,7 +32,8 @@ NOT_RUN_HERE = {
     'pip install "./nodescaler[cdk]"': "tests/infra/test_package.py installs the built wheel",
 }
 GROUP = "gpu-training-ng"
-STACK = "nodescaler-my-cluster"  # the sample cdk.json's deployment
+CLUSTER = "my-cluster"  # the sample cdk.json's cluster
+STACK = f"nodescaler-{CLUSTER}"  # and its deployment
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,13 @@ def readme_commands(section: str) -> list[Command]:
 
 
 @pytest.fixture
+def deployment(policies: Path, calls: CallCounter, clock: VirtualClock) -> Deployment:
+    """The functions as the sample cdk.json deploys them: for its cluster, whose groups
+    alone they manage."""
+    return Deployment(policies, calls, clock, environment={"CLUSTER_NAME": CLUSTER})
+
+
+@pytest.fixture
 def world(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> Iterator[dict[str, str]]:
@@ -96,7 +105,7 @@ def world(
     client("sqs").create_queue(QueueName="ml-training-queue")
     fill_queue("ml-training-queue", 8)
     tags = {"nodescaler/enabled": "true", "nodescaler/policy": "gpu-training"}
-    make_asg(GROUP, tags=tags | {"nodescaler/cluster": "my-cluster"}, max_size=600)
+    make_asg(GROUP, tags=tags | {"nodescaler/cluster": CLUSTER}, max_size=600)
     deployment.tick()
     _apply_earlier(tmp_path, "gpu-training")
     with tempfile.TemporaryDirectory() as folder:

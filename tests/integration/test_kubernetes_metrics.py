@@ -216,6 +216,20 @@ def test_the_eks_connection_describes_the_cluster_once_and_renews_the_token_afte
     assert renewed.startswith("Bearer k8s-aws-v1.") and forced.startswith("Bearer k8s-aws-v1.")
 
 
+def test_given_a_cluster_eks_does_not_know_then_its_metrics_are_missing_not_an_error() -> None:
+    # Given a deployment naming a cluster EKS (moto's) has never heard of
+    from tests.aws import client
+
+    connection = EksConnection(client("eks"), sts(), "my-cluster", VirtualClock())
+    metrics = KubernetesMetrics(KubernetesCluster(connection, timeout_seconds=1))
+    # When the group's reservation is read
+    reading = metrics.read(CPU_60, GROUP_A, T0)
+    # Then it reads as missing, naming the cluster and EKS's answer: no scale-in on it, the
+    # group's other metrics still decide, and the evaluation is not failed and retried
+    assert isinstance(reading, MetricUnavailable)
+    assert reading.reason.startswith("EKS cluster my-cluster: ResourceNotFoundException: ")
+
+
 def test_nodes_of_no_known_group_are_left_out_and_break_nothing(
     served: tuple[KubeApiServer, KubernetesMetrics],
 ) -> None:

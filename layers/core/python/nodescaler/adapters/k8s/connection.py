@@ -14,6 +14,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
+from nodescaler.adapters.aws import describe_aws_error
+from nodescaler.domain.text import outside
+from nodescaler.errors import KubernetesUnavailableError
 from nodescaler.ports import Clock
 
 TOKEN_PREFIX = "k8s-aws-v1."
@@ -64,7 +69,7 @@ class EksConnection:
         if self._api is None:
             from kubernetes import client
 
-            cluster = self._eks.describe_cluster(name=self._cluster)["cluster"]
+            cluster = self._describe()
             ca = tempfile.NamedTemporaryFile(  # noqa: SIM115  (kept for the container's life)
                 prefix="eks-ca-", suffix=".crt", delete=False
             )
@@ -78,6 +83,17 @@ class EksConnection:
             self._refresh_if_old(configuration)  # clients look for a key before refreshing it
             self._api = client.ApiClient(configuration)
         return self._api
+
+    def _describe(self) -> Any:
+        """The cluster's endpoint and CA; a cluster EKS does not show (gone, misnamed, or
+        the call refused) is an API server that cannot be reached, not a failed evaluation:
+        the cluster's metrics read as missing and the others still decide."""
+        try:
+            return self._eks.describe_cluster(name=self._cluster)["cluster"]
+        except (BotoCoreError, ClientError) as error:
+            raise KubernetesUnavailableError(
+                f"EKS cluster {outside(self._cluster)}: {outside(describe_aws_error(error))}"
+            ) from None
 
     def _refresh_if_old(self, configuration: Any) -> None:
         now = self._clock.now()
