@@ -482,7 +482,10 @@ class Pipeline:
 
 
 def event_id(tick: int) -> str:
-    return f"tick-{tick:03d}"
+    """The tick's identity as dispatch keys its evaluations: its scheduled time
+    (`events.dispatch.ScheduledEvent.identity`), which the tick's id also carries here."""
+    at = START + timedelta(minutes=tick)
+    return "tick-" + at.isoformat().replace("+00:00", "Z")
 
 
 def event_id_at(at: Any) -> str:
