@@ -212,8 +212,8 @@ def test_each_deployments_alarms_watch_only_its_own_service(two: dict[str, Templ
             if alarm["Properties"].get("Namespace") == NAMESPACE
         ]
         # evaluation errors, latency, shortfall, backoff, policies unread, events not put,
-        # and the drains' three
-        assert len(ours) == 9
+        # sources refused, events unconfirmed, terminations failed or forced, the drains' three
+        assert len(ours) == 13
         assert all(a["Dimensions"] == [{"Name": "service", "Value": stack}] for a in ours)
 
 
