@@ -1,11 +1,11 @@
-"""`least_bad`: the order in which a cause that cannot wait (an instance refresh, a
-maximum lifetime) is offered a group's instances, least harm first."""
+"""The order in which a scale-in (`removable`) and a cause that cannot wait (`least_bad`:
+an instance refresh, a maximum lifetime) are offered a group's instances."""
 
 from __future__ import annotations
 
 from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Resources, Snapshot
 from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.scale_down import least_bad
+from nodescaler.domain.scale_down import least_bad, removable
 
 GIB = 2**30
 GONE = "i-0000000000000000f"  # an instance that is no node of the cluster
@@ -67,3 +67,34 @@ def test_given_a_budget_covering_a_system_pod_its_node_goes_before_one_a_pod_pin
     # the budget read makes the system pod movable (Cluster Autoscaler FAQ, "What types of
     # pods can prevent CA from removing a node?": kube-system pods without a PDB)
     assert order == ("i-0000000000000000a", "i-0000000000000000b")
+
+
+def many(count: int) -> tuple[list[str], list[Node]]:
+    ids = [f"i-{n:017x}" for n in range(count)]
+    return ids, [node(f"n{n:02}", i) for n, i in enumerate(ids)]
+
+
+def test_given_two_nodes_whose_pods_can_move_a_scale_in_takes_one_at_a_time() -> None:
+    # Given two nodes of the group each with one small pod, and room for both pods on a
+    # third node of another group
+    ids, nodes = many(3)
+    pods = (pod("p0", "n00"), pod("p1", "n01"))
+    group = NodeGroup("web", 2, 0, 10, 2, instance_ids=frozenset(ids[:2]))
+    # When a scale-in asks for two
+    chosen = removable(group, ids[:2], 2, Snapshot(tuple(nodes), pods, ())).instance_ids
+    # Then it gets one: two drains side by side would move pods onto each other
+    assert chosen == (ids[0],)
+
+
+def test_given_a_scale_in_of_twelve_the_nodes_simulated_are_as_many_as_asked() -> None:
+    # Given 12 nodes: 11 whose pod a budget holds, and the costliest whose pod may move
+    ids, nodes = many(12)
+    held = tuple(pod(f"p{n}", f"n{n:02}", labels={"app": "held"}) for n in range(11))
+    free = pod("free", "n11", 200)
+    budget = DisruptionBudget("default", "held", {"app": "held"}, disruptions_allowed=0)
+    group = NodeGroup("web", 12, 0, 20, 12, instance_ids=frozenset(ids))
+    # When a scale-in asks for 12 (more than the 10 a call simulates by default)
+    snapshot = Snapshot(tuple(nodes), (*held, free), (budget,))
+    chosen = removable(group, ids, 12, snapshot).instance_ids
+    # Then the 12th node is simulated too, and goes
+    assert chosen == (ids[11],)
