@@ -144,3 +144,71 @@ def test_nodes_for_counts_what_one_shape_leaves_over_and_what_the_sum_fills() ->
     mixed = [pod(f"s{i}", "a", 1000) for i in range(20)] + [pod("b", "a", 15_000)]
     assert nodes_for(mixed, sixteen) == 3  # 35 cores: the sum decides
     assert nodes_for([], sixteen) == 0
+
+
+def test_given_an_equal_toleration_with_key_and_value_the_buffer_fits_a_tainted_group() -> None:
+    # Given a group whose nodes are tainted dedicated=batch:NoSchedule
+    batch = Taint("dedicated", "batch")
+    tainted = NodeTemplate("batch", Resources(4000, 16 * GIB, 110), taints=(batch,))
+    equal = {"key": "dedicated", "operator": "Equal", "value": "batch"}
+    # When the buffer tolerates exactly that taint, Then its pods fit
+    fit = fit_buffer([buffer(1, tolerations=[{**equal, "effect": "NoSchedule"}])], {}, tainted)
+    assert (fit.problem, fit.nodes) == (None, 1)
+    # and when it tolerates the taint for another effect only, Then no node can hold it
+    wrong = buffer(1, tolerations=[{**equal, "effect": "NoExecute"}])
+    assert "does not tolerate taint dedicated=batch" in str(
+        fit_buffer([wrong], {}, tainted).problem
+    )
+
+
+def test_given_a_buffer_pod_larger_in_memory_than_a_node_the_problem_says_so() -> None:
+    # Given pods of 20Gi and nodes of 16Gi, When fitted
+    fit = fit_buffer([buffer(3, memory="20Gi")], {}, TEMPLATE)
+    # Then nothing fits and no node is asked for, and the summary names why
+    assert (fit.pods, fit.fit_now, fit.nodes) == (3, 0, 0)
+    assert fit.describe() == (
+        "buffer: room for 3 × 1 cpu/20Gi: a buffer pod needs more memory than a node of the "
+        "group has"
+    )
+
+
+def test_each_buffer_pod_takes_one_pod_slot_of_its_node() -> None:
+    # Given nodes that run at most 3 pods, When a buffer of 4 small pods is fitted
+    few_slots = NodeTemplate("web", Resources(4000, 16 * GIB, 3))
+    fit = fit_buffer([buffer(4, cpu="100m", memory="128Mi")], {}, few_slots)
+    # Then it needs two nodes: the pod slots run out before cpu or memory
+    assert fit.nodes == 2
+
+
+def test_the_buffer_pods_are_distinct_pods_of_the_buffer_namespace() -> None:
+    # Given two buffers, When they become virtual pods
+    pods = buffer_pods([buffer(2), buffer(1, cpu="2")])
+    # Then each is its own pod in a namespace no real pod uses
+    assert {(p.namespace, p.name) for p in pods} == {
+        ("nodescaler-buffer", "buffer-0-0"),
+        ("nodescaler-buffer", "buffer-0-1"),
+        ("nodescaler-buffer", "buffer-1-0"),
+    }
+
+
+def test_the_summary_of_two_buffers_names_each() -> None:
+    fit = fit_buffer([buffer(2), buffer(1, cpu="2")], {}, TEMPLATE)
+    assert fit.text == "room for 2 × 1 cpu/2Gi, room for 1 × 2 cpu/2Gi"
+
+
+def test_nodes_on_their_way_add_to_the_room_of_the_ready_nodes() -> None:
+    # Given one Ready node with room for 3 and one node on its way with room for 4
+    ready = rooms([node("a")], [pod("a1", "a")])
+    # When a buffer of 7 is fitted, Then all 7 fit now: neither room is forgotten
+    fit = fit_buffer([buffer(7)], ready, TEMPLATE, coming=1)
+    assert (fit.fit_now, fit.nodes) == (7, 0)
+
+
+def test_buffer_holds_only_while_all_its_pods_fit_the_rooms() -> None:
+    from nodescaler.domain.buffer import buffer_holds
+
+    # Given two nodes with 3 cores free each
+    free = rooms([node("a"), node("b")], [pod("a1", "a"), pod("b1", "b")])
+    # When the buffer asks for 6 single-core pods, Then it holds; for 7, it does not
+    assert buffer_holds(buffer_pods([buffer(6)]), free)
+    assert not buffer_holds(buffer_pods([buffer(7)]), free)

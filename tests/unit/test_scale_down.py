@@ -25,7 +25,15 @@ from nodescaler.domain.drainability import (
     SYSTEM_POD_UNREAD,
     DrainRules,
 )
-from nodescaler.domain.scale_down import MAY_NOT_MOVE, Kept, unneeded_nodes
+from nodescaler.domain.scale_down import (
+    BUDGETS_UNKNOWN,
+    BUFFER,
+    MAY_NOT_MOVE,
+    WOULD_NOT_FIT,
+    Kept,
+    Unneeded,
+    unneeded_nodes,
+)
 
 GIB = 2**30
 
@@ -266,3 +274,144 @@ def test_given_a_daemon_set_or_mirror_pod_with_local_storage_then_the_node_is_em
     ]
     found = unneeded_nodes(nodes, Snapshot(tuple(nodes), tuple(pods)))
     assert (found.nodes, found.empty) == (("a",), 1)
+
+
+def room_for(cpu: int, count: int = 1) -> tuple[Pod, ...]:
+    """A capacity buffer's virtual pods (`domain.buffer`): `count` of `cpu` millicores."""
+    return tuple(
+        Pod("nodescaler-buffer", f"buffer-0-{n}", None, Resources(cpu, GIB, 1))
+        for n in range(count)
+    )
+
+
+def test_the_summary_counts_moved_nodes_and_shows_three_kept_nodes_and_three_pods_each() -> None:
+    # Given 3 unneeded nodes (1 empty) and 4 kept ones, one naming 5 pods, one 3, one none
+    five = tuple(f"default/p{n}" for n in range(5))
+    three = ("default/q0", "default/q1", "default/q2")
+    kept = (
+        Kept("d", "disruption-budget", five),
+        Kept("e", "pods-would-not-fit", three),
+        Kept("f", "capacity-buffer", ()),
+        Kept("g", "capacity-buffer", ()),
+    )
+    # When described, Then the line a user reads says exactly this
+    text = Unneeded(("a", "b", "c"), 1, kept).describe()
+    assert text == (
+        "3 of its nodes unneeded (1 empty, 2 whose pods fit elsewhere)"
+        "; d kept: disruption-budget (default/p0, default/p1, default/p2, ...)"
+        "; e kept: pods-would-not-fit (default/q0, default/q1, default/q2)"
+        "; f kept: capacity-buffer"
+    )
+
+
+def test_a_node_whose_pods_request_exactly_half_its_memory_is_not_underutilized() -> None:
+    # Given node a whose one pod requests little cpu but exactly half its memory
+    nodes = [node("a"), node("b", group="batch")]
+    pods = [Pod("default", "big", "a", Resources(100, 8 * GIB, 1))]
+    # When the unneeded nodes are found, Then a stays although the other group's b could
+    # take its pod: under half, not half, may go
+    assert spare(nodes, pods) == ()
+
+
+def test_empty_nodes_of_equal_cost_go_in_the_order_of_their_names() -> None:
+    # Given empty nodes listed b before a, When found unneeded, Then a comes first
+    assert spare([node("b"), node("a")], []) == ("a", "b")
+
+
+def test_a_cordoned_node_is_no_room_for_the_pods_of_a_node_that_would_go() -> None:
+    # Given node a with one pod and, besides it, only a cordoned node
+    nodes = [node("a"), Node("c", "other", True, False, Resources(4000, 16 * GIB, 110))]
+    # When found unneeded, Then a stays: its pod would have nowhere to go
+    result = unneeded_nodes(nodes[:1], Snapshot(tuple(nodes), (pod("a1", "a"),)))
+    assert (result.nodes, [k.why for k in result.kept]) == ((), [WOULD_NOT_FIT])
+
+
+def test_a_node_kept_for_the_buffer_does_not_stop_the_next_node_from_going() -> None:
+    # Given an other group's empty node o (listed first, where moved pods land), and the
+    # group's g1 (one 1-core pod) and g2 (two 0.6-core pods); the buffer wants 3 free cores
+    nodes = [node("o", group="batch"), node("g2"), node("g1")]
+    pods = [pod("one", "g1"), pod("two-a", "g2", 600), pod("two-b", "g2", 600)]
+    snapshot = Snapshot(tuple(nodes), tuple(pods))
+    # When found unneeded
+    result = unneeded_nodes(nodes[1:], snapshot, buffer=room_for(3000))
+    # Then g1 (cheapest) stays, as without it only g2's 2.8 cores stay free; g2 goes,
+    # as g1's 3 free cores then hold the buffer
+    assert result.kept == (Kept("g1", BUFFER, ()),)
+    assert result.nodes == ("g2",)
+
+
+def test_pods_moved_onto_the_groups_own_nodes_take_room_the_buffer_needed() -> None:
+    # Given the group's g1 (one 1-core pod) and g2 (two 0.6-core pods), no other node,
+    # and a buffer of 3 free cores
+    nodes = [node("g2"), node("g1")]
+    pods = [pod("one", "g1"), pod("two-a", "g2", 600), pod("two-b", "g2", 600)]
+    snapshot = Snapshot(tuple(nodes), tuple(pods))
+    # When found unneeded
+    result = unneeded_nodes(nodes, snapshot, buffer=room_for(3000))
+    # Then both stay: the pods of either, moved to the other, leave it under 3 cores free
+    assert result.nodes == ()
+    assert result.kept == (Kept("g1", BUFFER, ()), Kept("g2", BUFFER, ()))
+
+
+def test_an_empty_node_kept_for_the_buffer_does_not_stop_a_busier_node_from_going() -> None:
+    # Given an other group's empty node o (listed first), the group's empty e and its g1
+    # with one 1-core pod that runs on o's pool only; the buffer wants a whole free node
+    nodes = [node("o", group="batch", labels={"pool": "batch"}), node("e"), node("g1")]
+    batch_only = Placement(node_selector={"pool": "batch"})
+    snapshot = Snapshot(tuple(nodes), (pod("one", "g1", placement=batch_only),))
+    # When found unneeded
+    result = unneeded_nodes(nodes[1:], snapshot, buffer=room_for(4000))
+    # Then e stays for the buffer, and g1 goes, its pod moving to o
+    assert result.kept == (Kept("e", BUFFER, ()),)
+    assert result.nodes == ("g1",)
+
+
+def test_a_node_whose_pods_may_not_move_does_not_stop_the_next_from_going() -> None:
+    # Given a with one pinned pod (cheapest), b with two pods, and an empty c
+    nodes = [node("a"), node("b"), node("c")]
+    pods = [
+        pod("pinned", "a", 100, not_safe_to_evict=True),
+        pod("b1", "b", 500),
+        pod("b2", "b", 500),
+    ]
+    result = unneeded_nodes(nodes, Snapshot(tuple(nodes), tuple(pods)))
+    # When found unneeded, Then c and b go, a is kept for its pod
+    assert result.nodes == ("c", "b")
+    assert [k.node for k in result.kept] == ["a"]
+
+
+def test_a_busy_node_passed_over_does_not_stop_the_next_from_going() -> None:
+    # Given a with one 3-core pod (over half its cpu) and b with two small pods
+    nodes = [node("a"), node("b"), node("c", group="batch")]
+    pods = [pod("a1", "a", 3000), pod("b1", "b", 100), pod("b2", "b", 100)]
+    # When found unneeded, Then b goes although a, cheaper by its pod count, may not
+    assert spare(nodes, pods) == ("b",)
+
+
+def test_with_budgets_unread_every_node_with_pods_is_kept_naming_its_pods() -> None:
+    # Given two nodes with pods and disruption budgets that could not be read
+    nodes = [node("a"), node("b")]
+    pods = [pod("a1", "a"), pod("b1", "b"), pod("b2", "b")]
+    result = unneeded_nodes(nodes, Snapshot(tuple(nodes), tuple(pods), None))
+    # When found unneeded, Then both stay, each naming the pods that wait on a budget
+    assert result.kept == (
+        Kept("a", BUDGETS_UNKNOWN, ("default/a1",)),
+        Kept("b", BUDGETS_UNKNOWN, ("default/b1", "default/b2")),
+    )
+
+
+def test_a_kept_node_naming_four_pods_shows_three_and_says_there_are_more() -> None:
+    four = ("default/p0", "default/p1", "default/p2", "default/p3")
+    text = Unneeded((), 0, (Kept("a", "pods-would-not-fit", four),)).describe()
+    assert text.endswith("; a kept: pods-would-not-fit (default/p0, default/p1, default/p2, ...)")
+
+
+def test_a_node_whose_pods_would_not_fit_does_not_stop_the_next_from_going() -> None:
+    # Given a whose one pod runs on a's pool only, and b with two small pods
+    nodes = [node("a", labels={"pool": "a"}), node("b")]
+    only_a = Placement(node_selector={"pool": "a"})
+    pods = [pod("a1", "a", placement=only_a), pod("b1", "b", 100), pod("b2", "b", 100)]
+    result = unneeded_nodes(nodes, Snapshot(tuple(nodes), tuple(pods)))
+    # When found unneeded, Then a stays for its pod, and b goes, its pods moving to a
+    assert [(k.node, k.why) for k in result.kept] == [("a", WOULD_NOT_FIT)]
+    assert result.nodes == ("b",)
