@@ -16,6 +16,7 @@ FOUND_AFTER_A_CLASS_OR_ESCAPE = [
     ("after a negated class of a closing bracket alone", "[^]](?=x)", "a lookaround"),
     ("after a class of an escaped closing bracket", r"[\]](?=x)", "a lookaround"),
     ("after a class later in the name", "ng-[ab](?=x)", "a lookaround"),
+    ("after a class of an opening bracket", "[[](?=x)]", "a lookaround"),
     ("after an escape", r"\.(?=x)", "a lookaround"),
     ("a backreference followed by more", r"(ng)\1-x", "a backreference"),
     ("end of string after a class", r"ng-[ab]\Z", r"\Z"),

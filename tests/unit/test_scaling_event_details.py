@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from nodescaler.domain.backoff import Backoff
 from nodescaler.domain.decision import Decision, Limit
 from nodescaler.domain.draining import DrainOutcome, DrainResult, LifecycleResult, PodNote
@@ -56,12 +57,18 @@ def test_given_a_scale_up_then_its_event_tells_every_field_of_the_decision() -> 
     }
 
 
-def test_given_a_scale_in_then_its_event_says_down() -> None:
-    # Given a decision that shrinks the group by one (the smallest change down)
-    event = resized(decision(5, 4), "prod")
+@pytest.mark.parametrize(
+    ("current", "desired", "direction"), [(4, 5, "up"), (5, 4, "down")], ids=["up", "down"]
+)
+def test_given_a_change_of_one_node_then_its_event_says_which_way(
+    current: int, desired: int, direction: str
+) -> None:
+    # Given a decision that grows or shrinks the group by one (the smallest change)
+    # When it is told
+    event = resized(decision(current, desired), "prod")
 
-    # Then its direction is down
-    assert json.loads(event.detail_json())["direction"] == "down"
+    # Then its direction says which way
+    assert json.loads(event.detail_json())["direction"] == direction
 
 
 def test_given_a_backoff_then_its_event_tells_until_when_why_and_who_noticed() -> None:
