@@ -6,7 +6,7 @@ its patterns with Go's regexp (expander/priority/priority.go)."""
 from __future__ import annotations
 
 import pytest
-from nodescaler.domain.group_patterns import not_in_re2
+from nodescaler.domain.group_patterns import matches, not_in_re2
 
 # (case, pattern, what the refusal names)
 FOUND_AFTER_A_CLASS_OR_ESCAPE = [
@@ -59,3 +59,11 @@ def test_given_what_looks_like_a_construct_inside_a_class_then_nothing_is_refuse
     # When it is checked
     # Then nothing RE2 lacks is found: the pattern means the same in Cluster Autoscaler
     assert not_in_re2(pattern) is None
+
+
+def test_given_a_digit_class_then_only_ascii_digits_match_as_in_re2() -> None:
+    # Given \d, which RE2 reads as [0-9] (github.com/google/re2/wiki/Syntax)
+    # When a group's name has an Arabic-Indic three where a digit is looked for
+    # Then it does not match, as it would not in Cluster Autoscaler; an ASCII 3 does
+    assert not matches(r"ng-\d", "ng-\u0663")
+    assert matches(r"ng-\d", "ng-3")
