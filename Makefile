@@ -14,7 +14,7 @@ SCENARIO ?=
 TEST_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 
 .DEFAULT_GOAL := help
-.PHONY: help setup test lint synth demo bench mutate lock clean
+.PHONY: help setup test test-fast lint synth demo bench mutate lock clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -57,8 +57,12 @@ SUITES := unit integration e2e faults infra sandbox tools
 $(addprefix test-,$(SUITES)): test-%: setup
 	$(TEST_ENV) $(BIN)/pytest -q -m $*
 
-test: setup lint ## Lint, type-check and run every test suite
+test: setup lint ## Lint, type-check and run every test suite (~16 min; what CI runs)
 	$(TEST_ENV) $(BIN)/pytest -q
+
+# The pure core needs Python alone: no CDK CLI, kubectl or Prometheus to fetch first.
+test-fast: $(PY_READY) ## The unit and property suites, tests/unit (~20 s)
+	$(BIN)/pytest -q tests/unit
 
 synth: setup ## Synthesize the stack with the real CDK CLI (builds the layers, runs cdk-nag)
 	$(TEST_ENV) npx cdk synth --quiet --no-notices --no-version-reporting

@@ -17,7 +17,7 @@ from nodescaler.metric_names import NAMESPACE, SERVICE_VARIABLE
 
 from infra.settings import SettingsError, load_deployments
 from infra.stack import NodescalerStack
-from tests.infra.test_runtime import dashboard_widgets, environment, matches, rule, sample
+from tests.infra.stack_template import dashboard_widgets, environment, matches, rule, sample
 from tests.infra.test_stack import CDK_CONTEXT, FEATURE_FLAGS, REPO, run_app
 
 # Each resource type's own name, where a template may set it.

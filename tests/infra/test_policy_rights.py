@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
-from tests.infra.test_runtime import actions_of, render, resources, role_statements
+from tests.infra.stack_template import actions_of, render, resources, role_statements
 from tests.infra.test_stack import REPO, synth
 
 POLICY_KEYS = ["POLICIES", "POLICY#*"]

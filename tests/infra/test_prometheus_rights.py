@@ -11,7 +11,7 @@ import pytest
 import yaml
 from nodescaler.config import EvaluateSettings
 
-from tests.infra.test_runtime import (
+from tests.infra.stack_template import (
     DEPLOYED,
     actions_of,
     environment,

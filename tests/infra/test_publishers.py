@@ -20,7 +20,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
 
-from tests.infra.test_runtime import render
+from tests.infra.stack_template import render
 from tests.infra.test_scaling_events_rule import readme_rule
 from tests.infra.test_stack import synth
 

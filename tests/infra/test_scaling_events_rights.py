@@ -10,7 +10,7 @@ from aws_cdk.assertions import Template
 from nodescaler.config import DispatchSettings, DrainSettings, EvaluateSettings
 
 from infra.settings import load_settings
-from tests.infra.test_runtime import actions_of, function, render, role_statements, statement_for
+from tests.infra.stack_template import actions_of, function, render, role_statements, statement_for
 from tests.infra.test_stack import CDK_CONTEXT, REPO, synth
 
 ANNOUNCING = {"dispatch": DispatchSettings, "evaluate": EvaluateSettings, "drain": DrainSettings}

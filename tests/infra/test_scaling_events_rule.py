@@ -10,7 +10,7 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk.assertions import Template
 
-from tests.infra.test_runtime import matches
+from tests.infra.stack_template import matches
 from tests.infra.test_stack import REPO
 
 

@@ -15,7 +15,7 @@ from nodescaler.config import DispatchSettings, EvaluateSettings
 from nodescaler.domain.optin import TagNames
 
 from infra.settings import SettingsError, load_settings
-from tests.infra.test_runtime import (
+from tests.infra.stack_template import (
     environment,
     nag_findings,
     render,

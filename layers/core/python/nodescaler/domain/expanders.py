@@ -260,45 +260,61 @@ def plan(
     left = dict(room) if room is not None else {}
     balance = next((e for e in chain if isinstance(e, BalanceSimilarGroups)), None)
     remaining = list(pods)
-    while remaining:
-        options = []
-        for group in sorted(templates):
-            if group in backed_off or left.get(group, 1) <= 0:
-                continue
-            template = templates[group]
-            fitting = tuple(p for p in remaining if why_not(p, template) is None)
-            if fitting:
-                count, taken = pack(fitting, template, left.get(group))
-                options.append(Option(group, count, taken, template))
-        if not options:
-            break
+    while options := _options(remaining, templates, backed_off, left):
         chosen = choose(options, chain, rng, result.trace)
         shares = [chosen]
         if balance is not None:
             planned = {g: (sizes or {}).get(g, 0) + result.nodes[g] for g in templates}
             shares = balance.spread(chosen, options, planned, left)
-        for share in shares:
-            result.nodes[share.group] += share.node_count
-            result.pods.setdefault(share.group, []).extend(share.pods)
-            if share.group in left:
-                left[share.group] -= share.node_count
-            if len(shares) > 1:
-                peers = result.balanced.setdefault(share.group, Counter())
-                peers.update({o.group: o.node_count for o in shares if o is not share})
-            result.trace.append(
-                f"{share.group}: +{share.node_count} for {len(share.pods)} pods "
-                f"(of {len(options)} options"
-                + (f", balanced with {len(shares) - 1} similar groups)" if len(shares) > 1 else ")")
-            )
+        _take(result, shares, len(options), left)
         placed = {p.key for s in shares for p in s.pods}
         remaining = [p for p in remaining if p.key not in placed]
     result.unplaced = remaining
-    for pod in remaining:
-        result.waiting[pod.key] = {
+    result.waiting = {
+        pod.key: {
             group: _why_not_here(pod, templates[group], group in backed_off)
             for group in sorted(templates)
         }
+        for pod in remaining
+    }
     return result
+
+
+def _options(
+    pods: Sequence[Pod],
+    templates: Mapping[str, NodeTemplate],
+    backed_off: frozenset[str],
+    left: Mapping[str, int],
+) -> list[Option]:
+    """Each group that may grow and fits some of the pods, with the nodes and pods it
+    would take (no more than its room holds); none once no group can take any."""
+    options = []
+    for group in sorted(templates):
+        if group in backed_off or left.get(group, 1) <= 0:
+            continue
+        template = templates[group]
+        fitting = tuple(p for p in pods if why_not(p, template) is None)
+        if fitting:
+            count, taken = pack(fitting, template, left.get(group))
+            options.append(Option(group, count, taken, template))
+    return options
+
+
+def _take(result: Plan, shares: Sequence[Option], options: int, left: dict[str, int]) -> None:
+    """Add the chosen shares to the plan, out of their groups' room."""
+    for share in shares:
+        result.nodes[share.group] += share.node_count
+        result.pods.setdefault(share.group, []).extend(share.pods)
+        if share.group in left:
+            left[share.group] -= share.node_count
+        if len(shares) > 1:
+            peers = result.balanced.setdefault(share.group, Counter())
+            peers.update({o.group: o.node_count for o in shares if o is not share})
+        result.trace.append(
+            f"{share.group}: +{share.node_count} for {len(share.pods)} pods "
+            f"(of {options} options"
+            + (f", balanced with {len(shares) - 1} similar groups)" if len(shares) > 1 else ")")
+        )
 
 
 def _why_not_here(pod: Pod, template: NodeTemplate, backed_off: bool) -> str:

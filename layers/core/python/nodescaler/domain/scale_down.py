@@ -98,54 +98,82 @@ def unneeded_nodes(
         for n in snapshot.nodes
         if n.ready and n.schedulable
     }
-    drawn: Counter[str] = Counter()  # budget → chosen nodes whose pods it covers
-    gone: list[str] = []
-    kept: list[Kept] = []
-    empty = simulated = 0
-    own = {n.name for n in group_nodes}
-
-    def buffer_fits_without(node: str, placed: Mapping[str, NodeTemplate]) -> bool:
-        if not buffer:
-            return True
-        leaving = set(gone) | {node}
-        stays = {k: placed.get(k, r) for k, r in rooms.items() if k in own and k not in leaving}
-        return not place(buffer, stays)[1]
-
+    own = frozenset(n.name for n in group_nodes)
+    shedding = _Shedding(snapshot, rules, limit, buffer, own, rooms)
     for node in candidates:
-        pods = movable(by_node.get(node.name, ()))
-        if not pods:
-            if not buffer_fits_without(node.name, {}):
-                kept.append(Kept(node.name, BUFFER, ()))
-                continue
-            gone.append(node.name)
-            empty += 1
-            continue
-        if blocked := blocking_pods(pods, rules, snapshot.budgets):
-            kept.append(Kept(node.name, MAY_NOT_MOVE, tuple(f"{p.key}: {w}" for p, w in blocked)))
-            continue
-        if snapshot.budgets is None:
-            kept.append(Kept(node.name, BUDGETS_UNKNOWN, tuple(p.key for p in pods)))
-            continue
-        if simulated >= limit or any(p.problem for p in pods) or not _underutilized(node, pods):
-            continue
-        simulated += 1
-        refused = _over_budget(pods, snapshot.budgets, drawn)
-        if refused:
-            kept.append(Kept(node.name, DISRUPTION_BUDGET, tuple(p.key for p in refused)))
-            continue
+        shedding.consider(node)
+    return Unneeded(tuple(shedding.gone), shedding.empty, tuple(shedding.kept))
+
+
+@dataclass
+class _Shedding:
+    """The greedy pass of `unneeded_nodes`: the nodes taken so far, where their pods went
+    (`rooms`) and the budgets they draw on, which each next node is judged after."""
+
+    snapshot: Snapshot
+    rules: DrainRules
+    limit: int
+    buffer: Sequence[Pod]
+    own: frozenset[str]  # the group's nodes, where its buffer must still fit
+    rooms: dict[str, NodeTemplate]
+    drawn: Counter[str] = field(default_factory=Counter)  # budget → chosen nodes it covers
+    gone: list[str] = field(default_factory=list)
+    kept: list[Kept] = field(default_factory=list)
+    empty: int = 0
+    simulated: int = 0
+
+    def consider(self, node: Node) -> None:
+        """Take the node if it can go after the nodes taken before it, else say why not."""
+        pods = movable(self.snapshot.pods_by_node.get(node.name, ()))
+        kept = self._move_off(node, pods) if pods else self._take_empty(node)
+        if kept is not None:
+            self.kept.append(kept)
+
+    def _take_empty(self, node: Node) -> Kept | None:
+        if not self._buffer_fits_without(node.name, {}):
+            return Kept(node.name, BUFFER, ())
+        self.gone.append(node.name)
+        self.empty += 1
+        return None
+
+    def _move_off(self, node: Node, pods: Sequence[Pod]) -> Kept | None:
+        budgets = self.snapshot.budgets
+        if blocked := blocking_pods(pods, self.rules, budgets):
+            return Kept(node.name, MAY_NOT_MOVE, tuple(f"{p.key}: {w}" for p, w in blocked))
+        if budgets is None:
+            return Kept(node.name, BUDGETS_UNKNOWN, tuple(p.key for p in pods))
+        if self.simulated >= self.limit or any(p.problem for p in pods):
+            return None
+        if not _underutilized(node, pods):
+            return None
+        self.simulated += 1
+        return self._simulate(node, pods, budgets)
+
+    def _simulate(
+        self, node: Node, pods: Sequence[Pod], budgets: Sequence[DisruptionBudget]
+    ) -> Kept | None:
+        if refused := _over_budget(pods, budgets, self.drawn):
+            return Kept(node.name, DISRUPTION_BUDGET, tuple(p.key for p in refused))
         placed, stranded = place(
-            pods, {k: r for k, r in rooms.items() if k != node.name and k not in gone}
+            pods, {k: r for k, r in self.rooms.items() if k != node.name and k not in self.gone}
         )
         if stranded:
-            kept.append(Kept(node.name, WOULD_NOT_FIT, tuple(p.key for p in stranded)))
-            continue
-        if not buffer_fits_without(node.name, placed):
-            kept.append(Kept(node.name, BUFFER, ()))
-            continue
-        rooms.update(placed)
-        drawn.update(_budgets_of(pods, snapshot.budgets))
-        gone.append(node.name)
-    return Unneeded(tuple(gone), empty, tuple(kept))
+            return Kept(node.name, WOULD_NOT_FIT, tuple(p.key for p in stranded))
+        if not self._buffer_fits_without(node.name, placed):
+            return Kept(node.name, BUFFER, ())
+        self.rooms.update(placed)
+        self.drawn.update(_budgets_of(pods, budgets))
+        self.gone.append(node.name)
+        return None
+
+    def _buffer_fits_without(self, node: str, placed: Mapping[str, NodeTemplate]) -> bool:
+        if not self.buffer:
+            return True
+        leaving = {*self.gone, node}
+        stays = {
+            k: placed.get(k, r) for k, r in self.rooms.items() if k in self.own and k not in leaving
+        }
+        return not place(self.buffer, stays)[1]
 
 
 def _underutilized(node: Node, pods: Sequence[Pod]) -> bool:

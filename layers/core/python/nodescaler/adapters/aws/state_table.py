@@ -45,6 +45,37 @@ BACKOFFS_KEY = {"pk": {"S": "CLUSTER"}, "sk": {"S": "BACKOFFS"}}
 CLAIMS_KEY = {"pk": {"S": "CLUSTER"}, "sk": {"S": "CLAIMS"}}
 
 
+def _state_item(state: GroupState) -> dict[str, Any]:
+    """The state item, every attribute DynamoDB-typed; those with nothing to say left out."""
+    item: dict[str, Any] = {
+        "pk": {"S": _pk(state.group)},
+        "sk": {"S": STATE_SK},
+        "version": {"N": str(state.version)},
+        "history": {"S": state.history.model_dump_json()},
+        "recent_events": {"S": json.dumps(list(state.recent_events))},
+        "problems": {"S": json.dumps(list(state.problems))},
+        "protected": {"S": json.dumps(sorted(state.protected))},
+        "acting_event": {"S": state.acting_event},
+    }
+    if state.demand.values:
+        item["demand"] = {"S": state.demand.dump()}
+    if state.failures.runs:
+        item["failures"] = {"S": state.failures.model_dump_json()}
+    if state.resized is not None:
+        desired, at = state.resized
+        item["resized"] = {"S": json.dumps([desired, at.isoformat()])}
+    for name, value in (
+        ("last_decision", state.last_decision),
+        ("backoff", state.backoff),
+        ("provisioning", state.provisioning),
+        ("acting", state.acting),
+        ("pause", state.pause),
+    ):
+        if value is not None:
+            item[name] = {"S": value.model_dump_json()}
+    return item
+
+
 def _pk(group: str) -> str:
     return f"GROUP#{group}"
 
@@ -159,52 +190,13 @@ class DynamoStateStore:
         """Write `state` if nobody wrote since it was loaded; returns it with its new version.
         A changed backoff is published to the cluster's backoffs item in the same write."""
         saved = replace(state, version=state.version + 1)
-        item: dict[str, Any] = {
-            "pk": {"S": _pk(state.group)},
-            "sk": {"S": STATE_SK},
-            "version": {"N": str(saved.version)},
-            "history": {"S": state.history.model_dump_json()},
-            "recent_events": {"S": json.dumps(list(state.recent_events))},
-            "problems": {"S": json.dumps(list(state.problems))},
-            "protected": {"S": json.dumps(sorted(state.protected))},
-            "acting_event": {"S": state.acting_event},
-        }
-        if state.demand.values:
-            item["demand"] = {"S": state.demand.dump()}
-        if state.failures.runs:
-            item["failures"] = {"S": state.failures.model_dump_json()}
-        if state.resized is not None:
-            desired, at = state.resized
-            item["resized"] = {"S": json.dumps([desired, at.isoformat()])}
-        for name, value in (
-            ("last_decision", state.last_decision),
-            ("backoff", state.backoff),
-            ("provisioning", state.provisioning),
-            ("acting", state.acting),
-            ("pause", state.pause),
-        ):
-            if value is not None:
-                item[name] = {"S": value.model_dump_json()}
-        put: dict[str, Any] = {"TableName": self._table, "Item": item}
-        if state.version == 0:
-            put["ConditionExpression"] = "attribute_not_exists(pk)"
-        else:
-            put["ConditionExpression"] = "version = :read"
-            put["ExpressionAttributeValues"] = {":read": {"N": str(state.version)}}
-        writes = [{"Put": put}]
+        writes: list[dict[str, Any]] = [{"Put": self._put_if_at(state.version, _state_item(saved))}]
         if audit is not None:
             writes.append(
                 {"Put": {"TableName": self._table, "Item": self._audit_item(audit, event_id)}}
             )
         if backoff_changed and state.backoff is not None:
-            update = {
-                "TableName": self._table,
-                "Key": BACKOFFS_KEY,
-                "UpdateExpression": "SET #group = :backoff",
-                "ExpressionAttributeNames": {"#group": f"backoff:{state.group}"},
-                "ExpressionAttributeValues": {":backoff": {"S": state.backoff.model_dump_json()}},
-            }
-            writes.append({"Update": update})
+            writes.append({"Update": self._publish_backoff(state.group, state.backoff)})
         try:
             self._dynamodb.transact_write_items(TransactItems=writes)
         except ClientError as error:
@@ -213,6 +205,27 @@ class DynamoStateStore:
                 raise StateConflictError(f"node group {state.group}: {message}") from None
             raise
         return saved
+
+    def _put_if_at(self, read: int, item: dict[str, Any]) -> dict[str, Any]:
+        """The put of a state item, if the stored one is still at the version `read` (0:
+        none is stored yet)."""
+        put: dict[str, Any] = {"TableName": self._table, "Item": item}
+        if read == 0:
+            put["ConditionExpression"] = "attribute_not_exists(pk)"
+        else:
+            put["ConditionExpression"] = "version = :read"
+            put["ExpressionAttributeValues"] = {":read": {"N": str(read)}}
+        return put
+
+    def _publish_backoff(self, group: str, backoff: Backoff) -> dict[str, Any]:
+        """The update of the group's attribute in the cluster's backoffs item."""
+        return {
+            "TableName": self._table,
+            "Key": BACKOFFS_KEY,
+            "UpdateExpression": "SET #group = :backoff",
+            "ExpressionAttributeNames": {"#group": f"backoff:{group}"},
+            "ExpressionAttributeValues": {":backoff": {"S": backoff.model_dump_json()}},
+        }
 
     def pause(self, group: str, pause: Pause) -> None:
         """Store the group's pause (replacing any earlier one), touching no other state: a
