@@ -1,6 +1,7 @@
-"""Runs an `aws <service> <operation> --option value ...` line, as the README prints it,
-through boto3 against moto: the AWS CLI's own mapping of options to the operation's input
-(kebab-case to the shape's member names, lists, integers, booleans), without the CLI."""
+"""Runs an `aws <service> <operation> --option value ...` line, as the README and docs print
+it, through boto3 against moto: the AWS CLI's own mapping of options to the operation's
+input (kebab-case to the shape's member names, lists, integers, booleans, and structures in
+the CLI's shorthand, `Key=value,Other=value`), without the CLI."""
 
 from __future__ import annotations
 
@@ -13,6 +14,14 @@ from tests.aws import client
 
 
 def run_aws(line: str) -> dict[str, Any]:
+    params = run_aws_input(line)  # refuses what is not an AWS CLI line
+    _, service, operation = shlex.split(line)[:3]
+    aws = client(service)
+    return dict(getattr(aws, xform_name(_operation_name(aws, operation)))(**params))
+
+
+def run_aws_input(line: str) -> dict[str, Any]:
+    """The operation's input the line stands for, as the AWS CLI would send it."""
     words = shlex.split(line)
     if words[:1] != ["aws"] or len(words) < 3:
         raise ValueError(f"not an AWS CLI line: {line}")
@@ -32,7 +41,7 @@ def run_aws(line: str) -> dict[str, Any]:
         while options and not options[0].startswith("--"):
             values.append(options.pop(0))
         params[name] = _value(shape, values)
-    return dict(getattr(aws, xform_name(model.name))(**params))
+    return params
 
 
 def _operation_name(aws: Any, operation: str) -> str:
@@ -46,6 +55,9 @@ def _value(shape: Any, values: list[str]) -> Any:
     if shape.type_name == "list":
         return [_value(shape.member, [v]) for v in values]
     (value,) = values
+    if shape.type_name == "structure":  # the CLI's shorthand: Key=value,Other=value
+        pairs = dict(pair.split("=", 1) for pair in value.split(","))
+        return {name: _value(shape.members[name], [text]) for name, text in pairs.items()}
     if shape.type_name in ("integer", "long"):
         return int(value)
     if shape.type_name == "boolean":

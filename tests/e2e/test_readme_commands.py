@@ -1,12 +1,13 @@
-"""Every command the README's "Deploy" and "Ask the autoscaler" sections print, run as
+"""Every command the README and the pages under docs/ print in a ```sh block, run as
 written: the operator CLI against the functions deployed over moto (one tick has decided),
-`aws` lines through boto3 on moto, `cdk deploy` as the synth it starts. A command the
-README gains with no runner here fails the test, so the sections cannot drift from what
-works."""
+`aws` lines through boto3 on moto, `cdk deploy` as the synth it starts, `kubectl apply` as
+the documents it would send. A command a page gains with no runner here fails the test, so
+the pages cannot drift from what works. The README's Deploy lists every step, in order."""
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import tempfile
 from collections.abc import Iterator
@@ -15,22 +16,37 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from nodescaler_cli.main import main
 
 from tests.aws import CallCounter, client, fill_queue, make_asg
-from tests.aws_cli import run_aws
+from tests.aws_cli import run_aws, run_aws_input
 from tests.builders import VirtualClock
 from tests.e2e.conftest import ROOT, TABLE, Deployment
 from tests.infra.test_deployments import stacks_in
 from tests.infra.test_stack import run_app
 
-SECTIONS = ("Deploy", "Ask the autoscaler")
+# The README first, then every page it leads to.
+PAGES = ("README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")))
 # Lines that cannot run here, and what covers them instead.
 NOT_RUN_HERE = {
     "make setup": "make test runs it first; tests/tools/test_makefile.py checks what it does",
+    "make demo": "tests/sandbox runs the scenarios; tests/tools/test_makefile.py checks the target",
+    "make test": "it is what runs this test",
     "npx cdk bootstrap": "needs an AWS account: it makes the CDK's own bucket and roles there",
     'pip install "./nodescaler[cdk]"': "tests/infra/test_package.py installs the built wheel",
 }
+# The README's Deploy, step by step: each line's start, in the order they must run (access
+# entries need the cluster's mode first, the cluster's rights need the deployed groups).
+DEPLOY_STEPS = (
+    "make setup",
+    "npx cdk bootstrap",
+    "aws eks update-cluster-config",
+    "npx cdk deploy",
+    "kubectl apply -f infra/kubernetes/",
+    "aws autoscaling create-or-update-tags",
+    ".venv/bin/nodescaler status",
+)
 GROUP = "gpu-training-ng"
 CLUSTER = "my-cluster"  # the sample cdk.json's cluster
 STACK = f"nodescaler-{CLUSTER}"  # and its deployment
@@ -38,25 +54,27 @@ STACK = f"nodescaler-{CLUSTER}"  # and its deployment
 
 @dataclass(frozen=True)
 class Command:
+    page: str
     section: str
     line: str
-    context: str | None  # the JSON block above it in its subsection: cdk.json's settings
+    context: str | None  # the JSON block above it under its heading: cdk.json's settings
 
     def __str__(self) -> str:
-        return f"README, {self.section}: {self.line}"
+        return f"{self.page}, {self.section}: {self.line}"
 
 
-def readme_commands(section: str) -> list[Command]:
-    """The section's ```sh lines (continuations joined), each with its subsection's JSON."""
+def page_commands(page: str, section: str | None = None) -> list[Command]:
+    """The page's ```sh lines (continuations joined), each with the JSON above it under its
+    heading; with `section`, only those under that `## ` heading."""
     found: list[Command] = []
-    inside, fence, block, context, heading = False, "", [], None, ""
-    for line in (ROOT / "README.md").read_text().splitlines():
-        if not fence and line.startswith("## "):
-            inside, heading = line[3:] == section, line[3:]
+    inside, fence, block, context, heading = section is None, "", [], None, ""
+    for line in (ROOT / page).read_text().splitlines():
+        if not fence and line.startswith("## ") and section is not None:
+            inside = line[3:] == section
         if not inside:
             continue
-        if not fence and line.startswith("### "):
-            context, heading = None, line[4:]
+        if not fence and line.startswith("#"):
+            context, heading = None, line.lstrip("#").strip()
         elif not fence and line.startswith("```"):
             fence, block = line[3:].strip() or "text", []
         elif fence and line.startswith("```"):
@@ -67,7 +85,7 @@ def readme_commands(section: str) -> list[Command]:
                 for text in joined.splitlines():
                     words = shlex.split(text, comments=True)
                     if words:
-                        found.append(Command(heading, shlex.join(words), context))
+                        found.append(Command(page, heading, shlex.join(words), context))
             fence = ""
         elif fence:
             block.append(line)
@@ -85,10 +103,16 @@ def deployment(policies: Path, calls: CallCounter, clock: VirtualClock) -> Deplo
 def world(
     deployment: Deployment, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> Iterator[dict[str, str]]:
-    """The sample deployment after `cdk deploy` and a tick: its stack's outputs, one opted-in
-    group with queued work and a decision, an older version of its policy applied, an
-    operators' role and an AWS profile named `prod`; the commands run from the checkout."""
+    """The sample deployment after `cdk deploy` and a tick: its EKS cluster, its stack's
+    outputs, one opted-in group with queued work and a decision, an older version of its
+    policy applied, an operators' role and an AWS profile named `prod`; the commands run
+    from the checkout."""
     monkeypatch.chdir(ROOT)
+    client("eks").create_cluster(
+        name=CLUSTER,
+        roleArn="arn:aws:iam::123456789012:role/eks",
+        resourcesVpcConfig={"subnetIds": ["subnet-1"]},
+    )
     writer = client("iam").create_policy(
         PolicyName="PolicyWriter", PolicyDocument=json.dumps(_ALLOW_NOTHING)
     )["Policy"]["Arn"]
@@ -145,7 +169,8 @@ def _apply_earlier(tmp_path: Path, name: str) -> None:
     assert main(["apply", "-f", str(earlier), "--stack", STACK]) == 0
 
 
-def run(command: Command, world: dict[str, str], tmp_path: Path) -> None:
+def run(command: Command, world: dict[str, str], tmp_path: Path, deployed: list[Any]) -> None:
+    """Runs one line; `deployed` gathers the templates the page's `cdk deploy` lines made."""
     line = command.line
     for placeholder, value in world.items():
         line = line.replace(placeholder, value)
@@ -159,12 +184,53 @@ def run(command: Command, world: dict[str, str], tmp_path: Path) -> None:
                 name = words[words.index(flag) + 1]
                 _stack(f"nodescaler-{name}", {"StateTableName": TABLE})
         assert _exit_code(words[1:]) in allowed, f"{command}"
+    elif words[:3] == ["aws", "eks", "update-cluster-config"]:
+        _authentication_mode(command, line)
     elif words[0] == "aws":
         run_aws(line)
     elif words[:3] == ["npx", "cdk", "deploy"]:
-        _synth(command, words[3:], tmp_path)
+        deployed.extend(_synth(command, words[3:], tmp_path).values())
+    elif words[:3] == ["kubectl", "apply", "-f"]:
+        _kubectl_apply(command, Path(words[3]), deployed)
     else:
         pytest.fail(f"{command}: no runner for this command (add one, or to NOT_RUN_HERE)")
+
+
+def _authentication_mode(command: Command, line: str) -> None:
+    """The mode set must be one in which EKS takes access entries, as the stack makes them:
+    "API_AND_CONFIG_MAP or API" (https://docs.aws.amazon.com/eks/latest/userguide/
+    setting-up-access-entries.html); moto takes the call and keeps nothing of the mode."""
+    mode = run_aws_input(line)["accessConfig"]["authenticationMode"]
+    assert mode in ("API_AND_CONFIG_MAP", "API"), f"{command}: EKS refuses access entries in {mode}"
+    run_aws(line)
+
+
+def _kubectl_apply(command: Command, folder: Path, deployed: list[Any]) -> None:
+    """What `kubectl apply -f` sends: every document whole, and rights for each Kubernetes
+    group the stack just deployed gives its functions through EKS access entries."""
+    assert deployed, f"{command}: comes before any `cdk deploy` that makes the access entries"
+    documents = [
+        d for f in sorted(folder.glob("*.yaml")) for d in yaml.safe_load_all(f.read_text()) if d
+    ]
+    for document in documents:
+        assert document.get("apiVersion") and document.get("kind"), f"{command}: {document}"
+        assert (document.get("metadata") or {}).get("name"), f"{command}: {document['kind']}"
+    bound = {
+        subject["name"]
+        for d in documents
+        if d["kind"] in ("RoleBinding", "ClusterRoleBinding")
+        for subject in d.get("subjects", [])
+        if subject["kind"] == "Group"
+    }
+    granted = {
+        group
+        for template in deployed
+        for entry in template["Resources"].values()
+        if entry["Type"] == "AWS::EKS::AccessEntry"
+        for group in entry["Properties"]["KubernetesGroups"]
+    }
+    assert granted, f"{command}: the deployed stacks give no access entries"
+    assert granted <= bound, f"{command}: no rights for {sorted(granted - bound)}"
 
 
 def _exit_code(argv: list[str]) -> int:
@@ -175,7 +241,7 @@ def _exit_code(argv: list[str]) -> int:
         return int(done.code or 0)
 
 
-def _synth(command: Command, options: list[str], tmp_path: Path) -> None:
+def _synth(command: Command, options: list[str], tmp_path: Path) -> dict[str, Any]:
     """What `cdk deploy` synthesizes first: the stacks it names (or all) must come out."""
     settings: Any = (
         json.loads("{" + command.context + "}")["nodescaler"]
@@ -196,13 +262,37 @@ def _synth(command: Command, options: list[str], tmp_path: Path) -> None:
     assert result.returncode == 0, f"{command}\n{result.stderr}"
     stacks = stacks_in(out)
     assert set(named) <= set(stacks), f"{command}: synthesized {sorted(stacks)}"
+    return stacks
 
 
-@pytest.mark.parametrize("section", SECTIONS)
-def test_every_command_of_the_section_runs_as_written(
-    section: str, world: dict[str, str], tmp_path: Path
+PAGES_WITH_COMMANDS = [page for page in PAGES if page_commands(page)]
+
+
+def test_given_the_readme_and_docs_then_the_pages_that_print_commands_are_all_found() -> None:
+    # Given the pages a user is sent to for commands, Then each has its ```sh lines parsed
+    expected = {"README.md", "docs/deploy.md", "docs/cli.md", "docs/operations.md"}
+    assert expected <= set(PAGES_WITH_COMMANDS)
+
+
+def test_given_the_docs_folder_then_each_page_is_linked_from_the_readme() -> None:
+    # Given the pages under docs/, When a newcomer starts at the README
+    links = set(re.findall(r"\]\((docs/[\w-]+\.md)", (ROOT / "README.md").read_text()))
+    # Then each page is one link away
+    assert set(PAGES) - {"README.md"} <= links
+
+
+def test_given_the_readme_deploy_then_it_lists_every_step_in_order() -> None:
+    # Given the README's Deploy, When its commands are read in order
+    lines = [command.line for command in page_commands("README.md", "Deploy")]
+    # Then every step is there, the cluster's side included, in the order they must run
+    steps = [next((s for s in DEPLOY_STEPS if line.startswith(s)), line) for line in lines]
+    assert [s for s in steps if s in DEPLOY_STEPS] == list(DEPLOY_STEPS), lines
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_COMMANDS)
+def test_every_command_of_the_page_runs_as_written(
+    page: str, world: dict[str, str], tmp_path: Path
 ) -> None:
-    commands = readme_commands(section)
-    assert len(commands) >= 3, f"README, {section}: its commands were not found"
-    for command in commands:
-        run(command, world, tmp_path)
+    deployed: list[Any] = []
+    for command in page_commands(page):
+        run(command, world, tmp_path, deployed)

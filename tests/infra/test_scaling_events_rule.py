@@ -1,4 +1,4 @@
-"""README's "Scaling events" rule, run as written in a CDK stack: it routes the events it
+"""docs/operations.md's "Scaling events" rule, run as written in a CDK stack: it routes the events it
 names, from source nodescaler, to the SNS topic, and lets EventBridge publish there."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from tests.infra.test_stack import REPO
 
 
 def readme_rule() -> str:
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("### Scaling events\n", 1)[1].split("\n## ", 1)[0]
+    page = (REPO / "docs" / "operations.md").read_text()
+    section = page.split("## Scaling events\n", 1)[1].split("\n## ", 1)[0]
     (block,) = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
     return str(block)
 

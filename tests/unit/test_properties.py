@@ -169,7 +169,7 @@ ONE_METRIC = one_metric()
 
 
 def documented_bounds(policy: NodeGroupPolicy, size: GroupSize) -> tuple[int, int]:
-    """The README's rule (*How a decision is made*), worked out here rather than asked of
+    """docs/policies.md's rule (*How a decision is made*), worked out here rather than asked of
     the code under test, which would vouch for its own bug: the policy's minReplicas and
     maxReplicas, each moved inside the group's own MinSize..MaxSize, which always win."""
 
