@@ -51,6 +51,7 @@ class DrainFunction:
                 # The hook the stack creates and README has operators add: this deployment's.
                 drain_hook=settings.drain_hook,
                 **shared.events,
+                **shared.cluster_connection,
                 **shared.common,
             ).environment(),
             memory_mb=512,  # as evaluate: the same packages, and the Kubernetes client
@@ -75,7 +76,7 @@ class DrainFunction:
             ),
             permissions.deny_tag_changes(),
             permissions.put_scaling_events(settings.event_bus),
-            permissions.describe_eks_cluster(settings.cluster_name),
+            *shared.cluster_rights(),
         )
         shared.cluster_access(
             "DrainClusterAccess", self.lambda_.role, kubernetes_group="nodescaler-drain"

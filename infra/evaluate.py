@@ -45,6 +45,7 @@ class EvaluateFunction:
                 dead_letter_queue_url=shared.evaluation_dead_letters.queue_url,
                 **shared.capacity,
                 **shared.events,
+                **shared.cluster_connection,
                 **shared.common,
             ).environment(),
             # boto3, pydantic and Powertools need ~100 MB; memory also buys CPU for cold starts.
@@ -95,7 +96,7 @@ class EvaluateFunction:
             self.lambda_.allow(*permissions.read_instance_shapes())
         if reads_kubernetes:  # read the cluster and plan for its pending pods
             self.lambda_.allow(
-                permissions.describe_eks_cluster(settings.cluster_name),
+                *shared.cluster_rights(),
                 *permissions.invoke_custom_expanders(settings.expanders),
             )
             shared.cluster_access(

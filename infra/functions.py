@@ -165,8 +165,26 @@ class Shared:
             "max_provision_seconds": backoff.max_provision_seconds,
         }
 
+    @property
+    def cluster_connection(self) -> dict[str, Any]:
+        """How evaluate, drain and terminate reach the cluster: EKS's by `cluster_name`
+        (nothing more to set), or any Kubernetes through the secret `kubernetes` names."""
+        access = self.settings.kubernetes
+        return access.environment() if access is not None else {}
+
+    def cluster_rights(self) -> list[iam.PolicyStatement]:
+        """What reaching the cluster takes: DescribeCluster for EKS, else the one secret."""
+        access = self.settings.kubernetes
+        if access is not None:
+            return [permissions.read_cluster_secret(access.secret_arn)]
+        return [permissions.describe_eks_cluster(self.settings.cluster_name)]
+
     def cluster_access(self, construct_id: str, role: iam.IRole, kubernetes_group: str) -> None:
-        """The role's Kubernetes identity: a group infra/kubernetes/rbac.yaml binds."""
+        """The role's Kubernetes identity: a group infra/kubernetes/rbac.yaml binds. A
+        cluster outside EKS knows the secret's service account instead (rbac.yaml's
+        binding of it), so there is no access entry to make."""
+        if self.settings.kubernetes is not None:
+            return
         eks.CfnAccessEntry(
             self.scope,
             construct_id,

@@ -292,6 +292,12 @@ def describe_eks_cluster(cluster_name: str) -> iam.PolicyStatement:
     )
 
 
+def read_cluster_secret(secret_arn: str) -> iam.PolicyStatement:
+    """The access to a cluster outside EKS: its one secret, nothing else. A secret under a
+    customer managed key also needs kms:Decrypt, granted in that key's policy."""
+    return iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[secret_arn])
+
+
 def read_instance_shapes() -> list[iam.PolicyStatement]:
     """A group's instance type and its size: for a group at zero, and for cluster-wide vCPU
     and memory limits. The Describe calls have no resource-level scope; an EKS managed node

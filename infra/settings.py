@@ -132,6 +132,48 @@ class ClusterLimits(_Context):
         return self.max_vcpus is not None or self.max_memory_gib is not None
 
 
+class KubernetesAccess(_Context):
+    """A cluster that is not EKS (self-managed Kubernetes on EC2): the Secrets Manager
+    secret holding a kubeconfig or a service account token, and, for a token alone, the
+    API server it goes to and the CA that signed that server's certificate (base64 PEM).
+    With an endpoint, a kubeconfig naming another server is refused at run time."""
+
+    secret_arn: Annotated[
+        str, Field(pattern=r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]+$")
+    ]
+    endpoint: Annotated[str | None, Field(pattern=r"^https://[^\s/]+(:\d+)?/?$")] = None
+    ca_bundle: Annotated[str | None, Field(max_length=8192)] = None
+
+    @field_validator("ca_bundle")
+    @classmethod
+    def _a_pem_certificate(cls, data: str | None) -> str | None:
+        import base64
+        import binascii
+
+        if data is not None:
+            try:
+                pem = base64.b64decode(data, validate=True)
+            except (binascii.Error, ValueError):
+                raise ValueError("is not base64 (give the CA's PEM, base64-encoded)") from None
+            if b"-----BEGIN CERTIFICATE-----" not in pem:
+                raise ValueError("holds no PEM certificate")
+        return data
+
+    @model_validator(mode="after")
+    def _ca_with_its_endpoint(self) -> Self:
+        if self.ca_bundle is not None and self.endpoint is None:
+            raise ValueError("caBundle is given without the endpoint it is trusted for")
+        return self
+
+    def environment(self) -> dict[str, Any]:
+        """The functions' settings that reach the cluster this way."""
+        return {
+            "kubernetes_secret": self.secret_arn,
+            "kubernetes_endpoint": self.endpoint,
+            "kubernetes_ca_data": self.ca_bundle,
+        }
+
+
 class DrainContext(_Context):
     """How the drain function drains a node (it is deployed with a cluster)."""
 
@@ -169,6 +211,8 @@ class DeploySettings(_Context):
     kubernetes_timeout_seconds: KubernetesTimeout = _default(
         EvaluateSettings, "kubernetes_timeout_seconds"
     )
+    # Unset: the cluster is EKS's `clusterName`. Set: any Kubernetes, through a secret.
+    kubernetes: KubernetesAccess | None = None
     alarms: AlarmSettings = AlarmSettings()
     # Which group grows when pending pods fit several (see README, "Expanders").
     expanders: ExpanderChain = DEFAULT_EXPANDERS

@@ -38,6 +38,7 @@ class TerminateFunction:
             environment=TerminateSettings.model_construct(
                 kubernetes_timeout_seconds=KUBERNETES_TIMEOUT_SECONDS,
                 state_table=shared.table.table_name,  # how long a cause has waited
+                **shared.cluster_connection,
                 **shared.common,
             ).environment(),
             memory_mb=1024,  # CPU for a cold start within Auto Scaling's two seconds
@@ -46,7 +47,7 @@ class TerminateFunction:
         self.lambda_.allow(
             permissions.describe_node_groups(),
             permissions.deny_tag_changes(),
-            permissions.describe_eks_cluster(settings.cluster_name),
+            *shared.cluster_rights(),
             permissions.keep_termination_waits(shared.table.table_arn),
         )
         # A group of its own that only reads: evaluate's may patch nodes (its taint).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 from kubernetes import client as k8s
 from nodescaler_sandbox.kube import write_kubeconfig
 from nodescaler_sandbox.kube.apiserver import Cluster, KubeApiServer
+from nodescaler_sandbox.kube.tls import ServerCertificate, issue
 
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 
@@ -121,3 +123,23 @@ def kube_api(
 def kubeconfig(path: Path, server_url: str, token: str = "secret") -> Path:
     """A kubeconfig for the loopback server, as the sandbox writes one."""
     return write_kubeconfig(path, server_url, token)
+
+
+@contextmanager
+def tls_api(
+    folder: Path, cluster: Cluster | None = None, token: str = "sa-token"
+) -> Iterator[tuple[KubeApiServer, ServerCertificate]]:
+    """The loopback server over TLS with a token, as a cluster outside EKS serves: its CA
+    issued in `folder`, for clients to trust."""
+    certificate = issue(folder)
+    with KubeApiServer(cluster, token=token, certificate=certificate) as server:
+        yield server, certificate
+
+
+def cluster_secret(name: str, document: object) -> str:
+    """A Secrets Manager secret (moto) holding a kubeconfig or a token; its ARN."""
+    import boto3
+
+    text = document if isinstance(document, str) else json.dumps(document)
+    secrets = boto3.client("secretsmanager", region_name="eu-west-1")
+    return str(secrets.create_secret(Name=name, SecretString=text)["ARN"])

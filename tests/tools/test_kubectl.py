@@ -20,8 +20,9 @@ from nodescaler.adapters.k8s.evictions import KubernetesDrain
 from nodescaler.domain.draining import DrainPod, EvictionOutcome
 from nodescaler_sandbox.kube import kubectl, write_kubeconfig
 from nodescaler_sandbox.kube.apiserver import Cluster, KubeApiServer
+from nodescaler_sandbox.kube.tls import issue
 
-from tests.kube import cluster_of, node, pdb, pod
+from tests.kube import cluster_of, node, pdb, pod, tls_api
 
 RUN_SECONDS = 60  # the most one kubectl run may take here before it is cut off
 WEB = {"app": "web"}
@@ -161,6 +162,25 @@ def test_kubectl_lists_nodes_pods_and_budgets_as_nodescaler_reads_them(served: S
         for b in budgets
     ] == [(b.namespace, b.name, b.disruptions_allowed) for b in snapshot.budgets]
     assert snapshot.budgets[0].disruptions_allowed == 1  # three healthy, two must stay
+
+
+def test_kubectl_authenticates_over_tls_with_a_token_as_to_a_real_cluster(tmp_path: Path) -> None:
+    # Given the server on TLS (its own CA) answering only a bearer token, as a cluster
+    # outside EKS serves, and the kubeconfig a cluster secret holds for it
+    with tls_api(tmp_path / "tls", small_cluster(min_available=2), token="sa-token") as (
+        server,
+        certificate,
+    ):
+        good = write_kubeconfig(tmp_path / "good", server.url, "sa-token", certificate.ca_pem)
+        other_ca = issue(tmp_path / "other", "another-ca").ca_pem
+        wrong = write_kubeconfig(tmp_path / "wrong", server.url, "sa-token", other_ca)
+        stale = write_kubeconfig(tmp_path / "stale", server.url, "old", certificate.ca_pem)
+        # When kubectl lists nodes with each
+        listed, untrusted, refused = (Kubectl(c)("get", "nodes") for c in (good, wrong, stale))
+    # Then only the kubeconfig with the right CA and token is answered
+    assert listed.returncode == 0 and "n1" in listed.stdout, listed.stderr
+    assert untrusted.returncode != 0 and "x509" in untrusted.stderr
+    assert refused.returncode != 0 and "Unauthorized" in refused.stderr
 
 
 def test_kubectl_cordons_and_uncordons_as_the_drain_adapter_sees_it(served: Serve) -> None:

@@ -240,6 +240,9 @@ class M5Xlarge:
     def shape(self, instance_type: str) -> InstanceShape:
         return InstanceShape(instance_type, 4, 16384)
 
+    def nodegroup_labels(self, group: NodeGroup) -> None:
+        return None
+
 
 class Backoffs:
     def __init__(self, **until: datetime) -> None:

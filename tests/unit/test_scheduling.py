@@ -14,6 +14,7 @@ from nodescaler.domain.cluster import (
 )
 from nodescaler.domain.scheduling import (
     InstanceShape,
+    NodegroupLabels,
     NodeTemplate,
     nodes_needed,
     pending,
@@ -182,6 +183,30 @@ def test_a_template_for_a_group_at_zero_comes_from_its_instance_type_and_tags() 
     # 16 cores less EKS's kube-reserved; 64 GiB less 255 + 11 × 58 MiB and 100 MiB eviction
     assert template.allocatable == Resources(16000 - 110, (65536 - 893 - 100) * 2**20, 58)
     assert reserved_cpu_millis(1) == 60 and reserved_cpu_millis(4) == 80
+
+
+def test_a_managed_node_groups_labels_and_taints_yield_to_tags_of_the_same_key() -> None:
+    # Given EKS says accelerator=a10 with a NoSchedule GPU taint and a "team" taint, and the
+    # ASG's node-template tags say accelerator=t4 and NoExecute for the GPU taint
+    managed = NodegroupLabels(
+        {"accelerator": "a10", "zone-class": "fast"},
+        (Taint("nvidia.com/gpu", "true", "NoSchedule"), Taint("team", "ml", "NoSchedule")),
+    )
+    tags = {
+        "k8s.io/cluster-autoscaler/node-template/label/accelerator": "t4",
+        "k8s.io/cluster-autoscaler/node-template/taint/nvidia.com/gpu": "true:NoExecute",
+    }
+    template = template_from_instance_type(
+        "gpu", InstanceShape("g5.xlarge", 4, 16384), tags, {}, managed
+    )
+    # Then each tag wins its key, and what only EKS says is kept (Cluster Autoscaler's
+    # managed node group cache: the ASG tag's value is kept for a duplicate key)
+    assert (template.labels["accelerator"], template.labels["zone-class"]) == ("t4", "fast")
+    assert sorted(template.taints, key=lambda t: t.key) == [
+        Taint("nvidia.com/gpu", "true", "NoExecute"),
+        Taint("team", "ml", "NoSchedule"),
+    ]
+    assert template.source == "instance type g5.xlarge, its EKS node group and its tags"
 
 
 def test_a_malformed_template_tag_is_refused() -> None:

@@ -193,6 +193,9 @@ class NoInstanceTypes:
     def shape(self, instance_type: str) -> Any:
         raise LookupError(instance_type)
 
+    def nodegroup_labels(self, group: Any) -> Any:
+        raise LookupError(f"{group.name} has live nodes; no template needed")
+
 
 class ThroughModels:
     """The same snapshot, listed the way most controllers do: the client's model objects."""

@@ -10,7 +10,8 @@ DaemonSets too, which `kubectl drain` reads, and a verb it does not serve is ans
 so Debian's kubectl works against it (tests/tools/test_kubectl.py). Each object is
 serialized once when it is written and pages are joined from those bytes, so the server's
 own cost is small and the same for every client. An optional bearer token makes it answer
-401 to anyone else.
+401 to anyone else, and an optional certificate (`tls.issue`) makes it serve HTTPS only, as
+a real API server does.
 
 For fault tests it can also fail on purpose (`failing`): go down (its port refuses
 connections, and open ones are cut), answer late, or answer 401 or 500 to everything.
@@ -22,6 +23,7 @@ import base64
 import json
 import re
 import socket
+import ssl
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -40,6 +42,7 @@ from nodescaler_sandbox.kube.resources import (
     is_resource_path,
 )
 from nodescaler_sandbox.kube.selectors import FieldSelector, LabelSelector, SelectorError
+from nodescaler_sandbox.kube.tls import ServerCertificate
 
 Key = tuple[str, str]  # (namespace, name); namespace "" for nodes
 
@@ -296,9 +299,16 @@ class Fault(StrEnum):
 class KubeApiServer:
     """`with KubeApiServer() as server:` serves `server.cluster` at `server.url`."""
 
-    def __init__(self, cluster: Cluster | None = None, *, token: str | None = None) -> None:
+    def __init__(
+        self,
+        cluster: Cluster | None = None,
+        *,
+        token: str | None = None,
+        certificate: ServerCertificate | None = None,
+    ) -> None:
         self.cluster = cluster or Cluster()
         self.token = token
+        self.certificate = certificate
         self.requests: list[str] = []  # "GET /api/v1/nodes?limit=500", for the tests
         self.fault: Fault | None = None  # set through `failing`
         self.slow_seconds = 30.0
@@ -312,6 +322,13 @@ class KubeApiServer:
     def _listen(self, address: tuple[str, int]) -> None:
         self._server = ThreadingHTTPServer(address, self._handler())
         self._server.daemon_threads = True
+        if self.certificate is not None:  # every connection a TLS one, or none
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(self.certificate.cert_file, self.certificate.key_file)
+            # the handshake in the connection's own thread, so one bad client blocks no other
+            self._server.socket = context.wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False
+            )
         host, port = self._server.server_address[:2]
         self._address = (str(host), int(port))
         self._thread = threading.Thread(
@@ -328,7 +345,8 @@ class KubeApiServer:
     @property
     def url(self) -> str:
         host, port = self._address
-        return f"http://{host}:{port}"
+        scheme = "https" if self.certificate is not None else "http"
+        return f"{scheme}://{host}:{port}"
 
     def __enter__(self) -> KubeApiServer:
         self._thread.start()

@@ -252,12 +252,27 @@ SecretName = Annotated[str, Field(min_length=1, max_length=2048)]
 Origin = Annotated[str, AfterValidator(_normalised)]
 
 
-class EvaluateSettings(CapacitySettings):
+class ClusterConnectionSettings(_Settings):
+    """How a function reaches the cluster's API server: a kubeconfig file (the sandbox,
+    tests); else a Secrets Manager secret holding a kubeconfig or a token (any Kubernetes,
+    `adapters/k8s/access.py`); else the EKS cluster CLUSTER_NAME."""
+
+    kubeconfig_path: Annotated[Path | None, Field(alias="KUBECONFIG_PATH")] = None
+    kubernetes_secret: Annotated[
+        str | None, Field(alias="KUBERNETES_SECRET", min_length=1, max_length=2048)
+    ] = None
+    # Where a token may go (a kubeconfig naming another server is refused), and the CA to
+    # trust there (base64 PEM) when the secret holds a token alone.
+    kubernetes_endpoint: Annotated[
+        str | None, Field(alias="KUBERNETES_ENDPOINT", pattern=r"^https://[^\s/]+")
+    ] = None
+    kubernetes_ca_data: Annotated[str | None, Field(alias="KUBERNETES_CA_DATA")] = None
+
+
+class EvaluateSettings(CapacitySettings, ClusterConnectionSettings):
     """The evaluate function: one decision per queued request."""
 
     dry_run: Annotated[bool, Field(alias="DRY_RUN")] = False
-    # A kubeconfig for the Kubernetes metrics (the sandbox); else the EKS cluster CLUSTER_NAME.
-    kubeconfig_path: Annotated[Path | None, Field(alias="KUBECONFIG_PATH")] = None
     # How long the Kubernetes API server may take to accept a connection, and to answer each
     # request, before the cluster's metrics count as missing for this evaluation.
     kubernetes_timeout_seconds: Annotated[
@@ -291,28 +306,24 @@ class EvaluateSettings(CapacitySettings):
         return frozenset(self.token_origins)
 
 
-class TerminateSettings(CommonSettings):
+class TerminateSettings(CommonSettings, ClusterConnectionSettings):
     """The termination policy function: which instances a scale-in takes, from the cluster."""
 
     # Where it keeps how long a cause other than a scale-in has been answered none.
     state_table: Annotated[str, Field(alias="STATE_TABLE_NAME", min_length=3)]
 
-    # A kubeconfig (the sandbox, tests); else the EKS cluster CLUSTER_NAME. Without either
-    # the function cannot tell, and gives the choice back to the group.
-    kubeconfig_path: Annotated[Path | None, Field(alias="KUBECONFIG_PATH")] = None
+    # Without a way to the cluster the function cannot tell, and gives the choice back.
     # Auto Scaling waits on the answer: a cluster slower than this is left to the group.
     kubernetes_timeout_seconds: Annotated[
         KubernetesTimeout, Field(alias="KUBERNETES_TIMEOUT_SECONDS")
     ] = 5
 
 
-class DrainSettings(EventSettings):
+class DrainSettings(EventSettings, ClusterConnectionSettings):
     """The drain function: terminate lifecycle actions and EC2 Spot warnings → drained nodes."""
 
     # Where a Spot warning queues the re-evaluation of its instance's node group.
     evaluation_queue_url: Annotated[str, Field(alias="EVALUATION_QUEUE_URL", pattern=r"^https?://")]
-    # A kubeconfig (the sandbox, tests); else the EKS cluster CLUSTER_NAME. One is needed.
-    kubeconfig_path: Annotated[Path | None, Field(alias="KUBECONFIG_PATH")] = None
     # How long a drain may take before the instance is let go anyway: Cluster Autoscaler's
     # ten minutes. At most 840 s, so a drain ends a minute inside Lambda's 15-minute limit.
     drain_timeout_seconds: Annotated[int, Field(alias="DRAIN_TIMEOUT_SECONDS", ge=10, le=840)] = 600

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from nodescaler.domain.readings import Reading
     from nodescaler.domain.scale_down import Removable
     from nodescaler.domain.scaling_events import ScalingEvent
-    from nodescaler.domain.scheduling import InstanceShape
+    from nodescaler.domain.scheduling import InstanceShape, NodegroupLabels
     from nodescaler.domain.stored_policy import StoredPolicy
     from nodescaler.domain.termination import Wait
     from nodescaler.events.queue import EvaluationRequest
@@ -102,6 +102,11 @@ class InstanceTypes(Protocol):
         ...
 
     def shape(self, instance_type: str) -> InstanceShape: ...
+
+    def nodegroup_labels(self, group: NodeGroup) -> NodegroupLabels | None:
+        """An EKS managed node group's labels and taints; None for another group, or when
+        EKS can't be read (the node-template tags then stand alone)."""
+        ...
 
 
 class LifecycleActions(Protocol):

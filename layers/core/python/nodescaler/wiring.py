@@ -28,7 +28,11 @@ if TYPE_CHECKING:
     from nodescaler.adapters.aws.event_bus import EventBridgeScalingEvents
     from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
     from nodescaler.adapters.aws.state_table import DynamoStateStore
-    from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection
+    from nodescaler.adapters.k8s.connection import (
+        EksConnection,
+        KubeconfigConnection,
+        SecretConnection,
+    )
     from nodescaler.config import (
         CapacitySettings,
         CommonSettings,
@@ -355,13 +359,22 @@ def kubernetes_connection(
     settings: EvaluateSettings | DrainSettings | TerminateSettings,
     clients: AwsClients,
     clock: Clock,
-) -> EksConnection | KubeconfigConnection | None:
-    """The cluster's API: a kubeconfig (the sandbox, tests), else the EKS cluster
-    CLUSTER_NAME; None when neither is set."""
-    from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection
+) -> EksConnection | KubeconfigConnection | SecretConnection | None:
+    """The cluster's API: a kubeconfig (the sandbox, tests), else the cluster a secret
+    gives access to (any Kubernetes), else the EKS cluster CLUSTER_NAME; None when none is
+    set."""
+    from nodescaler.adapters.k8s.access import Pinned
+    from nodescaler.adapters.k8s.connection import (
+        EksConnection,
+        KubeconfigConnection,
+        SecretConnection,
+    )
 
     if settings.kubeconfig_path is not None:
         return KubeconfigConnection(settings.kubeconfig_path)
+    if settings.kubernetes_secret is not None:
+        pinned = Pinned(settings.kubernetes_endpoint, settings.kubernetes_ca_data)
+        return SecretConnection(clients.secretsmanager, settings.kubernetes_secret, pinned)
     if settings.cluster_name:
         return EksConnection(clients.eks, clients.sts, settings.cluster_name, clock)
     return None

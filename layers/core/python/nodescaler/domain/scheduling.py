@@ -54,6 +54,23 @@ class InstanceShape:
     nvidia_gpus: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class NodegroupLabels:
+    """What EKS says a managed node group's nodes register with (DescribeNodegroup):
+    read for a group at zero, where its ASG often carries no node-template tags."""
+
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+
+
+# EKS's names of the taint effects → Kubernetes'.
+EKS_TAINT_EFFECTS = {
+    "NO_SCHEDULE": "NoSchedule",
+    "NO_EXECUTE": "NoExecute",
+    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+}
+
+
 # Cluster Autoscaler's tags describing the nodes of a group at zero.
 TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template/"
 DEFAULT_MAX_PODS = 110
@@ -77,10 +94,21 @@ def instance_labels(instance_type: str, architecture: str) -> dict[str, str]:
 
 
 def template_from_instance_type(
-    group: str, shape: InstanceShape, tags: Mapping[str, str], extra_labels: Mapping[str, str]
+    group: str,
+    shape: InstanceShape,
+    tags: Mapping[str, str],
+    extra_labels: Mapping[str, str],
+    managed: NodegroupLabels | None = None,
 ) -> NodeTemplate:
-    """A node of a group at zero, as EKS would register it, overridden by the CA tags."""
-    labels = instance_labels(shape.instance_type, shape.architecture) | dict(extra_labels)
+    """A node of a group at zero, as EKS would register it (with its managed node group's
+    labels and taints), overridden by the CA tags: where a tag and EKS name the same label
+    or taint key, the tag wins, as in Cluster Autoscaler."""
+    managed = managed or NodegroupLabels()
+    labels = (
+        instance_labels(shape.instance_type, shape.architecture)
+        | dict(extra_labels)
+        | dict(managed.labels)
+    )
     taints: list[Taint] = []
     amounts: dict[str, int] = {}  # resources/<name> tags: millicores for cpu, else units
     for key, value in tags.items():
@@ -109,7 +137,11 @@ def template_from_instance_type(
     )
     extended = {"nvidia.com/gpu": shape.nvidia_gpus} if shape.nvidia_gpus else {}
     extended |= {name: amount for name, amount in amounts.items() if is_extended(name)}
+    tagged = {t.key for t in taints}
+    taints = [t for t in managed.taints if t.key not in tagged] + taints
     source = f"instance type {shape.instance_type} and its tags"
+    if managed.labels or managed.taints:
+        source = f"instance type {shape.instance_type}, its EKS node group and its tags"
     return NodeTemplate(group, allocatable, labels, tuple(taints), source, extended)
 
 

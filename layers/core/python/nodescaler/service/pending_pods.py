@@ -87,7 +87,8 @@ class PendingPodsPlanner:
             return NodeTemplate.from_node(group.name, node, daemon_sets)
         shape = self._instance_types.shape(self._instance_types.instance_type(group))
         labels = {EKS_NODEGROUP_LABEL: group.eks_nodegroup} if group.eks_nodegroup else {}
-        return template_from_instance_type(group.name, shape, group.tags, labels)
+        managed = self._instance_types.nodegroup_labels(group)
+        return template_from_instance_type(group.name, shape, group.tags, labels, managed)
 
     def _highest(self, group: NodeGroup) -> int:
         policy = self._policies.policy_of(group)

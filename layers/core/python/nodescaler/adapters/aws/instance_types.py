@@ -14,12 +14,16 @@ from datetime import datetime, timedelta
 from random import Random
 from typing import Any, Generic, TypeVar
 
+from botocore.exceptions import BotoCoreError, ClientError
+
+from nodescaler.domain.cluster import Taint
 from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.scheduling import InstanceShape
+from nodescaler.domain.scheduling import EKS_TAINT_EFFECTS, InstanceShape, NodegroupLabels
 from nodescaler.errors import InstanceTypeUnknownError
 from nodescaler.ports import Clock
 
 ARCHITECTURES = {"x86_64": "amd64", "arm64": "arm64"}  # EC2's names → Kubernetes'
+NODEGROUP_TTL = timedelta(minutes=1)
 
 
 K = TypeVar("K")
@@ -65,6 +69,11 @@ class Ec2InstanceTypes:
         rng = rng or Random()
         self._types: TtlCache[tuple[str, ...], str] = TtlCache(clock, ttl, jitter, rng)
         self._shapes: TtlCache[str, InstanceShape] = TtlCache(clock, ttl, jitter, rng)
+        # A managed node group's labels and taints change with UpdateNodegroupConfig: kept
+        # a minute, as Cluster Autoscaler's managed node group cache keeps them.
+        self._nodegroups: TtlCache[tuple[str, str], NodegroupLabels | None] = TtlCache(
+            clock, NODEGROUP_TTL, timedelta(seconds=5), rng
+        )
 
     def instance_type(self, group: NodeGroup) -> str:
         if group.instance_type:
@@ -109,6 +118,29 @@ class Ec2InstanceTypes:
 
     def shape(self, instance_type: str) -> InstanceShape:
         return self._shapes.get(instance_type, lambda: self._describe(instance_type))
+
+    def nodegroup_labels(self, group: NodeGroup) -> NodegroupLabels | None:
+        """What DescribeNodegroup says the group's nodes register with. A managed group's
+        ASG often carries no node-template tags (50 tags at most), so Cluster Autoscaler
+        reads them from EKS for a group at zero, and falls back to the tags alone when
+        it can't (cluster-autoscaler/proposals/circumvent-tag-limit-eks.md)."""
+        if not group.is_eks_managed:
+            return None
+        key = (group.eks_cluster or "", group.eks_nodegroup or "")
+        return self._nodegroups.get(key, lambda: self._nodegroup_labels(*key))
+
+    def _nodegroup_labels(self, cluster: str, nodegroup: str) -> NodegroupLabels | None:
+        try:
+            described = self._eks.describe_nodegroup(clusterName=cluster, nodegroupName=nodegroup)
+        except (BotoCoreError, ClientError):
+            return None  # the tags alone, as Cluster Autoscaler without eks:DescribeNodegroup
+        found = described["nodegroup"]
+        taints = tuple(
+            Taint(t["key"], t.get("value", ""), EKS_TAINT_EFFECTS.get(t.get("effect", ""), ""))
+            for t in found.get("taints") or []
+            if t.get("effect") in EKS_TAINT_EFFECTS
+        )
+        return NodegroupLabels(dict(found.get("labels") or {}), taints)
 
     def _describe(self, instance_type: str) -> InstanceShape:
         described = self._ec2.describe_instance_types(InstanceTypes=[instance_type])

@@ -162,12 +162,29 @@ class AsgNodeGroups:
     def size_warm_pool(self, group: NodeGroup, size: int) -> None:
         """Keep exactly `size` instances warm (MinSize = MaxGroupPreparedCapacity), the
         rest of the pool as its operator set it: PutWarmPool replaces the whole
-        configuration, so its state and reuse policy are sent back as they were."""
+        configuration, so its state and reuse policy are sent back as they were. An EKS
+        managed node group's pool is EKS's to configure (UpdateNodegroupConfig's
+        warmPoolConfig): a PutWarmPool on its Auto Scaling group is a change EKS does not
+        expect and may undo."""
         self._check_managed(group, "size its warm pool")
         pool = group.warm_pool
-        kept: dict[str, Any] = {"PoolState": pool.pool_state if pool else "Stopped"}
-        if pool is not None and pool.reuse_on_scale_in is not None:
-            kept["InstanceReusePolicy"] = {"ReuseOnScaleIn": pool.reuse_on_scale_in}
+        state = pool.pool_state if pool else "Stopped"
+        reuse = pool.reuse_on_scale_in if pool else None
+        if group.is_eks_managed:
+            self._check_owns(group)
+            config: dict[str, Any] = {"enabled": True, "minSize": size, "poolState": state}
+            config["maxGroupPreparedCapacity"] = size
+            if reuse is not None:
+                config["reuseOnScaleIn"] = reuse
+            self._eks.update_nodegroup_config(
+                clusterName=group.eks_cluster,
+                nodegroupName=group.eks_nodegroup,
+                warmPoolConfig=config,
+            )
+            return
+        kept: dict[str, Any] = {"PoolState": state}
+        if reuse is not None:
+            kept["InstanceReusePolicy"] = {"ReuseOnScaleIn": reuse}
         self._autoscaling.put_warm_pool(
             AutoScalingGroupName=group.name, MinSize=size, MaxGroupPreparedCapacity=size, **kept
         )

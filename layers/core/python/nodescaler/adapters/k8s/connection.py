@@ -1,4 +1,5 @@
-"""How nodescaler reaches a cluster's API server: an EKS cluster by name, or a kubeconfig.
+"""How nodescaler reaches a cluster's API server: an EKS cluster by name, any cluster
+through a Secrets Manager secret (`access.py`), or a kubeconfig file (the sandbox).
 
 EKS: the endpoint and CA come from `eks:DescribeCluster`; the bearer token is a presigned
 STS GetCallerIdentity URL carrying the `x-k8s-aws-id` header (aws-iam-authenticator's
@@ -17,6 +18,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.adapters.aws import describe_aws_error
+from nodescaler.adapters.k8s.access import NOTHING_PINNED, Pinned, read_access
 from nodescaler.domain.text import outside
 from nodescaler.errors import KubernetesUnavailableError
 from nodescaler.ports import Clock
@@ -123,3 +125,46 @@ class KubeconfigConnection:
 
     def renew(self) -> None:
         self._api = None  # re-read the file: its credentials may have been rotated
+
+
+class SecretConnection:
+    """Any Kubernetes cluster, through the secret that holds its access (`access.py`): read
+    once for the warm container, and again when the server answers 401 (the token was
+    rotated). TLS is verified against the secret's (or the settings') CA, or the system's."""
+
+    def __init__(self, secrets: Any, secret_id: str, pinned: Pinned = NOTHING_PINNED) -> None:
+        self._secrets = secrets
+        self._secret = secret_id
+        self._pinned = pinned
+        self._api: Any = None
+
+    def api(self) -> Any:
+        if self._api is None:
+            from kubernetes import client
+
+            access = read_access(self._secret, self._read(), self._pinned)
+            configuration = client_configuration(access.endpoint)
+            configuration.verify_ssl = True
+            if access.ca_pem is not None:
+                ca = tempfile.NamedTemporaryFile(  # noqa: SIM115  (kept for the container's life)
+                    prefix="cluster-ca-", suffix=".crt", delete=False
+                )
+                ca.write(access.ca_pem)
+                ca.close()
+                configuration.ssl_ca_cert = ca.name
+            configuration.api_key = {"authorization": access.token}
+            configuration.api_key_prefix = {"authorization": "Bearer"}
+            self._api = client.ApiClient(configuration)
+        return self._api
+
+    def _read(self) -> str:
+        try:
+            value = self._secrets.get_secret_value(SecretId=self._secret)
+        except (BotoCoreError, ClientError) as error:
+            raise KubernetesUnavailableError(
+                f"cluster secret {outside(self._secret)}: {outside(describe_aws_error(error))}"
+            ) from None
+        return str(value.get("SecretString") or "")
+
+    def renew(self) -> None:
+        self._api = None  # the next request reads the secret again: the token may be rotated

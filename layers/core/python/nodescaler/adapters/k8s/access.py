@@ -1,0 +1,163 @@
+"""A cluster that is not EKS: what its Secrets Manager secret holds, read into the three
+things a connection needs — the API server's HTTPS endpoint, the certificate authority
+that signed its certificate, and a bearer token.
+
+The secret holds either a kubeconfig (YAML or JSON, `kubectl config view --minify
+--flatten` of a service account's context), or a service account token alone, the
+endpoint and CA then coming from the deployment's settings. TLS is always verified: a
+kubeconfig that skips verification, names an `http://` server, or authenticates by a
+plugin Lambda cannot run, is refused by name. Where the settings give an endpoint, a
+kubeconfig naming another server is refused too, so the secret can't send the token
+elsewhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from nodescaler.domain.text import outside
+from nodescaler.errors import KubernetesUnavailableError
+
+MAX_SECRET_CHARS = 65_536  # Secrets Manager's own limit for a secret's value
+# A user in a kubeconfig authenticates by one of these, none of which Lambda can use.
+_UNUSABLE_AUTH = {
+    "exec": "runs a credential plugin",
+    "auth-provider": "uses an auth provider",
+    "client-certificate-data": "presents a client certificate",
+    "client-certificate": "presents a client certificate file",
+    "tokenFile": "reads its token from a file",
+    "username": "uses basic authentication",
+}
+
+
+@dataclass(frozen=True)
+class ClusterAccess:
+    endpoint: str  # https://host[:port]
+    ca_pem: bytes | None  # None: the system's certificate authorities
+    token: str
+
+    def __repr__(self) -> str:  # never a token in a log line or a traceback
+        return f"ClusterAccess(endpoint={self.endpoint!r}, token=<{len(self.token)} chars>)"
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """What the deployment's settings say of the cluster: the endpoint a token may go to,
+    and the CA to trust there (base64 PEM), for a secret that holds a token alone."""
+
+    endpoint: str | None = None
+    ca_data: str | None = None
+
+
+NOTHING_PINNED = Pinned()
+
+
+def read_access(secret: str, text: str, pinned: Pinned = NOTHING_PINNED) -> ClusterAccess:
+    """The access `text` (the value of `secret`) gives; KubernetesUnavailableError naming
+    the secret and what is wrong with it otherwise."""
+
+    def refused(why: str) -> KubernetesUnavailableError:
+        return KubernetesUnavailableError(f"cluster secret {outside(secret)}: {why}")
+
+    if len(text) > MAX_SECRET_CHARS:
+        raise refused(f"{len(text)} characters, more than a secret can hold; not read")
+    document = _document(text.strip())
+    if isinstance(document, dict) and "clusters" in document:
+        try:
+            access = _from_kubeconfig(document)
+        except ValueError as error:
+            raise refused(f"kubeconfig: {error}") from None
+        if pinned.endpoint and _origin(access.endpoint) != _origin(pinned.endpoint):
+            raise refused(
+                f"kubeconfig names server {outside(access.endpoint)}, not the deployment's "
+                f"endpoint {outside(pinned.endpoint)}; the token is not sent there"
+            )
+        return access
+    if isinstance(document, str) and document and not any(c.isspace() for c in document):
+        if not pinned.endpoint:
+            raise refused(
+                "holds a token alone, but the deployment gives no kubernetes.endpoint "
+                "to send it to (give one, or store a kubeconfig)"
+            )
+        try:
+            return ClusterAccess(_https(pinned.endpoint), _ca(pinned.ca_data), document)
+        except ValueError as error:
+            raise refused(f"settings: {error}") from None
+    raise refused("is neither a kubeconfig (with clusters, users, contexts) nor a token")
+
+
+def _document(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text  # a token is not YAML with a colon in it; judged as a token
+
+
+def _from_kubeconfig(config: dict[str, Any]) -> ClusterAccess:
+    contexts = _named(config, "contexts")
+    current = config.get("current-context") or (
+        next(iter(contexts)) if len(contexts) == 1 else None
+    )
+    if current not in contexts:
+        raise ValueError(f"current-context {outside(current)!s} is not among its contexts")
+    context = contexts[current].get("context") or {}
+    cluster = _named(config, "clusters").get(str(context.get("cluster")), {}).get("cluster")
+    user = _named(config, "users").get(str(context.get("user")), {}).get("user")
+    if not isinstance(cluster, dict) or not isinstance(user, dict):
+        raise ValueError(f"context {outside(current)}: its cluster or user is not in the file")
+    if cluster.get("insecure-skip-tls-verify"):
+        raise ValueError("insecure-skip-tls-verify is set; nodescaler always verifies TLS")
+    if "certificate-authority" in cluster:
+        raise ValueError(
+            "certificate-authority names a file, which Lambda does not have; "
+            "flatten the kubeconfig (certificate-authority-data)"
+        )
+    for key, how in _UNUSABLE_AUTH.items():
+        if key in user:
+            raise ValueError(f"its user {how} ({key}), which nodescaler cannot; give a token")
+    token = user.get("token")
+    if not isinstance(token, str) or not token:
+        raise ValueError("its user has no token")
+    endpoint = _https(str(cluster.get("server") or ""))
+    return ClusterAccess(endpoint, _ca(cluster.get("certificate-authority-data")), token)
+
+
+def _named(config: dict[str, Any], key: str) -> dict[str, dict[str, Any]]:
+    entries = config.get(key)
+    if not isinstance(entries, list):
+        raise ValueError(f"{key} is not a list")
+    return {str(e.get("name")): e for e in entries if isinstance(e, dict)}
+
+
+def _https(server: str) -> str:
+    if urlsplit(server).scheme != "https" or not urlsplit(server).hostname:
+        raise ValueError(f"server {outside(server)!r} is not an https:// URL")
+    return server.rstrip("/")
+
+
+def _origin(url: str) -> tuple[str, str, int]:
+    parts = urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or 443
+
+
+def _ca(data: object) -> bytes | None:
+    if data is None:
+        return None
+    try:
+        pem = base64.b64decode(str(data), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("certificate-authority-data is not base64") from None
+    if b"-----BEGIN CERTIFICATE-----" not in pem:
+        raise ValueError("certificate-authority-data holds no PEM certificate")
+    return pem

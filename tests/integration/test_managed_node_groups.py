@@ -1,0 +1,169 @@
+"""EKS managed node groups done EKS's way: the warm pool through UpdateNodegroupConfig's
+warmPoolConfig (EKS owns its Auto Scaling group's pool; a PutWarmPool there is a change EKS
+does not expect). moto accepts and ignores warmPoolConfig: the sandbox's EksWarmPools
+answers as EKS documents it
+(https://docs.aws.amazon.com/eks/latest/APIReference/API_UpdateNodegroupConfig.html,
+https://docs.aws.amazon.com/eks/latest/APIReference/API_WarmPoolConfig.html)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
+from nodescaler.adapters.aws.node_groups import AsgNodeGroups
+from nodescaler.domain.cluster import Taint
+from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.optin import TagNames
+from nodescaler.domain.scheduling import NodegroupLabels
+from nodescaler.errors import RefusedError
+from nodescaler_sandbox.eks_warm_pools import EksWarmPools
+
+from tests.aws import REGION, CallCounter, client, make_asg
+from tests.builders import VirtualClock
+from tests.integration.test_node_groups import OPTED_IN, eks_node_group
+
+EKS_TAGS = {
+    "nodescaler/cluster": "prod",
+    "eks:cluster-name": "prod",
+    "eks:nodegroup-name": "general",
+}
+
+
+def managed_groups(calls: CallCounter) -> tuple[AsgNodeGroups, EksWarmPools, Any]:
+    """nodescaler's node groups on moto with the sandbox's EKS warm pools; the EKS client
+    (the operator's, and the one the tests read with)."""
+    autoscaling = calls.watch(boto3.client("autoscaling", region_name=REGION))
+    eks = calls.watch(boto3.client("eks", region_name=REGION))
+    pools = EksWarmPools(boto3.client("autoscaling", region_name=REGION))
+    pools.watch(eks)
+    groups = AsgNodeGroups(autoscaling, eks, tag_names=TagNames(), cluster_name="prod")
+    return groups, pools, eks
+
+
+def test_a_managed_groups_warm_pool_is_sized_through_eks_not_put_on_its_asg(
+    calls: CallCounter,
+) -> None:
+    asg = eks_node_group("prod", "general")
+    make_asg(asg, tags=OPTED_IN | EKS_TAGS, desired=2)
+    groups, _, eks = managed_groups(calls)
+    group = groups.get(asg)
+    assert group is not None and group.is_eks_managed
+    # When nodescaler keeps 5 warm
+    groups.size_warm_pool(group, 5)
+    # Then EKS is told, in its own terms, and Auto Scaling's PutWarmPool is never called
+    described = eks.describe_nodegroup(clusterName="prod", nodegroupName="general")
+    assert described["nodegroup"]["warmPoolConfig"] == {
+        "enabled": True,
+        "minSize": 5,
+        "maxGroupPreparedCapacity": 5,
+        "poolState": "Stopped",
+    }
+    assert calls.calls["PutWarmPool"] == 0 and calls.calls["UpdateNodegroupConfig"] == 1
+    # and the pool EKS keeps on its group is that size, as the next read of the group sees it
+    after = groups.get(asg)
+    assert after is not None and after.warm_pool is not None and after.warm_pool.holds(5)
+
+
+def test_the_pools_own_state_and_reuse_are_sent_back_as_they_were(calls: CallCounter) -> None:
+    asg = eks_node_group("prod", "general")
+    make_asg(asg, tags=OPTED_IN | EKS_TAGS, desired=2)
+    groups, _, eks = managed_groups(calls)
+    eks.update_nodegroup_config(
+        clusterName="prod",
+        nodegroupName="general",
+        warmPoolConfig={
+            "enabled": True,
+            "minSize": 1,
+            "poolState": "Hibernated",
+            "reuseOnScaleIn": True,
+        },
+    )
+    group = groups.get(asg)
+    assert group is not None
+    groups.size_warm_pool(group, 3)
+    described = eks.describe_nodegroup(clusterName="prod", nodegroupName="general")
+    config = described["nodegroup"]["warmPoolConfig"]
+    assert (config["poolState"], config["reuseOnScaleIn"], config["minSize"]) == (
+        "Hibernated",
+        True,
+        3,
+    )
+
+
+def test_an_asg_claiming_another_node_group_gets_no_warm_pool_of_it(calls: CallCounter) -> None:
+    eks_node_group("prod", "payments-prod")
+    make_asg("attacker", tags=OPTED_IN | EKS_TAGS | {"eks:nodegroup-name": "payments-prod"})
+    groups, pools, _ = managed_groups(calls)
+    with pytest.raises(RefusedError, match="refusing to resize a node group this ASG is not"):
+        groups.size_warm_pool(groups.get("attacker"), 4)  # type: ignore[arg-type]
+    assert pools.configs == {}
+
+
+def test_the_supplement_refuses_what_eks_refuses(calls: CallCounter) -> None:
+    eks_node_group("prod", "general")
+    _, _, eks = managed_groups(calls)
+    with pytest.raises(ClientError, match="minSize 4 is greater than maxGroupPreparedCapacity 2"):
+        eks.update_nodegroup_config(
+            clusterName="prod",
+            nodegroupName="general",
+            warmPoolConfig={"minSize": 4, "maxGroupPreparedCapacity": 2},
+        )
+
+
+def described_group(calls: CallCounter) -> tuple[Ec2InstanceTypes, Any, VirtualClock]:
+    eks = calls.watch(boto3.client("eks", region_name=REGION))
+    client("eks").create_nodegroup(
+        clusterName="prod",
+        nodegroupName="gpu",
+        nodeRole="arn:aws:iam::123456789012:role/node",
+        subnets=["subnet-1"],
+        labels={"accelerator": "a10"},
+        taints=[{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}],
+    )
+    clock = VirtualClock()
+    types = Ec2InstanceTypes(client("ec2"), client("autoscaling"), eks, clock=clock)
+    return types, eks, clock
+
+
+def managed(nodegroup: str) -> NodeGroup:
+    return NodeGroup(
+        name="asg",
+        desired=0,
+        min_size=0,
+        max_size=5,
+        in_service=0,
+        eks_cluster="prod",
+        eks_nodegroup=nodegroup,
+    )
+
+
+def test_a_managed_groups_labels_and_taints_are_read_from_eks_and_kept_a_minute(
+    calls: CallCounter,
+) -> None:
+    eks_node_group("prod", "general")  # the cluster
+    types, _, clock = described_group(calls)
+    found = types.nodegroup_labels(managed("gpu"))
+    assert found == NodegroupLabels(
+        {"accelerator": "a10"}, (Taint("nvidia.com/gpu", "true", "NoSchedule"),)
+    )
+    clock.advance(seconds=50)
+    types.nodegroup_labels(managed("gpu"))
+    assert calls.calls["DescribeNodegroup"] == 1  # cached, as CA's one-minute cache
+    clock.advance(seconds=20)
+    types.nodegroup_labels(managed("gpu"))
+    assert calls.calls["DescribeNodegroup"] == 2
+
+
+def test_when_eks_cannot_be_read_the_tags_stand_alone(calls: CallCounter) -> None:
+    eks_node_group("prod", "general")
+    types, eks, _ = described_group(calls)
+
+    def deny(**_: Any) -> Any:
+        raise ClientError({"Error": {"Code": "AccessDeniedException"}}, "DescribeNodegroup")
+
+    eks.meta.events.register("before-call.eks.DescribeNodegroup", deny)
+    assert types.nodegroup_labels(managed("gpu")) is None
+    assert types.nodegroup_labels(NodeGroup("self-managed", 0, 0, 5, 0)) is None
