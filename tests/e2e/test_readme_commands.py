@@ -35,6 +35,9 @@ NOT_RUN_HERE = {
     "make test": "it is what runs this test",
     "npx cdk bootstrap": "needs an AWS account: it makes the CDK's own bucket and roles there",
     'pip install "./nodescaler[cdk]"': "tests/infra/test_package.py installs the built wheel",
+    "TOKEN=$(kubectl -n kube-system get secret nodescaler-token -o jsonpath='{.data.token}' "
+    "| base64 -d)": "reads a live cluster's token Secret; kubectl authenticating with such a "
+    "token over TLS is tests/tools/test_kubectl.py's",
 }
 # The README's Deploy, step by step: each line's start, in the order they must run (access
 # entries need the cluster's mode first, the cluster's rights need the deployed groups).
@@ -190,6 +193,8 @@ def run(command: Command, world: dict[str, str], tmp_path: Path, deployed: list[
         run_aws(line)
     elif words[:3] == ["npx", "cdk", "deploy"]:
         deployed.extend(_synth(command, words[3:], tmp_path).values())
+    elif words[:3] == ["kubectl", "apply", "-f"] and SELF_MANAGED in words:
+        _service_account_apply(command, [Path(w) for w in words[3::2]])
     elif words[:3] == ["kubectl", "apply", "-f"]:
         _kubectl_apply(command, Path(words[3]), deployed)
     else:
@@ -203,6 +208,29 @@ def _authentication_mode(command: Command, line: str) -> None:
     mode = run_aws_input(line)["accessConfig"]["authenticationMode"]
     assert mode in ("API_AND_CONFIG_MAP", "API"), f"{command}: EKS refuses access entries in {mode}"
     run_aws(line)
+
+
+SELF_MANAGED = "infra/kubernetes/self-managed/"
+
+
+def _service_account_apply(command: Command, folders: list[Path]) -> None:
+    """A cluster outside EKS has no access entries: the service account whose token the
+    secret holds must be bound to every role the folders define."""
+    documents = [
+        d
+        for f in folders
+        for p in sorted(f.glob("*.yaml"))
+        for d in yaml.safe_load_all(p.read_text())
+        if d
+    ]
+    roles = {d["metadata"]["name"] for d in documents if d["kind"] == "ClusterRole"}
+    bound = {
+        d["roleRef"]["name"]
+        for d in documents
+        if d["kind"] == "ClusterRoleBinding"
+        and any(s["kind"] == "ServiceAccount" for s in d.get("subjects", []))
+    }
+    assert roles and roles == bound, f"{command}: the service account lacks {roles - bound}"
 
 
 def _kubectl_apply(command: Command, folder: Path, deployed: list[Any]) -> None:
