@@ -288,3 +288,20 @@ def test_a_node_goes_after_its_groups_tagged_unneeded_time_not_the_flags() -> No
     baseline.unneeded = dict.fromkeys(nodes, T0 - 3 * MINUTE)
     baseline.act(T0)
     assert {g: size for g, (size, _) in group_sizes(REGION).items()} == {"quick": 0, "slow": 1}
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_first_look_applies_only_the_action_in_force_not_every_past_one() -> None:
+    # Given office hours (raise the minimum at 08:00, lower it at 19:00) and a first look
+    # on a Monday at 22:00 Paris, then the group is as the 19:00 action left it: at 2, not
+    # raised by the 08:00 one the 19:00 one came after
+    autoscaling = client("autoscaling")
+    launch_configuration(autoscaling, "web-lc", "m5.xlarge")
+    create_group(
+        autoscaling, "web-ng", region=REGION, tags={}, max_size=40, launch_configuration="web-lc"
+    )
+    configure(autoscaling, tune(office_hours(), "web-ng", 0, 40))
+    runner = ScheduledActions(autoscaling, datetime.min.replace(tzinfo=UTC))
+    assert runner.run(datetime(2026, 11, 23, 21, 0, tzinfo=UTC)) == ["web-ng-office-end"]
+    described = autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"][0]
+    assert (described["MinSize"], described["DesiredCapacity"]) == (2, 2)

@@ -218,16 +218,18 @@ class ScheduledActions:
     last: datetime
 
     def run(self, now: datetime) -> list[str]:
-        """The actions due in (last, now], applied in time order; their names."""
-        due = sorted(
-            (at, action)
-            for action in self._actions()
-            if (at := last_fire(action["Recurrence"], action.get("TimeZone"), now)) > self.last
-        )
-        for _, action in due:
+        """Each group's latest action due in (last, now], applied (the earlier ones would
+        be overridden by it: what a first look from long ago catches up on); their names."""
+        latest: dict[str, tuple[datetime, dict[str, Any]]] = {}
+        for action in self._actions():
+            at = last_fire(action["Recurrence"], action.get("TimeZone"), now)
+            group = action["AutoScalingGroupName"]
+            if at > self.last and (group not in latest or at > latest[group][0]):
+                latest[group] = (at, action)
+        for _, action in latest.values():
             self._apply(action)
         self.last = now
-        return [action["ScheduledActionName"] for _, action in due]
+        return [action["ScheduledActionName"] for _, action in latest.values()]
 
     def _actions(self) -> list[dict[str, Any]]:
         return list(self.autoscaling.describe_scheduled_actions()["ScheduledUpdateGroupActions"])
