@@ -774,6 +774,12 @@ def charted(scenario: Scenario, runs: dict[str, Run]) -> tuple[list[GroupChart],
         pending=[rows[0] for rows in _rows_by_minute(ours, "pending_pods")],
         baseline_pending=[rows[0] for rows in _rows_by_minute(theirs, "pending_pods")],
         max_nodes=int(limit) if limit else None,
+        tuned_nodes=_per_minute(runs[TUNED], "in_service") if TUNED in runs else None,
+        tuned_pending=(
+            [rows[0] for rows in _rows_by_minute(runs[TUNED], "pending_pods")]
+            if TUNED in runs
+            else None
+        ),
         budget_short=_spans(ours.budget_short),
         faults=[(f.start, f.until, f.kind) for f in scenario.faults],
         limited=limited,
