@@ -227,6 +227,18 @@ def test_each_cluster_limit_is_drawn_on_the_panel_of_its_resource() -> None:
     )
 
 
+def test_the_tuned_baselines_nodes_and_waits_are_drawn_when_it_ran() -> None:
+    # Given a cluster chart with Cluster Autoscaler tuned's nodes and pods waiting
+    tuned = replace(cluster(), tuned_nodes=[7] * 60, tuned_pending=[9] * 60)
+    nodes, pending = panels_of([], tuned)
+    # Then both panels draw its line beside the others, and without it there is none
+    assert line(drawn(nodes)[0], "Cluster Autoscaler tuned")[1] == [7.0] * 60
+    ax, _ = drawn(pending)
+    assert line(ax, "Cluster Autoscaler tuned")[1] == [9.0] * 60
+    assert ax.get_ylim()[1] > 9
+    assert "Cluster Autoscaler tuned" not in drawn(panels_of([], cluster())[0])[1]
+
+
 def test_a_limited_series_of_the_wrong_length_is_named() -> None:
     short = Limited("vCPUs", "vCPUs", [4.0], [4.0] * 60, limit=8)
     with pytest.raises(ValueError, match=r"the cluster: vCPUs \(nodescaler\) has 1 values"):

@@ -49,7 +49,7 @@ def test_a_row_a_scenario_with_both_figures_and_their_ratios() -> None:
     rows = comparison.rows(
         [summary("burst", (190, 200), (7200, 7200)), summary("night", (12.62, 10.8), (0, 72))]
     )
-    NEW = ["1.5 / 2.5", "7.25"]  # noqa: N806  idle node-hours (ns / CA), the oracle's
+    NEW = ["1.5 / 2.5", "0.60", "7.25"]  # noqa: N806  idle node-hours (ns / CA), ratio, oracle
     assert rows == [
         ["burst", "190 / 200", "0.95", "7200 / 7200", "1.00", "3 / 18", "- / 0.5", "0 · 0", *NEW],
         ["night", "12.62 / 10.8", "1.17", "0 / 72", "0.00", "- / 18", "- / 0.5", "0 · 0", *NEW],
@@ -67,8 +67,38 @@ def test_the_table_gives_both_runs_idle_node_hours_and_the_oracles_node_hours() 
     header, _, row = text.splitlines()[2:5]
     cells = dict(zip(cells_of(header), cells_of(row), strict=True))
     # Then the table says so, in columns of their own
-    assert cells["idle node-hours (ns / CA)"] == "3.2 / 0.8"
+    assert cells["idle node-hours (ns / CA / tuned)"] == "3.2 / 0.8"
     assert cells["oracle node-hours"] == "9.5"
+
+
+def with_tuned(base: dict[str, Any], hours: float, waits: int, idle: float) -> dict[str, Any]:
+    tuned = dict(base[comparison.BASELINE]) | {
+        "node_hours": hours,
+        "unschedulable_pod_minutes": waits,
+        "idle_node_hours": idle,
+    }
+    return base | {comparison.TUNED: tuned}
+
+
+def test_the_table_gives_both_baselines_and_ratios_to_ca_tuned() -> None:
+    # Given nodescaler at 12 node-hours (3.2 idle) and 0 pod-minutes, CA's defaults at 10
+    # (0.8) and 72, and CA tuned at 15 (6.4 idle) and 4
+    base = summary("web", (12, 10), (0, 72), idle=(3.2, 0.8), oracle=9.5)
+    text = comparison.markdown([with_tuned(base, 15, 4, 6.4)])
+    header, _, row = text.splitlines()[2:5]
+    cells = list(zip(cells_of(header), cells_of(row), strict=True))
+    # Then every cell gives the three runs, and the ratios are nodescaler / CA tuned
+    assert cells[1:5] == [
+        ("node-hours (ns / CA / tuned)", "12 / 10 / 15"),
+        ("ratio", "0.80"),
+        ("unschedulable pod-minutes (ns / CA / tuned)", "0 / 72 / 4"),
+        ("ratio", "0.00"),
+    ]
+    assert cells[8:10] == [
+        ("idle node-hours (ns / CA / tuned)", "3.2 / 0.8 / 6.4"),
+        ("ratio", "0.50"),
+    ]
+    assert "nodescaler / CA tuned" in text
 
 
 def panels(*summaries: dict[str, Any]) -> list[Axes]:
@@ -125,6 +155,8 @@ def test_a_tuned_baseline_is_drawn_when_the_summary_has_it() -> None:
     }
     (ax,) = panels(tuned)
     assert point(ax, comparison.RUNS[comparison.TUNED][0]) == (11.0, 8.0)
+    # and nodescaler's ratios to both under the panel
+    assert ax.get_xlabel().splitlines()[1] == "ns / tuned: node-h 1.09 · wait 0.00"
     (without,) = panels(summary("web", (12, 10), (0, 72)))
     assert comparison.RUNS[comparison.TUNED][0] not in [
         line.get_label() for line in without.get_lines()

@@ -32,8 +32,9 @@ A model of the FAQ's behaviour (shared/reference), not Cluster Autoscaler itself
 - scale-down: a node whose pods request under half its CPU and memory, and would fit on
   the other nodes, is unneeded, unless a pod on it may not be moved (utils/drain/drain.go,
   GetPodsForDeletionOnNodeDrain: no controller, a kube-system pod no budget selects, local
-  storage, safe-to-evict "false"; `DrainFlags`); after 10 minutes unneeded (and 10
-  minutes after the last scale-up) it is removed: the node cordoned and its pods evicted,
+  storage, safe-to-evict "false"; `DrainFlags`); after 10 minutes unneeded (its group's
+  scaledownunneededtime tag when it has one; and 10 minutes after the last scale-up) it
+  is removed: the node cordoned and its pods evicted,
   those a PodDisruptionBudget keeps tried again at each scan for up to 2 minutes, after
   which the drain fails, the node is uncordoned and scale-down waits 3 minutes (the FAQ:
   "retrying, if needed, for up to 2 min"; --scale-down-delay-after-failure); once it is
@@ -49,7 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -426,7 +427,11 @@ class ReactiveBaseline:
         if not self._may_scale_down(now):
             return
         due = sorted(
-            (n for n, since in self.unneeded.items() if now - since >= UNNEEDED),
+            (
+                n
+                for n, since in self.unneeded.items()
+                if now - since >= self._unneeded_for(nodes[n])
+            ),
             key=lambda n: (bool(pods_on[n]), n),  # empty nodes first
         )
         empty_left = MAX_EMPTY_BULK_DELETE * scans
@@ -460,6 +465,11 @@ class ReactiveBaseline:
                 self._uncordon(nodes[name])
                 self._stop_draining(name)
                 self.last_failed_scale_down = now
+
+    def _unneeded_for(self, node: dict[str, Any]) -> timedelta:
+        """How long the node must be unneeded: its group's tag, else --scale-down-unneeded-time."""
+        spec = self.groups.get(self._group_of(node))
+        return unneeded_time(spec.tags) if spec else UNNEEDED
 
     def _may_scale_down(self, now: datetime) -> bool:
         """Not within 10 minutes of a scale-up, nor 3 of a failed scale-down."""
@@ -495,6 +505,18 @@ class ReactiveBaseline:
 
     # --- Auto Scaling ----------------------------------------------------------------------
 
+    def refresh_bounds(self, autoscaling: Any) -> None:
+        """Each group's MinSize and MaxSize as Auto Scaling has them now (a scheduled action
+        changed them), as the AWS provider's group cache reads them at its refresh."""
+        described = autoscaling.describe_auto_scaling_groups(
+            AutoScalingGroupNames=list(self.groups)
+        )["AutoScalingGroups"]
+        for group in described:
+            name = group["AutoScalingGroupName"]
+            self.groups[name] = replace(
+                self.groups[name], min=group["MinSize"], max=group["MaxSize"]
+            )
+
     def _desired(self) -> dict[str, int]:
         # Read from moto's store: a scan's describe call would cost more than the model.
         return {name: size for name, (size, _) in group_sizes(self.cluster.region).items()}
@@ -511,6 +533,20 @@ class ReactiveBaseline:
 
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+UNNEEDED_TIME_TAG = TEMPLATE_TAG + "autoscaling-options/scaledownunneededtime"
+GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
+GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def unneeded_time(tags: dict[str, str]) -> timedelta:
+    """A group's scale-down unneeded time: its tag (a Go duration, "2m0s"), overriding
+    --scale-down-unneeded-time for it (cloudprovider/aws/README.md, "Auto-Discovery
+    Setup"; aws_manager.go, GetOptions); the flag's when the tag is absent or unreadable."""
+    written = tags.get(UNNEEDED_TIME_TAG, "")
+    parts = GO_DURATION.findall(written)
+    if not parts or "".join(n + u for n, u in parts) != written:
+        return UNNEEDED
+    return timedelta(seconds=sum(float(n) * GO_UNITS[u] for n, u in parts))
 
 
 def _blocks_drain(pod: dict[str, Any], budgets: list[dict[str, Any]], flags: DrainFlags) -> bool:

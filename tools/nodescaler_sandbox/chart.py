@@ -38,6 +38,7 @@ LEGEND_ENTRIES_AT_FULL_SIZE = 6  # more than fit a small panel at 8 points
 DESIRED = "#1f4e9c"
 IN_SERVICE = "#4fa3d9"
 BASELINE = "#555555"
+TUNED = "#ff7f0e"  # Cluster Autoscaler tuned: as comparison.RUNS draws it
 SCALE_UP = "#2ca02c"
 SCALE_DOWN = "#ff7f0e"
 FAILURE = "#d62728"
@@ -105,6 +106,9 @@ class ClusterChart:
     budget_short: Sequence[tuple[float, float]] = field(default=())  # spans, nodescaler's run
     faults: Sequence[tuple[float, float, str]] = field(default=())  # (from, until, kind)
     limited: Sequence[Limited] = field(default=())  # a panel each
+    # Cluster Autoscaler tuned to the policies (None: not run)
+    tuned_nodes: Sequence[int] | None = None
+    tuned_pending: Sequence[int] | None = None
 
     def __post_init__(self) -> None:
         series: dict[str, Sequence[float]] = {
@@ -113,6 +117,10 @@ class ClusterChart:
             "pending": self.pending,
             "baseline_pending": self.baseline_pending,
         }
+        if self.tuned_nodes is not None:
+            series["tuned_nodes"] = self.tuned_nodes
+        if self.tuned_pending is not None:
+            series["tuned_pending"] = self.tuned_pending
         for resource in self.limited:
             series[f"{resource.name} (nodescaler)"] = resource.ours
             series[f"{resource.name} (baseline)"] = resource.baseline
@@ -361,7 +369,9 @@ def _cluster_nodes_panel(ax: Axes, cluster: ClusterChart) -> list[Entry]:
         ax.axvspan(start, end, color=BUDGET_SHORT, alpha=0.25, linewidth=0)
     if cluster.budget_short:
         handles.append(Patch(color=BUDGET_SHORT, alpha=0.25, label="disruption budget short"))
-    handles += _both_runs(ax, cluster.minutes, cluster.nodes, cluster.baseline_nodes)
+    handles += _both_runs(
+        ax, cluster.minutes, cluster.nodes, cluster.baseline_nodes, cluster.tuned_nodes
+    )
     if cluster.max_nodes is not None:
         handles.append(_limit_line(ax, cluster.max_nodes, f"{cluster.max_nodes} nodes"))
     ax.set_ylim(bottom=0, top=_top(ax.get_ylim()[1]))
@@ -386,16 +396,24 @@ def _limited_panel(ax: Axes, minutes: Sequence[float], resource: Limited) -> lis
 
 def _cluster_pending_panel(ax: Axes, cluster: ClusterChart) -> list[Entry]:
     _frame(ax, "cluster: pods waiting for a node", "pods", integer=True)
-    handles = _both_runs(ax, cluster.minutes, cluster.pending, cluster.baseline_pending)
-    ax.set_ylim(bottom=0, top=_top(max([1, *cluster.pending, *cluster.baseline_pending])))
+    tuned = cluster.tuned_pending
+    handles = _both_runs(ax, cluster.minutes, cluster.pending, cluster.baseline_pending, tuned)
+    ax.set_ylim(
+        bottom=0,
+        top=_top(max([1, *cluster.pending, *cluster.baseline_pending, *(tuned or ())])),
+    )
     return [(handle, str(handle.get_label())) for handle in handles]
 
 
 def _both_runs(
-    ax: Axes, minutes: Sequence[float], ours: Sequence[float], theirs: Sequence[float]
+    ax: Axes,
+    minutes: Sequence[float],
+    ours: Sequence[float],
+    theirs: Sequence[float],
+    tuned: Sequence[float] | None = None,
 ) -> list[Artist]:
-    """nodescaler's line, and the baseline's dashed."""
-    return [
+    """nodescaler's line, the baseline's dashed, and the tuned baseline's dotted."""
+    lines: list[Artist] = [
         *ax.plot(minutes, ours, color=DESIRED, linewidth=1.8, label="nodescaler"),
         *ax.plot(
             minutes,
@@ -406,6 +424,16 @@ def _both_runs(
             label="Cluster Autoscaler baseline",
         ),
     ]
+    if tuned is not None:
+        lines += ax.plot(
+            minutes,
+            tuned,
+            color=TUNED,
+            linestyle=":",
+            linewidth=1.6,
+            label="Cluster Autoscaler tuned",
+        )
+    return lines
 
 
 def _frame(ax: Axes, title: str, unit: str, *, integer: bool = False) -> None:

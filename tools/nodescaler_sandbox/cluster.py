@@ -7,8 +7,13 @@ then it stays, cordoned or not, until `release`). The scheduler binds pending po
 oldest first, to Ready, schedulable nodes with room for their CPU and memory requests, a
 matching nodeSelector and tolerated taints (kube-scheduler's LeastAllocated spread, a
 node with a PreferNoSchedule taint only when no other fits); a bound pod turns Ready
-`ready_after` later. The rest are marked Unschedulable, as
-kube-scheduler does. Everything here is the simulation, not the product.
+`ready_after` later. Pending pods are taken highest priority first (PrioritySort), then
+oldest. A pod no node fits preempts, as kube-scheduler's DefaultPreemption does: on the
+node where deleting the fewest pods of lower priority (lowest first) makes it fit, those
+pods are deleted and it is bound; never a pod of its priority or higher, and none when
+no node would then fit it (how the FAQ's overprovisioning placeholders, priority -1,
+give way to real pods). The rest are marked Unschedulable, as kube-scheduler does.
+Everything here is the simulation, not the product.
 """
 
 from __future__ import annotations
@@ -169,11 +174,13 @@ class SimulatedCluster:
             nodes = self.store.objects["nodes"]
             rooms = {name: Room.of(node) for (_, name), node in nodes.items()}
             pending = []
+            on_node: dict[str, list[dict[str, Any]]] = {name: [] for name in rooms}
             for found in self.store.objects["pods"].values():
                 cpu, memory = requests(found)
                 bound = found["spec"].get("nodeName")
                 if bound in rooms:
                     rooms[bound].take(cpu, memory, found["spec"])
+                    on_node[bound].append(found)
                     self._maybe_ready(found, now)
                 elif not bound:
                     pending.append((found, cpu, memory))
@@ -183,20 +190,55 @@ class SimulatedCluster:
             preferred = _Spread({n: r for n, r in schedulable.items() if not r.avoided})
             avoided = _Spread({n: r for n, r in schedulable.items() if r.avoided})
             left = 0
-            for found, cpu, memory in sorted(pending, key=lambda entry: uid_order(entry[0])):
+            # the lowest priority bound: a pod at or below it has no one to preempt
+            lowest = min((priority(p) for on in on_node.values() for p in on), default=0)
+            for found, cpu, memory in sorted(pending, key=_queue_order):
                 node = preferred.place(cpu, memory, found["spec"]) or avoided.place(
                     cpu, memory, found["spec"]
                 )
+                if node is None and priority(found) > lowest:
+                    node = self._preempt(found, schedulable, on_node, (preferred, avoided))
                 if node is None:
                     left += 1
                     self._unschedulable(found, now)
                     continue
+                on_node[node].append(found)
+                lowest = min(lowest, priority(found))
                 found["spec"]["nodeName"] = node
                 found["metadata"].setdefault("annotations", {})[BOUND_AT] = now.isoformat()
                 found["status"] = {"phase": "Running", "conditions": []}
                 self._maybe_ready(found, now)
                 self.store.put("pods", found)
             return left
+
+    def _preempt(
+        self,
+        pod: dict[str, Any],
+        rooms: dict[str, Room],
+        on_node: dict[str, list[dict[str, Any]]],
+        spreads: tuple[_Spread, ...],
+    ) -> str | None:
+        """The node where deleting the fewest pods of lower priority than `pod` (lowest
+        priority, then newest, first) makes room for it: those pods deleted (their
+        controllers make new, pending ones), its room taken for `pod`. None: no node would
+        fit it even so, and nothing is deleted."""
+        cpu, memory = requests(pod)
+        best: tuple[int, str, list[dict[str, Any]]] | None = None
+        for name, room in rooms.items():
+            victims = _victims(pod, room, on_node[name])
+            if victims is not None and (best is None or (len(victims), name) < best[:2]):
+                best = (len(victims), name, victims)
+        if best is None:
+            return None
+        _, name, victims = best
+        for victim in victims:
+            rooms[name].give(*requests(victim), victim["spec"])
+            on_node[name].remove(victim)
+            self.store.delete("pods", (victim["metadata"]["namespace"], victim["metadata"]["name"]))
+        rooms[name].take(cpu, memory, pod["spec"])
+        for spread in spreads:
+            spread.refresh(name)
+        return name
 
     def _maybe_ready(self, pod: dict[str, Any], now: datetime) -> None:
         annotations = pod["metadata"].get("annotations", {})
@@ -216,6 +258,39 @@ class SimulatedCluster:
                 UNSCHEDULABLE_SINCE, now.isoformat()
             )
             self.store.put("pods", pod)
+
+
+def priority(pod: dict[str, Any]) -> int:
+    return int(pod["spec"].get("priority") or 0)
+
+
+def _queue_order(entry: tuple[dict[str, Any], int, int]) -> tuple[int, int]:
+    """kube-scheduler's PrioritySort: higher priority first, then the oldest."""
+    return -priority(entry[0]), uid_order(entry[0])
+
+
+def _victims(
+    pod: dict[str, Any], room: Room, bound: list[dict[str, Any]]
+) -> list[dict[str, Any]] | None:
+    """The fewest of `bound` (pods of lower priority than `pod`, lowest priority and then
+    newest first) whose going lets `pod` fit in `room`; None when even all of them would
+    not (or the node takes no pods)."""
+    cpu, memory = requests(pod)
+    if not room.schedulable:
+        return None
+    lower = sorted(
+        (p for p in bound if priority(p) < priority(pod)),
+        key=lambda p: (priority(p), -uid_order(p)),
+    )
+    freed = Room(room.cpu, room.memory, room.labels, room.taints, True, dict(room.extended))
+    victims: list[dict[str, Any]] = []
+    for victim in [None, *lower]:
+        if victim is not None:
+            freed.give(*requests(victim), victim["spec"])
+            victims.append(victim)
+        if freed.fits(cpu, memory, pod["spec"]):
+            return victims if victims else None  # fitting without a victim: not preemption
+    return None
 
 
 class _Spread:
@@ -246,6 +321,13 @@ class _Spread:
         for entry in passed:
             heapq.heappush(self.heap, entry)
         return chosen
+
+    def refresh(self, name: str) -> None:
+        """A node whose room changed outside `place` (a preemption): its entry made anew."""
+        if name in self.rooms:
+            room = self.rooms[name]
+            self.heap = [e for e in self.heap if e[2] != name] + [(-room.cpu, -room.memory, name)]
+            heapq.heapify(self.heap)
 
 
 def quantities(resources: dict[str, str]) -> tuple[int, int]:
@@ -329,3 +411,10 @@ class Room:
         self.memory -= memory
         for name, amount in extended_requests(spec).items():
             self.extended[name] = self.extended.get(name, 0) - amount
+
+    def give(self, cpu: int, memory: int, spec: dict[str, Any]) -> None:
+        """A pod's requests back: it left the node."""
+        self.cpu += cpu
+        self.memory += memory
+        for name, amount in extended_requests(spec).items():
+            self.extended[name] = self.extended.get(name, 0) + amount

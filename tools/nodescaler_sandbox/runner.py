@@ -1,6 +1,9 @@
-"""Runs a scenario file in the sandbox, twice: once scaled by nodescaler (the real
-handlers, on the events AWS would send) and once by the reactive baseline in the manner
-of Cluster Autoscaler; then writes what happened under `out/demo/<scenario>/`:
+"""Runs a scenario file in the sandbox, three times: once scaled by nodescaler (the real
+handlers, on the events AWS would send), once by the reactive baseline in the manner of
+Cluster Autoscaler with its defaults, and once by that baseline tuned as an operator
+would to match the group's policy (`baseline_tuning`: unneeded time, overprovisioning
+placeholders, bounds, scheduled actions); then writes what happened under
+`out/demo/<scenario>/`:
 - `timeline.txt` (also printed): time, group, metrics against targets, current → desired, why;
 - `summary.json`: the limit (`oracle`: node-hours of capacity that follows the pods), and
   both runs' figures side by side (`figures`: node-hours and idle node-hours, pod waits and
@@ -29,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from nodescaler_sandbox import figures, oracle
+from nodescaler_sandbox import baseline_tuning, figures, oracle
 from nodescaler_sandbox.baseline import DrainFlags, GroupSpec, Limits, ReactiveBaseline
 from nodescaler_sandbox.cluster import Room, extended_requests, requests
 from nodescaler_sandbox.figures import PodRecord
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
 OUT = Path("out/demo")
 SCENARIOS = ROOT / "scenarios"
 NODESCALER, BASELINE = "nodescaler", "cluster-autoscaler-baseline"
+TUNED = "cluster-autoscaler-tuned"  # the baseline as an operator tunes it to the policy
 
 
 def scenario_files() -> list[Path]:
@@ -99,7 +103,7 @@ def run(
     write(f"\n== {scenario.name}: {scenario.description.strip()}")
     runs = {
         controller: _simulate(scenario, controller, folder, progress)
-        for controller in (NODESCALER, BASELINE)
+        for controller in (NODESCALER, BASELINE, TUNED)
     }
     if progress:
         progress("")  # the live line gives way to the timeline
@@ -115,6 +119,7 @@ def run(
         **_oracle(scenario, runs.values()),
         NODESCALER: _summarize(scenario, runs[NODESCALER]),
         BASELINE: _summarize(scenario, runs[BASELINE]),
+        TUNED: _summarize(scenario, runs[TUNED]),
     }
     (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     timelines = {name: r.minutes for name, r in runs.items()}
@@ -153,7 +158,10 @@ def run_all(
     an API server on ports of its own), the longest first; each one's output printed in
     the scenarios' order as soon as those before it are done. The summaries in order."""
     workers = max(1, min(os.cpu_count() or 1, len(files)))
-    write(f"Running {len(files)} scenarios, {workers} at a time (each twice: nodescaler, baseline)")
+    write(
+        f"Running {len(files)} scenarios, {workers} at a time "
+        "(each three times: nodescaler, CA defaults, CA tuned)"
+    )
     longest_first = sorted(range(len(files)), key=lambda i: -scenarios[i].minutes)
     done: dict[int, tuple[dict[str, Any] | None, list[str]]] = {}
     shown = 0
@@ -223,9 +231,18 @@ def _simulate(
         ]
         result.budget_short = figures.budget_short_minutes(world.budget_looks)
         result.drains = list(box.drained)
-        result.evictions_asked = len(world.cluster.store.evictions)
-        result.evicted = world.cluster.store.evicted
-        result.pods = list(world.pods.values())
+        held_room = sum(  # overprovisioning placeholders evicted: room let go, not work
+            1
+            for _, name, _ in world.cluster.store.evictions
+            if name.startswith(baseline_tuning.PLACEHOLDER_PREFIX)
+        )
+        result.evictions_asked = len(world.cluster.store.evictions) - held_room
+        result.evicted = world.cluster.store.evicted - held_room
+        result.pods = [
+            p
+            for p in world.pods.values()
+            if not p.name.startswith(baseline_tuning.PLACEHOLDER_PREFIX)
+        ]
         result.events = list(world.cluster.store.objects["events"].values())
         result.killed = len(world.cluster.killed)
         result.nodes_removed = world.cluster.nodes_removed
@@ -257,6 +274,7 @@ def _controller(
                 box.tick()
 
         return nodescaler
+    actions = _tune(scenario, box, world) if controller == TUNED else None
     baseline = ReactiveBaseline(
         world.cluster,
         outages.watch("autoscaling", box.controller_autoscaling()),
@@ -267,6 +285,8 @@ def _controller(
     )
 
     def cluster_autoscaler(_: int) -> None:
+        if actions is not None and actions.run(box.clock.now()):
+            baseline.refresh_bounds(box.client("autoscaling"))  # its ASG cache, refreshed
         if outages.kubernetes_down:  # it reads the cluster through the API server
             return
         try:
@@ -277,16 +297,36 @@ def _controller(
     return cluster_autoscaler
 
 
+def _tune(scenario: Scenario, box: Sandbox, world: World) -> baseline_tuning.ScheduledActions:
+    """The tuned run's settings, made before it starts (`baseline_tuning`): each group's
+    tags, bounds and scheduled actions (those already due applied, as if they had been
+    running), its nodes' group label, its overprovisioning placeholders."""
+    from nodescaler.adapters.policy_files import load_policies
+
+    policies = load_policies(scenario.policies_path)
+    autoscaling = box.client("autoscaling")
+    for group in scenario.groups:
+        tuning = baseline_tuning.tune(policies[group.policy], group.name, group.min, group.max)
+        baseline_tuning.configure(autoscaling, tuning)
+        world.cluster.labels[group.name] = world.cluster.labels[group.name] | tuning.labels
+        world.deployments += [
+            baseline_tuning.placeholder_deployment(p, i) for i, p in enumerate(tuning.placeholders)
+        ]
+    actions = baseline_tuning.ScheduledActions(autoscaling, datetime.min.replace(tzinfo=UTC))
+    actions.run(box.clock.now())
+    return actions
+
+
 def _as_cluster_autoscaler_reads_them(scenario: Scenario, box: Sandbox) -> dict[str, GroupSpec]:
     """Each group's bounds, tags and instance type's capacity, read from AWS."""
     described = box.client("autoscaling").describe_auto_scaling_groups(
         AutoScalingGroupNames=[g.name for g in scenario.groups]
     )["AutoScalingGroups"]
     tags = {d["AutoScalingGroupName"]: {t["Key"]: t["Value"] for t in d["Tags"]} for d in described}
+    bounds = {d["AutoScalingGroupName"]: (d["MinSize"], d["MaxSize"]) for d in described}
     return {
         g.name: GroupSpec(
-            g.min,
-            g.max,
+            *bounds[g.name],
             instance_capacity(box.client("ec2"), g.instance_type),
             tags[g.name],
             node_labels(box.client("ec2"), g.instance_type),
@@ -305,7 +345,7 @@ def _node_size(ec2: Any, instance_type: str) -> tuple[float, float]:
 def _observe(world: World, decisions: Decisions | None, minute: int) -> list[dict[str, Any]]:
     """One row a group: sizes, the pods and queues it serves, and its last decision."""
     desired = {name: size for name, (size, _) in group_sizes(REGION).items()}
-    pending = world.pending()
+    pending = world.pending() - _placeholders_pending(world)
     queues = world.queue_depths()
     rows = []
     pools, now = world.box.warm_pools, world.box.clock.now()
@@ -332,6 +372,15 @@ def _observe(world: World, decisions: Decisions | None, minute: int) -> list[dic
     return rows
 
 
+def _placeholders_pending(world: World) -> int:
+    """Overprovisioning placeholders waiting: room asked for, not pods waiting for a node."""
+    return sum(
+        1
+        for p in world.cluster.store.objects["pods"].values()
+        if not p["spec"].get("nodeName") and baseline_tuning.is_placeholder(p)
+    )
+
+
 def _used_nodes(world: World, group: str) -> float:
     """The group's nodes in service as their pods' requests fill them: each node's dominant
     share (`figures.dominant_share`), summed."""
@@ -344,7 +393,7 @@ def _used_nodes(world: World, group: str) -> float:
     asked: dict[str, dict[str, float]] = {name: {} for name in nodes}
     for pod in cluster.store.objects["pods"].values():
         on = asked.get(pod["spec"].get("nodeName"))
-        if on is not None:
+        if on is not None and not baseline_tuning.is_placeholder(pod):  # held room is idle
             cpu, memory = requests(pod)
             for resource, amount in (
                 ("cpu", cpu),
@@ -367,7 +416,7 @@ def _pods_existing(world: World, shapes: dict[str, oracle.Shape]) -> oracle.Step
     return oracle.step_of(
         shapes.get(uid) or shapes.setdefault(uid, oracle.Shape.of(pod))
         for pod in pods
-        if (uid := pod["metadata"]["uid"])
+        if (uid := pod["metadata"]["uid"]) and not baseline_tuning.is_placeholder(pod)
     )
 
 
@@ -610,11 +659,13 @@ def _requested(scenario: Scenario, result: Run) -> dict[str, dict[str, float]]:
 
 
 def _side_by_side(summary: dict[str, Any]) -> str:
-    ours, theirs = summary[NODESCALER], summary[BASELINE]
-    lines = [f"   {'':<52} {'nodescaler':>14} {'baseline (CA)':>14}"]
+    ours = summary[NODESCALER]
+    others = [summary[key] for key in (BASELINE, TUNED) if key in summary]
+    lines = [f"   {'':<52} {'nodescaler':>14} {'CA defaults':>14} {'CA tuned':>14}"]
 
-    def line(label: str, mine: Any, other: Any) -> None:
-        lines.append(f"   {label:<52} {_cell(mine):>14} {_cell(other):>14}")
+    def line(label: str, mine: Any, *path: str) -> None:
+        cells = "".join(f" {_cell(_dig(other, path)):>14}" for other in others)
+        lines.append(f"   {label:<52} {_cell(mine):>14}{cells}")
 
     lines.append(
         f"   {'oracle_node_hours (capacity that follows the pods)':<52} "
@@ -622,14 +673,13 @@ def _side_by_side(summary: dict[str, Any]) -> str:
     )
     for key, value in ours.items():
         if isinstance(value, int | float) or value is None:
-            line(key, value, theirs.get(key))
+            line(key, value, key)
         elif key in ("pod_wait_minutes", "pod_ready_minutes"):
             for group, figures_ in value.items():
-                other = theirs[key].get(group, {})
                 for name in ("p50", "p99", "max"):
-                    line(f"{key} {group} {name}", figures_[name], other.get(name))
+                    line(f"{key} {group} {name}", figures_[name], key, group, name)
         elif key == "pods_that_fit_no_group":
-            line(key, value["count"], theirs[key]["count"])
+            line(key, value["count"], key, "count")
         elif key in (
             "longest_demand_to_scale_request_minutes",
             "aws_write_calls",
@@ -637,8 +687,15 @@ def _side_by_side(summary: dict[str, Any]) -> str:
             "peak_desired",
         ):
             for group, figure in value.items():
-                line(f"{key} {group}", figure, theirs[key].get(group, 0))
+                line(f"{key} {group}", figure, key, group)
     return "\n".join(lines)
+
+
+def _dig(figures: Any, path: Sequence[str]) -> Any:
+    """A run's figure at `path` in its summary (None where it has none)."""
+    for key in path:
+        figures = figures.get(key) if isinstance(figures, dict) else None
+    return figures
 
 
 def _cell(value: Any) -> str:
@@ -717,6 +774,12 @@ def charted(scenario: Scenario, runs: dict[str, Run]) -> tuple[list[GroupChart],
         pending=[rows[0] for rows in _rows_by_minute(ours, "pending_pods")],
         baseline_pending=[rows[0] for rows in _rows_by_minute(theirs, "pending_pods")],
         max_nodes=int(limit) if limit else None,
+        tuned_nodes=_per_minute(runs[TUNED], "in_service") if TUNED in runs else None,
+        tuned_pending=(
+            [rows[0] for rows in _rows_by_minute(runs[TUNED], "pending_pods")]
+            if TUNED in runs
+            else None
+        ),
         budget_short=_spans(ours.budget_short),
         faults=[(f.start, f.until, f.kind) for f in scenario.faults],
         limited=limited,

@@ -1,0 +1,258 @@
+""" "CA tuned": the Cluster Autoscaler settings an operator would pick to match a group's
+nodescaler policy, so the baseline is compared with what its users run, not its defaults.
+
+Read from the policy model alone (none of nodescaler's scaling logic), one group at a time:
+- its scale-down window → the group's unneeded time, as the per-ASG tag
+  `k8s.io/cluster-autoscaler/node-template/autoscaling-options/scaledownunneededtime`
+  (Cluster Autoscaler's cloudprovider/aws/README.md; it overrides --scale-down-unneeded-time
+  for that group; a policy without one has nodescaler's 10 minutes, CA's default too);
+- its capacity buffer → overprovisioning placeholders (the FAQ, "How can I configure
+  overprovisioning with Cluster Autoscaler?"): a Deployment of pause pods at priority -1,
+  one of the buffer's shape for each of its pods, kept on the group's nodes by a
+  nodeSelector on the label EKS gives them (`eks.amazonaws.com/nodegroup`, which the
+  operator also tags the group with so CA knows it at zero). Real pods preempt them; the
+  placeholders then pending drive CA's scale-up;
+- its bounds → the group's MinSize and MaxSize (the policy's inside the group's own);
+- its schedule → Auto Scaling scheduled actions, the pattern AWS shows for CA users: at
+  each entry's start the group's minimum is raised to its replicas, at its end lowered to
+  the schedule's default, so CA cannot go below it while it is open and scales down
+  gracefully after (https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-scheduled-scaling.html).
+  moto stores scheduled actions and never runs them: `ScheduledActions` runs them here;
+- its warm pool: the group's own, as the operator configured it, in both runs (CA cannot
+  size one; nodescaler's `warmPool: true` sizing is its own).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from croniter import croniter
+from nodescaler.domain.policy import NodeGroupPolicy, PendingPodsMetric, ScheduleMetric
+
+from nodescaler_sandbox.baseline import TEMPLATE_TAG, UNNEEDED_TIME_TAG
+from nodescaler_sandbox.cluster import NAMESPACE
+from nodescaler_sandbox.workloads import Deployment, pod
+
+GROUP_LABEL = "eks.amazonaws.com/nodegroup"  # on an EKS node group's nodes
+TEMPLATE_LABEL_TAG = TEMPLATE_TAG + "label/"
+PLACEHOLDER_PRIORITY = -1  # the FAQ: "Priority -1 will be reserved for overprovisioning pods"
+PLACEHOLDER_PREFIX = "overprovisioning-"
+
+
+@dataclass(frozen=True)
+class Placeholders:
+    """A Deployment of pause pods holding room in a group: `pods` of one shape."""
+
+    group: str
+    pods: int
+    requests: dict[str, str]  # cpu, memory and extended resources
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class ScheduledAction:
+    """An Auto Scaling scheduled action: at each `recurrence` (cron, in `time_zone`), the
+    group's minimum set to `min_size`."""
+
+    name: str
+    recurrence: str
+    time_zone: str
+    min_size: int
+
+
+@dataclass(frozen=True)
+class GroupTuning:
+    group: str
+    min_size: int
+    max_size: int
+    tags: dict[str, str]  # added to the Auto Scaling group's
+    labels: dict[str, str]  # the operator's kubelet gives its nodes
+    placeholders: list[Placeholders] = field(default_factory=list)
+    scheduled_actions: list[ScheduledAction] = field(default_factory=list)
+
+
+def tune(policy: NodeGroupPolicy, group: str, min_size: int, max_size: int) -> GroupTuning:
+    """The Cluster Autoscaler settings matching `policy` for `group` (whose own bounds are
+    `min_size`, `max_size`)."""
+    low = min(max(policy.spec.min_replicas, min_size), max_size)
+    high = min(max(policy.spec.max_replicas, min_size), max_size)
+    window = policy.spec.behavior.down.stabilization_window_seconds
+    return GroupTuning(
+        group,
+        low,
+        high,
+        {UNNEEDED_TIME_TAG: go_duration(window), TEMPLATE_LABEL_TAG + GROUP_LABEL: group},
+        {GROUP_LABEL: group},
+        _placeholders(policy, group),
+        _scheduled_actions(policy, group, low, high),
+    )
+
+
+def go_duration(seconds: int) -> str:
+    """A duration as Go's time.Duration prints it, as the tag is written: 120 → "2m0s"."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{seconds}s"
+    return f"{minutes}m{seconds}s" if minutes else f"{seconds}s"
+
+
+def _placeholders(policy: NodeGroupPolicy, group: str) -> list[Placeholders]:
+    return [
+        Placeholders(
+            group,
+            buffer.pods,
+            {name: str(amount) for name, amount in buffer.requests.items()},
+            dict(buffer.node_selector) | {GROUP_LABEL: group},
+            [t.model_dump(exclude_defaults=True) for t in buffer.tolerations],
+        )
+        for metric in policy.spec.metrics
+        if isinstance(metric, PendingPodsMetric)
+        for buffer in metric.pending_pods.buffer
+    ]
+
+
+def _scheduled_actions(
+    policy: NodeGroupPolicy, group: str, low: int, high: int
+) -> list[ScheduledAction]:
+    actions = []
+    for metric in policy.spec.metrics:
+        if not isinstance(metric, ScheduleMetric):
+            continue
+        schedule = metric.schedule
+        after = min(max(schedule.default_replicas, low), high)
+        for index, entry in enumerate(schedule.entries):
+            name = entry.name or f"entry-{index}"
+            during = min(max(entry.replicas, low), high)
+            actions += [
+                ScheduledAction(f"{group}-{name}-start", entry.start, schedule.time_zone, during),
+                ScheduledAction(f"{group}-{name}-end", entry.end, schedule.time_zone, after),
+            ]
+    return actions
+
+
+# --- in the sandbox --------------------------------------------------------------------
+
+
+def placeholder_deployment(placeholders: Placeholders, index: int) -> Deployment:
+    """The placeholders as a Deployment the sandbox keeps: a preempted pod is replaced by
+    a new, pending one, as its ReplicaSet does."""
+    asked = dict(placeholders.requests)
+    return _PlaceholderDeployment(
+        f"{PLACEHOLDER_PREFIX}{placeholders.group}-{index}",
+        asked.pop("cpu", "0"),
+        asked.pop("memory", "0"),
+        [(0, placeholders.pods)],
+        node_selector=placeholders.node_selector,
+        tolerations=placeholders.tolerations,
+        extended={name: int(amount) for name, amount in asked.items()},
+        priority=PLACEHOLDER_PRIORITY,
+        namespace=NAMESPACE,
+    )
+
+
+@dataclass
+class _PlaceholderDeployment(Deployment):
+    def _pod(self, now: datetime) -> dict[str, Any]:
+        self.created += 1
+        made = pod(
+            f"{self.name}-{self.created}",
+            self.name,
+            self.cpu,
+            self.memory,
+            created=now,
+            extended=self.extended,
+            priority=self.priority,
+            node_selector=self.node_selector,
+        )
+        if self.tolerations:  # as written: Exists or Equal
+            made["spec"]["tolerations"] = [dict(t) for t in self.tolerations]
+        return made
+
+
+def is_placeholder(found: dict[str, Any]) -> bool:
+    """An overprovisioning pod: room held, not work (left out of waits and of use)."""
+    return str(found["metadata"].get("labels", {}).get("app", "")).startswith(PLACEHOLDER_PREFIX)
+
+
+def configure(autoscaling: Any, tuning: GroupTuning) -> None:
+    """The tuning written to the Auto Scaling group: tags, bounds, scheduled actions."""
+    autoscaling.create_or_update_tags(
+        Tags=[
+            {
+                "ResourceId": tuning.group,
+                "ResourceType": "auto-scaling-group",
+                "Key": key,
+                "Value": value,
+                "PropagateAtLaunch": False,
+            }
+            for key, value in tuning.tags.items()
+        ]
+    )
+    autoscaling.update_auto_scaling_group(
+        AutoScalingGroupName=tuning.group, MinSize=tuning.min_size, MaxSize=tuning.max_size
+    )
+    for action in tuning.scheduled_actions:
+        autoscaling.put_scheduled_update_group_action(
+            AutoScalingGroupName=tuning.group,
+            ScheduledActionName=action.name,
+            Recurrence=action.recurrence,
+            TimeZone=action.time_zone,
+            MinSize=action.min_size,
+        )
+
+
+@dataclass
+class ScheduledActions:
+    """Runs the groups' scheduled actions at their times, as Auto Scaling does (moto only
+    stores them): each action whose recurrence came due since the last look sets the
+    group's bounds, its desired capacity moved inside them
+    (https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-scheduled-scaling.html:
+    the capacity must fall within the minimum and maximum)."""
+
+    autoscaling: Any
+    last: datetime
+
+    def run(self, now: datetime) -> list[str]:
+        """Each group's latest action due in (last, now], applied (the earlier ones would
+        be overridden by it: what a first look from long ago catches up on); their names."""
+        latest: dict[str, tuple[datetime, dict[str, Any]]] = {}
+        for action in self._actions():
+            at = last_fire(action["Recurrence"], action.get("TimeZone"), now)
+            group = action["AutoScalingGroupName"]
+            if at > self.last and (group not in latest or at > latest[group][0]):
+                latest[group] = (at, action)
+        for _, action in latest.values():
+            self._apply(action)
+        self.last = now
+        return [action["ScheduledActionName"] for _, action in latest.values()]
+
+    def _actions(self) -> list[dict[str, Any]]:
+        return list(self.autoscaling.describe_scheduled_actions()["ScheduledUpdateGroupActions"])
+
+    def _apply(self, action: dict[str, Any]) -> None:
+        name = action["AutoScalingGroupName"]
+        group = self.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[name])[
+            "AutoScalingGroups"
+        ][0]
+        low = action.get("MinSize", group["MinSize"])
+        high = action.get("MaxSize", group["MaxSize"])
+        desired = action.get("DesiredCapacity", group["DesiredCapacity"])
+        self.autoscaling.update_auto_scaling_group(
+            AutoScalingGroupName=name,
+            MinSize=low,
+            MaxSize=high,
+            DesiredCapacity=min(max(desired, low), high),
+        )
+
+
+def last_fire(recurrence: str, time_zone: str | None, now: datetime) -> datetime:
+    """When the cron `recurrence`, read in `time_zone` (UTC by default), last came due at
+    or before `now`."""
+    local = now.astimezone(ZoneInfo(time_zone or "UTC"))
+    fired: datetime = croniter(recurrence, local + timedelta(seconds=1)).get_prev(datetime)
+    return fired
