@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from nodescaler.service.evaluation import Evaluator
     from nodescaler.service.kubernetes_metrics import KubernetesMetrics
     from nodescaler.service.limiter import ClusterLimiter
-    from nodescaler.service.policies import PolicyBook
+    from nodescaler.service.policy_resolver import PolicyBook
     from nodescaler.service.producers import Producers
     from nodescaler.service.stored_policies import StoredPolicies
     from nodescaler.service.termination import TerminationChooser
@@ -156,8 +156,8 @@ def scaling_events(settings: EventSettings, clients: AwsClients) -> EventBridgeS
 def policy_book(settings: CommonSettings, stored: StoredPolicies | None = None) -> PolicyBook:
     """The deployed policies, and the tags that say which one a group uses; the stored
     ones, when given, go before them."""
-    from nodescaler.adapters.policy_files import read_policies
-    from nodescaler.service.policies import PolicyBook
+    from nodescaler.adapters.deployed_policies import read_policies
+    from nodescaler.service.policy_resolver import PolicyBook
 
     folder = read_policies(settings.policies_path)
     return PolicyBook(folder.policies, settings.tag_names, folder.broken, folder.unnamed, stored)
@@ -169,7 +169,7 @@ def stored_policies(
     """The policies applied with `nodescaler apply`, read from the state table at most once
     a minute; a failed read is logged and counted, and the deployed ones serve."""
     from nodescaler.adapters.aws.policy_store import DynamoPolicyStore
-    from nodescaler.observability import report_stored_policies_unreadable
+    from nodescaler.observability.reports import report_stored_policies_unreadable
     from nodescaler.service.stored_policies import StoredPolicies
 
     return StoredPolicies(
@@ -285,7 +285,7 @@ def metric_producers(
         PrometheusMetric,
         SqsQueueMetric,
     )
-    from nodescaler.observability import report_refused_source
+    from nodescaler.observability.reports import report_refused_source
     from nodescaler.ports import MetricProducer
     from nodescaler.service.producers import Producers
 
