@@ -12,6 +12,7 @@ from pydantic import (
 
 from nodescaler.domain.optin import NAME_PATTERN
 from nodescaler.domain.policy.behavior import Behavior, ScaleInWindow
+from nodescaler.domain.policy.descriptors import reads_cluster
 from nodescaler.domain.policy.metrics import MetricBase, MetricSpec, PendingPodsMetric
 from nodescaler.domain.policy.spec import Spec
 
@@ -72,7 +73,7 @@ class NodeGroupPolicy(Spec):
     @property
     def reads_kubernetes(self) -> bool:
         """Whether any of its metrics reads the cluster."""
-        return any(m.reads_cluster for m in self.spec.metrics)
+        return any(reads_cluster(m) for m in self.spec.metrics)
 
     @property
     def reads_pending_pods(self) -> bool:

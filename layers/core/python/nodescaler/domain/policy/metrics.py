@@ -147,9 +147,9 @@ class Fallback(Spec):
 
 
 class MetricBase(Spec):
-    """A metric of a policy. Each metric type is one subclass, which says everything about
-    the type: its `type` tag, its source's model, its allowed targets and whether it reads
-    the Kubernetes cluster; its producer is registered in `nodescaler.wiring`."""
+    """A metric of a policy. Each metric type is one subclass, which says what a document
+    writes: its `type` tag, its source's model and its allowed targets; what it reads and
+    whether it reads the cluster is its descriptor's (`descriptors`)."""
 
     name: Annotated[str, Field(pattern=NAME_PATTERN)] | None = None
     target: MetricTarget
@@ -159,9 +159,6 @@ class MetricBase(Spec):
     fallback: Fallback | None = None
 
     allowed_targets: ClassVar[frozenset[TargetType]] = frozenset(TargetType)
-    # Read from the cluster's API server: the evaluate function then carries the
-    # Kubernetes client, and the stack needs a cluster name.
-    reads_cluster: ClassVar[bool] = False
     # Computed from the group's own recorded demand rather than read from a source.
     reads_history: ClassVar[bool] = False
 
@@ -246,7 +243,6 @@ class ScheduleMetric(MetricBase):
 class CapacityReservationMetric(MetricBase):
     type: Literal["CapacityReservation"]
     capacity_reservation: CapacityReservationSource
-    reads_cluster: ClassVar = True
 
     def default_name(self) -> str:
         return f"reservation-{self.capacity_reservation.resource}"
@@ -263,7 +259,6 @@ class PendingPodsMetric(MetricBase):
     pending_pods: PendingPodsSource = PendingPodsSource()
     target: MetricTarget = PER_REPLICA_ONE
     allowed_targets: ClassVar = frozenset({TargetType.AVERAGE_VALUE})
-    reads_cluster: ClassVar = True
 
 
 class PredictiveMetric(MetricBase):
