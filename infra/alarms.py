@@ -22,7 +22,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
-from nodescaler.metric_names import MetricName
+from nodescaler.observability.metric_names import MetricName
 
 from .dashboard import MINUTE, ServiceMetrics
 from .settings import AlarmSettings

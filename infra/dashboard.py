@@ -19,7 +19,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.metric_names import NAMESPACE, Dimension, MetricName
+from nodescaler.observability.metric_names import NAMESPACE, Dimension, MetricName
 
 MINUTE = Duration.minutes(1)
 WIDTH = 24  # the dashboard grid's width

@@ -22,7 +22,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.metric_names import NAMESPACE, SERVICE_VARIABLE
+from nodescaler.observability.metric_names import NAMESPACE, SERVICE_VARIABLE
 
 from . import permissions
 from .layers import ARCHITECTURE, RUNTIME, Layers

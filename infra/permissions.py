@@ -18,12 +18,8 @@ from aws_cdk import aws_iam as iam
 from nodescaler.adapters.policy_keys import HEADS_PK, versions_pk
 from nodescaler.config import CustomExpanderSpec, ExpanderSpec
 from nodescaler.domain.optin import TagNames
-from nodescaler.domain.policy import (
-    NodeGroupPolicy,
-    PredictiveMetric,
-    PrometheusMetric,
-    SqsQueueMetric,
-)
+from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.policy.descriptors import reads_of
 
 
 def group_arn(name: str) -> str:
@@ -58,11 +54,7 @@ def describe_instances() -> iam.PolicyStatement:
 def sizes_warm_pools(policies: Iterable[NodeGroupPolicy]) -> bool:
     """Whether any policy's forecast keeps a warm pool (`warmPool`): only then may evaluate
     PutWarmPool."""
-    return any(
-        isinstance(m, PredictiveMetric) and m.predictive.warm_pool
-        for policy in policies
-        for m in policy.spec.metrics
-    )
+    return reads_of(policies).sizes_warm_pool
 
 
 def opted_in(tags: TagNames, cluster_name: str) -> dict[str, dict[str, str]]:
@@ -152,14 +144,8 @@ def queue_arn(queue: str) -> str:
 
 
 def read_policy_queues(policies: Iterable[NodeGroupPolicy]) -> iam.PolicyStatement | None:
-    queues = sorted(
-        {
-            queue_arn(metric.sqs_queue.queue)
-            for policy in policies
-            for metric in policy.spec.metrics
-            if isinstance(metric, SqsQueueMetric)
-        }
-    )
+    """The queues the policies' metrics read (their descriptors say which)."""
+    queues = sorted({queue_arn(queue) for queue in reads_of(policies).sqs_queues})
     if not queues:
         return None
     return iam.PolicyStatement(
@@ -167,36 +153,20 @@ def read_policy_queues(policies: Iterable[NodeGroupPolicy]) -> iam.PolicyStateme
     )
 
 
-def _prometheus_sources(policies: Iterable[NodeGroupPolicy]) -> list[PrometheusMetric]:
-    return [
-        metric
-        for policy in policies
-        for metric in policy.spec.metrics
-        if isinstance(metric, PrometheusMetric)
-    ]
+def workspace_arn(workspace: str, region: str | None) -> str:
+    """An AMP workspace as a policy names it: its ARN, or its id (in `region`, or the
+    stack's)."""
+    if workspace.startswith("arn:"):
+        return workspace
+    return f"arn:{Aws.PARTITION}:aps:{region or Aws.REGION}:{Aws.ACCOUNT_ID}:workspace/{workspace}"
 
 
 def query_prometheus(policies: Iterable[NodeGroupPolicy]) -> list[iam.PolicyStatement]:
-    """QueryMetrics on the AMP workspaces the policies name, GetSecretValue on the bearer
-    token secrets they name, and nothing else; no statement when none is named."""
-    metrics = _prometheus_sources(policies)
-    workspaces = sorted(
-        {
-            source.workspace
-            if source.workspace.startswith("arn:")
-            else f"arn:{Aws.PARTITION}:aps:{source.region or Aws.REGION}:{Aws.ACCOUNT_ID}:"
-            f"workspace/{source.workspace}"
-            for source in (m.prometheus for m in metrics)
-            if source.workspace is not None
-        }
-    )
-    secrets = sorted(
-        {
-            secret_arn(m.prometheus.bearer_token_secret)
-            for m in metrics
-            if m.prometheus.bearer_token_secret is not None
-        }
-    )
+    """QueryMetrics on the AMP workspaces the policies' metrics read, GetSecretValue on the
+    bearer token secrets they read, and nothing else; no statement when none is named."""
+    reads = reads_of(policies)
+    workspaces = sorted({workspace_arn(*where) for where in reads.prometheus_workspaces})
+    secrets = sorted({secret_arn(secret) for secret in reads.secrets})
     statements = []
     if workspaces:
         statements.append(iam.PolicyStatement(actions=["aps:QueryMetrics"], resources=workspaces))

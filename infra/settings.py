@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from nodescaler.adapters.policy_files import load_policies
+from nodescaler.adapters.deployed_policies import load_policies
 from nodescaler.config import (
     DEFAULT_EXPANDERS,
     AllowedGroup,
@@ -33,9 +33,9 @@ from nodescaler.deployment import (
     drain_hook,
     name_for_cluster,
 )
-from nodescaler.domain.documents import field_path, index_by_name, problems_of
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.policy.parsing import field_path, index_by_name, problems_of
 from nodescaler.errors import PolicyError, SettingsError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel

@@ -9,7 +9,7 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.stored_policy import PolicyReads
+from nodescaler.domain.policy.versions import PolicyReads
 
 from .nodescaler import Nodescaler
 from .settings import DeploySettings

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from nodescaler import wiring
-from nodescaler.observability import (
+from nodescaler.observability.reports import (
     logger,
     parse_or_reject,
     put_scaling_events,

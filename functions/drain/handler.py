@@ -25,7 +25,7 @@ from nodescaler.errors import (
     LifecycleActionExpiredError,
 )
 from nodescaler.events.drain import LifecycleTestEvent, parse_drain_event
-from nodescaler.observability import (
+from nodescaler.observability.reports import (
     logger,
     logging_keys,
     parse_or_reject,

@@ -1,5 +1,6 @@
 """Evaluate: one decision per queued request; a failed request fails alone, and is tried
-again within seconds or, when that cannot help, dead-lettered at once (`nodescaler.batch`).
+again within seconds or, when that cannot help, dead-lettered at once
+(`nodescaler.adapters.aws.batch`).
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ from aws_lambda_powertools.utilities.batch import process_partial_response as pr
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from nodescaler import wiring
+from nodescaler.adapters.aws.batch import EvaluationBatch
 from nodescaler.adapters.aws.evaluation_queue import SqsRedelivery
-from nodescaler.batch import EvaluationBatch
 from nodescaler.config import EvaluateSettings
 from nodescaler.errors import OutOfTimeError
 from nodescaler.events.sqs import EvaluationRecord
-from nodescaler.observability import (
+from nodescaler.observability.reports import (
     logger,
     logging_keys,
     put_scaling_events,

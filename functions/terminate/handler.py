@@ -22,7 +22,7 @@ from nodescaler import wiring
 from nodescaler.config import TerminateSettings
 from nodescaler.errors import MalformedEventError
 from nodescaler.events.termination import answer, parse_termination_request
-from nodescaler.observability import (
+from nodescaler.observability.reports import (
     logger,
     logging_keys,
     parse_or_reject,

@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 from nodescaler import wiring
 from nodescaler.config import DispatchSettings, EvaluateSettings
 from nodescaler.domain.scaling_events import DETAILS, SOURCE
-from nodescaler.observability import logger as functions_log
+from nodescaler.observability.reports import logger as functions_log
 from nodescaler_sandbox.lambda_local import Delivery, LocalContext, SqsEventSource
 
 from functions.dispatch import handler as dispatch

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from nodescaler.adapters.aws.policy_store import DynamoPolicyStore, PolicyChange
 from nodescaler.adapters.aws.state_table import DynamoStateStore
-from nodescaler.adapters.policy_files import load_policies
+from nodescaler.adapters.deployed_policies import load_policies
 from nodescaler.config import EvaluateSettings
 from nodescaler.domain.decision import MetricStatus
 from nodescaler.domain.token_origins import token_origins

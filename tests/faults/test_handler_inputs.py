@@ -31,7 +31,7 @@ from botocore.awsrequest import AWSResponse
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from nodescaler.deployment import DEFAULT_DRAIN_HOOK
-from nodescaler.domain.documents import parse_policy
+from nodescaler.domain.policy.parsing import parse_policy
 from nodescaler.errors import (
     DrainFailedError,
     LifecycleActionExpiredError,
@@ -40,7 +40,7 @@ from nodescaler.errors import (
 )
 from nodescaler.events import LIFECYCLE_ACTION
 from nodescaler.events.sqs import EvaluationRecord
-from nodescaler.observability import logger as functions_log
+from nodescaler.observability.reports import logger as functions_log
 from nodescaler_sandbox.lambda_local import LocalContext
 from pydantic import ValidationError
 

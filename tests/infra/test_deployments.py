@@ -13,7 +13,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
 from nodescaler.config import DrainSettings
-from nodescaler.metric_names import NAMESPACE, SERVICE_VARIABLE
+from nodescaler.observability.metric_names import NAMESPACE, SERVICE_VARIABLE
 
 from infra.settings import SettingsError, load_deployments
 from infra.stack import NodescalerStack

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
-from nodescaler.adapters.policy_files import load_policies
+from nodescaler.adapters.deployed_policies import load_policies
 
 from infra import DeploySettings, Nodescaler
 from infra.settings import SettingsError
@@ -29,7 +29,7 @@ APP = f"""
 import json, sys
 import aws_cdk as cdk
 import nodescaler, nodescaler_cdk
-from nodescaler.domain.documents import parse_policy
+from nodescaler.domain.policy.parsing import parse_policy
 from nodescaler_cdk import Nodescaler
 
 app = cdk.App(context={{"aws:cdk:bundling-stacks": []}})

@@ -15,7 +15,7 @@ from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import SqsQueueMetric
 from nodescaler.errors import ActuationError, StateConflictError
 from nodescaler.service.evaluation import Evaluator, Outcome
-from nodescaler.service.policies import PolicyBook
+from nodescaler.service.policy_resolver import PolicyBook
 from nodescaler.service.producers import Producers
 
 from tests.aws import (

@@ -37,7 +37,7 @@ from nodescaler.domain.readings import MetricReading, MetricRefused, MetricUnava
 from nodescaler.domain.token_origins import TokenOrigins, origin
 from nodescaler.errors import PrometheusUnavailableError
 from nodescaler.service.evaluation import Evaluator, Outcome
-from nodescaler.service.policies import PolicyBook
+from nodescaler.service.policy_resolver import PolicyBook
 from nodescaler.service.producers import Producers
 from nodescaler_cli.main import main
 from nodescaler_sandbox.moto_gaps import free_port

@@ -10,7 +10,7 @@ from pathlib import Path
 
 # Powertools' log handler keeps the stdout it was made with: made here, at collection, it
 # writes to pytest's session-wide capture, not to one test's capsys (closed after it).
-import nodescaler.observability  # noqa: F401
+import nodescaler.observability.reports  # noqa: F401
 import pytest
 from nodescaler_cli.main import main
 from nodescaler_sandbox import runner as scenarios

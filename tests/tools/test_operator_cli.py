@@ -23,7 +23,7 @@ from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import SqsQueueMetric
 from nodescaler.service.evaluation import Evaluator
-from nodescaler.service.policies import PolicyBook
+from nodescaler.service.policy_resolver import PolicyBook
 from nodescaler.service.producers import Producers
 from nodescaler_cli.main import _target, build_parser, main
 from nodescaler_sandbox import provision

@@ -17,7 +17,7 @@ from nodescaler.domain.pause import Pause
 from nodescaler.domain.policy import SqsQueueMetric
 from nodescaler.errors import StateConflictError
 from nodescaler.service.evaluation import EvaluationResult, Evaluator, Outcome
-from nodescaler.service.policies import PolicyBook
+from nodescaler.service.policy_resolver import PolicyBook
 from nodescaler.service.producers import Producers
 from nodescaler_cli.main import main
 

@@ -19,7 +19,7 @@ from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import SqsQueueMetric
 from nodescaler.errors import PolicyConflictError
 from nodescaler.service.evaluation import Evaluator, Outcome
-from nodescaler.service.policies import PolicyBook
+from nodescaler.service.policy_resolver import PolicyBook
 from nodescaler.service.producers import Producers
 from nodescaler.service.stored_policies import StoredPolicies
 from nodescaler_cli.main import main

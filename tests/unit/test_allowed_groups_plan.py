@@ -9,7 +9,7 @@ from nodescaler.domain.optin import AllowedGroups, TagNames
 from nodescaler.domain.readings import MetricReading
 from nodescaler.service.kubernetes_metrics import KubernetesMetrics
 from nodescaler.service.pending_pods import PendingPodsPlanner
-from nodescaler.service.policies import PolicyBook
+from nodescaler.service.policy_resolver import PolicyBook
 
 from tests.builders import policy
 from tests.unit.test_balance import (

@@ -25,7 +25,7 @@ from nodescaler.domain.scale_down import CANDIDATE_TAINT
 from nodescaler.domain.scheduling import InstanceShape, NodeTemplate
 from nodescaler.service.kubernetes_metrics import KubernetesMetrics
 from nodescaler.service.pending_pods import PendingPodsPlanner
-from nodescaler.service.policies import PolicyBook
+from nodescaler.service.policy_resolver import PolicyBook
 
 from tests.builders import metric, policy
 

@@ -29,7 +29,11 @@ def test_given_the_dispatch_handler_when_imported_then_pydantic_waits_for_the_fi
 
 def test_given_the_drain_handler_when_imported_then_no_policy_module_is_loaded() -> None:
     loaded = loaded_by_import("functions.drain.handler")
-    assert {"yaml", "nodescaler.domain.policy", "nodescaler.domain.documents"} & loaded == set()
+    assert {
+        "yaml",
+        "nodescaler.domain.policy",
+        "nodescaler.domain.policy.parsing",
+    } & loaded == set()
 
 
 def test_given_any_handler_when_imported_then_scaling_events_wait_for_the_first_one() -> None:

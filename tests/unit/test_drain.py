@@ -13,7 +13,7 @@ from nodescaler.domain.draining import (
     ReplacementOutcome,
 )
 from nodescaler.errors import SettingsError
-from nodescaler.observability import Dimension, MetricName, Record, drain_records
+from nodescaler.observability.reports import Dimension, MetricName, Record, drain_records
 
 QUEUE = {"EVALUATION_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/1/q.fifo"}
 

@@ -10,8 +10,8 @@ from nodescaler.domain.backoff import BackoffRules, after_failure
 from nodescaler.domain.optin import PauseDirection
 from nodescaler.domain.pause import Pause, hold
 from nodescaler.domain.readings import MetricReading
-from nodescaler.metric_names import SERVICE_VARIABLE
-from nodescaler.observability import Dimension, MetricName, Record, emit, result_records
+from nodescaler.observability.metric_names import SERVICE_VARIABLE
+from nodescaler.observability.reports import Dimension, MetricName, Record, emit, result_records
 from nodescaler.service.evaluation import EvaluationResult, Outcome
 
 from tests.builders import EXACT, T0, policy, queue_metric, readings, run

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from nodescaler.domain.decision import MAX_DECISION_BYTES, fit_to_store
+from nodescaler.domain.policy.versions import StoredPolicy
 from nodescaler.domain.readings import MetricUnavailable
-from nodescaler.domain.stored_policy import StoredPolicy
 from nodescaler.domain.text import MAX_PROBLEMS, bounded_problems, outside
 from nodescaler.service.stored_policies import validated
 

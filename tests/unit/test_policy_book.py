@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nodescaler.adapters.policy_files import read_policies
+from nodescaler.adapters.deployed_policies import read_policies
 from nodescaler.domain.node_group import NodeGroup
-from nodescaler.service.policies import PolicyBook
+from nodescaler.service.policy_resolver import PolicyBook
 
 from tests.unit.test_policy_documents import VALID
 

@@ -6,14 +6,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from nodescaler.adapters.policy_files import load_policies
-from nodescaler.domain.documents import field_path, parse_policy
+from nodescaler.adapters.deployed_policies import load_policies
 from nodescaler.domain.policy import (
     DEFAULT_SCALE_DOWN,
     DEFAULT_SCALE_UP,
     METRIC_TYPES,
     SelectPolicy,
 )
+from nodescaler.domain.policy.parsing import field_path, parse_policy
 from nodescaler.errors import PolicyError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from nodescaler.domain.documents import parse_policy
 from nodescaler.domain.policy import PrometheusMetric
+from nodescaler.domain.policy.parsing import parse_policy
 from nodescaler.errors import PolicyError
 
 ARN = "arn:aws:aps:us-east-2:123456789012:workspace/ws-0a1b2c3d"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.stored_policy import PolicyReads
+from nodescaler.domain.policy.versions import PolicyReads
 
 from tests.builders import policy, queue_metric, reservation_metric
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 from nodescaler.config import EvaluateSettings
-from nodescaler.domain.documents import parse_policy
 from nodescaler.domain.policy import PrometheusMetric, PrometheusSource
+from nodescaler.domain.policy.parsing import parse_policy
 from nodescaler.domain.token_origins import origin, token_origins, unbound_token
 from nodescaler.errors import PolicyError, SettingsError
 

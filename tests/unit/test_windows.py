@@ -106,7 +106,7 @@ def test_the_tightest_open_window_wins_and_earlier_removals_count() -> None:
 )
 def test_a_bad_window_is_named_by_its_field(change: dict[str, Any], message: str) -> None:
     import yaml
-    from nodescaler.domain.documents import parse_policy
+    from nodescaler.domain.policy.parsing import parse_policy
 
     document = {
         "apiVersion": "nodescaler.io/v1alpha1",

@@ -154,7 +154,9 @@ class AwsStopwatch:
 def functions_output(sink: TextIO | None = None) -> Iterator[None]:
     """The functions' log lines and EMF records go to `sink` (a null device by default), as
     in Lambda they go to CloudWatch Logs: written, but not on the bench's terminal."""
-    from nodescaler.observability import logger  # the functions' log, named after the service
+    from nodescaler.observability.reports import (
+        logger,  # the functions' log, named after the service
+    )
 
     with contextlib.ExitStack() as stack:
         out = sink or stack.enter_context(open(os.devnull, "w"))

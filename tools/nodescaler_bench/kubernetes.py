@@ -235,7 +235,7 @@ def _compute(url: str, side: str) -> dict[str, Any]:
     from nodescaler.domain.policy import NodeGroupPolicy
     from nodescaler.service.kubernetes_metrics import KubernetesMetrics
     from nodescaler.service.pending_pods import PendingPodsPlanner
-    from nodescaler.service.policies import PolicyBook
+    from nodescaler.service.policy_resolver import PolicyBook
 
     api = k8s.ApiClient(k8s.Configuration(host=url))
 

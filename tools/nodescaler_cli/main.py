@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nodescaler.adapters.policy_files import load_policies, load_policy_file
+from nodescaler.adapters.deployed_policies import load_policies, load_policy_file
 from nodescaler.errors import MalformedEventError, NodescalerError, PolicyError, StateCorruptError
 
 from nodescaler_cli import pause, policies

@@ -27,10 +27,10 @@ from nodescaler.adapters.aws.policy_store import (
     DynamoPolicyStore,
     PolicyChange,
 )
-from nodescaler.adapters.policy_files import load_policy_file, policy_paths
-from nodescaler.domain.documents import index_by_name
+from nodescaler.adapters.deployed_policies import load_policy_file, policy_paths
 from nodescaler.domain.policy import NodeGroupPolicy, PrometheusMetric
-from nodescaler.domain.stored_policy import MAX_DOCUMENT_CHARS, PolicyReads, StoredPolicy
+from nodescaler.domain.policy.parsing import index_by_name
+from nodescaler.domain.policy.versions import MAX_DOCUMENT_CHARS, PolicyReads, StoredPolicy
 from nodescaler.domain.token_origins import token_pairing, unbound_token
 from nodescaler.errors import PermanentError, PolicyConflictError, PolicyError
 from nodescaler.service.stored_policies import validated

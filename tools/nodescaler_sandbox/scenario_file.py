@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
-from nodescaler.adapters.policy_files import load_policies
+from nodescaler.adapters.deployed_policies import load_policies
 from nodescaler.domain.policy import CloudWatchMetric, PrometheusMetric
 from nodescaler.domain.scheduling import TEMPLATE_TAG
 from nodescaler.errors import PermanentError, PolicyError

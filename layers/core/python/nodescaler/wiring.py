@@ -8,7 +8,8 @@ for the clients only evaluate needs. Tests and the sandbox pass their own `AwsCl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ from botocore.config import Config
 
 from nodescaler.adapters.aws.evaluation_queue import SqsEvaluationQueue
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.ports import Clock
+from nodescaler.ports import Clock, MetricProducer
 
 # Each function imports what it builds, when it builds it (cold starts). That includes
 # whatever is made of pydantic models (settings, policies, the state store's items), so
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     )
     from nodescaler.deadline import Deadline
     from nodescaler.domain.expanders import Expander
+    from nodescaler.domain.policy import MetricBase
     from nodescaler.domain.token_origins import TokenOrigins
     from nodescaler.ports import Sleep
     from nodescaler.service.dispatch import Dispatcher
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
     from nodescaler.service.evaluation import Evaluator
     from nodescaler.service.kubernetes_metrics import KubernetesMetrics
     from nodescaler.service.limiter import ClusterLimiter
-    from nodescaler.service.policies import PolicyBook
+    from nodescaler.service.policy_resolver import PolicyBook
     from nodescaler.service.producers import Producers
     from nodescaler.service.stored_policies import StoredPolicies
     from nodescaler.service.termination import TerminationChooser
@@ -160,8 +162,8 @@ def scaling_events(settings: EventSettings, clients: AwsClients) -> EventBridgeS
 def policy_book(settings: CommonSettings, stored: StoredPolicies | None = None) -> PolicyBook:
     """The deployed policies, and the tags that say which one a group uses; the stored
     ones, when given, go before them."""
-    from nodescaler.adapters.policy_files import read_policies
-    from nodescaler.service.policies import PolicyBook
+    from nodescaler.adapters.deployed_policies import read_policies
+    from nodescaler.service.policy_resolver import PolicyBook
 
     folder = read_policies(settings.policies_path)
     return PolicyBook(folder.policies, settings.tag_names, folder.broken, folder.unnamed, stored)
@@ -173,7 +175,7 @@ def stored_policies(
     """The policies applied with `nodescaler apply`, read from the state table at most once
     a minute; a failed read is logged and counted, and the deployed ones serve."""
     from nodescaler.adapters.aws.policy_store import DynamoPolicyStore
-    from nodescaler.observability import report_stored_policies_unreadable
+    from nodescaler.observability.reports import report_stored_policies_unreadable
     from nodescaler.service.stored_policies import StoredPolicies
 
     return StoredPolicies(
@@ -269,46 +271,79 @@ def redelivery(
     return SqsRedelivery(clients.sqs, settings.evaluation_queue_url, settings.dead_letter_queue_url)
 
 
+@dataclass(frozen=True)
+class ProducerContext:
+    """What a metric type's producer may be made of."""
+
+    clients: AwsClients
+    token_origins: TokenOrigins  # a bearer token goes only to the origins its secret pairs
+    deadline: Deadline | None  # the invocation's: no read outlasts it
+
+
+def _sqs_queue(context: ProducerContext) -> MetricProducer:
+    from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
+
+    return SqsQueueLength(context.clients.sqs)
+
+
+def _cloud_watch(context: ProducerContext) -> MetricProducer:
+    from nodescaler.adapters.aws.cloudwatch import CloudWatchMetrics
+
+    return CloudWatchMetrics(context.clients.cloudwatch)
+
+
+def _prometheus(context: ProducerContext) -> MetricProducer:
+    from nodescaler.adapters.prometheus import PrometheusQueries, amp_workspace_url
+
+    clients, amp = context.clients, context.clients.amp_endpoint_url
+    return PrometheusQueries(
+        region=clients.session.region_name or "",
+        credentials=clients.session.get_credentials,
+        secrets=lambda: clients.secretsmanager,
+        amp_url=(lambda *_: amp) if amp else amp_workspace_url,
+        token_origins=context.token_origins,
+        deadline=context.deadline,
+    )
+
+
+def _schedule(context: ProducerContext) -> MetricProducer:
+    from nodescaler.service.producers import ScheduleProducer
+
+    return ScheduleProducer()
+
+
+# Each metric type's producer, by its descriptor's kind (`domain.policy.descriptors`): a new
+# metric type adds its factory here. A type that reads the cluster needs none: the
+# Kubernetes producer reads it. Keyed by the `type` tag, so importing wiring loads no pydantic.
+PRODUCER_FACTORIES: dict[str, Callable[[ProducerContext], MetricProducer]] = {
+    "SQSQueue": _sqs_queue,
+    "CloudWatch": _cloud_watch,
+    "Prometheus": _prometheus,
+    "Schedule": _schedule,
+}
+
+
 def metric_producers(
     clients: AwsClients,
     kubernetes: KubernetesMetrics | None,
     token_origins: TokenOrigins = frozenset(),
     deadline: Deadline | None = None,
 ) -> Producers:
-    """Each metric type's producer: a new metric type adds its line here. A bearer token
-    goes only to the origins `token_origins` pairs its secret with; no read outlasts
-    `deadline`, the invocation's."""
-    from nodescaler.adapters.aws.cloudwatch import CloudWatchMetrics
-    from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
-    from nodescaler.adapters.prometheus import PrometheusQueries, amp_workspace_url
-    from nodescaler.domain.policy import (
-        CapacityReservationMetric,
-        CloudWatchMetric,
-        MetricBase,
-        PendingPodsMetric,
-        PrometheusMetric,
-        SqsQueueMetric,
-    )
-    from nodescaler.observability import report_refused_source
-    from nodescaler.ports import MetricProducer
+    """Each metric type's producer, made by its factory; a type that reads the cluster is
+    read by `kubernetes` (without a cluster, it reads as unavailable); a forecast has none
+    (it is computed from the group's history)."""
+    from nodescaler.domain.policy.descriptors import METRIC_TYPES
+    from nodescaler.observability.reports import report_refused_source
     from nodescaler.service.producers import Producers
 
-    registry: dict[type[MetricBase], MetricProducer] = {
-        SqsQueueMetric: SqsQueueLength(clients.sqs),
-        CloudWatchMetric: CloudWatchMetrics(clients.cloudwatch),
-        PrometheusMetric: PrometheusQueries(
-            region=clients.session.region_name or "",
-            credentials=clients.session.get_credentials,
-            secrets=lambda: clients.secretsmanager,
-            amp_url=(lambda *_: amp) if (amp := clients.amp_endpoint_url) else amp_workspace_url,
-            token_origins=token_origins,
-            deadline=deadline,
-        ),
-        # ScheduleMetric: built into Producers, it needs no client.
-    }
-    if kubernetes is not None:  # without a cluster, these read as unavailable
-        registry[CapacityReservationMetric] = kubernetes
-        registry[PendingPodsMetric] = kubernetes
+    context = ProducerContext(clients, token_origins, deadline)
+    registry: dict[type[MetricBase], MetricProducer] = {}
+    for metric_type in METRIC_TYPES:
+        if metric_type.reads_cluster:
+            if kubernetes is not None:
+                registry[metric_type.model] = kubernetes
+        elif (factory := PRODUCER_FACTORIES.get(metric_type.kind)) is not None:
+            registry[metric_type.model] = factory(context)
     return Producers(registry, on_refused=report_refused_source)
 
 

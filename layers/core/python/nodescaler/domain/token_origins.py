@@ -50,15 +50,9 @@ def token_pairing(source: PrometheusSource) -> tuple[str, str] | None:
 
 def token_origins(policies: Iterable[NodeGroupPolicy]) -> TokenOrigins:
     """Every (secret, origin) pair the policies send a bearer token on."""
-    from nodescaler.domain.policy import PrometheusMetric
+    from nodescaler.domain.policy.descriptors import reads_of
 
-    pairs = (
-        token_pairing(metric.prometheus)
-        for policy in policies
-        for metric in policy.spec.metrics
-        if isinstance(metric, PrometheusMetric)
-    )
-    return frozenset(pair for pair in pairs if pair is not None)
+    return reads_of(policies).token_origins
 
 
 def unbound_token(source: PrometheusSource, allowed: TokenOrigins) -> str | None:

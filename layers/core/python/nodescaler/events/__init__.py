@@ -25,7 +25,7 @@ def describe_errors(error: ValidationError) -> str:
     """`field.path: message; ...`, with the field paths policy errors use."""
     # Imported on this error path only: the policy documents' module loads YAML and the
     # policy models, which the drain function never needs.
-    from nodescaler.domain.documents import field_path
+    from nodescaler.domain.policy.parsing import field_path
 
     return "; ".join(
         f"{field_path(e['loc']) if e['loc'] else '(event)'}: {e['msg']}"

@@ -25,7 +25,7 @@ from nodescaler.errors import (
 )
 from nodescaler.events.queue import EvaluationRequest
 from nodescaler.ports import Clock, EvaluationQueue, NodeGroups, ScalingEvents, StateStore
-from nodescaler.service.policies import PolicyBook
+from nodescaler.service.policy_resolver import PolicyBook
 
 CONFLICT_RETRIES = 5  # an evaluation of the group may write between our read and write
 # An event dated further ahead of this function's clock carries a bad timestamp: its time

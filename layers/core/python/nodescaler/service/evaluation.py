@@ -37,7 +37,7 @@ from nodescaler.ports import (
 )
 from nodescaler.service.forecasts import named_histories
 from nodescaler.service.limiter import ClusterLimiter
-from nodescaler.service.policies import PolicyBook, PolicyChoice
+from nodescaler.service.policy_resolver import PolicyBook, PolicyChoice
 from nodescaler.service.producers import Producers
 
 if TYPE_CHECKING:

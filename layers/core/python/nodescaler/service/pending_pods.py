@@ -24,7 +24,7 @@ from nodescaler.domain.scheduling import (
 )
 from nodescaler.ports import Backoffs, InstanceTypes, NodeGroupDiscovery
 from nodescaler.service.limiter import ClusterLimiter
-from nodescaler.service.policies import PolicyBook
+from nodescaler.service.policy_resolver import PolicyBook
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,10 @@ class Producers:
         self._registry: Registry = {ScheduleMetric: ScheduleProducer(), **registry}
         self._on_refused = on_refused
 
+    def serves(self, model: type[MetricBase]) -> bool:
+        """Whether metrics of this type have a producer (else they read as unavailable)."""
+        return model in self._registry
+
     def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
         producer = self._registry.get(type(metric))
         if producer is None:

@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from nodescaler.domain.documents import parse_policy
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.stored_policy import MAX_DOCUMENT_CHARS, StoredPolicy, stored_problems
+from nodescaler.domain.policy.parsing import parse_policy
+from nodescaler.domain.policy.versions import MAX_DOCUMENT_CHARS, StoredPolicy, stored_problems
 from nodescaler.domain.text import MAX_PROBLEM, outside
 from nodescaler.errors import PolicyError
 from nodescaler.ports import Clock, PolicyStore

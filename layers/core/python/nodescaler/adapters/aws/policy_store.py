@@ -23,7 +23,7 @@ from botocore.exceptions import ClientError
 
 from nodescaler.adapters.aws.state_table import condition_failed_in
 from nodescaler.adapters.policy_keys import HEADS_PK, versions_pk
-from nodescaler.domain.stored_policy import StoredPolicy
+from nodescaler.domain.policy.versions import StoredPolicy
 from nodescaler.errors import PolicyConflictError
 
 VERSION_PREFIX = "VERSION#"

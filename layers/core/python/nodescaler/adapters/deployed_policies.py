@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nodescaler.domain.documents import declared_name, index_by_name, parse_policy
 from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.policy.parsing import declared_name, index_by_name, parse_policy
 from nodescaler.errors import PolicyError
 
 POLICY_SUFFIXES = (".yaml", ".yml")

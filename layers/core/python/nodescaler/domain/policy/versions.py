@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from nodescaler.domain.policy import NodeGroupPolicy, PrometheusMetric, SqsQueueMetric
-from nodescaler.domain.token_origins import TokenOrigins, token_origins
+from nodescaler.domain.policy.descriptors import reads_of
+from nodescaler.domain.policy.document import NodeGroupPolicy
+from nodescaler.domain.token_origins import TokenOrigins
 
 # A policy is a page or two; its two items (head, version) stay far below DynamoDB's 400 KB.
 MAX_DOCUMENT_CHARS = 64_000
@@ -58,18 +59,16 @@ class PolicyReads:
 
     @classmethod
     def of(cls, policies: Iterable[NodeGroupPolicy]) -> PolicyReads:
+        """What the policies read, by their metric types' descriptors."""
         policies = list(policies)
-        metrics = [m for p in policies for m in p.spec.metrics]
-        prometheus = [m.prometheus for m in metrics if isinstance(m, PrometheusMetric)]
+        reads = reads_of(policies)
         return cls(
-            sqs_queues=frozenset(
-                m.sqs_queue.queue for m in metrics if isinstance(m, SqsQueueMetric)
-            ),
-            prometheus_workspaces=frozenset(p.workspace for p in prometheus if p.workspace),
-            secrets=frozenset(p.bearer_token_secret for p in prometheus if p.bearer_token_secret),
+            sqs_queues=reads.sqs_queues,
+            prometheus_workspaces=frozenset(w for w, _ in reads.prometheus_workspaces),
+            secrets=reads.secrets,
             alarms=frozenset(a for p in policies for a in p.spec.alarms),
-            kubernetes=any(m.reads_cluster for m in metrics),
-            token_origins=token_origins(policies),
+            kubernetes=any(p.reads_kubernetes for p in policies),
+            token_origins=reads.token_origins,
         )
 
     def as_json(self) -> dict[str, object]:

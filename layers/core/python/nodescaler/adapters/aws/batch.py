@@ -22,7 +22,7 @@ from nodescaler.adapters.aws.evaluation_queue import SqsRedelivery, retry_delay
 from nodescaler.errors import is_retryable
 from nodescaler.events import describe_errors
 from nodescaler.events.sqs import EvaluationRecord
-from nodescaler.observability import logger, reject, report_dead_letter
+from nodescaler.observability.reports import logger, reject, report_dead_letter
 
 
 class EvaluationBatch(BatchProcessor):

@@ -21,7 +21,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from nodescaler.errors import MalformedEventError, is_retryable
-from nodescaler.metric_names import NAMESPACE, Dimension, MetricName, service
+from nodescaler.observability.metric_names import NAMESPACE, Dimension, MetricName, service
 
 if TYPE_CHECKING:  # each function's types, without loading them into the others
     from nodescaler.domain.draining import DrainResult

@@ -1,5 +1,5 @@
 """The names nodescaler reports under in CloudWatch: one namespace, the dimensions and every
-metric. The functions write them (`nodescaler.observability`); the dashboard and alarms in
+metric. The functions write them (`observability.reports`); the dashboard and alarms in
 `infra` read them, so a name is written once, and synth imports nothing else for it.
 
 Every record's `service` dimension is its deployment's name (infra sets it in each

@@ -16,7 +16,7 @@ from nodescaler.domain.optin import PauseDirection, TagNames, read_opt_in
 from nodescaler.domain.policy import NodeGroupPolicy
 
 if TYPE_CHECKING:  # built by the functions' wiring, imported then (cold starts)
-    from nodescaler.domain.stored_policy import PolicyVersion
+    from nodescaler.domain.policy.versions import PolicyVersion
     from nodescaler.service.stored_policies import StoredPolicies
 
 

@@ -1,0 +1,134 @@
+"""One descriptor per metric type, beside its model: what a metric of the type reads outside
+the function (the resources the evaluate function's rights are scoped to), and whether it
+reads the cluster. `METRIC_TYPES` is the one list the rest iterates: the stored-policy
+reads check (`versions.PolicyReads`), the stack's IAM statements (`infra/permissions.py`)
+and the producers (`nodescaler.wiring`, which binds each type's producer by its `kind`).
+
+Adding a metric type: its model (`metrics`), its adapter (a `ports.MetricProducer`), its
+descriptor here, and its producer's factory in `wiring.PRODUCER_FACTORIES`; nothing else
+branches on the type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from nodescaler.domain.policy.metrics import (
+    CapacityReservationMetric,
+    CloudWatchMetric,
+    MetricBase,
+    PendingPodsMetric,
+    PredictiveMetric,
+    PrometheusMetric,
+    ScheduleMetric,
+    SqsQueueMetric,
+)
+from nodescaler.domain.token_origins import TokenOrigins, token_pairing
+
+if TYPE_CHECKING:
+    from nodescaler.domain.policy.document import NodeGroupPolicy
+
+M = TypeVar("M", bound=MetricBase)
+Workspace = tuple[str, str | None]  # an AMP workspace: its id or ARN, and the region given
+
+
+@dataclass(frozen=True)
+class MetricReads:
+    """What metrics reach outside the function, as their policies name it: each a set the
+    IAM statements grant on (a metric type reading nothing there leaves it empty)."""
+
+    sqs_queues: frozenset[str] = frozenset()  # a name, URL or ARN
+    prometheus_workspaces: frozenset[Workspace] = frozenset()
+    secrets: frozenset[str] = frozenset()  # Secrets Manager secrets: a name or ARN
+    token_origins: TokenOrigins = frozenset()  # (secret, origin) a bearer token goes to
+    # the group's warm pool, which a forecast sizes (PutWarmPool)
+    sizes_warm_pool: bool = False
+
+    def __or__(self, other: MetricReads) -> MetricReads:
+        return MetricReads(
+            **{f.name: getattr(self, f.name) | getattr(other, f.name) for f in fields(self)}
+        )
+
+
+NOTHING = MetricReads()
+
+
+def _reads_nothing(metric: Any) -> MetricReads:
+    return NOTHING
+
+
+@dataclass(frozen=True)
+class MetricType(Generic[M]):
+    """A metric type: its model, what a metric of it reads, whether it reads the cluster
+    (then the evaluate function carries the Kubernetes client, and the stack needs a
+    cluster name)."""
+
+    model: type[M]
+    reads: Callable[[M], MetricReads] = field(default=_reads_nothing)
+    reads_cluster: bool = False
+
+    @property
+    def kind(self) -> str:
+        """The `type` a document gives it ("SQSQueue"), which wiring binds a producer to."""
+        return self.model.type_tag()
+
+
+def _prometheus_reads(metric: PrometheusMetric) -> MetricReads:
+    source = metric.prometheus
+    pairing = token_pairing(source)
+    return MetricReads(
+        prometheus_workspaces=frozenset({(source.workspace, source.region)})
+        if source.workspace is not None
+        else frozenset(),
+        secrets=frozenset({pairing[0]}) if pairing else frozenset(),
+        token_origins=frozenset({pairing}) if pairing else frozenset(),
+    )
+
+
+SQS_QUEUE = MetricType(
+    SqsQueueMetric, lambda m: MetricReads(sqs_queues=frozenset({m.sqs_queue.queue}))
+)
+# GetMetricData has no resource-level scope: every evaluate function may call it.
+CLOUD_WATCH = MetricType(CloudWatchMetric)
+PROMETHEUS = MetricType(PrometheusMetric, _prometheus_reads)
+SCHEDULE = MetricType(ScheduleMetric)  # computed from the clock alone
+CAPACITY_RESERVATION = MetricType(CapacityReservationMetric, reads_cluster=True)
+PENDING_PODS = MetricType(PendingPodsMetric, reads_cluster=True)
+PREDICTIVE = MetricType(
+    PredictiveMetric, lambda m: MetricReads(sizes_warm_pool=m.predictive.warm_pool)
+)
+
+METRIC_TYPES: tuple[MetricType[Any], ...] = (
+    SQS_QUEUE,
+    CLOUD_WATCH,
+    PROMETHEUS,
+    SCHEDULE,
+    CAPACITY_RESERVATION,
+    PENDING_PODS,
+    PREDICTIVE,
+)
+_BY_MODEL: dict[type[MetricBase], MetricType[Any]] = {t.model: t for t in METRIC_TYPES}
+
+
+def metric_type(metric: MetricBase) -> MetricType[Any]:
+    """The descriptor of the metric's type."""
+    return _BY_MODEL[type(metric)]
+
+
+def metric_reads(metric: MetricBase) -> MetricReads:
+    return metric_type(metric).reads(metric)
+
+
+def reads_of(policies: Iterable[NodeGroupPolicy]) -> MetricReads:
+    """Everything the policies' metrics read, together."""
+    reads = NOTHING
+    for policy in policies:
+        for metric in policy.spec.metrics:
+            reads |= metric_reads(metric)
+    return reads
+
+
+def reads_cluster(metric: MetricBase) -> bool:
+    return metric_type(metric).reads_cluster

@@ -1,0 +1,81 @@
+"""The policy document: its spec, metadata, and which groups name it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import (
+    Field,
+    ValidationInfo,
+    field_validator,
+)
+
+from nodescaler.domain.optin import NAME_PATTERN
+from nodescaler.domain.policy.behavior import Behavior, ScaleInWindow
+from nodescaler.domain.policy.descriptors import reads_cluster
+from nodescaler.domain.policy.metrics import MetricBase, MetricSpec, PendingPodsMetric
+from nodescaler.domain.policy.spec import Spec
+
+# --- the document ------------------------------------------------------------------------
+
+
+class PolicySpec(Spec):
+    min_replicas: Annotated[int, Field(strict=True, ge=0, le=100_000)]
+    max_replicas: Annotated[int, Field(strict=True, ge=1, le=100_000)]
+    metrics: Annotated[list[MetricSpec], Field(min_length=1, max_length=20)]
+    behavior: Behavior = Behavior()
+    # Hours in which scale-in is capped or forbidden (`ScaleInWindow`).
+    scale_in_windows: Annotated[list[ScaleInWindow], Field(max_length=20)] = []  # noqa: RUF012 (pydantic copies it)
+    # CloudWatch alarms whose state changes trigger an evaluation at once (the fast path).
+    alarms: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=20)
+    ] = []  # noqa: RUF012 (pydantic copies it)
+
+    @field_validator("max_replicas")
+    @classmethod
+    def _max_not_below_min(cls, max_replicas: int, info: ValidationInfo) -> int:
+        min_replicas = info.data.get("min_replicas")
+        if min_replicas is not None and max_replicas < min_replicas:
+            raise ValueError(f"maxReplicas ({max_replicas}) is below minReplicas ({min_replicas})")
+        return max_replicas
+
+    @field_validator("metrics")
+    @classmethod
+    def _unique_metric_names(cls, metrics: list[MetricBase]) -> list[MetricBase]:
+        first_seen: dict[str, int] = {}
+        for index, metric in enumerate(metrics):
+            if metric.key in first_seen:
+                raise ValueError(
+                    f"duplicate metric name {metric.key!r} (metrics[{first_seen[metric.key]}] and "
+                    f"metrics[{index}]); give each metric a unique name"
+                )
+            first_seen[metric.key] = index
+        return metrics
+
+
+class Metadata(Spec):
+    name: Annotated[str, Field(pattern=NAME_PATTERN)]
+    description: str | None = None
+
+
+class NodeGroupPolicy(Spec):
+    """One policy document; node groups name it with the `nodescaler/policy` tag."""
+
+    api_version: Literal["nodescaler.io/v1alpha1"] = "nodescaler.io/v1alpha1"
+    kind: Literal["NodeGroupPolicy"] = "NodeGroupPolicy"
+    metadata: Metadata
+    spec: PolicySpec
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def reads_kubernetes(self) -> bool:
+        """Whether any of its metrics reads the cluster."""
+        return any(reads_cluster(m) for m in self.spec.metrics)
+
+    @property
+    def reads_pending_pods(self) -> bool:
+        """Whether it takes part in the pending-pods plan across groups."""
+        return any(isinstance(m, PendingPodsMetric) for m in self.spec.metrics)

@@ -1,0 +1,3 @@
+"""What nodescaler reports and under which names: `reports` (the log lines and EMF records
+every function writes, with Powertools) and `metric_names` (the namespace, dimensions and
+metric names, which infra reads without loading Powertools)."""
