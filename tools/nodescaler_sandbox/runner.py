@@ -301,7 +301,7 @@ def _tune(scenario: Scenario, box: Sandbox, world: World) -> baseline_tuning.Sch
     """The tuned run's settings, made before it starts (`baseline_tuning`): each group's
     tags, bounds and scheduled actions (those already due applied, as if they had been
     running), its nodes' group label, its overprovisioning placeholders."""
-    from nodescaler.adapters.policy_files import load_policies
+    from nodescaler.adapters.deployed_policies import load_policies
 
     policies = load_policies(scenario.policies_path)
     autoscaling = box.client("autoscaling")

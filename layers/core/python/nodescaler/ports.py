@@ -32,12 +32,7 @@ if TYPE_CHECKING:
     from nodescaler.domain.readings import Reading
     from nodescaler.domain.scale_down import Removable
     from nodescaler.domain.scaling_events import ScalingEvent
-<<<<<<< HEAD
     from nodescaler.domain.scheduling import InstanceShape, NodegroupLabels
-    from nodescaler.domain.stored_policy import StoredPolicy
-=======
-    from nodescaler.domain.scheduling import InstanceShape
->>>>>>> descr
     from nodescaler.domain.termination import Wait
     from nodescaler.events.queue import EvaluationRequest
 
