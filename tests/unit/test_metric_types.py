@@ -24,6 +24,9 @@ NAMES_SEVERAL = {
     PACKAGE / "service/kubernetes_metrics.py",
     # the sandbox checks a scenario supplies what its CloudWatch and Prometheus metrics read
     REPO / "tools/nodescaler_sandbox/scenario_file.py",
+    # the "CA tuned" baseline turns each policy kind into the Cluster Autoscaler setting an
+    # operator would pick for it (a buffer into placeholder pods, a schedule into actions)
+    REPO / "tools/nodescaler_sandbox/baseline_tuning.py",
 }
 
 
