@@ -1013,19 +1013,89 @@ def dashboard_widgets(template: Template) -> dict[str, str]:
     return {w["properties"].get("title", ""): json.dumps(w["properties"]) for w in body["widgets"]}
 
 
-def test_the_dashboard_has_a_row_per_policy_built_from_searches(template: Template) -> None:
+def dashboard_body(template: Template) -> list[dict[str, Any]]:
+    """The dashboard's widgets in order, references shown as their names."""
+    (dashboard,) = resources(template, "AWS::CloudWatch::Dashboard").values()
+    text = render(dashboard["Properties"]["DashboardBody"]).replace("<", "").replace(">", "")
+    widgets: list[dict[str, Any]] = json.loads(text)["widgets"]
+    return widgets
+
+
+def searches(widget: str) -> list[str]:
+    return [e[0]["expression"] for e in json.loads(widget)["metrics"] if "expression" in e[0]]
+
+
+def test_the_dashboard_shows_the_groups_of_every_policy_even_those_applied_later(
+    template: Template,
+) -> None:
+    """Given a deployment with three policies; When synthesized; Then the groups' graphs are
+    SEARCHes over the Policy and NodeGroup dimensions naming no policy (a policy applied
+    with `nodescaler apply` after the deploy shows too), and the decisions table filters
+    on none: no row is fixed at synth."""
     widgets = dashboard_widgets(template)
-    for policy in ("gpu-training", "microservices", "business-hours"):
-        assert f"{policy}: desired, current and in-service nodes" in widgets
-        assert f"{policy}: each metric against its target" in widgets
-        assert f"{policy}: decisions and what limited them" in widgets
-        backoff = widgets[f"{policy}: backed off or paused, and nodes protected from scale-in"]
-        assert f'MetricName=\\"BackedOff\\" Policy=\\"{policy}\\"' in backoff
-        assert f'MetricName=\\"Paused\\" Policy=\\"{policy}\\"' in backoff
-        assert f'MetricName=\\"ProtectedNodes\\" Policy=\\"{policy}\\"' in backoff
-        assert "NodeGroup,Policy,service" in backoff  # the dimensions evaluate reports
-    assert 'MetricName=\\"DesiredNodes\\" Policy=\\"gpu-training\\"' in "".join(widgets.values())
+    assert not any(title.startswith("gpu-training") for title in widgets)  # no fixed rows
+    for title in (
+        "Node groups: desired, current and in-service nodes, forecast and warm",
+        "Node groups: pending pods their nodes are to take",
+        "Node groups: each metric against its target",
+        "Node groups: changes and unavailable metrics",
+        "Node groups: backed off or paused, and nodes protected from scale-in",
+    ):
+        found = searches(widgets[title])
+        assert found and all(
+            re.search(r"\{Nodescaler,(Metric,)?NodeGroup,Policy,service\}", s) for s in found
+        )
+        assert not any("Policy=" in s for s in found), title
+    backoff = searches(
+        widgets["Node groups: backed off or paused, and nodes protected from scale-in"]
+    )
+    assert [s.split('MetricName="')[1].split('"')[0] for s in backoff] == [
+        "BackedOff",
+        "Paused",
+        "ProtectedNodes",
+    ]
+    decisions = widgets["Node groups: decisions and what limited them, every policy"]
+    assert "decision.policy as policy" in decisions and "filter decision.policy =" not in decisions
     assert "Tick duration and evaluation latency" in widgets
+
+
+def test_the_dashboard_graphs_each_groups_pending_pods_as_evaluate_reports_them(
+    template: Template,
+) -> None:
+    (search,) = searches(
+        dashboard_widgets(template)["Node groups: pending pods their nodes are to take"]
+    )
+    assert search == (
+        'SEARCH(\'{Nodescaler,NodeGroup,Policy,service} MetricName="PendingPods" '
+        "service=\"nodescaler-my-cluster\"', 'Maximum', 60)"
+    )
+
+
+def test_the_dashboard_opens_on_every_alarms_state(template: Template) -> None:
+    header, status, *_ = dashboard_body(template)
+    assert header["type"] == "text" and status["type"] == "alarm"
+    assert (status["x"], status["y"], status["width"]) == (0, header["height"], 24)
+    alarms = resources(template, "AWS::CloudWatch::Alarm")
+    assert sorted(status["properties"]["alarms"]) == sorted(f"{name}.Arn" for name in alarms)
+
+
+def test_the_dashboard_shows_the_clusters_nodes_against_its_limits() -> None:
+    limited = synth(clusterLimits={"maxNodes": 100, "maxVcpus": 400})
+    (title,) = [t for t in dashboard_widgets(limited) if t.startswith("Cluster:")]
+    assert title == (
+        "Cluster: nodes of all managed groups against its limits (at most 100 nodes, "
+        "at most 400 vCPUs)"
+    )
+    cluster = json.loads(dashboard_widgets(limited)[title])
+    assert cluster["annotations"]["horizontal"] == [
+        {"value": 100, "label": "maxNodes", "yAxis": "left"}
+    ]
+    expressions = [e[0]["expression"] for e in cluster["metrics"]]
+    assert [e.split('MetricName="')[1].split('"')[0] for e in expressions] == [
+        "DesiredNodes",
+        "CurrentNodes",
+    ]
+    assert all(e.startswith("SUM(SEARCH(") and "'Maximum', 60))" in e for e in expressions)
 
 
 def test_the_dashboard_shows_the_events_refused_as_unconfirmed(template: Template) -> None:
@@ -1074,10 +1144,10 @@ def test_the_alarms_cover_errors_throttles_dead_letters_latency_shortfall_and_dr
     template: Template,
 ) -> None:
     alarms = resources(template, "AWS::CloudWatch::Alarm").values()
-    # errors and throttles of four functions, three dead-letter queues, evaluation errors,
-    # latency, shortfall, backoff, drain failures, drain timeouts, lifecycle actions expired,
-    # stored policies unread, scaling events not put
-    assert len(alarms) == 24
+    # errors and throttles of four functions, three dead-letter queues, ticks stopped, groups
+    # unserved, evaluation errors, latency, shortfall, backoff, drain failures, drain
+    # timeouts, lifecycle actions expired, stored policies unread, scaling events not put
+    assert len(alarms) == 26
     unread = alarm_on(template, "StoredPolicyReadFailures")
     assert (unread["EvaluationPeriods"], unread["Period"]) == (3, 300)  # persistent, not a blip
     assert alarm_on(template, "ScalingEventsNotPut")["Threshold"] == 1
@@ -1110,6 +1180,31 @@ def test_a_group_backed_off_for_most_of_half_an_hour_alarms(template: Template) 
     assert (backoff["EvaluationPeriods"], backoff["DatapointsToAlarm"]) == (30, 24)
 
 
+def test_ticks_that_stop_arriving_alarm_after_three_periods_without_a_dispatch(
+    template: Template,
+) -> None:
+    """Given the schedule stops (disabled, deleted, its role refused), no dispatch runs and
+    Lambda sends no Invocations datapoint: missing data must breach, or it never alarms."""
+    ticks = alarm_on(template, "Invocations")
+    assert (ticks["Namespace"], ticks["Statistic"], ticks["Period"]) == ("AWS/Lambda", "Sum", 60)
+    assert ticks["Dimensions"] == [
+        {"Name": "FunctionName", "Value": {"Ref": ticks["Dimensions"][0]["Value"]["Ref"]}}
+    ]
+    assert ticks["Dimensions"][0]["Value"]["Ref"].startswith("NodescalerDispatchFunction")
+    assert (ticks["ComparisonOperator"], ticks["Threshold"]) == ("LessThanThreshold", 1)
+    assert (ticks["EvaluationPeriods"], ticks["DatapointsToAlarm"]) == (3, 3)
+    assert ticks["TreatMissingData"] == "breaching"
+
+
+def test_a_group_rejected_or_blind_for_15_minutes_alarms(template: Template) -> None:
+    unserved = alarm_on(template, "NodeGroupUnserved")
+    assert unserved["Dimensions"] == [{"Name": "service", "Value": "nodescaler-my-cluster"}]
+    assert (unserved["Statistic"], unserved["Period"], unserved["Threshold"]) == ("Maximum", 60, 1)
+    assert unserved["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert (unserved["EvaluationPeriods"], unserved["DatapointsToAlarm"]) == (15, 15)
+    assert unserved["TreatMissingData"] == "notBreaching"  # no evaluation: the ticks alarm's
+
+
 @pytest.mark.parametrize("metric", ["DrainFailures", "DrainTimeouts", "LifecycleActionsExpired"])
 def test_a_failed_or_late_drain_alarms_at_once(template: Template, metric: str) -> None:
     alarm = alarm_on(template, metric)
@@ -1128,6 +1223,12 @@ def test_per_evaluation_alarms_look_at_one_tick_at_a_time() -> None:
         6,
         5,
     )
+    assert (
+        alarm_on(template, "Invocations")["Period"],
+        alarm_on(template, "Invocations")["EvaluationPeriods"],
+    ) == (300, 3)
+    unserved = alarm_on(template, "NodeGroupUnserved")
+    assert (unserved["Period"], unserved["EvaluationPeriods"]) == (300, 3)
 
 
 def test_with_an_email_the_alarms_notify_an_encrypted_ssl_only_topic() -> None:

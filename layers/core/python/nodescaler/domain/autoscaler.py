@@ -88,6 +88,7 @@ def evaluate_metric(
             else reading.needed_nodes
             if isinstance(reading, MetricReading)
             else None,
+            pending_pods=reading.pending_pods if isinstance(reading, MetricReading) else None,
         )
 
     if isinstance(metric, PredictiveMetric):  # a floor from history: never a missing metric

@@ -199,6 +199,7 @@ class KubernetesMetrics:
             detail=detail,
             unneeded_nodes=len(spare.nodes) if spare is not None else None,
             needed_nodes=self._needed(group, snapshot, planned, virtual),
+            pending_pods=len(planned.coming(group.name)[1]),
             waiting={
                 pod.key: planned.plan.waiting.get(pod.key, {}).get(group.name, "")
                 for pod in planned.plan.unplaced[:WAITING_SHOWN]
