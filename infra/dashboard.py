@@ -93,9 +93,9 @@ class AlarmStatus(cloudwatch.ConcreteWidget):
     def __init__(self, beside: Construct, *, width: int = WIDTH, height: int = 3) -> None:
         super().__init__(width, height)
         self._beside = beside
-        self._at = (0, 0)
+        self._at: tuple[float, float] = (0, 0)
 
-    def position(self, x: int, y: int) -> None:
+    def position(self, x: float, y: float) -> None:
         self._at = (x, y)
 
     def to_json(self) -> list[Any]:

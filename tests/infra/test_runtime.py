@@ -20,6 +20,7 @@ from nodescaler.config import (
 )
 from nodescaler.domain.drainability import DrainRules
 from nodescaler.events.dispatch import ScheduledEvent, parse_dispatch_event
+from nodescaler_sandbox.dashboard_layout import resolved as render  # refs shown as <Name>
 
 from tests.infra.test_stack import REPO, synth, synth_stack
 
@@ -27,20 +28,6 @@ from tests.infra.test_stack import REPO, synth, synth_stack
 @pytest.fixture(scope="module")
 def template() -> Template:
     return synth()
-
-
-def render(value: Any) -> str:
-    """A template value as text, references shown as <Name> or <Name.Attribute>."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and "Fn::Join" in value:
-        separator, parts = value["Fn::Join"]
-        return str(separator).join(render(p) for p in parts)
-    if isinstance(value, dict) and "Ref" in value:
-        return f"<{value['Ref']}>"
-    if isinstance(value, dict) and "Fn::GetAtt" in value:
-        return "<{}.{}>".format(*value["Fn::GetAtt"])
-    return json.dumps(value)
 
 
 def resources(template: Template, kind: str) -> dict[str, dict[str, Any]]:
