@@ -1,8 +1,9 @@
 """The alarms worth waking someone for, sent to an optional SNS topic.
 
-Function errors and throttles, dead letters, slow evaluations (from the tick or alarm to
-the decision), a node group whose in-service count stays below its desired count or that
-stays backed off after failed launches, drains that failed or ran out of time, and what
+Function errors and throttles, dead letters, ticks that stopped arriving, slow evaluations
+(from the tick or alarm to the decision), a group rejected or with a metric unavailable for
+15 minutes, a node group whose in-service count stays below its desired count or that stays
+backed off after failed launches, drains that failed or ran out of time, and what
 nodescaler refused or forced (a source not allowed, an event AWS does not bear out, a
 termination that could not wait).
 """
@@ -28,6 +29,8 @@ from .dashboard import MINUTE, ServiceMetrics
 from .settings import AlarmSettings
 
 FIVE_MINUTES = Duration.minutes(5)
+TICKS_MISSED = 3  # schedule periods without a dispatch before the ticks are said to stop
+UNSERVED_MINUTES = 15
 ALARMS_GO_NOWHERE = (
     "nodescaler's alarms have no destination: a dead-lettered evaluation, a failed drain or "
     'a starved group will wake no one. Set "alarms": {"email": ...} or {"topicArn": ...} '
@@ -71,6 +74,25 @@ class Alarms(Construct):
                 function.metric_throttles(period=FIVE_MINUTES),
                 f"The {name} function was throttled: raise the account's Lambda concurrency.",
             )
+        self._add(
+            "ticks-stopped",
+            functions["dispatch"].metric_invocations(period=tick, statistic="Sum"),
+            f"The dispatch function has not run for {TICKS_MISSED} tick periods: no group is "
+            "being evaluated. Check the EventBridge Scheduler schedule (disabled, deleted, or "
+            "its role refused) and the dispatch function's throttles.",
+            periods=TICKS_MISSED,
+            operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            missing=cloudwatch.TreatMissingData.BREACHING,  # no invocation sends no datapoint
+        )
+        self._add(
+            "node-group-unserved",
+            self.metrics.system(MetricName.UNSERVED, "Maximum").with_(period=tick),
+            f"A node group has been rejected (a bad tag or an unknown policy) or a metric of "
+            f"its policy unavailable for {UNSERVED_MINUTES} minutes: it is not scaled on what "
+            "it asks. The dashboard's rejected groups and unavailable metrics name it; its "
+            "decisions and `nodescaler status` say why.",
+            periods=math.ceil(UNSERVED_MINUTES / tick_minutes),
+        )
         self._add(
             "evaluation-errors",
             self._sum_over_five_minutes(MetricName.EVALUATION_ERRORS),
@@ -253,6 +275,7 @@ class Alarms(Construct):
         operator: cloudwatch.ComparisonOperator = (
             cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
         ),
+        missing: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
     ) -> None:
         alarm = cloudwatch.Alarm(
             self,
@@ -264,7 +287,7 @@ class Alarms(Construct):
             evaluation_periods=periods,
             datapoints_to_alarm=periods if datapoints is None else datapoints,
             comparison_operator=operator,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            treat_missing_data=missing,
         )
         if self.topic is not None:
             alarm.add_alarm_action(actions.SnsAction(self.topic))

@@ -1,16 +1,19 @@
-"""The CloudWatch dashboard: the system on top, the drains, then one row per policy.
+"""The CloudWatch dashboard: the alarms' states on top, the system, the cluster against its
+limits, the drains, then the node groups of every policy.
 
-Node groups are found at run time, not at synth, so each policy's graphs are SEARCH
-expressions over the EMF metrics the evaluate function prints (one line per group);
-decisions and what limited them come from its log lines, through Logs Insights. Every
-metric and SEARCH selects its deployment's `service` only: another copy of nodescaler in
-the account reports under the same namespace.
+Node groups and policies are found at run time, not at synth (`nodescaler apply` adds
+policies after the deploy), so the groups' graphs are SEARCH expressions over the Policy
+and NodeGroup dimensions of the EMF metrics the evaluate function prints: one line per
+group of every policy, whenever it was applied. Decisions and what limited them come from
+its log lines, through Logs Insights. Every metric and SEARCH selects its deployment's
+`service` only: another copy of nodescaler in the account reports under the same namespace.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -20,6 +23,8 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.observability.metric_names import NAMESPACE, Dimension, MetricName
+
+from .settings import ClusterLimits
 
 MINUTE = Duration.minutes(1)
 WIDTH = 24  # the dashboard grid's width
@@ -41,13 +46,12 @@ class ServiceMetrics:
             period=MINUTE,
         )
 
-    def per_group(
-        self, name: MetricName, statistic: str, policy: str, *, per_metric: bool = False
-    ) -> str:
+    def per_group(self, name: MetricName, statistic: str, *, per_metric: bool = False) -> str:
+        """Every node group of every policy: one line each, policies applied later too."""
         dimensions = [Dimension.NODE_GROUP, Dimension.POLICY, "service"]
         if per_metric:
             dimensions.append(Dimension.METRIC)
-        return self._search(dimensions, name, statistic, f'{Dimension.POLICY}="{policy}"')
+        return self._search(dimensions, name, statistic)
 
     def by_group(self, name: MetricName, statistic: str) -> str:
         """Records with the node group but no policy (dispatch's launch failures, drains)."""
@@ -67,16 +71,43 @@ def search(expression: str, label: str) -> cloudwatch.MathExpression:
     )
 
 
-def _describe(policy: NodeGroupPolicy) -> str:
-    spec = policy.spec
-    metrics = ", ".join(
-        f"`{m.key}` ({m.type_name}, target {m.target.describe()})" for m in spec.metrics
+# A SEARCH line's label: its policy and group (CloudWatch's dynamic labels), then what it is.
+GROUP_LABEL = "${PROP('Dim.Policy')} ${PROP('Dim.NodeGroup')}"
+
+
+def _deployed(policies: Mapping[str, NodeGroupPolicy]) -> str:
+    listed = ", ".join(
+        f"`{p.name}` ({p.spec.min_replicas}–{p.spec.max_replicas})" for p in policies.values()
     )
     return (
-        f"## Policy `{policy.name}`\n"
-        f"{spec.min_replicas}–{spec.max_replicas} nodes; metrics: {metrics}."
-        + (f" Alarms: {', '.join(spec.alarms)}." if spec.alarms else "")
+        "## Node groups, of every policy\nOne line per group, found at run time: policies "
+        "applied with `nodescaler apply` after the deploy appear too. "
+        f"Deployed with the stack: {listed or 'none'}."
     )
+
+
+class AlarmStatus(cloudwatch.ConcreteWidget):
+    """The state of every alarm beside the dashboard (in the construct that holds both),
+    looked up when the template is made: the alarms are created after the dashboard."""
+
+    def __init__(self, beside: Construct, *, width: int = WIDTH, height: int = 3) -> None:
+        super().__init__(width, height)
+        self._beside = beside
+        self._at: tuple[float, float] = (0, 0)
+
+    def position(self, x: float, y: float) -> None:
+        self._at = (x, y)
+
+    def to_json(self) -> list[Any]:
+        alarms = [c for c in self._beside.node.find_all() if isinstance(c, cloudwatch.Alarm)]
+        x, y = self._at
+        properties = {
+            "title": "Alarms",
+            "alarms": [a.alarm_arn for a in alarms],
+            "sortBy": "stateUpdatedTimestamp",
+        }
+        widget = {"type": "alarm", "width": self.width, "height": self.height}
+        return [widget | {"x": x, "y": y, "properties": properties}]
 
 
 class Dashboard(Construct):
@@ -93,6 +124,7 @@ class Dashboard(Construct):
         drain_logs: logs.ILogGroup | None,
         evaluation_queue: sqs.Queue,
         dead_letter_queues: Mapping[str, sqs.Queue],
+        cluster_limits: ClusterLimits | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.metrics = ServiceMetrics(service)
@@ -102,13 +134,15 @@ class Dashboard(Construct):
         dispatch, evaluate = functions["dispatch"], functions["evaluate"]
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(
-                markdown="# nodescaler\nThe system, the drains, then one row per policy: its "
-                "groups' sizes, each metric against its target (100% = on target), backoffs, "
-                "pauses and protected nodes, and its decisions.",
+                markdown="# nodescaler\nThe alarms, the system, the cluster against its limits, "
+                "the drains, then every node group of every policy: sizes, pending pods, each "
+                "metric against its target (100% = on target), backoffs, pauses and protected "
+                "nodes, and the decisions.",
                 width=WIDTH,
                 height=2,
             )
         )
+        self.dashboard.add_widgets(AlarmStatus(scope))
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Invocations, errors, throttles",
@@ -177,10 +211,44 @@ class Dashboard(Construct):
                 width=8,
             ),
         )
+        self.dashboard.add_widgets(self._cluster(cluster_limits or ClusterLimits()))
         if drain_logs is not None:
             self._drain_row(functions["drain"], drain_logs)
-        for policy in policies.values():
-            self._policy_row(policy, evaluate_logs)
+        self._group_rows(policies, evaluate_logs)
+
+    def _cluster(self, limits: ClusterLimits) -> cloudwatch.GraphWidget:
+        """Every managed group's nodes together, against the limits that cap scale-ups."""
+        nodes = {
+            name: cloudwatch.MathExpression(
+                expression=f"SUM({self.metrics.per_group(metric, 'Maximum')})",
+                using_metrics={},
+                label=label,
+                period=MINUTE,
+            )
+            for name, metric, label in (
+                ("desired", MetricName.DESIRED_NODES, "nodes desired, all groups"),
+                ("current", MetricName.CURRENT_NODES, "nodes, all groups"),
+            )
+        }
+        named = {
+            "nodes": limits.max_nodes,
+            "vCPUs": limits.max_vcpus,
+            "GiB of memory": limits.max_memory_gib,
+        }
+        set_ = {what: most for what, most in named.items() if most is not None}
+        return cloudwatch.GraphWidget(
+            title="Cluster: nodes of all managed groups against its limits ("
+            + (", ".join(f"at most {most} {what}" for what, most in set_.items()) or "none set")
+            + ")",
+            left=list(nodes.values()),
+            left_annotations=[
+                cloudwatch.HorizontalAnnotation(value=limits.max_nodes, label="maxNodes")
+            ]
+            if limits.max_nodes is not None
+            else None,
+            left_y_axis=cloudwatch.YAxisProps(min=0, show_units=False),
+            width=WIDTH,
+        )
 
     def _drain_row(self, drain: lambda_.Function, drain_logs: logs.ILogGroup) -> None:
         self.dashboard.add_widgets(
@@ -247,51 +315,51 @@ class Dashboard(Construct):
             )
         )
 
-    def _policy_row(self, policy: NodeGroupPolicy, evaluate_logs: logs.ILogGroup) -> None:
-        name = policy.name
-
+    def _group_rows(
+        self, policies: Mapping[str, NodeGroupPolicy], evaluate_logs: logs.ILogGroup
+    ) -> None:
         def graph(metric: MetricName, statistic: str, label: str) -> cloudwatch.MathExpression:
-            """One line per node group of the policy."""
-            return search(self.metrics.per_group(metric, statistic, name), label)
+            """One line per node group, of every policy."""
+            return search(self.metrics.per_group(metric, statistic), f"{GROUP_LABEL} {label}")
 
         self.dashboard.add_widgets(
-            cloudwatch.TextWidget(markdown=_describe(policy), width=WIDTH, height=2)
+            cloudwatch.TextWidget(markdown=_deployed(policies), width=WIDTH, height=2)
         )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
-                title=f"{name}: desired, current and in-service nodes",
+                title="Node groups: desired, current and in-service nodes, forecast and warm",
                 left=[
                     graph(MetricName.DESIRED_NODES, "Maximum", "desired"),
                     graph(MetricName.CURRENT_NODES, "Maximum", "current"),
                     graph(MetricName.IN_SERVICE_NODES, "Minimum", "in service"),
-                    *(
-                        [
-                            graph(MetricName.FORECAST_NODES, "Maximum", "forecast"),
-                            graph(MetricName.WARM_POOL_NODES, "Maximum", "warm"),
-                        ]
-                        if any(m.reads_history for m in policy.spec.metrics)
-                        else []
-                    ),
+                    graph(MetricName.FORECAST_NODES, "Maximum", "forecast"),
+                    graph(MetricName.WARM_POOL_NODES, "Maximum", "warm"),
                 ],
                 left_y_axis=cloudwatch.YAxisProps(min=0),
-                width=6,
+                width=8,
             ),
             cloudwatch.GraphWidget(
-                title=f"{name}: each metric against its target",
+                title="Node groups: pending pods their nodes are to take",
+                left=[graph(MetricName.PENDING_PODS, "Maximum", "pending pods")],
+                left_y_axis=cloudwatch.YAxisProps(min=0, show_units=False),
+                width=8,
+            ),
+            cloudwatch.GraphWidget(
+                title="Node groups: each metric against its target",
                 left=[
                     search(
-                        self.metrics.per_group(
-                            MetricName.METRIC_USAGE, "Average", name, per_metric=True
-                        ),
-                        "",
+                        self.metrics.per_group(MetricName.METRIC_USAGE, "Average", per_metric=True),
+                        f"{GROUP_LABEL} ${{PROP('Dim.Metric')}}",
                     )
                 ],
                 left_annotations=[cloudwatch.HorizontalAnnotation(value=100, label="target")],
                 left_y_axis=cloudwatch.YAxisProps(min=0, label="% of target", show_units=False),
-                width=6,
+                width=8,
             ),
+        )
+        self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
-                title=f"{name}: changes and unavailable metrics",
+                title="Node groups: changes and unavailable metrics",
                 left=[
                     graph(MetricName.NODES_ADDED, "Sum", "added"),
                     graph(MetricName.NODES_REMOVED, "Sum", "removed"),
@@ -300,10 +368,10 @@ class Dashboard(Construct):
                     graph(MetricName.METRICS_UNAVAILABLE, "Maximum", "unavailable"),
                     graph(MetricName.DRY_RUN_CHANGES, "Sum", "dry-run changes"),
                 ],
-                width=6,
+                width=12,
             ),
             cloudwatch.GraphWidget(
-                title=f"{name}: backed off or paused, and nodes protected from scale-in",
+                title="Node groups: backed off or paused, and nodes protected from scale-in",
                 left=[
                     graph(MetricName.BACKED_OFF, "Maximum", "backed off"),
                     graph(MetricName.PAUSED, "Maximum", "paused"),
@@ -311,20 +379,20 @@ class Dashboard(Construct):
                 left_y_axis=cloudwatch.YAxisProps(min=0, max=1, show_units=False),
                 right=[graph(MetricName.PROTECTED_NODES, "Maximum", "protected")],
                 right_y_axis=cloudwatch.YAxisProps(min=0, show_units=False),
-                width=6,
+                width=12,
             ),
         )
         self.dashboard.add_widgets(
             cloudwatch.LogQueryWidget(
-                title=f"{name}: decisions and what limited them",
+                title="Node groups: decisions and what limited them, every policy",
                 log_group_names=[evaluate_logs.log_group_name],
                 query_lines=[
-                    "fields @timestamp, node_group, outcome, decision.current as current, "
-                    "decision.desired as desired, decision.limited_by.0 as limited_by, "
-                    "decision.reason as reason",
-                    f'filter decision.policy = "{name}"',
+                    "fields @timestamp, decision.policy as policy, node_group, outcome, "
+                    "decision.current as current, decision.desired as desired, "
+                    "decision.limited_by.0 as limited_by, decision.reason as reason",
+                    "filter ispresent(decision.policy)",
                     "sort @timestamp desc",
-                    "limit 50",
+                    "limit 100",
                 ],
                 view=cloudwatch.LogQueryVisualizationType.TABLE,
                 width=WIDTH,

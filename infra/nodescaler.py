@@ -139,6 +139,7 @@ class Nodescaler(Construct):
             drain_logs=self.drain.lambda_.log_group if self.drain else None,
             evaluation_queue=self.evaluation_queue,
             dead_letter_queues=dead_letters,
+            cluster_limits=settings.cluster_limits,
         )
         self.alarms = Alarms(
             self,

@@ -116,7 +116,7 @@ def batch(
 
 
 def test_a_group_at_zero_scales_up_for_a_pod_that_fits_its_instance_type(
-    batch: Deployment, api_server: KubeApiServer
+    batch: Deployment, api_server: KubeApiServer, output: Any
 ) -> None:
     group_at_zero("general-ng", "general")
     for i in range(5):
@@ -124,6 +124,8 @@ def test_a_group_at_zero_scales_up_for_a_pod_that_fits_its_instance_type(
     batch.tick()
     # m5.large: 2 vCPU less EKS's 70m reserved holds three 500m pods: 5 pods, 2 nodes
     assert desired_capacity("general-ng") == 2
+    # and the group reports the 5 pending pods its new nodes take (the dashboard's graph)
+    assert output().metric("PendingPods", "general-ng") == [5]
 
 
 def test_a_group_at_zero_does_not_scale_for_a_pod_its_labels_or_taints_exclude(

@@ -16,10 +16,10 @@ def test_the_alarms_cover_errors_throttles_dead_letters_latency_shortfall_and_dr
     template: Template,
 ) -> None:
     alarms = resources(template, "AWS::CloudWatch::Alarm").values()
-    # errors and throttles of four functions, three dead-letter queues, evaluation errors,
-    # latency, shortfall, backoff, drain failures, drain timeouts, lifecycle actions expired,
-    # stored policies unread, scaling events not put
-    assert len(alarms) == 24
+    # errors and throttles of four functions, three dead-letter queues, ticks stopped, groups
+    # unserved, evaluation errors, latency, shortfall, backoff, drain failures, drain
+    # timeouts, lifecycle actions expired, stored policies unread, scaling events not put
+    assert len(alarms) == 26
     unread = alarm_on(template, "StoredPolicyReadFailures")
     assert (unread["EvaluationPeriods"], unread["Period"]) == (3, 300)  # persistent, not a blip
     assert alarm_on(template, "ScalingEventsNotPut")["Threshold"] == 1
@@ -52,6 +52,31 @@ def test_a_group_backed_off_for_most_of_half_an_hour_alarms(template: Template) 
     assert (backoff["EvaluationPeriods"], backoff["DatapointsToAlarm"]) == (30, 24)
 
 
+def test_ticks_that_stop_arriving_alarm_after_three_periods_without_a_dispatch(
+    template: Template,
+) -> None:
+    """Given the schedule stops (disabled, deleted, its role refused), no dispatch runs and
+    Lambda sends no Invocations datapoint: missing data must breach, or it never alarms."""
+    ticks = alarm_on(template, "Invocations")
+    assert (ticks["Namespace"], ticks["Statistic"], ticks["Period"]) == ("AWS/Lambda", "Sum", 60)
+    assert ticks["Dimensions"] == [
+        {"Name": "FunctionName", "Value": {"Ref": ticks["Dimensions"][0]["Value"]["Ref"]}}
+    ]
+    assert ticks["Dimensions"][0]["Value"]["Ref"].startswith("NodescalerDispatchFunction")
+    assert (ticks["ComparisonOperator"], ticks["Threshold"]) == ("LessThanThreshold", 1)
+    assert (ticks["EvaluationPeriods"], ticks["DatapointsToAlarm"]) == (3, 3)
+    assert ticks["TreatMissingData"] == "breaching"
+
+
+def test_a_group_rejected_or_blind_for_15_minutes_alarms(template: Template) -> None:
+    unserved = alarm_on(template, "NodeGroupUnserved")
+    assert unserved["Dimensions"] == [{"Name": "service", "Value": "nodescaler-my-cluster"}]
+    assert (unserved["Statistic"], unserved["Period"], unserved["Threshold"]) == ("Maximum", 60, 1)
+    assert unserved["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert (unserved["EvaluationPeriods"], unserved["DatapointsToAlarm"]) == (15, 15)
+    assert unserved["TreatMissingData"] == "notBreaching"  # no evaluation: the ticks alarm's
+
+
 @pytest.mark.parametrize("metric", ["DrainFailures", "DrainTimeouts", "LifecycleActionsExpired"])
 def test_a_failed_or_late_drain_alarms_at_once(template: Template, metric: str) -> None:
     alarm = alarm_on(template, metric)
@@ -70,6 +95,12 @@ def test_per_evaluation_alarms_look_at_one_tick_at_a_time() -> None:
         6,
         5,
     )
+    assert (
+        alarm_on(template, "Invocations")["Period"],
+        alarm_on(template, "Invocations")["EvaluationPeriods"],
+    ) == (300, 3)
+    unserved = alarm_on(template, "NodeGroupUnserved")
+    assert (unserved["Period"], unserved["EvaluationPeriods"]) == (300, 3)
 
 
 def test_with_an_email_the_alarms_notify_an_encrypted_ssl_only_topic() -> None:

@@ -3,24 +3,100 @@
 
 from __future__ import annotations
 
+import json
+import re
+from typing import Any
+
 from aws_cdk.assertions import Template
+from nodescaler_sandbox.dashboard_layout import resolved as render  # refs shown as <Name>
 
-from tests.infra.stack_template import dashboard_widgets
+from tests.infra.stack_template import dashboard_widgets, resources
+from tests.infra.test_stack import synth
 
 
-def test_the_dashboard_has_a_row_per_policy_built_from_searches(template: Template) -> None:
+def dashboard_body(template: Template) -> list[dict[str, Any]]:
+    """The dashboard's widgets in order, references shown as their names."""
+    (dashboard,) = resources(template, "AWS::CloudWatch::Dashboard").values()
+    text = render(dashboard["Properties"]["DashboardBody"]).replace("<", "").replace(">", "")
+    widgets: list[dict[str, Any]] = json.loads(text)["widgets"]
+    return widgets
+
+
+def searches(widget: str) -> list[str]:
+    return [e[0]["expression"] for e in json.loads(widget)["metrics"] if "expression" in e[0]]
+
+
+def test_the_dashboard_shows_the_groups_of_every_policy_even_those_applied_later(
+    template: Template,
+) -> None:
+    """Given a deployment with three policies; When synthesized; Then the groups' graphs are
+    SEARCHes over the Policy and NodeGroup dimensions naming no policy (a policy applied
+    with `nodescaler apply` after the deploy shows too), and the decisions table filters
+    on none: no row is fixed at synth."""
     widgets = dashboard_widgets(template)
-    for policy in ("gpu-training", "microservices", "business-hours"):
-        assert f"{policy}: desired, current and in-service nodes" in widgets
-        assert f"{policy}: each metric against its target" in widgets
-        assert f"{policy}: decisions and what limited them" in widgets
-        backoff = widgets[f"{policy}: backed off or paused, and nodes protected from scale-in"]
-        assert f'MetricName=\\"BackedOff\\" Policy=\\"{policy}\\"' in backoff
-        assert f'MetricName=\\"Paused\\" Policy=\\"{policy}\\"' in backoff
-        assert f'MetricName=\\"ProtectedNodes\\" Policy=\\"{policy}\\"' in backoff
-        assert "NodeGroup,Policy,service" in backoff  # the dimensions evaluate reports
-    assert 'MetricName=\\"DesiredNodes\\" Policy=\\"gpu-training\\"' in "".join(widgets.values())
+    assert not any(title.startswith("gpu-training") for title in widgets)  # no fixed rows
+    for title in (
+        "Node groups: desired, current and in-service nodes, forecast and warm",
+        "Node groups: pending pods their nodes are to take",
+        "Node groups: each metric against its target",
+        "Node groups: changes and unavailable metrics",
+        "Node groups: backed off or paused, and nodes protected from scale-in",
+    ):
+        found = searches(widgets[title])
+        assert found and all(
+            re.search(r"\{Nodescaler,(Metric,)?NodeGroup,Policy,service\}", s) for s in found
+        )
+        assert not any("Policy=" in s for s in found), title
+    backoff = searches(
+        widgets["Node groups: backed off or paused, and nodes protected from scale-in"]
+    )
+    assert [s.split('MetricName="')[1].split('"')[0] for s in backoff] == [
+        "BackedOff",
+        "Paused",
+        "ProtectedNodes",
+    ]
+    decisions = widgets["Node groups: decisions and what limited them, every policy"]
+    assert "decision.policy as policy" in decisions and "filter decision.policy =" not in decisions
     assert "Tick duration and evaluation latency" in widgets
+
+
+def test_the_dashboard_graphs_each_groups_pending_pods_as_evaluate_reports_them(
+    template: Template,
+) -> None:
+    (search,) = searches(
+        dashboard_widgets(template)["Node groups: pending pods their nodes are to take"]
+    )
+    assert search == (
+        'SEARCH(\'{Nodescaler,NodeGroup,Policy,service} MetricName="PendingPods" '
+        "service=\"nodescaler-my-cluster\"', 'Maximum', 60)"
+    )
+
+
+def test_the_dashboard_opens_on_every_alarms_state(template: Template) -> None:
+    header, status, *_ = dashboard_body(template)
+    assert header["type"] == "text" and status["type"] == "alarm"
+    assert (status["x"], status["y"], status["width"]) == (0, header["height"], 24)
+    alarms = resources(template, "AWS::CloudWatch::Alarm")
+    assert sorted(status["properties"]["alarms"]) == sorted(f"{name}.Arn" for name in alarms)
+
+
+def test_the_dashboard_shows_the_clusters_nodes_against_its_limits() -> None:
+    limited = synth(clusterLimits={"maxNodes": 100, "maxVcpus": 400})
+    (title,) = [t for t in dashboard_widgets(limited) if t.startswith("Cluster:")]
+    assert title == (
+        "Cluster: nodes of all managed groups against its limits (at most 100 nodes, "
+        "at most 400 vCPUs)"
+    )
+    cluster = json.loads(dashboard_widgets(limited)[title])
+    assert cluster["annotations"]["horizontal"] == [
+        {"value": 100, "label": "maxNodes", "yAxis": "left"}
+    ]
+    expressions = [e[0]["expression"] for e in cluster["metrics"]]
+    assert [e.split('MetricName="')[1].split('"')[0] for e in expressions] == [
+        "DesiredNodes",
+        "CurrentNodes",
+    ]
+    assert all(e.startswith("SUM(SEARCH(") and "'Maximum', 60))" in e for e in expressions)
 
 
 def test_the_dashboard_shows_the_events_refused_as_unconfirmed(template: Template) -> None:

@@ -211,9 +211,10 @@ def test_each_deployments_alarms_watch_only_its_own_service(two: dict[str, Templ
             for alarm in template.find_resources("AWS::CloudWatch::Alarm").values()
             if alarm["Properties"].get("Namespace") == NAMESPACE
         ]
-        # evaluation errors, latency, shortfall, backoff, policies unread, events not put,
-        # sources refused, events unconfirmed, terminations failed or forced, the drains' three
-        assert len(ours) == 13
+        # evaluation errors, latency, shortfall, backoff, groups unserved, policies unread,
+        # events not put, sources refused, events unconfirmed, terminations failed or forced,
+        # the drains' three
+        assert len(ours) == 14
         assert all(a["Dimensions"] == [{"Name": "service", "Value": stack}] for a in ours)
 
 
@@ -226,7 +227,9 @@ def test_each_deployments_dashboard_shows_only_its_own_service(two: dict[str, Te
         metrics = [e for e in graphs if e[0] == NAMESPACE]
         # each policy's row and the rejected groups and launch failures; the system's graphs
         assert len(searches) > 10 and len(metrics) > 10
-        assert all(s.startswith("SEARCH(") and f'service="{stack}"' in s for s in searches)
+        assert all(
+            s.startswith(("SEARCH(", "SUM(SEARCH(")) and f'service="{stack}"' in s for s in searches
+        )
         assert all(e[2:4] == ["service", stack] for e in metrics)
         assert not any(other in w for w in widgets)
 

@@ -8,6 +8,7 @@ import pytest
 from nodescaler.domain.autoscaler import GroupSize
 from nodescaler.domain.decision import Limit, MetricStatus
 from nodescaler.domain.history import History, ScaleEvent, TimedRecommendation
+from nodescaler.domain.limits import Ceiling
 from nodescaler.domain.readings import MetricReading, MetricUnavailable
 
 from tests.builders import (
@@ -533,15 +534,26 @@ def test_rate_policies(
     assert (decision.desired, decision.limited_by) == (expected, limits), case
 
 
-def test_given_the_default_behavior_then_a_burst_from_zero_ramps_at_100_nodes_a_minute() -> None:
-    the_policy = policy(queue_metric("jobs", per_node=4), max_replicas=600)
-    history, current, path = History(), 0, []
-    for minute in range(6):
-        now = T0 + minutes(minute)
-        evaluation = run(the_policy, current, readings(now, jobs=2400), history, now)
-        history, current = act(the_policy, evaluation), evaluation.decision.desired
-        path.append(current)
-    assert path == [100, 200, 400, 600, 600, 600]
+@pytest.mark.parametrize(
+    ("max_replicas", "ceiling", "expected", "limits"),
+    [
+        (2000, None, 1500, ()),  # every node the burst needs, in one decision
+        (1000, None, 1000, (Limit.MAX,)),  # the group's max is the bound
+        (2000, Ceiling(1200, "maximum of 1200 nodes"), 1200, (Limit.CLUSTER_LIMIT,)),
+    ],
+    ids=["all-at-once", "capped-by-max", "capped-by-cluster-limit"],
+)
+def test_given_no_behavior_when_a_burst_asks_for_1500_nodes_then_one_decision_gets_them(
+    max_replicas: int, ceiling: Ceiling | None, expected: int, limits: tuple[Limit, ...]
+) -> None:
+    """Given a group of 100 nodes whose policy says no `behavior`, When 6,000 tasks land
+    (4 a node: 1,500 nodes), Then one decision asks for all of them, bounded by the group's
+    max and the cluster's limits only: Cluster Autoscaler sizes a group for all its
+    unschedulable pods in one scan (its FAQ, "How does scale-up work?", and its binpacking
+    `estimator`), with no per-minute rate."""
+    the_policy = policy(queue_metric("jobs", per_node=4), max_replicas=max_replicas)
+    decision = run(the_policy, 100, readings(jobs=6000), ceiling=ceiling).decision
+    assert (decision.desired, decision.limited_by) == (expected, limits)
 
 
 def test_given_the_default_behavior_then_scale_in_waits_10_minutes_then_sheds_20_percent_or_5_a_minute() -> (
@@ -567,6 +579,7 @@ def test_the_decision_carries_every_input_and_the_reason() -> None:
         reservation_metric("cpu", 60),
         max_replicas=500,
         name="batch",
+        behavior={"scaleUp": {"policies": [replicas(100)]}},
     )
     decision = run(
         the_policy,
@@ -579,7 +592,7 @@ def test_the_decision_carries_every_input_and_the_reason() -> None:
         "policy_version": "deployed",  # the evaluator sets a stored policy's version
         "at": "2026-03-02T12:00:00Z",
         "current": 4,
-        "desired": 104,  # the default scale-up allows +100 a minute
+        "desired": 104,  # its scale-up allows +100 a minute
         "in_service": 4,
         "min_replicas": 0,
         "max_replicas": 500,

@@ -40,6 +40,7 @@ def test_an_acted_scale_out_reports_sizes_changes_usage_and_the_shortfall() -> N
                 MetricName.BACKED_OFF: 0,
                 MetricName.PROTECTED_NODES: 0,
                 MetricName.PAUSED: 0,
+                MetricName.UNSERVED: 0,
                 MetricName.EVALUATION_LATENCY: 850,
                 MetricName.NODES_ADDED: 7,
                 MetricName.NODES_REMOVED: 0,
@@ -47,15 +48,44 @@ def test_an_acted_scale_out_reports_sizes_changes_usage_and_the_shortfall() -> N
             GROUP,
         ),
         Record({MetricName.METRIC_USAGE: 187.5}, GROUP | {Dimension.METRIC: "jobs"}),
-        Record({MetricName.SHORTFALL_NODES: 3, MetricName.BACKED_OFF: 0}),
+        Record({MetricName.SHORTFALL_NODES: 3, MetricName.BACKED_OFF: 0, MetricName.UNSERVED: 0}),
     ]
 
 
-def test_a_rejected_group_reports_only_that_it_was_rejected() -> None:
+def test_a_rejected_group_reports_only_that_it_was_rejected_and_so_unserved() -> None:
     result = EvaluationResult("ng-test", Outcome.REJECTED, problems=("bad tag",))
+    rejected = {MetricName.REJECTED: 1, MetricName.UNSERVED: 1}
     assert result_records(result) == [
-        Record({MetricName.REJECTED: 1}, {Dimension.NODE_GROUP: "ng-test"})
+        Record(rejected, {Dimension.NODE_GROUP: "ng-test"}),
+        Record(rejected),  # service-wide: what the unserved-group alarm watches
     ]
+
+
+def test_given_a_metric_unavailable_then_the_group_and_the_service_report_it_unserved() -> None:
+    # Given a policy with two metrics, one of which could not be read; When it is evaluated
+    the_policy = policy(queue_metric("jobs", per_node=4), queue_metric("other"), name="gpu")
+    decision = run(the_policy, 4, readings(jobs=60)).decision
+    (group, *_, system) = result_records(EvaluationResult("ng-test", Outcome.UNCHANGED, decision))
+    # Then the group and the service-wide record (the alarm's) say a group is unserved
+    assert (group.figures[MetricName.METRICS_UNAVAILABLE], group.figures[MetricName.UNSERVED]) == (
+        1,
+        1,
+    )
+    assert system.figures[MetricName.UNSERVED] == 1
+
+
+def test_given_pending_pods_for_a_group_then_it_reports_how_many_its_nodes_take() -> None:
+    # Given a pending-pods reading whose plan puts 7 pending pods on this group's nodes
+    the_policy = policy({"type": "PendingPods"}, name="gpu")
+    reading = MetricReading(value=2, at=T0, detail="7 pending pods: +2 nodes", pending_pods=7)
+    decision = run(the_policy, 1, {"pending-pods": reading}).decision
+    # When its evaluation is reported; Then the group's record counts them, for the dashboard
+    (group, *_) = result_records(EvaluationResult("ng-test", Outcome.ACTED, decision))
+    assert group.figures[MetricName.PENDING_PODS] == 7
+    # and a policy without pending pods reports none (not a misleading zero)
+    other = run(policy(queue_metric("jobs"), name="gpu"), 1, readings(jobs=8)).decision
+    (group, *_) = result_records(EvaluationResult("ng-test", Outcome.ACTED, other))
+    assert MetricName.PENDING_PODS not in group.figures
 
 
 def test_a_duplicate_or_skipped_evaluation_reports_nothing() -> None:

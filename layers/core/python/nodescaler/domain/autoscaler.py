@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 
 from nodescaler.domain.backoff import Backoff
 from nodescaler.domain.behavior import limit_rate, longest_period, stabilize
@@ -56,6 +57,35 @@ def effective_bounds(policy: NodeGroupPolicy, size: GroupSize) -> tuple[int, int
 CLOCK_SKEW_SECONDS = 60
 
 
+def _outcome(
+    status: MetricStatus,
+    detail: str,
+    value: float | None = None,
+    replicas: int | None = None,
+    usage_ratio: float | None = None,
+    *,
+    metric: MetricBase,
+    reading: Reading | None,
+    needed: int | None = None,
+) -> MetricOutcome:
+    """The metric's outcome, with what its reading says of the pods (pending pods only)."""
+    read = reading if isinstance(reading, MetricReading) else None
+    return MetricOutcome(
+        name=metric.key,
+        type=metric.type_name,
+        target=metric.target.describe(),
+        value=value,
+        at=read.at if read else None,
+        recommendation=replicas,
+        usage_ratio=usage_ratio,
+        status=status,
+        detail=detail,
+        waiting=read.waiting if read else {},
+        needed=needed if needed is not None else read.needed_nodes if read else None,
+        pending_pods=read.pending_pods if read else None,
+    )
+
+
 def evaluate_metric(
     metric: MetricBase,
     reading: Reading | None,
@@ -63,32 +93,7 @@ def evaluate_metric(
     now: datetime,
     tolerances: Tolerances,
 ) -> MetricOutcome:
-    def outcome(
-        status: MetricStatus,
-        detail: str,
-        value: float | None = None,
-        replicas: int | None = None,
-        usage_ratio: float | None = None,
-        *,
-        needed: int | None = None,
-    ) -> MetricOutcome:
-        return MetricOutcome(
-            name=metric.key,
-            type=metric.type_name,
-            target=metric.target.describe(),
-            value=value,
-            at=reading.at if isinstance(reading, MetricReading) else None,
-            recommendation=replicas,
-            usage_ratio=usage_ratio,
-            status=status,
-            detail=detail,
-            waiting=reading.waiting if isinstance(reading, MetricReading) else {},
-            needed=needed
-            if needed is not None
-            else reading.needed_nodes
-            if isinstance(reading, MetricReading)
-            else None,
-        )
+    outcome = partial(_outcome, metric=metric, reading=reading)
 
     if isinstance(metric, PredictiveMetric):  # a floor from history: never a missing metric
         if not isinstance(reading, MetricReading):

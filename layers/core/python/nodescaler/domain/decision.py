@@ -90,6 +90,7 @@ class MetricOutcome(BaseModel):
     detail: str
     waiting: dict[str, str] = Field(default_factory=dict)  # pods that fit no group → why not here
     needed: int | None = None  # pending pods: the nodes the group's pods need now
+    pending_pods: int | None = None  # pending pods: those the group's nodes are to take
     fallback: str = ""  # the fallback that applies ("replicas 2", "hold"), when one does
     failing_since: AwareDatetime | None = None  # the first failure of its run, when it applies
 

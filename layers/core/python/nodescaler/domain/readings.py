@@ -33,6 +33,8 @@ class MetricReading(BaseModel):
     # unneeded, the booting ones pending pods wait for, and the new ones planned): its
     # demand, which a forecast learns from (the group's size would teach it its own guesses)
     needed_nodes: int | None = None
+    # For pending pods: the pending pods the group's nodes (on their way or planned) take
+    pending_pods: int | None = None
     # For a forecast that sizes a warm pool: its highest over the time a warm instance
     # takes to prepare (a cold boot), which the pool must hold before it is needed
     peak: int | None = None

@@ -53,6 +53,10 @@ class MetricName(StrEnum):
     # a metric source the deployment does not allow: a bearer token asked for on a server its
     # secret was not deployed for (also service-wide)
     SOURCES_REFUSED = "MetricSourcesRefused"
+    PENDING_PODS = "PendingPods"  # pending pods the group's nodes, booting or planned, take
+    # 1 when the group was rejected or a metric of its policy unavailable (also service-wide:
+    # its maximum says whether any group is)
+    UNSERVED = "NodeGroupUnserved"
     # per metric of a node group's policy
     METRIC_USAGE = "MetricUsage"  # the metric against its target, in percent (100 = on target)
     # over all groups (service dimension only), for alarms

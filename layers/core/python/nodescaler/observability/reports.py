@@ -54,7 +54,8 @@ def result_records(result: EvaluationResult, latency_ms: float | None = None) ->
     from nodescaler.service.evaluation import Outcome
 
     if result.outcome is Outcome.REJECTED:
-        return [Record({MetricName.REJECTED: 1}, {Dimension.NODE_GROUP: result.group})]
+        unserved = {MetricName.REJECTED: 1.0, MetricName.UNSERVED: 1.0}
+        return [Record(unserved, {Dimension.NODE_GROUP: result.group}), Record(unserved)]
     decision = result.decision
     if decision is None or result.outcome is Outcome.DUPLICATE:
         return []
@@ -70,7 +71,10 @@ def result_records(result: EvaluationResult, latency_ms: float | None = None) ->
         MetricName.BACKED_OFF: int(decision.backoff is not None),
         MetricName.PROTECTED_NODES: decision.protected,
         MetricName.PAUSED: int(bool(decision.paused)),
+        MetricName.UNSERVED: int(any(m.status.failing for m in decision.metrics)),
     }
+    if pending := [m.pending_pods for m in decision.metrics if m.pending_pods is not None]:
+        figures[MetricName.PENDING_PODS] = max(pending)
     if latency_ms is not None:
         figures[MetricName.EVALUATION_LATENCY] = latency_ms
     forecasts = [
@@ -100,6 +104,7 @@ def result_records(result: EvaluationResult, latency_ms: float | None = None) ->
             {
                 MetricName.SHORTFALL_NODES: max(decision.current - in_service, 0),
                 MetricName.BACKED_OFF: figures[MetricName.BACKED_OFF],
+                MetricName.UNSERVED: figures[MetricName.UNSERVED],
             }
         )
     )

@@ -45,6 +45,26 @@ from nodescaler.service.waiting_pods import WaitingPods
 WAITING_SHOWN = 20  # pods that fit no group, named in a decision
 
 
+def _pending_detail(planned: Planned, group: str, nodes: int) -> str:
+    """What the plan gives the group, the others, and the pods no group fits, in words."""
+    others = sum(planned.plan.nodes.values()) - nodes
+    detail = f"{planned.pending} pending pods: +{nodes} nodes here"
+    if arriving := len(planned.arriving.get(group, ())):
+        detail += f" ({arriving} pods on nodes already on their way)"
+    detail += f", +{others} in other groups"
+    if balanced := planned.plan.balanced_with(group):
+        detail += f" ({balanced})"
+    if unplaced := planned.plan.unplaced:
+        first = unplaced[0]
+        detail += (
+            f", {len(unplaced)} fit no group ({first.key}: {planned.plan.why_waiting(first)}"
+            f"{'; ...' if len(unplaced) > 1 else ''})"
+        )
+    if planned.backed_off:
+        detail += f" (backed off: {', '.join(sorted(planned.backed_off))})"
+    return detail
+
+
 class KubernetesMetrics:
     def __init__(
         self,
@@ -163,21 +183,7 @@ class KubernetesMetrics:
                 reason=f"node group {group.name}: {planned.problems[group.name]}"
             )
         nodes = planned.plan.nodes.get(group.name, 0)
-        others = sum(planned.plan.nodes.values()) - nodes
-        detail = f"{planned.pending} pending pods: +{nodes} nodes here"
-        if arriving := len(planned.arriving.get(group.name, ())):
-            detail += f" ({arriving} pods on nodes already on their way)"
-        detail += f", +{others} in other groups"
-        if balanced := planned.plan.balanced_with(group.name):
-            detail += f" ({balanced})"
-        if unplaced := planned.plan.unplaced:
-            first = unplaced[0]
-            detail += (
-                f", {len(unplaced)} fit no group ({first.key}: {planned.plan.why_waiting(first)}"
-                f"{'; ...' if len(unplaced) > 1 else ''})"
-            )
-        if planned.backed_off:
-            detail += f" (backed off: {', '.join(sorted(planned.backed_off))})"
+        detail = _pending_detail(planned, group.name, nodes)
         buffers = metric.pending_pods.buffer
         virtual = buffer_pods(buffers)
         if buffers:
@@ -199,6 +205,7 @@ class KubernetesMetrics:
             detail=detail,
             unneeded_nodes=len(spare.nodes) if spare is not None else None,
             needed_nodes=self._needed(group, snapshot, planned, virtual),
+            pending_pods=len(planned.coming(group.name)[1]),
             waiting={
                 pod.key: planned.plan.waiting.get(pod.key, {}).get(group.name, "")
                 for pod in planned.plan.unplaced[:WAITING_SHOWN]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from nodescaler.domain.policy.behavior import (
     DEFAULT_SCALE_DOWN,
     DEFAULT_SCALE_UP,
+    MOST_NODES,
     DEFAULT_TOLERANCE,
     Behavior,
     Rules,
@@ -70,6 +71,7 @@ from nodescaler.domain.policy.spec import (
 __all__ = [
     "DEFAULT_SCALE_DOWN",
     "DEFAULT_SCALE_UP",
+    "MOST_NODES",
     "DEFAULT_TOLERANCE",
     "FORECAST_PERIOD_SECONDS",
     "KEDA_BEHAVIORS",

@@ -65,17 +65,19 @@ class Rules(Spec):
 
 DEFAULT_TOLERANCE = 0.1
 
-# Up fast: a node takes minutes to boot, so waiting adds straight to the time pods stay
-# pending, and a surplus is undone by the slow scale-down below. The rate limit is there
-# only so a runaway metric can't buy a thousand machines in one tick: a group may double
-# or add 100 nodes a minute, whichever is more. maxReplicas remains the real cost ceiling.
+# No group may have more nodes than this (maxReplicas' bound).
+MOST_NODES = 100_000
+
+# Up at once, as Cluster Autoscaler does (it asks in one scan for every node the pending
+# pods need): a node takes minutes to boot, so any per-minute rate adds straight to the
+# time pods stay pending, and a surplus is undone by the slow scale-down below. Only
+# maxReplicas (the group's cost ceiling) and the cluster's limits bind: the one policy
+# allows more nodes than any group may have. (A rate such as the HPA's +100 % per 15 s
+# doubles a group once a one-minute tick: 100 → 1,500 nodes would take four minutes.)
 DEFAULT_SCALE_UP = Rules(
     stabilization_window_seconds=0,
     select_policy=SelectPolicy.MAX,
-    policies=(
-        ScalingPolicy(type=ScalingPolicyType.PERCENT, value=100, period_seconds=60),
-        ScalingPolicy(type=ScalingPolicyType.REPLICAS, value=100, period_seconds=60),
-    ),
+    policies=(ScalingPolicy(type=ScalingPolicyType.REPLICAS, value=MOST_NODES, period_seconds=60),),
     tolerance=DEFAULT_TOLERANCE,
 )
 

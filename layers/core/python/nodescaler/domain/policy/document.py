@@ -11,7 +11,7 @@ from pydantic import (
 )
 
 from nodescaler.domain.optin import NAME_PATTERN
-from nodescaler.domain.policy.behavior import Behavior, ScaleInWindow
+from nodescaler.domain.policy.behavior import MOST_NODES, Behavior, ScaleInWindow
 from nodescaler.domain.policy.descriptors import reads_cluster
 from nodescaler.domain.policy.metrics import MetricBase, MetricSpec, PendingPodsMetric
 from nodescaler.domain.policy.spec import Spec
@@ -21,7 +21,7 @@ from nodescaler.domain.policy.spec import Spec
 
 class PolicySpec(Spec):
     min_replicas: Annotated[int, Field(strict=True, ge=0, le=100_000)]
-    max_replicas: Annotated[int, Field(strict=True, ge=1, le=100_000)]
+    max_replicas: Annotated[int, Field(strict=True, ge=1, le=MOST_NODES)]
     metrics: Annotated[list[MetricSpec], Field(min_length=1, max_length=20)]
     behavior: Behavior = Behavior()
     # Hours in which scale-in is capped or forbidden (`ScaleInWindow`).
