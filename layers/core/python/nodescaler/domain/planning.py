@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide
+from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
 from nodescaler.domain.backoff import BackoffRules, after_failure, provision_check
 from nodescaler.domain.decision import Decision, fit_to_store
 from nodescaler.domain.forecast import NamedHistory, forecast_readings
@@ -78,6 +78,7 @@ class Plan:
     group: NodeGroup
     decision: Decision  # named with its policy version, cut to what its state item holds
     history: History  # with this evaluation's recommendation
+    resized_history: History  # ... and its resize, once made: it counts against the rates
     state: GroupState  # to record: backoff, provisioning, failures, demand (before acting)
     backoff_changed: bool  # the state's backoff differs from the one loaded
     protection: Protection
@@ -85,6 +86,7 @@ class Plan:
     candidates: frozenset[str] = frozenset()  # the group's nodes to mark; its others unmarked
     warm_pool: int | None = None  # the warm pool's new size, when it changes
     announce: tuple[ScalingEvent, ...] = ()  # told once the state is recorded
+    announce_resized: ScalingEvent | None = None  # told once the resize is recorded
     problems: tuple[str, ...] = ()
 
     @property
@@ -118,6 +120,7 @@ def plan(facts: Facts) -> Plan:
         group,
         decision,
         evaluation.history,
+        record_scale(evaluation.history, policy, decision),
         state,
         backoff_changed=state.backoff != facts.state.backoff,
         protection=protection,
@@ -125,6 +128,7 @@ def plan(facts: Facts) -> Plan:
         candidates=_candidates(readings, facts.pauses),
         warm_pool=_warm_pool_change(group, decision),
         announce=_backoff_started(facts, state),
+        announce_resized=_resized(decision, facts.cluster_name),
         problems=facts.problems,
     )
 
@@ -222,6 +226,14 @@ def _backoff_started(facts: Facts, state: GroupState) -> tuple[ScalingEvent, ...
     if started is None:
         return ()
     return (backed_off(facts.group.name, started, facts.cluster_name, "evaluation"),)
+
+
+def _resized(decision: Decision, cluster_name: str) -> ScalingEvent | None:
+    if decision.desired == decision.current:
+        return None
+    from nodescaler.domain.scaling_events import resized
+
+    return resized(decision, cluster_name)
 
 
 def _candidates(readings: Mapping[str, Reading], pauses: Sequence[Pause]) -> frozenset[str]:

@@ -12,12 +12,11 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from nodescaler.domain.autoscaler import record_scale
 from nodescaler.domain.backoff import Provisioning
 from nodescaler.domain.decision import Decision
 from nodescaler.domain.group_state import GroupState
+from nodescaler.domain.history import History
 from nodescaler.domain.planning import Plan
-from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.text import bounded_problems
 from nodescaler.errors import ActuationError, RefusedError
 from nodescaler.ports import ClusterView, NodeGroups, ScalingEvents, StateStore
@@ -59,7 +58,7 @@ class Actuator:
     events: ScalingEvents | None = None
     cluster_name: str = ""
 
-    def act(self, plan: Plan, policy: NodeGroupPolicy, event_id: str) -> EvaluationResult:
+    def act(self, plan: Plan, event_id: str) -> EvaluationResult:
         """Carry out the plan: protection and marks first, then the resize, claimed before
         and recorded after; a plan that resizes nothing is recorded only."""
         group, decision = plan.group, plan.decision
@@ -94,7 +93,7 @@ class Actuator:
                 f"node group {group.name}: resizing {decision.current} → {decision.desired} "
                 f"failed: {error}"
             ) from error
-        self.record_resize(claimed, policy, plan.problems)
+        self.record_resize(claimed, plan.resized_history, plan.announce_resized, plan.problems)
         result = EvaluationResult(group.name, Outcome.ACTED, decision, plan.problems)
         return self._keep_warm_pool(plan, result)
 
@@ -118,27 +117,25 @@ class Actuator:
         return EvaluationResult(plan.group.name, outcome, plan.decision, plan.problems)
 
     def record_resize(
-        self, claimed: GroupState, policy: NodeGroupPolicy, problems: tuple[str, ...]
+        self,
+        claimed: GroupState,
+        history: History,
+        told: ScalingEvent | None,
+        problems: tuple[str, ...],
     ) -> GroupState:
-        """The resize made: its scale event in the history, its decision in the audit trail."""
+        """The resize made: its scale event in the history, its decision in the audit trail,
+        then told (once recorded: a retry finds it done, and does not tell it twice)."""
         decision, event_id = claimed.acting, claimed.acting_event
         assert decision is not None
         done = replace(
             claimed, acting=None, acting_event="", resized=(decision.desired, decision.at)
         )
         recorded = self.state.save(
-            done.after(
-                history=record_scale(claimed.history, policy, decision),
-                event_id=event_id,
-                problems=problems,
-            ),
+            done.after(history=history, event_id=event_id, problems=problems),
             audit=decision,
             event_id=event_id,
         )
-        if self.events is not None:  # told once recorded: a retry finds it done, not told twice
-            from nodescaler.domain.scaling_events import resized  # with the first (cold starts)
-
-            self.events.publish(resized(decision, self.cluster_name))
+        self._announce(() if told is None else (told,))
         return recorded
 
     def _protect(self, plan: Plan) -> GroupState:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from nodescaler.domain.autoscaler import record_scale
 from nodescaler.domain.backoff import BackoffRules
 from nodescaler.domain.group_state import GroupState, failure_key
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup
@@ -115,7 +116,7 @@ class Evaluator:
         if dry_run:
             outcome = Outcome.DRY_RUN if planned.resizes else Outcome.UNCHANGED
             return self.actuator.record(planned, planned.state, event_id, outcome)
-        return self.actuator.act(planned, policy, event_id)
+        return self.actuator.act(planned, event_id)
 
     def _read(
         self,
@@ -191,7 +192,11 @@ class Evaluator:
         claim = state.acting
         assert claim is not None
         if group.desired == claim.desired:
-            return self.actuator.record_resize(state, policy, state.problems)
+            from nodescaler.domain.scaling_events import resized  # with the first (cold starts)
+
+            history = record_scale(state.history, policy, claim)
+            told = resized(claim, self.cluster_name)
+            return self.actuator.record_resize(state, history, told, state.problems)
         if state.acting_event != event_id and now - claim.at < CLAIM_IN_PROGRESS:
             raise StateConflictError(
                 f"node group {group.name}: a resize to {claim.desired} claimed by another "
