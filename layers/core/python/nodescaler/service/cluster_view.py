@@ -47,8 +47,9 @@ from nodescaler.service.unplaced_pod_events import UnplacedPodEvents
 WAITING_SHOWN = 20  # pods that fit no group, named in a decision
 
 
-# Named for what it serves: the metrics producer of the Kubernetes types, and the evaluator's
-# `ClusterView` of nodes. It remembers only the snapshot: what a read finds, it returns.
+# Named for what it serves: the Kubernetes metric types' producer, and the evaluator's
+# `ClusterView` of nodes. It keeps only what it listed (the snapshot, and the pending-pods
+# plan all groups share); what a read finds for a group, it returns (the candidates too).
 class KubernetesClusterView:
     def __init__(
         self,
