@@ -20,7 +20,7 @@ from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnecti
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.readings import MetricReading, MetricUnavailable
 from nodescaler.errors import KubernetesUnavailableError
-from nodescaler.service.kubernetes_metrics import KubernetesMetrics
+from nodescaler.service.cluster_view import KubernetesClusterView
 from nodescaler_sandbox.kube.apiserver import Cluster, Fault, KubeApiServer
 
 from tests.builders import T0, VirtualClock, metric, reservation_metric
@@ -32,15 +32,15 @@ CPU_60 = metric(reservation_metric("cpu", 60))
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[KubeApiServer, KubernetesMetrics]]:
+def served(tmp_path: Path) -> Iterator[tuple[KubeApiServer, KubernetesClusterView]]:
     server = KubeApiServer(Cluster(), token="secret")
     with server:
         connection = KubeconfigConnection(kubeconfig(tmp_path / "kubeconfig", server.url))
-        yield server, KubernetesMetrics(KubernetesCluster(connection))
+        yield server, KubernetesClusterView(KubernetesCluster(connection))
 
 
 def test_the_reference_example_reads_68_75_percent_of_cpu_reserved(
-    served: tuple[KubeApiServer, KubernetesMetrics],
+    served: tuple[KubeApiServer, KubernetesClusterView],
 ) -> None:
     server, metrics = served
     server.cluster.put("nodes", node("a-1", "a"))
@@ -55,7 +55,7 @@ def test_the_reference_example_reads_68_75_percent_of_cpu_reserved(
 
 
 def test_nodes_without_the_eks_label_belong_by_instance_id(
-    served: tuple[KubeApiServer, KubernetesMetrics],
+    served: tuple[KubeApiServer, KubernetesClusterView],
 ) -> None:
     server, metrics = served
     server.cluster.put("nodes", node("n1", None, provider_id="aws:///eu-west-1a/i-0abc"))
@@ -68,7 +68,7 @@ def test_nodes_without_the_eks_label_belong_by_instance_id(
 
 
 def test_pods_are_read_in_pages_of_500_and_one_snapshot_serves_a_batch(
-    served: tuple[KubeApiServer, KubernetesMetrics],
+    served: tuple[KubeApiServer, KubernetesClusterView],
 ) -> None:
     server, metrics = served
     for n in range(10):
@@ -86,7 +86,7 @@ def test_pods_are_read_in_pages_of_500_and_one_snapshot_serves_a_batch(
 
 
 def test_a_pod_with_an_unparsable_request_makes_only_its_groups_reading_unavailable(
-    served: tuple[KubeApiServer, KubernetesMetrics],
+    served: tuple[KubeApiServer, KubernetesClusterView],
 ) -> None:
     server, metrics = served
     server.cluster.put("nodes", node("a-1", "a"))
@@ -102,7 +102,7 @@ def test_a_pod_with_an_unparsable_request_makes_only_its_groups_reading_unavaila
 
 
 def test_a_group_with_no_ready_schedulable_node_has_no_reading(
-    served: tuple[KubeApiServer, KubernetesMetrics],
+    served: tuple[KubeApiServer, KubernetesClusterView],
 ) -> None:
     server, metrics = served
     server.cluster.put("nodes", node("a-1", "a", ready=False))
@@ -117,7 +117,7 @@ def test_a_401_renews_the_credentials_once_then_reports_the_group_unavailable(
 ) -> None:
     with KubeApiServer(cluster_of(("nodes", node("a-1", "a"))), token="secret") as server:
         wrong = KubeconfigConnection(kubeconfig(tmp_path / "kc", server.url, token="stale"))
-        reading = KubernetesMetrics(KubernetesCluster(wrong)).read(CPU_60, GROUP_A, T0)
+        reading = KubernetesClusterView(KubernetesCluster(wrong)).read(CPU_60, GROUP_A, T0)
     assert reading == MetricUnavailable(reason="Kubernetes API: 401 Unauthorized")
     assert len([r for r in server.requests if r.startswith("GET /api/v1/nodes")]) == 2
 
@@ -126,7 +126,7 @@ def test_an_unreachable_api_server_reports_the_group_unavailable(tmp_path: Path)
     with KubeApiServer() as server:
         url = server.url
     connection = KubeconfigConnection(kubeconfig(tmp_path / "kc", url))
-    reading = KubernetesMetrics(KubernetesCluster(connection)).read(CPU_60, GROUP_A, T0)
+    reading = KubernetesClusterView(KubernetesCluster(connection)).read(CPU_60, GROUP_A, T0)
     assert isinstance(reading, MetricUnavailable)
     assert reading.reason.startswith("Kubernetes API unreachable:")
 
@@ -140,7 +140,7 @@ def test_a_server_answering_late_is_given_up_on_at_the_timeout_and_asked_once_pe
     with KubeApiServer(cluster_of(("nodes", node("a-1", "a")))) as server:
         server.slow_seconds = 5
         connection = KubeconfigConnection(kubeconfig(tmp_path / "kc", server.url))
-        metrics = KubernetesMetrics(KubernetesCluster(connection, timeout_seconds=0.2))
+        metrics = KubernetesClusterView(KubernetesCluster(connection, timeout_seconds=0.2))
         with server.failing(Fault.SLOW):
             readings = [metrics.read(CPU_60, GROUP_A, T0 + timedelta(seconds=s)) for s in (0, 5)]
             protected = metrics.protected(GROUP_A, T0 + timedelta(seconds=10))
@@ -221,7 +221,7 @@ def test_given_a_cluster_eks_does_not_know_then_its_metrics_are_missing_not_an_e
     from tests.aws import client
 
     connection = EksConnection(client("eks"), sts(), "my-cluster", VirtualClock())
-    metrics = KubernetesMetrics(KubernetesCluster(connection, timeout_seconds=1))
+    metrics = KubernetesClusterView(KubernetesCluster(connection, timeout_seconds=1))
     # When the group's reservation is read
     reading = metrics.read(CPU_60, GROUP_A, T0)
     # Then it reads as missing, naming the cluster and EKS's answer: no scale-in on it, the
@@ -231,7 +231,7 @@ def test_given_a_cluster_eks_does_not_know_then_its_metrics_are_missing_not_an_e
 
 
 def test_nodes_of_no_known_group_are_left_out_and_break_nothing(
-    served: tuple[KubeApiServer, KubernetesMetrics],
+    served: tuple[KubeApiServer, KubernetesClusterView],
 ) -> None:
     server, metrics = served
     server.cluster.put("nodes", node("a-1", "a"))
@@ -244,7 +244,7 @@ def test_nodes_of_no_known_group_are_left_out_and_break_nothing(
 
 
 def test_an_answer_that_is_not_what_the_api_sends_names_the_field_and_holds_the_group(
-    served: tuple[KubeApiServer, KubernetesMetrics],
+    served: tuple[KubeApiServer, KubernetesClusterView],
 ) -> None:
     server, metrics = served
     server.cluster.put("nodes", node("a-1", "a"))
@@ -256,7 +256,7 @@ def test_an_answer_that_is_not_what_the_api_sends_names_the_field_and_holds_the_
 
 
 def test_given_sidecars_and_a_pod_long_past_its_deletion_then_the_reservation_counts_as_kubernetes(
-    served: tuple[KubeApiServer, KubernetesMetrics],
+    served: tuple[KubeApiServer, KubernetesClusterView],
 ) -> None:
     # native sidecars add to the app's requests (kubernetes.io/docs/concepts/workloads/pods/
     # sidecar-containers/#resource-sharing-within-containers); a pod deleted past its grace
@@ -280,7 +280,7 @@ def test_given_an_api_server_dripping_its_answer_then_the_read_ends_at_its_whole
     # Given an API server sending a byte every 0.2 s (2,000 s in all), and a 1 s timeout
     with Drip(where, b'{"kind": "NodeList", "items": []}') as server:
         connection = KubeconfigConnection(kubeconfig(tmp_path / "kc", server.address))
-        metrics = KubernetesMetrics(KubernetesCluster(connection, timeout_seconds=1))
+        metrics = KubernetesClusterView(KubernetesCluster(connection, timeout_seconds=1))
         # When the group's reservation is read
         reading = metrics.read(CPU_60, GROUP_A, T0)
     # Then it is missing at the whole answer's deadline, not held at each byte's

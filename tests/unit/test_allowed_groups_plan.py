@@ -7,7 +7,7 @@ from nodescaler.domain.cluster import Snapshot
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.optin import AllowedGroups, TagNames
 from nodescaler.domain.readings import MetricReading
-from nodescaler.service.kubernetes_metrics import KubernetesMetrics
+from nodescaler.service.cluster_view import KubernetesClusterView
 from nodescaler.service.pending_pods import PendingPodsPlanner
 from nodescaler.service.policy_resolver import PolicyBook
 
@@ -35,7 +35,9 @@ def test_given_an_allow_list_then_pending_pods_go_only_to_the_groups_it_allows()
         CHAIN,
         allowed=AllowedGroups(("web-a", "web-c")),
     )
-    metrics = KubernetesMetrics(Cluster(Snapshot((), tuple(pods(24, cpu=950)))), pending=planner)
+    metrics = KubernetesClusterView(
+        Cluster(Snapshot((), tuple(pods(24, cpu=950)))), pending=planner
+    )
 
     # When each group reads 24 pending one-core pods (six nodes' worth)
     readings = {g.name: metrics.read(PENDING, g, NOW) for g in groups}

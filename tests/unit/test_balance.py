@@ -23,7 +23,7 @@ from nodescaler.domain.optin import TagNames
 from nodescaler.domain.readings import MetricReading
 from nodescaler.domain.scale_down import CANDIDATE_TAINT
 from nodescaler.domain.scheduling import InstanceShape, NodeTemplate
-from nodescaler.service.kubernetes_metrics import KubernetesMetrics
+from nodescaler.service.cluster_view import KubernetesClusterView
 from nodescaler.service.pending_pods import PendingPodsPlanner
 from nodescaler.service.policy_resolver import PolicyBook
 
@@ -306,7 +306,9 @@ def evaluate_all(sizes: dict[str, int], backoffs: Backoffs | None = None) -> dic
         backoffs=backoffs,
     )
     # 950m: four on a node, whose 3.92 cores EKS leaves of an m5.xlarge's four
-    metrics = KubernetesMetrics(Cluster(Snapshot(nodes, tuple(pods(24, cpu=950)))), pending=planner)
+    metrics = KubernetesClusterView(
+        Cluster(Snapshot(nodes, tuple(pods(24, cpu=950)))), pending=planner
+    )
     readings = {g.name: metrics.read(PENDING, g, NOW) for g in groups}
     assert all(isinstance(r, MetricReading) for r in readings.values())
     return {g: f"{r.value:g}: {r.detail}" for g, r in readings.items()}  # type: ignore[union-attr]

@@ -12,10 +12,6 @@ REPO = Path(__file__).parents[2]
 LAYERS = REPO / "layers"
 LONGEST = 60  # lines, from `def` to the function's last line
 # Refactored on branch plan (issue 30, item 1: plan, then act); removed when it merges.
-REFACTORED_ON_BRANCH_PLAN = {
-    "layers/core/python/nodescaler/service/evaluation.py",  # Evaluator.evaluate
-    "layers/core/python/nodescaler/domain/autoscaler.py",  # decide, evaluate_metric
-}
 
 
 def too_long(source: str, where: str) -> list[str]:
@@ -39,13 +35,7 @@ def long_functions() -> dict[str, list[str]]:
 
 def test_given_the_layers_then_no_function_is_over_60_lines() -> None:
     found = long_functions()
-    assert {p: f for p, f in found.items() if p not in REFACTORED_ON_BRANCH_PLAN} == {}
-
-
-def test_given_a_file_spared_for_branch_plan_then_it_still_needs_it() -> None:
-    # Once plan's refactor lands, an entry no longer needed is removed, not left to hide
-    # the next long function in that file.
-    assert REFACTORED_ON_BRANCH_PLAN - set(long_functions()) == set()
+    assert found == {}
 
 
 @pytest.mark.parametrize(("body_lines", "caught"), [(59, False), (60, True)])

@@ -21,7 +21,7 @@ MODELS = get_args(get_args(MetricSpec)[0])
 # Modules allowed to name several metric types, and why.
 NAMES_SEVERAL = {
     # the Kubernetes producer: it reads both metric types that read the cluster
-    PACKAGE / "service/kubernetes_metrics.py",
+    PACKAGE / "service/cluster_view.py",
     # the sandbox checks a scenario supplies what its CloudWatch and Prometheus metrics read
     REPO / "tools/nodescaler_sandbox/scenario_file.py",
     # the "CA tuned" baseline turns each policy kind into the Cluster Autoscaler setting an

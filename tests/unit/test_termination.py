@@ -190,8 +190,8 @@ def test_an_eks_managed_groups_scale_in_asks_for_what_can_go_and_names_the_insta
     from datetime import UTC, datetime
 
     from nodescaler.domain.decision import Decision
+    from nodescaler.domain.planning import which_leave
     from nodescaler.domain.scale_down import Removable
-    from nodescaler.service.evaluation import Evaluator
 
     class Chosen:
         def __init__(self, found: Removable | None) -> None:
@@ -218,8 +218,7 @@ def test_an_eks_managed_groups_scale_in_asks_for_what_can_go_and_names_the_insta
     )
 
     def which_go(cluster: Any, group: NodeGroup = eks) -> tuple[Decision, tuple[str, ...]]:
-        evaluator = Evaluator(None, None, None, None, None, cluster=cluster)  # type: ignore[arg-type]
-        return evaluator._which_go(group, decision, at)
+        return which_leave(group, decision, lambda count: cluster.removable(group, count, at))
 
     two = Removable((IDS[0], IDS[1]), "2 of 3 asked: ...")
     adjusted, removing = which_go(Chosen(two))
@@ -234,10 +233,10 @@ def test_an_eks_managed_groups_scale_in_asks_for_what_can_go_and_names_the_insta
 def test_an_instance_protected_from_scale_in_is_never_chosen_for_an_eks_group() -> None:
     from datetime import UTC, datetime
 
-    from nodescaler.service.kubernetes_metrics import KubernetesMetrics
+    from nodescaler.service.cluster_view import KubernetesClusterView
 
     nodes = [node(0), node(1), node(2)]
-    cluster = KubernetesMetrics(Cluster(nodes, [pod("light", 0, 1500)]))
+    cluster = KubernetesClusterView(Cluster(nodes, [pod("light", 0, 1500)]))
     group = NodeGroup(
         "web", 3, 0, 10, 3, instance_ids=frozenset(IDS[:3]), protected_ids=frozenset({IDS[2]})
     )
@@ -520,11 +519,13 @@ def test_given_skip_nodes_with_local_storage_off_then_the_emptydir_pod_moves() -
 def test_given_a_pod_cluster_autoscaler_would_not_move_then_evaluate_protects_its_node() -> None:
     from datetime import UTC, datetime
 
-    from nodescaler.service.kubernetes_metrics import KubernetesMetrics
+    from nodescaler.service.cluster_view import KubernetesClusterView
 
     nodes = [node(0), node(1), node(2)]
     system = Pod("kube-system", "agent", "node-1", Resources(100, GIB, 1))
-    cluster = KubernetesMetrics(Cluster(nodes, [pod("debug", 0, 500, controlled=False), system]))
+    cluster = KubernetesClusterView(
+        Cluster(nodes, [pod("debug", 0, 500, controlled=False), system])
+    )
     group = NodeGroup("web", 3, 0, 10, 3, instance_ids=frozenset(IDS[:3]))
     protected = cluster.protected(group, datetime(2026, 11, 23, 9, tzinfo=UTC))
     assert protected == frozenset({IDS[0], IDS[1]})

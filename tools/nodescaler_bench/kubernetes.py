@@ -233,7 +233,7 @@ def _compute(url: str, side: str) -> dict[str, Any]:
     from nodescaler.domain.node_group import NodeGroup
     from nodescaler.domain.optin import TagNames
     from nodescaler.domain.policy import NodeGroupPolicy
-    from nodescaler.service.kubernetes_metrics import KubernetesMetrics
+    from nodescaler.service.cluster_view import KubernetesClusterView
     from nodescaler.service.pending_pods import PendingPodsPlanner
     from nodescaler.service.policy_resolver import PolicyBook
 
@@ -283,7 +283,7 @@ def _compute(url: str, side: str) -> dict[str, Any]:
     )
     # Both sides read through the product's producer; only how the snapshot is listed differs.
     source = KubernetesCluster(Connection()) if side == "fast" else ThroughModels(api)
-    metrics = KubernetesMetrics(source, pending=planner)
+    metrics = KubernetesClusterView(source, pending=planner)
     now = datetime.now(UTC)
     started = time.perf_counter()
     readings = {

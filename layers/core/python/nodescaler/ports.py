@@ -27,10 +27,10 @@ if TYPE_CHECKING:
     from nodescaler.domain.group_state import GroupState
     from nodescaler.domain.limits import Claims
     from nodescaler.domain.node_group import LaunchFailure, NodeGroup, ScalingActivity
+    from nodescaler.domain.planning import ChooseLeaving
     from nodescaler.domain.policy import DemandMetric, MetricBase
     from nodescaler.domain.policy.versions import StoredPolicy
     from nodescaler.domain.readings import Reading
-    from nodescaler.domain.scale_down import Removable
     from nodescaler.domain.scaling_events import ScalingEvent
     from nodescaler.domain.scheduling import InstanceShape, NodegroupLabels
     from nodescaler.domain.termination import Wait
@@ -232,13 +232,13 @@ class ClusterView(Protocol):
         """The group's nodes that are Ready."""
         ...
 
-    def removable(self, group: NodeGroup, count: int, now: datetime) -> Removable | None:
-        """Up to `count` of its instances a scale-in may take, in order."""
+    def leaving(self, group: NodeGroup, now: datetime) -> ChooseLeaving:
+        """Its scale-in choice, from the cluster as read now: up to n of its instances a
+        scale-in may take, in order (None: the cluster can't say)."""
         ...
 
-    def mark_candidates(self, group: NodeGroup, now: datetime, *, shedding: bool = True) -> None:
-        """Soft-taint the group's nodes it means to shed, and only those (best effort); none
-        when it may not shed (its scale-in paused)."""
+    def mark_candidates(self, group: NodeGroup, candidates: frozenset[str], now: datetime) -> None:
+        """Soft-taint the group's nodes in `candidates`, and only those (best effort)."""
         ...
 
 

@@ -49,10 +49,10 @@ if TYPE_CHECKING:
     from nodescaler.domain.policy import MetricBase
     from nodescaler.domain.token_origins import TokenOrigins
     from nodescaler.ports import Sleep
+    from nodescaler.service.cluster_view import KubernetesClusterView
     from nodescaler.service.dispatch import Dispatcher
     from nodescaler.service.drainer import Drainer
     from nodescaler.service.evaluation import Evaluator
-    from nodescaler.service.kubernetes_metrics import KubernetesMetrics
     from nodescaler.service.limiter import ClusterLimiter
     from nodescaler.service.policy_resolver import PolicyBook
     from nodescaler.service.producers import Producers
@@ -325,7 +325,7 @@ PRODUCER_FACTORIES: dict[str, Callable[[ProducerContext], MetricProducer]] = {
 
 def metric_producers(
     clients: AwsClients,
-    kubernetes: KubernetesMetrics | None,
+    kubernetes: KubernetesClusterView | None,
     token_origins: TokenOrigins = frozenset(),
     deadline: Deadline | None = None,
 ) -> Producers:
@@ -357,15 +357,15 @@ def kubernetes_metrics(
     clients: AwsClients,
     clock: Clock,
     limiter: ClusterLimiter | None = None,
-) -> KubernetesMetrics | None:
+) -> KubernetesClusterView | None:
     """The Kubernetes producer, when a policy needs one; the client is imported only then."""
     if not any(p.reads_kubernetes for p in policies.policies.values()):
         return None
     from nodescaler.adapters.k8s.api import KubernetesCluster
     from nodescaler.adapters.k8s.events import KubernetesEvents
-    from nodescaler.service.kubernetes_metrics import KubernetesMetrics
+    from nodescaler.service.cluster_view import KubernetesClusterView
     from nodescaler.service.pending_pods import PendingPodsPlanner
-    from nodescaler.service.waiting_pods import WaitingPods
+    from nodescaler.service.unplaced_pod_events import UnplacedPodEvents
 
     connection = kubernetes_connection(settings, clients, clock)
     if connection is None:
@@ -381,10 +381,10 @@ def kubernetes_metrics(
     )
     cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
     events = KubernetesEvents(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
-    return KubernetesMetrics(
+    return KubernetesClusterView(
         cluster,
         pending=planner,
-        waiting=WaitingPods(events),
+        waiting=UnplacedPodEvents(events),
         marks=cluster,
         rules=settings.drain_rules,
     )

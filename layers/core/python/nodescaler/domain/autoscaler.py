@@ -57,18 +57,62 @@ def effective_bounds(policy: NodeGroupPolicy, size: GroupSize) -> tuple[int, int
 CLOCK_SKEW_SECONDS = 60
 
 
+def evaluate_metric(
+    metric: MetricBase,
+    reading: Reading | None,
+    size: GroupSize,
+    now: datetime,
+    tolerances: Tolerances,
+) -> MetricOutcome:
+    judged = partial(_outcome, metric, reading)
+    if isinstance(metric, PredictiveMetric):  # a floor from history: never a missing metric
+        return _forecast_outcome(metric, reading)
+    if reading is None:
+        return judged(MetricStatus.MISSING, "no reading was produced")
+    if not isinstance(reading, MetricReading):
+        return judged(MetricStatus.MISSING, reading.reason)
+    if (unusable := _unusable(metric, reading, now)) is not None:
+        return unusable
+    value = reading.value
+    result = recommend(
+        metric,
+        value,
+        size.current,
+        tolerances,
+        size.ready,
+        measured=reading.measured_nodes,
+        unneeded=reading.unneeded_nodes,
+    )
+    detail = reading.detail or f"{value:g} against {metric.target.describe()}"
+    if result.replicas is None:
+        return judged(MetricStatus.ABSTAINED, f"{detail}: nothing to add", value=value)
+    if result.unneeded:
+        return judged(MetricStatus.UNNEEDED, detail, value=value, replicas=result.replicas)
+    if result.held_by_tolerance:
+        return judged(
+            MetricStatus.HELD_BY_TOLERANCE,
+            f"{detail}: within tolerance",
+            value=value,
+            replicas=result.replicas,
+            usage_ratio=result.usage_ratio,
+            needed=result.proposed,  # the demand, not the size the tolerance holds
+        )
+    ratio = result.usage_ratio
+    return judged(MetricStatus.OK, detail, value=value, replicas=result.replicas, usage_ratio=ratio)
+
+
 def _outcome(
+    metric: MetricBase,
+    reading: Reading | None,
     status: MetricStatus,
     detail: str,
+    *,
     value: float | None = None,
     replicas: int | None = None,
     usage_ratio: float | None = None,
-    *,
-    metric: MetricBase,
-    reading: Reading | None,
     needed: int | None = None,
 ) -> MetricOutcome:
-    """The metric's outcome, with what its reading says of the pods (pending pods only)."""
+    """The metric's outcome, keeping what its reading said (when, who waits, the need)."""
     read = reading if isinstance(reading, MetricReading) else None
     return MetricOutcome(
         name=metric.key,
@@ -86,62 +130,31 @@ def _outcome(
     )
 
 
-def evaluate_metric(
-    metric: MetricBase,
-    reading: Reading | None,
-    size: GroupSize,
-    now: datetime,
-    tolerances: Tolerances,
-) -> MetricOutcome:
-    outcome = partial(_outcome, metric=metric, reading=reading)
-
-    if isinstance(metric, PredictiveMetric):  # a floor from history: never a missing metric
-        if not isinstance(reading, MetricReading):
-            return outcome(MetricStatus.ABSTAINED, reading.reason if reading else "no forecast")
-        acts = metric.predictive.mode is ForecastMode.FORECAST_AND_SCALE
-        status = MetricStatus.FORECAST if acts else MetricStatus.FORECAST_ONLY
-        detail = reading.detail or ""
-        return outcome(status, detail, reading.value, math.ceil(reading.value))
-    if reading is None:
-        return outcome(MetricStatus.MISSING, "no reading was produced")
+def _forecast_outcome(metric: PredictiveMetric, reading: Reading | None) -> MetricOutcome:
+    """A forecast's floor under the group, or its abstention (never a missing metric)."""
     if not isinstance(reading, MetricReading):
-        return outcome(MetricStatus.MISSING, reading.reason)
+        why = reading.reason if reading else "no forecast"
+        return _outcome(metric, reading, MetricStatus.ABSTAINED, why)
+    acts = metric.predictive.mode is ForecastMode.FORECAST_AND_SCALE
+    status = MetricStatus.FORECAST if acts else MetricStatus.FORECAST_ONLY
+    value = reading.value
+    detail = reading.detail or ""
+    return _outcome(metric, reading, status, detail, value=value, replicas=math.ceil(value))
+
+
+def _unusable(metric: MetricBase, reading: MetricReading, now: datetime) -> MetricOutcome | None:
+    """The outcome of a value that can't be used (invalid, future-dated, stale), else None."""
     value = reading.value
     if math.isnan(value) or math.isinf(value) or value < 0:
-        return outcome(MetricStatus.INVALID, f"unusable value {value!r}")
+        return _outcome(metric, reading, MetricStatus.INVALID, f"unusable value {value!r}")
     age = (now - reading.at).total_seconds()
     if -age > CLOCK_SKEW_SECONDS:  # a clock ahead, or a bad timestamp: nothing to trust
-        return outcome(MetricStatus.INVALID, f"dated {-age:.0f}s in the future", value)
+        why = f"dated {-age:.0f}s in the future"
+        return _outcome(metric, reading, MetricStatus.INVALID, why, value=value)
     if age > metric.stale_after_seconds:
-        return outcome(
-            MetricStatus.STALE,
-            f"last value is {age:.0f}s old (limit {metric.stale_after_seconds}s)",
-            value,
-        )
-    result = recommend(
-        metric,
-        value,
-        size.current,
-        tolerances,
-        size.ready,
-        measured=reading.measured_nodes,
-        unneeded=reading.unneeded_nodes,
-    )
-    detail = reading.detail or f"{value:g} against {metric.target.describe()}"
-    if result.replicas is None:
-        return outcome(MetricStatus.ABSTAINED, f"{detail}: nothing to add", value)
-    if result.unneeded:
-        return outcome(MetricStatus.UNNEEDED, detail, value, result.replicas)
-    if result.held_by_tolerance:
-        return outcome(
-            MetricStatus.HELD_BY_TOLERANCE,
-            f"{detail}: within tolerance",
-            value,
-            result.replicas,
-            result.usage_ratio,
-            needed=result.proposed,  # the demand, not the size the tolerance holds
-        )
-    return outcome(MetricStatus.OK, detail, value, result.replicas, result.usage_ratio)
+        why = f"last value is {age:.0f}s old (limit {metric.stale_after_seconds}s)"
+        return _outcome(metric, reading, MetricStatus.STALE, why, value=value)
+    return None
 
 
 def combine(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limit]]:
@@ -209,71 +222,112 @@ def decide(
     ceiling: Ceiling | None = None,
     failures: MetricFailures | None = None,
 ) -> Evaluation:
-    up, down = policy.spec.behavior.up, policy.spec.behavior.down
-    current = size.current
-
     # 1. Bounds: the policy's, inside the group's own.
-    lowest, highest = effective_bounds(policy, size)
+    bounds = effective_bounds(policy, size)
+    # 2.-3. One recommendation per metric, combined.
+    voted = _vote(policy, size, readings, now, failures or MetricFailures())
+    # 4.-8. Back inside the bounds, or stabilized, rate-limited and within a scale-in window.
+    steered = _steer(policy, size, bounds=bounds, voted=voted, history=history, now=now)
+    # 9. What the group's instances allow: backoff, the cluster's limits, protection.
+    limits = list(steered.limits)
+    desired = _held_back(
+        steered.desired,
+        size,
+        bounds=bounds,
+        backoff=backoff,
+        ceiling=ceiling,
+        now=now,
+        limits=limits,
+    )
+    in_service = size.current if size.ready is None else size.ready
+    decision = Decision(
+        node_group=node_group,
+        policy=policy.name,
+        at=now,
+        current=size.current,
+        desired=desired,
+        in_service=in_service,
+        min_replicas=bounds[0],
+        max_replicas=bounds[1],
+        recommendation=voted.recommendation,
+        metrics=voted.outcomes,
+        limited_by=tuple(dict.fromkeys(limits)),
+        reason="",
+        backoff=backoff if backoff is not None and backoff.active(now) else None,
+        protected=size.protected,
+        cluster_limit=ceiling.limit if Limit.CLUSTER_LIMIT in limits and ceiling else "",
+        scale_in_window=steered.window,
+        demand=demand(list(voted.outcomes), in_service),
+    )
+    reason = explain(decision, policy.spec.behavior.down.stabilization_window_seconds)
+    return Evaluation(
+        decision.model_copy(update={"reason": reason}), steered.history, voted.failures
+    )
 
-    # 2. One recommendation per metric; a metric failing long enough votes its fallback.
+
+@dataclass(frozen=True)
+class _Voted:
+    """The metrics' outcomes, combined into one recommendation."""
+
+    outcomes: tuple[MetricOutcome, ...]
+    failures: MetricFailures  # to persist
+    recommendation: int
+    limits: tuple[Limit, ...]
+
+
+def _vote(
+    policy: NodeGroupPolicy,
+    size: GroupSize,
+    readings: Mapping[str, Reading],
+    now: datetime,
+    failures: MetricFailures,
+) -> _Voted:
+    """One recommendation per metric (a metric failing long enough votes its fallback),
+    then combined."""
+    up, down = policy.spec.behavior.up, policy.spec.behavior.down
     tolerances = Tolerances(up=up.tolerance, down=down.tolerance)
     metrics = policy.spec.metrics
     outcomes = [evaluate_metric(m, readings.get(m.key), size, now, tolerances) for m in metrics]
-    failures = (failures or MetricFailures()).after(metrics, outcomes, now)
+    failures = failures.after(metrics, outcomes, now)
     outcomes = [
-        with_fallback(m, o, failures, current) for m, o in zip(metrics, outcomes, strict=True)
+        with_fallback(m, o, failures, size.current) for m, o in zip(metrics, outcomes, strict=True)
     ]
-
-    # 3. Combine them.
-    recommendation, limits = combine(outcomes, current)
+    recommendation, limits = combine(outcomes, size.current)
     if any(o.fallback for o in outcomes):
         limits.append(Limit.FALLBACK)
-    window_text = ""  # set when an open scale-in window holds the decision back (step 8)
+    return _Voted(tuple(outcomes), failures, recommendation, tuple(limits))
 
-    def concluded(desired: int, history: History) -> Evaluation:
-        desired = _held_back(
-            desired,
-            size,
-            bounds=(lowest, highest),
-            backoff=backoff,
-            ceiling=ceiling,
-            now=now,
-            limits=limits,
-        )
-        decision = Decision(
-            node_group=node_group,
-            policy=policy.name,
-            at=now,
-            current=current,
-            desired=desired,
-            in_service=size.current if size.ready is None else size.ready,
-            min_replicas=lowest,
-            max_replicas=highest,
-            recommendation=recommendation,
-            metrics=tuple(outcomes),
-            limited_by=tuple(dict.fromkeys(limits)),
-            reason="",
-            backoff=backoff if backoff is not None and backoff.active(now) else None,
-            protected=size.protected,
-            cluster_limit=ceiling.limit if Limit.CLUSTER_LIMIT in limits and ceiling else "",
-            scale_in_window=window_text,
-            demand=demand(outcomes, size.current if size.ready is None else size.ready),
-        )
-        reason = explain(decision, down.stabilization_window_seconds)
-        return Evaluation(decision.model_copy(update={"reason": reason}), history, failures)
 
+@dataclass(frozen=True)
+class _Steered:
+    desired: int
+    history: History  # with this recommendation, when one was learned
+    limits: tuple[Limit, ...]
+    window: str = ""  # the open scale-in window that held the decision back, in words
+
+
+def _steer(
+    policy: NodeGroupPolicy,
+    size: GroupSize,
+    *,
+    bounds: tuple[int, int],
+    voted: _Voted,
+    history: History,
+    now: datetime,
+) -> _Steered:
+    up, down = policy.spec.behavior.up, policy.spec.behavior.down
+    current, (lowest, highest) = size.current, bounds
     # 4. A group outside its bounds goes straight back inside them (as the HPA does).
     if not lowest <= current <= highest:
-        limits = [Limit.MAX if current > highest else Limit.MIN]
-        return concluded(min(max(current, lowest), highest), history)
-
+        limit = Limit.MAX if current > highest else Limit.MIN
+        return _Steered(min(max(current, lowest), highest), history, (limit,))
     # 5. Held for a missing metric: nothing is learned, nothing is recorded (as the HPA).
-    if Limit.MISSING_METRIC in limits:
-        return concluded(current, history)
-
+    if Limit.MISSING_METRIC in voted.limits:
+        return _Steered(current, history, voted.limits)
     # 6. Stabilize against recent recommendations, and remember this one. A group seen for
     # the first time starts from its current size, so a fresh deployment (or a lost state
     # item) waits a full scale-down window before removing anything.
+    recommendation, limits = voted.recommendation, list(voted.limits)
     if not history.recommendations:
         history = history.with_recommendation(now, current, keep_seconds=0)
     stabilized = stabilize(recommendation, current, history=history, now=now, up=up, down=down)
@@ -281,7 +335,6 @@ def decide(
         limits.append(Limit.STABILIZATION)
     keep = max(up.stabilization_window_seconds, down.stabilization_window_seconds)
     history = history.with_recommendation(now, recommendation, keep)
-
     # 7. Rate policies, selectPolicy and [min, max].
     rated = limit_rate(
         stabilized,
@@ -295,15 +348,12 @@ def decide(
     )
     if rated.limited_by:
         limits.append(Limit(rated.limited_by))
-    desired = rated.desired
-
     # 8. An open scale-in window caps how many nodes go this hour.
     window = scale_in_room(policy.spec.scale_in_windows, current, history, now)
-    if window is not None and current - desired > window.room:
-        desired = current - window.room
+    if window is not None and current - rated.desired > window.room:
         limits.append(Limit.SCALE_IN_WINDOW)
-        window_text = window.describe()
-    return concluded(desired, history)
+        return _Steered(current - window.room, history, tuple(limits), window.describe())
+    return _Steered(rated.desired, history, tuple(limits))
 
 
 def _held_back(

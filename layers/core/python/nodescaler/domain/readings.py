@@ -26,6 +26,8 @@ class MetricReading(BaseModel):
     # (empty, or their pods fit elsewhere), which the group may shed when no other
     # metric has a say.
     unneeded_nodes: int | None = None
+    # ... and those nodes by name: the candidates its evaluation marks to steer pods off
+    candidates: tuple[str, ...] = ()
     # For pending pods: the pods no group can take, each with why this group cannot (the
     # first few: a plan may name thousands)
     waiting: dict[str, str] = Field(default_factory=dict)

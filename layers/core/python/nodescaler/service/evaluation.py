@@ -1,32 +1,27 @@
-"""One evaluation of one node group: read, decide, claim, act, record.
+"""One evaluation of one node group: read, plan, then act.
 
-The numbered steps are the evaluator Lambda's whole job; the handler only parses the
-message and calls `Evaluator.evaluate`. Of two evaluations racing on a group, only the one
-whose conditional state write lands first acts (write, then act).
+The handler only parses the message and calls `Evaluator.evaluate`, which reads what the
+group's plan needs (`domain.planning.Facts`), plans (pure: `domain.planning.plan`), and
+hands the `Plan` to the actuator (`service.actuation`); in dry-run the plan is recorded and
+nothing acted on. Of two evaluations racing on a group, only the one whose conditional
+state write lands first acts (write, then act).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from enum import StrEnum
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
-from nodescaler.domain.backoff import BackoffRules, Provisioning, after_failure, provision_check
-from nodescaler.domain.decision import Decision, fit_to_store
-from nodescaler.domain.forecast import forecast_readings
+from nodescaler.domain.autoscaler import record_scale
+from nodescaler.domain.backoff import BackoffRules
 from nodescaler.domain.group_state import GroupState, failure_key
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.optin import AllowedGroups, is_managed
-from nodescaler.domain.pause import Pause, hold, in_force
+from nodescaler.domain.pause import in_force
+from nodescaler.domain.planning import Facts, Plan, plan
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.readings import Reading
-from nodescaler.domain.text import bounded_problems
-from nodescaler.domain.warm_pool import WarmPoolPlan, plan_warm_pool
-from nodescaler.errors import ActuationError, RefusedError, StateConflictError
+from nodescaler.errors import StateConflictError
 from nodescaler.ports import (
     Clock,
     ClusterView,
@@ -35,6 +30,7 @@ from nodescaler.ports import (
     ScalingEvents,
     StateStore,
 )
+from nodescaler.service.actuation import Actuator, EvaluationResult, Outcome, reject
 from nodescaler.service.forecasts import named_histories
 from nodescaler.service.limiter import ClusterLimiter
 from nodescaler.service.policy_resolver import PolicyBook, PolicyChoice
@@ -42,6 +38,8 @@ from nodescaler.service.producers import Producers
 
 if TYPE_CHECKING:
     from nodescaler.deadline import Deadline
+
+__all__ = ["EvaluationResult", "Evaluator", "Outcome"]
 
 CLAIM_ATTEMPTS = 5
 # An evaluation acts on its claim within the evaluate function's timeout (60 s, infra's
@@ -56,37 +54,6 @@ def _no_deadline() -> Deadline:
     from nodescaler.deadline import Deadline  # the clock is read there, never here
 
     return Deadline()
-
-
-def _paused(pauses: Sequence[Pause], **decide_args: Any) -> Evaluation:
-    """`decide`, then held where a pause in force holds it."""
-    evaluation = decide(**decide_args)
-    return replace(evaluation, decision=hold(evaluation.decision, pauses))
-
-
-def _as_chosen(decision: Decision, choice: PolicyChoice) -> Decision:
-    """The decision naming the policy version it used, and why the deployed one stood in,
-    cut to a size its state item always holds."""
-    reason = f"{decision.reason} | {choice.note}" if choice.note else decision.reason
-    named = decision.model_copy(update={"policy_version": choice.version, "reason": reason})
-    return fit_to_store(named)
-
-
-class Outcome(StrEnum):
-    ACTED = "acted"
-    UNCHANGED = "unchanged"
-    DRY_RUN = "dry-run"
-    DUPLICATE = "duplicate"  # a redelivered message: already handled
-    SKIPPED = "skipped"  # the group is gone or no longer opted in
-    REJECTED = "rejected"  # opted in, but its tags or policy are unusable: reported, untouched
-
-
-@dataclass(frozen=True)
-class EvaluationResult:
-    group: str
-    outcome: Outcome
-    decision: Decision | None = None
-    problems: tuple[str, ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -107,6 +74,10 @@ class Evaluator:
     # the invocation's time left, which its network reads share (the handler starts it)
     deadline: Deadline = field(default_factory=_no_deadline)
 
+    @property
+    def actuator(self) -> Actuator:
+        return Actuator(self.node_groups, self.state, self.cluster, self.events, self.cluster_name)
+
     def evaluate(self, group_name: str, event_id: str) -> EvaluationResult:
         # 1. The group as it is now; it may have gone, or opted out, since it was queued.
         group = self.node_groups.get(group_name)
@@ -119,7 +90,7 @@ class Evaluator:
         choice = self.policies.choose(group)
         policy = choice.policy
         if policy is None:
-            return self._reject(group.name, choice.problems)
+            return reject(self.state, group.name, choice.problems)
 
         # 3. State; a message seen before is not handled twice, and a resize whose record
         # was lost (the write after it failed) is recorded first.
@@ -134,208 +105,77 @@ class Evaluator:
                 return EvaluationResult(group.name, Outcome.ACTED, acted, choice.problems)
         self._check_fresh(group, state, now)
 
-        # 4. A scale-up that failed, or overran its time, backs the group off.
-        loaded = state
-        state = self._check_scale_up(group, state, now)
+        # 4. Read everything the plan needs: metrics, the cluster's say, launches that failed.
+        facts = self._read(group, policy, choice, state, now)
 
-        # 5. Scale-in protection follows the cluster's annotations.
+        # 5. Plan (pure), a scale-up under the cluster's limits claimed against them.
         dry_run = choice.dry_run or self.dry_run
-        ours, protected = self._protect(group, state, now, dry_run)
-        state = replace(state, protected=ours)
+        planned = self._within_limits(facts, dry_run)
 
-        # 6. Metrics (and forecasts from the group's recorded demand), then the decision.
-        readings = self._read(policy, group, state, now)
-        size = GroupSize(
-            group.desired,
-            group.min_size,
-            group.max_size,
-            ready=group.in_service,
-            launched=group.launched,
-            protected=len(protected),
-        )
-        # A pause holds the decision where it would move the group (checked before the
-        # cluster's limits are claimed, so a held scale-up claims nothing).
-        pauses = in_force(state.pause, choice.paused, self.policies.tag_names.paused, now)
-        decide_with = partial(
-            _paused,
-            pauses,
-            node_group=group.name,
-            policy=policy,
-            size=size,
-            readings=readings,
-            history=state.history,
-            now=now,
-            backoff=state.backoff,
-            failures=state.failures,
-        )
-        evaluation = self._within_limits(decide_with, group, now, dry_run)
-        decision, removing = self._which_go(group, evaluation.decision, now)
-        if self.cluster is not None and not dry_run:  # steer new pods off leaving nodes
-            # none leaves while scale-in is paused: no node is marked to
-            self.cluster.mark_candidates(
-                group, now, shedding=not any(p.direction.holds(-1) for p in pauses)
-            )
-        state = replace(
-            state,
-            failures=evaluation.failures,
-            # no demand while a metric fails: not known, not recorded
-            demand=state.demand
-            if decision.demand is None
-            else state.demand.record(now, decision.demand),
-        )
-        decision = self._plan_warm_pool(policy, group, decision, readings)
-        decision = _as_chosen(decision, choice)
-        problems = choice.problems
-
-        # 7. Record only, when nothing changes or the group is in dry-run.
-        if decision.desired == decision.current or dry_run:
-            self.state.save(
-                state.after(
-                    history=evaluation.history,
-                    decision=decision,
-                    event_id=event_id,
-                    problems=problems,
-                ),
-                audit=decision,
-                event_id=event_id,
-                backoff_changed=state.backoff != loaded.backoff,
-            )
-            self._announce_backoff(group.name, loaded, state)
-            outcome = Outcome.UNCHANGED if decision.desired == decision.current else Outcome.DRY_RUN
-            return self._keep_warm_pool(
-                group, EvaluationResult(group.name, outcome, decision, problems), dry_run
-            )
-
-        # 8. Claim (a racing evaluation now fails its write), act, then record the scale event.
-        if decision.desired > decision.current:  # watched until in service, or overdue
-            state = replace(state, provisioning=Provisioning(since=now, target=decision.desired))
-        claimed = self.state.save(
-            replace(
-                state.after(history=evaluation.history, decision=decision, problems=problems),
-                acting=decision,
-                acting_event=event_id,
-            ),
-            backoff_changed=state.backoff != loaded.backoff,
-        )
-        self._announce_backoff(group.name, loaded, state)
-        try:
-            if removing:
-                self.node_groups.remove_instances(group, removing)
-            else:
-                self.node_groups.set_desired(group, decision.desired)
-        except RefusedError as error:  # not ours to resize: reported, never retried
-            self.state.save(replace(claimed, acting=None, acting_event=""))
-            return self._reject(group.name, (*problems, str(error)))
-        except Exception as error:
-            raise ActuationError(
-                f"node group {group.name}: resizing {decision.current} → {decision.desired} "
-                f"failed: {error}"
-            ) from error
-        self._record_resize(claimed, policy, problems)
-        return self._keep_warm_pool(
-            group, EvaluationResult(group.name, Outcome.ACTED, decision, problems), dry_run
-        )
+        # 6. Act on the plan; a dry run only records it.
+        if dry_run:
+            outcome = Outcome.DRY_RUN if planned.resizes else Outcome.UNCHANGED
+            return self.actuator.record(planned, planned.state, event_id, outcome)
+        return self.actuator.act(planned, event_id)
 
     def _read(
-        self, policy: NodeGroupPolicy, group: NodeGroup, state: GroupState, now: datetime
-    ) -> dict[str, Reading]:
-        """The policy's metrics, and its forecasts from the group's recorded demand."""
-        readings = dict(self.producers.read_all(policy, group, now))
-        named = named_histories(policy, self.histories, now)
-        return readings | dict(forecast_readings(policy, state.demand, now, named))
-
-    @staticmethod
-    def _plan_warm_pool(
-        policy: NodeGroupPolicy,
+        self,
         group: NodeGroup,
-        decision: Decision,
-        readings: Mapping[str, Reading],
-    ) -> Decision:
-        """The warm pool a `warmPool` forecast asks for, in the decision."""
-        warm = plan_warm_pool(policy, decision, readings, group.warm_pool)
-        if not warm.note:
-            return decision
-        return decision.model_copy(
-            update={
-                "warm_pool": warm.size,
-                "warm_pool_note": warm.note,
-                "reason": f"{decision.reason} | {warm.note}",
-            }
+        policy: NodeGroupPolicy,
+        choice: PolicyChoice,
+        state: GroupState,
+        now: datetime,
+    ) -> Facts:
+        """What the group's plan is made from; nothing is written here."""
+        cluster = self.cluster
+        failures: list[LaunchFailure] = []
+        ready = None
+        if state.provisioning is not None:  # a scale-up in flight: did it fail, or arrive?
+            failures = [
+                f
+                for f in self.node_groups.failed_launches(group, state.provisioning.since)
+                if not state.seen(failure_key(f.activity_id))
+            ]
+            # new instances must become Ready nodes where there is a cluster to ask
+            ready = None if cluster is None else cluster.ready_nodes(group, now)
+        return Facts(
+            group,
+            policy,
+            state,
+            now,
+            readings=self.producers.read_all(policy, group, now),
+            histories=named_histories(policy, self.histories, now),
+            # a pause holds the decision before the cluster's limits are claimed
+            pauses=in_force(state.pause, choice.paused, self.policies.tag_names.paused, now),
+            launch_failures=failures,
+            ready=ready,
+            must_stay=None if cluster is None else cluster.protected(group, now),
+            choose_leaving=None if cluster is None else cluster.leaving(group, now),
+            backoff_rules=self.backoff_rules,
+            policy_version=choice.version,
+            policy_note=choice.note,
+            problems=choice.problems,
+            cluster_name=self.cluster_name,
         )
 
-    def _keep_warm_pool(
-        self, group: NodeGroup, result: EvaluationResult, dry_run: bool
-    ) -> EvaluationResult:
-        """The decided warm pool written, when it differs, after the resize: a pool shrunk
-        first would give up the warm instances the scale-up is about to take. A refusal
-        or an AWS error is the group's problem to report (kept in its state), never the
-        evaluation's failure: the pool is asked again next time."""
-        decision = result.decision
-        if dry_run or decision is None or decision.warm_pool is None:
-            return result
-        if not WarmPoolPlan(decision.warm_pool, decision.warm_pool_note).changes(group.warm_pool):
-            return result
-        try:
-            self.node_groups.size_warm_pool(group, decision.warm_pool)
-        except Exception as error:
-            problem = f"warm pool: sizing it to {decision.warm_pool} failed: {error}"
-            state = self.state.load(group.name)
-            problems = (*result.problems, problem)
-            self.state.save(state.after(history=state.history, problems=problems))
-            return replace(result, problems=problems)
-        return result
-
-    def _which_go(
-        self, group: NodeGroup, decision: Decision, now: datetime
-    ) -> tuple[Decision, tuple[str, ...]]:
-        """An EKS managed node group takes no custom termination policy: on its scale-in
-        nodescaler chooses the instances (never Ready, empty, then one whose pods can
-        move) and terminates them itself, as Cluster Autoscaler does; the decision then
-        asks for no more than can go. Other groups: their termination policy chooses."""
-        if not group.is_eks_managed or decision.desired >= decision.current or self.cluster is None:
-            return decision, ()
-        found = self.cluster.removable(group, decision.current - decision.desired, now)
-        if found is None:  # the cluster can't say now: nothing leaves on a guess
-            held = f"{decision.reason} | the cluster cannot be read: no instance chosen"
-            return decision.model_copy(update={"desired": decision.current, "reason": held}), ()
-        desired = decision.current - len(found.instance_ids)
-        reason = f"{decision.reason} | {found.reason}"
-        return decision.model_copy(
-            update={"desired": desired, "reason": reason}
-        ), found.instance_ids
-
-    def _record_resize(
-        self, claimed: GroupState, policy: NodeGroupPolicy, problems: tuple[str, ...]
-    ) -> GroupState:
-        """The resize made: its scale event in the history, its decision in the audit trail."""
-        decision, event_id = claimed.acting, claimed.acting_event
-        assert decision is not None
-        done = replace(
-            claimed, acting=None, acting_event="", resized=(decision.desired, decision.at)
+    def _within_limits(self, facts: Facts, dry_run: bool) -> Plan:
+        """The plan, its scale-up capped by the cluster's limits and claimed against them
+        before acting, so groups scaling up together can't overshoot. The limits are read
+        only for a plan that grows; a claim lost to another group plans again from them."""
+        planned = plan(facts)
+        if self.limiter is None or not planned.grows:
+            return planned
+        group, now = facts.group, facts.now
+        for _ in range(CLAIM_ATTEMPTS):
+            ceiling, claims = self.limiter.ceiling(group, now)
+            planned = plan(replace(facts, ceiling=ceiling))
+            desired = planned.decision.desired
+            if dry_run or not planned.grows or self.limiter.claim(group, desired, claims, now):
+                return planned
+        raise StateConflictError(
+            f"node group {group.name}: {CLAIM_ATTEMPTS} claims under the cluster's limits lost "
+            "to other groups scaling up; the evaluation will be retried"
         )
-        recorded = self.state.save(
-            done.after(
-                history=record_scale(claimed.history, policy, decision),
-                event_id=event_id,
-                problems=problems,
-            ),
-            audit=decision,
-            event_id=event_id,
-        )
-        if self.events is not None:  # told once recorded: a retry finds it done, not told twice
-            from nodescaler.domain.scaling_events import resized  # with the first (cold starts)
-
-            self.events.publish(resized(decision, self.cluster_name))
-        return recorded
-
-    def _announce_backoff(self, group: str, loaded: GroupState, saved: GroupState) -> None:
-        """A backoff this evaluation started, told once its state is written."""
-        if self.events is None:
-            return
-        from nodescaler.domain.scaling_events import backed_off, new_backoff
-
-        if started := new_backoff(loaded.backoff, saved.backoff):
-            self.events.publish(backed_off(group, started, self.cluster_name, "evaluation"))
 
     def _record_lost_resize(
         self,
@@ -352,7 +192,11 @@ class Evaluator:
         claim = state.acting
         assert claim is not None
         if group.desired == claim.desired:
-            return self._record_resize(state, policy, state.problems)
+            from nodescaler.domain.scaling_events import resized  # with the first (cold starts)
+
+            history = record_scale(state.history, policy, claim)
+            told = resized(claim, self.cluster_name)
+            return self.actuator.record_resize(state, history, told, state.problems)
         if state.acting_event != event_id and now - claim.at < CLAIM_IN_PROGRESS:
             raise StateConflictError(
                 f"node group {group.name}: a resize to {claim.desired} claimed by another "
@@ -375,100 +219,11 @@ class Evaluator:
                 "evaluation will be retried"
             )
 
-    def _within_limits(
-        self,
-        decide_with: Callable[..., Evaluation],
-        group: NodeGroup,
-        now: datetime,
-        dry_run: bool,
-    ) -> Evaluation:
-        """The decision, its scale-up capped by the cluster's limits and claimed against
-        them before acting, so groups scaling up together can't overshoot."""
-        evaluation: Evaluation = decide_with(ceiling=None)
-        if self.limiter is None or evaluation.decision.desired <= evaluation.decision.current:
-            return evaluation
-        for _ in range(CLAIM_ATTEMPTS):
-            ceiling, claims = self.limiter.ceiling(group, now)
-            evaluation = decide_with(ceiling=ceiling)
-            decision = evaluation.decision
-            if (
-                dry_run
-                or decision.desired <= decision.current
-                or self.limiter.claim(group, decision.desired, claims, now)
-            ):
-                return evaluation
-        raise StateConflictError(
-            f"node group {group.name}: {CLAIM_ATTEMPTS} claims under the cluster's limits lost "
-            "to other groups scaling up; the evaluation will be retried"
-        )
-
-    def _check_scale_up(self, group: NodeGroup, state: GroupState, now: datetime) -> GroupState:
-        """Back the group off on a failed launch (the fallback for a missed launch-failure
-        event) or on instances not in service in time; the scale-up then ends."""
-        # New instances must become Ready nodes where there is a cluster to ask; else in service.
-        ready = None
-        if self.cluster is not None and state.provisioning is not None:
-            ready = self.cluster.ready_nodes(group, now)
-        provisioning, overdue = provision_check(
-            state.provisioning,
-            desired=group.desired,
-            in_service=group.in_service if ready is None else ready,
-            now=now,
-            rules=self.backoff_rules,
-        )
-        failures: Sequence[LaunchFailure] = ()
-        if state.provisioning is not None:
-            failures = [
-                f
-                for f in self.node_groups.failed_launches(group, state.provisioning.since)
-                if not state.seen(failure_key(f.activity_id))
-            ]
-        reasons = [f.reason for f in failures] + ([overdue] if overdue else [])
-        if not reasons:
-            arrived = state.provisioning is not None and provisioning is None
-            if arrived and group.desired >= state.provisioning.target:  # type: ignore[union-attr]
-                # the time from a scale request to Ready nodes: the forecasts' lead time
-                lead = now - state.provisioning.since  # type: ignore[union-attr]
-                state = replace(state, demand=state.demand.measured_lead(lead))
-            return replace(state, provisioning=provisioning)
-        backoff = after_failure(state.backoff, now, reasons[0], self.backoff_rules)
-        return replace(state, backoff=backoff, provisioning=None).remembering(
-            *(failure_key(f.activity_id) for f in failures)
-        )
-
-    def _protect(
-        self, group: NodeGroup, state: GroupState, now: datetime, dry_run: bool
-    ) -> tuple[frozenset[str], frozenset[str]]:
-        """Protect the instances whose nodes the cluster says must stay, and release those
-        we protected that no longer need it. Protection set by anyone else is left alone,
-        and an unreadable cluster changes nothing. Returns the instances we protect, and
-        all the group's protected ones (in dry-run: as they would be)."""
-        ours = state.protected & group.protected_ids
-        wanted = None if self.cluster is None else self.cluster.protected(group, now)
-        if wanted is None:
-            return ours, group.protected_ids
-        wanted &= group.instance_ids
-        add, release = wanted - group.protected_ids, ours - wanted
-        if not dry_run:
-            if add:
-                self.node_groups.protect(group, add, protected=True)
-            if release:
-                self.node_groups.protect(group, release, protected=False)
-            ours = wanted - (group.protected_ids - ours)  # not claiming others' protection
-        return ours, (group.protected_ids | add) - release
-
     def _not_ours(self, group: NodeGroup) -> EvaluationResult | None:
         """Why the deployment leaves the group alone: not opted in (or for another
         cluster), or left out by allowedGroups (queued before the list changed, or forged)."""
         if not is_managed(group.tags, self.policies.tag_names, self.cluster_name):
             return EvaluationResult(group.name, Outcome.SKIPPED, problems=("not opted in",))
         if not self.allowed.allows(group.name):
-            return self._reject(group.name, (self.allowed.refusal(group.name),))
+            return reject(self.state, group.name, (self.allowed.refusal(group.name),))
         return None
-
-    def _reject(self, group: str, problems: tuple[str, ...]) -> EvaluationResult:
-        """Leave the group alone, but keep its problems in its state for `nodescaler status`."""
-        state = self.state.load(group)
-        if state.problems != bounded_problems(problems):  # written once, not on every tick
-            self.state.save(state.after(history=state.history, problems=problems))
-        return EvaluationResult(group, Outcome.REJECTED, problems=problems)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from nodescaler.domain.policy.behavior import (
     DEFAULT_SCALE_DOWN,
     DEFAULT_SCALE_UP,
-    MOST_NODES,
     DEFAULT_TOLERANCE,
+    MOST_NODES,
     Behavior,
     Rules,
     ScaleInWindow,
@@ -71,11 +71,11 @@ from nodescaler.domain.policy.spec import (
 __all__ = [
     "DEFAULT_SCALE_DOWN",
     "DEFAULT_SCALE_UP",
-    "MOST_NODES",
     "DEFAULT_TOLERANCE",
     "FORECAST_PERIOD_SECONDS",
     "KEDA_BEHAVIORS",
     "METRIC_TYPES",
+    "MOST_NODES",
     "PER_REPLICA_ONE",
     "Behavior",
     "BufferToleration",

@@ -1,5 +1,6 @@
-"""The Kubernetes metric producer: capacity reservation and pending pods, from one snapshot,
-and the evaluator's view of a group's nodes (Ready, protected from scale-in).
+"""The evaluator's view of the Kubernetes cluster, from one snapshot: the Kubernetes metrics
+(capacity reservation and pending pods), a group's nodes (Ready, to keep, to let go), and
+the soft taint on the nodes a group may shed.
 
 One snapshot of nodes and pods serves every group evaluated within `max_age` (a batch of
 evaluations, in a warm container), so a tick over many groups lists the cluster once per
@@ -18,6 +19,7 @@ from nodescaler.domain.buffer import BufferFit, buffer_pods, fit_buffer
 from nodescaler.domain.cluster import Pod, Snapshot
 from nodescaler.domain.drainability import CA_DEFAULTS, DrainRules, keeps_node, movable
 from nodescaler.domain.node_group import NodeGroup, belongs
+from nodescaler.domain.planning import ChooseLeaving
 from nodescaler.domain.policy import (
     CapacityBuffer,
     CapacityReservationMetric,
@@ -40,7 +42,7 @@ from nodescaler.domain.scheduling import nodes_for, pending, room_of, why_not
 from nodescaler.errors import KubernetesUnavailableError, ReservationError
 from nodescaler.ports import NodeMarks, SnapshotSource
 from nodescaler.service.pending_pods import PendingPodsPlanner, Planned
-from nodescaler.service.waiting_pods import WaitingPods
+from nodescaler.service.unplaced_pod_events import UnplacedPodEvents
 
 WAITING_SHOWN = 20  # pods that fit no group, named in a decision
 
@@ -65,13 +67,16 @@ def _pending_detail(planned: Planned, group: str, nodes: int) -> str:
     return detail
 
 
-class KubernetesMetrics:
+# Named for what it serves: the Kubernetes metric types' producer, and the evaluator's
+# `ClusterView` of nodes. It keeps only what it listed (the snapshot, and the pending-pods
+# plan all groups share); what a read finds for a group, it returns (the candidates too).
+class KubernetesClusterView:
     def __init__(
         self,
         cluster: SnapshotSource,  # a KubernetesCluster
         *,
         pending: PendingPodsPlanner | None = None,
-        waiting: WaitingPods | None = None,
+        waiting: UnplacedPodEvents | None = None,
         marks: NodeMarks | None = None,
         max_age: timedelta = timedelta(seconds=15),
         rules: DrainRules = CA_DEFAULTS,
@@ -84,14 +89,13 @@ class KubernetesMetrics:
         self._max_age = max_age
         self._snapshot: tuple[datetime, Snapshot | KubernetesUnavailableError] | None = None
         self._plans: dict[int, Planned] = {}  # by priority cutoff, for the current snapshot
-        self._candidates: dict[str, frozenset[str]] = {}  # group → nodes it means to shed
 
     def snapshot(self, now: datetime) -> Snapshot:
         """The cluster as listed within `max_age`. A listing that failed is remembered as
         long: an evaluation reads the cluster several times (each metric, scale-in
         protection), and should wait for a server that does not answer only once."""
         if self._snapshot is None or now - self._snapshot[0] > self._max_age:
-            self._plans, self._candidates = {}, {}
+            self._plans = {}
             try:
                 # a pod deleted long enough ago is neither a request nor a pod to move
                 self._snapshot = (now, self._cluster.snapshot().at(now))
@@ -130,22 +134,25 @@ class KubernetesMetrics:
 
     def removable(self, group: NodeGroup, count: int, now: datetime) -> Removable | None:
         """Up to `count` of the group's instances a scale-in may take (`service.termination`)."""
+        return self.leaving(group, now)(count)
+
+    def leaving(self, group: NodeGroup, now: datetime) -> ChooseLeaving:
+        """The group's scale-in choice over the snapshot as read now: which instances may
+        leave, given how many (None: the cluster can't say now)."""
         try:
             snapshot = self.snapshot(now)
         except KubernetesUnavailableError:
-            return None
+            return lambda _count: None
         # what Auto Scaling would offer: never an instance protected from scale-in
         offered = sorted(group.instance_ids - group.protected_ids)
-        return removable(group, offered, count, snapshot, self._rules)
+        return lambda count: removable(group, offered, count, snapshot, self._rules)
 
-    def mark_candidates(self, group: NodeGroup, now: datetime, *, shedding: bool = True) -> None:
-        """Soft-taint the nodes this evaluation's pending-pods reading found unneeded, and
-        clear it from the group's others. Best effort: the taint only steers the
+    def mark_candidates(self, group: NodeGroup, candidates: frozenset[str], now: datetime) -> None:
+        """Soft-taint the group's nodes in `candidates` (those a pending-pods reading found
+        unneeded), and clear it from its others. Best effort: the taint only steers the
         scheduler, so a refusal or an unreachable server changes nothing else."""
         if self._marks is None:
             return
-        # no pending-pods vote to shed this evaluation: no node of the group is a candidate
-        candidates = self._candidates.get(group.name, frozenset()) if shedding else frozenset()
         try:
             snapshot = self.snapshot(now)
         except KubernetesUnavailableError:
@@ -196,7 +203,6 @@ class KubernetesMetrics:
             detail += f"; {fit.describe()}"
         empty_only = metric.pending_pods.consolidation is Consolidation.WHEN_EMPTY
         spare = None if nodes else self._unneeded(group, snapshot, cutoff, virtual, empty_only)
-        self._candidates[group.name] = frozenset(spare.nodes if spare is not None else ())
         if spare is not None and spare.nodes:
             detail += f"; {spare.describe()}"
         return MetricReading(
@@ -204,6 +210,7 @@ class KubernetesMetrics:
             at=now,
             detail=detail,
             unneeded_nodes=len(spare.nodes) if spare is not None else None,
+            candidates=spare.nodes if spare is not None else (),
             needed_nodes=self._needed(group, snapshot, planned, virtual),
             pending_pods=len(planned.coming(group.name)[1]),
             waiting={

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from nodescaler.domain.cluster import Pod, Resources
 from nodescaler.domain.expanders import Plan
 from nodescaler.errors import KubernetesUnavailableError
-from nodescaler.service.waiting_pods import WaitingPods
+from nodescaler.service.unplaced_pod_events import UnplacedPodEvents
 
 T0 = datetime.fromisoformat("2026-11-23T09:00:00+00:00")
 
@@ -41,7 +41,7 @@ def plan_for(waiting: list[Pod]) -> Plan:
 def test_each_pod_is_told_why_no_group_takes_it() -> None:
     events = Events()
     waiting = pods(2)
-    assert WaitingPods(events).report(plan_for(waiting), waiting, T0) == [
+    assert UnplacedPodEvents(events).report(plan_for(waiting), waiting, T0) == [
         "ml/trainer-0",
         "ml/trainer-1",
     ]
@@ -55,7 +55,7 @@ def test_each_pod_is_told_why_no_group_takes_it() -> None:
 
 def test_a_pod_is_told_again_only_after_ten_minutes() -> None:
     events = Events()
-    reporter = WaitingPods(events)
+    reporter = UnplacedPodEvents(events)
     waiting = pods(1)
     reporter.report(plan_for(waiting), waiting, T0)
     assert reporter.report(plan_for(waiting), waiting, T0 + timedelta(minutes=9)) == []
@@ -66,7 +66,7 @@ def test_a_pod_is_told_again_only_after_ten_minutes() -> None:
 
 def test_at_most_twenty_pods_a_plan_the_rest_the_next_time() -> None:
     events = Events()
-    reporter = WaitingPods(events)
+    reporter = UnplacedPodEvents(events)
     waiting = pods(25)
     assert len(reporter.report(plan_for(waiting), waiting, T0)) == 20
     assert len(reporter.report(plan_for(waiting), waiting, T0 + timedelta(seconds=60))) == 5
@@ -74,7 +74,7 @@ def test_at_most_twenty_pods_a_plan_the_rest_the_next_time() -> None:
 
 def test_an_api_server_that_refuses_stops_the_round_and_the_pod_is_told_later() -> None:
     events = Events(refuse_after=1)
-    reporter = WaitingPods(events)
+    reporter = UnplacedPodEvents(events)
     waiting = pods(3)
     assert reporter.report(plan_for(waiting), waiting, T0) == ["ml/trainer-0"]
     events.refuse_after = None

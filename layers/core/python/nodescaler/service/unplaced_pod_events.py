@@ -17,7 +17,7 @@ INTERVAL = timedelta(minutes=10)
 PER_CALL = 20
 
 
-class WaitingPods:
+class UnplacedPodEvents:
     def __init__(
         self, events: PodEvents, *, interval: timedelta = INTERVAL, per_call: int = PER_CALL
     ) -> None:

@@ -1,0 +1,141 @@
+"""Plan, then act: the evaluator reads, plans (`domain.planning`, pure) and hands the plan to
+its actuator (`service.actuation`). A dry run makes the same plan and acts on none of it."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from nodescaler.domain.group_state import GroupState
+from nodescaler.domain.node_group import LaunchFailure, NodeGroup
+from nodescaler.domain.planning import ChooseLeaving, Plan
+from nodescaler.domain.policy import MetricBase, SqsQueueMetric
+from nodescaler.domain.readings import MetricReading, Reading
+from nodescaler.domain.scale_down import Removable
+from nodescaler.service import evaluation
+from nodescaler.service.evaluation import Evaluator, Outcome
+from nodescaler.service.policy_resolver import PolicyBook
+from nodescaler.service.producers import Producers
+
+from tests.builders import UNLIMITED, VirtualClock, policy, queue_metric
+
+NOW = datetime(2026, 11, 26, 9, tzinfo=UTC)
+WEB = policy(queue_metric("jobs", per_node=4), behavior=UNLIMITED, name="web")
+GROUP = NodeGroup(
+    "web",
+    4,
+    0,
+    10,
+    4,
+    tags={"nodescaler/enabled": "true", "nodescaler/policy": "web"},
+    eks_cluster="prod",
+    eks_nodegroup="web",
+    instance_ids=frozenset({"i-0", "i-1", "i-2", "i-3"}),
+)
+
+
+class World:
+    """The ports in memory, every call that changes something logged in order."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[Any, ...]] = []
+        self.saved: list[GroupState] = []
+
+    # NodeGroups
+    def get(self, name: str) -> NodeGroup | None:
+        return GROUP if name == GROUP.name else None
+
+    def failed_launches(self, group: NodeGroup, since: datetime) -> Sequence[LaunchFailure]:
+        return ()
+
+    def set_desired(self, group: NodeGroup, desired: int) -> None:
+        self.log.append(("set_desired", desired))
+
+    def protect(self, group: NodeGroup, instance_ids: frozenset[str], protected: bool) -> None:
+        self.log.append(("protect", sorted(instance_ids), protected))
+
+    def remove_instances(self, group: NodeGroup, instance_ids: Sequence[str]) -> None:
+        self.log.append(("remove_instances", tuple(instance_ids)))
+
+    def size_warm_pool(self, group: NodeGroup, size: int) -> None:
+        self.log.append(("size_warm_pool", size))
+
+    # StateStore
+    def load(self, group: str) -> GroupState:
+        return self.saved[-1] if self.saved else GroupState(group)
+
+    def save(self, state: GroupState, **_: Any) -> GroupState:
+        saved = dataclasses.replace(state, version=state.version + 1)
+        self.saved.append(saved)
+        self.log.append(("save", "acting" if saved.acting is not None else "recorded"))
+        return saved
+
+    # ClusterView: i-0's node must stay; web-1 and web-2 are what pending pods left unneeded
+    def protected(self, group: NodeGroup, now: datetime) -> frozenset[str] | None:
+        return frozenset({"i-0"})
+
+    def ready_nodes(self, group: NodeGroup, now: datetime) -> int | None:
+        return 4
+
+    def leaving(self, group: NodeGroup, now: datetime) -> ChooseLeaving:
+        return lambda count: Removable(("i-1", "i-2")[:count], "empty nodes")
+
+    def mark_candidates(self, group: NodeGroup, candidates: frozenset[str], now: datetime) -> None:
+        self.log.append(("mark_candidates", sorted(candidates)))
+
+    # the queue's producer: one node's worth of jobs
+    def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
+        return MetricReading(value=4, at=now, candidates=("web-1", "web-2"))
+
+
+def evaluated(dry_run: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[World, list[Plan], Outcome]:
+    """The group evaluated once, in a world of its own; the plans it made."""
+    world, plans = World(), []
+
+    def recorded(facts: Any) -> Plan:
+        plans.append(made := planner(facts))
+        return made
+
+    planner = evaluation.plan
+    monkeypatch.setattr(evaluation, "plan", recorded)
+    evaluator = Evaluator(
+        node_groups=world,  # type: ignore[arg-type]
+        producers=Producers({SqsQueueMetric: world}),
+        state=world,  # type: ignore[arg-type]
+        policies=PolicyBook({"web": WEB}),
+        clock=VirtualClock(NOW),
+        dry_run=dry_run,
+        cluster=world,
+    )
+    outcome = evaluator.evaluate("web", "m-0").outcome
+    monkeypatch.setattr(evaluation, "plan", planner)
+    return world, plans, outcome
+
+
+def test_given_a_dry_run_then_the_same_plan_is_made_and_only_recorded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given an EKS group of four whose queue needs one node, i-0's node must stay
+    # When it is evaluated in dry-run, and (in a world of its own) not
+    dry, dry_plans, dry_outcome = evaluated(True, monkeypatch)
+    acted, plans, outcome = evaluated(False, monkeypatch)
+
+    # Then both made the same one plan: scale in to two, i-1 and i-2 leaving
+    assert dry_plans == plans and len(plans) == 1
+    assert (plans[0].decision.desired, plans[0].leaving) == (2, ("i-1", "i-2"))
+    # the dry run recorded it and did nothing else: no protection, no mark, no resize
+    assert (dry_outcome, dry.log) == (Outcome.DRY_RUN, [("save", "recorded")])
+    assert dry.saved[-1].last_decision == plans[0].decision
+    # the other acted on it: protection and marks first, then the resize claimed,
+    # made and recorded (write, then act)
+    assert outcome is Outcome.ACTED
+    assert acted.log == [
+        ("protect", ["i-0"], True),
+        ("mark_candidates", ["web-1", "web-2"]),
+        ("save", "acting"),
+        ("remove_instances", ("i-1", "i-2")),
+        ("save", "recorded"),
+    ]

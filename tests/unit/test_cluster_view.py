@@ -1,0 +1,73 @@
+"""The evaluator's view of the cluster returns what a read found, the deletion candidates
+with the reading, and keeps none of it for a later call: the marks follow the candidates
+they are given, whoever read them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from nodescaler.domain.cluster import Snapshot
+from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.optin import TagNames
+from nodescaler.domain.readings import MetricReading
+from nodescaler.domain.scale_down import CANDIDATE_TAINT
+from nodescaler.service.cluster_view import KubernetesClusterView
+from nodescaler.service.pending_pods import PendingPodsPlanner
+from nodescaler.service.policy_resolver import PolicyBook
+
+from tests.builders import policy
+from tests.unit.test_balance import (
+    CHAIN,
+    ENABLED,
+    NOW,
+    PENDING,
+    Cluster,
+    Groups,
+    M5Xlarge,
+    web_node,
+)
+
+GROUP = NodeGroup("web-a", 3, 0, 10, 3, tags=ENABLED, eks_cluster="prod", eks_nodegroup="web-a")
+
+
+class Marks:
+    def __init__(self) -> None:
+        self.marked: dict[str, bool] = {}
+
+    def mark_candidate(self, node: str, marked: bool) -> None:
+        self.marked[node] = marked
+
+
+def view(snapshot: Snapshot, marks: Marks | None = None) -> KubernetesClusterView:
+    planner = PendingPodsPlanner(
+        Groups([GROUP]),
+        PolicyBook({"web": policy(PENDING, name="web")}, TagNames()),
+        M5Xlarge(),
+        CHAIN,
+    )
+    return KubernetesClusterView(Cluster(snapshot), pending=planner, marks=marks)
+
+
+def test_given_empty_nodes_the_reading_names_them_and_marks_follow_only_what_is_given() -> None:
+    # Given web-a's three Ready nodes, nothing pending and nothing running; web-a-2 carries
+    # the candidate taint from an earlier evaluation
+    nodes = [web_node("web-a", 0), web_node("web-a", 1), web_node("web-a", 2)]
+    nodes[2] = replace(nodes[2], taints=(CANDIDATE_TAINT,))
+    snapshot = Snapshot(tuple(nodes), ())
+
+    # When the pending-pods metric is read
+    reading = view(snapshot).read(PENDING, GROUP, NOW)
+
+    # Then the reading itself names the nodes nothing needs: the deletion candidates
+    assert isinstance(reading, MetricReading)
+    assert (reading.value, reading.unneeded_nodes) == (0, 3)
+    assert sorted(reading.candidates) == ["web-a-0", "web-a-1", "web-a-2"]
+
+    # And a view that never read marks exactly the candidates it is given
+    marks = Marks()
+    view(snapshot, marks).mark_candidates(GROUP, frozenset({"web-a-0"}), NOW)
+    assert marks.marked == {"web-a-0": True, "web-a-2": False}
+    # given none (scale-in paused, or no pending-pods vote), it unmarks the group's nodes
+    marks = Marks()
+    view(snapshot, marks).mark_candidates(GROUP, frozenset(), NOW)
+    assert marks.marked == {"web-a-2": False}
