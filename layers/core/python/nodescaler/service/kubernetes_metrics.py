@@ -170,6 +170,8 @@ class KubernetesMetrics:
         detail += f", +{others} in other groups"
         if balanced := planned.plan.balanced_with(group.name):
             detail += f" ({balanced})"
+        if note := planned.plan.notes.get(group.name):
+            detail += f" ({note})"
         if unplaced := planned.plan.unplaced:
             first = unplaced[0]
             detail += (
