@@ -65,10 +65,10 @@ def reserved_group(reservation_id: str) -> None:
     group_at_zero("reserved-ng", "reserved")
 
 
-def details(output: Any, group: str) -> list[str]:
+def details(printed: Any, group: str) -> list[str]:
     return [
         m["detail"]
-        for line in output().logs
+        for line in printed.logs
         if "decision" in line and line["decision"]["node_group"] == group
         for m in line["decision"]["metrics"]
     ]
@@ -90,12 +90,15 @@ def test_given_a_reservation_with_room_then_pending_pods_go_to_its_group_not_the
         api_server.cluster.put("pods", pod(f"job-{i}", cpu="1"))
 
     deployment.tick()
+    printed = output()
 
     assert (desired_capacity("reserved-ng"), desired_capacity("cheap-ng")) == (3, 0)
     assert any(
         f"(reserved-first: 3 reserved instances unused ({reserved}))" in d
-        for d in details(output, "reserved-ng")
+        for d in details(printed, "reserved-ng")
     )
+    # the dashboard's figure: read once for the batch of both groups' evaluations
+    assert printed.metric("ReservedCapacityUnused", "reserved-ng") == [3.0]
 
 
 def test_given_a_reservation_that_does_not_exist_then_the_next_expander_decides_and_says_why(
@@ -107,9 +110,11 @@ def test_given_a_reservation_that_does_not_exist_then_the_next_expander_decides_
     api_server.cluster.put("pods", pod("job", cpu="1"))
 
     deployment.tick()
+    printed = output()
 
     assert (desired_capacity("reserved-ng"), desired_capacity("cheap-ng")) == (0, 1)
     assert any(
         "reserved-first: no reserved room: reservation cr-0000000000000404a does not exist" in d
-        for d in details(output, "reserved-ng")
+        for d in details(printed, "reserved-ng")
     )
+    assert printed.metric("ReservationsUncounted", "reserved-ng") == [1.0]

@@ -53,6 +53,10 @@ class MetricName(StrEnum):
     # a metric source the deployment does not allow: a bearer token asked for on a server its
     # secret was not deployed for (also service-wide)
     SOURCES_REFUSED = "MetricSourcesRefused"
+    # reserved-first: instances the group's capacity reservations hold unused, and 1 when
+    # they can't be counted (a reservation that does not exist, can't be read, ...)
+    RESERVED_CAPACITY_UNUSED = "ReservedCapacityUnused"
+    RESERVATIONS_UNCOUNTED = "ReservationsUncounted"
     # per metric of a node group's policy
     METRIC_USAGE = "MetricUsage"  # the metric against its target, in percent (100 = on target)
     # over all groups (service dimension only), for alarms

@@ -432,8 +432,9 @@ def reserved_first(clients: AwsClients, groups: AsgNodeGroups, clock: Clock) -> 
     """The reserved-first expander over EC2's capacity reservations, read once a batch."""
     from nodescaler.adapters.aws.capacity_reservations import Ec2ReservedCapacity
     from nodescaler.domain.expanders import ReservedFirstExpander
+    from nodescaler.observability import report_reserved_capacity
 
-    rooms = Ec2ReservedCapacity(clients.ec2, groups, clock=clock)
+    rooms = Ec2ReservedCapacity(clients.ec2, groups, clock=clock, on_read=report_reserved_capacity)
     return ReservedFirstExpander(rooms)
 
 

@@ -256,6 +256,11 @@ class Plan:
             return ""
         return "balanced with " + ", ".join(f"{g} +{n}" for g, n in sorted(peers.items()))
 
+    def remarks(self, group: str) -> list[str]:
+        """What a decision says of the plan for the group: with whom it was balanced, what
+        an expander saw of it ("reserved-first: 3 reserved instances unused (cr-1)")."""
+        return [said for said in (self.balanced_with(group), self.notes.get(group)) if said]
+
     def why_waiting(self, pod: Pod) -> str:
         """One line: every group, and why the pod does not go there."""
         reasons = self.waiting.get(pod.key, {})

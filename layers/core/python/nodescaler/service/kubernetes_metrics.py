@@ -168,10 +168,7 @@ class KubernetesMetrics:
         if arriving := len(planned.arriving.get(group.name, ())):
             detail += f" ({arriving} pods on nodes already on their way)"
         detail += f", +{others} in other groups"
-        if balanced := planned.plan.balanced_with(group.name):
-            detail += f" ({balanced})"
-        if note := planned.plan.notes.get(group.name):
-            detail += f" ({note})"
+        detail += "".join(f" ({said})" for said in planned.plan.remarks(group.name))
         if unplaced := planned.plan.unplaced:
             first = unplaced[0]
             detail += (

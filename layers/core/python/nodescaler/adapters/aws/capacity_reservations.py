@@ -14,7 +14,7 @@ can't be read counts as no room, and says why, never as an error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from random import Random
@@ -103,8 +103,10 @@ class Ec2ReservedCapacity:
         clock: Clock,
         ttl: timedelta = timedelta(seconds=15),
         rng: Random | None = None,
+        on_read: Callable[[Mapping[str, ReservedRoom]], None] = lambda rooms: None,
     ) -> None:
         self._ec2 = ec2
+        self._on_read = on_read  # each read's rooms, for their metric
         self._node_groups = node_groups
         self._rooms: TtlCache[str, dict[str, ReservedRoom]] = TtlCache(
             clock, ttl, timedelta(0), rng or Random()
@@ -114,18 +116,15 @@ class Ec2ReservedCapacity:
         rooms = self._rooms.get("all", self._read)
         return {g: rooms[g] for g in groups if g in rooms}
 
-    def unused(self, group: str) -> int | None:
-        """The group's unused reserved instances, for its metric; None if it targets none."""
-        room = self([group]).get(group)
-        return None if room is None else room.unused
-
     def _read(self) -> dict[str, ReservedRoom]:
         targets = {}
         for group in self._node_groups.discover():
             if (target := self._target(group)) is not None:
                 targets[group.name] = target
         listed = self._list() if targets else []
-        return {name: room_of(target, listed) for name, target in targets.items()}
+        rooms = {name: room_of(target, listed) for name, target in targets.items()}
+        self._on_read(rooms)
+        return rooms
 
     def _target(self, group: NodeGroup) -> Target | None:
         if group.launch_template is None:
