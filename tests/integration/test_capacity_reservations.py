@@ -94,6 +94,8 @@ def test_given_a_batch_of_evaluations_then_reservations_are_read_once_until_the_
     clock.advance(seconds=16)
     rooms(["a-ng"])
     assert calls.calls["DescribeCapacityReservations"] == 2
+    # the templates' targets are kept longer: the next batch reads none of them again
+    assert calls.calls["DescribeLaunchTemplateVersions"] == 2
 
 
 def test_given_reservations_refused_then_each_group_has_no_room_and_says_why(

@@ -28,6 +28,7 @@ from nodescaler.domain.node_group import NodeGroup
 from nodescaler.ports import Clock, NodeGroupDiscovery
 
 OPEN_PREFERENCES = ("open", "capacity-reservations-only")
+TEMPLATE_TTL = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -108,8 +109,13 @@ class Ec2ReservedCapacity:
         self._ec2 = ec2
         self._on_read = on_read  # each read's rooms, for their metric
         self._node_groups = node_groups
+        rng = rng or Random()
         self._rooms: TtlCache[str, dict[str, ReservedRoom]] = TtlCache(
-            clock, ttl, timedelta(0), rng or Random()
+            clock, ttl, timedelta(0), rng
+        )
+        # what a launch template targets rarely changes: read once in TEMPLATE_TTL
+        self._targets: TtlCache[tuple[str, str], Target | None] = TtlCache(
+            clock, TEMPLATE_TTL, timedelta(seconds=30), rng
         )
 
     def __call__(self, groups: Sequence[str]) -> dict[str, ReservedRoom]:
@@ -129,7 +135,10 @@ class Ec2ReservedCapacity:
     def _target(self, group: NodeGroup) -> Target | None:
         if group.launch_template is None:
             return None
-        template, version = group.launch_template
+        key = group.launch_template
+        return self._targets.get(key, lambda: self._read_target(*key))
+
+    def _read_target(self, template: str, version: str) -> Target | None:
         by = "LaunchTemplateId" if template.startswith("lt-") else "LaunchTemplateName"
         try:
             described = self._ec2.describe_launch_template_versions(
