@@ -98,6 +98,7 @@ class EvaluateFunction:
             self.lambda_.allow(
                 *shared.cluster_rights(),
                 *permissions.invoke_custom_expanders(settings.expanders),
+                *permissions.read_capacity_reservations(settings.expanders),
             )
             shared.cluster_access(
                 "ClusterAccess", self.lambda_.role, kubernetes_group="nodescaler-evaluate"

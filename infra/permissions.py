@@ -297,6 +297,15 @@ def invoke_custom_expanders(expanders: Iterable[ExpanderSpec]) -> list[iam.Polic
     return [iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=functions)]
 
 
+def read_capacity_reservations(expanders: Iterable[ExpanderSpec]) -> list[iam.PolicyStatement]:
+    """reserved-first's reads: a group's launch template and the reservations it targets
+    (read-only; the Describe calls have no resource-level scope)."""
+    if not any(e.name == "reserved-first" for e in expanders):
+        return []
+    actions = ["ec2:DescribeCapacityReservations", "ec2:DescribeLaunchTemplateVersions"]
+    return [iam.PolicyStatement(actions=actions, resources=["*"])]
+
+
 def manage_network_interfaces() -> iam.PolicyStatement:
     # What Lambda needs to attach a function to a VPC; these actions take no resource scope.
     return iam.PolicyStatement(

@@ -192,7 +192,8 @@ class WeightedPriorityExpanderSpec(_ExpanderSpec):
 
 
 class SimpleExpanderSpec(_ExpanderSpec):
-    name: Literal["least-waste", "most-pods", "random"]
+    # reserved-first: the groups whose capacity reservations have room, before the rest
+    name: Literal["least-waste", "most-pods", "random", "reserved-first"]
 
 
 class CustomExpanderSpec(_ExpanderSpec):

@@ -374,7 +374,7 @@ def kubernetes_metrics(
         groups,
         policies,
         shapes,
-        expander_chain(settings.expanders, clients),
+        expander_chain(settings.expanders, clients, groups, clock),
         backoffs=state,
         limiter=limiter,
         allowed=settings.allowed,
@@ -415,7 +415,12 @@ def kubernetes_connection(
     return None
 
 
-def expander_chain(specs: Sequence[ExpanderSpec], clients: AwsClients) -> list[Expander]:
+def expander_chain(
+    specs: Sequence[ExpanderSpec],
+    clients: AwsClients,
+    groups: AsgNodeGroups,
+    clock: Clock,
+) -> list[Expander]:
     from nodescaler.adapters.aws.custom_expander import LambdaExpander, budget_config
     from nodescaler.config import (
         BalanceExpanderSpec,
@@ -451,9 +456,21 @@ def expander_chain(specs: Sequence[ExpanderSpec], clients: AwsClients) -> list[E
                 chain.append(LeastWasteExpander())
             case SimpleExpanderSpec(name="most-pods"):
                 chain.append(MostPodsExpander())
+            case SimpleExpanderSpec(name="reserved-first"):
+                chain.append(reserved_first(clients, groups, clock))
             case _:
                 chain.append(RandomExpander())
     return chain
+
+
+def reserved_first(clients: AwsClients, groups: AsgNodeGroups, clock: Clock) -> Expander:
+    """The reserved-first expander over EC2's capacity reservations, read once a batch."""
+    from nodescaler.adapters.aws.capacity_reservations import Ec2ReservedCapacity
+    from nodescaler.domain.expanders import ReservedFirstExpander
+    from nodescaler.observability.reports import report_reserved_capacity
+
+    rooms = Ec2ReservedCapacity(clients.ec2, groups, clock=clock, on_read=report_reserved_capacity)
+    return ReservedFirstExpander(rooms)
 
 
 def drainer(

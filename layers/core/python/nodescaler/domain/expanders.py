@@ -4,6 +4,8 @@ As in Cluster Autoscaler, each expander narrows the options (groups that can tak
 pending pods, with the new nodes they would need); the next one decides among what is
 left, and a seeded random pick ends any tie. An expander that fails (a custom one that
 errs, answers nonsense or runs out of time) is skipped: the next in the chain decides.
+`reserved-first` keeps the groups whose capacity reservations (On-Demand Capacity
+Reservations, Capacity Blocks: paid for whether used or not) have room for the nodes.
 `balance`, last in the chain, chooses nothing: it spreads the chosen option's nodes over
 the groups similar to its group (`nodescaler.domain.balance`), as Cluster Autoscaler
 balances after its expander's choice. `plan` repeats until every pending pod that fits
@@ -120,6 +122,48 @@ class WeightedPriorityExpander:
         return options
 
 
+@dataclass(frozen=True)
+class ReservedRoom:
+    """A group's reserved capacity no instance runs in: what its launch template's
+    reservations still hold (AvailableInstanceCount of the active ones). None is counted
+    when they can't be read, and `why_none` says why."""
+
+    unused: int = 0
+    reservations: tuple[str, ...] = ()  # their ids
+    why_none: str = ""  # a reservation that does not exist, one that can't be read, ...
+
+    def describe(self) -> str:
+        if self.why_none:
+            return f"no reserved room: {self.why_none}"
+        return f"{self.unused} reserved instances unused ({', '.join(self.reservations)})"
+
+
+# Group names → the reserved room of those whose launch template targets a reservation.
+ReservedRooms = Callable[[Sequence[str]], Mapping[str, ReservedRoom]]
+
+
+@dataclass(frozen=True)
+class ReservedFirstExpander:
+    """Reserved capacity first (before price or waste), as Karpenter prefers it: the options
+    whose group's unused reservations hold all the nodes they would add, else the one(s)
+    with the most unused; no opinion when no group has any."""
+
+    rooms: ReservedRooms
+    name: str = "reserved-first"
+
+    def narrow(self, options: Sequence[Option], rng: Random) -> Sequence[Option]:
+        rooms = self.rooms([o.group for o in options])
+        free = {o.group: rooms.get(o.group, ReservedRoom()).unused for o in options}
+        if room_for_all := [o for o in options if free[o.group] >= o.node_count]:
+            return room_for_all
+        most = max(free.values())
+        return [o for o in options if free[o.group] == most] if most > 0 else options
+
+    def notes(self, groups: Sequence[str]) -> dict[str, str]:
+        """For a decision: each group's reserved room, or why it counts none."""
+        return {g: f"{self.name}: {r.describe()}" for g, r in self.rooms(groups).items()}
+
+
 CustomChoice = Callable[[Sequence[Option]], Sequence[str]]
 
 
@@ -202,6 +246,8 @@ class Plan:
     waiting: dict[str, dict[str, str]] = field(default_factory=dict)
     # The groups each was balanced with, and their new nodes: web-a → {web-b: 3, web-c: 2}.
     balanced: dict[str, Counter[str]] = field(default_factory=dict)
+    # What an expander saw of a group, for its decision: "reserved-first: 3 reserved ...".
+    notes: dict[str, str] = field(default_factory=dict)
 
     def balanced_with(self, group: str) -> str:
         """In a decision: 'balanced with web-b +3, web-c +2'; empty if it was not balanced."""
@@ -209,6 +255,11 @@ class Plan:
         if not peers:
             return ""
         return "balanced with " + ", ".join(f"{g} +{n}" for g, n in sorted(peers.items()))
+
+    def remarks(self, group: str) -> list[str]:
+        """What a decision says of the plan for the group: with whom it was balanced, what
+        an expander saw of it ("reserved-first: 3 reserved instances unused (cr-1)")."""
+        return [said for said in (self.balanced_with(group), self.notes.get(group)) if said]
 
     def why_waiting(self, pod: Pod) -> str:
         """One line: every group, and why the pod does not go there."""
@@ -262,6 +313,7 @@ def plan(
     remaining = list(pods)
     while options := _options(remaining, templates, backed_off, left):
         chosen = choose(options, chain, rng, result.trace)
+        result.notes.update(_notes(chain, options))
         shares = [chosen]
         if balance is not None:
             planned = {g: (sizes or {}).get(g, 0) + result.nodes[g] for g in templates}
@@ -298,6 +350,18 @@ def _options(
             count, taken = pack(fitting, template, left.get(group))
             options.append(Option(group, count, taken, template))
     return options
+
+
+def _notes(chain: Sequence[Expander], options: Sequence[Option]) -> dict[str, str]:
+    """The options' notes from the expanders that keep some (`reserved-first`)."""
+    found: dict[str, str] = {}
+    for expander in chain:
+        if isinstance(expander, ReservedFirstExpander):
+            try:
+                found.update(expander.notes([o.group for o in options]))
+            except Exception:  # a note is never a reason to stop the plan
+                continue
+    return found
 
 
 def _take(result: Plan, shares: Sequence[Option], options: int, left: dict[str, int]) -> None:

@@ -57,6 +57,10 @@ class MetricName(StrEnum):
     # 1 when the group was rejected or a metric of its policy unavailable (also service-wide:
     # its maximum says whether any group is)
     UNSERVED = "NodeGroupUnserved"
+    # reserved-first: instances the group's capacity reservations hold unused, and 1 when
+    # they can't be counted (a reservation that does not exist, can't be read, ...)
+    RESERVED_CAPACITY_UNUSED = "ReservedCapacityUnused"
+    RESERVATIONS_UNCOUNTED = "ReservationsUncounted"
     # per metric of a node group's policy
     METRIC_USAGE = "MetricUsage"  # the metric against its target, in percent (100 = on target)
     # over all groups (service dimension only), for alarms

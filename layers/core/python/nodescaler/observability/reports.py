@@ -25,6 +25,7 @@ from nodescaler.observability.metric_names import NAMESPACE, Dimension, MetricNa
 
 if TYPE_CHECKING:  # each function's types, without loading them into the others
     from nodescaler.domain.draining import DrainResult
+    from nodescaler.domain.expanders import ReservedRoom
     from nodescaler.ports import ScalingEvents
     from nodescaler.service.evaluation import EvaluationResult
     from nodescaler.service.termination import TerminationChoice
@@ -247,6 +248,26 @@ def report_refused_source(group: str, line: str) -> None:
     logger.error(line)
     refused = {MetricName.SOURCES_REFUSED: 1.0}
     emit([Record(refused, {Dimension.NODE_GROUP: group}), Record(refused)])
+
+
+def report_reserved_capacity(rooms: Mapping[str, ReservedRoom]) -> None:
+    """Each group's unused reserved instances, as read once a batch for reserved-first; a
+    group whose reservations can't be counted is logged and counted, and has none."""
+    for group, room in sorted(rooms.items()):
+        if room.why_none:
+            logger.warning(f"node group {group}: no reserved room: {room.why_none}")
+    emit(
+        [
+            Record(
+                {
+                    MetricName.RESERVED_CAPACITY_UNUSED: room.unused,
+                    MetricName.RESERVATIONS_UNCOUNTED: int(bool(room.why_none)),
+                },
+                {Dimension.NODE_GROUP: group},
+            )
+            for group, room in sorted(rooms.items())
+        ]
+    )
 
 
 def report_queued(cause: str, queued: Sequence[str]) -> None:

@@ -54,8 +54,7 @@ def _pending_detail(planned: Planned, group: str, nodes: int) -> str:
     if arriving := len(planned.arriving.get(group, ())):
         detail += f" ({arriving} pods on nodes already on their way)"
     detail += f", +{others} in other groups"
-    if balanced := planned.plan.balanced_with(group):
-        detail += f" ({balanced})"
+    detail += "".join(f" ({said})" for said in planned.plan.remarks(group))
     if unplaced := planned.plan.unplaced:
         first = unplaced[0]
         detail += (
