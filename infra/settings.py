@@ -35,7 +35,7 @@ from nodescaler.deployment import (
     drain_hook,
     name_for_cluster,
 )
-from nodescaler.domain.documents import field_path, index_by_name, problems_at, problems_of
+from nodescaler.domain.documents import field_path, index_by_name, problems_at
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.errors import PolicyError, SettingsError
@@ -298,25 +298,18 @@ def check_scope(settings: DeploySettings, here: str) -> None:
 
 
 def construct_settings(
-    settings: DeploySettings | None,
-    options: Mapping[str, Any],
+    settings: DeploySettings,
     policies: Mapping[str, NodeGroupPolicy] | Iterable[NodeGroupPolicy] | None,
     policies_folder: Path | None,
 ) -> tuple[DeploySettings, dict[str, NodeGroupPolicy], Path | None]:
-    """The `Nodescaler` construct's arguments, validated as cdk.json's are: the settings
-    (or their fields as keywords), and the policies as objects or from a folder (the
-    settings' `policies_folder` from the current folder by default). The folder is None
-    when the policies came as objects."""
-    if settings is not None and options:
+    """The `Nodescaler` construct's arguments, checked as cdk.json's are: the settings, and
+    the policies as objects or from a folder (the settings' `policies_folder` from the
+    current folder by default). The folder is None when the policies came as objects."""
+    if not isinstance(settings, DeploySettings):  # a caller without a type checker
         raise SettingsError(
-            f"Nodescaler: settings= and keywords ({', '.join(sorted(options))}) given "
-            "together; pass one or the other"
+            f"Nodescaler: settings: is {type(settings).__name__}, not DeploySettings; pass "
+            "settings=DeploySettings(cluster_name=...)"
         )
-    if settings is None:
-        try:
-            settings = DeploySettings.model_validate(options)
-        except ValidationError as error:
-            raise SettingsError("\n".join(problems_of(error, "Nodescaler"))) from None
     folder = policies_folder
     if policies is None:
         folder = folder or settings.policies_path(Path.cwd())

@@ -84,7 +84,7 @@ def _target(args: argparse.Namespace) -> Any:
     return args.target
 
 
-def _deployment(args: argparse.Namespace) -> tuple[str, str]:
+def _deployment(args: argparse.Namespace) -> tuple[str, str | None]:
     """The stack, as synth names it, and the cluster whose groups it manages: by --stack; by
     --deployment or --cluster, as cdk.json describes it when it does; else the one deployment
     cdk.json describes. A pause or a status then sees only the groups that deployment scales."""
@@ -92,9 +92,9 @@ def _deployment(args: argparse.Namespace) -> tuple[str, str]:
 
     from nodescaler_cli.operator import deployment_from, deployments_in
 
-    if args.stack or args.table:  # named outright: only --cluster narrows the groups
+    if args.stack or args.table:  # named outright: --cluster, or the stack's, narrows them
         stack = args.stack or (deployment_from(args.config) or (PREFIX, ""))[0]
-        return str(stack), args.cluster
+        return str(stack), args.cluster or (None if args.stack and not args.table else "")
     described = deployments_in(args.config) if args.deployment or args.cluster else []
     if args.deployment is not None:
         stack = deployment_id(args.deployment)

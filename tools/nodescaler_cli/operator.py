@@ -29,7 +29,13 @@ from botocore.exceptions import (
 )
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.state_table import DynamoStateStore
-from nodescaler.deployment import PREFIX, deployment_id, name_for_cluster
+from nodescaler.deployment import (
+    CLUSTER_OUTPUT,
+    PREFIX,
+    STATE_TABLE_OUTPUT,
+    deployment_id,
+    name_for_cluster,
+)
 from nodescaler.domain.decision import Decision, MetricOutcome, MetricStatus
 from nodescaler.domain.group_state import GroupState
 from nodescaler.domain.optin import TagNames, is_managed, read_opt_in
@@ -39,7 +45,6 @@ from pydantic.alias_generators import to_camel
 
 from nodescaler_cli.output import render
 
-STATE_OUTPUT = "StateTableName"  # the stack's CfnOutput (infra/stack.py)
 CDK_JSON = Path("cdk.json")
 CONTEXT_KEY = "nodescaler"  # cdk.json's context key (infra/settings.py)
 # Fail fast on a wrong endpoint: a person is waiting, not a Lambda's retry budget.
@@ -145,7 +150,9 @@ class Target:
     endpoint_url: str | None = None
     table: str | None = None
     stack: str = PREFIX  # an unnamed deployment's stack
-    cluster: str = ""
+    # Only this cluster's groups; None: the cluster the stack's ClusterName output names (a
+    # stack named outright, as a Nodescaler construct in your own stack publishes it).
+    cluster: str | None = ""
     profile: str | None = None
     output: str = "table"  # table, json or yaml (nodescaler_cli.output)
     config: Path | None = None  # cdk.json, for its tag names (default: ./cdk.json if any)
@@ -176,6 +183,16 @@ class Target:
     def _state_table(self) -> str:
         if self.table:
             return self.table
+        if STATE_TABLE_OUTPUT not in self.outputs:
+            raise OperatorError(
+                f"stack {self.stack} has no {STATE_TABLE_OUTPUT} output in region "
+                f"{self.region_name}; pass --table"
+            )
+        return self.outputs[STATE_TABLE_OUTPUT]
+
+    @cached_property
+    def outputs(self) -> dict[str, str]:
+        """The stack's outputs, by key."""
         try:
             stacks = self.client("cloudformation").describe_stacks(StackName=self.stack)["Stacks"]
         except ClientError as error:
@@ -185,13 +202,15 @@ class Target:
                     "pass --stack or --table"
                 ) from None
             raise
-        outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
-        if STATE_OUTPUT not in outputs:
-            raise OperatorError(
-                f"stack {self.stack} has no {STATE_OUTPUT} output in region "
-                f"{self.region_name}; pass --table"
-            )
-        return str(outputs[STATE_OUTPUT])
+        return {o["OutputKey"]: str(o["OutputValue"]) for o in stacks[0].get("Outputs", [])}
+
+    @cached_property
+    def cluster_name(self) -> str:
+        """The cluster whose groups the commands see: --cluster's, cdk.json's, or the
+        stack's (none: the groups that name no cluster)."""
+        if self.cluster is not None:
+            return self.cluster
+        return self.outputs.get(CLUSTER_OUTPUT, "")
 
     def store(self) -> DynamoStateStore:
         return DynamoStateStore(
@@ -203,7 +222,7 @@ class Target:
             self.client("autoscaling"),
             self.client("eks"),
             tag_names=self.tag_names,
-            cluster_name=self.cluster,
+            cluster_name=self.cluster_name,
         )
 
     def show(
@@ -481,8 +500,8 @@ def _why_no_decisions(target: Target, group: str) -> str:
     if found is None:
         return f"node group {group} not found in region {target.region_name}"
     tags = target.tag_names
-    if not is_managed(found.tags, tags, target.cluster):
-        where = f" and {tags.cluster}={target.cluster}" if target.cluster else ""
+    if not is_managed(found.tags, tags, target.cluster_name):
+        where = f" and {tags.cluster}={target.cluster_name}" if target.cluster_name else ""
         return f"node group {group} is not managed: it is not tagged {tags.enabled}=true{where}"
     state = target.store().load(group)
     problems = [*read_opt_in(group, found.tags, tags).problems, *state.problems]

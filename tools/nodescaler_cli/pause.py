@@ -81,8 +81,8 @@ def _managed_group(target: Target, group: str) -> None:
     found = target.node_groups().get(group)
     if found is None:
         raise OperatorError(f"node group {group}: no such Auto Scaling group; nothing paused")
-    if not is_managed(found.tags, tags, target.cluster):
-        cluster = f" and {tags.cluster}={target.cluster}" if target.cluster else ""
+    if not is_managed(found.tags, tags, target.cluster_name):
+        cluster = f" and {tags.cluster}={target.cluster_name}" if target.cluster_name else ""
         raise OperatorError(
             f"node group {group}: not opted in (no tag {tags.enabled}=true{cluster}), so "
             "nodescaler does not scale it; nothing paused"
