@@ -483,7 +483,7 @@ class Sources:
 def _holds(settings: Mapping[str, Any], loc: Loc) -> bool:
     """Whether `settings` gives the value at `loc` (or the list or value standing there)."""
     for part in loc:
-        if not isinstance(settings, Mapping) or part not in settings:
+        if not isinstance(settings, Mapping) or not isinstance(part, str) or part not in settings:
             return False
         settings = settings[part]
         if not isinstance(settings, Mapping):

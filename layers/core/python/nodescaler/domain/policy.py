@@ -27,6 +27,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from nodescaler.domain.cron import cron_problem
 from nodescaler.domain.optin import NAME_PATTERN
 from nodescaler.domain.quantity import parse_quantity
 from nodescaler.domain.token_origins import origin
@@ -313,10 +314,7 @@ def _fires_every_year(expression: str) -> bool:
 
 def _check_cron(expression: str) -> str:
     if len(expression.split()) != 5 or not croniter.is_valid(expression):
-        raise ValueError(
-            f"malformed cron expression {expression!r}: expected 5 fields "
-            "(minute hour day-of-month month day-of-week)"
-        )
+        raise ValueError(f"cron expression {expression!r}: {cron_problem(expression)}")
     if not _fires_every_year(expression):
         raise ValueError(
             f"cron expression {expression!r} does not fire every year (a date that does not "

@@ -9,9 +9,11 @@ rows through `nodescaler_cli.output`; the JSON keys are listed in docs/cli.md.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
+from fnmatch import fnmatchcase
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -363,11 +365,14 @@ STATUS_KEYS = (
 )
 
 
-def status_rows(target: Target, now: datetime) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """One row per managed group, with what is wrong with it, and its table row; one group's
-    unreadable state is a note on its row, not the end of the listing."""
+def status_rows(
+    target: Target, now: datetime, only: Sequence[str] = ()
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """One row per managed group (those `only` names, when given), with what is wrong with
+    it, and its wide table row; one group's unreadable state is a note on its row, not the
+    end of the listing."""
     tags = target.tag_names
-    groups = target.node_groups().discover()
+    groups = [g for g in target.node_groups().discover() if _chosen(g.name, only)]
     store = target.store()
     rows = []
     for group in sorted(groups, key=lambda g: g.name):
@@ -400,13 +405,66 @@ def status_rows(target: Target, now: datetime) -> list[tuple[dict[str, Any], dic
     return rows
 
 
-def status(target: Target, write: Callable[[str], None] = print) -> int:
-    rows = status_rows(target, datetime.now(UTC))
-    if not rows and target.output == "table":
-        write(f"(no managed node groups: none carries {target.tag_names.enabled}=true)")
+WIDE = "wide"  # status's -o wide: every column
+SHORT_WIDTH = 80  # the short table's lines, at most (a terminal's classic width)
+
+
+def status(target: Target, only: Sequence[str] = (), write: Callable[[str], None] = print) -> int:
+    """The managed groups (`only` those named: names, or patterns such as `web*`): short
+    columns, every column with `-o wide`, or JSON or YAML."""
+    rows = status_rows(target, datetime.now(UTC), only)
+    if not rows and target.output in ("table", WIDE):
+        chosen = f" named {' or '.join(only)}" if only else ""
+        write(f"(no managed node groups{chosen}: none carries {target.tag_names.enabled}=true)")
         return 0
-    target.show("groups", [row for row, _ in rows], [shown for _, shown in rows], write=write)
+    if target.output == WIDE:
+        write(render("groups", [shown for _, shown in rows]))
+    elif target.output == "table":
+        short = render("groups", [_short(row) for row, _ in rows])
+        write("\n".join(_clip(line, SHORT_WIDTH) for line in short.split("\n")))
+    else:
+        write(render("groups", [row for row, _ in rows], target.output))
     return 0
+
+
+def watch(
+    target: Target,
+    only: Sequence[str],
+    every: int,
+    write: Callable[[str], None] = print,
+    sleep: Callable[[float], None] | None = None,
+) -> int:
+    """status again every `every` seconds, each under the time it was read, until Ctrl-C."""
+    try:
+        while True:
+            write(f"{datetime.now(UTC):%H:%M:%S}Z (every {every} s; Ctrl-C to stop)")
+            status(target, only, write)
+            write("")
+            (sleep or time.sleep)(every)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _chosen(group: str, only: Sequence[str]) -> bool:
+    return not only or any(fnmatchcase(group, pattern) for pattern in only)
+
+
+def _short(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A status row in few, short columns: the notes' first word stands for them."""
+    decision = row["desired"] is not None
+    first = row["notes"][0] if row["notes"] else ("ok" if decision else "never evaluated")
+    return {
+        "group": _clip(row["group"], 24),
+        "policy": _clip(row["policy"] or "-", 16),
+        "nodes": f"{row['in_service']}/{row['current']}",
+        "desired": row["desired"] if decision else "-",
+        "min-max": f"{row['min']}-{row['max']}",
+        "status": first + (f" (+{len(row['notes']) - 1})" if len(row["notes"]) > 1 else ""),
+    }
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 # The keys of `nodescaler explain -o json`'s rows, in order (docs/cli.md lists them).
