@@ -1,8 +1,9 @@
 """CDK entry point: validate cdk.json's settings and the policy documents, then build one
 stack per deployment (one, or each of `deployments`).
 
-`-c nodescaler='{...}'` is laid over cdk.json's settings. No AWS call happens here. A bad
-setting or policy stops synth with one line per problem.
+`-c nodescaler='{...}'` is laid over cdk.json's settings, and each `-c key=value`
+(`-c clusterName=prod`) over both. No AWS call happens here. A bad setting or policy stops
+synth with one line per problem, naming where the value came from.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from nodescaler.errors import SettingsError
 
-from infra.settings import CONTEXT_KEY, load_deployments, with_override
+from infra.settings import CONTEXT_KEY, Sources, context_flags, json_flag, load_deployments
 from infra.stack import NodescalerStack
 
 HERE = Path(__file__).resolve().parent
@@ -30,10 +31,13 @@ def main() -> None:
     # warning (the alarms' with no destination), which says nothing to whoever deploys.
     app = cdk.App(context=file_context, stack_traces=False)
     try:
-        context = with_override(
-            file_context.get(CONTEXT_KEY), app.node.try_get_context(CONTEXT_KEY)
+        file_settings = file_context.get(CONTEXT_KEY) or {}
+        sources = Sources(
+            file=file_settings,
+            json_flag=json_flag(app.node.try_get_context(CONTEXT_KEY), file_settings),
+            flags=context_flags(app.node.try_get_context),
         )
-        deployments = load_deployments(context, HERE)
+        deployments = load_deployments(sources, HERE)
     except SettingsError as error:
         sys.exit(f"nodescaler: cannot synthesize:\n{error}")
     for settings, policies in deployments:

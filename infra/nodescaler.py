@@ -19,18 +19,21 @@ explains cdk-nag's findings that are intended.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 import yaml
-from aws_cdk import Duration, Stack
+from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
+from nodescaler.deployment import CLUSTER_OUTPUT, DEPLOYED_POLICIES_OUTPUT, STATE_TABLE_OUTPUT
 from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.policy.versions import PolicyReads
+from nodescaler.errors import SettingsError
 
 from . import nag, permissions
 from .alarms import Alarms
@@ -48,24 +51,31 @@ __all__ = ["Nodescaler"]
 
 
 class Nodescaler(Construct):
+    """One deployment: settings, and the policies as objects or from a folder.
+
+    It publishes the outputs `nodescaler` (the CLI) reads, so `nodescaler status --stack
+    <your stack>` finds it: one per stack, and one per cluster in an app (two would resize
+    the same groups, each unaware of the other).
+    """
+
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        settings: DeploySettings | None = None,
+        settings: DeploySettings,
         policies: Mapping[str, NodeGroupPolicy] | Iterable[NodeGroupPolicy] | None = None,
         policies_folder: Path | str | None = None,
-        **options: Any,
     ) -> None:
-        """`settings`, or its fields as keywords (`cluster_name="prod"`, `tick_minutes=2`);
+        """`settings` (`DeploySettings(cluster_name="prod")`, cdk.json's keys in snake case);
         the policies as objects, or read from `policies_folder` (by default the settings'
-        `policies_folder`, from the current folder). Bad settings or policies raise
-        SettingsError naming each problem."""
+        `policies_folder`, from the current folder). Bad policies, or a second deployment of
+        the cluster, raise SettingsError naming each problem."""
         super().__init__(scope, construct_id)
         settings, self.policies, folder = construct_settings(
-            settings, options, policies, Path(policies_folder) if policies_folder else None
+            settings, policies, Path(policies_folder) if policies_folder else None
         )
+        _refuse_a_second(self, settings)
         self.settings = settings
         # What the policies layer carries: the folder, or the policies given written out.
         self.policies_folder = folder or _written(self.policies)
@@ -152,6 +162,7 @@ class Nodescaler(Construct):
             dead_letter_queues=dead_letters,
             drains=self.drain is not None,
         )
+        self._publish_outputs()
         nag.explain_dispatch(self.dispatch)
         nag.explain_evaluate(self.evaluate, self.evaluation_dlq)
         if self.drain is not None:
@@ -160,6 +171,29 @@ class Nodescaler(Construct):
             nag.explain_terminate(self.terminate)
         if self.alarms.topic is not None:
             nag.explain_alarm_topic(self.alarms.topic)
+
+    def _publish_outputs(self) -> None:
+        """What the CLI reads from the stack, under the keys it looks for (set as the
+        outputs' logical IDs, which a construct's own would prefix with its path)."""
+        deployed = {
+            "names": sorted(self.policies),
+            "reads": PolicyReads.of(self.policies.values()).as_json(),
+        }
+        outputs = {
+            STATE_TABLE_OUTPUT: (self.state.table.table_name, None),
+            "DeploymentName": (self.settings.deployment, None),
+            "EvaluationQueueUrl": (self.evaluation_queue.queue_url, None),
+            "PolicyWriterPolicyArn": (
+                self.policy_writer.managed_policy_arn,
+                "attach to the operators who apply policies without a deploy",
+            ),
+            # `nodescaler get policies` lists these; `apply` warns of what they do not read.
+            DEPLOYED_POLICIES_OUTPUT: (json.dumps(deployed, separators=(",", ":")), None),
+        }
+        if self.settings.cluster_name:  # an output's value may not be empty
+            outputs[CLUSTER_OUTPUT] = (self.settings.cluster_name, "whose groups it scales")
+        for key, (value, description) in outputs.items():
+            CfnOutput(self, key, value=value, description=description).override_logical_id(key)
 
     @property
     def lambdas(self) -> dict[str, NodescalerFunction]:
@@ -182,6 +216,32 @@ class Nodescaler(Construct):
     @property
     def alarm_names(self) -> list[str]:
         return sorted({alarm for p in self.policies.values() for alarm in p.spec.alarms})
+
+
+def _refuse_a_second(built: Nodescaler, settings: DeploySettings) -> None:
+    """One deployment per cluster in an app (as app.py's `deployments` are), and one per
+    stack: its outputs are the stack's, under the keys the CLI reads."""
+    for other in built.node.root.node.find_all():
+        if not isinstance(other, Nodescaler) or other is built:
+            continue
+        here = f"Nodescaler {built.node.path}"
+        if other.settings.cluster_name == settings.cluster_name:
+            cluster = settings.cluster_name
+            raise SettingsError(
+                f"{here}: settings.clusterName: manages "
+                f"{f'cluster {cluster}' if cluster else 'the groups of no cluster'} again (as "
+                f"{other.node.path}); two deployments would resize the same groups"
+            )
+        if other.settings.deployment == settings.deployment:
+            raise SettingsError(
+                f"{here}: settings.name: is deployment {settings.deployment} again (as "
+                f"{other.node.path}); give each a distinct name"
+            )
+        if Stack.of(other) is Stack.of(built):
+            raise SettingsError(
+                f"{here}: stack {Stack.of(built).stack_name} holds {other.node.path} already; "
+                "put each deployment in a stack of its own, whose outputs the CLI reads"
+            )
 
 
 def _written(policies: Mapping[str, NodeGroupPolicy]) -> Path:

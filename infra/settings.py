@@ -2,15 +2,17 @@
 
 One object is one deployment; with `deployments`, a list of objects each laid over the rest,
 the app builds one stack per entry (one per cluster). `-c nodescaler='{...}'` is laid over
-cdk.json's object the same way.
+cdk.json's object the same way, then each `-c key=value` (`-c clusterName=prod`,
+`-c alarms.email=oncall@example.com`); a bad value is blamed on the one that gave it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self, get_args
 
 from nodescaler.adapters.deployed_policies import load_policies
 from nodescaler.config import (
@@ -35,7 +37,7 @@ from nodescaler.deployment import (
 )
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.policy.parsing import field_path, index_by_name, problems_of
+from nodescaler.domain.policy.parsing import field_path, index_by_name, problems_at
 from nodescaler.errors import PolicyError, SettingsError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -274,15 +276,24 @@ Loaded = tuple[DeploySettings, dict[str, NodeGroupPolicy]]
 WHERE = ("context", CONTEXT_KEY)  # the settings' place in cdk.json
 
 
+Loc = tuple[str | int, ...]
+Blame = Callable[[Loc], str]  # a setting's place (its field path) → `source: field` for a message
+
+
 def load_settings(
-    context: dict[str, Any] | None, base: Path, where: tuple[str | int, ...] = WHERE
+    context: dict[str, Any] | None,
+    base: Path,
+    where: Loc = WHERE,
+    blame: Blame | None = None,
 ) -> Loaded:
     """Validate one deployment's context and every policy document it points to; `where`
-    is the context's place in cdk.json, for the messages."""
+    is the context's place in cdk.json, `blame` where each field came from (cdk.json's
+    `where`, by default), for the messages."""
     try:
         settings = DeploySettings.model_validate(context or {})
     except ValidationError as error:
-        raise SettingsError("\n".join(problems_of(error, "cdk.json", under=where))) from None
+        blame = blame or (lambda loc: f"cdk.json: {field_path((*where, *loc))}")
+        raise SettingsError("\n".join(problems_at(error, blame))) from None
     policies = policies_in(settings.policies_path(base))
     check_cluster(settings, policies, f"cdk.json: {field_path(where)}")
     return settings, policies
@@ -331,25 +342,18 @@ def check_scope(settings: DeploySettings, here: str) -> None:
 
 
 def construct_settings(
-    settings: DeploySettings | None,
-    options: Mapping[str, Any],
+    settings: DeploySettings,
     policies: Mapping[str, NodeGroupPolicy] | Iterable[NodeGroupPolicy] | None,
     policies_folder: Path | None,
 ) -> tuple[DeploySettings, dict[str, NodeGroupPolicy], Path | None]:
-    """The `Nodescaler` construct's arguments, validated as cdk.json's are: the settings
-    (or their fields as keywords), and the policies as objects or from a folder (the
-    settings' `policies_folder` from the current folder by default). The folder is None
-    when the policies came as objects."""
-    if settings is not None and options:
+    """The `Nodescaler` construct's arguments, checked as cdk.json's are: the settings, and
+    the policies as objects or from a folder (the settings' `policies_folder` from the
+    current folder by default). The folder is None when the policies came as objects."""
+    if not isinstance(settings, DeploySettings):  # a caller without a type checker
         raise SettingsError(
-            f"Nodescaler: settings= and keywords ({', '.join(sorted(options))}) given "
-            "together; pass one or the other"
+            f"Nodescaler: settings: is {type(settings).__name__}, not DeploySettings; pass "
+            "settings=DeploySettings(cluster_name=...)"
         )
-    if settings is None:
-        try:
-            settings = DeploySettings.model_validate(options)
-        except ValidationError as error:
-            raise SettingsError("\n".join(problems_of(error, "Nodescaler"))) from None
     folder = policies_folder
     if policies is None:
         folder = folder or settings.policies_path(Path.cwd())
@@ -364,13 +368,14 @@ def construct_settings(
     return settings, by_name, folder
 
 
-def load_deployments(context: dict[str, Any] | None, base: Path) -> list[Loaded]:
+def load_deployments(context: dict[str, Any] | Sources | None, base: Path) -> list[Loaded]:
     """Every deployment the context describes: itself, or each of its `deployments` laid
     over the rest. Two deployments of one name would be one stack: refused."""
-    shared = dict(context or {})
+    sources = context if isinstance(context, Sources) else Sources(file=context or {})
+    shared = sources.combined()
     entries = shared.pop(DEPLOYMENTS_KEY, None)
     if entries is None:
-        return [load_settings(shared, base)]
+        return [load_settings(shared, base, blame=sources.blame)]
     if not isinstance(entries, list) or not entries:
         raise SettingsError(
             f"cdk.json: context.{CONTEXT_KEY}.{DEPLOYMENTS_KEY}: should be a non-empty list of "
@@ -383,7 +388,9 @@ def load_deployments(context: dict[str, Any] | None, base: Path) -> list[Loaded]
         where = ("context", CONTEXT_KEY, DEPLOYMENTS_KEY, index)
         if not isinstance(entry, dict):
             raise SettingsError(f"cdk.json: {field_path(where)}: should be an object")
-        settings, policies = load_settings(merged(shared, entry), base, where)
+        settings, policies = load_settings(
+            merged(shared, entry), base, where, sources.blame_in(index, entry)
+        )
         if settings.deployment in seen:
             raise SettingsError(
                 f"cdk.json: {field_path(where)}: is deployment {settings.deployment} again "
@@ -417,22 +424,112 @@ def merged(settings: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
     return result
 
 
-def with_override(settings: dict[str, Any] | None, override: object) -> dict[str, Any]:
-    """cdk.json's settings with the app's context laid over them: the CDK CLI passes
-    `-c nodescaler='{...}'` as a string of JSON, cdk.json's own object as an object."""
-    if isinstance(override, str):
+SHOW_EXAMPLE = f"""pass an object, e.g. -c {CONTEXT_KEY}='{{"clusterName": "my-cluster"}}'"""
+
+
+def json_flag(given: object, file: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What `-c nodescaler='{...}'` lays over cdk.json's settings: the CDK CLI passes it as a
+    string of JSON, and cdk.json's own object (`file`) as an object, which lays nothing."""
+    if given is None or given == file:
+        return {}
+    if isinstance(given, str):
         try:
-            override = json.loads(override)
+            given = json.loads(given)
         except json.JSONDecodeError as error:
             raise SettingsError(
                 f"-c {CONTEXT_KEY}: is not JSON ({error.msg}, at character {error.pos}); "
-                f"""pass an object, e.g. -c {CONTEXT_KEY}='{{"clusterName": "my-cluster"}}'"""
+                + SHOW_EXAMPLE
             ) from None
-    if override is None:
-        return dict(settings or {})
-    if not isinstance(override, dict):
+    if not isinstance(given, dict):
         raise SettingsError(
-            f"-c {CONTEXT_KEY}: is {json.dumps(override)[:40]}, not a JSON object; pass an "
-            f"""object, e.g. -c {CONTEXT_KEY}='{{"clusterName": "my-cluster"}}'"""
+            f"-c {CONTEXT_KEY}: is {json.dumps(given)[:40]}, not a JSON object; " + SHOW_EXAMPLE
         )
-    return merged(settings or {}, override)
+    return given
+
+
+def setting_keys() -> list[str]:
+    """Each key `-c key=value` sets: every setting by its cdk.json name, and each field of
+    an object setting as `object.field` (`alarms.email`)."""
+    keys = []
+    for name, info in DeploySettings.model_fields.items():
+        key = to_camel(name)
+        keys.append(key)
+        for inner in (info.annotation, *get_args(info.annotation)):  # `VpcSettings | None`
+            if isinstance(inner, type) and issubclass(inner, _Context):
+                keys += [f"{key}.{to_camel(n)}" for n in inner.model_fields]
+    return keys
+
+
+def context_flags(get: Callable[[str], Any]) -> dict[str, Any]:
+    """Each `-c key=value` given, by key, from the app's context (`get`). The CDK CLI passes
+    every value as a string: pydantic reads `true` or `10` from it, and a list or object
+    (`-c drainGroups='["a"]'`) is read here as JSON."""
+    flags = {}
+    for key in setting_keys():
+        value = get(key)
+        if isinstance(value, str) and (value.lstrip()[:1] in ("[", "{") or value == "null"):
+            try:
+                flags[key] = json.loads(value)
+            except json.JSONDecodeError as error:
+                raise SettingsError(
+                    f"-c {key}: is not JSON ({error.msg}, at character {error.pos}); pass a "
+                    f"""list or object as JSON, e.g. -c drainGroups='["my-group"]'"""
+                ) from None
+        elif value is not None:
+            flags[key] = value
+    return flags
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The settings as given, laid over one another in this order: cdk.json's object, the
+    object of `-c nodescaler='{...}'`, and each `-c key=value` (by its key, `alarms.email`).
+    Each problem is blamed on the one that gave the value."""
+
+    file: Mapping[str, Any] = field(default_factory=dict)
+    json_flag: Mapping[str, Any] = field(default_factory=dict)
+    flags: Mapping[str, Any] = field(default_factory=dict)
+
+    def combined(self) -> dict[str, Any]:
+        result = merged(dict(self.file), dict(self.json_flag))
+        for key, value in self.flags.items():
+            *parents, last = key.split(".")
+            layer: dict[str, Any] = {last: value}
+            for parent in reversed(parents):
+                layer = {parent: layer}
+            result = merged(result, layer)
+        return result
+
+    def blame(self, loc: Loc) -> str:
+        """`source: field` for a problem at `loc`, a field path in the combined settings."""
+        dotted = ".".join(str(part) for part in loc)
+        for key, value in self.flags.items():
+            if dotted == key or dotted.startswith(f"{key}."):
+                return f"-c {key} (given {json.dumps(value)}): {field_path(loc)}"
+        if _holds(self.json_flag, loc):
+            return f"-c {CONTEXT_KEY}: {field_path(loc)}"
+        return f"cdk.json: {field_path((*WHERE, *loc))}"
+
+    def blame_in(self, index: int, entry: Mapping[str, Any]) -> Blame:
+        """`blame` for deployment `index`, whose own `entry` says the fields it holds."""
+        deployments = (DEPLOYMENTS_KEY, index)
+        source = "-c nodescaler: " if DEPLOYMENTS_KEY in self.json_flag else "cdk.json: "
+
+        def blame(loc: Loc) -> str:
+            if _holds(entry, loc):
+                place = deployments if source.startswith("-c") else (*WHERE, *deployments)
+                return source + field_path((*place, *loc))
+            return self.blame(loc)
+
+        return blame
+
+
+def _holds(settings: Mapping[str, Any], loc: Loc) -> bool:
+    """Whether `settings` gives the value at `loc` (or the list or value standing there)."""
+    for part in loc:
+        if not isinstance(settings, Mapping) or not isinstance(part, str) or part not in settings:
+            return False
+        settings = settings[part]
+        if not isinstance(settings, Mapping):
+            return True
+    return bool(loc)

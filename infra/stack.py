@@ -1,15 +1,13 @@
 """The nodescaler stack: everything `cdk deploy` creates for one deployment, built from
-validated settings."""
+validated settings (the construct publishes the outputs the CLI reads)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import Stack
 from constructs import Construct
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.policy.versions import PolicyReads
 
 from .nodescaler import Nodescaler
 from .settings import DeploySettings
@@ -34,15 +32,3 @@ class NodescalerStack(Stack):
             policies=policies,
             policies_folder=policies_folder,  # None: the policies are written out
         )
-        CfnOutput(self, "StateTableName", value=self.nodescaler.state.table.table_name)
-        CfnOutput(self, "DeploymentName", value=settings.deployment)
-        CfnOutput(self, "EvaluationQueueUrl", value=self.nodescaler.evaluation_queue.queue_url)
-        CfnOutput(
-            self,
-            "PolicyWriterPolicyArn",
-            value=self.nodescaler.policy_writer.managed_policy_arn,
-            description="attach to the operators who apply policies without a deploy",
-        )
-        # `nodescaler get policies` lists these; `apply` warns of what they do not read.
-        deployed = {"names": sorted(policies), "reads": PolicyReads.of(policies.values()).as_json()}
-        CfnOutput(self, "DeployedPolicies", value=json.dumps(deployed, separators=(",", ":")))

@@ -1,5 +1,5 @@
-"""The construct as another CDK app uses it: settings as keywords, policies as objects or
-from a folder, bad ones named; and installed from a wheel built from this repository, alone,
+"""The construct as another CDK app uses it: typed settings, policies as objects or from a
+folder, bad ones named; and installed from a wheel built from this repository, alone,
 it builds nodescaler from its own copy of the handlers and layers."""
 
 from __future__ import annotations
@@ -24,20 +24,21 @@ from tests.infra.test_stack import REPO
 SOURCES = ("pyproject.toml", "README.md", "layers", "tools", "infra", "functions")
 PIP = (sys.executable, "-m", "pip", "-q", "--disable-pip-version-check")
 POLICY = (REPO / "policies" / "web.yaml").read_text()
-# Another team's app: settings as keywords, a policy as an object, nothing from this repo.
+# Another team's app: typed settings, a policy as an object, nothing from this repo.
 APP = f"""
 import json, sys
 import aws_cdk as cdk
 import nodescaler, nodescaler_cdk
 from nodescaler.domain.policy.parsing import parse_policy
-from nodescaler_cdk import Nodescaler
+from nodescaler_cdk import DeploySettings, Nodescaler
 
 app = cdk.App(context={{"aws:cdk:bundling-stacks": []}})
 stack = cdk.Stack(app, "Platform")
 policy = parse_policy({POLICY!r}, "web.yaml")
-Nodescaler(stack, "Autoscaler", cluster_name="team-a", drain_groups=["web"], policies=[policy])
+settings = DeploySettings(cluster_name="team-a", drain_groups=["web"])
+Nodescaler(stack, "Autoscaler", settings=settings, policies=[policy])
 app.synth()
-print(json.dumps([nodescaler.__file__, nodescaler_cdk.__file__]))
+print(json.dumps([nodescaler.__file__, nodescaler_cdk.__file__, cdk.__file__]))
 """
 
 
@@ -73,9 +74,14 @@ def build_wheel(tmp_path: Path) -> Path:
     return wheel
 
 
-def test_the_installed_construct_builds_the_functions_from_its_own_package(
-    tmp_path: Path,
-) -> None:
+# Another aws-cdk-lib 2.x than the lock's, installed apart (tests reach no registry):
+#   pip install --target out/other-cdk "aws-cdk-lib==2.240.0" "constructs>=10.4,<11" "cdk-nag>=2.38,<3"
+OTHER_CDK = REPO / "out" / "other-cdk"
+
+
+def installed_app(tmp_path: Path, *before: Path) -> tuple[Path, Path]:
+    """The wheel installed alone, the user's app run on it (`before`'s packages first on
+    its path); the app's folder and the installed package's."""
     site = tmp_path / "site"
     subprocess.run(
         [*PIP, "install", "--no-deps", "--target", str(site), str(build_wheel(tmp_path))],
@@ -86,14 +92,11 @@ def test_the_installed_construct_builds_the_functions_from_its_own_package(
     app = tmp_path / "app"
     app.mkdir()
     (app / "app.py").write_text(APP)
+    path = [str(site), *map(str, before), sysconfig.get_paths()["purelib"]]
     result = subprocess.run(
         [sys.executable, "app.py"],
         cwd=app,
-        env=os.environ
-        | {
-            "PYTHONPATH": os.pathsep.join([str(site), sysconfig.get_paths()["purelib"]]),
-            "CDK_OUTDIR": str(app / "cdk.out"),
-        },
+        env=os.environ | {"PYTHONPATH": os.pathsep.join(path), "CDK_OUTDIR": str(app / "cdk.out")},
         capture_output=True,
         text=True,
         timeout=300,
@@ -101,9 +104,28 @@ def test_the_installed_construct_builds_the_functions_from_its_own_package(
     )
     assert result.returncode == 0, result.stderr
     # Given the package alone: the app imported the installed copies, not this repository's
-    imported = json.loads(result.stdout.splitlines()[-1])
+    *imported, cdk_lib = json.loads(result.stdout.splitlines()[-1])
     assert all(Path(path).is_relative_to(site) for path in imported)
+    assert Path(cdk_lib).is_relative_to(before[0] if before else sysconfig.get_paths()["purelib"])
+    return app, site
 
+
+@pytest.mark.skipif(
+    not (OTHER_CDK / "aws_cdk").is_dir(), reason=f"no other aws-cdk-lib in {OTHER_CDK} (see above)"
+)
+def test_the_installed_construct_synthesizes_with_another_aws_cdk_lib(tmp_path: Path) -> None:
+    installed = {p.name for p in OTHER_CDK.glob("aws_cdk_lib-*.dist-info")}
+    assert installed and installed != {"aws_cdk_lib-2.275.0.dist-info"}  # not the lock's
+    app, _ = installed_app(tmp_path, OTHER_CDK)
+    outputs = json.loads((app / "cdk.out" / "Platform.template.json").read_text())["Outputs"]
+    assert outputs["DeploymentName"]["Value"] == "nodescaler-team-a"
+    assert set(outputs["StateTableName"]["Value"]) == {"Ref"}
+
+
+def test_the_installed_construct_builds_the_functions_from_its_own_package(
+    tmp_path: Path,
+) -> None:
+    app, site = installed_app(tmp_path)
     out = app / "cdk.out"
     template = json.loads((out / "Platform.template.json").read_text())
     resources = template["Resources"].values()
@@ -127,9 +149,12 @@ def construct(**arguments: object) -> Nodescaler:
     return Nodescaler(cdk.Stack(app, "Platform"), "Autoscaler", **arguments)
 
 
-def test_settings_given_as_keywords_are_the_settings_cdk_json_would_give() -> None:
-    built = construct(cluster_name="team-a", tick_minutes=2, policies_folder=REPO / "policies")
-    assert built.settings == DeploySettings(cluster_name="team-a", tick_minutes=2)
+def test_settings_given_typed_are_the_settings_cdk_json_would_give() -> None:
+    settings = DeploySettings(cluster_name="team-a", tick_minutes=2)
+    built = construct(settings=settings, policies_folder=REPO / "policies")
+    assert built.settings == DeploySettings.model_validate(
+        {"clusterName": "team-a", "tickMinutes": 2}
+    )
     assert built.policies == load_policies(REPO / "policies")
 
 
@@ -143,18 +168,22 @@ def test_policies_given_as_objects_are_written_as_the_documents_the_layer_carrie
     ("arguments", "message"),
     [
         (
-            {"cluster_name": "team-a", "tick_minutes": 0},
-            "Nodescaler: tick_minutes: Input should be",
+            {"settings": {"clusterName": "team-a"}},
+            "Nodescaler: settings: is dict, not DeploySettings",
         ),
-        ({"cluster_name": "team-a", "tick": 2}, "Nodescaler: tick: unknown field"),
         (
-            {"settings": DeploySettings(), "cluster_name": "team-a"},
-            "Nodescaler: settings= and keywords (cluster_name) given together",
+            {"settings": DeploySettings()},
+            "Nodescaler: settings.clusterName: is empty, but policies microservices",
         ),
-        ({}, "Nodescaler: settings.clusterName: is empty, but policies microservices"),
     ],
 )
 def test_bad_construct_arguments_are_named(arguments: dict[str, object], message: str) -> None:
     with pytest.raises(SettingsError) as caught:
         construct(policies_folder=REPO / "policies", **arguments)
     assert str(caught.value).startswith(message)
+
+
+def test_given_settings_as_keywords_then_python_refuses_them_as_a_type_checker_would() -> None:
+    # typed props: a misspelt or loose setting fails where it is written, not deep in synth
+    with pytest.raises(TypeError, match="cluster_name"):
+        construct(cluster_name="team-a", policies_folder=REPO / "policies")

@@ -61,7 +61,7 @@ def test_status_names_the_pods_that_fit_no_group_and_why_not_each_group(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # When the operator asks for the status
-    assert main(["status", "--table", TABLE]) == 0
+    assert main(["status", "-o", "wide", "--table", TABLE]) == 0
     # Then each group's row counts the waiting pods, names the first, and why it does not
     # fit that group (the plain pod has its node coming: it is not waiting)
     rows = {r["GROUP"]: r for r in table(capsys.readouterr().out)}

@@ -26,7 +26,7 @@ def test_the_readme_names_the_function_of_every_sample() -> None:
     assert sorted(OWNER) == [path.name for path in SAMPLES]
 
 
-@pytest.mark.parametrize("function", ["dispatch", "evaluate", "drain"])
+@pytest.mark.parametrize("function", ["dispatch", "evaluate", "drain", "terminate"])
 @pytest.mark.parametrize("event", SAMPLES, ids=[path.stem for path in SAMPLES])
 def test_every_sample_runs_or_names_the_function_that_takes_it(
     function: str,

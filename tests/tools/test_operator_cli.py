@@ -97,7 +97,7 @@ def test_status_shows_each_managed_group_in_an_aligned_table(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # When the operator asks for the status
-    assert main(["status", "--table", TABLE]) == 0
+    assert main(["status", "-o", "wide", "--table", TABLE]) == 0
     # Then each managed group is a row, its sizes, metrics and decision in aligned columns
     rows = {r["GROUP"]: r for r in table(capsys.readouterr().out)}
     assert set(rows) == {"gpu-ng", "typo-ng"}  # not the untagged group
@@ -217,7 +217,7 @@ def test_status_and_explain_name_a_fallback_and_since_when(
         evaluator.evaluate("api-ng", tick)
         clock.advance(minutes=1)
 
-    assert main(["status", "--table", TABLE]) == 0
+    assert main(["status", "-o", "wide", "--table", TABLE]) == 0
     (row,) = table(capsys.readouterr().out)
     since = f"since {first:%Y-%m-%d %H:%M:%S}Z"
     assert (row["CURRENT"], row["DESIRED"]) == ("2", "2")
@@ -365,7 +365,7 @@ def test_status_says_why_a_group_is_rejected_before_any_evaluation(
     make_state_table(TABLE)
     make_asg("bad-ng", tags=TAGS | tags)
     # When the operator asks for the status, then its row says what is wrong, and where
-    assert main(["status", "--table", TABLE]) == 0
+    assert main(["status", "-o", "wide", "--table", TABLE]) == 0
     (row,) = table(capsys.readouterr().out)
     assert row["NOTES"] == note
     assert main(["status", "--table", TABLE, "-o", "json"]) == 0
@@ -386,7 +386,7 @@ def test_one_group_s_unreadable_state_is_its_note_and_the_others_are_listed(
     )
     # When the operator asks for the status, then every group is listed, and gpu-ng's row
     # says what to do about its state
-    assert main(["status", "--table", TABLE]) == 0
+    assert main(["status", "-o", "wide", "--table", TABLE]) == 0
     rows = {r["GROUP"]: r for r in table(capsys.readouterr().out)}
     assert set(rows) == {"gpu-ng", "typo-ng"}
     assert rows["gpu-ng"]["NOTES"].startswith(
@@ -400,7 +400,7 @@ def test_status_with_no_managed_group_says_which_tag_opts_one_in(
 ) -> None:
     make_state_table(TABLE)
     make_asg("untagged")
-    assert main(["status", "--table", TABLE]) == 0
+    assert main(["status", "-o", "wide", "--table", TABLE]) == 0
     assert capsys.readouterr().out == (
         "(no managed node groups: none carries nodescaler/enabled=true)\n"
     )
@@ -422,7 +422,7 @@ def test_status_reads_the_tag_names_from_cdk_json(
     assert main(["status", "--table", TABLE, "--config", str(cdk_json)]) == 0
     from_config = table(capsys.readouterr().out)
     monkeypatch.chdir(tmp_path)
-    assert main(["status", "--table", TABLE]) == 0
+    assert main(["status", "-o", "wide", "--table", TABLE]) == 0
     # Then it lists the groups those tags opt in, with the policy they name
     for rows in (from_config, table(capsys.readouterr().out)):
         assert [(r["GROUP"], r["POLICY"]) for r in rows] == [("acme-ng", "web")]
@@ -457,7 +457,7 @@ def test_a_bad_cdk_json_is_one_line_naming_the_file(
     make_state_table(TABLE)
     (tmp_path / "cdk.json").write_text(content)
     monkeypatch.chdir(tmp_path)
-    assert main(["status", "--table", TABLE]) == 2
+    assert main(["status", "-o", "wide", "--table", TABLE]) == 2
     assert one_line(capsys).startswith(f"nodescaler status: cdk.json: {problem}")
 
 
@@ -497,7 +497,7 @@ def test_profile_chooses_the_credentials_and_region(capsys: pytest.CaptureFixtur
     assert main(["status", "--table", TABLE, "--profile", "ops", "-o", "json"]) == 0
     assert [g["group"] for g in json.loads(capsys.readouterr().out)["groups"]] == ["ops-ng"]
     # And without it, nothing says which region: one line says so
-    assert main(["status", "--table", TABLE]) == 1
+    assert main(["status", "-o", "wide", "--table", TABLE]) == 1
     assert one_line(capsys) == (
         "nodescaler status: no AWS region: pass --region, or set one in your AWS config "
         "(or AWS_REGION)"
@@ -609,11 +609,13 @@ def test_an_event_that_is_not_json_is_named(
         (["--deployment", "europe"], "nodescaler-europe", "prod-eu"),
         (["--deployment", "staging"], "nodescaler-staging", "staging"),
         (["--cluster", "elsewhere"], "nodescaler-elsewhere", "elsewhere"),
-        (["--stack", "mine"], "mine", ""),  # named outright: only --cluster narrows
+        # named outright: --cluster narrows, or the stack's ClusterName output (None here)
+        (["--stack", "mine"], "mine", None),
+        (["--stack", "mine", "--cluster", "staging"], "mine", "staging"),
     ],
 )
 def test_a_deployment_is_found_by_its_cdk_json_entry(
-    tmp_path: Path, argv: list[str], stack: str, cluster: str
+    tmp_path: Path, argv: list[str], stack: str, cluster: str | None
 ) -> None:
     config = tmp_path / "cdk.json"
     deployments = [{"clusterName": "prod-eu", "name": "europe"}, {"clusterName": "staging"}]

@@ -202,7 +202,7 @@ def test_status_notes_who_paused_a_group_and_until_when(
     pause = group.store.load("web-ng").pause
     assert pause is not None
     capsys.readouterr()
-    assert main(["status", *AT]) == 0
+    assert main(["status", "-o", "wide", *AT]) == 0
     (row,) = [r for r in capsys.readouterr().out.splitlines() if r.startswith("web-ng")]
     assert f"paused (scale-in) by {caller()} until {pause.until:%Y-%m-%d %H:%M:%S}Z (upgrade)" in (
         row

@@ -263,7 +263,7 @@ behavior:
               entries: [{start: "0 25 * * *", end: "0 18 * * *", replicas: 3}]
         """),
         "spec.metrics[0].schedule.entries[0].start",
-        "malformed cron expression '0 25 * * *'",
+        "cron expression '0 25 * * *': hour 25 out of range (0-23)",
     ),
     (
         "cron with six fields",
@@ -276,7 +276,7 @@ behavior:
               entries: [{start: "0 0 8 * * *", end: "0 18 * * *", replicas: 3}]
         """),
         "spec.metrics[0].schedule.entries[0].start",
-        "expected 5 fields",
+        "cron expression '0 0 8 * * *': has 6 fields, expected 5 (minute hour",
     ),
     (
         "unknown time zone",

@@ -88,7 +88,7 @@ def test_the_tightest_open_window_wins_and_earlier_removals_count() -> None:
     [
         (
             {"schedule": "0 9 * *"},
-            "scaleInWindows[0].schedule: malformed cron expression",
+            "scaleInWindows[0].schedule: cron expression '0 9 * *': has 4 fields, expected 5",
         ),
         (
             {"timeZone": "Europe/Pariss"},

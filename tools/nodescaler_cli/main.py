@@ -10,52 +10,89 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nodescaler.adapters.deployed_policies import load_policies, load_policy_file
 from nodescaler.errors import MalformedEventError, NodescalerError, PolicyError, StateCorruptError
 
 from nodescaler_cli import pause, policies
-from nodescaler_cli.event_fit import INVOKED
+from nodescaler_cli.event_owner import INVOKED
 from nodescaler_cli.output import FORMATS
+from nodescaler_cli.schema import SCHEMA_FILE
 
 DEFAULT_POLICIES = Path("policies")
 
 
 def _validate(args: argparse.Namespace) -> int:
-    path: Path = args.path
-    if path.is_file():
-        policy = load_policy_file(path)
-        print(f"{path}: policy {policy.name!r} is valid")
-        return 0
-    policies = load_policies(path)
-    for name in sorted(policies):
-        print(f"{path}: policy {name!r} is valid")
+    """Each policy of the paths given (`validate a.yaml b/`, or `-f`), checked as synth and
+    apply check them; policies/ when none is given."""
+    from nodescaler_cli.policy_input import read_documents
+
+    paths = [*args.paths, *(args.filenames or [])] or [DEFAULT_POLICIES]
+    for document in read_documents(paths):
+        print(f"{document.source}: policy {document.policy.name!r} is valid")
     return 0
 
 
+def _schema(args: argparse.Namespace) -> int:
+    from nodescaler_cli.schema import schema_text
+
+    print(schema_text(), end="")
+    return 0
+
+
+def _sandbox() -> Any:
+    """The sandbox's runner, or one line saying what to install when it is not there."""
+    from nodescaler_cli.observe import OperatorError
+
+    try:  # what the sandbox imports only once it runs: moto, matplotlib (the dev extras)
+        import matplotlib  # noqa: F401
+        import moto  # noqa: F401
+        from nodescaler_sandbox import runner
+    except ImportError as error:
+        raise OperatorError(
+            f"the sandbox needs the dev extras ({error.name or 'a package'} is missing): "
+            "run make setup in a checkout, or pip install 'nodescaler[dev]'"
+        ) from None
+    return runner
+
+
 def _simulate(args: argparse.Namespace) -> int:
-    # The sandbox is imported only for the commands that run it.
+    """Each scenario's timeline and figures on a terminal; piped, one line per scenario."""
+    scenarios = _sandbox()
     from nodescaler_sandbox import comparison
-    from nodescaler_sandbox import runner as scenarios
     from nodescaler_sandbox.scenario_file import load_scenario
 
+    piped = not sys.stdout.isatty()
+    write = (lambda line: None) if piped else print
     files = [args.scenario] if args.scenario else scenarios.scenario_files()
     loaded = [load_scenario(path) for path in files]  # every file checked before any runs
     if len(loaded) == 1:
-        summaries = [scenarios.run(loaded[0], progress=scenarios.progress_to_terminal())]
+        progress = scenarios.progress_to_terminal()
+        summaries = [scenarios.run(loaded[0], write=write, progress=progress)]
     else:
-        summaries = scenarios.run_all(files, loaded)
+        summaries = scenarios.run_all(files, loaded, write=write)
+    for summary in summaries if piped else ():
+        print(scenario_line(summary))
     if len(summaries) > 1:  # one scenario alone leaves the last run's comparison as it was
         table, chart = comparison.write(scenarios.OUT, summaries)
-        print(f"\n{table.read_text()}")
+        write(f"\n{table.read_text()}")
         print(f"Cost and wait, every scenario: {table} and {chart}")
     return 0
 
 
+def scenario_line(summary: dict[str, Any]) -> str:
+    """A scenario's outcome on one line: cost and wait, nodescaler's against the baseline's."""
+    from nodescaler_sandbox.runner import BASELINE, NODESCALER
+
+    ours, theirs = summary[NODESCALER], summary[BASELINE]
+    figures = ("node_hours", "idle_node_hours", "unschedulable_pod_minutes")
+    said = ", ".join(f"{key} {ours[key]:g} (baseline {theirs[key]:g})" for key in figures)
+    return f"{summary['scenario']}: {said}"
+
+
 def _invoke(args: argparse.Namespace) -> int:
-    from nodescaler_sandbox import runner as scenarios
+    scenarios = _sandbox()
     from nodescaler_sandbox.scenario_file import load_event, load_scenario
 
-    from nodescaler_cli.event_fit import misfit
+    from nodescaler_cli.event_owner import misfit
 
     incoming = load_event(args.event)
     if problem := misfit(args.function, incoming, args.event):
@@ -67,7 +104,7 @@ def _invoke(args: argparse.Namespace) -> int:
 
 def _target(args: argparse.Namespace) -> Any:
     """The command's AWS target, made once: main names the table it resolved in errors."""
-    from nodescaler_cli.operator import Target
+    from nodescaler_cli.observe import Target
 
     if getattr(args, "target", None) is None:
         stack, cluster = _deployment(args)
@@ -84,17 +121,17 @@ def _target(args: argparse.Namespace) -> Any:
     return args.target
 
 
-def _deployment(args: argparse.Namespace) -> tuple[str, str]:
+def _deployment(args: argparse.Namespace) -> tuple[str, str | None]:
     """The stack, as synth names it, and the cluster whose groups it manages: by --stack; by
     --deployment or --cluster, as cdk.json describes it when it does; else the one deployment
     cdk.json describes. A pause or a status then sees only the groups that deployment scales."""
     from nodescaler.deployment import PREFIX, deployment_id, name_for_cluster
 
-    from nodescaler_cli.operator import deployment_from, deployments_in
+    from nodescaler_cli.observe import deployment_from, deployments_in
 
-    if args.stack or args.table:  # named outright: only --cluster narrows the groups
+    if args.stack or args.table:  # named outright: --cluster, or the stack's, narrows them
         stack = args.stack or (deployment_from(args.config) or (PREFIX, ""))[0]
-        return str(stack), args.cluster
+        return str(stack), args.cluster or (None if args.stack and not args.table else "")
     described = deployments_in(args.config) if args.deployment or args.cluster else []
     if args.deployment is not None:
         stack = deployment_id(args.deployment)
@@ -109,18 +146,22 @@ def _deployment(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from nodescaler_cli.operator import status
+    from nodescaler_cli.observe import status, watch
 
-    return status(_target(args))
+    if args.watch:
+        return watch(_target(args), args.groups, args.interval)
+    return status(_target(args), args.groups)
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from nodescaler_cli.operator import explain
+    from nodescaler_cli.observe import explain
 
     return explain(_target(args), args.group, args.last)
 
 
 def _aws_options(command: argparse.ArgumentParser) -> None:
+    """Where the command reads and writes: one group in its --help, listed once."""
+    command = command.add_argument_group(AWS_OPTIONS)  # type: ignore[assignment]
     command.add_argument("--region", help="AWS region (default: your AWS configuration)")
     command.add_argument("--endpoint-url", help="an AWS endpoint, e.g. the sandbox's moto server")
     command.add_argument("--table", help="the state table (default: from the stack's outputs)")
@@ -144,6 +185,57 @@ def _aws_options(command: argparse.ArgumentParser) -> None:
     )
 
 
+AWS_OPTIONS = "AWS options (which deployment, where)"
+# Each command's --help ends with these, as kubectl's do.
+EXAMPLES = {
+    "validate": (
+        "nodescaler validate                      # every policy in policies/",
+        "nodescaler validate -f web.yaml -f gpu/  # files and folders, as apply takes them",
+        "nodescaler validate all.yaml             # a file of several documents (---)",
+    ),
+    "schema": ("nodescaler schema > nodegroup-policy.json  # for your editor",),
+    "simulate": (
+        "nodescaler simulate                       # every scenario, as make demo runs them",
+        "nodescaler simulate scenarios/spiky-web.yaml",
+        "nodescaler simulate | cat                 # one line per scenario, for a log",
+    ),
+    "invoke": (
+        "nodescaler invoke dispatch events/schedule-tick.json",
+        "nodescaler invoke drain events/lifecycle-terminate.json",
+        "nodescaler invoke terminate events/termination-request.json",
+    ),
+    "status": (
+        "nodescaler status                         # cdk.json's deployment",
+        "nodescaler status -o wide                 # every column",
+        "nodescaler status 'web*' --watch          # the groups named web..., every 10 s",
+        "nodescaler status --stack Platform        # a Nodescaler construct in your stack",
+    ),
+    "explain": (
+        "nodescaler explain web-asg",
+        "nodescaler explain web-asg --last 20 -o yaml",
+    ),
+    "apply": (
+        "nodescaler apply -f policies/web.yaml",
+        "nodescaler apply -f policies/ --cluster prod-eu",
+    ),
+    "get": ("nodescaler get policies", "nodescaler get policies -o json"),
+    "diff": ("nodescaler diff -f policies/  # exit code 1 when they differ",),
+    "history": ("nodescaler history web",),
+    "rollback": ("nodescaler rollback web --to 3",),
+    "pause": (
+        "nodescaler pause web-asg --for 2h --reason 'load test'",
+        "nodescaler pause web-asg --scale-in",
+    ),
+    "resume": ("nodescaler resume web-asg",),
+}
+
+
+def _with_examples(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    for name, command in commands.choices.items():
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
+        command.epilog = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
+
+
 def _positive(text: str) -> int:
     """A count of one or more, or argparse's usage error (exit 2)."""
     try:
@@ -155,10 +247,16 @@ def _positive(text: str) -> int:
     return number
 
 
-def _output_option(command: argparse.ArgumentParser) -> None:
-    """Every read command prints a table for people, or JSON or YAML for scripts."""
+def _output_option(command: argparse.ArgumentParser, *, wide: bool = False) -> None:
+    """Every read command prints a table for people, or JSON or YAML for scripts; status's
+    short table has a wide one with every column."""
+    choices = (*FORMATS, "wide") if wide else FORMATS
     command.add_argument(
-        "-o", "--output", choices=FORMATS, default="table", help="table (default), json or yaml"
+        "-o",
+        "--output",
+        choices=choices,
+        default="table",
+        help=f"table (default), {'wide (every column), ' if wide else ''}json or yaml",
     )
 
 
@@ -198,13 +296,27 @@ def build_parser() -> argparse.ArgumentParser:
         "validate", help="validate policy documents offline (the same errors as synth)"
     )
     validate.add_argument(
-        "path",
+        "paths",
         type=Path,
-        nargs="?",
-        default=DEFAULT_POLICIES,
-        help="a policy file or a folder of them (default: policies/)",
+        nargs="*",
+        metavar="PATH",
+        help="policy files (several documents each, separated by ---) or folders of them "
+        "(default: policies/)",
+    )
+    validate.add_argument(
+        "-f",
+        "--filename",
+        dest="filenames",
+        type=Path,
+        action="append",
+        help="a policy file or a folder of them, as apply and diff take (repeatable)",
     )
     validate.set_defaults(run=_validate)
+
+    schema = commands.add_parser(
+        "schema", help=f"print the policies' JSON Schema, for editors (as {SCHEMA_FILE})"
+    )
+    schema.set_defaults(run=_schema)
 
     simulate = commands.add_parser(
         "simulate",
@@ -235,8 +347,20 @@ def build_parser() -> argparse.ArgumentParser:
     status = commands.add_parser(
         "status", help="one row per managed group: sizes, metrics against targets, last decision"
     )
+    status.add_argument(
+        "groups",
+        nargs="*",
+        metavar="GROUP",
+        help="only these groups: names, or patterns such as 'web*' (default: every one)",
+    )
+    status.add_argument(
+        "-w", "--watch", action="store_true", help="list them again every --interval seconds"
+    )
+    status.add_argument(
+        "--interval", type=_positive, default=10, help="seconds between lists (default: 10)"
+    )
     _aws_options(status)
-    _output_option(status)
+    _output_option(status, wide=True)
     status.set_defaults(run=_status)
 
     explain = commands.add_parser(
@@ -251,6 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.set_defaults(run=_explain)
     policies.register(commands, _target, _aws_options, _output_option)
     pause.register(commands)
+    _with_examples(commands)
     return parser
 
 
@@ -258,7 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from nodescaler_cli.operator import OperatorError, UsageError, aws_problem, one_line
+    from nodescaler_cli.observe import OperatorError, UsageError, aws_problem, one_line
 
     try:
         code: int = args.run(args)

@@ -17,7 +17,7 @@ from nodescaler.domain.optin import PauseDirection, is_managed, read_opt_in
 from nodescaler.domain.pause import Pause, parse_duration
 
 if TYPE_CHECKING:  # boto3 is loaded by the commands that call AWS, not by the parser
-    from nodescaler_cli.operator import Target
+    from nodescaler_cli.observe import Target
 
 
 def pause(
@@ -29,7 +29,7 @@ def pause(
     reason: str,
     write: Callable[[str], None] = print,
 ) -> int:
-    from nodescaler_cli.operator import UsageError
+    from nodescaler_cli.observe import UsageError
 
     try:
         length = None if duration is None else parse_duration(duration)
@@ -51,7 +51,7 @@ def pause(
 
 
 def resume(target: Target, group: str, write: Callable[[str], None] = print) -> int:
-    from nodescaler_cli.operator import OperatorError
+    from nodescaler_cli.observe import OperatorError
 
     found = target.node_groups().get(group)
     if found is None:
@@ -75,14 +75,14 @@ def resume(target: Target, group: str, write: Callable[[str], None] = print) -> 
 
 def _managed_group(target: Target, group: str) -> None:
     """The group must be one nodescaler manages: a pause of anything else would do nothing."""
-    from nodescaler_cli.operator import OperatorError
+    from nodescaler_cli.observe import OperatorError
 
     tags = target.tag_names
     found = target.node_groups().get(group)
     if found is None:
         raise OperatorError(f"node group {group}: no such Auto Scaling group; nothing paused")
-    if not is_managed(found.tags, tags, target.cluster):
-        cluster = f" and {tags.cluster}={target.cluster}" if target.cluster else ""
+    if not is_managed(found.tags, tags, target.cluster_name):
+        cluster = f" and {tags.cluster}={target.cluster_name}" if target.cluster_name else ""
         raise OperatorError(
             f"node group {group}: not opted in (no tag {tags.enabled}=true{cluster}), so "
             "nodescaler does not scale it; nothing paused"
@@ -91,7 +91,7 @@ def _managed_group(target: Target, group: str) -> None:
 
 def _pause(args: argparse.Namespace) -> int:
     from nodescaler_cli.main import _target
-    from nodescaler_cli.operator import UsageError
+    from nodescaler_cli.observe import UsageError
 
     if args.scale_in and args.scale_out:
         raise UsageError(

@@ -16,7 +16,6 @@ import difflib
 import json
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,49 +26,25 @@ from nodescaler.adapters.aws.policy_store import (
     DynamoPolicyStore,
     PolicyChange,
 )
-from nodescaler.adapters.deployed_policies import load_policy_file, policy_paths
 from nodescaler.domain.policy import NodeGroupPolicy, PrometheusMetric
-from nodescaler.domain.policy.parsing import index_by_name
 from nodescaler.domain.policy.versions import MAX_DOCUMENT_CHARS, PolicyReads, StoredPolicy
 from nodescaler.domain.token_origins import token_pairing, unbound_token
 from nodescaler.errors import PermanentError, PolicyConflictError, PolicyError
 from nodescaler.service.stored_policies import validated
 
-from nodescaler_cli.operator import OperatorError, Target, UsageError
+from nodescaler_cli.observe import OperatorError, Target, UsageError
 from nodescaler_cli.output import render
+from nodescaler_cli.policy_input import Document, read_documents
 
 DEPLOYED_OUTPUT = "DeployedPolicies"  # the stack's CfnOutput (infra/stack.py)
 
 Write = Callable[[str], None]
 
 
-@dataclass(frozen=True)
-class Document:
-    """A policy file as read: its policy, its text, and where it came from."""
-
-    policy: NodeGroupPolicy
-    text: str
-    source: str
-
-
 def load_documents(paths: Sequence[Path]) -> list[Document]:
-    """Every policy of these files and folders, validated as `nodescaler validate` does:
-    every problem of every file, and a name defined twice, reported before anything is
-    written."""
-    problems: list[str] = []
-    loaded: list[tuple[Path, NodeGroupPolicy]] = []
-    for given in paths:
-        for file in [given] if given.is_file() else policy_paths(given):
-            try:
-                loaded.append((file, load_policy_file(file)))
-            except PolicyError as error:
-                problems.extend(error.problems)
-    if problems:
-        raise PolicyError("policies", problems)
-    if not loaded:
-        raise OperatorError(f"no policy files (*.yaml, *.yml) in {', '.join(map(str, paths))}")
-    index_by_name((str(file), policy) for file, policy in loaded)  # a name given twice
-    return [Document(p, file.read_text(encoding="utf-8"), str(file)) for file, p in loaded]
+    """Every policy of these files and folders, validated as `nodescaler validate` does
+    (nodescaler_cli.policy_input), before anything is written."""
+    return read_documents(paths)
 
 
 def _readable(stored: StoredPolicy) -> StoredPolicy:

@@ -885,6 +885,10 @@ def invoke(
                 result = box.handlers["evaluate"].handler(
                     incoming, context, evaluator=box.evaluator
                 )
+            elif function == "terminate":  # as Auto Scaling asks it which instances go
+                result = box.handlers["terminate"].handler(
+                    incoming, context, chooser=box.terminator
+                )
             else:
                 result = box.handlers["drain"].handler(incoming, context, drainer=box.drainer)
         write(json.dumps(result, indent=2, default=str))

@@ -28,3 +28,8 @@ def drain_hook(deployment: str) -> str:
 
 
 DEFAULT_DRAIN_HOOK = drain_hook(PREFIX)
+
+# The stack outputs the Nodescaler construct publishes and the operator CLI reads, by key.
+STATE_TABLE_OUTPUT = "StateTableName"
+DEPLOYED_POLICIES_OUTPUT = "DeployedPolicies"
+CLUSTER_OUTPUT = "ClusterName"

@@ -7,7 +7,7 @@ synth, `nodescaler validate`, the evaluator's log and a test's assertion.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import yaml
@@ -78,7 +78,12 @@ def problems_of(
     error: ValidationError, source: str, under: tuple[str | int, ...] = ()
 ) -> list[str]:
     """One `source: field.path: message` line per error; `under` prefixes the field path."""
-    return [f"{source}: {field_path((*under, *e['loc']))}: {_message(e)}" for e in error.errors()]
+    return problems_at(error, lambda loc: f"{source}: {field_path((*under, *loc))}")
+
+
+def problems_at(error: ValidationError, where: Callable[[tuple[int | str, ...]], str]) -> list[str]:
+    """One `where: message` line per error, `where(loc)` naming the source and field of each."""
+    return [f"{where(tuple(e['loc']))}: {_message(e)}" for e in error.errors()]
 
 
 # Far deeper than any policy needs, far shallower than the loader's recursion can go.

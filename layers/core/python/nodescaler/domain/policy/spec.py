@@ -15,6 +15,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from nodescaler.domain.cron import cron_problem
+
 PositiveAmount = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
 
 
@@ -44,10 +46,7 @@ def fires_every_year(expression: str) -> bool:
 
 def check_cron(expression: str) -> str:
     if len(expression.split()) != 5 or not croniter.is_valid(expression):
-        raise ValueError(
-            f"malformed cron expression {expression!r}: expected 5 fields "
-            "(minute hour day-of-month month day-of-week)"
-        )
+        raise ValueError(f"cron expression {expression!r}: {cron_problem(expression)}")
     if not fires_every_year(expression):
         raise ValueError(
             f"cron expression {expression!r} does not fire every year (a date that does not "

@@ -13,7 +13,7 @@ from nodescaler.events.dispatch import parse_dispatch_event
 from nodescaler.events.drain import parse_drain_event
 from nodescaler.events.termination import parse_termination_request
 
-INVOKED = ("dispatch", "evaluate", "drain")  # the functions `nodescaler invoke` runs
+INVOKED = ("dispatch", "evaluate", "drain", "terminate")  # the functions `nodescaler invoke` runs
 EVENTS = Path(__file__).resolve().parents[2] / "events"  # the samples, in a checkout
 
 

@@ -9,9 +9,11 @@ rows through `nodescaler_cli.output`; the JSON keys are listed in docs/cli.md.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, timedelta
+from fnmatch import fnmatchcase
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,13 @@ from botocore.exceptions import (
 )
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.state_table import DynamoStateStore
-from nodescaler.deployment import PREFIX, deployment_id, name_for_cluster
+from nodescaler.deployment import (
+    CLUSTER_OUTPUT,
+    PREFIX,
+    STATE_TABLE_OUTPUT,
+    deployment_id,
+    name_for_cluster,
+)
 from nodescaler.domain.decision import Decision, MetricOutcome, MetricStatus
 from nodescaler.domain.group_state import GroupState
 from nodescaler.domain.optin import TagNames, is_managed, read_opt_in
@@ -39,7 +47,6 @@ from pydantic.alias_generators import to_camel
 
 from nodescaler_cli.output import render
 
-STATE_OUTPUT = "StateTableName"  # the stack's CfnOutput (infra/stack.py)
 CDK_JSON = Path("cdk.json")
 CONTEXT_KEY = "nodescaler"  # cdk.json's context key (infra/settings.py)
 # Fail fast on a wrong endpoint: a person is waiting, not a Lambda's retry budget.
@@ -145,7 +152,9 @@ class Target:
     endpoint_url: str | None = None
     table: str | None = None
     stack: str = PREFIX  # an unnamed deployment's stack
-    cluster: str = ""
+    # Only this cluster's groups; None: the cluster the stack's ClusterName output names (a
+    # stack named outright, as a Nodescaler construct in your own stack publishes it).
+    cluster: str | None = ""
     profile: str | None = None
     output: str = "table"  # table, json or yaml (nodescaler_cli.output)
     config: Path | None = None  # cdk.json, for its tag names (default: ./cdk.json if any)
@@ -176,6 +185,16 @@ class Target:
     def _state_table(self) -> str:
         if self.table:
             return self.table
+        if STATE_TABLE_OUTPUT not in self.outputs:
+            raise OperatorError(
+                f"stack {self.stack} has no {STATE_TABLE_OUTPUT} output in region "
+                f"{self.region_name}; pass --table"
+            )
+        return self.outputs[STATE_TABLE_OUTPUT]
+
+    @cached_property
+    def outputs(self) -> dict[str, str]:
+        """The stack's outputs, by key."""
         try:
             stacks = self.client("cloudformation").describe_stacks(StackName=self.stack)["Stacks"]
         except ClientError as error:
@@ -185,13 +204,15 @@ class Target:
                     "pass --stack or --table"
                 ) from None
             raise
-        outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
-        if STATE_OUTPUT not in outputs:
-            raise OperatorError(
-                f"stack {self.stack} has no {STATE_OUTPUT} output in region "
-                f"{self.region_name}; pass --table"
-            )
-        return str(outputs[STATE_OUTPUT])
+        return {o["OutputKey"]: str(o["OutputValue"]) for o in stacks[0].get("Outputs", [])}
+
+    @cached_property
+    def cluster_name(self) -> str:
+        """The cluster whose groups the commands see: --cluster's, cdk.json's, or the
+        stack's (none: the groups that name no cluster)."""
+        if self.cluster is not None:
+            return self.cluster
+        return self.outputs.get(CLUSTER_OUTPUT, "")
 
     def store(self) -> DynamoStateStore:
         return DynamoStateStore(
@@ -203,7 +224,7 @@ class Target:
             self.client("autoscaling"),
             self.client("eks"),
             tag_names=self.tag_names,
-            cluster_name=self.cluster,
+            cluster_name=self.cluster_name,
         )
 
     def show(
@@ -344,11 +365,14 @@ STATUS_KEYS = (
 )
 
 
-def status_rows(target: Target, now: datetime) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """One row per managed group, with what is wrong with it, and its table row; one group's
-    unreadable state is a note on its row, not the end of the listing."""
+def status_rows(
+    target: Target, now: datetime, only: Sequence[str] = ()
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """One row per managed group (those `only` names, when given), with what is wrong with
+    it, and its wide table row; one group's unreadable state is a note on its row, not the
+    end of the listing."""
     tags = target.tag_names
-    groups = target.node_groups().discover()
+    groups = [g for g in target.node_groups().discover() if _chosen(g.name, only)]
     store = target.store()
     rows = []
     for group in sorted(groups, key=lambda g: g.name):
@@ -381,13 +405,66 @@ def status_rows(target: Target, now: datetime) -> list[tuple[dict[str, Any], dic
     return rows
 
 
-def status(target: Target, write: Callable[[str], None] = print) -> int:
-    rows = status_rows(target, datetime.now(UTC))
-    if not rows and target.output == "table":
-        write(f"(no managed node groups: none carries {target.tag_names.enabled}=true)")
+WIDE = "wide"  # status's -o wide: every column
+SHORT_WIDTH = 80  # the short table's lines, at most (a terminal's classic width)
+
+
+def status(target: Target, only: Sequence[str] = (), write: Callable[[str], None] = print) -> int:
+    """The managed groups (`only` those named: names, or patterns such as `web*`): short
+    columns, every column with `-o wide`, or JSON or YAML."""
+    rows = status_rows(target, datetime.now(UTC), only)
+    if not rows and target.output in ("table", WIDE):
+        chosen = f" named {' or '.join(only)}" if only else ""
+        write(f"(no managed node groups{chosen}: none carries {target.tag_names.enabled}=true)")
         return 0
-    target.show("groups", [row for row, _ in rows], [shown for _, shown in rows], write=write)
+    if target.output == WIDE:
+        write(render("groups", [shown for _, shown in rows]))
+    elif target.output == "table":
+        short = render("groups", [_short(row) for row, _ in rows])
+        write("\n".join(_clip(line, SHORT_WIDTH) for line in short.split("\n")))
+    else:
+        write(render("groups", [row for row, _ in rows], target.output))
     return 0
+
+
+def watch(
+    target: Target,
+    only: Sequence[str],
+    every: int,
+    write: Callable[[str], None] = print,
+    sleep: Callable[[float], None] | None = None,
+) -> int:
+    """status again every `every` seconds, each under the time it was read, until Ctrl-C."""
+    try:
+        while True:
+            write(f"{datetime.now(UTC):%H:%M:%S}Z (every {every} s; Ctrl-C to stop)")
+            status(target, only, write)
+            write("")
+            (sleep or time.sleep)(every)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _chosen(group: str, only: Sequence[str]) -> bool:
+    return not only or any(fnmatchcase(group, pattern) for pattern in only)
+
+
+def _short(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A status row in few, short columns: the notes' first word stands for them."""
+    decision = row["desired"] is not None
+    first = row["notes"][0] if row["notes"] else ("ok" if decision else "never evaluated")
+    return {
+        "group": _clip(row["group"], 24),
+        "policy": _clip(row["policy"] or "-", 16),
+        "nodes": f"{row['in_service']}/{row['current']}",
+        "desired": row["desired"] if decision else "-",
+        "min-max": f"{row['min']}-{row['max']}",
+        "status": first + (f" (+{len(row['notes']) - 1})" if len(row["notes"]) > 1 else ""),
+    }
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 # The keys of `nodescaler explain -o json`'s rows, in order (docs/cli.md lists them).
@@ -481,8 +558,8 @@ def _why_no_decisions(target: Target, group: str) -> str:
     if found is None:
         return f"node group {group} not found in region {target.region_name}"
     tags = target.tag_names
-    if not is_managed(found.tags, tags, target.cluster):
-        where = f" and {tags.cluster}={target.cluster}" if target.cluster else ""
+    if not is_managed(found.tags, tags, target.cluster_name):
+        where = f" and {tags.cluster}={target.cluster_name}" if target.cluster_name else ""
         return f"node group {group} is not managed: it is not tagged {tags.enabled}=true{where}"
     state = target.store().load(group)
     problems = [*read_opt_in(group, found.tags, tags).problems, *state.problems]

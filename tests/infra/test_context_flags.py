@@ -1,0 +1,130 @@
+"""`-c key=value` for every setting, as CDK users pass context (`cdk ls -c clusterName=x`),
+and each bad value blamed on where it came from: `-c key`, `-c nodescaler='{...}'` or
+cdk.json, naming the field.
+
+The CDK CLI passes each `-c key=value` to the app as a string, in the app's context
+(https://docs.aws.amazon.com/cdk/v2/guide/context.html#context_cli).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from infra.settings import (
+    SettingsError,
+    Sources,
+    context_flags,
+    json_flag,
+    load_deployments,
+    setting_keys,
+)
+from tests.infra.test_stack import CDK_CONTEXT, REPO
+
+pytestmark = pytest.mark.infra
+
+
+def deploy(flags: dict[str, str], override: str | None = None) -> list[str]:
+    sources = Sources(
+        file=CDK_CONTEXT,
+        json_flag=json_flag(override, CDK_CONTEXT),
+        flags=context_flags(flags.get),
+    )
+    return [settings.deployment for settings, _ in load_deployments(sources, REPO)]
+
+
+def problem(flags: dict[str, str], override: str | None = None) -> str:
+    with pytest.raises(SettingsError) as raised:
+        deploy(flags, override)
+    return str(raised.value)
+
+
+def test_given_c_cluster_name_then_the_deployment_is_named_for_it() -> None:
+    assert deploy({"clusterName": "x"}) == ["nodescaler-x"]
+
+
+def test_given_c_values_as_strings_then_each_is_read_as_its_settings_type() -> None:
+    sources = Sources(
+        file=CDK_CONTEXT,
+        flags=context_flags(
+            {
+                "dryRun": "true",
+                "tickMinutes": "5",
+                "drainGroups": '["web"]',
+                "alarms.email": "oncall@example.com",
+            }.get
+        ),
+    )
+    ((settings, _),) = load_deployments(sources, REPO)
+    assert settings.dry_run is True
+    assert settings.tick_minutes == 5
+    assert settings.drain_groups == ["web"]
+    assert settings.alarms.email == "oncall@example.com"
+    assert settings.alarms.shortfall_minutes == 15  # the rest of cdk.json's alarms stays
+
+
+def test_every_setting_and_each_field_of_an_object_setting_has_a_c_key() -> None:
+    keys = setting_keys()
+    assert {"clusterName", "dryRun", "alarms.email", "drain.timeoutResult"} <= set(keys)
+    assert {key.split(".")[0] for key in keys} == {
+        key for key in keys if "." not in key
+    }  # each dotted key's object is a key too
+
+
+def test_given_a_bad_c_value_then_the_c_flag_and_the_field_are_blamed() -> None:
+    assert problem({"tickMinutes": "0"}) == (
+        '-c tickMinutes (given "0"): tickMinutes: Input should be greater than or equal to 1'
+    )
+    assert problem({"alarms.email": "nobody"}).startswith(
+        '-c alarms.email (given "nobody"): alarms.email: String should match pattern'
+    )
+
+
+def test_given_a_bad_value_in_c_nodescaler_then_c_nodescaler_and_the_field_are_blamed() -> None:
+    message = problem({}, '{"clusterName": "x", "alarms": {"email": "nobody"}}')
+    assert message.startswith("-c nodescaler: alarms.email: String should match pattern")
+    assert "cdk.json" not in message
+
+
+def test_given_a_bad_value_in_cdk_json_beside_a_c_value_then_cdk_json_is_blamed() -> None:
+    with pytest.raises(SettingsError, match=r"^cdk.json: context.nodescaler.tickMinutes: "):
+        load_deployments(
+            Sources(
+                file=CDK_CONTEXT | {"tickMinutes": 0},
+                json_flag={"alarms": {"shortfallMinutes": 20}},
+                flags={"clusterName": "x"},
+            ),
+            REPO,
+        )
+
+
+def test_given_a_c_list_that_is_not_json_then_the_flag_is_named() -> None:
+    assert problem({"drainGroups": "[web"}).startswith("-c drainGroups: is not JSON")
+
+
+def test_given_a_bad_value_in_one_c_nodescaler_deployment_then_its_entry_is_named() -> None:
+    override = json.dumps({"deployments": [{"clusterName": "a"}, {"clusterName": "b c"}]})
+    assert problem({}, override).startswith(
+        "-c nodescaler: deployments[1].clusterName: String should match pattern"
+    )
+
+
+@pytest.mark.slow
+def test_cdk_ls_with_c_cluster_name_prints_the_deployment_and_nothing_else() -> None:
+    # As the README runs it: npx, no variable set to silence Node's end-of-life warning.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JSII_SILENCE")}
+    listed = subprocess.run(
+        ["npx", "cdk", "ls", "-c", "clusterName=x", "--no-notices", "--no-version-reporting"],
+        cwd=REPO,
+        env=env | {"CDK_DISABLE_CLI_TELEMETRY": "true"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout == "nodescaler-x\n"
+    assert listed.stderr == "", "run `make setup`: package.json brings Node's LTS for the CDK"

@@ -1,0 +1,54 @@
+"""`nodescaler simulate` piped prints one line per scenario (no timeline), and without the
+dev extras says what to install instead of a traceback; `invoke` likewise."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nodescaler.observability  # noqa: F401  (its log handler made before capsys: see test_invoke_events)
+import pytest
+from nodescaler_cli.main import main
+from nodescaler_sandbox import runner
+
+REPO = Path(__file__).parents[2]
+
+
+@pytest.mark.sandbox
+def test_simulate_piped_prints_one_line_for_the_scenario(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(runner, "OUT", tmp_path)
+    # capsys's stdout is no terminal: as `nodescaler simulate ... | cat`
+    assert main(["simulate", str(REPO / "scenarios" / "9-spot-at-max.yaml")]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("spot-at-max: node_hours ")
+    assert "(baseline " in line and "unschedulable_pod_minutes " in line
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["simulate"], ["invoke", "dispatch", "events/schedule-tick.json"]],
+)
+def test_without_the_dev_extras_the_sandbox_commands_say_what_to_install(
+    command: list[str],
+) -> None:
+    # moto missing, as in an install without the dev extras
+    code = "import sys; sys.modules['moto'] = None; from nodescaler_cli.main import main; "
+    code += f"sys.exit(main({command!r}))"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=os.environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"nodescaler {command[0]}: the sandbox needs the dev extras (moto is missing): run "
+        "make setup in a checkout, or pip install 'nodescaler[dev]'\n"
+    )
