@@ -12,8 +12,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.adapters.aws import describe_aws_error
 from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.policy import MetricBase, SqsQueueMetric
+from nodescaler.domain.policy import MetricBase, SqsQueueMetric, SqsQueueSource
 from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
+from nodescaler.errors import QueueUnreadableError
+
+# What SQS answers for a queue that no longer exists (GetQueueUrl, GetQueueAttributes).
+QUEUE_GONE = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
 
 
 class SqsQueueLength:
@@ -53,3 +57,23 @@ class SqsQueueLength:
         labels = ["visible", "in flight", "delayed"][: len(counts)]
         detail = " + ".join(f"{n} {label}" for n, label in zip(counts, labels, strict=True))
         return MetricReading(value=sum(counts), at=now, detail=detail)
+
+    def backlog(self, source: SqsQueueSource) -> int:
+        """The fast path's look: the queue's messages as its metric counts them; an error
+        raises QueueUnreadableError naming the queue, `gone` when it no longer exists."""
+        names = ["ApproximateNumberOfMessages"]
+        names += ["ApproximateNumberOfMessagesNotVisible"] if source.include_in_flight else []
+        names += ["ApproximateNumberOfMessagesDelayed"] if source.include_delayed else []
+        try:
+            attributes = self._sqs.get_queue_attributes(
+                QueueUrl=self._url(source.queue), AttributeNames=names
+            )["Attributes"]
+        except (ClientError, BotoCoreError) as error:
+            self._urls.pop(source.queue, None)
+            gone = isinstance(error, ClientError) and (
+                error.response.get("Error", {}).get("Code") in QUEUE_GONE
+            )
+            raise QueueUnreadableError(
+                f"queue {source.queue}: {describe_aws_error(error)}", gone=gone
+            ) from None
+        return sum(int(attributes.get(name, 0)) for name in names)
