@@ -115,7 +115,7 @@ def groups() -> None:
     make_asg("reports-nodes", tags=opted_in("reports"), desired=1)
 
 
-def test_given_a_flood_of_unschedulable_pods_when_it_looks_for_a_minute_then_one_request_per_pending_pods_group(  # noqa: E501
+def test_given_a_flood_of_unschedulable_pods_when_it_looks_for_a_minute_then_one_request_per_pending_pods_group(
     fast: Callable[..., tuple[Deployment, FastPath]], api_server: KubeApiServer, output: Any
 ) -> None:
     deployment, path = fast()
@@ -223,7 +223,7 @@ def test_given_a_deleted_queue_when_it_looks_then_it_is_named_counted_and_the_ot
 
 
 @pytest.mark.parametrize("fault", [Fault.DOWN, Fault.SLOW])
-def test_given_the_api_server_failing_when_it_looks_then_it_backs_off_asks_nothing_and_the_tick_runs(  # noqa: E501
+def test_given_the_api_server_failing_when_it_looks_then_it_backs_off_asks_nothing_and_the_tick_runs(
     fast: Callable[..., tuple[Deployment, FastPath]],
     api_server: KubeApiServer,
     output: Any,

@@ -74,16 +74,20 @@ def test_given_the_default_settings_then_an_alarm_watches_its_errors(template: T
     assert len(alarms) == 1 and alarms[0]["AlarmName"].endswith("-fast_path-errors")
 
 
-def test_given_fast_path_false_then_no_function_schedule_rights_or_alarm_of_it_are_deployed() -> None:
+def test_given_fast_path_false_then_no_function_schedule_rights_or_alarm_of_it_are_deployed() -> (
+    None
+):
     template = synth(fastPath=False)
 
     assert fast_path_function(template) == []
     assert fast_path_statements(template) == []
     assert not [
-        r for r in resources(template, "AWS::Events::Rule").values()
+        r
+        for r in resources(template, "AWS::Events::Rule").values()
         if "FastPath" in render(r["Properties"].get("Targets", []))
     ]
     assert not [
-        a for a in resources(template, "AWS::CloudWatch::Alarm").values()
+        a
+        for a in resources(template, "AWS::CloudWatch::Alarm").values()
         if "fast_path" in render(a["Properties"].get("AlarmName", ""))
     ]
