@@ -73,13 +73,17 @@ class FastPathFunction:
             targets=[events_targets.LambdaFunction(function, retry_attempts=0)],
         )
         nag.explain(self.lambda_.role, nag.NO_RESOURCE_LEVEL)
+        nothing_to_keep = "A failed start is not worth keeping: the next minute's starts "
+        nothing_to_keep += "anyway, and the tick decides meanwhile (its errors raise an alarm)."
         nag.explain(
             function,
-            NagPackSuppression(
-                id="Serverless-LambdaDLQ",
-                reason="A failed start is not worth keeping: the next minute's starts anyway, "
-                "and the tick decides meanwhile.",
+            *(
+                NagPackSuppression(id=rule, reason=nothing_to_keep)
+                for rule in ("Serverless-LambdaDLQ", "Serverless-LambdaAsyncFailureDestination")
             ),
+        )
+        nag.explain(
+            self.schedule, NagPackSuppression(id="Serverless-EventBusDLQ", reason=nothing_to_keep)
         )
 
     def alarm(self, deployment: str, topic: sns.ITopic | None) -> cloudwatch.Alarm:
