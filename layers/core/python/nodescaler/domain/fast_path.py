@@ -41,7 +41,7 @@ class Debounce:
     unschedulable pod not seen before, a queue asking for more than it last did)."""
 
     pods: frozenset[str] = frozenset()
-    needs: dict[str, int] = field(default_factory=dict)  # queue → nodes last asked for
+    needs: dict[str, int] = field(default_factory=dict)  # queue → the most nodes asked for
 
     def new_pods(self, seen: Iterable[str]) -> frozenset[str]:
         """The pods of `seen` not seen the last time; gone ones are forgotten."""
@@ -50,8 +50,10 @@ class Debounce:
         return new
 
     def need_rose(self, queue: str, need: int) -> bool:
+        """Whether `need` is more than the queue asked for since it was last on target; back
+        on target (0), the need is forgotten, so a new rise is asked again."""
         before = self.needs.get(queue, 0)
-        self.needs[queue] = need  # back within target: forgotten, so a new rise is asked again
+        self.needs[queue] = max(before, need) if need else 0
         return need > before
 
 
