@@ -91,7 +91,7 @@ class FastPathFunction:
         alarm = cloudwatch.Alarm(
             self.lambda_,
             "Errors",
-            alarm_name=f"{deployment}-fast_path-errors",
+            alarm_name=f"{deployment}-fast-path-errors",
             alarm_description="The fast path function failed an invocation (see its log "
             "group); the tick still decides every minute.",
             metric=self.lambda_.function.metric_errors(period=Duration.minutes(5)),

@@ -71,7 +71,7 @@ def test_given_the_default_settings_then_an_alarm_watches_its_errors(template: T
         if a["Properties"].get("MetricName") == "Errors"
         and name in render(a["Properties"].get("Dimensions", []))
     ]
-    assert len(alarms) == 1 and alarms[0]["AlarmName"].endswith("-fast_path-errors")
+    assert len(alarms) == 1 and alarms[0]["AlarmName"].endswith("-fast-path-errors")
 
 
 def test_given_fast_path_false_then_no_function_schedule_rights_or_alarm_of_it_are_deployed() -> (
@@ -89,5 +89,5 @@ def test_given_fast_path_false_then_no_function_schedule_rights_or_alarm_of_it_a
     assert not [
         a
         for a in resources(template, "AWS::CloudWatch::Alarm").values()
-        if "fast_path" in render(a["Properties"].get("AlarmName", ""))
+        if "fast-path" in render(a["Properties"].get("AlarmName", ""))
     ]
