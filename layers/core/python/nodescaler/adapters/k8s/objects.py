@@ -197,7 +197,7 @@ def pod_from_wire(wire: PodWire) -> Pod:
         ),
         labels=metadata.labels,
         priority=spec.priority,
-        unschedulable=unschedulable,
+        unschedulable=unschedulable(status),
         problem=problem,
         placement=placement,
     )
