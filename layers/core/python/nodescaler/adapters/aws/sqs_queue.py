@@ -40,20 +40,10 @@ class SqsQueueLength:
 
     def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
         assert isinstance(metric, SqsQueueMetric)
-        source = metric.sqs_queue
-        names = ["ApproximateNumberOfMessages"]
-        if source.include_in_flight:
-            names.append("ApproximateNumberOfMessagesNotVisible")
-        if source.include_delayed:
-            names.append("ApproximateNumberOfMessagesDelayed")
         try:
-            attributes = self._sqs.get_queue_attributes(
-                QueueUrl=self._url(source.queue), AttributeNames=names
-            )["Attributes"]
-        except (ClientError, BotoCoreError) as error:
-            self._urls.pop(source.queue, None)
-            return MetricUnavailable(reason=f"queue {source.queue}: {describe_aws_error(error)}")
-        counts = [int(attributes.get(name, 0)) for name in names]
+            counts = self._counts(metric.sqs_queue)
+        except QueueUnreadableError as error:
+            return MetricUnavailable(reason=str(error))
         labels = ["visible", "in flight", "delayed"][: len(counts)]
         detail = " + ".join(f"{n} {label}" for n, label in zip(counts, labels, strict=True))
         return MetricReading(value=sum(counts), at=now, detail=detail)
@@ -61,9 +51,14 @@ class SqsQueueLength:
     def backlog(self, source: SqsQueueSource) -> int:
         """The fast path's look: the queue's messages as its metric counts them; an error
         raises QueueUnreadableError naming the queue, `gone` when it no longer exists."""
+        return sum(self._counts(source))
+
+    def _counts(self, source: SqsQueueSource) -> list[int]:
         names = ["ApproximateNumberOfMessages"]
-        names += ["ApproximateNumberOfMessagesNotVisible"] if source.include_in_flight else []
-        names += ["ApproximateNumberOfMessagesDelayed"] if source.include_delayed else []
+        if source.include_in_flight:
+            names.append("ApproximateNumberOfMessagesNotVisible")
+        if source.include_delayed:
+            names.append("ApproximateNumberOfMessagesDelayed")
         try:
             attributes = self._sqs.get_queue_attributes(
                 QueueUrl=self._url(source.queue), AttributeNames=names
@@ -76,4 +71,4 @@ class SqsQueueLength:
             raise QueueUnreadableError(
                 f"queue {source.queue}: {describe_aws_error(error)}", gone=gone
             ) from None
-        return sum(int(attributes.get(name, 0)) for name in names)
+        return [int(attributes.get(name, 0)) for name in names]
