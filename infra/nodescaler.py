@@ -41,6 +41,7 @@ from .dashboard import Dashboard
 from .dispatch import DispatchFunction
 from .drain import DrainFunction
 from .evaluate import EVALUATE_TIMEOUT, EvaluateFunction
+from .fast_path import FastPathFunction
 from .functions import NodescalerFunction, Shared, secure_queue
 from .layers import Layers
 from .settings import DeploySettings, construct_settings
@@ -118,6 +119,12 @@ class Nodescaler(Construct):
         self.drain = DrainFunction(shared) if settings.cluster_name else None
         # Which instances a scale-in takes, from the cluster: only with one.
         self.terminate = TerminateFunction(shared) if settings.cluster_name else None
+        # Between ticks, a look every few seconds (cdk.json fastPath: false leaves it out).
+        self.fast_path = (
+            FastPathFunction(shared, reads_kubernetes=self.reads_kubernetes)
+            if settings.fast_path
+            else None
+        )
 
         # Who may change policies without a deploy (`nodescaler apply`): the functions are
         # denied it; an operator's role or user is given it by attaching this.
@@ -162,6 +169,8 @@ class Nodescaler(Construct):
             dead_letter_queues=dead_letters,
             drains=self.drain is not None,
         )
+        if self.fast_path is not None:
+            self.fast_path.alarm(settings.deployment, self.alarms.topic)
         self._publish_outputs()
         nag.explain_dispatch(self.dispatch)
         nag.explain_evaluate(self.evaluate, self.evaluation_dlq)

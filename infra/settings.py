@@ -201,6 +201,9 @@ class DeploySettings(_Context):
     allowed_groups: list[AllowedGroup] | None = None
     policies_folder: Path = Path("policies")
     tick_minutes: Annotated[int, Field(ge=1, le=60)] = 1
+    # Between ticks, a look every few seconds at unschedulable pods and the policies' queues
+    # (README, "The fast path"); false: the tick alone.
+    fast_path: bool = True
     dry_run: bool = False
     deletion_protection: bool = True
     tags: TagKeys = TagKeys()

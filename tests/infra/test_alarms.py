@@ -18,8 +18,9 @@ def test_the_alarms_cover_errors_throttles_dead_letters_latency_shortfall_and_dr
     alarms = resources(template, "AWS::CloudWatch::Alarm").values()
     # errors and throttles of four functions, three dead-letter queues, ticks stopped, groups
     # unserved, evaluation errors, latency, shortfall, backoff, drain failures, drain
-    # timeouts, lifecycle actions expired, stored policies unread, scaling events not put
-    assert len(alarms) == 26
+    # timeouts, lifecycle actions expired, stored policies unread, scaling events not put;
+    # the fast path's errors (its own module)
+    assert len(alarms) == 27
     unread = alarm_on(template, "StoredPolicyReadFailures")
     assert (unread["EvaluationPeriods"], unread["Period"]) == (3, 300)  # persistent, not a blip
     assert alarm_on(template, "ScalingEventsNotPut")["Threshold"] == 1

@@ -15,7 +15,7 @@ from tests.infra.test_stack import synth
 
 SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod-kube-AbCdEf"
 PEM = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
-CLUSTER_FUNCTIONS = ("Evaluate", "Drain", "Terminate")
+CLUSTER_FUNCTIONS = ("Evaluate", "Drain", "Terminate", "FastPath")  # each reads the cluster
 
 
 @pytest.fixture(scope="module")

@@ -135,10 +135,10 @@ def test_the_installed_construct_builds_the_functions_from_its_own_package(
         for f in functions
     }
     # Then each function's code is the installed package's handler
-    assert len(functions) == 4
+    assert len(functions) == 5
     assert handlers == {
         (site / "nodescaler_cdk" / "assets" / "functions" / name / "handler.py").read_text()
-        for name in ("dispatch", "evaluate", "drain", "terminate")
+        for name in ("dispatch", "evaluate", "drain", "terminate", "fast_path")
     }
     (hook,) = [r for r in resources if r["Type"] == "AWS::AutoScaling::LifecycleHook"]
     assert hook["Properties"]["LifecycleHookName"] == "nodescaler-team-a-drain"

@@ -218,6 +218,7 @@ def test_evaluate_may_read_the_cluster_it_is_given_access_to(template: Template)
         "<NodescalerDrainRol": ("my-cluster", ["nodescaler-drain"]),
         "<NodescalerEvaluate": ("my-cluster", ["nodescaler-evaluate"]),
         "<NodescalerTerminat": ("my-cluster", ["nodescaler-terminate"]),
+        "<NodescalerFastPath": ("my-cluster", ["nodescaler-fast-path"]),
     }
 
 

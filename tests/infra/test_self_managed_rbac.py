@@ -43,7 +43,16 @@ def test_the_service_account_is_bound_to_every_role_rbac_yaml_defines() -> None:
         and m["subjects"]
         == [{"kind": "ServiceAccount", "name": "nodescaler", "namespace": "kube-system"}]
     }
-    assert roles == bound == {"nodescaler-evaluate", "nodescaler-drain", "nodescaler-terminate"}
+    assert (
+        roles
+        == bound
+        == {
+            "nodescaler-evaluate",
+            "nodescaler-drain",
+            "nodescaler-terminate",
+            "nodescaler-fast-path",
+        }
+    )
     (token,) = (m for m in SELF_MANAGED if m["kind"] == "Secret")
     assert token["type"] == "kubernetes.io/service-account-token"
     assert token["metadata"]["annotations"]["kubernetes.io/service-account.name"] == "nodescaler"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from nodescaler_bench import (
     evaluate,
+    fast_path,
     faults,
     forecast,
     imports,
@@ -79,6 +80,8 @@ def main() -> None:
         results.update(imports.run(synthesized))
     with _section("Kubernetes: 5,000 nodes, 150,300 pods from the loopback API server"):
         results.update(kubernetes.run())
+    with _section("Fast path: a minute of looks at 5,000 nodes, 150,000 pods, nothing pending"):
+        results.update(fast_path.run())
     with _section("Scale-in: 10 of a 1,000-node group with 30,000 pods, from the API server"):
         results.update(scale_in.run())
     with _section("Evaluate: one group, warm, through the handler, against moto's server"):

@@ -345,3 +345,19 @@ class DrainSettings(EventSettings, ClusterConnectionSettings):
     drain_timeout_result: Annotated[
         Literal["CONTINUE", "ABANDON"], Field(alias="DRAIN_TIMEOUT_RESULT")
     ] = "CONTINUE"
+
+
+class FastPathSettings(CapacitySettings, ClusterConnectionSettings):
+    """The fast path: a look every few seconds between ticks at unschedulable pods and the
+    policies' queues → the evaluation queue (README, "The fast path")."""
+
+    evaluation_queue_url: Annotated[str, Field(alias="EVALUATION_QUEUE_URL", pattern=r"^https?://")]
+    # Seconds between looks; a failed one backs off, doubling, to at most the backoff's cap.
+    interval_seconds: Annotated[float, Field(alias="FAST_PATH_INTERVAL_SECONDS", ge=1, le=30)] = 5
+    backoff_cap_seconds: Annotated[
+        float, Field(alias="FAST_PATH_BACKOFF_CAP_SECONDS", ge=1, le=60)
+    ] = 30
+    # A look must be light: a slow API server is given up on, and the look backed off.
+    kubernetes_timeout_seconds: Annotated[
+        KubernetesTimeout, Field(alias="KUBERNETES_TIMEOUT_SECONDS")
+    ] = 2

@@ -172,3 +172,12 @@ class DrainFailedError(PermanentError):
     def __init__(self, result: DrainResult) -> None:
         super().__init__(result.message)
         self.result = result
+
+
+class QueueUnreadableError(RetryableError):
+    """A policy's SQS queue could not be read: `gone` when it no longer exists (nothing to
+    wait for), else throttled or unreachable (worth backing off)."""
+
+    def __init__(self, message: str, *, gone: bool = False) -> None:
+        super().__init__(message)
+        self.gone = gone

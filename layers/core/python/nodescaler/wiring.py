@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         EvaluateSettings,
         EventSettings,
         ExpanderSpec,
+        FastPathSettings,
         TerminateSettings,
     )
     from nodescaler.deadline import Deadline
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from nodescaler.service.dispatch import Dispatcher
     from nodescaler.service.drainer import Drainer
     from nodescaler.service.evaluation import Evaluator
+    from nodescaler.service.fast_path import FastPath, Look
     from nodescaler.service.limiter import ClusterLimiter
     from nodescaler.service.policy_resolver import PolicyBook
     from nodescaler.service.producers import Producers
@@ -204,6 +206,46 @@ def dispatcher(
         cluster_name=settings.cluster_name,
         events=scaling_events(settings, clients),
         allowed=settings.allowed,
+    )
+
+
+def fast_path(
+    settings: FastPathSettings,
+    clients: AwsClients | None = None,
+    clock: Clock | None = None,
+    sleep: Sleep | None = None,
+    report: Callable[[Look, float], None] | None = None,
+) -> FastPath:
+    """The fast path's looks: the cluster's unschedulable pods when a policy reads pending
+    pods and a connection is set, the policies' queues, and the evaluation queue."""
+    import time
+
+    from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
+    from nodescaler.domain.fast_path import Backoff
+    from nodescaler.service.fast_path import FastPath
+
+    clients = clients or AwsClients()
+    clock = clock or SystemClock()
+    policies = policy_book(settings, stored_policies(settings, clients, clock))
+    pods = None
+    if any(p.reads_pending_pods for p in policies.policies.values()):
+        from nodescaler.adapters.k8s.api import KubernetesCluster
+
+        connection = kubernetes_connection(settings, clients, clock)
+        timeout = settings.kubernetes_timeout_seconds
+        pods = KubernetesCluster(connection, timeout_seconds=timeout) if connection else None
+    return FastPath(
+        node_groups=node_groups(settings, clients),
+        queue=SqsEvaluationQueue(clients.sqs, settings.evaluation_queue_url),
+        policies=policies,
+        pods=pods,
+        backlogs=SqsQueueLength(clients.sqs),
+        clock=clock,
+        sleep=sleep or time.sleep,
+        report=report or (lambda look, wait: None),
+        allowed=settings.allowed,
+        interval_seconds=settings.interval_seconds,
+        backoff=Backoff(maximum=settings.backoff_cap_seconds),
     )
 
 
@@ -391,7 +433,7 @@ def kubernetes_metrics(
 
 
 def kubernetes_connection(
-    settings: EvaluateSettings | DrainSettings | TerminateSettings,
+    settings: EvaluateSettings | DrainSettings | TerminateSettings | FastPathSettings,
     clients: AwsClients,
     clock: Clock,
 ) -> EksConnection | KubeconfigConnection | SecretConnection | None:

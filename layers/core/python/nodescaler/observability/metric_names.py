@@ -66,6 +66,10 @@ class MetricName(StrEnum):
     # over all groups (service dimension only), for alarms
     SHORTFALL_NODES = "ShortfallNodes"  # nodes wanted but not in service, the worst group
     EVALUATIONS_QUEUED = "EvaluationsQueued"
+    # the fast path (service-wide): evaluations it brought forward, and what kept it from looking
+    FAST_PATH_QUEUED = "FastPathEvaluationsQueued"
+    FAST_PATH_FAILURES = "FastPathLookFailures"  # API server or SQS failed: backed off
+    FAST_PATH_QUEUES_GONE = "FastPathQueuesGone"  # a policy's queue no longer exists
     MALFORMED_EVENTS = "MalformedEvents"
     STORED_POLICY_READ_FAILURES = "StoredPolicyReadFailures"  # deployed policies served instead
     IGNORED_EVENTS = "IgnoredEvents"  # well-formed, but about a group nodescaler doesn't manage

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # each function's types, without loading them into the others
     from nodescaler.domain.expanders import ReservedRoom
     from nodescaler.ports import ScalingEvents
     from nodescaler.service.evaluation import EvaluationResult
+    from nodescaler.service.fast_path import Look
     from nodescaler.service.termination import TerminationChoice
 
 # Every function's structured log, a logging.Logger named after the service.
@@ -393,3 +394,26 @@ def report_termination(choice: TerminationChoice, wanted: int) -> None:
             f"the cluster (booting, or not this cluster's): {', '.join(choice.not_nodes)}"
         )
     emit([Record(figures), Record(figures, {Dimension.NODE_GROUP: choice.group})])
+
+
+def report_fast_look(look: Look, backoff_seconds: float) -> None:
+    """One look of the fast path: what it asked for, what failed, and any backoff."""
+    for problem in look.queues_gone:
+        logger.error(f"fast path: {problem}; the other queues are still read")
+    failures = [e for e in (look.kubernetes_error, look.send_error) if e] + look.queue_errors
+    for problem in failures:
+        logger.warning(f"fast path: {problem}")
+    if backoff_seconds:
+        logger.warning(f"fast path: looks failing; backing off, next look in {backoff_seconds:g}s")
+    if look.requests:
+        logger.info(
+            f"fast path: queued {len(look.requests)} evaluations",
+            node_groups=sorted(look.requests),
+            causes=look.requests,
+        )
+    figures: Figures = {
+        MetricName.FAST_PATH_QUEUED: 0 if look.send_error else len(look.requests),
+        MetricName.FAST_PATH_FAILURES: len(failures),
+        MetricName.FAST_PATH_QUEUES_GONE: len(look.queues_gone),
+    }
+    emit([Record({name: amount for name, amount in figures.items() if amount})])

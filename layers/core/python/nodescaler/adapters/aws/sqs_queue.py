@@ -12,8 +12,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.adapters.aws import describe_aws_error
 from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.policy import MetricBase, SqsQueueMetric
+from nodescaler.domain.policy import MetricBase, SqsQueueMetric, SqsQueueSource
 from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
+from nodescaler.errors import QueueUnreadableError
+
+# What SQS answers for a queue that no longer exists (GetQueueUrl, GetQueueAttributes).
+QUEUE_GONE = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
 
 
 class SqsQueueLength:
@@ -36,7 +40,20 @@ class SqsQueueLength:
 
     def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
         assert isinstance(metric, SqsQueueMetric)
-        source = metric.sqs_queue
+        try:
+            counts = self._counts(metric.sqs_queue)
+        except QueueUnreadableError as error:
+            return MetricUnavailable(reason=str(error))
+        labels = ["visible", "in flight", "delayed"][: len(counts)]
+        detail = " + ".join(f"{n} {label}" for n, label in zip(counts, labels, strict=True))
+        return MetricReading(value=sum(counts), at=now, detail=detail)
+
+    def backlog(self, source: SqsQueueSource) -> int:
+        """The fast path's look: the queue's messages as its metric counts them; an error
+        raises QueueUnreadableError naming the queue, `gone` when it no longer exists."""
+        return sum(self._counts(source))
+
+    def _counts(self, source: SqsQueueSource) -> list[int]:
         names = ["ApproximateNumberOfMessages"]
         if source.include_in_flight:
             names.append("ApproximateNumberOfMessagesNotVisible")
@@ -48,8 +65,10 @@ class SqsQueueLength:
             )["Attributes"]
         except (ClientError, BotoCoreError) as error:
             self._urls.pop(source.queue, None)
-            return MetricUnavailable(reason=f"queue {source.queue}: {describe_aws_error(error)}")
-        counts = [int(attributes.get(name, 0)) for name in names]
-        labels = ["visible", "in flight", "delayed"][: len(counts)]
-        detail = " + ".join(f"{n} {label}" for n, label in zip(counts, labels, strict=True))
-        return MetricReading(value=sum(counts), at=now, detail=detail)
+            gone = isinstance(error, ClientError) and (
+                error.response.get("Error", {}).get("Code") in QUEUE_GONE
+            )
+            raise QueueUnreadableError(
+                f"queue {source.queue}: {describe_aws_error(error)}", gone=gone
+            ) from None
+        return [int(attributes.get(name, 0)) for name in names]

@@ -15,8 +15,13 @@ from typing import Any, Protocol, TypeVar
 
 import msgspec
 
-from nodescaler.adapters.k8s.objects import budget_from_wire, node_from_wire, pod_from_wire
-from nodescaler.adapters.k8s.wire import BudgetList, ListMeta, NodeList, PodList
+from nodescaler.adapters.k8s.objects import (
+    budget_from_wire,
+    node_from_wire,
+    pod_from_wire,
+    unschedulable,
+)
+from nodescaler.adapters.k8s.wire import BudgetList, ListMeta, NodeList, PodList, UnboundPodList
 from nodescaler.adapters.watchdog import current, watching
 from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Snapshot
 from nodescaler.domain.text import MAX_MESSAGE, outside
@@ -37,6 +42,8 @@ class ListPage(Protocol):
 
 Page = TypeVar("Page", bound=ListPage)
 NOT_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
+# The fast path's light look: pods no node is bound to, still Pending (the API server filters).
+UNBOUND_PENDING = "spec.nodeName=,status.phase=Pending"
 
 
 class Connection(Protocol):
@@ -88,6 +95,7 @@ class CoreApi:
         self.page_size = page_size
         self._timeout = (timeout_seconds, timeout_seconds)  # a float alone would be ignored
         self._refused = refused
+        self.bytes_read = 0  # answers' bodies, counted: what a look costs the API server
 
     def listed(
         self, list_call: Callable[..., Any], page_type: type[Page], **query: Any
@@ -118,6 +126,11 @@ class CoreApi:
 
     def answer(self, call: Callable[..., Any], *args: Any, **query: Any) -> bytes:
         """The raw answer to a call that must succeed: any refusal is unavailability."""
+        data = self._answer(call, *args, **query)
+        self.bytes_read += len(data)
+        return data
+
+    def _answer(self, call: Callable[..., Any], *args: Any, **query: Any) -> bytes:
         from kubernetes.client.exceptions import ApiException
 
         try:
@@ -228,6 +241,26 @@ class KubernetesCluster:
 
     def budgets(self) -> tuple[DisruptionBudget, ...] | None:
         return self._api.budgets()
+
+    def unschedulable_pods(self) -> frozenset[str]:
+        """The uids of the unbound Pending pods the scheduler marked Unschedulable (Cluster
+        Autoscaler acts on no other), read field-selected and paged: the fast path's look."""
+        from kubernetes import client
+
+        return frozenset(
+            item.metadata.uid or f"{item.metadata.namespace}/{item.metadata.name}"
+            for page in self._api.listed(
+                client.CoreV1Api.list_pod_for_all_namespaces,
+                UnboundPodList,
+                field_selector=UNBOUND_PENDING,
+            )
+            for item in page.items
+            if unschedulable(item.status)
+        )
+
+    @property
+    def bytes_read(self) -> int:
+        return self._api.bytes_read
 
     def mark_candidate(self, node: str, marked: bool) -> None:
         """`NodeMarks`. A node's taints are an atomic list (no merge key): the patch carries

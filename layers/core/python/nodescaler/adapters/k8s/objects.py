@@ -18,6 +18,7 @@ from nodescaler.adapters.k8s.wire import (
     NodeWire,
     ObjectMeta,
     PodSpec,
+    PodStatus,
     PodWire,
     Volume,
 )
@@ -162,14 +163,16 @@ def has_local_storage(volumes: list[Volume]) -> bool:
     return any(v.emptyDir is not None or v.hostPath is not None for v in volumes)
 
 
+def unschedulable(status: PodStatus) -> bool:
+    """PodScheduled=False, reason Unschedulable: the scheduler found no node for the pod."""
+    scheduled = _condition(status.conditions, "PodScheduled")
+    if scheduled is None:
+        return False
+    return scheduled.status == "False" and scheduled.reason == "Unschedulable"
+
+
 def pod_from_wire(wire: PodWire) -> Pod:
     metadata, spec, status = wire.metadata, wire.spec, wire.status
-    scheduled = _condition(status.conditions, "PodScheduled")
-    unschedulable = (
-        scheduled is not None
-        and scheduled.status == "False"
-        and scheduled.reason == "Unschedulable"
-    )
     problem, placement = None, None
     try:
         amounts = spec_requests(spec)
@@ -194,7 +197,7 @@ def pod_from_wire(wire: PodWire) -> Pod:
         ),
         labels=metadata.labels,
         priority=spec.priority,
-        unschedulable=unschedulable,
+        unschedulable=unschedulable(status),
         problem=problem,
         placement=placement,
     )

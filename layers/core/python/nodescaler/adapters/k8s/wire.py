@@ -132,6 +132,18 @@ class PodList(msgspec.Struct, frozen=True, gc=False):
     items: list[PodWire] = []
 
 
+class UnboundPod(msgspec.Struct, frozen=True, gc=False):
+    """The fast path's pod: who it is, and whether the scheduler found it no node."""
+
+    metadata: EvictedObjectMeta
+    status: PodStatus = PodStatus()
+
+
+class UnboundPodList(msgspec.Struct, frozen=True, gc=False):
+    metadata: ListMeta = ListMeta()
+    items: list[UnboundPod] = []
+
+
 class EvictedPodList(msgspec.Struct, frozen=True, gc=False):
     metadata: ListMeta = ListMeta()
     items: list[EvictedPod] = []

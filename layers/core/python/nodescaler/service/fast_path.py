@@ -1,0 +1,179 @@
+"""The fast path: a look every few seconds, between ticks, at what only needs a light read
+(unschedulable pods, the policies' SQS queues), asking for an evaluation of the groups
+concerned as soon as something new appears.
+
+It brings a decision forward, never decides: the request is the tick's (the same queue, the
+same evaluation), and the tick still reconciles every group each minute. Each look is
+planned (`look`), then acted on (`act`). A failed look (the API server slow or down, SQS
+throttling) backs the next one off, doubling; a queue that no longer exists is named and
+counted, and the others are still read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from nodescaler.domain.fast_path import Backoff, Debounce, queue_need, slot_event_id
+from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.optin import AllowedGroups
+from nodescaler.domain.policy import MetricBase, NodeGroupPolicy, SqsQueueMetric, SqsQueueSource
+from nodescaler.errors import QueueSendError, QueueUnreadableError, RetryableError
+from nodescaler.events.queue import EvaluationRequest
+from nodescaler.ports import Clock, EvaluationQueue, NodeGroupDiscovery
+from nodescaler.service.policy_resolver import PolicyBook
+
+INTERVAL_SECONDS = 5.0  # between looks: a new pod or backlog is asked about within this
+MAX_CAUSE = 300  # EvaluationRequest.cause
+
+
+class UnschedulablePods(Protocol):  # KubernetesCluster
+    def unschedulable_pods(self) -> frozenset[str]: ...
+
+
+class QueueBacklogs(Protocol):  # SqsQueueLength
+    def backlog(self, source: SqsQueueSource) -> int: ...
+
+
+@dataclass(frozen=True)
+class QueueWatch:
+    group: NodeGroup
+    policy: NodeGroupPolicy
+    metric: MetricBase
+    source: SqsQueueSource
+
+    @property
+    def key(self) -> str:
+        return f"{self.group.name}\n{self.source.queue}"
+
+
+@dataclass(frozen=True)
+class Watch:
+    """What the looks of one invocation watch: the groups whose policy reads pending pods,
+    and each policy's queue with its group (sizes as discovered at the start)."""
+
+    pending_groups: tuple[str, ...]
+    queues: tuple[QueueWatch, ...]
+
+
+@dataclass
+class Look:
+    """One look's findings, and the requests it plans (group → cause)."""
+
+    at: datetime
+    requests: dict[str, list[str]] = field(default_factory=dict)
+    kubernetes_error: str | None = None
+    queues_gone: list[str] = field(default_factory=list)
+    queue_errors: list[str] = field(default_factory=list)  # throttled, unreachable
+    send_error: str | None = None
+    unschedulable: int = 0
+
+    @property
+    def failed(self) -> bool:
+        """Worth backing off: the API server or SQS failed (a deleted queue is not)."""
+        return bool(self.kubernetes_error or self.queue_errors or self.send_error)
+
+    def ask(self, groups: Sequence[str], why: str) -> None:
+        for group in groups:
+            self.requests.setdefault(group, []).append(why)
+
+    def evaluation_requests(self) -> list[EvaluationRequest]:
+        event_id = slot_event_id(self.at)
+        return [
+            EvaluationRequest(
+                node_group=group,
+                event_id=event_id,
+                cause=f"fast path: {'; '.join(why)}"[:MAX_CAUSE],
+                requested_at=self.at,
+            )
+            for group, why in sorted(self.requests.items())
+        ]
+
+
+@dataclass
+class FastPath:
+    node_groups: NodeGroupDiscovery
+    queue: EvaluationQueue
+    policies: PolicyBook
+    pods: UnschedulablePods | None  # None: no cluster to read
+    backlogs: QueueBacklogs
+    clock: Clock
+    sleep: Callable[[float], None]
+    report: Callable[[Look, float], None] = lambda look, wait: None  # after each look
+    allowed: AllowedGroups = field(default_factory=AllowedGroups)
+    interval_seconds: float = INTERVAL_SECONDS
+    backoff: Backoff = field(default_factory=Backoff)
+    debounce: Debounce = field(default_factory=Debounce)  # kept while the container is warm
+
+    def run(self, until: datetime) -> list[Look]:
+        """Look every `interval_seconds` (longer after failures) until `until`."""
+        watch, looks, failures = self.watch(), [], 0
+        while True:
+            look = self.act(self.look(watch))
+            looks.append(look)
+            failures = failures + 1 if look.failed else 0
+            wait = max(self.interval_seconds, self.backoff.delay(failures))
+            self.report(look, wait if failures else 0.0)
+            if self.clock.now() + timedelta(seconds=wait) >= until:
+                return looks
+            self.sleep(wait)
+
+    def watch(self) -> Watch:
+        groups = [g for g in self.node_groups.discover() if self.allowed.allows(g.name)]
+        pending = tuple(g.name for g in groups if self.policies.reads_pending_pods(g))
+        queues = tuple(
+            QueueWatch(group, policy, metric, metric.sqs_queue)
+            for group in groups
+            if (policy := self.policies.policy_of(group)) is not None
+            for metric in policy.spec.metrics
+            if isinstance(metric, SqsQueueMetric)  # the one metric type read here
+        )
+        return Watch(pending, queues)
+
+    def look(self, watch: Watch) -> Look:
+        """What is new since the last look, and the requests it calls for: the plan."""
+        look = Look(self.clock.now())
+        if self.pods is not None and watch.pending_groups:
+            self._look_at_pods(look, watch.pending_groups, self.pods)
+        for queue in watch.queues:
+            self._look_at_queue(look, queue)
+        return look
+
+    def act(self, look: Look) -> Look:
+        requests = look.evaluation_requests()
+        if not requests:
+            return look
+        try:
+            self.queue.send(requests)
+        except QueueSendError as error:  # asked again at the next look; the tick still runs
+            look.send_error = str(error)
+            self.debounce = Debounce()
+        return look
+
+    def _look_at_pods(self, look: Look, groups: Sequence[str], pods: UnschedulablePods) -> None:
+        try:
+            seen = pods.unschedulable_pods()
+        except RetryableError as error:  # slow, down, refused: nothing asked, backed off
+            look.kubernetes_error = str(error)
+            return
+        look.unschedulable = len(seen)
+        if new := self.debounce.new_pods(seen):
+            look.ask(groups, f"{len(new)} new unschedulable pods")
+
+    def _look_at_queue(self, look: Look, queue: QueueWatch) -> None:
+        try:
+            backlog = self.backlogs.backlog(queue.source)
+        except QueueUnreadableError as error:
+            (look.queues_gone if error.gone else look.queue_errors).append(
+                f"node group {queue.group.name}: {error}"
+            )
+            return
+        need = queue_need(queue.metric, backlog, queue.group, queue.policy)
+        if self.debounce.need_rose(queue.key, need):
+            look.ask(
+                [queue.group.name],
+                f"queue {queue.source.queue} holds {backlog}, asks for {need} nodes "
+                f"(desired {queue.group.desired})",
+            )

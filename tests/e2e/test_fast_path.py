@@ -1,0 +1,273 @@
+"""The fast path through its handler, over moto and the loopback API server: it asks for an
+evaluation of the groups concerned within a look of something new (unschedulable pods, a
+queue past its target), once per group however many pods, and backs off when the API
+server or SQS fails, while the tick runs as before."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.awsrequest import AWSResponse
+from botocore.config import Config
+from nodescaler import wiring
+from nodescaler.config import FastPathSettings
+from nodescaler.observability.metric_names import MetricName
+from nodescaler.service.fast_path import FastPath
+from nodescaler_sandbox.kube.apiserver import Fault, KubeApiServer
+from nodescaler_sandbox.lambda_local import LocalContext
+
+from functions.fast_path import handler as fast_path_handler
+from tests.aws import REGION, CallCounter, client, fill_queue, make_asg
+from tests.builders import VirtualClock, policy_document, queue_metric
+from tests.e2e.conftest import TABLE, Deployment
+from tests.kube import kubeconfig, node, pod
+
+BATCH = "apiVersion: nodescaler.io/v1alpha1\nkind: NodeGroupPolicy\nmetadata: {name: batch}\n"
+BATCH += "spec: {minReplicas: 0, maxReplicas: 20, metrics: [{type: PendingPods}]}\n"
+
+
+def opted_in(policy: str) -> dict[str, str]:
+    return {"nodescaler/enabled": "true", "nodescaler/policy": policy}
+
+
+@pytest.fixture
+def api_server() -> Iterator[KubeApiServer]:
+    with KubeApiServer(token="secret") as server:
+        yield server
+
+
+@pytest.fixture
+def fast(
+    policies: Path,
+    calls: CallCounter,
+    clock: VirtualClock,
+    api_server: KubeApiServer,
+    tmp_path: Path,
+) -> Callable[..., tuple[Deployment, FastPath]]:
+    """The deployment, and its fast path wired from its settings; its sleeps pass virtual
+    time, each recorded in `slept`."""
+    (policies / "batch.yaml").write_text(BATCH)
+    for name in ("jobs", "reports"):
+        (policies / f"{name}.yaml").write_text(policy_document(name, queue_metric(name, 4)))
+    for name in ("jobs", "reports"):
+        client("sqs").create_queue(QueueName=name)
+    config = str(kubeconfig(tmp_path / "kubeconfig", api_server.url))
+
+    def deployed(clients: wiring.AwsClients | None = None) -> tuple[Deployment, FastPath]:
+        deployment = Deployment(policies, calls, clock, {"KUBECONFIG_PATH": config})
+        settings = FastPathSettings.from_environment(
+            {
+                "STATE_TABLE_NAME": TABLE,
+                "EVALUATION_QUEUE_URL": deployment.queue_url,
+                "POLICIES_PATH": str(policies),
+                "KUBECONFIG_PATH": config,
+                "KUBERNETES_TIMEOUT_SECONDS": "0.5",
+            }
+        )
+        from nodescaler.observability.reports import report_fast_look
+
+        path = wiring.fast_path(
+            settings,
+            clients or deployment.clients,
+            clock,
+            sleep=lambda seconds: (slept.append(seconds), clock.advance(seconds=seconds)),
+            report=report_fast_look,
+        )
+        return deployment, path
+
+    return deployed
+
+
+slept: list[float] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_sleeps_yet() -> None:
+    slept.clear()
+
+
+def run_one_minute(path: FastPath) -> dict[str, Any]:
+    result: dict[str, Any] = fast_path_handler.handler(
+        {}, LocalContext("nodescaler-fast-path"), fast_path=path
+    )
+    return result
+
+
+def queued(deployment: Deployment) -> list[dict[str, Any]]:
+    """Every evaluation request waiting in the evaluation queue."""
+    sqs, found = deployment.clients.sqs, []
+    while messages := sqs.receive_message(
+        QueueUrl=deployment.queue_url, MaxNumberOfMessages=10
+    ).get("Messages", []):
+        found += [json.loads(m["Body"]) for m in messages]
+    return found
+
+
+def groups() -> None:
+    make_asg("batch-a", tags=opted_in("batch"), desired=1)
+    make_asg("batch-b", tags=opted_in("batch"), desired=1)
+    make_asg("jobs-nodes", tags=opted_in("jobs"), desired=1)
+    make_asg("reports-nodes", tags=opted_in("reports"), desired=1)
+
+
+def test_given_a_flood_of_unschedulable_pods_when_it_looks_for_a_minute_then_one_request_per_pending_pods_group(
+    fast: Callable[..., tuple[Deployment, FastPath]], api_server: KubeApiServer, output: Any
+) -> None:
+    deployment, path = fast()
+    groups()
+    api_server.cluster.put("nodes", node("ip-1", None))
+    api_server.cluster.put("pods", pod("bound", "ip-1"))  # bound: not the fast path's
+    for i in range(600):  # more than a page of 500
+        api_server.cluster.put("pods", pod(f"burst-{i}"))
+
+    result = run_one_minute(path)
+
+    requests = queued(deployment)
+    assert sorted(r["node_group"] for r in requests) == ["batch-a", "batch-b"]
+    assert all(r["cause"] == "fast path: 600 new unschedulable pods" for r in requests)
+    assert all(r["event_id"].startswith("fast-") for r in requests)
+    assert result["looks"] > 1  # it went on looking: the same pods asked nothing more
+    pod_lists = [r for r in api_server.requests if r.startswith("GET /api/v1/pods")]
+    assert pod_lists and all(
+        "fieldSelector=spec.nodeName%3D%2Cstatus.phase%3DPending" in r and "limit=500" in r
+        for r in pod_lists
+    )
+    assert output().metric(MetricName.FAST_PATH_QUEUED) == [2]
+
+
+def test_given_a_pending_pod_the_scheduler_has_not_marked_when_it_looks_then_nothing_is_asked(
+    fast: Callable[..., tuple[Deployment, FastPath]], api_server: KubeApiServer
+) -> None:
+    """Cluster Autoscaler acts only on pods the scheduler marked unschedulable (FAQ, "How
+    does scale-up work?": /work/shared/reference, PodScheduled=False, Unschedulable)."""
+    deployment, path = fast()
+    groups()
+    waiting = pod("just-created")
+    waiting["status"]["conditions"] = []
+    api_server.cluster.put("pods", waiting)
+
+    run_one_minute(path)
+
+    assert queued(deployment) == []
+
+
+def test_given_new_pods_after_the_first_look_when_it_looks_again_then_the_groups_are_asked_again(
+    fast: Callable[..., tuple[Deployment, FastPath]], api_server: KubeApiServer
+) -> None:
+    deployment, path = fast()
+    groups()
+    api_server.cluster.put("pods", pod("first"))
+    watch = path.watch()
+    path.act(path.look(watch))
+    path.act(path.look(watch))  # nothing new
+    api_server.cluster.put("pods", pod("second"))
+    path.clock.advance(seconds=10)  # type: ignore[attr-defined]  # the next slot
+
+    path.act(path.look(watch))
+
+    causes = [r["cause"] for r in queued(deployment)]
+    assert causes == ["fast path: 1 new unschedulable pods"] * 4
+
+
+def test_given_a_queue_past_its_target_when_it_looks_then_its_group_alone_is_asked(
+    fast: Callable[..., tuple[Deployment, FastPath]],
+) -> None:
+    deployment, path = fast()
+    groups()
+    fill_queue("jobs", 20)  # 4 a node: 5 nodes, the group has 1
+    fill_queue("reports", 4)  # on target: nothing to ask
+
+    run_one_minute(path)
+
+    requests = queued(deployment)
+    assert [r["node_group"] for r in requests] == ["jobs-nodes"]
+    assert requests[0]["cause"] == "fast path: queue jobs holds 20, asks for 5 nodes (desired 1)"
+
+
+def test_given_a_queue_within_the_tolerance_when_it_looks_then_nothing_is_asked(
+    fast: Callable[..., tuple[Deployment, FastPath]],
+) -> None:
+    deployment, path = fast()
+    make_asg("jobs-nodes", tags=opted_in("jobs"), desired=10)
+    fill_queue("jobs", 42)  # 1.05 of target: within the HPA's 10 % tolerance
+
+    run_one_minute(path)
+
+    assert queued(deployment) == []
+
+
+def test_given_a_deleted_queue_when_it_looks_then_it_is_named_counted_and_the_others_still_read(
+    fast: Callable[..., tuple[Deployment, FastPath]], output: Any
+) -> None:
+    deployment, path = fast()
+    groups()
+    sqs = client("sqs")
+    sqs.delete_queue(QueueUrl=sqs.get_queue_url(QueueName="reports")["QueueUrl"])
+    fill_queue("jobs", 20)
+
+    run_one_minute(path)
+
+    assert [r["node_group"] for r in queued(deployment)] == ["jobs-nodes"]
+    printed = output()
+    assert any(
+        "node group reports-nodes: queue reports" in m and "NonExistentQueue" in m
+        for m in printed.messages("ERROR")
+    )
+    assert printed.metric(MetricName.FAST_PATH_QUEUES_GONE)
+    assert not slept or max(slept) == path.interval_seconds  # not a reason to back off
+
+
+@pytest.mark.parametrize("fault", [Fault.DOWN, Fault.SLOW])
+def test_given_the_api_server_failing_when_it_looks_then_it_backs_off_asks_nothing_and_the_tick_runs(
+    fast: Callable[..., tuple[Deployment, FastPath]],
+    api_server: KubeApiServer,
+    output: Any,
+    fault: Fault,
+) -> None:
+    deployment, path = fast()
+    groups()
+    api_server.cluster.put("pods", pod("waiting"))
+    api_server.slow_seconds = 2.0  # past the fast path's 0.5 s
+
+    with api_server.failing(fault):
+        run_one_minute(path)
+
+    assert queued(deployment) == []  # no storm: nothing is known, nothing is asked
+    assert slept == sorted(slept) and slept[-1] > slept[0]  # waits grow
+    printed = output()
+    assert any("backing off" in m for m in printed.messages("WARNING"))
+    assert printed.metric(MetricName.FAST_PATH_FAILURES)
+    deployment.tick()  # the minute tick is the fast path's fallback: it still decides
+    assert "batch-a" in {line.get("node_group") for line in output().logs}
+
+
+def test_given_sqs_throttling_when_it_looks_then_it_backs_off(
+    fast: Callable[..., tuple[Deployment, FastPath]], output: Any
+) -> None:
+    """SQS answers a throttled request 400 ThrottlingException:
+    https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/CommonErrors.html"""
+    once = Config(retries={"mode": "standard", "max_attempts": 1})  # no real sleeps
+    clients = wiring.AwsClients(boto3.Session(region_name=REGION), config=once)
+    deployment, path = fast(clients)
+    groups()
+    fill_queue("jobs", 20)
+
+    def throttle(**_: Any) -> tuple[Any, dict[str, Any]]:
+        error = {"Code": "ThrottlingException", "Message": "Rate exceeded"}
+        metadata = {"HTTPStatusCode": 400, "HTTPHeaders": {}}
+        return AWSResponse("https://aws.invalid/", 400, {}, None), {
+            "Error": error,
+            "ResponseMetadata": metadata,
+        }
+
+    clients.sqs.meta.events.register_first("before-call.sqs.GetQueueAttributes", throttle, "t")
+    run_one_minute(path)
+
+    assert slept == sorted(slept) and slept[-1] > slept[0]
+    assert output().metric(MetricName.FAST_PATH_FAILURES)
+    assert all(r["node_group"] != "jobs-nodes" for r in queued(deployment))

@@ -1,0 +1,93 @@
+"""The fast path in the synthesized template (infra/fast_path.py): its function, started
+each minute, its rights (the policies' queues alone, the evaluation queue, no writes), an
+alarm on its errors; and none of it with cdk.json `fastPath: false`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk.assertions import Template
+from nodescaler.config import FastPathSettings
+
+from tests.infra.stack_template import actions_of, render, resources
+from tests.infra.test_stack import synth
+
+
+def fast_path_function(template: Template) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (name, f["Properties"])
+        for name, f in resources(template, "AWS::Lambda::Function").items()
+        if name.startswith("NodescalerFastPathFunction")
+    ]
+
+
+def fast_path_statements(template: Template) -> list[dict[str, Any]]:
+    return [
+        statement
+        for name, policy in resources(template, "AWS::IAM::Policy").items()
+        if name.startswith("NodescalerFastPathRole")
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def test_given_the_default_settings_then_the_fast_path_runs_each_minute_with_its_settings(
+    template: Template,
+) -> None:
+    ((name, function),) = fast_path_function(template)
+    variables = {k: render(v) for k, v in function["Environment"]["Variables"].items()}
+    names = FastPathSettings.model_fields
+    assert names["evaluation_queue_url"].alias in variables
+    assert "<NodescalerEvaluations" in variables[names["evaluation_queue_url"].alias]
+    assert function["Timeout"] == 65 and function["MemorySize"] == 256
+    (schedule,) = (
+        r["Properties"]
+        for r in resources(template, "AWS::Events::Rule").values()
+        if r["Properties"].get("ScheduleExpression") == "rate(1 minute)"
+        and name in render(r["Properties"]["Targets"])
+    )
+    assert schedule["State"] == "ENABLED"
+
+
+def test_given_the_default_settings_then_its_rights_are_the_policy_queues_and_the_evaluation_queue(
+    template: Template,
+) -> None:
+    statements = fast_path_statements(template)
+    reads = [s for s in statements if "sqs:GetQueueAttributes" in actions_of(s)]
+    assert reads and all("*" not in render(s["Resource"]) for s in reads)  # named queues only
+    sends = [s for s in statements if "sqs:SendMessage" in actions_of(s)]
+    assert [render(s["Resource"]) for s in sends] == ["<NodescalerEvaluations…Arn>"] or all(
+        "NodescalerEvaluations" in render(s["Resource"]) for s in sends
+    )
+    allowed = {a for s in statements if s["Effect"] == "Allow" for a in actions_of(s)}
+    assert not {a for a in allowed if a.startswith("autoscaling:Set")}  # it resizes nothing
+    assert not {a for a in allowed if a.startswith("dynamodb:Put")}  # nor writes state
+
+
+def test_given_the_default_settings_then_an_alarm_watches_its_errors(template: Template) -> None:
+    ((name, _),) = fast_path_function(template)
+    alarms = [
+        a["Properties"]
+        for a in resources(template, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("MetricName") == "Errors"
+        and name in render(a["Properties"].get("Dimensions", []))
+    ]
+    assert len(alarms) == 1 and alarms[0]["AlarmName"].endswith("-fast-path-errors")
+
+
+def test_given_fast_path_false_then_no_function_schedule_rights_or_alarm_of_it_are_deployed() -> (
+    None
+):
+    template = synth(fastPath=False)
+
+    assert fast_path_function(template) == []
+    assert fast_path_statements(template) == []
+    assert not [
+        r
+        for r in resources(template, "AWS::Events::Rule").values()
+        if "FastPath" in render(r["Properties"].get("Targets", []))
+    ]
+    assert not [
+        a
+        for a in resources(template, "AWS::CloudWatch::Alarm").values()
+        if "fast-path" in render(a["Properties"].get("AlarmName", ""))
+    ]
