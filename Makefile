@@ -9,6 +9,7 @@ PY_READY := $(VENV)/.ready
 NODE_READY := node_modules/.ready
 KUBECTL_READY := .tools/kubectl.ready
 PROMETHEUS_READY := .tools/prometheus.ready
+OTHER_CDK_READY := out/other-cdk/.ready
 SCENARIO ?=
 # The Node.js LTS package.json pins, first on the PATH for the tests' in-process synths, as
 # npx puts it first for `npx cdk`: jsii then runs on a supported Node and warns of nothing.
@@ -21,7 +22,7 @@ help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 	@printf "  make %-10s %s\n" "test-SUITE" "One suite of make test: $(SUITES)"
 
-setup: $(PY_READY) $(NODE_READY) $(KUBECTL_READY) $(PROMETHEUS_READY) ## Create .venv and node_modules from the lock files, fetch Debian's kubectl and prometheus
+setup: $(PY_READY) $(NODE_READY) $(KUBECTL_READY) $(PROMETHEUS_READY) $(OTHER_CDK_READY) ## Create .venv and node_modules from the lock files, fetch Debian's kubectl and prometheus
 
 $(PY_READY): requirements/lock.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("nodescaler needs Python 3.11+, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -37,6 +38,11 @@ $(NODE_READY): package.json package-lock.json
 	@start=$$SECONDS; npm ci --no-audit --no-fund --loglevel=error \
 		&& echo "setup: node_modules ready in $$((SECONDS - start)) s"
 	@touch $@
+
+# Another aws-cdk-lib than the lock's, apart in out/, for the construct's test in a user's app
+$(OTHER_CDK_READY): requirements/other-cdk.txt | $(PY_READY)
+	@echo "setup: aws-cdk-lib $$(grep -o 'aws-cdk-lib==[0-9.]*' $<) apart in out/other-cdk, for the construct's test"
+	@rm -rf out/other-cdk && $(BIN)/pip install --quiet --require-hashes --no-deps --target out/other-cdk -r $< && touch $@
 
 # Debian's kubectl (its pinned version in that module) unpacked into .tools/, for the tests
 # that check the loopback API server with it; where apt can't fetch it, those tests say how.

@@ -17,6 +17,7 @@ BUILD_FILES = [
     "Makefile",
     "pyproject.toml",
     "requirements/lock.txt",
+    "requirements/other-cdk.txt",
     "package.json",
     "package-lock.json",
     "tools/nodescaler_sandbox/prometheus.py",
@@ -68,6 +69,7 @@ def test_the_demo_installs_python_and_prometheus_but_not_the_cdk_cli_or_kubectl(
         "Python packages pinned in requirements/lock.txt (about 2 minutes the first time)",
         "setup: the CDK CLI pinned in package-lock.json",
         "ready in $((SECONDS - start)) s",
+        "apart in out/other-cdk, for the construct's test",
     ],
 )
 def test_setup_says_what_it_installs_and_how_long_it_took(says: str, tmp_path: Path) -> None:
