@@ -2,9 +2,10 @@
 so a scenario's summary can show what a metrics-driven policy buys.
 
 A model of the FAQ's behaviour (shared/reference), not Cluster Autoscaler itself:
-- it looks at pending pods only (no queues, no reservation targets), every 10 s; the
-  world changes once a minute, so the scans within a minute see the same world and one
-  scan a minute stands for them;
+- it looks at pending pods only (no queues, no reservation targets), every 10 s (`SCAN`,
+  --scan-interval): the sandbox calls `act` at each scan, on a world that moves every
+  10 s too (`cadence`); where the world's step is longer, one call stands for the scans
+  within the step;
 - scale-up: the unschedulable pods (not the expendable: priority below -10) are offered to
   every group below its maximum, not backed off, with room under the cluster's limits
   (`--max-nodes-total`, `--cores-total`, `--memory-total`: the scenario's CLUSTER_MAX_*
@@ -63,7 +64,7 @@ from nodescaler_sandbox.cluster import Room, SimulatedCluster, quantities, reque
 from nodescaler_sandbox.kube.apiserver import ApiError
 from nodescaler_sandbox.provision import group_sizes
 
-SCAN = timedelta(seconds=10)
+SCAN = timedelta(seconds=10)  # --scan-interval: how often `act` runs
 UNNEEDED = timedelta(minutes=10)  # --scale-down-unneeded-time
 DELAY_AFTER_ADD = timedelta(minutes=10)  # --scale-down-delay-after-add
 UTILIZATION = 0.5  # --scale-down-utilization-threshold

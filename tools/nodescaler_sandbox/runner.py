@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from nodescaler_sandbox import figures, oracle
-from nodescaler_sandbox.baseline import DrainFlags, GroupSpec, Limits, ReactiveBaseline
+from nodescaler_sandbox import cadence, figures, oracle
+from nodescaler_sandbox.baseline import SCAN, DrainFlags, GroupSpec, Limits, ReactiveBaseline
+from nodescaler_sandbox.cadence import EVERY_MINUTE, MINUTE, Cadence
 from nodescaler_sandbox.cluster import Room, extended_requests, requests
 from nodescaler_sandbox.figures import PodRecord
 from nodescaler_sandbox.outages import THROTTLED, Outages
@@ -111,7 +112,7 @@ def run(
         "scenario": scenario.name,
         "start": scenario.start.isoformat(),
         "minutes": scenario.minutes,
-        "step_seconds": oracle.STEP_SECONDS,
+        "step_seconds": scenario.step_seconds,
         **_oracle(scenario, runs.values()),
         NODESCALER: _summarize(scenario, runs[NODESCALER]),
         BASELINE: _summarize(scenario, runs[BASELINE]),
@@ -199,10 +200,12 @@ def _simulate(
         act = _controller(scenario, controller, box, world, outages)
         decisions = Decisions(box) if controller == NODESCALER else None
         shapes: dict[str, oracle.Shape] = {}
-        for minute in range(scenario.minutes + 1):
+        step = scenario.step_seconds
+        for at in cadence.steps(scenario.minutes, step):  # seconds from the start
+            minute = round(at / MINUTE, 3)
             outages.at(minute)
-            world.step(minute)
-            act(minute)
+            world.step(at)
+            act(at)  # each controller on its own cadence (`cadence`)
             box.fail_launches(deliver=controller == NODESCALER)
             world.react()  # drains start on the instances just let go
             result.minutes.extend(_observe(world, decisions, minute))
@@ -210,7 +213,7 @@ def _simulate(
             world.record_pods()
             if progress:
                 progress(_progress_line(scenario, controller, minute, result.minutes))
-            box.advance(1, between=world.react)
+            box.advance(step / MINUTE, between=world.react)
         outages.close()
         result.faults_injected = dict(outages.injected)
         result.failed_invocations = len(box.failed_invocations)
@@ -242,18 +245,24 @@ def _simulate(
 def _controller(
     scenario: Scenario, controller: str, box: Sandbox, world: World, outages: Outages
 ) -> Callable[[int], None]:
+    """What a controller does at a step (its time in seconds from the start), each part
+    on its real cadence, not the step's."""
+    step = scenario.step_seconds
     if controller == NODESCALER:
         for service in THROTTLED:
             outages.watch(service, getattr(box.clients, service))
 
-        def nodescaler(minute: int) -> None:
-            if scenario.prometheus:  # scraped before any evaluation reads it
-                box.publish_gauges(world.gauges())
-            if scenario.queues:  # SQS publishes its metrics every minute
-                box.publish_queue_metrics(world.queue_depths())
+        tick = Cadence(scenario.tick_minutes * MINUTE)  # the stack's EventBridge schedule
+
+        def nodescaler(at: int) -> None:
+            if EVERY_MINUTE.due(at, step):
+                if scenario.prometheus:  # scraped before any evaluation reads it
+                    box.publish_gauges(world.gauges())
+                if scenario.queues:  # SQS publishes its metrics once a minute
+                    box.publish_queue_metrics(world.queue_depths())
             if scenario.alarms:
-                box.evaluate_alarms()
-            if minute % scenario.tick_minutes == 0:
+                box.evaluate_alarms()  # each alarm when its evaluation is due
+            if tick.due(at, step):
                 box.tick()
 
         return nodescaler
@@ -266,8 +275,10 @@ def _controller(
         DrainFlags.of(scenario.environment),
     )
 
-    def cluster_autoscaler(_: int) -> None:
-        if outages.kubernetes_down:  # it reads the cluster through the API server
+    scan = Cadence(int(SCAN.total_seconds()))
+
+    def cluster_autoscaler(at: int) -> None:
+        if not scan.due(at, step) or outages.kubernetes_down:  # it reads the API server
             return
         try:
             baseline.act(box.clock.now())
@@ -372,10 +383,11 @@ def _pods_existing(world: World, shapes: dict[str, oracle.Shape]) -> oracle.Step
 
 
 def _oracle(scenario: Scenario, runs: Iterable[Run]) -> dict[str, float | int]:
-    """The limit: `oracle.oracle_node_hours` over the judged minutes, on the pods of the run
+    """The limit: `oracle.oracle_node_hours` over the judged steps, on the pods of the run
     whose pods needed fewest nodes (pods served sooner go sooner: a queue's workers)."""
-    judged = math.ceil(scenario.judged_from)  # the steps are the minutes, from 0
-    figures_ = [oracle.oracle_node_hours(r.steps[judged:], r.templates) for r in runs]
+    step = scenario.step_seconds
+    judged = math.ceil(scenario.judged_from * MINUTE / step)  # the first step judged
+    figures_ = [oracle.oracle_node_hours(r.steps[judged:], r.templates, step) for r in runs]
     return min(figures_, key=lambda f: f["oracle_node_hours"])
 
 
@@ -516,10 +528,11 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
     ]
     fit_no_group = figures.fit_no_group(result.pods)
     judged = [r for r in result.minutes if r["minute"] >= scenario.judged_from]
+    step = scenario.step_seconds / MINUTE  # a row is a group's step
     summary: dict[str, Any] = {
-        "node_hours": figures.node_hours(judged),
-        "idle_node_hours": figures.idle_node_hours(judged),
-        "unschedulable_pod_minutes": figures.unschedulable_pod_minutes(judged),
+        "node_hours": figures.node_hours(judged, step),
+        "idle_node_hours": figures.idle_node_hours(judged, step),
+        "unschedulable_pod_minutes": figures.unschedulable_pod_minutes(judged, step),
         "pod_wait_minutes": figures.pod_waits(result.pods, scenario.minutes),
         "pod_ready_minutes": figures.pod_ready(result.pods),
         "longest_demand_to_scale_request_minutes": figures.longest(
@@ -685,7 +698,10 @@ def charted(scenario: Scenario, runs: dict[str, Run]) -> tuple[list[GroupChart],
                     for s in ours.scale_requests
                     if s["group"] == group.name
                 ],
-                backoffs=_spans([r["minute"] for r in rows if r.get("backed_off")]),
+                backoffs=_spans(
+                    [r["minute"] for r in rows if r.get("backed_off")],
+                    scenario.step_seconds / MINUTE,
+                ),
                 launch_failures=[m for m, g in ours.launch_failures if g == group.name],
                 baseline_desired=baseline,
                 drains=[
@@ -711,7 +727,7 @@ def charted(scenario: Scenario, runs: dict[str, Run]) -> tuple[list[GroupChart],
         if setting in scenario.environment
     ]
     cluster = chart.ClusterChart(
-        minutes=list(range(scenario.minutes + 1)),
+        minutes=sorted({r["minute"] for r in ours.minutes}),  # the steps
         nodes=_per_minute(ours, "in_service"),
         baseline_nodes=_per_minute(theirs, "in_service"),
         pending=[rows[0] for rows in _rows_by_minute(ours, "pending_pods")],
@@ -758,13 +774,14 @@ def _target_value(target: str) -> float | None:
         return None
 
 
-def _spans(minutes: list[int]) -> list[tuple[float, float]]:
+def _spans(minutes: list[float], step: float = 1) -> list[tuple[float, float]]:
+    """Steps of `step` minutes (their starts, in order) as spans, those in a row joined."""
     spans: list[tuple[float, float]] = []
     for minute in minutes:
-        if spans and spans[-1][1] == minute:
-            spans[-1] = (spans[-1][0], minute + 1)
+        if spans and minute - spans[-1][1] < step / 2:  # the next step (times rounded)
+            spans[-1] = (spans[-1][0], minute + step)
         else:
-            spans.append((minute, minute + 1))
+            spans.append((minute, minute + step))
     return spans
 
 
