@@ -8,7 +8,7 @@ of Cluster Autoscaler; then writes what happened under `out/demo/<scenario>/`:
   budget-short minutes, Auto Scaling writes, sizes; see scenarios/README.md);
 - `chart.png` (`chart`): a panel for each group's nodes, each of its metrics, and the
   cluster's nodes, vCPUs and memory against its limits, and pods waiting;
-- `timeline.json` (every minute, both runs), `pods.json` (each pod: created, found no node,
+- `timeline.json` (every step, both runs), `pods.json` (each pod: created, found no node,
   bound, Ready, gone, in minutes, and its group) and `logs-<run>.jsonl` (the functions' logs).
 """
 
@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +62,8 @@ def scenario_files() -> list[Path]:
 
 @dataclass
 class Run:
-    """One run of a scenario: every minute of every group, and what was asked of AWS."""
+    """One run of a scenario: every step of every group (`minutes`: a row a group a step,
+    its `minute` the step's time), and what was asked of AWS."""
 
     controller: str
     minutes: list[dict[str, Any]] = field(default_factory=list)
@@ -83,7 +85,7 @@ class Run:
     termination_failed: int = 0
     # each group's node as the cluster's limits count it (its instance type): vCPUs, GiB
     node_sizes: dict[str, tuple[float, float]] = field(default_factory=dict)
-    steps: list[oracle.Step] = field(default_factory=list)  # the pods existing, each minute
+    steps: list[oracle.Step] = field(default_factory=list)  # the pods existing, each step
     templates: dict[str, Room] = field(default_factory=dict)  # what a group's new node offers
 
 
@@ -200,6 +202,7 @@ def _simulate(
         act = _controller(scenario, controller, box, world, outages)
         decisions = Decisions(box) if controller == NODESCALER else None
         shapes: dict[str, oracle.Shape] = {}
+        kept = Unchanged(world)
         step = scenario.step_seconds
         for at in cadence.steps(scenario.minutes, step):  # seconds from the start
             minute = round(at / MINUTE, 3)
@@ -208,8 +211,9 @@ def _simulate(
             act(at)  # each controller on its own cadence (`cadence`)
             box.fail_launches(deliver=controller == NODESCALER)
             world.react()  # drains start on the instances just let go
-            result.minutes.extend(_observe(world, decisions, minute))
-            result.steps.append(_pods_existing(world, shapes))
+            kept.look()
+            result.minutes.extend(_observe(world, decisions, minute, kept))
+            result.steps.append(kept.get("pods", lambda: _pods_existing(world, shapes)))
             world.record_pods()
             if progress:
                 progress(_progress_line(scenario, controller, minute, result.minutes))
@@ -313,15 +317,40 @@ def _node_size(ec2: Any, instance_type: str) -> tuple[float, float]:
     return described["VCpuInfo"]["DefaultVCpus"], described["MemoryInfo"]["SizeInMiB"] / 1024
 
 
-def _observe(world: World, decisions: Decisions | None, minute: int) -> list[dict[str, Any]]:
+@dataclass
+class Unchanged:
+    """Figures of the cluster kept while it stays as it was: the store's version (every
+    pod or node put or deleted moves it) and the instances a hook holds. A step where
+    nothing moved has the last step's figures, without another pass over every pod."""
+
+    world: World
+    _state: tuple[int, frozenset[str]] = (-1, frozenset())
+    _kept: dict[str, tuple[tuple[int, frozenset[str]], Any]] = field(default_factory=dict)
+
+    def look(self) -> None:
+        """The cluster as it is at this step."""
+        cluster = self.world.cluster
+        held = frozenset(i for i, instance in cluster.instances.items() if instance.held)
+        self._state = (cluster.store.resource_version, held)
+
+    def get(self, name: str, figure: Callable[[], Any]) -> Any:
+        kept = self._kept.get(name)
+        if kept is None or kept[0] != self._state:
+            kept = self._kept[name] = (self._state, figure())
+        return kept[1]
+
+
+def _observe(
+    world: World, decisions: Decisions | None, minute: float, kept: Unchanged
+) -> list[dict[str, Any]]:
     """One row a group: sizes, the pods and queues it serves, and its last decision."""
     desired = {name: size for name, (size, _) in group_sizes(REGION).items()}
-    pending = world.pending()
+    pending = kept.get("pending", world.pending)
     queues = world.queue_depths()
     rows = []
     pools, now = world.box.warm_pools, world.box.clock.now()
     for group in world.scenario.groups:
-        cpu, memory = world.reservation(group.name)
+        cpu, memory = kept.get(f"reservation {group.name}", partial(world.reservation, group.name))
         row: dict[str, Any] = {
             "minute": minute,
             "group": group.name,
@@ -335,7 +364,7 @@ def _observe(world: World, decisions: Decisions | None, minute: int) -> list[dic
             "queues": queues,
             "cpu_requested_pct": round(cpu, 1),
             "memory_requested_pct": round(memory, 1),
-            "used_nodes": _used_nodes(world, group.name),
+            "used_nodes": kept.get(f"used {group.name}", partial(_used_nodes, world, group.name)),
         }
         if decisions is not None:
             row |= decisions.of(group.name)
@@ -454,7 +483,10 @@ def _progress_line(
 
 
 def _clock(minute: float) -> str:
-    return f"{int(minute) // 60:02d}:{int(minute) % 60:02d}"
+    """ "HH:MM" since the start, ":SS" after it within a minute (a step of seconds)."""
+    seconds = round(minute * 60)
+    clock = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}"
+    return clock + (f":{seconds % 60:02d}" if seconds % 60 else "")
 
 
 def _when(scenario: Scenario, minute: float) -> str:

@@ -463,8 +463,10 @@ class Sandbox:
         dispatch as the `CloudWatch Alarm State Change` event."""
         cloudwatch = self.client("cloudwatch")
         now = self.clock.now()
+        if not any(_evaluated_at(period, now) for period in _alarm_periods()):
+            return  # none due at this step: no call (most steps of a world in seconds)
         for alarm in cloudwatch.describe_alarms()["MetricAlarms"]:
-            if int(now.timestamp()) % (60 if alarm["Period"] >= 60 else 10):
+            if not _evaluated_at(alarm["Period"], now):
                 continue
             periods = alarm["EvaluationPeriods"]
             points = cloudwatch.get_metric_statistics(
@@ -511,6 +513,20 @@ class Sandbox:
         """The functions' log lines and EMF records into `log` (e.g. logs.jsonl)."""
         with contextlib.redirect_stdout(log), _logs_to(log):
             yield
+
+
+def _evaluated_at(period: int, now: datetime) -> bool:
+    """Whether CloudWatch evaluates an alarm of this period now: on the minute for a
+    period of a minute or more, every 10 seconds for a shorter one."""
+    return int(now.timestamp()) % (60 if period >= 60 else 10) == 0
+
+
+def _alarm_periods() -> list[int]:
+    """The periods of the alarms moto holds, read from its store (no request)."""
+    from moto.cloudwatch.models import cloudwatch_backends
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+
+    return [int(a.period) for a in cloudwatch_backends[DEFAULT_ACCOUNT_ID][REGION].alarms.values()]
 
 
 def _breaches(value: float, comparison: str, threshold: float) -> bool:

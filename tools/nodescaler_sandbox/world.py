@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 import random
 from bisect import bisect_right
-from datetime import datetime
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from nodescaler.adapters.aws.instance_types import ARCHITECTURES
@@ -25,6 +26,7 @@ from nodescaler.domain.scheduling import instance_labels
 from nodescaler_sandbox.cadence import MINUTE
 from nodescaler_sandbox.cluster import (
     BOUND_AT,
+    READY_AFTER,
     READY_AT,
     UNSCHEDULABLE_SINCE,
     Room,
@@ -54,6 +56,9 @@ class World:
         self.minute = 0.0
         self.at = 0  # the step's time: seconds from the start
         self._drawn: dict[str, list[int]] = {}  # a workload's minute → its arrivals' steps
+        self._scheduled = -1  # the store's version the last scheduling pass left
+        self._recorded = -1  # the store's version at the last look at the pods
+        self._next_ready = datetime.max.replace(tzinfo=UTC)  # a bound pod due to turn Ready
         self.deployments = [
             _deployment(d.name, d, sorted(d.replicas.items())) for d in scenario.deployments
         ]
@@ -210,8 +215,20 @@ class World:
                 self.cluster.store, min(waiting, queue.max_workers), self.box.clock.now()
             )
         self.box.sync(self.react)
-        self.cluster.schedule(self.box.clock.now())
+        self._schedule()
         self._check_budgets()
+
+    def _schedule(self) -> None:
+        """The scheduler's pass, unless it would change nothing: the store is as the last
+        pass left it (no pod or node put or deleted since) and no bound pod is due to
+        turn Ready. A pass binds or marks only what changed since the last, so skipping
+        it then changes no result; in a world of 10-second steps most steps are such."""
+        store, now = self.cluster.store, self.box.clock.now()
+        if store.resource_version == self._scheduled and now < self._next_ready:
+            return
+        self.cluster.schedule(now)
+        self._scheduled = store.resource_version
+        self._next_ready = _next_ready(store.objects["pods"].values())
 
     def _check_budgets(self) -> None:
         for (_, name), budget in self.cluster.store.objects["poddisruptionbudgets"].items():
@@ -222,7 +239,10 @@ class World:
     def record_pods(self) -> None:
         """What each pod went through since the last look: created, found no node (and
         which groups' new nodes would fit it), bound (to a node of which group), Ready,
-        gone."""
+        gone. Nothing to look at while the store is as the last look left it."""
+        if self.cluster.store.resource_version == self._recorded:
+            return
+        self._recorded = self.cluster.store.resource_version
         alive = set()
         for found in self.cluster.store.objects["pods"].values():
             metadata = found["metadata"]
@@ -293,6 +313,19 @@ class World:
             100 * sum(c for c, _ in used) / sum(r.cpu for r in rooms),
             100 * sum(m for _, m in used) / sum(r.memory for r in rooms),
         )
+
+
+def _next_ready(pods: Iterable[dict[str, Any]]) -> datetime:
+    """When the first bound pod not yet Ready is due to turn Ready (the scheduler's
+    `_maybe_ready`); the end of time when none is."""
+    due = [
+        datetime.fromisoformat(annotations[BOUND_AT])
+        + timedelta(seconds=float(annotations.get(READY_AFTER, 0)))
+        for found in pods
+        if BOUND_AT in (annotations := found["metadata"].get("annotations", {}))
+        and READY_AT not in annotations
+    ]
+    return min(due, default=datetime.max.replace(tzinfo=UTC))
 
 
 def within_the_minute(seed: str, count: int, steps: int) -> list[int]:
