@@ -28,10 +28,13 @@ def queue_burst(**changes: Any) -> Scenario:
     return loaded.model_copy(update=changes)
 
 
-def test_sqs_publishes_once_a_minute_and_the_alarm_fires_on_its_period(tmp_path: Path) -> None:
+def test_sqs_publishes_once_a_minute_and_the_alarm_fires_on_its_period(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Given 30 tasks sent from 00:00:30 (within the minute from minute 0.5), a queue's
-    # alarm of a 60-second period on "more than 0 visible", and a world of 10-second steps
-    burst = queue_burst(minutes=2)
+    # alarm of a 60-second period on "more than 0 visible", a world of 10-second steps
+    # and the stack's tick every 2 minutes
+    burst = queue_burst(minutes=4, tick_minutes=2)
     queue = burst.queues[0].model_copy(update={"tasks": {0.5: 30}, "max_workers": 30})
     burst = burst.model_copy(update={"queues": [queue]})
     depths, states = {}, {}
@@ -39,6 +42,8 @@ def test_sqs_publishes_once_a_minute_and_the_alarm_fires_on_its_period(tmp_path:
         world = World(burst, box, hooks=True)
         act = scenarios._controller(burst, scenarios.NODESCALER, box, world, Outages([], box))
         cloudwatch = box.client("cloudwatch")
+        ticks, tick = [], box.tick
+        monkeypatch.setattr(box, "tick", lambda: (ticks.append(box.clock.now()), tick()))
         # When the world steps through two minutes under nodescaler
         for at in steps(burst.minutes, burst.step_seconds):
             world.step(at)
@@ -52,7 +57,7 @@ def test_sqs_publishes_once_a_minute_and_the_alarm_fires_on_its_period(tmp_path:
             MetricName="ApproximateNumberOfMessagesVisible",
             Dimensions=[{"Name": "QueueName", "Value": QUEUE}],
             StartTime=burst.start,
-            EndTime=burst.start + timedelta(minutes=3),
+            EndTime=burst.start + timedelta(minutes=5),
             Period=60,
             Statistics=["Maximum"],
         )["Datapoints"]
@@ -62,7 +67,8 @@ def test_sqs_publishes_once_a_minute_and_the_alarm_fires_on_its_period(tmp_path:
     by_second = {
         int((p["Timestamp"] - burst.start).total_seconds()): p["Maximum"] for p in published
     }
-    assert by_second == {0: 0, 60: depths[60], 120: depths[120]}
+    assert by_second == {minute * 60: depths[minute * 60] for minute in range(5)}
+    assert by_second[0] == 0
     assert depths[30] > 0 and depths[60] > depths[30]  # tasks came within the minute
     # and the alarm, evaluated every minute on the minute's datapoint (an alarm of a
     # period of 60 s or more: "Alarm evaluation",
@@ -70,6 +76,8 @@ def test_sqs_publishes_once_a_minute_and_the_alarm_fires_on_its_period(tmp_path:
     # stays OK while the tasks wait between two, and fires at 00:01:00
     assert [states[at] for at in (0, 30, 40, 50)] == ["OK"] * 4
     assert states[60] == "ALARM"
+    # and nodescaler's tick came at the stack's rate, not at every step
+    assert ticks == [burst.start + timedelta(minutes=m) for m in (0, 2, 4)]
 
 
 def test_an_alarm_is_evaluated_on_the_minute_not_at_every_step(tmp_path: Path) -> None:
