@@ -469,7 +469,7 @@ def _scale_requests(minutes: list[dict[str, Any]], start: dict[str, int]) -> lis
 
 
 def _progress_line(
-    scenario: Scenario, controller: str, minute: int, rows: list[dict[str, Any]]
+    scenario: Scenario, controller: str, minute: float, rows: list[dict[str, Any]]
 ) -> str:
     latest = [r for r in rows if r["minute"] == minute]
     sizes = " ".join(f"{r['group']}={r['desired']}" for r in latest[:4])
@@ -806,7 +806,7 @@ def _target_value(target: str) -> float | None:
         return None
 
 
-def _spans(minutes: list[float], step: float = 1) -> list[tuple[float, float]]:
+def _spans(minutes: Sequence[float], step: float = 1) -> list[tuple[float, float]]:
     """Steps of `step` minutes (their starts, in order) as spans, those in a row joined."""
     spans: list[tuple[float, float]] = []
     for minute in minutes:
@@ -841,8 +841,9 @@ def invoke(
     write: Callable[[str], None] = print,
 ) -> Any:
     """`function`'s handler on `incoming`, in a sandbox holding the scenario's world at
-    its first minute (at the event's time, when it has one); prints what it returned
-    and its log lines. Dispatch's queued evaluations run too, as Lambda would run them."""
+    its first minute, every pod and task of that minute arrived (at the event's time,
+    when it has one); prints what it returned and its log lines. Dispatch's queued
+    evaluations run too, as Lambda would run them."""
     from nodescaler_sandbox.lambda_local import LocalContext
 
     out = out or OUT / "invoke"
@@ -861,7 +862,8 @@ def invoke(
     ):
         with box.logging_to(log):
             world = World(scenario, box, hooks=True)
-            world.step(0)
+            for at in range(0, MINUTE, scenario.step_seconds):  # the minute's arrivals
+                world.step(at)
             if isinstance(incoming.get("time"), str):
                 box.clock.at = datetime.fromisoformat(incoming["time"].replace("Z", "+00:00"))
             context = LocalContext(f"nodescaler-{function}")
