@@ -31,8 +31,9 @@ def run(tmp_path: Path, **fields: Any) -> dict[str, Any]:
 
 
 def desired(tmp_path: Path, controller: str) -> list[int]:
+    """The group's desired capacity at each whole minute (the world steps in seconds)."""
     rows = json.loads((tmp_path / "timeline.json").read_text())[controller]
-    return [r["desired"] for r in rows]
+    return [r["desired"] for r in rows if r["minute"] == int(r["minute"])]
 
 
 def test_throttled_auto_scaling_fails_the_dispatch_until_the_window_ends(tmp_path: Path) -> None:

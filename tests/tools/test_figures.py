@@ -223,3 +223,19 @@ def test_an_empty_node_and_a_warm_pool_are_idle_at_what_they_are_billed() -> Non
 def test_a_full_node_is_not_idle() -> None:
     rows = minute_rows(120, in_service=2, used_nodes=2)
     assert idle_node_hours(rows) == 0.0
+
+
+def test_a_world_of_ten_second_steps_counts_each_step_for_ten_seconds() -> None:
+    # Given an hour of 10-second steps (360 rows): one node in service, half requested,
+    # and 3 pods waiting for the first minute (6 steps), both groups' rows carrying them
+    step = 10 / 60
+    rows = [
+        {"minute": round(s * step, 3), "group": g, "pending_pods": 3 if s < 6 else 0}
+        | ({"in_service": 1, "used_nodes": 0.5} if g == GROUPS[0] else {"in_service": 0})
+        for s in range(360)
+        for g in GROUPS
+    ]
+    # Then an hour of a node, half of it idle, and 3 pod-minutes (not 18: a step is a sixth)
+    assert node_hours(rows, step) == 1.0
+    assert idle_node_hours(rows, step) == 0.5
+    assert unschedulable_pod_minutes(rows, step) == 3

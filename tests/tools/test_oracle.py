@@ -119,3 +119,20 @@ def test_a_shorter_step_counts_its_share_of_an_hour() -> None:
     figures = oracle_node_hours(steps, {"ng": node("4", "8Gi")}, step_seconds=10)
     # Then one node for an hour
     assert figures["oracle_node_hours"] == 1.0
+
+
+def test_a_runs_limit_is_judged_from_the_step_of_judged_from_on_its_step() -> None:
+    from pathlib import Path
+
+    from nodescaler_sandbox import runner
+    from nodescaler_sandbox.scenario_file import load_scenario
+
+    # Given a 61-minute run of 10-second steps judged from minute 1, one pod all along
+    path = Path(__file__).parents[2] / "scenarios" / "4-launch-failure.yaml"
+    scenario = load_scenario(path).model_copy(
+        update={"minutes": 61, "judged_from": 1, "step_seconds": 10}
+    )
+    run = runner.Run(runner.NODESCALER, steps=minutes(61 * 6 + 1, pod("1", "1Gi")))
+    run.templates = {"ng": node("4", "8Gi")}
+    # Then the judged hour is the 361 steps from 00:01:00 on (not from the second step)
+    assert runner._oracle(scenario, [run])["oracle_node_hours"] == round(361 * 10 / 3600, 2)

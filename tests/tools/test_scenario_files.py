@@ -81,6 +81,26 @@ def test_the_judged_minutes_must_leave_something_to_judge(tmp_path: Path) -> Non
         load_scenario(write(tmp_path, GOOD.replace("minutes: 10", "minutes: 10\njudgedFrom: 10")))
 
 
+def test_the_world_steps_every_ten_seconds_unless_a_divisor_of_a_minute_is_given(
+    tmp_path: Path,
+) -> None:
+    # Given a scenario that says no step, one of 30 s, and ones that cannot be a step
+    assert load_scenario(write(tmp_path, GOOD)).step_seconds == 10
+    given = GOOD.replace("minutes: 10", "minutes: 10\nstepSeconds: 30")
+    assert load_scenario(write(tmp_path, given)).step_seconds == 30
+    # Then a step that would miss the minute SQS publishes on is named, with the file
+    path = write(tmp_path, GOOD.replace("minutes: 10", "minutes: 10\nstepSeconds: 7"))
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value) == (
+        f"{path}: stepSeconds: 7 does not divide a minute (use one of 1, 2, 3, 4, 5, 6, 10, "
+        "12, 15, 20, 30, 60): SQS publishes its metrics on the minute, which must be a step"
+    )
+    path = write(tmp_path, GOOD.replace("minutes: 10", "minutes: 10\nstepSeconds: 0"))
+    with pytest.raises(ScenarioError, match=r"stepSeconds: Input should be greater than or equal"):
+        load_scenario(path)
+
+
 def test_times_are_minutes_or_hours_and_minutes(tmp_path: Path) -> None:
     scenario = load_scenario(write(tmp_path, GOOD))
     assert scenario.deployments[0].replicas == {0: 1, 5: 3}

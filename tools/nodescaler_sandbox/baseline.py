@@ -2,9 +2,10 @@
 so a scenario's summary can show what a metrics-driven policy buys.
 
 A model of the FAQ's behaviour (shared/reference), not Cluster Autoscaler itself:
-- it looks at pending pods only (no queues, no reservation targets), every 10 s; the
-  world changes once a minute, so the scans within a minute see the same world and one
-  scan a minute stands for them;
+- it looks at pending pods only (no queues, no reservation targets), every 10 s (`SCAN`,
+  --scan-interval): the sandbox calls `act` at each scan, on a world that moves every
+  10 s too (`cadence`); where the world's step is longer, one call stands for the scans
+  within the step;
 - scale-up: the unschedulable pods (not the expendable: priority below -10) are offered to
   every group below its maximum, not backed off, with room under the cluster's limits
   (`--max-nodes-total`, `--cores-total`, `--memory-total`: the scenario's CLUSTER_MAX_*
@@ -49,6 +50,7 @@ A model of the FAQ's behaviour (shared/reference), not Cluster Autoscaler itself
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -64,7 +66,7 @@ from nodescaler_sandbox.cluster import Room, SimulatedCluster, quantities, reque
 from nodescaler_sandbox.kube.apiserver import ApiError
 from nodescaler_sandbox.provision import group_sizes
 
-SCAN = timedelta(seconds=10)
+SCAN = timedelta(seconds=10)  # --scan-interval: how often `act` runs
 UNNEEDED = timedelta(minutes=10)  # --scale-down-unneeded-time
 DELAY_AFTER_ADD = timedelta(minutes=10)  # --scale-down-delay-after-add
 UTILIZATION = 0.5  # --scale-down-utilization-threshold
@@ -610,23 +612,46 @@ def _first_fit(
 ) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]]]:
     """`pods` packed first-fit, largest first, on empty nodes like `template` (each pod
     checked against the node's labels, taints and extended resources): at most `nodes` of
-    them (None: as many as it takes). How many it took, the pods placed and those left."""
+    them (None: as many as it takes). How many it took, the pods placed and those left.
+    A node that once had no room for a pod has none for a pod alike later (nodes only
+    fill), so a pod's search starts where the last pod alike went: the same packing,
+    without rescanning hundreds of full nodes for each of thousands of pods."""
     used: list[Room] = []
     placed, left = [], []
+    first: dict[str, int] = {}  # a pod's likeness → the first node that may still fit it
     for found in sorted(pods, key=requests, reverse=True):
         cpu, memory = requests(found)
-        target = next((n for n in used if n.fits(cpu, memory, found["spec"])), None)
-        if target is None and (nodes is None or len(used) < nodes):
+        alike = _likeness(found["spec"])
+        start = first.get(alike, 0)
+        index = next(
+            (i for i in range(start, len(used)) if used[i].fits(cpu, memory, found["spec"])),
+            None,
+        )
+        if index is None and (nodes is None or len(used) < nodes):
             new = Room.of(template)
             if new.fits(cpu, memory, found["spec"]):
-                target = new
+                index = len(used)
                 used.append(new)
-        if target is None:
+        if index is None:
+            first[alike] = len(used)
             left.append(found)
             continue
-        target.take(cpu, memory, found["spec"])
+        first[alike] = index
+        used[index].take(cpu, memory, found["spec"])
         placed.append(found)
     return len(used), placed, left
+
+
+def _likeness(spec: dict[str, Any]) -> str:
+    """What `Room.fits` reads of a pod: its requests, nodeSelector and tolerations."""
+    return json.dumps(
+        [
+            [(c.get("resources") or {}).get("requests") for c in spec.get("containers", [])],
+            spec.get("nodeSelector"),
+            spec.get("tolerations"),
+        ],
+        sort_keys=True,
+    )
 
 
 def _fill(pods: list[dict[str, Any]], template: dict[str, Any], nodes: int) -> list[dict[str, Any]]:

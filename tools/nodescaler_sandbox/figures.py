@@ -12,7 +12,8 @@ whose right answer is known. Times are minutes from the start of the run.
   unschedulable to a scale-up of a group that can take that pod (or to the pod finding room
   without one). Another group's scale-up answers nothing: a pod that needs a GPU is not
   helped by more CPU nodes.
-- *Unschedulable pod-minutes* sum the pods waiting for a node, a minute at a time.
+- *Unschedulable pod-minutes* sum the pods waiting for a node, a step at a time (each
+  step's count held for the step).
 - A disruption budget is *short* in a minute it has too few healthy pods after it was
   first met; pods evicted count apart from pods killed with their instance, unevicted.
 """
@@ -109,11 +110,12 @@ def _overall_and_by_group(figures: Iterable[tuple[PodRecord, float]]) -> dict[st
     return {"overall": spread(overall)} | {g: spread(v) for g, v in sorted(by_group.items())}
 
 
-def node_hours(rows: Iterable[Mapping[str, Any]]) -> float:
-    """Nodes in service, minute by minute, the instances a lifecycle hook holds while
-    they drain (running in Terminating:Wait, billed), and what warm pools cost (their
-    instances initialising, and those waiting at their state's share), in hours."""
-    minutes = sum(
+def node_hours(rows: Iterable[Mapping[str, Any]], step_minutes: float = 1) -> float:
+    """Nodes in service, step by step (a row is a group's step, `step_minutes` long), the
+    instances a lifecycle hook holds while they drain (running in Terminating:Wait,
+    billed), and what warm pools cost (their instances initialising, and those waiting at
+    their state's share), in hours."""
+    minutes = step_minutes * sum(
         float(r["in_service"]) + float(r.get("held", 0)) + float(r.get("warm_billed", 0))
         for r in rows
     )
@@ -127,23 +129,25 @@ def dominant_share(requested: Mapping[str, float], allocatable: Mapping[str, flo
     return min(max(shares, default=0.0), 1.0)
 
 
-def idle_node_hours(rows: Iterable[Mapping[str, Any]]) -> float:
+def idle_node_hours(rows: Iterable[Mapping[str, Any]], step_minutes: float = 1) -> float:
     """Capacity billed that no pod requested, in node-hours: `node_hours` (so what it bills,
     booting or warm instances, is idle in full or at its share) less, for each node in
     service each minute, its pods' dominant share (`used_nodes`: a node half requested is
-    half idle). Dominant, not CPU alone: a node whose memory is taken holds no more pods."""
+    half idle). Dominant, not CPU alone: a node whose memory is taken holds no more pods.
+    A row is a group's step, `step_minutes` long."""
     rows = list(rows)
-    used = sum(float(r.get("used_nodes", 0)) for r in rows) / 60
-    return round(max(node_hours(rows) - used, 0.0), 2)
+    used = step_minutes * sum(float(r.get("used_nodes", 0)) for r in rows) / 60
+    return round(max(node_hours(rows, step_minutes) - used, 0.0), 2)
 
 
-def unschedulable_pod_minutes(rows: Iterable[Mapping[str, Any]]) -> int:
-    """The pods waiting for a node, summed over the minutes. Every group's row of a minute
-    carries the same cluster-wide count, so a minute counts once however many groups."""
+def unschedulable_pod_minutes(rows: Iterable[Mapping[str, Any]], step_minutes: float = 1) -> float:
+    """The pods waiting for a node, each step's count held for the step (`step_minutes`),
+    summed. Every group's row of a step carries the same cluster-wide count, so a step
+    counts once however many groups."""
     pending: dict[float, int] = {}
     for row in rows:
         pending.setdefault(row["minute"], row["pending_pods"])
-    return sum(pending.values())
+    return round(sum(pending.values()) * step_minutes, 1)
 
 
 def budget_short_minutes(looks: Iterable[tuple[float, str, bool]]) -> list[int]:

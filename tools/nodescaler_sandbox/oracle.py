@@ -28,8 +28,6 @@ from typing import Any
 
 from nodescaler_sandbox.cluster import Room, extended_requests, requests
 
-STEP_SECONDS = 60  # the sandbox's step today
-
 
 @dataclass(frozen=True, order=True)
 class Shape:
@@ -170,11 +168,12 @@ def _into_new(opened: list[tuple[Room, int]], template: Room, shape: Shape, coun
 
 
 def oracle_node_hours(
-    steps: Sequence[Step], templates: Mapping[str, Room], step_seconds: float = STEP_SECONDS
+    steps: Sequence[Step], templates: Mapping[str, Room], step_seconds: float = 60
 ) -> dict[str, float | int]:
-    """The nodes first-fit decreasing packs each step's pods onto, summed as node-hours
-    (an upper bound on the optimum: see the module's docstring), and the most pods left
-    out at one step because no group's node fits them."""
+    """The nodes first-fit decreasing packs each step's pods onto, each held for the step
+    (`step_seconds`: the scenario's; a minute by default), summed as node-hours (an upper
+    bound on the optimum: see the module's docstring), and the most pods left out at one
+    step because no group's node fits them."""
     oracle = Oracle(templates)
     packed = [oracle.pack(step) for step in steps]
     return {

@@ -11,7 +11,7 @@ placeholders, bounds, scheduled actions); then writes what happened under
   budget-short minutes, Auto Scaling writes, sizes; see scenarios/README.md);
 - `chart.png` (`chart`): a panel for each group's nodes, each of its metrics, and the
   cluster's nodes, vCPUs and memory against its limits, and pods waiting;
-- `timeline.json` (every minute, both runs), `pods.json` (each pod: created, found no node,
+- `timeline.json` (every step, both runs), `pods.json` (each pod: created, found no node,
   bound, Ready, gone, in minutes, and its group) and `logs-<run>.jsonl` (the functions' logs).
 """
 
@@ -27,13 +27,15 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from nodescaler_sandbox import baseline_tuning, figures, oracle
-from nodescaler_sandbox.baseline import DrainFlags, GroupSpec, Limits, ReactiveBaseline
+from nodescaler_sandbox import baseline_tuning, cadence, figures, oracle
+from nodescaler_sandbox.baseline import SCAN, DrainFlags, GroupSpec, Limits, ReactiveBaseline
+from nodescaler_sandbox.cadence import EVERY_MINUTE, MINUTE, Cadence
 from nodescaler_sandbox.cluster import Room, extended_requests, requests
 from nodescaler_sandbox.figures import PodRecord
 from nodescaler_sandbox.outages import THROTTLED, Outages
@@ -64,7 +66,8 @@ def scenario_files() -> list[Path]:
 
 @dataclass
 class Run:
-    """One run of a scenario: every minute of every group, and what was asked of AWS."""
+    """One run of a scenario: every step of every group (`minutes`: a row a group a step,
+    its `minute` the step's time), and what was asked of AWS."""
 
     controller: str
     minutes: list[dict[str, Any]] = field(default_factory=list)
@@ -86,7 +89,7 @@ class Run:
     termination_failed: int = 0
     # each group's node as the cluster's limits count it (its instance type): vCPUs, GiB
     node_sizes: dict[str, tuple[float, float]] = field(default_factory=dict)
-    steps: list[oracle.Step] = field(default_factory=list)  # the pods existing, each minute
+    steps: list[oracle.Step] = field(default_factory=list)  # the pods existing, each step
     templates: dict[str, Room] = field(default_factory=dict)  # what a group's new node offers
 
 
@@ -115,7 +118,7 @@ def run(
         "scenario": scenario.name,
         "start": scenario.start.isoformat(),
         "minutes": scenario.minutes,
-        "step_seconds": oracle.STEP_SECONDS,
+        "step_seconds": scenario.step_seconds,
         **_oracle(scenario, runs.values()),
         NODESCALER: _summarize(scenario, runs[NODESCALER]),
         BASELINE: _summarize(scenario, runs[BASELINE]),
@@ -207,18 +210,22 @@ def _simulate(
         act = _controller(scenario, controller, box, world, outages)
         decisions = Decisions(box) if controller == NODESCALER else None
         shapes: dict[str, oracle.Shape] = {}
-        for minute in range(scenario.minutes + 1):
+        kept = Unchanged(world)
+        step = scenario.step_seconds
+        for at in cadence.steps(scenario.minutes, step):  # seconds from the start
+            minute = round(at / MINUTE, 3)
             outages.at(minute)
-            world.step(minute)
-            act(minute)
+            world.step(at)
+            act(at)  # each controller on its own cadence (`cadence`)
             box.fail_launches(deliver=controller == NODESCALER)
             world.react()  # drains start on the instances just let go
-            result.minutes.extend(_observe(world, decisions, minute))
-            result.steps.append(_pods_existing(world, shapes))
+            kept.look()
+            result.minutes.extend(_observe(world, decisions, minute, kept))
+            result.steps.append(kept.get("pods", lambda: _pods_existing(world, shapes)))
             world.record_pods()
             if progress:
                 progress(_progress_line(scenario, controller, minute, result.minutes))
-            box.advance(1, between=world.react)
+            box.advance(step / MINUTE, between=world.react)
         outages.close()
         result.faults_injected = dict(outages.injected)
         result.failed_invocations = len(box.failed_invocations)
@@ -259,18 +266,24 @@ def _simulate(
 def _controller(
     scenario: Scenario, controller: str, box: Sandbox, world: World, outages: Outages
 ) -> Callable[[int], None]:
+    """What a controller does at a step (its time in seconds from the start), each part
+    on its real cadence, not the step's."""
+    step = scenario.step_seconds
     if controller == NODESCALER:
         for service in THROTTLED:
             outages.watch(service, getattr(box.clients, service))
 
-        def nodescaler(minute: int) -> None:
-            if scenario.prometheus:  # scraped before any evaluation reads it
-                box.publish_gauges(world.gauges())
-            if scenario.queues:  # SQS publishes its metrics every minute
-                box.publish_queue_metrics(world.queue_depths())
+        tick = Cadence(scenario.tick_minutes * MINUTE)  # the stack's EventBridge schedule
+
+        def nodescaler(at: int) -> None:
+            if EVERY_MINUTE.due(at, step):
+                if scenario.prometheus:  # scraped before any evaluation reads it
+                    box.publish_gauges(world.gauges())
+                if scenario.queues:  # SQS publishes its metrics once a minute
+                    box.publish_queue_metrics(world.queue_depths())
             if scenario.alarms:
-                box.evaluate_alarms()
-            if minute % scenario.tick_minutes == 0:
+                box.evaluate_alarms()  # each alarm when its evaluation is due
+            if tick.due(at, step):
                 box.tick()
 
         return nodescaler
@@ -284,10 +297,13 @@ def _controller(
         DrainFlags.of(scenario.environment),
     )
 
-    def cluster_autoscaler(_: int) -> None:
+    scan = Cadence(int(SCAN.total_seconds()))
+
+    def cluster_autoscaler(at: int) -> None:
+        # the tuned run's scheduled actions are Auto Scaling's, run at their time
         if actions is not None and actions.run(box.clock.now()):
             baseline.refresh_bounds(box.client("autoscaling"))  # its ASG cache, refreshed
-        if outages.kubernetes_down:  # it reads the cluster through the API server
+        if not scan.due(at, step) or outages.kubernetes_down:  # it reads the API server
             return
         try:
             baseline.act(box.clock.now())
@@ -342,15 +358,40 @@ def _node_size(ec2: Any, instance_type: str) -> tuple[float, float]:
     return described["VCpuInfo"]["DefaultVCpus"], described["MemoryInfo"]["SizeInMiB"] / 1024
 
 
-def _observe(world: World, decisions: Decisions | None, minute: int) -> list[dict[str, Any]]:
+@dataclass
+class Unchanged:
+    """Figures of the cluster kept while it stays as it was: the store's version (every
+    pod or node put or deleted moves it) and the instances a hook holds. A step where
+    nothing moved has the last step's figures, without another pass over every pod."""
+
+    world: World
+    _state: tuple[int, frozenset[str]] = (-1, frozenset())
+    _kept: dict[str, tuple[tuple[int, frozenset[str]], Any]] = field(default_factory=dict)
+
+    def look(self) -> None:
+        """The cluster as it is at this step."""
+        cluster = self.world.cluster
+        held = frozenset(i for i, instance in cluster.instances.items() if instance.held)
+        self._state = (cluster.store.resource_version, held)
+
+    def get(self, name: str, figure: Callable[[], Any]) -> Any:
+        kept = self._kept.get(name)
+        if kept is None or kept[0] != self._state:
+            kept = self._kept[name] = (self._state, figure())
+        return kept[1]
+
+
+def _observe(
+    world: World, decisions: Decisions | None, minute: float, kept: Unchanged
+) -> list[dict[str, Any]]:
     """One row a group: sizes, the pods and queues it serves, and its last decision."""
     desired = {name: size for name, (size, _) in group_sizes(REGION).items()}
-    pending = world.pending() - _placeholders_pending(world)
+    pending = kept.get("pending", lambda: world.pending() - _placeholders_pending(world))
     queues = world.queue_depths()
     rows = []
     pools, now = world.box.warm_pools, world.box.clock.now()
     for group in world.scenario.groups:
-        cpu, memory = world.reservation(group.name)
+        cpu, memory = kept.get(f"reservation {group.name}", partial(world.reservation, group.name))
         row: dict[str, Any] = {
             "minute": minute,
             "group": group.name,
@@ -364,7 +405,7 @@ def _observe(world: World, decisions: Decisions | None, minute: int) -> list[dic
             "queues": queues,
             "cpu_requested_pct": round(cpu, 1),
             "memory_requested_pct": round(memory, 1),
-            "used_nodes": _used_nodes(world, group.name),
+            "used_nodes": kept.get(f"used {group.name}", partial(_used_nodes, world, group.name)),
         }
         if decisions is not None:
             row |= decisions.of(group.name)
@@ -421,10 +462,11 @@ def _pods_existing(world: World, shapes: dict[str, oracle.Shape]) -> oracle.Step
 
 
 def _oracle(scenario: Scenario, runs: Iterable[Run]) -> dict[str, float | int]:
-    """The limit: `oracle.oracle_node_hours` over the judged minutes, on the pods of the run
+    """The limit: `oracle.oracle_node_hours` over the judged steps, on the pods of the run
     whose pods needed fewest nodes (pods served sooner go sooner: a queue's workers)."""
-    judged = math.ceil(scenario.judged_from)  # the steps are the minutes, from 0
-    figures_ = [oracle.oracle_node_hours(r.steps[judged:], r.templates) for r in runs]
+    step = scenario.step_seconds
+    judged = math.ceil(scenario.judged_from * MINUTE / step)  # the first step judged
+    figures_ = [oracle.oracle_node_hours(r.steps[judged:], r.templates, step) for r in runs]
     return min(figures_, key=lambda f: f["oracle_node_hours"])
 
 
@@ -477,7 +519,7 @@ def _scale_requests(minutes: list[dict[str, Any]], start: dict[str, int]) -> lis
 
 
 def _progress_line(
-    scenario: Scenario, controller: str, minute: int, rows: list[dict[str, Any]]
+    scenario: Scenario, controller: str, minute: float, rows: list[dict[str, Any]]
 ) -> str:
     latest = [r for r in rows if r["minute"] == minute]
     sizes = " ".join(f"{r['group']}={r['desired']}" for r in latest[:4])
@@ -491,7 +533,10 @@ def _progress_line(
 
 
 def _clock(minute: float) -> str:
-    return f"{int(minute) // 60:02d}:{int(minute) % 60:02d}"
+    """ "HH:MM" since the start, ":SS" after it within a minute (a step of seconds)."""
+    seconds = round(minute * 60)
+    clock = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}"
+    return clock + (f":{seconds % 60:02d}" if seconds % 60 else "")
 
 
 def _when(scenario: Scenario, minute: float) -> str:
@@ -565,10 +610,11 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
     ]
     fit_no_group = figures.fit_no_group(result.pods)
     judged = [r for r in result.minutes if r["minute"] >= scenario.judged_from]
+    step = scenario.step_seconds / MINUTE  # a row is a group's step
     summary: dict[str, Any] = {
-        "node_hours": figures.node_hours(judged),
-        "idle_node_hours": figures.idle_node_hours(judged),
-        "unschedulable_pod_minutes": figures.unschedulable_pod_minutes(judged),
+        "node_hours": figures.node_hours(judged, step),
+        "idle_node_hours": figures.idle_node_hours(judged, step),
+        "unschedulable_pod_minutes": figures.unschedulable_pod_minutes(judged, step),
         "pod_wait_minutes": figures.pod_waits(result.pods, scenario.minutes),
         "pod_ready_minutes": figures.pod_ready(result.pods),
         "longest_demand_to_scale_request_minutes": figures.longest(
@@ -742,7 +788,10 @@ def charted(scenario: Scenario, runs: dict[str, Run]) -> tuple[list[GroupChart],
                     for s in ours.scale_requests
                     if s["group"] == group.name
                 ],
-                backoffs=_spans([r["minute"] for r in rows if r.get("backed_off")]),
+                backoffs=_spans(
+                    [r["minute"] for r in rows if r.get("backed_off")],
+                    scenario.step_seconds / MINUTE,
+                ),
                 launch_failures=[m for m, g in ours.launch_failures if g == group.name],
                 baseline_desired=baseline,
                 drains=[
@@ -768,7 +817,7 @@ def charted(scenario: Scenario, runs: dict[str, Run]) -> tuple[list[GroupChart],
         if setting in scenario.environment
     ]
     cluster = chart.ClusterChart(
-        minutes=list(range(scenario.minutes + 1)),
+        minutes=sorted({r["minute"] for r in ours.minutes}),  # the steps
         nodes=_per_minute(ours, "in_service"),
         baseline_nodes=_per_minute(theirs, "in_service"),
         pending=[rows[0] for rows in _rows_by_minute(ours, "pending_pods")],
@@ -821,13 +870,14 @@ def _target_value(target: str) -> float | None:
         return None
 
 
-def _spans(minutes: list[int]) -> list[tuple[float, float]]:
+def _spans(minutes: Sequence[float], step: float = 1) -> list[tuple[float, float]]:
+    """Steps of `step` minutes (their starts, in order) as spans, those in a row joined."""
     spans: list[tuple[float, float]] = []
     for minute in minutes:
-        if spans and spans[-1][1] == minute:
-            spans[-1] = (spans[-1][0], minute + 1)
+        if spans and minute - spans[-1][1] < step / 2:  # the next step (times rounded)
+            spans[-1] = (spans[-1][0], minute + step)
         else:
-            spans.append((minute, minute + 1))
+            spans.append((minute, minute + step))
     return spans
 
 
@@ -855,8 +905,9 @@ def invoke(
     write: Callable[[str], None] = print,
 ) -> Any:
     """`function`'s handler on `incoming`, in a sandbox holding the scenario's world at
-    its first minute (at the event's time, when it has one); prints what it returned
-    and its log lines. Dispatch's queued evaluations run too, as Lambda would run them."""
+    its first minute, every pod and task of that minute arrived (at the event's time,
+    when it has one); prints what it returned and its log lines. Dispatch's queued
+    evaluations run too, as Lambda would run them."""
     from nodescaler_sandbox.lambda_local import LocalContext
 
     out = out or OUT / "invoke"
@@ -875,7 +926,8 @@ def invoke(
     ):
         with box.logging_to(log):
             world = World(scenario, box, hooks=True)
-            world.step(0)
+            for at in range(0, MINUTE, scenario.step_seconds):  # the minute's arrivals
+                world.step(at)
             if isinstance(incoming.get("time"), str):
                 box.clock.at = datetime.fromisoformat(incoming["time"].replace("Z", "+00:00"))
             context = LocalContext(f"nodescaler-{function}")

@@ -11,9 +11,10 @@
 What moto does not do, the sandbox supplies, and says so (`moto_gaps`): SetDesiredCapacity
 outside the group's [min, max] is refused as AWS refuses it; EventBridge does not invoke
 Lambda, so the sandbox delivers the tick, alarm state changes, launch failures and
-lifecycle actions; CloudWatch does not evaluate alarms, so the sandbox does, every minute,
-on the SQS metrics it publishes as SQS would; moto always launches, so for a group the
-scenario says has no capacity the sandbox takes back what moto launched and sends the
+lifecycle actions; CloudWatch does not evaluate alarms, so the sandbox does, as often as
+CloudWatch would, on the SQS metrics it publishes once a minute as SQS does; moto always
+launches, so for a group the scenario says has no capacity the sandbox takes back what
+moto launched and sends the
 `EC2 Instance Launch Unsuccessful` event, its failed scaling activity listed as Auto Scaling
 lists it; lifecycle hooks never fire in moto, so when an instance leaves a group with the
 drain hook the sandbox holds it in Terminating:Wait with its node, sends the
@@ -439,7 +440,8 @@ class Sandbox:
     # --- CloudWatch: SQS's metrics, and the alarms evaluated on them ---------------------
 
     def publish_queue_metrics(self, queues: dict[str, int]) -> None:
-        """What SQS publishes every minute: each queue's visible messages."""
+        """What SQS publishes once a minute: each queue's visible messages, now (the runner
+        calls it on the minute: `cadence`)."""
         data = [
             {
                 "MetricName": "ApproximateNumberOfMessagesVisible",
@@ -453,11 +455,19 @@ class Sandbox:
             self.client("cloudwatch").put_metric_data(Namespace="AWS/SQS", MetricData=data)
 
     def evaluate_alarms(self) -> None:
-        """Every alarm on its latest datapoints, as CloudWatch would; a change of state
-        goes to dispatch as the `CloudWatch Alarm State Change` event."""
+        """The alarms whose evaluation is due now, on their latest datapoints, as
+        CloudWatch evaluates them: an alarm of a period of a minute or more every minute,
+        on the minute; one of 10 or 30 seconds every 10 seconds ("Alarm evaluation",
+        https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html).
+        Called at any step, an alarm not due is left as it is. A change of state goes to
+        dispatch as the `CloudWatch Alarm State Change` event."""
         cloudwatch = self.client("cloudwatch")
         now = self.clock.now()
+        if not any(_evaluated_at(period, now) for period in _alarm_periods()):
+            return  # none due at this step: no call (most steps of a world in seconds)
         for alarm in cloudwatch.describe_alarms()["MetricAlarms"]:
+            if not _evaluated_at(alarm["Period"], now):
+                continue
             periods = alarm["EvaluationPeriods"]
             points = cloudwatch.get_metric_statistics(
                 Namespace=alarm["Namespace"],
@@ -503,6 +513,20 @@ class Sandbox:
         """The functions' log lines and EMF records into `log` (e.g. logs.jsonl)."""
         with contextlib.redirect_stdout(log), _logs_to(log):
             yield
+
+
+def _evaluated_at(period: int, now: datetime) -> bool:
+    """Whether CloudWatch evaluates an alarm of this period now: on the minute for a
+    period of a minute or more, every 10 seconds for a shorter one."""
+    return int(now.timestamp()) % (60 if period >= 60 else 10) == 0
+
+
+def _alarm_periods() -> list[int]:
+    """The periods of the alarms moto holds, read from its store (no request)."""
+    from moto.cloudwatch.models import cloudwatch_backends
+    from moto.core.models import DEFAULT_ACCOUNT_ID
+
+    return [int(a.period) for a in cloudwatch_backends[DEFAULT_ACCOUNT_ID][REGION].alarms.values()]
 
 
 def _breaches(value: float, comparison: str, threshold: float) -> bool:

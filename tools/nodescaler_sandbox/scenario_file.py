@@ -240,6 +240,7 @@ FAULT_KINDS = (
     "kubernetes-slow",  # the API server answers `seconds` late
     "throttling",  # target: a service (autoscaling, cloudwatch, dynamodb, ec2, eks, sqs)
 )
+STEP_CHOICES = tuple(s for s in range(1, 61) if 60 % s == 0)
 THROTTLED_SERVICES = ("autoscaling", "cloudwatch", "dynamodb", "ec2", "eks", "sqs")
 
 
@@ -262,6 +263,9 @@ class Scenario(_Spec):
     # learning are left out of the comparison (both runs alike)
     judged_from: Minute = 0
     tick_minutes: Annotated[int, Field(ge=1, le=60)] = 1
+    # The world's step: pods, tasks, nodes and the baseline move this often (seconds, a
+    # divisor of 60, so every minute boundary, where SQS publishes, is a step).
+    step_seconds: Annotated[int, Field(ge=1, le=60)] = 10
     boot_minutes: Annotated[float, Field(ge=0)] = 3
     warm_boot_minutes: Annotated[float, Field(ge=0)] = 1  # from a warm pool to a Ready node
     policies: str = "../policies"  # a folder of policy files, relative to the scenario
@@ -322,6 +326,12 @@ def _check_references(scenario: Scenario) -> None:
         raise ScenarioError(
             f"{where}: judgedFrom: minute {scenario.judged_from:g} is not before the end of "
             f"the run (minute {scenario.minutes}): nothing would be judged"
+        )
+    if 60 % scenario.step_seconds:
+        raise ScenarioError(
+            f"{where}: stepSeconds: {scenario.step_seconds} does not divide a minute "
+            f"(use one of {', '.join(str(s) for s in STEP_CHOICES)}): SQS publishes its "
+            "metrics on the minute, which must be a step"
         )
     queues = {q.name for q in scenario.queues}
     for index, alarm in enumerate(scenario.alarms):

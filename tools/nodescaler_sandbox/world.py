@@ -1,19 +1,32 @@
 """The world a scenario runs in, whoever scales it: the simulated cluster
 (`nodescaler_sandbox.cluster`) and the scenario's workloads (`workloads`) on the sandbox,
-stepped minute by minute. Nodescaler and the reactive baseline scale the same world; it
-only reads the groups and never decides anything.
+stepped every `stepSeconds` (`cadence`). Nodescaler and the reactive baseline scale the
+same world; it only reads the groups and never decides anything.
+
+A scenario says its load by the minute: a deployment's replicas at each minute (its
+curve), a queue's tasks sent at a minute. What changes at a minute arrives inside it,
+each pod or task at a step of the minute drawn at random (`within_the_minute`), seeded
+by the workload and the minute, so every run of a scenario sees the same arrivals and
+both controllers the same world: the change from minute m-1 to m arrives over the
+steps from m to m+1, and with 60-second steps all at m, as the minute world had it.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+import math
+import random
+from bisect import bisect_right
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from nodescaler.adapters.aws.instance_types import ARCHITECTURES
 from nodescaler.domain.scheduling import instance_labels
 
+from nodescaler_sandbox.cadence import MINUTE
 from nodescaler_sandbox.cluster import (
     BOUND_AT,
+    READY_AFTER,
     READY_AT,
     UNSCHEDULABLE_SINCE,
     Room,
@@ -34,13 +47,18 @@ if TYPE_CHECKING:
 
 
 class World:
-    """A scenario's workloads on the sandbox's cluster, stepped minute by minute."""
+    """A scenario's workloads on the sandbox's cluster, stepped every `stepSeconds`."""
 
     def __init__(self, scenario: Scenario, box: Sandbox, *, hooks: bool) -> None:
         self.scenario = scenario
         self.box = box
         self.cluster = box.cluster
         self.minute = 0.0
+        self.at = 0  # the step's time: seconds from the start
+        self._drawn: dict[str, list[int]] = {}  # a workload's minute → its arrivals' steps
+        self._scheduled = -1  # the store's version the last scheduling pass left
+        self._recorded = -1  # the store's version at the last look at the pods
+        self._next_ready = datetime.max.replace(tzinfo=UTC)  # a bound pod due to turn Ready
         self.deployments = [
             _deployment(d.name, d, sorted(d.replicas.items())) for d in scenario.deployments
         ]
@@ -68,10 +86,7 @@ class World:
         """The replicas of the deployment a budget selects, as the disruption controller
         reads them from its scale."""
         selected = budget["spec"].get("selector", {}).get("matchLabels", {}).get("app")
-        return next(
-            (replicas_at(d.curve, self.minute) for d in self.deployments if d.name == selected),
-            None,
-        )
+        return next((self.replicas(d) for d in self.deployments if d.name == selected), None)
 
     def _create(self, hooks: bool) -> None:
         autoscaling, ec2 = self.box.client("autoscaling"), self.box.client("ec2")
@@ -140,12 +155,13 @@ class World:
                 ComparisonOperator=alarm.comparison,
             )
 
-    def step(self, minute: int) -> None:
-        """The workloads' minute: tasks arrive and are worked, deployments follow their
-        curves, nodes follow the instances, the scheduler binds."""
-        self.minute = minute
+    def step(self, at: int) -> None:
+        """The workloads' step ending `at` seconds from the start: tasks arrive and are
+        worked, deployments follow their curves, nodes follow the instances, the
+        scheduler binds."""
+        self.at, self.minute = at, at / MINUTE
         for queue in self.queues:
-            arrived = sum(n for at, n in queue.arrivals.items() if minute - 1 < at <= minute)
+            arrived = self._arrived(queue)
             if arrived and _store(queue.queue, self.cluster.region) is not None:
                 fill_queue(self.box.client("sqs"), queue.queue, arrived, region=self.cluster.region)
             elif arrived:  # sent to a deleted queue: lost
@@ -154,19 +170,65 @@ class World:
             _consume(queue.queue, done, self.cluster.region)
         self.react()
 
+    def replicas(self, deployment: Deployment) -> int:
+        """The deployment's replicas at this step: its curve's change from the last minute
+        to this one, arrived at the steps drawn for it (see the module's docstring)."""
+        minute = self.at // MINUTE
+        before, after = (replicas_at(deployment.curve, m) for m in (minute - 1, minute))
+        if before == after:
+            return after
+        drawn = self._within(f"{deployment.name}@{minute}", abs(after - before))
+        arrived = bisect_right(drawn, (self.at - minute * MINUTE) // self._step)
+        return before + arrived if after > before else before - arrived
+
+    def _arrived(self, queue: QueueWork) -> int:
+        """The queue's tasks sent in this step: each minute's (`arrivals`) over its steps."""
+        arrived = 0
+        for when, tasks in queue.arrivals.items():
+            start = when * MINUTE
+            if not start <= self.at < start + MINUTE + self._step:
+                continue
+            drawn = self._within(f"{queue.queue}@{when:g}", tasks)
+            since = (self.at - start) / self._step  # steps since the minute began
+            arrived += bisect_right(drawn, math.floor(since)) - bisect_right(
+                drawn, math.floor(since - 1)
+            )
+        return arrived
+
+    def _within(self, seed: str, count: int) -> list[int]:
+        if seed not in self._drawn:
+            self._drawn[seed] = within_the_minute(seed, count, MINUTE // self._step)
+        return self._drawn[seed]
+
+    @property
+    def _step(self) -> int:
+        return self.scenario.step_seconds
+
     def react(self) -> None:
         """What the cluster's controllers do at once: replace lost pods, follow the
         instances, bind pending pods, look at the disruption budgets."""
         for deployment in self.deployments:
-            deployment.reconcile(self.cluster.store, self.minute, self.box.clock.now())
+            deployment.resize(self.cluster.store, self.replicas(deployment), self.box.clock.now())
         for queue in self.queues:
             waiting = _messages(queue.queue, self.cluster.region)
             queue.workers.resize(
                 self.cluster.store, min(waiting, queue.max_workers), self.box.clock.now()
             )
         self.box.sync(self.react)
-        self.cluster.schedule(self.box.clock.now())
+        self._schedule()
         self._check_budgets()
+
+    def _schedule(self) -> None:
+        """The scheduler's pass, unless it would change nothing: the store is as the last
+        pass left it (no pod or node put or deleted since) and no bound pod is due to
+        turn Ready. A pass binds or marks only what changed since the last, so skipping
+        it then changes no result; in a world of 10-second steps most steps are such."""
+        store, now = self.cluster.store, self.box.clock.now()
+        if store.resource_version == self._scheduled and now < self._next_ready:
+            return
+        self.cluster.schedule(now)
+        self._scheduled = store.resource_version
+        self._next_ready = _next_ready(store.objects["pods"].values())
 
     def _check_budgets(self) -> None:
         for (_, name), budget in self.cluster.store.objects["poddisruptionbudgets"].items():
@@ -177,7 +239,10 @@ class World:
     def record_pods(self) -> None:
         """What each pod went through since the last look: created, found no node (and
         which groups' new nodes would fit it), bound (to a node of which group), Ready,
-        gone."""
+        gone. Nothing to look at while the store is as the last look left it."""
+        if self.cluster.store.resource_version == self._recorded:
+            return
+        self._recorded = self.cluster.store.resource_version
         alive = set()
         for found in self.cluster.store.objects["pods"].values():
             metadata = found["metadata"]
@@ -220,11 +285,11 @@ class World:
         if spec is None:
             return {}
         depths = self.queue_depths()
-        curves = {d.name: d.curve for d in self.deployments}
+        deployments = {d.name: d for d in self.deployments}
         return {
             g.name: depths.get(g.queue, 0)
             if g.queue is not None
-            else replicas_at(curves[str(g.deployment)], self.minute)
+            else self.replicas(deployments[str(g.deployment)])
             for g in spec.gauges
         }
 
@@ -248,6 +313,27 @@ class World:
             100 * sum(c for c, _ in used) / sum(r.cpu for r in rooms),
             100 * sum(m for _, m in used) / sum(r.memory for r in rooms),
         )
+
+
+def _next_ready(pods: Iterable[dict[str, Any]]) -> datetime:
+    """When the first bound pod not yet Ready is due to turn Ready (the scheduler's
+    `_maybe_ready`); the end of time when none is."""
+    due = [
+        datetime.fromisoformat(annotations[BOUND_AT])
+        + timedelta(seconds=float(annotations.get(READY_AFTER, 0)))
+        for found in pods
+        if BOUND_AT in (annotations := found["metadata"].get("annotations", {}))
+        and READY_AT not in annotations
+    ]
+    return min(due, default=datetime.max.replace(tzinfo=UTC))
+
+
+def within_the_minute(seed: str, count: int, steps: int) -> list[int]:
+    """At which of a minute's `steps` steps (0 to steps-1) each of `count` arrivals comes,
+    sorted: drawn uniformly by a generator seeded with `seed` (a string seeds the same
+    in every process), so every run draws the same."""
+    draw = random.Random(seed)
+    return sorted(draw.randrange(steps) for _ in range(count))
 
 
 def _deployment(name: str, shape: PodShape, curve: list[tuple[float, int]]) -> Deployment:
