@@ -26,6 +26,7 @@ def test_simulate_piped_prints_one_line_for_the_scenario(
     (line,) = capsys.readouterr().out.splitlines()
     assert line.startswith("spot-at-max: node_hours ")
     assert "(baseline " in line and "unschedulable_pod_minutes " in line
+    assert line.count(", tuned ") == 3  # CA tuned beside CA's defaults, for each figure
 
 
 @pytest.mark.parametrize(

@@ -79,13 +79,18 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def scenario_line(summary: dict[str, Any]) -> str:
-    """A scenario's outcome on one line: cost and wait, nodescaler's against the baseline's."""
-    from nodescaler_sandbox.runner import BASELINE, NODESCALER
+    """A scenario's outcome on one line: cost and wait, nodescaler's against Cluster
+    Autoscaler's with its defaults (baseline) and tuned to the policy (tuned)."""
+    from nodescaler_sandbox.runner import BASELINE, NODESCALER, TUNED
 
-    ours, theirs = summary[NODESCALER], summary[BASELINE]
+    ours, theirs, tuned = summary[NODESCALER], summary[BASELINE], summary.get(TUNED)
     figures = ("node_hours", "idle_node_hours", "unschedulable_pod_minutes")
-    said = ", ".join(f"{key} {ours[key]:g} (baseline {theirs[key]:g})" for key in figures)
-    return f"{summary['scenario']}: {said}"
+
+    def compared(key: str) -> str:
+        also = f", tuned {tuned[key]:g}" if tuned else ""
+        return f"{key} {ours[key]:g} (baseline {theirs[key]:g}{also})"
+
+    return f"{summary['scenario']}: {', '.join(compared(key) for key in figures)}"
 
 
 def _invoke(args: argparse.Namespace) -> int:
