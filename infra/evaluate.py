@@ -33,6 +33,7 @@ class EvaluateFunction:
             environment=EvaluateSettings.model_construct(
                 dry_run=settings.dry_run,
                 audit_ttl_days=settings.audit_ttl_days,
+                zonal_shifts=True,  # no launch into, nor scale-in in, a zone shifted away
                 kubernetes_timeout_seconds=settings.kubernetes_timeout_seconds,
                 expanders=settings.expanders,
                 cluster_max_nodes=limits.max_nodes,
