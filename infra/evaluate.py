@@ -91,6 +91,7 @@ class EvaluateFunction:
         queues = permissions.read_policy_queues(shared.policies.values())
         if queues is not None:
             self.lambda_.allow(queues)
+        self.lambda_.allow(permissions.read_zonal_shifts())  # no change in a zone shifted away
         if prometheus := permissions.query_prometheus(shared.policies.values()):
             self.lambda_.allow(*prometheus)
         if reads_kubernetes or limits.by_size:
