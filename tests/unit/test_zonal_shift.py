@@ -10,12 +10,16 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime, timedelta
 
+from nodescaler.domain.cluster import Pod, Resources
 from nodescaler.domain.decision import Limit
+from nodescaler.domain.expanders import PriorityExpander
+from nodescaler.domain.expanders import plan as expanders_plan
 from nodescaler.domain.group_state import GroupState
 from nodescaler.domain.history import History
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.planning import Facts, plan
 from nodescaler.domain.readings import MetricReading
+from nodescaler.domain.scheduling import NodeTemplate
 from nodescaler.domain.zonal_shift import ZonalShift, ZonalShifts, confined, zone_hold
 
 from tests.builders import UNLIMITED, policy, queue_metric
@@ -121,3 +125,25 @@ def test_given_the_shifts_unreadable_then_the_plan_grows_but_never_shrinks() -> 
     shrinks = plan(facts(IN_1A, 4, unreadable))
     assert shrinks.decision.desired == 4
     assert "zonal shifts could not be read (AccessDeniedException)" in shrinks.decision.reason
+
+
+def test_given_the_preferred_group_left_out_then_its_pods_go_elsewhere_and_it_is_named() -> None:
+    # Given gpu-1a preferred by the priority expander but confined to a shifted zone
+    templates = {g: NodeTemplate(g, Resources(4000, 64 * 2**30, 110)) for g in ("gpu-1a", "gpu-1b")}
+    pods = [
+        Pod("default", f"p{i}", None, Resources(1000, 2**30, 1), unschedulable=True)
+        for i in range(4)
+    ]
+    chain = [PriorityExpander({10: ["gpu-1a"], 1: [".*"]})]
+    why = confined([("gpu-1a", ("us-east-1a",))], shifted(SHIFT_1A), NOW)
+
+    # When the pending pods are planned
+    planned = expanders_plan(pods, templates, chain, left_out=why)
+
+    # Then gpu-1b takes them, and the plan says why gpu-1a was left out, in both groups' words
+    assert dict(planned.nodes) == {"gpu-1b": 1}
+    said = "left out gpu-1a: its zone use1-az1 is shifted away (zonal shift zs-1"
+    assert all(any(r.startswith(said) for r in planned.remarks(g)) for g in templates)
+    # and with gpu-1a the only group, the pods wait, and why is named for each of them
+    alone = expanders_plan(pods, {"gpu-1a": templates["gpu-1a"]}, chain, left_out=why)
+    assert not alone.nodes and alone.why_waiting(pods[0]).startswith("gpu-1a: its zone use1-az1")
