@@ -110,3 +110,15 @@ def test_given_the_api_unreachable_then_scale_in_is_held_and_scale_up_is_not(
     assert shifts.in_force().unreadable == "EndpointConnectionError"
     hold: Any = zone_hold((f"{REGION}a",), shifts.in_force(), clock.now())
     assert hold.scale_in and not hold.scale_up  # no scale-in on doubt; capacity still comes
+
+
+def test_given_a_malformed_answer_then_the_read_names_it_and_raises_nothing(
+    calls: CallCounter, clock: VirtualClock
+) -> None:
+    # Given a shift listed without the zone it shifts away from
+    shifts, api = reader(calls, clock)
+    shift_id = api.start_zonal_shift(zone_id(f"{REGION}a"), timedelta(hours=1))
+    del api.zonal_shifts[shift_id]["awayFrom"]
+
+    # Then the read says so: scale-in held on that doubt, nothing raised
+    assert shifts.in_force().unreadable == "a malformed answer: KeyError 'awayFrom'"

@@ -37,6 +37,8 @@ KINDS = {
 def _problem(error: Exception) -> str:
     if isinstance(error, ClientError):
         return str(error.response.get("Error", {}).get("Code") or error)
+    if isinstance(error, (KeyError, TypeError)):  # an item without awayFrom, an id, ...
+        return f"a malformed answer: {type(error).__name__} {error}"
     return type(error).__name__
 
 
@@ -81,7 +83,7 @@ class ArcZonalShifts:
             shifts = [from_zonal_shift(i) for i in self._list(arc, "list_zonal_shifts")]
             shifts += [from_autoshift(i) for i in self._list(arc, "list_autoshifts")]
             zones = self._ec2.describe_availability_zones()["AvailabilityZones"]
-        except (BotoCoreError, ClientError) as error:
+        except (BotoCoreError, ClientError, KeyError, TypeError) as error:
             return ZonalShifts(unreadable=_problem(error))
         ids = {str(z["ZoneName"]): str(z["ZoneId"]) for z in zones if z.get("ZoneId")}
         return ZonalShifts(tuple(shifts), ids)
