@@ -306,6 +306,17 @@ def read_capacity_reservations(expanders: Iterable[ExpanderSpec]) -> list[iam.Po
     return [iam.PolicyStatement(actions=actions, resources=["*"])]
 
 
+def read_zonal_shifts() -> iam.PolicyStatement:
+    """The zonal shifts and autoshifts in force, and the zones' IDs they name (read-only;
+    none of the three takes a resource scope)."""
+    actions = [
+        "arc-zonal-shift:ListZonalShifts",
+        "arc-zonal-shift:ListAutoshifts",
+        "ec2:DescribeAvailabilityZones",
+    ]
+    return iam.PolicyStatement(actions=actions, resources=["*"])
+
+
 def manage_network_interfaces() -> iam.PolicyStatement:
     # What Lambda needs to attach a function to a VPC; these actions take no resource scope.
     return iam.PolicyStatement(

@@ -282,6 +282,9 @@ class EvaluateSettings(CapacitySettings, ClusterConnectionSettings):
     # Which group grows when pending pods fit several: a chain, first to last (JSON).
     expanders: Annotated[Json[ExpanderChain], Field(alias="EXPANDERS")] = DEFAULT_EXPANDERS
     audit_ttl_days: Annotated[int, Field(alias="AUDIT_TTL_DAYS", ge=1, le=3650)] = 30
+    # Read ARC's zonal shifts and autoshifts in force: every deployed stack does (infra sets
+    # it); off where no ARC answers (the sandbox and benchmarks on moto, unless supplied).
+    zonal_shifts: Annotated[bool, Field(alias="ZONAL_SHIFTS")] = False
     # The queue it reads and its dead-letter queue: a failed request is made visible again
     # within seconds, or set aside at once when retrying cannot help. Unset: Lambda's retries.
     evaluation_queue_url: Annotated[

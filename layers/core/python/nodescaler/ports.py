@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from nodescaler.domain.scaling_events import ScalingEvent
     from nodescaler.domain.scheduling import InstanceShape, NodegroupLabels
     from nodescaler.domain.termination import Wait
+    from nodescaler.domain.zonal_shift import ZonalShifts
     from nodescaler.events.queue import EvaluationRequest
 
 Sleep = Callable[[float], None]
@@ -195,6 +196,12 @@ class PolicyStore(Protocol):
 class Backoffs(Protocol):
     def backoffs(self, groups: Sequence[str]) -> Mapping[str, Backoff]:
         """The latest backoff of each of these groups that has one."""
+        ...
+
+
+class ZonalShiftSource(Protocol):
+    def in_force(self) -> ZonalShifts:
+        """The zonal shifts and autoshifts in force, or why they can't be read."""
         ...
 
 

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from nodescaler.domain.expanders import Expander
     from nodescaler.domain.policy import MetricBase
     from nodescaler.domain.token_origins import TokenOrigins
-    from nodescaler.ports import Sleep
+    from nodescaler.ports import Sleep, ZonalShiftSource
     from nodescaler.service.cluster_view import KubernetesClusterView
     from nodescaler.service.dispatch import Dispatcher
     from nodescaler.service.drainer import Drainer
@@ -129,6 +129,10 @@ class AwsClients:
     @cached_property
     def ec2(self) -> Any:
         return self._client("ec2")
+
+    @cached_property
+    def arc_zonal_shift(self) -> Any:
+        return self._client("arc-zonal-shift")
 
     @cached_property
     def secretsmanager(self) -> Any:
@@ -272,6 +276,7 @@ def evaluator(
         settings.cluster_max_nodes, settings.cluster_max_vcpus, settings.cluster_max_memory_gib
     )
     limiter = ClusterLimiter(limits, groups, shapes, state) if limits else None
+    shifts = zonal_shifts(settings, clients, clock)
     kubernetes = kubernetes_metrics(
         settings,
         policies=policies,
@@ -281,6 +286,7 @@ def evaluator(
         clients=clients,
         clock=clock,
         limiter=limiter,
+        zonal_shifts=shifts,
     )
     deadline = Deadline()  # the invocation's, shared by its network reads
     return Evaluator(
@@ -294,11 +300,23 @@ def evaluator(
         backoff_rules=settings.backoff_rules,
         cluster=kubernetes,  # scale-in annotations, Ready nodes
         limiter=limiter,
+        zonal_shifts=shifts,
         histories=CloudWatchMetricHistory(clients.cloudwatch),  # forecasts from a named metric
         events=scaling_events(settings, clients),
         allowed=settings.allowed,
         deadline=deadline,
     )
+
+
+def zonal_shifts(
+    settings: EvaluateSettings, clients: AwsClients, clock: Clock
+) -> ZonalShiftSource | None:
+    """ARC's zonal shifts in force, read once a batch; its client made on the first read."""
+    if not settings.zonal_shifts:
+        return None
+    from nodescaler.adapters.aws.zonal_shifts import ArcZonalShifts
+
+    return ArcZonalShifts(lambda: clients.arc_zonal_shift, clients.ec2, clock=clock)
 
 
 def redelivery(
@@ -399,6 +417,7 @@ def kubernetes_metrics(
     clients: AwsClients,
     clock: Clock,
     limiter: ClusterLimiter | None = None,
+    zonal_shifts: ZonalShiftSource | None = None,
 ) -> KubernetesClusterView | None:
     """The Kubernetes producer, when a policy needs one; the client is imported only then."""
     if not any(p.reads_kubernetes for p in policies.policies.values()):
@@ -420,6 +439,7 @@ def kubernetes_metrics(
         backoffs=state,
         limiter=limiter,
         allowed=settings.allowed,
+        zonal_shifts=zonal_shifts,
     )
     cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
     events = KubernetesEvents(connection, timeout_seconds=settings.kubernetes_timeout_seconds)

@@ -408,6 +408,7 @@ _LIMIT_PHRASES = {
     Limit.SCALE_DOWN_RATE: "limited by the scale-down rate",
     Limit.SCALING_DISABLED: "scaling in this direction is disabled",
     Limit.FORECAST: "the forecast asks for more than the live metrics",
+    Limit.ZONAL_SHIFT: "held while its zones are shifted away, or can't be told",
 }
 
 

@@ -39,6 +39,7 @@ class Limit(StrEnum):
     FORECAST = "forecast"  # the forecast asked for more than the live metrics
     FALLBACK = "fallback"  # a failing metric's fallback applies (named in the reason, with since)
     PAUSED = "paused"  # a pause held the change (`nodescaler pause` or the paused tag)
+    ZONAL_SHIFT = "zonal-shift"  # its zones shifted away (or unreadable): no change there
 
 
 class MetricStatus(StrEnum):

@@ -248,6 +248,8 @@ class Plan:
     balanced: dict[str, Counter[str]] = field(default_factory=dict)
     # What an expander saw of a group, for its decision: "reserved-first: 3 reserved ...".
     notes: dict[str, str] = field(default_factory=dict)
+    # Groups no option at all, and why: "its zone use1-az1 is shifted away (...)".
+    left_out: dict[str, str] = field(default_factory=dict)
 
     def balanced_with(self, group: str) -> str:
         """In a decision: 'balanced with web-b +3, web-c +2'; empty if it was not balanced."""
@@ -259,7 +261,13 @@ class Plan:
     def remarks(self, group: str) -> list[str]:
         """What a decision says of the plan for the group: with whom it was balanced, what
         an expander saw of it ("reserved-first: 3 reserved instances unused (cr-1)")."""
-        return [said for said in (self.balanced_with(group), self.notes.get(group)) if said]
+        left_out = "; ".join(f"{g}: {why}" for g, why in sorted(self.left_out.items()))
+        said = (
+            self.balanced_with(group),
+            self.notes.get(group),
+            left_out and f"left out {left_out}",
+        )
+        return [s for s in said if s]
 
     def why_waiting(self, pod: Pod) -> str:
         """One line: every group, and why the pod does not go there."""
@@ -298,6 +306,7 @@ def plan(
     room: Mapping[str, int] | None = None,
     sizes: Mapping[str, int] | None = None,
     rng: Random | None = None,
+    left_out: Mapping[str, str] | None = None,
 ) -> Plan:
     """Give each pending pod a group: build the options, let the chain choose one, repeat.
 
@@ -305,13 +314,15 @@ def plan(
     limit), is no option: its pods go to the next group the chain prefers, in this same
     plan. An option takes only the pods its room holds; the rest are planned next. With
     `balance` in the chain, the choice is spread over similar groups by their `sizes`
-    (desired nodes) and what this plan has given them."""
-    result = Plan()
+    (desired nodes) and what this plan has given them. A group `left_out` (confined to a
+    shifted zone) is no option either, and the plan says why."""
+    result = Plan(left_out=dict(left_out or {}))
+    unavailable = backed_off | frozenset(result.left_out)
     rng = rng or Random(seed_of(pods))
     left = dict(room) if room is not None else {}
     balance = next((e for e in chain if isinstance(e, BalanceSimilarGroups)), None)
     remaining = list(pods)
-    while options := _options(remaining, templates, backed_off, left):
+    while options := _options(remaining, templates, unavailable, left):
         chosen = choose(options, chain, rng, result.trace)
         result.notes.update(_notes(chain, options))
         shares = [chosen]
@@ -324,7 +335,8 @@ def plan(
     result.unplaced = remaining
     result.waiting = {
         pod.key: {
-            group: _why_not_here(pod, templates[group], group in backed_off)
+            group: result.left_out.get(group)
+            or _why_not_here(pod, templates[group], group in backed_off)
             for group in sorted(templates)
         }
         for pod in remaining

@@ -51,6 +51,7 @@ class NodeGroup:
     launch_template: tuple[str, str] | None = None  # (id, version)
     launch_configuration: str | None = None
     warm_pool: WarmPool | None = None  # pre-initialised instances scale-outs take first
+    zones: tuple[str, ...] = ()  # its Availability Zones by name (us-east-1a); () unknown
 
     @property
     def is_eks_managed(self) -> bool:

@@ -28,6 +28,7 @@ from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.readings import MetricReading, Reading
 from nodescaler.domain.scale_down import Removable
 from nodescaler.domain.warm_pool import WarmPoolPlan, plan_warm_pool
+from nodescaler.domain.zonal_shift import ZoneHold, hold_for_zones
 
 if TYPE_CHECKING:  # its models load with the first event told, not at a cold start
     from nodescaler.domain.scaling_events import ScalingEvent
@@ -60,6 +61,7 @@ class Facts:
     policy_note: str = ""  # why the deployed policy stands in for a stored one
     problems: tuple[str, ...] = ()  # what is wrong with its tags or policy, if anything
     cluster_name: str = ""
+    zones: ZoneHold | None = None  # what zonal shifts hold of it (or their read's doubt)
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ def plan(facts: Facts) -> Plan:
         backoff_changed=state.backoff != facts.state.backoff,
         protection=protection,
         leaving=leaving,
-        candidates=_candidates(readings, facts.pauses),
+        candidates=_candidates(readings, facts.pauses, facts.zones),
         warm_pool=_warm_pool_change(group, decision),
         announce=_backoff_started(facts, state),
         announce_resized=_resized(decision, facts.cluster_name),
@@ -136,7 +138,7 @@ def plan(facts: Facts) -> Plan:
 def _decided(
     facts: Facts, state: GroupState, readings: Mapping[str, Reading], protected: int
 ) -> Evaluation:
-    """`decide`, then held where a pause in force holds it."""
+    """`decide`, then held where a pause in force, or a zonal shift, holds it."""
     group = facts.group
     size = GroupSize(
         group.desired,
@@ -157,7 +159,8 @@ def _decided(
         ceiling=facts.ceiling,
         failures=state.failures,
     )
-    return replace(evaluation, decision=hold(evaluation.decision, facts.pauses))
+    held = hold_for_zones(hold(evaluation.decision, facts.pauses), facts.zones)
+    return replace(evaluation, decision=held)
 
 
 def after_scale_up_check(facts: Facts) -> GroupState:
@@ -236,10 +239,12 @@ def _resized(decision: Decision, cluster_name: str) -> ScalingEvent | None:
     return resized(decision, cluster_name)
 
 
-def _candidates(readings: Mapping[str, Reading], pauses: Sequence[Pause]) -> frozenset[str]:
+def _candidates(
+    readings: Mapping[str, Reading], pauses: Sequence[Pause], zones: ZoneHold | None
+) -> frozenset[str]:
     """The nodes the pending-pods reading found unneeded, marked to steer new pods off
-    them; none while scale-in is paused (none of them leaves)."""
-    if any(p.direction.holds(-1) for p in pauses):
+    them; none while scale-in is paused or held by a zonal shift (none of them leaves)."""
+    if any(p.direction.holds(-1) for p in pauses) or (zones is not None and zones.scale_in):
         return frozenset()
     return frozenset(
         node for r in readings.values() if isinstance(r, MetricReading) for node in r.candidates

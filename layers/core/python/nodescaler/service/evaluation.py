@@ -21,6 +21,7 @@ from nodescaler.domain.optin import AllowedGroups, is_managed
 from nodescaler.domain.pause import in_force
 from nodescaler.domain.planning import Facts, Plan, plan
 from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.zonal_shift import ZoneHold, zone_hold
 from nodescaler.errors import StateConflictError
 from nodescaler.ports import (
     Clock,
@@ -29,6 +30,7 @@ from nodescaler.ports import (
     NodeGroups,
     ScalingEvents,
     StateStore,
+    ZonalShiftSource,
 )
 from nodescaler.service.actuation import Actuator, EvaluationResult, Outcome, reject
 from nodescaler.service.forecasts import named_histories
@@ -71,6 +73,7 @@ class Evaluator:
     histories: MetricHistory | None = None  # the metrics forecasts name, when any does
     events: ScalingEvents | None = None  # each resize and backoff told on EventBridge
     allowed: AllowedGroups = field(default_factory=AllowedGroups)  # cdk.json's allowedGroups
+    zonal_shifts: ZonalShiftSource | None = None  # ARC's shifts in force, when read
     # the invocation's time left, which its network reads share (the handler starts it)
     deadline: Deadline = field(default_factory=_no_deadline)
 
@@ -156,7 +159,14 @@ class Evaluator:
             policy_note=choice.note,
             problems=choice.problems,
             cluster_name=self.cluster_name,
+            zones=self._zones(group, now),
         )
+
+    def _zones(self, group: NodeGroup, now: datetime) -> ZoneHold | None:
+        """What the zonal shifts in force hold of the group (a refused read: its scale-in)."""
+        if self.zonal_shifts is None:
+            return None
+        return zone_hold(group.zones, self.zonal_shifts.in_force(), now)
 
     def _within_limits(self, facts: Facts, dry_run: bool) -> Plan:
         """The plan, its scale-up capped by the cluster's limits and claimed against them

@@ -22,7 +22,8 @@ from nodescaler.domain.scheduling import (
     template_from_instance_type,
     why_not,
 )
-from nodescaler.ports import Backoffs, InstanceTypes, NodeGroupDiscovery
+from nodescaler.domain.zonal_shift import confined
+from nodescaler.ports import Backoffs, InstanceTypes, NodeGroupDiscovery, ZonalShiftSource
 from nodescaler.service.limiter import ClusterLimiter
 from nodescaler.service.policy_resolver import PolicyBook
 
@@ -55,6 +56,7 @@ class PendingPodsPlanner:
         backoffs: Backoffs | None = None,
         limiter: ClusterLimiter | None = None,
         allowed: AllowedGroups | None = None,
+        zonal_shifts: ZonalShiftSource | None = None,
     ) -> None:
         self._node_groups = node_groups
         self._policies = policies
@@ -63,6 +65,7 @@ class PendingPodsPlanner:
         self._backoffs = backoffs
         self._limiter = limiter
         self._allowed = allowed or AllowedGroups()
+        self._zonal_shifts = zonal_shifts
 
     def participants(self) -> list[NodeGroup]:
         """Managed groups whose policy reads pending pods, and that may be resized: a group
@@ -137,8 +140,15 @@ class PendingPodsPlanner:
             backed_off=backed_off,
             room=self.room(now),
             sizes={g.name: g.desired for g in participants},  # upcoming nodes included
+            left_out=self.left_out(participants, now),
         )
         return Planned(result, considered, problems, names, backed_off, arriving, on_their_way)
+
+    def left_out(self, groups: Sequence[NodeGroup], now: datetime) -> dict[str, str]:
+        """The groups confined to zones shifted away, and why: no scale-up goes there."""
+        if self._zonal_shifts is None:
+            return {}
+        return confined([(g.name, g.zones) for g in groups], self._zonal_shifts.in_force(), now)
 
     def room(self, now: datetime) -> dict[str, int]:
         """How many nodes each managed group may still add: up to its maximum (the policy's

@@ -83,6 +83,7 @@ def _to_node_group(asg: Mapping[str, Any]) -> NodeGroup:
         ),
         launch_configuration=asg.get("LaunchConfigurationName"),
         warm_pool=_warm_pool(asg),
+        zones=tuple(asg.get("AvailabilityZones") or ()),
     )
 
 
