@@ -165,3 +165,31 @@ class BudgetWire(msgspec.Struct, frozen=True, gc=False):
 class BudgetList(msgspec.Struct, frozen=True, gc=False):
     metadata: ListMeta = ListMeta()
     items: list[BudgetWire] = []
+
+
+# The cluster's CapacityBuffers, kept whole (few, small, read by `domain.cluster_buffers`),
+# and the PodTemplates they refer to.
+
+
+class CapacityBufferList(msgspec.Struct, frozen=True, gc=False):
+    metadata: ListMeta = ListMeta()
+    items: list[dict[str, Any]] = []
+
+
+class TemplateMeta(msgspec.Struct, frozen=True, gc=False):
+    labels: dict[str, str] = {}
+
+
+class PodTemplateSpec(msgspec.Struct, frozen=True, gc=False):
+    metadata: TemplateMeta = TemplateMeta()
+    spec: PodSpec = PodSpec()
+
+
+class PodTemplateWire(msgspec.Struct, frozen=True, gc=False):
+    metadata: ObjectMeta
+    template: PodTemplateSpec = PodTemplateSpec()
+
+
+class PodTemplateList(msgspec.Struct, frozen=True, gc=False):
+    metadata: ListMeta = ListMeta()
+    items: list[PodTemplateWire] = []
