@@ -14,6 +14,7 @@ from tests.builders import VirtualClock
 from tests.e2e import test_kubernetes_path as kubernetes_path
 from tests.e2e.conftest import Deployment
 from tests.e2e.test_kubernetes_path import group_at_zero, two_batch_nodes
+from tests.kube import pod
 
 TEMPLATE = {
     "metadata": {"name": "web", "namespace": "shop"},
@@ -83,3 +84,26 @@ def test_a_buffer_with_replicas_and_percentage_is_named_and_no_node_is_shed(
     )
     assert taints("ip-1") == ["team"]  # not marked to leave
     assert desired_capacity("batch-ng") == 2
+
+
+def test_a_buffer_pod_no_group_fits_gets_no_event_while_a_real_pod_does(
+    batch: Deployment, api_server: KubeApiServer
+) -> None:
+    # Given a group at zero of m5.large and a buffer of one 4-cpu pod, which fits no node
+    group_at_zero("general-ng", "general")
+    big = TEMPLATE | {"metadata": {"name": "big", "namespace": "shop"}}
+    big["template"] = {"spec": {"containers": [{"resources": {"requests": {"cpu": "4"}}}]}}
+    api_server.cluster.put("podtemplates", big)
+    buffer = capacity_buffer(replicas=1)
+    buffer["spec"]["podTemplateRef"] = {"name": "big"}
+    api_server.cluster.put("capacitybuffers", buffer)
+    # and a real 4-cpu pod, pending
+    api_server.cluster.put("pods", pod("real", cpu="4"))
+
+    # When nodescaler evaluates the group
+    batch.tick()
+
+    # Then the real pod is told why it waits (NotTriggerScaleUp), the virtual one is not
+    told = [e["involvedObject"]["name"] for e in api_server.cluster.objects["events"].values()]
+    assert told == ["real"]
+    assert desired_capacity("general-ng") == 0

@@ -110,3 +110,14 @@ def test_given_free_room_for_one_when_settled_then_one_is_bound_and_the_rest_pen
     assert describe(settled.buffers[0], {"ng-a": virtual[1:]}) == (
         "CapacityBuffer shop/headroom: 3 pods, 1 in free room, 2 pending (ng-a 2)"
     )
+
+
+def test_given_another_provisioning_strategy_when_read_then_ignored_but_not_malformed() -> None:
+    """A strategy nodescaler does not provision is valid: named, no pods, and no doubt."""
+    spec = {"podTemplateRef": {"name": "web"}, "replicas": 2, "provisioningStrategy": "x/other"}
+    read = read_buffer(buffer(spec), TEMPLATES)
+    assert (read.problem, read.pods) == (None, ())
+    assert describe(read, {}) == (
+        "CapacityBuffer shop/headroom ignored: provisioningStrategy x/other is not "
+        "buffer.x-k8s.io/active-capacity"
+    )

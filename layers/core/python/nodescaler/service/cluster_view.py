@@ -68,6 +68,14 @@ def _pending_detail(planned: Planned, group: str, nodes: int) -> str:
     return detail
 
 
+def _real(pods: list[Pod], snapshot: Snapshot) -> list[Pod]:
+    """The pods that exist: not a CapacityBuffer's virtual ones."""
+    if not snapshot.buffers:
+        return pods
+    virtual = {p.key for b in snapshot.buffers for p in b.pods}
+    return [p for p in pods if p.key not in virtual]
+
+
 def _cluster_buffers(snapshot: Snapshot, planned: Planned) -> str:
     """A clause per CapacityBuffer of the cluster: its pods and where they went, or why
     it is ignored."""
@@ -192,7 +200,8 @@ class KubernetesClusterView:
             planned = self._plans[cutoff] = self._pending.plan(snapshot, cutoff, now)
             # Every group computes the same plan: the first participant tells the pods.
             if self._waiting is not None and group.name == min(planned.participants, default=""):
-                self._waiting.report(planned.plan, planned.plan.unplaced, now)
+                real = _real(planned.plan.unplaced, snapshot)  # no Event on a buffer's pod
+                self._waiting.report(planned.plan, real, now)
         if group.name in planned.problems:
             return MetricUnavailable(
                 reason=f"node group {group.name}: {planned.problems[group.name]}"
