@@ -60,3 +60,23 @@ def test_given_buffers_over_pages_when_listed_then_each_is_read_with_its_templat
     assert (pod.requests.cpu_millis, dict(pod.labels)) == (1000, {"app": "web"})
     listed = [r for r in server.requests if "/capacitybuffers" in r]
     assert len(listed) == 2 and "continue=" in listed[1]
+
+
+def test_given_a_buffer_of_a_deployment_when_listed_then_its_percentage_of_the_replicas(
+    tmp_path: Path,
+) -> None:
+    """Given a Deployment of 10 replicas of 1 cpu and a buffer of 30 % of it, when listed,
+    then the buffer is 3 pods of the Deployment's shape."""
+    served = Cluster()
+    served.put(
+        "deployments", {**TEMPLATE, "spec": {"replicas": 10, "template": TEMPLATE["template"]}}
+    )
+    ref = {"apiGroup": "apps", "kind": "Deployment", "name": "web"}
+    served.put(
+        "capacitybuffers",
+        headroom("scaled", 0) | {"spec": {"scalableRef": ref, "percentage": 30}},
+    )
+    with KubeApiServer(served) as server:
+        connection = KubeconfigConnection(kubeconfig(tmp_path / "kc", server.url))
+        (read,) = KubernetesCluster(connection).snapshot().buffers
+    assert (read.problem, len(read.pods), read.pods[0].requests.cpu_millis) == (None, 3, 1000)

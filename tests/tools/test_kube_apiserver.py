@@ -242,6 +242,7 @@ def test_discovery_offers_what_the_server_answers_and_each_verb_it_omits_is_refu
         ("events", {"metadata": {"name": "e1"}}),
         ("capacitybuffers", {"metadata": {"name": "headroom"}}),
         ("podtemplates", {"metadata": {"name": "web"}}),
+        ("deployments", {"metadata": {"name": "web"}}),
     )
     with kube_api(cluster) as (server, _):
 
@@ -264,7 +265,7 @@ def test_discovery_offers_what_the_server_answers_and_each_verb_it_omits_is_refu
                 got, deleted = answer("GET", one), answer("DELETE", one)
                 offered[plural] = (resource["kind"], resource["verbs"], listed["kind"])
                 offered[plural] += (got[0], got[1]["kind"], deleted[0])
-        unknown = answer("GET", "/apis/apps/v1/deployments")[0]
+        unknown = answer("GET", "/apis/apps/v1/statefulsets")[0]
     assert sorted(g["name"] for g in groups) == ["apps", "autoscaling.x-k8s.io", "policy"]
     assert offered == {
         "nodes": ("Node", ["get", "list", "patch"], "NodeList", 200, "Node", 405),
@@ -279,6 +280,7 @@ def test_discovery_offers_what_the_server_answers_and_each_verb_it_omits_is_refu
             *("CapacityBuffer", ["get", "list"], "CapacityBufferList"),
             *(200, "CapacityBuffer", 405),
         ),
+        "deployments": ("Deployment", ["get", "list"], "DeploymentList", 200, "Deployment", 405),
         "podtemplates": (
             "PodTemplate",
             ["get", "list"],

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from nodescaler.adapters.k8s.objects import node_from_json, pod_from_json
 from nodescaler.domain.cluster import Snapshot
-from nodescaler.domain.cluster_buffers import describe, read_buffer, with_buffers
+from nodescaler.domain.cluster_buffers import Workload, describe, read_buffer, with_buffers
 
 from tests.kube import node, pod
 
@@ -81,6 +81,14 @@ def test_given_limits_alone_when_read_then_as_many_pods_as_they_hold() -> None:
             buffer({"replicas": 1}),
             "spec.podTemplateRef.name is not set",
         ),
+        (
+            buffer({"scalableRef": {"apiGroup": "apps", "kind": "StatefulSet", "name": "db"}}),
+            "spec.scalableRef: 'StatefulSet': nodescaler reads an apps Deployment only",
+        ),
+        (
+            buffer({"scalableRef": {"apiGroup": "apps", "kind": "Deployment", "name": "x"}}),
+            "Deployment shop/x does not exist",
+        ),
     ],
 )
 def test_given_a_malformed_buffer_when_read_then_it_is_named_and_has_no_pods(
@@ -121,3 +129,25 @@ def test_given_another_provisioning_strategy_when_read_then_ignored_but_not_malf
         "CapacityBuffer shop/headroom ignored: provisioningStrategy x/other is not "
         "buffer.x-k8s.io/active-capacity"
     )
+
+
+WEB = {("shop", "web"): Workload(10, TEMPLATE)}
+
+
+@pytest.mark.parametrize(
+    ("amount", "pods"),
+    [
+        ({"percentage": 20}, 2),
+        ({"percentage": 5}, 1),
+        ({"percentage": 25}, 3),
+        ({"replicas": 4}, 4),
+    ],
+)
+def test_given_a_deployment_of_10_when_a_buffer_scales_it_then_its_share_rounded_up(
+    amount: dict[str, int], pods: int
+) -> None:
+    """CA's API: a percentage of the scalableRef's replicas, rounded up, at least 1."""
+    ref = {"scalableRef": {"apiGroup": "apps", "kind": "Deployment", "name": "web"}}
+    read = read_buffer(buffer(ref | amount), {}, WEB)
+    assert (read.problem, len(read.pods)) == (None, pods)
+    assert {p.requests.cpu_millis for p in read.pods} == {1000}

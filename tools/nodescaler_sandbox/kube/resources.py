@@ -62,6 +62,8 @@ RESOURCES = (
         ("cb",),
     ),
     Resource("podtemplates", "PodTemplate", CORE, True, ("get", "list")),
+    # the workloads a buffer's scalableRef names (their replicas and pods' shape)
+    Resource("deployments", "Deployment", "apps/v1", True, ("get", "list"), ("deploy",)),
 )
 BY_PLURAL = {resource.plural: resource for resource in RESOURCES}
 # Subresources, listed with their parent: eviction is policy's Eviction kind, as

@@ -11,7 +11,7 @@ reading that holds one sheds a node.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -31,15 +31,28 @@ class _MalformedError(ValueError):
     pass
 
 
-def read_buffer(obj: Mapping[str, Any], templates: Mapping[tuple[str, str], Pod]) -> ClusterBuffer:
-    """A CapacityBuffer object, with the PodTemplates of the cluster by (namespace, name)."""
+@dataclass(frozen=True)
+class Workload:
+    """A Deployment a buffer's scalableRef names: its replicas, and its pods' shape."""
+
+    replicas: int
+    template: Pod
+
+
+def read_buffer(
+    obj: Mapping[str, Any],
+    templates: Mapping[tuple[str, str], Pod],
+    workloads: Mapping[tuple[str, str], Workload] | None = None,
+) -> ClusterBuffer:
+    """A CapacityBuffer object, with the PodTemplates and Deployments of the cluster by
+    (namespace, name)."""
     metadata = obj.get("metadata") or {}
     namespace, name = str(metadata.get("namespace", "default")), str(metadata.get("name", "?"))
     spec = obj.get("spec") or {}
     strategy = spec.get("provisioningStrategy") or ACTIVE
     try:
-        template = _template(obj, spec, namespace, templates)
-        count = _count(spec, template)
+        template, scaled = _template(obj, spec, namespace, templates, workloads or {})
+        count = _count(spec, template, scaled)
     except _MalformedError as error:
         return ClusterBuffer(namespace, name, problem=str(error))
     if strategy != ACTIVE:
@@ -59,7 +72,9 @@ def _template(
     spec: Mapping[str, Any],
     namespace: str,
     templates: Mapping[tuple[str, str], Pod],
-) -> Pod:
+    workloads: Mapping[tuple[str, str], Workload],
+) -> tuple[Pod, int | None]:
+    """The buffer's pod, and the replicas of the workload it scales (if it scales one)."""
     version = obj.get("apiVersion", API_VERSION)
     if version != API_VERSION:
         raise _MalformedError(f"apiVersion {version} is not one nodescaler reads ({API_VERSION})")
@@ -69,7 +84,8 @@ def _template(
     if template_ref and scalable_ref:
         raise _MalformedError("spec.podTemplateRef and spec.scalableRef are both set: give one")
     if scalable_ref:
-        raise _MalformedError("spec.scalableRef is not read by nodescaler yet: use podTemplateRef")
+        workload = _workload(scalable_ref, namespace, workloads)
+        return workload.template, workload.replicas
     if not isinstance(template_ref, Mapping) or not template_ref.get("name"):
         raise _MalformedError("spec.podTemplateRef.name is not set")
     if spec.get("percentage") is not None:
@@ -79,13 +95,37 @@ def _template(
         raise _MalformedError(f"PodTemplate {namespace}/{template_ref['name']} does not exist")
     if found.problem:
         raise _MalformedError(f"PodTemplate {namespace}/{template_ref['name']}: {found.problem}")
+    return found, None
+
+
+def _workload(ref: Any, namespace: str, workloads: Mapping[tuple[str, str], Workload]) -> Workload:
+    if not isinstance(ref, Mapping) or (ref.get("apiGroup"), ref.get("kind")) != (
+        "apps",
+        "Deployment",
+    ):
+        kind = ref.get("kind") if isinstance(ref, Mapping) else ref
+        raise _MalformedError(
+            f"spec.scalableRef: {kind!r}: nodescaler reads an apps Deployment only"
+        )
+    found = workloads.get((namespace, str(ref.get("name"))))
+    if found is None:
+        raise _MalformedError(f"Deployment {namespace}/{ref.get('name')} does not exist")
+    if found.template.problem:
+        raise _MalformedError(f"Deployment {namespace}/{ref.get('name')}: {found.template.problem}")
     return found
 
 
-def _count(spec: Mapping[str, Any], template: Pod) -> int:
-    """The pods asked for: `replicas`, capped by what `limits` hold (or as many as they
-    hold, when no replicas are given)."""
+def _count(spec: Mapping[str, Any], template: Pod, scaled: int | None) -> int:
+    """The pods asked for: `replicas` (or `percentage` of the `scaled` workload's, rounded
+    up, at least 1), capped by what `limits` hold (or as many as they hold, when neither
+    is given)."""
     replicas = spec.get("replicas")
+    if (percentage := spec.get("percentage")) is not None:
+        if not isinstance(percentage, int) or percentage < 0:
+            raise _MalformedError(
+                f"spec.percentage: {percentage!r} is not a whole number of 0 or more"
+            )
+        replicas = max(1, -(-(scaled or 0) * percentage // 100))
     limits = spec.get("limits")
     if replicas is None and not limits:
         raise _MalformedError("neither spec.replicas nor spec.percentage nor spec.limits is set")

@@ -19,15 +19,18 @@ from nodescaler.adapters.k8s.objects import budget_from_wire, node_from_wire, po
 from nodescaler.adapters.k8s.wire import (
     BudgetList,
     CapacityBufferList,
+    DeploymentList,
     ListMeta,
     NodeList,
+    ObjectMeta,
     PodList,
     PodTemplateList,
+    PodTemplateSpec,
     PodWire,
 )
 from nodescaler.adapters.watchdog import current, watching
 from nodescaler.domain.cluster import ClusterBuffer, DisruptionBudget, Node, Pod, Snapshot
-from nodescaler.domain.cluster_buffers import GROUP, VERSION, read_buffer
+from nodescaler.domain.cluster_buffers import GROUP, VERSION, Workload, read_buffer
 from nodescaler.domain.text import MAX_MESSAGE, outside
 from nodescaler.errors import KubernetesUnavailableError
 
@@ -202,6 +205,12 @@ def _watched_pools() -> dict[str, type]:
     return {"http": watched(HTTPConnectionPool), "https": watched(HTTPSConnectionPool)}
 
 
+def _template_pod(metadata: ObjectMeta, template: PodTemplateSpec) -> Pod:
+    """A pod of a template, named for its owner: what a CapacityBuffer asks room for."""
+    labelled = msgspec.structs.replace(metadata, labels=template.metadata.labels)
+    return pod_from_wire(PodWire(labelled, template.spec))
+
+
 class KubernetesCluster:
     """`SnapshotSource` over the API server: every node and non-terminal pod."""
 
@@ -278,25 +287,37 @@ class KubernetesCluster:
                 i for p in pages(listing, CapacityBufferList, self._api.page_size) for i in p.items
             ]
             templates = self._pod_templates() if found else {}
+            scaling = any((i.get("spec") or {}).get("scalableRef") for i in found)
+            workloads = self._deployments() if scaling else {}
         except ApiException as error:
             if error.status == 404:
                 return ()
             said = f"could not be listed: {error.status} {outside(error.reason)}"
             return (ClusterBuffer("*", "*", problem=said),)
-        return tuple(read_buffer(item, templates) for item in found)
+        return tuple(read_buffer(item, templates, workloads) for item in found)
 
     def _pod_templates(self) -> dict[tuple[str, str], Pod]:
         from kubernetes import client
 
         listing = partial(self._api.request, client.CoreV1Api.list_pod_template_for_all_namespaces)
         return {
-            (item.metadata.namespace, item.metadata.name): pod_from_wire(
-                PodWire(
-                    msgspec.structs.replace(item.metadata, labels=item.template.metadata.labels),
-                    item.template.spec,
-                )
+            (item.metadata.namespace, item.metadata.name): _template_pod(
+                item.metadata, item.template
             )
             for page in pages(listing, PodTemplateList, self._api.page_size)
+            for item in page.items
+        }
+
+    def _deployments(self) -> dict[tuple[str, str], Workload]:
+        """The Deployments a buffer's scalableRef may name: replicas and pod shape."""
+        from kubernetes import client
+
+        listing = partial(self._api.request, client.AppsV1Api.list_deployment_for_all_namespaces)
+        return {
+            (item.metadata.namespace, item.metadata.name): Workload(
+                item.spec.replicas, _template_pod(item.metadata, item.spec.template)
+            )
+            for page in pages(listing, DeploymentList, self._api.page_size)
             for item in page.items
         }
 

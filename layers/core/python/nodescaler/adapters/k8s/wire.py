@@ -193,3 +193,18 @@ class PodTemplateWire(msgspec.Struct, frozen=True, gc=False):
 class PodTemplateList(msgspec.Struct, frozen=True, gc=False):
     metadata: ListMeta = ListMeta()
     items: list[PodTemplateWire] = []
+
+
+class DeploymentSpec(msgspec.Struct, frozen=True, gc=False):
+    replicas: int = 1  # the API's default
+    template: PodTemplateSpec = PodTemplateSpec()
+
+
+class DeploymentWire(msgspec.Struct, frozen=True, gc=False):
+    metadata: ObjectMeta
+    spec: DeploymentSpec = DeploymentSpec()
+
+
+class DeploymentList(msgspec.Struct, frozen=True, gc=False):
+    metadata: ListMeta = ListMeta()
+    items: list[DeploymentWire] = []
