@@ -210,7 +210,7 @@ class KubernetesClusterView:
         detail = _pending_detail(planned, group.name, nodes)
         if snapshot.buffers:
             said = _cluster_buffers(snapshot, planned)
-            doubt = [b.label for b in snapshot.buffers if b.problem]
+            doubt = any(b.problem for b in snapshot.buffers)
             if doubt and not nodes:  # named, and no scale-in on a buffer it can't read
                 return MetricUnavailable(reason=f"node group {group.name}: {said}")
             detail += f"; {said}"
