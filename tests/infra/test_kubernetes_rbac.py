@@ -29,7 +29,15 @@ def granted_to(group: str) -> set[tuple[str, str, str]]:
 
 def test_evaluate_may_read_the_cluster_tell_a_pod_why_it_waits_and_mark_leaving_nodes() -> None:
     assert granted_to("nodescaler-evaluate") == {
-        ("", resource, verb) for resource in ("nodes", "pods") for verb in ("get", "list", "watch")
+        (group, resource, verb)
+        for group, resource in (
+            ("", "nodes"),
+            ("", "pods"),
+            ("autoscaling.x-k8s.io", "capacitybuffers"),  # a namespace's own buffers
+            ("", "podtemplates"),  # the pods they ask room for
+            ("apps", "deployments"),  # ... or the workload they scale
+        )
+        for verb in ("get", "list", "watch")
     } | {
         ("policy", "poddisruptionbudgets", "list"),
         ("", "events", "create"),

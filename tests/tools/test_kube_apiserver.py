@@ -240,6 +240,9 @@ def test_discovery_offers_what_the_server_answers_and_each_verb_it_omits_is_refu
         ("poddisruptionbudgets", pdb("web", {"app": "web"}, minAvailable=1)),
         ("daemonsets", {"metadata": {"name": "agent"}}),
         ("events", {"metadata": {"name": "e1"}}),
+        ("capacitybuffers", {"metadata": {"name": "headroom"}}),
+        ("podtemplates", {"metadata": {"name": "web"}}),
+        ("deployments", {"metadata": {"name": "web"}}),
     )
     with kube_api(cluster) as (server, _):
 
@@ -262,8 +265,8 @@ def test_discovery_offers_what_the_server_answers_and_each_verb_it_omits_is_refu
                 got, deleted = answer("GET", one), answer("DELETE", one)
                 offered[plural] = (resource["kind"], resource["verbs"], listed["kind"])
                 offered[plural] += (got[0], got[1]["kind"], deleted[0])
-        unknown = answer("GET", "/apis/apps/v1/deployments")[0]
-    assert sorted(g["name"] for g in groups) == ["apps", "policy"]
+        unknown = answer("GET", "/apis/apps/v1/statefulsets")[0]
+    assert sorted(g["name"] for g in groups) == ["apps", "autoscaling.x-k8s.io", "policy"]
     assert offered == {
         "nodes": ("Node", ["get", "list", "patch"], "NodeList", 200, "Node", 405),
         "pods": ("Pod", ["get", "list"], "PodList", 200, "Pod", 405),
@@ -273,5 +276,18 @@ def test_discovery_offers_what_the_server_answers_and_each_verb_it_omits_is_refu
             *(200, "PodDisruptionBudget", 405),
         ),
         "daemonsets": ("DaemonSet", ["get", "list"], "DaemonSetList", 200, "DaemonSet", 405),
+        "capacitybuffers": (
+            *("CapacityBuffer", ["get", "list"], "CapacityBufferList"),
+            *(200, "CapacityBuffer", 405),
+        ),
+        "deployments": ("Deployment", ["get", "list"], "DeploymentList", 200, "Deployment", 405),
+        "podtemplates": (
+            "PodTemplate",
+            ["get", "list"],
+            "PodTemplateList",
+            200,
+            "PodTemplate",
+            405,
+        ),
     }
     assert unknown == 404

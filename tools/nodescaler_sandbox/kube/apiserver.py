@@ -131,6 +131,8 @@ class Cluster:
     # every eviction asked of an existing pod: (namespace, name, deleteOptions.gracePeriodSeconds)
     evictions: list[tuple[str, str, int | None]] = field(default_factory=list)
     evicted: int = 0  # of those, the ones the budgets allowed
+    # Resources of CRDs not installed ("capacitybuffers"): answered 404, as a real server does
+    not_installed: frozenset[str] = frozenset()
 
     def put(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
@@ -534,6 +536,14 @@ class KubeApiServer:
 
         return Handler
 
+    def _installed(self, kind: str, method: str, path: str) -> None:
+        if kind in self.cluster.not_installed:
+            raise ApiError(
+                404,
+                "NotFound",
+                f"the server could not find the requested resource ({method} {path})",
+            )
+
     def route(
         self,
         method: str,
@@ -551,9 +561,11 @@ class KubeApiServer:
                 return 200, json.dumps(document).encode()
             for pattern, kind in LISTS:
                 if match := pattern.match(path):
+                    self._installed(kind, method, path)
                     return 200, self.list(kind, match.groupdict().get("ns") or "", query)
             for pattern, kind in GETS:
                 if match := pattern.match(path):
+                    self._installed(kind, method, path)
                     key = (match.groupdict().get("ns") or "", match["name"])
                     return 200, self._served(kind, cluster.get(kind, key), alone=True)
         if method == "PATCH" and (match := _NODE.match(path)):

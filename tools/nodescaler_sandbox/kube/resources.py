@@ -51,6 +51,19 @@ RESOURCES = (
     ),
     # kubectl drain reads a DaemonSet-owned pod's DaemonSet before it leaves the pod be.
     Resource("daemonsets", "DaemonSet", "apps/v1", True, ("get", "list"), ("ds",)),
+    # The cluster's own capacity buffers (a CRD: a test may serve a cluster without it),
+    # and the PodTemplates they refer to.
+    Resource(
+        "capacitybuffers",
+        "CapacityBuffer",
+        "autoscaling.x-k8s.io/v1alpha1",
+        True,
+        ("get", "list"),
+        ("cb",),
+    ),
+    Resource("podtemplates", "PodTemplate", CORE, True, ("get", "list")),
+    # the workloads a buffer's scalableRef names (their replicas and pods' shape)
+    Resource("deployments", "Deployment", "apps/v1", True, ("get", "list"), ("deploy",)),
 )
 BY_PLURAL = {resource.plural: resource for resource in RESOURCES}
 # Subresources, listed with their parent: eviction is policy's Eviction kind, as

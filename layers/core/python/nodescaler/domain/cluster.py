@@ -252,6 +252,23 @@ class Pod:
         return self.gone_after is not None and self.gone_after < now
 
 
+@dataclass(frozen=True)
+class ClusterBuffer:
+    """A CapacityBuffer object of the cluster, as read: the virtual pods it asks room for,
+    or why it is ignored (`problem`: malformed, never a reason to scale in; `note`: valid,
+    but not one nodescaler provisions)."""
+
+    namespace: str
+    name: str
+    pods: tuple[Pod, ...] = ()
+    problem: str | None = None
+    note: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"CapacityBuffer {self.namespace}/{self.name}"
+
+
 @dataclass(frozen=True, slots=True)
 class DisruptionBudget:
     """A PodDisruptionBudget: the pods it selects, and how many may go now."""
@@ -273,12 +290,14 @@ class DisruptionBudget:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The cluster's nodes and non-terminal pods, as listed at one moment, and its
-    disruption budgets (None: they could not be read, so no eviction can be counted on)."""
+    """The cluster's nodes and non-terminal pods, as listed at one moment, its disruption
+    budgets (None: they could not be read, so no eviction can be counted on), and its
+    CapacityBuffers (`domain.cluster_buffers`)."""
 
     nodes: tuple[Node, ...]
     pods: tuple[Pod, ...]
     budgets: tuple[DisruptionBudget, ...] | None = ()
+    buffers: tuple[ClusterBuffer, ...] = ()
 
     def at(self, now: datetime) -> Snapshot:
         """Without the pods deleted long enough ago to count as gone at `now`."""

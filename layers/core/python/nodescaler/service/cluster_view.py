@@ -17,6 +17,8 @@ from datetime import datetime, timedelta
 
 from nodescaler.domain.buffer import BufferFit, buffer_pods, fit_buffer
 from nodescaler.domain.cluster import Pod, Snapshot
+from nodescaler.domain.cluster_buffers import describe as describe_buffer
+from nodescaler.domain.cluster_buffers import with_buffers
 from nodescaler.domain.drainability import CA_DEFAULTS, DrainRules, keeps_node, movable
 from nodescaler.domain.node_group import NodeGroup, belongs
 from nodescaler.domain.planning import ChooseLeaving
@@ -66,6 +68,20 @@ def _pending_detail(planned: Planned, group: str, nodes: int) -> str:
     return detail
 
 
+def _real(pods: list[Pod], snapshot: Snapshot) -> list[Pod]:
+    """The pods that exist: not a CapacityBuffer's virtual ones."""
+    if not snapshot.buffers:
+        return pods
+    virtual = {p.key for b in snapshot.buffers for p in b.pods}
+    return [p for p in pods if p.key not in virtual]
+
+
+def _cluster_buffers(snapshot: Snapshot, planned: Planned) -> str:
+    """A clause per CapacityBuffer of the cluster: its pods and where they went, or why
+    it is ignored."""
+    return "; ".join(describe_buffer(b, planned.plan.pods) for b in snapshot.buffers)
+
+
 # Named for what it serves: the Kubernetes metric types' producer, and the evaluator's
 # `ClusterView` of nodes. It keeps only what it listed (the snapshot, and the pending-pods
 # plan all groups share); what a read finds for a group, it returns (the candidates too).
@@ -97,7 +113,8 @@ class KubernetesClusterView:
             self._plans = {}
             try:
                 # a pod deleted long enough ago is neither a request nor a pod to move
-                self._snapshot = (now, self._cluster.snapshot().at(now))
+                read = self._cluster.snapshot().at(now)
+                self._snapshot = (now, with_buffers(read))  # the cluster's CapacityBuffers
             except KubernetesUnavailableError as error:
                 self._snapshot = (now, error)
         listed = self._snapshot[1]
@@ -183,13 +200,20 @@ class KubernetesClusterView:
             planned = self._plans[cutoff] = self._pending.plan(snapshot, cutoff, now)
             # Every group computes the same plan: the first participant tells the pods.
             if self._waiting is not None and group.name == min(planned.participants, default=""):
-                self._waiting.report(planned.plan, planned.plan.unplaced, now)
+                real = _real(planned.plan.unplaced, snapshot)  # no Event on a buffer's pod
+                self._waiting.report(planned.plan, real, now)
         if group.name in planned.problems:
             return MetricUnavailable(
                 reason=f"node group {group.name}: {planned.problems[group.name]}"
             )
         nodes = planned.plan.nodes.get(group.name, 0)
         detail = _pending_detail(planned, group.name, nodes)
+        if snapshot.buffers:
+            said = _cluster_buffers(snapshot, planned)
+            doubt = any(b.problem for b in snapshot.buffers)
+            if doubt and not nodes:  # named, and no scale-in on a buffer it can't read
+                return MetricUnavailable(reason=f"node group {group.name}: {said}")
+            detail += f"; {said}"
         buffers = metric.pending_pods.buffer
         virtual = buffer_pods(buffers)
         if buffers:

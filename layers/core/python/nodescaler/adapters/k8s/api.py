@@ -21,9 +21,22 @@ from nodescaler.adapters.k8s.objects import (
     pod_from_wire,
     unschedulable,
 )
-from nodescaler.adapters.k8s.wire import BudgetList, ListMeta, NodeList, PodList, UnboundPodList
+from nodescaler.adapters.k8s.wire import (
+    BudgetList,
+    CapacityBufferList,
+    DeploymentList,
+    ListMeta,
+    NodeList,
+    ObjectMeta,
+    PodList,
+    PodTemplateList,
+    PodTemplateSpec,
+    PodWire,
+    UnboundPodList,
+)
 from nodescaler.adapters.watchdog import current, watching
-from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Snapshot
+from nodescaler.domain.cluster import ClusterBuffer, DisruptionBudget, Node, Pod, Snapshot
+from nodescaler.domain.cluster_buffers import GROUP, VERSION, Workload, read_buffer
 from nodescaler.domain.text import MAX_MESSAGE, outside
 from nodescaler.errors import KubernetesUnavailableError
 
@@ -147,8 +160,8 @@ class CoreApi:
 
         for attempt in (1, 2):
             try:
-                owner = client.PolicyV1Api if call.__qualname__.startswith("PolicyV1Api") else None
-                api = (owner or client.CoreV1Api)(_watched(self.connection.api()))
+                owner = getattr(client, call.__qualname__.partition(".")[0])  # CoreV1Api, ...
+                api = owner(_watched(self.connection.api()))
                 return self._whole_answer(partial(call, api, *args, **query))
             except ApiException as error:
                 if error.status == 401 and attempt == 1:  # the token expired: renew, once
@@ -204,6 +217,12 @@ def _watched_pools() -> dict[str, type]:
         return Watched
 
     return {"http": watched(HTTPConnectionPool), "https": watched(HTTPSConnectionPool)}
+
+
+def _template_pod(metadata: ObjectMeta, template: PodTemplateSpec) -> Pod:
+    """A pod of a template, named for its owner: what a CapacityBuffer asks room for."""
+    labelled = msgspec.structs.replace(metadata, labels=template.metadata.labels)
+    return pod_from_wire(PodWire(labelled, template.spec))
 
 
 class KubernetesCluster:
@@ -284,13 +303,66 @@ class KubernetesCluster:
         patch = {"metadata": {"resourceVersion": version}, "spec": {"taints": wanted}}
         self._api.answer(client.CoreV1Api.patch_node, node, patch)
 
+    def capacity_buffers(self) -> tuple[ClusterBuffer, ...]:
+        """Every CapacityBuffer, read with the PodTemplates it refers to; none on a cluster
+        without the CRD (404); one named problem when they cannot be listed (doubt)."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        listing = partial(
+            self._api.request,
+            client.CustomObjectsApi.list_cluster_custom_object,
+            GROUP,
+            VERSION,
+            "capacitybuffers",
+        )
+        try:
+            found = [
+                i for p in pages(listing, CapacityBufferList, self._api.page_size) for i in p.items
+            ]
+            templates = self._pod_templates() if found else {}
+            scaling = any((i.get("spec") or {}).get("scalableRef") for i in found)
+            workloads = self._deployments() if scaling else {}
+        except ApiException as error:
+            if error.status == 404:
+                return ()
+            said = f"could not be listed: {error.status} {outside(error.reason)}"
+            return (ClusterBuffer("*", "*", problem=said),)
+        return tuple(read_buffer(item, templates, workloads) for item in found)
+
+    def _pod_templates(self) -> dict[tuple[str, str], Pod]:
+        from kubernetes import client
+
+        listing = partial(self._api.request, client.CoreV1Api.list_pod_template_for_all_namespaces)
+        return {
+            (item.metadata.namespace, item.metadata.name): _template_pod(
+                item.metadata, item.template
+            )
+            for page in pages(listing, PodTemplateList, self._api.page_size)
+            for item in page.items
+        }
+
+    def _deployments(self) -> dict[tuple[str, str], Workload]:
+        """The Deployments a buffer's scalableRef may name: replicas and pod shape."""
+        from kubernetes import client
+
+        listing = partial(self._api.request, client.AppsV1Api.list_deployment_for_all_namespaces)
+        return {
+            (item.metadata.namespace, item.metadata.name): Workload(
+                item.spec.replicas, _template_pod(item.metadata, item.spec.template)
+            )
+            for page in pages(listing, DeploymentList, self._api.page_size)
+            for item in page.items
+        }
+
     def snapshot(self) -> Snapshot:
         # Hundreds of thousands of small, acyclic objects: the cyclic collector would
         # rescan them again and again while they are built, for nothing to collect.
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return Snapshot(tuple(self.nodes()), tuple(self.pods()), self.budgets())
+            nodes, pods = tuple(self.nodes()), tuple(self.pods())
+            return Snapshot(nodes, pods, self.budgets(), self.capacity_buffers())
         finally:
             if collecting:
                 gc.enable()

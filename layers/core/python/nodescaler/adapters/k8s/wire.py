@@ -177,3 +177,46 @@ class BudgetWire(msgspec.Struct, frozen=True, gc=False):
 class BudgetList(msgspec.Struct, frozen=True, gc=False):
     metadata: ListMeta = ListMeta()
     items: list[BudgetWire] = []
+
+
+# The cluster's CapacityBuffers, kept whole (few, small, read by `domain.cluster_buffers`),
+# and the PodTemplates they refer to.
+
+
+class CapacityBufferList(msgspec.Struct, frozen=True, gc=False):
+    metadata: ListMeta = ListMeta()
+    items: list[dict[str, Any]] = []
+
+
+class TemplateMeta(msgspec.Struct, frozen=True, gc=False):
+    labels: dict[str, str] = {}
+
+
+class PodTemplateSpec(msgspec.Struct, frozen=True, gc=False):
+    metadata: TemplateMeta = TemplateMeta()
+    spec: PodSpec = PodSpec()
+
+
+class PodTemplateWire(msgspec.Struct, frozen=True, gc=False):
+    metadata: ObjectMeta
+    template: PodTemplateSpec = PodTemplateSpec()
+
+
+class PodTemplateList(msgspec.Struct, frozen=True, gc=False):
+    metadata: ListMeta = ListMeta()
+    items: list[PodTemplateWire] = []
+
+
+class DeploymentSpec(msgspec.Struct, frozen=True, gc=False):
+    replicas: int = 1  # the API's default
+    template: PodTemplateSpec = PodTemplateSpec()
+
+
+class DeploymentWire(msgspec.Struct, frozen=True, gc=False):
+    metadata: ObjectMeta
+    spec: DeploymentSpec = DeploymentSpec()
+
+
+class DeploymentList(msgspec.Struct, frozen=True, gc=False):
+    metadata: ListMeta = ListMeta()
+    items: list[DeploymentWire] = []

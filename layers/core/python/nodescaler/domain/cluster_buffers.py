@@ -1,0 +1,207 @@
+"""The cluster's own capacity buffers: Kubernetes' CapacityBuffer objects (autoscaling.x-k8s.io).
+
+An application team asks for room in its namespace: N pods of a PodTemplate's shape,
+capped by `limits`. As Cluster Autoscaler does, each becomes that many virtual pods: those
+that fit the free room of a Ready node are bound to it (its room is taken, and a scale-in
+must find them another), the rest are pending, placed by the same expander chain as real
+pending pods. A buffer nodescaler cannot read is named and ignored, and is doubt: no
+reading that holds one sheds a node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Any
+
+from nodescaler.domain.cluster import ClusterBuffer, Pod, Snapshot
+from nodescaler.domain.quantity import parse_quantity
+from nodescaler.domain.scheduling import NodeTemplate, place, room_of
+from nodescaler.errors import QuantityError
+
+GROUP = "autoscaling.x-k8s.io"
+VERSION = "v1alpha1"  # what Cluster Autoscaler 1.34 and Karpenter 1.14 read
+API_VERSION = f"{GROUP}/{VERSION}"
+ACTIVE = "buffer.x-k8s.io/active-capacity"  # the one strategy that provisions nodes
+MAX_PODS = 10_000  # as a policy's buffer
+
+
+class _MalformedError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A Deployment a buffer's scalableRef names: its replicas, and its pods' shape."""
+
+    replicas: int
+    template: Pod
+
+
+def read_buffer(
+    obj: Mapping[str, Any],
+    templates: Mapping[tuple[str, str], Pod],
+    workloads: Mapping[tuple[str, str], Workload] | None = None,
+) -> ClusterBuffer:
+    """A CapacityBuffer object, with the PodTemplates and Deployments of the cluster by
+    (namespace, name)."""
+    metadata = obj.get("metadata") or {}
+    namespace, name = str(metadata.get("namespace", "default")), str(metadata.get("name", "?"))
+    spec = obj.get("spec") or {}
+    strategy = spec.get("provisioningStrategy") or ACTIVE
+    try:
+        template, scaled = _template(obj, spec, namespace, templates, workloads or {})
+        count = _count(spec, template, scaled)
+    except _MalformedError as error:
+        return ClusterBuffer(namespace, name, problem=str(error))
+    if strategy != ACTIVE:
+        return ClusterBuffer(
+            namespace, name, note=f"provisioningStrategy {strategy} is not {ACTIVE}"
+        )
+    pods = tuple(
+        # controlled: a workload's pod, which a scale-in may move like any other
+        replace(template, namespace=namespace, name=f"{name}-buffer-{n}", controlled=True)
+        for n in range(count)
+    )
+    return ClusterBuffer(namespace, name, pods)
+
+
+def _template(
+    obj: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    namespace: str,
+    templates: Mapping[tuple[str, str], Pod],
+    workloads: Mapping[tuple[str, str], Workload],
+) -> tuple[Pod, int | None]:
+    """The buffer's pod, and the replicas of the workload it scales (if it scales one)."""
+    version = obj.get("apiVersion", API_VERSION)
+    if version != API_VERSION:
+        raise _MalformedError(f"apiVersion {version} is not one nodescaler reads ({API_VERSION})")
+    if spec.get("replicas") is not None and spec.get("percentage") is not None:
+        raise _MalformedError("spec.replicas and spec.percentage are both set: give one")
+    template_ref, scalable_ref = spec.get("podTemplateRef"), spec.get("scalableRef")
+    if template_ref and scalable_ref:
+        raise _MalformedError("spec.podTemplateRef and spec.scalableRef are both set: give one")
+    if scalable_ref:
+        workload = _workload(scalable_ref, namespace, workloads)
+        return workload.template, workload.replicas
+    if not isinstance(template_ref, Mapping) or not template_ref.get("name"):
+        raise _MalformedError("spec.podTemplateRef.name is not set")
+    if spec.get("percentage") is not None:
+        raise _MalformedError("spec.percentage applies to a scalableRef only")
+    found = templates.get((namespace, str(template_ref["name"])))
+    if found is None:
+        raise _MalformedError(f"PodTemplate {namespace}/{template_ref['name']} does not exist")
+    if found.problem:
+        raise _MalformedError(f"PodTemplate {namespace}/{template_ref['name']}: {found.problem}")
+    return found, None
+
+
+def _workload(ref: Any, namespace: str, workloads: Mapping[tuple[str, str], Workload]) -> Workload:
+    if not isinstance(ref, Mapping) or (ref.get("apiGroup"), ref.get("kind")) != (
+        "apps",
+        "Deployment",
+    ):
+        kind = ref.get("kind") if isinstance(ref, Mapping) else ref
+        raise _MalformedError(
+            f"spec.scalableRef: {kind!r}: nodescaler reads an apps Deployment only"
+        )
+    found = workloads.get((namespace, str(ref.get("name"))))
+    if found is None:
+        raise _MalformedError(f"Deployment {namespace}/{ref.get('name')} does not exist")
+    if found.template.problem:
+        raise _MalformedError(f"Deployment {namespace}/{ref.get('name')}: {found.template.problem}")
+    return found
+
+
+def _count(spec: Mapping[str, Any], template: Pod, scaled: int | None) -> int:
+    """The pods asked for: `replicas` (or `percentage` of the `scaled` workload's, rounded
+    up, at least 1), capped by what `limits` hold (or as many as they hold, when neither
+    is given)."""
+    replicas = spec.get("replicas")
+    if (percentage := spec.get("percentage")) is not None:
+        if not isinstance(percentage, int) or percentage < 0:
+            raise _MalformedError(
+                f"spec.percentage: {percentage!r} is not a whole number of 0 or more"
+            )
+        replicas = max(1, -(-(scaled or 0) * percentage // 100))
+    limits = spec.get("limits")
+    if replicas is None and not limits:
+        raise _MalformedError("neither spec.replicas nor spec.percentage nor spec.limits is set")
+    if replicas is not None and (not isinstance(replicas, int) or replicas < 0):
+        raise _MalformedError(f"spec.replicas: {replicas!r} is not a whole number of 0 or more")
+    held = _held(limits, template) if limits else None
+    count = min(c for c in (replicas, held) if c is not None)
+    if count > MAX_PODS:
+        raise _MalformedError(f"{count} pods: more than {MAX_PODS}")
+    return count
+
+
+def _held(limits: Any, template: Pod) -> int:
+    """How many of the template's pods the limits hold, by cpu and memory."""
+    if not isinstance(limits, Mapping):
+        raise _MalformedError("spec.limits is not a map of resources")
+    asked = {"cpu": Decimal(template.requests.cpu_millis) / 1000}
+    asked["memory"] = Decimal(template.requests.memory_bytes)
+    counts = []
+    for resource, amount in limits.items():
+        try:
+            limit = parse_quantity(amount)
+        except QuantityError as error:
+            raise _MalformedError(f"spec.limits.{resource}: {error}") from None
+        if asked.get(resource):
+            counts.append(int(limit // asked[resource]))
+    if not counts:
+        raise _MalformedError("spec.limits limit nothing the pod template requests")
+    return min(counts)
+
+
+def with_buffers(snapshot: Snapshot) -> Snapshot:
+    """The snapshot with its buffers' virtual pods: bound to the Ready nodes whose free
+    room holds them, pending (unschedulable) for the rest."""
+    if not any(b.pods for b in snapshot.buffers):
+        return snapshot
+    by_node = snapshot.pods_by_node
+    rooms = {
+        n.name: room_of(n, by_node.get(n.name, ()))
+        for n in snapshot.nodes
+        if n.ready and n.schedulable
+    }
+    settled = tuple(
+        replace(b, pods=tuple(_bound(pod, rooms) for pod in b.pods)) for b in snapshot.buffers
+    )
+    virtual = [p for b in settled for p in b.pods]
+    return replace(snapshot, pods=(*snapshot.pods, *virtual), buffers=settled)
+
+
+def _bound(pod: Pod, rooms: dict[str, NodeTemplate]) -> Pod:
+    """The pod on the first node with room for it (that room taken), else pending."""
+    taken, stranded = place([pod], rooms)
+    if stranded:
+        return replace(pod, node_name=None, phase="Pending", unschedulable=True)
+    node, room = next(iter(taken.items()))
+    rooms[node] = room
+    return replace(pod, node_name=node, phase="Running", unschedulable=False)
+
+
+def is_buffer_pod(pod: Pod, buffer: ClusterBuffer) -> bool:
+    return pod.namespace == buffer.namespace and pod.name.startswith(f"{buffer.name}-buffer-")
+
+
+def describe(buffer: ClusterBuffer, taken: Mapping[str, Sequence[Pod]]) -> str:
+    """One clause: what the buffer asks, and where its pods went (or why it is ignored),
+    for a buffer `with_buffers` settled; `taken`: the plan's pending pods by group."""
+    if buffer.problem:
+        return f"{buffer.label} ignored: {buffer.problem}"
+    if buffer.note:
+        return f"{buffer.label} ignored: {buffer.note}"
+    fit = sum(1 for p in buffer.pods if p.node_name is not None)
+    where = [
+        f"{group} {n}"
+        for group, pods in sorted(taken.items())
+        if (n := sum(1 for p in pods if is_buffer_pod(p, buffer)))
+    ]
+    pending = len(buffer.pods) - fit
+    went = f" ({', '.join(where)})" if where else ""
+    return f"{buffer.label}: {len(buffer.pods)} pods, {fit} in free room, {pending} pending{went}"
