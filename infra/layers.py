@@ -34,6 +34,7 @@ NO_DOCKER = DockerImage.from_registry("nodescaler/local-bundling-only")
 # Every AWS service the functions call (see nodescaler.wiring.AwsClients).
 AWS_SERVICES = frozenset(
     {
+        "arc-zonal-shift",  # zonal shifts and autoshifts in force
         "autoscaling",
         "cloudwatch",
         "dynamodb",
@@ -41,7 +42,7 @@ AWS_SERVICES = frozenset(
         "eks",
         "events",  # scaling events
         "lambda",
-        "secretsmanager",  # a Prometheus metric's bearer token
+        "secretsmanager",  # a Prometheus metric's bearer token; a cluster outside EKS
         "sqs",
         "sts",
     }

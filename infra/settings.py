@@ -432,8 +432,9 @@ SHOW_EXAMPLE = f"""pass an object, e.g. -c {CONTEXT_KEY}='{{"clusterName": "my-c
 
 def json_flag(given: object, file: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What `-c nodescaler='{...}'` lays over cdk.json's settings: the CDK CLI passes it as a
-    string of JSON, and cdk.json's own object (`file`) as an object, which lays nothing."""
-    if given is None or given == file:
+    string of JSON, and cdk.json's own object (`file`) as an object, which lays nothing
+    (passed through jsii, which drops its null values)."""
+    if given is None or _without_nulls(given) == _without_nulls(file):
         return {}
     if isinstance(given, str):
         try:
@@ -448,6 +449,14 @@ def json_flag(given: object, file: Mapping[str, Any] | None = None) -> dict[str,
             f"-c {CONTEXT_KEY}: is {json.dumps(given)[:40]}, not a JSON object; " + SHOW_EXAMPLE
         )
     return given
+
+
+def _without_nulls(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def setting_keys() -> list[str]:
