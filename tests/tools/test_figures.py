@@ -18,8 +18,11 @@ from nodescaler_sandbox.figures import (
     metric_to_scale_request,
     node_hours,
     percentile,
+    pod_reactions,
     pod_ready,
     pod_waits,
+    queue_reactions,
+    reaction_seconds,
     unschedulable_pod_minutes,
 )
 
@@ -239,3 +242,60 @@ def test_a_world_of_ten_second_steps_counts_each_step_for_ten_seconds() -> None:
     assert node_hours(rows, step) == 1.0
     assert idle_node_hours(rows, step) == 0.5
     assert unschedulable_pod_minutes(rows, step) == 3
+
+
+def _queue_row(minute: float, desired: int, visible: int) -> dict[str, Any]:
+    return {"minute": minute, "group": "gpu-ng", "desired": desired, "queues": {"jobs": visible}}
+
+
+def test_reaction_to_pending_pods_runs_to_the_scale_up_of_a_group_that_takes_them() -> None:
+    # Given pods turning unschedulable at 0:10 and 0:20, answered by gpu-ng's scale-up at
+    # 0:30, while cpu-ng's scale-up at 0:20 answers none of them
+    pods = [
+        PodRecord(f"p{i}", 1 / 6, unschedulable=at, takers=frozenset({"gpu-ng"}))
+        for i, at in enumerate((1 / 6, 2 / 6))
+    ]
+    scale_ups = [ScaleUp(2 / 6, "cpu-ng"), ScaleUp(0.5, "gpu-ng")]
+    # When the reactions are figured
+    figures = reaction_seconds(pod_reactions(pods, scale_ups, end=60), [])
+    # Then each pod waited for gpu-ng's answer: 20 s and 10 s
+    assert figures["gpu-ng"] == {"count": 2, "p50": 10, "p99": 20, "max": 20}
+    # and a scale-up in the pod's own step (its minute rounded, as the runner's rows are)
+    # answers it at once
+    same_step = reaction_seconds(pod_reactions(pods[1:], [ScaleUp(0.333, "gpu-ng")], 60), [])
+    assert same_step["gpu-ng"]["max"] == 0
+    assert figures["pending_pods"]["max"] == 20
+    assert figures["queue"]["count"] == 0 and "cpu-ng" not in figures
+
+
+def test_a_pod_that_finds_room_before_any_scale_up_asked_nothing_new() -> None:
+    # Given a pod waiting for a node already booting, bound at 3:00, and a later scale-up
+    pod = PodRecord("web", 0, unschedulable=0, bound=3, takers=frozenset({"cpu-ng"}))
+    # When the reactions are figured, then it is not a reaction (nor the later scale-up's)
+    assert pod_reactions([pod], [ScaleUp(40, "cpu-ng")], end=60) == []
+
+
+def test_reaction_to_a_queue_runs_from_passing_its_target_to_the_next_scale_up() -> None:
+    # Given a queue of 4 messages a node, past 1 node at 0:10 (8 messages), answered by a
+    # scale-up at 0:40; then past 2 nodes beyond tolerance at 2:00, answered at once
+    rows = [
+        _queue_row(0, 1, 4),
+        _queue_row(1 / 6, 1, 8),
+        _queue_row(2 / 6, 1, 12),
+        _queue_row(4 / 6, 3, 12),
+        _queue_row(1, 3, 13),  # 3.25 nodes' worth: within the 10 % tolerance, no ask
+        _queue_row(2, 5, 40),
+    ]
+    scale_ups = [ScaleUp(4 / 6, "gpu-ng"), ScaleUp(2, "gpu-ng")]
+    # When the reactions are figured
+    reactions = queue_reactions(rows, scale_ups, {"gpu-ng": [("jobs", 4)]}, {"gpu-ng": 1}, 60)
+    figures = reaction_seconds([], reactions)
+    # Then the first backlog waited 30 s, the second none
+    assert figures["queue"] == {"count": 2, "p50": 0, "p99": 30, "max": 30}
+    assert figures["gpu-ng"]["max"] == 30
+
+
+def test_a_queue_still_unanswered_at_the_end_reacts_at_the_end() -> None:
+    rows = [_queue_row(0, 0, 0), _queue_row(1, 0, 5), _queue_row(3, 0, 9)]
+    reactions = queue_reactions(rows, [], {"gpu-ng": [("jobs", 4)]}, {"gpu-ng": 0}, end=3)
+    assert reaction_seconds([], reactions)["queue"]["max"] == 120

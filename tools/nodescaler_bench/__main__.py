@@ -25,6 +25,7 @@ from nodescaler_bench import (
     kubernetes,
     layers,
     prometheus,
+    reaction,
     scale_in,
     tick,
 )
@@ -51,6 +52,8 @@ TARGETS: dict[str, Target] = {
     "faults_out_of_bounds": ("=", 0),
     "faults_converged_ticks": ("≤", 2),
     "forecast_tick_s": ("<", 5),
+    "reaction_pending_pods_s_p99": ("≤", 15),
+    "reaction_queue_s_p99": ("≤", 15),
 }
 
 
@@ -92,6 +95,10 @@ def main() -> None:
         results.update(tick.run())
     with _section("Forecast: 21 days of demand, the last week forecast; 1,000 groups' forecasts"):
         results.update(forecast.run())
+    with _section(
+        "Reaction: a pending-pods and a queue scenario in the 10-s world, fast path on/off"
+    ):
+        results.update(reaction.run())
     with _section("Faults: 100 ticks with 30% of the functions' AWS calls faulted"):
         results.update(faults.run().figures())
     python = f"{platform.python_implementation()} {platform.python_version()}"

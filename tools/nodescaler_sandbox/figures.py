@@ -12,6 +12,11 @@ whose right answer is known. Times are minutes from the start of the run.
   unschedulable to a scale-up of a group that can take that pod (or to the pod finding room
   without one). Another group's scale-up answers nothing: a pod that needs a GPU is not
   helped by more CPU nodes.
+- A *reaction* runs from demand appearing to the scale request that answers it, in
+  seconds: from a pod turning unschedulable to a scale-up of a group that can take it (a
+  pod that found room first asked nothing new and is not counted), and from a queue's
+  messages ÷ its target per node first exceeding the group's desired size (beyond the
+  HPA's 10 % tolerance) to the group's next scale-up (or the queue falling back first).
 - *Unschedulable pod-minutes* sum the pods waiting for a node, a step at a time (each
   step's count held for the step).
 - A disruption budget is *short* in a minute it has too few healthy pods after it was
@@ -243,3 +248,89 @@ def longest(*figures: Mapping[str, float]) -> dict[str, float]:
 def fit_no_group(pods: Iterable[PodRecord]) -> list[str]:
     """The pods that waited and that no group's new node would fit."""
     return sorted(p.name for p in pods if p.waited() and not p.takers)
+
+
+Reaction = tuple[frozenset[str], float]  # the groups it concerns, minutes to the answer
+TOLERANCE = 0.1  # the HPA's default: a queue this little past its target asks for nothing
+
+
+def _answered(scale_ups: Sequence[ScaleUp], groups: frozenset[str], since: float) -> list[float]:
+    since = round(since, 3)  # as the runner rounds a step's minute (10:20 is 10.333)
+    return [s.minute for s in scale_ups if s.minute >= since and s.group in groups]
+
+
+def pod_reactions(
+    pods: Iterable[PodRecord], scale_ups: Sequence[ScaleUp], end: float
+) -> list[Reaction]:
+    """Each pod that turned unschedulable and that a group could take: the time to a
+    scale-up of such a group before it bound or went. A pod that found room without one
+    (a node already on its way, another pod gone) asked nothing new: it is not counted."""
+    reactions = []
+    for pod in pods:
+        if pod.unschedulable is None or not pod.takers:
+            continue
+        since = pod.unschedulable
+        room = min((t for t in (pod.bound, pod.gone) if t is not None and t >= since), default=end)
+        answers = [m for m in _answered(scale_ups, pod.takers, since) if m <= room]
+        if answers:
+            reactions.append((pod.takers, min(answers) - since))
+    return reactions
+
+
+def queue_reactions(
+    rows: Iterable[Mapping[str, Any]],
+    scale_ups: Sequence[ScaleUp],
+    targets: Mapping[str, Sequence[tuple[str, float]]],
+    start: Mapping[str, int],
+    end: float,
+) -> list[Reaction]:
+    """Each time a group's queue (`targets`: group → (queue, messages per node)) first asks
+    for more nodes than the group had at the step before (`start`: its size at the
+    start): the time to the group's next scale-up, or to the queue no longer asking (or
+    the `end`)."""
+    reactions: list[Reaction] = []
+    before, since = dict(start), dict[str, float]()
+    for row in rows:
+        group, minute = row["group"], row["minute"]
+        if group not in targets:
+            continue
+        desired, before[group] = before.get(group, row["desired"]), row["desired"]
+        asks = any(
+            (row["queues"].get(queue) or 0) / per_node > desired * (1 + TOLERANCE)
+            for queue, per_node in targets[group]
+        )
+        if asks and group not in since:
+            since[group] = minute
+        if group not in since:
+            continue
+        answers = [m for m in _answered(scale_ups, frozenset({group}), since[group]) if m <= minute]
+        if answers or not asks or minute >= end:
+            reactions.append((frozenset({group}), min(answers, default=minute) - since.pop(group)))
+    return reactions
+
+
+def reaction_seconds(pods: Sequence[Reaction], queues: Sequence[Reaction]) -> dict[str, Any]:
+    """p50, p99 and max of the reactions in seconds: overall, to pending pods, to queues,
+    and per group (a pod counts for each group that could take it)."""
+    by_group: dict[str, list[float]] = {}
+    for groups, minutes in [*pods, *queues]:
+        for group in sorted(groups):
+            by_group.setdefault(group, []).append(minutes)
+    named = {
+        "overall": [m for _, m in [*pods, *queues]],
+        "pending_pods": [m for _, m in pods],
+        "queue": [m for _, m in queues],
+    }
+    return {name: _seconds(values) for name, values in (named | by_group).items()}
+
+
+def _seconds(minutes: Sequence[float]) -> dict[str, Any]:
+    if not minutes:
+        return {"count": 0, "p50": None, "p99": None, "max": None}
+    seconds = [round(m * 60) for m in minutes]
+    return {
+        "count": len(seconds),
+        "p50": percentile(seconds, 0.5),
+        "p99": percentile(seconds, 0.99),
+        "max": max(seconds),
+    }

@@ -135,6 +135,15 @@ def run(
     return summary
 
 
+def run_one(scenario: Scenario, controller: str, out: Path) -> dict[str, Any]:
+    """The scenario under one controller alone: its summary (as `run` gives it); its
+    timeline in `out`/timeline.txt."""
+    out.mkdir(parents=True, exist_ok=True)
+    result = _simulate(scenario, controller, out, None)
+    (out / "timeline.txt").write_text("\n".join(_timeline(scenario, result)) + "\n")
+    return _summarize(scenario, result)
+
+
 def run_file(path: Path, **options: Any) -> dict[str, Any]:
     return run(load_scenario(path), **options)
 
@@ -285,6 +294,9 @@ def _controller(
                 box.evaluate_alarms()  # each alarm when its evaluation is due
             if tick.due(at, step):
                 box.tick()
+            # The fast path looks every 5 s; the world moves in steps of 10: a look a step is
+            # what that rate sees of it. Its schedule starts an invocation each minute.
+            box.fast_look(invoked=EVERY_MINUTE.due(at, step))
 
         return nodescaler
     actions = _tune(scenario, box, world) if controller == TUNED else None
@@ -500,6 +512,7 @@ class Decisions:
                     "why": decision.reason,
                 }
             until = state.backoff.until if state.backoff else None
+            fields["cause"] = self.box.causes.get(group)
             read = self._read[group] = (self.box.invocations, fields, until)
         _, fields, until = read
         return {"backed_off": until is not None and self.box.clock.now() < until} | fields
@@ -591,11 +604,21 @@ def _timeline(scenario: Scenario, result: Run) -> list[str]:
             continue
         seen[row["group"]] = key
         why = (row.get("why") or "").split(" | ")[-1]
+        if row.get("cause"):  # the path that brought the decision
+            why = f"{why} [{_path(row['cause'])}]"
         lines.append(
             f"{_when(scenario, row['minute'])} | {row['group']} | {_metrics_cell(row)} | "
             f"{current} → {row['desired']} | {why}"
         )
     return lines
+
+
+def _path(cause: str) -> str:
+    """ "fast path: 3 new unschedulable pods" → "fast path"; "alarm x: OK → ALARM" → "alarm"."""
+    for path in ("fast path", "alarm", "launch failure", "tick"):
+        if cause.startswith(path):
+            return path
+    return cause
 
 
 def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
@@ -620,6 +643,16 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
         "longest_demand_to_scale_request_minutes": figures.longest(
             figures.demand_to_scale_request(result.pods, scale_ups, groups, scenario.minutes),
             figures.metric_to_scale_request(result.minutes, scale_ups, groups, scenario.minutes),
+        ),
+        "reaction_s": figures.reaction_seconds(
+            figures.pod_reactions(result.pods, scale_ups, scenario.minutes),
+            figures.queue_reactions(
+                result.minutes,
+                scale_ups,
+                _queue_targets(scenario),
+                {g.name: g.min for g in scenario.groups},
+                scenario.minutes,
+            ),
         ),
         "pods_that_fit_no_group": {"count": len(fit_no_group), "first": fit_no_group[:10]},
         "not_trigger_scale_up_events": [
@@ -684,6 +717,22 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
     return summary
 
 
+def _queue_targets(scenario: Scenario) -> dict[str, list[tuple[str, float]]]:
+    """Each group's queues read by an SQSQueue metric, with their messages per node."""
+    from nodescaler.adapters.deployed_policies import load_policies
+    from nodescaler.domain.policy import SqsQueueMetric
+
+    policies = load_policies(scenario.policies_path)
+    targets: dict[str, list[tuple[str, float]]] = {}
+    for group in scenario.groups:
+        policy = policies.get(group.policy)
+        for metric in policy.spec.metrics if policy else ():
+            per_node = metric.target.average_value if isinstance(metric, SqsQueueMetric) else None
+            if isinstance(metric, SqsQueueMetric) and per_node:
+                targets.setdefault(group.name, []).append((metric.sqs_queue.queue, float(per_node)))
+    return targets
+
+
 def _requested(scenario: Scenario, result: Run) -> dict[str, dict[str, float]]:
     """Each group's CPU and memory requested (% of its nodes' allocatable), over the minutes
     it had nodes: the low, the mean and the high."""
@@ -726,6 +775,10 @@ def _side_by_side(summary: dict[str, Any]) -> str:
                     line(f"{key} {group} {name}", figures_[name], key, group, name)
         elif key == "pods_that_fit_no_group":
             line(key, value["count"], key, "count")
+        elif key == "reaction_s":
+            for group, figures_ in value.items():
+                for name in ("p50", "p99", "max"):
+                    line(f"{key} {group} {name}", figures_[name], key, group, name)
         elif key in (
             "longest_demand_to_scale_request_minutes",
             "aws_write_calls",

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import json
 import logging
 import os
 import threading
@@ -36,7 +37,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 
@@ -60,12 +61,18 @@ from nodescaler_sandbox.provision import (
 )
 from nodescaler_sandbox.warm_pools import WarmPools
 
+if TYPE_CHECKING:
+    from nodescaler.service.fast_path import FastPath, Watch
+
 REGION = "eu-west-1"
 ACCOUNT = "123456789012"
 TABLE = "nodescaler-state"
 START = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)  # a Monday morning
 DRAIN_HOOK = "nodescaler-drain"  # the stack's terminate hook
 HOOK_HEARTBEAT_TIMEOUT = timedelta(minutes=5)  # the stack's
+# A scenario's environment: "true" runs the fast path as cdk.json `fastPath: true` deploys
+# it. Off by default for now: with it, evaluate overshoots pods whose nodes boot (issue 32).
+FAST_PATH = "FAST_PATH"
 
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
@@ -191,6 +198,10 @@ class Sandbox:
         self._hooked: set[str] = set()  # groups with the drain hook
         self._waiting: dict[str, None] = {}  # instances a lifecycle action holds, in order
         self._alarm_states: dict[str, str] = {}
+        self.causes: dict[str, str] = {}  # group → its last evaluation request's cause
+        self.fast_path: FastPath | None = None  # wired at its first look
+        self._fast_watch: Watch | None = None
+        self.fast_path_failures: list[tuple[datetime, str]] = []  # (when, why)
         self._environment = environment or {}
         self._prometheus = prometheus
         self.gauges: tuple[PrometheusServer, GaugeTarget] | None = None
@@ -274,11 +285,12 @@ class Sandbox:
             clients.sqs,
             self.queue_url,
             lambda event, context: self.handlers["evaluate"].handler(
-                event, context, evaluator=self.evaluator, redelivery=redelivery
+                self._note_causes(event), context, evaluator=self.evaluator, redelivery=redelivery
             ),
             clock=self.clock,
         )
         self.state = self.evaluator.state
+        self._fast_path = (clients, self._environment.get(FAST_PATH) == "true")
 
     def publish_gauges(self, values: dict[str, float]) -> None:
         """Each gauge's value, in Prometheus once it has been scraped (AMP ingests what is
@@ -328,6 +340,15 @@ class Sandbox:
         group = params.get("AutoScalingGroupName") or (instance.group if instance else "?")
         self.writes[group] = self.writes.get(group, 0) + 1
 
+    def _note_causes(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Each group's last evaluation request's cause (tick, alarm, fast path, launch
+        failure): which path brought its decision."""
+        for record in event.get("Records", ()):
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                body = json.loads(record["body"])
+                self.causes[body["node_group"]] = body["cause"]
+        return event
+
     # --- the events EventBridge would deliver ------------------------------------------
 
     def dispatch(self, incoming: dict[str, Any]) -> Any:
@@ -346,6 +367,33 @@ class Sandbox:
     def tick(self) -> None:
         """What EventBridge Scheduler delivers to dispatch at this minute."""
         self.dispatch(event("Scheduled Event", "aws.scheduler", self.clock.now(), {}))
+
+    def fast_look(self, *, invoked: bool) -> None:
+        """One look of the fast path (functions/fast_path), through its real service and
+        adapters, its requests delivered to evaluate as the tick's are. `invoked`: its
+        schedule starts a new invocation now (each minute), which reads the groups and
+        policies afresh; its debounce lives on with the warm container. Nothing unless the
+        scenario turns it on (`FAST_PATH: "true"`, as cdk.json `fastPath: true`)."""
+        clients, on = self._fast_path
+        watch = self._fast_watch
+        if not on or (watch is None and not invoked):
+            return  # off; or this minute's invocation failed: the next starts on the minute
+        try:
+            if self.fast_path is None:
+                from nodescaler import wiring
+                from nodescaler.config import FastPathSettings
+
+                settings = FastPathSettings.from_environment(self.environment)
+                self.fast_path = wiring.fast_path(settings, clients, self.clock, self.clock.sleep)
+            if invoked or watch is None:
+                watch = self._fast_watch = self.fast_path.watch()
+            look = self.fast_path.act(self.fast_path.look(watch))
+        except Exception as error:  # its invocation fails (Lambda retries, the tick runs)
+            self.fast_path_failures.append((self.clock.now(), str(error)))
+            self._fast_watch = None
+            return
+        if look.requests:
+            self.invocations += len(self.evaluations.drain())
 
     def fail_launches(self, *, deliver: bool = True) -> None:
         """What EC2 does to a group with no capacity: its launches fail, and Auto Scaling

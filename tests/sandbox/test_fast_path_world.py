@@ -1,0 +1,59 @@
+"""The fast path in the sandbox's 10-s world, as deployed: a look each step through its
+real service and adapters (the loopback API server, moto's SQS), its requests evaluated as
+the tick's are; `FAST_PATH: "true"` in a scenario's environment turns it on (cdk.json `fastPath: true`);
+without it the tick alone decides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nodescaler_sandbox import runner
+from nodescaler_sandbox.sandbox import FAST_PATH
+from nodescaler_sandbox.scenario_file import Scenario, load_scenario
+
+pytestmark = pytest.mark.slow  # moto's server and the API server
+
+SCENARIOS = Path(__file__).parents[2] / "scenarios"
+
+
+def burst_at_half_a_minute(**environment: str) -> Scenario:
+    """30 tasks sent at 00:00:30 to a queue of 4 a node; no alarm, a tick each 2 minutes."""
+    loaded = load_scenario(SCENARIOS / "1-queue-burst.yaml")
+    queue = loaded.queues[0].model_copy(update={"tasks": {0.5: 30}, "max_workers": 30})
+    return loaded.model_copy(
+        update={
+            "minutes": 3,
+            "tick_minutes": 2,
+            "queues": [queue],
+            "alarms": [],
+            "environment": loaded.environment | environment,
+        }
+    )
+
+
+def ours(tmp_path: Path, scenario: Scenario) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    summary = runner.run_one(scenario, runner.NODESCALER, tmp_path)
+    return summary, summary["scale_requests"]
+
+
+def test_given_a_backlog_mid_minute_the_fast_path_asks_for_nodes_within_the_step(
+    tmp_path: Path,
+) -> None:
+    # When 30 tasks land at 00:00:30, the fast path on (as deployed)
+    summary, scaled = ours(tmp_path, burst_at_half_a_minute(**{FAST_PATH: "true"}))
+    # Then the group is scaled in that step, not at the next tick (00:02)
+    assert scaled[0]["minute"] == 0.5 and scaled[0]["from"] == 0
+    assert summary["reaction_s"]["queue"]["max"] == 0
+    # and its decision says the fast path brought it
+    timeline = (tmp_path / "timeline.txt").read_text(encoding="utf-8").splitlines()
+    assert any(line.startswith("00:00:30 |") and "[fast path]" in line for line in timeline)
+
+
+def test_given_the_fast_path_off_the_tick_alone_answers_the_backlog(tmp_path: Path) -> None:
+    # When the same burst lands with the fast path turned off
+    summary, scaled = ours(tmp_path, burst_at_half_a_minute())
+    # Then the tick at 00:02 scales it: 90 s after the backlog
+    assert scaled[0]["minute"] == 2
+    assert summary["reaction_s"]["queue"]["max"] == 90
