@@ -71,3 +71,25 @@ def test_given_empty_nodes_the_reading_names_them_and_marks_follow_only_what_is_
     marks = Marks()
     view(snapshot, marks).mark_candidates(GROUP, frozenset(), NOW)
     assert marks.marked == {"web-a-2": False}
+
+
+def test_given_a_scale_up_since_the_shared_plan_then_a_second_read_asks_nothing_more() -> None:
+    # Given web-a at 1 Ready node and 8 one-core pods pending (three m5.xlarge more), read by
+    # one evaluation, which then resized the group to 4 (its nodes still booting)
+    from tests.unit.test_balance import pods
+
+    at_one = replace(GROUP, desired=1, in_service=1)
+    groups = Groups([at_one])
+    planner = PendingPodsPlanner(
+        groups, PolicyBook({"web": policy(PENDING, name="web")}, TagNames()), M5Xlarge(), CHAIN
+    )
+    snapshot = Snapshot((web_node("web-a", 0),), tuple(pods(8)))
+    cluster = KubernetesClusterView(Cluster(snapshot), pending=planner)
+    first = cluster.read(PENDING, at_one, NOW)
+    assert isinstance(first, MetricReading) and first.value == 3
+    resized = replace(at_one, desired=4)
+    groups.groups = [resized]
+    # When the fast path's request brings a second evaluation within the snapshot's life
+    second = cluster.read(PENDING, resized, NOW)
+    # Then it plans afresh: the three booting nodes take the pods, nothing more is asked
+    assert isinstance(second, MetricReading) and second.value == 0

@@ -193,9 +193,13 @@ class KubernetesClusterView:
         assert self._pending is not None
         cutoff = metric.pending_pods.expendable_priority_cutoff
         planned = self._plans.get(cutoff)
-        # A group backed off since (or no longer) gets a fresh plan from the same snapshot.
-        if planned is None or planned.backed_off != self._pending.backed_off(
-            planned.participants, now
+        # A group backed off since (or no longer), or resized since (by this container's
+        # last evaluation, or another's), gets a fresh plan from the same snapshot: a plan
+        # made before a scale-up would ask for the same nodes again.
+        if (
+            planned is None
+            or planned.desired.get(group.name, group.desired) != group.desired
+            or planned.backed_off != self._pending.backed_off(planned.participants, now)
         ):
             planned = self._plans[cutoff] = self._pending.plan(snapshot, cutoff, now)
             # Every group computes the same plan: the first participant tells the pods.

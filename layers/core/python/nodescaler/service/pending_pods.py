@@ -38,6 +38,8 @@ class Planned:
     # the pods each group's booting nodes take
     arriving: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
     booting: Mapping[str, int] = field(default_factory=dict)  # nodes on their way, by group
+    # each group's desired size as planned: a group resized since needs a new plan
+    desired: Mapping[str, int] = field(default_factory=dict)
 
     def coming(self, group: str) -> tuple[int, list[Pod]]:
         """The group's nodes on their way and planned, and the pending pods they take."""
@@ -142,7 +144,10 @@ class PendingPodsPlanner:
             sizes={g.name: g.desired for g in participants},  # upcoming nodes included
             left_out=self.left_out(participants, now),
         )
-        return Planned(result, considered, problems, names, backed_off, arriving, on_their_way)
+        desired = {g.name: g.desired for g in participants}
+        return Planned(
+            result, considered, problems, names, backed_off, arriving, on_their_way, desired
+        )
 
     def left_out(self, groups: Sequence[NodeGroup], now: datetime) -> dict[str, str]:
         """The groups confined to zones shifted away, and why: no scale-up goes there."""
