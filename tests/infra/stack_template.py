@@ -10,22 +10,13 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk.assertions import Annotations, Match, Template
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
+from nodescaler_sandbox.dashboard_layout import resolved
 
 from tests.infra.test_stack import REPO, synth_stack
 
-
-def render(value: Any) -> str:
-    """A template value as text, references shown as <Name> or <Name.Attribute>."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and "Fn::Join" in value:
-        separator, parts = value["Fn::Join"]
-        return str(separator).join(render(p) for p in parts)
-    if isinstance(value, dict) and "Ref" in value:
-        return f"<{value['Ref']}>"
-    if isinstance(value, dict) and "Fn::GetAtt" in value:
-        return "<{}.{}>".format(*value["Fn::GetAtt"])
-    return json.dumps(value)
+# A template value as text, references shown as <Name> or <Name.Attribute>: the dashboard
+# layout tool's own reading, so the tests and docs/dashboard.md read the template alike.
+render = resolved
 
 
 def resources(template: Template, kind: str) -> dict[str, dict[str, Any]]:

@@ -20,12 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from nodescaler_bench.kubernetes import (
-    NODES,
-    PODS_PER_NODE,
     StaticGroups,
-    _node,
-    _pod,
     api_server,
+    bound,
     in_fresh_interpreter,
 )
 
@@ -38,13 +35,7 @@ RESULTS = Path("out/bench/results.json")
 
 def nothing_pending(cluster: Any) -> None:
     """5,000 nodes, 30 pods bound to each: the fast path's look finds nothing."""
-    names = []
-    for index in range(NODES):
-        node = _node(index)
-        names.append(node["metadata"]["name"])
-        cluster.put("nodes", node)
-    for index in range(NODES * PODS_PER_NODE):
-        cluster.put("pods", _pod(index, names[index // PODS_PER_NODE]))
+    bound(cluster)
 
 
 class SleptClock:

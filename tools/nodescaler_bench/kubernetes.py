@@ -127,8 +127,8 @@ def _pod(index: int, node: str | None) -> dict[str, Any]:
     }
 
 
-def populate(cluster: Any) -> None:
-    """5,000 nodes, 30 pods on each, 300 pending."""
+def bound(cluster: Any) -> None:
+    """5,000 nodes, 30 pods bound to each."""
     names = []
     for index in range(NODES):
         node = _node(index)
@@ -136,6 +136,11 @@ def populate(cluster: Any) -> None:
         cluster.put("nodes", node)
     for index in range(NODES * PODS_PER_NODE):
         cluster.put("pods", _pod(index, names[index // PODS_PER_NODE]))
+
+
+def populate(cluster: Any) -> None:
+    """5,000 nodes, 30 pods on each, 300 pending."""
+    bound(cluster)
     for index in range(PENDING):
         cluster.put("pods", _pod(NODES * PODS_PER_NODE + index, None))
 
