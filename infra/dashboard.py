@@ -211,43 +211,58 @@ class Dashboard(Construct):
                 width=8,
             ),
         )
-        self.dashboard.add_widgets(self._cluster(cluster_limits or ClusterLimits()))
+        self.dashboard.add_widgets(*self._cluster(cluster_limits or ClusterLimits()))
         if drain_logs is not None:
             self._drain_row(functions["drain"], drain_logs)
         self._group_rows(policies, evaluate_logs)
 
-    def _cluster(self, limits: ClusterLimits) -> cloudwatch.GraphWidget:
-        """Every managed group's nodes together, against the limits that cap scale-ups."""
-        nodes = {
-            name: cloudwatch.MathExpression(
-                expression=f"SUM({self.metrics.per_group(metric, 'Maximum')})",
-                using_metrics={},
-                label=label,
-                period=MINUTE,
+    def _cluster(self, limits: ClusterLimits) -> list[cloudwatch.GraphWidget]:
+        """The cluster's usage against its limits, and the reserved capacity left unused."""
+        return [self._usage(limits), self._reserved()]
+
+    def _usage(self, limits: ClusterLimits) -> cloudwatch.GraphWidget:
+        """Nodes, vCPUs and memory of all managed groups as the limits count them (reported
+        only under a limit), a line at each limit set; the groups' current nodes always."""
+
+        def line(name: MetricName, label: str) -> cloudwatch.Metric:
+            return self.metrics.system(name, "Maximum").with_(label=label)
+
+        def at(most: int | None, setting: str) -> list[cloudwatch.HorizontalAnnotation]:
+            """A line at the limit `setting` (cdk.json's name), none when it is unset."""
+            return (
+                [] if most is None else [cloudwatch.HorizontalAnnotation(value=most, label=setting)]
             )
-            for name, metric, label in (
-                ("desired", MetricName.DESIRED_NODES, "nodes desired, all groups"),
-                ("current", MetricName.CURRENT_NODES, "nodes, all groups"),
-            )
-        }
-        named = {
-            "nodes": limits.max_nodes,
-            "vCPUs": limits.max_vcpus,
-            "GiB of memory": limits.max_memory_gib,
-        }
-        set_ = {what: most for what, most in named.items() if most is not None}
+
+        set_ = limits.max_nodes is not None or limits.by_size
+        current = cloudwatch.MathExpression(
+            expression=f"SUM({self.metrics.per_group(MetricName.CURRENT_NODES, 'Maximum')})",
+            using_metrics={},
+            label="nodes, all groups (current)",
+            period=MINUTE,
+        )
         return cloudwatch.GraphWidget(
-            title="Cluster: nodes of all managed groups against its limits ("
-            + (", ".join(f"at most {most} {what}" for what, most in set_.items()) or "none set")
-            + ")",
-            left=list(nodes.values()),
-            left_annotations=[
-                cloudwatch.HorizontalAnnotation(value=limits.max_nodes, label="maxNodes")
-            ]
-            if limits.max_nodes is not None
-            else None,
-            left_y_axis=cloudwatch.YAxisProps(min=0, show_units=False),
-            width=WIDTH,
+            title="Cluster usage against its limits" + ("" if set_ else " (none set)"),
+            left=[line(MetricName.CLUSTER_NODES, "nodes, as the limits count them"), current],
+            left_annotations=at(limits.max_nodes, "maxNodes"),
+            left_y_axis=cloudwatch.YAxisProps(min=0, label="nodes", show_units=False),
+            right=[
+                line(MetricName.CLUSTER_VCPUS, "vCPUs"),
+                line(MetricName.CLUSTER_MEMORY_GIB, "memory (GiB)"),
+            ],
+            right_annotations=at(limits.max_vcpus, "maxVcpus")
+            + at(limits.max_memory_gib, "maxMemoryGib"),
+            right_y_axis=cloudwatch.YAxisProps(min=0, label="vCPUs, GiB", show_units=False),
+            width=16,
+        )
+
+    def _reserved(self) -> cloudwatch.GraphWidget:
+        """What each group's capacity reservations hold unused, groups added later too."""
+        unused = self.metrics.by_group(MetricName.RESERVED_CAPACITY_UNUSED, "Minimum")
+        return cloudwatch.GraphWidget(
+            title="Reserved capacity unused, by node group (reserved-first)",
+            left=[search(unused, "${PROP('Dim.NodeGroup')}")],
+            left_y_axis=cloudwatch.YAxisProps(min=0, label="instances", show_units=False),
+            width=8,
         )
 
     def _drain_row(self, drain: lambda_.Function, drain_logs: logs.ILogGroup) -> None:

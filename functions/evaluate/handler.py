@@ -22,6 +22,7 @@ from nodescaler.observability.reports import (
     logger,
     logging_keys,
     put_scaling_events,
+    report_cluster_usage,
     report_evaluation,
     report_evaluation_error,
     request_latency_ms,
@@ -48,9 +49,11 @@ def handler(
     evaluator.deadline.start(context.get_remaining_time_in_millis())
     evaluate = partial(evaluate_record, evaluator)
     try:
-        return process(event, evaluate, EvaluationBatch(redelivery), context)
+        response = process(event, evaluate, EvaluationBatch(redelivery), context)
     finally:  # the batch's resizes and backoffs, in one PutEvents
         put_scaling_events(evaluator.events)
+    report_cluster_usage(evaluator.cluster_usage)  # once a batch, after its resizes
+    return response
 
 
 def evaluate_record(evaluator: Evaluator, record: EvaluationRecord) -> str:

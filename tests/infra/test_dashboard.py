@@ -80,23 +80,70 @@ def test_the_dashboard_opens_on_every_alarms_state(template: Template) -> None:
     assert sorted(status["properties"]["alarms"]) == sorted(f"{name}.Arn" for name in alarms)
 
 
-def test_the_dashboard_shows_the_clusters_nodes_against_its_limits() -> None:
+USAGE = "Cluster usage against its limits"
+
+
+def plotted(widget: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """Each metric a graph plots by name: (name, its service, statistic, axis)."""
+    return [
+        (m[1], m[3], m[-1]["stat"], m[-1].get("yAxis", "left"))
+        for m in widget["properties"]["metrics"]
+        if m[0] == "Nodescaler" and m[2] == "service"
+    ]
+
+
+def test_given_limits_on_nodes_and_vcpus_then_the_usage_widget_marks_each_and_no_other() -> None:
+    """Given maxNodes 100 and maxVcpus 400 (no memory limit); When synthesized; Then the
+    cluster's nodes, vCPUs and memory as the limiter counts them are graphed (their
+    maximum each minute), with a line at 100 nodes and at 400 vCPUs, and none for memory."""
     limited = synth(clusterLimits={"maxNodes": 100, "maxVcpus": 400})
-    (title,) = [t for t in dashboard_widgets(limited) if t.startswith("Cluster:")]
-    assert title == (
-        "Cluster: nodes of all managed groups against its limits (at most 100 nodes, "
-        "at most 400 vCPUs)"
+    (usage,) = [w for w in dashboard_body(limited) if w["properties"].get("title") == USAGE]
+    assert plotted(usage) == [
+        ("ClusterNodes", "nodescaler-my-cluster", "Maximum", "left"),
+        ("ClusterVcpus", "nodescaler-my-cluster", "Maximum", "right"),
+        ("ClusterMemoryGiB", "nodescaler-my-cluster", "Maximum", "right"),
+    ]
+    assert usage["properties"]["annotations"]["horizontal"] == [
+        {"value": 100, "label": "maxNodes", "yAxis": "left"},
+        {"value": 400, "label": "maxVcpus", "yAxis": "right"},
+    ]
+    (current,) = searches(json.dumps(usage["properties"]))
+    assert current.startswith("SUM(SEARCH(") and 'MetricName="CurrentNodes"' in current
+
+
+def usage_widget(template: Template) -> dict[str, Any]:
+    (usage,) = [
+        w for w in dashboard_body(template) if w["properties"].get("title", "").startswith(USAGE)
+    ]
+    return usage
+
+
+def test_given_no_limits_then_the_usage_widget_draws_no_limit_line(template: Template) -> None:
+    # Given cdk.json's clusterLimits all null; When synthesized; Then no line, and it says so
+    usage = usage_widget(template)
+    assert usage["properties"]["title"] == f"{USAGE} (none set)"
+    assert "annotations" not in usage["properties"]
+
+
+def test_given_a_memory_limit_alone_then_its_line_is_the_only_one() -> None:
+    usage = usage_widget(synth(clusterLimits={"maxMemoryGib": 512}))
+    assert usage["properties"]["annotations"]["horizontal"] == [
+        {"value": 512, "label": "maxMemoryGib", "yAxis": "right"}
+    ]
+
+
+def test_the_dashboard_shows_each_groups_unused_reserved_capacity_groups_added_later_too(
+    template: Template,
+) -> None:
+    """Given the deployment; When synthesized; Then reserved capacity unused is a SEARCH over
+    the NodeGroup dimension (no group fixed at synth), its minimum each minute."""
+    (search,) = searches(
+        dashboard_widgets(template)["Reserved capacity unused, by node group (reserved-first)"]
     )
-    cluster = json.loads(dashboard_widgets(limited)[title])
-    assert cluster["annotations"]["horizontal"] == [
-        {"value": 100, "label": "maxNodes", "yAxis": "left"}
-    ]
-    expressions = [e[0]["expression"] for e in cluster["metrics"]]
-    assert [e.split('MetricName="')[1].split('"')[0] for e in expressions] == [
-        "DesiredNodes",
-        "CurrentNodes",
-    ]
-    assert all(e.startswith("SUM(SEARCH(") and "'Maximum', 60))" in e for e in expressions)
+    assert search == (
+        'SEARCH(\'{Nodescaler,NodeGroup,service} MetricName="ReservedCapacityUnused" '
+        "service=\"nodescaler-my-cluster\"', 'Minimum', 60)"
+    )
 
 
 def test_the_dashboard_shows_the_events_refused_as_unconfirmed(template: Template) -> None:

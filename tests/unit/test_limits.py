@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from nodescaler.domain.autoscaler import GroupSize
 from nodescaler.domain.decision import Limit
-from nodescaler.domain.limits import Ceiling, ClusterLimits, GroupUsage, ceiling
+from nodescaler.domain.limits import (
+    Ceiling,
+    ClusterLimits,
+    ClusterUsage,
+    GroupUsage,
+    ceiling,
+    total_usage,
+)
 
 from tests.builders import policy, queue_metric, readings, run
 
@@ -57,3 +64,11 @@ def test_a_capped_scale_up_says_which_limit_and_a_limit_never_shrinks_a_group() 
         the_policy, 9, readings(jobs=80), size=GroupSize(current=9), ceiling=Ceiling(7, "x")
     ).decision
     assert (over.desired, over.limited_by) == (9, (Limit.CLUSTER_LIMIT,))  # held, not shrunk
+
+
+def test_the_clusters_usage_adds_every_groups_nodes_and_their_shapes() -> None:
+    # Given 3 m5.large (2 vCPUs, 8 GiB), 2 of 4 vCPUs and 16 GiB, and 5 of unknown shape;
+    # When added up; Then all 10 nodes count, the unknown ones with no vCPUs or memory
+    assert total_usage(
+        [GroupUsage(3, 2, 8192), GroupUsage(2, 4, 16384), GroupUsage(5)]
+    ) == ClusterUsage(nodes=10, vcpus=14, memory_gib=56)

@@ -39,6 +39,25 @@ class GroupUsage:
 
 
 @dataclass(frozen=True)
+class ClusterUsage:
+    """All managed groups together, as the limits count them: the dashboard's figures."""
+
+    nodes: int
+    vcpus: int
+    memory_gib: float
+
+
+def total_usage(groups: Iterable[GroupUsage]) -> ClusterUsage:
+    """The groups' nodes, vCPUs and memory added up (a node of unknown shape adds none)."""
+    groups = list(groups)
+    return ClusterUsage(
+        nodes=sum(g.nodes for g in groups),
+        vcpus=sum(g.nodes * g.vcpus_per_node for g in groups),
+        memory_gib=sum(g.nodes * g.memory_mib_per_node for g in groups) / 1024,
+    )
+
+
+@dataclass(frozen=True)
 class Ceiling:
     nodes: int  # the most nodes the group may have
     limit: str  # which limit, in words: "maximum of 200 vCPUs"

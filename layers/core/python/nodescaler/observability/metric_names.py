@@ -66,6 +66,10 @@ class MetricName(StrEnum):
     # over all groups (service dimension only), for alarms
     SHORTFALL_NODES = "ShortfallNodes"  # nodes wanted but not in service, the worst group
     EVALUATIONS_QUEUED = "EvaluationsQueued"
+    # the cluster's usage as its limits count it (all managed groups), once a batch
+    CLUSTER_NODES = "ClusterNodes"
+    CLUSTER_VCPUS = "ClusterVcpus"
+    CLUSTER_MEMORY_GIB = "ClusterMemoryGiB"
     # the fast path (service-wide): evaluations it brought forward, and what kept it from looking
     FAST_PATH_QUEUED = "FastPathEvaluationsQueued"
     FAST_PATH_FAILURES = "FastPathLookFailures"  # API server or SQS failed: backed off

@@ -26,6 +26,7 @@ from nodescaler.observability.metric_names import NAMESPACE, Dimension, MetricNa
 if TYPE_CHECKING:  # each function's types, without loading them into the others
     from nodescaler.domain.draining import DrainResult
     from nodescaler.domain.expanders import ReservedRoom
+    from nodescaler.domain.limits import ClusterUsage
     from nodescaler.ports import ScalingEvents
     from nodescaler.service.evaluation import EvaluationResult
     from nodescaler.service.fast_path import Look
@@ -269,6 +270,27 @@ def report_reserved_capacity(rooms: Mapping[str, ReservedRoom]) -> None:
             for group, room in sorted(rooms.items())
         ]
     )
+
+
+def report_cluster_usage(read: Callable[[], ClusterUsage | None]) -> None:
+    """The cluster's nodes, vCPUs and memory as its limits count them, once a batch and
+    service-wide only (three metrics, whatever the number of groups). A read that fails
+    is logged, never the batch's failure: its evaluations are done."""
+    try:
+        usage = read()
+    except Exception as error:
+        logger.warning(
+            f"cluster usage against its limits not reported: {error}",
+            retryable=is_retryable(error),
+        )
+        return
+    if usage is not None:
+        figures: Figures = {
+            MetricName.CLUSTER_NODES: usage.nodes,
+            MetricName.CLUSTER_VCPUS: usage.vcpus,
+            MetricName.CLUSTER_MEMORY_GIB: usage.memory_gib,
+        }
+        emit([Record(figures)])
 
 
 def report_queued(cause: str, queued: Sequence[str]) -> None:

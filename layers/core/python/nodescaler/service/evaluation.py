@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from nodescaler.domain.autoscaler import record_scale
 from nodescaler.domain.backoff import BackoffRules
 from nodescaler.domain.group_state import GroupState, failure_key
+from nodescaler.domain.limits import ClusterUsage
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.optin import AllowedGroups, is_managed
 from nodescaler.domain.pause import in_force
@@ -161,6 +162,14 @@ class Evaluator:
             cluster_name=self.cluster_name,
             zones=self._zones(group, now),
         )
+
+    def cluster_usage(self) -> ClusterUsage | None:
+        """The cluster's usage as its limits count it, for the batch's report; None when
+        it has no limits. Started only with time enough, as an evaluation is."""
+        if self.limiter is None:
+            return None
+        self.deadline.check_start("the cluster's usage against its limits")
+        return self.limiter.usage(self.clock.now())
 
     def _zones(self, group: NodeGroup, now: datetime) -> ZoneHold | None:
         """What the zonal shifts in force hold of the group (a refused read: its scale-in)."""

@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from nodescaler.domain.limits import Ceiling, Claims, ClusterLimits, GroupUsage, ceiling
+from nodescaler.domain.limits import (
+    Ceiling,
+    Claims,
+    ClusterLimits,
+    ClusterUsage,
+    GroupUsage,
+    ceiling,
+    total_usage,
+)
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.ports import ClaimLedger, InstanceTypes, NodeGroupDiscovery
 
@@ -55,6 +63,13 @@ class ClusterLimiter:
                 room[group.name] = max(limit.nodes - usage[group.name].nodes, 0)
         return room
 
+    def usage(self, now: datetime) -> ClusterUsage:
+        """Every managed group's nodes (a fresh claim counted, as a ceiling counts it), their
+        vCPUs and memory: what the limits are measured against, read once for a report."""
+        claims = self._ledger.load_claims()
+        groups = self._node_groups.discover()
+        return total_usage(self._shaped(g, self._counted(g, claims, now)) for g in groups)
+
     @staticmethod
     def _counted(group: NodeGroup, claims: Claims, now: datetime) -> int:
         """Its size, or a scale-up claimed for it that its ASG may not show yet."""
@@ -71,7 +86,10 @@ class ClusterLimiter:
 
     def _usage(self, group: NodeGroup, nodes: int) -> GroupUsage:
         if self.limits.max_vcpus is None and self.limits.max_memory_gib is None:
-            return GroupUsage(nodes)
+            return GroupUsage(nodes)  # no limit counts their size: not looked up
+        return self._shaped(group, nodes)
+
+    def _shaped(self, group: NodeGroup, nodes: int) -> GroupUsage:
         try:
             shape = self._shapes.shape(self._shapes.instance_type(group))
         except LookupError:  # no instance type to tell: its nodes count, their size can't
