@@ -36,6 +36,20 @@ def test_given_the_drain_handler_when_imported_then_no_policy_module_is_loaded()
     } & loaded == set()
 
 
+def test_given_the_evaluate_handler_when_imported_then_policies_wait_for_the_first_event() -> None:
+    loaded = loaded_by_import("functions.evaluate.handler")
+    assert "boto3" in loaded
+    assert {
+        "nodescaler.config",
+        "nodescaler.service.evaluation",
+        "nodescaler.domain.planning",
+        "nodescaler.domain.policy",
+        "kubernetes",
+        "yaml",
+        "croniter",
+    } & loaded == set()
+
+
 def test_given_any_handler_when_imported_then_scaling_events_wait_for_the_first_one() -> None:
     for function in ("dispatch", "evaluate", "drain"):
         loaded = loaded_by_import(f"functions.{function}.handler")
