@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
@@ -84,6 +85,7 @@ class VirtualTime:
         self.clock = VirtualClock()
         self.slept: list[float] = []
         self._plan: list[tuple[float, Callable[[], Any]]] = []
+        self.always: list[Callable[[], Any]] = []  # after every sleep
 
     @property
     def elapsed(self) -> float:
@@ -99,6 +101,8 @@ class VirtualTime:
         due = [step for step in self._plan if step[0] <= self.elapsed]
         self._plan = [step for step in self._plan if step[0] > self.elapsed]
         for _, action in sorted(due, key=lambda step: step[0]):
+            action()
+        for action in self.always:
             action()
 
 
@@ -678,13 +682,79 @@ def test_when_auto_scaling_cannot_be_read_nothing_is_done_and_the_event_is_kept(
     with refused, pytest.raises(EventUnconfirmableError) as caught:
         rig.drainer().lifecycle_action(action)
 
-    assert rig.time.slept == [5, 10]  # read again twice before giving up
+    # read again, the hook held by heartbeats, for as long as the drain had; then given up
+    assert rig.time.slept[:4] == [5, 10, 20, 40] and max(rig.time.slept) == 60
+    assert rig.time.elapsed <= 600
     assert str(caught.value).startswith(
         f"lifecycle action for instance {INSTANCE}: AWS could not be read to confirm it "
         "(ClientError: An error occurred (AccessDenied)"
     )
+    assert len(rig.recorder.heartbeats()) == len(rig.time.slept)
+    assert rig.recorder.completed() == []  # not answered: the hook's timeout decides
+    rig.recorder.calls.clear()
     untouched(rig)
-    assert rig.recorder.held  # the hook still holds it: its timeout decides
+    assert rig.recorder.held
+
+
+# --- a passing outage: the hook is held, the node drained ----------------------------------
+# Auto Scaling lets a terminating instance go at the hook's heartbeat timeout (its default
+# result) unless the action is completed; RecordLifecycleActionHeartbeat restarts that
+# timeout (https://docs.aws.amazon.com/autoscaling/ec2/userguide/lifecycle-hooks.html,
+# https://docs.aws.amazon.com/autoscaling/ec2/userguide/completing-lifecycle-hooks.html).
+STACK_HOOK_TIMEOUT = timedelta(minutes=5)  # infra/drain.py's HOOK_HEARTBEAT_TIMEOUT
+
+
+def hook_that_times_out(rig: Rig) -> None:
+    """The stack's hook: it lets its instance go five minutes after the last heartbeat."""
+    rig.recorder = LifecycleActionRecorder(rig.time.clock.now, STACK_HOOK_TIMEOUT)
+    rig.time.always.append(lambda: rig.recorder.expire_overdue(rig.time.clock.now()))
+
+
+def test_given_auto_scaling_unreadable_for_minutes_the_hook_is_held_and_the_node_drained(
+    rig: Rig,
+) -> None:
+    # Given the stack's hook holding web's instance, and DescribeAutoScalingInstances
+    # refused for the first six minutes (longer than the hook's heartbeat timeout)
+    hook_that_times_out(rig)
+    put(rig, the_node(), web(0))
+    action = rig.held()
+    outage = ExitStack()
+    outage.enter_context(
+        refusing(client("autoscaling"), "autoscaling", "DescribeAutoScalingInstances")
+    )
+    rig.time.at(360, outage.close)
+
+    # When the lifecycle action arrives
+    with outage:
+        result = rig.drainer().lifecycle_action(action)
+
+    # Then the hook was kept holding the instance, and its node was drained before it went
+    assert result.outcome is DrainOutcome.DRAINED
+    assert rig.pods_on(NODE) == []
+    assert rig.recorder.heartbeats() and all(c.accepted for c in rig.recorder.calls)
+    assert rig.completed() == ["CONTINUE"]
+
+
+def test_given_the_api_server_refusing_us_for_minutes_the_drain_resumes_and_completes(
+    rig: Rig,
+) -> None:
+    # Given the stack's hook holding web's instance, and the API server refusing our
+    # credentials for the first six minutes (a token being rotated)
+    hook_that_times_out(rig)
+    put(rig, the_node(), web(0))
+    rig.server.token = "rotated"
+    rig.time.at(360, lambda: setattr(rig.server, "token", "secret"))
+
+    # When the lifecycle action arrives
+    result = rig.drainer().lifecycle_action(rig.held())
+
+    # Then the drain went on once it could, and the action was completed once, drained
+    assert (result.outcome, result.lifecycle_result) == (
+        DrainOutcome.DRAINED,
+        LifecycleResult.CONTINUE,
+    )
+    assert rig.pods_on(NODE) == []
+    assert rig.completed() == ["CONTINUE"] and all(c.accepted for c in rig.recorder.calls)
 
 
 def test_given_pods_cluster_autoscaler_would_not_move_the_drain_refuses_them_and_names_why(

@@ -284,6 +284,8 @@ class DrainProgress:
         rules: DrainRules = CA_DEFAULTS,
         budgets: Sequence[DisruptionBudget] | None = (),
     ) -> None:
+        self.skipped.clear()  # a drain started again after an outage plans afresh
+        self.refused.clear()
         for pod in pods:
             if (why := pod.stays) is not None:
                 self.skipped.append(PodNote(pod.key, why))
