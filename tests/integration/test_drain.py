@@ -672,6 +672,35 @@ def test_a_spot_warning_for_an_on_demand_instance_is_refused_and_nothing_queued(
     untouched(spot.rig)
 
 
+# EC2 issues an interruption warning two minutes before it interrupts the instance
+# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html),
+# and a rebalance recommendation when it raises the risk, before that warning
+# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/rebalance-recommendations.html):
+# one kept and sent again later, its instance still running, is no longer current.
+@pytest.mark.parametrize("sample", ["spot-interruption.json", "rebalance-recommendation.json"])
+def test_a_replayed_spot_warning_for_a_running_spot_instance_is_refused_and_nothing_queued(
+    spot: Spot, sample: str
+) -> None:
+    # Given a managed group's running Spot Instance, and a warning for it issued an hour ago
+    (instance,) = make_spot_asg("web", tags=OPTED_IN)
+    put(spot.rig, the_node(instance), web(0))
+    warning = spot_warning(sample, instance).request
+    replayed = replace(warning, at=spot.rig.time.clock.now() - timedelta(hours=1))
+
+    # When that warning arrives again
+    result = spot.drainer().interruption(replayed)
+
+    # Then it is refused, saying why: no replacement asked for, the node left alone
+    what = sample.removesuffix(".json").replace("-", " ")
+    assert (result.outcome, result.problem) == (
+        DrainOutcome.UNCONFIRMED,
+        f"{what} for instance {instance} in node group web: issued at 2026-03-02T11:00:00Z, "
+        "3600 s ago, longer than the 300 s a current one can be: a replay",
+    )
+    assert spot.queued() == []
+    untouched(spot.rig)
+
+
 def test_when_auto_scaling_cannot_be_read_nothing_is_done_and_the_event_is_kept(
     rig: Rig,
 ) -> None:

@@ -208,7 +208,7 @@ class Drainer:
             return self._not_ours(warning.instance_id, warning.cause, group, why)
         assert group is not None
         market = self._confirming(warning, self.owners.markets.market_of, confirm_by)
-        if (why := unconfirmed_warning(warning, group, market)) is not None:
+        if (why := unconfirmed_warning(warning, group, market, self._now())) is not None:
             return self._refused(warning, group, why)
         replacement = self.replacements.request(warning, group) if self.replacements else None
         progress = DrainProgress(
