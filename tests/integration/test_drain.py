@@ -764,6 +764,51 @@ def test_given_auto_scaling_unreadable_for_minutes_the_hook_is_held_and_the_node
     assert rig.completed() == ["CONTINUE"]
 
 
+def test_given_an_opted_in_groups_tags_unreadable_for_minutes_its_node_is_still_drained(
+    rig: Rig,
+) -> None:
+    # Given an opted-in group's instance held by the stack's hook, and DescribeAutoScalingGroups
+    # (which says whose group it is) refused for the first six minutes
+    hook_that_times_out(rig)
+    make_asg("api", tags=OPTED_IN, desired=1)
+    instance = instance_of("api")
+    put(rig, the_node(instance), web(0))
+    action = replace(lifecycle_action(instance), group="api")
+    rig.recorder.hold("api", action.hook, instance, action.token)
+    outage = ExitStack()
+    refused = refusing(client("autoscaling"), "autoscaling", "DescribeAutoScalingGroups")
+    outage.enter_context(refused)
+    rig.time.at(360, outage.close)
+
+    # When its lifecycle action arrives
+    with outage:
+        result = rig.drainer().lifecycle_action(action)
+
+    # Then its node was drained before the instance went, the hook held meanwhile
+    assert result.outcome is DrainOutcome.DRAINED
+    assert rig.pods_on(NODE) == []
+    assert rig.recorder.heartbeats() and rig.completed() == ["CONTINUE"]
+    assert all(c.accepted for c in rig.recorder.calls)
+
+
+def test_given_the_api_server_refusing_us_for_half_a_minute_a_spot_drain_still_evicts(
+    spot: Spot,
+) -> None:
+    # Given a managed group's Spot Instance, and the API server refusing our credentials
+    # for the first half minute of its two
+    (instance,) = make_spot_asg("web", tags=OPTED_IN)
+    put(spot.rig, the_node(instance), web(0))
+    spot.rig.server.token = "rotated"
+    spot.rig.time.at(30, lambda: setattr(spot.rig.server, "token", "secret"))
+
+    # When its interruption warning arrives
+    result = spot.drainer().interruption(spot_warning("spot-interruption.json", instance).request)
+
+    # Then the drain went on once it could, before EC2 reclaims the instance
+    assert result.outcome is DrainOutcome.DRAINED
+    assert spot.rig.pods_on(NODE) == []
+
+
 def test_given_the_api_server_refusing_us_for_minutes_the_drain_resumes_and_completes(
     rig: Rig,
 ) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import partial
 from typing import TypeVar
 
 from nodescaler.deployment import DEFAULT_DRAIN_HOOK
@@ -168,23 +169,24 @@ class Drainer:
         """Drain, then complete the action: exactly once, also when the drain raises (then
         with `timeout_result`, and the error raised after completing). A group that is not
         ours is left alone, its action too: its own hook's timeout decides."""
-        why = (
-            f"lifecycle hook {action.hook} is not this deployment's ({self.owners.hook})"
-            if action.hook != self.owners.hook
-            else self.owners.why_not_ours(action.group, action.instance_id)
-        )
-        if why is not None:
+        if action.hook != self.owners.hook:
+            why = f"lifecycle hook {action.hook} is not this deployment's ({self.owners.hook})"
             return self._not_ours(action.instance_id, action.cause, action.group, why)
         started = self._now()
+        # Held while whose group it is can't be read: a group not ours is refused the
+        # heartbeat by the function's role (infra/permissions.py).
         deadline, keep_held = started + self.drain_timeout, self._keeping_held(action)
+        whose = partial(self.owners.why_not_ours, action.group)
+        if (why := self._confirming(action, whose, deadline, keep_held)) is not None:
+            return self._not_ours(action.instance_id, action.cause, action.group, why)
         member = self._confirming(action, self.owners.instances.membership, deadline, keep_held)
         if (why := unconfirmed_action(action, member)) is not None:
             return self._refused(action, action.group, why)
         progress = DrainProgress(action.instance_id, action.cause, action.group, started)
         sent = self.timeout_result
         try:
-            beat = lambda: self.lifecycle.heartbeat(action)  # noqa: E731
-            drain = lambda: self._drain(progress, self.drain_timeout, beat)  # noqa: E731
+            beat = partial(self.lifecycle.heartbeat, action)
+            drain = partial(self._drain, progress, self.drain_timeout, beat)
             result = self._retrying(drain, deadline, keep_held)
             if result.outcome is not DrainOutcome.TIMED_OUT:
                 sent = LifecycleResult.CONTINUE
@@ -204,7 +206,8 @@ class Drainer:
         confirm_by = self._now() + SPOT_CONFIRM_WITHIN
         member = self._confirming(warning, self.owners.instances.membership, confirm_by)
         group = member.group if member else None
-        if (why := self.owners.why_not_ours(group, warning.instance_id)) is not None:
+        whose = partial(self.owners.why_not_ours, group)
+        if (why := self._confirming(warning, whose, confirm_by)) is not None:
             return self._not_ours(warning.instance_id, warning.cause, group, why)
         assert group is not None
         market = self._confirming(warning, self.owners.markets.market_of, confirm_by)
@@ -216,7 +219,8 @@ class Drainer:
         )
         deadline = min(self.drain_timeout, warning.deadline or self.drain_timeout)
         try:
-            result = self._drain(progress, deadline, heartbeat=None)
+            drain = partial(self._drain, progress, deadline, None)
+            result = self._retrying(drain, progress.started + deadline, keep_alive=lambda: None)
             if warning.cause is DrainCause.REBALANCE_RECOMMENDATION and progress.cordoned:
                 result = self._uncordon_if_it_stays(result, progress.started + deadline)
             return result
