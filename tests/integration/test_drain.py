@@ -809,6 +809,34 @@ def test_given_the_api_server_refusing_us_for_half_a_minute_a_spot_drain_still_e
     assert spot.rig.pods_on(NODE) == []
 
 
+def test_a_rebalance_drain_cut_by_an_outage_after_its_cordon_still_uncordons_at_the_deadline(
+    spot: Spot,
+) -> None:
+    # Given a Spot Instance that stays in service, and the API server refusing our
+    # credentials for half a minute right after the drain cordons its node
+    (instance,) = make_spot_asg("web", tags=OPTED_IN)
+    put(spot.rig, the_node(instance), web(0))
+    server, cluster = spot.rig.server, spot.rig.cluster
+    stored, cut = cluster.put, []
+
+    def cordon_then_outage(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        if kind == "nodes" and obj["spec"].get("unschedulable") and not cut:
+            cut.append(server.token)
+            server.token = "rotated"
+        return stored(kind, obj)
+
+    cluster.put = cordon_then_outage  # type: ignore[method-assign]
+    spot.rig.time.at(30, lambda: setattr(server, "token", "secret"))
+
+    # When its rebalance recommendation arrives
+    warning = spot_warning("rebalance-recommendation.json", instance)
+    result = spot.drainer(drain_timeout=timedelta(minutes=10)).interruption(warning.request)
+
+    # Then the node the drain cordoned is schedulable again once the instance stays
+    assert cut and (result.outcome, result.uncordoned) == (DrainOutcome.DRAINED, True)
+    assert cluster.objects["nodes"][("", NODE)]["spec"]["unschedulable"] is False
+
+
 def test_given_the_api_server_refusing_us_for_minutes_the_drain_resumes_and_completes(
     rig: Rig,
 ) -> None:

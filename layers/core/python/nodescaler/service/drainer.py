@@ -323,7 +323,8 @@ class Drainer:
 
         # 2. Cordon, so nothing new lands on it, then decide which pods move: never one
         #    scale-in would not have moved (`domain.drainability`), as kubectl drain.
-        progress.cordoned = self.cluster.cordon(node)
+        # (Started again after an outage, the node is cordoned already: by this drain still.)
+        progress.cordoned = self.cluster.cordon(node) or progress.cordoned
         pods = self.cluster.pods_on(node)
         system = self.rules.skip_nodes_with_system_pods and any(
             p.namespace == KUBE_SYSTEM for p in pods
