@@ -170,8 +170,8 @@ class Drainer:
         with `timeout_result`, and the error raised after completing). A group that is not
         ours is left alone, its action too: its own hook's timeout decides."""
         if action.hook != self.owners.hook:
-            why = f"lifecycle hook {action.hook} is not this deployment's ({self.owners.hook})"
-            return self._not_ours(action.instance_id, action.cause, action.group, why)
+            other = f"lifecycle hook {action.hook} is not this deployment's ({self.owners.hook})"
+            return self._not_ours(action.instance_id, action.cause, action.group, other)
         started = self._now()
         # Held while whose group it is can't be read: a group not ours is refused the
         # heartbeat by the function's role (infra/permissions.py).
