@@ -74,7 +74,8 @@ def dispatch(dispatcher: Dispatcher, incoming: DispatchEvent) -> dict[str, Any]:
         case events.AlarmStateChangeEvent(detail=events.AlarmStateChange(alarm_name=alarm)):
             done = dispatcher.alarm(alarm, incoming.id, incoming.cause, incoming.time)
             if not done.queued and not done.not_allowed:
-                logger.warning(f"alarm {alarm}: no managed node group's policy lists it")
+                shown = incoming.detail.shown_name
+                logger.warning(f"alarm {shown}: no managed node group's policy lists it")
         case _:
             done = dispatcher.tick(incoming.id, incoming.time, incoming.identity)
     for group in done.not_allowed:  # opted in, but never resized: said on every tick

@@ -4,9 +4,11 @@ cordoned and its pods evicted; the lifecycle action completed, always, exactly o
 A malformed event, a failed drain or an expired lifecycle action fails the invocation.
 All three are permanent errors: the stack sets no retries (a failed drain has already
 completed its action, so a retry could only fail again), and Lambda keeps the event in
-the function's dead-letter queue. So does an event AWS could not be read to confirm
-(nothing was done). An event AWS's own record does not bear out is refused: logged,
-counted, answered, never retried.
+the function's dead-letter queue. A passing AWS or Kubernetes outage is waited out within
+the invocation instead, the hook held by heartbeats, until the drain's time is up: only
+then is an event AWS could not be read to confirm kept there too (nothing was done). An
+event AWS's own record does not bear out is refused: logged, counted, answered, never
+retried.
 """
 
 from __future__ import annotations

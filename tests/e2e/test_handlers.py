@@ -99,6 +99,23 @@ def test_an_alarm_no_policy_names_queues_nothing_and_says_so(
     ]
 
 
+def test_an_alarm_named_with_a_terminal_escape_is_said_on_one_clean_line(
+    deployment: Deployment, output: Any
+) -> None:
+    # Given an alarm state change, sent by anyone allowed to invoke dispatch, whose name
+    # carries a terminal escape
+    alarm = event("alarm-state-change.json")
+    alarm["detail"]["alarmName"] = "\x1b]0;pwned\x07" + "x" * 240
+
+    # When it is dispatched
+    result = deployment.dispatch(alarm)
+
+    # Then what is shown and stored of the name is one clean line
+    (warning,) = output().messages("WARNING")
+    assert warning == f"alarm ]0;pwned {'x' * 240}: no managed node group's policy lists it"
+    assert result["cause"] == f"alarm ]0;pwned {'x' * 240}: OK → ALARM"
+
+
 def test_a_tick_over_250_managed_groups_describes_them_in_at_most_3_calls(
     deployment: Deployment, calls: CallCounter
 ) -> None:

@@ -8,6 +8,7 @@ A launch-failure event counts only when the group's scaling activities show the 
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -371,6 +372,33 @@ def test_a_launch_failure_events_huge_escaped_message_is_stored_bounded_on_one_l
     assert reason.startswith("[2J ]0;pwned capacity capacity")
     assert reason.endswith("… (cut, 198,014 characters)")
     assert sizes() == (0, 1)
+
+
+def test_a_launch_failure_events_huge_escaped_activity_id_is_refused_in_bounded_clean_lines(
+    airbnb: Deployment, output: Any
+) -> None:
+    # Given spot-ng scaling up
+    airbnb.tick()
+
+    # When an event, sent by anyone allowed to invoke dispatch, names a 180 KB activity id
+    # with a terminal escape in it
+    at = airbnb.clock.now().isoformat().replace("+00:00", "Z")
+    failure = event("launch-unsuccessful.json", time=at, id="event-hostile")
+    hostile = "\x1b]0;pwned\x07" + "activity-" * 20_000
+    failure["detail"] = failure["detail"] | {
+        "AutoScalingGroupName": "spot-ng",
+        "ActivityId": hostile,
+    }
+    answer = airbnb.dispatch(failure)
+
+    # Then it is refused, and what is shown of the id is one clean line, cut short
+    assert answer["refused"].startswith("launch failure ]0;pwned activity-activity-")
+    assert "… (cut, 180,010 characters) of node group spot-ng" in answer["refused"]
+    printed = output()
+    for line in printed.logs:
+        shown = json.dumps(line)
+        assert len(shown) < 5_000 and "\\u001b" not in shown and "\\u0007" not in shown
+    assert backoff_of("spot-ng") is None
 
 
 def test_a_launch_failure_event_replaying_an_old_failed_activity_is_refused(

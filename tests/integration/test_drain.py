@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
@@ -84,6 +85,7 @@ class VirtualTime:
         self.clock = VirtualClock()
         self.slept: list[float] = []
         self._plan: list[tuple[float, Callable[[], Any]]] = []
+        self.always: list[Callable[[], Any]] = []  # after every sleep
 
     @property
     def elapsed(self) -> float:
@@ -99,6 +101,8 @@ class VirtualTime:
         due = [step for step in self._plan if step[0] <= self.elapsed]
         self._plan = [step for step in self._plan if step[0] > self.elapsed]
         for _, action in sorted(due, key=lambda step: step[0]):
+            action()
+        for action in self.always:
             action()
 
 
@@ -668,6 +672,35 @@ def test_a_spot_warning_for_an_on_demand_instance_is_refused_and_nothing_queued(
     untouched(spot.rig)
 
 
+# EC2 issues an interruption warning two minutes before it interrupts the instance
+# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html),
+# and a rebalance recommendation when it raises the risk, before that warning
+# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/rebalance-recommendations.html):
+# one kept and sent again later, its instance still running, is no longer current.
+@pytest.mark.parametrize("sample", ["spot-interruption.json", "rebalance-recommendation.json"])
+def test_a_replayed_spot_warning_for_a_running_spot_instance_is_refused_and_nothing_queued(
+    spot: Spot, sample: str
+) -> None:
+    # Given a managed group's running Spot Instance, and a warning for it issued an hour ago
+    (instance,) = make_spot_asg("web", tags=OPTED_IN)
+    put(spot.rig, the_node(instance), web(0))
+    warning = spot_warning(sample, instance).request
+    replayed = replace(warning, at=spot.rig.time.clock.now() - timedelta(hours=1))
+
+    # When that warning arrives again
+    result = spot.drainer().interruption(replayed)
+
+    # Then it is refused, saying why: no replacement asked for, the node left alone
+    what = sample.removesuffix(".json").replace("-", " ")
+    assert (result.outcome, result.problem) == (
+        DrainOutcome.UNCONFIRMED,
+        f"{what} for instance {instance} in node group web: issued at 2026-03-02T11:00:00Z, "
+        "3600 s ago, longer than the 300 s a current one can be: a replay",
+    )
+    assert spot.queued() == []
+    untouched(spot.rig)
+
+
 def test_when_auto_scaling_cannot_be_read_nothing_is_done_and_the_event_is_kept(
     rig: Rig,
 ) -> None:
@@ -678,13 +711,152 @@ def test_when_auto_scaling_cannot_be_read_nothing_is_done_and_the_event_is_kept(
     with refused, pytest.raises(EventUnconfirmableError) as caught:
         rig.drainer().lifecycle_action(action)
 
-    assert rig.time.slept == [5, 10]  # read again twice before giving up
+    # read again, the hook held by heartbeats, for as long as the drain had; then given up
+    assert rig.time.slept[:4] == [5, 10, 20, 40] and max(rig.time.slept) == 60
+    assert rig.time.elapsed <= 600
     assert str(caught.value).startswith(
         f"lifecycle action for instance {INSTANCE}: AWS could not be read to confirm it "
         "(ClientError: An error occurred (AccessDenied)"
     )
+    assert len(rig.recorder.heartbeats()) == len(rig.time.slept)
+    assert rig.recorder.completed() == []  # not answered: the hook's timeout decides
+    rig.recorder.calls.clear()
     untouched(rig)
-    assert rig.recorder.held  # the hook still holds it: its timeout decides
+    assert rig.recorder.held
+
+
+# --- a passing outage: the hook is held, the node drained ----------------------------------
+# Auto Scaling lets a terminating instance go at the hook's heartbeat timeout (its default
+# result) unless the action is completed; RecordLifecycleActionHeartbeat restarts that
+# timeout (https://docs.aws.amazon.com/autoscaling/ec2/userguide/lifecycle-hooks.html,
+# https://docs.aws.amazon.com/autoscaling/ec2/userguide/completing-lifecycle-hooks.html).
+STACK_HOOK_TIMEOUT = timedelta(minutes=5)  # infra/drain.py's HOOK_HEARTBEAT_TIMEOUT
+
+
+def hook_that_times_out(rig: Rig) -> None:
+    """The stack's hook: it lets its instance go five minutes after the last heartbeat."""
+    rig.recorder = LifecycleActionRecorder(rig.time.clock.now, STACK_HOOK_TIMEOUT)
+    rig.time.always.append(lambda: rig.recorder.expire_overdue(rig.time.clock.now()))
+
+
+def test_given_auto_scaling_unreadable_for_minutes_the_hook_is_held_and_the_node_drained(
+    rig: Rig,
+) -> None:
+    # Given the stack's hook holding web's instance, and DescribeAutoScalingInstances
+    # refused for the first six minutes (longer than the hook's heartbeat timeout)
+    hook_that_times_out(rig)
+    put(rig, the_node(), web(0))
+    action = rig.held()
+    outage = ExitStack()
+    outage.enter_context(
+        refusing(client("autoscaling"), "autoscaling", "DescribeAutoScalingInstances")
+    )
+    rig.time.at(360, outage.close)
+
+    # When the lifecycle action arrives
+    with outage:
+        result = rig.drainer().lifecycle_action(action)
+
+    # Then the hook was kept holding the instance, and its node was drained before it went
+    assert result.outcome is DrainOutcome.DRAINED
+    assert rig.pods_on(NODE) == []
+    assert rig.recorder.heartbeats() and all(c.accepted for c in rig.recorder.calls)
+    assert rig.completed() == ["CONTINUE"]
+
+
+def test_given_an_opted_in_groups_tags_unreadable_for_minutes_its_node_is_still_drained(
+    rig: Rig,
+) -> None:
+    # Given an opted-in group's instance held by the stack's hook, and DescribeAutoScalingGroups
+    # (which says whose group it is) refused for the first six minutes
+    hook_that_times_out(rig)
+    make_asg("api", tags=OPTED_IN, desired=1)
+    instance = instance_of("api")
+    put(rig, the_node(instance), web(0))
+    action = replace(lifecycle_action(instance), group="api")
+    rig.recorder.hold("api", action.hook, instance, action.token)
+    outage = ExitStack()
+    refused = refusing(client("autoscaling"), "autoscaling", "DescribeAutoScalingGroups")
+    outage.enter_context(refused)
+    rig.time.at(360, outage.close)
+
+    # When its lifecycle action arrives
+    with outage:
+        result = rig.drainer().lifecycle_action(action)
+
+    # Then its node was drained before the instance went, the hook held meanwhile
+    assert result.outcome is DrainOutcome.DRAINED
+    assert rig.pods_on(NODE) == []
+    assert rig.recorder.heartbeats() and rig.completed() == ["CONTINUE"]
+    assert all(c.accepted for c in rig.recorder.calls)
+
+
+def test_given_the_api_server_refusing_us_for_half_a_minute_a_spot_drain_still_evicts(
+    spot: Spot,
+) -> None:
+    # Given a managed group's Spot Instance, and the API server refusing our credentials
+    # for the first half minute of its two
+    (instance,) = make_spot_asg("web", tags=OPTED_IN)
+    put(spot.rig, the_node(instance), web(0))
+    spot.rig.server.token = "rotated"
+    spot.rig.time.at(30, lambda: setattr(spot.rig.server, "token", "secret"))
+
+    # When its interruption warning arrives
+    result = spot.drainer().interruption(spot_warning("spot-interruption.json", instance).request)
+
+    # Then the drain went on once it could, before EC2 reclaims the instance
+    assert result.outcome is DrainOutcome.DRAINED
+    assert spot.rig.pods_on(NODE) == []
+
+
+def test_a_rebalance_drain_cut_by_an_outage_after_its_cordon_still_uncordons_at_the_deadline(
+    spot: Spot,
+) -> None:
+    # Given a Spot Instance that stays in service, and the API server refusing our
+    # credentials for half a minute right after the drain cordons its node
+    (instance,) = make_spot_asg("web", tags=OPTED_IN)
+    put(spot.rig, the_node(instance), web(0))
+    server, cluster = spot.rig.server, spot.rig.cluster
+    stored, cut = cluster.put, []
+
+    def cordon_then_outage(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        if kind == "nodes" and obj["spec"].get("unschedulable") and not cut:
+            cut.append(server.token)
+            server.token = "rotated"
+        return stored(kind, obj)
+
+    cluster.put = cordon_then_outage  # type: ignore[method-assign]
+    spot.rig.time.at(30, lambda: setattr(server, "token", "secret"))
+
+    # When its rebalance recommendation arrives
+    warning = spot_warning("rebalance-recommendation.json", instance)
+    result = spot.drainer(drain_timeout=timedelta(minutes=10)).interruption(warning.request)
+
+    # Then the node the drain cordoned is schedulable again once the instance stays
+    assert cut and (result.outcome, result.uncordoned) == (DrainOutcome.DRAINED, True)
+    assert cluster.objects["nodes"][("", NODE)]["spec"]["unschedulable"] is False
+
+
+def test_given_the_api_server_refusing_us_for_minutes_the_drain_resumes_and_completes(
+    rig: Rig,
+) -> None:
+    # Given the stack's hook holding web's instance, and the API server refusing our
+    # credentials for the first six minutes (a token being rotated)
+    hook_that_times_out(rig)
+    put(rig, the_node(), web(0))
+    rig.server.token = "rotated"
+    rig.time.at(360, lambda: setattr(rig.server, "token", "secret"))
+
+    # When the lifecycle action arrives
+    result = rig.drainer().lifecycle_action(rig.held())
+
+    # Then the drain went on once it could, and the action was completed once, drained
+    assert (result.outcome, result.lifecycle_result) == (
+        DrainOutcome.DRAINED,
+        LifecycleResult.CONTINUE,
+    )
+    assert rig.pods_on(NODE) == []
+    assert rig.completed() == ["CONTINUE"] and all(c.accepted for c in rig.recorder.calls)
 
 
 def test_given_pods_cluster_autoscaler_would_not_move_the_drain_refuses_them_and_names_why(

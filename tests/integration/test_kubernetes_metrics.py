@@ -17,6 +17,7 @@ import pytest
 from kubernetes.client import CoreV1Api
 from nodescaler.adapters.k8s.api import CoreApi, KubernetesCluster
 from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection, eks_token
+from nodescaler.deadline import RECORDING_MARGIN, Deadline
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.readings import MetricReading, MetricUnavailable
 from nodescaler.errors import KubernetesUnavailableError
@@ -152,6 +153,42 @@ def test_a_server_answering_late_is_given_up_on_at_the_timeout_and_asked_once_pe
     ), readings
     assert protected is None  # scale-in protection unknown: nothing changes
     assert isinstance(again, MetricReading)
+
+
+def invocation_with(seconds_left: float) -> Deadline:
+    """An evaluate invocation with `seconds_left` to work in (its clock standing still)."""
+    deadline = Deadline(monotonic=lambda: 100.0)
+    deadline.start(int((seconds_left + RECORDING_MARGIN) * 1000))
+    return deadline
+
+
+def test_given_an_invocation_nearly_out_of_time_a_late_server_is_given_up_on_by_its_end(
+    tmp_path: Path,
+) -> None:
+    """Given kubernetesTimeoutSeconds of 5 but half a second left of the invocation, when a
+    group's metric is read from a server answering late, then the read ends with the
+    invocation's time, not its own five seconds: the metric is unavailable (no scale-in)."""
+    with KubeApiServer(cluster_of(("nodes", node("a-1", "a")))) as server:
+        server.slow_seconds = 30
+        connection = KubeconfigConnection(kubeconfig(tmp_path / "kc", server.url))
+        cluster = KubernetesCluster(connection, timeout_seconds=5, deadline=invocation_with(0.5))
+        with server.failing(Fault.SLOW):
+            reading = KubernetesClusterView(cluster).read(CPU_60, GROUP_A, T0)
+    assert isinstance(reading, MetricUnavailable)
+    assert "Kubernetes API: no answer within 0.5s (the invocation's time left)" in reading.reason
+
+
+def test_given_an_invocation_out_of_time_the_cluster_is_not_asked_and_reads_unavailable(
+    tmp_path: Path,
+) -> None:
+    with KubeApiServer(cluster_of(("nodes", node("a-1", "a")))) as server:
+        connection = KubeconfigConnection(kubeconfig(tmp_path / "kc", server.url))
+        cluster = KubernetesCluster(connection, timeout_seconds=5, deadline=invocation_with(0))
+        reading = KubernetesClusterView(cluster).read(CPU_60, GROUP_A, T0)
+        asked = list(server.requests)
+    assert isinstance(reading, MetricUnavailable)
+    assert "Kubernetes API: not asked, the invocation has no time left" in reading.reason
+    assert asked == []
 
 
 # --- EKS authentication ---------------------------------------------------------------

@@ -62,9 +62,41 @@ def test_a_lifecycle_action_is_borne_out_only_while_its_hook_holds_the_instance_
 def test_a_spot_warning_is_borne_out_only_for_a_spot_instance(
     cause: DrainCause, market: str | None, why: str | None
 ) -> None:
-    warning = SpotWarning("i-0a", cause, "event-1", datetime(2026, 11, 23, 9, tzinfo=UTC))
+    warning = SpotWarning("i-0a", cause, "event-1", ISSUED)
     event = f"{cause.value.replace('-', ' ')} for instance i-0a in node group web"
-    assert unconfirmed_warning(warning, "web", market) == (why and f"{event}: {why}")
+    now = ISSUED + timedelta(seconds=3)
+    assert unconfirmed_warning(warning, "web", market, now) == (why and f"{event}: {why}")
+
+
+ISSUED = datetime(2026, 11, 23, 9, tzinfo=UTC)
+
+
+# EC2 interrupts two minutes after its warning
+# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html);
+# a rebalance recommendation comes before that
+# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/rebalance-recommendations.html).
+# Five minutes (the drain target's maximum event age) is as old as a current one gets.
+@pytest.mark.parametrize(
+    ("age", "why"),
+    [
+        (timedelta(0), None),
+        (timedelta(minutes=5), None),
+        (
+            timedelta(minutes=5, seconds=1),
+            "issued at 2026-11-23T09:00:00Z, 301 s ago, longer than the 300 s a current one "
+            "can be: a replay",
+        ),
+    ],
+)
+@pytest.mark.parametrize(
+    "cause", [DrainCause.SPOT_INTERRUPTION, DrainCause.REBALANCE_RECOMMENDATION]
+)
+def test_a_spot_warning_is_borne_out_only_while_it_is_current(
+    cause: DrainCause, age: timedelta, why: str | None
+) -> None:
+    warning = SpotWarning("i-0a", cause, "event-1", ISSUED)
+    event = f"{cause.value.replace('-', ' ')} for instance i-0a in node group web"
+    assert unconfirmed_warning(warning, "web", "spot", ISSUED + age) == (why and f"{event}: {why}")
 
 
 # A failed launch is StatusCode Failed or Cancelled:

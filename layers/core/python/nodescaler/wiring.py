@@ -277,6 +277,7 @@ def evaluator(
     )
     limiter = ClusterLimiter(limits, groups, shapes, state) if limits else None
     shifts = zonal_shifts(settings, clients, clock)
+    deadline = Deadline()  # the invocation's, shared by its network reads
     kubernetes = kubernetes_metrics(
         settings,
         policies=policies,
@@ -287,8 +288,8 @@ def evaluator(
         clock=clock,
         limiter=limiter,
         zonal_shifts=shifts,
+        deadline=deadline,
     )
-    deadline = Deadline()  # the invocation's, shared by its network reads
     return Evaluator(
         node_groups=groups,
         producers=metric_producers(clients, kubernetes, settings.token_origin_pairs, deadline),
@@ -418,6 +419,7 @@ def kubernetes_metrics(
     clock: Clock,
     limiter: ClusterLimiter | None = None,
     zonal_shifts: ZonalShiftSource | None = None,
+    deadline: Deadline | None = None,
 ) -> KubernetesClusterView | None:
     """The Kubernetes producer, when a policy needs one; the client is imported only then."""
     if not any(p.reads_kubernetes for p in policies.policies.values()):
@@ -441,8 +443,9 @@ def kubernetes_metrics(
         allowed=settings.allowed,
         zonal_shifts=zonal_shifts,
     )
-    cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
-    events = KubernetesEvents(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
+    timeout = settings.kubernetes_timeout_seconds  # each answer's, within the invocation's
+    cluster = KubernetesCluster(connection, timeout_seconds=timeout, deadline=deadline)
+    events = KubernetesEvents(connection, timeout_seconds=timeout, deadline=deadline)
     return KubernetesClusterView(
         cluster,
         pending=planner,

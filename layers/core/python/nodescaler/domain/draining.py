@@ -28,6 +28,10 @@ DRAIN_TIMEOUT = timedelta(seconds=600)
 # are left for the function's own last calls.
 INTERRUPTION_DEADLINE = timedelta(seconds=110)
 HEARTBEAT_INTERVAL = timedelta(seconds=60)
+# EC2 interrupts an instance two minutes after its warning, and EventBridge gives up on
+# handing an event to the drain after five (infra/drain.py's DRAIN_MAX_EVENT_AGE): a Spot
+# warning older than this is a replay, whatever its instance is doing now.
+WARNING_MAX_AGE = timedelta(minutes=5)
 MAX_GRACE_SECONDS = 600
 POLL = timedelta(seconds=5)  # how often evicted pods are looked for while they terminate
 FIRST_RETRY = timedelta(seconds=5)  # a refused eviction is retried after this, doubling
@@ -109,14 +113,23 @@ def unconfirmed_action(action: LifecycleAction, member: Membership | None) -> st
     return None
 
 
-def unconfirmed_warning(warning: SpotWarning, group: str, market: str | None) -> str | None:
+def unconfirmed_warning(
+    warning: SpotWarning, group: str, market: str | None, now: datetime
+) -> str | None:
     """Why EC2's own record does not bear the Spot warning out, or None: EC2 warns only
-    Spot Instances of an interruption, and recommends only their rebalancing."""
+    Spot Instances of an interruption, and recommends only their rebalancing; and a
+    warning is current only for minutes (a replayed one would drain a running instance)."""
     event = f"{warning.cause.event} for instance {warning.instance_id} in node group {group}"
     if market is None:
         return f"{event}: EC2 has no such instance"
     if market != SPOT_MARKET:
         return f"{event}: its market is {market}, not spot"
+    if (age := now - warning.at) > WARNING_MAX_AGE:
+        return (
+            f"{event}: issued at {warning.at:%Y-%m-%dT%H:%M:%SZ}, {age.total_seconds():.0f} s "
+            f"ago, longer than the {WARNING_MAX_AGE.total_seconds():.0f} s a current one can "
+            "be: a replay"
+        )
     return None
 
 
@@ -284,6 +297,8 @@ class DrainProgress:
         rules: DrainRules = CA_DEFAULTS,
         budgets: Sequence[DisruptionBudget] | None = (),
     ) -> None:
+        self.skipped.clear()  # a drain started again after an outage plans afresh
+        self.refused.clear()
         for pod in pods:
             if (why := pod.stays) is not None:
                 self.skipped.append(PodNote(pod.key, why))

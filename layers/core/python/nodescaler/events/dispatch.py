@@ -7,7 +7,14 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
-from pydantic import AwareDatetime, BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    Field,
+    TypeAdapter,
+    ValidationError,
+)
 
 from nodescaler.domain.text import outside
 from nodescaler.errors import MalformedEventError
@@ -65,10 +72,19 @@ class AlarmState(BaseModel):
     timestamp: datetime
 
 
+MAX_ALARM_NAME = 255  # CloudWatch's own limit
+
+
 class AlarmStateChange(BaseModel):
-    alarm_name: Annotated[str, Field(alias="alarmName", min_length=1, max_length=255)]
+    # As sent: policies name alarms exactly. Shown and stored only as `shown_name`.
+    alarm_name: Annotated[str, Field(alias="alarmName", min_length=1, max_length=MAX_ALARM_NAME)]
     state: AlarmState
     previous_state: Annotated[AlarmState | None, Field(alias="previousState")] = None
+
+    @property
+    def shown_name(self) -> str:
+        """The name fit to log and store: anyone allowed to invoke dispatch may send one."""
+        return outside(self.alarm_name, MAX_ALARM_NAME)
 
 
 class AlarmStateChangeEvent(DispatchedEvent):
@@ -79,12 +95,14 @@ class AlarmStateChangeEvent(DispatchedEvent):
     @property
     def cause(self) -> str:
         previous = self.detail.previous_state.value if self.detail.previous_state else "?"
-        return f"alarm {self.detail.alarm_name}: {previous} → {self.detail.state.value}"
+        return f"alarm {self.detail.shown_name}: {previous} → {self.detail.state.value}"
 
 
 class LaunchUnsuccessful(BaseModel):
     group: Annotated[str, Field(alias="AutoScalingGroupName", min_length=1, max_length=255)]
-    activity_id: Annotated[str, Field(alias="ActivityId", min_length=1)]
+    # An activity's id is a UUID; anyone allowed to invoke dispatch may send any text,
+    # which messages and log lines show: bounded, on one line, from here on.
+    activity_id: Annotated[str, Field(alias="ActivityId", min_length=1), AfterValidator(outside)]
     status_message: Annotated[str, Field(alias="StatusMessage")] = ""
     cause: Annotated[str, Field(alias="Cause")] = ""
 

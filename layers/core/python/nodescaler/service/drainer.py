@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import partial
 from typing import TypeVar
 
 from nodescaler.deployment import DEFAULT_DRAIN_HOOK
@@ -59,9 +60,12 @@ from nodescaler.ports import (
 
 T = TypeVar("T")
 
-# An AWS read that confirms an event is tried again after these waits (beyond the SDK's own
-# retries): the drain function has no Lambda retries (a failed drain has acted already).
-CONFIRM_RETRIES = (timedelta(seconds=5), timedelta(seconds=10))
+# An AWS or Kubernetes call that fails is tried again after this wait, doubling up to the
+# heartbeat interval (beyond the SDK's own retries): the drain function has no Lambda retries
+# (a failed drain has acted already), so a passing outage is waited out here.
+FIRST_WAIT = timedelta(seconds=5)
+# A Spot warning's two minutes leave only this long to confirm it (two reads again).
+SPOT_CONFIRM_WITHIN = timedelta(seconds=20)
 
 
 @dataclass(frozen=True)
@@ -165,22 +169,25 @@ class Drainer:
         """Drain, then complete the action: exactly once, also when the drain raises (then
         with `timeout_result`, and the error raised after completing). A group that is not
         ours is left alone, its action too: its own hook's timeout decides."""
-        why = (
-            f"lifecycle hook {action.hook} is not this deployment's ({self.owners.hook})"
-            if action.hook != self.owners.hook
-            else self.owners.why_not_ours(action.group, action.instance_id)
-        )
-        if why is not None:
+        if action.hook != self.owners.hook:
+            other = f"lifecycle hook {action.hook} is not this deployment's ({self.owners.hook})"
+            return self._not_ours(action.instance_id, action.cause, action.group, other)
+        started = self._now()
+        # Held while whose group it is can't be read: a group not ours is refused the
+        # heartbeat by the function's role (infra/permissions.py).
+        deadline, keep_held = started + self.drain_timeout, self._keeping_held(action)
+        whose = partial(self.owners.why_not_ours, action.group)
+        if (why := self._confirming(action, whose, deadline, keep_held)) is not None:
             return self._not_ours(action.instance_id, action.cause, action.group, why)
-        member = self._confirming(action, self.owners.instances.membership)
+        member = self._confirming(action, self.owners.instances.membership, deadline, keep_held)
         if (why := unconfirmed_action(action, member)) is not None:
             return self._refused(action, action.group, why)
-        progress = DrainProgress(action.instance_id, action.cause, action.group, self._now())
+        progress = DrainProgress(action.instance_id, action.cause, action.group, started)
         sent = self.timeout_result
         try:
-            result = self._drain(
-                progress, self.drain_timeout, lambda: self.lifecycle.heartbeat(action)
-            )
+            beat = partial(self.lifecycle.heartbeat, action)
+            drain = partial(self._drain, progress, self.drain_timeout, beat)
+            result = self._retrying(drain, deadline, keep_held)
             if result.outcome is not DrainOutcome.TIMED_OUT:
                 sent = LifecycleResult.CONTINUE
             return replace(result, lifecycle_result=sent)
@@ -196,13 +203,15 @@ class Drainer:
         """A Spot warning: ask for replacement capacity first, then drain while there is time.
         After a rebalance recommendation, whose instance may well stay, the node is watched
         until the deadline and uncordoned if its instance is still in service."""
-        member = self._confirming(warning, self.owners.instances.membership)
+        confirm_by = self._now() + SPOT_CONFIRM_WITHIN
+        member = self._confirming(warning, self.owners.instances.membership, confirm_by)
         group = member.group if member else None
-        if (why := self.owners.why_not_ours(group, warning.instance_id)) is not None:
+        whose = partial(self.owners.why_not_ours, group)
+        if (why := self._confirming(warning, whose, confirm_by)) is not None:
             return self._not_ours(warning.instance_id, warning.cause, group, why)
         assert group is not None
-        market = self._confirming(warning, self.owners.markets.market_of)
-        if (why := unconfirmed_warning(warning, group, market)) is not None:
+        market = self._confirming(warning, self.owners.markets.market_of, confirm_by)
+        if (why := unconfirmed_warning(warning, group, market, self._now())) is not None:
             return self._refused(warning, group, why)
         replacement = self.replacements.request(warning, group) if self.replacements else None
         progress = DrainProgress(
@@ -210,7 +219,8 @@ class Drainer:
         )
         deadline = min(self.drain_timeout, warning.deadline or self.drain_timeout)
         try:
-            result = self._drain(progress, deadline, heartbeat=None)
+            drain = partial(self._drain, progress, deadline, None)
+            result = self._retrying(drain, progress.started + deadline, keep_alive=lambda: None)
             if warning.cause is DrainCause.REBALANCE_RECOMMENDATION and progress.cordoned:
                 result = self._uncordon_if_it_stays(result, progress.started + deadline)
             return result
@@ -244,22 +254,60 @@ class Drainer:
             problem=why,
         )
 
-    def _confirming(self, request: DrainRequest, read: Callable[[str], T]) -> T:
-        """What AWS records of the request's instance, read again on an error; when it
-        never answers, nothing is done and `EventUnconfirmableError` keeps the event (in
-        the function's dead-letter queue)."""
-        for wait in CONFIRM_RETRIES:
-            try:
-                return read(request.instance_id)
-            except Exception:  # throttled past the SDK's retries, unreachable, refused
-                self.sleep(wait.total_seconds())
+    def _confirming(
+        self,
+        request: DrainRequest,
+        read: Callable[[str], T],
+        deadline: datetime,
+        keep_alive: Callable[[], None] = lambda: None,
+    ) -> T:
+        """What AWS records of the request's instance, read again on an error until the
+        deadline; when it never answers, nothing is done and `EventUnconfirmableError`
+        keeps the event (in the function's dead-letter queue, whose alarm wakes someone)."""
         try:
-            return read(request.instance_id)
+            return self._retrying(lambda: read(request.instance_id), deadline, keep_alive)
+        except LifecycleActionExpiredError:
+            raise  # the hook let the instance go meanwhile: nothing to hold or drain
         except Exception as error:
             raise EventUnconfirmableError(
                 f"{request.cause.event} for instance {request.instance_id}: "
                 f"AWS could not be read to confirm it ({_describe(error)}); nothing was done"
             ) from error
+
+    def _retrying(
+        self, attempt: Callable[[], T], deadline: datetime, keep_alive: Callable[[], None]
+    ) -> T:
+        """`attempt` again after each error (throttled past the SDK's retries, unreachable,
+        refused) until the deadline, `keep_alive` after each wait; then its last error.
+        An expired lifecycle action is final: nothing holds the instance any more."""
+        wait = FIRST_WAIT
+        while True:
+            try:
+                return attempt()
+            except LifecycleActionExpiredError:
+                raise
+            except Exception:
+                if self._now() + wait >= deadline:
+                    raise
+            self.sleep(wait.total_seconds())
+            keep_alive()
+            wait = min(wait * 2, self.heartbeat_interval)
+
+    def _keeping_held(self, action: LifecycleAction) -> Callable[[], None]:
+        """A heartbeat while an outage is waited out: without one, Auto Scaling lets the
+        instance go undrained at the hook's heartbeat timeout. It names the action's token,
+        so a forged action's is refused (expired); one AWS does not answer is tried again
+        at the next wait."""
+
+        def keep_held() -> None:
+            try:
+                self.lifecycle.heartbeat(action)
+            except LifecycleActionExpiredError:
+                raise
+            except Exception:  # AWS unreachable too: the hook's timeout is minutes away
+                pass
+
+        return keep_held
 
     def _now(self) -> datetime:
         return self.clock.now()
@@ -275,7 +323,8 @@ class Drainer:
 
         # 2. Cordon, so nothing new lands on it, then decide which pods move: never one
         #    scale-in would not have moved (`domain.drainability`), as kubectl drain.
-        progress.cordoned = self.cluster.cordon(node)
+        # (Started again after an outage, the node is cordoned already: by this drain still.)
+        progress.cordoned = self.cluster.cordon(node) or progress.cordoned
         pods = self.cluster.pods_on(node)
         system = self.rules.skip_nodes_with_system_pods and any(
             p.namespace == KUBE_SYSTEM for p in pods

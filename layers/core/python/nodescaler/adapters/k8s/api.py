@@ -35,6 +35,7 @@ from nodescaler.adapters.k8s.wire import (
     UnboundPodList,
 )
 from nodescaler.adapters.watchdog import current, watching
+from nodescaler.deadline import Deadline
 from nodescaler.domain.cluster import ClusterBuffer, DisruptionBudget, Node, Pod, Snapshot
 from nodescaler.domain.cluster_buffers import GROUP, VERSION, Workload, read_buffer
 from nodescaler.domain.text import MAX_MESSAGE, outside
@@ -103,11 +104,13 @@ class CoreApi:
         page_size: int = PAGE_SIZE,
         timeout_seconds: float = TIMEOUT_SECONDS,
         refused: Callable[[Any], KubernetesUnavailableError] = _refused_by_reason,
+        deadline: Deadline | None = None,
     ) -> None:
         self.connection = connection
         self.page_size = page_size
-        self._timeout = (timeout_seconds, timeout_seconds)  # a float alone would be ignored
+        self._timeout_seconds = timeout_seconds
         self._refused = refused
+        self._deadline = deadline  # the invocation's: no answer is waited for past it
         self.bytes_read = 0  # answers' bodies, counted: what a look costs the API server
 
     def listed(
@@ -177,11 +180,13 @@ class CoreApi:
         """The answer, read whole by the deadline, or `KubernetesUnavailableError`."""
         from urllib3.exceptions import HTTPError, ReadTimeoutError
 
-        seconds = self._timeout[1]
-        late = KubernetesUnavailableError(f"Kubernetes API: no answer within {seconds:g}s")
+        seconds, cut = self._time_for()
+        cut_by = " (the invocation's time left)" if cut else ""
+        late = KubernetesUnavailableError(f"Kubernetes API: no answer within {seconds:g}s{cut_by}")
+        timeout = (seconds, seconds)  # connect, read: a float alone would be ignored
         with watching(seconds) as watchdog:
             try:
-                answer = bytes(call(_preload_content=False, _request_timeout=self._timeout).data)
+                answer = bytes(call(_preload_content=False, _request_timeout=timeout).data)
             except (OSError, HTTPError) as error:  # a read timed out, or the deadline came
                 cause = getattr(error, "reason", error)
                 if watchdog.expired or isinstance(cause, ReadTimeoutError):
@@ -190,6 +195,18 @@ class CoreApi:
         if watchdog.expired:  # the server stopped early: the answer may be cut short
             raise late
         return answer
+
+    def _time_for(self) -> tuple[float, bool]:
+        """An answer's whole time (kubernetesTimeoutSeconds, or what the invocation has
+        left when less), and whether the invocation cut it; none left: not asked."""
+        left = self._deadline.left() if self._deadline is not None else None
+        if left is None or left >= self._timeout_seconds:
+            return self._timeout_seconds, False
+        if left <= 0:
+            raise KubernetesUnavailableError(
+                "Kubernetes API: not asked, the invocation has no time left"
+            )
+        return left, True
 
 
 def _watched(api_client: Any) -> Any:
@@ -234,8 +251,11 @@ class KubernetesCluster:
         *,
         page_size: int = PAGE_SIZE,
         timeout_seconds: float = TIMEOUT_SECONDS,
+        deadline: Deadline | None = None,
     ) -> None:
-        self._api = CoreApi(connection, page_size=page_size, timeout_seconds=timeout_seconds)
+        self._api = CoreApi(
+            connection, page_size=page_size, timeout_seconds=timeout_seconds, deadline=deadline
+        )
 
     def nodes(self, label_selector: str | None = None) -> list[Node]:
         from kubernetes import client

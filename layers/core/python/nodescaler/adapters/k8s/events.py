@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nodescaler.adapters.k8s.api import Connection, CoreApi
+from nodescaler.deadline import Deadline
 
 REASON = "NotTriggerScaleUp"
 COMPONENT = "nodescaler"
@@ -15,8 +16,10 @@ COMPONENT = "nodescaler"
 class KubernetesEvents:
     """`PodEvents` over the API server (RBAC: create events, nothing more)."""
 
-    def __init__(self, connection: Connection, *, timeout_seconds: float) -> None:
-        self._api = CoreApi(connection, timeout_seconds=timeout_seconds)
+    def __init__(
+        self, connection: Connection, *, timeout_seconds: float, deadline: Deadline | None = None
+    ) -> None:
+        self._api = CoreApi(connection, timeout_seconds=timeout_seconds, deadline=deadline)
 
     def not_trigger_scale_up(self, namespace: str, pod: str, message: str, at: datetime) -> None:
         from kubernetes import client
