@@ -24,7 +24,11 @@ TOLERATES_GPU = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSc
 
 
 def managed_group_at_zero(
-    name: str, labels: dict[str, str], taints: list[dict[str, str]], tags: dict[str, str]
+    name: str,
+    labels: dict[str, str],
+    taints: list[dict[str, str]],
+    tags: dict[str, str],
+    max_size: int = 20,
 ) -> str:
     """An EKS managed node group of m5.large at zero on moto, and its opted-in ASG (with
     only the tags given besides EKS's own): the ASG's name."""
@@ -43,7 +47,7 @@ def managed_group_at_zero(
         instanceTypes=["m5.large"],
         labels=labels,
         taints=taints,
-        scalingConfig={"minSize": 0, "maxSize": 20, "desiredSize": 0},
+        scalingConfig={"minSize": 0, "maxSize": max_size, "desiredSize": 0},
     )
     asg = str(created["nodegroup"]["resources"]["autoScalingGroups"][0]["name"])
     eks_tags = {"eks:cluster-name": "prod", "eks:nodegroup-name": name}
@@ -112,3 +116,29 @@ def test_a_node_template_tag_wins_over_what_eks_says_for_the_same_key(
     deployment.clock.advance(minutes=1)
     deployment.tick()
     assert eks_desired("gpu") == 1
+
+
+def test_a_managed_group_grows_no_further_than_its_eks_scaling_config_and_says_so(
+    deployment: Deployment,
+    api_server: KubeApiServer,  # noqa: F811
+    output: Any,
+) -> None:
+    # Given a managed group whose node group EKS bounds at 2 (scalingConfig maxSize), while
+    # its ASG says 20 (edited by hand): EKS refuses a desiredSize above maxSize
+    # (https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupScalingConfig.html).
+    # Cluster Autoscaler reads the ASG's bounds alone (its managed node group cache keeps
+    # labels, taints and tags: cloudprovider/aws/managed_nodegroup_cache.go); nodescaler
+    # resizes through UpdateNodegroupConfig, so it keeps to EKS's.
+    managed_group_at_zero("general", {}, [], {}, max_size=2)
+    # and five pods that each need a node of their own
+    for i in range(5):
+        api_server.cluster.put("pods", pod(f"job-{i}", cpu="1500m"))
+    # When evaluated
+    deployment.tick()
+    # Then it asks EKS for 2 nodes, not 5, and the decision names EKS's bound
+    assert eks_desired("general") == 2
+    reasons = [line["decision"]["reason"] for line in output().logs if "decision" in line]
+    assert any(
+        "at the maximum 2 (EKS node group general of cluster prod's scalingConfig)" in r
+        for r in reasons
+    ), reasons

@@ -167,3 +167,50 @@ def test_when_eks_cannot_be_read_the_tags_stand_alone(calls: CallCounter) -> Non
     eks.meta.events.register("before-call.eks.DescribeNodegroup", deny)
     assert types.nodegroup_labels(managed("gpu")) is None
     assert types.nodegroup_labels(NodeGroup("self-managed", 0, 0, 5, 0)) is None
+
+
+def test_a_managed_groups_bounds_are_its_eks_scaling_config(calls: CallCounter) -> None:
+    # Given a node group EKS bounds at [1, 3], its ASG at [0, 20] (edited by hand)
+    asg = eks_node_group("prod", "general")
+    make_asg(asg, tags=OPTED_IN | EKS_TAGS, desired=2, max_size=20)
+    groups, _, eks = managed_groups(calls)
+    eks.update_nodegroup_config(
+        clusterName="prod", nodegroupName="general", scalingConfig={"minSize": 1, "maxSize": 3}
+    )
+    # When read
+    group = groups.get(asg)
+    # Then its bounds are EKS's (which refuses a desiredSize outside them), and said so
+    assert group is not None and (group.min_size, group.max_size) == (1, 3)
+    assert group.bounds_from == "EKS node group general of cluster prod's scalingConfig"
+    assert group.bounds_doubt == ""
+
+
+def test_a_managed_group_eks_does_not_describe_is_read_with_that_doubt_named(
+    calls: CallCounter,
+) -> None:
+    # Given one ASG naming a node group EKS has not got, and one whose read EKS refuses
+    eks_node_group("prod", "general")
+    make_asg("orphan", tags=OPTED_IN | EKS_TAGS | {"eks:nodegroup-name": "gone"}, max_size=20)
+    asg = eks_node_group("prod", "denied")
+    make_asg(asg, tags=OPTED_IN | EKS_TAGS | {"eks:nodegroup-name": "denied"}, max_size=20)
+    groups, _, eks = managed_groups(calls)
+
+    def deny(params: dict[str, Any], **_: Any) -> None:
+        if params["nodegroupName"] == "denied":
+            error = {"Error": {"Code": "AccessDeniedException", "Message": "no eks:Describe"}}
+            raise ClientError(error, "DescribeNodegroup")
+
+    eks.meta.events.register("before-parameter-build.eks.DescribeNodegroup", deny)
+    # When read
+    orphan, denied = groups.get("orphan"), groups.get(asg)
+    # Then each keeps its ASG's bounds, with why EKS's are not known named (no scale-in)
+    assert orphan is not None and denied is not None
+    assert (orphan.max_size, orphan.bounds_from) == (20, "")
+    assert orphan.bounds_doubt.startswith(
+        "EKS node group gone of cluster prod could not be described (An error occurred "
+        "(ResourceNotFoundException)"
+    )
+    assert denied.bounds_doubt.startswith(
+        "EKS node group denied of cluster prod could not be described (An error occurred "
+        "(AccessDeniedException)"
+    )

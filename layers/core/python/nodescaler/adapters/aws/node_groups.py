@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup, ScalingActivity, WarmPool
 from nodescaler.domain.optin import TagNames, is_managed
@@ -118,7 +121,26 @@ class AsgNodeGroups:
 
     def get(self, name: str) -> NodeGroup | None:
         found = [_to_node_group(asg) for asg in self._pages(AutoScalingGroupNames=[name])]
-        return found[0] if found else None
+        if not found:
+            return None
+        return self._eks_bounds(found[0]) if found[0].is_eks_managed else found[0]
+
+    def _eks_bounds(self, group: NodeGroup) -> NodeGroup:
+        """A managed node group bounded by its scalingConfig: EKS refuses a desiredSize
+        outside it, and keeps its ASG's MinSize and MaxSize in line with it (Cluster
+        Autoscaler reads the ASG's alone). Unread: the ASG's, and that doubt named."""
+        what = f"EKS node group {group.eks_nodegroup} of cluster {group.eks_cluster}"
+        try:
+            described = self._eks.describe_nodegroup(
+                clusterName=group.eks_cluster, nodegroupName=group.eks_nodegroup
+            )
+            scaling = described["nodegroup"]["scalingConfig"]
+            low, high = int(scaling["minSize"]), int(scaling["maxSize"])
+        except (BotoCoreError, ClientError) as error:
+            return replace(group, bounds_doubt=f"{what} could not be described ({error})")
+        except (KeyError, TypeError, ValueError) as error:
+            return replace(group, bounds_doubt=f"{what}: no scalingConfig {error} in its answer")
+        return replace(group, min_size=low, max_size=high, bounds_from=f"{what}'s scalingConfig")
 
     def _check_managed(self, group: NodeGroup, what: str) -> None:
         if not is_managed(group.tags, self._tags, self._cluster):
