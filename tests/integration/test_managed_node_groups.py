@@ -19,11 +19,12 @@ from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.scheduling import NodegroupLabels
 from nodescaler.errors import RefusedError
+from nodescaler_sandbox.eks_scaling import EksNodegroupScaling
 from nodescaler_sandbox.eks_warm_pools import EksWarmPools
 
 from tests.aws import REGION, CallCounter, client, make_asg
 from tests.builders import VirtualClock
-from tests.integration.test_node_groups import OPTED_IN, eks_node_group
+from tests.integration.test_node_groups import OPTED_IN, eks_desired, eks_node_group
 
 EKS_TAGS = {
     "nodescaler/cluster": "prod",
@@ -214,3 +215,31 @@ def test_a_managed_group_eks_does_not_describe_is_read_with_that_doubt_named(
         "EKS node group denied of cluster prod could not be described (An error occurred "
         "(AccessDeniedException)"
     )
+
+
+def test_the_sandbox_carries_out_a_scaling_config_as_eks_does(calls: CallCounter) -> None:
+    # Given the sandbox's EKS scaling on a node group of [0, 20] and its ASG (moto stores a
+    # scalingConfig but neither checks nor applies it). EKS refuses a desiredSize outside
+    # [minSize, maxSize] and sets its ASG to what it takes
+    # (https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupScalingConfig.html,
+    # https://docs.aws.amazon.com/eks/latest/APIReference/API_UpdateNodegroupConfig.html)
+    asg = eks_node_group("prod", "general", desired=0)
+    make_asg(asg, tags=OPTED_IN | EKS_TAGS, max_size=20)
+    eks = EksNodegroupScaling(client("eks"), client("autoscaling")).watch(
+        boto3.client("eks", region_name=REGION)
+    )
+    # When nodescaler resizes the group through EKS
+    groups = AsgNodeGroups(client("autoscaling"), eks, tag_names=TagNames(), cluster_name="prod")
+    group = groups.get(asg)
+    assert group is not None
+    groups.set_desired(group, 3)
+    # Then its ASG is at 3, and a desiredSize above maxSize is refused, the ASG left be
+    assert (
+        client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[asg])[
+            "AutoScalingGroups"
+        ][0]["DesiredCapacity"]
+        == 3
+    )
+    with pytest.raises(ClientError, match="desiredSize 21 must be between minSize 0 and maxSize"):
+        groups.set_desired(group, 21)
+    assert eks_desired("prod", "general") == 3
