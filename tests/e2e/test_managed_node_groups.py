@@ -15,7 +15,12 @@ from nodescaler_sandbox.kube.apiserver import KubeApiServer
 from tests.aws import CallCounter, client, make_asg
 from tests.builders import VirtualClock
 from tests.e2e.conftest import Deployment
-from tests.e2e.test_kubernetes_path import BATCH_POLICY, api_server  # noqa: F401 (fixture)
+from tests.e2e.test_kubernetes_path import (  # noqa: F401 (api_server: a fixture)
+    BATCH_POLICY,
+    api_server,
+    group_at_zero,
+    launch_template,
+)
 from tests.kube import kubeconfig, pod
 
 BATCH = {"nodescaler/enabled": "true", "nodescaler/policy": "batch"}
@@ -142,3 +147,31 @@ def test_a_managed_group_grows_no_further_than_its_eks_scaling_config_and_says_s
         "at the maximum 2 (EKS node group general of cluster prod's scalingConfig)" in r
         for r in reasons
     ), reasons
+
+
+def test_pods_a_managed_group_may_not_take_by_its_eks_bounds_go_to_the_next_group(
+    policies: Path,
+    calls: CallCounter,
+    clock: VirtualClock,
+    api_server: KubeApiServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    # Given the preferred group, managed, bounded at 1 by EKS (its ASG says 20), and a
+    # self-managed group of the same nodes
+    (policies / "batch.yaml").write_text(BATCH_POLICY)
+    managed = managed_group_at_zero("general", {}, [], {}, max_size=1)
+    launch_template("m5-large", "m5.large")
+    group_at_zero("other", "m5-large")
+    prefer = f'[{{"name": "priority", "priorities": {{"10": ["{managed}"], "1": [".*"]}}}}]'
+    config = kubeconfig(tmp_path / "kubeconfig", api_server.url)
+    environment = {"KUBECONFIG_PATH": str(config), "EXPANDERS": prefer}
+    deployment = Deployment(policies, calls, clock, environment)
+    # and three pods that each need a node
+    for i in range(3):
+        api_server.cluster.put("pods", pod(f"job-{i}", cpu="1500m"))
+    # When evaluated
+    deployment.tick()
+    # Then the managed group takes the one node EKS allows, the other group the rest
+    assert eks_desired("general") == 1
+    other = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=["other"])
+    assert other["AutoScalingGroups"][0]["DesiredCapacity"] == 2

@@ -243,3 +243,26 @@ def test_the_sandbox_carries_out_a_scaling_config_as_eks_does(calls: CallCounter
     with pytest.raises(ClientError, match="desiredSize 21 must be between minSize 0 and maxSize"):
         groups.set_desired(group, 21)
     assert eks_desired("prod", "general") == 3
+
+
+def test_discover_bounds_a_managed_group_by_eks_kept_a_minute(calls: CallCounter) -> None:
+    # Given a node group EKS bounds at [0, 3], its ASG at [0, 20], read with a clock
+    asg = eks_node_group("prod", "general")
+    make_asg(asg, tags=OPTED_IN | EKS_TAGS, max_size=20)
+    client("eks").update_nodegroup_config(
+        clusterName="prod", nodegroupName="general", scalingConfig={"minSize": 0, "maxSize": 3}
+    )
+    eks = calls.watch(boto3.client("eks", region_name=REGION))
+    clock = VirtualClock()
+    groups = AsgNodeGroups(
+        client("autoscaling"), eks, tag_names=TagNames(), cluster_name="prod", clock=clock
+    )
+    # When the groups are listed (for the expanders' room) twice within a minute, then after
+    (first,) = groups.discover()
+    clock.advance(seconds=50)
+    groups.discover()
+    assert calls.calls["DescribeNodegroup"] == 1
+    clock.advance(seconds=20)
+    groups.discover()
+    # Then the managed group's maximum is EKS's, read once a minute
+    assert first.max_size == 3 and calls.calls["DescribeNodegroup"] == 2

@@ -247,6 +247,9 @@ def decide(
         now=now,
         limits=limits,
     )
+    group_bounds = _group_bounds(policy, size)
+    if group_bounds and size.current < desired == bounds[1]:
+        limits.append(Limit.MAX)  # grown to the group's own bound (its readings knew it)
     in_service = size.current if size.ready is None else size.ready
     decision = Decision(
         node_group=node_group,
@@ -257,7 +260,7 @@ def decide(
         in_service=in_service,
         min_replicas=bounds[0],
         max_replicas=bounds[1],
-        group_bounds=_group_bounds(policy, size),
+        group_bounds=group_bounds,
         recommendation=voted.recommendation,
         metrics=voted.outcomes,
         limited_by=tuple(dict.fromkeys(limits)),
