@@ -6,6 +6,7 @@ value is kept for a duplicate key; without eks:DescribeNodegroup, the ASG tags a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,16 +67,24 @@ def eks_desired(name: str) -> int:
 
 
 @pytest.fixture
-def deployment(
+def deploy(
     policies: Path,
     calls: CallCounter,
     clock: VirtualClock,
     api_server: KubeApiServer,  # noqa: F811
     tmp_path: Path,
-) -> Deployment:
+) -> Callable[..., Deployment]:
+    """Deploys the functions with the batch policy, reading the API server, with `settings`."""
     (policies / "batch.yaml").write_text(BATCH_POLICY)
     config = kubeconfig(tmp_path / "kubeconfig", api_server.url)
-    return Deployment(policies, calls, clock, {"KUBECONFIG_PATH": str(config)})
+    return lambda **settings: Deployment(
+        policies, calls, clock, {"KUBECONFIG_PATH": str(config)} | settings
+    )
+
+
+@pytest.fixture
+def deployment(deploy: Callable[..., Deployment]) -> Deployment:
+    return deploy()
 
 
 def test_a_managed_group_at_zero_with_no_tags_takes_pods_its_eks_labels_and_taints_admit(
@@ -150,22 +159,16 @@ def test_a_managed_group_grows_no_further_than_its_eks_scaling_config_and_says_s
 
 
 def test_pods_a_managed_group_may_not_take_by_its_eks_bounds_go_to_the_next_group(
-    policies: Path,
-    calls: CallCounter,
-    clock: VirtualClock,
+    deploy: Callable[..., Deployment],
     api_server: KubeApiServer,  # noqa: F811
-    tmp_path: Path,
 ) -> None:
     # Given the preferred group, managed, bounded at 1 by EKS (its ASG says 20), and a
     # self-managed group of the same nodes
-    (policies / "batch.yaml").write_text(BATCH_POLICY)
     managed = managed_group_at_zero("general", {}, [], {}, max_size=1)
     launch_template("m5-large", "m5.large")
     group_at_zero("other", "m5-large")
     prefer = f'[{{"name": "priority", "priorities": {{"10": ["{managed}"], "1": [".*"]}}}}]'
-    config = kubeconfig(tmp_path / "kubeconfig", api_server.url)
-    environment = {"KUBECONFIG_PATH": str(config), "EXPANDERS": prefer}
-    deployment = Deployment(policies, calls, clock, environment)
+    deployment = deploy(EXPANDERS=prefer)
     # and three pods that each need a node
     for i in range(3):
         api_server.cluster.put("pods", pod(f"job-{i}", cpu="1500m"))
