@@ -19,11 +19,12 @@ from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.scheduling import NodegroupLabels
 from nodescaler.errors import RefusedError
+from nodescaler_sandbox.eks_scaling import EksNodegroupScaling
 from nodescaler_sandbox.eks_warm_pools import EksWarmPools
 
 from tests.aws import REGION, CallCounter, client, make_asg
 from tests.builders import VirtualClock
-from tests.integration.test_node_groups import OPTED_IN, eks_node_group
+from tests.integration.test_node_groups import OPTED_IN, eks_desired, eks_node_group
 
 EKS_TAGS = {
     "nodescaler/cluster": "prod",
@@ -167,3 +168,101 @@ def test_when_eks_cannot_be_read_the_tags_stand_alone(calls: CallCounter) -> Non
     eks.meta.events.register("before-call.eks.DescribeNodegroup", deny)
     assert types.nodegroup_labels(managed("gpu")) is None
     assert types.nodegroup_labels(NodeGroup("self-managed", 0, 0, 5, 0)) is None
+
+
+def test_a_managed_groups_bounds_are_its_eks_scaling_config(calls: CallCounter) -> None:
+    # Given a node group EKS bounds at [1, 3], its ASG at [0, 20] (edited by hand)
+    asg = eks_node_group("prod", "general")
+    make_asg(asg, tags=OPTED_IN | EKS_TAGS, desired=2, max_size=20)
+    groups, _, eks = managed_groups(calls)
+    eks.update_nodegroup_config(
+        clusterName="prod", nodegroupName="general", scalingConfig={"minSize": 1, "maxSize": 3}
+    )
+    # When read
+    group = groups.get(asg)
+    # Then its bounds are EKS's (which refuses a desiredSize outside them), and said so
+    assert group is not None and (group.min_size, group.max_size) == (1, 3)
+    assert group.bounds_from == "EKS node group general of cluster prod's scalingConfig"
+    assert group.bounds_doubt == ""
+
+
+def test_a_managed_group_eks_does_not_describe_is_read_with_that_doubt_named(
+    calls: CallCounter,
+) -> None:
+    # Given one ASG naming a node group EKS has not got, and one whose read EKS refuses
+    eks_node_group("prod", "general")
+    make_asg("orphan", tags=OPTED_IN | EKS_TAGS | {"eks:nodegroup-name": "gone"}, max_size=20)
+    asg = eks_node_group("prod", "denied")
+    make_asg(asg, tags=OPTED_IN | EKS_TAGS | {"eks:nodegroup-name": "denied"}, max_size=20)
+    groups, _, eks = managed_groups(calls)
+
+    def deny(params: dict[str, Any], **_: Any) -> None:
+        if params["nodegroupName"] == "denied":
+            error = {"Error": {"Code": "AccessDeniedException", "Message": "no eks:Describe"}}
+            raise ClientError(error, "DescribeNodegroup")
+
+    eks.meta.events.register("before-parameter-build.eks.DescribeNodegroup", deny)
+    # When read
+    orphan, denied = groups.get("orphan"), groups.get(asg)
+    # Then each keeps its ASG's bounds, with why EKS's are not known named (no scale-in)
+    assert orphan is not None and denied is not None
+    assert (orphan.max_size, orphan.bounds_from) == (20, "")
+    assert orphan.bounds_doubt.startswith(
+        "EKS node group gone of cluster prod could not be described (An error occurred "
+        "(ResourceNotFoundException)"
+    )
+    assert denied.bounds_doubt.startswith(
+        "EKS node group denied of cluster prod could not be described (An error occurred "
+        "(AccessDeniedException)"
+    )
+
+
+def test_the_sandbox_carries_out_a_scaling_config_as_eks_does(calls: CallCounter) -> None:
+    # Given the sandbox's EKS scaling on a node group of [0, 20] and its ASG (moto stores a
+    # scalingConfig but neither checks nor applies it). EKS refuses a desiredSize outside
+    # [minSize, maxSize] and sets its ASG to what it takes
+    # (https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupScalingConfig.html,
+    # https://docs.aws.amazon.com/eks/latest/APIReference/API_UpdateNodegroupConfig.html)
+    asg = eks_node_group("prod", "general", desired=0)
+    make_asg(asg, tags=OPTED_IN | EKS_TAGS, max_size=20)
+    eks = EksNodegroupScaling(client("eks"), client("autoscaling")).watch(
+        boto3.client("eks", region_name=REGION)
+    )
+    # When nodescaler resizes the group through EKS
+    groups = AsgNodeGroups(client("autoscaling"), eks, tag_names=TagNames(), cluster_name="prod")
+    group = groups.get(asg)
+    assert group is not None
+    groups.set_desired(group, 3)
+    # Then its ASG is at 3, and a desiredSize above maxSize is refused, the ASG left be
+    assert (
+        client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[asg])[
+            "AutoScalingGroups"
+        ][0]["DesiredCapacity"]
+        == 3
+    )
+    with pytest.raises(ClientError, match="desiredSize 21 must be between minSize 0 and maxSize"):
+        groups.set_desired(group, 21)
+    assert eks_desired("prod", "general") == 3
+
+
+def test_discover_bounds_a_managed_group_by_eks_kept_a_minute(calls: CallCounter) -> None:
+    # Given a node group EKS bounds at [0, 3], its ASG at [0, 20], read with a clock
+    asg = eks_node_group("prod", "general")
+    make_asg(asg, tags=OPTED_IN | EKS_TAGS, max_size=20)
+    client("eks").update_nodegroup_config(
+        clusterName="prod", nodegroupName="general", scalingConfig={"minSize": 0, "maxSize": 3}
+    )
+    eks = calls.watch(boto3.client("eks", region_name=REGION))
+    clock = VirtualClock()
+    groups = AsgNodeGroups(
+        client("autoscaling"), eks, tag_names=TagNames(), cluster_name="prod", clock=clock
+    )
+    # When the groups are listed (for the expanders' room) twice within a minute, then after
+    (first,) = groups.discover()
+    clock.advance(seconds=50)
+    groups.discover()
+    assert calls.calls["DescribeNodegroup"] == 1
+    clock.advance(seconds=20)
+    groups.discover()
+    # Then the managed group's maximum is EKS's, read once a minute
+    assert first.max_size == 3 and calls.calls["DescribeNodegroup"] == 2

@@ -87,6 +87,24 @@ def test_without_its_tags_a_group_at_zero_cannot_take_pods_that_need_them(tmp_pa
     assert ours["longest_demand_to_scale_request_minutes"] == {"gpu-ng": 6}  # never answered
 
 
+def test_a_managed_group_at_zero_without_tags_is_read_from_describe_nodegroup(
+    tmp_path: Path,
+) -> None:
+    # Given an EKS managed node group whose ASG has no node-template tags: its label and
+    # taint are EKS's alone. Cluster Autoscaler's AWS provider adds DescribeNodegroup's
+    # labels and taints to a node of such a group at zero
+    # (cloudprovider/aws/aws_manager.go, buildNodeFromTemplate, through the managed node
+    # group cache: managed_nodegroup_cache.go; aws_wrapper.go, getManagedNodegroupInfo).
+    # (of an instance type without GPUs: those only a tag or a live node could tell)
+    group = gpu_group(tags={}, eksManaged=True, node={"cpu": "4", "memory": "16Gi"})
+    pods = jobs(2, cpu="3", nodeSelector={"accelerator": "nvidia"})
+    pods["tolerations"] = [{"key": "nvidia.com/gpu", "value": "true"}]
+    ours = baseline_of(tmp_path, groups=[group], deployments=[pods])
+    # Then the baseline grows it from zero for the pods that need them, as with the tags
+    assert ours["peak_desired"] == {"gpu-ng": 2}
+    assert ours["pods_that_fit_no_group"]["count"] == 0
+
+
 def big_and_small(big_max: int = 5) -> list[dict[str, Any]]:
     return [
         {"name": "big-ng", "policy": "batch", "max": big_max, "instanceType": "m5.4xlarge"},  # 16

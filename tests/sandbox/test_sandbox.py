@@ -253,6 +253,26 @@ def test_a_gpu_group_at_zero_grows_from_its_node_template_tags(tmp_path: Path) -
     )
 
 
+def test_a_managed_group_at_zero_with_no_tags_grows_on_what_eks_says_of_it(
+    tmp_path: Path,
+) -> None:
+    # Given an EKS managed node group at zero whose ASG has no node-template tags, and 12
+    # jobs at 00:10 selecting its label and tolerating its taint (which only EKS knows)
+    summary, _ = run(tmp_path, scenario("managed-from-zero", minutes=25))
+    # Then both grow it from zero, as DescribeNodegroup says its nodes will take them
+    # (Cluster Autoscaler too: cloudprovider/aws/aws_manager.go, buildNodeFromTemplate),
+    # 3 jobs a node, and every job is placed on it
+    for controller in (NODESCALER, BASELINE):
+        figures = summary[controller]
+        assert figures["peak_desired"]["batch-ng"] == 4, controller
+        assert figures["pods_that_fit_no_group"]["count"] == 0, controller
+        assert "(never scheduled)" not in figures["pod_wait_minutes"], controller
+        assert figures["pod_wait_minutes"]["batch-ng"]["max"] < 5, controller
+    # nodescaler asked EKS for the first node within the jobs' first minute
+    first = summary[NODESCALER]["scale_requests"][0]
+    assert first == {"minute": 10.0, "group": "batch-ng", "from": 0, "to": 1}
+
+
 def test_no_scale_in_while_cloudwatch_is_down(tmp_path: Path) -> None:
     summary, lines = run(tmp_path, scenario("metric-outage", minutes=45))
     ours = summary[NODESCALER]

@@ -50,6 +50,7 @@ def test_every_scenario_in_the_repository_loads() -> None:
         "warm-pool",
         "prometheus-queue",
         "pods-that-stay",
+        "managed-from-zero",
     ]
 
 

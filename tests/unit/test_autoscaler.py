@@ -608,6 +608,7 @@ def test_the_decision_carries_every_input_and_the_reason() -> None:
         "warm_pool_note": "",
         "paused": "",  # no pause in force
         "would_desire": None,
+        "group_bounds": "",  # the ASG's own bounds, no EKS scalingConfig
     }
     jobs, cpu = decision.metrics
     assert (jobs.value, jobs.target, jobs.recommendation, jobs.usage_ratio, jobs.status) == (

@@ -128,3 +128,18 @@ def test_a_failed_launch_backs_the_group_off_and_the_plan_carries_the_event_to_t
     (event,) = planned.announce
     assert event.detail_type == "Node Group Backed Off"
     assert "InsufficientInstanceCapacity" in event.detail_json()
+
+
+def test_an_eks_group_whose_scaling_config_is_unread_is_not_scaled_in_and_says_why() -> None:
+    # Given the same group, but DescribeNodegroup refused: its bounds are not known as EKS's
+    doubt = "EKS node group web of cluster prod could not be described (AccessDenied)"
+    group = dataclasses.replace(EKS, bounds_doubt=doubt)
+    chooser = Chooser()
+
+    # When planned
+    planned = plan(idle_facts(chooser, group=group))
+
+    # Then it stays at four, nothing leaves or is marked, and the decision names the doubt
+    assert (planned.decision.desired, planned.decision.would_desire) == (4, 2)
+    assert (planned.candidates, planned.leaving) == (frozenset(), ())
+    assert planned.decision.reason.startswith(f"{doubt}: would scale in 4 → 2")

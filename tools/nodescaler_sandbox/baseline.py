@@ -19,9 +19,11 @@ A model of the FAQ's behaviour (shared/reference), not Cluster Autoscaler itself
   within each one's room. A new node is modelled on a live node
   of the group; a group at zero is read as Cluster Autoscaler reads it, from its instance
   type and its node-template tags (labels, taints, resources): without them it cannot
-  take pods that need them. A group whose launch failed is backed off at the next scan,
-  as the AWS provider learns it: it lists the group's scaling activities while the group
-  has fewer instances than it asked for, and a Failed one since its last
+  take pods that need them; an EKS managed node group's labels and taints from
+  DescribeNodegroup are added (the AWS provider's managed node group cache). A group
+  whose launch failed is backed off at the next scan, as the AWS provider learns it: it
+  lists the group's scaling activities while the group has fewer instances than it asked
+  for, and a Failed one since its last
   SetDesiredCapacity makes the missing instances placeholders that cannot come, which are
   deleted (desired back to the instances it has) and the group backed off
   (cloudprovider/aws/auto_scaling_groups.go, createPlaceholdersForDesiredNonStartedInstances
@@ -60,7 +62,7 @@ from botocore.exceptions import ClientError
 from nodescaler.adapters.k8s.objects import node_from_json
 from nodescaler.domain.balance import IGNORED_LABELS, even_split, similar
 from nodescaler.domain.quantity import millicores, whole_units
-from nodescaler.domain.scheduling import NodeTemplate
+from nodescaler.domain.scheduling import EKS_TAINT_EFFECTS, NodeTemplate
 
 from nodescaler_sandbox.cluster import Room, SimulatedCluster, quantities, requests
 from nodescaler_sandbox.kube.apiserver import ApiError
@@ -134,6 +136,9 @@ class GroupSpec:
     # what its instance type labels every node with (on AWS, Cluster Autoscaler builds a
     # node of a group at zero with them: instance type, architecture, OS)
     labels: dict[str, str] = field(default_factory=dict)
+    # An EKS managed node group's labels and taints, as DescribeNodegroup answers them
+    eks_labels: dict[str, str] = field(default_factory=dict)
+    eks_taints: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -366,6 +371,10 @@ class ReactiveBaseline:
                 taints.append({"key": name, "value": taint_value, "effect": effect})
             elif kind == "resources":
                 allocatable[name] = value
+        # an EKS managed node group's, from DescribeNodegroup: its labels over the tags', its
+        # taints beside them (cloudprovider/aws/aws_manager.go, buildNodeFromTemplate)
+        labels |= spec.eks_labels
+        taints += spec.eks_taints
         return {
             "metadata": {"name": f"template-{group}", "labels": labels},
             "spec": {"taints": taints},
@@ -586,6 +595,29 @@ def _blocks_drain(pod: dict[str, Any], budgets: list[dict[str, Any]], flags: Dra
     if flags.local_storage and any("emptyDir" in v or "hostPath" in v for v in volumes):
         return True
     return annotations.get(SAFE_TO_EVICT) == "false"
+
+
+def managed_node_group(
+    eks: Any, tags: dict[str, str]
+) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """The labels and taints DescribeNodegroup gives the EKS managed node group an ASG's
+    tags name (eks:cluster-name, eks:nodegroup-name), as the AWS provider reads them for a
+    node of a group at zero (aws_wrapper.go, getManagedNodegroupInfo: taints in EKS's
+    effect names); none for another group, or when EKS refuses (it logs the error)."""
+    cluster, nodegroup = tags.get("eks:cluster-name"), tags.get("eks:nodegroup-name")
+    if not cluster or not nodegroup:
+        return {}, []
+    try:
+        found = eks.describe_nodegroup(clusterName=cluster, nodegroupName=nodegroup)
+    except ClientError:
+        return {}, []
+    described = found["nodegroup"]
+    taints = [
+        {"key": t["key"], "value": t.get("value", ""), "effect": EKS_TAINT_EFFECTS[t["effect"]]}
+        for t in described.get("taints") or []
+        if t.get("effect") in EKS_TAINT_EFFECTS
+    ]
+    return dict(described.get("labels") or {}), taints
 
 
 def launch_failed_since(activities: list[dict[str, Any]], since: datetime) -> bool:

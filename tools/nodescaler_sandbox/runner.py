@@ -34,7 +34,14 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from nodescaler_sandbox import baseline_tuning, cadence, figures, oracle
-from nodescaler_sandbox.baseline import SCAN, DrainFlags, GroupSpec, Limits, ReactiveBaseline
+from nodescaler_sandbox.baseline import (
+    SCAN,
+    DrainFlags,
+    GroupSpec,
+    Limits,
+    ReactiveBaseline,
+    managed_node_group,
+)
 from nodescaler_sandbox.cadence import EVERY_MINUTE, MINUTE, Cadence
 from nodescaler_sandbox.cluster import Room, extended_requests, requests
 from nodescaler_sandbox.figures import PodRecord
@@ -358,6 +365,7 @@ def _as_cluster_autoscaler_reads_them(scenario: Scenario, box: Sandbox) -> dict[
             instance_capacity(box.client("ec2"), g.instance_type),
             tags[g.name],
             node_labels(box.client("ec2"), g.instance_type),
+            *managed_node_group(box.client("eks"), tags[g.name]),
         )
         for g in scenario.groups
     }

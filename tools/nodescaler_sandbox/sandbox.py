@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 
 from nodescaler_sandbox.cluster import SimulatedCluster
+from nodescaler_sandbox.eks_scaling import EksNodegroupScaling
 from nodescaler_sandbox.kube import write_kubeconfig
 from nodescaler_sandbox.kube.apiserver import Cluster, KubeApiServer
 from nodescaler_sandbox.lambda_local import LocalContext, SqsEventSource
@@ -264,6 +265,7 @@ class Sandbox:
             REGION, self._launched, self.clock.now, custom=self._terminate
         )
         self.watch(clients.autoscaling)
+        EksNodegroupScaling(self.client("eks"), self.client("autoscaling")).watch(clients.eks)
         MetricMath(self.client("cloudwatch")).watch(clients.cloudwatch)
         self.clients = clients
         self.handlers = {

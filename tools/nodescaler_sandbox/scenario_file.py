@@ -137,6 +137,9 @@ class GroupSpec(_Spec):
     no_capacity: bool = False  # every launch fails, as when EC2 has none of the type
     drain: bool = False  # a terminate lifecycle hook: the drain function runs on scale-in
     warm_pool: WarmPoolSpec | None = None  # pre-initialised instances scale-outs take first
+    # An EKS managed node group (its ASG is EKS's): DescribeNodegroup answers its labels,
+    # taints, instance type and scalingConfig (min, max); its nodes carry EKS's label
+    eks_managed: bool = False
     # Which instances a scale-in takes under nodescaler: its terminate function, as the
     # README attaches it, or Auto Scaling's default policy (the baseline's runs use that).
     termination_policy: Literal["nodescaler", "default"] = "nodescaler"

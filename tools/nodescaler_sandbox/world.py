@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from nodescaler.adapters.aws.instance_types import ARCHITECTURES
+from nodescaler.domain.node_group import EKS_NODEGROUP_LABEL
 from nodescaler.domain.scheduling import instance_labels
 
 from nodescaler_sandbox.cadence import MINUTE
@@ -32,6 +33,7 @@ from nodescaler_sandbox.cluster import (
     Room,
     requests,
 )
+from nodescaler_sandbox.eks_scaling import create_managed_node_group
 from nodescaler_sandbox.figures import PodRecord
 from nodescaler_sandbox.provision import (
     create_group,
@@ -43,7 +45,7 @@ from nodescaler_sandbox.workloads import Deployment, QueueWork, replicas_at
 
 if TYPE_CHECKING:
     from nodescaler_sandbox.sandbox import Sandbox
-    from nodescaler_sandbox.scenario_file import NodeShape, PodShape, Scenario
+    from nodescaler_sandbox.scenario_file import GroupSpec, NodeShape, PodShape, Scenario
 
 
 class World:
@@ -97,18 +99,22 @@ class World:
                 if group.node
                 else instance_capacity(ec2, group.instance_type)
             )
+            eks_tags, eks_labels = self._managed(group)
             create_group(
                 autoscaling,
                 group.name,
                 region=self.cluster.region,
                 tags={"nodescaler/enabled": "true", "nodescaler/policy": group.policy}
-                | group.node_template_tags(shape),
+                | group.node_template_tags(shape)
+                | eks_tags,
                 min_size=group.min,
                 max_size=group.max,
                 launch_configuration=f"{group.name}-lc",
             )
             self.cluster.shapes[group.name] = shape
-            self.cluster.labels[group.name] = node_labels(ec2, group.instance_type) | group.labels
+            self.cluster.labels[group.name] = (
+                node_labels(ec2, group.instance_type) | group.labels | eks_labels
+            )
             self.cluster.taints[group.name] = [t.model_dump() for t in group.taints]
             if group.warm_pool:  # the operator's, before either controller runs
                 pool = group.warm_pool
@@ -154,6 +160,22 @@ class World:
                 Threshold=alarm.threshold,
                 ComparisonOperator=alarm.comparison,
             )
+
+    def _managed(self, group: GroupSpec) -> tuple[dict[str, str], dict[str, str]]:
+        """The group as an EKS managed node group, if it is one: the tags EKS puts on its
+        ASG, and the label on each of its nodes."""
+        if not group.eks_managed:
+            return {}, {}
+        tags = create_managed_node_group(
+            self.box.client("eks"),
+            group.name,
+            region=self.cluster.region,
+            instance_type=group.instance_type,
+            labels=group.labels,
+            taints=[t.model_dump() for t in group.taints],
+            sizes=(group.min, group.max),
+        )
+        return tags, {EKS_NODEGROUP_LABEL: group.name}
 
     def step(self, at: int) -> None:
         """The workloads' step ending `at` seconds from the start: tasks arrive and are

@@ -149,12 +149,17 @@ class AwsClients:
         )
 
 
-def node_groups(settings: CommonSettings, clients: AwsClients) -> AsgNodeGroups:
+def node_groups(
+    settings: CommonSettings, clients: AwsClients, clock: Clock | None = None
+) -> AsgNodeGroups:
+    """The node groups; given a clock, a managed group's scalingConfig is kept a minute
+    for `discover` (each evaluation's `get` reads it afresh)."""
     return AsgNodeGroups(
         clients.autoscaling,
         clients.eks,
         tag_names=settings.tag_names,
         cluster_name=settings.cluster_name,
+        clock=clock,
     )
 
 
@@ -239,7 +244,7 @@ def fast_path(
         timeout = settings.kubernetes_timeout_seconds
         pods = KubernetesCluster(connection, timeout_seconds=timeout) if connection else None
     return FastPath(
-        node_groups=node_groups(settings, clients),
+        node_groups=node_groups(settings, clients, clock),
         queue=SqsEvaluationQueue(clients.sqs, settings.evaluation_queue_url),
         policies=policies,
         pods=pods,
@@ -267,7 +272,7 @@ def evaluator(
     clients = clients or AwsClients()
     clock = clock or SystemClock()
     policies = policy_book(settings, stored_policies(settings, clients, clock))
-    groups = node_groups(settings, clients)
+    groups = node_groups(settings, clients, clock)
     state = DynamoStateStore(
         clients.dynamodb, settings.state_table, audit_ttl=timedelta(days=settings.audit_ttl_days)
     )

@@ -35,6 +35,7 @@ class GroupSize:
     ready: int | None = None  # in-service nodes; None means all of `current`
     launched: int | None = None  # instances that exist (launching or running); None: `current`
     protected: int = 0  # instances protected from scale-in: the group can't go below them
+    bounds_from: str = ""  # where min_size and max_size come from (an EKS scalingConfig)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,13 @@ def effective_bounds(policy: NodeGroupPolicy, size: GroupSize) -> tuple[int, int
         return min(max(n, size.min_size), size.max_size)
 
     return inside(policy.spec.min_replicas), inside(policy.spec.max_replicas)
+
+
+def _group_bounds(policy: NodeGroupPolicy, size: GroupSize) -> str:
+    """Where the group's own bounds come from, when they cut the policy's (for explain)."""
+    spec = policy.spec
+    cut = spec.max_replicas > size.max_size or spec.min_replicas < size.min_size
+    return size.bounds_from if cut else ""
 
 
 # How far ahead of the evaluation's clock a reading may be dated (clocks differ a little).
@@ -239,6 +247,9 @@ def decide(
         now=now,
         limits=limits,
     )
+    group_bounds = _group_bounds(policy, size)
+    if group_bounds and size.current < desired == bounds[1]:
+        limits.append(Limit.MAX)  # grown to the group's own bound (its readings knew it)
     in_service = size.current if size.ready is None else size.ready
     decision = Decision(
         node_group=node_group,
@@ -249,6 +260,7 @@ def decide(
         in_service=in_service,
         min_replicas=bounds[0],
         max_replicas=bounds[1],
+        group_bounds=group_bounds,
         recommendation=voted.recommendation,
         metrics=voted.outcomes,
         limited_by=tuple(dict.fromkeys(limits)),
@@ -409,14 +421,16 @@ _LIMIT_PHRASES = {
     Limit.SCALING_DISABLED: "scaling in this direction is disabled",
     Limit.FORECAST: "the forecast asks for more than the live metrics",
     Limit.ZONAL_SHIFT: "held while its zones are shifted away, or can't be told",
+    Limit.BOUNDS_UNREAD: "its EKS node group's scaling config is unread, so no scale-in",
 }
 
 
 def _limit_phrase(limit: Limit, decision: Decision, down_window_seconds: int) -> str:
+    source = f" ({decision.group_bounds})" if decision.group_bounds else ""
     if limit is Limit.MIN:
-        return f"at the minimum {decision.min_replicas}"
+        return f"at the minimum {decision.min_replicas}{source}"
     if limit is Limit.MAX:
-        return f"at the maximum {decision.max_replicas}"
+        return f"at the maximum {decision.max_replicas}{source}"
     if limit is Limit.BACKOFF and decision.backoff is not None:
         until, reason = decision.backoff.until, decision.backoff.reason
         return f"backed off until {until:%H:%M:%S}Z after a failed scale-up: {reason}"

@@ -40,6 +40,7 @@ class Limit(StrEnum):
     FALLBACK = "fallback"  # a failing metric's fallback applies (named in the reason, with since)
     PAUSED = "paused"  # a pause held the change (`nodescaler pause` or the paused tag)
     ZONAL_SHIFT = "zonal-shift"  # its zones shifted away (or unreadable): no change there
+    BOUNDS_UNREAD = "bounds-unread"  # its EKS node group's scaling config unread: no scale-in
 
 
 class MetricStatus(StrEnum):
@@ -109,6 +110,7 @@ class Decision(BaseModel):
     in_service: int | None = None  # nodes in service when decided (None: taken to be `current`)
     min_replicas: int  # effective bounds: the policy's inside the group's own MinSize/MaxSize
     max_replicas: int
+    group_bounds: str = ""  # where the group's own bounds come from, when they cut the policy's
     recommendation: int  # all metrics combined, before behavior
     metrics: tuple[MetricOutcome, ...]
     limited_by: tuple[Limit, ...]

@@ -52,6 +52,10 @@ class NodeGroup:
     launch_configuration: str | None = None
     warm_pool: WarmPool | None = None  # pre-initialised instances scale-outs take first
     zones: tuple[str, ...] = ()  # its Availability Zones by name (us-east-1a); () unknown
+    # Where min_size and max_size come from when not the ASG's own: an EKS managed node
+    # group's scalingConfig (EKS refuses a desiredSize outside it), named for explain
+    bounds_from: str = ""
+    bounds_doubt: str = ""  # why its bounds could not be read: no scale-in on that doubt
 
     @property
     def is_eks_managed(self) -> bool:

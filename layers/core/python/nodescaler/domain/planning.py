@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
 from nodescaler.domain.backoff import BackoffRules, after_failure, provision_check
-from nodescaler.domain.decision import Decision, fit_to_store
+from nodescaler.domain.decision import Decision, Limit, fit_to_store
 from nodescaler.domain.forecast import NamedHistory, forecast_readings
 from nodescaler.domain.group_state import GroupState, failure_key
 from nodescaler.domain.history import History
@@ -127,7 +127,9 @@ def plan(facts: Facts) -> Plan:
         backoff_changed=state.backoff != facts.state.backoff,
         protection=protection,
         leaving=leaving,
-        candidates=_candidates(readings, facts.pauses, facts.zones),
+        candidates=frozenset()
+        if group.bounds_doubt
+        else _candidates(readings, facts.pauses, facts.zones),
         warm_pool=_warm_pool_change(group, decision),
         announce=_backoff_started(facts, state),
         announce_resized=_resized(decision, facts.cluster_name),
@@ -147,6 +149,7 @@ def _decided(
         ready=group.in_service,
         launched=group.launched,
         protected=protected,
+        bounds_from=group.bounds_from,
     )
     evaluation = decide(
         node_group=group.name,
@@ -160,7 +163,23 @@ def _decided(
         failures=state.failures,
     )
     held = hold_for_zones(hold(evaluation.decision, facts.pauses), facts.zones)
-    return replace(evaluation, decision=held)
+    return replace(evaluation, decision=_hold_on_bounds_doubt(held, group))
+
+
+def _hold_on_bounds_doubt(decision: Decision, group: NodeGroup) -> Decision:
+    """No scale-in of a group whose bounds could not be read (an EKS managed node group
+    EKS did not describe): the bounds it would go to are not known to be EKS's."""
+    if not group.bounds_doubt or decision.change >= 0:
+        return decision
+    would = f"would scale in {decision.current} → {decision.desired}"
+    return decision.model_copy(
+        update={
+            "desired": decision.current,
+            "would_desire": decision.desired,
+            "limited_by": (*decision.limited_by, Limit.BOUNDS_UNREAD),
+            "reason": f"{group.bounds_doubt}: {would} | {decision.reason}",
+        }
+    )
 
 
 def after_scale_up_check(facts: Facts) -> GroupState:

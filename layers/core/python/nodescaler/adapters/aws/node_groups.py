@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
-from typing import Any
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from random import Random
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup, ScalingActivity, WarmPool
 from nodescaler.domain.optin import TagNames, is_managed
 from nodescaler.errors import RefusedError
+from nodescaler.ports import Clock
+
+if TYPE_CHECKING:  # its cache comes with a clock: the evaluate function's, not dispatch's
+    from nodescaler.adapters.aws.instance_types import TtlCache
 
 # EKS puts these on the Auto Scaling Group of every managed node group.
 EKS_CLUSTER_TAG = "eks:cluster-name"
 EKS_NODEGROUP_TAG = "eks:nodegroup-name"
 PAGE_SIZE = 100  # the most DescribeAutoScalingGroups returns per call
 PROTECTION_BATCH = 50  # the most instances SetInstanceProtection takes per call
+BOUNDS_JITTER = timedelta(seconds=5)
 GONE = ("Terminat", "Detach", "Warmed")  # lifecycle states of instances on their way out
 
 
@@ -87,16 +96,48 @@ def _to_node_group(asg: Mapping[str, Any]) -> NodeGroup:
     )
 
 
+@dataclass(frozen=True)
+class EksBounds:
+    """A managed node group's scalingConfig bounds as read, or why they could not be."""
+
+    low: int | None = None
+    high: int | None = None
+    source: str = ""
+    doubt: str = ""
+
+
+def _nodegroup(group: NodeGroup) -> tuple[str, str]:
+    return group.eks_cluster or "", group.eks_nodegroup or ""
+
+
+def _bounded(group: NodeGroup, bounds: EksBounds) -> NodeGroup:
+    if bounds.low is None or bounds.high is None:
+        return replace(group, bounds_doubt=bounds.doubt)
+    return replace(group, min_size=bounds.low, max_size=bounds.high, bounds_from=bounds.source)
+
+
 class AsgNodeGroups:
     """`NodeGroups` over EC2 Auto Scaling, and EKS for managed node groups."""
 
     def __init__(
-        self, autoscaling: Any, eks: Any, *, tag_names: TagNames, cluster_name: str = ""
+        self,
+        autoscaling: Any,
+        eks: Any,
+        *,
+        tag_names: TagNames,
+        cluster_name: str = "",
+        clock: Clock | None = None,
     ) -> None:
         self._autoscaling = autoscaling
         self._eks = eks
         self._tags = tag_names
         self._cluster = cluster_name
+        # managed groups' bounds for discover, kept a minute as their labels are
+        self._bounds: TtlCache[tuple[str, str], EksBounds] | None = None
+        if clock is not None:
+            from nodescaler.adapters.aws.instance_types import NODEGROUP_TTL, TtlCache
+
+            self._bounds = TtlCache(clock, NODEGROUP_TTL, BOUNDS_JITTER, Random())
         self._owners: set[tuple[str, str, str]] = set()  # (cluster, node group, ASG) confirmed
 
     def _pages(self, **request: Any) -> Iterator[Mapping[str, Any]]:
@@ -113,12 +154,43 @@ class AsgNodeGroups:
         return filters
 
     def discover(self) -> Sequence[NodeGroup]:
+        """The opted-in groups; a managed one bounded by its scalingConfig as read within
+        the last minute (given a clock), so the expanders size it as EKS allows."""
         groups = (_to_node_group(asg) for asg in self._pages(Filters=self._filters()))
-        return [g for g in groups if is_managed(g.tags, self._tags, self._cluster)]
+        managed = [g for g in groups if is_managed(g.tags, self._tags, self._cluster)]
+        if self._bounds is None:
+            return managed
+        return [_bounded(g, self._kept_bounds(g)) if g.is_eks_managed else g for g in managed]
+
+    def _kept_bounds(self, group: NodeGroup) -> EksBounds:
+        assert self._bounds is not None
+        return self._bounds.get(_nodegroup(group), lambda: self._eks_bounds(group))
 
     def get(self, name: str) -> NodeGroup | None:
+        """The group as it is now; a managed one bounded by its scalingConfig, read afresh:
+        what an evaluation decides and acts within."""
         found = [_to_node_group(asg) for asg in self._pages(AutoScalingGroupNames=[name])]
-        return found[0] if found else None
+        if not found:
+            return None
+        group = found[0]
+        return _bounded(group, self._eks_bounds(group)) if group.is_eks_managed else group
+
+    def _eks_bounds(self, group: NodeGroup) -> EksBounds:
+        """A managed node group's bounds: its scalingConfig, as EKS refuses a desiredSize
+        outside it and keeps its ASG's MinSize and MaxSize in line with it (Cluster
+        Autoscaler reads the ASG's alone). Unread: the ASG's, and that doubt named."""
+        what = f"EKS node group {group.eks_nodegroup} of cluster {group.eks_cluster}"
+        try:
+            described = self._eks.describe_nodegroup(
+                clusterName=group.eks_cluster, nodegroupName=group.eks_nodegroup
+            )
+            scaling = described["nodegroup"]["scalingConfig"]
+            low, high = int(scaling["minSize"]), int(scaling["maxSize"])
+        except (BotoCoreError, ClientError) as error:
+            return EksBounds(doubt=f"{what} could not be described ({error})")
+        except (KeyError, TypeError, ValueError) as error:
+            return EksBounds(doubt=f"{what}: no scalingConfig {error} in its answer")
+        return EksBounds(low, high, f"{what}'s scalingConfig")
 
     def _check_managed(self, group: NodeGroup, what: str) -> None:
         if not is_managed(group.tags, self._tags, self._cluster):
