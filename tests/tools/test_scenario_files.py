@@ -191,6 +191,13 @@ def test_times_are_minutes_or_hours_and_minutes(tmp_path: Path) -> None:
             ),
             "capacityBuffers.1: default/room appears twice",
         ),
+        (
+            (
+                "minutes: 10",
+                "minutes: 10\ncapacityBuffers: [{{name: room, replicas: 2, pod: {{bare: true}}}}]",
+            ),
+            "capacityBuffers.0.pod.bare: Extra inputs are not permitted",
+        ),
     ],
 )
 def test_a_mistake_names_the_file_and_the_field(

@@ -195,6 +195,19 @@ class PodShape(_Spec):
     _apart = model_validator(mode="before")(_extended_apart)
 
 
+class TemplatePod(_Spec):
+    """A PodTemplate's pod: what it asks for and where it may run."""
+
+    cpu: str = "1"
+    memory: str = "1Gi"
+    extended: dict[str, Count] = {}  # written beside cpu: `nvidia.com/gpu: 1`
+    node_selector: dict[str, str] = {}
+    tolerations: list[Taint] = []
+    priority: Annotated[int, Field(ge=-(2**31), le=10**9)] = 0
+
+    _apart = model_validator(mode="before")(_extended_apart)
+
+
 class CapacityBufferSpec(_Spec):
     """A namespace's CapacityBuffer (autoscaling.x-k8s.io/v1alpha1): `replicas` pods of the
     shape of a PodTemplate of its own (`pod`), which the sandbox writes beside it."""
@@ -202,7 +215,7 @@ class CapacityBufferSpec(_Spec):
     name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
     namespace: str = Field(default="default", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
     replicas: Count
-    pod: PodShape
+    pod: TemplatePod
 
 
 class ZonalShiftSpec(_Spec):
