@@ -51,6 +51,9 @@ def test_every_scenario_in_the_repository_loads() -> None:
         "prometheus-queue",
         "pods-that-stay",
         "managed-from-zero",
+        "namespace-buffer",
+        "reservation-first",
+        "zone-shifted-burst",
     ]
 
 
@@ -156,6 +159,46 @@ def test_times_are_minutes_or_hours_and_minutes(tmp_path: Path) -> None:
             "groups.0.warmPool.minSize: Input should be greater than or equal to 0",
         ),
         (("minutes: 10", "minutes: 10\nwarmBootMinutes: -1"), "warmBootMinutes: Input should be"),
+        (
+            ("max: 3}", "max: 3, zone: eu-west-9a}"),
+            "groups.0.zone: eu-west-9a is not a zone of the sandbox's region (eu-west-1a, ",
+        ),
+        (("max: 3}", "max: 3, zone: west}"), "groups.0.zone: String should match pattern"),
+        (
+            ("max: 3}", "max: 3, capacityReservation: {{instances: 0}}}"),
+            "groups.0.capacityReservation.instances: Input should be greater than 0",
+        ),
+        (
+            ("minutes: 10", "minutes: 10\nzonalShifts: [{{zone: eu-west-1b, from: 5, until: 5}}]"),
+            "zonalShifts.0.until: 5 is not after from (5)",
+        ),
+        (
+            ("minutes: 10", "minutes: 10\nzonalShifts: [{{zone: us-east-1a, from: 1, until: 5}}]"),
+            "zonalShifts.0.zone: us-east-1a is not a zone of the sandbox's region",
+        ),
+        (
+            ("minutes: 10", "minutes: 10\nzonalShifts: [{{zone: eu-west-1b, until: 5}}]"),
+            "zonalShifts.0.from: Field required",
+        ),
+        (
+            ("minutes: 10", "minutes: 10\ncapacityBuffers: [{{name: room, pod: {{}}}}]"),
+            "capacityBuffers.0.replicas: Field required",
+        ),
+        (
+            (
+                "minutes: 10",
+                "minutes: 10\ncapacityBuffers: [{{name: room, replicas: 2, pod: {{}}}},"
+                " {{name: room, replicas: 1, pod: {{}}}}]",
+            ),
+            "capacityBuffers.1: default/room appears twice",
+        ),
+        (
+            (
+                "minutes: 10",
+                "minutes: 10\ncapacityBuffers: [{{name: room, replicas: 2, pod: {{bare: true}}}}]",
+            ),
+            "capacityBuffers.0.pod.bare: Extra inputs are not permitted",
+        ),
     ],
 )
 def test_a_mistake_names_the_file_and_the_field(
@@ -273,6 +316,13 @@ def test_the_format_documented_in_the_scenarios_readme_loads(tmp_path: Path) -> 
         "queue-deleted",
     ]
     assert scenario.deployments[0].priority == 0
+    group = scenario.groups[0]
+    assert group.capacity_reservation is not None
+    assert (group.zone, group.capacity_reservation.instances) == ("eu-west-1a", 4)
+    assert [(b.namespace, b.name, b.replicas) for b in scenario.capacity_buffers] == [
+        ("default", "web-headroom", 8)
+    ]
+    assert [(s.zone, s.start, s.until) for s in scenario.zonal_shifts] == [("eu-west-1b", 30, 60)]
 
 
 QUEUE = "queues:\n  - {{name: jobs, tasks: {{0: 5}}, taskMinutes: 2, maxWorkers: 3}}\n"

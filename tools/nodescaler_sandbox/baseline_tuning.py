@@ -18,15 +18,24 @@ Read from the policy model alone (none of nodescaler's scaling logic), one group
   the schedule's default, so CA cannot go below it while it is open and scales down
   gracefully after (https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-scheduled-scaling.html).
   moto stores scheduled actions and never runs them: `ScheduledActions` runs them here;
+- the cluster's CapacityBuffers → read, as Cluster Autoscaler 1.34 reads them with
+  --capacity-buffer-controller-enabled and --capacity-buffer-pod-injection-enabled (both
+  off by default: its FAQ's flag table), which an operator whose teams write buffers
+  turns on: each buffer's pods are injected, in memory, beside the pending pods
+  (cluster-autoscaler/proposals/buffers.md: "translated to pod specs that could be
+  injected in memory by autoscaler"). In memory or as placeholders the effect is one:
+  the room they fit is held, the rest drive a scale-up, a node they fill is not
+  unneeded; so each becomes placeholders of its template's shape;
 - its warm pool: the group's own, as the operator configured it, in both runs (CA cannot
   size one; nodescaler's `warmPool: true` sizing is its own).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from croniter import croniter
@@ -35,6 +44,9 @@ from nodescaler.domain.policy import NodeGroupPolicy, PendingPodsMetric, Schedul
 from nodescaler_sandbox.baseline import TEMPLATE_TAG, UNNEEDED_TIME_TAG
 from nodescaler_sandbox.cluster import NAMESPACE
 from nodescaler_sandbox.workloads import Deployment, pod
+
+if TYPE_CHECKING:
+    from nodescaler_sandbox.scenario_file import CapacityBufferSpec
 
 GROUP_LABEL = "eks.amazonaws.com/nodegroup"  # on an EKS node group's nodes
 TEMPLATE_LABEL_TAG = TEMPLATE_TAG + "label/"
@@ -113,6 +125,21 @@ def _placeholders(policy: NodeGroupPolicy, group: str) -> list[Placeholders]:
         for metric in policy.spec.metrics
         if isinstance(metric, PendingPodsMetric)
         for buffer in metric.pending_pods.buffer
+    ]
+
+
+def buffer_placeholders(buffers: Sequence[CapacityBufferSpec]) -> list[Placeholders]:
+    """The fake pods CA injects for the cluster's CapacityBuffers, as placeholders."""
+    return [
+        Placeholders(
+            f"buffer-{buffer.namespace}-{buffer.name}",
+            buffer.replicas,
+            {"cpu": buffer.pod.cpu, "memory": buffer.pod.memory}
+            | {name: str(amount) for name, amount in buffer.pod.extended.items()},
+            dict(buffer.pod.node_selector),
+            [t.model_dump() for t in buffer.pod.tolerations],
+        )
+        for buffer in buffers
     ]
 
 

@@ -65,6 +65,18 @@ class CapacityReservations:
         }
         return reservation_id
 
+    def follow(self, running: dict[tuple[str, str], int]) -> None:
+        """The open reservations' room as EC2 keeps it: the instances of their type running
+        in their zone (`running`, by (type, zone)) fill them, one after the other."""
+        left = dict(running)
+        for reservation in self.reservations.values():
+            if reservation["InstanceMatchCriteria"] != "open":
+                continue
+            key = (reservation["InstanceType"], reservation["AvailabilityZone"])
+            used = min(left.get(key, 0), reservation["TotalInstanceCount"])
+            left[key] = left.get(key, 0) - used
+            reservation["AvailableInstanceCount"] = reservation["TotalInstanceCount"] - used
+
     def _answer(self, params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
         body = params["body"]
         ids = [str(v) for k, v in body.items() if k.startswith("CapacityReservationId.")]

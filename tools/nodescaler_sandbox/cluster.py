@@ -63,6 +63,7 @@ class SimulatedCluster:
     shapes: dict[str, dict[str, str]] = field(default_factory=dict)  # group → allocatable
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # group → node labels
     taints: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # group → taints
+    zones: dict[str, str] = field(default_factory=dict)  # group → its zone, where not the a
     instances: dict[str, Instance] = field(default_factory=dict)
     region: str = "eu-west-1"
     killed: list[str] = field(default_factory=list)  # pods that went with their instance
@@ -129,7 +130,7 @@ class SimulatedCluster:
                 "labels": {"kubernetes.io/hostname": name} | self.labels.get(group, {}),
             },
             "spec": {
-                "providerID": f"aws:///{self.region}a/{instance_id}",
+                "providerID": f"aws:///{self.zones.get(group, self.region + 'a')}/{instance_id}",
                 "taints": self.taints.get(group, []),
             },
             "status": {

@@ -74,9 +74,10 @@ def create_group(
     desired: int | None = None,
     launch_configuration: str = "nodes",
     launch_template: str | None = None,
+    zone: str | None = None,
 ) -> None:
-    """An Auto Scaling group in one zone, from a launch configuration or `launch_template`;
-    at `desired` (default: `min_size`)."""
+    """An Auto Scaling group in one zone (default: the region's a), from a launch
+    configuration or `launch_template`; at `desired` (default: `min_size`)."""
     launch: dict[str, Any] = {"LaunchConfigurationName": launch_configuration}
     if launch_template:
         launch = {"LaunchTemplate": {"LaunchTemplateName": launch_template, "Version": "$Latest"}}
@@ -86,7 +87,7 @@ def create_group(
         MinSize=min_size,
         MaxSize=max_size,
         DesiredCapacity=min_size if desired is None else desired,
-        AvailabilityZones=[f"{region}a"],
+        AvailabilityZones=[zone or f"{region}a"],
         Tags=asg_tags(name, tags),
     )
 

@@ -206,6 +206,8 @@ def _simulate(
     scenario: Scenario, controller: str, folder: Path, progress: Callable[[str], None] | None
 ) -> Run:
     environment = dict(scenario.environment)
+    if scenario.zonal_shifts:  # the sandbox answers ARC: read it, as a deployed stack does
+        environment.setdefault("ZONAL_SHIFTS", "true")
     boot = timedelta(minutes=scenario.boot_minutes)
     result = Run(controller)
     with (
@@ -335,7 +337,8 @@ def _controller(
 def _tune(scenario: Scenario, box: Sandbox, world: World) -> baseline_tuning.ScheduledActions:
     """The tuned run's settings, made before it starts (`baseline_tuning`): each group's
     tags, bounds and scheduled actions (those already due applied, as if they had been
-    running), its nodes' group label, its overprovisioning placeholders."""
+    running), its nodes' group label, its overprovisioning placeholders; and the cluster's
+    CapacityBuffers' pods, as CA injects them."""
     from nodescaler.adapters.deployed_policies import load_policies
 
     policies = load_policies(scenario.policies_path)
@@ -347,6 +350,10 @@ def _tune(scenario: Scenario, box: Sandbox, world: World) -> baseline_tuning.Sch
         world.deployments += [
             baseline_tuning.placeholder_deployment(p, i) for i, p in enumerate(tuning.placeholders)
         ]
+    buffers = baseline_tuning.buffer_placeholders(scenario.capacity_buffers)
+    world.deployments += [
+        baseline_tuning.placeholder_deployment(p, i) for i, p in enumerate(buffers)
+    ]
     actions = baseline_tuning.ScheduledActions(autoscaling, datetime.min.replace(tzinfo=UTC))
     actions.run(box.clock.now())
     return actions

@@ -11,10 +11,11 @@
 What moto does not do, the sandbox supplies, and says so (`moto_gaps`): SetDesiredCapacity
 outside the group's [min, max] is refused as AWS refuses it; EventBridge does not invoke
 Lambda, so the sandbox delivers the tick, alarm state changes, launch failures and
-lifecycle actions; CloudWatch does not evaluate alarms, so the sandbox does, as often as
-CloudWatch would, on the SQS metrics it publishes once a minute as SQS does; moto always
-launches, so for a group the scenario says has no capacity the sandbox takes back what
-moto launched and sends the
+lifecycle actions; moto has no EC2 capacity reservations and no ARC zonal shifts, so the
+sandbox answers them (`capacity_reservations`, `zonal_shifts`); CloudWatch does not
+evaluate alarms, so the sandbox does, as often as CloudWatch would, on the SQS metrics
+it publishes once a minute as SQS does; moto always launches, so for a group the scenario
+says has no capacity the sandbox takes back what moto launched and sends the
 `EC2 Instance Launch Unsuccessful` event, its failed scaling activity listed as Auto Scaling
 lists it; lifecycle hooks never fire in moto, so when an instance leaves a group with the
 drain hook the sandbox holds it in Terminating:Wait with its node, sends the
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 
+from nodescaler_sandbox.capacity_reservations import CapacityReservations
 from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.eks_scaling import EksNodegroupScaling
 from nodescaler_sandbox.kube import write_kubeconfig
@@ -61,6 +63,7 @@ from nodescaler_sandbox.provision import (
     fail_launches,
 )
 from nodescaler_sandbox.warm_pools import WarmPools
+from nodescaler_sandbox.zonal_shifts import ArcZonalShiftApi
 
 if TYPE_CHECKING:
     from nodescaler.service.fast_path import FastPath, Watch
@@ -189,6 +192,8 @@ class Sandbox:
         self.cluster = SimulatedCluster(Cluster(), boot, region=REGION)
         self.warm_pools = WarmPools(REGION, boot, warm_boot)  # what moto stores, filled
         self.cluster.warm_boot = self.warm_pools.boot_of
+        self.reservations = CapacityReservations()  # EC2's, which moto lacks
+        self.arc = ArcZonalShiftApi(self.clock)  # ARC's zonal shifts, which moto lacks
         self.writes: dict[str, int] = {}  # group → Auto Scaling write calls
         self.no_capacity: set[str] = set()  # groups whose launches fail, as the scenario says
         self.launch_failures: list[tuple[datetime, str]] = []  # (when, group)
@@ -267,6 +272,8 @@ class Sandbox:
         self.watch(clients.autoscaling)
         EksNodegroupScaling(self.client("eks"), self.client("autoscaling")).watch(clients.eks)
         MetricMath(self.client("cloudwatch")).watch(clients.cloudwatch)
+        self.reservations.watch(clients.ec2)
+        self.arc.watch(clients.arc_zonal_shift)
         self.clients = clients
         self.handlers = {
             name: load_handler(name) for name in ("dispatch", "evaluate", "drain", "terminate")

@@ -124,6 +124,18 @@ class WarmPoolSpec(_Spec):
     pool_state: Literal["Stopped", "Hibernated", "Running"] = "Stopped"
 
 
+class ReservationSpec(_Spec):
+    """An open On-Demand Capacity Reservation of the group's instance type in its zone,
+    which its launch template prefers (CapacityReservationPreference "open"): as EC2
+    matches them, any instance of that type launched in that zone uses it while it has
+    room (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html)."""
+
+    instances: Annotated[int, Field(gt=0)]
+
+
+ZONE = r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$"  # an Availability Zone's name: eu-west-1b
+
+
 class GroupSpec(_Spec):
     name: str = Field(min_length=1, max_length=255)
     policy: str
@@ -140,6 +152,8 @@ class GroupSpec(_Spec):
     # An EKS managed node group (its ASG is EKS's): DescribeNodegroup answers its labels,
     # taints, instance type and scalingConfig (min, max); its nodes carry EKS's label
     eks_managed: bool = False
+    zone: str | None = Field(default=None, pattern=ZONE)  # its one zone; unset: the region's a
+    capacity_reservation: ReservationSpec | None = None  # reserved room its launches use first
     # Which instances a scale-in takes under nodescaler: its terminate function, as the
     # README attaches it, or Auto Scaling's default policy (the baseline's runs use that).
     termination_policy: Literal["nodescaler", "default"] = "nodescaler"
@@ -182,6 +196,37 @@ class PodShape(_Spec):
     annotations: dict[str, str] = {}
 
     _apart = model_validator(mode="before")(_extended_apart)
+
+
+class TemplatePod(_Spec):
+    """A PodTemplate's pod: what it asks for and where it may run."""
+
+    cpu: str = "1"
+    memory: str = "1Gi"
+    extended: dict[str, Count] = {}  # written beside cpu: `nvidia.com/gpu: 1`
+    node_selector: dict[str, str] = {}
+    tolerations: list[Taint] = []
+    priority: Annotated[int, Field(ge=-(2**31), le=10**9)] = 0
+
+    _apart = model_validator(mode="before")(_extended_apart)
+
+
+class CapacityBufferSpec(_Spec):
+    """A namespace's CapacityBuffer (autoscaling.x-k8s.io/v1alpha1): `replicas` pods of the
+    shape of a PodTemplate of its own (`pod`), which the sandbox writes beside it."""
+
+    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    namespace: str = Field(default="default", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    replicas: Count
+    pod: TemplatePod
+
+
+class ZonalShiftSpec(_Spec):
+    """An ARC zonal shift away from `zone`, started at `from`, expiring at `until`."""
+
+    zone: str = Field(pattern=ZONE)
+    start: Minute = Field(alias="from")
+    until: Minute
 
 
 class DeploymentSpec(PodShape):
@@ -243,6 +288,7 @@ FAULT_KINDS = (
     "kubernetes-slow",  # the API server answers `seconds` late
     "throttling",  # target: a service (autoscaling, cloudwatch, dynamodb, ec2, eks, sqs)
 )
+SANDBOX_ZONES = ("eu-west-1a", "eu-west-1b", "eu-west-1c")  # the sandbox's region's
 STEP_CHOICES = tuple(s for s in range(1, 61) if 60 % s == 0)
 THROTTLED_SERVICES = ("autoscaling", "cloudwatch", "dynamodb", "ec2", "eks", "sqs")
 
@@ -278,6 +324,8 @@ class Scenario(_Spec):
     queues: list[QueueSpec] = []
     alarms: list[AlarmSpec] = []
     faults: list[FaultSpec] = []
+    capacity_buffers: list[CapacityBufferSpec] = []
+    zonal_shifts: list[ZonalShiftSpec] = []
     prometheus: PrometheusSpec | None = None
     path: Path = Field(default=Path("."), exclude=True)
 
@@ -344,6 +392,7 @@ def _check_references(scenario: Scenario) -> None:
             )
     for index, fault in enumerate(scenario.faults):
         _check_fault(f"{where}: faults.{index}", fault, queues)
+    _check_zones_and_buffers(where, scenario)
     _check_gauges(where, scenario)
     for index, group in enumerate(scenario.groups):
         if group.min > group.max:
@@ -410,6 +459,31 @@ def _check_gauges(where: Path, scenario: Scenario) -> None:
                 f"{where}: prometheus.gauges.{index}.deployment: no deployment named "
                 f"{gauge.deployment!r} in the scenario"
             )
+
+
+def _check_zones_and_buffers(where: Path, scenario: Scenario) -> None:
+    """Zones of the sandbox's region; a shift that ends after it starts; a buffer once."""
+    zones = [(f"groups.{i}.zone", g.zone) for i, g in enumerate(scenario.groups)]
+    zones += [(f"zonalShifts.{i}.zone", s.zone) for i, s in enumerate(scenario.zonal_shifts)]
+    for field, zone in zones:
+        if zone is not None and zone not in SANDBOX_ZONES:
+            raise ScenarioError(
+                f"{where}: {field}: {zone} is not a zone of the sandbox's region "
+                f"({', '.join(SANDBOX_ZONES)})"
+            )
+    for index, shift in enumerate(scenario.zonal_shifts):
+        if shift.until <= shift.start:
+            raise ScenarioError(
+                f"{where}: zonalShifts.{index}.until: {shift.until:g} is not after from "
+                f"({shift.start:g})"
+            )
+    seen: set[tuple[str, str]] = set()
+    for index, buffer in enumerate(scenario.capacity_buffers):
+        if (buffer.namespace, buffer.name) in seen:
+            raise ScenarioError(
+                f"{where}: capacityBuffers.{index}: {buffer.namespace}/{buffer.name} appears twice"
+            )
+        seen.add((buffer.namespace, buffer.name))
 
 
 def _check_fault(where: str, fault: FaultSpec, queues: set[str]) -> None:

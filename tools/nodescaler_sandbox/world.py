@@ -38,14 +38,24 @@ from nodescaler_sandbox.figures import PodRecord
 from nodescaler_sandbox.provision import (
     create_group,
     fill_queue,
+    group_sizes,
     launch_configuration,
     moto_queue,
 )
-from nodescaler_sandbox.workloads import Deployment, QueueWork, replicas_at
+from nodescaler_sandbox.workloads import Deployment, QueueWork, pod, replicas_at
+
+ZONE_LABEL = "topology.kubernetes.io/zone"  # as the kubelet sets it on EC2 (a group's zone given)
 
 if TYPE_CHECKING:
     from nodescaler_sandbox.sandbox import Sandbox
-    from nodescaler_sandbox.scenario_file import GroupSpec, NodeShape, PodShape, Scenario
+    from nodescaler_sandbox.scenario_file import (
+        GroupSpec,
+        NodeShape,
+        PodShape,
+        Scenario,
+        WarmPoolSpec,
+        ZonalShiftSpec,
+    )
 
 
 class World:
@@ -80,6 +90,7 @@ class World:
         self.tasks_lost = 0  # sent while their queue was deleted
         self.pods: dict[str, PodRecord] = {}  # uid → what happened to the pod
         self._alive: set[str] = set()
+        self._shifted: list[ZonalShiftSpec] = []  # the zonal shifts started
         self._create(hooks)
         self._new_node = {g.name: self.cluster.empty_node(g.name) for g in scenario.groups}
         self.cluster.store.scale_of = self._scale_of
@@ -93,7 +104,7 @@ class World:
     def _create(self, hooks: bool) -> None:
         autoscaling, ec2 = self.box.client("autoscaling"), self.box.client("ec2")
         for group in self.scenario.groups:
-            launch_configuration(autoscaling, f"{group.name}-lc", group.instance_type)
+            template = self._launch(group)
             shape = (
                 _allocatable(group.node)
                 if group.node
@@ -109,25 +120,15 @@ class World:
                 | eks_tags,
                 min_size=group.min,
                 max_size=group.max,
-                launch_configuration=f"{group.name}-lc",
+                zone=group.zone,
+                launch_configuration=f"{group.name}-lc",  # unless from a launch template
+                launch_template=template,
             )
             self.cluster.shapes[group.name] = shape
-            self.cluster.labels[group.name] = (
-                node_labels(ec2, group.instance_type) | group.labels | eks_labels
-            )
+            self.cluster.labels[group.name] = self._labels(group) | eks_labels
             self.cluster.taints[group.name] = [t.model_dump() for t in group.taints]
             if group.warm_pool:  # the operator's, before either controller runs
-                pool = group.warm_pool
-                autoscaling.put_warm_pool(
-                    AutoScalingGroupName=group.name,
-                    MinSize=pool.min_size,
-                    MaxGroupPreparedCapacity=(
-                        -1  # unset: the group's max
-                        if pool.max_group_prepared_capacity is None
-                        else pool.max_group_prepared_capacity
-                    ),
-                    PoolState=pool.pool_state,
-                )
+                _put_warm_pool(autoscaling, group.name, group.warm_pool)
             if group.no_capacity:
                 self.box.no_capacity.add(group.name)
             if group.drain and hooks:
@@ -147,6 +148,7 @@ class World:
                         "spec": budget | {"selector": {"matchLabels": {"app": spec.name}}},
                     },
                 )
+        self._write_buffers()
         cloudwatch = self.box.client("cloudwatch")
         for alarm in self.scenario.alarms:
             cloudwatch.put_metric_alarm(
@@ -177,11 +179,97 @@ class World:
         )
         return tags, {EKS_NODEGROUP_LABEL: group.name}
 
+    def _labels(self, group: GroupSpec) -> dict[str, str]:
+        """Its nodes' labels: EKS's for the instance type, the zone's, the scenario's."""
+        ec2 = self.box.client("ec2")
+        if not group.zone:
+            return node_labels(ec2, group.instance_type) | group.labels
+        self.cluster.zones[group.name] = group.zone
+        zoned = {ZONE_LABEL: group.zone}
+        return node_labels(ec2, group.instance_type) | zoned | group.labels
+
+    def _write_buffers(self) -> None:
+        """Each namespace's CapacityBuffer, and the PodTemplate it refers to, as its team
+        applies them (`kubectl apply`) before either controller runs."""
+        for buffer in self.scenario.capacity_buffers:
+            shape = buffer.pod
+            made = pod(
+                buffer.name,
+                buffer.name,
+                shape.cpu,
+                shape.memory,
+                extended=dict(shape.extended),
+                priority=shape.priority,
+                node_selector=dict(shape.node_selector),
+                tolerations=[t.model_dump() for t in shape.tolerations],
+            )
+            metadata = {"name": buffer.name, "namespace": buffer.namespace}
+            self.cluster.store.put(
+                "podtemplates", {"metadata": metadata, "template": {"spec": made["spec"]}}
+            )
+            self.cluster.store.put(
+                "capacitybuffers",
+                {
+                    "apiVersion": "autoscaling.x-k8s.io/v1alpha1",
+                    "kind": "CapacityBuffer",
+                    "metadata": metadata,
+                    "spec": {"podTemplateRef": {"name": buffer.name}, "replicas": buffer.replicas},
+                },
+            )
+
+    def _shift_zones(self) -> None:
+        """The zonal shifts due by now, started as an operator starts one (StartZonalShift),
+        each expiring at its `until`: ARC names the zone by its ID."""
+        for shift in self.scenario.zonal_shifts:
+            if shift in self._shifted or shift.start * MINUTE > self.at:
+                continue
+            self._shifted.append(shift)
+            zones = self.box.client("ec2").describe_availability_zones()["AvailabilityZones"]
+            zone_id = next(z["ZoneId"] for z in zones if z["ZoneName"] == shift.zone)
+            expires = timedelta(minutes=shift.until - shift.start)
+            self.box.arc.start_zonal_shift(zone_id, expires)
+
+    def _fill_reservations(self) -> None:
+        """The instances running in each group fill the open reservations of their type
+        in their zone, as EC2 matches them."""
+        if not self.box.reservations.reservations:
+            return
+        running: dict[tuple[str, str], int] = {}
+        sizes = group_sizes(self.cluster.region)
+        for group in self.scenario.groups:
+            key = (group.instance_type, group.zone or f"{self.cluster.region}a")
+            running[key] = running.get(key, 0) + len(sizes[group.name][1])
+        self.box.reservations.follow(running)
+
+    def _launch(self, group: GroupSpec) -> str | None:
+        """What the group launches from: a launch configuration (None), or, with a capacity
+        reservation, a launch template (its name) that prefers open reservations (a launch
+        configuration cannot), the reservation made in its zone."""
+        autoscaling = self.box.client("autoscaling")
+        if group.capacity_reservation is None:
+            launch_configuration(autoscaling, f"{group.name}-lc", group.instance_type)
+            return None
+        zone = group.zone or f"{self.cluster.region}a"
+        self.box.reservations.reserve(
+            group.instance_type, zone, group.capacity_reservation.instances, targeted=False
+        )
+        self.box.client("ec2").create_launch_template(
+            LaunchTemplateName=f"{group.name}-lt",
+            LaunchTemplateData={
+                "InstanceType": group.instance_type,
+                "ImageId": "ami-12c6146b",
+                "CapacityReservationSpecification": {"CapacityReservationPreference": "open"},
+            },
+        )
+        return f"{group.name}-lt"
+
     def step(self, at: int) -> None:
         """The workloads' step ending `at` seconds from the start: tasks arrive and are
         worked, deployments follow their curves, nodes follow the instances, the
         scheduler binds."""
         self.at, self.minute = at, at / MINUTE
+        self._shift_zones()
+        self._fill_reservations()
         for queue in self.queues:
             arrived = self._arrived(queue)
             if arrived and _store(queue.queue, self.cluster.region) is not None:
@@ -356,6 +444,19 @@ def within_the_minute(seed: str, count: int, steps: int) -> list[int]:
     in every process), so every run draws the same."""
     draw = random.Random(seed)
     return sorted(draw.randrange(steps) for _ in range(count))
+
+
+def _put_warm_pool(autoscaling: Any, group: str, pool: WarmPoolSpec) -> None:
+    autoscaling.put_warm_pool(
+        AutoScalingGroupName=group,
+        MinSize=pool.min_size,
+        MaxGroupPreparedCapacity=(
+            -1  # unset: the group's max
+            if pool.max_group_prepared_capacity is None
+            else pool.max_group_prepared_capacity
+        ),
+        PoolState=pool.pool_state,
+    )
 
 
 def _deployment(name: str, shape: PodShape, curve: list[tuple[float, int]]) -> Deployment:
