@@ -12,12 +12,15 @@ from typing import Any
 import pytest
 from nodescaler_sandbox.baseline import (
     MAX_EMPTY_BULK_DELETE,
+    UTILIZATION_TAG,
     Backoff,
     GroupSpec,
     ReactiveBaseline,
     _fit_elsewhere,
     _Place,
     launch_failed_since,
+    underutilized,
+    utilization_threshold,
 )
 from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.kube.apiserver import Cluster
@@ -95,9 +98,11 @@ def test_a_failed_scaling_activity_counts_only_since_the_group_was_last_set(
 # --- scale-down, on a cluster of moto's instances -----------------------------------------
 
 
-def a_group_of(size: int) -> tuple[SimulatedCluster, ReactiveBaseline]:
-    """`size` Ready nodes of one group (min 0), none of them a pod's, and the baseline
-    scaling it."""
+def a_group_of(
+    size: int, tags: dict[str, str] | None = None
+) -> tuple[SimulatedCluster, ReactiveBaseline]:
+    """`size` Ready nodes of one group (min 0, its Auto Scaling `tags`), none of them a
+    pod's, and the baseline scaling it."""
     autoscaling = client("autoscaling")
     launch_configuration(autoscaling, "web-lc", "m5.xlarge")
     create_group(
@@ -109,7 +114,7 @@ def a_group_of(size: int) -> tuple[SimulatedCluster, ReactiveBaseline]:
     cluster.region = REGION
     cluster.sync(T0 - 30 * MINUTE, holds=lambda _: False)
     cluster.sync(T0 - 20 * MINUTE, holds=lambda _: False)  # booted: Ready nodes
-    spec = GroupSpec(0, 100, {"cpu": "4", "memory": "16Gi"}, {})
+    spec = GroupSpec(0, 100, {"cpu": "4", "memory": "16Gi"}, tags or {})
     baseline = ReactiveBaseline(cluster, autoscaling, {"web": spec}, expanders=[])
     return cluster, baseline
 
@@ -155,6 +160,83 @@ def test_a_drain_a_budget_blocks_gives_up_after_2_minutes_and_uncordons() -> Non
     assert cluster.store.objects["pods"][("default", "db-0")]["spec"]["nodeName"] == kept
     baseline.act(T0 + 3 * MINUTE)  # --scale-down-delay-after-failure: 3 minutes of rest
     assert cluster.store.objects["nodes"][("", kept)]["spec"]["unschedulable"] is False
+
+
+# --- which nodes are underutilized: eligibility.go, isNodeBelowUtilizationThreshold -------
+
+
+def test_the_utilization_threshold_tag_is_read_as_a_float_else_the_flag() -> None:
+    # cloudprovider/aws/aws_manager_test.go, TestGetAsgOptions: "0.42" is read; a value
+    # that is no float keeps --scale-down-utilization-threshold (0.5)
+    assert utilization_threshold({UTILIZATION_TAG: "0.42"}) == 0.42
+    assert utilization_threshold({UTILIZATION_TAG: "0"}) == 0.0
+    assert utilization_threshold({UTILIZATION_TAG: "not-a-float"}) == 0.5
+    assert utilization_threshold({}) == 0.5
+
+
+@pytest.mark.parametrize(
+    ("utilization", "threshold", "below"),
+    [
+        (0.25, 0.5, True),
+        (0.75, 0.5, False),
+        (0.25, 0.0, False),  # the FAQ: threshold 0 keeps every non-empty node
+        (0.0, 0.0, True),  # ... and lets empty ones go (kubernetes/autoscaler#8975)
+    ],
+)
+def test_a_node_is_underutilized_below_its_threshold_an_empty_one_always(
+    utilization: float, threshold: float, below: bool
+) -> None:
+    assert underutilized(utilization, threshold) is below
+
+
+def jobs_on_two_of_three_nodes(tags: dict[str, str]) -> tuple[SimulatedCluster, ReactiveBaseline]:
+    """Three nodes of 4 cores unneeded for 11 minutes: a 1-core job on each of two, the
+    third empty (each job would fit beside the other)."""
+    cluster, baseline = a_group_of(3, tags)
+    names = sorted(n["metadata"]["name"] for n in cluster.store.objects["nodes"].values())
+    for index, name in enumerate(names[:2]):
+        cluster.store.put("pods", pod(f"job-{index}", name, labels={"app": "jobs"}))
+    baseline.unneeded = dict.fromkeys(names, T0 - 11 * MINUTE)
+    return cluster, baseline
+
+
+def jobs_cordoned(cluster: SimulatedCluster) -> list[str]:
+    """The jobs whose node is cordoned: to be evicted."""
+    nodes = cluster.store.objects["nodes"]
+    return [
+        p["metadata"]["name"]
+        for p in cluster.store.objects["pods"].values()
+        if nodes[("", p["spec"]["nodeName"])]["spec"].get("unschedulable")
+    ]
+
+
+@pytest.mark.usefixtures("aws")
+def test_with_its_threshold_tag_at_0_a_group_loses_only_its_empty_nodes() -> None:
+    # the FAQ ("How can I prevent Cluster Autoscaler from scaling down non-empty nodes?"):
+    # "set the utilization threshold to 0"; per group, the scaledownutilizationthreshold
+    # tag (cloudprovider/aws/README.md)
+    # Given two nodes each running a job that would fit beside the other, and an empty one,
+    # in a group tagged 0, when scans run, then the empty node goes and no job is evicted
+    cluster, baseline = jobs_on_two_of_three_nodes({UTILIZATION_TAG: "0"})
+    baseline.act(T0)
+    baseline.act(T0 + timedelta(seconds=10))
+    assert desired() == 2
+    assert jobs_cordoned(cluster) == []
+    assert {p["metadata"]["name"] for p in cluster.store.objects["pods"].values()} == {
+        "job-0",
+        "job-1",
+    }
+
+
+@pytest.mark.usefixtures("aws")
+def test_without_the_tag_a_job_is_evicted_to_pack_its_node_away() -> None:
+    # Given the same nodes in a group with no tag (the flag's 0.5), when scans run, then
+    # after the empty node a job's node (a quarter used) is drained: its job evicted
+    cluster, baseline = jobs_on_two_of_three_nodes({})
+    baseline.act(T0)
+    baseline.act(T0 + timedelta(seconds=10))
+    assert desired() == 1
+    assert len(cluster.store.objects["pods"]) == 1
 
 
 # --- can the pods move? simulator: the scheduler's filters, not CPU and memory alone -----

@@ -26,6 +26,7 @@ from nodescaler_sandbox.baseline_tuning import (
     GROUP_LABEL,
     PLACEHOLDER_PRIORITY,
     UNNEEDED_TIME_TAG,
+    UTILIZATION_TAG,
     ScheduledActions,
     configure,
     go_duration,
@@ -179,6 +180,21 @@ def test_the_scale_down_window_becomes_the_groups_unneeded_time_tag() -> None:
     assert tune(plain, "g", 0, 10).tags[UNNEEDED_TIME_TAG] == "10m0s"
     assert tune(plain, "g", 0, 10).placeholders == []
     assert [go_duration(s) for s in (45, 300, 5400)] == ["45s", "5m0s", "1h30m0s"]
+
+
+def test_consolidation_when_empty_becomes_a_utilization_threshold_of_0() -> None:
+    # the FAQ, "How can I prevent Cluster Autoscaler from scaling down non-empty nodes?":
+    # "set the utilization threshold to 0" — per group, its scaledownutilizationthreshold tag
+    # Given a batch policy shedding only empty nodes, then its group is tagged 0; a policy
+    # that also sheds nodes whose pods fit elsewhere keeps CA's threshold
+    batch = policy(
+        {
+            "minReplicas": 0,
+            "metrics": [{"type": "PendingPods", "pendingPods": {"consolidation": "WhenEmpty"}}],
+        }
+    )
+    assert tune(batch, "batch-ng", 0, 20).tags[UTILIZATION_TAG] == "0"
+    assert UTILIZATION_TAG not in tune_web().tags
 
 
 def test_the_policys_bounds_inside_the_groups_become_its_min_and_max() -> None:

@@ -32,8 +32,9 @@ A model of the FAQ's behaviour (shared/reference), not Cluster Autoscaler itself
   lasts 5 minutes, doubles at each failure after one ends, up to 30, is forgotten 3 hours
   after the last failure and ends when a scale-up of the group completes
   (utils/backoff/exponential_backoff.go; clusterstate.updateScaleRequests);
-- scale-down: a node whose pods request under half its CPU and memory, and would fit on
-  the other nodes, is unneeded, unless a pod on it may not be moved (utils/drain/drain.go,
+- scale-down: a node whose pods request under half its CPU and memory (its group's
+  scaledownutilizationthreshold tag when it has one; an empty node always), and would fit
+  on the other nodes, is unneeded, unless a pod on it may not be moved (utils/drain/drain.go,
   GetPodsForDeletionOnNodeDrain: no controller, a kube-system pod no budget selects, local
   storage, safe-to-evict "false"; `DrainFlags`); after 10 minutes unneeded (its group's
   scaledownunneededtime tag when it has one; and 10 minutes after the last scale-up) it
@@ -430,7 +431,7 @@ class ReactiveBaseline:
         unneeded = {
             name
             for name, node in nodes.items()
-            if _utilization(node, pods_on[name]) < UTILIZATION
+            if underutilized(_utilization(node, pods_on[name]), self._threshold_for(node))
             and not any(_blocks_drain(p, budgets, self.flags) for p in pods_on[name])
             and _fit_elsewhere(pods_on[name], name, free)
         }
@@ -481,6 +482,11 @@ class ReactiveBaseline:
         """How long the node must be unneeded: its group's tag, else --scale-down-unneeded-time."""
         spec = self.groups.get(self._group_of(node))
         return unneeded_time(spec.tags) if spec else UNNEEDED
+
+    def _threshold_for(self, node: dict[str, Any]) -> float:
+        """Its group's utilization threshold tag, else --scale-down-utilization-threshold."""
+        spec = self.groups.get(self._group_of(node))
+        return utilization_threshold(spec.tags) if spec else UTILIZATION
 
     def _may_scale_down(self, now: datetime) -> bool:
         """Not within 10 minutes of a scale-up, nor 3 of a failed scale-down."""
@@ -545,6 +551,7 @@ class ReactiveBaseline:
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 UNNEEDED_TIME_TAG = TEMPLATE_TAG + "autoscaling-options/scaledownunneededtime"
+UTILIZATION_TAG = TEMPLATE_TAG + "autoscaling-options/scaledownutilizationthreshold"
 GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
 GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
@@ -558,6 +565,25 @@ def unneeded_time(tags: dict[str, str]) -> timedelta:
     if not parts or "".join(n + u for n, u in parts) != written:
         return UNNEEDED
     return timedelta(seconds=sum(float(n) * GO_UNITS[u] for n, u in parts))
+
+
+def utilization_threshold(tags: dict[str, str]) -> float:
+    """A group's scale-down utilization threshold: its tag (a float), overriding
+    --scale-down-utilization-threshold for it (cloudprovider/aws/README.md; aws_manager.go,
+    GetAsgOptions, which keeps the flag's on a value it cannot parse)."""
+    try:
+        return float(tags[UTILIZATION_TAG])
+    except (KeyError, ValueError):
+        return UTILIZATION
+
+
+def underutilized(utilization: float, threshold: float) -> bool:
+    """Whether a node is below the threshold (eligibility.go, isNodeBelowUtilizationThreshold).
+    An empty node always is: since kubernetes/autoscaler#8975 a threshold of 0 means "only
+    empty nodes", as the FAQ's "How can I prevent Cluster Autoscaler from scaling down
+    non-empty nodes?" says (before it, 0 >= 0 kept even empty nodes). A node exactly at a
+    nonzero threshold is still kept, as before that change."""
+    return utilization == 0 or utilization < threshold
 
 
 def _blocks_drain(pod: dict[str, Any], budgets: list[dict[str, Any]], flags: DrainFlags) -> bool:

@@ -6,6 +6,11 @@ Read from the policy model alone (none of nodescaler's scaling logic), one group
   `k8s.io/cluster-autoscaler/node-template/autoscaling-options/scaledownunneededtime`
   (Cluster Autoscaler's cloudprovider/aws/README.md; it overrides --scale-down-unneeded-time
   for that group; a policy without one has nodescaler's 10 minutes, CA's default too);
+- its consolidation `WhenEmpty` (shed only nodes no pod runs on: an eviction would restart
+  a job) → the group's utilization threshold at 0, as the per-ASG tag
+  `.../autoscaling-options/scaledownutilizationthreshold`: the FAQ's answer to "How can I
+  prevent Cluster Autoscaler from scaling down non-empty nodes?" (empty nodes still go:
+  kubernetes/autoscaler#8975). Without it CA would evict the jobs to pack them;
 - its capacity buffer → overprovisioning placeholders (the FAQ, "How can I configure
   overprovisioning with Cluster Autoscaler?"): a Deployment of pause pods at priority -1,
   one of the buffer's shape for each of its pods, kept on the group's nodes by a
@@ -39,9 +44,14 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from croniter import croniter
-from nodescaler.domain.policy import NodeGroupPolicy, PendingPodsMetric, ScheduleMetric
+from nodescaler.domain.policy import (
+    Consolidation,
+    NodeGroupPolicy,
+    PendingPodsMetric,
+    ScheduleMetric,
+)
 
-from nodescaler_sandbox.baseline import TEMPLATE_TAG, UNNEEDED_TIME_TAG
+from nodescaler_sandbox.baseline import TEMPLATE_TAG, UNNEEDED_TIME_TAG, UTILIZATION_TAG
 from nodescaler_sandbox.cluster import NAMESPACE
 from nodescaler_sandbox.workloads import Deployment, pod
 
@@ -93,11 +103,14 @@ def tune(policy: NodeGroupPolicy, group: str, min_size: int, max_size: int) -> G
     low = min(max(policy.spec.min_replicas, min_size), max_size)
     high = min(max(policy.spec.max_replicas, min_size), max_size)
     window = policy.spec.behavior.down.stabilization_window_seconds
+    tags = {UNNEEDED_TIME_TAG: go_duration(window), TEMPLATE_LABEL_TAG + GROUP_LABEL: group}
+    if _empty_only(policy):
+        tags[UTILIZATION_TAG] = "0"
     return GroupTuning(
         group,
         low,
         high,
-        {UNNEEDED_TIME_TAG: go_duration(window), TEMPLATE_LABEL_TAG + GROUP_LABEL: group},
+        tags,
         {GROUP_LABEL: group},
         _placeholders(policy, group),
         _scheduled_actions(policy, group, low, high),
@@ -111,6 +124,15 @@ def go_duration(seconds: int) -> str:
     if hours:
         return f"{hours}h{minutes}m{seconds}s"
     return f"{minutes}m{seconds}s" if minutes else f"{seconds}s"
+
+
+def _empty_only(policy: NodeGroupPolicy) -> bool:
+    """Whether the policy sheds only empty nodes (`consolidation: WhenEmpty`)."""
+    return any(
+        isinstance(metric, PendingPodsMetric)
+        and metric.pending_pods.consolidation is Consolidation.WHEN_EMPTY
+        for metric in policy.spec.metrics
+    )
 
 
 def _placeholders(policy: NodeGroupPolicy, group: str) -> list[Placeholders]:
