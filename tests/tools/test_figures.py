@@ -43,6 +43,16 @@ def test_another_groups_scale_up_does_not_answer_a_pod_it_cannot_take() -> None:
     }
 
 
+def test_a_scale_up_in_the_pods_own_mid_minute_step_answers_it_at_once() -> None:
+    # Given a pod turning unschedulable at 10:50 and its group scaled up in that step (the
+    # runner's rows round a step's minute: 10.833), the pod bound 3 minutes later
+    pod = PodRecord("web", 65 / 6, unschedulable=65 / 6, bound=83 / 6, takers=frozenset({"cpu-ng"}))
+    # When the demand-to-scale-request time is figured
+    longest = demand_to_scale_request([pod], [ScaleUp(10.833, "cpu-ng")], GROUPS, end=60)
+    # Then the pod was answered in its step, not when it bound
+    assert longest["cpu-ng"] == 0
+
+
 def test_a_pod_that_finds_room_without_a_scale_up_is_answered_when_it_binds() -> None:
     pod = PodRecord("web", 5, unschedulable=5, bound=12, takers=frozenset({"cpu-ng"}))
     assert demand_to_scale_request([pod], [], GROUPS, end=60)["cpu-ng"] == 7

@@ -199,7 +199,7 @@ def demand_to_scale_request(
         if pod.unschedulable is None or not pod.takers:
             continue
         since = pod.unschedulable
-        answers = [s.minute for s in scale_ups if s.minute >= since and s.group in pod.takers]
+        answers = _answered(scale_ups, pod.takers, since)
         answers += [t for t in (pod.bound, pod.gone) if t is not None and t >= since]
         waited = min(answers, default=end) - since
         for group in pod.takers & longest.keys():
