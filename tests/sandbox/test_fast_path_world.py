@@ -76,3 +76,18 @@ def test_given_pods_in_the_steps_after_a_scale_up_each_is_asked_for_in_its_own_s
         (10.333, 4),
         (10.833, 6),
     ]
+
+
+def test_given_the_fast_path_failing_each_invocation_the_tick_alone_answers_the_backlog(
+    tmp_path: Path,
+) -> None:
+    # Given a fast path whose every invocation fails at its start (a setting it refuses:
+    # looks at most every 30 s, not 60), as a Lambda whose init raises each minute
+    broken = burst_at_half_a_minute(FAST_PATH_INTERVAL_SECONDS="60")
+    # When the same burst lands
+    summary, scaled = ours(tmp_path, broken)
+    # Then the tick at 00:02 scales it, as with the fast path off, and it alone decided
+    assert scaled[0]["minute"] == 2 and scaled[0]["to"] > scaled[0]["from"]
+    assert summary["reaction_s"]["queue"]["max"] == 90
+    timeline = (tmp_path / "timeline.txt").read_text(encoding="utf-8")
+    assert "[fast path]" not in timeline and "[tick]" in timeline
