@@ -73,7 +73,7 @@ def evaluate_record(evaluator: Evaluator, record: EvaluationRecord) -> str:
             logger.warning(str(error))
             raise
         try:
-            result = evaluator.evaluate(group, request.event_id)
+            result = evaluator.evaluate(group, request.event_id, request.requested_at)
         except Exception as error:
             report_evaluation_error(group, error, record.attributes.ApproximateReceiveCount)
             raise

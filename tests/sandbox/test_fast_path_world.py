@@ -1,7 +1,7 @@
 """The fast path in the sandbox's 10-s world, as deployed: a look each step through its
 real service and adapters (the loopback API server, moto's SQS), its requests evaluated as
-the tick's are; `FAST_PATH: "true"` in a scenario's environment turns it on (cdk.json `fastPath: true`);
-without it the tick alone decides."""
+the tick's are. It is on, as a deploy has it; `FAST_PATH: "false"` in a scenario's
+environment turns it off (cdk.json `fastPath: false`), and the tick alone decides."""
 
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ def ours(tmp_path: Path, scenario: Scenario) -> tuple[dict[str, Any], list[dict[
 def test_given_a_backlog_mid_minute_the_fast_path_asks_for_nodes_within_the_step(
     tmp_path: Path,
 ) -> None:
-    # When 30 tasks land at 00:00:30, the fast path on (as deployed)
-    summary, scaled = ours(tmp_path, burst_at_half_a_minute(**{FAST_PATH: "true"}))
+    # When 30 tasks land at 00:00:30, the fast path on (as deployed, unless turned off)
+    summary, scaled = ours(tmp_path, burst_at_half_a_minute())
     # Then the group is scaled in that step, not at the next tick (00:02)
     assert scaled[0]["minute"] == 0.5 and scaled[0]["from"] == 0
     assert summary["reaction_s"]["queue"]["max"] == 0
@@ -53,7 +53,41 @@ def test_given_a_backlog_mid_minute_the_fast_path_asks_for_nodes_within_the_step
 
 def test_given_the_fast_path_off_the_tick_alone_answers_the_backlog(tmp_path: Path) -> None:
     # When the same burst lands with the fast path turned off
-    summary, scaled = ours(tmp_path, burst_at_half_a_minute())
+    summary, scaled = ours(tmp_path, burst_at_half_a_minute(**{FAST_PATH: "false"}))
     # Then the tick at 00:02 scales it: 90 s after the backlog
     assert scaled[0]["minute"] == 2
     assert summary["reaction_s"]["queue"]["max"] == 90
+
+
+def test_given_pods_in_the_steps_after_a_scale_up_each_is_asked_for_in_its_own_step(
+    tmp_path: Path,
+) -> None:
+    # Given GPU pods turning unschedulable at 00:10:00, 00:10:10, 00:10:20 and 00:10:50, a
+    # group at zero (gpu-from-zero), each seen by the fast path's look in its step
+    gpus = load_scenario(SCENARIOS / "6-gpu-from-zero.yaml").model_copy(update={"minutes": 12})
+    # When nodescaler runs, as deployed
+    summary, scaled = ours(tmp_path, gpus)
+    # Then each look's evaluation reads the cluster as the look saw it, not the tick's
+    # listing from 00:10: every pod is asked for in the step it appeared, one node each
+    assert summary["reaction_s"]["pending_pods"]["max"] == 0
+    assert [(r["minute"], r["to"]) for r in scaled if r["group"] == "gpu-ng"] == [
+        (10, 1),
+        (10.167, 3),
+        (10.333, 4),
+        (10.833, 6),
+    ]
+
+
+def test_given_the_fast_path_failing_each_invocation_the_tick_alone_answers_the_backlog(
+    tmp_path: Path,
+) -> None:
+    # Given a fast path whose every invocation fails at its start (a setting it refuses:
+    # looks at most every 30 s, not 60), as a Lambda whose init raises each minute
+    broken = burst_at_half_a_minute(FAST_PATH_INTERVAL_SECONDS="60")
+    # When the same burst lands
+    summary, scaled = ours(tmp_path, broken)
+    # Then the tick at 00:02 scales it, as with the fast path off, and it alone decided
+    assert scaled[0]["minute"] == 2 and scaled[0]["to"] > scaled[0]["from"]
+    assert summary["reaction_s"]["queue"]["max"] == 90
+    timeline = (tmp_path / "timeline.txt").read_text(encoding="utf-8")
+    assert "[fast path]" not in timeline and "[tick]" in timeline

@@ -44,20 +44,21 @@ def test_the_queue_burst_scales_out_at_once_and_back_to_zero(tmp_path: Path) -> 
     assert ours["peak_desired"] == {"gpu-training-ng": 100}  # 400 tasks, 4 a node
     assert ours["final_desired"] == {"gpu-training-ng": 0}
     # The tasks arrive within the first minute: the tick at 00:00 sees the first 54 and
-    # asks 14 nodes, the one at 00:01 all 400; then 3 minutes' boot, and 10 a task
-    assert ours["minutes_to_empty_queues"] == 14
-    assert ours["longest_demand_to_scale_request_minutes"] == {"gpu-training-ng": 0.8}
-    assert ours["aws_write_calls"] == {"gpu-training-ng": 4}  # up twice, down twice
-    # every worker waited for its node: three minutes' boot, and the tick for most
+    # asks 14 nodes, the fast path each 10 s the rest as they come, all 400 at 00:00:50;
+    # then 3 minutes' boot, and 10 a task
+    assert ours["minutes_to_empty_queues"] == 13.833
+    assert ours["longest_demand_to_scale_request_minutes"] == {"gpu-training-ng": 0}
+    assert ours["aws_write_calls"] == {"gpu-training-ng": 8}  # up a step at a time, down twice
+    # every worker waited for its node's boot, no more
     assert ours["pod_wait_minutes"]["gpu-training-ng"] == {
         "pods": 400,
-        "p50": 3.3,
-        "p99": 3.8,
-        "max": 3.8,
+        "p50": 3.0,
+        "p99": 3.0,
+        "max": 3.0,
     }
     assert any(line.startswith("00:00 | gpu-training-ng |") and "0 → 14" in line for line in lines)
     assert any(
-        line.startswith("00:01 | gpu-training-ng |") and "14 → 100" in line for line in lines
+        line.startswith("00:00:50 | gpu-training-ng |") and "83 → 100" in line for line in lines
     )
     written = json.loads((tmp_path / "summary.json").read_text())
     assert written == summary
@@ -172,7 +173,7 @@ def test_a_launch_failure_moves_the_pods_to_the_next_group_in_the_same_minute(
     summary, lines = run(tmp_path, scenario("launch-failure", minutes=12))
     ours = summary[NODESCALER]
     # Spot fails at once, and again when new work comes after its 5-minute backoff
-    assert ours["launch_failures_at_minute"] == [0.0, 9.0]
+    assert ours["launch_failures_at_minute"] == [0.0, 8 + 5 / 6]  # in the new pods' step
     assert ours["final_desired"] == {"spot-ng": 0, "on-demand-ng": 3}
     first = [line for line in lines if line.startswith("00:00 | on-demand-ng")]
     assert first and "0 → 2" in first[0]  # on-demand took the 6 pods in minute 0
@@ -311,7 +312,11 @@ def test_three_zone_groups_grow_together_from_2_0_1_to_3_3_3(tmp_path: Path) -> 
         assert peaks == {"web-a": 3, "web-b": 3, "web-c": 3}, controller
     # the boot, and the next tick for pods that arrived after one
     assert summary[NODESCALER]["pod_wait_minutes"]["overall"]["max"] <= 3.0
-    assert any("(balanced with web-a +1, web-c +2)" in line for line in lines)
+    # the fast path asks as the pods come, a node at a time, each to the zone behind
+    assert any(
+        line.startswith("00:05:40 | web-a |") and "(balanced with web-b +1) → 3" in line
+        for line in lines
+    )
 
 
 def test_a_batch_group_sheds_its_nodes_once_no_job_runs_on_them_and_returns_to_0(

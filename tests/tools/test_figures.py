@@ -27,6 +27,7 @@ from nodescaler_sandbox.figures import (
 )
 
 GROUPS = ["cpu-ng", "gpu-ng"]
+CPU = frozenset({"cpu-ng"})
 
 
 def test_another_groups_scale_up_does_not_answer_a_pod_it_cannot_take() -> None:
@@ -41,6 +42,16 @@ def test_another_groups_scale_up_does_not_answer_a_pod_it_cannot_take() -> None:
         "cpu-ng": 0,
         "gpu-ng": 29,  # the pod waited 29 minutes for its group, whatever cpu-ng did
     }
+
+
+def test_a_scale_up_in_the_pods_own_mid_minute_step_answers_it_at_once() -> None:
+    # Given a pod turning unschedulable at 10:50 and its group scaled up in that step (the
+    # runner's rows round a step's minute: 10.833), the pod bound 3 minutes later
+    pod = PodRecord("web", 65 / 6, unschedulable=65 / 6, bound=83 / 6, takers=frozenset({"cpu-ng"}))
+    # When the demand-to-scale-request time is figured
+    longest = demand_to_scale_request([pod], [ScaleUp(10.833, "cpu-ng")], GROUPS, end=60)
+    # Then the pod was answered in its step, not when it bound
+    assert longest["cpu-ng"] == 0
 
 
 def test_a_pod_that_finds_room_without_a_scale_up_is_answered_when_it_binds() -> None:
@@ -273,6 +284,27 @@ def test_a_pod_that_finds_room_before_any_scale_up_asked_nothing_new() -> None:
     pod = PodRecord("web", 0, unschedulable=0, bound=3, takers=frozenset({"cpu-ng"}))
     # When the reactions are figured, then it is not a reaction (nor the later scale-up's)
     assert pod_reactions([pod], [ScaleUp(40, "cpu-ng")], end=60) == []
+
+
+def test_a_pod_bound_to_a_node_on_its_way_before_it_waited_asked_nothing_new() -> None:
+    # Given a pod unschedulable at 1:50 that bound at 3:00 to a node launched at 1:00, and a
+    # scale-up at 2:40 for other demand (a buffer's room) before it bound
+    on_its_way = PodRecord(
+        "batch-18", 11 / 6, unschedulable=11 / 6, bound=3, node_launched=1, takers=CPU
+    )
+    # and one that bound to the node that scale-up launched
+    answered = PodRecord(
+        "batch-30", 2.5, unschedulable=2.5, bound=4, node_launched=8 / 3, takers=CPU
+    )
+    # When the reactions are figured
+    reactions = pod_reactions([on_its_way, answered], [ScaleUp(2.667, "cpu-ng")], end=60)
+    # Then the first is not counted (its node was already coming), the second waited 10 s
+    assert reaction_seconds(reactions, [])["pending_pods"] == {
+        "count": 1,
+        "p50": 10,
+        "p99": 10,
+        "max": 10,
+    }
 
 
 def test_reaction_to_a_queue_runs_from_passing_its_target_to_the_next_scale_up() -> None:

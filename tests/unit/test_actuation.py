@@ -86,6 +86,9 @@ class World:
     def mark_candidates(self, group: NodeGroup, candidates: frozenset[str], now: datetime) -> None:
         self.log.append(("mark_candidates", sorted(candidates)))
 
+    def listed_since(self, at: datetime) -> None:
+        pass
+
     # the queue's producer: one node's worth of jobs
     def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
         return MetricReading(value=4, at=now, candidates=("web-1", "web-2"))

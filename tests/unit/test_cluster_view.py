@@ -5,6 +5,7 @@ they are given, whoever read them."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 
 from nodescaler.domain.cluster import Snapshot
 from nodescaler.domain.node_group import NodeGroup
@@ -93,3 +94,28 @@ def test_given_a_scale_up_since_the_shared_plan_then_a_second_read_asks_nothing_
     second = cluster.read(PENDING, resized, NOW)
     # Then it plans afresh: the three booting nodes take the pods, nothing more is asked
     assert isinstance(second, MetricReading) and second.value == 0
+
+
+def test_given_a_request_made_after_the_listing_then_its_read_lists_the_cluster_again() -> None:
+    # Given web-a at 1 Ready node, read at 09:00 with nothing pending
+    from tests.unit.test_balance import pods
+
+    at_one = replace(GROUP, desired=1, in_service=1)
+    planner = PendingPodsPlanner(
+        Groups([at_one]),
+        PolicyBook({"web": policy(PENDING, name="web")}, TagNames()),
+        M5Xlarge(),
+        CHAIN,
+    )
+    cluster = Cluster(Snapshot((web_node("web-a", 0),), ()))
+    view = KubernetesClusterView(cluster, pending=planner)
+    first = view.read(PENDING, at_one, NOW)
+    assert isinstance(first, MetricReading) and first.value == 0
+    # and 8 one-core pods pending from 09:00:05, which a fast-path look saw then
+    cluster.listed = Snapshot((web_node("web-a", 0),), tuple(pods(8)))
+    later = NOW + timedelta(seconds=6)
+    # When its request is evaluated at 09:00:06, within the listing's life
+    view.listed_since(NOW + timedelta(seconds=5))
+    second = view.read(PENDING, at_one, later)
+    # Then the read holds the pods the look saw: three nodes more
+    assert isinstance(second, MetricReading) and second.value == 3

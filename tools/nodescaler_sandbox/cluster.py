@@ -151,10 +151,13 @@ class SimulatedCluster:
             and i.group == group
         ]
 
-    def group_of_node(self, name: str) -> str | None:
+    def instance_of_node(self, name: str) -> Instance | None:
         node = self.store.objects["nodes"].get(("", name))
-        instance = node and self.instances.get(node["spec"]["providerID"].rsplit("/", 1)[-1])
-        return instance.group if instance else None
+        return (
+            None
+            if node is None
+            else self.instances.get(node["spec"]["providerID"].rsplit("/", 1)[-1])
+        )
 
     def ready_nodes(self, group: str) -> int:
         """Nodes of the group in service: Ready and not leaving."""

@@ -44,6 +44,7 @@ class PodRecord:
     ready: float | None = None
     gone: float | None = None
     group: str | None = None  # of the node it was bound to
+    node_launched: float | None = None  # the instance of the node it bound to, launched at
     takers: frozenset[str] = field(default_factory=frozenset)  # groups whose new node fits it
 
     def waited(self) -> bool:
@@ -71,6 +72,7 @@ def as_row(pod: PodRecord) -> dict[str, Any]:
         "ready": pod.ready,
         "gone": pod.gone,
         "group": pod.group,
+        "node_launched": pod.node_launched,
         "could_take_it": sorted(pod.takers),
     }
 
@@ -199,7 +201,7 @@ def demand_to_scale_request(
         if pod.unschedulable is None or not pod.takers:
             continue
         since = pod.unschedulable
-        answers = [s.minute for s in scale_ups if s.minute >= since and s.group in pod.takers]
+        answers = _answered(scale_ups, pod.takers, since)
         answers += [t for t in (pod.bound, pod.gone) if t is not None and t >= since]
         waited = min(answers, default=end) - since
         for group in pod.takers & longest.keys():
@@ -264,12 +266,15 @@ def pod_reactions(
 ) -> list[Reaction]:
     """Each pod that turned unschedulable and that a group could take: the time to a
     scale-up of such a group before it bound or went. A pod that found room without one
-    (a node already on its way, another pod gone) asked nothing new: it is not counted."""
+    (a node already on its way, another pod gone) asked nothing new: it is not counted,
+    whatever scale-up came before it bound (one for other pods, or a buffer)."""
     reactions = []
     for pod in pods:
         if pod.unschedulable is None or not pod.takers:
             continue
         since = pod.unschedulable
+        if pod.node_launched is not None and pod.node_launched < since:
+            continue  # bound to a node launched before it needed one
         room = min((t for t in (pod.bound, pod.gone) if t is not None and t >= since), default=end)
         answers = [m for m in _answered(scale_ups, pod.takers, since) if m <= room]
         if answers:

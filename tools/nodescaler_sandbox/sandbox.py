@@ -299,7 +299,8 @@ class Sandbox:
             clock=self.clock,
         )
         self.state = self.evaluator.state
-        self._fast_path = (clients, self._environment.get(FAST_PATH) == "true")
+        # On as a deploy has it (infra/settings.py `fastPath`); a scenario opts out
+        self._fast_path = (clients, self._environment.get(FAST_PATH) != "false")
 
     def publish_gauges(self, values: dict[str, float]) -> None:
         """Each gauge's value, in Prometheus once it has been scraped (AMP ingests what is
@@ -381,8 +382,8 @@ class Sandbox:
         """One look of the fast path (functions/fast_path), through its real service and
         adapters, its requests delivered to evaluate as the tick's are. `invoked`: its
         schedule starts a new invocation now (each minute), which reads the groups and
-        policies afresh; its debounce lives on with the warm container. Nothing unless the
-        scenario turns it on (`FAST_PATH: "true"`, as cdk.json `fastPath: true`)."""
+        policies afresh; its debounce lives on with the warm container. Nothing if the
+        scenario turns it off (`FAST_PATH: "false"`, as cdk.json `fastPath: false`)."""
         clients, on = self._fast_path
         watch = self._fast_watch
         if not on or (watch is None and not invoked):

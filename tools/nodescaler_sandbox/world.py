@@ -371,7 +371,10 @@ class World:
                 )
             if record.bound is None and BOUND_AT in annotations:
                 record.bound = self._minutes(annotations[BOUND_AT])
-                record.group = self.cluster.group_of_node(found["spec"]["nodeName"])
+                instance = self.cluster.instance_of_node(found["spec"]["nodeName"])
+                if instance is not None:
+                    record.group = instance.group
+                    record.node_launched = (instance.launched - self.start).total_seconds() / 60
             if record.ready is None and READY_AT in annotations:
                 record.ready = self._minutes(annotations[READY_AT])
         for uid in self._alive - alive:

@@ -248,6 +248,11 @@ class ClusterView(Protocol):
         """Soft-taint the group's nodes in `candidates`, and only those (best effort)."""
         ...
 
+    def listed_since(self, at: datetime) -> None:
+        """What it says next is read at `at` or later (a request made at `at` asks about
+        what was there then: a listing older than that cannot answer it)."""
+        ...
+
 
 class NodeMarks(Protocol):
     def mark_candidate(self, node: str, marked: bool) -> None:

@@ -122,6 +122,12 @@ class KubernetesClusterView:
             raise KubernetesUnavailableError(str(listed))
         return listed
 
+    def listed_since(self, at: datetime) -> None:
+        """A listing older than `at` is dropped: a request made then (a fast-path look that
+        saw a new pod) is answered from a listing that holds what it saw."""
+        if self._snapshot is not None and self._snapshot[0] < at:
+            self._snapshot = None
+
     def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
         try:
             snapshot = self.snapshot(now)

@@ -82,7 +82,9 @@ class Evaluator:
     def actuator(self) -> Actuator:
         return Actuator(self.node_groups, self.state, self.cluster, self.events, self.cluster_name)
 
-    def evaluate(self, group_name: str, event_id: str) -> EvaluationResult:
+    def evaluate(
+        self, group_name: str, event_id: str, requested_at: datetime | None = None
+    ) -> EvaluationResult:
         # 1. The group as it is now; it may have gone, or opted out, since it was queued.
         group = self.node_groups.get(group_name)
         if group is None:
@@ -109,7 +111,10 @@ class Evaluator:
                 return EvaluationResult(group.name, Outcome.ACTED, acted, choice.problems)
         self._check_fresh(group, state, now)
 
-        # 4. Read everything the plan needs: metrics, the cluster's say, launches that failed.
+        # 4. Read everything the plan needs: metrics, the cluster's say, launches that failed;
+        # the cluster as it was when the request was made, or later (never in the future).
+        if self.cluster is not None and requested_at is not None:
+            self.cluster.listed_since(min(requested_at, now))
         facts = self._read(group, policy, choice, state, now)
 
         # 5. Plan (pure), a scale-up under the cluster's limits claimed against them.
