@@ -1,7 +1,7 @@
 """The fast path (cdk.json `fastPath`, on by default): a function its schedule starts each
 minute, which looks every few seconds until the next start at the cluster's unschedulable
-pods and the policies' queues, and queues the groups concerned on the evaluation queue.
-`fastPath: false` leaves it out: the tick alone decides, as before."""
+pods and the policies' queues and Prometheus queries, and queues the groups concerned on
+the evaluation queue. `fastPath: false` leaves it out: the tick alone decides, as before."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_sns as sns
 from cdk_nag import NagPackSuppression
 from nodescaler.config import FastPathSettings
+from nodescaler.domain.token_origins import token_origins
 
 from . import nag, permissions
 from .functions import NodescalerFunction, Shared
@@ -40,6 +41,8 @@ class FastPathFunction:
             layers=shared.layers.for_function(kubernetes=connects),
             environment=FastPathSettings.model_construct(
                 evaluation_queue_url=shared.evaluation_queue.queue_url,
+                # each bearer token goes only to the server it is deployed with
+                token_origins=sorted(token_origins(shared.policies.values())),
                 **(shared.cluster_connection if connects else {}),
                 **shared.capacity,
                 **shared.common,
@@ -52,12 +55,15 @@ class FastPathFunction:
         function.configure_async_invoke(retry_attempts=0, max_event_age=Duration.minutes(1))
         shared.evaluation_queue.grant_send_messages(self.lambda_.role)
         queues = permissions.read_policy_queues(shared.policies.values())
+        # what the evaluate function reads of the same metrics (the descriptors say what)
+        prometheus = permissions.query_prometheus(shared.policies.values())
         self.lambda_.allow(
             permissions.describe_node_groups(),
             permissions.deny_tag_changes(),
             permissions.read_stored_policies(shared.table.table_arn),
             permissions.deny_policy_writes(shared.table.table_arn),
             *([queues] if queues else []),
+            *prometheus,
             *(shared.cluster_rights() if connects else []),
         )
         if connects:

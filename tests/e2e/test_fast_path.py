@@ -20,6 +20,13 @@ from nodescaler.observability.metric_names import MetricName
 from nodescaler.service.fast_path import FastPath
 from nodescaler_sandbox.kube.apiserver import Fault, KubeApiServer
 from nodescaler_sandbox.lambda_local import LocalContext
+from nodescaler_sandbox.moto_gaps import free_port
+from nodescaler_sandbox.prometheus import (
+    GaugeTarget,
+    PrometheusMissingError,
+    PrometheusServer,
+    prometheus_scraping,
+)
 
 from functions.fast_path import handler as fast_path_handler
 from tests.aws import REGION, CallCounter, client, fill_queue, make_asg
@@ -271,3 +278,96 @@ def test_given_sqs_throttling_when_it_looks_then_it_backs_off(
     assert slept == sorted(slept) and slept[-1] > slept[0]
     assert output().metric(MetricName.FAST_PATH_FAILURES)
     assert all(r["node_group"] != "jobs-nodes" for r in queued(deployment))
+
+
+# --- a backlog as Prometheus records it: the policy's instant query, each look ------------
+
+WORKSPACE = "ws-0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+
+
+def prometheus_policy(name: str) -> str:
+    """One node per 4 jobs of `name` waiting, as its exporter's gauge in an AMP workspace."""
+    query = {"workspace": WORKSPACE, "query": f'sum(jobs_waiting{{queue="{name}"}})'}
+    backlog = {"type": "Prometheus", "prometheus": query}
+    return policy_document(name, backlog | {"target": {"type": "AverageValue", "averageValue": 4}})
+
+
+@pytest.fixture(scope="module")
+def prometheus() -> Iterator[tuple[PrometheusServer, GaugeTarget]]:
+    """A real Prometheus server scraping the exporters' gauges: render's backlog past its
+    target (20 jobs, 4 a node, 1 node), thumbs' on it (4)."""
+    try:
+        with prometheus_scraping() as (server, target):
+            target.set("jobs_waiting", 20, queue="render")
+            target.set("jobs_waiting", 4, queue="thumbs")
+            server.wait_for('jobs_waiting{queue="render"}', 20)
+            server.wait_for('jobs_waiting{queue="thumbs"}', 4)
+            yield server, target
+    except PrometheusMissingError as missing:
+        pytest.fail(str(missing), pytrace=False)
+
+
+def with_prometheus_policies(policies: Path, amp_endpoint: str) -> wiring.AwsClients:
+    """Render's and thumbs' groups, their policies scaling on Prometheus queries of an AMP
+    workspace that `amp_endpoint` answers for (SigV4-signed, as AMP's query API wants:
+    https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-onboard-query-APIs.html)."""
+    for name in ("render", "thumbs"):
+        (policies / f"{name}.yaml").write_text(prometheus_policy(name))
+        make_asg(f"{name}-nodes", tags=opted_in(name), desired=1)
+    once = Config(retries={"mode": "standard", "max_attempts": 1})
+    session = boto3.Session(region_name=REGION)
+    return wiring.AwsClients(session, config=once, amp_endpoint_url=amp_endpoint)
+
+
+def test_given_a_prometheus_backlog_past_its_target_when_it_looks_once_then_its_group_alone_is_asked(
+    fast: Callable[..., tuple[Deployment, FastPath]],
+    policies: Path,
+    prometheus: tuple[PrometheusServer, GaugeTarget],
+) -> None:
+    clients = with_prometheus_policies(policies, prometheus[0].address)
+    deployment, path = fast(clients)
+
+    look = path.act(path.look(path.watch()))
+
+    requests = queued(deployment)
+    assert [r["node_group"] for r in requests] == ["render-nodes"]  # thumbs is on target
+    assert requests[0]["cause"] == (
+        "fast path: Prometheus query 'sum(jobs_waiting{queue=\"render\"})' holds 20, "
+        "asks for 5 nodes (desired 1)"
+    )
+    assert not look.failed
+
+
+def test_given_a_prometheus_backlog_on_its_target_when_it_looks_for_a_minute_then_nothing_is_asked(
+    fast: Callable[..., tuple[Deployment, FastPath]],
+    policies: Path,
+    prometheus: tuple[PrometheusServer, GaugeTarget],
+) -> None:
+    clients = with_prometheus_policies(policies, prometheus[0].address)
+    (policies / "render.yaml").unlink()  # render's backlog is past its target: not watched
+    deployment, path = fast(clients)
+
+    result = run_one_minute(path)
+
+    assert queued(deployment) == []
+    assert result["looks"] > 1
+    assert not slept or max(slept) == path.interval_seconds  # no failure: no backoff
+
+
+def test_given_prometheus_down_when_it_looks_then_it_backs_off_counts_and_asks_nothing(
+    fast: Callable[..., tuple[Deployment, FastPath]], policies: Path, output: Any
+) -> None:
+    clients = with_prometheus_policies(policies, f"http://127.0.0.1:{free_port()}")  # closed
+    deployment, path = fast(clients)
+
+    run_one_minute(path)
+
+    assert queued(deployment) == []  # no storm: nothing is known, nothing is asked
+    assert slept == sorted(slept) and slept[-1] > slept[0]  # waits grow
+    printed = output()
+    assert any(
+        "node group render-nodes: Prometheus query" in m and "unreachable" in m
+        for m in printed.messages("WARNING")
+    )
+    assert any("backing off" in m for m in printed.messages("WARNING"))
+    assert printed.metric(MetricName.FAST_PATH_FAILURES)

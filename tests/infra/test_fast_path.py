@@ -9,8 +9,11 @@ from typing import Any
 from aws_cdk.assertions import Template
 from nodescaler.config import FastPathSettings
 
-from tests.infra.stack_template import actions_of, render, resources
-from tests.infra.test_stack import synth
+from tests.infra.stack_template import DEPLOYED, actions_of, render, resources, statement_for
+from tests.infra.test_prometheus_rights import prometheus_policies
+from tests.infra.test_stack import REPO, synth
+
+__all__ = ["prometheus_policies"]  # a fixture: the policies of test_prometheus_rights
 
 
 def fast_path_function(template: Template) -> list[tuple[str, dict[str, Any]]]:
@@ -91,3 +94,30 @@ def test_given_fast_path_false_then_no_function_schedule_rights_or_alarm_of_it_a
         for a in resources(template, "AWS::CloudWatch::Alarm").values()
         if "fast-path" in render(a["Properties"].get("AlarmName", ""))
     ]
+
+
+def test_given_prometheus_policies_then_it_queries_their_workspaces_and_token_secrets_alone(
+    prometheus_policies: dict[str, Any],
+) -> None:
+    """The fast path runs the policies' Prometheus queries: the rights evaluate has for them
+    (their descriptors say which), and the servers each bearer token may go to."""
+    template = synth(**prometheus_policies)
+    statements = fast_path_statements(template)
+    query = statement_for(statements, "aps:QueryMetrics")
+    assert actions_of(query) == ["aps:QueryMetrics"]
+    assert len(query["Resource"]) == 3 and "*" not in render(query["Resource"])
+    read = statement_for(statements, "secretsmanager:GetSecretValue")
+    assert len(read["Resource"]) == 3
+    ((_, function),) = fast_path_function(template)
+    variables = {k: render(v) for k, v in function["Environment"]["Variables"].items()}
+    for name, value in variables.items():
+        variables[name] = next((v for k, v in DEPLOYED.items() if value.startswith(k)), value)
+    origins = FastPathSettings.from_environment(variables).token_origin_pairs
+    assert ("prom/token", "https://thanos.internal:443") in origins and len(origins) == 3
+
+
+def test_given_policies_without_prometheus_then_it_may_query_no_workspace(tmp_path: Any) -> None:
+    (tmp_path / "gpu.yaml").write_text((REPO / "policies" / "gpu-training.yaml").read_text())
+    template = synth(clusterName="", allGroups=True, policiesFolder=str(tmp_path))
+    actions = {a for s in fast_path_statements(template) for a in actions_of(s)}
+    assert not any(a.startswith(("aps:", "secretsmanager:")) for a in actions)

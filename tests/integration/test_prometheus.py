@@ -301,6 +301,25 @@ def test_given_a_slow_endpoint_then_the_other_groups_of_the_batch_are_not_held_b
         released.set()
 
 
+def test_given_a_cap_on_its_queries_then_a_slow_endpoint_is_given_up_on_at_the_cap(
+    gates: Callable[..., Gate],
+) -> None:
+    """The fast path's looks stay light: its producer gives each query at most its cap,
+    however long the policy's timeoutSeconds."""
+    released = threading.Event()
+
+    def stall(request: Received) -> tuple[int, str]:
+        released.wait(timeout=30)  # bounded: released when the test ends
+        return 503, "{}"
+
+    gate = gates(stall)
+    try:
+        reading = read("up", queries(max_seconds=0.3), serverAddress=gate.address)
+        assert refusal(reading).endswith("no answer within its 0.3s deadline (timeoutSeconds)")
+    finally:
+        released.set()
+
+
 def test_given_a_throttled_query_then_it_is_unavailable_not_refused() -> None:
     error = prometheus_adapter._http_error(
         urllib.error.HTTPError("http://amp", 429, "Too Many Requests", None, None)  # type: ignore[arg-type]

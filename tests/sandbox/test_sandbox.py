@@ -423,9 +423,9 @@ def test_a_prometheus_query_of_the_backlog_scales_the_group_out_and_back(tmp_pat
     ours = summary[NODESCALER]
     assert ours["peak_desired"] == {"render-ng": 10}  # 40 jobs waiting, 4 a node
     assert ours["final_desired"] == {"render-ng": 0}
-    # the 40 jobs arrive within the first minute: the scrape at 00:00 saw the first 8, the
-    # one at 00:01 all of them
+    # the 40 jobs arrive within the first minute, scraped each step: the fast path asks as
+    # the backlog grows, and the group has its 10 before the 00:01 tick
     assert any(
-        line.startswith("00:01 | render-ng |") and "render-backlog: 40 (series {}) → 10" in line
+        line.startswith("00:00:") and "render-backlog: 40 (series {}) → 10 [fast path]" in line
         for line in lines
     )

@@ -99,6 +99,7 @@ def _invocation(url: str) -> dict[str, Any]:
         PolicyBook({"batch": policy}, TagNames()),
         cluster,
         backlogs=None,  # type: ignore[arg-type]  # no queue policy here
+        prometheus=None,  # type: ignore[arg-type]  # nor Prometheus policy
         clock=clock,
         sleep=clock.sleep,
     )

@@ -294,11 +294,12 @@ def _controller(
         tick = Cadence(scenario.tick_minutes * MINUTE)  # the stack's EventBridge schedule
 
         def nodescaler(at: int) -> None:
-            if EVERY_MINUTE.due(at, step):
-                if scenario.prometheus:  # scraped before any evaluation reads it
-                    box.publish_gauges(world.gauges())
-                if scenario.queues:  # SQS publishes its metrics once a minute
-                    box.publish_queue_metrics(world.queue_depths())
+            # An exporter's gauge is current whenever scraped: Prometheus holds it within a
+            # step (a scrape interval of at most the world's), before anything reads it.
+            if scenario.prometheus:
+                box.publish_gauges(world.gauges())
+            if EVERY_MINUTE.due(at, step) and scenario.queues:
+                box.publish_queue_metrics(world.queue_depths())  # SQS's, once a minute
             if scenario.alarms:
                 box.evaluate_alarms()  # each alarm when its evaluation is due
             if tick.due(at, step):

@@ -270,7 +270,22 @@ class ClusterConnectionSettings(_Settings):
     kubernetes_ca_data: Annotated[str | None, Field(alias="KUBERNETES_CA_DATA")] = None
 
 
-class EvaluateSettings(CapacitySettings, ClusterConnectionSettings):
+class PrometheusTokenSettings(_Settings):
+    """Where the Prometheus metric's bearer tokens may go (the evaluate and fast path
+    functions read its queries)."""
+
+    # The (secret, origin) pairs of the deployed policies' Prometheus bearer tokens: a token
+    # goes only to an origin it was deployed with, whatever a stored policy names (JSON).
+    token_origins: Annotated[
+        Json[list[tuple[SecretName, Origin]]], Field(alias="PROMETHEUS_TOKEN_ORIGINS")
+    ] = []
+
+    @property
+    def token_origin_pairs(self) -> TokenOrigins:
+        return frozenset(self.token_origins)
+
+
+class EvaluateSettings(CapacitySettings, ClusterConnectionSettings, PrometheusTokenSettings):
     """The evaluate function: one decision per queued request."""
 
     dry_run: Annotated[bool, Field(alias="DRY_RUN")] = False
@@ -299,15 +314,6 @@ class EvaluateSettings(CapacitySettings, ClusterConnectionSettings):
     cluster_max_memory_gib: Annotated[int | None, Field(alias="CLUSTER_MAX_MEMORY_GIB", ge=0)] = (
         None
     )
-    # The (secret, origin) pairs of the deployed policies' Prometheus bearer tokens: a token
-    # goes only to an origin it was deployed with, whatever a stored policy names (JSON).
-    token_origins: Annotated[
-        Json[list[tuple[SecretName, Origin]]], Field(alias="PROMETHEUS_TOKEN_ORIGINS")
-    ] = []
-
-    @property
-    def token_origin_pairs(self) -> TokenOrigins:
-        return frozenset(self.token_origins)
 
 
 class TerminateSettings(CommonSettings, ClusterConnectionSettings):
@@ -350,7 +356,7 @@ class DrainSettings(EventSettings, ClusterConnectionSettings):
     ] = "CONTINUE"
 
 
-class FastPathSettings(CapacitySettings, ClusterConnectionSettings):
+class FastPathSettings(CapacitySettings, ClusterConnectionSettings, PrometheusTokenSettings):
     """The fast path: a look every few seconds between ticks at unschedulable pods and the
     policies' queues → the evaluation queue (README, "The fast path")."""
 
@@ -363,4 +369,9 @@ class FastPathSettings(CapacitySettings, ClusterConnectionSettings):
     # A look must be light: a slow API server is given up on, and the look backed off.
     kubernetes_timeout_seconds: Annotated[
         KubernetesTimeout, Field(alias="KUBERNETES_TIMEOUT_SECONDS")
+    ] = 2
+    # The same for each Prometheus query (its own timeoutSeconds when shorter): a slow
+    # server is given up on, and the look backed off.
+    query_timeout_seconds: Annotated[
+        float, Field(alias="FAST_PATH_QUERY_TIMEOUT_SECONDS", gt=0, le=10)
     ] = 2

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         KubeconfigConnection,
         SecretConnection,
     )
+    from nodescaler.adapters.prometheus import PrometheusQueries
     from nodescaler.config import (
         CapacitySettings,
         CommonSettings,
@@ -226,7 +227,8 @@ def fast_path(
     report: Callable[[Look, float], None] | None = None,
 ) -> FastPath:
     """The fast path's looks: the cluster's unschedulable pods when a policy reads pending
-    pods and a connection is set, the policies' queues, and the evaluation queue."""
+    pods and a connection is set, the policies' queues and Prometheus queries (each given
+    at most `query_timeout_seconds`), and the evaluation queue."""
     import time
 
     from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
@@ -249,6 +251,10 @@ def fast_path(
         policies=policies,
         pods=pods,
         backlogs=SqsQueueLength(clients.sqs),
+        prometheus=_prometheus(
+            ProducerContext(clients, settings.token_origin_pairs, None),
+            max_seconds=settings.query_timeout_seconds,
+        ),
         clock=clock,
         sleep=sleep or time.sleep,
         report=report or (lambda look, wait: None),
@@ -358,7 +364,7 @@ def _cloud_watch(context: ProducerContext) -> MetricProducer:
     return CloudWatchMetrics(context.clients.cloudwatch)
 
 
-def _prometheus(context: ProducerContext) -> MetricProducer:
+def _prometheus(context: ProducerContext, max_seconds: float | None = None) -> PrometheusQueries:
     from nodescaler.adapters.prometheus import PrometheusQueries, amp_workspace_url
 
     clients, amp = context.clients, context.clients.amp_endpoint_url
@@ -369,6 +375,7 @@ def _prometheus(context: ProducerContext) -> MetricProducer:
         amp_url=(lambda *_: amp) if amp else amp_workspace_url,
         token_origins=context.token_origins,
         deadline=context.deadline,
+        max_seconds=max_seconds,
     )
 
 

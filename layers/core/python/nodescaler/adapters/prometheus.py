@@ -221,7 +221,8 @@ class PrometheusQueries:
     `credentials` signs AMP requests (the function's role, refreshed by botocore);
     `secrets` makes the Secrets Manager client, on first need; `amp_url` says where a
     workspace is (tests point it at loopback); `token_origins` pairs each bearer token's
-    secret with the origins it may be sent to (none by default).
+    secret with the origins it may be sent to (none by default); `max_seconds` caps each
+    query's `timeoutSeconds` (the fast path's, whose looks stay light).
     """
 
     def __init__(
@@ -233,6 +234,7 @@ class PrometheusQueries:
         amp_url: Callable[[str, str], str] = amp_workspace_url,
         token_origins: TokenOrigins = frozenset(),
         deadline: Deadline | None = None,
+        max_seconds: float | None = None,
     ) -> None:
         self._region = region
         self._credentials = credentials
@@ -241,6 +243,7 @@ class PrometheusQueries:
         self._token_origins = token_origins
         self._tokens: dict[str, str] = {}  # secret → token, for the warm container
         self._deadline = deadline or Deadline()  # the invocation's: no read outlasts it
+        self._max_seconds = max_seconds  # the fast path's: a look stays light
         # endpoint → (until when, why): one that did not answer is not waited on again by
         # the other groups of the same batch, which would time the whole batch out
         self._down: dict[str, tuple[float, str]] = {}
@@ -308,9 +311,10 @@ class PrometheusQueries:
     def _time_for(self, source: PrometheusSource) -> tuple[float, bool]:
         """The query's whole time (its `timeoutSeconds`, or what the invocation has left
         when less), and whether the invocation cut it."""
+        seconds = min(source.timeout_seconds, self._max_seconds or source.timeout_seconds)
         left = self._deadline.left()
-        if left is None or left >= source.timeout_seconds:
-            return source.timeout_seconds, False
+        if left is None or left >= seconds:
+            return seconds, False
         if left <= 0:
             raise PrometheusUnavailableError("not asked: the invocation has no time left")
         return left, True

@@ -1,12 +1,12 @@
 """The fast path: a look every few seconds, between ticks, at what only needs a light read
-(unschedulable pods, the policies' SQS queues), asking for an evaluation of the groups
-concerned as soon as something new appears.
+(unschedulable pods, the policies' SQS queues and Prometheus queries), asking for an
+evaluation of the groups concerned as soon as something new appears.
 
 It brings a decision forward, never decides: the request is the tick's (the same queue, the
 same evaluation), and the tick still reconciles every group each minute. Each look is
 planned (`look`), then acted on (`act`). A failed look (the API server slow or down, SQS
-throttling) backs the next one off, doubling; a queue that no longer exists is named and
-counted, and the others are still read.
+throttling, Prometheus down or slow) backs the next one off, doubling; a queue that no
+longer exists, or a query refused, is named and counted, and the others are still read.
 """
 
 from __future__ import annotations
@@ -19,8 +19,22 @@ from typing import Protocol
 from nodescaler.domain.fast_path import Backoff, Debounce, queue_need, slot_event_id
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.optin import AllowedGroups
-from nodescaler.domain.policy import MetricBase, NodeGroupPolicy, SqsQueueMetric, SqsQueueSource
-from nodescaler.errors import QueueSendError, QueueUnreadableError, RetryableError
+from nodescaler.domain.policy import (
+    MetricBase,
+    NodeGroupPolicy,
+    PrometheusMetric,
+    PrometheusSource,
+    SqsQueueMetric,
+    SqsQueueSource,
+)
+from nodescaler.domain.text import outside
+from nodescaler.errors import (
+    PrometheusQueryError,
+    PrometheusUnavailableError,
+    QueueSendError,
+    QueueUnreadableError,
+    RetryableError,
+)
 from nodescaler.events.queue import EvaluationRequest
 from nodescaler.ports import Clock, EvaluationQueue, NodeGroupDiscovery
 from nodescaler.service.policy_resolver import PolicyBook
@@ -37,16 +51,38 @@ class QueueBacklogs(Protocol):  # SqsQueueLength
     def backlog(self, source: SqsQueueSource) -> int: ...
 
 
+class PrometheusValues(Protocol):  # PrometheusQueries
+    def query(self, source: PrometheusSource) -> tuple[float, str]: ...
+
+
 @dataclass(frozen=True)
 class QueueWatch:
+    """A backlog a policy scales on, with its group: an SQS queue's, or a Prometheus
+    query's (a backlog as an exporter records it)."""
+
     group: NodeGroup
     policy: NodeGroupPolicy
     metric: MetricBase
-    source: SqsQueueSource
+    source: SqsQueueSource | PrometheusSource
+
+    @property
+    def what(self) -> str:
+        if isinstance(self.source, SqsQueueSource):
+            return f"queue {self.source.queue}"
+        return f"Prometheus query {outside(self.source.query, 80)!r}"
 
     @property
     def key(self) -> str:
-        return f"{self.group.name}\n{self.source.queue}"
+        return f"{self.group.name}\n{self.what}"
+
+
+def _watched_source(metric: MetricBase) -> SqsQueueSource | PrometheusSource | None:
+    """What a look reads of a metric: a backlog's source (the metric types read here)."""
+    if isinstance(metric, SqsQueueMetric):
+        return metric.sqs_queue
+    if isinstance(metric, PrometheusMetric):
+        return metric.prometheus
+    return None
 
 
 @dataclass(frozen=True)
@@ -65,7 +101,7 @@ class Look:
     at: datetime
     requests: dict[str, list[str]] = field(default_factory=dict)
     kubernetes_error: str | None = None
-    queues_gone: list[str] = field(default_factory=list)
+    queues_gone: list[str] = field(default_factory=list)  # and Prometheus queries refused
     queue_errors: list[str] = field(default_factory=list)  # throttled, unreachable
     send_error: str | None = None
     unschedulable: int = 0
@@ -99,6 +135,7 @@ class FastPath:
     policies: PolicyBook
     pods: UnschedulablePods | None  # None: no cluster to read
     backlogs: QueueBacklogs
+    prometheus: PrometheusValues
     clock: Clock
     sleep: Callable[[float], None]
     report: Callable[[Look, float], None] = lambda look, wait: None  # after each look
@@ -124,11 +161,11 @@ class FastPath:
         groups = [g for g in self.node_groups.discover() if self.allowed.allows(g.name)]
         pending = tuple(g.name for g in groups if self.policies.reads_pending_pods(g))
         queues = tuple(
-            QueueWatch(group, policy, metric, metric.sqs_queue)
+            QueueWatch(group, policy, metric, source)
             for group in groups
             if (policy := self.policies.policy_of(group)) is not None
             for metric in policy.spec.metrics
-            if isinstance(metric, SqsQueueMetric)  # the one metric type read here
+            if (source := _watched_source(metric)) is not None
         )
         return Watch(pending, queues)
 
@@ -163,17 +200,37 @@ class FastPath:
             look.ask(groups, f"{len(new)} new unschedulable pods")
 
     def _look_at_queue(self, look: Look, queue: QueueWatch) -> None:
-        try:
-            backlog = self.backlogs.backlog(queue.source)
-        except QueueUnreadableError as error:
-            (look.queues_gone if error.gone else look.queue_errors).append(
-                f"node group {queue.group.name}: {error}"
-            )
+        backlog = self._backlog(look, queue)
+        if backlog is None:
             return
         need = queue_need(queue.metric, backlog, queue.group, queue.policy)
         if self.debounce.need_rose(queue.key, need):
             look.ask(
                 [queue.group.name],
-                f"queue {queue.source.queue} holds {backlog}, asks for {need} nodes "
+                f"{queue.what} holds {backlog:g}, asks for {need} nodes "
                 f"(desired {queue.group.desired})",
             )
+
+    def _backlog(self, look: Look, queue: QueueWatch) -> float | None:
+        """The backlog, or None with the failure recorded: a queue gone or a query refused
+        is named (no reason to back off), SQS or Prometheus failing backs the look off."""
+        group, source = queue.group.name, queue.source
+        if not isinstance(source, SqsQueueSource):
+            return self._query(look, queue, source)
+        try:
+            return self.backlogs.backlog(source)
+        except QueueUnreadableError as error:
+            (look.queues_gone if error.gone else look.queue_errors).append(
+                f"node group {group}: {error}"
+            )
+        return None
+
+    def _query(self, look: Look, queue: QueueWatch, source: PrometheusSource) -> float | None:
+        try:
+            return self.prometheus.query(source)[0]
+        except (PrometheusQueryError, PrometheusUnavailableError) as error:
+            refused = isinstance(error, PrometheusQueryError)  # its query, not the server
+            (look.queues_gone if refused else look.queue_errors).append(
+                f"node group {queue.group.name}: {queue.what} at {source.endpoint}: {error}"
+            )
+        return None
