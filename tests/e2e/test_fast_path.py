@@ -271,3 +271,37 @@ def test_given_sqs_throttling_when_it_looks_then_it_backs_off(
     assert slept == sorted(slept) and slept[-1] > slept[0]
     assert output().metric(MetricName.FAST_PATH_FAILURES)
     assert all(r["node_group"] != "jobs-nodes" for r in queued(deployment))
+
+
+def test_given_an_eks_managed_group_when_it_looks_then_it_asks_eks_nothing_its_role_refuses(
+    fast: Callable[..., tuple[Deployment, FastPath]],
+    api_server: KubeApiServer,
+    calls: CallCounter,
+) -> None:
+    """The fast path's role holds no eks:DescribeNodegroup (infra/fast_path.py): a managed
+    group's scalingConfig is evaluate's to read, and each call would be refused."""
+    # Given an EKS managed node group whose policy reads pending pods, and a pending pod
+    deployment, path = fast()
+    eks = client("eks")
+    eks.create_cluster(
+        name="prod",
+        roleArn="arn:aws:iam::123456789012:role/eks",
+        resourcesVpcConfig={"subnetIds": ["subnet-1"]},
+    )
+    eks.create_nodegroup(
+        clusterName="prod",
+        nodegroupName="batch",
+        nodeRole="arn:aws:iam::123456789012:role/node",
+        subnets=["subnet-1"],
+        scalingConfig={"minSize": 0, "maxSize": 20, "desiredSize": 1},
+    )
+    managed = {"eks:cluster-name": "prod", "eks:nodegroup-name": "batch"}
+    make_asg("batch-a", tags=opted_in("batch") | managed, desired=1)
+    api_server.cluster.put("pods", pod("burst-0"))
+
+    # When it looks for a minute
+    run_one_minute(path)
+
+    # Then the group is asked for, and EKS was never called
+    assert [r["node_group"] for r in queued(deployment)] == ["batch-a"]
+    assert calls.calls["DescribeNodegroup"] == 0

@@ -244,7 +244,8 @@ def fast_path(
         timeout = settings.kubernetes_timeout_seconds
         pods = KubernetesCluster(connection, timeout_seconds=timeout) if connection else None
     return FastPath(
-        node_groups=node_groups(settings, clients, clock),
+        # no clock: scalingConfig bounds are evaluate's (the fast path may not DescribeNodegroup)
+        node_groups=node_groups(settings, clients),
         queue=SqsEvaluationQueue(clients.sqs, settings.evaluation_queue_url),
         policies=policies,
         pods=pods,
