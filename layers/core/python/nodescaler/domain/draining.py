@@ -300,6 +300,8 @@ class DrainProgress:
         self.skipped.clear()  # a drain started again after an outage plans afresh
         self.refused.clear()
         for pod in pods:
+            if pod.key in self.terminating:  # evicted before an outage: watched till gone
+                continue
             if (why := pod.stays) is not None:
                 self.skipped.append(PodNote(pod.key, why))
             elif pod.gone_after is not None and pod.gone_after < self.started:
