@@ -29,6 +29,7 @@ from functions.drain import handler as drain
 from tests.aws import REGION, client, make_asg, make_evaluation_queue, make_spot_asg
 from tests.builders import VirtualClock
 from tests.e2e.conftest import ScalingEventsCaught, event
+from tests.integration.test_node_groups import eks_node_group
 from tests.kube import kubeconfig, node, pdb, pod
 
 NODE = "ip-10-0-1-23.eu-west-1.compute.internal"
@@ -402,19 +403,7 @@ def test_a_spot_warning_for_an_eks_managed_group_asks_eks_nothing_its_role_refus
     group an instance is needs its ASG's tags alone, never its scalingConfig, and a call
     refused or throttled would only eat into the warning's two minutes."""
     # Given an opted-in EKS managed node group's Spot Instance, its node in the cluster
-    eks = client("eks")
-    eks.create_cluster(
-        name="prod",
-        roleArn="arn:aws:iam::123456789012:role/eks",
-        resourcesVpcConfig={"subnetIds": ["subnet-1"]},
-    )
-    eks.create_nodegroup(
-        clusterName="prod",
-        nodegroupName="web",
-        nodeRole="arn:aws:iam::123456789012:role/node",
-        subnets=["subnet-1"],
-        scalingConfig={"minSize": 0, "maxSize": 5, "desiredSize": 1},
-    )
+    eks_node_group("prod", "web")
     managed = {"eks:cluster-name": "prod", "eks:nodegroup-name": "web"}
     (instance,) = make_spot_asg("web", tags=OPTED_IN | managed)
     function.node_for(instance, "web-0")

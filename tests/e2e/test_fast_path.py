@@ -25,6 +25,7 @@ from functions.fast_path import handler as fast_path_handler
 from tests.aws import REGION, CallCounter, client, fill_queue, make_asg
 from tests.builders import VirtualClock, policy_document, queue_metric
 from tests.e2e.conftest import TABLE, Deployment
+from tests.integration.test_node_groups import eks_node_group
 from tests.kube import kubeconfig, node, pod
 
 BATCH = "apiVersion: nodescaler.io/v1alpha1\nkind: NodeGroupPolicy\nmetadata: {name: batch}\n"
@@ -282,19 +283,7 @@ def test_given_an_eks_managed_group_when_it_looks_then_it_asks_eks_nothing_its_r
     group's scalingConfig is evaluate's to read, and each call would be refused."""
     # Given an EKS managed node group whose policy reads pending pods, and a pending pod
     deployment, path = fast()
-    eks = client("eks")
-    eks.create_cluster(
-        name="prod",
-        roleArn="arn:aws:iam::123456789012:role/eks",
-        resourcesVpcConfig={"subnetIds": ["subnet-1"]},
-    )
-    eks.create_nodegroup(
-        clusterName="prod",
-        nodegroupName="batch",
-        nodeRole="arn:aws:iam::123456789012:role/node",
-        subnets=["subnet-1"],
-        scalingConfig={"minSize": 0, "maxSize": 20, "desiredSize": 1},
-    )
+    eks_node_group("prod", "batch")
     managed = {"eks:cluster-name": "prod", "eks:nodegroup-name": "batch"}
     make_asg("batch-a", tags=opted_in("batch") | managed, desired=1)
     api_server.cluster.put("pods", pod("burst-0"))
