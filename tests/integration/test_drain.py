@@ -331,6 +331,30 @@ def test_an_error_midway_still_completes_the_action_once_then_raises_it(rig: Rig
     assert rig.completed() == ["CONTINUE"]
 
 
+class BuggyDrain(KubernetesDrain):
+    """A drain whose eviction has a programming error: trying again cannot help."""
+
+    def evict(self, *_: Any, **__: Any) -> Any:
+        raise TypeError("evict() got an unexpected keyword argument 'grace'")
+
+
+def test_given_a_programming_error_the_drain_fails_at_once_not_at_its_deadline(rig: Rig) -> None:
+    # Given a node with a pod to evict, and an eviction that fails with a bug
+    put(rig, the_node(), web(0))
+    drainer = replace(rig.drainer(), cluster=BuggyDrain(KubeconfigConnection(rig.config)))
+
+    # When its lifecycle action arrives
+    with pytest.raises(DrainFailedError) as caught:
+        drainer.lifecycle_action(rig.held())
+
+    # Then it fails at once, naming the bug: no waits holding the instance for ten minutes,
+    # and the action is completed once (the error dead-lettered and alarmed, as before)
+    assert rig.time.slept == []
+    assert isinstance(caught.value.__cause__, TypeError)
+    assert "unexpected keyword argument 'grace'" in str(caught.value)
+    assert rig.completed() == ["CONTINUE"]
+
+
 def test_an_expired_action_is_a_clear_error_naming_group_hook_and_instance(rig: Rig) -> None:
     rig.cluster.graceful_deletion = True
     put(rig, the_node(), web(0))
