@@ -218,12 +218,12 @@ class Drainer:
         progress = DrainProgress(
             warning.instance_id, warning.cause, group, self._now(), replacement
         )
-        deadline = min(self.drain_timeout, warning.deadline or self.drain_timeout)
+        until = warning.drain_until(progress.started, self.drain_timeout)
         try:
-            drain = partial(self._drain, progress, deadline, None)
-            result = self._retrying(drain, progress.started + deadline, keep_alive=lambda: None)
+            drain = partial(self._drain, progress, until - progress.started, None)
+            result = self._retrying(drain, until, keep_alive=lambda: None)
             if warning.cause is DrainCause.REBALANCE_RECOMMENDATION and progress.cordoned:
-                result = self._uncordon_if_it_stays(result, progress.started + deadline)
+                result = self._uncordon_if_it_stays(result, until)
             return result
         except Exception as error:
             failed = progress.result(DrainOutcome.FAILED, self._now(), _describe(error))
