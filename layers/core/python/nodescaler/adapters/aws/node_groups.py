@@ -167,7 +167,10 @@ class AsgNodeGroups:
 
     def _kept_bounds(self, group: NodeGroup) -> EksBounds:
         assert self._bounds is not None
-        return self._bounds.get(_nodegroup(group), lambda: self._eks_bounds(group))
+        # a failed read is not kept: the next discover asks EKS again
+        return self._bounds.get(
+            _nodegroup(group), lambda: self._eks_bounds(group), keep=lambda b: not b.doubt
+        )
 
     def get(self, name: str) -> NodeGroup | None:
         """The group as it is now; a managed one bounded by its scalingConfig, read afresh:
