@@ -98,7 +98,7 @@ def launch_failed(dispatcher: Dispatcher, event: LaunchUnsuccessfulEvent) -> dic
             group, activity, event.reason, event.id, event.time
         )
     except UnmanagedGroupError as error:  # every ASG's failures reach the rule; most aren't ours
-        report_ignored(str(error), event_id=event.id, node_group=group)
+        report_ignored(str(error), event_id=event.id, node_group=event.detail.shown_group)
         return {"cause": event.cause, "queued": []}
     except EventUnconfirmedError as error:  # forged, or mistaken: answered, not retried
         report_unconfirmed(str(error), group, event_id=event.id, activity_id=activity)

@@ -67,13 +67,12 @@ def evaluate_record(evaluator: Evaluator, record: EvaluationRecord) -> str:
     request = record.body
     group = request.node_group
     with logging_keys(node_group=group, event_id=request.event_id, cause=request.cause):
-        try:  # not started: retried soon by a later invocation, neither lost nor an error
-            evaluator.deadline.check_start(f"node group {group}: evaluation {request.event_id}")
-        except OutOfTimeError as error:
-            logger.warning(str(error))
-            raise
         try:
+            evaluator.deadline.check_start(f"node group {group}: evaluation {request.event_id}")
             result = evaluator.evaluate(group, request.event_id, request.requested_at)
+        except OutOfTimeError as error:  # not started, or a read cut by the invocation's end:
+            logger.warning(str(error))  # retried soon by a later one, neither lost nor an error
+            raise
         except Exception as error:
             report_evaluation_error(group, error, record.attributes.ApproximateReceiveCount)
             raise

@@ -29,6 +29,7 @@ from functions.drain import handler as drain
 from tests.aws import REGION, client, make_asg, make_evaluation_queue, make_spot_asg
 from tests.builders import VirtualClock
 from tests.e2e.conftest import ScalingEventsCaught, event
+from tests.integration.test_node_groups import eks_node_group
 from tests.kube import kubeconfig, node, pdb, pod
 
 NODE = "ip-10-0-1-23.eu-west-1.compute.internal"
@@ -43,6 +44,7 @@ class DrainFunction:
     recorder: LifecycleActionRecorder
     drainer: Drainer
     queue_url: str
+    clients: wiring.AwsClients | None = None  # the function's, where a test watches them
 
     def __call__(self, incoming: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = drain.handler(
@@ -85,7 +87,7 @@ def function(tmp_path: Path, clock: VirtualClock) -> Iterator[DrainFunction]:
         drainer = wiring.drainer(
             settings, clients, clock, sleep=lambda seconds: clock.advance(seconds=seconds)
         )
-        yield DrainFunction(server, recorder, drainer, queue_url)
+        yield DrainFunction(server, recorder, drainer, queue_url, clients)
 
 
 def hold(function: DrainFunction) -> None:
@@ -392,3 +394,31 @@ def test_a_lifecycle_action_for_an_instance_in_service_is_refused_and_not_answer
         "is InService, not held by a terminate hook; its node is left alone"
     ]
     assert printed.metric("UnconfirmedEvents", "web") == [1]
+
+
+def test_a_spot_warning_for_an_eks_managed_group_asks_eks_nothing_its_role_refuses(
+    function: DrainFunction,
+) -> None:
+    """The drain function's role holds no eks:DescribeNodegroup (infra/drain.py): whose
+    group an instance is needs its ASG's tags alone, never its scalingConfig, and a call
+    refused or throttled would only eat into the warning's two minutes."""
+    # Given an opted-in EKS managed node group's Spot Instance, its node in the cluster
+    eks_node_group("prod", "web")
+    managed = {"eks:cluster-name": "prod", "eks:nodegroup-name": "web"}
+    (instance,) = make_spot_asg("web", tags=OPTED_IN | managed)
+    function.node_for(instance, "web-0")
+    warning = event("spot-interruption.json")
+    warning["detail"]["instance-id"] = instance
+    asked: list[str] = []
+    assert function.clients is not None
+    function.clients.eks.meta.events.register(
+        "before-call.eks.*", lambda model, **_: asked.append(model.name)
+    )
+
+    # When its interruption warning arrives
+    result = function(warning)
+
+    # Then its node is drained and its group queued, and EKS was never asked
+    assert result["outcome"] == "drained" and function.pods_left() == ["aws-node-x1"]
+    assert [r.node_group for r in function.queued()] == ["web"]
+    assert asked == []

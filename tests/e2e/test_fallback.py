@@ -3,15 +3,19 @@ dispatch and evaluate handlers on moto; its failure run lives in the group's sta
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from nodescaler.adapters.aws.state_table import DynamoStateStore
+from nodescaler_sandbox.kube.apiserver import Fault, KubeApiServer
+from nodescaler_sandbox.lambda_local import LocalContext
 
-from tests.aws import client, desired_capacity, make_asg
-from tests.builders import policy_document
-from tests.e2e.conftest import TABLE, Deployment
+from tests.aws import CallCounter, client, desired_capacity, make_asg
+from tests.builders import VirtualClock, policy_document, reservation_metric
+from tests.e2e.conftest import TABLE, Deployment, event
+from tests.kube import cluster_of, kubeconfig, node
 
 ERRORS = {
     "type": "CloudWatch",
@@ -76,3 +80,46 @@ def test_given_a_cloudwatch_metric_that_keeps_failing_then_its_fallback_applies_
     assert store.load("api").failures.runs == {}
     # a metric voting its fallback is still a metric unavailable
     assert output().metric("MetricsUnavailable", "api") == [1, 1, 1, 1, 0]
+
+
+def test_given_a_cluster_read_cut_by_the_invocations_end_then_no_failure_counts_and_it_is_retried(
+    policies: Path, calls: CallCounter, clock: VirtualClock, tmp_path: Path, output: Any
+) -> None:
+    # Given a group scaled on the cluster's CPU reservation, with a fallback after one
+    # failure, and an API server answering late (its own timeout 5 s)
+    reservation = reservation_metric("cpu", 60) | {
+        "fallback": {"failureThreshold": 1, "replicas": 2}
+    }
+    (policies / "api.yaml").write_text(policy_document("api", reservation, max_replicas=10))
+    with KubeApiServer(cluster_of(("nodes", node("a-1", "a")))) as server:
+        environment = {
+            "KUBECONFIG_PATH": str(kubeconfig(tmp_path / "kubeconfig", server.url)),
+            "KUBERNETES_TIMEOUT_SECONDS": "5",
+        }
+        deployment = Deployment(policies, calls, clock, environment)
+        make_asg("api", tags={"nodescaler/enabled": "true", "nodescaler/policy": "api"}, desired=8)
+        deployment.dispatch(event("schedule-tick.json", id=str(uuid.uuid4())))
+        # When the evaluation's state read leaves its invocation 0.3 s (of 32 s) for the cluster
+        seconds = [0.0]
+
+        def slow_aws(**_: Any) -> None:
+            seconds[0] = 31.7
+
+        deployment.evaluator.deadline._monotonic = lambda: seconds[0]
+        deployment.evaluations.context = lambda: LocalContext(remaining_ms=35_000)
+        deployment.clients.dynamodb.meta.events.register(
+            "provide-client-params.dynamodb.GetItem", slow_aws
+        )
+        with server.failing(Fault.SLOW):
+            (delivery,) = deployment.evaluations.drain()
+
+    # Then the record fails, to be retried by a later invocation: out of time, not the
+    # metric's failure, so no run towards its fallback is counted, nothing changes
+    assert len(delivery.failed) == 1
+    assert DynamoStateStore(client("dynamodb"), TABLE).load("api").failures.runs == {}
+    assert desired_capacity("api") == 8
+    assert deployment.dead_letters() == []
+    assert any(
+        "no answer within 0.3s (the invocation's time left)" in w
+        for w in output().messages("WARNING")
+    )

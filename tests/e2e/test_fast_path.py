@@ -32,6 +32,7 @@ from functions.fast_path import handler as fast_path_handler
 from tests.aws import REGION, CallCounter, client, fill_queue, make_asg
 from tests.builders import VirtualClock, policy_document, queue_metric
 from tests.e2e.conftest import TABLE, Deployment
+from tests.integration.test_node_groups import eks_node_group
 from tests.kube import kubeconfig, node, pod
 
 BATCH = "apiVersion: nodescaler.io/v1alpha1\nkind: NodeGroupPolicy\nmetadata: {name: batch}\n"
@@ -371,3 +372,25 @@ def test_given_prometheus_down_when_it_looks_then_it_backs_off_counts_and_asks_n
     )
     assert any("backing off" in m for m in printed.messages("WARNING"))
     assert printed.metric(MetricName.FAST_PATH_FAILURES)
+
+
+def test_given_an_eks_managed_group_when_it_looks_then_it_asks_eks_nothing_its_role_refuses(
+    fast: Callable[..., tuple[Deployment, FastPath]],
+    api_server: KubeApiServer,
+    calls: CallCounter,
+) -> None:
+    """The fast path's role holds no eks:DescribeNodegroup (infra/fast_path.py): a managed
+    group's scalingConfig is evaluate's to read, and each call would be refused."""
+    # Given an EKS managed node group whose policy reads pending pods, and a pending pod
+    deployment, path = fast()
+    eks_node_group("prod", "batch")
+    managed = {"eks:cluster-name": "prod", "eks:nodegroup-name": "batch"}
+    make_asg("batch-a", tags=opted_in("batch") | managed, desired=1)
+    api_server.cluster.put("pods", pod("burst-0"))
+
+    # When it looks for a minute
+    run_one_minute(path)
+
+    # Then the group is asked for, and EKS was never called
+    assert [r["node_group"] for r in queued(deployment)] == ["batch-a"]
+    assert calls.calls["DescribeNodegroup"] == 0

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from nodescaler.adapters.aws.state_table import DynamoStateStore
+from nodescaler.domain.text import outside
 from nodescaler.errors import EventUnconfirmableError, UnmanagedGroupError
 from nodescaler_sandbox.kube.apiserver import KubeApiServer
 from nodescaler_sandbox.moto_gaps import ScalingActivities
@@ -244,6 +245,29 @@ def test_a_launch_failure_of_a_group_nodescaler_does_not_manage_is_ignored_and_s
     assert printed.metric("IgnoredEvents") == [1]
     with pytest.raises(UnmanagedGroupError):  # what the handler caught
         airbnb.dispatcher.launch_failed("someone-elses", "a", "r", "e", airbnb.clock.now())
+
+
+def test_a_launch_failure_of_a_forged_group_name_is_ignored_in_clean_lines_with_no_group_metric(
+    airbnb: Deployment, output: Any
+) -> None:
+    # Given an event, sent by anyone allowed to invoke dispatch, naming a group that does
+    # not exist: 255 characters (Auto Scaling's limit) holding a terminal escape and a newline
+    forged = ("\x1b]0;pwned\x07\nng-" * 20)[:255]
+
+    # When it is dispatched
+    answer = launch_failure(airbnb, forged, "activity-9")
+
+    # Then it is ignored, said in clean lines naming the group as one line, and counted
+    # without a NodeGroup dimension: forged names can't make a metric each
+    assert answer == {"cause": f"launch failure in {outside(forged, 255)}", "queued": []}
+    printed = output()
+    for line in printed.logs:
+        shown = json.dumps(line)
+        assert not any(escape in shown for escape in ("\\u001b", "\\u0007", "\\n"))
+    (warning,) = printed.messages("WARNING")
+    assert warning.startswith("launch failure activity-9: node group ]0;pwned ng- ]0;pwned ng-")
+    assert printed.metric("IgnoredEvents") == [1]
+    assert all("NodeGroup" not in record for record in printed.emf)
 
 
 # --- forged launch failures: anyone allowed to invoke dispatch could send one -------------

@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +71,10 @@ def lifecycle_action(instance_id: str = INSTANCE) -> LifecycleAction:
     return event.request
 
 
-def spot_warning(name: str, instance_id: str) -> SpotEvent:
-    event = parse_drain_event(sample(name, **{"instance-id": instance_id}))
+def spot_warning(name: str, instance_id: str, at: datetime = T0) -> SpotEvent:
+    """The sample warning for the instance, issued at `at` (the drainer's clock starts at T0)."""
+    warned = sample(name, **{"instance-id": instance_id}) | {"time": f"{at:%Y-%m-%dT%H:%M:%SZ}"}
+    event = parse_drain_event(warned)
     assert isinstance(event, SpotInterruptionEvent | RebalanceRecommendationEvent)
     return event
 
@@ -331,6 +333,30 @@ def test_an_error_midway_still_completes_the_action_once_then_raises_it(rig: Rig
     assert rig.completed() == ["CONTINUE"]
 
 
+class BuggyDrain(KubernetesDrain):
+    """A drain whose eviction has a programming error: trying again cannot help."""
+
+    def evict(self, *_: Any, **__: Any) -> Any:
+        raise TypeError("evict() got an unexpected keyword argument 'grace'")
+
+
+def test_given_a_programming_error_the_drain_fails_at_once_not_at_its_deadline(rig: Rig) -> None:
+    # Given a node with a pod to evict, and an eviction that fails with a bug
+    put(rig, the_node(), web(0))
+    drainer = replace(rig.drainer(), cluster=BuggyDrain(KubeconfigConnection(rig.config)))
+
+    # When its lifecycle action arrives
+    with pytest.raises(DrainFailedError) as caught:
+        drainer.lifecycle_action(rig.held())
+
+    # Then it fails at once, naming the bug: no waits holding the instance for ten minutes,
+    # and the action is completed once (the error dead-lettered and alarmed, as before)
+    assert rig.time.slept == []
+    assert isinstance(caught.value.__cause__, TypeError)
+    assert "unexpected keyword argument 'grace'" in str(caught.value)
+    assert rig.completed() == ["CONTINUE"]
+
+
 def test_an_expired_action_is_a_clear_error_naming_group_hook_and_instance(rig: Rig) -> None:
     rig.cluster.graceful_deletion = True
     put(rig, the_node(), web(0))
@@ -409,17 +435,19 @@ def instance_of(group: str) -> str:
     return str(described["AutoScalingGroups"][0]["Instances"][0]["InstanceId"])
 
 
+def spot_node_keeping_a_pod(spot: Spot, *pods: tuple[str, dict[str, Any]]) -> str:
+    """An opted-in Spot group's instance, its node holding `pods`, one of which their
+    budget (minAvailable 1) keeps: the drain runs to its deadline."""
+    (instance,) = make_spot_asg("web", tags=OPTED_IN)
+    budget = ("poddisruptionbudgets", pdb("web-pdb", {"app": "web"}, minAvailable=1))
+    put(spot.rig, the_node(instance), *pods, budget)
+    return instance
+
+
 def test_a_spot_warning_queues_its_managed_group_first_then_drains_within_two_minutes(
     spot: Spot,
 ) -> None:
-    (instance,) = make_spot_asg("web", tags=OPTED_IN)
-    put(
-        spot.rig,
-        the_node(instance),
-        web(0),
-        web(1),
-        ("poddisruptionbudgets", pdb("web-pdb", {"app": "web"}, minAvailable=1)),
-    )
+    instance = spot_node_keeping_a_pod(spot, web(0), web(1))
     warning = spot_warning("spot-interruption.json", instance)
 
     result = spot.drainer().interruption(warning.request)
@@ -439,6 +467,25 @@ def test_a_spot_warning_queues_its_managed_group_first_then_drains_within_two_mi
     assert result.evicted == ("default/web-0",)
     assert result.lifecycle_result is None
     assert spot.rig.recorder.calls == []  # no lifecycle action to complete
+
+
+def test_given_a_spot_warning_delivered_late_its_drain_ends_two_minutes_after_the_warning(
+    spot: Spot,
+) -> None:
+    # Given a pod its budget keeps, and an interruption warning issued 30 s before the drain
+    # starts (EventBridge's delivery, the function's start): EC2 reclaims the instance two
+    # minutes after its warning, whenever the drain started
+    # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html)
+    instance = spot_node_keeping_a_pod(spot, web(0))
+    warning = spot_warning("spot-interruption.json", instance, at=T0 - timedelta(seconds=30))
+
+    # When it is drained
+    result = spot.drainer().interruption(warning.request)
+
+    # Then the drain gives up 110 s after the warning (80 s after it started), not 110 s
+    # after it started, when the instance would already be gone
+    assert (result.outcome, result.seconds) == (DrainOutcome.TIMED_OUT, 80)
+    assert spot.rig.time.clock.now() == warning.time + timedelta(seconds=110)
 
 
 def test_a_rebalance_recommendation_for_a_hooked_group_not_opted_in_drains_without_queueing(

@@ -20,7 +20,7 @@ from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnecti
 from nodescaler.deadline import RECORDING_MARGIN, Deadline
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.readings import MetricReading, MetricUnavailable
-from nodescaler.errors import KubernetesUnavailableError
+from nodescaler.errors import KubernetesUnavailableError, OutOfTimeError
 from nodescaler.service.cluster_view import KubernetesClusterView
 from nodescaler_sandbox.kube.apiserver import Cluster, Fault, KubeApiServer
 
@@ -167,27 +167,27 @@ def test_given_an_invocation_nearly_out_of_time_a_late_server_is_given_up_on_by_
 ) -> None:
     """Given kubernetesTimeoutSeconds of 5 but half a second left of the invocation, when a
     group's metric is read from a server answering late, then the read ends with the
-    invocation's time, not its own five seconds: the metric is unavailable (no scale-in)."""
+    invocation's time, not its own five seconds: out of time, the evaluation tried again
+    by a later invocation, never a metric failure (which would count towards a fallback)."""
     with KubeApiServer(cluster_of(("nodes", node("a-1", "a")))) as server:
         server.slow_seconds = 30
         connection = KubeconfigConnection(kubeconfig(tmp_path / "kc", server.url))
         cluster = KubernetesCluster(connection, timeout_seconds=5, deadline=invocation_with(0.5))
-        with server.failing(Fault.SLOW):
-            reading = KubernetesClusterView(cluster).read(CPU_60, GROUP_A, T0)
-    assert isinstance(reading, MetricUnavailable)
-    assert "Kubernetes API: no answer within 0.5s (the invocation's time left)" in reading.reason
+        with server.failing(Fault.SLOW), pytest.raises(OutOfTimeError) as raised:
+            KubernetesClusterView(cluster).read(CPU_60, GROUP_A, T0)
+    assert "Kubernetes API: no answer within 0.5s (the invocation's time left)" in str(raised.value)
 
 
-def test_given_an_invocation_out_of_time_the_cluster_is_not_asked_and_reads_unavailable(
+def test_given_an_invocation_out_of_time_the_cluster_is_not_asked_and_it_is_out_of_time(
     tmp_path: Path,
 ) -> None:
     with KubeApiServer(cluster_of(("nodes", node("a-1", "a")))) as server:
         connection = KubeconfigConnection(kubeconfig(tmp_path / "kc", server.url))
         cluster = KubernetesCluster(connection, timeout_seconds=5, deadline=invocation_with(0))
-        reading = KubernetesClusterView(cluster).read(CPU_60, GROUP_A, T0)
+        with pytest.raises(OutOfTimeError) as raised:
+            KubernetesClusterView(cluster).read(CPU_60, GROUP_A, T0)
         asked = list(server.requests)
-    assert isinstance(reading, MetricUnavailable)
-    assert "Kubernetes API: not asked, the invocation has no time left" in reading.reason
+    assert "Kubernetes API: not asked, the invocation has no time left" in str(raised.value)
     assert asked == []
 
 

@@ -266,3 +266,35 @@ def test_discover_bounds_a_managed_group_by_eks_kept_a_minute(calls: CallCounter
     groups.discover()
     # Then the managed group's maximum is EKS's, read once a minute
     assert first.max_size == 3 and calls.calls["DescribeNodegroup"] == 2
+
+
+def test_discover_does_not_keep_a_failed_eks_read_and_asks_again_next_time(
+    calls: CallCounter,
+) -> None:
+    # Given a node group EKS bounds at [0, 3], its ASG at [0, 20], read with a clock, and
+    # EKS refusing the first DescribeNodegroup (throttled past the SDK's retries)
+    asg = eks_node_group("prod", "general")
+    make_asg(asg, tags=OPTED_IN | EKS_TAGS, max_size=20)
+    client("eks").update_nodegroup_config(
+        clusterName="prod", nodegroupName="general", scalingConfig={"minSize": 0, "maxSize": 3}
+    )
+    eks = calls.watch(boto3.client("eks", region_name=REGION))
+    refusals = [ClientError({"Error": {"Code": "ThrottlingException"}}, "DescribeNodegroup")]
+
+    def refuse_once(**_: Any) -> None:
+        if refusals:
+            raise refusals.pop()
+
+    eks.meta.events.register("before-parameter-build.eks.DescribeNodegroup", refuse_once)
+    clock = VirtualClock()
+    groups = AsgNodeGroups(
+        client("autoscaling"), eks, tag_names=TagNames(), cluster_name="prod", clock=clock
+    )
+    # When the groups are listed, then again ten seconds later
+    (refused,) = groups.discover()
+    clock.advance(seconds=10)
+    (read,) = groups.discover()
+    # Then the failure was not kept for a minute: the second listing has EKS's bounds
+    assert refused.bounds_doubt.startswith("EKS node group general of cluster prod could not")
+    assert (read.max_size, read.bounds_doubt) == (3, "")
+    assert read.bounds_from == "EKS node group general of cluster prod's scalingConfig"

@@ -166,3 +166,22 @@ def test_given_pods_scale_in_would_not_move_then_they_are_refused_watched_and_ho
     )
     drain.forget_gone([])  # someone deleted it
     assert drain.done
+
+
+def test_a_drain_planned_again_after_an_outage_evicts_a_terminating_pod_once() -> None:
+    # Given a drain that evicted web-1, still terminating (the API server deleting it by
+    # its grace period), when an outage cut the drain
+    drain = progress(WEB, API)
+    drain.record(WEB, EVICTED, grace=45, now=T0)
+    terminating = DrainPod("shop", "web-1", uid="u1", gone_after=T0 + timedelta(seconds=45))
+
+    # When the drain starts again and plans from the pods the node still lists
+    drain.plan([terminating, API])
+
+    # Then web-1 is not evicted a second time but watched till it is gone, and the drain
+    # reports one pod evicted, not two
+    assert list(drain.to_evict) == ["shop/api-1"]
+    assert list(drain.terminating) == ["shop/web-1"]
+    drain.record(API, EVICTED, grace=30, now=T0)
+    result = drain.result(DrainOutcome.TIMED_OUT, T0 + timedelta(seconds=1))
+    assert result.evicted == ("shop/web-1", "shop/api-1")

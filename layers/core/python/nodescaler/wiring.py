@@ -151,16 +151,22 @@ class AwsClients:
 
 
 def node_groups(
-    settings: CommonSettings, clients: AwsClients, clock: Clock | None = None
+    settings: CommonSettings,
+    clients: AwsClients,
+    clock: Clock | None = None,
+    *,
+    scaling_config: bool = True,
 ) -> AsgNodeGroups:
     """The node groups; given a clock, a managed group's scalingConfig is kept a minute
-    for `discover` (each evaluation's `get` reads it afresh)."""
+    for `discover` (each evaluation's `get` reads it afresh). Without `scaling_config`
+    (a role that may not DescribeNodegroup), a managed group's bounds are its ASG's."""
     return AsgNodeGroups(
         clients.autoscaling,
         clients.eks,
         tag_names=settings.tag_names,
         cluster_name=settings.cluster_name,
         clock=clock,
+        scaling_config=scaling_config,
     )
 
 
@@ -246,7 +252,8 @@ def fast_path(
         timeout = settings.kubernetes_timeout_seconds
         pods = KubernetesCluster(connection, timeout_seconds=timeout) if connection else None
     return FastPath(
-        node_groups=node_groups(settings, clients, clock),
+        # no clock: scalingConfig bounds are evaluate's (the fast path may not DescribeNodegroup)
+        node_groups=node_groups(settings, clients),
         queue=SqsEvaluationQueue(clients.sqs, settings.evaluation_queue_url),
         policies=policies,
         pods=pods,
@@ -581,7 +588,8 @@ def drainer(
     owners = Owners(
         instances=AsgInstanceGroups(clients.autoscaling),
         markets=Ec2InstanceMarkets(clients.ec2),
-        node_groups=node_groups(settings, clients),
+        # whose group it is: its tags alone (the role may not DescribeNodegroup)
+        node_groups=node_groups(settings, clients, scaling_config=False),
         tag_names=settings.tag_names,
         cluster_name=settings.cluster_name,
         drain_groups=frozenset(settings.drain_groups),

@@ -136,6 +136,19 @@ class Decision(BaseModel):
     def direction(self) -> str:
         return "up" if self.change > 0 else "down" if self.change < 0 else "none"
 
+    def held(self, why: str, limit: Limit) -> Decision:
+        """Held at the current size by `limit`, saying why and what it would have done."""
+        verb = "scale out" if self.change > 0 else "scale in"
+        would = f"would {verb} {self.current} → {self.desired}"
+        return self.model_copy(
+            update={
+                "desired": self.current,
+                "would_desire": self.desired,
+                "limited_by": (*self.limited_by, limit),
+                "reason": f"{why}: {would} | {self.reason}",
+            }
+        )
+
 
 def fit_to_store(decision: Decision, max_bytes: int = MAX_DECISION_BYTES) -> Decision:
     """The decision as saved, logged and told: its free texts cut, each with a marker, when

@@ -83,10 +83,14 @@ class SpotWarning:
     event_id: str  # the event's id: its group's re-evaluation is keyed on it
     at: datetime
 
-    @property
-    def deadline(self) -> timedelta | None:
-        """How long the instance has: two minutes after an interruption warning."""
-        return INTERRUPTION_DEADLINE if self.cause is DrainCause.SPOT_INTERRUPTION else None
+    def drain_until(self, started: datetime, timeout: timedelta) -> datetime:
+        """When its drain, started at `started`, must end: after `timeout`, and for an
+        interruption 110 s after the warning, whenever the drain could start (EC2 reclaims
+        the instance two minutes after warning it, however late the event was delivered)."""
+        until = started + timeout
+        if self.cause is DrainCause.SPOT_INTERRUPTION:
+            return min(until, self.at + INTERRUPTION_DEADLINE)
+        return until
 
 
 DrainRequest = LifecycleAction | SpotWarning
@@ -300,6 +304,8 @@ class DrainProgress:
         self.skipped.clear()  # a drain started again after an outage plans afresh
         self.refused.clear()
         for pod in pods:
+            if pod.key in self.terminating:  # evicted before an outage: watched till gone
+                continue
             if (why := pod.stays) is not None:
                 self.skipped.append(PodNote(pod.key, why))
             elif pod.gone_after is not None and pod.gone_after < self.started:

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 # The label EKS puts on every node of a managed node group.
 EKS_NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
+MAX_GROUP_NAME = 255  # characters of an Auto Scaling group's name: Auto Scaling's limit
 
 
 @dataclass(frozen=True)

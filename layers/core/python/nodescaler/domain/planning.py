@@ -171,15 +171,7 @@ def _hold_on_bounds_doubt(decision: Decision, group: NodeGroup) -> Decision:
     EKS did not describe): the bounds it would go to are not known to be EKS's."""
     if not group.bounds_doubt or decision.change >= 0:
         return decision
-    would = f"would scale in {decision.current} → {decision.desired}"
-    return decision.model_copy(
-        update={
-            "desired": decision.current,
-            "would_desire": decision.desired,
-            "limited_by": (*decision.limited_by, Limit.BOUNDS_UNREAD),
-            "reason": f"{group.bounds_doubt}: {would} | {decision.reason}",
-        }
-    )
+    return decision.held(group.bounds_doubt, Limit.BOUNDS_UNREAD)
 
 
 def after_scale_up_check(facts: Facts) -> GroupState:

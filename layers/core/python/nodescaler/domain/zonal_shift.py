@@ -95,13 +95,4 @@ def hold_for_zones(decision: Decision, hold: ZoneHold | None) -> Decision:
         return decision
     if not decision.min_replicas <= decision.current <= decision.max_replicas:
         return decision
-    verb = "scale out" if decision.change > 0 else "scale in"
-    reason = f"{hold.why}: would {verb} {decision.current} → {decision.desired} | {decision.reason}"
-    return decision.model_copy(
-        update={
-            "desired": decision.current,
-            "would_desire": decision.desired,
-            "limited_by": (*decision.limited_by, Limit.ZONAL_SHIFT),
-            "reason": reason,
-        }
-    )
+    return decision.held(hold.why, Limit.ZONAL_SHIFT)

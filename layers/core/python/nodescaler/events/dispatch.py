@@ -16,6 +16,7 @@ from pydantic import (
     ValidationError,
 )
 
+from nodescaler.domain.node_group import MAX_GROUP_NAME
 from nodescaler.domain.text import outside
 from nodescaler.errors import MalformedEventError
 from nodescaler.events import describe_errors
@@ -99,12 +100,20 @@ class AlarmStateChangeEvent(DispatchedEvent):
 
 
 class LaunchUnsuccessful(BaseModel):
-    group: Annotated[str, Field(alias="AutoScalingGroupName", min_length=1, max_length=255)]
+    group: Annotated[
+        str, Field(alias="AutoScalingGroupName", min_length=1, max_length=MAX_GROUP_NAME)
+    ]
     # An activity's id is a UUID; anyone allowed to invoke dispatch may send any text,
     # which messages and log lines show: bounded, on one line, from here on.
     activity_id: Annotated[str, Field(alias="ActivityId", min_length=1), AfterValidator(outside)]
     status_message: Annotated[str, Field(alias="StatusMessage")] = ""
     cause: Annotated[str, Field(alias="Cause")] = ""
+
+    @property
+    def shown_group(self) -> str:
+        """The group's name fit to log: anyone allowed to invoke dispatch may send one, for
+        a group that does not exist; only a group found among ours is used as it is."""
+        return outside(self.group, MAX_GROUP_NAME)
 
 
 class LaunchUnsuccessfulEvent(DispatchedEvent):
@@ -116,7 +125,7 @@ class LaunchUnsuccessfulEvent(DispatchedEvent):
 
     @property
     def cause(self) -> str:
-        return f"launch failure in {self.detail.group}"
+        return f"launch failure in {self.detail.shown_group}"
 
     @property
     def reason(self) -> str:

@@ -14,8 +14,14 @@ from datetime import datetime, timedelta
 
 from nodescaler.domain.backoff import Backoff, BackoffRules, after_failure
 from nodescaler.domain.group_state import failure_key
-from nodescaler.domain.node_group import NodeGroup, ScalingActivity, unconfirmed_launch_failure
+from nodescaler.domain.node_group import (
+    MAX_GROUP_NAME,
+    NodeGroup,
+    ScalingActivity,
+    unconfirmed_launch_failure,
+)
 from nodescaler.domain.optin import AllowedGroups
+from nodescaler.domain.text import outside
 from nodescaler.errors import (
     EventUnconfirmableError,
     EventUnconfirmedError,
@@ -81,15 +87,15 @@ class Dispatcher:
         anyone allowed to invoke dispatch could send the event."""
         self._check_time(event_id, at)
         groups = [g for g in self.node_groups.discover() if self.allowed.allows(g.name)]
+        shown = outside(group_name, MAX_GROUP_NAME)  # not yet known to be a group of ours
         if not self.allowed.allows(group_name):
             raise UnmanagedGroupError(
-                f"launch failure {activity_id}: {self.allowed.refusal(group_name)}; "
-                "nothing to back off"
+                f"launch failure {activity_id}: {self.allowed.refusal(shown)}; nothing to back off"
             )
         group = next((g for g in groups if g.name == group_name), None)
         if group is None:
             raise UnmanagedGroupError(
-                f"launch failure {activity_id}: node group {group_name} is not managed by "
+                f"launch failure {activity_id}: node group {shown} is not managed by "
                 "nodescaler (not opted in, or opted in for another cluster); nothing to back off"
             )
         activity = self._activity(group, activity_id)

@@ -44,6 +44,7 @@ from nodescaler.errors import (
     DrainFailedError,
     EventUnconfirmableError,
     LifecycleActionExpiredError,
+    RetryableError,
 )
 from nodescaler.events.queue import EvaluationRequest
 from nodescaler.ports import (
@@ -217,12 +218,12 @@ class Drainer:
         progress = DrainProgress(
             warning.instance_id, warning.cause, group, self._now(), replacement
         )
-        deadline = min(self.drain_timeout, warning.deadline or self.drain_timeout)
+        until = warning.drain_until(progress.started, self.drain_timeout)
         try:
-            drain = partial(self._drain, progress, deadline, None)
-            result = self._retrying(drain, progress.started + deadline, keep_alive=lambda: None)
+            drain = partial(self._drain, progress, until - progress.started, None)
+            result = self._retrying(drain, until, keep_alive=lambda: None)
             if warning.cause is DrainCause.REBALANCE_RECOMMENDATION and progress.cordoned:
-                result = self._uncordon_if_it_stays(result, progress.started + deadline)
+                result = self._uncordon_if_it_stays(result, until)
             return result
         except Exception as error:
             failed = progress.result(DrainOutcome.FAILED, self._now(), _describe(error))
@@ -277,17 +278,16 @@ class Drainer:
     def _retrying(
         self, attempt: Callable[[], T], deadline: datetime, keep_alive: Callable[[], None]
     ) -> T:
-        """`attempt` again after each error (throttled past the SDK's retries, unreachable,
-        refused) until the deadline, `keep_alive` after each wait; then its last error.
-        An expired lifecycle action is final: nothing holds the instance any more."""
+        """`attempt` again after each transient error (throttled past the SDK's retries,
+        unreachable, refused) until the deadline, `keep_alive` after each wait; then its
+        last error. Any other error (a bug, an expired lifecycle action) is raised at once:
+        trying again would only hold the instance until the deadline for the same end."""
         wait = FIRST_WAIT
         while True:
             try:
                 return attempt()
-            except LifecycleActionExpiredError:
-                raise
-            except Exception:
-                if self._now() + wait >= deadline:
+            except Exception as error:
+                if not _transient(error) or self._now() + wait >= deadline:
                     raise
             self.sleep(wait.total_seconds())
             keep_alive()
@@ -355,6 +355,15 @@ class Drainer:
             if heartbeat is not None:
                 wake.append(next_beat)
             self.sleep(max((min(wake) - now).total_seconds(), 0.0))
+
+
+def _transient(error: Exception) -> bool:
+    """An error that may pass if tried again: AWS throttled, refused or unreachable, the
+    Kubernetes API unavailable (nodescaler's retryable errors), a network error or timeout.
+    Not an expired lifecycle action: nothing holds the instance any more."""
+    # AWS's errors (ClientError, BotoCoreError) known by their module: a service imports no SDK
+    from_aws = any(kind.__module__ == "botocore.exceptions" for kind in type(error).__mro__)
+    return from_aws or isinstance(error, RetryableError | OSError)
 
 
 def _describe(error: Exception) -> str:

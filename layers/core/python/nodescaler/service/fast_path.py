@@ -22,11 +22,10 @@ from nodescaler.domain.optin import AllowedGroups
 from nodescaler.domain.policy import (
     MetricBase,
     NodeGroupPolicy,
-    PrometheusMetric,
     PrometheusSource,
-    SqsQueueMetric,
     SqsQueueSource,
 )
+from nodescaler.domain.policy.descriptors import backlog
 from nodescaler.domain.text import outside
 from nodescaler.errors import (
     PrometheusQueryError,
@@ -74,15 +73,6 @@ class QueueWatch:
     @property
     def key(self) -> str:
         return f"{self.group.name}\n{self.what}"
-
-
-def _watched_source(metric: MetricBase) -> SqsQueueSource | PrometheusSource | None:
-    """What a look reads of a metric: a backlog's source (the metric types read here)."""
-    if isinstance(metric, SqsQueueMetric):
-        return metric.sqs_queue
-    if isinstance(metric, PrometheusMetric):
-        return metric.prometheus
-    return None
 
 
 @dataclass(frozen=True)
@@ -165,7 +155,7 @@ class FastPath:
             for group in groups
             if (policy := self.policies.policy_of(group)) is not None
             for metric in policy.spec.metrics
-            if (source := _watched_source(metric)) is not None
+            if (source := backlog(metric)) is not None
         )
         return Watch(pending, queues)
 

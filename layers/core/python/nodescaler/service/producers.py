@@ -15,6 +15,7 @@ from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy, ScheduleMetric
 from nodescaler.domain.readings import MetricReading, MetricRefused, MetricUnavailable, Reading
 from nodescaler.domain.schedule import scheduled_replicas
+from nodescaler.errors import OutOfTimeError
 from nodescaler.ports import MetricProducer
 
 
@@ -48,6 +49,8 @@ class Producers:
             return MetricUnavailable(reason=f"no {metric.type_name} producer is configured")
         try:
             return producer.read(metric, group, now)
+        except OutOfTimeError:  # the invocation's time, not the metric's: tried again later
+            raise
         except Exception as error:  # a producer bug must not stop the evaluation
             return MetricUnavailable(reason=f"{metric.type_name} producer failed: {error!r}")
 

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from nodescaler.domain.cluster import Pod
 from nodescaler.domain.expanders import Plan
-from nodescaler.errors import KubernetesUnavailableError
+from nodescaler.errors import KubernetesUnavailableError, OutOfTimeError
 from nodescaler.ports import PodEvents
 
 INTERVAL = timedelta(minutes=10)
@@ -39,7 +39,7 @@ class UnplacedPodEvents:
             message = f"pod didn't trigger scale-up: {plan.why_waiting(pod)}"
             try:
                 self._events.not_trigger_scale_up(pod.namespace, pod.name, message, now)
-            except KubernetesUnavailableError:
+            except (KubernetesUnavailableError, OutOfTimeError):  # a hint: never worth a retry
                 break
             self._told[pod.key] = now
             told.append(pod.key)

@@ -40,12 +40,18 @@ class TtlCache(Generic[K, V]):
         self._rng = rng
         self._entries: dict[K, tuple[datetime, V]] = {}
 
-    def get(self, key: K, load: Callable[[], V]) -> V:
+    def get(self, key: K, load: Callable[[], V], keep: Callable[[V], bool] = lambda _: True) -> V:
+        """The entry, loaded when missing or expired; a loaded value `keep` refuses (a
+        failed read) is returned but not stored: the next get loads it again."""
         now = self._clock.now()
         entry = self._entries.get(key)
         if entry is None or now >= entry[0]:
+            value = load()
+            if not keep(value):
+                self._entries.pop(key, None)
+                return value
             jitter = timedelta(seconds=self._rng.uniform(-self._jitter, self._jitter))
-            entry = self._entries[key] = (now + self._ttl + jitter, load())
+            entry = self._entries[key] = (now + self._ttl + jitter, value)
         return entry[1]
 
 

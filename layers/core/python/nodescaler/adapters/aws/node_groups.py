@@ -127,14 +127,17 @@ class AsgNodeGroups:
         tag_names: TagNames,
         cluster_name: str = "",
         clock: Clock | None = None,
+        scaling_config: bool = True,
     ) -> None:
         self._autoscaling = autoscaling
         self._eks = eks
         self._tags = tag_names
         self._cluster = cluster_name
+        # False: a managed group's bounds are its ASG's (a role without DescribeNodegroup)
+        self._scaling_config = scaling_config
         # managed groups' bounds for discover, kept a minute as their labels are
         self._bounds: TtlCache[tuple[str, str], EksBounds] | None = None
-        if clock is not None:
+        if clock is not None and scaling_config:
             from nodescaler.adapters.aws.instance_types import NODEGROUP_TTL, TtlCache
 
             self._bounds = TtlCache(clock, NODEGROUP_TTL, BOUNDS_JITTER, Random())
@@ -164,7 +167,10 @@ class AsgNodeGroups:
 
     def _kept_bounds(self, group: NodeGroup) -> EksBounds:
         assert self._bounds is not None
-        return self._bounds.get(_nodegroup(group), lambda: self._eks_bounds(group))
+        # a failed read is not kept: the next discover asks EKS again
+        return self._bounds.get(
+            _nodegroup(group), lambda: self._eks_bounds(group), keep=lambda b: not b.doubt
+        )
 
     def get(self, name: str) -> NodeGroup | None:
         """The group as it is now; a managed one bounded by its scalingConfig, read afresh:
@@ -173,7 +179,9 @@ class AsgNodeGroups:
         if not found:
             return None
         group = found[0]
-        return _bounded(group, self._eks_bounds(group)) if group.is_eks_managed else group
+        if not (group.is_eks_managed and self._scaling_config):
+            return group
+        return _bounded(group, self._eks_bounds(group))
 
     def _eks_bounds(self, group: NodeGroup) -> EksBounds:
         """A managed node group's bounds: its scalingConfig, as EKS refuses a desiredSize

@@ -39,7 +39,7 @@ from nodescaler.deadline import Deadline
 from nodescaler.domain.cluster import ClusterBuffer, DisruptionBudget, Node, Pod, Snapshot
 from nodescaler.domain.cluster_buffers import GROUP, VERSION, Workload, read_buffer
 from nodescaler.domain.text import MAX_MESSAGE, outside
-from nodescaler.errors import KubernetesUnavailableError
+from nodescaler.errors import KubernetesUnavailableError, NodescalerError, OutOfTimeError
 
 PAGE_SIZE = 500
 # Seconds to connect, and for each whole answer (a page): not only each socket read, which
@@ -177,12 +177,12 @@ class CoreApi:
         raise AssertionError("unreachable")
 
     def _whole_answer(self, call: Callable[..., Any]) -> bytes:
-        """The answer, read whole by the deadline, or `KubernetesUnavailableError`."""
+        """The answer, read whole by the deadline; else `KubernetesUnavailableError`, or
+        `OutOfTimeError` when the invocation's deadline cut the read."""
         from urllib3.exceptions import HTTPError, ReadTimeoutError
 
         seconds, cut = self._time_for()
-        cut_by = " (the invocation's time left)" if cut else ""
-        late = KubernetesUnavailableError(f"Kubernetes API: no answer within {seconds:g}s{cut_by}")
+        late = _late(seconds, cut)
         timeout = (seconds, seconds)  # connect, read: a float alone would be ignored
         with watching(seconds) as watchdog:
             try:
@@ -203,10 +203,18 @@ class CoreApi:
         if left is None or left >= self._timeout_seconds:
             return self._timeout_seconds, False
         if left <= 0:
-            raise KubernetesUnavailableError(
-                "Kubernetes API: not asked, the invocation has no time left"
-            )
+            raise OutOfTimeError("Kubernetes API: not asked, the invocation has no time left")
         return left, True
+
+
+def _late(seconds: float, cut: bool) -> NodescalerError:
+    """No answer in time: the server's fault, or (cut by the invocation) nobody's, so
+    `OutOfTimeError`: the record is tried again later, never counted as a metric failure."""
+    if cut:
+        return OutOfTimeError(
+            f"Kubernetes API: no answer within {seconds:g}s (the invocation's time left)"
+        )
+    return KubernetesUnavailableError(f"Kubernetes API: no answer within {seconds:g}s")
 
 
 def _watched(api_client: Any) -> Any:

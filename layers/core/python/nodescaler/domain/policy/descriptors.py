@@ -25,6 +25,7 @@ from nodescaler.domain.policy.metrics import (
     ScheduleMetric,
     SqsQueueMetric,
 )
+from nodescaler.domain.policy.sources import PrometheusSource, SqsQueueSource
 from nodescaler.domain.token_origins import TokenOrigins, token_pairing
 
 if TYPE_CHECKING:
@@ -55,6 +56,13 @@ class MetricReads:
 NOTHING = MetricReads()
 
 
+Backlog = SqsQueueSource | PrometheusSource  # what the fast path can read each look
+
+
+def _no_backlog(metric: Any) -> Backlog | None:
+    return None
+
+
 def _reads_nothing(metric: Any) -> MetricReads:
     return NOTHING
 
@@ -68,6 +76,8 @@ class MetricType(Generic[M]):
     model: type[M]
     reads: Callable[[M], MetricReads] = field(default=_reads_nothing)
     reads_cluster: bool = False
+    # the backlog a metric of the type measures, which the fast path reads between ticks
+    backlog: Callable[[M], Backlog | None] = field(default=_no_backlog)
 
     @property
     def kind(self) -> str:
@@ -88,11 +98,13 @@ def _prometheus_reads(metric: PrometheusMetric) -> MetricReads:
 
 
 SQS_QUEUE = MetricType(
-    SqsQueueMetric, lambda m: MetricReads(sqs_queues=frozenset({m.sqs_queue.queue}))
+    SqsQueueMetric,
+    lambda m: MetricReads(sqs_queues=frozenset({m.sqs_queue.queue})),
+    backlog=lambda m: m.sqs_queue,
 )
 # GetMetricData has no resource-level scope: every evaluate function may call it.
 CLOUD_WATCH = MetricType(CloudWatchMetric)
-PROMETHEUS = MetricType(PrometheusMetric, _prometheus_reads)
+PROMETHEUS = MetricType(PrometheusMetric, _prometheus_reads, backlog=lambda m: m.prometheus)
 SCHEDULE = MetricType(ScheduleMetric)  # computed from the clock alone
 CAPACITY_RESERVATION = MetricType(CapacityReservationMetric, reads_cluster=True)
 PENDING_PODS = MetricType(PendingPodsMetric, reads_cluster=True)
@@ -128,6 +140,11 @@ def reads_of(policies: Iterable[NodeGroupPolicy]) -> MetricReads:
         for metric in policy.spec.metrics:
             reads |= metric_reads(metric)
     return reads
+
+
+def backlog(metric: MetricBase) -> Backlog | None:
+    """The backlog the metric measures, if the fast path can read it (a queue, a query)."""
+    return metric_type(metric).backlog(metric)
 
 
 def reads_cluster(metric: MetricBase) -> bool:
