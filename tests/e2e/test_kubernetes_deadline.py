@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from nodescaler.deadline import RECORDING_MARGIN
 from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.readings import MetricUnavailable
+from nodescaler.errors import OutOfTimeError
 from nodescaler_sandbox.kube.apiserver import KubeApiServer
 
 from tests.aws import CallCounter
@@ -20,7 +21,7 @@ CPU_60 = reservation_metric("cpu", 60)
 GROUP = NodeGroup("web", 1, 0, 10, 1, eks_cluster="prod", eks_nodegroup="a")
 
 
-def test_given_an_invocation_with_no_time_left_its_cluster_read_is_not_made_and_unavailable(
+def test_given_an_invocation_with_no_time_left_its_cluster_read_is_not_made_but_retried(
     tmp_path: Path, policies: Path, calls: CallCounter, clock: VirtualClock
 ) -> None:
     # Given evaluate deployed with a policy read from the cluster, and an API server
@@ -33,10 +34,10 @@ def test_given_an_invocation_with_no_time_left_its_cluster_read_is_not_made_and_
 
         # When an invocation starts with only the time it keeps to record its results
         deployment.evaluator.deadline.start(int(RECORDING_MARGIN * 1000))
-        reading = view.read(metric(CPU_60), GROUP, clock.now())
+        with pytest.raises(OutOfTimeError, match="not asked, the invocation has no time left"):
+            view.read(metric(CPU_60), GROUP, clock.now())
         asked = list(server.requests)
 
-    # Then the cluster is not asked, and the metric reads as unavailable: no scale-in on it
-    assert isinstance(reading, MetricUnavailable)
-    assert "Kubernetes API: not asked, the invocation has no time left" in reading.reason
+    # Then the cluster is not asked, and the read is out of time: the record is retried by a
+    # later invocation, neither a metric failure (no fallback advanced) nor a decision
     assert asked == []
