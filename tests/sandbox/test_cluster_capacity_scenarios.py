@@ -59,13 +59,15 @@ def test_a_scale_up_goes_to_the_group_whose_reservation_has_room_then_to_the_nex
     # When the three runs go on to minute 9
     summary, lines = run(tmp_path, scenario("reservation-first", minutes=9))
 
-    # Then nodescaler's reserved-first sends the reservation's 5 unused instances' worth to
-    # reserved-ng, and the 4 nodes it cannot hold to general-ng, in one evaluation
-    assert scale_requests(summary, NODESCALER) == [
-        ("reserved-ng", 0, 1),  # its policy's minimum
-        ("general-ng", 1, 4),
-        ("reserved-ng", 1, 6),
-    ]
+    # Then nodescaler's reserved-first fills the reservation's 5 unused instances first
+    # (reserved-ng 1 → 6, step by step as the fast path sees the pods arrive), and only then
+    # sends the nodes reserved-ng cannot hold to general-ng
+    asked = scale_requests(summary, NODESCALER)
+    assert asked[0] == ("reserved-ng", 0, 1)  # its policy's minimum
+    first_general = next(i for i, (group, _, _) in enumerate(asked) if group == "general-ng")
+    assert {group for group, _, _ in asked[:first_general]} == {"reserved-ng"}
+    assert asked[first_general - 1][2] == 6  # the reservation full before general-ng grows
+    assert asked[first_general:] == [("general-ng", 1, 4)]
     assert any(
         "(reserved-first: 5 reserved instances unused (cr-" in line
         for line in lines
