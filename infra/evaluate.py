@@ -39,6 +39,8 @@ class EvaluateFunction:
                 cluster_max_nodes=limits.max_nodes,
                 cluster_max_vcpus=limits.max_vcpus,
                 cluster_max_memory_gib=limits.max_memory_gib,
+                cluster_buffer_max_pods=limits.buffer_max_pods,
+                cluster_buffers_max_pods=limits.buffers_max_pods,
                 # each bearer token goes only to the server it is deployed with
                 token_origins=sorted(token_origins(shared.policies.values())),
                 # a failed request is made visible again within seconds, or dead-lettered

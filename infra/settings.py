@@ -127,6 +127,13 @@ class ClusterLimits(_Context):
     max_nodes: Annotated[int | None, Field(ge=0)] = None
     max_vcpus: Annotated[int | None, Field(ge=0)] = None
     max_memory_gib: Annotated[int | None, Field(ge=0)] = None
+    # The most pods one namespace's CapacityBuffer, and all of them together, may ask room for.
+    buffer_max_pods: Annotated[int, Field(ge=0, le=100_000)] = _default(
+        EvaluateSettings, "cluster_buffer_max_pods"
+    )
+    buffers_max_pods: Annotated[int, Field(ge=0, le=100_000)] = _default(
+        EvaluateSettings, "cluster_buffers_max_pods"
+    )
 
     @property
     def by_size(self) -> bool:
