@@ -57,10 +57,9 @@ def read_buffer(
     (namespace, name); at most `most` of the pods it asks for."""
     if not isinstance(obj, Mapping):
         return ClusterBuffer("?", "?", problem=f"not an object: {outside(repr(obj), 60)}")
-    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    metadata, spec = _mapping(obj.get("metadata")), _mapping(obj.get("spec"))
     namespace = outside(metadata.get("namespace", "default"), 63)
     name = outside(metadata.get("name", "?"), 253)
-    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
     strategy = spec.get("provisioningStrategy") or ACTIVE
     try:
         template, scaled = _template(obj, spec, namespace, templates, workloads or {})
@@ -74,6 +73,10 @@ def read_buffer(
             namespace, name, note=f"provisioningStrategy {outside(strategy)} is not {ACTIVE}"
         )
     return _with_pods(ClusterBuffer(namespace, name), template, count, most)
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _with_pods(buffer: ClusterBuffer, template: Pod, count: int, most: int) -> ClusterBuffer:
