@@ -12,7 +12,7 @@ from typing import Any
 
 from nodescaler_sandbox.kube.apiserver import KubeApiServer
 
-from tests.aws import desired_capacity
+from tests.aws import desired_capacity, make_asg
 from tests.builders import VirtualClock
 from tests.e2e import test_kubernetes_path as kubernetes_path
 from tests.e2e.conftest import Deployment
@@ -162,6 +162,36 @@ def test_a_buffer_whose_limit_no_quantity_can_hold_is_named_and_the_schedule_sti
     assert metrics["pending-pods"]["detail"] == (
         "node group general-ng: CapacityBuffer shop/headroom ignored: spec.limits.cpu: "
         "'1e30' is more than Kubernetes' largest quantity (9223372036854775807)"
+    )
+    assert deployment.dead_letters() == []
+
+
+def test_while_a_buffer_cannot_be_read_the_group_is_not_scaled_in(
+    policies: Path,
+    against_cluster: Callable[..., Deployment],
+    api_server: KubeApiServer,
+    clock: VirtualClock,
+    output: Any,
+) -> None:
+    # Given a group of 5 whose schedule asks for 3 now, and a buffer limited to 1e999999 bytes
+    (policies / "buffered.yaml").write_text(BUFFERED_POLICY)
+    launch_template("general", "m5.large")
+    tags = {"nodescaler/enabled": "true", "nodescaler/policy": "buffered"}
+    make_asg("general-ng", tags=tags, desired=5, max_size=20, launch_template="general")
+    deployment = against_cluster()
+    api_server.cluster.put("podtemplates", TEMPLATE)
+    api_server.cluster.put("capacitybuffers", capacity_buffer(limits={"memory": "1e999999"}))
+
+    # When nodescaler evaluates the group, and again well past any scale-in delay
+    deployment.tick()
+    clock.advance(minutes=30)
+    deployment.tick()
+
+    # Then it keeps its 5 nodes (doubt holds scale-in), the buffer named, nothing dead-lettered
+    assert desired_capacity("general-ng") == 5
+    assert pending_metric_of(output, "general-ng")["detail"] == (
+        "node group general-ng: CapacityBuffer shop/headroom ignored: spec.limits.memory: "
+        "'1e999999' is more than Kubernetes' largest quantity (9223372036854775807)"
     )
     assert deployment.dead_letters() == []
 
