@@ -80,6 +80,7 @@ def test_the_largest_quantity_kubernetes_keeps_reads_and_a_tiny_one_reads_as_1n(
     assert parse_quantity("7Ei") == 7 * 2**60
     assert parse_quantity("1e-1000000000") == Decimal("1e-9")  # Kubernetes rounds up to 1n
     assert millicores("1e-1000000000") == 1
+    assert parse_quantity("0.1n") == Decimal("1e-9")
     assert parse_quantity("0e999999999") == 0
 
 

@@ -428,6 +428,8 @@ def test_a_node_whose_pods_would_not_fit_does_not_stop_the_next_from_going() -> 
         ({"mirror": True}, 1200, False),
         # 0.9 of the 2 left: 45 %, under half; it goes
         ({"daemon_set": True}, 900, True),
+        # a finished DaemonSet pod holds nothing: 1.2 of 4 cores, 30 %; it goes
+        ({"daemon_set": True, "phase": "Succeeded"}, 1200, True),
     ],
 )
 def test_a_nodes_utilization_leaves_its_daemon_set_and_mirror_pods_out_of_both_sides(
