@@ -9,9 +9,9 @@ reading that holds one sheds a node.
 
 Anyone who may create a CapacityBuffer in one namespace writes these objects, so every
 field is outside text: a quantity or count nodescaler cannot use is that buffer's named
-problem (its namespace/name and field), never an error that fails the evaluation; and the
-pods a buffer, and all buffers together, may ask room for are capped (`limits.BufferCaps`), the
-cap named in the decision when it binds.
+problem (its namespace/name and field), never an error that fails the evaluation; and
+the pods a buffer, and all buffers together, may ask room for are capped
+(`limits.BufferCaps`), the cap named in the decision when it binds.
 """
 
 from __future__ import annotations
