@@ -73,6 +73,11 @@ class OutOfTimeError(RetryableError):
     """An invocation with too little time left to start a piece of work: a later one will."""
 
 
+class NotStartedError(OutOfTimeError):
+    """An evaluation request its invocation had no time to start: nothing of it was tried,
+    so it goes back to the queue as a new message, its receives not counted (batch.py)."""
+
+
 # --- the state table ---------------------------------------------------------------------
 
 
