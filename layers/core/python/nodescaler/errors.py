@@ -9,7 +9,7 @@ This module imports nothing at run time, so every layer, the domain included, ma
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
@@ -123,7 +123,12 @@ class ActuationError(RetryableError):
 
 
 class QueueSendError(RetryableError):
-    """Some evaluation requests could not be queued; the message names their groups."""
+    """Some evaluation requests could not be queued; the message names their groups, and
+    `unqueued` holds them (empty: not known which)."""
+
+    def __init__(self, message: str, unqueued: Iterable[str] = ()) -> None:
+        super().__init__(message)
+        self.unqueued = frozenset(unqueued)
 
 
 # --- metric sources ----------------------------------------------------------------------

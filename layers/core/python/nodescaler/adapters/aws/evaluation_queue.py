@@ -58,7 +58,8 @@ class SqsEvaluationQueue:
                 why.setdefault(reason, []).append(group)
             raise QueueSendError(
                 f"{len(unqueued)} of {len(requests)} evaluations not queued: "
-                + "; ".join(f"{', '.join(groups)} ({reason})" for reason, groups in why.items())
+                + "; ".join(f"{', '.join(groups)} ({reason})" for reason, groups in why.items()),
+                unqueued=[group for group, _ in unqueued],
             )
 
     def _send_batch(self, batch: Sequence[EvaluationRequest]) -> list[tuple[str, str]]:
