@@ -10,7 +10,9 @@ cannot be fixed that way (a malformed message, a corrupt state item) goes to the
 dead-letter queue at once, with its reason. One the invocation had no time to start goes
 back to the queue as a new message: every receive counts towards the queue's
 maxReceiveCount, ChangeMessageVisibility included, so three such invocations would
-dead-letter a request that never failed (`SqsRedelivery.requeue`).
+dead-letter a request that never failed (`SqsRedelivery.requeue`). It cannot go round for
+ever: each invocation starts at least its first record (60 s against the 13 an evaluation
+needs to start), and a requeued request joins the back of its group.
 """
 
 from __future__ import annotations
