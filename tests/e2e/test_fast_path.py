@@ -18,6 +18,7 @@ from botocore.config import Config
 from nodescaler import wiring
 from nodescaler.config import FastPathSettings
 from nodescaler.observability.metric_names import MetricName
+from nodescaler.observability.reports import report_fast_look
 from nodescaler.service.fast_path import FastPath
 from nodescaler_sandbox.kube.apiserver import Fault, KubeApiServer
 from nodescaler_sandbox.lambda_local import LocalContext
@@ -300,7 +301,7 @@ def test_given_a_message_sent_first_with_a_predictable_id_then_the_fast_paths_re
 
 
 def test_given_sqs_refusing_one_groups_request_then_only_that_group_is_asked_again(
-    fast: Callable[..., tuple[Deployment, FastPath]], api_server: KubeApiServer
+    fast: Callable[..., tuple[Deployment, FastPath]], api_server: KubeApiServer, output: Any
 ) -> None:
     # Given SQS refusing batch-a's request (a batch entry failed), once
     deployment, path = fast()
@@ -328,8 +329,11 @@ def test_given_sqs_refusing_one_groups_request_then_only_that_group_is_asked_aga
     path.clock.advance(seconds=10)  # type: ignore[attr-defined]
     path.act(path.look(watch))
 
-    # Then batch-a is asked again, batch-b (taken the first time) is not
+    # Then batch-a is asked again, batch-b (taken the first time) is not; the first look
+    # counts the one request SQS took
     assert first.send_error and "batch-a" in first.send_error
+    report_fast_look(first, 0)
+    assert output().metric(MetricName.FAST_PATH_QUEUED) == [1]
     assert sorted(r["node_group"] for r in queued(deployment)) == ["batch-a", "batch-b"]
 
 
