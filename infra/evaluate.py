@@ -65,6 +65,9 @@ class EvaluateFunction:
         )
         # A request that retrying cannot help goes to the dead-letter queue at once.
         shared.evaluation_dead_letters.grant_send_messages(self.lambda_.role)
+        # One not started for lack of time goes back to its queue as a new message, which
+        # spends none of the receives that would dead-letter it (adapters/aws/batch.py).
+        shared.evaluation_queue.grant_send_messages(self.lambda_.role)
         self.lambda_.allow(
             permissions.describe_node_groups("DescribeScalingActivities"),
             permissions.write_opted_in_groups(

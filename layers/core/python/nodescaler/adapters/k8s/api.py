@@ -292,13 +292,15 @@ class KubernetesCluster:
     def budgets(self) -> tuple[DisruptionBudget, ...] | None:
         return self._api.budgets()
 
-    def unschedulable_pods(self) -> frozenset[str]:
-        """The uids of the unbound Pending pods the scheduler marked Unschedulable (Cluster
-        Autoscaler acts on no other), read field-selected and paged: the fast path's look."""
+    def unschedulable_pods(self) -> dict[str, Pod]:
+        """The unbound Pending pods the scheduler marked Unschedulable (Cluster Autoscaler
+        acts on no other), by uid, read field-selected and paged: the fast path's look."""
         from kubernetes import client
 
-        return frozenset(
-            item.metadata.uid or f"{item.metadata.namespace}/{item.metadata.name}"
+        return {
+            item.metadata.uid or item.metadata.namespace + "/" + item.metadata.name: pod_from_wire(
+                PodWire(item.metadata, item.spec, item.status)
+            )
             for page in self._api.listed(
                 client.CoreV1Api.list_pod_for_all_namespaces,
                 UnboundPodList,
@@ -306,7 +308,7 @@ class KubernetesCluster:
             )
             for item in page.items
             if unschedulable(item.status)
-        )
+        }
 
     @property
     def bytes_read(self) -> int:
