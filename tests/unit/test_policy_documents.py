@@ -693,3 +693,22 @@ def test_each_problem_is_one_exact_line_naming_the_file_and_where(text: str, pro
 def test_a_validators_own_message_is_shown_without_pydantics_prefix() -> None:
     _, (problem,) = problems(VALID.replace("minReplicas: 0", "minReplicas: 20"))
     assert problem == "p.yaml: spec.maxReplicas: maxReplicas (10) is below minReplicas (20)"
+
+
+def test_given_a_folder_file_of_two_documents_then_synth_and_the_functions_read_both(
+    tmp_path: Path,
+) -> None:
+    from nodescaler.adapters.deployed_policies import read_policies
+
+    # Given a folder file of two policies, the second with a typo, and a trailing `---`
+    good = VALID.replace("name: batch", "name: gpu")
+    (tmp_path / "all.yaml").write_text(f"{good}---\n{VALID}---\n")
+    # Then synth's strict read takes both
+    assert sorted(load_policies(tmp_path)) == ["batch", "gpu"]
+    # And a broken second document sets aside its own policy alone, by name
+    (tmp_path / "all.yaml").write_text(f"{good}---\n{VALID.replace('maxReplicas', 'maxReplica')}")
+    folder = read_policies(tmp_path)
+    assert list(folder.policies) == ["gpu"]
+    assert f"{tmp_path / 'all.yaml'} (document 2): spec.maxReplica: unknown field" in (
+        folder.broken["batch"]
+    )

@@ -137,6 +137,58 @@ def parse_policy(text: str, source: str) -> NodeGroupPolicy:
         raise PolicyError(source, problems_of(error, source)) from None
 
 
+def split_documents(text: str) -> list[str]:
+    """Each non-empty YAML document of `text` (kubectl's `---`-separated files), after as
+    many blank lines as come before it, so a problem keeps the file's line number; the
+    text whole when it is one document with nothing beside it, or not YAML (whose parser
+    then says where). An empty document, a trailing `---`'s, is no document."""
+    try:
+        events = list(yaml.parse(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError:
+        return [text]
+    # each document from where the one before it ends: its comments and `---` with it
+    ends = [e.end_mark.index for e in events if isinstance(e, yaml.DocumentEndEvent) and e.end_mark]
+    pieces = [
+        "\n" * text.count("\n", 0, start) + text[start:end]
+        for start, end in zip([0, *ends], ends, strict=False)
+    ]
+    if len(pieces) < 2:
+        return [text]
+    filled = [piece for piece in pieces if not _empty(piece)]
+    return filled or [text]
+
+
+def _empty(piece: str) -> bool:
+    try:
+        return yaml.safe_load(piece) is None
+    except yaml.YAMLError:  # a document that is there, broken: parse_policy says where
+        return False
+
+
+def documents(text: str, source: str) -> list[tuple[str, str]]:
+    """Each document of a file's text as (its source, its text): `source` itself for a
+    file of one, `source (document N)` for each of several."""
+    pieces = split_documents(text)
+    if len(pieces) == 1:
+        return [(source, pieces[0])]
+    return [(f"{source} (document {n})", piece) for n, piece in enumerate(pieces, start=1)]
+
+
+def parse_policies(text: str, source: str) -> list[tuple[str, NodeGroupPolicy, str]]:
+    """Every policy of a file's documents, as (source, policy, document text); every
+    problem of every document reported together."""
+    problems: list[str] = []
+    parsed: list[tuple[str, NodeGroupPolicy, str]] = []
+    for where, piece in documents(text, source):
+        try:
+            parsed.append((where, parse_policy(piece, where), piece.lstrip("\n")))
+        except PolicyError as error:
+            problems.extend(error.problems)
+    if problems:
+        raise PolicyError(source, problems)
+    return parsed
+
+
 def declared_name(text: str) -> str | None:
     """The policy name a document declares, if it can be read at all (for naming the
     groups a broken document leaves without a policy)."""
