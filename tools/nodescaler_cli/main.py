@@ -198,7 +198,7 @@ EXAMPLES = {
     "schema": ("nodescaler schema > nodegroup-policy.json  # for your editor",),
     "simulate": (
         "nodescaler simulate                       # every scenario, as make demo runs them",
-        "nodescaler simulate scenarios/spiky-web.yaml",
+        "nodescaler simulate scenarios/1-queue-burst.yaml",
         "nodescaler simulate | cat                 # one line per scenario, for a log",
     ),
     "invoke": (
@@ -221,7 +221,7 @@ EXAMPLES = {
         "nodescaler apply -f policies/ --cluster prod-eu",
     ),
     "get": ("nodescaler get policies", "nodescaler get policies -o json"),
-    "diff": ("nodescaler diff -f policies/  # exit code 1 when they differ",),
+    "diff": ("nodescaler diff -f policies/  # exit code 3 when they differ",),
     "history": ("nodescaler history web",),
     "rollback": ("nodescaler rollback web --to 3",),
     "pause": (
@@ -265,9 +265,10 @@ def _output_option(command: argparse.ArgumentParser, *, wide: bool = False) -> N
 EXIT_CODES = """exit codes:
   0  done
   1  an AWS or operator problem: a missing table, stack, group, profile or credentials, an
-     unreachable endpoint, a refused call (one line on stderr says which)
+     unreachable endpoint, no region, a refused call (one line on stderr says which)
   2  bad input: a wrong command line (argparse's usage error), an invalid policy, scenario,
-     event or cdk.json file, an event the function does not take"""
+     event or cdk.json file, an event the function does not take
+  3  diff: the stored policies and the files differ"""
 
 
 def version() -> str:
