@@ -109,6 +109,7 @@ class AlarmSettings(_Context):
         str | None,
         Field(pattern=worded(r"^[^@\s]+@[^@\s]+\.[^@\s]+$", "an email address, name@domain.tld")),
     ] = None
+    """The address the alarms' SNS topic mails (confirm the subscription it sends)."""
     topic_arn: Annotated[
         str | None,
         Field(
@@ -118,12 +119,13 @@ class AlarmSettings(_Context):
             )
         ),
     ] = None
-    # A group whose in-service count stays below its desired count this long (minutes).
+    """The SNS topic the alarms notify (instead of, or beside, `email`)."""
     shortfall_minutes: Annotated[int, Field(ge=2, le=1440)] = 15
-    # From the tick or alarm to the decision, 90th percentile (seconds).
+    """Minutes a group's in-service count may stay below its desired count."""
     evaluation_latency_seconds: Annotated[int, Field(ge=1, le=900)] = 60
-    # A group (or several in turn) backed off after failed launches for most of this long.
+    """Seconds from the tick or alarm to the decision, 90th percentile."""
     backoff_minutes: Annotated[int, Field(ge=5, le=1440)] = 30
+    """Minutes a group (or several in turn) may stay backed off after failed launches."""
 
 
 class VpcSettings(_Context):

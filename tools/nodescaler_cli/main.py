@@ -199,7 +199,7 @@ EXAMPLES = {
     "simulate": (
         "nodescaler simulate                       # every scenario, as make demo runs them",
         "nodescaler simulate scenarios/1-queue-burst.yaml",
-        "nodescaler simulate | cat                 # one line per scenario, for a log",
+        "nodescaler simulate | cat                 # the verdict alone, for a log",
     ),
     "invoke": (
         "nodescaler invoke dispatch events/schedule-tick.json",
