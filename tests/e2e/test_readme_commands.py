@@ -351,6 +351,21 @@ def test_the_readme_deploy_says_what_a_self_managed_cluster_does_instead() -> No
     assert SELF_MANAGED in (ROOT / "docs" / "any-kubernetes.md").read_text()
 
 
+def test_the_readme_validate_line_says_each_policy_is_valid(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the README's offline check, as a user runs it from the checkout
+    (line,) = [c.line for c in page_commands("README.md") if " validate " in f"{c.line} "]
+    monkeypatch.chdir(ROOT)
+    # Then it prints, for each policy file, that its policy is valid, and nothing else
+    assert _exit_code(shlex.split(line, comments=True)[1:]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    files = sorted(p.name for p in (ROOT / "policies").glob("*.yaml"))
+    assert [re.sub(r": policy '.*' is valid$", "", out) for out in printed] == [
+        f"policies/{name}" for name in files
+    ]
+
+
 @pytest.mark.parametrize("page", PAGES_WITH_COMMANDS)
 def test_every_command_of_the_page_runs_as_written(
     page: str, world: dict[str, str], tmp_path: Path
