@@ -12,6 +12,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup, ScalingActivity, WarmPool
 from nodescaler.domain.optin import TagNames, is_managed
+from nodescaler.domain.text import outside
 from nodescaler.errors import RefusedError
 from nodescaler.ports import Clock
 
@@ -116,6 +117,31 @@ def _bounded(group: NodeGroup, bounds: EksBounds) -> NodeGroup:
     return replace(group, min_size=bounds.low, max_size=bounds.high, bounds_from=bounds.source)
 
 
+def _scaling_range(scaling: Any, group: NodeGroup) -> tuple[int, int]:
+    """[minSize, maxSize] of a scalingConfig, within its Auto Scaling group's own bounds
+    (which refuse a size outside them, whatever EKS allows); ValueError naming what is not
+    a range of sizes: a value that is no whole number, a negative one, min above max."""
+    if not isinstance(scaling, Mapping):
+        raise ValueError(f"scalingConfig is {outside(repr(scaling))}, not a map")
+    sizes = []
+    for key in ("minSize", "maxSize"):
+        value = scaling.get(key)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"scalingConfig {key} is {outside(repr(value))}, not a whole number")
+        if value < 0:
+            raise ValueError(f"scalingConfig {key} {value} is negative")
+        sizes.append(value)
+    low, high = sizes
+    if low > high:
+        raise ValueError(f"scalingConfig minSize {low} is above its maxSize {high}")
+    if max(low, group.min_size) > min(high, group.max_size):
+        raise ValueError(
+            f"scalingConfig [{low}, {high}] and its Auto Scaling group's "
+            f"[{group.min_size}, {group.max_size}] share no size"
+        )
+    return max(low, group.min_size), min(high, group.max_size)
+
+
 class AsgNodeGroups:
     """`NodeGroups` over EC2 Auto Scaling, and EKS for managed node groups."""
 
@@ -186,18 +212,22 @@ class AsgNodeGroups:
     def _eks_bounds(self, group: NodeGroup) -> EksBounds:
         """A managed node group's bounds: its scalingConfig, as EKS refuses a desiredSize
         outside it and keeps its ASG's MinSize and MaxSize in line with it (Cluster
-        Autoscaler reads the ASG's alone). Unread: the ASG's, and that doubt named."""
+        Autoscaler reads the ASG's alone). Unread, or not a range of sizes: the ASG's, and
+        that doubt named."""
         what = f"EKS node group {group.eks_nodegroup} of cluster {group.eks_cluster}"
         try:
             described = self._eks.describe_nodegroup(
                 clusterName=group.eks_cluster, nodegroupName=group.eks_nodegroup
             )
             scaling = described["nodegroup"]["scalingConfig"]
-            low, high = int(scaling["minSize"]), int(scaling["maxSize"])
         except (BotoCoreError, ClientError) as error:
-            return EksBounds(doubt=f"{what} could not be described ({error})")
-        except (KeyError, TypeError, ValueError) as error:
-            return EksBounds(doubt=f"{what}: no scalingConfig {error} in its answer")
+            return EksBounds(doubt=f"{what} could not be described ({outside(error)})")
+        except (KeyError, TypeError) as error:
+            return EksBounds(doubt=f"{what}: no scalingConfig {outside(error)} in its answer")
+        try:
+            low, high = _scaling_range(scaling, group)
+        except ValueError as error:
+            return EksBounds(doubt=f"{what}: {error}")
         return EksBounds(low, high, f"{what}'s scalingConfig")
 
     def _check_managed(self, group: NodeGroup, what: str) -> None:
