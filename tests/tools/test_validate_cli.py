@@ -83,3 +83,19 @@ def test_given_a_file_of_two_documents_then_apply_stores_each_as_its_own_policy(
     assert main(["get", "policies", *AT, "-o", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)["policies"]
     assert sorted(row["name"] for row in rows if row["source"] == "stored") == ["gpu", "web"]
+
+
+def test_given_a_field_named_with_terminal_escapes_then_validate_prints_it_inert_and_bounded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a policy someone sent whose unknown field is a terminal escape (clear the screen,
+    # set the title) and 900 characters (a YAML key holds up to 1,024)
+    key = "\x1b[2J\x1b]0;pwned\x07" + "k" * 900
+    hostile = tmp_path / "web.yaml"
+    hostile.write_text(web().replace("spec:\n", f"spec:\n  {json.dumps(key)}: 1\n", 1))
+    # When it is validated
+    assert main(["validate", "-f", str(hostile)]) == 2
+    # Then its problem is one line naming the field, with no control character, bounded
+    (said,) = capsys.readouterr().err.splitlines()
+    assert said.startswith(f"{hostile}: spec.[2J ]0;pwned kkk") and said.endswith("unknown field")
+    assert said.isprintable() and len(said) < 400

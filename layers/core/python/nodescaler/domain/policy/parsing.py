@@ -48,7 +48,8 @@ def field_path(loc: Iterable[int | str]) -> str:
     """`('spec', 'metrics', 0, 'SQSQueue', 'target')` → `spec.metrics[0].target`.
 
     The metric type pydantic puts after a list index (the union's tag) is left out: the
-    user wrote no such field.
+    user wrote no such field. A key is the writer's text (an unknown field may be 3,000
+    characters of terminal escapes): each is `outside`, one bounded line.
     """
     path = ""
     previous: int | str | None = None
@@ -56,7 +57,7 @@ def field_path(loc: Iterable[int | str]) -> str:
         if isinstance(part, int):
             path += f"[{part}]"
         elif not (isinstance(previous, int) and part in METRIC_TYPES):
-            path += f".{part}" if path else part
+            path += f".{outside(part)}" if path else outside(part)
         previous = part
     return path or "(document)"
 
