@@ -39,9 +39,24 @@ def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -
     return loader.construct_mapping(node)
 
 
+def _whole_number(loader: _StrictLoader, node: yaml.ScalarNode) -> int:
+    """An integer, or the place of one too long to read: Python refuses to convert more
+    than 4,300 digits (ValueError, which no YAML error handler expects)."""
+    try:
+        return int(loader.construct_yaml_int(node))
+    except ValueError:
+        raise yaml.constructor.ConstructorError(
+            None,
+            None,
+            f"a number of {len(str(node.value)):,} characters, too long to read",
+            node.start_mark,
+        ) from None
+
+
 _StrictLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates
 )
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _whole_number)
 
 
 def field_path(loc: Iterable[int | str]) -> str:
