@@ -348,3 +348,35 @@ def test_a_scaling_config_beyond_its_asgs_bounds_is_taken_within_them(
     # Then its bounds are what both allow: the ASG refuses a size EKS would take
     group = groups.get(asg)
     assert group is not None and (group.min_size, group.max_size, group.bounds_doubt) == (1, 20, "")
+
+
+@pytest.mark.parametrize(
+    ("configured", "named"),
+    [
+        ({"MinSize": "abc"}, "its warm pool's MinSize is 'abc', not a whole number"),
+        ({"MinSize": -2}, "its warm pool's MinSize -2 is negative"),
+        ({"MaxGroupPreparedCapacity": 1.5}, "MaxGroupPreparedCapacity is 1.5, not a whole"),
+        ({"PoolState": "Running\r\nX"}, "PoolState 'Running\\r\\nX' is not one of"),
+        ({"InstanceReusePolicy": {"ReuseOnScaleIn": "yes"}}, "ReuseOnScaleIn is 'yes', not"),
+    ],
+)
+def test_a_warm_pool_answered_oddly_is_named_and_left_be_the_group_still_read(
+    calls: CallCounter, configured: dict[str, Any], named: str
+) -> None:
+    # Given a managed group whose warm pool DescribeAutoScalingGroups answers oddly
+    asg = eks_node_group("prod", "general")
+    make_asg(asg, tags=OPTED_IN | EKS_TAGS, desired=2, max_size=20)
+    groups, _, _ = managed_groups(calls)
+
+    def answer(parsed: dict[str, Any], **_: Any) -> None:
+        for found in parsed.get("AutoScalingGroups", []):
+            found["WarmPoolConfiguration"] = {"MinSize": 0, "PoolState": "Stopped"} | configured
+
+    groups._autoscaling.meta.events.register(
+        "after-call.auto-scaling.DescribeAutoScalingGroups", answer
+    )
+    # When read (and listed, as a tick does)
+    group, (listed,) = groups.get(asg), groups.discover()
+    # Then the group is read, its pool's problem named: a forecast leaves the pool be
+    assert group is not None and group.warm_pool is not None and listed.warm_pool == group.warm_pool
+    assert named in group.warm_pool.problem and group.warm_pool.problem.isprintable()

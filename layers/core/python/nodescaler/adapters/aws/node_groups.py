@@ -25,7 +25,12 @@ EKS_NODEGROUP_TAG = "eks:nodegroup-name"
 PAGE_SIZE = 100  # the most DescribeAutoScalingGroups returns per call
 PROTECTION_BATCH = 50  # the most instances SetInstanceProtection takes per call
 BOUNDS_JITTER = timedelta(seconds=5)
-GONE = ("Terminat", "Detach", "Warmed")  # lifecycle states of instances on their way out
+GONE = ("Terminat", "Detach", "Warmed")
+POOL_STATES = (
+    "Stopped",
+    "Running",
+    "Hibernated",
+)  # a warm pool's PoolState  # lifecycle states of instances on their way out
 
 
 def _launch_template(asg: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -51,13 +56,33 @@ def _warm_pool(asg: Mapping[str, Any]) -> WarmPool | None:
     configured = asg.get("WarmPoolConfiguration")
     if not configured:
         return None
-    prepared = configured.get("MaxGroupPreparedCapacity")
+    minimum, prepared = configured.get("MinSize") or 0, configured.get("MaxGroupPreparedCapacity")
+    state, reuse = configured.get("PoolState") or "Stopped", configured.get("InstanceReusePolicy")
+    reuse_on_scale_in = reuse.get("ReuseOnScaleIn") if isinstance(reuse, Mapping) else None
+    if problem := _warm_pool_problem(minimum, prepared, state, reuse_on_scale_in):
+        return WarmPool(0, None, "Stopped", problem=problem)  # sent nowhere: left be
     return WarmPool(
-        min_size=int(configured.get("MinSize") or 0),
-        max_prepared=None if prepared is None or prepared < 0 else int(prepared),
-        pool_state=str(configured.get("PoolState") or "Stopped"),
-        reuse_on_scale_in=(configured.get("InstanceReusePolicy") or {}).get("ReuseOnScaleIn"),
+        min_size=minimum,
+        max_prepared=None if prepared is None or prepared < 0 else prepared,
+        pool_state=state,
+        reuse_on_scale_in=reuse_on_scale_in,
     )
+
+
+def _warm_pool_problem(minimum: Any, prepared: Any, state: Any, reuse: Any) -> str:
+    """Why a warm pool's configuration is not one Auto Scaling would answer (its sizes
+    whole numbers, its state one of three, its reuse a yes or no), or ""; PutWarmPool and
+    warmPoolConfig send the state and reuse back, so nothing odd is echoed to them."""
+    for name, value in (("MinSize", minimum), ("MaxGroupPreparedCapacity", prepared)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            return f"its warm pool's {name} is {outside(repr(value))}, not a whole number"
+    if minimum < 0:
+        return f"its warm pool's MinSize {minimum} is negative"
+    if state not in POOL_STATES:
+        return f"its warm pool's PoolState {outside(repr(state))} is not one of {POOL_STATES}"
+    if reuse is not None and not isinstance(reuse, bool):
+        return f"its warm pool's ReuseOnScaleIn is {outside(repr(reuse))}, not true or false"
+    return ""
 
 
 def _is_launch(activity: Mapping[str, Any]) -> bool:
