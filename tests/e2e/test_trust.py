@@ -4,6 +4,7 @@ decided on."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -212,3 +213,28 @@ def test_a_tick_dated_in_the_year_9999_is_refused_naming_its_date_and_queues_not
     printed = output()
     assert printed.metric("MalformedEvents") == [1]
     assert printed.metric("EvaluationsQueued") == []
+
+
+def test_a_forged_message_of_a_thousand_odd_keys_is_refused_in_one_bounded_line(
+    deployment: Deployment, output: Any
+) -> None:
+    # Given a batch of a good request for gpu and a forged one for it whose body holds
+    # 1,000 unknown keys, each a terminal escape and 100 characters
+    make_asg("gpu", tags=GPU, max_size=600)
+    training_tasks(8)
+    good = evaluation_record("gpu", "tick-1", "m-good")["Records"][0]
+    forged = evaluation_record("gpu", "tick-2", "m-forged")["Records"][0]
+    body = json.loads(forged["body"]) | {f"\x1b[2J{i:05}" + "k" * 90: 1 for i in range(1_000)}
+    forged["body"] = json.dumps(body)
+    # When evaluate takes the batch
+    answer = evaluate.handler(
+        {"Records": [forged, good]}, LocalContext(), evaluator=deployment.evaluator
+    )
+    # Then the forged one alone failed, named in one line of bounded size without the escape,
+    # and the good one resized gpu
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "m-forged"}]}
+    (said,) = output().messages("ERROR")
+    assert said.startswith("malformed evaluation message m-forged: body.")
+    assert "Extra inputs are not permitted" in said and "and 980 more problems" in said
+    assert len(said) < 8_000 and "\x1b" not in said and "\n" not in said
+    assert desired_capacity("gpu") == 2

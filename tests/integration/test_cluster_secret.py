@@ -85,6 +85,27 @@ def test_a_token_alone_goes_to_the_deployments_endpoint_and_ca(tmp_path: Path) -
         assert [n.name for n in cluster.nodes()] == ["n1"]
 
 
+def test_a_server_urllib3_reads_as_another_host_never_gets_the_token(tmp_path: Path) -> None:
+    # Given the deployment's cluster, pinned, and an attacker's server with its own CA
+    with (
+        tls_api(tmp_path / "pinned", cluster_of(("nodes", node("real")))) as (pinned, cert),
+        tls_api(tmp_path / "attacker", cluster_of(("nodes", node("fake")))) as (attacker, own),
+    ):
+        # and a secret whose server Python's URL parser reads as the pinned host and port,
+        # but urllib3 (which sends the request) reads as the attacker's (before a backslash)
+        forged = f"{attacker.url}\\@{pinned.url.removeprefix('https://')}"
+        arn = cluster_secret("prod-kube", kubeconfig(forged, "sa-token", own.ca_pem))
+        cluster = KubernetesCluster(
+            SecretConnection(secrets(), arn, Pinned(pinned.url, None)),
+        )
+        # When nodescaler reads the cluster
+        # Then the secret is refused by name, and neither server got a request or the token
+        with pytest.raises(KubernetesUnavailableError, match="backslash"):
+            cluster.nodes()
+        assert (attacker.requests, pinned.requests) == ([], [])
+        del cert
+
+
 def test_a_secret_that_cannot_be_read_is_named_with_the_reason(tmp_path: Path) -> None:
     missing = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:gone-AbCdEf"
     cluster = KubernetesCluster(SecretConnection(secrets(), missing))

@@ -298,3 +298,85 @@ def test_discover_does_not_keep_a_failed_eks_read_and_asks_again_next_time(
     assert refused.bounds_doubt.startswith("EKS node group general of cluster prod could not")
     assert (read.max_size, read.bounds_doubt) == (3, "")
     assert read.bounds_from == "EKS node group general of cluster prod's scalingConfig"
+
+
+@pytest.mark.parametrize(
+    ("scaling", "named"),
+    [
+        ({"minSize": -3, "maxSize": 5}, "scalingConfig minSize -3 is negative"),
+        ({"minSize": 4, "maxSize": 2}, "scalingConfig minSize 4 is above its maxSize 2"),
+        ({"minSize": 0}, "scalingConfig maxSize is None, not a whole number"),
+        ({"minSize": 0, "maxSize": True}, "scalingConfig maxSize is True, not a whole number"),
+        ({"minSize": 0, "maxSize": 2.5}, "scalingConfig maxSize is 2.5, not a whole number"),
+        ({"minSize": "0", "maxSize": 3}, "scalingConfig minSize is '0', not a whole number"),
+        ({"minSize": 30, "maxSize": 40}, "[30, 40] and its Auto Scaling group's [0, 20] share"),
+        ("\x1b[2J" + "x" * 5000, "scalingConfig is '\\x1b[2Jxxxx"),
+    ],
+)
+def test_a_scaling_config_that_is_no_range_of_sizes_is_a_named_doubt_the_asgs_bounds_kept(
+    calls: CallCounter, scaling: Any, named: str
+) -> None:
+    # Given a managed node group whose DescribeNodegroup answers a hostile scalingConfig
+    asg = eks_node_group("prod", "general")
+    make_asg(asg, tags=OPTED_IN | EKS_TAGS, desired=2, max_size=20)
+    groups, _, eks = managed_groups(calls)
+
+    def answer(parsed: dict[str, Any], **_: Any) -> None:
+        parsed["nodegroup"]["scalingConfig"] = scaling
+
+    eks.meta.events.register("after-call.eks.DescribeNodegroup", answer)
+    # When read
+    group = groups.get(asg)
+    # Then its bounds are its ASG's, and why EKS's are not is named, bounded (no scale-in)
+    assert group is not None and (group.min_size, group.max_size) == (0, 20)
+    assert group.bounds_doubt.startswith("EKS node group general of cluster prod: ")
+    assert named in group.bounds_doubt and len(group.bounds_doubt) < 400
+
+
+def test_a_scaling_config_beyond_its_asgs_bounds_is_taken_within_them(
+    calls: CallCounter,
+) -> None:
+    # Given EKS answering a maxSize of 10^12 for a node group whose ASG holds at most 20
+    asg = eks_node_group("prod", "general")
+    make_asg(asg, tags=OPTED_IN | EKS_TAGS, desired=2, max_size=20)
+    groups, _, eks = managed_groups(calls)
+
+    def answer(parsed: dict[str, Any], **_: Any) -> None:
+        parsed["nodegroup"]["scalingConfig"] = {"minSize": 1, "maxSize": 10**12}
+
+    eks.meta.events.register("after-call.eks.DescribeNodegroup", answer)
+    # Then its bounds are what both allow: the ASG refuses a size EKS would take
+    group = groups.get(asg)
+    assert group is not None and (group.min_size, group.max_size, group.bounds_doubt) == (1, 20, "")
+
+
+@pytest.mark.parametrize(
+    ("configured", "named"),
+    [
+        ({"MinSize": "abc"}, "its warm pool's MinSize is 'abc', not a whole number"),
+        ({"MinSize": -2}, "its warm pool's MinSize -2 is negative"),
+        ({"MaxGroupPreparedCapacity": 1.5}, "MaxGroupPreparedCapacity is 1.5, not a whole"),
+        ({"PoolState": "Running\r\nX"}, "PoolState 'Running\\r\\nX' is not one of"),
+        ({"InstanceReusePolicy": {"ReuseOnScaleIn": "yes"}}, "ReuseOnScaleIn is 'yes', not"),
+    ],
+)
+def test_a_warm_pool_answered_oddly_is_named_and_left_be_the_group_still_read(
+    calls: CallCounter, configured: dict[str, Any], named: str
+) -> None:
+    # Given a managed group whose warm pool DescribeAutoScalingGroups answers oddly
+    asg = eks_node_group("prod", "general")
+    make_asg(asg, tags=OPTED_IN | EKS_TAGS, desired=2, max_size=20)
+    groups, _, _ = managed_groups(calls)
+
+    def answer(parsed: dict[str, Any], **_: Any) -> None:
+        for found in parsed.get("AutoScalingGroups", []):
+            found["WarmPoolConfiguration"] = {"MinSize": 0, "PoolState": "Stopped"} | configured
+
+    groups._autoscaling.meta.events.register(
+        "after-call.auto-scaling.DescribeAutoScalingGroups", answer
+    )
+    # When read (and listed, as a tick does)
+    group, (listed,) = groups.get(asg), groups.discover()
+    # Then the group is read, its pool's problem named: a forecast leaves the pool be
+    assert group is not None and group.warm_pool is not None and listed.warm_pool == group.warm_pool
+    assert named in group.warm_pool.problem and group.warm_pool.problem.isprintable()

@@ -109,3 +109,19 @@ def test_given_a_file_ending_in_a_separator_then_its_one_policy_is_valid(
     assert main(["validate", str(trailing)]) == 0
     assert main(["validate", str(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines() == [f"{trailing}: policy 'web' is valid"] * 2
+
+
+def test_given_a_field_named_with_terminal_escapes_then_validate_prints_it_inert_and_bounded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a policy someone sent whose unknown field is a terminal escape (clear the screen,
+    # set the title) and 900 characters (a YAML key holds up to 1,024)
+    key = "\x1b[2J\x1b]0;pwned\x07" + "k" * 900
+    hostile = tmp_path / "web.yaml"
+    hostile.write_text(web().replace("spec:\n", f"spec:\n  {json.dumps(key)}: 1\n", 1))
+    # When it is validated
+    assert main(["validate", "-f", str(hostile)]) == 2
+    # Then its problem is one line naming the field, with no control character, bounded
+    (said,) = capsys.readouterr().err.splitlines()
+    assert said.startswith(f"{hostile}: spec.[2J ]0;pwned kkk") and said.endswith("unknown field")
+    assert said.isprintable() and len(said) < 400

@@ -95,6 +95,93 @@ def test_a_kubeconfig_naming_another_server_than_the_deployments_keeps_its_token
     assert "not the deployment's endpoint https://kube.internal:443" in said
 
 
+@pytest.mark.parametrize(
+    ("server", "named"),
+    [
+        ("https://evil.example:443\\@10.0.0.1:6443", "holds a backslash"),
+        ("https://10.0.0.1:6443\\", "holds a backslash"),
+        ("https://evil.example@10.0.0.1:6443", "holds userinfo"),
+        ("https://user:pass@10.0.0.1:6443", "holds userinfo"),
+        ("https://10.0.0.1:6443?x=@evil.example", "holds userinfo"),
+        ("https://10.0.0.1:6443/?a=b", "has a query or a fragment"),
+        ("https://10.0.0.1:6443#evil.example", "has a query or a fragment"),
+        ("http://10.0.0.1:6443", "is not an https:// URL"),
+        ("HTTPS://10.0.0.1:6443", "is not an https:// URL"),
+        ("//10.0.0.1:6443", "is not an https:// URL"),
+        ("https://10.0.0.1:0", "names port 0, not one of 1 to 65535"),
+        ("https://10.0.0.1:99999", "names port 99999"),
+        ("https://10.0.0.1:+6443", "is not https://host[:port][/path]"),
+        ("https://10.0.0.1:6443:443", "is not https://host[:port][/path]"),
+        ("https://10.0.0.1 :6443", "holds a space or a control character"),
+        ("https://10.0.0.1:6443\t", "holds a space or a control character"),
+        ("https://kube%2Eevil:6443", "is not https://host[:port][/path]"),
+        ("https://", "is not https://host[:port][/path]"),
+    ],
+)
+def test_a_server_url_parsers_could_read_differently_is_refused_by_its_form(
+    server: str, named: str
+) -> None:
+    # Given a kubeconfig whose server is anything but https://host[:port][/path]
+    said = refusal(json.dumps(config(cluster__server=server)), Pinned(SERVER))
+    # Then it is refused, naming what the server holds, before the pin is compared
+    assert named in said and "kubeconfig: server" in said
+
+
+@pytest.mark.parametrize(
+    ("server", "pin"),
+    [
+        ("https://[fd00::1]:6443", "https://[FD00::1]:6443/"),
+        ("https://kube.example.com", "https://Kube.Example.com:443"),
+        ("https://10.0.0.1:6443/k8s/clusters/c-x7k2", "https://10.0.0.1:6443"),
+    ],
+)
+def test_a_plain_server_matching_the_pin_is_used_ipv6_and_a_path_included(
+    server: str, pin: str
+) -> None:
+    access = read_access(SECRET, json.dumps(config(cluster__server=server)), Pinned(pin))
+    assert access.endpoint == server
+
+
+def test_a_pinned_endpoint_that_is_not_a_plain_https_url_is_named_as_the_settings() -> None:
+    said = refusal(json.dumps(config()), Pinned("https://a\\@10.0.0.1:6443"))
+    assert "settings: kubernetes.endpoint server" in said and "backslash" in said
+
+
+@pytest.mark.parametrize(
+    ("document", "named"),
+    [
+        (
+            config() | {"contexts": [{"name": "loopback", "context": "loopback"}]},
+            "contexts[loopback].context is not a map",
+        ),
+        (config() | {"contexts": ["loopback"]}, "current-context loopback is not among"),
+        (config() | {"clusters": [{"name": "loopback", "cluster": "x"}]}, "its cluster or user"),
+        (config() | {"users": {"name": "sa"}}, "users is not a list"),
+        (config() | {"current-context": ["a"]}, "current-context ['a'] is not among"),
+    ],
+)
+def test_a_kubeconfig_of_the_wrong_shapes_is_named_not_a_crash(
+    document: dict[str, Any], named: str
+) -> None:
+    assert named in refusal(json.dumps(document))
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["sa-token\r\nX-Evil: 1", "sa-token\n", "sa token", "sa-token\x00", "é" * 8],
+)
+def test_a_token_a_header_cannot_carry_is_refused_naming_the_field(token: str) -> None:
+    # Given a token holding CR, LF, a space, a control or a non-ASCII character
+    said = refusal(json.dumps(config(token=token)))
+    # Then the secret is refused, naming the user's token field, the token not quoted
+    assert "kubeconfig: users[nodescaler].user.token holds" in said and token.strip() not in said
+
+
+def test_a_token_alone_holding_a_control_character_is_refused() -> None:
+    said = refusal("sa-token\x07bell", Pinned(SERVER))
+    assert "token holds" in said
+
+
 def test_a_token_alone_without_an_endpoint_to_send_it_to_is_refused() -> None:
     assert "gives no kubernetes.endpoint" in refusal("sa-token")
 

@@ -78,3 +78,17 @@ def test_given_a_stored_document_over_its_limit_then_the_functions_refuse_it_unp
     assert version.problem == (
         f"stored policy gpu v3 is invalid: {len(padded):,} characters, over 64,000"
     )
+
+
+def test_given_a_stored_policy_with_a_number_of_5000_digits_then_it_is_named_not_a_crash() -> None:
+    # Given a stored document (or a file) whose target is a number Python will not convert
+    document = policy_document("gpu").replace("maxReplicas: 1000", "maxReplicas: " + "9" * 5000)
+    assert "9" * 5000 in document
+    # When the functions read it
+    version = validated(StoredPolicy("gpu", 3, document))
+    # Then it is refused by the line and column of the number, not raised, and bounded
+    assert version.policy is None
+    assert version.problem == (
+        "stored policy gpu v3 is invalid: line 7, column 16: "
+        "a number of 5,000 characters, too long to read"
+    )

@@ -110,3 +110,43 @@ def test_only_active_reservations_count_and_open_ones_match_by_instance_type() -
     assert room_of(Target(reservation_id="cr-3"), "AccessDenied").why_none == (
         "capacity reservations could not be read (AccessDenied)"
     )
+
+
+def test_a_reservation_whose_count_is_not_a_count_gives_no_room_and_says_why() -> None:
+    # Given reservations answering a negative, a text, a boolean or a missing id
+    def listed(count: object) -> list[dict[str, object]]:
+        return [
+            {"CapacityReservationId": "cr-1", "State": "active", "AvailableInstanceCount": count}
+        ]
+
+    # Then each is no room, named, rather than a negative room, a crash or a guess
+    for count in (-5, "7", True, 2.5, None):
+        room = room_of(Target(reservation_id="cr-1"), listed(count))
+        assert room.unused == 0 and room.why_none == (
+            f"reservation cr-1 says {count!r} instances available, not a count"
+        )
+    gone = [{"State": "active", "AvailableInstanceCount": 3, "InstanceMatchCriteria": "open",
+             "InstanceType": "m5.large"}]  # fmt: skip
+    assert room_of(Target(instance_type="m5.large"), gone) == ReservedRoom(3, ("None",))
+
+
+def test_a_launch_templates_reservation_target_is_named_bounded_on_one_line() -> None:
+    hostile = "cr-\x1b[2J" + "x" * 5000
+    spec = {"CapacityReservationSpecification": {"CapacityReservationTarget": {}}}
+    spec["CapacityReservationSpecification"]["CapacityReservationTarget"] = {
+        "CapacityReservationResourceGroupArn": hostile
+    }
+    target = target_of(spec)
+    assert target is not None and target.problem.isprintable() and len(target.problem) < 400
+    room = room_of(
+        target_of(
+            {
+                "CapacityReservationSpecification": {
+                    "CapacityReservationTarget": {"CapacityReservationId": hostile}
+                }
+            }
+        )
+        or Target(),
+        [],
+    )
+    assert room.why_none.isprintable() and len(room.why_none) < 400

@@ -95,3 +95,13 @@ def test_a_warm_pool_on_a_forecast_that_is_never_acted_on_is_refused_naming_why(
         policy(predictive("ForecastOnly", warmPool=True))
     with pytest.raises(ValidationError, match="valid boolean"):
         policy(predictive("ForecastAndScale", warmPool="yes"))
+
+
+def test_a_pool_whose_configuration_could_not_be_read_is_left_as_it_is_saying_why() -> None:
+    the_policy, decision, readings = decided(2, 8, recorded(1, office_hours))
+    odd = WarmPool(0, None, "Stopped", problem="its warm pool's MinSize -2 is negative")
+    plan = plan_warm_pool(the_policy, decision, readings, odd)
+    assert (plan.size, plan.note) == (
+        None,
+        "warm pool left as it is: its warm pool's MinSize -2 is negative",
+    )

@@ -17,15 +17,27 @@ FORMATS = ("table", "json", "yaml")
 
 
 def render(kind: str, rows: Sequence[Mapping[str, Any]], output: str = "table") -> str:
-    """`kind` names the list in JSON and YAML (`{"groups": [...]}`)."""
+    """`kind` names the list in JSON and YAML (`{"groups": [...]}`). Non-ASCII text is
+    printed as written unless it holds a character a terminal would act on rather than
+    show (a bidi override in a group's name can make `web` read as another group): then
+    every non-ASCII character is escaped, the same data in a form a terminal shows inert."""
     if output == "json":
-        return json.dumps({kind: list(rows)}, indent=2, default=str, ensure_ascii=False)
+        text = json.dumps({kind: list(rows)}, indent=2, default=str, ensure_ascii=False)
+        return text if _inert(text) else json.dumps({kind: list(rows)}, indent=2, default=str)
     if output == "yaml":
         import yaml
 
         plain = json.loads(json.dumps({kind: list(rows)}, default=str))
-        return str(yaml.safe_dump(plain, sort_keys=False, allow_unicode=True)).rstrip("\n")
+        text = str(yaml.safe_dump(plain, sort_keys=False, allow_unicode=True))
+        if not _inert(text):
+            text = str(yaml.safe_dump(plain, sort_keys=False, allow_unicode=False))
+        return text.rstrip("\n")
     return table(rows)
+
+
+def _inert(text: str) -> bool:
+    """Whether every character of `text` shows as itself (line breaks between lines)."""
+    return all(c.isprintable() or c == "\n" for c in text)
 
 
 def table(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -25,6 +25,7 @@ class WarmPool:
     max_prepared: int | None  # MaxGroupPreparedCapacity; None when unset
     pool_state: str  # Stopped, Running or Hibernated
     reuse_on_scale_in: bool | None = None  # its InstanceReusePolicy, None when unset
+    problem: str = ""  # why its configuration can't be read as one: nodescaler leaves it be
 
     def holds(self, size: int) -> bool:
         """Whether the pool is set to exactly `size` instances."""

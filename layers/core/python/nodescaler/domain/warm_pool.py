@@ -52,6 +52,8 @@ def plan_warm_pool(
             "the group has no warm pool to size: create one (aws autoscaling put-warm-pool) "
             "or drop warmPool",
         )
+    if pool.problem:
+        return WarmPoolPlan(None, f"warm pool left as it is: {pool.problem}")
     forecasts = [readings.get(key) for key in keys]
     if missing := [r for r in forecasts if not isinstance(r, MetricReading)]:
         why = getattr(missing[0], "reason", "no forecast")

@@ -24,6 +24,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from pydantic import ValidationError
 
 from nodescaler.adapters.aws.evaluation_queue import SqsRedelivery, retry_delay
+from nodescaler.domain.text import MAX_PROBLEM, outside
 from nodescaler.errors import NotStartedError, is_retryable
 from nodescaler.events import describe_errors
 from nodescaler.events.sqs import EvaluationRecord
@@ -44,7 +45,7 @@ class EvaluationBatch(BatchProcessor):
             reason = f"malformed evaluation message {failed.message_id}: {describe_errors(error)}"
             reject(reason, message_id=failed.message_id, receive_count=failed.receives)
         else:
-            reason = f"{type(error).__name__}: {error}"
+            reason = outside(f"{type(error).__name__}: {error}", MAX_PROBLEM)
         if self._redelivery is not None:
             try:
                 if isinstance(error, NotStartedError):  # nothing tried: no receive spent

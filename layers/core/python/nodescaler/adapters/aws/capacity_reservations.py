@@ -25,6 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from nodescaler.adapters.aws.instance_types import TtlCache
 from nodescaler.domain.expanders import ReservedRoom
 from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.text import outside
 from nodescaler.ports import Clock, NodeGroupDiscovery
 
 OPEN_PREFERENCES = ("open", "capacity-reservations-only")
@@ -53,16 +54,16 @@ def target_of(data: Mapping[str, Any]) -> Target | None:
     aimed = specification.get("CapacityReservationTarget") or {}
     capacity_block = (data.get("InstanceMarketOptions") or {}).get("MarketType") == "capacity-block"
     if aimed.get("CapacityReservationId"):
-        return Target(reservation_id=str(aimed["CapacityReservationId"]))
+        return Target(reservation_id=outside(aimed["CapacityReservationId"]))
     if aimed.get("CapacityReservationResourceGroupArn"):
-        arn = aimed["CapacityReservationResourceGroupArn"]
+        arn = outside(aimed["CapacityReservationResourceGroupArn"])
         return Target(problem=f"the reservations of resource group {arn} are not read")
     if capacity_block:
         return Target(problem="its launch template asks for a Capacity Block but names none")
     if specification.get("CapacityReservationPreference") in OPEN_PREFERENCES:
         if not data.get("InstanceType"):
             return Target(problem="its launch template names no instance type to match")
-        return Target(instance_type=str(data["InstanceType"]))
+        return Target(instance_type=outside(data["InstanceType"]))
     return None
 
 
@@ -88,8 +89,16 @@ def room_of(target: Target, listed: Sequence[Mapping[str, Any]] | str) -> Reserv
         ]
         if not found:
             return ReservedRoom(why_none=f"no active open reservation of {target.instance_type}")
-    unused = sum(int(r.get("AvailableInstanceCount", 0)) for r in found)
-    return ReservedRoom(unused, tuple(str(r["CapacityReservationId"]) for r in found))
+    ids = tuple(outside(r.get("CapacityReservationId")) for r in found)
+    counts = [r.get("AvailableInstanceCount", 0) for r in found]
+    for reservation, count in zip(ids, counts, strict=True):
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            # no room rather than a guess: the group is ranked as one without a reservation
+            return ReservedRoom(
+                why_none=f"reservation {reservation} says {outside(repr(count))} instances "
+                "available, not a count"
+            )
+    return ReservedRoom(sum(counts), ids)
 
 
 class Ec2ReservedCapacity:

@@ -12,6 +12,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup, ScalingActivity, WarmPool
 from nodescaler.domain.optin import TagNames, is_managed
+from nodescaler.domain.text import outside
 from nodescaler.errors import RefusedError
 from nodescaler.ports import Clock
 
@@ -24,7 +25,12 @@ EKS_NODEGROUP_TAG = "eks:nodegroup-name"
 PAGE_SIZE = 100  # the most DescribeAutoScalingGroups returns per call
 PROTECTION_BATCH = 50  # the most instances SetInstanceProtection takes per call
 BOUNDS_JITTER = timedelta(seconds=5)
-GONE = ("Terminat", "Detach", "Warmed")  # lifecycle states of instances on their way out
+GONE = ("Terminat", "Detach", "Warmed")
+POOL_STATES = (
+    "Stopped",
+    "Running",
+    "Hibernated",
+)  # a warm pool's PoolState  # lifecycle states of instances on their way out
 
 
 def _launch_template(asg: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -50,13 +56,33 @@ def _warm_pool(asg: Mapping[str, Any]) -> WarmPool | None:
     configured = asg.get("WarmPoolConfiguration")
     if not configured:
         return None
-    prepared = configured.get("MaxGroupPreparedCapacity")
+    minimum, prepared = configured.get("MinSize") or 0, configured.get("MaxGroupPreparedCapacity")
+    state, reuse = configured.get("PoolState") or "Stopped", configured.get("InstanceReusePolicy")
+    reuse_on_scale_in = reuse.get("ReuseOnScaleIn") if isinstance(reuse, Mapping) else None
+    if problem := _warm_pool_problem(minimum, prepared, state, reuse_on_scale_in):
+        return WarmPool(0, None, "Stopped", problem=problem)  # sent nowhere: left be
     return WarmPool(
-        min_size=int(configured.get("MinSize") or 0),
-        max_prepared=None if prepared is None or prepared < 0 else int(prepared),
-        pool_state=str(configured.get("PoolState") or "Stopped"),
-        reuse_on_scale_in=(configured.get("InstanceReusePolicy") or {}).get("ReuseOnScaleIn"),
+        min_size=minimum,
+        max_prepared=None if prepared is None or prepared < 0 else prepared,
+        pool_state=state,
+        reuse_on_scale_in=reuse_on_scale_in,
     )
+
+
+def _warm_pool_problem(minimum: Any, prepared: Any, state: Any, reuse: Any) -> str:
+    """Why a warm pool's configuration is not one Auto Scaling would answer (its sizes
+    whole numbers, its state one of three, its reuse a yes or no), or ""; PutWarmPool and
+    warmPoolConfig send the state and reuse back, so nothing odd is echoed to them."""
+    for name, value in (("MinSize", minimum), ("MaxGroupPreparedCapacity", prepared)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            return f"its warm pool's {name} is {outside(repr(value))}, not a whole number"
+    if minimum < 0:
+        return f"its warm pool's MinSize {minimum} is negative"
+    if state not in POOL_STATES:
+        return f"its warm pool's PoolState {outside(repr(state))} is not one of {POOL_STATES}"
+    if reuse is not None and not isinstance(reuse, bool):
+        return f"its warm pool's ReuseOnScaleIn is {outside(repr(reuse))}, not true or false"
+    return ""
 
 
 def _is_launch(activity: Mapping[str, Any]) -> bool:
@@ -114,6 +140,31 @@ def _bounded(group: NodeGroup, bounds: EksBounds) -> NodeGroup:
     if bounds.low is None or bounds.high is None:
         return replace(group, bounds_doubt=bounds.doubt)
     return replace(group, min_size=bounds.low, max_size=bounds.high, bounds_from=bounds.source)
+
+
+def _scaling_range(scaling: Any, group: NodeGroup) -> tuple[int, int]:
+    """[minSize, maxSize] of a scalingConfig, within its Auto Scaling group's own bounds
+    (which refuse a size outside them, whatever EKS allows); ValueError naming what is not
+    a range of sizes: a value that is no whole number, a negative one, min above max."""
+    if not isinstance(scaling, Mapping):
+        raise ValueError(f"scalingConfig is {outside(repr(scaling))}, not a map")
+    sizes = []
+    for key in ("minSize", "maxSize"):
+        value = scaling.get(key)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"scalingConfig {key} is {outside(repr(value))}, not a whole number")
+        if value < 0:
+            raise ValueError(f"scalingConfig {key} {value} is negative")
+        sizes.append(value)
+    low, high = sizes
+    if low > high:
+        raise ValueError(f"scalingConfig minSize {low} is above its maxSize {high}")
+    if max(low, group.min_size) > min(high, group.max_size):
+        raise ValueError(
+            f"scalingConfig [{low}, {high}] and its Auto Scaling group's "
+            f"[{group.min_size}, {group.max_size}] share no size"
+        )
+    return max(low, group.min_size), min(high, group.max_size)
 
 
 class AsgNodeGroups:
@@ -186,18 +237,22 @@ class AsgNodeGroups:
     def _eks_bounds(self, group: NodeGroup) -> EksBounds:
         """A managed node group's bounds: its scalingConfig, as EKS refuses a desiredSize
         outside it and keeps its ASG's MinSize and MaxSize in line with it (Cluster
-        Autoscaler reads the ASG's alone). Unread: the ASG's, and that doubt named."""
+        Autoscaler reads the ASG's alone). Unread, or not a range of sizes: the ASG's, and
+        that doubt named."""
         what = f"EKS node group {group.eks_nodegroup} of cluster {group.eks_cluster}"
         try:
             described = self._eks.describe_nodegroup(
                 clusterName=group.eks_cluster, nodegroupName=group.eks_nodegroup
             )
             scaling = described["nodegroup"]["scalingConfig"]
-            low, high = int(scaling["minSize"]), int(scaling["maxSize"])
         except (BotoCoreError, ClientError) as error:
-            return EksBounds(doubt=f"{what} could not be described ({error})")
-        except (KeyError, TypeError, ValueError) as error:
-            return EksBounds(doubt=f"{what}: no scalingConfig {error} in its answer")
+            return EksBounds(doubt=f"{what} could not be described ({outside(error)})")
+        except (KeyError, TypeError) as error:
+            return EksBounds(doubt=f"{what}: no scalingConfig {outside(error)} in its answer")
+        try:
+            low, high = _scaling_range(scaling, group)
+        except ValueError as error:
+            return EksBounds(doubt=f"{what}: {error}")
         return EksBounds(low, high, f"{what}'s scalingConfig")
 
     def _check_managed(self, group: NodeGroup, what: str) -> None:

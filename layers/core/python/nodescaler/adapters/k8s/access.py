@@ -9,6 +9,11 @@ kubeconfig that skips verification, names an `http://` server, or authenticates 
 plugin Lambda cannot run, is refused by name. Where the settings give an endpoint, a
 kubeconfig naming another server is refused too, so the secret can't send the token
 elsewhere.
+
+A server is `https://host[:port][/path]` and nothing else: URL parsers disagree on
+userinfo, backslashes and odd ports (`https://A\\@B` is host B to Python's `urlsplit`,
+host A to urllib3, which sends the requests), so those are refused, and the host and
+port compared with the pin are urllib3's own.
 """
 
 from __future__ import annotations
@@ -16,9 +21,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+
+from urllib3.exceptions import LocationParseError
+from urllib3.util import parse_url
 
 from nodescaler.domain.text import outside
 from nodescaler.errors import KubernetesUnavailableError
@@ -33,6 +42,13 @@ _UNUSABLE_AUTH = {
     "tokenFile": "reads its token from a file",
     "username": "uses basic authentication",
 }
+_TOKEN = re.compile(r"[\x21-\x7e]+")  # visible ASCII: what an HTTP header value carries
+# https://host[:port][/path]: a DNS name, an IPv4 or a bracketed IPv6 address, a port of
+# digits, a path of unreserved characters and escapes; nothing a parser could read twice.
+_SERVER = re.compile(
+    r"https://(?P<host>[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\])"
+    r"(?::(?P<port>[0-9]{1,5}))?(?P<path>(?:/[A-Za-z0-9._~%-]*)*)"
+)
 
 
 @dataclass(frozen=True)
@@ -66,29 +82,42 @@ def read_access(secret: str, text: str, pinned: Pinned = NOTHING_PINNED) -> Clus
 
     if len(text) > MAX_SECRET_CHARS:
         raise refused(f"{len(text)} characters, more than a secret can hold; not read")
+    try:
+        pin = _origin(_https(pinned.endpoint)) if pinned.endpoint else None
+    except ValueError as error:
+        raise refused(f"settings: kubernetes.endpoint {error}") from None
     document = _document(text.strip())
     if isinstance(document, dict) and "clusters" in document:
         try:
             access = _from_kubeconfig(document)
         except ValueError as error:
             raise refused(f"kubeconfig: {error}") from None
-        if pinned.endpoint and _origin(access.endpoint) != _origin(pinned.endpoint):
+        if pin is not None and _origin(access.endpoint) != pin:
             raise refused(
                 f"kubeconfig names server {outside(access.endpoint)}, not the deployment's "
                 f"endpoint {outside(pinned.endpoint)}; the token is not sent there"
             )
         return access
     if isinstance(document, str) and document and not any(c.isspace() for c in document):
-        if not pinned.endpoint:
-            raise refused(
-                "holds a token alone, but the deployment gives no kubernetes.endpoint "
-                "to send it to (give one, or store a kubeconfig)"
-            )
         try:
-            return ClusterAccess(_https(pinned.endpoint), _ca(pinned.ca_data), document)
+            return _from_token(document, pinned)
         except ValueError as error:
-            raise refused(f"settings: {error}") from None
+            raise refused(str(error)) from None
     raise refused("is neither a kubeconfig (with clusters, users, contexts) nor a token")
+
+
+def _from_token(token: str, pinned: Pinned) -> ClusterAccess:
+    """A token alone, sent to the deployment's endpoint trusting the deployment's CA."""
+    if not pinned.endpoint:
+        raise ValueError(
+            "holds a token alone, but the deployment gives no kubernetes.endpoint "
+            "to send it to (give one, or store a kubeconfig)"
+        )
+    _check_token(token, "token")
+    try:
+        return ClusterAccess(_https(pinned.endpoint), _ca(pinned.ca_data), token)
+    except ValueError as error:
+        raise ValueError(f"settings: {error}") from None
 
 
 def _document(text: str) -> Any:
@@ -105,17 +134,7 @@ def _document(text: str) -> Any:
 
 
 def _from_kubeconfig(config: dict[str, Any]) -> ClusterAccess:
-    contexts = _named(config, "contexts")
-    current = config.get("current-context") or (
-        next(iter(contexts)) if len(contexts) == 1 else None
-    )
-    if current not in contexts:
-        raise ValueError(f"current-context {outside(current)!s} is not among its contexts")
-    context = contexts[current].get("context") or {}
-    cluster = _named(config, "clusters").get(str(context.get("cluster")), {}).get("cluster")
-    user = _named(config, "users").get(str(context.get("user")), {}).get("user")
-    if not isinstance(cluster, dict) or not isinstance(user, dict):
-        raise ValueError(f"context {outside(current)}: its cluster or user is not in the file")
+    cluster, user = _current(config)
     if cluster.get("insecure-skip-tls-verify"):
         raise ValueError("insecure-skip-tls-verify is set; nodescaler always verifies TLS")
     if "certificate-authority" in cluster:
@@ -129,8 +148,38 @@ def _from_kubeconfig(config: dict[str, Any]) -> ClusterAccess:
     token = user.get("token")
     if not isinstance(token, str) or not token:
         raise ValueError("its user has no token")
+    _check_token(token, f"users[{outside(user.get('.name'))}].user.token")
     endpoint = _https(str(cluster.get("server") or ""))
     return ClusterAccess(endpoint, _ca(cluster.get("certificate-authority-data")), token)
+
+
+def _current(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The cluster and user of the current context (the user with its `.name`)."""
+    contexts = _named(config, "contexts")
+    current = config.get("current-context") or (
+        next(iter(contexts)) if len(contexts) == 1 else None
+    )
+    if not isinstance(current, str) or current not in contexts:
+        raise ValueError(f"current-context {outside(current)!s} is not among its contexts")
+    context = contexts[current].get("context") or {}
+    if not isinstance(context, dict):
+        raise ValueError(f"contexts[{outside(current)}].context is not a map")
+    user_name = str(context.get("user"))
+    cluster = _named(config, "clusters").get(str(context.get("cluster")), {}).get("cluster")
+    user = _named(config, "users").get(user_name, {}).get("user")
+    if not isinstance(cluster, dict) or not isinstance(user, dict):
+        raise ValueError(f"context {outside(current)}: its cluster or user is not in the file")
+    return cluster, {**user, ".name": user_name}
+
+
+def _check_token(token: str, field: str) -> None:
+    """A bearer token goes in an HTTP header: visible ASCII only. A CR or LF would end the
+    header (urllib3 refuses to send it, or another client sends a second header)."""
+    if not _TOKEN.fullmatch(token):
+        raise ValueError(
+            f"{field} holds a space, a line break, a control or a non-ASCII character, "
+            "which an Authorization header cannot carry"
+        )
 
 
 def _named(config: dict[str, Any], key: str) -> dict[str, dict[str, Any]]:
@@ -141,14 +190,42 @@ def _named(config: dict[str, Any], key: str) -> dict[str, dict[str, Any]]:
 
 
 def _https(server: str) -> str:
-    if urlsplit(server).scheme != "https" or not urlsplit(server).hostname:
-        raise ValueError(f"server {outside(server)!r} is not an https:// URL")
+    """`server` without its trailing slash when it is `https://host[:port][/path]`, read
+    alike by urllib3 and Python's parser; ValueError naming what else it holds."""
+    named = f"server {outside(server)!r}"
+    if not server.isprintable() or any(c.isspace() for c in server):
+        raise ValueError(f"{named} holds a space or a control character")
+    if "\\" in server:
+        raise ValueError(f"{named} holds a backslash, which URL parsers read differently")
+    if not server.startswith("https://"):
+        raise ValueError(f"{named} is not an https:// URL")
+    if "@" in server:
+        raise ValueError(f"{named} holds userinfo (an @), which URL parsers read differently")
+    if "?" in server or "#" in server:
+        raise ValueError(f"{named} has a query or a fragment; give https://host[:port][/path]")
+    form = _SERVER.fullmatch(server)
+    if form is None:
+        raise ValueError(f"{named} is not https://host[:port][/path]")
+    if form["port"] is not None and not 0 < int(form["port"]) < 65536:
+        raise ValueError(f"{named} names port {form['port']}, not one of 1 to 65535")
+    if _origin(server) != _python_origin(server):  # the regex should leave no such case
+        raise ValueError(f"{named} is read as two different hosts by two URL parsers")
     return server.rstrip("/")
 
 
 def _origin(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) as urllib3, which sends the requests, reads `url`."""
+    try:
+        parts = parse_url(url)
+    except LocationParseError:
+        raise ValueError(f"server {outside(url)!r} is not a URL") from None
+    host = (parts.host or "").lower().strip("[]").rstrip(".")
+    return parts.scheme or "", host, parts.port or 443
+
+
+def _python_origin(url: str) -> tuple[str, str, int]:
     parts = urlsplit(url)
-    return parts.scheme, (parts.hostname or "").lower(), parts.port or 443
+    return parts.scheme, (parts.hostname or "").lower().rstrip("."), parts.port or 443
 
 
 def _ca(data: object) -> bytes | None:

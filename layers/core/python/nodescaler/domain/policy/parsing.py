@@ -41,16 +41,32 @@ def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -
     return loader.construct_mapping(node)
 
 
+def _whole_number(loader: _StrictLoader, node: yaml.ScalarNode) -> int:
+    """An integer, or the place of one too long to read: Python refuses to convert more
+    than 4,300 digits (ValueError, which no YAML error handler expects)."""
+    try:
+        return int(loader.construct_yaml_int(node))
+    except ValueError:
+        raise yaml.constructor.ConstructorError(
+            None,
+            None,
+            f"a number of {len(str(node.value)):,} characters, too long to read",
+            node.start_mark,
+        ) from None
+
+
 _StrictLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates
 )
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _whole_number)
 
 
 def field_path(loc: Iterable[int | str]) -> str:
     """`('spec', 'metrics', 0, 'SQSQueue', 'target')` → `spec.metrics[0].target`.
 
     The metric type pydantic puts after a list index (the union's tag) is left out: the
-    user wrote no such field.
+    user wrote no such field. A key is the writer's text (an unknown field may be 3,000
+    characters of terminal escapes): each is `outside`, one bounded line.
     """
     path = ""
     previous: int | str | None = None
@@ -58,7 +74,7 @@ def field_path(loc: Iterable[int | str]) -> str:
         if isinstance(part, int):
             path += f"[{part}]"
         elif not (isinstance(previous, int) and part in METRIC_TYPES):
-            path += f".{part}" if path else part
+            path += f".{outside(part)}" if path else outside(part)
         previous = part
     return path or "(document)"
 
