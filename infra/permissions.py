@@ -253,12 +253,15 @@ def write_policies(table_arn: str, stack_id: str) -> list[iam.PolicyStatement]:
     ]
 
 
+def eks_cluster_arn(cluster_name: str) -> str:
+    return f"arn:{Aws.PARTITION}:eks:{Aws.REGION}:{Aws.ACCOUNT_ID}:cluster/{cluster_name}"
+
+
 def describe_eks_cluster(cluster_name: str) -> iam.PolicyStatement:
     """Its endpoint and CA, to connect (the token is a presigned sts:GetCallerIdentity,
     which needs no permission)."""
     return iam.PolicyStatement(
-        actions=["eks:DescribeCluster"],
-        resources=[f"arn:{Aws.PARTITION}:eks:{Aws.REGION}:{Aws.ACCOUNT_ID}:cluster/{cluster_name}"],
+        actions=["eks:DescribeCluster"], resources=[eks_cluster_arn(cluster_name)]
     )
 
 
@@ -307,13 +310,11 @@ def read_capacity_reservations(expanders: Iterable[ExpanderSpec]) -> list[iam.Po
 
 
 def read_zonal_shifts() -> iam.PolicyStatement:
-    """The zonal shifts and autoshifts in force, and the zones' IDs they name (read-only;
-    none of the three takes a resource scope)."""
-    actions = [
-        "arc-zonal-shift:ListZonalShifts",
-        "arc-zonal-shift:ListAutoshifts",
-        "ec2:DescribeAvailabilityZones",
-    ]
+    """The zonal shifts and autoshifts in force on the resources that concern the cluster
+    (GetManagedResource, one resource at a time), and the zones' IDs they name; read-only.
+    No resource scope: the resources are of several services (EKS, Elastic Load Balancing,
+    Auto Scaling), and DescribeAvailabilityZones takes none."""
+    actions = ["arc-zonal-shift:GetManagedResource", "ec2:DescribeAvailabilityZones"]
     return iam.PolicyStatement(actions=actions, resources=["*"])
 
 

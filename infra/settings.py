@@ -18,6 +18,7 @@ from nodescaler.adapters.deployed_policies import load_policies
 from nodescaler.config import (
     DEFAULT_EXPANDERS,
     AllowedGroup,
+    ArcResource,
     CapacitySettings,
     CommonSettings,
     DrainSettings,
@@ -176,6 +177,22 @@ class KubernetesAccess(_Context):
         }
 
 
+class ZonalShiftContext(_Context):
+    """The resources whose ARC zonal shifts and autoshifts hold the groups in a zone shifted
+    away, besides the EKS cluster itself: a load balancer in front of the cluster's
+    workloads, say. A shift on any other resource (another team's) holds nothing."""
+
+    resources: Annotated[list[ArcResource], Field(max_length=49)] = []
+
+    @field_validator("resources")
+    @classmethod
+    def _each_once(cls, resources: list[str]) -> list[str]:
+        twice = sorted({r for r in resources if resources.count(r) > 1})
+        if twice:
+            raise ValueError(f"listed more than once: {', '.join(twice)}")
+        return resources
+
+
 class DrainContext(_Context):
     """How the drain function drains a node (it is deployed with a cluster)."""
 
@@ -228,6 +245,9 @@ class DeploySettings(_Context):
     # README shows the command for any other.
     drain_groups: list[GroupName] = []
     drain: DrainContext = DrainContext()
+    # ARC zonal shifts obeyed: those of the EKS cluster, and of these resources (README,
+    # "Zonal shifts").
+    zonal_shift: ZonalShiftContext = ZonalShiftContext()
     # Where each resize, backoff and drain outcome is put (README, "Scaling events").
     event_bus: EventBusName = _default(EventSettings, "event_bus_name")
     # Cluster Autoscaler's flags of the same names and defaults: a node running a pod with
