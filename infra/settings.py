@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, Self, get_args
 
 from nodescaler.adapters.deployed_policies import load_policies
 from nodescaler.config import (
+    ANY_GROUP,
     DEFAULT_EXPANDERS,
     AllowedGroup,
     ArcResource,
@@ -214,7 +215,8 @@ class DeploySettings(_Context):
     ] = ""
     # No cluster: said on purpose, for the opted-in groups whose cluster tag names none.
     all_groups: bool = False
-    # The only groups it may resize: names, or prefixes ending in `*`; unset, every group.
+    # The only groups it may resize: names, or prefixes ending in `*`; ["*"], any group opted
+    # in for the cluster. Required: tag rights are resize rights unless this says otherwise.
     allowed_groups: list[AllowedGroup] | None = None
     policies_folder: Path = Path("policies")
     tick_minutes: Annotated[int, Field(ge=1, le=60)] = 1
@@ -268,7 +270,15 @@ class DeploySettings(_Context):
     @classmethod
     def _a_list_that_allows_something(cls, groups: list[str] | None) -> list[str] | None:
         if groups is not None and not groups:
-            raise ValueError("is empty, so no group could be resized; leave it out to allow all")
+            raise ValueError(
+                f'is empty, so no group could be resized; list the groups, or ["{ANY_GROUP}"] '
+                "for any group opted in for the cluster"
+            )
+        if groups and ANY_GROUP in groups and len(groups) > 1:
+            raise ValueError(
+                f'lists "{ANY_GROUP}", any group opted in for the cluster, beside names; give '
+                f'["{ANY_GROUP}"] alone, or the names alone'
+            )
         twice = sorted({g for g in groups or () if groups and groups.count(g) > 1})
         if twice:
             raise ValueError(f"listed more than once: {', '.join(twice)}")
@@ -350,12 +360,21 @@ def check_cluster(
 
 def check_scope(settings: DeploySettings, here: str) -> None:
     """Which groups a deployment manages is said, never implied: its cluster's, or with
-    `allGroups: true` and no cluster, the opted-in groups whose cluster tag names none."""
+    `allGroups: true` and no cluster, the opted-in groups whose cluster tag names none; and
+    which of those it may resize (`allowedGroups`: names and prefixes, or `*` for all)."""
     if not settings.cluster_name and not settings.all_groups:
         raise SettingsError(
             f"{here}.clusterName: deployment {settings.deployment}: is empty; set the "
             "cluster whose opted-in groups it manages, or allGroups: true for the opted-in "
             "groups that name no cluster"
+        )
+    if settings.allowed_groups is None:
+        whose = f"cluster {settings.cluster_name}" if settings.cluster_name else "no cluster"
+        raise SettingsError(
+            f"{here}.allowedGroups: deployment {settings.deployment}: is not set; whoever may "
+            "tag an Auto Scaling group could have it resized. List the groups it may resize, "
+            f'names or prefixes ending in * (["prod-web-*", "gpu-a"]), or ["{ANY_GROUP}"] to '
+            f"let it resize any group opted in for {whose}"
         )
     if settings.cluster_name and settings.all_groups:
         raise SettingsError(

@@ -55,10 +55,10 @@ class _Settings(BaseModel):
 
 
 def _group_or_prefix(entry: str) -> str:
-    if not re.fullmatch(r"[\w.\-]{1,255}\*?", entry):
+    if entry != ANY_GROUP and not re.fullmatch(r"[\w.\-]{1,255}\*?", entry):
         raise ValueError(
             f"{entry!r} is neither a group's name nor a prefix ending in * (letters, digits, "
-            "'.', '_' and '-', then at most one * at the end)"
+            "'.', '_' and '-', then at most one * at the end), nor * alone for any group"
         )
     return entry
 
@@ -73,8 +73,9 @@ ArcResource = Annotated[
 ]
 
 
+ANY_GROUP = "*"  # allowedGroups: ["*"]: any group opted in for the cluster, said on purpose
 # An allow-list entry: an Auto Scaling group's name, or a prefix of names ending in `*`
-# (exactly what an IAM resource ARN's `*` means at its end).
+# (exactly what an IAM resource ARN's `*` means at its end); `*` alone, any group.
 AllowedGroup = Annotated[str, AfterValidator(_group_or_prefix)]
 
 
