@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 from nodescaler.adapters.policy_keys import HEADS_PK, versions_pk
+from nodescaler.adapters.termination_wait_keys import waits_pk
 from nodescaler.config import CustomExpanderSpec, ExpanderSpec
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import NodeGroupPolicy
@@ -204,11 +205,12 @@ def read_write_state(table_arn: str, *, query: bool = True) -> iam.PolicyStateme
 
 def keep_termination_waits(table_arn: str) -> iam.PolicyStatement:
     """The termination policy's waits (`adapters.aws.termination_waits`): read, put and
-    deleted in the groups' partitions only."""
+    deleted in the waits' own partitions only, never a group's state or audit items
+    (`GROUP#*`) nor a stored policy's."""
     return iam.PolicyStatement(
         actions=[f"dynamodb:{a}" for a in ("GetItem", "PutItem", "DeleteItem")],
         resources=[table_arn],
-        conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["GROUP#*"]}},
+        conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [waits_pk("*")]}},
     )
 
 
