@@ -31,7 +31,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
+from constructs import Construct, IConstruct
 from nodescaler.observability.metric_names import MetricName
 
 from .dashboard import MINUTE, ServiceMetrics
@@ -307,7 +307,7 @@ class _AlarmArns:
     name as written (its `Ref` would make the topic's policy depend on the alarm, whose
     actions depend on the topic)."""
 
-    def __init__(self, scope: Construct | None) -> None:
+    def __init__(self, scope: IConstruct | None) -> None:
         self._scope = scope
 
     def produce(self) -> list[str]:
