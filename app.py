@@ -16,7 +16,14 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from nodescaler.errors import SettingsError
 
-from infra.settings import CONTEXT_KEY, Sources, context_flags, json_flag, load_deployments
+from infra.settings import (
+    CONTEXT_KEY,
+    Sources,
+    context_flags,
+    json_flag,
+    load_deployments,
+    unknown_flags,
+)
 from infra.stack import NodescalerStack
 
 HERE = Path(__file__).resolve().parent
@@ -31,6 +38,7 @@ def main() -> None:
     # warning (the alarms' with no destination), which says nothing to whoever deploys.
     app = cdk.App(context=file_context, stack_traces=False)
     try:
+        unknown_flags(app.node.get_all_context(), file_context)
         file_settings = file_context.get(CONTEXT_KEY) or {}
         sources = Sources(
             file=file_settings,

@@ -40,10 +40,18 @@ from .settings import AlarmSettings
 FIVE_MINUTES = Duration.minutes(5)
 TICKS_MISSED = 3  # schedule periods without a dispatch before the ticks are said to stop
 UNSERVED_MINUTES = 15
-ALARMS_GO_NOWHERE = (
+_NOWHERE = (
     "nodescaler's alarms have no destination: a dead-lettered evaluation, a failed drain or "
-    'a starved group will wake no one. Set "alarms": {"email": ...} or {"topicArn": ...} '
-    "in cdk.json's nodescaler context (README, Deploy)."
+    "a starved group will wake no one. "
+)
+ALARMS_GO_NOWHERE = (  # to whoever deploys with cdk.json (app.py)
+    _NOWHERE + 'Set "alarms": {"email": ...} or {"topicArn": ...} in cdk.json\'s '
+    "nodescaler context (README, Deploy)."
+)
+ALARMS_GO_NOWHERE_CONSTRUCT = (  # to a Nodescaler construct's user, in their own code
+    _NOWHERE + "Pass DeploySettings(alarms=AlarmSettings(email=...)) or "
+    "AlarmSettings(topic_arn=...) to your Nodescaler construct "
+    "(from nodescaler_cdk.settings import AlarmSettings; docs/deploy.md)."
 )
 
 
@@ -60,13 +68,14 @@ class Alarms(Construct):
         functions: Mapping[str, lambda_.Function],
         dead_letter_queues: Mapping[str, sqs.Queue],
         drains: bool,
+        nowhere: str = ALARMS_GO_NOWHERE,  # the warning without a destination: what to do
     ) -> None:
         super().__init__(scope, construct_id)
         self.deployment = deployment  # each alarm's name starts with it: one set per deployment
         self.metrics = ServiceMetrics(service)  # and it watches this deployment's figures only
         self.topic = self._topic(settings)
         if self.topic is None:  # shown by cdk synth and deploy, once for the stack
-            Annotations.of(self).add_warning_v2("nodescaler:alarms-go-nowhere", ALARMS_GO_NOWHERE)
+            Annotations.of(self).add_warning_v2("nodescaler:alarms-go-nowhere", nowhere)
         self.alarms: list[cloudwatch.Alarm] = []
         # Each group reports once per evaluation, at least once a tick: a shorter period
         # would see gaps, and a gap never breaches.

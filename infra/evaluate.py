@@ -40,6 +40,8 @@ class EvaluateFunction:
                 cluster_max_nodes=limits.max_nodes,
                 cluster_max_vcpus=limits.max_vcpus,
                 cluster_max_memory_gib=limits.max_memory_gib,
+                cluster_buffer_max_pods=limits.buffer_max_pods,
+                cluster_buffers_max_pods=limits.buffers_max_pods,
                 # each bearer token goes only to the server it is deployed with
                 token_origins=sorted(token_origins(shared.policies.values())),
                 # a failed request is made visible again within seconds, or dead-lettered
@@ -64,6 +66,9 @@ class EvaluateFunction:
         )
         # A request that retrying cannot help goes to the dead-letter queue at once.
         shared.evaluation_dead_letters.grant_send_messages(self.lambda_.role)
+        # One not started for lack of time goes back to its queue as a new message, which
+        # spends none of the receives that would dead-letter it (adapters/aws/batch.py).
+        shared.evaluation_queue.grant_send_messages(self.lambda_.role)
         self.lambda_.allow(
             permissions.describe_node_groups("DescribeScalingActivities"),
             permissions.write_opted_in_groups(

@@ -10,6 +10,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as events_targets
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from cdk_nag import NagPackSuppression
 from nodescaler.config import FastPathSettings
@@ -22,7 +23,9 @@ from .functions import NodescalerFunction, Shared
 FAST_PATH_TIMEOUT = Duration.seconds(65)
 # The kubernetes client is imported once a minute; its memory sets the GB-seconds (README).
 FAST_PATH_MEMORY_MB = 256
-KUBERNETES_GROUP = "nodescaler-fast-path"  # infra/kubernetes/rbac.yaml: list pods, nothing else
+FAST_PATH_CONCURRENCY = 1  # reserved: never more than one invocation looking
+# infra/kubernetes/rbac.yaml: list pods and nodes, nothing else
+KUBERNETES_GROUP = "nodescaler-fast-path"
 
 
 class FastPathFunction:
@@ -53,6 +56,12 @@ class FastPathFunction:
         function = self.lambda_.function
         # A late look is worth nothing: the next minute's starts anyway.
         function.configure_async_invoke(retry_attempts=0, max_event_age=Duration.minutes(1))
+        # One at a time: an invocation runs a little over its minute, and two side by side
+        # would each ask for the same new pods (each keeps its own debounce). A start
+        # throttled meanwhile waits in Lambda's queue (within the minute above) for the end.
+        cfn = function.node.default_child
+        assert isinstance(cfn, lambda_.CfnFunction)
+        cfn.reserved_concurrent_executions = FAST_PATH_CONCURRENCY
         shared.evaluation_queue.grant_send_messages(self.lambda_.role)
         queues = permissions.read_policy_queues(shared.policies.values())
         # what the evaluate function reads of the same metrics (the descriptors say what)

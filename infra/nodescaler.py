@@ -36,7 +36,7 @@ from nodescaler.domain.policy.versions import PolicyReads
 from nodescaler.errors import SettingsError
 
 from . import nag, permissions
-from .alarms import Alarms
+from .alarms import ALARMS_GO_NOWHERE, ALARMS_GO_NOWHERE_CONSTRUCT, Alarms
 from .dashboard import Dashboard
 from .dispatch import DispatchFunction
 from .drain import DrainFunction
@@ -74,6 +74,9 @@ class Nodescaler(Construct):
         `policies_folder`, from the current folder). Bad policies, or a second deployment of
         the cluster, raise SettingsError naming each problem."""
         super().__init__(scope, construct_id)
+        # Its warnings without a construct trace: the CDK CLI would print a line of jsii's
+        # JavaScript (`program.js:1:5591`) above each, which says nothing to the user.
+        self.node.set_context("aws:cdk:disable-stack-trace", True)
         settings, self.policies, folder = construct_settings(
             settings, policies, Path(policies_folder) if policies_folder else None
         )
@@ -169,6 +172,7 @@ class Nodescaler(Construct):
             functions=functions,
             dead_letter_queues=dead_letters,
             drains=self.drain is not None,
+            nowhere=ALARMS_GO_NOWHERE if _from_cdk_json(self) else ALARMS_GO_NOWHERE_CONSTRUCT,
         )
         if self.fast_path is not None:
             self.fast_path.alarm(settings.deployment, self.alarms.topic)
@@ -226,6 +230,13 @@ class Nodescaler(Construct):
     @property
     def alarm_names(self) -> list[str]:
         return sorted({alarm for p in self.policies.values() for alarm in p.spec.alarms})
+
+
+def _from_cdk_json(built: Nodescaler) -> bool:
+    """Whether app.py built it from cdk.json (a NodescalerStack), not a user's own code."""
+    from .stack import NodescalerStack  # the stack module imports this one
+
+    return isinstance(Stack.of(built), NodescalerStack)
 
 
 def _refuse_a_second(built: Nodescaler, settings: DeploySettings) -> None:

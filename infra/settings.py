@@ -9,6 +9,7 @@ cdk.json's object the same way, then each `-c key=value` (`-c clusterName=prod`,
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,17 +40,40 @@ from nodescaler.deployment import (
 )
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.policy.parsing import field_path, index_by_name, problems_at
+from nodescaler.domain.policy.parsing import (
+    did_you_mean,
+    field_path,
+    index_by_name,
+    problems_at,
+    worded,
+)
 from nodescaler.errors import PolicyError, SettingsError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
 
 CONTEXT_KEY = "nodescaler"
 DEPLOYMENTS_KEY = "deployments"
 
-TagKey = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\w .:/=+\-@]+$")]
+TagKey = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=128,
+        pattern=worded(
+            r"^[\w .:/=+\-@]+$",
+            "a tag key of letters, digits, spaces and _ . : / = + - @",
+        ),
+    ),
+]
 # An Auto Scaling group's name as it goes into an IAM resource ARN: no wildcards.
-GroupName = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[\w.\-]+$")]
+GroupName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=255,
+        pattern=worded(r"^[\w.\-]+$", "an Auto Scaling group's name: letters, digits, _ . -"),
+    ),
+]
 
 
 def _default(model: type[BaseModel], field: str) -> Any:
@@ -59,7 +83,11 @@ def _default(model: type[BaseModel], field: str) -> Any:
 
 class _Context(BaseModel):
     model_config = ConfigDict(
-        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+        extra="forbid",
+        frozen=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+        use_attribute_docstrings=True,  # a field's docstring is its description, for editors
     )
 
 
@@ -79,27 +107,58 @@ class TagKeys(_Context):
 class AlarmSettings(_Context):
     """Where alarms go, and when a slow or short group is worth waking someone for."""
 
-    email: Annotated[str | None, Field(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")] = None
-    topic_arn: Annotated[
-        str | None, Field(pattern=r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:.+$")
+    email: Annotated[
+        str | None,
+        Field(pattern=worded(r"^[^@\s]+@[^@\s]+\.[^@\s]+$", "an email address, name@domain.tld")),
     ] = None
-    # A group whose in-service count stays below its desired count this long (minutes).
+    """The address the alarms' SNS topic mails (confirm the subscription it sends)."""
+    topic_arn: Annotated[
+        str | None,
+        Field(
+            pattern=worded(
+                r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:.+$",
+                "an SNS topic's ARN, arn:aws:sns:<region>:<12-digit account>:<topic>",
+            )
+        ),
+    ] = None
+    """The SNS topic the alarms notify (instead of, or beside, `email`)."""
     shortfall_minutes: Annotated[int, Field(ge=2, le=1440)] = 15
-    # From the tick or alarm to the decision, 90th percentile (seconds).
+    """Minutes a group's in-service count may stay below its desired count."""
     evaluation_latency_seconds: Annotated[int, Field(ge=1, le=900)] = 60
-    # A group (or several in turn) backed off after failed launches for most of this long.
+    """Seconds from the tick or alarm to the decision, 90th percentile."""
     backoff_minutes: Annotated[int, Field(ge=5, le=1440)] = 30
+    """Minutes a group (or several in turn) may stay backed off after failed launches."""
 
 
 class VpcSettings(_Context):
     """Where the evaluate function runs when the EKS API endpoint is private."""
 
     subnet_ids: Annotated[
-        list[Annotated[str, Field(pattern=r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$")]],
+        list[
+            Annotated[
+                str,
+                Field(
+                    pattern=worded(
+                        r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$",
+                        "a subnet ID, subnet- and 8 or 17 hexadecimal digits",
+                    )
+                ),
+            ]
+        ],
         Field(min_length=1),
     ]
     security_group_ids: Annotated[
-        list[Annotated[str, Field(pattern=r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")]],
+        list[
+            Annotated[
+                str,
+                Field(
+                    pattern=worded(
+                        r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$",
+                        "a security group ID, sg- and 8 or 17 hexadecimal digits",
+                    )
+                ),
+            ]
+        ],
         Field(min_length=1, max_length=5),
     ]
 
@@ -129,6 +188,13 @@ class ClusterLimits(_Context):
     max_nodes: Annotated[int | None, Field(ge=0)] = None
     max_vcpus: Annotated[int | None, Field(ge=0)] = None
     max_memory_gib: Annotated[int | None, Field(ge=0)] = None
+    # The most pods one namespace's CapacityBuffer, and all of them together, may ask room for.
+    buffer_max_pods: Annotated[int, Field(ge=0, le=100_000)] = _default(
+        EvaluateSettings, "cluster_buffer_max_pods"
+    )
+    buffers_max_pods: Annotated[int, Field(ge=0, le=100_000)] = _default(
+        EvaluateSettings, "cluster_buffers_max_pods"
+    )
 
     @property
     def by_size(self) -> bool:
@@ -143,9 +209,25 @@ class KubernetesAccess(_Context):
     With an endpoint, a kubeconfig naming another server is refused at run time."""
 
     secret_arn: Annotated[
-        str, Field(pattern=r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]+$")
+        str,
+        Field(
+            pattern=worded(
+                r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]+$",
+                "a Secrets Manager secret's ARN, "
+                "arn:aws:secretsmanager:<region>:<12-digit account>:secret:<name>",
+            )
+        ),
     ]
-    endpoint: Annotated[str | None, Field(pattern=r"^https://[^\s/]+(:\d+)?/?$")] = None
+    endpoint: Annotated[
+        str | None,
+        Field(
+            pattern=worded(
+                r"^https://[^\s/]+(:\d+)?/?$",
+                "the API server's https:// address, a host and an optional port, no path "
+                "(https://10.0.0.10:6443)",
+            )
+        ),
+    ] = None
     ca_bundle: Annotated[str | None, Field(max_length=8192)] = None
 
     @field_validator("ca_bundle")
@@ -184,6 +266,8 @@ class ZonalShiftContext(_Context):
     workloads, say. A shift on any other resource (another team's) holds nothing."""
 
     resources: Annotated[list[ArcResource], Field(max_length=49)] = []
+    """ARNs of the resources (a load balancer, an Auto Scaling group) whose zonal shifts
+    and autoshifts hold the groups, besides the EKS cluster's own."""
 
     @field_validator("resources")
     @classmethod
@@ -206,57 +290,108 @@ class DrainContext(_Context):
     timeout_result: Literal["CONTINUE", "ABANDON"] = _default(DrainSettings, "drain_timeout_result")
 
 
-class DeploySettings(_Context):
-    # The deployment's name, from which its stack and physical names derive (`deployment`);
-    # by default the cluster's.
-    name: Annotated[str | None, Field(max_length=NAME_MAX_LENGTH, pattern=NAME_PATTERN)] = None
+class _RaisingSettingsError(type(BaseModel)):  # type: ignore[misc]
+    """`DeploySettings(...)` in a user's code raises SettingsError naming each bad or
+    unknown setting, with the one it may have meant, not pydantic's ValidationError. On the
+    call alone: pydantic would run an __init__ inside cdk.json's validation too."""
+
+    def __call__(cls, *args: Any, **settings: Any) -> Any:
+        try:
+            return super().__call__(*args, **settings)
+        except ValidationError as error:
+            name = cls.__name__
+            problems = problems_at(
+                error, lambda loc: f"{name}: {'.'.join(str(p) for p in loc)}", _snake_names
+            )
+            raise SettingsError("\n".join(problems)) from None
+
+
+class DeploySettings(_Context, metaclass=_RaisingSettingsError):
+    """One deployment's settings: cdk.json's `nodescaler` object, its keys in snake case
+    (`DeploySettings(cluster_name="prod", dry_run=True)`). A bad or unknown setting raises
+    SettingsError naming each problem (docs/deploy.md lists every setting)."""
+
+    name: Annotated[
+        str | None,
+        Field(
+            max_length=NAME_MAX_LENGTH,
+            pattern=worded(
+                NAME_PATTERN, "a name of letters, digits and '-', starting with a letter or digit"
+            ),
+        ),
+    ] = None
+    """The deployment's name, from which its stack and physical names derive
+    (`deployment`); by default the cluster's."""
     cluster_name: Annotated[
-        str, Field(max_length=100, pattern=r"^([0-9A-Za-z][A-Za-z0-9\-_]*)?$")
+        str,
+        Field(
+            max_length=100,
+            pattern=worded(
+                r"^([0-9A-Za-z][A-Za-z0-9\-_]*)?$",
+                "an EKS cluster's name: letters, digits, '-' and '_', starting with a letter "
+                "or digit",
+            ),
+        ),
     ] = ""
-    # No cluster: said on purpose, for the opted-in groups whose cluster tag names none.
+    """The cluster whose opted-in groups it manages (EKS's name, or any name with
+    `kubernetes`); empty only with `all_groups`."""
     all_groups: bool = False
-    # The only groups it may resize: names, or prefixes ending in `*`; ["*"], any group opted
-    # in for the cluster. Required: tag rights are resize rights unless this says otherwise.
+    """No cluster: said on purpose, for the opted-in groups whose cluster tag names none."""
     allowed_groups: list[AllowedGroup] | None = None
+    """The only groups it may resize: names, or prefixes ending in `*`; ["*"], any group
+    opted in for the cluster. Required: tag rights are resize rights unless it says so."""
     policies_folder: Path = Path("policies")
+    """The folder of policy files, from cdk.json's folder (or the current one)."""
     tick_minutes: Annotated[int, Field(ge=1, le=60)] = 1
-    # Between ticks, a look every few seconds at unschedulable pods and the policies' queues
-    # (README, "The fast path"); false: the tick alone.
+    """Minutes between the ticks that evaluate every group."""
     fast_path: bool = True
+    """Between ticks, a look every few seconds at unschedulable pods and the policies'
+    queues (README, "The fast path"); false: the tick alone."""
     dry_run: bool = False
+    """Decide and record, never resize."""
     deletion_protection: bool = True
+    """The state table's deletion protection."""
     tags: TagKeys = TagKeys()
-    # How many evaluate functions may run at once (Lambda's SQS maximum concurrency, 2-1000).
+    """The tag keys that opt a group in and configure it."""
     evaluate_concurrency: Annotated[int, Field(ge=2, le=1000)] = 10
-    # Receives of an evaluation request before it is dead-lettered.
+    """How many evaluate functions may run at once (Lambda's SQS maximum concurrency)."""
     max_receive_count: Annotated[int, Field(ge=1, le=10)] = 3
+    """Receives of an evaluation request before it is dead-lettered."""
     audit_ttl_days: Annotated[int, Field(ge=1, le=3650)] = 30
-    # How long the Kubernetes API server may take to answer before its metrics count as missing.
+    """Days a decision's audit item is kept."""
     kubernetes_timeout_seconds: KubernetesTimeout = _default(
         EvaluateSettings, "kubernetes_timeout_seconds"
     )
-    # Unset: the cluster is EKS's `clusterName`. Set: any Kubernetes, through a secret.
+    """How long the Kubernetes API server may take to answer before its metrics count as
+    missing."""
     kubernetes: KubernetesAccess | None = None
+    """Unset: the cluster is EKS's `cluster_name`. Set: any Kubernetes, through a secret."""
     alarms: AlarmSettings = AlarmSettings()
-    # Which group grows when pending pods fit several (see README, "Expanders").
+    """Where alarms go (`AlarmSettings(email=...)` or `topic_arn`), and their thresholds."""
     expanders: ExpanderChain = DEFAULT_EXPANDERS
+    """Which group grows when pending pods fit several (see README, "Expanders")."""
     vpc: VpcSettings | None = None
+    """Subnets and security groups for the evaluate function (a private API endpoint)."""
     backoff: BackoffSettings = BackoffSettings()
+    """How long a group that failed to launch is left alone."""
     cluster_limits: ClusterLimits = ClusterLimits()
-    # The stack puts the drain's terminate lifecycle hook on these Auto Scaling groups;
-    # README shows the command for any other.
+    """Ceilings on the whole cluster; none by default."""
     drain_groups: list[GroupName] = []
+    """The Auto Scaling groups the stack puts the drain's terminate lifecycle hook on;
+    README shows the command for any other."""
     drain: DrainContext = DrainContext()
-    # ARC zonal shifts obeyed: those of the EKS cluster, and of these resources (README,
-    # "Zonal shifts").
+    """How the drain function drains a node."""
     zonal_shift: ZonalShiftContext = ZonalShiftContext()
-    # Where each resize, backoff and drain outcome is put (README, "Scaling events").
+    """ARC zonal shifts obeyed: those of the EKS cluster, and of these resources (docs,
+    policies.md "Impaired zones")."""
     event_bus: EventBusName = _default(EventSettings, "event_bus_name")
-    # Cluster Autoscaler's flags of the same names and defaults: a node running a pod with
-    # local storage, or a kube-system pod no disruption budget selects, stays (scale-in's
-    # choice, the terminate function's, and the drain, which does not evict such a pod).
+    """Where each resize, backoff and drain outcome is put (README, "Scaling events")."""
     skip_nodes_with_local_storage: bool = _default(CommonSettings, "skip_nodes_with_local_storage")
+    """Cluster Autoscaler's flag of the same name and default: a node running a pod with
+    local storage stays (scale-in's choice, the terminate function's, and the drain)."""
     skip_nodes_with_system_pods: bool = _default(CommonSettings, "skip_nodes_with_system_pods")
+    """Cluster Autoscaler's flag of the same name and default: a node running a kube-system
+    pod no disruption budget selects stays."""
 
     @field_validator("drain_groups")
     @classmethod
@@ -326,7 +461,7 @@ def load_settings(
         settings = DeploySettings.model_validate(context or {})
     except ValidationError as error:
         blame = blame or (lambda loc: f"cdk.json: {field_path((*where, *loc))}")
-        raise SettingsError("\n".join(problems_at(error, blame))) from None
+        raise SettingsError("\n".join(problems_at(error, blame, setting_names))) from None
     policies = policies_in(settings.policies_path(base))
     check_cluster(settings, policies, f"cdk.json: {field_path(where)}")
     return settings, policies
@@ -496,6 +631,37 @@ def _without_nulls(value: object) -> object:
     if isinstance(value, list):
         return [_without_nulls(v) for v in value]
     return value
+
+
+def _snake_names() -> list[str]:
+    """Every setting's name as the construct's DeploySettings takes it, at any depth."""
+    return sorted({to_snake(name) for name in setting_names()})
+
+
+def setting_names() -> list[str]:
+    """Every setting's name as cdk.json writes it, at any depth (`email`), for a
+    did-you-mean."""
+    return sorted({key.rsplit(".", 1)[-1] for key in setting_keys()})
+
+
+# A key `-c key=value` could mean as a setting: a name, or names joined by dots. The CDK's
+# own keys (`@aws-cdk/...`, `aws:cdk:...`, lookups, `acknowledged-issue-numbers`) are not.
+_SETTING_LIKE = re.compile(r"^[A-Za-z]\w*(\.[A-Za-z]\w*)*$")
+
+
+def unknown_flags(context: Mapping[str, Any], file_context: Mapping[str, Any]) -> None:
+    """Each `-c key=value` in the app's `context` that sets nothing (`-c fastpath=false`,
+    `-c alarms.emial=...`) is an error naming it, with the setting it may have meant;
+    cdk.json's own context keys (`file_context`) are not flags."""
+    known = setting_keys()
+    problems = [
+        f"-c {key}: is not a setting{did_you_mean(key, known)}; every setting is a key of "
+        f"cdk.json's {CONTEXT_KEY} object (docs/deploy.md)"
+        for key in context
+        if key not in known and key not in file_context and _SETTING_LIKE.match(key)
+    ]
+    if problems:
+        raise SettingsError("\n".join(problems))
 
 
 def setting_keys() -> list[str]:

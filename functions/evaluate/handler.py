@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from nodescaler import wiring
 from nodescaler.adapters.aws.batch import EvaluationBatch
 from nodescaler.adapters.aws.evaluation_queue import SqsRedelivery
-from nodescaler.errors import OutOfTimeError
+from nodescaler.errors import NotStartedError, OutOfTimeError
 from nodescaler.events.sqs import EvaluationRecord
 from nodescaler.observability.reports import (
     logger,
@@ -68,7 +68,7 @@ def evaluate_record(evaluator: Evaluator, record: EvaluationRecord) -> str:
     group = request.node_group
     with logging_keys(node_group=group, event_id=request.event_id, cause=request.cause):
         try:
-            evaluator.deadline.check_start(f"node group {group}: evaluation {request.event_id}")
+            start(evaluator, f"node group {group}: evaluation {request.event_id}")
             result = evaluator.evaluate(group, request.event_id, request.requested_at)
         except OutOfTimeError as error:  # not started, or a read cut by the invocation's end:
             logger.warning(str(error))  # retried soon by a later one, neither lost nor an error
@@ -78,3 +78,12 @@ def evaluate_record(evaluator: Evaluator, record: EvaluationRecord) -> str:
             raise
     report_evaluation(result, request_latency_ms(request.requested_at, evaluator.clock.now()))
     return result.outcome.value
+
+
+def start(evaluator: Evaluator, work: str) -> None:
+    """`NotStartedError` when too little time is left to start `work`: told apart from a
+    read cut short once started, it goes back to the queue without spending a receive."""
+    try:
+        evaluator.deadline.check_start(work)
+    except OutOfTimeError as error:
+        raise NotStartedError(str(error)) from None

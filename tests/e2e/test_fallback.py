@@ -14,6 +14,7 @@ from nodescaler_sandbox.lambda_local import LocalContext
 
 from tests.aws import CallCounter, client, desired_capacity, make_asg
 from tests.builders import VirtualClock, policy_document, reservation_metric
+from tests.drip import Drip
 from tests.e2e.conftest import TABLE, Deployment, event
 from tests.kube import cluster_of, kubeconfig, node
 
@@ -121,5 +122,48 @@ def test_given_a_cluster_read_cut_by_the_invocations_end_then_no_failure_counts_
     assert deployment.dead_letters() == []
     assert any(
         "no answer within 0.3s (the invocation's time left)" in w
+        for w in output().messages("WARNING")
+    )
+
+
+def test_given_a_prometheus_read_cut_by_the_invocations_end_then_no_failure_counts_and_it_is_retried(
+    policies: Path, calls: CallCounter, clock: VirtualClock, output: Any
+) -> None:
+    # Given a group scaled on a Prometheus query, with a fallback after one failure, and a
+    # server dripping its answer (its timeoutSeconds 20)
+    with Drip("body", b'{"status":"success","data":{"resultType":"vector","result":[]}}') as drip:
+        query = {"query": "sum(jobs_waiting)", "serverAddress": drip.address, "timeoutSeconds": 20}
+        backlog = {
+            "type": "Prometheus",
+            "prometheus": query,
+            "target": {"type": "AverageValue", "averageValue": 4},
+            "fallback": {"failureThreshold": 1, "replicas": 2},
+        }
+        (policies / "api.yaml").write_text(policy_document("api", backlog, max_replicas=10))
+        deployment = Deployment(policies, calls, clock)
+        make_asg("api", tags={"nodescaler/enabled": "true", "nodescaler/policy": "api"}, desired=8)
+        deployment.dispatch(event("schedule-tick.json", id=str(uuid.uuid4())))
+        # When the evaluation's state read leaves its invocation 0.3 s (of 32 s) for the query
+        seconds = [0.0]
+
+        def slow_aws(**_: Any) -> None:
+            seconds[0] = 31.7
+
+        deployment.evaluator.deadline._monotonic = lambda: seconds[0]
+        deployment.evaluations.context = lambda: LocalContext(remaining_ms=35_000)
+        deployment.clients.dynamodb.meta.events.register(
+            "provide-client-params.dynamodb.GetItem", slow_aws
+        )
+        (delivery,) = deployment.evaluations.drain()
+
+    # Then the record fails, to be retried by a later invocation: out of time, not the
+    # metric's failure, so no run towards its fallback is counted, nothing changes
+    assert len(delivery.failed) == 1
+    assert DynamoStateStore(client("dynamodb"), TABLE).load("api").failures.runs == {}
+    assert desired_capacity("api") == 8
+    assert deployment.dead_letters() == []
+    assert any(
+        "Prometheus query 'sum(jobs_waiting)'" in w
+        and "no answer within 0.3s, the deadline of the invocation's remaining time" in w
         for w in output().messages("WARNING")
     )

@@ -5,6 +5,7 @@ server or SQS fails, while the tick runs as before."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from botocore.config import Config
 from nodescaler import wiring
 from nodescaler.config import FastPathSettings
 from nodescaler.observability.metric_names import MetricName
+from nodescaler.observability.reports import report_fast_look
 from nodescaler.service.fast_path import FastPath
 from nodescaler_sandbox.kube.apiserver import Fault, KubeApiServer
 from nodescaler_sandbox.lambda_local import LocalContext
@@ -180,6 +182,159 @@ def test_given_new_pods_after_the_first_look_when_it_looks_again_then_the_groups
 
     causes = [r["cause"] for r in queued(deployment)]
     assert causes == ["fast path: 1 new unschedulable pods"] * 4
+
+
+def instance_of(group: str) -> str:
+    described = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[group])
+    return str(described["AutoScalingGroups"][0]["Instances"][0]["InstanceId"])
+
+
+def pools(api_server: KubeApiServer, *names: str) -> None:
+    """Groups batch-<name>, each with one node labelled pool=<name> (of its own instance)."""
+    for name in names:
+        make_asg(f"batch-{name}", tags=opted_in("batch"), desired=1)
+        provider = f"aws:///eu-west-1a/{instance_of(f'batch-{name}')}"
+        labels = {"pool": name}
+        api_server.cluster.put(
+            "nodes", node(f"node-{name}", None, provider_id=provider, labels=labels)
+        )
+
+
+def for_pool(name: str, pool: str) -> dict[str, Any]:
+    return pod(name, spec={"nodeSelector": {"pool": pool}})
+
+
+def test_given_a_new_pod_only_some_groups_can_take_when_it_looks_then_only_those_are_asked(
+    fast: Callable[..., tuple[Deployment, FastPath]], api_server: KubeApiServer
+) -> None:
+    # Given two pending-pods groups whose nodes differ (pool=a, pool=b), and a pod for pool b
+    deployment, path = fast()
+    pools(api_server, "a", "b")
+    api_server.cluster.put("pods", for_pool("render", "b"))
+
+    # When it looks for a minute
+    run_one_minute(path)
+
+    # Then only batch-b, whose nodes could take it (the planner's test), is asked; the
+    # nodes were read once, with the first new pod
+    assert [r["node_group"] for r in queued(deployment)] == ["batch-b"]
+    assert len([r for r in api_server.requests if r.startswith("GET /api/v1/nodes")]) == 1
+
+
+def test_given_a_new_pod_every_5_seconds_for_one_of_5_groups_then_it_asks_that_group_6_times_a_minute(
+    fast: Callable[..., tuple[Deployment, FastPath]], api_server: KubeApiServer
+) -> None:
+    # Given five pending-pods groups, and a new pod every look (5 s) that only pool 0 takes
+    deployment, path = fast()
+    pools(api_server, "0", "1", "2", "3", "4")
+    watch = path.watch()
+
+    # When it looks for a minute, a pod arriving before each look
+    for index in range(12):
+        api_server.cluster.put("pods", for_pool(f"job-{index}", "0"))
+        path.act(path.look(watch))
+        path.clock.advance(seconds=5)  # type: ignore[attr-defined]
+
+    # Then batch-0 alone is asked, at most once in 10 s, each request for all the pods new
+    # since its last (the last pod waits for the next look): 6 requests, not 12 x 5
+    causes = [(r["node_group"], r["cause"]) for r in queued(deployment)]
+    assert (
+        causes
+        == [("batch-0", "fast path: 1 new unschedulable pods")]
+        + [("batch-0", "fast path: 2 new unschedulable pods")] * 5
+    )
+
+
+def test_given_a_second_new_pod_within_10_seconds_then_it_is_asked_at_the_next_look_not_dropped(
+    fast: Callable[..., tuple[Deployment, FastPath]], api_server: KubeApiServer
+) -> None:
+    # Given a pod, asked for at a look
+    deployment, path = fast()
+    groups()
+    watch = path.watch()
+    api_server.cluster.put("pods", pod("first"))
+    path.act(path.look(watch))
+
+    # When another appears and it looks 3 s later, then 10 s after the first look
+    api_server.cluster.put("pods", pod("second"))
+    path.clock.advance(seconds=3)  # type: ignore[attr-defined]
+    path.act(path.look(watch))
+    path.clock.advance(seconds=7)  # type: ignore[attr-defined]
+    path.act(path.look(watch))
+
+    # Then each group is asked for each pod, once: the second request is neither dropped by
+    # the FIFO queue as a duplicate of the first nor taken as asked meanwhile
+    requests = sorted((r["node_group"], r["cause"]) for r in queued(deployment))
+    once = "fast path: 1 new unschedulable pods"
+    assert requests == [("batch-a", once)] * 2 + [("batch-b", once)] * 2
+
+
+def test_given_a_message_sent_first_with_a_predictable_id_then_the_fast_paths_request_still_arrives(
+    fast: Callable[..., tuple[Deployment, FastPath]], api_server: KubeApiServer
+) -> None:
+    """Anyone allowed sqs:SendMessage on the evaluation queue could take an id made of the
+    time alone (`fast-<10-s slot>`) first; SQS then accepts and drops ours for five
+    minutes: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/FIFO-key-terms.html"""
+    # Given a message sent to the evaluation queue for batch-a, with the id that a request
+    # of this 10-s slot would have had
+    deployment, path = fast()
+    groups()
+    api_server.cluster.put("pods", pod("waiting"))
+    slot = int(path.clock.now().timestamp()) // 10
+    taken = hashlib.sha256(f"batch-a\nfast-{slot}".encode()).hexdigest()
+    deployment.clients.sqs.send_message(
+        QueueUrl=deployment.queue_url,
+        MessageBody="{}",
+        MessageGroupId="batch-a",
+        MessageDeduplicationId=taken,
+    )
+
+    # When it looks
+    path.act(path.look(path.watch()))
+
+    # Then its request for batch-a is queued all the same
+    assert sorted(r.get("node_group", "(forged)") for r in queued(deployment)) == [
+        "(forged)",
+        "batch-a",
+        "batch-b",
+    ]
+
+
+def test_given_sqs_refusing_one_groups_request_then_only_that_group_is_asked_again(
+    fast: Callable[..., tuple[Deployment, FastPath]], api_server: KubeApiServer, output: Any
+) -> None:
+    # Given SQS refusing batch-a's request (a batch entry failed), once
+    deployment, path = fast()
+    groups()
+    api_server.cluster.put("pods", pod("waiting"))
+    refused: list[dict[str, Any]] = []
+
+    def refuse(params: dict[str, Any], **_: Any) -> None:
+        if not refused:
+            refused.extend(e for e in params["Entries"] if e["MessageGroupId"] == "batch-a")
+            params["Entries"] = [e for e in params["Entries"] if e not in refused]
+
+    def say_so(parsed: dict[str, Any], **_: Any) -> None:
+        failed = [{"Id": e["Id"], "SenderFault": False, "Code": "InternalError"} for e in refused]
+        parsed["Failed"] = parsed.get("Failed", []) + failed
+
+    events = deployment.clients.sqs.meta.events
+    events.register("provide-client-params.sqs.SendMessageBatch", refuse)
+    events.register_first("after-call.sqs.SendMessageBatch", say_so)
+    watch = path.watch()
+
+    # When it looks, and again after the slot
+    first = path.act(path.look(watch))
+    events.unregister("after-call.sqs.SendMessageBatch", say_so)
+    path.clock.advance(seconds=10)  # type: ignore[attr-defined]
+    path.act(path.look(watch))
+
+    # Then batch-a is asked again, batch-b (taken the first time) is not; the first look
+    # counts the one request SQS took
+    assert first.send_error and "batch-a" in first.send_error
+    report_fast_look(first, 0)
+    assert output().metric(MetricName.FAST_PATH_QUEUED) == [1]
+    assert sorted(r["node_group"] for r in queued(deployment)) == ["batch-a", "batch-b"]
 
 
 def test_given_a_queue_past_its_target_when_it_looks_then_its_group_alone_is_asked(

@@ -491,10 +491,46 @@ def test_given_too_little_time_left_then_the_unstarted_records_fail_alone_and_ar
     # When a tick queues them and the function is invoked until none is left
     deliveries = deployment.tick()
 
-    # Then each invocation evaluates one and fails the others, not started, as batch item
-    # failures: retried by later invocations, none lost, none dead-lettered
-    assert [(d.received, len(d.failed)) for d in deliveries] == [(3, 2), (2, 1), (1, 0)]
+    # Then each invocation evaluates one and sends the others, not started, back to the
+    # queue as new messages: evaluated by later invocations, none lost, none dead-lettered
+    assert [(d.received, len(d.failed)) for d in deliveries] == [(3, 0), (2, 0), (1, 0)]
     assert [desired_capacity(g) for g in ("gpu-a", "gpu-b", "gpu-c")] == [10, 10, 10]
     assert deployment.dead_letters() == []
     warned = output().messages("WARNING")
     assert len(warned) == 3 and all("not started, 7.0s left of the invocation" in w for w in warned)
+
+
+def test_given_a_request_not_started_in_more_invocations_than_max_receive_count_then_it_is_not_dead_lettered(
+    deployment: Deployment, output: Any
+) -> None:
+    """Every receive counts towards the redrive policy's maxReceiveCount (3 here), however
+    the message came back: https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html"""
+    # Given five groups to evaluate, each evaluation taking 25 s, and invocations with 35 s
+    groups = [f"gpu-{name}" for name in "abcde"]
+    for group in groups:
+        make_asg(group, tags=GPU, max_size=600)
+    training_tasks(40)
+    clock = [0.0]
+
+    def slow_read(params: dict[str, Any], **_: Any) -> None:
+        if TRAINING_QUEUE in params.get("QueueUrl", ""):
+            clock[0] += 25
+
+    deployment.clients.sqs.meta.events.register(
+        "provide-client-params.sqs.GetQueueAttributes", slow_read
+    )
+    evaluator = replace(deployment.evaluator, deadline=Deadline(monotonic=lambda: clock[0]))
+    deployment.evaluations.handler = partial(
+        evaluate.handler, evaluator=evaluator, redelivery=deployment.redelivery
+    )
+    deployment.evaluations.context = lambda: LocalContext(remaining_ms=35_000)
+
+    # When a tick queues them: the last is not started by four invocations in a row
+    deliveries = deployment.tick()
+
+    # Then every group is evaluated, and nothing is dead-lettered: a request nobody tried
+    # spent no receive
+    assert len(deliveries) == 5
+    assert [desired_capacity(g) for g in groups] == [10] * 5
+    assert deployment.dead_letters() == []
+    assert output().metric("DeadLettered") == []

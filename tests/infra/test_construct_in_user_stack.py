@@ -104,6 +104,47 @@ def test_given_two_constructs_in_one_stack_then_the_second_is_refused() -> None:
         autoscaler(stack, "Us", "prod-us")
 
 
+def test_a_misspelt_setting_raises_settings_error_naming_the_one_meant() -> None:
+    # As docs/deploy.md promises: SettingsError, not pydantic's ValidationError and its link
+    with pytest.raises(SettingsError) as raised:
+        DeploySettings(cluster_nam="prod")
+    assert str(raised.value) == (
+        "DeploySettings: cluster_nam: unknown field (did you mean cluster_name?)"
+    )
+    with pytest.raises(SettingsError) as raised:
+        DeploySettings(cluster_name="prod", kubernetes={"secret_arn": "prod-kubeconfig"})
+    assert str(raised.value) == (
+        "DeploySettings: kubernetes.secret_arn: should be a Secrets Manager secret's ARN, "
+        "arn:aws:secretsmanager:<region>:<12-digit account>:secret:<name>; got "
+        "'prod-kubeconfig'"
+    )
+
+
+def test_deploy_settings_says_what_each_setting_is_to_an_editor() -> None:
+    assert DeploySettings.__doc__ and "SettingsError" in DeploySettings.__doc__
+    undescribed = [n for n, f in DeploySettings.model_fields.items() if not f.description]
+    assert undescribed == []
+
+
+def test_the_alarms_warning_tells_a_construct_user_what_to_write_with_no_jsii_trace() -> None:
+    from aws_cdk.assertions import Annotations, Match
+
+    from infra.alarms import ALARMS_GO_NOWHERE_CONSTRUCT
+
+    # Given the construct in a user's app, whose stack traces are on (the CDK's default)
+    stack = cdk.Stack(users_app(), "Platform")
+    autoscaler(stack, "Autoscaler", "team-a")
+    (warning,) = Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp(".*alarms have no destination.*")
+    )
+    # Then it says what to pass in their own code, not cdk.json, and carries no trace
+    # (the CDK CLI prints a trace as jsii's `program.js:1:5591` above the warning)
+    assert warning.entry.data.startswith(ALARMS_GO_NOWHERE_CONSTRUCT)
+    assert "DeploySettings(alarms=AlarmSettings(email=...))" in warning.entry.data
+    assert "cdk.json" not in warning.entry.data
+    assert not warning.entry.trace
+
+
 def locked(name: str) -> Version:
     lock = (REPO / "requirements" / "lock.txt").read_text()
     match = re.search(rf"^{re.escape(name)}==(\S+)", lock, re.MULTILINE)

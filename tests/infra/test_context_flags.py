@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +23,7 @@ from infra.settings import (
     json_flag,
     load_deployments,
     setting_keys,
+    unknown_flags,
 )
 from tests.infra.test_stack import CDK_CONTEXT, REPO
 
@@ -79,13 +82,13 @@ def test_given_a_bad_c_value_then_the_c_flag_and_the_field_are_blamed() -> None:
         '-c tickMinutes (given "0"): tickMinutes: Input should be greater than or equal to 1'
     )
     assert problem({"alarms.email": "nobody"}).startswith(
-        '-c alarms.email (given "nobody"): alarms.email: String should match pattern'
+        '-c alarms.email (given "nobody"): alarms.email: should be an email address'
     )
 
 
 def test_given_a_bad_value_in_c_nodescaler_then_c_nodescaler_and_the_field_are_blamed() -> None:
     message = problem({}, '{"clusterName": "x", "alarms": {"email": "nobody"}}')
-    assert message.startswith("-c nodescaler: alarms.email: String should match pattern")
+    assert message.startswith("-c nodescaler: alarms.email: should be an email address")
     assert "cdk.json" not in message
 
 
@@ -108,8 +111,61 @@ def test_given_a_c_list_that_is_not_json_then_the_flag_is_named() -> None:
 def test_given_a_bad_value_in_one_c_nodescaler_deployment_then_its_entry_is_named() -> None:
     override = json.dumps({"deployments": [{"clusterName": "a"}, {"clusterName": "b c"}]})
     assert problem({}, override).startswith(
-        "-c nodescaler: deployments[1].clusterName: String should match pattern"
+        "-c nodescaler: deployments[1].clusterName: should be an EKS cluster's name"
     )
+
+
+def test_given_c_keys_that_set_nothing_then_each_is_named_with_what_it_may_mean() -> None:
+    # Given the app's context: cdk.json's keys, the CDK's own, and two mistyped -c keys
+    context = {
+        "nodescaler": {},
+        "@aws-cdk/core:checkSecretUsage": True,
+        "aws:cdk:enable-path-metadata": True,
+        "acknowledged-issue-numbers": [1],
+        "availability-zones:account=123456789012:region=eu-west-1": ["a"],
+        "clusterName": "prod",
+        "fastpath": "false",
+        "alarms.emial": "oncall@example.com",
+    }
+    with pytest.raises(SettingsError) as raised:
+        unknown_flags(context, {"nodescaler": {}})
+    # Then each mistyped key is an error, with the setting it may have meant
+    assert str(raised.value).splitlines() == [
+        "-c fastpath: is not a setting (did you mean fastPath?); every setting is a key of "
+        "cdk.json's nodescaler object (docs/deploy.md)",
+        "-c alarms.emial: is not a setting (did you mean alarms.email?); every setting is a "
+        "key of cdk.json's nodescaler object (docs/deploy.md)",
+    ]
+    unknown_flags({"nodescaler": {}, "dryRun": "true", "@aws-cdk/x": 1}, {"nodescaler": {}})
+
+
+def test_given_an_unknown_setting_in_cdk_json_then_the_setting_it_may_mean_is_named() -> None:
+    assert problem({}, '{"fastpath": false}') == (
+        "-c nodescaler: fastpath: unknown field (did you mean fastPath?)"
+    )
+
+
+def test_app_stops_on_a_c_key_that_sets_nothing(tmp_path: Path) -> None:
+    # As the CDK CLI runs the app: every -c value in CDK_CONTEXT_JSON
+    env = os.environ | {
+        "CDK_CONTEXT_JSON": json.dumps({"fastpath": "false"}),
+        "CDK_OUTDIR": str(tmp_path),
+    }
+    result = subprocess.run(
+        [sys.executable, "app.py"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr == (
+        "nodescaler: cannot synthesize:\n-c fastpath: is not a setting (did you mean "
+        "fastPath?); every setting is a key of cdk.json's nodescaler object (docs/deploy.md)\n"
+    )
+    assert not list(tmp_path.iterdir())  # nothing synthesized
 
 
 @pytest.mark.slow

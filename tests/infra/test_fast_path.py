@@ -42,6 +42,8 @@ def test_given_the_default_settings_then_the_fast_path_runs_each_minute_with_its
     assert names["evaluation_queue_url"].alias in variables
     assert "<NodescalerEvaluations" in variables[names["evaluation_queue_url"].alias]
     assert function["Timeout"] == 65 and function["MemorySize"] == 256
+    # one invocation at a time: two would each ask for the same new pods
+    assert function["ReservedConcurrentExecutions"] == 1
     (schedule,) = (
         r["Properties"]
         for r in resources(template, "AWS::Events::Rule").values()

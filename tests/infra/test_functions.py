@@ -105,7 +105,13 @@ def test_the_drain_gets_its_cluster_queue_and_timing_from_its_settings_model(
 
 def test_cluster_limits_and_backoff_in_the_context_reach_the_functions() -> None:
     template = synth(
-        clusterLimits={"maxNodes": 500, "maxVcpus": 4000, "maxMemoryGib": 16000},
+        clusterLimits={
+            "maxNodes": 500,
+            "maxVcpus": 4000,
+            "maxMemoryGib": 16000,
+            "bufferMaxPods": 50,
+            "buffersMaxPods": 300,
+        },
         backoff={"initialSeconds": 60, "maxSeconds": 600},
         kubernetesTimeoutSeconds=2.5,
     )
@@ -116,6 +122,10 @@ def test_cluster_limits_and_backoff_in_the_context_reach_the_functions() -> None
         evaluate["CLUSTER_MAX_VCPUS"],
         evaluate["CLUSTER_MAX_MEMORY_GIB"],
     ) == ("500", "4000", "16000")
+    assert (evaluate["CLUSTER_BUFFER_MAX_PODS"], evaluate["CLUSTER_BUFFERS_MAX_PODS"]) == (
+        "50",
+        "300",
+    )
     for folder in ("dispatch", "evaluate"):
         variables = environment(template, folder)
         assert (variables["BACKOFF_INITIAL_SECONDS"], variables["BACKOFF_MAX_SECONDS"]) == (

@@ -97,13 +97,18 @@ def test_the_sample_context_is_what_the_defaults_say_with_a_cluster_named() -> N
         ),
         (
             {"clusterName": "bad name!"},
-            "cdk.json: context.nodescaler.clusterName: String should match pattern",
+            "cdk.json: context.nodescaler.clusterName: should be an EKS cluster's name: letters, "
+            "digits, '-' and '_', starting with a letter or digit; got 'bad name!'",
         ),
         (
             {"tags": {"enabled": ""}},
             "cdk.json: context.nodescaler.tags.enabled: String should have at least 1 character",
         ),
         ({"tickRate": 5}, "cdk.json: context.nodescaler.tickRate: unknown field"),
+        (
+            {"alarms": {"emial": "oncall@example.com"}},
+            "cdk.json: context.nodescaler.alarms.emial: unknown field (did you mean email?)",
+        ),
         ({"policiesFolder": "no/such/folder"}, "no/such/folder: (folder): no such policy folder"),
         (
             {"expanders": [{"name": "weighted-priority", "tiers": {"1": {"spot-.*": 0}}}]},
@@ -116,7 +121,8 @@ def test_the_sample_context_is_what_the_defaults_say_with_a_cluster_named() -> N
         ),
         (
             {"vpc": {"subnetIds": ["subnet-0a"], "securityGroupIds": ["default"]}},
-            "cdk.json: context.nodescaler.vpc.securityGroupIds[0]: String should match pattern",
+            "cdk.json: context.nodescaler.vpc.securityGroupIds[0]: should be a security group "
+            "ID, sg- and 8 or 17 hexadecimal digits; got 'default'",
         ),
         (
             {"clusterName": ""},
@@ -125,7 +131,7 @@ def test_the_sample_context_is_what_the_defaults_say_with_a_cluster_named() -> N
         ),
         (
             {"drainGroups": ["web", "nodes-*"]},
-            "cdk.json: context.nodescaler.drainGroups[1]: String should match pattern",
+            "cdk.json: context.nodescaler.drainGroups[1]: should be an Auto Scaling group's name",
         ),
         (
             {"drainGroups": ["web", "gpu", "web"]},

@@ -9,7 +9,11 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from nodescaler.adapters.aws.evaluation_queue import SqsEvaluationQueue, message_group_id
+from nodescaler.adapters.aws.evaluation_queue import (
+    SqsEvaluationQueue,
+    SqsRedelivery,
+    message_group_id,
+)
 from nodescaler.errors import QueueSendError
 from nodescaler.events.queue import EvaluationRequest
 
@@ -88,6 +92,7 @@ def test_entries_sqs_refuses_are_named_by_group_in_one_error() -> None:
         + ", ".join(f"ng-{i:02}" for i in (1, 3, 5, 7, 9, 11))
         + " (InternalError: try again)"
     )
+    assert caught.value.unqueued == {f"ng-{i:02}" for i in (1, 3, 5, 7, 9, 11)}
 
 
 def test_a_batch_refused_whole_leaves_only_its_groups_unqueued() -> None:
@@ -143,3 +148,18 @@ def test_many_batches_are_all_queued() -> None:
         QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
     )["Attributes"]
     assert attributes["ApproximateNumberOfMessages"] == "95"
+
+
+def test_a_request_requeued_is_a_new_message_once_however_often_its_batch_is_retried() -> None:
+    # Given a request sent, received (its deduplication id still tracked five minutes)
+    url = make_evaluation_queue()
+    sqs = client("sqs")
+    SqsEvaluationQueue(sqs, url).send(requests("gpu"))
+    (message,) = sqs.receive_message(QueueUrl=url)["Messages"]
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    redelivery = SqsRedelivery(sqs, url, url.replace(".fifo", "-dlq.fifo"))
+    # When it is requeued, and again (Lambda retried the batch that requeued it)
+    for _ in range(2):
+        redelivery.requeue(message["MessageId"], message["Body"], "gpu")
+    # Then it is in the queue once, as sent, in its group
+    assert [(m["group"], m["event_id"]) for m in received(url)] == [("gpu", "tick-1")]

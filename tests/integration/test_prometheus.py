@@ -35,7 +35,7 @@ from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import PrometheusMetric, SqsQueueMetric
 from nodescaler.domain.readings import MetricReading, MetricRefused, MetricUnavailable, Reading
 from nodescaler.domain.token_origins import TokenOrigins, origin
-from nodescaler.errors import PrometheusUnavailableError
+from nodescaler.errors import OutOfTimeError, PrometheusUnavailableError
 from nodescaler.service.evaluation import Evaluator, Outcome
 from nodescaler.service.policy_resolver import PolicyBook
 from nodescaler.service.producers import Producers
@@ -734,10 +734,15 @@ def test_given_less_time_left_than_the_timeout_then_the_read_ends_with_the_invoc
     deadline.start(remaining_ms=3_500)
     producer = queries(deadline=deadline)
     # When the metric is read from a server that would take 2,000 s
-    reason = refusal(read("up", producer, serverAddress=drip.address, timeoutSeconds=20))
-    # Then it ends with the time the invocation had left, and says so
-    assert reason.endswith("no answer within 0.5s, the deadline of the invocation's remaining time")
+    with pytest.raises(OutOfTimeError) as cut:
+        read("up", producer, serverAddress=drip.address, timeoutSeconds=20)
+    # Then it ends with the time the invocation had left, and says so: out of time, the
+    # evaluation tried again later, not a metric failure (which would count to its fallback)
+    assert str(cut.value) == (
+        f"Prometheus query 'up' at {drip.address}: no answer within 0.5s, the deadline of "
+        "the invocation's remaining time"
+    )
     # And once none is left, the next read is not even sent
     clock[0] += 1
-    asked = refusal(read("up", producer, serverAddress=f"http://127.0.0.1:{free_port()}"))
-    assert asked.endswith("not asked: the invocation has no time left")
+    with pytest.raises(OutOfTimeError, match="not asked: the invocation has no time left"):
+        read("up", producer, serverAddress=f"http://127.0.0.1:{free_port()}")

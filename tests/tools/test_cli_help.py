@@ -4,11 +4,13 @@ line the CLI takes; the AWS options are one group, each listed once."""
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 import pytest
 from nodescaler_cli.main import AWS_OPTIONS, EXAMPLES, build_parser
 
 COMMANDS = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+REPO = Path(__file__).parents[2]
 AWS = ("--region", "--endpoint-url", "--table", "--deployment", "--stack", "--profile")
 
 
@@ -42,3 +44,11 @@ def test_the_aws_options_are_one_group_each_listed_once(name: str) -> None:
     for option in AWS:
         assert described.count(option) == 1, option
         assert f"\n  {option} " in f"\n{group}"
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_each_file_an_example_names_is_in_the_repository(name: str) -> None:
+    for example in EXAMPLES[name]:
+        for word in shlex.split(example, comments=True):
+            if word.endswith((".yaml", ".json")) and "/" in word:
+                assert (REPO / word).is_file(), f"{name}'s example names {word}: not there"

@@ -499,8 +499,42 @@ def test_profile_chooses_the_credentials_and_region(capsys: pytest.CaptureFixtur
     # And without it, nothing says which region: one line says so
     assert main(["status", "-o", "wide", "--table", TABLE]) == 1
     assert one_line(capsys) == (
-        "nodescaler status: no AWS region: pass --region, or set one in your AWS config "
-        "(or AWS_REGION)"
+        "nodescaler status: no AWS region: pass --region, set AWS_REGION, or set one in "
+        "your AWS config"
+    )
+
+
+@pytest.mark.usefixtures("aws_config")
+def test_aws_region_is_honoured_as_the_aws_cli_honours_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the state table and a group in us-east-2, and AWS_REGION (not boto3's own
+    # AWS_DEFAULT_REGION) naming it, with the profile's credentials
+    session = boto3.Session(profile_name="ops")
+    create_state_table(session.client("dynamodb"), TABLE)
+    autoscaling = session.client("autoscaling")
+    provision.launch_configuration(autoscaling, "nodes", "m5.large")
+    provision.create_group(
+        autoscaling, "ops-ng", region="us-east-2", tags=TAGS, min_size=0, max_size=5, desired=1
+    )
+    monkeypatch.setenv("AWS_PROFILE", "ops")
+    monkeypatch.setenv("AWS_REGION", "us-east-2")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")  # AWS_REGION wins, as in the AWS CLI
+    # When status runs with no --region, then it reads AWS_REGION's region
+    assert main(["status", "--table", TABLE, "-o", "json"]) == 0
+    assert [g["group"] for g in json.loads(capsys.readouterr().out)["groups"]] == ["ops-ng"]
+
+
+@pytest.mark.usefixtures("aws_config")
+def test_diff_without_a_region_is_one_line_and_exit_1_as_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policy = tmp_path / "gpu.yaml"
+    policy.write_text((DOCS.parents[1] / "policies" / "gpu-training.yaml").read_text())
+    assert main(["diff", "-f", str(policy), "--table", TABLE]) == 1
+    assert one_line(capsys) == (
+        "nodescaler diff: no AWS region: pass --region, set AWS_REGION, or set one in your "
+        "AWS config"
     )
 
 
@@ -517,6 +551,21 @@ def test_an_unknown_profile_and_no_credentials_are_one_line(
         "nodescaler explain: no AWS credentials found: run `aws configure`, set AWS_PROFILE "
         "or pass --profile"
     )
+
+
+def test_an_unreachable_aws_names_the_region_not_an_endpoint_url_never_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from botocore.exceptions import EndpointConnectionError
+    from nodescaler_cli.observe import Target, aws_problem
+
+    error = EndpointConnectionError(endpoint_url="https://dynamodb.eu-west-1.amazonaws.com/")
+    problem = aws_problem(error, Target(region="eu-west-1"))
+    assert problem == (
+        "cannot reach https://dynamodb.eu-west-1.amazonaws.com/ (is the network up, and "
+        "region eu-west-1 right?)"
+    )
+    assert "--endpoint-url" not in problem
 
 
 def test_an_unreachable_endpoint_is_named(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,4 +1,4 @@
-"""`nodescaler simulate` piped prints one line per scenario (no timeline), and without the
+"""`nodescaler simulate` piped prints the verdict alone (no timeline), and without the
 dev extras says what to install instead of a traceback; `invoke` likewise."""
 
 from __future__ import annotations
@@ -17,16 +17,17 @@ REPO = Path(__file__).parents[2]
 
 
 @pytest.mark.sandbox
-def test_simulate_piped_prints_one_line_for_the_scenario(
+def test_simulate_piped_prints_the_verdict_for_the_scenario(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(runner, "OUT", tmp_path)
     # capsys's stdout is no terminal: as `nodescaler simulate ... | cat`
     assert main(["simulate", str(REPO / "scenarios" / "9-spot-at-max.yaml")]) == 0
-    (line,) = capsys.readouterr().out.splitlines()
-    assert line.startswith("spot-at-max: node_hours ")
-    assert "(baseline " in line and "unschedulable_pod_minutes " in line
-    assert line.count(", tuned ") == 3  # CA tuned beside CA's defaults, for each figure
+    heading, line, *rest = capsys.readouterr().out.splitlines()
+    assert heading.startswith("Verdict: nodescaler against Cluster Autoscaler (tuned)")
+    assert line.split()[0] == "spot-at-max" and "idle node-hours" in line
+    assert rest[-2] == f"Summary: {tmp_path / 'summary.md'}"  # one scenario's table too
+    assert (tmp_path / "pareto.png").is_file()
 
 
 @pytest.mark.parametrize(

@@ -83,3 +83,29 @@ def test_given_a_file_of_two_documents_then_apply_stores_each_as_its_own_policy(
     assert main(["get", "policies", *AT, "-o", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)["policies"]
     assert sorted(row["name"] for row in rows if row["source"] == "stored") == ["gpu", "web"]
+
+
+def test_given_a_folder_with_a_file_of_two_documents_then_validate_takes_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a folder whose one file holds two policies, as kubectl's files do
+    both = tmp_path / "all.yaml"
+    both.write_text(f"{gpu()}---\n{web()}")
+    # When the folder is validated, as a path and with -f
+    for command in (["validate", str(tmp_path)], ["validate", "-f", str(tmp_path)]):
+        assert main(command) == 0
+        # Then each document is valid, as when the file is named outright
+        assert capsys.readouterr().out.splitlines() == [
+            f"{both} (document 1): policy 'gpu' is valid",
+            f"{both} (document 2): policy 'web' is valid",
+        ]
+
+
+def test_given_a_file_ending_in_a_separator_then_its_one_policy_is_valid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trailing = tmp_path / "web.yaml"
+    trailing.write_text(f"---\n{web()}---\n")
+    assert main(["validate", str(trailing)]) == 0
+    assert main(["validate", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"{trailing}: policy 'web' is valid"] * 2

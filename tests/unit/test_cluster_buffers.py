@@ -7,9 +7,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from nodescaler.adapters.k8s.objects import node_from_json, pod_from_json
 from nodescaler.domain.cluster import Snapshot
-from nodescaler.domain.cluster_buffers import Workload, describe, read_buffer, with_buffers
+from nodescaler.domain.cluster_buffers import (
+    ClusterBuffer,
+    Workload,
+    describe,
+    describe_all,
+    read_buffer,
+    with_buffers,
+    within,
+)
 
 from tests.kube import node, pod
 
@@ -67,7 +77,7 @@ def test_given_limits_alone_when_read_then_as_many_pods_as_they_hold() -> None:
         ),
         (
             buffer({"podTemplateRef": {"name": "web"}, "replicas": -1}),
-            "spec.replicas: -1 is not a whole number of 0 or more",
+            "spec.replicas: -1 is not a whole number from 0 to 2147483647",
         ),
         (
             buffer({"podTemplateRef": {"name": "web"}, "limits": {"cpu": "-2"}}),
@@ -151,3 +161,162 @@ def test_given_a_deployment_of_10_when_a_buffer_scales_it_then_its_share_rounded
     read = read_buffer(buffer(ref | amount), {}, WEB)
     assert (read.problem, len(read.pods)) == (None, pods)
     assert {p.requests.cpu_millis for p in read.pods} == {1000}
+
+
+# --- one namespace's buffer is outside text: named, never an error that fails a group ------
+
+LARGEST = "is more than Kubernetes' largest quantity (9223372036854775807)"
+ZERO = pod_from_json(
+    {"metadata": {"name": "zero", "namespace": "shop"}, "spec": {"containers": [{}]}}
+)
+
+
+@pytest.mark.parametrize(
+    ("spec", "named"),
+    [
+        ({"limits": {"cpu": "1e30"}}, f"spec.limits.cpu: '1e30' {LARGEST}"),
+        ({"replicas": 3, "limits": {"cpu": "1e30"}}, f"spec.limits.cpu: '1e30' {LARGEST}"),
+        ({"limits": {"memory": "1e999999"}}, f"spec.limits.memory: '1e999999' {LARGEST}"),
+        ({"limits": {"memory": "1e99999999999Ki"}}, "spec.limits.memory: '1e99999999999Ki' is"),
+        ({"limits": {"cpu": "NaN"}}, "spec.limits.cpu: 'NaN' is not a quantity"),
+        ({"limits": {"cpu": "Infinity"}}, "spec.limits.cpu: 'Infinity' is not a quantity"),
+        ({"limits": {"cpu": float("inf")}}, "spec.limits.cpu: inf is not a quantity"),
+        ({"limits": {"cpu": "-1e-3"}}, "spec.limits.cpu: '-1e-3' is negative"),
+        ({"limits": {"cpu": True}}, "spec.limits.cpu: True is not a quantity: a bool"),
+        ({"limits": {"cpu": [1]}}, "spec.limits.cpu: [1] is not a quantity: a list"),
+        ({"limits": {"cpu": None}}, "spec.limits.cpu: None is not a quantity: a NoneType"),
+        ({"limits": "8"}, "spec.limits is not a map of resources"),
+        ({"replicas": 10**30}, "spec.replicas: a number of 100 bits is not a whole number"),
+        ({"replicas": 2**31}, "spec.replicas: 2147483648 is not a whole number from 0 to"),
+        ({"replicas": True}, "spec.replicas: True is not a whole number from 0 to 2147483647"),
+        ({"replicas": 1.5}, "spec.replicas: 1.5 is not a whole number from 0 to 2147483647"),
+        ({"replicas": "3"}, "spec.replicas: '3' is not a whole number from 0 to 2147483647"),
+    ],
+)
+def test_given_a_quantity_or_count_no_buffer_can_hold_when_read_then_that_buffer_names_it(
+    spec: dict[str, Any], named: str
+) -> None:
+    # Given a team's buffer of the 1-cpu template with a value nodescaler cannot use
+    obj = buffer({"podTemplateRef": {"name": "web"}} | spec)
+    # When read (once: decimal.DivisionImpossible, failing the evaluation three times)
+    read = read_buffer(obj, TEMPLATES)
+    # Then the buffer is ignored, its namespace/name and field named: doubt, no pods
+    assert read.pods == ()
+    assert read.problem is not None and read.problem.startswith(named)
+    assert describe(read, {}).startswith(f"CapacityBuffer shop/headroom ignored: {named}")
+
+
+def test_given_a_percentage_beyond_an_int32_when_read_then_the_buffer_names_it() -> None:
+    ref = {"scalableRef": {"apiGroup": "apps", "kind": "Deployment", "name": "web"}}
+    read = read_buffer(buffer(ref | {"percentage": 10**12}), {}, WEB)
+    assert (
+        read.problem == "spec.percentage: 1000000000000 is not a whole number from 0 to 2147483647"
+    )
+
+
+def test_given_limits_on_a_template_that_requests_nothing_when_read_then_named() -> None:
+    # Given a PodTemplate whose containers request no cpu and no memory: limits hold any number
+    spec = {"podTemplateRef": {"name": "zero"}, "limits": {"cpu": "4"}}
+    read = read_buffer(buffer(spec), {("shop", "zero"): ZERO})
+    assert read.problem == (
+        "spec.limits limit nothing the pod template requests (it requests no cpu or memory)"
+    )
+
+
+def test_given_a_tiny_limit_when_read_then_it_holds_no_pod_and_is_no_problem() -> None:
+    spec = {"podTemplateRef": {"name": "web"}, "limits": {"cpu": "1e-999999999"}}
+    read = read_buffer(buffer(spec), TEMPLATES)
+    assert (read.problem, read.pods) == (None, ())
+
+
+def test_given_a_buffer_asking_more_than_a_buffer_may_hold_when_read_then_capped_and_named() -> (
+    None
+):
+    # Given a buffer of 10,000 pods, and at most 50 a buffer
+    spec = {"podTemplateRef": {"name": "web"}, "replicas": 10_000}
+    read = read_buffer(buffer(spec), TEMPLATES, most=50)
+    # Then it holds 50, no problem (it still counts), and the decision says the cap bound
+    assert (read.problem, len(read.pods)) == (None, 50)
+    assert describe(read, {}) == (
+        "CapacityBuffer shop/headroom: 50 pods (capped: 10,000 asked, at most 50 a buffer), "
+        "0 in free room, 50 pending"
+    )
+
+
+def test_given_huge_limits_alone_when_read_then_capped_not_expanded() -> None:
+    spec = {"podTemplateRef": {"name": "web"}, "limits": {"cpu": "9e18"}}
+    read = read_buffer(buffer(spec), TEMPLATES, most=10)
+    assert len(read.pods) == 10
+    assert read.capped == "9,000,000,000,000,000,000 asked, at most 10 a buffer"
+
+
+def _asking(name: str, pods: int) -> ClusterBuffer:
+    return read_buffer(
+        buffer(
+            {"podTemplateRef": {"name": "web"}, "replicas": pods},
+            metadata={"name": name, "namespace": "shop"},
+        ),
+        TEMPLATES,
+        most=10_000,
+    )
+
+
+def test_given_buffers_asking_more_than_all_may_hold_then_shared_fairly_and_named() -> None:
+    # Given three buffers asking 10, 1,000 and 5,000 pods, and 600 for all of them
+    small, large, huge = _asking("small", 10), _asking("large", 1_000), _asking("huge", 5_000)
+    # When capped together
+    kept = within((huge, small, large), 600)
+    # Then the small one keeps all it asks, the others share the rest equally, in their order
+    assert [(b.name, len(b.pods)) for b in kept] == [("huge", 295), ("small", 10), ("large", 295)]
+    assert kept[0].capped == "5,000 asked, all buffers together hold at most 600"
+    assert kept[1].capped is None
+
+
+def test_given_many_buffers_when_described_then_five_clauses_and_how_many_more() -> None:
+    many = [_asking(f"b{n}", 1) for n in range(40)]
+    broken = read_buffer(
+        buffer({"podTemplateRef": {"name": "web"}, "limits": {"cpu": "1e30"}}), TEMPLATES
+    )
+    said = describe_all([*many, broken], {})
+    assert said.startswith("CapacityBuffer shop/headroom ignored: spec.limits.cpu: '1e30'")
+    assert said.endswith("; and 36 more CapacityBuffers")
+    assert said.count("CapacityBuffer ") == 5
+
+
+values = st.one_of(
+    st.integers(),
+    st.floats(),
+    st.text(max_size=12),
+    st.booleans(),
+    st.none(),
+    st.from_regex(r"-?[0-9]{1,30}(\.[0-9]{0,5})?(e-?[0-9]{1,12})?(m|Ki|Ei|n)?", fullmatch=True),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+
+
+@given(
+    spec=st.fixed_dictionaries(
+        {},
+        optional={
+            "replicas": values,
+            "percentage": values,
+            "limits": values | st.dictionaries(st.sampled_from(["cpu", "memory", "gpu"]), values),
+        },
+    ),
+    ref=st.sampled_from(["template", "deployment", "zero"]),
+)
+def test_any_buffer_is_read_into_at_most_its_cap_of_pods_or_its_problem_is_named(
+    spec: dict[str, Any], ref: str
+) -> None:
+    refs = {
+        "template": {"podTemplateRef": {"name": "web"}},
+        "deployment": {"scalableRef": {"apiGroup": "apps", "kind": "Deployment", "name": "web"}},
+        "zero": {"podTemplateRef": {"name": "zero"}},
+    }
+    templates = TEMPLATES | {("shop", "zero"): ZERO}
+    read = read_buffer(buffer(refs[ref] | spec), templates, WEB, most=20)
+    assert read.namespace == "shop" and read.name == "headroom"
+    assert (read.problem is None) or (read.pods == () and read.problem)
+    assert len(read.pods) <= 20
+    assert not read.problem or not read.problem.startswith("unreadable")

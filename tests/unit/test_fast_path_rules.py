@@ -1,13 +1,23 @@
 """The fast path's rules (domain/fast_path.py): a queue is past its target only beyond the
-HPA's tolerance, a group is asked again only for something new, and failed looks back off
-doubling to a cap."""
+HPA's tolerance, a pod is asked of the groups whose nodes could take it, a group is asked
+again only for something new SQS has not taken yet, a request's id is what it asks, and
+failed looks back off doubling to a cap."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from nodescaler.domain.fast_path import Backoff, Debounce, queue_need, slot_event_id
+from nodescaler.domain.cluster import Placement, Pod, Resources, Taint, Toleration
+from nodescaler.domain.fast_path import (
+    SLOT_SECONDS,
+    Backoff,
+    Debounce,
+    fitting_groups,
+    queue_need,
+    request_event_id,
+)
 from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.scheduling import NodeTemplate
 
 from tests.builders import policy, queue_metric
 
@@ -31,16 +41,39 @@ def test_given_a_tolerance_of_zero_in_the_policy_then_any_excess_asks() -> None:
     assert queue_need(metric, 41, group(10), strict) == 11
 
 
-def test_given_the_same_pods_then_nothing_is_new_and_gone_ones_are_forgotten() -> None:
+AT = datetime(2026, 11, 23, 9, 0, 0, tzinfo=UTC)
+
+
+def test_given_the_same_pods_then_only_what_sqs_took_is_not_new_and_gone_ones_are_forgotten() -> (
+    None
+):
     debounce = Debounce()
-    assert debounce.new_pods({"a", "b"}) == {"a", "b"}
-    assert debounce.new_pods({"a", "b"}) == frozenset()
-    assert debounce.new_pods({"b", "c"}) == {"c"}
+    assert debounce.new_pods({"a": ["x"], "b": ["x", "y"]}) == {"x": {"a", "b"}, "y": {"b"}}
+    # nothing accepted yet (a send refused): still new
+    assert debounce.new_pods({"a": ["x"], "b": ["x", "y"]}) == {"x": {"a", "b"}, "y": {"b"}}
+    debounce.accepted("x", {"a", "b"}, {}, AT)  # y's request was refused
+    assert debounce.new_pods({"a": ["x"], "b": ["x", "y"]}) == {"y": {"b"}}
+    debounce.accepted("y", {"b"}, {}, AT)
+    assert debounce.new_pods({"a": ["x"], "b": ["x", "y"]}) == {}
+    assert debounce.new_pods({"b": ["x", "y"], "c": ["x"]}) == {"x": {"c"}}
+    assert debounce.new_pods({"b": ["y"]}) == {}
+    assert debounce.new_pods({"a": ["x"]}) == {"x": {"a"}}  # gone, then back: new again
 
 
-def test_given_a_queue_need_then_only_a_rise_asks_again() -> None:
+def test_given_a_group_just_asked_then_it_rests_for_the_slot() -> None:
+    debounce = Debounce()
+    assert not debounce.resting("x", AT)
+    debounce.accepted("x", {"a"}, {}, AT)
+    assert debounce.resting("x", AT + timedelta(seconds=SLOT_SECONDS - 1))
+    assert not debounce.resting("x", AT + timedelta(seconds=SLOT_SECONDS))
+    assert not debounce.resting("y", AT)
+
+
+def test_given_a_queue_need_then_only_a_rise_sqs_has_not_taken_asks_again() -> None:
     debounce = Debounce()
     assert debounce.need_rose("jobs", 5)
+    assert debounce.need_rose("jobs", 5)  # not taken yet: asked again
+    debounce.accepted("jobs-nodes", (), {"jobs": 5}, AT)
     assert not debounce.need_rose("jobs", 5)
     assert not debounce.need_rose("jobs", 3)
     assert not debounce.need_rose("jobs", 4)  # asked for 5 already
@@ -49,12 +82,56 @@ def test_given_a_queue_need_then_only_a_rise_asks_again() -> None:
     assert debounce.need_rose("jobs", 2)  # a new rise after the backlog was drained
 
 
+GIB = 2**30
+GPU_TAINT = Taint("nvidia.com/gpu", "true", "NoSchedule")
+
+
+def pending(cpu: int = 1000, **placement: object) -> Pod:
+    return Pod(
+        "default",
+        "p",
+        None,
+        Resources(cpu, GIB, 1),
+        phase="Pending",
+        unschedulable=True,
+        placement=Placement(**placement),  # type: ignore[arg-type]
+    )
+
+
+TEMPLATES = {
+    "small": NodeTemplate("small", Resources(2000, 8 * GIB, 110), {"pool": "web"}),
+    "big": NodeTemplate("big", Resources(16000, 64 * GIB, 110), {"pool": "batch"}),
+    "gpu": NodeTemplate("gpu", Resources(16000, 64 * GIB, 110), {}, (GPU_TAINT,)),
+}
+GROUPS = ("small", "big", "gpu", "new")  # "new": no live node, no template
+
+
+def test_a_pod_is_asked_of_the_groups_whose_nodes_could_take_it_by_the_planners_test() -> None:
+    assert fitting_groups(pending(), TEMPLATES, GROUPS) == ("small", "big", "new")
+    assert fitting_groups(pending(cpu=4000), TEMPLATES, GROUPS) == ("big", "new")
+    assert fitting_groups(pending(node_selector={"pool": "web"}), TEMPLATES, GROUPS) == (
+        "small",
+        "new",
+    )
+    tolerates = (Toleration("nvidia.com/gpu", "Exists"),)
+    assert fitting_groups(pending(cpu=8000, tolerations=tolerates), TEMPLATES, GROUPS) == (
+        "big",
+        "gpu",
+        "new",
+    )
+    assert fitting_groups(pending(cpu=99000), TEMPLATES, ("small", "big")) == ()
+
+
+def test_a_requests_id_is_what_it_asks_not_when() -> None:
+    assert request_event_id("batch", ["uid-1", "uid-2"]) == request_event_id(
+        "batch", ["uid-2", "uid-1"]
+    )
+    assert request_event_id("batch", ["uid-1"]) != request_event_id("batch", ["uid-1", "uid-2"])
+    assert request_event_id("batch", ["uid-1"]) != request_event_id("other", ["uid-1"])
+    assert request_event_id("batch", ["uid-1"]).startswith("fast-")
+    assert len(request_event_id("batch", ["uid-1"])) <= 128  # EvaluationRequest.event_id
+
+
 def test_failed_looks_back_off_doubling_to_the_cap() -> None:
     backoff = Backoff(initial=1, maximum=30)
     assert [backoff.delay(n) for n in range(8)] == [0, 1, 2, 4, 8, 16, 30, 30]
-
-
-def test_requests_within_one_ten_second_slot_share_their_event_id() -> None:
-    at = datetime(2026, 11, 23, 9, 0, 0, tzinfo=UTC)
-    assert slot_event_id(at) == slot_event_id(at.replace(second=9))
-    assert slot_event_id(at) != slot_event_id(at.replace(second=10))

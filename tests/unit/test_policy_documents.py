@@ -399,7 +399,7 @@ behavior:
         "bad name",
         VALID.replace("name: batch", "name: Batch_Jobs"),
         "metadata.name",
-        "should match pattern",
+        "should be a name of at most 63 lowercase letters",
     ),
     (
         "wrong kind",
@@ -690,6 +690,54 @@ def test_each_problem_is_one_exact_line_naming_the_file_and_where(text: str, pro
     assert problems(text) == ("p.yaml", (problem,))
 
 
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (  # a typo: the field it may be
+            VALID.replace("averageValue", "averageVaule"),
+            "p.yaml: spec.metrics[0].target.averageVaule: unknown field (did you mean "
+            "averageValue?)",
+        ),
+        (  # a duration where seconds go: the unit said
+            VALID.replace(
+                "minReplicas: 0",
+                "minReplicas: 0\n  behavior:\n    scaleDown:\n      stabilizationWindowSeconds: 2m",
+            ),
+            "p.yaml: spec.behavior.scaleDown.stabilizationWindowSeconds: should be a whole "
+            "number of seconds (120 for two minutes); got '2m'",
+        ),
+        (  # a name: in words, not a regular expression
+            VALID.replace("name: batch", "name: Batch_Jobs"),
+            "p.yaml: metadata.name: should be a name of at most 63 lowercase letters, digits "
+            "and '-', starting and ending with a letter or digit (a Kubernetes object's name); "
+            "got 'Batch_Jobs'",
+        ),
+    ],
+)
+def test_a_problem_a_person_can_fix_says_how(text: str, problem: str) -> None:
+    assert problems(text) == ("p.yaml", (problem,))
+
+
 def test_a_validators_own_message_is_shown_without_pydantics_prefix() -> None:
     _, (problem,) = problems(VALID.replace("minReplicas: 0", "minReplicas: 20"))
     assert problem == "p.yaml: spec.maxReplicas: maxReplicas (10) is below minReplicas (20)"
+
+
+def test_given_a_folder_file_of_two_documents_then_synth_and_the_functions_read_both(
+    tmp_path: Path,
+) -> None:
+    from nodescaler.adapters.deployed_policies import read_policies
+
+    # Given a folder file of two policies, the second with a typo, and a trailing `---`
+    good = VALID.replace("name: batch", "name: gpu")
+    (tmp_path / "all.yaml").write_text(f"{good}---\n{VALID}---\n")
+    # Then synth's strict read takes both
+    assert sorted(load_policies(tmp_path)) == ["batch", "gpu"]
+    # And a broken second document sets aside its own policy alone, by name
+    (tmp_path / "all.yaml").write_text(f"{good}---\n{VALID.replace('maxReplicas', 'maxReplica')}")
+    folder = read_policies(tmp_path)
+    assert list(folder.policies) == ["gpu"]
+    assert (
+        f"{tmp_path / 'all.yaml'} (document 2): spec.maxReplica: unknown field (did you mean maxReplicas?)"
+        in (folder.broken["batch"])
+    )

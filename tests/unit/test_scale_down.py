@@ -415,3 +415,38 @@ def test_a_node_whose_pods_would_not_fit_does_not_stop_the_next_from_going() -> 
     # When found unneeded, Then a stays for its pod, and b goes, its pods moving to a
     assert [(k.node, k.why) for k in result.kept] == [("a", WOULD_NOT_FIT)]
     assert result.nodes == ("b",)
+
+
+# Cluster Autoscaler: kubernetes/autoscaler cluster-autoscaler/simulator/utilization/info.go,
+# CalculateUtilizationOfResource (called by Calculate): with DaemonSet and mirror pods left
+# out of the requests, their requests leave the node's allocatable too.
+@pytest.mark.parametrize(
+    ("system", "app", "goes"),
+    [
+        # 2 cores of DaemonSets and a static pod: the app's 1.2 cores are 60 % of the 2 left
+        ({"daemon_set": True}, 1200, False),
+        ({"mirror": True}, 1200, False),
+        # 0.9 of the 2 left: 45 %, under half; it goes
+        ({"daemon_set": True}, 900, True),
+        # a finished DaemonSet pod holds nothing: 1.2 of 4 cores, 30 %; it goes
+        ({"daemon_set": True, "phase": "Succeeded"}, 1200, True),
+    ],
+)
+def test_a_nodes_utilization_leaves_its_daemon_set_and_mirror_pods_out_of_both_sides(
+    system: dict[str, bool], app: int, goes: bool
+) -> None:
+    # Given node a of 4 cores whose DaemonSet (or mirror) pod requests 2, and an app pod,
+    # besides another group's node b with room for the app pod
+    nodes = [node("a"), node("b", group="batch")]
+    pods = [pod("agent", "a", 2000, **system), pod("app", "a", app)]
+    # When the unneeded nodes are found, Then a goes only if its app pod requests under half
+    # of what the DaemonSets leave (once: 1.2 of 4 cores, 30 %, and a went sooner than CA)
+    assert spare(nodes, pods) == (("a",) if goes else ())
+
+
+def test_a_node_its_daemon_sets_fill_is_not_underutilized() -> None:
+    # Given node a whose DaemonSet pod requests all 4 cores, and an app pod of 10m
+    nodes = [node("a"), node("b", group="batch")]
+    pods = [pod("agent", "a", 4000, daemon_set=True), pod("app", "a", 10)]
+    # Then a stays: no room left for pods, so no share of it is "under half"
+    assert spare(nodes, pods) == ()

@@ -55,7 +55,8 @@ def _sandbox() -> Any:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    """Each scenario's timeline and figures on a terminal; piped, one line per scenario."""
+    """Each scenario's timeline and figures on a terminal; piped, the verdict alone (a
+    line per scenario). Either way the table and charts are written, one scenario's too."""
     scenarios = _sandbox()
     from nodescaler_sandbox import comparison
     from nodescaler_sandbox.scenario_file import load_scenario
@@ -69,28 +70,24 @@ def _simulate(args: argparse.Namespace) -> int:
         summaries = [scenarios.run(loaded[0], write=write, progress=progress)]
     else:
         summaries = scenarios.run_all(files, loaded, write=write)
-    for summary in summaries if piped else ():
-        print(scenario_line(summary))
-    if len(summaries) > 1:  # one scenario alone leaves the last run's comparison as it was
-        table, chart = comparison.write(scenarios.OUT, summaries)
-        write(f"\n{table.read_text()}")
-        print(f"Cost and wait, every scenario: {table} and {chart}")
+    table, pareto = comparison.write(scenarios.OUT, summaries)  # one scenario's too
+    write(f"\n{table.read_text()}")
+    print("\n".join(closing_verdict(summaries, table, pareto)))
     return 0
 
 
-def scenario_line(summary: dict[str, Any]) -> str:
-    """A scenario's outcome on one line: cost and wait, nodescaler's against Cluster
-    Autoscaler's with its defaults (baseline) and tuned to the policy (tuned)."""
-    from nodescaler_sandbox.runner import BASELINE, NODESCALER, TUNED
+def closing_verdict(summaries: list[dict[str, Any]], table: Path, pareto: Path) -> list[str]:
+    """The run's verdict (nodescaler_sandbox.verdict), naming every chart: the scenario's
+    own for one scenario, their folder's pattern for several."""
+    from nodescaler_sandbox.verdict import verdict
 
-    ours, theirs, tuned = summary[NODESCALER], summary[BASELINE], summary.get(TUNED)
-    figures = ("node_hours", "idle_node_hours", "unschedulable_pod_minutes")
-
-    def compared(key: str) -> str:
-        also = f", tuned {tuned[key]:g}" if tuned else ""
-        return f"{key} {ours[key]:g} (baseline {theirs[key]:g}{also})"
-
-    return f"{summary['scenario']}: {', '.join(compared(key) for key in figures)}"
+    folder = pareto.parent
+    each = (
+        folder / str(summaries[0]["scenario"]) / "chart.png"
+        if len(summaries) == 1
+        else folder / "<scenario>" / "chart.png"
+    )
+    return verdict(summaries, table, [pareto, each])
 
 
 def _invoke(args: argparse.Namespace) -> int:
@@ -201,8 +198,8 @@ EXAMPLES = {
     "schema": ("nodescaler schema > nodegroup-policy.json  # for your editor",),
     "simulate": (
         "nodescaler simulate                       # every scenario, as make demo runs them",
-        "nodescaler simulate scenarios/spiky-web.yaml",
-        "nodescaler simulate | cat                 # one line per scenario, for a log",
+        "nodescaler simulate scenarios/1-queue-burst.yaml",
+        "nodescaler simulate | cat                 # the verdict alone, for a log",
     ),
     "invoke": (
         "nodescaler invoke dispatch events/schedule-tick.json",
@@ -224,7 +221,7 @@ EXAMPLES = {
         "nodescaler apply -f policies/ --cluster prod-eu",
     ),
     "get": ("nodescaler get policies", "nodescaler get policies -o json"),
-    "diff": ("nodescaler diff -f policies/  # exit code 1 when they differ",),
+    "diff": ("nodescaler diff -f policies/  # exit code 3 when they differ",),
     "history": ("nodescaler history web",),
     "rollback": ("nodescaler rollback web --to 3",),
     "pause": (
@@ -268,9 +265,10 @@ def _output_option(command: argparse.ArgumentParser, *, wide: bool = False) -> N
 EXIT_CODES = """exit codes:
   0  done
   1  an AWS or operator problem: a missing table, stack, group, profile or credentials, an
-     unreachable endpoint, a refused call (one line on stderr says which)
+     unreachable endpoint, no region, a refused call (one line on stderr says which)
   2  bad input: a wrong command line (argparse's usage error), an invalid policy, scenario,
-     event or cdk.json file, an event the function does not take"""
+     event or cdk.json file, an event the function does not take
+  3  diff: the stored policies and the files differ"""
 
 
 def version() -> str:

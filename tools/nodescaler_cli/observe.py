@@ -9,6 +9,7 @@ rows through `nodescaler_cli.output`; the JSON keys are listed in docs/cli.md.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -159,17 +160,23 @@ class Target:
     output: str = "table"  # table, json or yaml (nodescaler_cli.output)
     config: Path | None = None  # cdk.json, for its tag names (default: ./cdk.json if any)
 
+    @property
+    def region_given(self) -> str | None:
+        """--region, else AWS_REGION as the AWS CLI and the other SDKs read it (boto3 reads
+        AWS_DEFAULT_REGION alone), else None: the profile's or AWS_DEFAULT_REGION."""
+        return self.region or os.environ.get("AWS_REGION") or None
+
     @cached_property
     def session(self) -> boto3.Session:
-        return boto3.Session(profile_name=self.profile, region_name=self.region)
+        return boto3.Session(profile_name=self.profile, region_name=self.region_given)
 
     @property
     def region_name(self) -> str:
         """The region the commands read, for messages (the profile's or the environment's)."""
         try:
-            return self.region or self.session.region_name or "(none configured)"
+            return self.region_given or self.session.region_name or "(none configured)"
         except BotoCoreError:
-            return self.region or "(unknown)"
+            return self.region_given or "(unknown)"
 
     def client(self, service: str) -> Any:
         return self.session.client(service, endpoint_url=self.endpoint_url, config=CLI_BOTO_CONFIG)
@@ -269,10 +276,12 @@ def aws_problem(error: BotoCoreError | ClientError, target: Target | None = None
         profile = error.kwargs.get("profile", "?")
         return f"AWS profile {profile} not found in your AWS config or credentials file"
     if isinstance(error, NoRegionError):
-        return "no AWS region: pass --region, or set one in your AWS config (or AWS_REGION)"
+        return "no AWS region: pass --region, set AWS_REGION, or set one in your AWS config"
     if isinstance(error, ConnectionError):
         endpoint = error.kwargs.get("endpoint_url") or (target and target.endpoint_url) or "AWS"
-        return f"cannot reach {endpoint} (is --endpoint-url right, and the network up?)"
+        if target is not None and target.endpoint_url:
+            return f"cannot reach {endpoint} (is --endpoint-url right, and the network up?)"
+        return f"cannot reach {endpoint} (is the network up, and region {region} right?)"
     return one_line(error)
 
 

@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
 from nodescaler.adapters.aws.policy_store import (
     MAX_POLICIES_PER_APPLY,
     DynamoPolicyStore,
@@ -29,7 +28,7 @@ from nodescaler.adapters.aws.policy_store import (
 from nodescaler.domain.policy import NodeGroupPolicy, PrometheusMetric
 from nodescaler.domain.policy.versions import MAX_DOCUMENT_CHARS, PolicyReads, StoredPolicy
 from nodescaler.domain.token_origins import token_pairing, unbound_token
-from nodescaler.errors import PermanentError, PolicyConflictError, PolicyError
+from nodescaler.errors import PolicyConflictError, PolicyError
 from nodescaler.service.stored_policies import validated
 
 from nodescaler_cli.observe import OperatorError, Target, UsageError
@@ -214,19 +213,11 @@ def get_policies(target: Target, write: Write = print) -> int:
     return 0
 
 
-class DiffFailedError(PermanentError):
-    """`diff` could not compare: exit code 2, as kubectl's diff (1 means "they differ")."""
+DIFFERS = 3  # its own code: 1 and 2 mean, as for every command, an AWS problem, bad input
 
 
 def diff(target: Target, paths: Sequence[Path], write: Write = print) -> int:
-    try:
-        return _diff(target, paths, write)
-    except (OperatorError, BotoCoreError, ClientError) as error:
-        raise DiffFailedError(str(error)) from None
-
-
-def _diff(target: Target, paths: Sequence[Path], write: Write) -> int:
-    """A unified diff of each stored policy against its file; 1 when any differs."""
+    """A unified diff of each stored policy against its file; DIFFERS when any differs."""
     documents = load_documents(paths)
     store = DynamoPolicyStore(target.client("dynamodb"), target.state_table())
     differs = False
@@ -247,7 +238,7 @@ def _diff(target: Target, paths: Sequence[Path], write: Write) -> int:
             write(
                 "".join(line if line.endswith("\n") else f"{line}\n" for line in lines).rstrip("\n")
             )
-    return 1 if differs else 0
+    return DIFFERS if differs else 0
 
 
 def history(target: Target, name: str, write: Write = print) -> int:
@@ -321,7 +312,7 @@ def register(
     get.set_defaults(run=lambda args: get_policies(target(args)))
 
     diff_ = commands.add_parser(
-        "diff", help="the stored policies against files (exit code 1 when they differ)"
+        "diff", help=f"the stored policies against files (exit code {DIFFERS} when they differ)"
     )
     files(diff_)
     aws_options(diff_)

@@ -2,7 +2,8 @@
 named outright may hold several documents separated by `---`, a path that is not there is
 named as missing, and a folder without a policy file is refused.
 
-A folder's files hold one policy each, as synth and the functions read a folder.
+A file may hold several documents separated by `---`, named outright or in a folder, as
+synth and the functions read a folder (`nodescaler.domain.policy.parsing.parse_policies`).
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from nodescaler.adapters.deployed_policies import POLICY_SUFFIXES, policy_paths
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.policy.parsing import index_by_name, parse_policy
+from nodescaler.domain.policy.parsing import index_by_name, parse_policies
 from nodescaler.errors import PolicyError
 
 
@@ -40,7 +40,7 @@ def read_documents(paths: Sequence[Path]) -> list[Document]:
             continue
         for file in files:
             try:
-                documents.extend(documents_of(file, several=file == given))
+                documents.extend(documents_of(file))
             except PolicyError as error:
                 problems.extend(error.problems)
     if problems:
@@ -63,42 +63,13 @@ def files_in(path: Path) -> list[Path]:
     return files
 
 
-def documents_of(file: Path, *, several: bool) -> list[Document]:
-    """The file's policy, or with `several` each of its `---`-separated documents, each
-    named `file (document N)` in its problems."""
+def documents_of(file: Path) -> list[Document]:
+    """Each of the file's `---`-separated documents, each named `file (document N)` in its
+    problems when there are several; a folder's files as a file named outright."""
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise PolicyError(str(file), [f"{file}: (file): cannot be read: {error}"]) from None
-    pieces = split_documents(text) if several else [text]
-    if len(pieces) == 1:
-        return [Document(parse_policy(text, str(file)), text, str(file))]
-    problems: list[str] = []
-    documents: list[Document] = []
-    for number, piece in enumerate(pieces, start=1):
-        source = f"{file} (document {number})"
-        try:
-            documents.append(Document(parse_policy(piece, source), piece.lstrip("\n"), source))
-        except PolicyError as error:
-            problems.extend(error.problems)
-    if problems:
-        raise PolicyError(str(file), problems)
-    return documents
-
-
-def split_documents(text: str) -> list[str]:
-    """Each non-empty YAML document of `text`, after as many blank lines as come before
-    it, so a problem keeps the file's line number; the text whole when it is one document
-    or not YAML (whose parser then says where)."""
-    try:
-        events = list(yaml.parse(text, Loader=yaml.SafeLoader))
-    except yaml.YAMLError:
-        return [text]
-    # each document from where the one before it ends: its comments and `---` with it
-    ends = [e.end_mark.index for e in events if isinstance(e, yaml.DocumentEndEvent) and e.end_mark]
-    pieces = [
-        "\n" * text.count("\n", 0, start) + text[start:end]
-        for start, end in zip([0, *ends], ends, strict=False)
+    return [
+        Document(policy, piece, source) for source, policy, piece in parse_policies(text, str(file))
     ]
-    filled = [piece for piece in pieces if yaml.safe_load(piece) is not None]
-    return filled if len(filled) > 1 else [text]

@@ -21,6 +21,7 @@ import json
 import math
 import multiprocessing
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -578,6 +579,25 @@ def _when(scenario: Scenario, minute: float) -> str:
     return f"{_clock(minute)} ({local:%a %H:%M %Z})"
 
 
+_WALL_TIME = re.compile(r"\b(\d{2}):(\d{2}):(\d{2})Z")
+
+
+def on_the_timeline_clock(why: str, scenario: Scenario, minute: float) -> str:
+    """`why` with each UTC time of day it quotes (`until 09:18:50Z`, from the functions'
+    reasons) told on the timeline's clock, time since the start (`until 00:18:50`): one
+    clock a line. A time of day is the next one at or after the row's own time."""
+    at = scenario.start.astimezone(UTC) + timedelta(minutes=minute)
+
+    def elapsed(match: re.Match[str]) -> str:
+        hours, minutes, seconds = (int(part) for part in match.groups())
+        when = at.replace(hour=hours, minute=minutes, second=seconds, microsecond=0)
+        if when < at - timedelta(minutes=1):  # a time past midnight
+            when += timedelta(days=1)
+        return _clock((when - scenario.start.astimezone(UTC)).total_seconds() / 60)
+
+    return _WALL_TIME.sub(elapsed, why)
+
+
 def _metrics_cell(row: dict[str, Any]) -> str:
     metrics = row.get("metrics") or {}
     return (
@@ -596,7 +616,7 @@ def _timeline(scenario: Scenario, result: Run) -> list[str]:
     """A line for each decision that changed a group's size or said why it could not,
     and one an hour (10 minutes in a short scenario) to show the steady state."""
     every = 60 if scenario.minutes > 180 else 10
-    lines = ["time  | group | metrics (value/target) | current → desired | why"]
+    lines = ["time since the start | group | metrics (value/target) | current → desired | why"]
     seen: dict[str, tuple[Any, ...]] = {}
     before = {g.name: g.min for g in scenario.groups}
     faults = sorted(
@@ -620,7 +640,9 @@ def _timeline(scenario: Scenario, result: Run) -> list[str]:
         if key == seen.get(row["group"]) and row["minute"] % every:
             continue
         seen[row["group"]] = key
-        why = (row.get("why") or "").split(" | ")[-1]
+        why = on_the_timeline_clock(
+            (row.get("why") or "").split(" | ")[-1], scenario, row["minute"]
+        )
         if row.get("cause"):  # the path that brought the decision
             why = f"{why} [{_path(row['cause'])}]"
         lines.append(

@@ -27,6 +27,7 @@ from nodescaler.deployment import DEFAULT_DRAIN_HOOK
 from nodescaler.domain.backoff import BackoffRules
 from nodescaler.domain.drainability import DrainRules
 from nodescaler.domain.group_patterns import not_in_re2
+from nodescaler.domain.limits import BufferCaps
 from nodescaler.domain.optin import AllowedGroups, TagNames
 from nodescaler.domain.token_origins import TokenOrigins, origin
 from nodescaler.errors import SettingsError
@@ -328,6 +329,18 @@ class EvaluateSettings(CapacitySettings, ClusterConnectionSettings, PrometheusTo
     cluster_max_memory_gib: Annotated[int | None, Field(alias="CLUSTER_MAX_MEMORY_GIB", ge=0)] = (
         None
     )
+    # The most pods one namespace's CapacityBuffer, and all of them together, may ask room
+    # for: anyone who may create a buffer takes a group no further, and a tick stays short.
+    cluster_buffer_max_pods: Annotated[
+        int, Field(alias="CLUSTER_BUFFER_MAX_PODS", ge=0, le=100_000)
+    ] = BufferCaps.per_buffer
+    cluster_buffers_max_pods: Annotated[
+        int, Field(alias="CLUSTER_BUFFERS_MAX_PODS", ge=0, le=100_000)
+    ] = BufferCaps.total
+
+    @property
+    def buffer_caps(self) -> BufferCaps:
+        return BufferCaps(self.cluster_buffer_max_pods, self.cluster_buffers_max_pods)
 
 
 class TerminateSettings(CommonSettings, ClusterConnectionSettings):

@@ -9,7 +9,7 @@ This module imports nothing at run time, so every layer, the domain included, ma
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
@@ -73,6 +73,11 @@ class OutOfTimeError(RetryableError):
     """An invocation with too little time left to start a piece of work: a later one will."""
 
 
+class NotStartedError(OutOfTimeError):
+    """An evaluation request its invocation had no time to start: nothing of it was tried,
+    so it goes back to the queue as a new message, its receives not counted (batch.py)."""
+
+
 # --- the state table ---------------------------------------------------------------------
 
 
@@ -118,7 +123,12 @@ class ActuationError(RetryableError):
 
 
 class QueueSendError(RetryableError):
-    """Some evaluation requests could not be queued; the message names their groups."""
+    """Some evaluation requests could not be queued; the message names their groups, and
+    `unqueued` holds them (empty: not known which)."""
+
+    def __init__(self, message: str, unqueued: Iterable[str] = ()) -> None:
+        super().__init__(message)
+        self.unqueued = frozenset(unqueued)
 
 
 # --- metric sources ----------------------------------------------------------------------

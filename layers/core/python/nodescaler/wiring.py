@@ -469,7 +469,9 @@ def kubernetes_metrics(
         zonal_shifts=zonal_shifts,
     )
     timeout = settings.kubernetes_timeout_seconds  # each answer's, within the invocation's
-    cluster = KubernetesCluster(connection, timeout_seconds=timeout, deadline=deadline)
+    cluster = KubernetesCluster(
+        connection, timeout_seconds=timeout, deadline=deadline, buffer_caps=settings.buffer_caps
+    )
     events = KubernetesEvents(connection, timeout_seconds=timeout, deadline=deadline)
     return KubernetesClusterView(
         cluster,

@@ -1,4 +1,5 @@
-"""Reads the policy documents deployed with the stack: every `*.yaml`/`*.yml` file of a folder.
+"""Reads the policy documents deployed with the stack: every `*.yaml`/`*.yml` file of a folder,
+each holding one policy or several documents separated by `---`.
 
 Synth and `nodescaler validate` read it strictly (`load_policies`: any problem fails the
 whole folder). The functions read it leniently (`read_policies`): a broken file is kept
@@ -13,7 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.policy.parsing import declared_name, index_by_name, parse_policy
+from nodescaler.domain.policy.parsing import (
+    declared_name,
+    documents,
+    index_by_name,
+    parse_policies,
+    parse_policy,
+)
 from nodescaler.errors import PolicyError
 
 POLICY_SUFFIXES = (".yaml", ".yml")
@@ -32,8 +39,9 @@ def _read(path: Path) -> str:
         raise PolicyError(str(path), [f"{path}: (file): cannot be read: {error}"]) from None
 
 
-def load_policy_file(path: Path) -> NodeGroupPolicy:
-    return parse_policy(_read(path), str(path))
+def load_policy_file(path: Path) -> list[tuple[str, NodeGroupPolicy]]:
+    """The file's policies, each with its source (`file (document N)` for several)."""
+    return [(source, policy) for source, policy, _ in parse_policies(_read(path), str(path))]
 
 
 def load_policies(folder: Path) -> dict[str, NodeGroupPolicy]:
@@ -42,7 +50,7 @@ def load_policies(folder: Path) -> dict[str, NodeGroupPolicy]:
     loaded: list[tuple[str, NodeGroupPolicy]] = []
     for path in policy_paths(folder):
         try:
-            loaded.append((str(path), load_policy_file(path)))
+            loaded.extend(load_policy_file(path))
         except PolicyError as error:
             problems.extend(error.problems)
     if problems:
@@ -59,22 +67,39 @@ class PolicyFolder:
     unnamed: tuple[str, ...] = ()  # problems of files whose policy name can't be read
 
 
+def _read_one(
+    source: str,
+    piece: str,
+    parsed: list[tuple[str, NodeGroupPolicy]],
+    broken: dict[str, list[str]],
+    unnamed: list[str],
+) -> None:
+    """One document: its policy into `parsed`, else its problems under the name it declares
+    (`broken`), or `unnamed` when even that can't be read."""
+    try:
+        parsed.append((source, parse_policy(piece, source)))
+    except PolicyError as error:
+        name = declared_name(piece)
+        if name is None:
+            unnamed.extend(error.problems)
+        else:
+            broken.setdefault(name, []).extend(error.problems)
+
+
 def read_policies(folder: Path) -> PolicyFolder:
     """Every policy of `folder` that can be used, and every broken one set aside. A folder
     that is not there is a broken deployment, not a broken file: that raises."""
-    paths = policy_paths(folder)
     parsed: list[tuple[str, NodeGroupPolicy]] = []
     broken: dict[str, list[str]] = {}
     unnamed: list[str] = []
-    for path in paths:
+    for path in policy_paths(folder):
         try:
-            parsed.append((str(path), load_policy_file(path)))
+            pieces = documents(_read(path), str(path))
         except PolicyError as error:
-            name = declared_name(_read(path)) if path.is_file() else None
-            if name is None:
-                unnamed.extend(error.problems)
-            else:
-                broken.setdefault(name, []).extend(error.problems)
+            unnamed.extend(error.problems)
+            continue
+        for source, piece in pieces:  # a broken document sets aside its own policy alone
+            _read_one(source, piece, parsed, broken, unnamed)
     by_name: dict[str, list[tuple[str, NodeGroupPolicy]]] = {}
     for source, policy in parsed:
         by_name.setdefault(policy.name, []).append((source, policy))

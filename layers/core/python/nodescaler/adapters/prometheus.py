@@ -37,6 +37,8 @@ from nodescaler.domain.text import outside
 from nodescaler.domain.token_origins import TokenOrigins, unbound_token
 from nodescaler.errors import (
     BearerTokenRefusedError,
+    NodescalerError,
+    OutOfTimeError,
     PrometheusQueryError,
     PrometheusUnavailableError,
 )
@@ -205,11 +207,13 @@ def _timed_out(error: BaseException) -> bool:
     return isinstance(error, TimeoutError) or isinstance(reason, TimeoutError)
 
 
-def _late(seconds: float, cut_by_invocation: bool) -> PrometheusUnavailableError:
+def _late(seconds: float, cut_by_invocation: bool) -> NodescalerError:
     """No whole answer by the deadline: the endpoint's own (not asked again for a while),
-    or the invocation's (the endpoint may be well: asked next time)."""
+    or the invocation's, nobody's fault: `OutOfTimeError`, the evaluation tried again by a
+    later invocation, never a metric failure (which would count towards its fallback), as
+    a Kubernetes read cut the same way (`adapters.k8s.api`)."""
     if cut_by_invocation:
-        return PrometheusUnavailableError(
+        return OutOfTimeError(
             f"no answer within {seconds:.1f}s, the deadline of the invocation's remaining time"
         )
     return _unreachable(f"no answer within its {seconds:g}s deadline (timeoutSeconds)")
@@ -251,15 +255,16 @@ class PrometheusQueries:
     def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
         assert isinstance(metric, PrometheusMetric)
         source = metric.prometheus
+        what = f"Prometheus query {outside(source.query)!r} at {source.endpoint}"
         try:
             value, shape = self.query(source)
         except (PrometheusQueryError, PrometheusUnavailableError) as error:
             missing = (
                 MetricRefused if isinstance(error, BearerTokenRefusedError) else MetricUnavailable
             )
-            return missing(
-                reason=f"Prometheus query {outside(source.query)!r} at {source.endpoint}: {error}"
-            )
+            return missing(reason=f"{what}: {error}")
+        except OutOfTimeError as error:  # the invocation's time, not the metric's
+            raise OutOfTimeError(f"{what}: {error}") from None
         return MetricReading(value=value, at=now, detail=f"{value:g} ({shape})")
 
     def query(self, source: PrometheusSource) -> tuple[float, str]:
@@ -316,7 +321,7 @@ class PrometheusQueries:
         if left is None or left >= seconds:
             return seconds, False
         if left <= 0:
-            raise PrometheusUnavailableError("not asked: the invocation has no time left")
+            raise OutOfTimeError("not asked: the invocation has no time left")
         return left, True
 
     def _request(self, source: PrometheusSource) -> urllib.request.Request:

@@ -256,13 +256,14 @@ class Pod:
 class ClusterBuffer:
     """A CapacityBuffer object of the cluster, as read: the virtual pods it asks room for,
     or why it is ignored (`problem`: malformed, never a reason to scale in; `note`: valid,
-    but not one nodescaler provisions)."""
+    but not one nodescaler provisions); `capped`: why it holds fewer pods than it asks."""
 
     namespace: str
     name: str
     pods: tuple[Pod, ...] = ()
     problem: str | None = None
     note: str | None = None
+    capped: str | None = None
 
     @property
     def label(self) -> str:

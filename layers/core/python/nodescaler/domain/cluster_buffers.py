@@ -6,25 +6,33 @@ that fit the free room of a Ready node are bound to it (its room is taken, and a
 must find them another), the rest are pending, placed by the same expander chain as real
 pending pods. A buffer nodescaler cannot read is named and ignored, and is doubt: no
 reading that holds one sheds a node.
+
+Anyone who may create a CapacityBuffer in one namespace writes these objects, so every
+field is outside text: a quantity or count nodescaler cannot use is that buffer's named
+problem (its namespace/name and field), never an error that fails the evaluation; and
+the pods a buffer, and all buffers together, may ask room for are capped
+(`limits.BufferCaps`), the cap named in the decision when it binds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from nodescaler.domain.cluster import ClusterBuffer, Pod, Snapshot
+from nodescaler.domain.limits import BufferCaps
 from nodescaler.domain.quantity import parse_quantity
 from nodescaler.domain.scheduling import NodeTemplate, place, room_of
+from nodescaler.domain.text import outside
 from nodescaler.errors import QuantityError
 
 GROUP = "autoscaling.x-k8s.io"
 VERSION = "v1alpha1"  # what Cluster Autoscaler 1.34 and Karpenter 1.14 read
 API_VERSION = f"{GROUP}/{VERSION}"
 ACTIVE = "buffer.x-k8s.io/active-capacity"  # the one strategy that provisions nodes
-MAX_PODS = 10_000  # as a policy's buffer
+INT32 = 2**31 - 1  # the CRD's replicas and percentage are int32s
 
 
 class _MalformedError(ValueError):
@@ -43,28 +51,46 @@ def read_buffer(
     obj: Mapping[str, Any],
     templates: Mapping[tuple[str, str], Pod],
     workloads: Mapping[tuple[str, str], Workload] | None = None,
+    most: int = BufferCaps.per_buffer,
 ) -> ClusterBuffer:
     """A CapacityBuffer object, with the PodTemplates and Deployments of the cluster by
-    (namespace, name)."""
-    metadata = obj.get("metadata") or {}
-    namespace, name = str(metadata.get("namespace", "default")), str(metadata.get("name", "?"))
-    spec = obj.get("spec") or {}
+    (namespace, name); at most `most` of the pods it asks for."""
+    if not isinstance(obj, Mapping):
+        return ClusterBuffer("?", "?", problem=f"not an object: {outside(repr(obj), 60)}")
+    metadata, spec = _mapping(obj.get("metadata")), _mapping(obj.get("spec"))
+    namespace = outside(metadata.get("namespace", "default"), 63)
+    name = outside(metadata.get("name", "?"), 253)
     strategy = spec.get("provisioningStrategy") or ACTIVE
     try:
         template, scaled = _template(obj, spec, namespace, templates, workloads or {})
         count = _count(spec, template, scaled)
     except _MalformedError as error:
         return ClusterBuffer(namespace, name, problem=str(error))
+    except Exception as error:  # outside text no rule above foresaw: this buffer's, named
+        return ClusterBuffer(namespace, name, problem=f"unreadable: {outside(error)}")
     if strategy != ACTIVE:
         return ClusterBuffer(
-            namespace, name, note=f"provisioningStrategy {strategy} is not {ACTIVE}"
+            namespace, name, note=f"provisioningStrategy {outside(strategy)} is not {ACTIVE}"
         )
+    return _with_pods(ClusterBuffer(namespace, name), template, count, most)
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _with_pods(buffer: ClusterBuffer, template: Pod, count: int, most: int) -> ClusterBuffer:
+    """The buffer with `count` pods of the template's shape, or `most` (the cap, named)."""
+    held = min(count, most)
     pods = tuple(
         # controlled: a workload's pod, which a scale-in may move like any other
-        replace(template, namespace=namespace, name=f"{name}-buffer-{n}", controlled=True)
-        for n in range(count)
+        replace(
+            template, namespace=buffer.namespace, name=f"{buffer.name}-buffer-{n}", controlled=True
+        )
+        for n in range(held)
     )
-    return ClusterBuffer(namespace, name, pods)
+    capped = f"{count:,} asked, at most {most:,} a buffer" if held < count else None
+    return replace(buffer, pods=pods, capped=capped)
 
 
 def _template(
@@ -119,42 +145,78 @@ def _count(spec: Mapping[str, Any], template: Pod, scaled: int | None) -> int:
     """The pods asked for: `replicas` (or `percentage` of the `scaled` workload's, rounded
     up, at least 1), capped by what `limits` hold (or as many as they hold, when neither
     is given)."""
-    replicas = spec.get("replicas")
-    if (percentage := spec.get("percentage")) is not None:
-        if not isinstance(percentage, int) or percentage < 0:
-            raise _MalformedError(
-                f"spec.percentage: {percentage!r} is not a whole number of 0 or more"
-            )
+    replicas = _whole(spec, "replicas")
+    if (percentage := _whole(spec, "percentage")) is not None:
         replicas = max(1, -(-(scaled or 0) * percentage // 100))
     limits = spec.get("limits")
     if replicas is None and not limits:
         raise _MalformedError("neither spec.replicas nor spec.percentage nor spec.limits is set")
-    if replicas is not None and (not isinstance(replicas, int) or replicas < 0):
-        raise _MalformedError(f"spec.replicas: {replicas!r} is not a whole number of 0 or more")
     held = _held(limits, template) if limits else None
-    count = min(c for c in (replicas, held) if c is not None)
-    if count > MAX_PODS:
-        raise _MalformedError(f"{count} pods: more than {MAX_PODS}")
-    return count
+    return min(c for c in (replicas, held) if c is not None)
+
+
+def _whole(spec: Mapping[str, Any], field: str) -> int | None:
+    """`spec.<field>`, a whole number of 0 to 2^31-1 (the CRD's int32), or unset."""
+    value = spec.get(field)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT32:
+        shown = outside(repr(value), 60) if not isinstance(value, int) else _digits(value)
+        raise _MalformedError(f"spec.{field}: {shown} is not a whole number from 0 to {INT32}")
+    return value
+
+
+def _digits(value: int) -> str:
+    """An int as an error quotes it: a million digits are slow to print, and no use."""
+    bits = abs(value).bit_length()
+    return str(value) if bits <= 64 else f"a number of {bits} bits"
 
 
 def _held(limits: Any, template: Pod) -> int:
-    """How many of the template's pods the limits hold, by cpu and memory."""
+    """How many of the template's pods the limits hold, by cpu and memory, counted exactly
+    (in millicores and bytes, as the template's requests are)."""
     if not isinstance(limits, Mapping):
         raise _MalformedError("spec.limits is not a map of resources")
-    asked = {"cpu": Decimal(template.requests.cpu_millis) / 1000}
-    asked["memory"] = Decimal(template.requests.memory_bytes)
+    asked = {"cpu": template.requests.cpu_millis, "memory": template.requests.memory_bytes}
     counts = []
     for resource, amount in limits.items():
         try:
-            limit = parse_quantity(amount)
+            limit = Fraction(parse_quantity(amount))
         except QuantityError as error:
-            raise _MalformedError(f"spec.limits.{resource}: {error}") from None
+            raise _MalformedError(f"spec.limits.{outside(resource, 63)}: {error}") from None
         if asked.get(resource):
-            counts.append(int(limit // asked[resource]))
+            scale = 1000 if resource == "cpu" else 1
+            counts.append(int(limit * scale // asked[resource]))
     if not counts:
-        raise _MalformedError("spec.limits limit nothing the pod template requests")
+        raise _MalformedError(
+            "spec.limits limit nothing the pod template requests (it requests no cpu or memory)"
+        )
     return min(counts)
+
+
+def within(buffers: Sequence[ClusterBuffer], total: int) -> tuple[ClusterBuffer, ...]:
+    """The buffers with at most `total` pods among them, shared max-min fairly (a buffer
+    asking less than an equal share keeps all it asks; the rest share what is left), so
+    neither a large buffer nor many small ones crowd out the others; each cut is named."""
+    asked = {id(b): len(b.pods) for b in buffers}
+    if sum(asked.values()) <= total:
+        return tuple(buffers)
+    share: dict[int, int] = {}
+    left, waiting = total, sorted(buffers, key=lambda b: (asked[id(b)], b.namespace, b.name))
+    for index, buffer in enumerate(waiting):
+        share[id(buffer)] = min(asked[id(buffer)], left // (len(waiting) - index))
+        left -= share[id(buffer)]
+    said = f"all buffers together hold at most {total:,}"
+    return tuple(
+        b
+        if share[id(b)] == asked[id(b)]
+        else replace(
+            b,
+            pods=b.pods[: share[id(b)]],
+            capped=f"{b.capped}; {said}" if b.capped else f"{asked[id(b)]:,} asked, {said}",
+        )
+        for b in buffers
+    )
 
 
 def with_buffers(snapshot: Snapshot) -> Snapshot:
@@ -204,4 +266,20 @@ def describe(buffer: ClusterBuffer, taken: Mapping[str, Sequence[Pod]]) -> str:
     ]
     pending = len(buffer.pods) - fit
     went = f" ({', '.join(where)})" if where else ""
-    return f"{buffer.label}: {len(buffer.pods)} pods, {fit} in free room, {pending} pending{went}"
+    capped = f" (capped: {buffer.capped})" if buffer.capped else ""
+    return (
+        f"{buffer.label}: {len(buffer.pods)} pods{capped}, {fit} in free room, "
+        f"{pending} pending{went}"
+    )
+
+
+def describe_all(
+    buffers: Sequence[ClusterBuffer], taken: Mapping[str, Sequence[Pod]], shown: int = 5
+) -> str:
+    """`describe` for the buffers a decision names: its problems first (they hold scale-in),
+    then the capped, then the rest; at most `shown`, and how many more."""
+    ordered = sorted(buffers, key=lambda b: (b.problem is None, b.capped is None))
+    clauses = [describe(b, taken) for b in ordered[:shown]]
+    if (more := len(ordered) - shown) > 0:
+        clauses.append(f"and {more:,} more CapacityBuffers")
+    return "; ".join(clauses)

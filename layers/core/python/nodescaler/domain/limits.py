@@ -1,4 +1,5 @@
-"""Cluster-wide limits: the most nodes, vCPUs and memory all managed groups may add up to.
+"""Cluster-wide limits: the most nodes, vCPUs and memory all managed groups may add up to,
+and the most pods the cluster's CapacityBuffers may ask room for.
 
 Cluster Autoscaler's --max-nodes-total and --cores-total/--memory-total, per cluster. A
 limit only ever caps a scale-up: a cluster over its limit is not shrunk for it.
@@ -9,6 +10,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+
+
+@dataclass(frozen=True)
+class BufferCaps:
+    """The most virtual pods one CapacityBuffer may ask room for, and all of them together
+    (the evaluate function's CLUSTER_BUFFER_MAX_PODS and CLUSTER_BUFFERS_MAX_PODS): anyone
+    who may create a buffer in one namespace takes a group no further, and one tick places
+    no more (five buffers of 10,000 pods made a 7-second tick). Cluster Autoscaler has no
+    such cap: its buffers are trusted as its operator's own."""
+
+    per_buffer: int = 1_000
+    total: int = 2_000
 
 
 @dataclass(frozen=True)

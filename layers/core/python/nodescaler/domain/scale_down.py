@@ -3,8 +3,10 @@
 A node is unneeded when it is Ready, schedulable, not annotated scale-down-disabled,
 holds no pod that may not move (`drainability`: no controller, local storage, a
 kube-system pod without a budget, safe-to-evict "false"; else kept, `pods-may-not-move`),
-empty or underutilized (its pods request under half its CPU and
-memory, Cluster Autoscaler's threshold), and every pod on it but DaemonSet and mirror pods
+empty or underutilized (its pods request under half its CPU and memory, Cluster
+Autoscaler's threshold, of what its DaemonSet and mirror pods leave of them, as Cluster
+Autoscaler computes it when it leaves those pods out), and every pod on it but DaemonSet
+and mirror pods
 - would fit on the cluster's other Ready, schedulable nodes, by the predicates pending
   pods are placed with (resources, extended resources, pod slots, nodeSelector, required
   node affinity, taints): else it is kept, `pods-would-not-fit`;
@@ -144,7 +146,7 @@ class _Shedding:
             return Kept(node.name, BUDGETS_UNKNOWN, tuple(p.key for p in pods))
         if self.simulated >= self.limit or any(p.problem for p in pods):
             return None
-        if not _underutilized(node, pods):
+        if not _underutilized(node, self.snapshot.pods_by_node.get(node.name, ())):
             return None
         self.simulated += 1
         return self._simulate(node, pods, budgets)
@@ -176,13 +178,20 @@ class _Shedding:
         return not place(self.buffer, stays)[1]
 
 
-def _underutilized(node: Node, pods: Sequence[Pod]) -> bool:
+def _underutilized(node: Node, on_node: Sequence[Pod]) -> bool:
     """Its pods request under half its CPU and under half its memory (Cluster Autoscaler's
-    scale-down utilization threshold): a busier node is not worth its evictions."""
+    scale-down utilization threshold): a busier node is not worth its evictions. As Cluster
+    Autoscaler counts it with DaemonSet and mirror pods left out (simulator/utilization,
+    CalculateUtilizationOfResource): their requests leave the allocatable too, so a node
+    its DaemonSets half fill is judged on the half they leave (else it looked emptier than
+    Cluster Autoscaler sees it, and went sooner); a node they fill is never under half."""
+    pods = movable(on_node)
+    system = [p for p in on_node if not p.terminal and (p.daemon_set or p.mirror)]
     cpu = sum(p.requests.cpu_millis for p in pods)
     memory = sum(p.requests.memory_bytes for p in pods)
-    have = node.allocatable
-    return cpu < UNDERUTILIZED * have.cpu_millis and memory < UNDERUTILIZED * have.memory_bytes
+    cpu_left = node.allocatable.cpu_millis - sum(p.requests.cpu_millis for p in system)
+    memory_left = node.allocatable.memory_bytes - sum(p.requests.memory_bytes for p in system)
+    return cpu < UNDERUTILIZED * cpu_left and memory < UNDERUTILIZED * memory_left
 
 
 def _budgets_of(pods: Sequence[Pod], budgets: Sequence[DisruptionBudget]) -> set[str]:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from nodescaler.domain.cluster import Node, Placement, Pod, Resources, Taint, is_extended
+from nodescaler.domain.node_group import NodeGroup, belongs
 from nodescaler.domain.quantity import millicores, whole_units
 from nodescaler.errors import QuantityError
 
@@ -41,6 +42,25 @@ class NodeTemplate:
         return cls(
             group, free, labels, node.taints, f"node {node.name}", node.extended, daemon_sets
         )
+
+
+def live_template(
+    group: NodeGroup, nodes: Iterable[Node], pods_by_node: Mapping[str, Sequence[Pod]]
+) -> NodeTemplate | None:
+    """A new node like the group's first ready, schedulable node (by name), less what its
+    DaemonSet pods take (those of `pods_by_node`); None when the group has no such node."""
+    live = sorted(
+        (n for n in nodes if n.ready and n.schedulable and belongs(n, group)),
+        key=lambda n: n.name,
+    )
+    if not live:
+        return None
+    node = live[0]
+    daemon_sets = Resources()
+    for pod in pods_by_node.get(node.name, ()):
+        if pod.daemon_set and not pod.terminal:
+            daemon_sets = daemon_sets + pod.requests
+    return NodeTemplate.from_node(group.name, node, daemon_sets)
 
 
 @dataclass(frozen=True, slots=True)

@@ -434,7 +434,7 @@ def report_fast_look(look: Look, backoff_seconds: float) -> None:
             causes=look.requests,
         )
     figures: Figures = {
-        MetricName.FAST_PATH_QUEUED: 0 if look.send_error else len(look.requests),
+        MetricName.FAST_PATH_QUEUED: len(look.requests.keys() - look.unqueued),  # SQS took
         MetricName.FAST_PATH_FAILURES: len(failures),
         MetricName.FAST_PATH_QUEUES_GONE: len(look.queues_gone),
     }

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 from nodescaler.domain.buffer import BufferFit, buffer_pods, fit_buffer
 from nodescaler.domain.cluster import Pod, Snapshot
-from nodescaler.domain.cluster_buffers import describe as describe_buffer
+from nodescaler.domain.cluster_buffers import describe_all as describe_buffers
 from nodescaler.domain.cluster_buffers import with_buffers
 from nodescaler.domain.drainability import CA_DEFAULTS, DrainRules, keeps_node, movable
 from nodescaler.domain.node_group import NodeGroup, belongs
@@ -77,9 +77,9 @@ def _real(pods: list[Pod], snapshot: Snapshot) -> list[Pod]:
 
 
 def _cluster_buffers(snapshot: Snapshot, planned: Planned) -> str:
-    """A clause per CapacityBuffer of the cluster: its pods and where they went, or why
-    it is ignored."""
-    return "; ".join(describe_buffer(b, planned.plan.pods) for b in snapshot.buffers)
+    """A clause per CapacityBuffer of the cluster (the first few, problems first): its
+    pods and where they went, or why it is ignored."""
+    return describe_buffers(snapshot.buffers, planned.plan.pods)
 
 
 # Named for what it serves: the Kubernetes metric types' producer, and the evaluator's

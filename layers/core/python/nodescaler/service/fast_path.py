@@ -11,12 +11,20 @@ longer exists, or a query refused, is named and counted, and the others are stil
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import secrets
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from nodescaler.domain.fast_path import Backoff, Debounce, queue_need, slot_event_id
+from nodescaler.domain.cluster import Node, Pod
+from nodescaler.domain.fast_path import (
+    Backoff,
+    Debounce,
+    fitting_groups,
+    queue_need,
+    request_event_id,
+)
 from nodescaler.domain.node_group import NodeGroup
 from nodescaler.domain.optin import AllowedGroups
 from nodescaler.domain.policy import (
@@ -26,6 +34,7 @@ from nodescaler.domain.policy import (
     SqsQueueSource,
 )
 from nodescaler.domain.policy.descriptors import backlog
+from nodescaler.domain.scheduling import NodeTemplate, live_template
 from nodescaler.domain.text import outside
 from nodescaler.errors import (
     PrometheusQueryError,
@@ -43,7 +52,9 @@ MAX_CAUSE = 300  # EvaluationRequest.cause
 
 
 class UnschedulablePods(Protocol):  # KubernetesCluster
-    def unschedulable_pods(self) -> frozenset[str]: ...
+    def unschedulable_pods(self) -> Mapping[str, Pod]: ...  # by uid
+
+    def nodes(self) -> list[Node]: ...
 
 
 class QueueBacklogs(Protocol):  # SqsQueueLength
@@ -82,35 +93,60 @@ class Watch:
 
     pending_groups: tuple[str, ...]
     queues: tuple[QueueWatch, ...]
+    pending: tuple[NodeGroup, ...] = ()  # the pending-pods groups: whose nodes take what
 
 
 @dataclass
 class Look:
-    """One look's findings, and the requests it plans (group → cause)."""
+    """One look's findings, and the requests it plans: each group's causes, and what it is
+    asked for (its new pods, its queues' needs), which makes its request's id."""
 
     at: datetime
     requests: dict[str, list[str]] = field(default_factory=dict)
+    pods: dict[str, frozenset[str]] = field(default_factory=dict)  # group → new pods' uids
+    needs: dict[str, dict[str, int]] = field(default_factory=dict)  # group → queue → nodes
+    resting: list[str] = field(default_factory=list)  # groups asked within the slot: wait
     kubernetes_error: str | None = None
     queues_gone: list[str] = field(default_factory=list)  # and Prometheus queries refused
     queue_errors: list[str] = field(default_factory=list)  # throttled, unreachable
     send_error: str | None = None
+    unqueued: frozenset[str] = frozenset()  # the groups SQS did not take: asked again
     unschedulable: int = 0
+    # a need's request is told apart from the same need asked in another look: unguessable
+    nonce: str = field(default_factory=lambda: secrets.token_hex(16))
 
     @property
     def failed(self) -> bool:
         """Worth backing off: the API server or SQS failed (a deleted queue is not)."""
         return bool(self.kubernetes_error or self.queue_errors or self.send_error)
 
-    def ask(self, groups: Sequence[str], why: str) -> None:
-        for group in groups:
-            self.requests.setdefault(group, []).append(why)
+    def ask(self, group: str, why: str) -> None:
+        self.requests.setdefault(group, []).append(why)
+
+    def ask_pods(self, group: str, uids: frozenset[str]) -> None:
+        self.pods[group] = uids
+        self.ask(group, f"{len(uids)} new unschedulable pods")
+
+    def ask_need(self, queue: QueueWatch, need: int, backlog: float) -> None:
+        group = queue.group.name
+        self.needs.setdefault(group, {})[queue.key] = need
+        self.ask(
+            group,
+            f"{queue.what} holds {backlog:g}, asks for {need} nodes "
+            f"(desired {queue.group.desired})",
+        )
+
+    def asked(self, group: str) -> list[str]:
+        """What the group's request asks: its pods' uids, its queues' needs (with the look's
+        nonce: a need asked again later is a new request)."""
+        needs = [f"{q}\n{n}\n{self.nonce}" for q, n in self.needs.get(group, {}).items()]
+        return [*self.pods.get(group, ()), *needs]
 
     def evaluation_requests(self) -> list[EvaluationRequest]:
-        event_id = slot_event_id(self.at)
         return [
             EvaluationRequest(
                 node_group=group,
-                event_id=event_id,
+                event_id=request_event_id(group, self.asked(group)),
                 cause=f"fast path: {'; '.join(why)}"[:MAX_CAUSE],
                 requested_at=self.at,
             )
@@ -133,6 +169,8 @@ class FastPath:
     interval_seconds: float = INTERVAL_SECONDS
     backoff: Backoff = field(default_factory=Backoff)
     debounce: Debounce = field(default_factory=Debounce)  # kept while the container is warm
+    _templates: Mapping[str, NodeTemplate] | None = field(default=None, init=False)
+    _fitting: dict[str, tuple[str, ...]] = field(default_factory=dict, init=False)
 
     def run(self, until: datetime) -> list[Look]:
         """Look every `interval_seconds` (longer after failures) until `until`."""
@@ -149,7 +187,7 @@ class FastPath:
 
     def watch(self) -> Watch:
         groups = [g for g in self.node_groups.discover() if self.allowed.allows(g.name)]
-        pending = tuple(g.name for g in groups if self.policies.reads_pending_pods(g))
+        pending = tuple(g for g in groups if self.policies.reads_pending_pods(g))
         queues = tuple(
             QueueWatch(group, policy, metric, source)
             for group in groups
@@ -157,37 +195,78 @@ class FastPath:
             for metric in policy.spec.metrics
             if (source := backlog(metric)) is not None
         )
-        return Watch(pending, queues)
+        self._templates = None  # the groups' nodes: read again, at the first new pod
+        self._fitting = {}
+        return Watch(tuple(g.name for g in pending), queues, pending)
 
     def look(self, watch: Watch) -> Look:
         """What is new since the last look, and the requests it calls for: the plan."""
         look = Look(self.clock.now())
         if self.pods is not None and watch.pending_groups:
-            self._look_at_pods(look, watch.pending_groups, self.pods)
+            self._look_at_pods(look, watch, self.pods)
         for queue in watch.queues:
             self._look_at_queue(look, queue)
         return look
 
     def act(self, look: Look) -> Look:
+        """The plan's requests sent; what SQS took is taken as asked, the rest asked again
+        at the next look (the tick still runs)."""
         requests = look.evaluation_requests()
         if not requests:
             return look
         try:
             self.queue.send(requests)
-        except QueueSendError as error:  # asked again at the next look; the tick still runs
+        except QueueSendError as error:
             look.send_error = str(error)
-            self.debounce = Debounce()
+            look.unqueued = error.unqueued or frozenset(look.requests)
+        for group in look.requests.keys() - look.unqueued:
+            self.debounce.accepted(
+                group, look.pods.get(group, ()), look.needs.get(group, {}), look.at
+            )
         return look
 
-    def _look_at_pods(self, look: Look, groups: Sequence[str], pods: UnschedulablePods) -> None:
+    def _look_at_pods(self, look: Look, watch: Watch, source: UnschedulablePods) -> None:
+        """Each new unschedulable pod asked of the groups whose nodes could take it, one
+        request a group for all its new pods; a group asked within the slot waits."""
         try:
-            seen = pods.unschedulable_pods()
+            pods = source.unschedulable_pods()
+            templates = self._group_templates(watch, source) if pods else {}
         except RetryableError as error:  # slow, down, refused: nothing asked, backed off
             look.kubernetes_error = str(error)
             return
-        look.unschedulable = len(seen)
-        if new := self.debounce.new_pods(seen):
-            look.ask(groups, f"{len(new)} new unschedulable pods")
+        look.unschedulable = len(pods)
+        fits = self._fits(pods, templates, watch.pending_groups)
+        for group, uids in sorted(self.debounce.new_pods(fits).items()):
+            if self.debounce.resting(group, look.at):
+                look.resting.append(group)
+            else:
+                look.ask_pods(group, uids)
+
+    def _group_templates(
+        self, watch: Watch, source: UnschedulablePods
+    ) -> Mapping[str, NodeTemplate]:
+        """A template of each pending-pods group's nodes, from a live node of it (DaemonSets
+        not taken off: it may only ask a group more), read once an invocation."""
+        if self._templates is None:
+            nodes = source.nodes()
+            self._templates = {
+                group.name: template
+                for group in watch.pending
+                if (template := live_template(group, nodes, {})) is not None
+            }
+        return self._templates
+
+    def _fits(
+        self, pods: Mapping[str, Pod], templates: Mapping[str, NodeTemplate], groups: Sequence[str]
+    ) -> dict[str, tuple[str, ...]]:
+        """uid → the groups that could take the pod, worked out once a pod and invocation."""
+        known = self._fitting
+        if known.keys() - pods.keys():
+            known = self._fitting = {uid: g for uid, g in known.items() if uid in pods}
+        for uid, pod in pods.items():
+            if uid not in known:
+                known[uid] = fitting_groups(pod, templates, groups)
+        return known
 
     def _look_at_queue(self, look: Look, queue: QueueWatch) -> None:
         backlog = self._backlog(look, queue)
@@ -195,11 +274,7 @@ class FastPath:
             return
         need = queue_need(queue.metric, backlog, queue.group, queue.policy)
         if self.debounce.need_rose(queue.key, need):
-            look.ask(
-                [queue.group.name],
-                f"{queue.what} holds {backlog:g}, asks for {need} nodes "
-                f"(desired {queue.group.desired})",
-            )
+            look.ask_need(queue, need, backlog)
 
     def _backlog(self, look: Look, queue: QueueWatch) -> float | None:
         """The backlog, or None with the failure recorded: a queue gone or a query refused

@@ -11,12 +11,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from nodescaler.domain.cluster import Pod, Resources, Snapshot
+from nodescaler.domain.cluster import Pod, Snapshot
 from nodescaler.domain.expanders import Expander, Plan, plan
 from nodescaler.domain.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs
 from nodescaler.domain.optin import AllowedGroups
 from nodescaler.domain.scheduling import (
     NodeTemplate,
+    live_template,
     pack,
     pending,
     template_from_instance_type,
@@ -79,17 +80,9 @@ class PendingPodsPlanner:
         ]
 
     def template(self, group: NodeGroup, snapshot: Snapshot) -> NodeTemplate:
-        live = sorted(
-            (n for n in snapshot.nodes if n.ready and n.schedulable and belongs(n, group)),
-            key=lambda n: n.name,
-        )
-        if live:
-            node = live[0]
-            daemon_sets = Resources()
-            for pod in snapshot.pods_by_node.get(node.name, ()):
-                if pod.daemon_set and not pod.terminal:
-                    daemon_sets = daemon_sets + pod.requests
-            return NodeTemplate.from_node(group.name, node, daemon_sets)
+        live = live_template(group, snapshot.nodes, snapshot.pods_by_node)
+        if live is not None:
+            return live
         shape = self._instance_types.shape(self._instance_types.instance_type(group))
         labels = {EKS_NODEGROUP_LABEL: group.eks_nodegroup} if group.eks_nodegroup else {}
         managed = self._instance_types.nodegroup_labels(group)

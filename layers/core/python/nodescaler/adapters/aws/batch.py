@@ -7,7 +7,12 @@ processor's rule of failing the rest of a group would dead-letter requests that 
 failed themselves. A failure that trying again may fix is made visible again within
 seconds (`retry_delay`), not after the queue's six-minute visibility timeout; one that
 cannot be fixed that way (a malformed message, a corrupt state item) goes to the
-dead-letter queue at once, with its reason.
+dead-letter queue at once, with its reason. One the invocation had no time to start goes
+back to the queue as a new message: every receive counts towards the queue's
+maxReceiveCount, ChangeMessageVisibility included, so three such invocations would
+dead-letter a request that never failed (`SqsRedelivery.requeue`). It cannot go round for
+ever: each invocation starts at least its first record (60 s against the 13 an evaluation
+needs to start), and a requeued request joins the back of its group.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from pydantic import ValidationError
 
 from nodescaler.adapters.aws.evaluation_queue import SqsRedelivery, retry_delay
-from nodescaler.errors import is_retryable
+from nodescaler.errors import NotStartedError, is_retryable
 from nodescaler.events import describe_errors
 from nodescaler.events.sqs import EvaluationRecord
 from nodescaler.observability.reports import logger, reject, report_dead_letter
@@ -42,6 +47,9 @@ class EvaluationBatch(BatchProcessor):
             reason = f"{type(error).__name__}: {error}"
         if self._redelivery is not None:
             try:
+                if isinstance(error, NotStartedError):  # nothing tried: no receive spent
+                    self._redelivery.requeue(failed.message_id, failed.body, failed.group_id)
+                    return self.success_handler(record, "requeued")
                 if isinstance(error, ValidationError) or not is_retryable(error):
                     self._redelivery.dead_letter(
                         failed.message_id, failed.body, failed.group_id, reason

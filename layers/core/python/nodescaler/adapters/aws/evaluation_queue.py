@@ -58,7 +58,8 @@ class SqsEvaluationQueue:
                 why.setdefault(reason, []).append(group)
             raise QueueSendError(
                 f"{len(unqueued)} of {len(requests)} evaluations not queued: "
-                + "; ".join(f"{', '.join(groups)} ({reason})" for reason, groups in why.items())
+                + "; ".join(f"{', '.join(groups)} ({reason})" for reason, groups in why.items()),
+                unqueued=[group for group, _ in unqueued],
             )
 
     def _send_batch(self, batch: Sequence[EvaluationRequest]) -> list[tuple[str, str]]:
@@ -112,6 +113,23 @@ class SqsRedelivery:
             QueueUrl=self._url,
             ReceiptHandle=receipt_handle,
             VisibilityTimeout=int(delay.total_seconds()),
+        )
+
+    def requeue(self, message_id: str, body: str, group_id: str) -> None:
+        """The request as a new message, whose receives start again from none.
+
+        SQS counts every receive towards the redrive policy's maxReceiveCount, however the
+        message came back (its visibility timeout, or ChangeMessageVisibility to 0):
+        https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-dead-letter-queues.html
+        Its deduplication id is new, derived from the received message's id: the one it
+        was sent with is still tracked for five minutes, even after its deletion, and would
+        be accepted and dropped (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/FIFO-key-terms.html);
+        a batch Lambda retries requeues it under the same new id, once."""
+        self._sqs.send_message(
+            QueueUrl=self._url,
+            MessageBody=body,
+            MessageGroupId=message_group_id(group_id or "malformed"),
+            MessageDeduplicationId=hashlib.sha256(f"requeued\n{message_id}".encode()).hexdigest(),
         )
 
     def dead_letter(self, message_id: str, body: str, group_id: str, reason: str) -> None:

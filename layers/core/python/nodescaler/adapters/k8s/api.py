@@ -37,7 +37,8 @@ from nodescaler.adapters.k8s.wire import (
 from nodescaler.adapters.watchdog import current, watching
 from nodescaler.deadline import Deadline
 from nodescaler.domain.cluster import ClusterBuffer, DisruptionBudget, Node, Pod, Snapshot
-from nodescaler.domain.cluster_buffers import GROUP, VERSION, Workload, read_buffer
+from nodescaler.domain.cluster_buffers import GROUP, VERSION, Workload, read_buffer, within
+from nodescaler.domain.limits import BufferCaps
 from nodescaler.domain.text import MAX_MESSAGE, outside
 from nodescaler.errors import KubernetesUnavailableError, NodescalerError, OutOfTimeError
 
@@ -260,10 +261,12 @@ class KubernetesCluster:
         page_size: int = PAGE_SIZE,
         timeout_seconds: float = TIMEOUT_SECONDS,
         deadline: Deadline | None = None,
+        buffer_caps: BufferCaps | None = None,
     ) -> None:
         self._api = CoreApi(
             connection, page_size=page_size, timeout_seconds=timeout_seconds, deadline=deadline
         )
+        self._buffer_caps = buffer_caps or BufferCaps()  # the pods buffers may ask room for
 
     def nodes(self, label_selector: str | None = None) -> list[Node]:
         from kubernetes import client
@@ -289,13 +292,15 @@ class KubernetesCluster:
     def budgets(self) -> tuple[DisruptionBudget, ...] | None:
         return self._api.budgets()
 
-    def unschedulable_pods(self) -> frozenset[str]:
-        """The uids of the unbound Pending pods the scheduler marked Unschedulable (Cluster
-        Autoscaler acts on no other), read field-selected and paged: the fast path's look."""
+    def unschedulable_pods(self) -> dict[str, Pod]:
+        """The unbound Pending pods the scheduler marked Unschedulable (Cluster Autoscaler
+        acts on no other), by uid, read field-selected and paged: the fast path's look."""
         from kubernetes import client
 
-        return frozenset(
-            item.metadata.uid or f"{item.metadata.namespace}/{item.metadata.name}"
+        return {
+            item.metadata.uid or item.metadata.namespace + "/" + item.metadata.name: pod_from_wire(
+                PodWire(item.metadata, item.spec, item.status)
+            )
             for page in self._api.listed(
                 client.CoreV1Api.list_pod_for_all_namespaces,
                 UnboundPodList,
@@ -303,7 +308,7 @@ class KubernetesCluster:
             )
             for item in page.items
             if unschedulable(item.status)
-        )
+        }
 
     @property
     def bytes_read(self) -> int:
@@ -356,7 +361,9 @@ class KubernetesCluster:
                 return ()
             said = f"could not be listed: {error.status} {outside(error.reason)}"
             return (ClusterBuffer("*", "*", problem=said),)
-        return tuple(read_buffer(item, templates, workloads) for item in found)
+        caps = self._buffer_caps
+        read = [read_buffer(item, templates, workloads, caps.per_buffer) for item in found]
+        return within(read, caps.total)
 
     def _pod_templates(self) -> dict[tuple[str, str], Pod]:
         from kubernetes import client

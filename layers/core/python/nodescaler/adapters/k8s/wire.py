@@ -133,9 +133,11 @@ class PodList(msgspec.Struct, frozen=True, gc=False):
 
 
 class UnboundPod(msgspec.Struct, frozen=True, gc=False):
-    """The fast path's pod: who it is, and whether the scheduler found it no node."""
+    """The fast path's pod: who it is, what it asks of a node (which groups could take
+    it), and whether the scheduler found it no node."""
 
     metadata: EvictedObjectMeta
+    spec: PodSpec = PodSpec()
     status: PodStatus = PodStatus()
 
 

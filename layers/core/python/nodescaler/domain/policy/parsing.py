@@ -6,8 +6,10 @@ synth, `nodescaler validate`, the evaluator's log and a test's assertion.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Iterable
+from functools import cache
 from typing import Any
 
 import yaml
@@ -61,16 +63,76 @@ def field_path(loc: Iterable[int | str]) -> str:
     return path or "(document)"
 
 
-def _message(error: Any) -> str:
+# A pattern's meaning in words, said instead of the regular expression it is (`worded`).
+PATTERN_WORDS: dict[str, str] = {
+    NAME_PATTERN: "a name of at most 63 lowercase letters, digits and '-', starting and "
+    "ending with a letter or digit (a Kubernetes object's name)",
+}
+
+
+def worded(pattern: str, words: str) -> str:
+    """`pattern`, registered with the words an error says instead of it: `should be
+    <words>`. Returns the pattern, for `Field(pattern=worded(...))`."""
+    PATTERN_WORDS[pattern] = words
+    return pattern
+
+
+@cache
+def _policy_fields() -> frozenset[str]:
+    """Every field name a policy document may hold, anywhere, for a did-you-mean."""
+    names: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            names.update(k for k in node.get("properties", {}) if isinstance(k, str))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(NodeGroupPolicy.model_json_schema(by_alias=True))
+    return frozenset(names)
+
+
+def did_you_mean(given: object, known: Iterable[str]) -> str:
+    """` (did you mean x?)` for the known name nearest `given`, case aside; "" when none
+    is near."""
+    if not isinstance(given, str):
+        return ""
+    by_lower = {name.lower(): name for name in known}
+    close = difflib.get_close_matches(given.lower(), list(by_lower), n=1, cutoff=0.75)
+    return f" (did you mean {by_lower[close[0]]}?)" if close else ""
+
+
+def _unit(loc: Iterable[int | str]) -> str | None:
+    """The unit a field's name says (`stabilizationWindowSeconds`: seconds), if any."""
+    last = next((part for part in reversed(tuple(loc)) if isinstance(part, str)), "")
+    for unit in ("seconds", "minutes", "days"):
+        if last.lower().endswith(unit):
+            return unit
+    return None
+
+
+def _message(error: Any, fields: Callable[[], Iterable[str]] = _policy_fields) -> str:
     # a message may quote the value written, which aliases can make megabytes long
     message = outside(str(error["msg"]).removeprefix("Value error, "), MAX_MESSAGE)
-    if error["type"] == "extra_forbidden":
-        return "unknown field"
-    if error["type"] == "missing":
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        loc = tuple(error["loc"])
+        return "unknown field" + did_you_mean(loc[-1] if loc else None, fields())
+    if kind == "missing":
         return "required field is missing"
-    if error["type"] == "union_tag_invalid":
+    if kind == "union_tag_invalid":
         tag = outside(error["ctx"]["tag"])
         return f"unknown metric type {tag!r} (use one of {', '.join(METRIC_TYPES)})"
+    if kind == "string_pattern_mismatch" and error["ctx"]["pattern"] in PATTERN_WORDS:
+        words = PATTERN_WORDS[error["ctx"]["pattern"]]
+        return f"should be {words}; got {outside(repr(error['input']))}"
+    unit = _unit(error["loc"])
+    if kind in ("int_type", "int_parsing", "int_from_float") and unit:
+        example = " (120 for two minutes)" if unit == "seconds" else ""
+        return f"should be a whole number of {unit}{example}; got {outside(repr(error['input']))}"
     return message
 
 
@@ -81,9 +143,14 @@ def problems_of(
     return problems_at(error, lambda loc: f"{source}: {field_path((*under, *loc))}")
 
 
-def problems_at(error: ValidationError, where: Callable[[tuple[int | str, ...]], str]) -> list[str]:
-    """One `where: message` line per error, `where(loc)` naming the source and field of each."""
-    return [f"{where(tuple(e['loc']))}: {_message(e)}" for e in error.errors()]
+def problems_at(
+    error: ValidationError,
+    where: Callable[[tuple[int | str, ...]], str],
+    fields: Callable[[], Iterable[str]] = _policy_fields,
+) -> list[str]:
+    """One `where: message` line per error, `where(loc)` naming the source and field of
+    each; `fields` lists the names an unknown field may be a typo of."""
+    return [f"{where(tuple(e['loc']))}: {_message(e, fields)}" for e in error.errors()]
 
 
 # Far deeper than any policy needs, far shallower than the loader's recursion can go.
@@ -135,6 +202,58 @@ def parse_policy(text: str, source: str) -> NodeGroupPolicy:
         return NodeGroupPolicy.model_validate(document)
     except ValidationError as error:
         raise PolicyError(source, problems_of(error, source)) from None
+
+
+def split_documents(text: str) -> list[str]:
+    """Each non-empty YAML document of `text` (kubectl's `---`-separated files), after as
+    many blank lines as come before it, so a problem keeps the file's line number; the
+    text whole when it is one document with nothing beside it, or not YAML (whose parser
+    then says where). An empty document, a trailing `---`'s, is no document."""
+    try:
+        events = list(yaml.parse(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError:
+        return [text]
+    # each document from where the one before it ends: its comments and `---` with it
+    ends = [e.end_mark.index for e in events if isinstance(e, yaml.DocumentEndEvent) and e.end_mark]
+    pieces = [
+        "\n" * text.count("\n", 0, start) + text[start:end]
+        for start, end in zip([0, *ends], ends, strict=False)
+    ]
+    if len(pieces) < 2:
+        return [text]
+    filled = [piece for piece in pieces if not _empty(piece)]
+    return filled or [text]
+
+
+def _empty(piece: str) -> bool:
+    try:
+        return yaml.safe_load(piece) is None
+    except yaml.YAMLError:  # a document that is there, broken: parse_policy says where
+        return False
+
+
+def documents(text: str, source: str) -> list[tuple[str, str]]:
+    """Each document of a file's text as (its source, its text): `source` itself for a
+    file of one, `source (document N)` for each of several."""
+    pieces = split_documents(text)
+    if len(pieces) == 1:
+        return [(source, pieces[0])]
+    return [(f"{source} (document {n})", piece) for n, piece in enumerate(pieces, start=1)]
+
+
+def parse_policies(text: str, source: str) -> list[tuple[str, NodeGroupPolicy, str]]:
+    """Every policy of a file's documents, as (source, policy, document text); every
+    problem of every document reported together."""
+    problems: list[str] = []
+    parsed: list[tuple[str, NodeGroupPolicy, str]] = []
+    for where, piece in documents(text, source):
+        try:
+            parsed.append((where, parse_policy(piece, where), piece.lstrip("\n")))
+        except PolicyError as error:
+            problems.extend(error.problems)
+    if problems:
+        raise PolicyError(source, problems)
+    return parsed
 
 
 def declared_name(text: str) -> str | None:

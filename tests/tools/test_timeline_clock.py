@@ -1,0 +1,36 @@
+"""timeline.txt tells every time on one clock, time since the start: a reason quoting a
+UTC time of day (`backed off until 09:18:50Z`) is told on it too."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from nodescaler_sandbox.runner import on_the_timeline_clock
+from nodescaler_sandbox.scenario_file import load_scenario
+
+REPO = Path(__file__).parents[2]
+
+
+def test_a_reasons_time_of_day_is_told_as_time_since_the_start() -> None:
+    scenario = load_scenario(REPO / "scenarios" / "4-launch-failure.yaml")
+    start = scenario.start.astimezone(UTC)
+    # Given a backoff decided 8:50 in, until 10 minutes later, said in UTC by the function
+    until = start + timedelta(minutes=18, seconds=50)
+    why = f"backed off until {until:%H:%M:%S}Z after a failed scale-up: no capacity"
+    # Then the line says it on the timeline's clock
+    assert on_the_timeline_clock(why, scenario, 8 + 50 / 60) == (
+        "backed off until 00:18:50 after a failed scale-up: no capacity"
+    )
+
+
+def test_a_time_of_day_past_midnight_is_the_next_day_s() -> None:
+    scenario = load_scenario(REPO / "scenarios" / "4-launch-failure.yaml")
+    start = scenario.start.astimezone(UTC)
+    late = datetime.combine(start.date(), datetime.min.time(), UTC) + timedelta(
+        hours=23, minutes=55
+    )
+    minute = (late - start).total_seconds() / 60
+    told = on_the_timeline_clock("until 00:05:00Z", scenario, minute)
+    expected = (late + timedelta(minutes=10) - start).total_seconds()
+    assert told == f"until {int(expected // 3600):02d}:{int(expected // 60 % 60):02d}"

@@ -1,0 +1,139 @@
+"""The demo's closing verdict: per scenario, nodescaler against Cluster Autoscaler tuned, in
+lines a person reads in five seconds, from the scenarios' summaries alone.
+
+Each figure is a ratio, nodescaler's over CA tuned's (below 1: nodescaler spent or waited
+less), marked better, worse or within noise; the scenarios nodescaler loses come first,
+and in each line its losses come first. Then where the table and the charts are.
+
+A difference is noise when it is within `RELATIVE_NOISE` of CA's figure, or smaller than
+what the sandbox resolves: one node for one step (node-hours), one pod for one step
+(pod-minutes), one step (reaction). A summary that carries a spread over seeds
+(`<figure>_spread`, as `max - min`) widens the band to it. Keys are read defensively: a
+figure a summary lacks is left out, never guessed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+NODESCALER = "nodescaler"
+TUNED = "cluster-autoscaler-tuned"
+BASELINE = "cluster-autoscaler-baseline"
+REFERENCE_NAME = "Cluster Autoscaler (tuned)"
+RELATIVE_NOISE = 0.05  # 5 % of CA's figure: below what a change of seed moves it
+DEFAULT_STEP_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure the verdict compares: its words, how to read it from a run's summary,
+    and the smallest difference the sandbox resolves, from the scenario's step (seconds)."""
+
+    label: str
+    key: str  # the summary's key; `<key>_spread`, when there, is its spread over seeds
+    read: Callable[[Mapping[str, Any]], float | None]
+    resolution: Callable[[float], float]
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _key(key: str) -> Callable[[Mapping[str, Any]], float | None]:
+    return lambda run: _number(run.get(key))
+
+
+def _reaction(run: Mapping[str, Any]) -> float | None:
+    reaction = run.get("reaction_s")
+    overall = reaction.get("overall") if isinstance(reaction, Mapping) else None
+    return _number(overall.get("p50")) if isinstance(overall, Mapping) else None
+
+
+FIGURES = (
+    Figure("idle node-hours", "idle_node_hours", _key("idle_node_hours"), lambda s: s / 3600),
+    Figure(
+        "pod-minutes waiting",
+        "unschedulable_pod_minutes",
+        _key("unschedulable_pod_minutes"),
+        lambda s: s / 60,
+    ),
+    Figure("reaction (p50)", "reaction_s", _reaction, lambda s: s),
+)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    label: str
+    ours: float
+    theirs: float
+    mark: str  # better, worse or within noise
+
+    @property
+    def ratio(self) -> float:
+        if self.theirs == 0:
+            return 1.0 if self.ours == 0 else math.inf
+        return self.ours / self.theirs
+
+    def text(self) -> str:
+        ratio = "∞" if math.isinf(self.ratio) else f"{self.ratio:.2f}×"
+        return f"{self.label} {ratio} ({self.ours:g} vs {self.theirs:g})"
+
+
+def compare(summary: Mapping[str, Any]) -> list[Comparison]:
+    """Each figure both runs have, marked; the losses first, then the wins, then the rest."""
+    ours, theirs = summary.get(NODESCALER), summary.get(TUNED)
+    if not isinstance(ours, Mapping) or not isinstance(theirs, Mapping):
+        return []
+    step = _number(summary.get("step_seconds")) or DEFAULT_STEP_SECONDS
+    compared = []
+    for figure in FIGURES:
+        mine, other = figure.read(ours), figure.read(theirs)
+        if mine is None or other is None:
+            continue
+        spread = _number(theirs.get(f"{figure.key}_spread")) or 0.0
+        noise = max(RELATIVE_NOISE * abs(other), figure.resolution(step), spread)
+        if abs(mine - other) <= noise:
+            mark = "within noise"
+        else:
+            mark = "better" if mine < other else "worse"
+        compared.append(Comparison(figure.label, mine, other, mark))
+    order = {"worse": 0, "better": 1, "within noise": 2}
+    return sorted(compared, key=lambda c: order[c.mark])
+
+
+def _line(name: str, comparisons: Sequence[Comparison], width: int) -> str:
+    if not comparisons:
+        return f"  {name:<{width}}  no {REFERENCE_NAME} run to compare with"
+    parts = []
+    for mark in ("worse", "better", "within noise"):
+        same = [c.text() for c in comparisons if c.mark == mark]
+        if same:
+            parts.append(f"{mark.upper() if mark == 'worse' else mark}: {', '.join(same)}")
+    return f"  {name:<{width}}  " + " · ".join(parts)
+
+
+def verdict(
+    summaries: Sequence[Mapping[str, Any]], table: Path | None, charts: Sequence[Path] = ()
+) -> list[str]:
+    """The verdict's lines: a heading, a line a scenario (those nodescaler loses on
+    something first), a count, and where the table and the charts are."""
+    judged = [(str(s.get("scenario", "?")), compare(s)) for s in summaries]
+    judged.sort(key=lambda item: not any(c.mark == "worse" for c in item[1]))
+    width = max((len(name) for name, _ in judged), default=0)
+    losing = sum(any(c.mark == "worse" for c in compared) for _, compared in judged)
+    lines = [
+        f"Verdict: nodescaler against {REFERENCE_NAME}, ratios nodescaler / CA "
+        f"(below 1 is better; within {RELATIVE_NOISE:.0%} or one step is noise)",
+        *(_line(name, compared, width) for name, compared in judged),
+        f"nodescaler is worse on something in {losing} of {len(judged)} "
+        f"scenario{'s' if len(judged) != 1 else ''}.",
+    ]
+    if table is not None:
+        lines.append(f"Summary: {table}")
+    if charts:
+        lines.append(f"Charts: {', '.join(str(c) for c in charts)}")
+    return lines
