@@ -13,7 +13,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from aws_cdk import Annotations, ArnFormat, Duration, RemovalPolicy, Stack
+import jsii
+from aws_cdk import (
+    Annotations,
+    ArnFormat,
+    Duration,
+    IStableListProducer,
+    Lazy,
+    RemovalPolicy,
+    Stack,
+)
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
@@ -22,7 +31,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
+from constructs import Construct, IConstruct
 from nodescaler.observability.metric_names import MetricName
 
 from .dashboard import MINUTE, ServiceMetrics
@@ -252,19 +261,16 @@ class Alarms(Construct):
         return topic
 
     def _this_deployments_alarms(self) -> iam.PolicyStatement:
-        """CloudWatch, acting for this account's alarms of this deployment only."""
+        """CloudWatch, acting for this account's alarms of this deployment only: each by its
+        ARN, listed when the template is made (the fast path's alarm comes later). A prefix
+        (`<deployment>-*`) would also let in another deployment whose name starts the same
+        way: `nodescaler-prod-*` matches the alarms of `nodescaler-prod-eu`."""
         stack = Stack.of(self)
-        alarms = stack.format_arn(
-            service="cloudwatch",
-            resource="alarm",
-            resource_name=f"{self.deployment}-*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
         return iam.PolicyStatement(
             principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
             conditions={
                 "StringEquals": {"aws:SourceAccount": stack.account},
-                "ArnLike": {"aws:SourceArn": alarms},
+                "ArnEquals": {"aws:SourceArn": Lazy.list(_AlarmArns(self.node.scope))},
             },
         )
 
@@ -302,3 +308,32 @@ class Alarms(Construct):
             alarm.add_alarm_action(actions.SnsAction(self.topic))
             alarm.add_ok_action(actions.SnsAction(self.topic))
         self.alarms.append(alarm)
+
+
+@jsii.implements(IStableListProducer)
+class _AlarmArns:
+    """The ARN of every alarm under `scope` (the deployment's construct), from each alarm's
+    name as written (its `Ref` would make the topic's policy depend on the alarm, whose
+    actions depend on the topic)."""
+
+    def __init__(self, scope: IConstruct | None) -> None:
+        self._scope = scope
+
+    def produce(self) -> list[str]:
+        if self._scope is None:
+            return []
+        stack = Stack.of(self._scope)
+        names = sorted(
+            str(child.alarm_name)
+            for child in self._scope.node.find_all()
+            if isinstance(child, cloudwatch.CfnAlarm) and child.alarm_name
+        )
+        return [
+            stack.format_arn(
+                service="cloudwatch",
+                resource="alarm",
+                resource_name=name,
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            for name in names
+        ]

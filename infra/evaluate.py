@@ -33,7 +33,8 @@ class EvaluateFunction:
             environment=EvaluateSettings.model_construct(
                 dry_run=settings.dry_run,
                 audit_ttl_days=settings.audit_ttl_days,
-                zonal_shifts=True,  # no launch into, nor scale-in in, a zone shifted away
+                # no launch into, nor scale-in in, a zone shifted away for these resources
+                zonal_shift_resources=shared.zonal_shift_resources,
                 kubernetes_timeout_seconds=settings.kubernetes_timeout_seconds,
                 expanders=settings.expanders,
                 cluster_max_nodes=limits.max_nodes,
@@ -96,7 +97,8 @@ class EvaluateFunction:
         queues = permissions.read_policy_queues(shared.policies.values())
         if queues is not None:
             self.lambda_.allow(queues)
-        self.lambda_.allow(permissions.read_zonal_shifts())  # no change in a zone shifted away
+        if shared.zonal_shift_resources:  # no change in a zone shifted away
+            self.lambda_.allow(permissions.read_zonal_shifts())
         if prometheus := permissions.query_prometheus(shared.policies.values()):
             self.lambda_.allow(*prometheus)
         if reads_kubernetes or limits.by_size:

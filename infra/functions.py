@@ -172,6 +172,16 @@ class Shared:
         access = self.settings.kubernetes
         return access.environment() if access is not None else {}
 
+    @property
+    def zonal_shift_resources(self) -> list[str]:
+        """The resources whose zonal shifts evaluate obeys: the EKS cluster (a cluster
+        reached through a secret is no EKS cluster, which ARC could shift), and cdk.json's
+        `zonalShift.resources`."""
+        settings = self.settings
+        eks_cluster = settings.cluster_name and settings.kubernetes is None
+        cluster = [permissions.eks_cluster_arn(settings.cluster_name)] if eks_cluster else []
+        return [*cluster, *settings.zonal_shift.resources]
+
     def cluster_rights(self) -> list[iam.PolicyStatement]:
         """What reaching the cluster takes: DescribeCluster for EKS, else the one secret."""
         access = self.settings.kubernetes

@@ -68,7 +68,8 @@ class Nodescaler(Construct):
         policies: Mapping[str, NodeGroupPolicy] | Iterable[NodeGroupPolicy] | None = None,
         policies_folder: Path | str | None = None,
     ) -> None:
-        """`settings` (`DeploySettings(cluster_name="prod")`, cdk.json's keys in snake case);
+        """`settings` (`DeploySettings(cluster_name="prod", allowed_groups=["prod-web-*"])`,
+        cdk.json's keys in snake case);
         the policies as objects, or read from `policies_folder` (by default the settings'
         `policies_folder`, from the current folder). Bad policies, or a second deployment of
         the cluster, raise SettingsError naming each problem."""

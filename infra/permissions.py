@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 from nodescaler.adapters.policy_keys import HEADS_PK, versions_pk
+from nodescaler.adapters.termination_wait_keys import waits_pk
 from nodescaler.config import CustomExpanderSpec, ExpanderSpec
 from nodescaler.domain.optin import TagNames
 from nodescaler.domain.policy import NodeGroupPolicy
@@ -204,11 +205,12 @@ def read_write_state(table_arn: str, *, query: bool = True) -> iam.PolicyStateme
 
 def keep_termination_waits(table_arn: str) -> iam.PolicyStatement:
     """The termination policy's waits (`adapters.aws.termination_waits`): read, put and
-    deleted in the groups' partitions only."""
+    deleted in the waits' own partitions only, never a group's state or audit items
+    (`GROUP#*`) nor a stored policy's."""
     return iam.PolicyStatement(
         actions=[f"dynamodb:{a}" for a in ("GetItem", "PutItem", "DeleteItem")],
         resources=[table_arn],
-        conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["GROUP#*"]}},
+        conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [waits_pk("*")]}},
     )
 
 
@@ -253,12 +255,15 @@ def write_policies(table_arn: str, stack_id: str) -> list[iam.PolicyStatement]:
     ]
 
 
+def eks_cluster_arn(cluster_name: str) -> str:
+    return f"arn:{Aws.PARTITION}:eks:{Aws.REGION}:{Aws.ACCOUNT_ID}:cluster/{cluster_name}"
+
+
 def describe_eks_cluster(cluster_name: str) -> iam.PolicyStatement:
     """Its endpoint and CA, to connect (the token is a presigned sts:GetCallerIdentity,
     which needs no permission)."""
     return iam.PolicyStatement(
-        actions=["eks:DescribeCluster"],
-        resources=[f"arn:{Aws.PARTITION}:eks:{Aws.REGION}:{Aws.ACCOUNT_ID}:cluster/{cluster_name}"],
+        actions=["eks:DescribeCluster"], resources=[eks_cluster_arn(cluster_name)]
     )
 
 
@@ -307,13 +312,11 @@ def read_capacity_reservations(expanders: Iterable[ExpanderSpec]) -> list[iam.Po
 
 
 def read_zonal_shifts() -> iam.PolicyStatement:
-    """The zonal shifts and autoshifts in force, and the zones' IDs they name (read-only;
-    none of the three takes a resource scope)."""
-    actions = [
-        "arc-zonal-shift:ListZonalShifts",
-        "arc-zonal-shift:ListAutoshifts",
-        "ec2:DescribeAvailabilityZones",
-    ]
+    """The zonal shifts and autoshifts in force on the resources that concern the cluster
+    (GetManagedResource, one resource at a time), and the zones' IDs they name; read-only.
+    No resource scope: the resources are of several services (EKS, Elastic Load Balancing,
+    Auto Scaling), and DescribeAvailabilityZones takes none."""
+    actions = ["arc-zonal-shift:GetManagedResource", "ec2:DescribeAvailabilityZones"]
     return iam.PolicyStatement(actions=actions, resources=["*"])
 
 

@@ -17,8 +17,10 @@ from typing import Annotated, Any, Literal, Self, get_args
 
 from nodescaler.adapters.deployed_policies import load_policies
 from nodescaler.config import (
+    ANY_GROUP,
     DEFAULT_EXPANDERS,
     AllowedGroup,
+    ArcResource,
     CapacitySettings,
     CommonSettings,
     DrainSettings,
@@ -258,6 +260,24 @@ class KubernetesAccess(_Context):
         }
 
 
+class ZonalShiftContext(_Context):
+    """The resources whose ARC zonal shifts and autoshifts hold the groups in a zone shifted
+    away, besides the EKS cluster itself: a load balancer in front of the cluster's
+    workloads, say. A shift on any other resource (another team's) holds nothing."""
+
+    resources: Annotated[list[ArcResource], Field(max_length=49)] = []
+    """ARNs of the resources (a load balancer, an Auto Scaling group) whose zonal shifts
+    and autoshifts hold the groups, besides the EKS cluster's own."""
+
+    @field_validator("resources")
+    @classmethod
+    def _each_once(cls, resources: list[str]) -> list[str]:
+        twice = sorted({r for r in resources if resources.count(r) > 1})
+        if twice:
+            raise ValueError(f"listed more than once: {', '.join(twice)}")
+        return resources
+
+
 class DrainContext(_Context):
     """How the drain function drains a node (it is deployed with a cluster)."""
 
@@ -318,7 +338,8 @@ class DeploySettings(_Context, metaclass=_RaisingSettingsError):
     all_groups: bool = False
     """No cluster: said on purpose, for the opted-in groups whose cluster tag names none."""
     allowed_groups: list[AllowedGroup] | None = None
-    """The only groups it may resize: names, or prefixes ending in `*`; unset, every group."""
+    """The only groups it may resize: names, or prefixes ending in `*`; ["*"], any group
+    opted in for the cluster. Required: tag rights are resize rights unless it says so."""
     policies_folder: Path = Path("policies")
     """The folder of policy files, from cdk.json's folder (or the current one)."""
     tick_minutes: Annotated[int, Field(ge=1, le=60)] = 1
@@ -360,6 +381,9 @@ class DeploySettings(_Context, metaclass=_RaisingSettingsError):
     README shows the command for any other."""
     drain: DrainContext = DrainContext()
     """How the drain function drains a node."""
+    zonal_shift: ZonalShiftContext = ZonalShiftContext()
+    """ARC zonal shifts obeyed: those of the EKS cluster, and of these resources (docs,
+    policies.md "Impaired zones")."""
     event_bus: EventBusName = _default(EventSettings, "event_bus_name")
     """Where each resize, backoff and drain outcome is put (README, "Scaling events")."""
     skip_nodes_with_local_storage: bool = _default(CommonSettings, "skip_nodes_with_local_storage")
@@ -381,7 +405,15 @@ class DeploySettings(_Context, metaclass=_RaisingSettingsError):
     @classmethod
     def _a_list_that_allows_something(cls, groups: list[str] | None) -> list[str] | None:
         if groups is not None and not groups:
-            raise ValueError("is empty, so no group could be resized; leave it out to allow all")
+            raise ValueError(
+                f'is empty, so no group could be resized; list the groups, or ["{ANY_GROUP}"] '
+                "for any group opted in for the cluster"
+            )
+        if groups and ANY_GROUP in groups and len(groups) > 1:
+            raise ValueError(
+                f'lists "{ANY_GROUP}", any group opted in for the cluster, beside names; give '
+                f'["{ANY_GROUP}"] alone, or the names alone'
+            )
         twice = sorted({g for g in groups or () if groups and groups.count(g) > 1})
         if twice:
             raise ValueError(f"listed more than once: {', '.join(twice)}")
@@ -463,12 +495,21 @@ def check_cluster(
 
 def check_scope(settings: DeploySettings, here: str) -> None:
     """Which groups a deployment manages is said, never implied: its cluster's, or with
-    `allGroups: true` and no cluster, the opted-in groups whose cluster tag names none."""
+    `allGroups: true` and no cluster, the opted-in groups whose cluster tag names none; and
+    which of those it may resize (`allowedGroups`: names and prefixes, or `*` for all)."""
     if not settings.cluster_name and not settings.all_groups:
         raise SettingsError(
             f"{here}.clusterName: deployment {settings.deployment}: is empty; set the "
             "cluster whose opted-in groups it manages, or allGroups: true for the opted-in "
             "groups that name no cluster"
+        )
+    if settings.allowed_groups is None:
+        whose = f"cluster {settings.cluster_name}" if settings.cluster_name else "no cluster"
+        raise SettingsError(
+            f"{here}.allowedGroups: deployment {settings.deployment}: is not set; whoever may "
+            "tag an Auto Scaling group could have it resized. List the groups it may resize, "
+            f'names or prefixes ending in * (["prod-web-*", "gpu-a"]), or ["{ANY_GROUP}"] to '
+            f"let it resize any group opted in for {whose}"
         )
     if settings.cluster_name and settings.all_groups:
         raise SettingsError(

@@ -193,10 +193,11 @@ def test_an_instance_refresh_whose_nodes_cannot_move_gets_the_least_bad_one_with
         f"the least-bad instance goes, {node_1}"
     )
     assert printed.metric("TerminationsForced", node_group="web") == [1]
-    # and the wait is kept in the state table, beside the group's state
+    # and the wait is kept in the state table, in a partition of the waits' own (the only
+    # one terminate's IAM lets it touch)
     kept = client("dynamodb").get_item(
         TableName=TABLE,
-        Key={"pk": {"S": "GROUP#web"}, "sk": {"S": "TERMINATION-WAIT#INSTANCE_REFRESH"}},
+        Key={"pk": {"S": "TERMINATION-WAIT#web"}, "sk": {"S": "INSTANCE_REFRESH"}},
     )
     assert kept["Item"]["since"]["S"] == started.isoformat()
 
@@ -246,7 +247,7 @@ def test_an_unreadable_wait_is_named_and_begins_afresh(
 ) -> None:
     request, chooser = refresh
     # Given a wait item in the state table that cannot be read back
-    key = {"pk": {"S": "GROUP#web"}, "sk": {"S": "TERMINATION-WAIT#INSTANCE_REFRESH"}}
+    key = {"pk": {"S": "TERMINATION-WAIT#web"}, "sk": {"S": "INSTANCE_REFRESH"}}
     client("dynamodb").put_item(TableName=TABLE, Item=key | {"since": {"S": "yesterday"}})
     # When an instance refresh asks
     answer = invoke(request, chooser)

@@ -1,13 +1,17 @@
 """Through the handlers with a cluster: during an ARC zonal shift, pending pods go to a group
 outside the shifted zone though the priority expander prefers the group in it, and a group
 confined to the zone sheds no spare node; both decisions say why. Karpenter does the same:
-no launch into, and no voluntary disruption in, a zone shifted away. The sandbox answers
+no launch into, and no voluntary disruption in, a zone shifted away. Only a shift of the
+cluster's resources counts: another team's practice run on their own load balancer holds
+nothing. The sandbox answers GetManagedResource
+(https://docs.aws.amazon.com/arc-zonal-shift/latest/api/API_GetManagedResource.html),
 ListZonalShifts (https://docs.aws.amazon.com/arc-zonal-shift/latest/api/API_ListZonalShifts.html)
 and ListAutoshifts (https://docs.aws.amazon.com/arc-zonal-shift/latest/api/API_ListAutoshifts.html)
-as AWS does; moto has no ARC."""
+as AWS does, each shift naming its resourceIdentifier; moto has no ARC."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -15,7 +19,7 @@ from typing import Any
 
 import pytest
 from nodescaler_sandbox.kube.apiserver import KubeApiServer
-from nodescaler_sandbox.zonal_shifts import ArcZonalShiftApi
+from nodescaler_sandbox.zonal_shifts import CLUSTER_ARN, ArcZonalShiftApi
 
 from tests.aws import REGION, CallCounter, client, desired_capacity
 from tests.builders import VirtualClock
@@ -30,6 +34,8 @@ from tests.kube import kubeconfig, pod
 
 # near-ng first, then the rest
 CHAIN = '[{"name": "priority", "priorities": {"10": ["near-ng"], "1": [".*"]}}]'
+OUR_LB = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/app/web/50dc6c49"
+THEIR_LB = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/net/billing/7e1"
 
 
 @pytest.fixture
@@ -54,7 +60,12 @@ def deployment(
 ) -> Deployment:
     (policies / "batch.yaml").write_text(BATCH_POLICY)
     config = str(kubeconfig(tmp_path / "kubeconfig", api_server.url))
-    environment = {"KUBECONFIG_PATH": config, "EXPANDERS": CHAIN, "ZONAL_SHIFTS": "true"}
+    environment = {
+        "KUBECONFIG_PATH": config,
+        "EXPANDERS": CHAIN,
+        # as a deployed stack names them: its EKS cluster, and cdk.json's zonalShift.resources
+        "ZONAL_SHIFT_RESOURCES": json.dumps([CLUSTER_ARN, OUR_LB]),
+    }
     deployed = Deployment(policies, calls, clock, environment)
     arc.watch(deployed.clients.arc_zonal_shift)  # moto has no ARC zonal shift
     return deployed
@@ -106,13 +117,47 @@ def test_given_the_preferred_groups_zone_shifted_away_then_the_other_group_grows
     # and both decisions name why near-ng was left out: its zone, the shift, its expiry
     why = (
         f"left out near-ng: its zone {zone_id(f'{REGION}a')} is shifted away "
-        f"(zonal shift {shift}, expires {expires})"
+        f"(zonal shift {shift} on cluster/prod, expires {expires})"
     )
     for group in ("near-ng", "far-ng"):
         (decision,) = decisions(printed, group)
         assert why in decision["metrics"][0]["detail"]
-    # the shifts were read once for the batch, not once per group
-    assert arc.calls == 2  # ListZonalShifts and ListAutoshifts
+    # the shifts were read once for the batch, not once per group: one GetManagedResource
+    # for each of the cluster's resources
+    assert arc.calls == 2
+
+
+def test_given_another_teams_practice_run_on_their_load_balancer_then_no_group_is_held(
+    deployment: Deployment,
+    api_server: KubeApiServer,
+    arc: ArcZonalShiftApi,
+    output: Any,
+) -> None:
+    # Given near-ng (the priority expander's choice) in zone a and far-ng in zone b, both at
+    # zero; and another team's practice run and zonal shift (three days) away from zone a on
+    # their own load balancer, which has zonal autoshift on, as AWS autoshifts it away from
+    # zone a too; the cluster and our load balancer have nothing shifted
+    launch_template("general", "m5.large")
+    group_at_zero("near-ng", "general")
+    group_at_zero("far-ng", "general")
+    in_zone("far-ng", f"{REGION}b")
+    arc.manage(THEIR_LB, autoshift=True)
+    arc.manage(OUR_LB)
+    away = zone_id(f"{REGION}a")
+    arc.start_zonal_shift(away, timedelta(minutes=30), resource=THEIR_LB, shift_type="PRACTICE_RUN")
+    arc.start_zonal_shift(away, timedelta(days=3), resource=THEIR_LB)
+    arc.start_autoshift(away)
+    for i in range(3):
+        api_server.cluster.put("pods", pod(f"job-{i}", cpu="1"))
+
+    # When a tick evaluates both groups
+    deployment.tick()
+
+    # Then near-ng grows for the pods as the expander prefers, and nothing names a shift
+    assert (desired_capacity("near-ng"), desired_capacity("far-ng")) == (3, 0)
+    for group in ("near-ng", "far-ng"):
+        (decision,) = decisions(output(), group)
+        assert "shift" not in json.dumps(decision)
 
 
 @pytest.mark.parametrize(("shifted", "size"), [(True, 2), (False, 1)])

@@ -39,7 +39,7 @@ def autoscaler(stack: cdk.Stack, construct_id: str, cluster: str) -> Nodescaler:
     return Nodescaler(
         stack,
         construct_id,
-        settings=DeploySettings(cluster_name=cluster),
+        settings=DeploySettings(cluster_name=cluster, allowed_groups=["*"]),
         policies_folder=POLICIES,
     )
 

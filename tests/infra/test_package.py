@@ -35,7 +35,7 @@ from nodescaler_cdk import DeploySettings, Nodescaler
 app = cdk.App(context={{"aws:cdk:bundling-stacks": []}})
 stack = cdk.Stack(app, "Platform")
 policy = parse_policy({POLICY!r}, "web.yaml")
-settings = DeploySettings(cluster_name="team-a", drain_groups=["web"])
+settings = DeploySettings(cluster_name="team-a", allowed_groups=["web"], drain_groups=["web"])
 Nodescaler(stack, "Autoscaler", settings=settings, policies=[policy])
 app.synth()
 print(json.dumps([nodescaler.__file__, nodescaler_cdk.__file__, cdk.__file__]))
@@ -149,17 +149,18 @@ def construct(**arguments: object) -> Nodescaler:
 
 
 def test_settings_given_typed_are_the_settings_cdk_json_would_give() -> None:
-    settings = DeploySettings(cluster_name="team-a", tick_minutes=2)
+    settings = DeploySettings(cluster_name="team-a", allowed_groups=["*"], tick_minutes=2)
     built = construct(settings=settings, policies_folder=REPO / "policies")
     assert built.settings == DeploySettings.model_validate(
-        {"clusterName": "team-a", "tickMinutes": 2}
+        {"clusterName": "team-a", "allowedGroups": ["*"], "tickMinutes": 2}
     )
     assert built.policies == load_policies(REPO / "policies")
 
 
 def test_policies_given_as_objects_are_written_as_the_documents_the_layer_carries() -> None:
     policies = load_policies(REPO / "policies")
-    built = construct(settings=DeploySettings(cluster_name="team-a"), policies=policies.values())
+    settings = DeploySettings(cluster_name="team-a", allowed_groups=["team-a-*"])
+    built = construct(settings=settings, policies=policies.values())
     assert load_policies(built.policies_folder) == policies
 
 

@@ -5,10 +5,13 @@ policy (infra/permissions.py)."""
 from __future__ import annotations
 
 import re
+from fnmatch import fnmatchcase
 from typing import Any
 
 import pytest
 from aws_cdk.assertions import Template
+from nodescaler.adapters.aws.termination_waits import DynamoTerminationWaits
+from nodescaler.adapters.policy_keys import HEADS_PK
 
 from tests.infra.stack_template import (
     actions_of,
@@ -283,21 +286,34 @@ def test_only_auto_scaling_may_invoke_the_termination_policy_which_changes_nothi
     )
 
 
-def test_the_termination_policy_keeps_its_waits_in_the_groups_partitions_of_the_state_table(
+def test_the_termination_policy_may_touch_its_waits_and_no_groups_state_or_audit_items(
     template: Template,
 ) -> None:
     # Given the deployed terminate function
     statements = role_statements(template, "terminate")
     keep = statement_for(statements, "dynamodb:PutItem")
-    # Then it reads, puts and deletes items of the state table in the groups' partitions
-    # only (its waits, beside each group's state), never a stored policy's
+    # Then it reads, puts and deletes items of the state table in the waits' own
+    # partitions only
     assert sorted(actions_of(keep)) == [
         "dynamodb:DeleteItem",
         "dynamodb:GetItem",
         "dynamodb:PutItem",
     ]
     assert render(keep["Resource"]).startswith("<NodescalerStateTable")
-    assert keep["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["GROUP#*"]}}
+    assert keep["Condition"] == {
+        "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["TERMINATION-WAIT#*"]}
+    }
+    # no other statement lets it at the table
+    assert [s for s in statements if any(a.startswith("dynamodb:") for a in actions_of(s))] == [
+        keep
+    ]
+    # so, IAM's StringLike being fnmatch's: the waits it keeps are allowed, and a group's
+    # state and audit items and a stored policy are not (they were: GROUP#* covered them)
+    allowed = keep["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+    wait = DynamoTerminationWaits(None, "t")._key("web", "INSTANCE_REFRESH")["pk"]["S"]
+    assert any(fnmatchcase(wait, pattern) for pattern in allowed)
+    for key in ("GROUP#web", "GROUP#TERMINATION-WAIT#web", "CLUSTER", HEADS_PK, "POLICY#web"):
+        assert not any(fnmatchcase(key, pattern) for pattern in allowed), key
     assert environment(template, "terminate")["STATE_TABLE_NAME"].startswith(
         "<NodescalerStateTable"
     )

@@ -11,7 +11,6 @@ https://repost.aws/knowledge-center/cloudwatch-configure-alarm-sns
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from fnmatch import fnmatchcase
 from typing import Any
@@ -189,35 +188,70 @@ def test_a_queue_with_a_key_that_does_not_let_eventbridge_in_is_found() -> None:
     ]
 
 
+def alarm_condition(resources: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The CloudWatch statements of the alarm topic's key policy and of its topic policy."""
+    ((name, topic),) = ((n, r) for n, r in resources.items() if r["Type"] == TOPIC)
+    key = resources[str(logical_id(topic["Properties"]["KmsMasterKeyId"]))]["Properties"]
+    (cloudwatch,) = (s for s in key["KeyPolicy"]["Statement"] if CLOUDWATCH in services_of(s))
+    (policy,) = (
+        r["Properties"]
+        for r in resources.values()
+        if r["Type"] == "AWS::SNS::TopicPolicy" and r["Properties"]["Topics"] == [{"Ref": name}]
+    )
+    (publish,) = (s for s in policy["PolicyDocument"]["Statement"] if CLOUDWATCH in services_of(s))
+    return cloudwatch, publish
+
+
+def admitted(statement: dict[str, Any]) -> list[str]:
+    """The alarm ARNs (or ARN patterns) the statement's SourceArn condition lets in."""
+    ((operator, values),) = (
+        (op, v) for op, v in statement["Condition"].items() if op.startswith("Arn")
+    )
+    assert operator in ("ArnEquals", "ArnLike")
+    return [render(v) for v in listed(values["aws:SourceArn"])]
+
+
+def alarm_arns(resources: dict[str, Any]) -> list[str]:
+    return sorted(
+        "arn:<AWS::Partition>:cloudwatch:<AWS::Region>:<AWS::AccountId>:alarm:"
+        + r["Properties"]["AlarmName"]
+        for r in resources.values()
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+    )
+
+
 def test_the_alarm_topics_key_lets_cloudwatch_in_for_this_accounts_alarms_only(
     with_email: dict[str, Any],
 ) -> None:
-    ((name, topic),) = ((n, r) for n, r in with_email.items() if r["Type"] == TOPIC)
+    ((_, topic),) = ((n, r) for n, r in with_email.items() if r["Type"] == TOPIC)
     key = with_email[str(logical_id(topic["Properties"]["KmsMasterKeyId"]))]["Properties"]
     assert key["EnableKeyRotation"] is True
-    (cloudwatch,) = (s for s in key["KeyPolicy"]["Statement"] if CLOUDWATCH in services_of(s))
+    cloudwatch, publish = alarm_condition(with_email)
     assert cloudwatch["Action"] == ["kms:Decrypt", "kms:GenerateDataKey*"]
     assert cloudwatch["Condition"]["StringEquals"] == {
         "aws:SourceAccount": {"Ref": "AWS::AccountId"}
     }
-    alarms = render(cloudwatch["Condition"]["ArnLike"]["aws:SourceArn"])
-    assert re.fullmatch(
-        r"arn:<AWS::Partition>:cloudwatch:<AWS::Region>:<AWS::AccountId>:alarm:.+-\*", alarms
-    )
+    # Each of the deployment's alarms by its exact ARN (the fast path's too), no pattern
+    assert sorted(admitted(cloudwatch)) == alarm_arns(with_email)
+    assert any(arn.endswith("-fast-path-errors") for arn in admitted(cloudwatch))
+    assert not any("*" in arn or "?" in arn for arn in admitted(cloudwatch))
     # and the topic's policy lets CloudWatch publish, for the same alarms
-    (policy,) = (
-        r["Properties"]
-        for r in with_email.values()
-        if r["Type"] == "AWS::SNS::TopicPolicy" and r["Properties"]["Topics"] == [{"Ref": name}]
-    )
-    (publish,) = (s for s in policy["PolicyDocument"]["Statement"] if CLOUDWATCH in services_of(s))
     assert publish["Action"] == "sns:Publish"
     assert publish["Condition"] == cloudwatch["Condition"]
-    # each deployed alarm's name is one the condition lets in
-    prefix = alarms.rsplit(":", 1)[1].removesuffix("*")
-    names = [
-        r["Properties"]["AlarmName"]
-        for r in with_email.values()
-        if r["Type"] == "AWS::CloudWatch::Alarm"
-    ]
-    assert names and all(n.startswith(prefix) for n in names)
+
+
+def test_given_deployments_prod_and_prod_eu_then_prods_topic_admits_none_of_prod_eus_alarms() -> (
+    None
+):
+    # Given deployment prod (alarms nodescaler-prod-*) and deployment prod-eu, whose alarms
+    # (nodescaler-prod-eu-*) start with prod's deployment name
+    prod = synth(name="prod", alarms={"email": "ops@example.com"}).to_json()["Resources"]
+    prod_eu = synth(name="prod-eu", alarms={"email": "ops@example.com"}).to_json()["Resources"]
+    # When CloudWatch, acting for one of prod-eu's alarms, asks prod's key and topic
+    for statement in alarm_condition(prod):
+        # Then no ARN or pattern of prod's condition matches it (IAM's ArnLike wildcards
+        # are fnmatch's * and ?), while each of prod's own alarms is let in
+        for alarm in alarm_arns(prod_eu):
+            assert not any(fnmatchcase(alarm, allowed) for allowed in admitted(statement))
+        for alarm in alarm_arns(prod):
+            assert any(fnmatchcase(alarm, allowed) for allowed in admitted(statement))

@@ -1,5 +1,6 @@
 """Which groups a deployment may resize, as synth builds it: a cluster (or `allGroups`,
-said on purpose) is required, `allowedGroups` is validated and becomes the evaluate
+said on purpose) is required, `allowedGroups` is required (names and prefixes, or `["*"]`
+for any opted-in group, said on purpose), validated, and becomes the evaluate
 function's IAM resources and both functions' setting, and the SCP that docs/security.md
 gives for the `nodescaler/*` tag keys is a policy document that denies what it says."""
 
@@ -11,10 +12,10 @@ import re
 from typing import Any
 
 import pytest
-from nodescaler.config import DispatchSettings, EvaluateSettings
+from nodescaler.config import CommonSettings, DispatchSettings, EvaluateSettings
 from nodescaler.domain.optin import TagNames
 
-from infra.settings import SettingsError, load_settings
+from infra.settings import DeploySettings, SettingsError, construct_settings, load_settings
 from tests.infra.stack_template import (
     environment,
     nag_findings,
@@ -65,8 +66,17 @@ def test_given_all_groups_beside_a_cluster_then_synth_refuses_the_contradiction(
 
 BAD_ALLOW_LISTS = [
     # (case, allowedGroups, words of the one-line refusal)
-    ("empty", [], "allowedGroups: is empty, so no group could be resized; leave it out"),
-    ("a star alone", ["*"], "allowedGroups[0]: '*' is neither a group's name nor a prefix"),
+    (
+        "empty",
+        [],
+        'allowedGroups: is empty, so no group could be resized; list the groups, or ["*"]',
+    ),
+    ("a star beside names", ["*", "gpu-a"], 'allowedGroups: lists "*", any group opted in'),
+    (
+        "a star prefix alone",
+        ["**"],
+        "allowedGroups[0]: '**' is neither a group's name nor a prefix",
+    ),
     ("a star inside", ["prod-*-web"], "allowedGroups[0]: 'prod-*-web' is neither a group's"),
     ("a space", ["prod web"], "allowedGroups[0]: 'prod web' is neither a group's name"),
     ("twice", ["gpu-a", "gpu-a"], "allowedGroups: listed more than once: gpu-a"),
@@ -111,11 +121,46 @@ def test_given_allowed_groups_then_evaluate_may_write_to_those_names_only_and_bo
         assert model.model_fields["allowed_groups"].alias == "ALLOWED_GROUPS"
 
 
-def test_without_an_allow_list_the_functions_get_none() -> None:
-    template = synth()
-    assert "ALLOWED_GROUPS" not in environment(template, "evaluate")
+def test_given_no_allow_list_then_synth_refuses_naming_both_choices() -> None:
+    # Given cdk.json without allowedGroups (tag rights would be resize rights by default)
+    context = {k: v for k, v in CDK_CONTEXT.items() if k != "allowedGroups"}
+    # When synth loads it (or allowedGroups is null); Then one line names the deployment,
+    # the field and both choices: the groups by name or prefix, or ["*"] on purpose
+    for given in (context, context | {"allowedGroups": None}):
+        with pytest.raises(SettingsError) as refused:
+            load_settings(given, REPO)
+        assert str(refused.value) == (
+            "cdk.json: context.nodescaler.allowedGroups: deployment nodescaler-my-cluster: is "
+            "not set; whoever may tag an Auto Scaling group could have it resized. List the "
+            'groups it may resize, names or prefixes ending in * (["prod-web-*", "gpu-a"]), '
+            'or ["*"] to let it resize any group opted in for cluster my-cluster'
+        )
+
+
+def test_given_the_construct_without_an_allow_list_then_it_refuses_the_same_way() -> None:
+    with pytest.raises(SettingsError) as refused:
+        construct_settings(DeploySettings(cluster_name="prod"), [], None)
+    assert str(refused.value).startswith(
+        "Nodescaler: settings.allowedGroups: deployment nodescaler-prod: is not set;"
+    )
+    assert '["*"] to let it resize any group opted in for cluster prod' in str(refused.value)
+
+
+def test_given_any_group_on_purpose_then_evaluate_may_write_to_any_opted_in_group() -> None:
+    # Given allowedGroups ["*"] (the sample cdk.json's choice)
+    template = synth(allowedGroups=["*"])
+    # Then the writes are on any group's ARN, under the opt-in and cluster tag conditions,
     resize = statement_for(role_statements(template, "evaluate"), "autoscaling:SetDesiredCapacity")
     assert arn_tail(resize["Resource"]) == "autoScalingGroupName/*"
+    assert resize["Condition"]["StringEquals"] == {
+        "aws:ResourceTag/nodescaler/cluster": "my-cluster"
+    }
+    # and the functions are told so, and allow every group at run time
+    for folder in ("dispatch", "evaluate"):
+        told = environment(template, folder)["ALLOWED_GROUPS"]
+        assert json.loads(told) == ["*"]
+        allowed = CommonSettings.from_environment({"ALLOWED_GROUPS": told}).allowed
+        assert allowed.allows("billing-workers") and allowed.allows("gpu-a")
 
 
 def test_given_allowed_groups_then_cdk_nag_finds_nothing_unexplained() -> None:

@@ -76,7 +76,7 @@ def test_deletion_protection_follows_the_context() -> None:
 
 def test_the_sample_context_is_what_the_defaults_say_with_a_cluster_named() -> None:
     settings, policies = load_settings(CDK_CONTEXT, REPO)
-    assert settings == DeploySettings(cluster_name="my-cluster")
+    assert settings == DeploySettings(cluster_name="my-cluster", allowed_groups=["*"])
     assert set(policies) == {
         "gpu-training",
         "microservices",

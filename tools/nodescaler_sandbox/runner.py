@@ -51,6 +51,7 @@ from nodescaler_sandbox.provision import group_sizes
 from nodescaler_sandbox.sandbox import REGION, ROOT, Sandbox, sandbox
 from nodescaler_sandbox.scenario_file import Scenario, load_scenario
 from nodescaler_sandbox.world import World, instance_capacity, node_labels
+from nodescaler_sandbox.zonal_shifts import CLUSTER_ARN
 
 if TYPE_CHECKING:
     from nodescaler_sandbox.chart import ClusterChart, GroupChart
@@ -208,7 +209,7 @@ def _simulate(
 ) -> Run:
     environment = dict(scenario.environment)
     if scenario.zonal_shifts:  # the sandbox answers ARC: read it, as a deployed stack does
-        environment.setdefault("ZONAL_SHIFTS", "true")
+        environment.setdefault("ZONAL_SHIFT_RESOURCES", json.dumps([CLUSTER_ARN]))
     boot = timedelta(minutes=scenario.boot_minutes)
     result = Run(controller)
     with (

@@ -56,16 +56,27 @@ class _Settings(BaseModel):
 
 
 def _group_or_prefix(entry: str) -> str:
-    if not re.fullmatch(r"[\w.\-]{1,255}\*?", entry):
+    if entry != ANY_GROUP and not re.fullmatch(r"[\w.\-]{1,255}\*?", entry):
         raise ValueError(
             f"{entry!r} is neither a group's name nor a prefix ending in * (letters, digits, "
-            "'.', '_' and '-', then at most one * at the end)"
+            "'.', '_' and '-', then at most one * at the end), nor * alone for any group"
         )
     return entry
 
 
+# A resource ARC may shift away from a zone (an EKS cluster, a load balancer, an Auto
+# Scaling group), by its ARN, as GetManagedResource takes it.
+ArcResource = Annotated[
+    str,
+    Field(
+        min_length=8, max_length=1024, pattern=r"^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:\d{12}:\S+$"
+    ),
+]
+
+
+ANY_GROUP = "*"  # allowedGroups: ["*"]: any group opted in for the cluster, said on purpose
 # An allow-list entry: an Auto Scaling group's name, or a prefix of names ending in `*`
-# (exactly what an IAM resource ARN's `*` means at its end).
+# (exactly what an IAM resource ARN's `*` means at its end); `*` alone, any group.
 AllowedGroup = Annotated[str, AfterValidator(_group_or_prefix)]
 
 
@@ -298,9 +309,12 @@ class EvaluateSettings(CapacitySettings, ClusterConnectionSettings, PrometheusTo
     # Which group grows when pending pods fit several: a chain, first to last (JSON).
     expanders: Annotated[Json[ExpanderChain], Field(alias="EXPANDERS")] = DEFAULT_EXPANDERS
     audit_ttl_days: Annotated[int, Field(alias="AUDIT_TTL_DAYS", ge=1, le=3650)] = 30
-    # Read ARC's zonal shifts and autoshifts in force: every deployed stack does (infra sets
-    # it); off where no ARC answers (the sandbox and benchmarks on moto, unless supplied).
-    zonal_shifts: Annotated[bool, Field(alias="ZONAL_SHIFTS")] = False
+    # The resources whose ARC zonal shifts and autoshifts hold a group in a shifted zone
+    # (JSON list of ARNs): the EKS cluster's, and cdk.json's `zonalShift.resources` (infra
+    # sets it). None: ARC is not read (the sandbox and benchmarks on moto, unless supplied).
+    zonal_shift_resources: Annotated[
+        Json[list[ArcResource]], Field(alias="ZONAL_SHIFT_RESOURCES", max_length=50)
+    ] = []
     # The queue it reads and its dead-letter queue: a failed request is made visible again
     # within seconds, or set aside at once when retrying cannot help. Unset: Lambda's retries.
     evaluation_queue_url: Annotated[

@@ -330,12 +330,18 @@ def evaluator(
 def zonal_shifts(
     settings: EvaluateSettings, clients: AwsClients, clock: Clock
 ) -> ZonalShiftSource | None:
-    """ARC's zonal shifts in force, read once a batch; its client made on the first read."""
-    if not settings.zonal_shifts:
+    """ARC's zonal shifts in force on the resources that concern the cluster, read once a
+    batch; its client made on the first read. None when no resource concerns it."""
+    if not settings.zonal_shift_resources:
         return None
     from nodescaler.adapters.aws.zonal_shifts import ArcZonalShifts
 
-    return ArcZonalShifts(lambda: clients.arc_zonal_shift, clients.ec2, clock=clock)
+    return ArcZonalShifts(
+        lambda: clients.arc_zonal_shift,
+        clients.ec2,
+        resources=settings.zonal_shift_resources,
+        clock=clock,
+    )
 
 
 def redelivery(

@@ -88,7 +88,8 @@ def is_managed(tags: Mapping[str, str], names: TagNames, cluster: str) -> bool:
 @dataclass(frozen=True)
 class AllowedGroups:
     """cdk.json's `allowedGroups`: the groups this deployment may resize, each a name or a
-    prefix ending in `*` (as an IAM resource ARN reads it); none given, every group."""
+    prefix ending in `*` (as an IAM resource ARN reads it); `*` alone, or none given (a
+    function's default; synth requires the setting), every group."""
 
     entries: tuple[str, ...] = ()
 

@@ -6,7 +6,8 @@ Layout (pk, sk):
                                       failures (failing metrics with a fallback: count, since),
                                       pause (`nodescaler pause`: who, why, which way, until)
   GROUP#<name>, DECISION#<at>#<event> one audit item per decision, deleted by TTL
-  GROUP#<name>, TERMINATION-WAIT#<cause>  the termination policy's wait (`termination_waits`)
+  TERMINATION-WAIT#<name>, <cause>    the termination policy's wait (`termination_waits`), in
+                                      a partition of its own: terminate may touch nothing else
   CLUSTER, BACKOFFS                   each group's latest backoff (attribute `backoff:<name>`),
                                       written with the group's state: one small read tells a
                                       planner which groups are backed off

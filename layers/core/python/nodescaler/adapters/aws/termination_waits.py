@@ -1,10 +1,17 @@
 """How long a group's termination policy has answered a cause with none, in the state table.
 
-One item a group and cause, `(GROUP#<name>, TERMINATION-WAIT#<cause>)`, beside the group's
-state (never in it: evaluate writes the whole state item, and would erase the wait). Its
+One item a group and cause, `(TERMINATION-WAIT#<name>, <cause>)`: a partition of the waits'
+own, never the group's (`GROUP#<name>`), so IAM confines the terminate function to the
+waits and keeps it from each group's state and audit items (`termination_wait_keys`); and
+never in the state item, which evaluate writes whole and would erase the wait with. Its
 expiry lets DynamoDB delete a wait that ended long ago; `Wait.asked` ignores one that
 ended, deleted yet or not. Auto Scaling waits two seconds for the answer: the client given
 here should carry a budget of its own (`wiring.terminator`).
+
+Before this layout a wait was `(GROUP#<name>, TERMINATION-WAIT#<cause>)`, which terminate
+may no longer read: a wait in progress when the new version is deployed begins afresh (its
+patience, at most 30 minutes, counted again from the first ask after the deploy), and the
+old items expire by their TTL within a day (docs/deploy.md, "Upgrading").
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from nodescaler.adapters.aws.state_table import _pk
+from nodescaler.adapters.termination_wait_keys import waits_pk
 from nodescaler.domain.termination import QUIET, Wait
 from nodescaler.errors import StateCorruptError, StateUnavailableError
 
@@ -27,7 +34,7 @@ class DynamoTerminationWaits:
         self._table = table_name
 
     def _key(self, group: str, cause: str) -> dict[str, Any]:
-        return {"pk": {"S": _pk(group)}, "sk": {"S": f"TERMINATION-WAIT#{cause}"}}
+        return {"pk": {"S": waits_pk(group)}, "sk": {"S": cause}}
 
     def _where(self, group: str, cause: str) -> str:
         return f"node group {group}: termination wait item {cause!r} in {self._table}"

@@ -1,19 +1,26 @@
-"""The zonal shifts and autoshifts in force, from Amazon Application Recovery Controller.
+"""The zonal shifts and autoshifts in force on the resources that concern the cluster, from
+Amazon Application Recovery Controller.
 
-ListZonalShifts with status ACTIVE gives every shift in force in the account and Region
-(an operator's, a practice run, an FIS experiment, an autoshift on a resource:
-https://docs.aws.amazon.com/arc-zonal-shift/latest/api/API_ListZonalShifts.html), and
-ListAutoshifts with status ACTIVE the autoshifts AWS started for an impaired zone
-(https://docs.aws.amazon.com/arc-zonal-shift/latest/api/API_ListAutoshifts.html). Both name
-the zone by its ID (use1-az1); DescribeAvailabilityZones maps the Auto Scaling groups' zone
-names to IDs (they differ from account to account). All of it is read once per batch of
-evaluations (kept `ttl` in the warm container); a read refused or unreachable is named,
-never an error: `domain.zonal_shift` then holds scale-in and lets scale-ups go ahead.
+A shift moves one resource's traffic away from a zone: someone else's practice run on their
+own load balancer says nothing of this cluster's zones, and must not hold its groups. So
+only the resources named in `ZONAL_SHIFT_RESOURCES` are read (the EKS cluster's own ARN,
+and those the operator lists in cdk.json's `zonalShift.resources`), each with
+GetManagedResource
+(https://docs.aws.amazon.com/arc-zonal-shift/latest/api/API_GetManagedResource.html): its
+`zonalShifts` in force (an operator's, a practice run, an FIS experiment: `shiftType`) and
+its `autoshifts` (AWS's, on a resource with zonal autoshift enabled). ListZonalShifts lists
+every resource's shifts in the account, and ListAutoshifts the Region's autoshifts with no
+resource at all (API_AutoshiftSummary): neither can say which concern the cluster. A
+resource ARC does not manage (ResourceNotFoundException: an EKS cluster without zonal shift
+enabled) has no shift. Shifts name the zone by its ID (use1-az1); DescribeAvailabilityZones
+maps the groups' zone names to IDs. All of it is read once per batch of evaluations (kept
+`ttl` in the warm container); a read refused or unreachable is named, never an error:
+`domain.zonal_shift` then holds scale-in and lets scale-ups go ahead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from random import Random
 from typing import Any
@@ -21,10 +28,11 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.adapters.aws.instance_types import TtlCache
+from nodescaler.domain.text import outside
 from nodescaler.domain.zonal_shift import ZonalShift, ZonalShifts
 from nodescaler.ports import Clock
 
-IN_FORCE = "ACTIVE"
+NOT_MANAGED = "ResourceNotFoundException"  # not registered with ARC: nothing can shift it
 # ShiftType, in words: what started the shift
 KINDS = {
     "ZONAL_SHIFT": "zonal shift",
@@ -32,44 +40,71 @@ KINDS = {
     "FIS_EXPERIMENT": "FIS experiment",
     "ZONAL_AUTOSHIFT": "autoshift",
 }
+MAX_ID = 64  # a shift id is a UUID; anything longer is cut
+MAX_RESOURCE = 80  # of a resource's name in a reason: enough to recognise it
 
 
 def _problem(error: Exception) -> str:
     if isinstance(error, ClientError):
-        return str(error.response.get("Error", {}).get("Code") or error)
+        return outside(error.response.get("Error", {}).get("Code") or error)
     if isinstance(error, (KeyError, TypeError)):  # an item without awayFrom, an id, ...
-        return f"a malformed answer: {type(error).__name__} {error}"
+        return f"a malformed answer: {type(error).__name__} {outside(error)}"
     return type(error).__name__
 
 
-def from_zonal_shift(item: Mapping[str, Any]) -> ZonalShift:
-    """A ZonalShiftSummary as a shift: named by its kind and id, until its expiry."""
+def resource_name(arn: str) -> str:
+    """An ARN's resource part (`cluster/prod`, `loadbalancer/app/web/50dc6c49`), bounded,
+    for a reason a person reads."""
+    parts = arn.split(":", 5)
+    return outside(parts[5] if len(parts) == 6 and parts[5] else arn, MAX_RESOURCE)
+
+
+def from_zonal_shift(item: Mapping[str, Any], on: str) -> ZonalShift:
+    """A ZonalShiftInResource as a shift on resource `on`: named by its kind, id and
+    resource, until its expiry."""
     kind = KINDS.get(str(item.get("shiftType") or "ZONAL_SHIFT"), "zonal shift")
-    return ZonalShift(str(item["awayFrom"]), f"{kind} {item['zonalShiftId']}", item["expiryTime"])
+    name = f"{kind} {outside(item['zonalShiftId'], MAX_ID)} on {on}"
+    return ZonalShift(str(item["awayFrom"]), name, item["expiryTime"])
 
 
-def from_autoshift(item: Mapping[str, Any]) -> ZonalShift:
-    """An AutoshiftSummary as a shift: in force until AWS ends it (it has no expiry)."""
+def from_autoshift(item: Mapping[str, Any], on: str) -> ZonalShift:
+    """An AutoshiftInResource as a shift on resource `on`: in force until AWS ends it (it
+    has no expiry)."""
     started = item.get("startTime")
     since = f" started {started:%Y-%m-%d %H:%M:%S}Z" if started is not None else ""
-    return ZonalShift(str(item["awayFrom"]), f"autoshift{since}")
+    return ZonalShift(str(item["awayFrom"]), f"autoshift on {on}{since}")
+
+
+def shifts_of(resource: str, answer: Mapping[str, Any]) -> list[ZonalShift]:
+    """The shifts GetManagedResource lists for `resource`: only those it names as that
+    resource's (an item that names another is not this resource's shift)."""
+    on = resource_name(resource)
+    shifts = [
+        from_zonal_shift(item, on)
+        for item in answer.get("zonalShifts") or ()
+        if item.get("resourceIdentifier", resource) == resource
+    ]
+    return shifts + [from_autoshift(item, on) for item in answer.get("autoshifts") or ()]
 
 
 class ArcZonalShifts:
-    """`ZonalShiftSource` over ARC's zonal shift API and EC2's zones, read at most once
-    per `ttl`. `arc` makes the client on the first read (none at a cold start)."""
+    """`ZonalShiftSource` over ARC's managed resources (`resources`, ARNs) and EC2's zones,
+    read at most once per `ttl`. `arc` makes the client on the first read (none at a cold
+    start)."""
 
     def __init__(
         self,
         arc: Callable[[], Any],
         ec2: Any,
         *,
+        resources: Iterable[str],
         clock: Clock,
         ttl: timedelta = timedelta(seconds=15),
         rng: Random | None = None,
     ) -> None:
         self._arc = arc
         self._ec2 = ec2
+        self._resources = tuple(dict.fromkeys(resources))
         self._known: TtlCache[str, ZonalShifts] = TtlCache(
             clock, ttl, timedelta(0), rng or Random()
         )
@@ -80,8 +115,7 @@ class ArcZonalShifts:
     def _read(self) -> ZonalShifts:
         try:
             arc = self._arc()
-            shifts = [from_zonal_shift(i) for i in self._list(arc, "list_zonal_shifts")]
-            shifts += [from_autoshift(i) for i in self._list(arc, "list_autoshifts")]
+            shifts = [shift for r in self._resources for shift in self._on(arc, r)]
             zones = self._ec2.describe_availability_zones()["AvailabilityZones"]
         except (BotoCoreError, ClientError, KeyError, TypeError) as error:
             return ZonalShifts(unreadable=_problem(error))
@@ -89,6 +123,11 @@ class ArcZonalShifts:
         return ZonalShifts(tuple(shifts), ids)
 
     @staticmethod
-    def _list(arc: Any, operation: str) -> list[Mapping[str, Any]]:
-        pages = arc.get_paginator(operation).paginate(status=IN_FORCE)
-        return [item for page in pages for item in page.get("items", [])]
+    def _on(arc: Any, resource: str) -> list[ZonalShift]:
+        try:
+            answer = arc.get_managed_resource(resourceIdentifier=resource)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == NOT_MANAGED:
+                return []
+            raise
+        return shifts_of(resource, answer)
