@@ -129,7 +129,7 @@ def test_a_deployment_named_keeps_its_name_whatever_its_cluster() -> None:
         ),
         (
             [{"clusterName": "a", "name": "eu_west"}],
-            "cdk.json: context.nodescaler.deployments[0].name: String should match pattern",
+            "cdk.json: context.nodescaler.deployments[0].name: should be a name of letters, digits and '-'",
         ),
         ([], "cdk.json: context.nodescaler.deployments: should be a non-empty list"),
         (["a"], "cdk.json: context.nodescaler.deployments[0]: should be an object"),
