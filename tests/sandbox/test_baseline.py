@@ -197,9 +197,10 @@ def test_the_baseline_keeps_the_nodes_of_pods_cluster_autoscaler_would_not_move(
     assert ours["nodes_removed"] == 3
 
 
-def test_a_failed_launch_backs_the_group_off_at_the_next_scan(tmp_path: Path) -> None:
+def test_a_failed_launch_backs_the_group_off_at_the_next_cache_refresh(tmp_path: Path) -> None:
     # Given Spot preferred and out of capacity: its launch fails at minute 0. The AWS
-    # provider lists the group's scaling activities at its next refresh, finds the Failed
+    # provider lists the group's scaling activities at its next refresh (at most once a
+    # minute: aws_manager.go, refreshInterval), finds the Failed
     # one since it set the group, gives up the instances that cannot come and backs the
     # group off (cloudprovider/aws/auto_scaling_groups.go: isNodeGroupAvailable,
     # createPlaceholdersForDesiredNonStartedInstances); the same scan asks on-demand
@@ -214,7 +215,7 @@ def test_a_failed_launch_backs_the_group_off_at_the_next_scan(tmp_path: Path) ->
         ],
         deployments=[jobs(2)],  # a node each
     )
-    # Then on-demand is asked at the next scan, 10 s on, and its nodes boot in 2: 2.2
+    # Then on-demand is asked at the refresh a minute on, and its nodes boot in 2: 3.0
     # minutes, not the 15-minute provision timeout
-    assert ours["pod_wait_minutes"]["on-demand-ng"]["max"] == 2.2
+    assert ours["pod_wait_minutes"]["on-demand-ng"]["max"] == 3.0
     assert ours["final_desired"] == {"spot-ng": 0, "on-demand-ng": 2}

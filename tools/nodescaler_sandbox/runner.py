@@ -322,9 +322,10 @@ def _controller(
     scan = Cadence(int(SCAN.total_seconds()))
 
     def cluster_autoscaler(at: int) -> None:
-        # the tuned run's scheduled actions are Auto Scaling's, run at their time
-        if actions is not None and actions.run(box.clock.now()):
-            baseline.refresh_bounds(box.client("autoscaling"))  # its ASG cache, refreshed
+        # the tuned run's scheduled actions are Auto Scaling's, run at their time; the
+        # baseline sees their bounds at its Auto Scaling cache's next refresh
+        if actions is not None:
+            actions.run(box.clock.now())
         if not scan.due(at, step) or outages.kubernetes_down:  # it reads the API server
             return
         try:
