@@ -27,7 +27,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -39,6 +39,7 @@ from nodescaler_sandbox import baseline_tuning, cadence, demand, figures, oracle
 from nodescaler_sandbox.baseline import (
     SCAN,
     DrainFlags,
+    Flags,
     GroupSpec,
     Limits,
     ReactiveBaseline,
@@ -100,6 +101,7 @@ class Run:
     node_sizes: dict[str, tuple[float, float]] = field(default_factory=dict)
     steps: list[oracle.Step] = field(default_factory=list)  # the pods existing, each step
     templates: dict[str, Room] = field(default_factory=dict)  # what a group's new node offers
+    settings: dict[str, Any] = field(default_factory=dict)  # CA tuned's flags and placeholders
 
 
 def run(
@@ -227,7 +229,7 @@ def _simulate(
     ):
         world = World(scenario, box, hooks=controller == NODESCALER)
         outages = Outages(scenario.faults, box)
-        act = _controller(scenario, controller, box, world, outages)
+        act = _controller(scenario, controller, box, world, outages, settings=result.settings)
         decisions = Decisions(box) if controller == NODESCALER else None
         shapes: dict[str, oracle.Shape] = {}
         kept = Unchanged(world)
@@ -284,10 +286,16 @@ def _simulate(
 
 
 def _controller(
-    scenario: Scenario, controller: str, box: Sandbox, world: World, outages: Outages
+    scenario: Scenario,
+    controller: str,
+    box: Sandbox,
+    world: World,
+    outages: Outages,
+    *,
+    settings: dict[str, Any] | None = None,
 ) -> Callable[[int], None]:
     """What a controller does at a step (its time in seconds from the start), each part
-    on its real cadence, not the step's."""
+    on its real cadence, not the step's; CA tuned's settings written into `settings`."""
     step = scenario.step_seconds
     if controller == NODESCALER:
         for service in THROTTLED:
@@ -311,7 +319,10 @@ def _controller(
             box.fast_look(invoked=EVERY_MINUTE.due(at, step))
 
         return nodescaler
-    actions = _tune(scenario, box, world) if controller == TUNED else None
+    actions: baseline_tuning.ScheduledActions | None = None
+    flags = Flags()
+    if controller == TUNED:
+        actions, flags = _tune(scenario, box, world, {} if settings is None else settings)
     baseline = ReactiveBaseline(
         world.cluster,
         outages.watch("autoscaling", box.controller_autoscaling()),
@@ -319,6 +330,7 @@ def _controller(
         ReactiveBaseline.expander_chain(scenario.environment.get("EXPANDERS")),
         Limits.of(scenario.environment),
         DrainFlags.of(scenario.environment),
+        settings=flags,
     )
 
     scan = Cadence(int(SCAN.total_seconds()))
@@ -338,29 +350,63 @@ def _controller(
     return cluster_autoscaler
 
 
-def _tune(scenario: Scenario, box: Sandbox, world: World) -> baseline_tuning.ScheduledActions:
+def _tune(
+    scenario: Scenario, box: Sandbox, world: World, settings: dict[str, Any]
+) -> tuple[baseline_tuning.ScheduledActions, Flags]:
     """The tuned run's settings, made before it starts (`baseline_tuning`): each group's
     tags, bounds and scheduled actions (those already due applied, as if they had been
-    running), its nodes' group label, its overprovisioning placeholders; and the cluster's
-    CapacityBuffers' pods, as CA injects them."""
+    running; a forecast's as scheduled minimums from its first day), its nodes' group
+    label, its overprovisioning placeholders; the cluster's CapacityBuffers' pods, as CA
+    injects them; and the cluster's flags. What it ran with is written into `settings`."""
     from nodescaler.adapters.deployed_policies import load_policies
 
     policies = load_policies(scenario.policies_path)
     autoscaling = box.client("autoscaling")
+    tunings = []
     for group in scenario.groups:
-        tuning = baseline_tuning.tune(policies[group.policy], group.name, group.min, group.max)
+        policy = policies[group.policy]
+        tuning = baseline_tuning.tune(policy, group.name, group.min, group.max)
+        if baseline_tuning.has_forecast(policy):
+            tuning = replace(
+                tuning,
+                scheduled_actions=tuning.scheduled_actions
+                + _forecast_minimums(scenario, world, tuning),
+            )
         baseline_tuning.configure(autoscaling, tuning)
         world.cluster.labels[group.name] = world.cluster.labels[group.name] | tuning.labels
         world.deployments += [
             baseline_tuning.placeholder_deployment(p, i) for i, p in enumerate(tuning.placeholders)
         ]
+        tunings.append(tuning)
     buffers = baseline_tuning.buffer_placeholders(scenario.capacity_buffers)
     world.deployments += [
         baseline_tuning.placeholder_deployment(p, i) for i, p in enumerate(buffers)
     ]
     actions = baseline_tuning.ScheduledActions(autoscaling, datetime.min.replace(tzinfo=UTC))
     actions.run(box.clock.now())
-    return actions
+    flags = baseline_tuning.cluster_flags(tunings)
+    settings |= baseline_tuning.settings(flags, tunings, buffers)
+    return actions, flags
+
+
+def _forecast_minimums(
+    scenario: Scenario, world: World, tuning: baseline_tuning.GroupTuning
+) -> list[baseline_tuning.ScheduledAction]:
+    """The group's scheduled minimums from the scenario's first day (the history its
+    forecast learns from): each minute, the nodes the demand it can take needs."""
+    group = next(g for g in scenario.groups if g.name == tuning.group)
+    room = {group.name: world.cluster.empty_node(group.name)}
+    per_minute = MINUTE // scenario.step_seconds
+    day = itertools.islice(demand.demand(scenario), 0, 24 * 60 * per_minute, per_minute)
+    needed = [oracle.lower_bound(step, room, oracle.Bounds({})).nodes for step in day]
+    boot = scenario.warm_boot_minutes if group.warm_pool else scenario.boot_minutes
+    return baseline_tuning.forecast_minimums(
+        group.name,
+        needed,
+        scenario.start,
+        timedelta(minutes=math.ceil(boot)),
+        (tuning.min_size, tuning.max_size),
+    )
 
 
 def _as_cluster_autoscaler_reads_them(scenario: Scenario, box: Sandbox) -> dict[str, GroupSpec]:
@@ -773,6 +819,8 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
             }
             for d in result.drains
         ]
+    if result.settings:  # CA tuned: the flags and placeholders it ran with
+        summary["settings"] = result.settings
     return summary
 
 
