@@ -119,7 +119,7 @@ class Flags:
     ignore_daemonsets_utilization: bool = False
     ignore_mirror_pods_utilization: bool = False
 
-    def as_flags(self) -> dict[str, str | int | bool]:
+    def as_flags(self) -> dict[str, str | int | float | bool]:
         """The flags as an operator writes them on the command line."""
         return {
             "--scan-interval": f"{int(SCAN.total_seconds())}s",

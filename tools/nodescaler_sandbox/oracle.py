@@ -213,11 +213,14 @@ EPSILON = 1e-9  # a share that is whole up to rounding is not rounded up
 
 
 def _offered(room: Room) -> dict[str, float]:
-    return {"cpu": room.cpu, "memory": room.memory} | dict(room.extended)
+    offered: dict[str, float] = {"cpu": room.cpu, "memory": room.memory}
+    return offered | {name: float(n) for name, n in room.extended.items()}
 
 
 def _asked(shape: Shape) -> dict[str, float]:
-    return {"cpu": shape.cpu, "memory": shape.memory} | json.loads(shape.placement)["extended"]
+    extended: dict[str, int] = json.loads(shape.placement)["extended"]
+    asked: dict[str, float] = {"cpu": shape.cpu, "memory": shape.memory}
+    return asked | {name: float(n) for name, n in extended.items()}
 
 
 def lower_bound(step: Step, templates: Mapping[str, Room], bounds: Bounds) -> Packing:
