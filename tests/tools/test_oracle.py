@@ -223,16 +223,17 @@ def test_a_queues_workers_are_the_tasks_sent_at_their_latest_less_those_done_at_
         }
     )
     workers = [sum(n for _, n in step) for step in demand(scenario)]
-    # Then none before the minute's last step (a task may come then), 4 while 10 are
-    # waiting or worked, 4 at the earliest done at 2 minutes, 4 more at 4, the last 2 at 6
-    assert workers[:5] == [0] * 5
-    assert workers[5:24] == [4] * 19
+    # Then none before KEDA's first poll after the minute's last step (a task may come at
+    # 00:50, its worker is made at the poll of 01:00), 4 while 10 are waiting or worked,
+    # 4 at the earliest done at 2 minutes, 4 more at 4, the last 2 at 6
+    assert workers[:6] == [0] * 6
+    assert workers[6:24] == [4] * 18
     assert workers[24:36] == [2] * 12
     assert workers[36:] == [0] * 12
     # Given no node for them before minute 2 (none at the start, none booted before), the
     # first 4 are done at 4 minutes at the earliest, the next at 6, the last 2 at 8
     late = [sum(n for _, n in step) for step in demand(scenario, {"q": 120})]
-    assert late[5:36] == [4] * 31
+    assert late[6:36] == [4] * 30
     assert late[36:] == [2] * 12
 
 

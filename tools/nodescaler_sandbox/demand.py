@@ -5,7 +5,8 @@ a node, read from the scenario alone (no run), at least as many as any run has t
   lesser of the minute's two (the world spreads a change over the minute's steps, at
   steps drawn per seed: the lesser is what every seed has at every step of it).
 - A queue's workers, one per task waiting or worked, up to its cap (a KEDA ScaledJob):
-  the tasks sent by then, each counted from the last step of its minute, less the tasks
+  the tasks sent by then, each counted from KEDA's first poll after the last step of its
+  minute (`workloads.keda_poll`), less the tasks
   that could be done by then if each were sent at the start of its minute and worked at
   once (not before a node could hold its worker: `first_task`), first come first served
   on the cap's workers, for its task time. No run sends a task later or finishes one
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 from nodescaler_sandbox.oracle import Shape, Step, step_of
 from nodescaler_sandbox.scenario_file import PodShape, Scenario
-from nodescaler_sandbox.workloads import pod, replicas_at
+from nodescaler_sandbox.workloads import keda_poll, pod, replicas_at
 
 MINUTE = 60
 
@@ -66,7 +67,7 @@ class _Workers:
         return cls(sent, sorted(done), cap, step)
 
     def at(self, second: int) -> int:
-        latest = sum(n for start, n in self.sent if start + MINUTE - self.step <= second)
+        latest = sum(n for start, n in self.sent if keda_poll(start + MINUTE - self.step) <= second)
         return max(min(latest - bisect_right(self.done, second), self.cap), 0)
 
 
