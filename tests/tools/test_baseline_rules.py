@@ -11,20 +11,30 @@ from typing import Any
 
 import pytest
 from nodescaler_sandbox.baseline import (
-    MAX_EMPTY_BULK_DELETE,
+    MAX_SCALE_DOWN_PARALLELISM,
     UTILIZATION_TAG,
     Backoff,
+    DrainFlags,
+    Flags,
     GroupSpec,
     ReactiveBaseline,
+    _blocks_drain,
+    _Budgets,
     _fit_elsewhere,
     _Place,
     launch_failed_since,
     underutilized,
+    utilization,
     utilization_threshold,
 )
 from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.kube.apiserver import Cluster
-from nodescaler_sandbox.provision import create_group, group_sizes, launch_configuration
+from nodescaler_sandbox.provision import (
+    create_group,
+    group_sizes,
+    launch_configuration,
+    moto_groups,
+)
 
 from tests.aws import REGION, aws, client  # noqa: F401  (moto for the tests that ask)
 from tests.kube import node, pdb, pod
@@ -125,14 +135,14 @@ def desired() -> int:
 
 @pytest.mark.usefixtures("aws")
 def test_a_scan_deletes_at_most_10_empty_nodes() -> None:
-    # the FAQ ("How does scale-down work?"): empty nodes "can be terminated in bulk, up to
-    # 10 nodes at a time (configurable by --max-empty-bulk-delete flag)"
+    # core/scaledown/budgets/budgets.go, CropNodes: at most --max-scale-down-parallelism (10)
+    # nodes, empty or drained, are deleted in parallel
     # Given 12 empty nodes unneeded for 11 minutes, when one scan runs, then 10 go
     cluster, baseline = a_group_of(12)
     names = [n["metadata"]["name"] for n in cluster.store.objects["nodes"].values()]
     baseline.unneeded = dict.fromkeys(names, T0 - 11 * MINUTE)
     baseline.act(T0)  # one scan
-    assert desired() == 12 - MAX_EMPTY_BULK_DELETE
+    assert desired() == 12 - MAX_SCALE_DOWN_PARALLELISM
     baseline.act(T0 + timedelta(seconds=10))  # the next scan takes the rest
     assert desired() == 0
 
@@ -142,12 +152,14 @@ def test_a_drain_a_budget_blocks_gives_up_after_2_minutes_and_uncordons() -> Non
     # the FAQ ("Does CA work with PodDisruptionBudget in scale-down?"): it evicts "retrying,
     # if needed, for up to 2 min ... If one of the evictions fails, the node is saved and it
     # is not terminated"; core/scaledown/actuation/drain.go: MaxPodEvictionTime 2 minutes
-    # Given a due node whose pod a budget keeps, when 2 minutes of retries pass, then the
+    # Given a due node with two pods of a budget that allows one disruption (so the planner
+    # finds it removable), when the second eviction is refused for 2 minutes, then the
     # node is uncordoned and kept, and scale-down rests
     cluster, baseline = a_group_of(2)
     kept, other = sorted(n["metadata"]["name"] for n in cluster.store.objects["nodes"].values())
-    cluster.store.put("pods", pod("db-0", kept, labels={"app": "db"}))
-    cluster.store.put("poddisruptionbudgets", pdb("db", {"app": "db"}, maxUnavailable=0))
+    for name in ("db-0", "db-1"):
+        cluster.store.put("pods", pod(name, kept, labels={"app": "db"}))
+    cluster.store.put("poddisruptionbudgets", pdb("db", {"app": "db"}, minAvailable=1))
     baseline.unneeded = {kept: T0 - 11 * MINUTE, other: T0}  # only `kept` is due
     baseline.act(T0)
     assert cluster.store.objects["nodes"][("", kept)]["spec"]["unschedulable"] is True
@@ -157,12 +169,12 @@ def test_a_drain_a_budget_blocks_gives_up_after_2_minutes_and_uncordons() -> Non
     assert kept not in baseline.draining
     assert cluster.store.objects["nodes"][("", kept)]["spec"]["unschedulable"] is False
     assert desired() == 2
-    assert cluster.store.objects["pods"][("default", "db-0")]["spec"]["nodeName"] == kept
+    assert [p["spec"]["nodeName"] for p in cluster.store.objects["pods"].values()] == [kept]
     baseline.act(T0 + 3 * MINUTE)  # --scale-down-delay-after-failure: 3 minutes of rest
     assert cluster.store.objects["nodes"][("", kept)]["spec"]["unschedulable"] is False
 
 
-# --- which nodes are underutilized: eligibility.go, isNodeBelowUtilizationThreshold -------
+# --- which nodes are underutilized: eligibility.go, isNodeAtOrBelowUtilizationThreshold ---
 
 
 def test_the_utilization_threshold_tag_is_read_as_a_float_else_the_flag() -> None:
@@ -178,12 +190,13 @@ def test_the_utilization_threshold_tag_is_read_as_a_float_else_the_flag() -> Non
     ("utilization", "threshold", "below"),
     [
         (0.25, 0.5, True),
+        (0.5, 0.5, True),  # at the threshold: only `Utilization > threshold` keeps it
         (0.75, 0.5, False),
         (0.25, 0.0, False),  # the FAQ: threshold 0 keeps every non-empty node
-        (0.0, 0.0, True),  # ... and lets empty ones go (kubernetes/autoscaler#8975)
+        (0.0, 0.0, True),  # ... and lets empty ones go
     ],
 )
-def test_a_node_is_underutilized_below_its_threshold_an_empty_one_always(
+def test_a_node_is_underutilized_at_or_below_its_threshold_an_empty_one_always(
     utilization: float, threshold: float, below: bool
 ) -> None:
     assert underutilized(utilization, threshold) is below
@@ -311,3 +324,184 @@ def test_a_gpu_pod_moves_to_a_tainted_gpu_node_with_a_gpu_free() -> None:
     assert _fit_elsewhere([gpu_pod("train")], "gpu-a", rooms) is True
     rooms = places((node("gpu-a"), [gpu_pod("t1")]), (gpu_node, [gpu_pod("t2")]))
     assert _fit_elsewhere([gpu_pod("t1")], "gpu-a", rooms) is False  # its GPU is taken
+
+
+# --- Cluster Autoscaler 1.37's rules, each on a hand-made case ---------------------------
+
+
+def nodes_of(cluster: SimulatedCluster) -> list[str]:
+    return sorted(n["metadata"]["name"] for n in cluster.store.objects["nodes"].values())
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_budget_with_no_disruption_left_makes_its_node_unremovable_at_planning() -> None:
+    # simulator/drainability/rules/pdb/rule.go, Drainable: a pod whose budget allows fewer
+    # than one disruption blocks its node's removal in the planner, before any eviction
+    # Given a node whose pod a maxUnavailable 0 budget covers, when the planner runs, then
+    # the node is not unneeded and is never cordoned
+    cluster, baseline = a_group_of(2)
+    kept, _ = nodes_of(cluster)
+    cluster.store.put("pods", pod("db-0", kept, labels={"app": "db"}))
+    cluster.store.put("poddisruptionbudgets", pdb("db", {"app": "db"}, maxUnavailable=0))
+    baseline.act(T0)
+    assert kept not in baseline.unneeded
+    baseline.act(T0 + 11 * MINUTE)
+    assert not cluster.store.objects["nodes"][("", kept)]["spec"].get("unschedulable")
+
+
+@pytest.mark.usefixtures("aws")
+def test_the_planner_spends_a_budget_over_the_nodes_it_finds_removable() -> None:
+    # core/scaledown/planner/planner.go, categorizeNodes: RemainingPdbTracker.RemovePods
+    # after each removable node (pdb/basic.go): a budget allowing one disruption lets one
+    # of two nodes with one of its pods each be unneeded, not both
+    cluster, baseline = a_group_of(3)
+    first, second, _ = nodes_of(cluster)
+    for index, name in enumerate((first, second)):
+        cluster.store.put("pods", pod(f"db-{index}", name, labels={"app": "db"}))
+    cluster.store.put("poddisruptionbudgets", pdb("db", {"app": "db"}, maxUnavailable=1))
+    baseline.act(T0)
+    assert len({first, second} & set(baseline.unneeded)) == 1
+
+
+@pytest.mark.usefixtures("aws")
+def test_unneeded_nodes_get_the_deletion_candidate_soft_taint_and_lose_it_when_needed() -> None:
+    # core/scaledown/actuation/softtaint.go, UpdateSoftDeletionTaints (called from
+    # static_autoscaler.go, scaleDown, in every loop): unneeded nodes get the
+    # DeletionCandidateOfClusterAutoscaler PreferNoSchedule taint, others lose it
+    cluster, baseline = a_group_of(2)
+    busy, idle = nodes_of(cluster)
+    cluster.store.put("pods", pod("web-0", busy, cpu="3"))  # 75 %: needed
+    baseline.act(T0)
+    taints = cluster.store.objects["nodes"][("", idle)]["spec"]["taints"]
+    assert [(t["key"], t["effect"]) for t in taints] == [
+        ("DeletionCandidateOfClusterAutoscaler", "PreferNoSchedule")
+    ]
+    assert not cluster.store.objects["nodes"][("", busy)]["spec"].get("taints")
+    cluster.store.put("pods", pod("web-1", idle, cpu="3"))  # now needed too
+    baseline.act(T0 + timedelta(seconds=10))
+    assert cluster.store.objects["nodes"][("", idle)]["spec"]["taints"] == []
+
+
+@pytest.mark.usefixtures("aws")
+def test_at_most_10_nodes_are_soft_tainted_a_loop() -> None:
+    # --max-bulk-soft-taint-count 10 (config/flags/flags.go; softtaint.go, budgetTracker)
+    cluster, baseline = a_group_of(12)
+    baseline.act(T0)
+    tainted = [n for n in cluster.store.objects["nodes"].values() if n["spec"].get("taints")]
+    assert len(tainted) == 10
+    baseline.act(T0 + timedelta(seconds=10))
+    assert all(n["spec"].get("taints") for n in cluster.store.objects["nodes"].values())
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_node_exactly_at_the_threshold_is_unneeded() -> None:
+    # eligibility.go, isNodeAtOrBelowUtilizationThreshold: 2 of 4 cores is 0.5, not above
+    cluster, baseline = a_group_of(2)
+    half, _ = nodes_of(cluster)
+    cluster.store.put("pods", pod("web-0", half, cpu="2", memory="1Gi"))
+    baseline.act(T0)
+    assert half in baseline.unneeded
+
+
+def system_pod(created: datetime) -> dict[str, Any]:
+    found = pod("metrics-agent", "a", namespace="kube-system")
+    found["metadata"]["creationTimestamp"] = created.isoformat().replace("+00:00", "Z")
+    return found
+
+
+@pytest.mark.parametrize(("age", "blocks"), [(59 * MINUTE, True), (61 * MINUTE, False)])
+def test_a_kube_system_pod_without_a_budget_blocks_for_an_hour(
+    age: timedelta, blocks: bool
+) -> None:
+    # simulator/drainability/rules/system/rule.go, isBspPassedDisruptionTimeout: a kube-system
+    # pod no budget selects blocks until --blocking-system-pod-distruption-timeout (1h) after
+    # its creation, then is drained like any other
+    found = system_pod(T0 - age)
+    assert _blocks_drain(found, _Budgets([]), DrainFlags(), T0) is blocks
+    covered = _Budgets([("kube-system", {}, [1])])  # a budget selecting it, one disruption
+    assert _blocks_drain(found, covered, DrainFlags(), T0) is False
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_loop_that_scales_up_still_tracks_unneeded_nodes() -> None:
+    # core/static_autoscaler.go, RunOnce: scaleDown (the planner's UpdateClusterState) runs
+    # after a successful scale-up too; only the deletions wait (isScaleDownInCooldown)
+    cluster, baseline = a_group_of(2)
+    busy, idle = nodes_of(cluster)
+    cluster.store.put("pods", pod("big-0", busy, cpu="3"))
+    cluster.store.put("pods", pod("big-1", None, cpu="3"))  # unschedulable: no node has 3
+    baseline.act(T0)
+    assert desired() == 3  # a scale-up ...
+    assert baseline.unneeded == {idle: T0}  # ... and the idle node tracked since this loop
+
+
+class FailedLaunches:
+    """moto's Auto Scaling, with a failed launch listed from `failed_at` on (moto lists
+    none): what the AWS provider reads in isNodeGroupAvailable."""
+
+    def __init__(self, failed_at: datetime) -> None:
+        self.moto, self.failed_at = client("autoscaling"), failed_at
+        self.now = T0
+
+    def describe_scaling_activities(self, **_: Any) -> dict[str, Any]:
+        failed = {"StartTime": self.failed_at, "StatusCode": "Failed"}
+        return {"Activities": [failed] if self.now >= self.failed_at else []}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.moto, name)
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_failed_launch_is_seen_at_the_auto_scaling_caches_next_refresh() -> None:
+    # cloudprovider/aws/aws_manager.go, Refresh: the ASG cache (where
+    # createPlaceholdersForDesiredNonStartedInstances reads failed activities) is
+    # regenerated at most every refreshInterval, 1 minute
+    # Given a scale-up at T0 whose launch fails at T0+10s, when scans run every 10 s, then
+    # the group is backed off at the refresh a minute after the last, not at the next scan
+    cluster, baseline = a_group_of(1)
+    busy = nodes_of(cluster)[0]
+    cluster.store.put("pods", pod("big-0", busy, cpu="3"))
+    cluster.store.put("pods", pod("big-1", None, cpu="3"))
+    faulty = FailedLaunches(T0 + timedelta(seconds=10))
+    baseline.autoscaling = faulty
+    for seconds in range(0, 60, 10):
+        faulty.now = T0 + timedelta(seconds=seconds)
+        baseline.act(faulty.now)
+        group = moto_groups(REGION)["web"]
+        group.instance_states = group.instance_states[:1]  # the new one never launched
+        assert not baseline.backoff.active("web", faulty.now), seconds
+    faulty.now = T0 + MINUTE
+    baseline.act(faulty.now)
+    assert baseline.backoff.active("web", faulty.now)
+
+
+# --- utilization: simulator/utilization/info.go, Calculate ------------------------------
+
+
+def daemonset_pod(name: str) -> dict[str, Any]:
+    return pod(name, "a", cpu="1", memory="1Gi", owner="DaemonSet")
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (Flags(), 2 / 4),  # by default a DaemonSet's requests count like any pod's
+        # --ignore-daemonsets-utilization: out of the requests and of the allocatable
+        (Flags(ignore_daemonsets_utilization=True), 1 / 3),
+    ],
+)
+def test_utilization_counts_daemonset_pods_unless_told_to_skip_them(
+    flags: Flags, expected: float
+) -> None:
+    four_cores = node("a", cpu="4", memory="64Gi")
+    pods = [daemonset_pod("agent"), pod("web", "a", cpu="1", memory="1Gi")]
+    assert utilization(four_cores, pods, T0, flags) == pytest.approx(expected)
+
+
+def test_a_gpu_nodes_utilization_is_its_gpus_alone() -> None:
+    # Calculate: "Skips cpu and memory utilization calculation for node with GPU"
+    gpu_node = node("gpu-a", cpu="8", memory="64Gi")
+    gpu_node["status"]["allocatable"]["nvidia.com/gpu"] = "4"
+    cpu_heavy = pod("prep", "gpu-a", cpu="7", memory="1Gi")  # 7/8 of its CPU
+    assert utilization(gpu_node, [cpu_heavy], T0) == 0.0
+    assert utilization(gpu_node, [cpu_heavy, gpu_pod("train")], T0) == 0.25

@@ -27,9 +27,14 @@ from nodescaler_sandbox.baseline_tuning import (
     PLACEHOLDER_PRIORITY,
     UNNEEDED_TIME_TAG,
     UTILIZATION_TAG,
+    GroupTuning,
+    ScheduledAction,
     ScheduledActions,
+    cluster_flags,
     configure,
+    forecast_minimums,
     go_duration,
+    has_forecast,
     is_placeholder,
     placeholder_deployment,
     tune,
@@ -321,3 +326,68 @@ def test_a_first_look_applies_only_the_action_in_force_not_every_past_one() -> N
     assert runner.run(datetime(2026, 11, 23, 21, 0, tzinfo=UTC)) == ["web-ng-office-end"]
     described = autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"][0]
     assert (described["MinSize"], described["DesiredCapacity"]) == (2, 2)
+
+
+# --- CA tuned's cluster flags and a forecast's scheduled minimums ----------------------------
+
+
+def test_a_forecast_becomes_hourly_scheduled_minimums_from_its_first_day() -> None:
+    # Given a day of history: 1 node needed until 08:00, up to 5 within 08:00-09:00, 3
+    # after; nodes booting in 3 minutes. Then the minimum is raised to each hour's peak 3
+    # minutes before the hour, only where it changes, every day from the second on
+    monday = datetime(2026, 11, 23, tzinfo=UTC)
+    needed = [1] * 8 * 60 + [2] * 30 + [5] * 30 + [3] * 15 * 60
+    actions = forecast_minimums("web-ng", needed, monday, 3 * MINUTE, (1, 40))
+    assert [(a.recurrence, a.min_size) for a in actions] == [
+        ("57 23 * * *", 1),
+        ("57 7 * * *", 5),
+        ("57 8 * * *", 3),
+    ]
+    assert {a.start for a in actions} == {monday + timedelta(days=1)}
+    # within the group's bounds
+    capped = forecast_minimums("web-ng", needed, monday, 3 * MINUTE, (2, 4))
+    assert [a.min_size for a in capped] == [2, 4, 3]
+
+
+def test_cluster_flags_size_parallelism_to_the_groups_and_the_delay_to_the_unneeded_time() -> None:
+    # --max-scale-down-parallelism: the groups' maximums (a whole group may go at once);
+    # --scale-down-delay-after-add: at most the shortest unneeded time; frequent loops on
+    quick = GroupTuning("a", 0, 600, {UNNEEDED_TIME_TAG: "2m0s"}, {})
+    slow = GroupTuning("b", 0, 20, {}, {})
+    flags = cluster_flags([quick, slow])
+    assert flags.max_scale_down_parallelism == 620
+    assert flags.scale_down_delay_after_add == 2 * MINUTE
+    assert flags.frequent_loops_enabled
+    small = cluster_flags([GroupTuning("c", 0, 3, {}, {})])
+    assert (small.max_scale_down_parallelism, small.scale_down_delay_after_add) == (10, UNNEEDED)
+    assert flags.as_flags()["--max-scale-down-parallelism"] == 620
+    assert flags.as_flags()["--scale-down-delay-after-add"] == "2m0s"
+
+
+def test_a_policy_with_a_forecast_is_told_apart() -> None:
+    predictive = policy(
+        {"metrics": [{"type": "PendingPods"}, {"type": "Predictive", "predictive": {}}]}
+    )
+    assert has_forecast(predictive)
+    assert not has_forecast(policy({"metrics": [{"type": "PendingPods"}]}))
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_scheduled_action_runs_only_from_its_start_time() -> None:
+    # Given a daily action at 07:57 UTC that starts on Tuesday, then Monday's 07:57 does
+    # nothing, Tuesday's raises the minimum
+    autoscaling = client("autoscaling")
+    launch_configuration(autoscaling, "web-lc", "m5.xlarge")
+    create_group(
+        autoscaling, "web-ng", region=REGION, tags={}, max_size=40, launch_configuration="web-lc"
+    )
+    monday = datetime(2026, 11, 23, tzinfo=UTC)
+    raise_it = ScheduledAction(
+        "web-ng-forecast-08", "57 7 * * *", "UTC", 5, monday + timedelta(days=1)
+    )
+    configure(autoscaling, GroupTuning("web-ng", 0, 40, {}, {}, scheduled_actions=[raise_it]))
+    runner = ScheduledActions(autoscaling, monday)
+    assert runner.run(monday + timedelta(hours=8)) == []
+    assert runner.run(monday + timedelta(days=1, hours=8)) == ["web-ng-forecast-08"]
+    described = autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"][0]
+    assert (described["MinSize"], described["DesiredCapacity"]) == (5, 5)

@@ -59,6 +59,16 @@ def test_a_pod_that_finds_room_without_a_scale_up_is_answered_when_it_binds() ->
     assert demand_to_scale_request([pod], [], GROUPS, end=60)["cpu-ng"] == 7
 
 
+def test_a_pod_bound_to_a_node_launched_before_it_asked_waited_for_no_request() -> None:
+    # Given a queue's worker made at 01:00 (KEDA's poll) on a node launched at 00:50 for
+    # the queue, bound at 03:50: the node was asked for before the pod needed one
+    pod = PodRecord("w", 1, unschedulable=1, bound=3.833, node_launched=0.833, takers=CPU)
+    assert demand_to_scale_request([pod], [ScaleUp(0.833, "cpu-ng")], GROUPS, end=60) == {
+        "cpu-ng": 0,
+        "gpu-ng": 0,
+    }
+
+
 def test_a_pod_never_answered_waits_to_the_end_of_the_run() -> None:
     pod = PodRecord("web", 0, unschedulable=10, takers=frozenset({"cpu-ng", "gpu-ng"}))
     earlier = [ScaleUp(5, "cpu-ng")]  # before the pod needed a node: no answer

@@ -1,13 +1,22 @@
-"""The limit a run is compared against (`oracle_node_hours`), on hand-made timelines
-whose answer is known: the pods of each minute packed by the sandbox's own placement
-rule onto the fewest nodes first-fit decreasing finds."""
+"""What a run is compared against, on hand-made timelines whose answer is known: the
+bound no controller can beat (`oracle_node_hours`, from the scenario's demand), and the
+heuristic beside it (`packed_node_hours`): the pods of each minute packed by the
+sandbox's own placement rule onto the nodes first-fit decreasing finds."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from nodescaler_sandbox.cluster import Room
-from nodescaler_sandbox.oracle import Shape, oracle_node_hours, step_of
+from nodescaler_sandbox.demand import demand
+from nodescaler_sandbox.oracle import (
+    Bounds,
+    Shape,
+    lower_bound,
+    oracle_node_hours,
+    packed_node_hours,
+    step_of,
+)
 
 GIB = 2**30
 
@@ -39,16 +48,16 @@ def test_three_pods_of_half_a_node_for_two_hours_take_four_node_hours() -> None:
     # Given 3 pods each asking half a node, for 120 minutes
     steps = minutes(120, *[pod("2", "4Gi")] * 3)
     # When the oracle packs them: two to a node, the third on a second node
-    figures = oracle_node_hours(steps, {"web-ng": node("4", "8Gi")})
+    figures = packed_node_hours(steps, {"web-ng": node("4", "8Gi")})
     # Then 2 nodes × 2 hours
-    assert figures == {"oracle_node_hours": 4.0, "oracle_pods_left_out": 0}
+    assert figures == {"packed_node_hours": 4.0, "packed_pods_left_out": 0}
 
 
 def test_memory_fills_a_node_before_cpu_does() -> None:
     # Given 4 pods of little CPU and half a node's memory each, for an hour
     steps = minutes(60, *[pod("100m", "4Gi")] * 4)
     # Then two pods a node: two nodes
-    assert oracle_node_hours(steps, {"ng": node("4", "8Gi")})["oracle_node_hours"] == 2.0
+    assert packed_node_hours(steps, {"ng": node("4", "8Gi")})["packed_node_hours"] == 2.0
 
 
 def test_capacity_follows_the_pods_minute_by_minute() -> None:
@@ -56,7 +65,7 @@ def test_capacity_follows_the_pods_minute_by_minute() -> None:
     one, five = minutes(30, pod("1", "1Gi")), minutes(30, *[pod("1", "1Gi")] * 5)
     steps = one + five + minutes(60)
     # Then one node for half an hour, two for the next, none after
-    assert oracle_node_hours(steps, {"ng": node("4", "8Gi")})["oracle_node_hours"] == 1.5
+    assert packed_node_hours(steps, {"ng": node("4", "8Gi")})["packed_node_hours"] == 1.5
 
 
 def test_the_larger_group_is_chosen_first_as_a_node_costs_one_whatever_its_size() -> None:
@@ -64,7 +73,7 @@ def test_the_larger_group_is_chosen_first_as_a_node_costs_one_whatever_its_size(
     groups = {"small-ng": node("2", "4Gi"), "large-ng": node("8", "16Gi")}
     steps = minutes(60, *[pod("1", "1Gi")] * 8)
     # Then one large node holds them all, for an hour
-    assert oracle_node_hours(steps, groups)["oracle_node_hours"] == 1.0
+    assert packed_node_hours(steps, groups)["packed_node_hours"] == 1.0
 
 
 def test_a_pod_goes_only_where_the_sandbox_scheduler_would_put_it() -> None:
@@ -83,15 +92,15 @@ def test_a_pod_goes_only_where_the_sandbox_scheduler_would_put_it() -> None:
     steps = minutes(60, gpu_pod, pod("1", "1Gi"))
     # Then the CPU pod cannot share the GPU node (its taint), though the GPU node is larger:
     # two nodes
-    assert oracle_node_hours(steps, groups)["oracle_node_hours"] == 2.0
+    assert packed_node_hours(steps, groups)["packed_node_hours"] == 2.0
 
 
 def test_pods_that_fit_no_group_are_left_out_and_counted() -> None:
     # Given a pod larger than any node, beside one that fits, for an hour
     steps = minutes(60, pod("64", "1Gi"), pod("1", "1Gi"))
-    figures = oracle_node_hours(steps, {"ng": node("4", "8Gi")})
+    figures = packed_node_hours(steps, {"ng": node("4", "8Gi")})
     # Then the one that fits takes a node, the other is left out and said so
-    assert figures == {"oracle_node_hours": 1.0, "oracle_pods_left_out": 1}
+    assert figures == {"packed_node_hours": 1.0, "packed_pods_left_out": 1}
 
 
 def test_first_fit_decreasing_fills_part_filled_nodes_before_opening_new_ones() -> None:
@@ -101,7 +110,7 @@ def test_first_fit_decreasing_fills_part_filled_nodes_before_opening_new_ones() 
     # node with room: 4+4+2 | 4+4+2 | 4+3+3 | 3+3+2
     steps = minutes(60, *pods)
     # Then four nodes
-    assert oracle_node_hours(steps, {"ng": node("10", "64Gi")})["oracle_node_hours"] == 4.0
+    assert packed_node_hours(steps, {"ng": node("10", "64Gi")})["packed_node_hours"] == 4.0
 
 
 def test_the_greedy_is_an_upper_bound_on_the_fewest_nodes() -> None:
@@ -110,15 +119,15 @@ def test_the_greedy_is_an_upper_bound_on_the_fewest_nodes() -> None:
     pods = [pod("4", "1Gi")] * 2 + [pod("3", "1Gi")] * 4
     steps = minutes(60, *pods)
     # Then the oracle says three node-hours: a limit from above, never below the optimum
-    assert oracle_node_hours(steps, {"ng": node("10", "64Gi")})["oracle_node_hours"] == 3.0
+    assert packed_node_hours(steps, {"ng": node("10", "64Gi")})["packed_node_hours"] == 3.0
 
 
 def test_a_shorter_step_counts_its_share_of_an_hour() -> None:
     # Given one pod for 360 steps of 10 seconds
     steps = minutes(360, pod("1", "1Gi"))
-    figures = oracle_node_hours(steps, {"ng": node("4", "8Gi")}, step_seconds=10)
+    figures = packed_node_hours(steps, {"ng": node("4", "8Gi")}, step_seconds=10)
     # Then one node for an hour
-    assert figures["oracle_node_hours"] == 1.0
+    assert figures["packed_node_hours"] == 1.0
 
 
 def test_a_runs_limit_is_judged_from_the_step_of_judged_from_on_its_step() -> None:
@@ -135,4 +144,109 @@ def test_a_runs_limit_is_judged_from_the_step_of_judged_from_on_its_step() -> No
     run = runner.Run(runner.NODESCALER, steps=minutes(61 * 6 + 1, pod("1", "1Gi")))
     run.templates = {"ng": node("4", "8Gi")}
     # Then the judged hour is the 361 steps from 00:01:00 on (not from the second step)
-    assert runner._oracle(scenario, [run])["oracle_node_hours"] == round(361 * 10 / 3600, 2)
+    figures = runner._oracle(scenario, [run])
+    assert figures["packed_node_hours"] == round(361 * 10 / 3600, 2)
+    # ... and the bound counts the same steps of the scenario's own demand
+    judged = list(demand(scenario))[6:]
+    assert len(judged) == 360
+    bounds = Bounds({g.name: (g.min, g.max) for g in scenario.groups})
+    assert (
+        figures["oracle_node_hours"]
+        == oracle_node_hours(judged, run.templates, bounds, 10)["oracle_node_hours"]
+    )
+
+
+# --- the bound: oracle.lower_bound, each step's demand over a node's allocatable --------
+
+NO_BOUNDS = Bounds({})
+
+
+def test_the_bound_is_the_largest_resource_share_rounded_up() -> None:
+    # Given 3 pods of 2 cores and 1 GiB on nodes of 4 cores and 8 GiB: CPU decides, 6/4
+    assert (
+        lower_bound(step_of([pod("2", "1Gi")] * 3), {"ng": node("4", "8Gi")}, NO_BOUNDS).nodes == 2
+    )
+    # Given 3 pods of 1 core and 6 GiB: memory decides, 18/8
+    assert (
+        lower_bound(step_of([pod("1", "6Gi")] * 3), {"ng": node("4", "8Gi")}, NO_BOUNDS).nodes == 3
+    )
+
+
+def test_the_bound_held_for_an_hour_is_its_nodes_in_node_hours() -> None:
+    steps = minutes(60, *[pod("2", "1Gi")] * 3)
+    figures = oracle_node_hours(steps, {"ng": node("4", "8Gi")}, NO_BOUNDS)
+    assert figures == {"oracle_node_hours": 2.0, "oracle_pods_left_out": 0}
+
+
+def test_a_pod_that_can_use_two_groups_is_counted_on_the_roomiest() -> None:
+    # Given 8 pods of 2 cores that fit a 16-core node or a 4-core one: one 16-core node
+    # holds them all, so the bound is 1, not the 4 small nodes they would fill
+    groups = {"big": node("16", "64Gi"), "small": node("4", "16Gi")}
+    assert lower_bound(step_of([pod("2", "1Gi")] * 8), groups, NO_BOUNDS).nodes == 1
+    # Given also 4 pods only the small group takes (its label): each resource's requests,
+    # each pod's over its roomiest group's node, 8 x 2/16 + 4 x 2/4 = 3, which one big node
+    # and two small ones achieve
+    small_only = pod("2", "1Gi", nodeSelector={"size": "small"})
+    groups["small"] = node("4", "16Gi", labels={"size": "small"})
+    step = step_of([pod("2", "1Gi")] * 8 + [small_only] * 4)
+    assert lower_bound(step, groups, NO_BOUNDS).nodes == 3
+
+
+def test_the_bound_keeps_each_groups_minimum_and_maximum_and_the_node_limit() -> None:
+    groups = {"ng": node("4", "8Gi")}
+    assert lower_bound(step_of([]), groups, Bounds({"ng": (3, 10)})).nodes == 3
+    many = step_of([pod("2", "1Gi")] * 40)  # 20 nodes' worth
+    assert lower_bound(many, groups, Bounds({"ng": (0, 10)})).nodes == 10
+    assert lower_bound(many, groups, Bounds({"ng": (0, 50)}, nodes=12)).nodes == 12
+
+
+def test_the_bound_counts_gpus_and_leaves_out_pods_no_group_fits() -> None:
+    gpus = {"gpu": node("8", "64Gi", extended={"nvidia.com/gpu": "1"})}
+    step = step_of([pod("1", "1Gi", extended={"nvidia.com/gpu": "1"})] * 3 + [pod("16", "1Gi")])
+    bound = lower_bound(step, gpus, NO_BOUNDS)
+    assert (bound.nodes, bound.left_out) == (3, 1)
+
+
+# --- the demand the bound reads: demand.demand ------------------------------------------
+
+
+def test_a_queues_workers_are_the_tasks_sent_at_their_latest_less_those_done_at_earliest() -> None:
+    from nodescaler_sandbox.scenario_file import Scenario
+
+    # Given 10 tasks sent in minute 0, 2 minutes each, at most 4 workers, 10-s steps
+    scenario = Scenario.model_validate(
+        {
+            "name": "queue",
+            "minutes": 8,
+            "groups": [{"name": "ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"}],
+            "queues": [{"name": "q", "tasks": {0: 10}, "taskMinutes": 2, "maxWorkers": 4}],
+        }
+    )
+    workers = [sum(n for _, n in step) for step in demand(scenario)]
+    # Then none before KEDA's first poll after the minute's last step (a task may come at
+    # 00:50, its worker is made at the poll of 01:00), 4 while 10 are waiting or worked,
+    # 4 at the earliest done at 2 minutes, 4 more at 4, the last 2 at 6
+    assert workers[:6] == [0] * 6
+    assert workers[6:24] == [4] * 18
+    assert workers[24:36] == [2] * 12
+    assert workers[36:] == [0] * 12
+    # Given no node for them before minute 2 (none at the start, none booted before), the
+    # first 4 are done at 4 minutes at the earliest, the next at 6, the last 2 at 8
+    late = [sum(n for _, n in step) for step in demand(scenario, {"q": 120})]
+    assert late[6:36] == [4] * 30
+    assert late[36:] == [2] * 12
+
+
+def test_a_deployment_changing_within_a_minute_counts_the_lesser_of_its_two_values() -> None:
+    from nodescaler_sandbox.scenario_file import Scenario
+
+    scenario = Scenario.model_validate(
+        {
+            "name": "steps",
+            "minutes": 3,
+            "groups": [{"name": "ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"}],
+            "deployments": [{"name": "web", "replicas": {0: 2, 1: 6, 2: 1}}],
+        }
+    )
+    pods = [sum(n for _, n in step) for step in demand(scenario)]
+    assert pods == [2] * 6 + [2] * 6 + [1] * 6

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.kube.apiserver import ApiError, Cluster, is_ready
-from nodescaler_sandbox.workloads import pod
+from nodescaler_sandbox.workloads import Deployment, QueueWork, pod
 
 T0 = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
@@ -135,3 +135,16 @@ def test_a_deployments_pods_carry_their_controller_volume_and_namespace() -> Non
     assert "ownerReferences" not in pods[("default", "debug-1")]["metadata"]
     assert pods[("default", "cache-1")]["spec"]["volumes"] == [{"name": "scratch", "emptyDir": {}}]
     assert ("kube-system", "agent-1") in pods
+
+
+def test_keda_makes_a_queues_workers_at_its_30_second_polls_only() -> None:
+    # KEDA's ScaledJob reads its queue every pollingInterval (30 s by default:
+    # https://keda.sh/docs/2.16/reference/scaledjob-spec/) and makes the jobs it lacks then
+    # Given 3 messages at the poll of 00:00, 10 by 00:10, then 3 workers until 00:30, and a
+    # worker done in between is not made again; at 00:30, one per message up to the cap
+    work = QueueWork("q", {0: 10}, 2, Deployment("q-worker", "1", "1Gi", [(0, 0)]), 8)
+    assert work.wanted(0, 3) == 3
+    assert work.wanted(10, 10) == 3
+    work._done += 1  # a worker finished (`finish`)
+    assert work.wanted(20, 9) == 2
+    assert work.wanted(30, 9) == 8

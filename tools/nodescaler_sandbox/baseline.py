@@ -1,7 +1,9 @@
 """A reactive baseline in the manner of Cluster Autoscaler, scaling the same sandbox world,
 so a scenario's summary can show what a metrics-driven policy buys.
 
-A model of the FAQ's behaviour (shared/reference), not Cluster Autoscaler itself:
+A model of Cluster Autoscaler 1.37 (`RELEASE`: its rules as the cluster-autoscaler-release-1.37
+branch has them, each cited where it is modelled; its flags in `Flags`), not Cluster
+Autoscaler itself:
 - it looks at pending pods only (no queues, no reservation targets), every 10 s (`SCAN`,
   --scan-interval): the sandbox calls `act` at each scan, on a world that moves every
   10 s too (`cadence`); where the world's step is longer, one call stands for the scans
@@ -21,7 +23,8 @@ A model of the FAQ's behaviour (shared/reference), not Cluster Autoscaler itself
   type and its node-template tags (labels, taints, resources): without them it cannot
   take pods that need them; an EKS managed node group's labels and taints from
   DescribeNodegroup are added (the AWS provider's managed node group cache). A group
-  whose launch failed is backed off at the next scan, as the AWS provider learns it: it
+  whose launch failed is backed off at the Auto Scaling cache's next refresh (at most
+  once a minute, when it also reads the groups' bounds), as the AWS provider learns it: it
   lists the group's scaling activities while the group has fewer instances than it asked
   for, and a Failed one since its last
   SetDesiredCapacity makes the missing instances placeholders that cannot come, which are
@@ -32,20 +35,26 @@ A model of the FAQ's behaviour (shared/reference), not Cluster Autoscaler itself
   lasts 5 minutes, doubles at each failure after one ends, up to 30, is forgotten 3 hours
   after the last failure and ends when a scale-up of the group completes
   (utils/backoff/exponential_backoff.go; clusterstate.updateScaleRequests);
-- scale-down: a node whose pods request under half its CPU and memory (its group's
-  scaledownutilizationthreshold tag when it has one; an empty node always), and would fit
-  on the other nodes, is unneeded, unless a pod on it may not be moved (utils/drain/drain.go,
-  GetPodsForDeletionOnNodeDrain: no controller, a kube-system pod no budget selects, local
-  storage, safe-to-evict "false"; `DrainFlags`); after 10 minutes unneeded (its group's
-  scaledownunneededtime tag when it has one; and 10 minutes after the last scale-up) it
+- scale-down, planned in every loop (one that scaled up too): a node whose utilization
+  (`utilization`: its pods' requests over its allocatable, the larger of CPU and memory,
+  its GPUs' alone on a GPU node) is at or below half (its group's
+  scaledownutilizationthreshold tag when it has one), and whose pods would fit on the
+  other nodes (none of them a node found removable before it), is unneeded, unless a pod
+  on it may not be moved (simulator/drainability/rules: no controller, a kube-system pod
+  no budget selects for its first hour, local storage, safe-to-evict "false", a budget
+  with no disruption left, spent over the nodes found removable; `DrainFlags`). Unneeded
+  nodes carry the DeletionCandidateOfClusterAutoscaler PreferNoSchedule taint, ten put or
+  taken off a loop. After 10 minutes unneeded (its group's scaledownunneededtime tag
+  when it has one; and --scale-down-delay-after-add after the last scale-up) it
   is removed: the node cordoned and its pods evicted,
   those a PodDisruptionBudget keeps tried again at each scan for up to 2 minutes, after
   which the drain fails, the node is uncordoned and scale-down waits 3 minutes (the FAQ:
   "retrying, if needed, for up to 2 min"; --scale-down-delay-after-failure); once it is
-  empty, the instance terminated with the desired capacity decremented. Empty nodes go up
-  to 10 a scan (--max-empty-bulk-delete), non-empty ones one at a time; never below the
-  group's minimum. Whether a node's pods would fit elsewhere is asked of every predicate
-  the sandbox's pods and nodes carry (CPU, memory, pod slots, extended resources,
+  empty, the instance terminated with the desired capacity decremented. Up to 10 nodes
+  are deleted at once (--max-scale-down-parallelism), one of them drained
+  (--max-drain-parallelism), empty ones first; never below the group's minimum. Whether
+  a node's pods would fit elsewhere is asked of every predicate the sandbox's pods and
+  nodes carry (CPU, memory, pod slots, extended resources,
   nodeSelector, required node affinity, taints), with the baseline's own check, not
   nodescaler's.
 """
@@ -77,13 +86,71 @@ PROVISION_TIMEOUT = timedelta(minutes=15)  # --max-node-provision-time
 INITIAL_BACKOFF = timedelta(minutes=5)  # --initial-node-group-backoff-duration
 MAX_BACKOFF = timedelta(minutes=30)  # --max-node-group-backoff-duration
 BACKOFF_RESET = timedelta(hours=3)  # --node-group-backoff-reset-timeout
-MAX_EMPTY_BULK_DELETE = 10  # --max-empty-bulk-delete (the FAQ: "up to 10 nodes at a time")
-MAX_POD_EVICTION_TIME = timedelta(minutes=2)  # core/scaledown/actuation/drain.go
+MAX_SCALE_DOWN_PARALLELISM = 10  # --max-scale-down-parallelism (empty and drained nodes)
+MAX_DRAIN_PARALLELISM = 1  # --max-drain-parallelism
+MAX_POD_EVICTION_TIME = timedelta(minutes=2)  # --max-pod-eviction-time
 DELAY_AFTER_FAILURE = timedelta(minutes=3)  # --scale-down-delay-after-failure
+GPU_UTILIZATION = 0.5  # --scale-down-gpu-utilization-threshold
+BSP_DISRUPTION_TIMEOUT = timedelta(hours=1)  # --blocking-system-pod-distruption-timeout
+MAX_BULK_SOFT_TAINT_COUNT = 10  # --max-bulk-soft-taint-count
+# cloudprovider/aws/aws_manager.go, refreshInterval: the Auto Scaling cache (bounds, failed
+# launches) is regenerated at most once a minute (AwsManager.Refresh, each loop)
+CLOUD_REFRESH = timedelta(minutes=1)
+DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"  # utils/taints/taints.go
+GPU_LABEL = "k8s.amazonaws.com/accelerator"  # cloudprovider/aws/aws_cloud_provider.go
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915")  # utils/gpu
+LONG_TERMINATING_EXTRA = timedelta(seconds=30)  # utils/drain, PodLongTerminatingExtraThreshold
+RELEASE = "cluster-autoscaler-1.37"  # the release whose rules this module follows
 
 
 EXPENDABLE_BELOW = -10  # --expendable-pods-priority-cutoff
 TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template/"
+
+
+@dataclass(frozen=True)
+class Flags:
+    """The command-line flags an operator may change that this model reads, at their
+    defaults in the release it follows (config/flags/flags.go)."""
+
+    scale_down_delay_after_add: timedelta = DELAY_AFTER_ADD
+    max_scale_down_parallelism: int = MAX_SCALE_DOWN_PARALLELISM
+    max_drain_parallelism: int = MAX_DRAIN_PARALLELISM
+    frequent_loops_enabled: bool = True  # on by default since 1.35 (main.go, LoopTrigger)
+    ignore_daemonsets_utilization: bool = False
+    ignore_mirror_pods_utilization: bool = False
+
+    def as_flags(self) -> dict[str, str | int | float | bool]:
+        """The flags as an operator writes them on the command line."""
+        return {
+            "--scan-interval": f"{int(SCAN.total_seconds())}s",
+            "--frequent-loops-enabled": self.frequent_loops_enabled,
+            "--scale-down-delay-after-add": _go(self.scale_down_delay_after_add),
+            "--scale-down-unneeded-time": _go(UNNEEDED),
+            "--scale-down-utilization-threshold": UTILIZATION,
+            "--scale-down-gpu-utilization-threshold": GPU_UTILIZATION,
+            "--scale-down-delay-after-failure": _go(DELAY_AFTER_FAILURE),
+            "--max-scale-down-parallelism": self.max_scale_down_parallelism,
+            "--max-drain-parallelism": self.max_drain_parallelism,
+            "--max-pod-eviction-time": _go(MAX_POD_EVICTION_TIME),
+            "--max-bulk-soft-taint-count": MAX_BULK_SOFT_TAINT_COUNT,
+            "--blocking-system-pod-distruption-timeout": _go(BSP_DISRUPTION_TIMEOUT),
+            "--ignore-daemonsets-utilization": self.ignore_daemonsets_utilization,
+            "--ignore-mirror-pods-utilization": self.ignore_mirror_pods_utilization,
+            "--max-node-provision-time": _go(PROVISION_TIMEOUT),
+            "--initial-node-group-backoff-duration": _go(INITIAL_BACKOFF),
+            "--max-node-group-backoff-duration": _go(MAX_BACKOFF),
+            "--node-group-backoff-reset-timeout": _go(BACKOFF_RESET),
+            "--expendable-pods-priority-cutoff": EXPENDABLE_BELOW,
+        }
+
+
+def _go(duration: timedelta) -> str:
+    """A duration as Go prints it: 600 s → "10m0s"."""
+    hours, rest = divmod(int(duration.total_seconds()), 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{seconds}s"
+    return f"{minutes}m{seconds}s" if minutes else f"{seconds}s"
 
 
 @dataclass
@@ -194,6 +261,7 @@ class ReactiveBaseline:
     expanders: list[Any]  # the EXPANDERS chain (nodescaler.config.ExpanderSpec)
     limits: Limits = field(default_factory=Limits)
     flags: DrainFlags = field(default_factory=DrainFlags)
+    settings: Flags = field(default_factory=Flags)
     unneeded: dict[str, datetime] = field(default_factory=dict)  # node → since
     asked: dict[str, Asked] = field(default_factory=dict)
     backoff: Backoff = field(default_factory=Backoff)
@@ -203,6 +271,7 @@ class ReactiveBaseline:
     last_scale_up: datetime | None = None
     last_failed_scale_down: datetime | None = None
     last_scan: datetime | None = None
+    refreshed: datetime | None = None  # the Auto Scaling cache's last regeneration
 
     @staticmethod
     def expander_chain(expanders: str | None) -> list[Any]:
@@ -222,10 +291,24 @@ class ReactiveBaseline:
         self.last_scan = now
         desired = self._desired()  # kept current by `_set` through the scan
         self.backoff.forget_stale(now)
-        self._abort_failed_launches(now, desired)
+        self._refresh(now, desired)
         self._time_out_provisioning(now, desired)
-        if not self._scale_up(now, desired):
-            self._scale_down(now, desired, scans)
+        # core/static_autoscaler.go, RunOnce: scale-down's planning runs in every loop,
+        # one that scaled up too (its nodes stay tracked as unneeded); a scale-up only
+        # puts the deletions in cooldown (isScaleDownInCooldown, --scale-down-delay-after-add)
+        self._scale_up(now, desired)
+        self._scale_down(now, desired, scans)
+
+    def _refresh(self, now: datetime, desired: dict[str, int]) -> None:
+        """The AWS provider's Auto Scaling cache, regenerated at most once a minute
+        (aws_manager.go, Refresh; auto_scaling_groups.go, regenerate): each group's bounds
+        as a scheduled action left them, and the failed launches it reads there. Between
+        refreshes a failure is not seen."""
+        if self.refreshed is not None and now - self.refreshed < CLOUD_REFRESH:
+            return
+        self.refresh_bounds(self.autoscaling)
+        self._abort_failed_launches(now, desired)
+        self.refreshed = now
 
     # --- scale-up ------------------------------------------------------------------------
 
@@ -422,47 +505,117 @@ class ReactiveBaseline:
         for found in self.cluster.store.objects["pods"].values():
             if found["spec"].get("nodeName") in pods_on:
                 pods_on[found["spec"]["nodeName"]].append(found)
+        unneeded = self._plan(nodes, pods_on, now)
+        self.unneeded = {n: self.unneeded.get(n, now) for n in unneeded}
+        self._soft_taint(nodes, now)
+        if self._may_scale_down(now):
+            self._start_deletions(nodes, pods_on, desired, now, scans)
+        self._carry_on_draining(nodes, pods_on, desired, now)
+
+    def _plan(
+        self,
+        nodes: dict[str, dict[str, Any]],
+        pods_on: dict[str, list[dict[str, Any]]],
+        now: datetime,
+    ) -> set[str]:
+        """The nodes that are unneeded now (planner.go, categorizeNodes): not being deleted,
+        at or below their utilization threshold, no pod on them that may not move (its
+        budget's disruptions spent by the nodes found removable before it, pdb/basic.go), and
+        their pods fitting on the other nodes, none of them a node found removable."""
         free = {  # each schedulable node's room, worked out once for every candidate
             name: _Place.of(node, pods_on[name])
             for name, node in nodes.items()
             if not node["spec"].get("unschedulable")
         }
-        budgets = list(self.cluster.store.objects["poddisruptionbudgets"].values())
-        unneeded = {
-            name
-            for name, node in nodes.items()
-            if underutilized(_utilization(node, pods_on[name]), self._threshold_for(node))
-            and not any(_blocks_drain(p, budgets, self.flags) for p in pods_on[name])
-            and _fit_elsewhere(pods_on[name], name, free)
-        }
-        self.unneeded = {n: self.unneeded.get(n, now) for n in unneeded}
-        if not self._may_scale_down(now):
-            return
+        budgets = _Budgets.of(self.cluster.store)
+        unneeded: set[str] = set()
+        for name in sorted(nodes):
+            node, pods = nodes[name], pods_on[name]
+            if name in self.draining:  # filterOutOngoingDeletions
+                continue
+            used = utilization(node, pods, now, self.settings)
+            if not underutilized(used, self._threshold_for(node)):
+                continue
+            if any(_blocks_drain(p, budgets, self.flags, now) for p in pods):
+                continue
+            moving = _to_move(pods)
+            if not _fit_elsewhere(moving, name, free):
+                continue
+            budgets.remove(moving)
+            free.pop(name, None)  # no pod goes to a node that goes
+            unneeded.add(name)
+        return unneeded
+
+    def _soft_taint(self, nodes: dict[str, dict[str, Any]], now: datetime) -> None:
+        """The DeletionCandidateOfClusterAutoscaler PreferNoSchedule taint on unneeded nodes,
+        taken off the others, at most --max-bulk-soft-taint-count a loop, taken off first
+        (actuation/softtaint.go, UpdateSoftDeletionTaints); nodes being deleted left alone."""
+        budget = MAX_BULK_SOFT_TAINT_COUNT
+        wanted = [(name, name in self.unneeded) for name in sorted(nodes)]
+        for name, mark in sorted(wanted, key=lambda w: w[1]):  # needed ones first
+            node = nodes[name]
+            if name in self.draining or _soft_tainted(node) == mark:
+                continue
+            if budget <= 0:
+                return
+            budget -= 1
+            taints = [t for t in node["spec"].get("taints") or [] if t["key"] != DELETION_CANDIDATE]
+            if mark:
+                taints.append(
+                    {
+                        "key": DELETION_CANDIDATE,
+                        "value": str(int(now.timestamp())),
+                        "effect": "PreferNoSchedule",
+                    }
+                )
+            node["spec"]["taints"] = taints
+            self.cluster.store.put("nodes", node)
+
+    def _start_deletions(
+        self,
+        nodes: dict[str, dict[str, Any]],
+        pods_on: dict[str, list[dict[str, Any]]],
+        desired: dict[str, int],
+        now: datetime,
+        scans: int,
+    ) -> None:
+        """The unneeded nodes due, empty ones first, within the parallelism budgets
+        (budgets/budgets.go, CropNodes: --max-scale-down-parallelism less the deletions in
+        progress, of which --max-drain-parallelism may drain), never below a group's minimum."""
         due = sorted(
             (
                 n
                 for n, since in self.unneeded.items()
                 if now - since >= self._unneeded_for(nodes[n])
             ),
-            key=lambda n: (bool(pods_on[n]), n),  # empty nodes first
+            key=lambda n: (bool(_to_move(pods_on[n])), n),  # empty nodes first
         )
-        empty_left = MAX_EMPTY_BULK_DELETE * scans
+        # a step longer than a scan stands for its scans: each has its budget
+        parallel = self.settings.max_scale_down_parallelism * scans - len(self.draining)
+        drains = self.settings.max_drain_parallelism - sum(
+            1 for n in self.draining if n in pods_on and _to_move(pods_on[n])
+        )
         for name in due:
             group = self._group_of(nodes[name])
-            if (
-                group not in self.groups
-                or desired[group] - len(self.draining) <= self.groups[group].min
-            ):
+            leaving = sum(1 for g in self.draining.values() if g == group)
+            if group not in self.groups or desired[group] - leaving <= self.groups[group].min:
                 continue
-            if pods_on[name] and self.draining:
-                continue  # one non-empty node at a time
-            if not pods_on[name]:
-                if empty_left <= 0:
-                    continue  # the next scan takes the next ten
-                empty_left -= 1
+            needs_drain = bool(_to_move(pods_on[name]))
+            if parallel <= 0 or (needs_drain and min(drains, parallel) <= 0):
+                continue  # the next scan takes the next ones
+            parallel -= 1
+            drains -= needs_drain
             self.draining[name] = group
             self.drain_started[name] = now
             del self.unneeded[name]
+
+    def _carry_on_draining(
+        self,
+        nodes: dict[str, dict[str, Any]],
+        pods_on: dict[str, list[dict[str, Any]]],
+        desired: dict[str, int],
+        now: datetime,
+    ) -> None:
         for name, group in list(self.draining.items()):
             if name not in nodes:
                 self._stop_draining(name)
@@ -485,13 +638,17 @@ class ReactiveBaseline:
 
     def _threshold_for(self, node: dict[str, Any]) -> float:
         """Its group's utilization threshold tag, else --scale-down-utilization-threshold."""
-        spec = self.groups.get(self._group_of(node))
-        return utilization_threshold(spec.tags) if spec else UTILIZATION
+        tags = spec.tags if (spec := self.groups.get(self._group_of(node))) else {}
+        if has_gpu(node):
+            return utilization_threshold(tags, GPU_UTILIZATION_TAG, GPU_UTILIZATION)
+        return utilization_threshold(tags)
 
     def _may_scale_down(self, now: datetime) -> bool:
-        """Not within 10 minutes of a scale-up, nor 3 of a failed scale-down."""
+        """Not within --scale-down-delay-after-add of a scale-up, nor 3 minutes of a failed
+        scale-down (static_autoscaler.go, isScaleDownInCooldown)."""
+        delay = self.settings.scale_down_delay_after_add
         return not (
-            (self.last_scale_up and now - self.last_scale_up < DELAY_AFTER_ADD)
+            (self.last_scale_up and now - self.last_scale_up < delay)
             or (
                 self.last_failed_scale_down
                 and now - self.last_failed_scale_down < DELAY_AFTER_FAILURE
@@ -552,6 +709,7 @@ class ReactiveBaseline:
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 UNNEEDED_TIME_TAG = TEMPLATE_TAG + "autoscaling-options/scaledownunneededtime"
 UTILIZATION_TAG = TEMPLATE_TAG + "autoscaling-options/scaledownutilizationthreshold"
+GPU_UTILIZATION_TAG = TEMPLATE_TAG + "autoscaling-options/scaledowngpuutilizationthreshold"
 GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
 GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
@@ -567,36 +725,155 @@ def unneeded_time(tags: dict[str, str]) -> timedelta:
     return timedelta(seconds=sum(float(n) * GO_UNITS[u] for n, u in parts))
 
 
-def utilization_threshold(tags: dict[str, str]) -> float:
+def utilization_threshold(
+    tags: dict[str, str], tag: str = UTILIZATION_TAG, flag: float = UTILIZATION
+) -> float:
     """A group's scale-down utilization threshold: its tag (a float), overriding
     --scale-down-utilization-threshold for it (cloudprovider/aws/README.md; aws_manager.go,
-    GetAsgOptions, which keeps the flag's on a value it cannot parse)."""
+    GetAsgOptions, which keeps the flag's on a value it cannot parse); for a GPU node the
+    scaledowngpuutilizationthreshold tag and --scale-down-gpu-utilization-threshold."""
     try:
-        return float(tags[UTILIZATION_TAG])
+        return float(tags[tag])
     except (KeyError, ValueError):
-        return UTILIZATION
+        return flag
 
 
 def underutilized(utilization: float, threshold: float) -> bool:
-    """Whether a node is below the threshold (eligibility.go, isNodeBelowUtilizationThreshold).
-    An empty node always is: since kubernetes/autoscaler#8975 a threshold of 0 means "only
-    empty nodes", as the FAQ's "How can I prevent Cluster Autoscaler from scaling down
-    non-empty nodes?" says (before it, 0 >= 0 kept even empty nodes). A node exactly at a
-    nonzero threshold is still kept, as before that change."""
-    return utilization == 0 or utilization < threshold
+    """Whether a node is eligible for scale-down: at or below the threshold
+    (core/scaledown/eligibility/eligibility.go, isNodeAtOrBelowUtilizationThreshold: only
+    `Utilization > threshold` keeps it). An empty node always is, even at a threshold of 0:
+    the FAQ's "How can I prevent Cluster Autoscaler from scaling down non-empty nodes?"."""
+    return utilization <= threshold
 
 
-def _blocks_drain(pod: dict[str, Any], budgets: list[dict[str, Any]], flags: DrainFlags) -> bool:
-    """Whether the pod keeps its node, as GetPodsForDeletionOnNodeDrain decides: mirror,
-    DaemonSet, finished and safe-to-evict "true" pods never do; else a pod with no
-    controller, a kube-system pod no kube-system budget selects, one with an emptyDir or
-    hostPath volume, or one annotated safe-to-evict "false"."""
+def has_gpu(node: dict[str, Any]) -> bool:
+    """A GPU node as the AWS provider sees one (utils/gpu/gpu.go, NodeHasGpu): the
+    k8s.amazonaws.com/accelerator label, or a GPU vendor's resource allocatable."""
+    allocatable = node["status"].get("allocatable") or {}
+    labelled = GPU_LABEL in (node["metadata"].get("labels") or {})
+    return labelled or any(whole_units(allocatable.get(r, "0")) > 0 for r in GPU_RESOURCES)
+
+
+def utilization(
+    node: dict[str, Any], pods: list[dict[str, Any]], now: datetime, flags: Flags | None = None
+) -> float:
+    """A node's utilization as simulator/utilization/info.go's Calculate gives it: on a GPU
+    node its GPUs' alone, else the larger of CPU and memory; each the requests summed over
+    allocatable. With --ignore-daemonsets-utilization (or -mirror-pods-) those pods' requests
+    leave both the sum and the allocatable (CalculateUtilizationOfResource); pods
+    terminating past their grace period and 30 s are not counted (IsPodLongTerminating).
+    A GPU node with no GPU allocatable yet counts as 0 (its GPUs unready)."""
+    flags = flags or Flags()
+    allocatable = node["status"]["allocatable"]
+    cpu, memory = quantities(allocatable)
+    if has_gpu(node):
+        name = next((r for r in GPU_RESOURCES if r in allocatable), GPU_RESOURCES[0])
+        totals = {name: whole_units(allocatable.get(name, "0"))}
+    else:
+        totals = {"cpu": cpu, "memory": memory}
+    asked = dict.fromkeys(totals, 0)
+    skipped = dict.fromkeys(totals, 0)
+    for found in pods:
+        wants = _asks(found)
+        if (flags.ignore_daemonsets_utilization and _daemonset(found)) or (
+            flags.ignore_mirror_pods_utilization and _mirror(found)
+        ):
+            for resource in totals:
+                skipped[resource] += wants.get(resource, 0)
+        elif not _long_terminating(found, now):
+            for resource in totals:
+                asked[resource] += wants.get(resource, 0)
+    shares = [
+        asked[r] / (totals[r] - skipped[r]) if totals[r] - skipped[r] > 0 else 0.0 for r in totals
+    ]
+    return max(shares)
+
+
+def _daemonset(pod: dict[str, Any]) -> bool:
+    owners = pod["metadata"].get("ownerReferences") or []
+    return any(o.get("kind") == "DaemonSet" and o.get("controller") for o in owners)
+
+
+def _mirror(pod: dict[str, Any]) -> bool:
+    return "kubernetes.io/config.mirror" in (pod["metadata"].get("annotations") or {})
+
+
+def _long_terminating(pod: dict[str, Any], now: datetime) -> bool:
+    deleted = pod["metadata"].get("deletionTimestamp")
+    if not deleted:
+        return False
+    grace = pod["spec"].get("terminationGracePeriodSeconds", 30)
+    since = datetime.fromisoformat(deleted.replace("Z", "+00:00"))
+    return since + timedelta(seconds=grace) + LONG_TERMINATING_EXTRA < now
+
+
+def _to_move(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pods a node's removal reschedules: not its DaemonSet's nor its mirror pods, nor
+    finished ones (simulator/drain.go, GetPodsToMove)."""
+    return [
+        p
+        for p in pods
+        if not _daemonset(p)
+        and not _mirror(p)
+        and p["status"].get("phase") not in ("Succeeded", "Failed")
+    ]
+
+
+def _soft_tainted(node: dict[str, Any]) -> bool:
+    return any(t["key"] == DELETION_CANDIDATE for t in node["spec"].get("taints") or [])
+
+
+@dataclass
+class _Budgets:
+    """The PodDisruptionBudgets' disruptions left, as the planner spends them while it
+    finds nodes removable (core/scaledown/pdb/basic.go, basicRemainingPdbTracker): read
+    from each budget's status (disruptionsAllowed), one taken for each pod of a node
+    found removable."""
+
+    budgets: list[tuple[str, dict[str, str], list[int]]]  # namespace, matchLabels, [left]
+
+    @classmethod
+    def of(cls, store: Any) -> _Budgets:
+        return cls(
+            [
+                (
+                    b["metadata"].get("namespace", "default"),
+                    (b["spec"].get("selector") or {}).get("matchLabels") or {},
+                    [store.budget_status(b)["disruptionsAllowed"]],
+                )
+                for b in store.objects["poddisruptionbudgets"].values()
+            ]
+        )
+
+    def matching(self, pod: dict[str, Any]) -> list[list[int]]:
+        namespace, labels = pod["metadata"].get("namespace"), pod["metadata"].get("labels") or {}
+        return [
+            left
+            for ns, selector, left in self.budgets
+            if ns == namespace and all(labels.get(k) == v for k, v in selector.items())
+        ]
+
+    def short(self, pod: dict[str, Any]) -> bool:
+        """simulator/drainability/rules/pdb/rule.go: a budget of the pod's allows none."""
+        return any(left[0] < 1 for left in self.matching(pod))
+
+    def remove(self, pods: list[dict[str, Any]]) -> None:
+        for found in pods:
+            for left in self.matching(found):
+                left[0] -= 1
+
+
+def _blocks_drain(pod: dict[str, Any], budgets: _Budgets, flags: DrainFlags, now: datetime) -> bool:
+    """Whether the pod keeps its node, as the drainability rules decide, in their order
+    (simulator/drainability/rules/rules.go, Default): mirror, long-terminating, DaemonSet,
+    safe-to-evict "true" and finished pods never do; else a pod with no controller, a
+    kube-system pod no budget selects until it is --blocking-system-pod-distruption-timeout
+    old (rules/system/rule.go), one annotated safe-to-evict "false", one with an emptyDir or
+    hostPath volume, or one a budget with no disruption left covers (rules/pdb/rule.go)."""
     metadata, spec = pod["metadata"], pod["spec"]
     annotations = metadata.get("annotations") or {}
     owners = metadata.get("ownerReferences") or []
-    if "kubernetes.io/config.mirror" in annotations:
-        return False
-    if any(o.get("kind") == "DaemonSet" and o.get("controller") for o in owners):
+    if _mirror(pod) or _long_terminating(pod, now) or _daemonset(pod):
         return False
     phase = pod["status"].get("phase")
     will_not_restart = phase == "Succeeded" and spec.get("restartPolicy") in ("Never", "OnFailure")
@@ -604,23 +881,27 @@ def _blocks_drain(pod: dict[str, Any], budgets: list[dict[str, Any]], flags: Dra
         return False
     if not any(o.get("controller") for o in owners):
         return True
-    namespace, labels = metadata.get("namespace"), metadata.get("labels") or {}
-    if flags.system_pods and namespace == "kube-system":
-        selected = [
-            b
-            for b in budgets
-            if b["metadata"].get("namespace") == "kube-system"
-            and all(
-                labels.get(k) == v
-                for k, v in ((b["spec"].get("selector") or {}).get("matchLabels") or {}).items()
-            )
-        ]
-        if not selected:
-            return True
+    if (
+        flags.system_pods
+        and metadata.get("namespace") == "kube-system"
+        and not budgets.matching(pod)
+        and not _older_than(pod, BSP_DISRUPTION_TIMEOUT, now)
+    ):
+        return True
+    if annotations.get(SAFE_TO_EVICT) == "false":
+        return True
     volumes = spec.get("volumes") or []
     if flags.local_storage and any("emptyDir" in v or "hostPath" in v for v in volumes):
         return True
-    return annotations.get(SAFE_TO_EVICT) == "false"
+    return budgets.short(pod)
+
+
+def _older_than(pod: dict[str, Any], age: timedelta, now: datetime) -> bool:
+    """Created more than `age` before `now` (a pod with no creation time never is)."""
+    created = pod["metadata"].get("creationTimestamp")
+    if not created:
+        return False
+    return now > datetime.fromisoformat(created.replace("Z", "+00:00")) + age
 
 
 def managed_node_group(
@@ -715,15 +996,6 @@ def _likeness(spec: dict[str, Any]) -> str:
 def _fill(pods: list[dict[str, Any]], template: dict[str, Any], nodes: int) -> list[dict[str, Any]]:
     """The pods that do not fit on `nodes` empty nodes like `template`."""
     return _first_fit(pods, template, nodes)[2] if nodes else pods
-
-
-def _utilization(node: dict[str, Any], pods: list[dict[str, Any]]) -> float:
-    cpu, memory = quantities(node["status"]["allocatable"])
-    used = [requests(p) for p in pods]
-    return max(
-        sum(c for c, _ in used) / cpu if cpu else 1.0,
-        sum(m for _, m in used) / memory if memory else 1.0,
-    )
 
 
 def gives_up(started: datetime, now: datetime) -> bool:

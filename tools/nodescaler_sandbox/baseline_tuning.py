@@ -32,14 +32,26 @@ Read from the policy model alone (none of nodescaler's scaling logic), one group
   the room they fit is held, the rest drive a scale-up, a node they fill is not
   unneeded; so each becomes placeholders of its template's shape;
 - its warm pool: the group's own, as the operator configured it, in both runs (CA cannot
-  size one; nodescaler's `warmPool: true` sizing is its own).
+  size one; nodescaler's `warmPool: true` sizing is its own);
+- its forecast (a Predictive metric: the group's own history, a day of it before it acts)
+  → scheduled minimums an operator sets from the same day of history (`forecast_minimums`):
+  for each hour of that day, the most nodes its pods needed within the hour (their
+  requests over a node's allocatable, the largest over resources, rounded up), as an Auto
+  Scaling scheduled action raising or lowering the group's minimum to it one boot time
+  (from the warm pool, if the group has one) before the hour, every day from the second on;
+- the cluster's flags (`cluster_flags`), the same for every scenario: frequent loops on
+  (--frequent-loops-enabled, the 1.37 default), --max-scale-down-parallelism sized to the
+  groups (the sum of their maximums: a whole group may go in one loop), and
+  --scale-down-delay-after-add no longer than the shortest unneeded time of a group (a
+  global flag: one placeholder preemption's scale-up then holds no deletion longer than
+  the group waits anyway).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
@@ -48,10 +60,20 @@ from nodescaler.domain.policy import (
     Consolidation,
     NodeGroupPolicy,
     PendingPodsMetric,
+    PredictiveMetric,
     ScheduleMetric,
 )
 
-from nodescaler_sandbox.baseline import TEMPLATE_TAG, UNNEEDED_TIME_TAG, UTILIZATION_TAG
+from nodescaler_sandbox.baseline import (
+    DELAY_AFTER_ADD,
+    GPU_UTILIZATION_TAG,
+    MAX_SCALE_DOWN_PARALLELISM,
+    TEMPLATE_TAG,
+    UNNEEDED_TIME_TAG,
+    UTILIZATION_TAG,
+    Flags,
+    unneeded_time,
+)
 from nodescaler_sandbox.cluster import NAMESPACE
 from nodescaler_sandbox.workloads import Deployment, pod
 
@@ -78,12 +100,13 @@ class Placeholders:
 @dataclass(frozen=True)
 class ScheduledAction:
     """An Auto Scaling scheduled action: at each `recurrence` (cron, in `time_zone`), the
-    group's minimum set to `min_size`."""
+    group's minimum set to `min_size`; from `start` on, if given."""
 
     name: str
     recurrence: str
     time_zone: str
     min_size: int
+    start: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -104,8 +127,8 @@ def tune(policy: NodeGroupPolicy, group: str, min_size: int, max_size: int) -> G
     high = min(max(policy.spec.max_replicas, min_size), max_size)
     window = policy.spec.behavior.down.stabilization_window_seconds
     tags = {UNNEEDED_TIME_TAG: go_duration(window), TEMPLATE_LABEL_TAG + GROUP_LABEL: group}
-    if _empty_only(policy):
-        tags[UTILIZATION_TAG] = "0"
+    if _empty_only(policy):  # on a GPU node its GPU threshold decides: both at 0
+        tags[UTILIZATION_TAG] = tags[GPU_UTILIZATION_TAG] = "0"
     return GroupTuning(
         group,
         low,
@@ -184,6 +207,86 @@ def _scheduled_actions(
     return actions
 
 
+def has_forecast(policy: NodeGroupPolicy) -> bool:
+    """Whether the policy scales on a forecast of the group's own demand."""
+    return any(isinstance(metric, PredictiveMetric) for metric in policy.spec.metrics)
+
+
+LEARNING = timedelta(hours=24)  # the history a forecast has before it acts
+
+
+def forecast_minimums(
+    group: str,
+    needed: Sequence[int],
+    start: datetime,
+    lead: timedelta,
+    bounds: tuple[int, int],
+) -> list[ScheduledAction]:
+    """Scheduled minimums from a day of history: `needed`, the nodes the group's pods
+    needed at each minute of the day from `start` (UTC); for each hour the most
+    of its minutes', clamped to `bounds`, set `lead` before the hour (only where it
+    changes from the hour before), daily from the day after `start`."""
+    low, high = bounds
+    actions: list[ScheduledAction] = []
+    last: int | None = None
+    for hour in range(24):
+        within = needed[hour * 60 : (hour + 1) * 60]
+        peak = min(max(max(within, default=0), low), high)
+        if peak == last:
+            continue
+        last = peak
+        since_midnight = timedelta(hours=start.hour, minutes=start.minute)
+        fires = (since_midnight + timedelta(hours=hour) - lead) % timedelta(days=1)
+        minutes = int(fires.total_seconds() // 60)
+        recurrence = f"{minutes % 60} {minutes // 60} * * *"
+        name = f"{group}-forecast-{hour:02d}"
+        actions.append(ScheduledAction(name, recurrence, "UTC", peak, start + LEARNING))
+    return actions
+
+
+def cluster_flags(tunings: Sequence[GroupTuning]) -> Flags:
+    """The cluster-wide flags an operator sets for these groups (see the module's docstring)."""
+    shortest = min((unneeded_time(t.tags) for t in tunings), default=DELAY_AFTER_ADD)
+    return Flags(
+        scale_down_delay_after_add=min(DELAY_AFTER_ADD, shortest),
+        max_scale_down_parallelism=max(
+            MAX_SCALE_DOWN_PARALLELISM, sum(t.max_size for t in tunings)
+        ),
+        frequent_loops_enabled=True,
+    )
+
+
+def settings(
+    flags: Flags, tunings: Sequence[GroupTuning], buffers: Sequence[Placeholders]
+) -> dict[str, Any]:
+    """What CA tuned ran with, as summary.json gives it: its flags, each group's tags,
+    bounds, placeholders and scheduled actions, and the CapacityBuffers' placeholders."""
+
+    def placeholders(found: Sequence[Placeholders]) -> list[dict[str, Any]]:
+        return [
+            {"pods": p.pods, "requests": p.requests, "nodeSelector": p.node_selector} for p in found
+        ]
+
+    return {
+        "flags": flags.as_flags(),
+        "groups": {
+            t.group: {
+                "min": t.min_size,
+                "max": t.max_size,
+                "tags": t.tags,
+                "placeholders": placeholders(t.placeholders),
+                "scheduled_actions": [
+                    {"name": a.name, "recurrence": a.recurrence, "min_size": a.min_size}
+                    | ({"start": a.start.isoformat()} if a.start else {})
+                    for a in t.scheduled_actions
+                ],
+            }
+            for t in tunings
+        },
+        "capacity_buffers": placeholders(buffers),
+    }
+
+
 # --- in the sandbox --------------------------------------------------------------------
 
 
@@ -252,6 +355,7 @@ def configure(autoscaling: Any, tuning: GroupTuning) -> None:
             Recurrence=action.recurrence,
             TimeZone=action.time_zone,
             MinSize=action.min_size,
+            **({"StartTime": action.start} if action.start else {}),
         )
 
 
@@ -273,6 +377,8 @@ class ScheduledActions:
         for action in self._actions():
             at = last_fire(action["Recurrence"], action.get("TimeZone"), now)
             group = action["AutoScalingGroupName"]
+            if "StartTime" in action and at < _aware(action["StartTime"]):
+                continue  # not started yet: it runs from its StartTime on
             if at > self.last and (group not in latest or at > latest[group][0]):
                 latest[group] = (at, action)
         for _, action in latest.values():
@@ -305,3 +411,7 @@ def last_fire(recurrence: str, time_zone: str | None, now: datetime) -> datetime
     local = now.astimezone(ZoneInfo(time_zone or "UTC"))
     fired: datetime = croniter(recurrence, local + timedelta(seconds=1)).get_prev(datetime)
     return fired
+
+
+def _aware(at: datetime) -> datetime:
+    return at if at.tzinfo else at.replace(tzinfo=UTC)

@@ -1,8 +1,8 @@
 """After a run of scenarios, the two outcomes users feel, side by side: what the nodes
 cost (node-hours, and of them the idle: requested by no pod) and how long pods waited for
 one (unschedulable pod-minutes), under nodescaler and under Cluster Autoscaler, with its
-defaults and tuned to the group's policy, against the limit (the oracle: capacity that
-follows the pods exactly).
+defaults and tuned to the group's policy, against the bound (the oracle: the fewest
+node-hours that hold the scenario's demand with no pod waiting).
 
 - `summary.md`: a row a scenario with every run's figures, nodescaler's ratios to CA
   tuned (below 1 is better; to CA defaults for a summary without a tuned run), the p99
@@ -34,7 +34,7 @@ RUNS = {
     TUNED: ("Cluster Autoscaler tuned", "#ff7f0e", "D"),
 }
 IDLE_LABEL, IDLE_ALPHA = "idle node-hours: the bar to a run's left", 0.35
-ORACLE = ("oracle (capacity that follows the pods; no waits)", "#2ca02c", "*")
+ORACLE = ("oracle (a lower bound: the demand held, no pod waiting)", "#2ca02c", "*")
 PANEL_COLUMNS = 4
 PANEL_INCHES = (3.6, 3.0)  # width, height
 MIN_WIDTH_INCHES = 11.0  # room for the title and the legend, however few the panels

@@ -195,12 +195,16 @@ def demand_to_scale_request(
     pods: Iterable[PodRecord], scale_ups: Sequence[ScaleUp], groups: Sequence[str], end: float
 ) -> dict[str, float]:
     """Per group, the longest time from a pod it could take turning unschedulable to a
-    scale-up of a group that can take that pod (or the pod bound or gone first)."""
+    scale-up of a group that can take that pod (or the pod bound or gone first). A pod
+    bound to a node launched before it needed one was answered before it asked (as in
+    `pod_reactions`: a worker KEDA made after the queue's nodes were asked for)."""
     longest = dict.fromkeys(groups, 0.0)
     for pod in pods:
         if pod.unschedulable is None or not pod.takers:
             continue
         since = pod.unschedulable
+        if pod.node_launched is not None and pod.node_launched < since:
+            continue
         answers = _answered(scale_ups, pod.takers, since)
         answers += [t for t in (pod.bound, pod.gone) if t is not None and t >= since]
         waited = min(answers, default=end) - since

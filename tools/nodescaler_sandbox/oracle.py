@@ -1,25 +1,33 @@
-"""The limit a run is compared against: capacity that follows the pods exactly.
+"""What a run is compared against: a lower bound no controller can beat
+(`oracle_node_hours`), and beside it a heuristic packing (`packed_node_hours`).
 
-Every step, the pods then existing (running or waiting) are packed onto new nodes of the
-scenario's groups, by the sandbox's own placement rule (`cluster.Room.fits`: CPU, memory,
-extended resources, nodeSelector, taints), with no boot delay; the nodes that takes,
-summed over the steps, are `oracle_node_hours`.
+The bound (`lower_bound`), each step, from the scenario's demand (`demand`: the pods its
+workloads ask for, none waiting): every node holds at most its allocatable of each
+resource, so the nodes a group needs are at least, over resources, the requests of the
+pods only it can take divided by one node's allocatable, rounded up (and at least the
+group's minimum, at most its maximum); and all the groups together at least, over
+resources, the sum of each pod's request divided by the largest allocatable of the
+groups it can use (a pod that can use several groups is counted on the roomiest, so the
+figure stays below whatever a placement takes). The larger of the two, summed over the
+judged steps. A run that leaves pods waiting for a node has fewer than the demand and may
+come out below it; a run that holds them cannot.
 
-The packing is first-fit decreasing: pods largest first (their dominant share of the
-largest node the groups offer), each into the first open node that fits it, else onto a
-new node of the first group whose empty node fits it, the groups taken most allocatable
-first (a node costs one node-hour whatever its size, so the largest is the cheapest per
-allocatable). Bin packing is NP-hard: this greedy can use more nodes than the true
-optimum (first-fit decreasing uses at most 11/9 of it, plus a constant, in one
-dimension), so `oracle_node_hours` is an upper bound on the fewest node-hours that could
-hold the pods, never a figure below it. Groups' maximum sizes and the cluster's limits
-are not applied: the oracle follows the pods. Pods no group's node fits are left out
-and counted (`oracle_pods_left_out`).
+The packing (`Oracle`): every step, the pods then existing in a run (running or waiting)
+packed onto new nodes of the scenario's groups, by the sandbox's own placement rule
+(`cluster.Room.fits`: CPU, memory, extended resources, nodeSelector, taints), with no boot
+delay, first-fit decreasing: pods largest first (their dominant share of the largest node
+the groups offer), each into the first open node that fits it, else onto a new node of the
+first group whose empty node fits it, the groups taken most allocatable first. A heuristic:
+it can use more nodes than the optimum (first-fit decreasing uses at most 11/9 of it, plus
+a constant, in one dimension), and runs can come out below it. Groups' maximum sizes and
+the cluster's limits are not applied. Pods no group's node fits are left out and counted
+(`packed_pods_left_out`, `oracle_pods_left_out`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -167,16 +175,107 @@ def _into_new(opened: list[tuple[Room, int]], template: Room, shape: Shape, coun
     return 0
 
 
-def oracle_node_hours(
+def packed_node_hours(
     steps: Sequence[Step], templates: Mapping[str, Room], step_seconds: float = 60
 ) -> dict[str, float | int]:
     """The nodes first-fit decreasing packs each step's pods onto, each held for the step
-    (`step_seconds`: the scenario's; a minute by default), summed as node-hours (an upper
-    bound on the optimum: see the module's docstring), and the most pods left out at one
-    step because no group's node fits them."""
+    (`step_seconds`: the scenario's; a minute by default), summed as node-hours (a
+    heuristic: see the module's docstring), and the most pods left out at one step
+    because no group's node fits them."""
     oracle = Oracle(templates)
     packed = [oracle.pack(step) for step in steps]
     return {
-        "oracle_node_hours": round(sum(p.nodes for p in packed) * step_seconds / 3600, 2),
-        "oracle_pods_left_out": max((p.left_out for p in packed), default=0),
+        "packed_node_hours": round(sum(p.nodes for p in packed) * step_seconds / 3600, 2),
+        "packed_pods_left_out": max((p.left_out for p in packed), default=0),
+    }
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A group's minimum and maximum size (the cluster's node limit: `nodes`), and until
+    when (seconds from the start) a group can have no node beyond its minimum, the nodes
+    it starts with: before its first new node can boot, or for ever when it cannot launch."""
+
+    groups: Mapping[str, tuple[int, int]]
+    nodes: int | None = None
+    frozen_until: Mapping[str, float] = field(default_factory=dict)
+
+    def at(self, second: float) -> Bounds:
+        """The bounds at `second`: a group still frozen held at its minimum."""
+        frozen = {g for g, until in self.frozen_until.items() if second < until}
+        if not frozen:
+            return self
+        groups = {g: (low, low if g in frozen else high) for g, (low, high) in self.groups.items()}
+        return Bounds(groups, self.nodes)
+
+
+EPSILON = 1e-9  # a share that is whole up to rounding is not rounded up
+
+
+def _offered(room: Room) -> dict[str, float]:
+    offered: dict[str, float] = {"cpu": room.cpu, "memory": room.memory}
+    return offered | {name: float(n) for name, n in room.extended.items()}
+
+
+def _asked(shape: Shape) -> dict[str, float]:
+    extended: dict[str, int] = json.loads(shape.placement)["extended"]
+    asked: dict[str, float] = {"cpu": shape.cpu, "memory": shape.memory}
+    return asked | {name: float(n) for name, n in extended.items()}
+
+
+def lower_bound(step: Step, templates: Mapping[str, Room], bounds: Bounds) -> Packing:
+    """The fewest nodes any placement of the step's pods takes (see the module's
+    docstring), and the pods no group's node fits."""
+    offered = {g: _offered(room) for g, room in templates.items()}
+    alone: dict[str, dict[str, float]] = {g: {} for g in templates}  # pods only g takes
+    pooled: dict[str, float] = {}  # each pod's requests over its roomiest group's
+    left_out = 0
+    for shape, count in step:
+        usable = [
+            g for g, room in templates.items() if room.fits(shape.cpu, shape.memory, shape.spec)
+        ]
+        if not usable:
+            left_out += count
+            continue
+        for resource, amount in _asked(shape).items():
+            if not amount:
+                continue
+            if len(usable) == 1:
+                mine = alone[usable[0]]
+                mine[resource] = mine.get(resource, 0) + count * amount
+            roomiest = max(offered[g].get(resource, 0) for g in usable)
+            pooled[resource] = pooled.get(resource, 0) + count * amount / roomiest
+    each = 0
+    for group, asked in alone.items():
+        low, high = bounds.groups.get(group, (0, 10**9))
+        need = max((asked[r] / offered[group][r] for r in asked), default=0)
+        each += max(low, min(high, math.ceil(need - EPSILON)))
+    most = sum(high for _, high in bounds.groups.values()) if bounds.groups else 10**9
+    together = min(most, math.ceil(max(pooled.values(), default=0) - EPSILON))
+    nodes = max(each, together)
+    return Packing(nodes if bounds.nodes is None else min(nodes, bounds.nodes), left_out)
+
+
+def oracle_node_hours(
+    steps: Iterable[Step],
+    templates: Mapping[str, Room],
+    bounds: Bounds,
+    step_seconds: float = 60,
+    first: int = 0,
+) -> dict[str, float | int]:
+    """`lower_bound` over `steps` (the first of them the scenario's step `first`), each
+    held for the step, as node-hours (a bound no controller holding the pods can beat),
+    and the most pods left out at one step."""
+    seen: dict[tuple[Step, tuple[tuple[str, tuple[int, int]], ...]], Packing] = {}
+    nodes = left_out = 0
+    for index, step in enumerate(steps, start=first):
+        now = bounds.at(index * step_seconds)
+        key = (step, tuple(sorted(now.groups.items())))
+        if key not in seen:
+            seen[key] = lower_bound(step, templates, now)
+        nodes += seen[key].nodes
+        left_out = max(left_out, seen[key].left_out)
+    return {
+        "oracle_node_hours": round(nodes * step_seconds / 3600, 2),
+        "oracle_pods_left_out": left_out,
     }

@@ -5,7 +5,8 @@ would to match the group's policy (`baseline_tuning`: unneeded time, overprovisi
 placeholders, bounds, scheduled actions); then writes what happened under
 `out/demo/<scenario>/`:
 - `timeline.txt` (also printed): time, group, metrics against targets, current → desired, why;
-- `summary.json`: the limit (`oracle`: node-hours of capacity that follows the pods), and
+- `summary.json`: the bound (`oracle`: node-hours no run holding the demand can beat, and a
+  first-fit decreasing packing beside it, a heuristic), and
   both runs' figures side by side (`figures`: node-hours and idle node-hours, pod waits and
   Ready times, each group's demand-to-scale-request time, evictions and pods killed,
   budget-short minutes, Auto Scaling writes, sizes; see scenarios/README.md);
@@ -17,6 +18,7 @@ placeholders, bounds, scheduled actions); then writes what happened under
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import multiprocessing
@@ -26,7 +28,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
@@ -34,10 +36,11 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from nodescaler_sandbox import baseline_tuning, cadence, figures, oracle
+from nodescaler_sandbox import baseline_tuning, cadence, demand, figures, oracle
 from nodescaler_sandbox.baseline import (
     SCAN,
     DrainFlags,
+    Flags,
     GroupSpec,
     Limits,
     ReactiveBaseline,
@@ -100,6 +103,7 @@ class Run:
     node_sizes: dict[str, tuple[float, float]] = field(default_factory=dict)
     steps: list[oracle.Step] = field(default_factory=list)  # the pods existing, each step
     templates: dict[str, Room] = field(default_factory=dict)  # what a group's new node offers
+    settings: dict[str, Any] = field(default_factory=dict)  # CA tuned's flags and placeholders
 
 
 def run(
@@ -227,7 +231,7 @@ def _simulate(
     ):
         world = World(scenario, box, hooks=controller == NODESCALER)
         outages = Outages(scenario.faults, box)
-        act = _controller(scenario, controller, box, world, outages)
+        act = _controller(scenario, controller, box, world, outages, settings=result.settings)
         decisions = Decisions(box) if controller == NODESCALER else None
         shapes: dict[str, oracle.Shape] = {}
         kept = Unchanged(world)
@@ -284,10 +288,16 @@ def _simulate(
 
 
 def _controller(
-    scenario: Scenario, controller: str, box: Sandbox, world: World, outages: Outages
+    scenario: Scenario,
+    controller: str,
+    box: Sandbox,
+    world: World,
+    outages: Outages,
+    *,
+    settings: dict[str, Any] | None = None,
 ) -> Callable[[int], None]:
     """What a controller does at a step (its time in seconds from the start), each part
-    on its real cadence, not the step's."""
+    on its real cadence, not the step's; CA tuned's settings written into `settings`."""
     step = scenario.step_seconds
     if controller == NODESCALER:
         for service in THROTTLED:
@@ -311,7 +321,10 @@ def _controller(
             box.fast_look(invoked=EVERY_MINUTE.due(at, step))
 
         return nodescaler
-    actions = _tune(scenario, box, world) if controller == TUNED else None
+    actions: baseline_tuning.ScheduledActions | None = None
+    flags = Flags()
+    if controller == TUNED:
+        actions, flags = _tune(scenario, box, world, {} if settings is None else settings)
     baseline = ReactiveBaseline(
         world.cluster,
         outages.watch("autoscaling", box.controller_autoscaling()),
@@ -319,14 +332,16 @@ def _controller(
         ReactiveBaseline.expander_chain(scenario.environment.get("EXPANDERS")),
         Limits.of(scenario.environment),
         DrainFlags.of(scenario.environment),
+        settings=flags,
     )
 
     scan = Cadence(int(SCAN.total_seconds()))
 
     def cluster_autoscaler(at: int) -> None:
-        # the tuned run's scheduled actions are Auto Scaling's, run at their time
-        if actions is not None and actions.run(box.clock.now()):
-            baseline.refresh_bounds(box.client("autoscaling"))  # its ASG cache, refreshed
+        # the tuned run's scheduled actions are Auto Scaling's, run at their time; the
+        # baseline sees their bounds at its Auto Scaling cache's next refresh
+        if actions is not None:
+            actions.run(box.clock.now())
         if not scan.due(at, step) or outages.kubernetes_down:  # it reads the API server
             return
         try:
@@ -337,29 +352,63 @@ def _controller(
     return cluster_autoscaler
 
 
-def _tune(scenario: Scenario, box: Sandbox, world: World) -> baseline_tuning.ScheduledActions:
+def _tune(
+    scenario: Scenario, box: Sandbox, world: World, settings: dict[str, Any]
+) -> tuple[baseline_tuning.ScheduledActions, Flags]:
     """The tuned run's settings, made before it starts (`baseline_tuning`): each group's
     tags, bounds and scheduled actions (those already due applied, as if they had been
-    running), its nodes' group label, its overprovisioning placeholders; and the cluster's
-    CapacityBuffers' pods, as CA injects them."""
+    running; a forecast's as scheduled minimums from its first day), its nodes' group
+    label, its overprovisioning placeholders; the cluster's CapacityBuffers' pods, as CA
+    injects them; and the cluster's flags. What it ran with is written into `settings`."""
     from nodescaler.adapters.deployed_policies import load_policies
 
     policies = load_policies(scenario.policies_path)
     autoscaling = box.client("autoscaling")
+    tunings = []
     for group in scenario.groups:
-        tuning = baseline_tuning.tune(policies[group.policy], group.name, group.min, group.max)
+        policy = policies[group.policy]
+        tuning = baseline_tuning.tune(policy, group.name, group.min, group.max)
+        if baseline_tuning.has_forecast(policy):
+            tuning = replace(
+                tuning,
+                scheduled_actions=tuning.scheduled_actions
+                + _forecast_minimums(scenario, world, tuning),
+            )
         baseline_tuning.configure(autoscaling, tuning)
         world.cluster.labels[group.name] = world.cluster.labels[group.name] | tuning.labels
         world.deployments += [
             baseline_tuning.placeholder_deployment(p, i) for i, p in enumerate(tuning.placeholders)
         ]
+        tunings.append(tuning)
     buffers = baseline_tuning.buffer_placeholders(scenario.capacity_buffers)
     world.deployments += [
         baseline_tuning.placeholder_deployment(p, i) for i, p in enumerate(buffers)
     ]
     actions = baseline_tuning.ScheduledActions(autoscaling, datetime.min.replace(tzinfo=UTC))
     actions.run(box.clock.now())
-    return actions
+    flags = baseline_tuning.cluster_flags(tunings)
+    settings |= baseline_tuning.settings(flags, tunings, buffers)
+    return actions, flags
+
+
+def _forecast_minimums(
+    scenario: Scenario, world: World, tuning: baseline_tuning.GroupTuning
+) -> list[baseline_tuning.ScheduledAction]:
+    """The group's scheduled minimums from the scenario's first day (the history its
+    forecast learns from): each minute, the nodes the demand it can take needs."""
+    group = next(g for g in scenario.groups if g.name == tuning.group)
+    room = {group.name: world.cluster.empty_node(group.name)}
+    per_minute = MINUTE // scenario.step_seconds
+    day = itertools.islice(demand.demand(scenario), 0, 24 * 60 * per_minute, per_minute)
+    needed = [oracle.lower_bound(step, room, oracle.Bounds({})).nodes for step in day]
+    boot = scenario.warm_boot_minutes if group.warm_pool else scenario.boot_minutes
+    return baseline_tuning.forecast_minimums(
+        group.name,
+        needed,
+        scenario.start,
+        timedelta(minutes=math.ceil(boot)),
+        (tuning.min_size, tuning.max_size),
+    )
 
 
 def _as_cluster_autoscaler_reads_them(scenario: Scenario, box: Sandbox) -> dict[str, GroupSpec]:
@@ -492,12 +541,52 @@ def _pods_existing(world: World, shapes: dict[str, oracle.Shape]) -> oracle.Step
 
 
 def _oracle(scenario: Scenario, runs: Iterable[Run]) -> dict[str, float | int]:
-    """The limit: `oracle.oracle_node_hours` over the judged steps, on the pods of the run
+    """Over the judged steps: the bound (`oracle.oracle_node_hours`, from the scenario's
+    demand), and the heuristic packing (`oracle.packed_node_hours`) of the pods of the run
     whose pods needed fewest nodes (pods served sooner go sooner: a queue's workers)."""
+    runs = list(runs)
     step = scenario.step_seconds
     judged = math.ceil(scenario.judged_from * MINUTE / step)  # the first step judged
-    figures_ = [oracle.oracle_node_hours(r.steps[judged:], r.templates, step) for r in runs]
-    return min(figures_, key=lambda f: f["oracle_node_hours"])
+    packed = [oracle.packed_node_hours(r.steps[judged:], r.templates, step) for r in runs]
+    bounds, templates = _bounds(scenario), runs[0].templates
+    first_task = {
+        q.name: _first_node(scenario, demand.shape_of(q.worker), templates, bounds)
+        for q in scenario.queues
+    }
+    steps = itertools.islice(demand.demand(scenario, first_task), judged, None)
+    bound = oracle.oracle_node_hours(steps, templates, bounds, step, judged)
+    return bound | min(packed, key=lambda f: f["packed_node_hours"])
+
+
+def _first_node(
+    scenario: Scenario, shape: oracle.Shape, templates: dict[str, Room], bounds: oracle.Bounds
+) -> float:
+    """The earliest second a node for pods of `shape` can be in service: 0 if a group they
+    fit starts with nodes, else when the first of those groups can boot one."""
+    usable = [
+        g for g in scenario.groups if templates[g.name].fits(shape.cpu, shape.memory, shape.spec)
+    ]
+    if not usable or any(g.min > 0 for g in usable):
+        return 0.0
+    return min(bounds.frozen_until.get(g.name, 0.0) for g in usable)
+
+
+def _bounds(scenario: Scenario) -> oracle.Bounds:
+    """What any controller is held to: each group's bounds and the cluster's node limit;
+    no node beyond a group's minimum before one could boot (from its warm pool, if it has
+    one), nor ever in a group whose launches all fail."""
+
+    def frozen(group: Any) -> float:
+        if group.no_capacity:
+            return math.inf
+        boot = scenario.warm_boot_minutes if group.warm_pool else scenario.boot_minutes
+        return boot * MINUTE
+
+    return oracle.Bounds(
+        {g.name: (g.min, g.max) for g in scenario.groups},
+        Limits.of(scenario.environment).nodes,
+        {g.name: frozen(g) for g in scenario.groups},
+    )
 
 
 @dataclass
@@ -753,6 +842,8 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
             }
             for d in result.drains
         ]
+    if result.settings:  # CA tuned: the flags and placeholders it ran with
+        summary["settings"] = result.settings
     return summary
 
 
@@ -802,8 +893,10 @@ def _side_by_side(summary: dict[str, Any]) -> str:
         lines.append(f"   {label:<52} {_cell(mine):>14}{cells}")
 
     lines.append(
-        f"   {'oracle_node_hours (capacity that follows the pods)':<52} "
-        f"{_cell(summary.get('oracle_node_hours')):>14}"
+        f"   {'oracle_node_hours (a bound no run can beat)':<52} "
+        f"{_cell(summary.get('oracle_node_hours')):>14}\n"
+        f"   {'packed_node_hours (first-fit decreasing, heuristic)':<52} "
+        f"{_cell(summary.get('packed_node_hours')):>14}"
     )
     for key, value in ours.items():
         if isinstance(value, int | float) or value is None:

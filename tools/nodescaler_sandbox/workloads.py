@@ -1,11 +1,13 @@
 """The workloads a scenario puts on the cluster: deployments that keep a replica count
 (a piecewise-linear curve over the scenario), replacing pods evicted or lost with their
-node; and queues whose workers are pods, one per waiting task up to a cap, as a KEDA
-ScaledJob runs them, each Ready worker finishing a task every `task_minutes`.
+node; and queues whose workers are pods, one per waiting task up to a cap, made at KEDA's
+30-s polls as a KEDA ScaledJob runs them, each Ready worker finishing a task every
+`task_minutes`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -143,24 +145,54 @@ class Deployment:
         ]
 
 
+# KEDA's pollingInterval, by default (https://keda.sh/docs/2.16/reference/scaledjob-spec/:
+# "pollingInterval: 30 # Optional. Default: 30 seconds"): how often a ScaledJob reads its
+# queue and creates the jobs it lacks
+KEDA_POLLING_SECONDS = 30
+
+
+def keda_poll(second: float) -> float:
+    """The first KEDA poll at or after `second` (polls every KEDA_POLLING_SECONDS from the
+    scenario's start, in every run alike)."""
+    return math.ceil(second / KEDA_POLLING_SECONDS) * KEDA_POLLING_SECONDS
+
+
 @dataclass
 class QueueWork:
     """Tasks arriving in an SQS queue, each taken by a worker pod of its own (as a KEDA
-    ScaledJob runs them): a task is done `task_minutes` after its worker turned Ready, and
-    its message deleted; a worker lost with its node leaves its task to a new one."""
+    ScaledJob runs them): at each of KEDA's polls the workers are made up to the messages
+    in the queue (up to the cap), none between polls; a task is done `task_minutes` after
+    its worker turned Ready, and its message deleted; a worker lost with its node is made
+    anew at once (its Job's controller, not KEDA), leaving its task to the new one."""
 
     queue: str
     arrivals: dict[float, int]  # minute → tasks sent
     task_minutes: float
     workers: Deployment
     max_workers: int
+    _polled: int = -1  # the last poll's number
+    _target: int = 0  # the workers the last poll asked for
+    _done: int = 0  # of those, done since
 
     @property
     def task_time(self) -> timedelta:
         return timedelta(minutes=self.task_minutes)
 
+    def wanted(self, second: float, messages: int) -> int:
+        """The workers there should be at `second`: at a poll (the first look in its
+        interval), one per message up to the cap; until the next, those less the done."""
+        poll = int(second // KEDA_POLLING_SECONDS)
+        if poll != self._polled:
+            self._polled, self._target, self._done = poll, min(messages, self.max_workers), 0
+        return max(self._target - self._done, 0)
+
     def finish(self, store: Cluster, now: datetime) -> int:
         """Removes the workers whose task is done; how many."""
+        done = self._finish(store, now)
+        self._done += done
+        return done
+
+    def _finish(self, store: Cluster, now: datetime) -> int:
         done = 0
         with store.lock:
             for found in self.workers.pods(store):

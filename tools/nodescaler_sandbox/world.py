@@ -319,10 +319,10 @@ class World:
         instances, bind pending pods, look at the disruption budgets."""
         for deployment in self.deployments:
             deployment.resize(self.cluster.store, self.replicas(deployment), self.box.clock.now())
-        for queue in self.queues:
+        for queue in self.queues:  # KEDA makes workers at its polls (`QueueWork.wanted`)
             waiting = _messages(queue.queue, self.cluster.region)
             queue.workers.resize(
-                self.cluster.store, min(waiting, queue.max_workers), self.box.clock.now()
+                self.cluster.store, queue.wanted(self.at, waiting), self.box.clock.now()
             )
         self.box.sync(self.react)
         self._schedule()
