@@ -47,7 +47,7 @@ def test_sqs_publishes_once_a_minute_and_the_alarm_fires_on_its_period(
         # When the world steps through two minutes under nodescaler
         for at in steps(burst.minutes, burst.step_seconds):
             world.step(at)
-            act(at)
+            act(at, burst.step_seconds)  # the step ending at `at`
             depths[at] = world.queue_depths()[QUEUE]
             (alarm,) = cloudwatch.describe_alarms(AlarmNames=[ALARM])["MetricAlarms"]
             states[at] = alarm["StateValue"]
