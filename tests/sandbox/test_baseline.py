@@ -11,12 +11,16 @@ import pytest
 from nodescaler_sandbox import runner
 from nodescaler_sandbox.scenario_file import Scenario, load_scenario
 
-pytestmark = pytest.mark.slow  # moto's server and the API server, both runs
+from tests.sandbox.conftest import BOTH, SandboxRuns
+
+pytestmark = pytest.mark.slow  # moto's server and the API server, the baseline's run
 
 SCENARIOS = Path(__file__).parents[2] / "scenarios"
+ONLY_THE_BASELINE = (runner.BASELINE,)
 
 
-def baseline_of(tmp_path: Path, **fields: Any) -> dict[str, Any]:
+def baseline_of(runs: SandboxRuns, **fields: Any) -> dict[str, Any]:
+    """The baseline's figures on a small scenario of `fields`, run under the baseline alone."""
     document = {
         "name": "fair",
         "minutes": 6,
@@ -24,17 +28,17 @@ def baseline_of(tmp_path: Path, **fields: Any) -> dict[str, Any]:
         "policies": "policies",  # scenarios/policies: batch, scaled by pending pods
         "path": SCENARIOS / "fair.yaml",
     } | fields
-    summary = runner.run(Scenario.model_validate(document), out=tmp_path, write=lambda _: None)
-    return summary[runner.BASELINE]
+    scenario = Scenario.model_validate(document)
+    return runs.run(scenario, ONLY_THE_BASELINE).summary[runner.BASELINE]
 
 
 def jobs(replicas: int, **shape: Any) -> dict[str, Any]:
     return {"name": "jobs", "cpu": "3", "memory": "1Gi", "replicas": {0: replicas}} | shape
 
 
-def test_the_cluster_node_limit_caps_the_baseline(tmp_path: Path) -> None:
+def test_the_cluster_node_limit_caps_the_baseline(sandbox_runs: SandboxRuns) -> None:
     ours = baseline_of(
-        tmp_path,
+        sandbox_runs,
         environment={"CLUSTER_MAX_NODES": "4"},
         groups=[{"name": "a-ng", "policy": "batch", "max": 20, "instanceType": "m5.xlarge"}],
         deployments=[jobs(10)],  # a node each: 10 wanted
@@ -42,9 +46,9 @@ def test_the_cluster_node_limit_caps_the_baseline(tmp_path: Path) -> None:
     assert ours["peak_desired"] == {"a-ng": 4}
 
 
-def test_the_cluster_vcpu_limit_caps_the_baseline(tmp_path: Path) -> None:
+def test_the_cluster_vcpu_limit_caps_the_baseline(sandbox_runs: SandboxRuns) -> None:
     ours = baseline_of(
-        tmp_path,
+        sandbox_runs,
         environment={"CLUSTER_MAX_VCPUS": "12"},  # three 4-vCPU nodes
         groups=[{"name": "a-ng", "policy": "batch", "max": 20, "instanceType": "m5.xlarge"}],
         deployments=[jobs(10)],
@@ -74,21 +78,23 @@ def trainers() -> dict[str, Any]:
     )
 
 
-def test_a_group_at_zero_is_read_from_its_node_template_tags(tmp_path: Path) -> None:
-    ours = baseline_of(tmp_path, groups=[gpu_group()], deployments=[trainers()])
+def test_a_group_at_zero_is_read_from_its_node_template_tags(sandbox_runs: SandboxRuns) -> None:
+    ours = baseline_of(sandbox_runs, groups=[gpu_group()], deployments=[trainers()])
     assert ours["peak_desired"] == {"gpu-ng": 2}  # a GPU each
     assert ours["pod_wait_minutes"]["gpu-ng"]["max"] == 2.0  # the nodes' boot
 
 
-def test_without_its_tags_a_group_at_zero_cannot_take_pods_that_need_them(tmp_path: Path) -> None:
-    ours = baseline_of(tmp_path, groups=[gpu_group(tags={})], deployments=[trainers()])
+def test_without_its_tags_a_group_at_zero_cannot_take_pods_that_need_them(
+    sandbox_runs: SandboxRuns,
+) -> None:
+    ours = baseline_of(sandbox_runs, groups=[gpu_group(tags={})], deployments=[trainers()])
     assert ours["peak_desired"] == {"gpu-ng": 0}
     assert ours["pods_that_fit_no_group"]["count"] == 0  # they fit the real node: not the pods'
     assert ours["longest_demand_to_scale_request_minutes"] == {"gpu-ng": 6}  # never answered
 
 
 def test_a_managed_group_at_zero_without_tags_is_read_from_describe_nodegroup(
-    tmp_path: Path,
+    sandbox_runs: SandboxRuns,
 ) -> None:
     # Given an EKS managed node group whose ASG has no node-template tags: its label and
     # taint are EKS's alone. Cluster Autoscaler's AWS provider adds DescribeNodegroup's
@@ -99,7 +105,7 @@ def test_a_managed_group_at_zero_without_tags_is_read_from_describe_nodegroup(
     group = gpu_group(tags={}, eksManaged=True, node={"cpu": "4", "memory": "16Gi"})
     pods = jobs(2, cpu="3", nodeSelector={"accelerator": "nvidia"})
     pods["tolerations"] = [{"key": "nvidia.com/gpu", "value": "true"}]
-    ours = baseline_of(tmp_path, groups=[group], deployments=[pods])
+    ours = baseline_of(sandbox_runs, groups=[group], deployments=[pods])
     # Then the baseline grows it from zero for the pods that need them, as with the tags
     assert ours["peak_desired"] == {"gpu-ng": 2}
     assert ours["pods_that_fit_no_group"]["count"] == 0
@@ -115,28 +121,28 @@ def big_and_small(big_max: int = 5) -> list[dict[str, Any]]:
 PREFER_BIG = {"EXPANDERS": '[{"name": "priority", "priorities": {"10": ["big-.*"], "1": [".*"]}}]'}
 
 
-def test_least_waste_picks_the_group_the_pods_fill_best(tmp_path: Path) -> None:
-    ours = baseline_of(tmp_path, groups=big_and_small(), deployments=[jobs(1)])  # default chain
+def test_least_waste_picks_the_group_the_pods_fill_best(sandbox_runs: SandboxRuns) -> None:
+    ours = baseline_of(sandbox_runs, groups=big_and_small(), deployments=[jobs(1)])  # default chain
     assert ours["peak_desired"] == {"big-ng": 0, "small-ng": 1}
 
 
-def test_the_priority_expander_orders_the_groups(tmp_path: Path) -> None:
+def test_the_priority_expander_orders_the_groups(sandbox_runs: SandboxRuns) -> None:
     ours = baseline_of(
-        tmp_path, environment=PREFER_BIG, groups=big_and_small(), deployments=[jobs(1)]
+        sandbox_runs, environment=PREFER_BIG, groups=big_and_small(), deployments=[jobs(1)]
     )
     assert ours["peak_desired"] == {"big-ng": 1, "small-ng": 0}
 
 
-def test_a_group_at_its_maximum_leaves_the_pods_to_the_next(tmp_path: Path) -> None:
+def test_a_group_at_its_maximum_leaves_the_pods_to_the_next(sandbox_runs: SandboxRuns) -> None:
     ours = baseline_of(
-        tmp_path, environment=PREFER_BIG, groups=big_and_small(big_max=1), deployments=[jobs(8)]
+        sandbox_runs, environment=PREFER_BIG, groups=big_and_small(big_max=1), deployments=[jobs(8)]
     )
     assert ours["peak_desired"] == {"big-ng": 1, "small-ng": 3}  # 5 on the big node, 3 more
 
 
-def test_expendable_pods_trigger_no_scale_up(tmp_path: Path) -> None:
+def test_expendable_pods_trigger_no_scale_up(sandbox_runs: SandboxRuns) -> None:
     groups = [{"name": "a-ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"}]
-    ours = baseline_of(tmp_path, groups=groups, deployments=[jobs(2, priority=-11)])
+    ours = baseline_of(sandbox_runs, groups=groups, deployments=[jobs(2, priority=-11)])
     assert ours["peak_desired"] == {"a-ng": 0}
 
 
@@ -157,23 +163,27 @@ def zone_groups(*extra: dict[str, str]) -> list[dict[str, Any]]:
 BALANCE = {"EXPANDERS": '[{"name": "least-waste"}, {"name": "balance"}]'}
 
 
-def test_with_balance_the_baseline_splits_new_nodes_over_similar_zones(tmp_path: Path) -> None:
-    ours = baseline_of(tmp_path, environment=BALANCE, groups=zone_groups(), deployments=[jobs(7)])
+def test_with_balance_the_baseline_splits_new_nodes_over_similar_zones(
+    sandbox_runs: SandboxRuns,
+) -> None:
+    ours = baseline_of(
+        sandbox_runs, environment=BALANCE, groups=zone_groups(), deployments=[jobs(7)]
+    )
     assert ours["peak_desired"] == {"web-a": 3, "web-b": 2, "web-c": 2}  # a node a job
 
 
 def test_the_baseline_balances_only_groups_alike_and_only_when_the_chain_says(
-    tmp_path: Path,
+    sandbox_runs: SandboxRuns,
 ) -> None:
     apart = zone_groups({}, {}, {"team": "blue"})  # a label of its own: not similar
-    ours = baseline_of(tmp_path, environment=BALANCE, groups=apart, deployments=[jobs(6)])
+    ours = baseline_of(sandbox_runs, environment=BALANCE, groups=apart, deployments=[jobs(6)])
     assert ours["peak_desired"] == {"web-a": 3, "web-b": 3, "web-c": 0}
-    unbalanced = baseline_of(tmp_path / "default", groups=zone_groups(), deployments=[jobs(6)])
+    unbalanced = baseline_of(sandbox_runs, groups=zone_groups(), deployments=[jobs(6)])
     assert unbalanced["peak_desired"] == {"web-a": 6, "web-b": 0, "web-c": 0}
 
 
 def test_the_baseline_keeps_the_nodes_of_pods_cluster_autoscaler_would_not_move(
-    tmp_path: Path,
+    sandbox_runs: SandboxRuns,
 ) -> None:
     # utils/drain/drain.go (GetPodsForDeletionOnNodeDrain): a pod with no controller blocks
     # its node's removal; a kube-system pod no budget selects only with
@@ -181,7 +191,8 @@ def test_the_baseline_keeps_the_nodes_of_pods_cluster_autoscaler_would_not_move(
     # --skip-nodes-with-local-storage, both true by default (the FAQ's flags)
     (path,) = SCENARIOS.glob("*-pods-that-stay.yaml")
     shortened = load_scenario(path).model_copy(update={"minutes": 45})
-    as_ca_starts = runner.run(shortened, out=tmp_path / "defaults", write=lambda _: None)
+    # (the run test_sandbox checks under both: made once a session)
+    as_ca_starts = sandbox_runs.run(shortened, BOTH).summary
     assert as_ca_starts[runner.BASELINE]["final_desired"] == {"web-ng": 4}
     flags_off = shortened.model_copy(
         update={
@@ -189,8 +200,7 @@ def test_the_baseline_keeps_the_nodes_of_pods_cluster_autoscaler_would_not_move(
             | {"SKIP_NODES_WITH_LOCAL_STORAGE": "false", "SKIP_NODES_WITH_SYSTEM_PODS": "false"}
         }
     )
-    summary = runner.run(flags_off, out=tmp_path / "flags-off", write=lambda _: None)
-    ours = summary[runner.BASELINE]
+    ours = sandbox_runs.run(flags_off, ONLY_THE_BASELINE).summary[runner.BASELINE]
     # the web pods' budget (maxUnavailable 1) lets one node of them be unneeded at a time:
     # the planner spends it on the first it finds removable (core/scaledown/planner,
     # categorizeNodes; pdb/basic.go, RemovePods), so the next starts its 10 unneeded
@@ -199,7 +209,9 @@ def test_the_baseline_keeps_the_nodes_of_pods_cluster_autoscaler_would_not_move(
     assert ours["nodes_removed"] == 1
 
 
-def test_a_failed_launch_backs_the_group_off_at_the_next_cache_refresh(tmp_path: Path) -> None:
+def test_a_failed_launch_backs_the_group_off_at_the_next_cache_refresh(
+    sandbox_runs: SandboxRuns,
+) -> None:
     # Given Spot preferred and out of capacity: its launch fails at minute 0. The AWS
     # provider lists the group's scaling activities at its next refresh (at most once a
     # minute: aws_manager.go, refreshInterval), finds the Failed
@@ -208,7 +220,7 @@ def test_a_failed_launch_backs_the_group_off_at_the_next_cache_refresh(tmp_path:
     # createPlaceholdersForDesiredNonStartedInstances); the same scan asks on-demand
     # (its view of the groups current, not the one it read before backing off).
     ours = baseline_of(
-        tmp_path,
+        sandbox_runs,
         environment={"EXPANDERS": '[{"name": "priority", "priorities": {"10": ["spot-.*"]}}]'},
         groups=[
             {"name": "spot-ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"}

@@ -47,7 +47,7 @@ def test_sqs_publishes_once_a_minute_and_the_alarm_fires_on_its_period(
         # When the world steps through two minutes under nodescaler
         for at in steps(burst.minutes, burst.step_seconds):
             world.step(at)
-            act(at)
+            act(at, burst.step_seconds)  # the step ending at `at`
             depths[at] = world.queue_depths()[QUEUE]
             (alarm,) = cloudwatch.describe_alarms(AlarmNames=[ALARM])["MetricAlarms"]
             states[at] = alarm["StateValue"]
@@ -113,7 +113,8 @@ def test_pods_of_a_minute_arrive_within_it_and_cluster_autoscaler_answers_in_sec
     api = ramp.deployments[0].model_copy(update={"replicas": {0: 0, 1: 48}})
     ramp = ramp.model_copy(update={"minutes": 3, "deployments": [api]})
     # When it runs under both controllers, the world stepping every 10 s
-    summary = scenarios.run(ramp, out=tmp_path, write=lambda _: None)
+    both = (scenarios.NODESCALER, scenarios.BASELINE)
+    summary = scenarios.run(ramp, out=tmp_path, write=lambda _: None, controllers=both, chart=False)
     pods = json.loads((tmp_path / "pods.json").read_text())
     created = {run: sorted(p["created"] for p in pods[run]) for run in pods}
     # Then the pods come within minute 1, at several of its steps, the same in both runs

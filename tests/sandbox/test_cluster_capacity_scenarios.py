@@ -11,36 +11,38 @@ from typing import Any
 import pytest
 from nodescaler_sandbox import runner as scenarios
 
+from tests.sandbox.conftest import SandboxRuns
 from tests.sandbox.test_sandbox import run, scenario
 
-pytestmark = pytest.mark.slow  # moto's server and the API server, the three runs of each
+pytestmark = pytest.mark.slow  # moto's server and the API server, the runs each checks
 
 NODESCALER, BASELINE, TUNED = scenarios.NODESCALER, scenarios.BASELINE, scenarios.TUNED
+ALL_THREE = (NODESCALER, BASELINE, TUNED)
 
 
-def pending_after(tmp_path: Path, controller: str, minute: float) -> int:
+def pending_after(folder: Path, controller: str, minute: float) -> int:
     """Pods waiting for a node at any step from `minute` on, summed over the steps."""
-    timeline = json.loads((tmp_path / "timeline.json").read_text())
+    timeline = json.loads((folder / "timeline.json").read_text())
     return sum(r["pending_pods"] for r in timeline[controller] if r["minute"] >= minute)
 
 
 def test_a_namespaces_capacity_buffer_lets_a_burst_start_on_nodes_already_there(
-    tmp_path: Path,
+    sandbox_runs: SandboxRuns,
 ) -> None:
     # Given the shop team's CapacityBuffer of 8 checkout pods, and 8 more checkout pods at
     # minute 10 (the scenario's first burst)
     # When nodescaler, CA with its defaults and CA tuned each run the first 14 minutes
-    summary, lines = run(tmp_path, scenario("namespace-buffer", minutes=14))
+    summary, lines, folder = run(sandbox_runs, scenario("namespace-buffer", minutes=14), ALL_THREE)
 
     # Then under nodescaler the burst's pods find the room the buffer kept: none waits
-    assert pending_after(tmp_path, NODESCALER, 10) == 0
+    assert pending_after(folder, NODESCALER, 10) == 0
     assert any("CapacityBuffer shop/checkout-headroom: 8 pods" in line for line in lines)
     # Cluster Autoscaler's defaults leave its two buffer flags off (FAQ's flag table,
     # kubernetes/autoscaler cluster-autoscaler/FAQ.md: capacity-buffer-controller-enabled
     # and capacity-buffer-pod-injection-enabled, no default): the burst waits for nodes
-    assert pending_after(tmp_path, BASELINE, 10) > 0
+    assert pending_after(folder, BASELINE, 10) > 0
     # with both on (the tuned run), its injected pods hold the same room
-    assert pending_after(tmp_path, TUNED, 10) == 0
+    assert pending_after(folder, TUNED, 10) == 0
     # the room costs nodes: 4 pods and 8 buffered need three 4-pod nodes before the burst
     assert summary[NODESCALER]["peak_desired"] == {"shop-ng": 5}
     assert summary[BASELINE]["peak_desired"] == {"shop-ng": 3}
@@ -51,13 +53,13 @@ def scale_requests(summary: dict[str, Any], controller: str) -> list[tuple[str, 
 
 
 def test_a_scale_up_goes_to_the_group_whose_reservation_has_room_then_to_the_next(
-    tmp_path: Path,
+    sandbox_runs: SandboxRuns,
 ) -> None:
     # Given general-ng (the priority expander's choice) and reserved-ng, in an open
     # reservation of 6 instances (its policy's minimum node in it), and 18 more 2-core pods
     # (9 nodes) at minute 5
     # When the three runs go on to minute 9
-    summary, lines = run(tmp_path, scenario("reservation-first", minutes=9))
+    summary, lines, _ = run(sandbox_runs, scenario("reservation-first", minutes=9), ALL_THREE)
 
     # Then nodescaler's reserved-first fills the reservation's 5 unused instances first
     # (reserved-ng 1 → 6, step by step as the fast path sees the pods arrive), and only then
@@ -88,7 +90,7 @@ def test_a_scale_up_goes_to_the_group_whose_reservation_has_room_then_to_the_nex
 
 
 def test_during_a_zonal_shift_the_other_zones_grow_and_the_shifted_one_keeps_its_nodes(
-    tmp_path: Path,
+    sandbox_runs: SandboxRuns,
 ) -> None:
     # Given three zonal groups, a burst from 8 to 20 pods at minute 2 (a node a zone), a
     # zonal shift away from eu-west-1a from minute 4, the pods growing to 40 by minute 8
@@ -102,8 +104,8 @@ def test_during_a_zonal_shift_the_other_zones_grow_and_the_shifted_one_keeps_its
         update={"minutes": 15, "deployments": [web], "zonal_shifts": [shift]}
     )
 
-    # When the three runs go on to minute 15
-    summary, lines = run(tmp_path, shortened)
+    # When nodescaler and CA with its defaults go on to minute 15
+    summary, lines, _ = run(sandbox_runs, shortened)
 
     # Then under nodescaler, from the shift on, only web-b and web-c grow, and say why
     ours = summary[NODESCALER]

@@ -19,7 +19,7 @@ def test_no_run_of_a_short_scenario_falls_below_the_bound(tmp_path: Path) -> Non
     # Given Spot at its maximum: every run leaves pods waiting for the group's cap, the
     # bound caps them too (a pod no node of the group could hold waits under any controller)
     (path,) = SCENARIOS.glob("9-*.yaml")
-    summary = runner.run(load_scenario(path), out=tmp_path, write=lambda _: None)
+    summary = runner.run(load_scenario(path), out=tmp_path, write=lambda _: None, chart=False)
     bound = summary["oracle_node_hours"]
     for controller in (runner.NODESCALER, runner.BASELINE, runner.TUNED):
         assert summary[controller]["node_hours"] >= bound, controller

@@ -12,13 +12,17 @@ import pytest
 from nodescaler_sandbox import runner
 from nodescaler_sandbox.scenario_file import Scenario
 
-pytestmark = pytest.mark.slow  # moto's server and the API server, both runs
+pytestmark = pytest.mark.slow  # moto's server and the API server, the runs each checks
 
 SCENARIOS = Path(__file__).parents[2] / "scenarios"
 GROUP = {"name": "a-ng", "policy": "batch", "max": 10, "instanceType": "m5.xlarge"}
 
 
-def run(tmp_path: Path, **fields: Any) -> dict[str, Any]:
+def run(
+    tmp_path: Path,
+    controllers: tuple[str, ...] = (runner.NODESCALER, runner.BASELINE),
+    **fields: Any,
+) -> dict[str, Any]:
     document = {
         "name": "outage",
         "minutes": 12,
@@ -27,7 +31,10 @@ def run(tmp_path: Path, **fields: Any) -> dict[str, Any]:
         "path": SCENARIOS / "outage.yaml",
         "groups": [GROUP],
     } | fields
-    return runner.run(Scenario.model_validate(document), out=tmp_path, write=lambda _: None)
+    scenario = Scenario.model_validate(document)
+    return runner.run(
+        scenario, out=tmp_path, write=lambda _: None, controllers=controllers, chart=False
+    )
 
 
 def desired(tmp_path: Path, controller: str) -> list[int]:
@@ -76,6 +83,7 @@ def test_a_deleted_queue_loses_its_messages_and_what_is_sent_to_it(tmp_path: Pat
     }
     summary = run(
         tmp_path,
+        (runner.NODESCALER,),
         queues=[queue],
         faults=[{"from": 5, "until": 8, "kind": "queue-deleted", "target": "jobs-queue"}],
     )
@@ -88,6 +96,7 @@ def test_an_api_server_slower_than_the_products_timeout_reads_as_missing(tmp_pat
     web = GROUP | {"policy": "microservices", "min": 1}
     summary = run(
         tmp_path,
+        (runner.NODESCALER,),
         minutes=16,
         policies="../policies",
         environment={"KUBERNETES_TIMEOUT_SECONDS": "0.5"},

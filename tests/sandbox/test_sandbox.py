@@ -5,6 +5,7 @@ and the Cluster Autoscaler baseline scaling the same world."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,10 +18,17 @@ from nodescaler_sandbox.sandbox import sandbox
 from nodescaler_sandbox.scenario_file import Scenario, load_scenario
 from nodescaler_sandbox.world import World
 
-pytestmark = pytest.mark.slow  # moto's server and the API server, both runs of each
+from tests.sandbox.conftest import BOTH, Ran, SandboxRuns
+
+pytestmark = pytest.mark.slow  # moto's server and the API server, the runs each checks
 
 SCENARIOS = Path(__file__).parents[2] / "scenarios"
 NODESCALER, BASELINE = scenarios.NODESCALER, scenarios.BASELINE
+ONLY_OURS = (NODESCALER,)  # a test of nodescaler's run alone
+# The days before a multi-day scenario's judged ones, learnt a step a minute: what the
+# forecast learns is kept in five-minute slots (each the most asked in it), and the
+# judged day still steps every 10 s
+LEARN_STEP = 60
 
 
 def scenario(name: str, **changes: Any) -> Scenario:
@@ -30,16 +38,19 @@ def scenario(name: str, **changes: Any) -> Scenario:
     return loaded.model_copy(update=changes)
 
 
-def run(tmp_path: Path, shortened: Scenario) -> tuple[dict[str, Any], list[str]]:
-    lines: list[str] = []
-    summary = scenarios.run(shortened, out=tmp_path, write=lines.append)
-    return summary, lines
+def run(
+    runs: SandboxRuns, shortened: Scenario, controllers: Sequence[str] = BOTH, **options: Any
+) -> Ran:
+    """The scenario under `controllers` (nodescaler and the baseline by default), made
+    once a session (`conftest.SandboxRuns`)."""
+    return runs.run(shortened, controllers, **options)
 
 
-def test_the_queue_burst_scales_out_at_once_and_back_to_zero(tmp_path: Path) -> None:
+def test_the_queue_burst_scales_out_at_once_and_back_to_zero(sandbox_runs: SandboxRuns) -> None:
     burst = scenario("queue-burst")
     queue = burst.queues[0].model_copy(update={"tasks": {0: 400}, "max_workers": 400})
-    summary, lines = run(tmp_path, burst.model_copy(update={"minutes": 26, "queues": [queue]}))
+    shortened = burst.model_copy(update={"minutes": 26, "queues": [queue]})
+    summary, lines, folder = run(sandbox_runs, shortened, chart=True)
     ours = summary[NODESCALER]
     assert ours["peak_desired"] == {"gpu-training-ng": 100}  # 400 tasks, 4 a node
     assert ours["final_desired"] == {"gpu-training-ng": 0}
@@ -61,7 +72,7 @@ def test_the_queue_burst_scales_out_at_once_and_back_to_zero(tmp_path: Path) -> 
     assert any(
         line.startswith("00:00:50 | gpu-training-ng |") and "83 → 100" in line for line in lines
     )
-    written = json.loads((tmp_path / "summary.json").read_text())
+    written = json.loads((folder / "summary.json").read_text())
     assert written == summary
     assert summary[BASELINE]["peak_desired"] == {"gpu-training-ng": 100}
     # The bound: the 400 workers, 4 a node, on 100 nodes from the first boot (minute 3: the
@@ -78,7 +89,7 @@ def test_the_queue_burst_scales_out_at_once_and_back_to_zero(tmp_path: Path) -> 
         "chart.png",
         "logs-nodescaler.jsonl",
     ):
-        assert (tmp_path / output).stat().st_size > 0
+        assert (folder / output).stat().st_size > 0
 
 
 def shorter_ramp(policy: str) -> Scenario:
@@ -89,13 +100,13 @@ def shorter_ramp(policy: str) -> Scenario:
     return ramp.model_copy(update={"minutes": 60, "deployments": [api], "groups": [group]})
 
 
-def test_the_reservation_stays_in_a_band_around_its_target(tmp_path: Path) -> None:
-    summary, _ = run(tmp_path, shorter_ramp("microservices"))
+def test_the_reservation_stays_in_a_band_around_its_target(sandbox_runs: SandboxRuns) -> None:
+    ran = run(sandbox_runs, shorter_ramp("microservices"))
+    summary = ran.summary
     ours = summary[NODESCALER]
-    timeline = json.loads((tmp_path / "timeline.json").read_text())
 
     def held(run: str) -> list[float]:  # CPU requested while the 80 pods hold steady
-        return [r["cpu_requested_pct"] for r in timeline[run] if 20 <= r["minute"] <= 35]
+        return [r["cpu_requested_pct"] for r in ran.timeline(run) if 20 <= r["minute"] <= 35]
 
     assert all(45 <= pct <= 65 for pct in held(NODESCALER)), held(NODESCALER)  # target 60 %
     assert ours["final_desired"] == {"microservices-ng": 1}
@@ -105,10 +116,13 @@ def test_the_reservation_stays_in_a_band_around_its_target(tmp_path: Path) -> No
     assert ours["unschedulable_pod_minutes"] < summary[BASELINE]["unschedulable_pod_minutes"]
 
 
-def test_a_buffer_lets_a_ramps_pods_start_without_waiting_for_a_node(tmp_path: Path) -> None:
-    summary, _ = run(tmp_path, shorter_ramp("web"))  # room for 16 one-core pods
+def test_a_buffer_lets_a_ramps_pods_start_without_waiting_for_a_node(
+    sandbox_runs: SandboxRuns,
+) -> None:
+    ran = run(sandbox_runs, shorter_ramp("web"))  # room for 16 one-core pods
+    summary = ran.summary
     ours, theirs = summary[NODESCALER], summary[BASELINE]
-    timeline = json.loads((tmp_path / "timeline.json").read_text())
+    timeline = {controller: ran.timeline(controller) for controller in BOTH}
     # once the first nodes are up, the ramp's pods hardly wait: the buffer is there first
     # (pods arriving between two ticks may outrun it for a step: under a pod-minute in all)
     late = [r["pending_pods"] for r in timeline[NODESCALER] if r["minute"] >= 6]
@@ -119,9 +133,12 @@ def test_a_buffer_lets_a_ramps_pods_start_without_waiting_for_a_node(tmp_path: P
     assert ours["final_desired"] == {"microservices-ng": 2}
 
 
-def test_a_forecast_brings_the_second_mornings_nodes_before_its_pods(tmp_path: Path) -> None:
-    # Monday is learnt; Tuesday to 11:00 is judged: its ramp starts at 07:30
-    summary, lines = run(tmp_path, scenario("weekday-forecast", minutes=35 * 60))
+def test_a_forecast_brings_the_second_mornings_nodes_before_its_pods(
+    sandbox_runs: SandboxRuns,
+) -> None:
+    # Monday is learnt (at minute steps); Tuesday to 11:00 is judged: its ramp starts at 07:30
+    shortened = scenario("weekday-forecast", minutes=35 * 60)
+    summary, lines, _ = run(sandbox_runs, shortened, learn_step=LEARN_STEP)
     ours, theirs = summary[NODESCALER], summary[BASELINE]
     # Tuesday's pods wait at most half what they wait under the reactive baseline (the
     # issue's bar; with the forecast rounded up, none waits)
@@ -136,16 +153,17 @@ def test_a_forecast_brings_the_second_mornings_nodes_before_its_pods(tmp_path: P
 
 
 def test_a_warm_pool_sized_by_the_forecast_stays_small_and_its_nodes_come_warm(
-    tmp_path: Path,
+    sandbox_runs: SandboxRuns,
 ) -> None:
-    # Monday is learnt (the pool as the operator made it: every instance the group could
-    # add); Tuesday to 11:00 is judged, its ramp from 07:30
-    summary, lines = run(tmp_path, scenario("warm-pool", minutes=35 * 60))
+    # Monday is learnt at minute steps (the pool as the operator made it: every instance
+    # the group could add); Tuesday to 11:00 is judged, its ramp from 07:30
+    shortened = scenario("warm-pool", minutes=35 * 60)
+    ran = run(sandbox_runs, shortened, learn_step=LEARN_STEP)
+    summary, lines = ran.summary, ran.lines
     ours, theirs = summary[NODESCALER], summary[BASELINE]
-    timeline = json.loads((tmp_path / "timeline.json").read_text())
 
-    def pool_size(run: str) -> float:  # instances waiting, minute by minute
-        return sum(r["warm"] for r in timeline[run] if r["minute"] >= 24 * 60)
+    def pool_size(run: str) -> float:  # instances waiting, step by step
+        return sum(r["warm"] for r in ran.timeline(run) if r["minute"] >= 24 * 60)
 
     # the forecast keeps the pool at what the ramp needs, not at every instance it could add
     assert any(line.startswith("31:") and "warm pool " in line for line in lines)
@@ -156,8 +174,8 @@ def test_a_warm_pool_sized_by_the_forecast_stays_small_and_its_nodes_come_warm(
     assert ours["unschedulable_pod_minutes"] <= theirs["unschedulable_pod_minutes"]
 
 
-def test_the_diurnal_day_follows_its_nightly_batch_up_and_down(tmp_path: Path) -> None:
-    summary, _ = run(tmp_path, scenario("diurnal-web", minutes=200))  # 00:00 to 03:20
+def test_the_diurnal_day_follows_its_nightly_batch_up_and_down(sandbox_runs: SandboxRuns) -> None:
+    summary = run(sandbox_runs, scenario("diurnal-web", minutes=200), ONLY_OURS).summary  # to 03:20
     ours = summary[NODESCALER]
     # 20 web pods of 1 core and 60 batch pods of 2 at 02:00: 140 cores on 16-core nodes
     # (15.89 allocatable, 7 batch pods a node) is 9 nodes, and one for the buffer
@@ -169,9 +187,9 @@ def test_the_diurnal_day_follows_its_nightly_batch_up_and_down(tmp_path: Path) -
 
 
 def test_a_launch_failure_moves_the_pods_to_the_next_group_in_the_same_minute(
-    tmp_path: Path,
+    sandbox_runs: SandboxRuns,
 ) -> None:
-    summary, lines = run(tmp_path, scenario("launch-failure", minutes=12))
+    summary, lines, _ = run(sandbox_runs, scenario("launch-failure", minutes=12))
     ours = summary[NODESCALER]
     # Spot fails at once, and again when new work comes after its 5-minute backoff
     assert ours["launch_failures_at_minute"] == [0.0, 8 + 5 / 6]  # in the new pods' step
@@ -184,8 +202,10 @@ def test_a_launch_failure_moves_the_pods_to_the_next_group_in_the_same_minute(
     assert summary[BASELINE]["unschedulable_pod_minutes"] > ours["unschedulable_pod_minutes"]
 
 
-def test_a_scale_in_drains_only_as_far_as_the_disruption_budget_allows(tmp_path: Path) -> None:
-    summary, _ = run(tmp_path, scenario("pdb-scale-in", minutes=32))
+def test_a_scale_in_drains_only_as_far_as_the_disruption_budget_allows(
+    sandbox_runs: SandboxRuns,
+) -> None:
+    summary = run(sandbox_runs, scenario("pdb-scale-in", minutes=32), ONLY_OURS).summary
     ours = summary[NODESCALER]
     assert ours["disruption_budget_short_minutes"] == 0
     assert ours["evictions_refused_by_budget"] > 0  # the budget held evictions back
@@ -239,8 +259,8 @@ def test_invoke_runs_one_function_on_a_sample_event_in_the_sandbox(
     assert "gpu-training-ng: 0 → 600" in printed  # and its evaluation ran, as Lambda's would
 
 
-def test_a_gpu_group_at_zero_grows_from_its_node_template_tags(tmp_path: Path) -> None:
-    summary, _ = run(tmp_path, scenario("gpu-from-zero", minutes=25))
+def test_a_gpu_group_at_zero_grows_from_its_node_template_tags(sandbox_runs: SandboxRuns) -> None:
+    summary = run(sandbox_runs, scenario("gpu-from-zero", minutes=25)).summary
     for controller in (NODESCALER, BASELINE):
         figures = summary[controller]
         assert figures["peak_desired"]["gpu-ng"] == 6, controller  # a GPU a pod, from zero
@@ -256,11 +276,11 @@ def test_a_gpu_group_at_zero_grows_from_its_node_template_tags(tmp_path: Path) -
 
 
 def test_a_managed_group_at_zero_with_no_tags_grows_on_what_eks_says_of_it(
-    tmp_path: Path,
+    sandbox_runs: SandboxRuns,
 ) -> None:
     # Given an EKS managed node group at zero whose ASG has no node-template tags, and 12
     # jobs at 00:10 selecting its label and tolerating its taint (which only EKS knows)
-    summary, _ = run(tmp_path, scenario("managed-from-zero", minutes=25))
+    summary = run(sandbox_runs, scenario("managed-from-zero", minutes=25)).summary
     # Then both grow it from zero, as DescribeNodegroup says its nodes will take them
     # (Cluster Autoscaler too: cloudprovider/aws/aws_manager.go, buildNodeFromTemplate),
     # 3 jobs a node, and every job is placed on it
@@ -275,10 +295,11 @@ def test_a_managed_group_at_zero_with_no_tags_grows_on_what_eks_says_of_it(
     assert first == {"minute": 10.0, "group": "batch-ng", "from": 0, "to": 1}
 
 
-def test_no_scale_in_while_cloudwatch_is_down(tmp_path: Path) -> None:
-    summary, lines = run(tmp_path, scenario("metric-outage", minutes=45))
+def test_no_scale_in_while_cloudwatch_is_down(sandbox_runs: SandboxRuns) -> None:
+    ran = run(sandbox_runs, scenario("metric-outage", minutes=45), ONLY_OURS)
+    summary, lines = ran.summary, ran.lines
     ours = summary[NODESCALER]
-    timeline = json.loads((tmp_path / "timeline.json").read_text())[NODESCALER]
+    timeline = ran.timeline(NODESCALER)
     during = [r["desired"] for r in timeline if 20 <= r["minute"] < 40]
     assert during == sorted(during)  # held, never lowered, while the metric was missing
     assert ours["faults"]["calls_failed"]["cloudwatch-outage"] > 0
@@ -286,8 +307,8 @@ def test_no_scale_in_while_cloudwatch_is_down(tmp_path: Path) -> None:
     assert "00:20 | (fault) | - | - | cloudwatch-outage begins" in lines
 
 
-def test_a_schedule_in_local_time_follows_the_clock_change(tmp_path: Path) -> None:
-    summary, lines = run(tmp_path, scenario("dst-schedule", minutes=260))
+def test_a_schedule_in_local_time_follows_the_clock_change(sandbox_runs: SandboxRuns) -> None:
+    summary, lines, _ = run(sandbox_runs, scenario("dst-schedule", minutes=260), ONLY_OURS)
     first_up = next(r for r in summary[NODESCALER]["scale_requests"] if r["to"] > r["from"])
     # 03:00 in Paris that night is 01:00 UTC: 240 minutes after Saturday 21:00 UTC (a fixed
     # winter offset would say 300)
@@ -296,8 +317,10 @@ def test_a_schedule_in_local_time_follows_the_clock_change(tmp_path: Path) -> No
     assert summary[NODESCALER]["unschedulable_pod_minutes"] == 0  # ready before the pods
 
 
-def test_a_preferred_group_at_its_maximum_leaves_the_pods_to_the_next(tmp_path: Path) -> None:
-    summary, _ = run(tmp_path, scenario("spot-at-max", minutes=6))
+def test_a_preferred_group_at_its_maximum_leaves_the_pods_to_the_next(
+    sandbox_runs: SandboxRuns,
+) -> None:
+    summary = run(sandbox_runs, scenario("spot-at-max", minutes=6), ONLY_OURS).summary
     ours = summary[NODESCALER]
     assert ours["scale_requests"][:2] == [
         {"minute": 0, "group": "spot-ng", "from": 0, "to": 3},  # its policy's maximum
@@ -306,8 +329,8 @@ def test_a_preferred_group_at_its_maximum_leaves_the_pods_to_the_next(tmp_path: 
     assert ours["pod_wait_minutes"]["overall"]["max"] == 2.0  # the nodes' boot, no more
 
 
-def test_three_zone_groups_grow_together_from_2_0_1_to_3_3_3(tmp_path: Path) -> None:
-    summary, lines = run(tmp_path, scenario("balanced-zones", minutes=8))
+def test_three_zone_groups_grow_together_from_2_0_1_to_3_3_3(sandbox_runs: SandboxRuns) -> None:
+    summary, lines, _ = run(sandbox_runs, scenario("balanced-zones", minutes=8))
     for controller in (NODESCALER, BASELINE):  # the baseline balances too
         peaks = summary[controller]["peak_desired"]
         assert peaks == {"web-a": 3, "web-b": 3, "web-c": 3}, controller
@@ -321,9 +344,9 @@ def test_three_zone_groups_grow_together_from_2_0_1_to_3_3_3(tmp_path: Path) -> 
 
 
 def test_a_batch_group_sheds_its_nodes_once_no_job_runs_on_them_and_returns_to_0(
-    tmp_path: Path,
+    sandbox_runs: SandboxRuns,
 ) -> None:
-    summary, lines = run(tmp_path, scenario("batch-to-zero", minutes=55))
+    summary, lines, _ = run(sandbox_runs, scenario("batch-to-zero", minutes=55))
     ours = summary[NODESCALER]
     downs = [(r["minute"], r["to"]) for r in ours["scale_requests"] if r["to"] < r["from"]]
     # the 4 jobs left at 21 still run on each of the 3 nodes: consolidation WhenEmpty
@@ -339,9 +362,9 @@ def test_a_batch_group_sheds_its_nodes_once_no_job_runs_on_them_and_returns_to_0
     assert ours["node_hours"] <= summary[BASELINE]["node_hours"]
 
 
-def test_a_scale_in_never_takes_the_nodes_of_pods_a_budget_keeps(tmp_path: Path) -> None:
+def test_a_scale_in_never_takes_the_nodes_of_pods_a_budget_keeps(sandbox_runs: SandboxRuns) -> None:
     shortened = scenario("pdb-no-eviction", minutes=42)
-    ours = run(tmp_path / "terminate", shortened)[0][NODESCALER]
+    ours = run(sandbox_runs, shortened, ONLY_OURS).summary[NODESCALER]
     assert ours["final_desired"] == {"web-ng": 2}  # the two nodes of the ledger's pods stay
     assert ours["pods_killed_with_their_instance"] == 0
     assert ours["disruption_budget_short_minutes"] == 0
@@ -353,19 +376,19 @@ def test_a_scale_in_never_takes_the_nodes_of_pods_a_budget_keeps(tmp_path: Path)
             "groups": [shortened.groups[0].model_copy(update={"termination_policy": "default"})]
         }
     )
-    theirs = run(tmp_path / "default", default)[0][NODESCALER]
+    theirs = run(sandbox_runs, default, ONLY_OURS).summary[NODESCALER]
     assert theirs["pods_killed_with_their_instance"] > 0
     assert theirs["disruption_budget_short_minutes"] > 0
 
 
 def test_the_nodes_of_pods_cluster_autoscaler_would_not_move_stay_under_both_runs(
-    tmp_path: Path,
+    sandbox_runs: SandboxRuns,
 ) -> None:
     # A bare pod, an emptyDir cache and a kube-system agent without a budget, on four of
     # the group's nodes once the web pods are gone (CA's FAQ: "What types of pods can
     # prevent CA from removing a node?")
-    shortened = scenario("pods-that-stay", minutes=45)
-    summary, lines = run(tmp_path / "as-written", shortened)
+    shortened = scenario("pods-that-stay", minutes=45)  # its run shared with test_baseline
+    summary, lines, _ = run(sandbox_runs, shortened)
     for controller in (NODESCALER, BASELINE):
         figures = summary[controller]
         assert figures["final_desired"] == {"web-ng": 4}
@@ -382,7 +405,7 @@ def test_the_nodes_of_pods_cluster_autoscaler_would_not_move_stay_under_both_run
             ]
         }
     )
-    moved = run(tmp_path / "safe-to-evict", movable)[0]
+    moved = run(sandbox_runs, movable).summary
     for controller in (NODESCALER, BASELINE):
         # (the baseline, scanning every 10 s, drains one node after another: it is at 1
         # by minute 45, nodescaler at 2)
@@ -417,10 +440,13 @@ def test_several_scenarios_run_a_core_each_and_print_in_their_order(tmp_path: Pa
     assert (tmp_path / "out" / "longer" / "summary.json").exists()
 
 
-def test_a_prometheus_query_of_the_backlog_scales_the_group_out_and_back(tmp_path: Path) -> None:
+def test_a_prometheus_query_of_the_backlog_scales_the_group_out_and_back(
+    sandbox_runs: SandboxRuns,
+) -> None:
     render = scenario("prometheus-queue")
     queue = render.queues[0].model_copy(update={"tasks": {0: 40}})
-    summary, lines = run(tmp_path, render.model_copy(update={"minutes": 22, "queues": [queue]}))
+    shortened = render.model_copy(update={"minutes": 22, "queues": [queue]})
+    summary, lines, _ = run(sandbox_runs, shortened, ONLY_OURS)
     ours = summary[NODESCALER]
     assert ours["peak_desired"] == {"render-ng": 10}  # 40 jobs waiting, 4 a node
     assert ours["final_desired"] == {"render-ng": 0}

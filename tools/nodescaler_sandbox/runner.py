@@ -14,6 +14,9 @@ placeholders, bounds, scheduled actions); then writes what happened under
   cluster's nodes, vCPUs and memory against its limits, and pods waiting;
 - `timeline.json` (every step, both runs), `pods.json` (each pod: created, found no node,
   bound, Ready, gone, in minutes, and its group) and `logs-<run>.jsonl` (the functions' logs).
+A test runs only the controllers it checks (`run`'s `controllers`), without the chart, and
+may learn the days before `judgedFrom` at coarser steps (`learn_step`); `make demo` runs
+all three and draws.
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ OUT = Path("out/demo")
 SCENARIOS = ROOT / "scenarios"
 NODESCALER, BASELINE = "nodescaler", "cluster-autoscaler-baseline"
 TUNED = "cluster-autoscaler-tuned"  # the baseline as an operator tunes it to the policy
+CONTROLLERS = (NODESCALER, BASELINE, TUNED)  # what `make demo` runs, in its columns' order
+LABELS = {NODESCALER: "nodescaler", BASELINE: "CA defaults", TUNED: "CA tuned"}
 
 
 def scenario_files() -> list[Path]:
@@ -112,18 +117,30 @@ def run(
     out: Path | None = None,
     write: Callable[[str], None] = print,
     progress: Callable[[str], None] | None = None,
+    controllers: Sequence[str] = CONTROLLERS,
+    chart: bool = True,
+    learn_step: int | None = None,
 ) -> dict[str, Any]:
-    """The scenario under nodescaler and under the baseline; returns the summary."""
+    """The scenario under each of `controllers` (by default nodescaler, the baseline and
+    the baseline tuned); returns the summary, a key a controller run (its `oracle_node_hours`
+    the least of the runs made). `chart`: draw chart.png (of nodescaler and the baseline).
+    `learn_step`: the steps before the judged minutes, in seconds (`_step_times`)."""
+    runs_asked = [c for c in CONTROLLERS if c in controllers]
+    if not runs_asked or len(runs_asked) != len(controllers):
+        raise ValueError(f"controllers: {list(controllers)}: each one of {list(CONTROLLERS)}")
+    if chart and not {NODESCALER, BASELINE} <= set(runs_asked):
+        raise ValueError(f"chart: draws {NODESCALER} beside {BASELINE}: run both, or no chart")
+    times = _step_times(scenario, learn_step)
     folder = out or OUT / scenario.name
     folder.mkdir(parents=True, exist_ok=True)
     write(f"\n== {scenario.name}: {scenario.description.strip()}")
     runs = {
-        controller: _simulate(scenario, controller, folder, progress)
-        for controller in (NODESCALER, BASELINE, TUNED)
+        controller: _simulate(scenario, controller, folder, progress, times)
+        for controller in runs_asked
     }
     if progress:
         progress("")  # the live line gives way to the timeline
-    timeline = _timeline(scenario, runs[NODESCALER])
+    timeline = _timeline(scenario, runs.get(NODESCALER) or runs[runs_asked[0]])
     (folder / "timeline.txt").write_text("\n".join(timeline) + "\n")
     for line in timeline:
         write(line)
@@ -132,19 +149,18 @@ def run(
         "start": scenario.start.isoformat(),
         "minutes": scenario.minutes,
         "step_seconds": scenario.step_seconds,
-        **_oracle(scenario, runs.values()),
-        NODESCALER: _summarize(scenario, runs[NODESCALER]),
-        BASELINE: _summarize(scenario, runs[BASELINE]),
-        TUNED: _summarize(scenario, runs[TUNED]),
+        **_oracle(scenario, runs.values(), times),
+        **{controller: _summarize(scenario, result) for controller, result in runs.items()},
     }
     (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     timelines = {name: r.minutes for name, r in runs.items()}
     (folder / "timeline.json").write_text(json.dumps(timelines) + "\n")
     pods = {name: [figures.as_row(p) for p in r.pods] for name, r in runs.items()}
     (folder / "pods.json").write_text(json.dumps(pods) + "\n")
-    _chart(scenario, runs, folder / "chart.png")
+    if chart:
+        _chart(scenario, runs, folder / "chart.png")
     write(_side_by_side(summary))
-    write(f"   → {folder}/ (timeline.txt, summary.json, chart.png, logs)")
+    write(f"   → {folder}/ (timeline.txt, summary.json{', chart.png' if chart else ''}, logs)")
     return summary
 
 
@@ -152,7 +168,7 @@ def run_one(scenario: Scenario, controller: str, out: Path) -> dict[str, Any]:
     """The scenario under one controller alone: its summary (as `run` gives it); its
     timeline in `out`/timeline.txt."""
     out.mkdir(parents=True, exist_ok=True)
-    result = _simulate(scenario, controller, out, None)
+    result = _simulate(scenario, controller, out, None, _step_times(scenario, None))
     (out / "timeline.txt").write_text("\n".join(_timeline(scenario, result)) + "\n")
     return _summarize(scenario, result)
 
@@ -208,8 +224,30 @@ def run_all(
 # --- one run ---------------------------------------------------------------------------
 
 
+def _step_times(scenario: Scenario, learn_step: int | None) -> list[int]:
+    """The steps' times, in seconds from the start: every `stepSeconds`; or, given
+    `learn_step` (a multiple of it), those before `judgedFrom` every `learn_step` (a test
+    learning a day quicker: the judged steps are the scenario's, whatever came before)."""
+    fine = cadence.steps(scenario.minutes, scenario.step_seconds)
+    if learn_step is None:
+        return list(fine)
+    if learn_step % scenario.step_seconds:
+        raise ValueError(
+            f"learn_step: {learn_step} s is not a multiple of {scenario.name}'s "
+            f"stepSeconds ({scenario.step_seconds})"
+        )
+    if scenario.queues:  # a queue's tasks arrive at the step of the minute drawn for them
+        raise ValueError(f"learn_step: {scenario.name} has queues, drawn at its own steps")
+    judged = scenario.judged_from * MINUTE
+    return [*range(0, math.ceil(judged), learn_step), *(at for at in fine if at >= judged)]
+
+
 def _simulate(
-    scenario: Scenario, controller: str, folder: Path, progress: Callable[[str], None] | None
+    scenario: Scenario,
+    controller: str,
+    folder: Path,
+    progress: Callable[[str], None] | None,
+    times: Sequence[int],
 ) -> Run:
     environment = dict(scenario.environment)
     if scenario.zonal_shifts:  # the sandbox answers ARC: read it, as a deployed stack does
@@ -235,12 +273,13 @@ def _simulate(
         decisions = Decisions(box) if controller == NODESCALER else None
         shapes: dict[str, oracle.Shape] = {}
         kept = Unchanged(world)
-        step = scenario.step_seconds
-        for at in cadence.steps(scenario.minutes, step):  # seconds from the start
+        for index, at in enumerate(times):  # seconds from the start
+            step = at - times[index - 1] if index else scenario.step_seconds  # ending at `at`
+            after = times[index + 1] - at if index + 1 < len(times) else scenario.step_seconds
             minute = round(at / MINUTE, 3)
             outages.at(minute)
             world.step(at)
-            act(at)  # each controller on its own cadence (`cadence`)
+            act(at, step)  # each controller on its own cadence (`cadence`)
             box.fail_launches(deliver=controller == NODESCALER)
             world.react()  # drains start on the instances just let go
             kept.look()
@@ -249,7 +288,7 @@ def _simulate(
             world.record_pods()
             if progress:
                 progress(_progress_line(scenario, controller, minute, result.minutes))
-            box.advance(step / MINUTE, between=world.react)
+            box.advance(after / MINUTE, between=world.react)
         outages.close()
         result.faults_injected = dict(outages.injected)
         result.failed_invocations = len(box.failed_invocations)
@@ -295,17 +334,17 @@ def _controller(
     outages: Outages,
     *,
     settings: dict[str, Any] | None = None,
-) -> Callable[[int], None]:
-    """What a controller does at a step (its time in seconds from the start), each part
-    on its real cadence, not the step's; CA tuned's settings written into `settings`."""
-    step = scenario.step_seconds
+) -> Callable[[int, int], None]:
+    """What a controller does at a step (its time in seconds from the start, and the
+    step's length), each part on its real cadence, not the step's; CA tuned's settings
+    written into `settings`."""
     if controller == NODESCALER:
         for service in THROTTLED:
             outages.watch(service, getattr(box.clients, service))
 
         tick = Cadence(scenario.tick_minutes * MINUTE)  # the stack's EventBridge schedule
 
-        def nodescaler(at: int) -> None:
+        def nodescaler(at: int, step: int) -> None:
             # An exporter's gauge is current whenever scraped: Prometheus holds it within a
             # step (a scrape interval of at most the world's), before anything reads it.
             if scenario.prometheus:
@@ -337,7 +376,7 @@ def _controller(
 
     scan = Cadence(int(SCAN.total_seconds()))
 
-    def cluster_autoscaler(at: int) -> None:
+    def cluster_autoscaler(at: int, step: int) -> None:
         # the tuned run's scheduled actions are Auto Scaling's, run at their time; the
         # baseline sees their bounds at its Auto Scaling cache's next refresh
         if actions is not None:
@@ -540,14 +579,19 @@ def _pods_existing(world: World, shapes: dict[str, oracle.Shape]) -> oracle.Step
     )
 
 
-def _oracle(scenario: Scenario, runs: Iterable[Run]) -> dict[str, float | int]:
+def _oracle(
+    scenario: Scenario, runs: Iterable[Run], times: Sequence[int] | None = None
+) -> dict[str, float | int]:
     """Over the judged steps: the bound (`oracle.oracle_node_hours`, from the scenario's
     demand), and the heuristic packing (`oracle.packed_node_hours`) of the pods of the run
-    whose pods needed fewest nodes (pods served sooner go sooner: a queue's workers)."""
+    whose pods needed fewest nodes (pods served sooner go sooner: a queue's workers).
+    `times`: the runs' steps (`_step_times`), the scenario's by default."""
     runs = list(runs)
     step = scenario.step_seconds
-    judged = math.ceil(scenario.judged_from * MINUTE / step)  # the first step judged
-    packed = [oracle.packed_node_hours(r.steps[judged:], r.templates, step) for r in runs]
+    times = _step_times(scenario, None) if times is None else times
+    ran = sum(1 for at in times if at < scenario.judged_from * MINUTE)  # a run's first judged
+    packed = [oracle.packed_node_hours(r.steps[ran:], r.templates, step) for r in runs]
+    judged = math.ceil(scenario.judged_from * MINUTE / step)  # the demand's, at `step`
     bounds, templates = _bounds(scenario), runs[0].templates
     first_task = {
         q.name: _first_node(scenario, demand.shape_of(q.worker), templates, bounds)
@@ -884,9 +928,10 @@ def _requested(scenario: Scenario, result: Run) -> dict[str, dict[str, float]]:
 
 
 def _side_by_side(summary: dict[str, Any]) -> str:
-    ours = summary[NODESCALER]
-    others = [summary[key] for key in (BASELINE, TUNED) if key in summary]
-    lines = [f"   {'':<52} {'nodescaler':>14} {'CA defaults':>14} {'CA tuned':>14}"]
+    """The runs' figures in columns, the first run's naming the rows (nodescaler's)."""
+    ran = [c for c in CONTROLLERS if c in summary]
+    ours, *others = (summary[c] for c in ran)
+    lines = ["   " + " " * 52 + "".join(f" {LABELS[c]:>14}" for c in ran)]
 
     def line(label: str, mine: Any, *path: str) -> None:
         cells = "".join(f" {_cell(_dig(other, path)):>14}" for other in others)
