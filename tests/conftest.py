@@ -18,8 +18,26 @@ TESTS = Path(__file__).parent
 SUITES = ("unit", "integration", "e2e", "faults", "infra", "sandbox", "tools")
 
 
+# Under pytest-xdist (make test's -n), the tests that build CDK stacks in this process go to
+# one worker (--dist loadgroup): it starts the JS runtime once and keeps the templates
+# synthesized (tests/infra/test_stack.py's cache, the session's `template`) for all of them.
+# test_cdk_cli.py runs the CDK CLI in a subprocess, so any worker may take it.
+CDK_GROUP = "cdk"
+CDK_SUBPROCESS_ONLY = {"infra/test_cdk_cli.py"}
+
+
+def builds_stacks(item: pytest.Item) -> bool:
+    where = item.path.relative_to(TESTS)
+    if where.parts[0] == "infra":
+        return where.as_posix() not in CDK_SUBPROCESS_ONLY
+    synth = getattr(getattr(item, "module", None), "synth", None)
+    return getattr(synth, "__module__", None) == "tests.infra.test_stack"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         suite = item.path.relative_to(TESTS).parts[0]
         if suite in SUITES:
             item.add_marker(getattr(pytest.mark, suite))
+        if builds_stacks(item):
+            item.add_marker(pytest.mark.xdist_group(CDK_GROUP))
