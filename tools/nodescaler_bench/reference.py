@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import Any
 
 SIZE = 20_000
 
 
 def workload() -> int:
     """The fixed work: 20,000 pod-like records built, sorted and summed."""
-    pods = [
+    pods: list[dict[str, Any]] = [
         {"name": f"pod-{n:06d}", "cpu": (n * 7919) % 4000, "zone": f"zone-{n % 3}"}
         for n in range(SIZE)
     ]
     pods.sort(key=lambda pod: (pod["zone"], -pod["cpu"], pod["name"]))
-    return sum(pod["cpu"] for pod in pods[::7])
+    return sum(int(pod["cpu"]) for pod in pods[::7])
 
 
 def timed() -> float:
