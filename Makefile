@@ -11,6 +11,14 @@ KUBECTL_READY := .tools/kubectl.ready
 PROMETHEUS_READY := .tools/prometheus.ready
 OTHER_CDK_READY := out/other-cdk/.ready
 SCENARIO ?=
+# The other aws-cdk-lib the construct's test synthesizes with (requirements/other-cdk.txt)
+OTHER_CDK := $(shell sed -n 's/^aws-cdk-lib==\([0-9.]*\).*/\1/p' requirements/other-cdk.txt)
+# The tests on every core (pytest-xdist); the tests that build CDK stacks in-process share
+# one worker, its JS runtime and its templates (tests/conftest.py's xdist_group).
+WORKERS ?= auto
+PARALLEL := -n $(WORKERS) --dist loadgroup
+# When this make began: `make test` ends with its wall time.
+STARTED := $(shell date +%s)
 # The Node.js LTS package.json pins, first on the PATH for the tests' in-process synths, as
 # npx puts it first for `npx cdk`: jsii then runs on a supported Node and warns of nothing.
 TEST_ENV := PATH="$(CURDIR)/node_modules/.bin:$$PATH"
@@ -22,11 +30,16 @@ help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 	@printf "  make %-10s %s\n" "test-SUITE" "One suite of make test: $(SUITES)"
 
-setup: $(PY_READY) $(NODE_READY) $(KUBECTL_READY) $(PROMETHEUS_READY) $(OTHER_CDK_READY) ## Create .venv and node_modules from the lock files, fetch Debian's kubectl and prometheus
+# What a user needs to run the demo and deploy; what only the tests need (kubectl, the other
+# aws-cdk-lib) comes with make test.
+setup: $(PY_READY) $(NODE_READY) $(PROMETHEUS_READY) ## Create .venv and node_modules from the lock files, fetch Debian's prometheus
+	$(if $(filter setup,$(MAKECMDGOALS)),@echo "$(NEXT)")
+NEXT := setup: done; next: make demo (the scenarios on a local sandbox, about 15 min), then the README's Deploy
+TEST_TOOLS := $(KUBECTL_READY) $(OTHER_CDK_READY)
 
 $(PY_READY): requirements/lock.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("nodescaler needs Python 3.11+, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
-	@echo "setup: .venv with the $$(grep -c '==' requirements/lock.txt) Python packages pinned in requirements/lock.txt (about 2 minutes the first time)"
+	@echo "setup: .venv with the $$(grep -c '==' requirements/lock.txt) Python packages pinned in requirements/lock.txt (2 to 8 minutes the first time, by how busy the machine is)"
 	@start=$$SECONDS; $(PYTHON) -m venv $(VENV) \
 		&& $(BIN)/pip install --quiet --require-hashes -r requirements/lock.txt \
 		&& $(BIN)/pip install --quiet --no-deps --no-build-isolation -e . \
@@ -41,18 +54,24 @@ $(NODE_READY): package.json package-lock.json
 
 # Another aws-cdk-lib than the lock's, apart in out/, for the construct's test in a user's app
 $(OTHER_CDK_READY): requirements/other-cdk.txt | $(PY_READY)
-	@echo "setup: aws-cdk-lib $$(grep -o 'aws-cdk-lib==[0-9.]*' $<) apart in out/other-cdk, for the construct's test"
-	@rm -rf out/other-cdk && $(BIN)/pip install --quiet --require-hashes --no-deps --target out/other-cdk -r $< && touch $@
+	@echo "setup: aws-cdk-lib $(OTHER_CDK) apart in out/other-cdk, for the construct's test"
+	@start=$$SECONDS; rm -rf out/other-cdk \
+		&& $(BIN)/pip install --quiet --require-hashes --no-deps --target out/other-cdk -r $< \
+		&& echo "setup: aws-cdk-lib $(OTHER_CDK) ready in $$((SECONDS - start)) s" && touch $@
 
 # Debian's kubectl (its pinned version in that module) unpacked into .tools/, for the tests
 # that check the loopback API server with it; where apt can't fetch it, those tests say how.
 $(KUBECTL_READY): tools/nodescaler_sandbox/kube/kubectl.py | $(PY_READY)
-	-$(BIN)/python -m nodescaler_sandbox.kube.kubectl && touch $@
+	@echo "setup: Debian's kubectl unpacked into .tools/, for the tests against the API server"
+	-@start=$$SECONDS; $(BIN)/python -m nodescaler_sandbox.kube.kubectl \
+		&& echo "setup: kubectl ready in $$((SECONDS - start)) s" && touch $@
 
 # Debian's Prometheus server (pinned in that module) unpacked into .tools/, for the tests
 # and scenarios of the Prometheus metric; where apt can't fetch it, those tests say how.
 $(PROMETHEUS_READY): tools/nodescaler_sandbox/prometheus.py | $(PY_READY)
-	-$(BIN)/python -m nodescaler_sandbox.prometheus && touch $@
+	@echo "setup: Debian's Prometheus server unpacked into .tools/, for the demo and its tests"
+	-@start=$$SECONDS; $(BIN)/python -m nodescaler_sandbox.prometheus \
+		&& echo "setup: Prometheus ready in $$((SECONDS - start)) s" && touch $@
 
 lint: $(PY_READY) ## ruff (lint + format check) and mypy
 	$(BIN)/ruff check .
@@ -61,15 +80,19 @@ lint: $(PY_READY) ## ruff (lint + format check) and mypy
 
 SUITES := unit integration e2e faults infra sandbox tools
 .PHONY: $(addprefix test-,$(SUITES))
-$(addprefix test-,$(SUITES)): test-%: setup
-	$(TEST_ENV) $(BIN)/pytest -q -m $*
+$(addprefix test-,$(SUITES)): test-%: setup $(TEST_TOOLS)
+	$(TEST_ENV) $(BIN)/pytest -q $(PARALLEL) -m $*
 
-test: setup lint ## Lint, type-check and run every test suite (~16 min; what CI runs)
-	$(TEST_ENV) $(BIN)/pytest -q
+# Ends with the ten slowest tests and the wall time of the whole make test.
+test: setup $(TEST_TOOLS) lint ## Lint, type-check and run every test suite (~16 min; what CI runs)
+	@$(TEST_ENV) $(BIN)/pytest -q $(PARALLEL) --durations=10; status=$$?; \
+		took=$$(( $$(date +%s) - $(STARTED) )); \
+		echo "make test: $$((took / 60)) min $$((took % 60)) s wall time (lint, types, every suite)"; \
+		exit $$status
 
 # The pure core needs Python alone: no CDK CLI, kubectl or Prometheus to fetch first.
 test-fast: $(PY_READY) ## The unit and property suites, tests/unit (~20 s)
-	$(BIN)/pytest -q tests/unit
+	$(BIN)/pytest -q $(PARALLEL) tests/unit
 
 synth: setup ## Synthesize the stack with the real CDK CLI (builds the layers, runs cdk-nag)
 	$(TEST_ENV) npx cdk synth --quiet --no-notices --no-version-reporting

@@ -6,12 +6,14 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubernetes import client as k8s
 from nodescaler_sandbox.kube import write_kubeconfig
 from nodescaler_sandbox.kube.apiserver import Cluster, KubeApiServer
 from nodescaler_sandbox.kube.tls import ServerCertificate, issue
+
+if TYPE_CHECKING:  # the generated client takes about a second to import: only kube_api needs it
+    from kubernetes import client as k8s
 
 NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 
@@ -111,6 +113,8 @@ def kube_api(
     cluster: Cluster | None = None, token: str | None = None
 ) -> Iterator[tuple[KubeApiServer, k8s.ApiClient]]:
     """The loopback server, and a real `kubernetes` client configured for it."""
+    from kubernetes import client as k8s
+
     with KubeApiServer(cluster, token=token) as server:
         configuration = k8s.Configuration(host=server.url)
         if token:

@@ -74,7 +74,7 @@ def build_wheel(tmp_path: Path) -> Path:
     return wheel
 
 
-# Another aws-cdk-lib 2.x than the lock's, installed apart by `make setup` from the
+# Another aws-cdk-lib 2.x than the lock's, installed apart by `make test` from the
 # hash-locked requirements/other-cdk.txt (tests reach no registry).
 OTHER_CDK = REPO / "out" / "other-cdk"
 
@@ -112,7 +112,7 @@ def installed_app(tmp_path: Path, *before: Path) -> tuple[Path, Path]:
 
 def test_the_installed_construct_synthesizes_with_another_aws_cdk_lib(tmp_path: Path) -> None:
     if not (OTHER_CDK / "aws_cdk").is_dir():
-        pytest.fail(f"no other aws-cdk-lib in {OTHER_CDK}: run make setup", pytrace=False)
+        pytest.fail(f"no other aws-cdk-lib in {OTHER_CDK}: run make test", pytrace=False)
     installed = {p.name for p in OTHER_CDK.glob("aws_cdk_lib-*.dist-info")}
     assert installed and installed != {"aws_cdk_lib-2.275.0.dist-info"}  # not the lock's
     app, _ = installed_app(tmp_path, OTHER_CDK)

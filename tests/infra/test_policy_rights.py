@@ -10,14 +10,9 @@ import pytest
 from aws_cdk.assertions import Template
 
 from tests.infra.stack_template import actions_of, render, resources, role_statements
-from tests.infra.test_stack import REPO, synth
+from tests.infra.test_stack import REPO
 
 POLICY_KEYS = ["POLICIES", "POLICY#*"]
-
-
-@pytest.fixture(scope="module")
-def template() -> Template:
-    return synth()
 
 
 def outputs(template: Template) -> dict[str, Any]:

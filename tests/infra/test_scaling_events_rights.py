@@ -17,11 +17,6 @@ ANNOUNCING = {"dispatch": DispatchSettings, "evaluate": EvaluateSettings, "drain
 BUS = "arn:<AWS::Partition>:events:<AWS::Region>:<AWS::AccountId>:event-bus/"
 
 
-@pytest.fixture(scope="module")
-def template() -> Template:
-    return synth()
-
-
 def put_events_resources(template: Template, folder: str) -> list[str]:
     statement = statement_for(role_statements(template, folder), "events:PutEvents")
     assert statement["Effect"] == "Allow"

@@ -12,6 +12,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
+from nodescaler.domain.policy import NodeGroupPolicy
 
 from infra.settings import DeploySettings, SettingsError, load_settings
 from infra.stack import NodescalerStack
@@ -23,20 +24,41 @@ CDK_CONTEXT = CDK_JSON["nodescaler"]
 FEATURE_FLAGS = {k: v for k, v in CDK_JSON.items() if k.startswith("@aws-cdk")}
 
 
+# The templates synthesized this session, by what makes them (see synth): most tests read
+# a few stacks, and a synth costs about a second of the JS runtime.
+_SYNTHS: dict[str, Template] = {}
+
+
 def synth_stack(**overrides: Any) -> NodescalerStack:
+    """A fresh stack, for tests that add to it (cdk-nag's aspects) or read its annotations."""
     settings, policies = load_settings(CDK_CONTEXT | overrides, REPO)
+    return _stack(settings, policies)
+
+
+def _stack(settings: DeploySettings, policies: dict[str, NodeGroupPolicy]) -> NodescalerStack:
     # Layers are staged unbuilt here; test_cdk_cli.py builds them with the real CLI.
     app = cdk.App(context=FEATURE_FLAGS | {"aws:cdk:bundling-stacks": []})
     return NodescalerStack(app, "Test", settings=settings, policies=policies)
 
 
 def synth(**overrides: Any) -> Template:
-    return Template.from_stack(synth_stack(**overrides))
+    """The template of the sample context with these overrides, synthesized once a session
+    for each settings and policies (a Template is only read: its finders return copies)."""
+    settings, policies = load_settings(CDK_CONTEXT | overrides, REPO)
+    key = synth_key(settings, policies)
+    if key not in _SYNTHS:
+        _SYNTHS[key] = Template.from_stack(_stack(settings, policies))
+    return _SYNTHS[key]
 
 
-@pytest.fixture(scope="module")
-def template() -> Template:
-    return synth()
+def synth_key(settings: DeploySettings, policies: dict[str, NodeGroupPolicy]) -> str:
+    """What the stack is built from: the validated settings and policies (the policies
+    layer carries these policies written out, not the folder's files)."""
+    made_of = [
+        settings.model_dump(mode="json"),
+        {name: policy.model_dump(mode="json") for name, policy in policies.items()},
+    ]
+    return json.dumps(made_of, sort_keys=True)
 
 
 def test_the_state_table_is_on_demand_recoverable_encrypted_and_expires_audit_items(
@@ -65,6 +87,27 @@ def test_the_state_table_is_on_demand_recoverable_encrypted_and_expires_audit_it
             "DeletionPolicy": "Retain",
         },
     )
+
+
+def test_synth_makes_a_template_once_a_session_and_anew_when_what_it_is_made_of_changes(
+    template: Template, tmp_path: Path
+) -> None:
+    # Given the sample stack, synthesized for the session
+    # When a test asks for it again, Then it is that template, as a fresh synth makes it
+    assert synth() is template
+    assert Template.from_stack(synth_stack()).to_json() == template.to_json()
+    # and reading it changes nothing a later test reads
+    template.to_json()["Resources"].clear()
+    assert template.to_json()["Resources"]
+    # When a setting or a policy differs, Then it is another template
+    assert synth(tickMinutes=5) is not template
+    (tmp_path / "gpu.yaml").write_text((REPO / "policies" / "gpu-training.yaml").read_text())
+    context = CDK_CONTEXT | {"clusterName": "", "allGroups": True, "policiesFolder": str(tmp_path)}
+    before = synth_key(*load_settings(context, REPO))
+    (tmp_path / "gpu.yaml").write_text(
+        (tmp_path / "gpu.yaml").read_text().replace("maxReplicas: 1000", "maxReplicas: 999")
+    )
+    assert synth_key(*load_settings(context, REPO)) != before
 
 
 def test_deletion_protection_follows_the_context() -> None:

@@ -24,12 +24,14 @@ def test_given_a_few_warm_evaluations_then_own_time_is_part_of_the_total() -> No
     assert figures["evaluate_own_ms_p50"] <= figures["evaluate_own_ms_p99"]
     assert figures["evaluate_acted_share"] == 0.5  # the queue changes every other time
     assert figures["evaluate_aws_calls_p50"] >= 4  # group, state, queue, record at least
+    assert figures["evaluate_reference_ms_p99"] > 0  # the workload its ratio is judged by
 
 
 def test_given_more_groups_than_a_page_then_a_tick_describes_them_page_by_page() -> None:
     figures = tick.run(groups=120, ticks=1)
 
     assert figures["tick_120_groups_describe_calls"] == 2  # 100 a page
+    assert figures["tick_120_groups_reference_s"] > 0
     assert figures["tick_120_groups_s"] > figures["tick_120_groups_own_s"] > 0
     on_the_wire = figures["tick_120_groups_aws_wait_s"]
     assert figures["tick_120_groups_describe_wait_s"] < on_the_wire < figures["tick_120_groups_s"]
@@ -165,14 +167,88 @@ def test_given_two_functions_then_each_import_is_timed_against_boto3s(tmp_path: 
 def test_the_targets_are_checked_and_a_miss_shows() -> None:
     from nodescaler_bench.__main__ import TARGETS, _verdict
 
-    assert {"evaluate_own_ms_p99", "tick_1000_groups_s", "k8s_vs_client_models_speedup"} <= set(
-        TARGETS
-    )
+    assert {
+        "evaluate_own_ratio_p99",
+        "tick_1000_groups_ratio",
+        "k8s_vs_client_models_speedup",
+    } <= set(TARGETS)
     assert _verdict(64.7, TARGETS["k8s_vs_client_models_speedup"]) == "  ✓ target ≥ 10"
     assert _verdict(9.9, TARGETS["k8s_vs_client_models_speedup"]) == "  ✗ target ≥ 10"
     assert _verdict(512, TARGETS["k8s_150k_pods_peak_mb"]) == "  ✗ target < 512"
-    assert _verdict("n/a", TARGETS["tick_1000_groups_s"]) == "  ✗ target < 5"
+    assert _verdict("n/a", TARGETS["tick_1000_groups_ratio"]) == "  ✗ target < 125"
     assert _verdict(1.0, None) == ""
+
+
+def _judged(results: dict[str, object]) -> dict[str, str]:
+    from nodescaler_bench.__main__ import TARGETS, _verdict, with_ratios
+
+    judged = with_ratios(results)
+    return {name: _verdict(judged.get(name, "n/a"), TARGETS[name]) for name in RATIOS}
+
+
+# the 2026-11-25 figures (guarantees.md) beside the reference workload's 40 ms
+MEASURED: dict[str, object] = {
+    "evaluate_own_ms_p99": 9.9,
+    "evaluate_reference_ms_p99": 40.0,
+    "tick_1000_groups_s": 1.87,
+    "tick_1000_groups_reference_s": 0.04,
+    "scale_in_choice_s": 0.51,
+    "scale_in_reference_s": 0.04,
+    "forecast_tick_s": 0.25,
+    "forecast_reference_s": 0.04,
+}
+RATIOS = [
+    "evaluate_own_ratio_p99",
+    "tick_1000_groups_ratio",
+    "scale_in_choice_ratio",
+    "forecast_tick_ratio",
+]
+
+
+def test_a_slower_machine_moves_timing_and_reference_alike_and_meets_every_target() -> None:
+    # Given the figures of a run that met its targets, every timing judged by its ratio
+    assert all(verdict.startswith("  ✓") for verdict in _judged(MEASURED).values())
+    # When the same code runs on a machine five times slower (or busier): every timing and
+    # every reference five times as long, as scale_in_choice_s went 0.32 s → 4.0 s
+    slower = {name: 5 * value for name, value in MEASURED.items()}  # type: ignore[operator]
+    # Then the raw seconds would miss (9.9 ms × 5 > 25 ms, 0.51 s × 5 > 2 s) but no target does
+    assert all(verdict.startswith("  ✓") for verdict in _judged(slower).values())
+
+
+# the seconds each timing had to stay under before it was judged by its ratio
+SECONDS_TARGETS = {
+    "evaluate_own_ms_p99": 25,
+    "tick_1000_groups_s": 5,
+    "scale_in_choice_s": 2,
+    "forecast_tick_s": 5,
+}
+
+
+@pytest.mark.parametrize("timing", SECONDS_TARGETS)
+def test_on_the_same_machine_code_past_its_old_seconds_target_misses_its_ratio(timing: str) -> None:
+    # Given the development machine (the same reference), When one timing regresses past
+    # the seconds it had to stay under (by a tenth)
+    regressed = MEASURED | {timing: 1.1 * SECONDS_TARGETS[timing]}
+    # Then that timing's ratio, and it alone, misses its target
+    missed = [name for name, verdict in _judged(regressed).items() if verdict.startswith("  ✗")]
+    from nodescaler_bench.__main__ import RATIOS as PAIRS
+
+    assert missed == [name for name, (figure, _) in PAIRS.items() if figure == timing]
+
+
+def test_a_ratio_without_its_reference_is_not_judged_as_met() -> None:
+    missing = {k: v for k, v in MEASURED.items() if k != "scale_in_reference_s"}
+    assert _judged(missing)["scale_in_choice_ratio"] == "  ✗ target < 50"
+
+
+def test_the_reference_workload_is_fixed_work_that_takes_time() -> None:
+    from nodescaler_bench import reference
+
+    assert reference.workload() == reference.workload()  # the same work every time
+    assert reference.seconds(repetitions=1) > 0
+    assert reference.ratio(0.5, 0.04) == 12.5
+    with pytest.raises(ValueError, match="reference workload took 0"):
+        reference.ratio(0.5, 0)
 
 
 def test_the_forecast_error_is_zero_on_a_steady_trace_and_counts_what_falls_short() -> None:

@@ -3,12 +3,15 @@ repository files they read, and mutates only what the score is about."""
 
 from __future__ import annotations
 
+import ast
 import os
 import tomllib
 from pathlib import Path
 
 import pytest
 from nodescaler_bench import mutation
+
+ROOT = Path(__file__).parents[2]
 
 
 def test_the_stage_holds_the_package_its_tests_and_what_they_read(
@@ -62,3 +65,50 @@ def test_when_mutmuts_clean_run_fails_make_mutate_shows_which_test_failed(
     printed = capsys.readouterr().out
     assert "FAILED tests/unit/test_forecast.py::test_x - Failed: DID NOT RAISE" in printed
     assert "Failed to run clean test" in printed
+
+
+def _named_top_level_paths(test_file: Path, top_level: set[str]) -> set[str]:
+    """The repository's top-level entries a test file names in a string ('infra',
+    'layers/core/python/nodescaler', 'app.py'): what it would read relative to the repo."""
+    return {
+        node.value.split("/")[0]
+        for node in ast.walk(ast.parse(test_file.read_text()))
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and not any(c.isspace() for c in node.value)  # prose, such as a docstring
+        and node.value.split("/")[0] in top_level
+    }
+
+
+def test_mutmuts_copy_holds_every_repository_path_a_judged_test_names() -> None:
+    # Given the tests mutmut runs against each mutant (and the helpers they import), in a
+    # copy of the repository that holds only what the stage and also_copy put there
+    judged = [
+        path
+        for selected in mutation.TESTS
+        for path in (
+            [ROOT / selected] if selected.endswith(".py") else (ROOT / selected).rglob("*.py")
+        )
+        if str(path.relative_to(ROOT)) not in mutation.NOT_JUDGES
+    ]
+    helpers = [
+        *(ROOT / "tests").glob("*.py"),
+        *(ROOT / "tests" / "integration").glob("conftest.py"),
+    ]
+    top_level = {entry.name for entry in ROOT.iterdir()} - {"tests", "out", ".git"}
+    # When each names a top-level path of the repository (app.py, infra/, events/ ...)
+    named = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in [*judged, *helpers]
+        for name in _named_top_level_paths(path, top_level)
+        if name not in mutation.FIXTURES
+    }
+    # Then mutmut's copy holds it: a clean run would otherwise fail (FileNotFoundError) or,
+    # worse, a test walking a missing folder would pass having checked nothing
+    assert named == set()
+
+
+def test_a_test_naming_a_path_the_copy_lacks_is_found(tmp_path: Path) -> None:
+    reads = tmp_path / "test_reads.py"
+    reads.write_text('REPO = Path(__file__).parents[2]\nSOURCE = (REPO / "app.py").read_text()\n')
+    assert _named_top_level_paths(reads, {"app.py", "infra"}) == {"app.py"}

@@ -30,6 +30,7 @@ from nodescaler_sandbox.provision import (
 )
 from nodescaler_sandbox.sandbox import ROOT, START, VirtualClock, load_handler
 
+from nodescaler_bench import reference
 from nodescaler_bench.aws import (
     REGION,
     AwsStopwatch,
@@ -136,6 +137,7 @@ def run(repetitions: int = REPETITIONS) -> dict[str, float]:
         tasks = TaskQueue(boto3.client("sqs", region_name=REGION, endpoint_url=endpoint))
         totals: list[float] = []
         own: list[float] = []
+        beside: list[float] = []  # the reference workload, once after each evaluation
         calls: list[int] = []
         acted = 0
         with functions_output():
@@ -153,6 +155,7 @@ def run(repetitions: int = REPETITIONS) -> dict[str, float]:
                 if index < WARM_UP:
                     continue
                 totals.append(elapsed)
+                beside.append(reference.timed())
                 own.append(elapsed - stopwatch.seconds)
                 calls.append(sum(stopwatch.calls.values()))
                 acted += stopwatch.calls["SetDesiredCapacity"]
@@ -161,6 +164,7 @@ def run(repetitions: int = REPETITIONS) -> dict[str, float]:
         "evaluate_ms_p99": round(percentile(totals, 0.99) * 1000, 2),
         "evaluate_own_ms_p50": round(statistics.median(own) * 1000, 2),
         "evaluate_own_ms_p99": round(percentile(own, 0.99) * 1000, 2),
+        "evaluate_reference_ms_p99": round(percentile(beside, 0.99) * 1000, 2),
         "evaluate_aws_calls_p50": statistics.median(calls),
         "evaluate_acted_share": round(acted / repetitions, 2),
     }

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 import time
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -32,6 +33,8 @@ from nodescaler.domain.forecast import (
     named_history_window,
 )
 from nodescaler.domain.policy import NodeGroupPolicy
+
+from nodescaler_bench import reference
 
 START = datetime(2026, 11, 2, tzinfo=UTC)  # a Monday
 DAYS = 21
@@ -101,14 +104,20 @@ def tick(nodes: list[int]) -> dict[str, float]:
         history = history.record(START + timedelta(days=DAYS - 14, minutes=minute), demand)
     stored = history.dump()
     now = START + timedelta(days=DAYS)
+    before = reference.seconds()
     started = time.perf_counter()
     asked = 0
     for _ in range(GROUPS):
         readings = forecast_readings(POLICY, DemandHistory.load(stored), now)
         asked += len(readings)
     seconds = time.perf_counter() - started
+    beside = statistics.median([before, reference.seconds()])
     assert asked == GROUPS
-    return {"forecast_tick_s": round(seconds, 3), "forecast_history_stored_bytes": len(stored)}
+    return {
+        "forecast_tick_s": round(seconds, 3),
+        "forecast_reference_s": round(beside, 4),
+        "forecast_history_stored_bytes": len(stored),
+    }
 
 
 NAMED = forecast_policy(

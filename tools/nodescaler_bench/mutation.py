@@ -33,7 +33,22 @@ TESTS = ["tests/unit", "tests/integration/test_state_store.py"]
 # original package, never the mutant.
 NOT_JUDGES = ["tests/unit/test_cold_imports.py", "tests/unit/test_domain_purity.py"]
 TARGETS = {"domain": 0.90, "state claim": 0.80}  # of each part's mutants, killed
-FIXTURES = ["events", "policies", "scenarios", "cdk.json"]  # what the tests read from the repo
+# What the judged tests read from the repository, beside the package: mutmut copies these
+# into its own tree (out/mutate/mutants/), where a test would otherwise find no app.py.
+# tests/tools/test_mutation.py fails when a judged test names a top-level path not here.
+FIXTURES = [
+    "app.py",
+    "cdk.json",
+    "events",
+    "functions",
+    "infra",
+    "layers",
+    "policies",
+    "scenarios",
+    "schemas",
+    "tools",
+    "README.md",
+]
 
 
 def stage() -> None:
@@ -44,8 +59,10 @@ def stage() -> None:
     )
     for name in ["tests", *FIXTURES]:
         source, target = REPO / name, STAGE / name
-        if source.is_dir():
-            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+        if source.is_dir():  # links kept: they point inside the copy (infra/assets → layers)
+            shutil.copytree(
+                source, target, symlinks=True, ignore=shutil.ignore_patterns("__pycache__")
+            )
         else:
             shutil.copy(source, target)
     pytest = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]

@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Any
 
+from nodescaler_bench import reference
 from nodescaler_bench.kubernetes import _node, _pod, api_server, in_fresh_interpreter
 
 NODES = 1000
@@ -101,6 +102,7 @@ def _compute(url: str) -> dict[str, Any]:
     elapsed = time.perf_counter() - started
     return {
         "seconds": elapsed,
+        "reference_seconds": reference.seconds(),  # in the same interpreter, just after
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "chosen": len(choice.instance_ids),
         "reason": choice.reason,
@@ -119,6 +121,7 @@ def run() -> dict[str, float]:
         raise AssertionError(f"the chooser should let {WANTED} nodes go: {measured}")
     return {
         "scale_in_choice_s": round(measured["seconds"], 3),
+        "scale_in_reference_s": round(measured["reference_seconds"], 4),
         "scale_in_choice_peak_mb": round(measured["peak_mb"], 1),
     }
 

@@ -12,6 +12,7 @@ finds its queue drained by the evaluations of the minute before.
 from __future__ import annotations
 
 import json
+import statistics
 import time
 import uuid
 from typing import Any
@@ -26,6 +27,7 @@ from nodescaler_sandbox.provision import (
 )
 from nodescaler_sandbox.sandbox import ROOT, load_handler
 
+from nodescaler_bench import reference
 from nodescaler_bench.aws import (
     REGION,
     AwsStopwatch,
@@ -68,6 +70,7 @@ def run(groups: int = 1000, ticks: int = TICKS) -> dict[str, float]:
         stopwatch.watch(clients.autoscaling, clients.sqs, clients.dynamodb)
         dispatch = load_handler("dispatch")
         measured: list[tuple[float, float, dict[str, float], int]] = []
+        beside: list[float] = []  # the reference workload, after each tick
         for tick in range(ticks):
             environment = {
                 "EVALUATION_QUEUE_URL": create_evaluation_queue(client("sqs"), f"tick-{tick}"),
@@ -84,6 +87,7 @@ def run(groups: int = 1000, ticks: int = TICKS) -> dict[str, float]:
                 raise AssertionError(f"tick {tick} queued {len(result['queued'])} of {groups}")
             describes = stopwatch.calls["DescribeAutoScalingGroups"]
             measured.append((elapsed, stopwatch.seconds, dict(stopwatch.waiting), describes))
+            beside.append(reference.seconds())
     if len({describes for *_, describes in measured}) != 1:
         raise AssertionError(f"ticks made different numbers of describe calls: {measured}")
     elapsed, on_wire, waiting, describes = sorted(measured, key=lambda m: m[0])[len(measured) // 2]
@@ -95,4 +99,5 @@ def run(groups: int = 1000, ticks: int = TICKS) -> dict[str, float]:
         f"{name}_send_wait_s": round(waiting.get("SendMessageBatch", 0.0), 3),
         f"{name}_aws_wait_s": round(on_wire, 3),
         f"{name}_own_s": round(elapsed - on_wire, 3),
+        f"{name}_reference_s": round(statistics.median(beside), 4),
     }

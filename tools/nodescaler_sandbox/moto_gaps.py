@@ -64,7 +64,9 @@ def moto_in_this_process() -> Iterator[str]:
     requests = logging.getLogger("werkzeug")
     level = requests.level
     requests.setLevel(logging.WARNING)  # a line per request, thousands of them
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
+    # port 0: the server binds a free port itself, so no other test (or xdist worker) takes it
+    # between a probe and the bind
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     wsgi = server._server
     assert wsgi is not None

@@ -1,6 +1,6 @@
 """Debian's kubectl, pinned, in a git-ignored folder of the checkout: an independent client
 the tests run against the loopback API server (`python -m nodescaler_sandbox.kube.kubectl`
-installs it; `make setup` does).
+installs it; `make test` does, as only the tests need it).
 
 Debian's package, not a download from the Kubernetes project, so apt checks its signature;
 extracted with `dpkg-deb -x`, never installed, so it does not clash with a kubectl on PATH
@@ -21,7 +21,7 @@ DEBIAN = DebianPackage(PACKAGE, VERSION)
 HOME = DEBIAN.home
 KUBECTL = HOME / "usr" / "bin" / "kubectl"
 HOW_TO_INSTALL = (
-    f"Debian's kubectl ({PACKAGE}={VERSION}) is not at {KUBECTL}: run `make setup` "
+    f"Debian's kubectl ({PACKAGE}={VERSION}) is not at {KUBECTL}: run `make test` "
     "(apt-get download and dpkg-deb, on Debian or Ubuntu; apt-get update needs root)"
 )
 
