@@ -182,6 +182,7 @@ def test_the_baseline_balances_only_groups_alike_and_only_when_the_chain_says(
     assert unbalanced["peak_desired"] == {"web-a": 6, "web-b": 0, "web-c": 0}
 
 
+@pytest.mark.xdist_group("sandbox-pods-that-stay")  # one worker makes the shared run once
 def test_the_baseline_keeps_the_nodes_of_pods_cluster_autoscaler_would_not_move(
     sandbox_runs: SandboxRuns,
 ) -> None:

@@ -381,6 +381,7 @@ def test_a_scale_in_never_takes_the_nodes_of_pods_a_budget_keeps(sandbox_runs: S
     assert theirs["disruption_budget_short_minutes"] > 0
 
 
+@pytest.mark.xdist_group("sandbox-pods-that-stay")  # one worker makes the shared run once
 def test_the_nodes_of_pods_cluster_autoscaler_would_not_move_stay_under_both_runs(
     sandbox_runs: SandboxRuns,
 ) -> None:
