@@ -88,7 +88,7 @@ class TraceWindow(_Spec):
 
     def described(self) -> dict[str, Any]:
         """How the trace was replayed, for the output."""
-        return self.model_dump(by_alias=True)
+        return self.model_dump(by_alias=True, include=set(TraceWindow.model_fields))
 
     def when(self, trace_s: float) -> float:
         """A time of the trace → seconds from the run's start."""
