@@ -267,3 +267,15 @@ def test_a_scenario_with_traces_loads_and_a_bad_row_is_named_with_the_scenario(
     trace(tmp_path, "arrival_s,service_s\n0,2\n1,-1\n", "requests.csv")
     with pytest.raises(ScenarioError, match=r"requestTraces.0: .*requests.csv:3:2 \(service_s\)"):
         load_scenario(path)
+
+
+def test_the_benchs_two_day_trace_has_its_pods_and_shapes_and_reads_clean(tmp_path: Path) -> None:
+    from nodescaler_bench import trace_replay
+
+    scenario = load_scenario(trace_replay.write(tmp_path))
+    rows = list(traces.pod_rows(scenario.pod_traces[0], tmp_path))
+    assert len(rows) == trace_replay.PODS
+    shapes = {tuple(sorted(r.requests.items())) for r in rows}
+    assert len(shapes) == trace_replay.SHAPES
+    assert rows[-1].arrival_s < trace_replay.DAYS * 24 * 3600
+    assert {r.run_s is None for r in rows} == {True, False}  # jobs and services
