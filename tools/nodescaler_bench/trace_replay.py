@@ -64,7 +64,7 @@ def rows(seed: int = 43) -> list[str]:
     draw = random.Random(seed)
     kinds = shapes(draw)
     seconds = DAYS * 24 * 3600
-    arrivals = []
+    arrivals: list[float] = []
     while len(arrivals) < PODS:
         at = draw.uniform(0, seconds)
         hour = (at / 3600) % 24

@@ -469,7 +469,9 @@ def _check_traces(where: Path, scenario: Scenario) -> None:
     """Each trace read whole (a row at a time): a bad row named by file, line and column;
     names apart from the queues' and deployments'."""
     taken = {q.name for q in scenario.queues} | {d.name for d in scenario.deployments}
-    named = [(f"podTraces.{i}", t) for i, t in enumerate(scenario.pod_traces)]
+    named: list[tuple[str, PodTraceSpec | RequestTraceSpec]] = [
+        (f"podTraces.{i}", t) for i, t in enumerate(scenario.pod_traces)
+    ]
     named += [(f"requestTraces.{i}", t) for i, t in enumerate(scenario.request_traces)]
     for field, trace in named:
         if trace.name in taken:

@@ -153,8 +153,8 @@ class World:
             if group.termination_policy == "nodescaler" and hooks:
                 self.box.termination.custom_groups.add(group.name)
         sqs = self.box.client("sqs")
-        for queue in [*self.queues, *self.request_queues]:
-            sqs.create_queue(QueueName=queue.queue)
+        for name in self.queue_names:
+            sqs.create_queue(QueueName=name)
         for spec in self.scenario.deployments:
             if spec.disruption_budget:
                 budget = spec.disruption_budget.model_dump(by_alias=True, exclude_none=True)
@@ -359,9 +359,7 @@ class World:
             for trace in self.pod_traces:
                 trace.follow(self.cluster.store, self.at, self.box.clock.now())
         for served in self.request_queues:
-            served.workers.resize(
-                self.cluster.store, served.wanted(self.at), self.box.clock.now()
-            )
+            served.workers.resize(self.cluster.store, served.wanted(self.at), self.box.clock.now())
         self.box.sync(self.react)
         self._schedule()
         self._check_budgets()
@@ -425,10 +423,15 @@ class World:
     def queue_depths(self) -> dict[str, int]:
         """Each queue's messages (a queue a fault deleted is not there)."""
         return {
-            q.queue: _messages(q.queue, self.cluster.region)
-            for q in [*self.queues, *self.request_queues]
-            if _store(q.queue, self.cluster.region) is not None
+            name: _messages(name, self.cluster.region)
+            for name in self.queue_names
+            if _store(name, self.cluster.region) is not None
         }
+
+    @property
+    def queue_names(self) -> list[str]:
+        """The scenario's queues and its request traces' queues."""
+        return [q.queue for q in self.queues] + [r.queue for r in self.request_queues]
 
     def gauges(self) -> dict[str, float]:
         """The scenario's Prometheus gauges now: queues' messages, deployments' replicas."""
