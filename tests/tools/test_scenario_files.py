@@ -54,6 +54,7 @@ def test_every_scenario_in_the_repository_loads() -> None:
         "namespace-buffer",
         "reservation-first",
         "zone-shifted-burst",
+        "azure-llm-code",
     ]
 
 
@@ -307,7 +308,15 @@ def test_the_format_documented_in_the_scenarios_readme_loads(tmp_path: Path) -> 
     policies = Path(__file__).parents[2] / "policies"
     path = tmp_path / "example.yaml"
     path.write_text(example.replace("policies: ../policies", f"policies: {policies}"))
+    for trace, header in (
+        ("mine/pods.csv", "arrival_s,cpu,memory"),
+        ("azure-llm-code/requests.csv", "arrival_s,service_s"),
+    ):
+        (tmp_path / "traces" / trace).parent.mkdir(parents=True)
+        (tmp_path / "traces" / trace).write_text(header + "\n")
     scenario = load_scenario(path)
+    assert (scenario.pod_traces[0].until, scenario.request_traces[0].queue_length) == (1440, 5)
+    assert scenario.prices == {"g5.xlarge": 0.45}
     assert [f.kind for f in scenario.faults] == [
         "cloudwatch-outage",
         "throttling",

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from nodescaler_sandbox import baseline_tuning, cadence, demand, figures, oracle
+from nodescaler_sandbox import baseline_tuning, cadence, demand, figures, oracle, traces
 from nodescaler_sandbox.baseline import (
     SCAN,
     DrainFlags,
@@ -109,6 +109,7 @@ class Run:
     steps: list[oracle.Step] = field(default_factory=list)  # the pods existing, each step
     templates: dict[str, Room] = field(default_factory=dict)  # what a group's new node offers
     settings: dict[str, Any] = field(default_factory=dict)  # CA tuned's flags and placeholders
+    replayed: dict[str, Any] = field(default_factory=dict)  # each trace's figures (`traces`)
 
 
 def run(
@@ -295,6 +296,7 @@ def _simulate(
         result.termination_asked = list(box.termination.invocations)
         result.termination_failed = len(box.termination.failures)
         result.tasks_lost = world.tasks_lost
+        result.replayed = traces.replayed(world)
         result.writes = dict(box.writes)
         result.launch_failures = [
             ((at - scenario.start).total_seconds() / 60, group) for at, group in box.launch_failures
@@ -349,7 +351,7 @@ def _controller(
             # step (a scrape interval of at most the world's), before anything reads it.
             if scenario.prometheus:
                 box.publish_gauges(world.gauges())
-            if EVERY_MINUTE.due(at, step) and scenario.queues:
+            if EVERY_MINUTE.due(at, step) and (scenario.queues or scenario.request_traces):
                 box.publish_queue_metrics(world.queue_depths())  # SQS's, once a minute
             if scenario.alarms:
                 box.evaluate_alarms()  # each alarm when its evaluation is due
@@ -846,6 +848,7 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
         "final_desired": {r["group"]: r["desired"] for r in by_minute[scenario.minutes]},
         "scale_requests": result.scale_requests,
     }
+    summary |= _replay_figures(scenario, result, judged, step)
     if scenario.judged_from:
         summary["judged_from_minute"] = scenario.judged_from
     if scenario.queues:
@@ -889,6 +892,31 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
     if result.settings:  # CA tuned: the flags and placeholders it ran with
         summary["settings"] = result.settings
     return summary
+
+
+def _replay_figures(
+    scenario: Scenario, result: Run, judged: list[dict[str, Any]], step: float
+) -> dict[str, Any]:
+    """The waits a user feels (each pod's arrival to Ready, in seconds), the cost in
+    dollars, and what each trace did (`traces`)."""
+    waits = traces.pod_wait_seconds(result.pods, scenario.minutes)
+    hours = {
+        g.name: figures.node_hours([r for r in judged if r["group"] == g.name], step)
+        for g in scenario.groups
+    }
+    groups = [(g.name, g.instance_type) for g in scenario.groups]
+    replay: dict[str, Any] = {
+        "pod_wait_s": traces.wait_spread(waits),
+        "cost_usd": traces.cost_usd(groups, hours, dict(scenario.prices)),
+    }
+    if scenario.pod_traces:
+        replay["lost_job_minutes"] = round(
+            sum(t["lost_job_minutes"] for t in result.replayed.values() if "lost_job_minutes" in t),
+            1,
+        )
+    if result.replayed:
+        replay["traces"] = result.replayed
+    return replay
 
 
 def _queue_targets(scenario: Scenario) -> dict[str, list[tuple[str, float]]]:

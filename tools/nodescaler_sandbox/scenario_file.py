@@ -31,7 +31,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from nodescaler_sandbox import metric_math
+from nodescaler_sandbox import metric_math, traces
 
 
 class ScenarioError(PermanentError, ValueError):
@@ -281,6 +281,23 @@ class PrometheusSpec(_Spec):
     gauges: list[GaugeSpec] = Field(min_length=1)
 
 
+class PodTraceSpec(traces.TraceWindow):
+    """A pod trace beside the scenario (`traces`): a row a pod, jobs or services."""
+
+    name: str = Field(default="trace", pattern=r"^[a-z0-9][a-z0-9-]*$")  # the pods' app
+    ready_after_seconds: Annotated[float, Field(ge=0)] = 0
+
+
+class RequestTraceSpec(traces.TraceWindow):
+    """A request trace beside the scenario: its requests sent to the SQS queue `name`,
+    whose workers KEDA scales (`queueLength` messages a worker, at most `maxWorkers`)."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    worker: PodShape = PodShape()
+    max_workers: Annotated[int, Field(gt=0)]
+    queue_length: Annotated[int, Field(gt=0)] = traces.KEDA_QUEUE_LENGTH
+
+
 FAULT_KINDS = (
     "queue-deleted",  # target: a queue of the scenario; deleted, its messages lost, then made anew
     "cloudwatch-outage",  # CloudWatch answers 503 ServiceUnavailable
@@ -327,6 +344,10 @@ class Scenario(_Spec):
     capacity_buffers: list[CapacityBufferSpec] = []
     zonal_shifts: list[ZonalShiftSpec] = []
     prometheus: PrometheusSpec | None = None
+    pod_traces: list[PodTraceSpec] = []  # demand read from CSV files beside the scenario
+    request_traces: list[RequestTraceSpec] = []
+    # $ an hour of an instance type, over the sandbox's on-demand table (cost_usd)
+    prices: dict[str, Annotated[float, Field(ge=0)]] = {}
     path: Path = Field(default=Path("."), exclude=True)
 
     @property
@@ -394,6 +415,7 @@ def _check_references(scenario: Scenario) -> None:
         _check_fault(f"{where}: faults.{index}", fault, queues)
     _check_zones_and_buffers(where, scenario)
     _check_gauges(where, scenario)
+    _check_traces(where, scenario)
     for index, group in enumerate(scenario.groups):
         if group.min > group.max:
             raise ScenarioError(
@@ -441,6 +463,28 @@ def _check_prometheus(
             f"{where}: {named} queries Prometheus: declare the gauges it reads under "
             "prometheus.gauges"
         )
+
+
+def _check_traces(where: Path, scenario: Scenario) -> None:
+    """Each trace read whole (a row at a time): a bad row named by file, line and column;
+    names apart from the queues' and deployments'."""
+    taken = {q.name for q in scenario.queues} | {d.name for d in scenario.deployments}
+    named: list[tuple[str, PodTraceSpec | RequestTraceSpec]] = [
+        (f"podTraces.{i}", t) for i, t in enumerate(scenario.pod_traces)
+    ]
+    named += [(f"requestTraces.{i}", t) for i, t in enumerate(scenario.request_traces)]
+    for field, trace in named:
+        if trace.name in taken:
+            raise ScenarioError(f"{where}: {field}.name: {trace.name!r} is taken already")
+        taken.add(trace.name)
+        if trace.until is not None and trace.until <= trace.start:
+            raise ScenarioError(
+                f"{where}: {field}.until: {trace.until:g} is not after from ({trace.start:g})"
+            )
+        try:
+            traces.check(trace, where.parent, requests=isinstance(trace, RequestTraceSpec))
+        except traces.TraceError as error:
+            raise ScenarioError(f"{where}: {field}: {error}") from None
 
 
 def _check_gauges(where: Path, scenario: Scenario) -> None:

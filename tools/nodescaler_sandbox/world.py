@@ -42,6 +42,7 @@ from nodescaler_sandbox.provision import (
     launch_configuration,
     moto_queue,
 )
+from nodescaler_sandbox.traces import PodTrace, RequestQueue, pod_rows, request_rows
 from nodescaler_sandbox.workloads import Deployment, QueueWork, pod, replicas_at
 
 ZONE_LABEL = "topology.kubernetes.io/zone"  # as the kubelet sets it on EC2 (a group's zone given)
@@ -83,6 +84,22 @@ class World:
                 q.max_workers,
             )
             for q in scenario.queues
+        ]
+        # demand streamed from trace files, a row at a time (`traces`)
+        folder = scenario.path.parent
+        self.pod_traces = [
+            PodTrace(t.name, pod_rows(t, folder), t.ready_after_seconds)
+            for t in scenario.pod_traces
+        ]
+        self.request_queues = [
+            RequestQueue(
+                t.name,
+                request_rows(t, folder),
+                _deployment(f"{t.name}-worker", t.worker, [(0, 0)]),
+                t.max_workers,
+                t.queue_length,
+            )
+            for t in scenario.request_traces
         ]
         # each budget, each time the cluster reacted: (minute, budget, enough healthy pods)
         self.budget_looks: list[tuple[float, str, bool]] = []
@@ -136,8 +153,8 @@ class World:
             if group.termination_policy == "nodescaler" and hooks:
                 self.box.termination.custom_groups.add(group.name)
         sqs = self.box.client("sqs")
-        for queue in self.queues:
-            sqs.create_queue(QueueName=queue.queue)
+        for name in self.queue_names:
+            sqs.create_queue(QueueName=name)
         for spec in self.scenario.deployments:
             if spec.disruption_budget:
                 budget = spec.disruption_budget.model_dump(by_alias=True, exclude_none=True)
@@ -278,7 +295,21 @@ class World:
                 self.tasks_lost += arrived
             done = queue.finish(self.cluster.store, self.box.clock.now())
             _consume(queue.queue, done, self.cluster.region)
+        self._replay(at)
         self.react()
+
+    def _replay(self, at: int) -> None:
+        """The traces' rows arrived by now: pods created, requests sent and worked."""
+        store, now = self.cluster.store, self.box.clock.now()
+        with store.lock:
+            for trace in self.pod_traces:
+                trace.arrive(store, at, now)
+            for served in self.request_queues:
+                arrived = served.arrive(at)
+                if arrived:
+                    sqs = self.box.client("sqs")
+                    fill_queue(sqs, served.queue, arrived, region=self.cluster.region)
+                _consume(served.queue, served.work(store, at), self.cluster.region)
 
     def replicas(self, deployment: Deployment) -> int:
         """The deployment's replicas at this step: its curve's change from the last minute
@@ -324,6 +355,11 @@ class World:
             queue.workers.resize(
                 self.cluster.store, queue.wanted(self.at, waiting), self.box.clock.now()
             )
+        with self.cluster.store.lock:
+            for trace in self.pod_traces:
+                trace.follow(self.cluster.store, self.at, self.box.clock.now())
+        for served in self.request_queues:
+            served.workers.resize(self.cluster.store, served.wanted(self.at), self.box.clock.now())
         self.box.sync(self.react)
         self._schedule()
         self._check_budgets()
@@ -387,10 +423,15 @@ class World:
     def queue_depths(self) -> dict[str, int]:
         """Each queue's messages (a queue a fault deleted is not there)."""
         return {
-            q.queue: _messages(q.queue, self.cluster.region)
-            for q in self.queues
-            if _store(q.queue, self.cluster.region) is not None
+            name: _messages(name, self.cluster.region)
+            for name in self.queue_names
+            if _store(name, self.cluster.region) is not None
         }
+
+    @property
+    def queue_names(self) -> list[str]:
+        """The scenario's queues and its request traces' queues."""
+        return [q.queue for q in self.queues] + [r.queue for r in self.request_queues]
 
     def gauges(self) -> dict[str, float]:
         """The scenario's Prometheus gauges now: queues' messages, deployments' replicas."""

@@ -1,0 +1,281 @@
+"""Trace files: rows read in time order, cut, shifted and scaled as the scenario says, a
+bad row named by file, line and column; a pod trace's jobs and services replayed on a
+cluster, a job evicted starting again from nothing; a request trace's workers scaled as
+KEDA scales them; what a replay costs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from nodescaler_sandbox import traces
+from nodescaler_sandbox.cluster import SimulatedCluster
+from nodescaler_sandbox.figures import PodRecord
+from nodescaler_sandbox.kube.apiserver import Cluster
+from nodescaler_sandbox.scenario_file import ScenarioError, load_scenario
+from nodescaler_sandbox.traces import PodTrace, RequestQueue, TraceError, TraceWindow
+from nodescaler_sandbox.workloads import Deployment
+
+T0 = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+PODS = """\
+arrival_s,cpu,memory,nvidia.com/gpu,namespace,labels,node_selector,tolerations,priority,run_s,delete_s
+0,1,1Gi,,,team=a,,,,600,
+30,500m,2Gi,1,ml,team=b;tier=gpu,accelerator=gpu,nvidia.com/gpu=true:NoSchedule,10,,
+60,2,4Gi,,,,,,,,900
+120,1,1Gi,,,,,,,60,
+"""
+
+
+def trace(tmp_path: Path, text: str, name: str = "pods.csv") -> Path:
+    (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def test_a_pod_trace_is_read_with_its_requests_labels_selector_and_times(tmp_path: Path) -> None:
+    rows = list(traces.pod_rows(TraceWindow(file="pods.csv"), trace(tmp_path, PODS)))
+    assert [r.arrival_s for r in rows] == [0, 30, 60, 120]
+    gpu = rows[1]
+    assert gpu.requests == {"cpu": "500m", "memory": "2Gi", "nvidia.com/gpu": "1"}
+    assert (gpu.namespace, gpu.labels, gpu.node_selector, gpu.priority) == (
+        "ml",
+        {"team": "b", "tier": "gpu"},
+        {"accelerator": "gpu"},
+        10,
+    )
+    assert gpu.tolerations == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+    assert (rows[0].run_s, rows[0].delete_s) == (600, None)  # a job
+    assert (rows[2].run_s, rows[2].delete_s) == (None, 900)  # a service
+    assert (rows[1].run_s, rows[1].delete_s) == (None, None)  # a service that stays
+
+
+def test_a_window_is_cut_shifted_and_stretched_in_time(tmp_path: Path) -> None:
+    # Given the trace's minutes [0.5, 2) shifted by 10 minutes and run twice as slowly
+    window = TraceWindow.model_validate(
+        {"file": "pods.csv", "from": 0.5, "until": 2, "shift": 10, "timeScale": 2}
+    )
+    rows = list(traces.pod_rows(window, trace(tmp_path, PODS)))
+    # Then the rows at 30 s and 60 s arrive at 10 min and 10 min 60 s; times stretch too
+    assert [r.arrival_s for r in rows] == [600, 660]
+    assert rows[1].delete_s == 600 + (900 - 30) * 2
+    assert window.described() == {
+        "file": "pods.csv",
+        "from": 0.5,
+        "until": 2,
+        "shift": 10,
+        "timeScale": 2,
+        "volumeScale": 1,
+    }
+
+
+@pytest.mark.parametrize(("scale", "count"), [(0.5, 2), (1, 4), (1.5, 6), (3, 12)])
+def test_volume_scales_the_rows_replayed_the_same_way_every_time(
+    tmp_path: Path, scale: float, count: int
+) -> None:
+    window = TraceWindow(file="pods.csv", volume_scale=scale)
+    first = [r.line for r in traces.pod_rows(window, trace(tmp_path, PODS))]
+    assert len(first) == count
+    assert first == [r.line for r in traces.pod_rows(window, tmp_path)]
+
+
+@pytest.mark.parametrize(
+    ("row", "where"),
+    [
+        ("500,1,lots,,,,,,,,", ":6:3 (memory)"),
+        ("500,x,1Gi,,,,,,,,", ":6:2 (cpu)"),
+        ("500,1,1Gi,,,,,,,-4,", ":6:10 (run_s)"),
+        ("500,1,1Gi,,,team,,,,,", ":6:6 (labels)"),
+        ("500,1,1Gi,,Bad_NS,,,,,,", ":6:5 (namespace)"),
+        ("500,1,1Gi,,,,,gpu=yes,,,", ":6:8 (tolerations)"),
+        ("500,1,1Gi,,,,,,,60,90", ":6:11 (delete_s)"),
+        ("500,1,1Gi,,,,,,high,,", ":6:9 (priority)"),
+        ("1,1,1Gi,,,,,,,,", ":6:1 (arrival_s)"),  # before the row above: not sorted
+        ("500,1,1Gi", ":6: 3 columns"),
+    ],
+)
+def test_a_bad_row_is_named_by_file_line_and_column(tmp_path: Path, row: str, where: str) -> None:
+    folder = trace(tmp_path, PODS + row + "\n")
+    with pytest.raises(TraceError) as raised:
+        traces.check(TraceWindow(file="pods.csv"), folder)
+    assert f"{folder / 'pods.csv'}{where}" in str(raised.value)
+
+
+def test_a_bad_row_outside_the_window_is_still_named(tmp_path: Path) -> None:
+    folder = trace(tmp_path, PODS + "500,1,many,,,,,,,,\n")
+    with pytest.raises(TraceError, match=r"pods.csv:6:3 \(memory\)"):
+        traces.check(TraceWindow.model_validate({"file": "pods.csv", "until": 1}), folder)
+
+
+def test_an_unknown_column_is_named_in_the_header(tmp_path: Path) -> None:
+    folder = trace(tmp_path, "arrival_s,cpu,memory,colour\n0,1,1Gi,red\n")
+    with pytest.raises(TraceError, match=r"pods.csv:1:4: unknown column 'colour'"):
+        traces.check(TraceWindow(file="pods.csv"), folder)
+
+
+def test_a_request_trace_is_read_cut_and_stretched(tmp_path: Path) -> None:
+    folder = trace(tmp_path, "arrival_s,service_s\n0,2\n59.5,4\n61,1\n", "requests.csv")
+    window = TraceWindow.model_validate({"file": "requests.csv", "until": 1, "timeScale": 0.5})
+    rows = list(traces.request_rows(window, folder))
+    assert [(r.arrival_s, r.service_s) for r in rows] == [(0, 1), (29.75, 2)]
+    with pytest.raises(TraceError, match=r"bad.csv:3:2 \(service_s\)"):
+        bad = trace(tmp_path, "arrival_s,service_s\n0,2\n1,soon\n", "bad.csv")
+        traces.check(TraceWindow(file="bad.csv"), bad, requests=True)
+
+
+def cluster() -> SimulatedCluster:
+    world = SimulatedCluster(Cluster(), boot=timedelta(minutes=1))
+    world.shapes = {"general": {"cpu": "8", "memory": "32Gi"}}
+    world.store.put("nodes", world._node("i-a", "general"))
+    return world
+
+
+def test_a_job_runs_from_ready_and_an_evicted_job_starts_again_from_nothing(
+    tmp_path: Path,
+) -> None:
+    # Given a job of 10 minutes and a service deleted at 15 minutes
+    folder = trace(tmp_path, "arrival_s,cpu,memory,run_s,delete_s\n0,1,1Gi,600,\n0,1,1Gi,,900\n")
+    world = cluster()
+    replay = PodTrace("t", traces.pod_rows(TraceWindow(file="pods.csv"), folder))
+
+    def at(seconds: float) -> None:
+        now = T0 + timedelta(seconds=seconds)
+        replay.arrive(world.store, seconds, now)
+        replay.follow(world.store, seconds, now)
+        world.schedule(now)
+        replay.follow(world.store, seconds, now)
+
+    at(0)
+    assert sorted(n for _, n in world.store.objects["pods"]) == ["t-1", "t-2"]
+    job = world.store.objects["pods"][("default", "t-1")]
+    assert job["metadata"]["ownerReferences"][0]["kind"] == "Job"
+    at(240)  # 4 minutes of work done
+    # When the job is evicted (a scale-in) after 4 minutes
+    world.store.delete("pods", ("default", "t-1"))
+    at(250)
+    # Then it starts again as a new pod, its 4 minutes lost
+    assert ("default", "t-1-2") in world.store.objects["pods"]
+    assert (replay.jobs_restarted, round(replay.lost_job_minutes, 2)) == (1, 4)
+    at(840)  # 9.8 minutes after it started again: not done
+    assert ("default", "t-1-2") in world.store.objects["pods"]
+    at(860)  # done; the service stays to its time
+    assert sorted(n for _, n in world.store.objects["pods"]) == ["t-2"]
+    at(900)
+    assert not world.store.objects["pods"]
+    assert replay.alive == 0
+
+
+def test_an_evicted_service_is_replaced_until_its_time(tmp_path: Path) -> None:
+    folder = trace(tmp_path, "arrival_s,cpu,memory,delete_s\n0,1,1Gi,600\n")
+    world = cluster()
+    replay = PodTrace("web", traces.pod_rows(TraceWindow(file="pods.csv"), folder))
+    replay.arrive(world.store, 0, T0)
+    world.store.delete("pods", ("default", "web-1"))
+    replay.follow(world.store, 100, T0 + timedelta(seconds=100))
+    assert ("default", "web-1-2") in world.store.objects["pods"]
+    assert replay.lost_job_minutes == 0
+    replay.follow(world.store, 600, T0 + timedelta(seconds=600))
+    assert not world.store.objects["pods"]
+
+
+def test_request_workers_scale_as_keda_scales_them_and_take_requests_in_turn(
+    tmp_path: Path,
+) -> None:
+    # Given 12 requests of 30 s at once, 5 messages a worker, at most 2 workers
+    folder = trace(tmp_path, "arrival_s,service_s\n" + "0,30\n" * 12, "requests.csv")
+    world = cluster()
+    workers = Deployment("llm-worker", "1", "1Gi", [(0, 0)])
+    queue = RequestQueue(
+        "llm", traces.request_rows(TraceWindow(file="requests.csv"), folder), workers, 2
+    )
+    assert queue.arrive(0) == 12
+    assert queue.wanted(0) == 2  # ceil(12 / 5) = 3, at most 2
+    workers.resize(world.store, 2, T0)
+    world.schedule(T0)
+    assert queue.work(world.store, 0) == 0
+    assert queue.messages == 12  # 10 waiting, 2 in flight: KEDA counts both
+    # When the first two are done, the next two are taken
+    assert queue.work(world.store, 30) == 2
+    assert queue.messages == 10
+    assert queue.waits == [0, 0, 30, 30]
+    # And it scales down only after 5 minutes of lower recommendations
+    queue._waiting.clear()
+    queue.work(world.store, 60)
+    assert queue.wanted(60) == 2
+    assert queue.wanted(361) == 0
+
+
+def test_a_worker_removed_while_busy_gives_its_request_back(tmp_path: Path) -> None:
+    folder = trace(tmp_path, "arrival_s,service_s\n0,30\n", "requests.csv")
+    world = cluster()
+    workers = Deployment("llm-worker", "1", "1Gi", [(0, 0)])
+    queue = RequestQueue(
+        "llm", traces.request_rows(TraceWindow(file="requests.csv"), folder), workers, 2
+    )
+    queue.arrive(0)
+    workers.resize(world.store, 1, T0)
+    world.schedule(T0)
+    queue.work(world.store, 0)
+    workers.resize(world.store, 0, T0)
+    assert queue.work(world.store, 10) == 0
+    assert queue.messages == 1 and queue.served == 0
+
+
+def test_pod_waits_run_from_arrival_to_ready_or_to_the_end() -> None:
+    pods = [PodRecord("a", 0, ready=1), PodRecord("b", 2, ready=2.5), PodRecord("c", 9)]
+    waits = traces.pod_wait_seconds(pods, 10)
+    assert waits == [60, 30, 60]
+    assert traces.wait_spread(waits) == {"count": 3, "p50": 60, "p99": 60}
+
+
+def test_cost_is_node_hours_at_the_price_a_user_may_override() -> None:
+    groups = [("web", "m5.large"), ("gpu", "g5.xlarge"), ("odd", "x9.huge")]
+    hours = {"web": 10.0, "gpu": 2.0, "odd": 1.0}
+    cost = traces.cost_usd(groups, hours, {"g5.xlarge": 0.5})
+    assert cost == {
+        "total": 2.07,
+        "by_group": {"web": 1.07, "gpu": 1.0, "odd": None},
+        "unpriced_instance_types": ["x9.huge"],
+    }
+
+
+SCENARIO = """\
+name: traced
+minutes: 10
+policies: {policies}
+groups:
+  - {{name: ng, policy: batch, max: 3}}
+podTraces:
+  - {{file: pods.csv, name: jobs}}
+requestTraces:
+  - {{file: requests.csv, name: llm, maxWorkers: 4, worker: {{cpu: "1"}}}}
+"""
+
+
+def test_a_scenario_with_traces_loads_and_a_bad_row_is_named_with_the_scenario(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "policies").mkdir()
+    batch = Path(__file__).parents[2] / "scenarios" / "policies" / "batch.yaml"
+    (tmp_path / "policies" / "batch.yaml").write_text(batch.read_text())
+    trace(tmp_path, PODS)
+    trace(tmp_path, "arrival_s,service_s\n0,2\n", "requests.csv")
+    path = tmp_path / "scenario.yaml"
+    path.write_text(SCENARIO.format(policies=tmp_path / "policies"))
+    scenario = load_scenario(path)
+    assert [t.name for t in scenario.pod_traces] == ["jobs"]
+    assert scenario.request_traces[0].worker.cpu == "1"
+    trace(tmp_path, "arrival_s,service_s\n0,2\n1,-1\n", "requests.csv")
+    with pytest.raises(ScenarioError, match=r"requestTraces.0: .*requests.csv:3:2 \(service_s\)"):
+        load_scenario(path)
+
+
+def test_the_benchs_two_day_trace_has_its_pods_and_shapes_and_reads_clean(tmp_path: Path) -> None:
+    from nodescaler_bench import trace_replay
+
+    scenario = load_scenario(trace_replay.write(tmp_path))
+    rows = list(traces.pod_rows(scenario.pod_traces[0], tmp_path))
+    assert len(rows) == trace_replay.PODS
+    shapes = {tuple(sorted(r.requests.items())) for r in rows}
+    assert len(shapes) == trace_replay.SHAPES
+    assert rows[-1].arrival_s < trace_replay.DAYS * 24 * 3600
+    assert {r.run_s is None for r in rows} == {True, False}  # jobs and services
