@@ -8,6 +8,7 @@ No server installed is a failure saying how to install it, never a skip."""
 from __future__ import annotations
 
 import hmac
+import io
 import json
 import re
 import threading
@@ -327,6 +328,14 @@ def test_given_a_throttled_query_then_it_is_unavailable_not_refused() -> None:
     assert isinstance(error, PrometheusUnavailableError) and not error.unreachable
 
 
+def test_given_an_error_whose_body_nests_past_the_parsers_recursion_then_it_is_named() -> None:
+    body = io.BytesIO(b"[" * 4096)  # all of the body read: a RecursionError, no ValueError
+    error = prometheus_adapter._http_error(
+        urllib.error.HTTPError("http://amp", 502, "Bad Gateway", None, body)  # type: ignore[arg-type]
+    )
+    assert isinstance(error, PrometheusUnavailableError) and "HTTP 502: [[[" in str(error)
+
+
 def test_given_a_server_error_then_the_reading_is_missing_naming_the_status(
     gates: Callable[..., Gate],
 ) -> None:
@@ -352,6 +361,7 @@ def test_given_a_server_error_then_the_reading_is_missing_naming_the_status(
             '{"status":"success","data":{"resultType":"scalar","result":[1, "twelve"]}}',
             "an answer not shaped as Prometheus's query API",
         ),
+        ("[" * 5_000, "an answer not shaped as Prometheus's query API: [[["),  # RecursionError
     ],
 )
 def test_given_an_answer_not_shaped_as_prometheus_then_the_reading_is_missing_naming_it(

@@ -191,5 +191,12 @@ def test_a_secret_that_is_neither_a_kubeconfig_nor_a_token_is_named_so(text: str
     assert "is neither a kubeconfig" in refusal(text, Pinned(SERVER))
 
 
+@pytest.mark.parametrize("text", ["[" * 5_000, "{clusters: " + "[" * 5_000])
+def test_a_secret_nested_past_the_parsers_recursion_is_named_not_a_crash(text: str) -> None:
+    # Given a secret nested so deep that the JSON or YAML parser runs out of recursion
+    # Then it is refused by name (a RecursionError would fail every group's evaluation)
+    assert "is nested deeper than a kubeconfig could be" in refusal(text, Pinned(SERVER))
+
+
 def test_a_secret_longer_than_secrets_manager_holds_is_not_read() -> None:
     assert "more than a secret can hold" in refusal("x" * (MAX_SECRET_CHARS + 1))

@@ -60,6 +60,33 @@ def test_given_limits_alone_when_read_then_as_many_pods_as_they_hold() -> None:
     assert len(read_buffer(buffer(spec), TEMPLATES).pods) == 5
 
 
+GPU_TEMPLATE = pod_from_json(
+    {
+        "metadata": {"name": "train", "namespace": "shop"},
+        "spec": {
+            "containers": [
+                {"resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "2"}}},
+            ]
+        },
+    }
+)
+
+
+def test_given_a_limit_on_a_resource_the_pods_do_not_request_then_the_replicas_stand() -> None:
+    # Given replicas and a limit on GPUs only, for pods that request none (it was named
+    # malformed, "requests no cpu or memory": doubt that held every group's scale-in)
+    spec = {"podTemplateRef": {"name": "web"}, "replicas": 3, "limits": {"nvidia.com/gpu": "4"}}
+    read = read_buffer(buffer(spec), TEMPLATES)
+    # Then the limit holds any number of them: the replicas are the pods
+    assert (read.problem, len(read.pods)) == (None, 3)
+
+
+def test_given_a_limit_on_an_extended_resource_the_pods_request_then_it_caps_them() -> None:
+    spec = {"podTemplateRef": {"name": "train"}, "replicas": 10, "limits": {"nvidia.com/gpu": 7}}
+    read = read_buffer(buffer(spec), {("shop", "train"): GPU_TEMPLATE})
+    assert (read.problem, len(read.pods)) == (None, 3)  # 7 GPUs hold three pods of 2
+
+
 @pytest.mark.parametrize(
     ("obj", "named"),
     [
@@ -219,7 +246,8 @@ def test_given_limits_on_a_template_that_requests_nothing_when_read_then_named()
     spec = {"podTemplateRef": {"name": "zero"}, "limits": {"cpu": "4"}}
     read = read_buffer(buffer(spec), {("shop", "zero"): ZERO})
     assert read.problem == (
-        "spec.limits limit nothing the pod template requests (it requests no cpu or memory)"
+        "spec.limits limit nothing the pod template requests, and neither spec.replicas "
+        "nor spec.percentage is set"
     )
 
 

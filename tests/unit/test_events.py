@@ -180,6 +180,16 @@ def test_a_malformed_eventbridge_event_is_refused_naming_the_event_and_field(
         assert str(caught.value).startswith(f"event {event['id']} is not a scheduled tick")
 
 
+def test_an_evaluation_message_nested_past_the_parsers_recursion_is_malformed() -> None:
+    # Given a body that makes the JSON parser recurse past its limit (a RecursionError,
+    # which is no ValueError: it was retried three times, holding its group's FIFO stream)
+    record = sample("evaluate-batch.json")["Records"][0] | {"body": "[" * 5_000}
+    # Then it is refused as malformed, as any body that is not JSON: dead-lettered at once
+    with pytest.raises(ValidationError) as caught:
+        EvaluationRecord.model_validate(record)
+    assert "Invalid JSON: maximum recursion depth exceeded" in str(caught.value)
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [

@@ -160,7 +160,7 @@ def parse_answer(body: bytes) -> tuple[float, str]:
             raise PrometheusQueryError(f"a result of type {kind!r}, not a number")
         text = str(sample[1])
         value = float(text)
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         answered = outside(body.decode(errors="replace"), 120)
         raise PrometheusQueryError(
             f"an answer not shaped as Prometheus's query API: {answered}"
@@ -179,7 +179,7 @@ def _http_error(error: urllib.error.HTTPError) -> PrometheusQueryError | Prometh
         said = json.loads(body)
         # Prometheus says `error`; AWS services `message` or `Message`
         said = said.get("error") or said.get("message") or said.get("Message") or body
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         said = body
     what = f"HTTP {error.code}: {outside(said) or outside(error.reason)}"
     if error.code == 400:

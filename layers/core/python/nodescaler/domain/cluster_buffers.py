@@ -152,6 +152,11 @@ def _count(spec: Mapping[str, Any], template: Pod, scaled: int | None) -> int:
     if replicas is None and not limits:
         raise _MalformedError("neither spec.replicas nor spec.percentage nor spec.limits is set")
     held = _held(limits, template) if limits else None
+    if replicas is None and held is None:
+        raise _MalformedError(
+            "spec.limits limit nothing the pod template requests, and neither spec.replicas "
+            "nor spec.percentage is set"
+        )
     return min(c for c in (replicas, held) if c is not None)
 
 
@@ -172,12 +177,19 @@ def _digits(value: int) -> str:
     return str(value) if bits <= 64 else f"a number of {bits} bits"
 
 
-def _held(limits: Any, template: Pod) -> int:
-    """How many of the template's pods the limits hold, by cpu and memory, counted exactly
-    (in millicores and bytes, as the template's requests are)."""
+def _held(limits: Any, template: Pod) -> int | None:
+    """How many of the template's pods the limits hold, by cpu, memory and the extended
+    resources it requests, counted exactly (in millicores, bytes and units, as the
+    template's requests are); None when they limit nothing it requests (a limit on a
+    resource the pod does not use holds any number of them)."""
     if not isinstance(limits, Mapping):
         raise _MalformedError("spec.limits is not a map of resources")
-    asked = {"cpu": template.requests.cpu_millis, "memory": template.requests.memory_bytes}
+    extended = template.placement.extended_resources if template.placement else {}
+    asked = {
+        "cpu": template.requests.cpu_millis,
+        "memory": template.requests.memory_bytes,
+        **extended,
+    }
     counts = []
     for resource, amount in limits.items():
         try:
@@ -187,11 +199,7 @@ def _held(limits: Any, template: Pod) -> int:
         if asked.get(resource):
             scale = 1000 if resource == "cpu" else 1
             counts.append(int(limit * scale // asked[resource]))
-    if not counts:
-        raise _MalformedError(
-            "spec.limits limit nothing the pod template requests (it requests no cpu or memory)"
-        )
-    return min(counts)
+    return min(counts, default=None)
 
 
 def within(buffers: Sequence[ClusterBuffer], total: int) -> tuple[ClusterBuffer, ...]:

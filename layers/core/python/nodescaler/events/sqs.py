@@ -26,7 +26,7 @@ def _json_object(body: Any) -> Any:
         return body  # not text: the model says what it should be
     try:
         return json.loads(body, object_pairs_hook=_no_key_twice)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:  # `[[[[…` recurses, and is no ValueError
         raise PydanticCustomError(
             "json_invalid", "Invalid JSON: {why}", {"why": str(error)}
         ) from None

@@ -86,7 +86,10 @@ def read_access(secret: str, text: str, pinned: Pinned = NOTHING_PINNED) -> Clus
         pin = _origin(_https(pinned.endpoint)) if pinned.endpoint else None
     except ValueError as error:
         raise refused(f"settings: kubernetes.endpoint {error}") from None
-    document = _document(text.strip())
+    try:
+        document = _document(text.strip())
+    except RecursionError:  # `[[[[…`: both parsers recurse, and neither says ValueError
+        raise refused("is nested deeper than a kubeconfig could be; not read") from None
     if isinstance(document, dict) and "clusters" in document:
         try:
             access = _from_kubeconfig(document)
