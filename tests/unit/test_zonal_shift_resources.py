@@ -163,3 +163,36 @@ def test_a_shift_named_by_arc_is_bounded_in_the_reason() -> None:
     # Then the reason keeps a recognisable, printable head of each
     assert found is not None and "\x1b" not in found.why and len(found.why) < 400
     assert "(cut, 504 characters) on loadbalancer/xxx" in found.why
+
+
+def test_a_shift_arc_does_not_apply_holds_nothing_and_the_applied_one_decides() -> None:
+    # Given a practice run on the cluster away from use1-az1 that ARC marks NOT_APPLIED,
+    # since an operator's shift away from use1-az2 takes precedence on the same resource
+    arc = Arc({CLUSTER: False})
+    arc.shift(CLUSTER, "use1-az1", "PRACTICE_RUN")
+    ours = arc.shift(CLUSTER, "use1-az2")
+    answer = arc.get_managed_resource
+    arc.get_managed_resource = lambda **asked: _marked(answer(**asked), {ours})  # type: ignore[method-assign]
+    hold = read(arc, [CLUSTER])
+    # Then a group in us-east-1a is not held; one in us-east-1b is, by the applied shift
+    assert hold(("us-east-1a",)) is None
+    found = hold(("us-east-1b",))
+    assert found is not None and ours in found.why
+
+
+def _marked(answer: dict[str, Any], applied: set[str]) -> dict[str, Any]:
+    shifts = [
+        s | {"appliedStatus": "APPLIED" if s["zonalShiftId"] in applied else "NOT_APPLIED"}
+        for s in answer["zonalShifts"]
+    ]
+    return answer | {"zonalShifts": shifts}
+
+
+def test_an_autoshift_whose_start_is_no_time_is_a_named_doubt_not_an_error() -> None:
+    # Given an answer (malformed, as no AWS answer should be) whose autoshift starts at text
+    arc = Arc({CLUSTER: True})
+    arc.autoshifts.append({"awayFrom": "use1-az1", "startTime": "soon", "status": "ACTIVE"})
+    clock = VirtualClock(NOW)
+    known = ArcZonalShifts(lambda: arc, Ec2(), resources=[CLUSTER], clock=clock).in_force()
+    # Then the reading is unreadable, by name (scale-in held), never a raised ValueError
+    assert "ValueError" in known.unreadable

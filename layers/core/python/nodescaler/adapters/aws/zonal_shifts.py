@@ -33,6 +33,7 @@ from nodescaler.domain.zonal_shift import ZonalShift, ZonalShifts
 from nodescaler.ports import Clock
 
 NOT_MANAGED = "ResourceNotFoundException"  # not registered with ARC: nothing can shift it
+NOT_APPLIED = "NOT_APPLIED"  # in progress, but another shift on the resource is in effect
 # ShiftType, in words: what started the shift
 KINDS = {
     "ZONAL_SHIFT": "zonal shift",
@@ -47,7 +48,7 @@ MAX_RESOURCE = 80  # of a resource's name in a reason: enough to recognise it
 def _problem(error: Exception) -> str:
     if isinstance(error, ClientError):
         return outside(error.response.get("Error", {}).get("Code") or error)
-    if isinstance(error, (KeyError, TypeError)):  # an item without awayFrom, an id, ...
+    if isinstance(error, (KeyError, TypeError, ValueError)):  # no awayFrom, a bad time, ...
         return f"a malformed answer: {type(error).__name__} {outside(error)}"
     return type(error).__name__
 
@@ -75,16 +76,26 @@ def from_autoshift(item: Mapping[str, Any], on: str) -> ZonalShift:
     return ZonalShift(str(item["awayFrom"]), f"autoshift on {on}{since}")
 
 
+def _applied(item: Mapping[str, Any]) -> bool:
+    """Whether the shift moves the resource's traffic: of several in progress on one
+    resource, ARC applies one (a customer's over an autoshift over a practice run) and
+    marks the others NOT_APPLIED (ZonalShiftInResource, AutoshiftInResource: appliedStatus,
+    https://docs.aws.amazon.com/arc-zonal-shift/latest/api/API_ZonalShiftInResource.html).
+    An item that says nothing is taken as applied: doubt holds."""
+    return item.get("appliedStatus") != NOT_APPLIED
+
+
 def shifts_of(resource: str, answer: Mapping[str, Any]) -> list[ZonalShift]:
-    """The shifts GetManagedResource lists for `resource`: only those it names as that
-    resource's (an item that names another is not this resource's shift)."""
+    """The shifts GetManagedResource lists for `resource` that are in effect: only those it
+    names as that resource's (an item that names another is not this resource's shift)."""
     on = resource_name(resource)
     shifts = [
         from_zonal_shift(item, on)
         for item in answer.get("zonalShifts") or ()
-        if item.get("resourceIdentifier", resource) == resource
+        if item.get("resourceIdentifier", resource) == resource and _applied(item)
     ]
-    return shifts + [from_autoshift(item, on) for item in answer.get("autoshifts") or ()]
+    autoshifts = [item for item in answer.get("autoshifts") or () if _applied(item)]
+    return shifts + [from_autoshift(item, on) for item in autoshifts]
 
 
 class ArcZonalShifts:
@@ -117,7 +128,7 @@ class ArcZonalShifts:
             arc = self._arc()
             shifts = [shift for r in self._resources for shift in self._on(arc, r)]
             zones = self._ec2.describe_availability_zones()["AvailabilityZones"]
-        except (BotoCoreError, ClientError, KeyError, TypeError) as error:
+        except (BotoCoreError, ClientError, KeyError, TypeError, ValueError) as error:
             return ZonalShifts(unreadable=_problem(error))
         ids = {str(z["ZoneName"]): str(z["ZoneId"]) for z in zones if z.get("ZoneId")}
         return ZonalShifts(tuple(shifts), ids)
