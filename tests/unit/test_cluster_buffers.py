@@ -348,3 +348,12 @@ def test_any_buffer_is_read_into_at_most_its_cap_of_pods_or_its_problem_is_named
     assert (read.problem is None) or (read.pods == () and read.problem)
     assert len(read.pods) <= 20
     assert not read.problem or not read.problem.startswith("unreadable")
+
+
+def test_a_problem_quoting_the_buffers_own_text_is_bounded_and_inert() -> None:
+    # Given a buffer whose PodTemplate name is a terminal escape and 2,000 characters
+    hostile = "\x1b[31m" + "x" * 2000
+    read = read_buffer(buffer({"podTemplateRef": {"name": hostile}}), TEMPLATES, WEB)
+    # Then its problem names the template, cut, with no control character
+    assert read.problem is not None and read.problem.startswith("PodTemplate shop/")
+    assert "\x1b" not in read.problem and len(read.problem) <= 340

@@ -31,6 +31,7 @@ from nodescaler.errors import QuantityError
 GROUP = "autoscaling.x-k8s.io"
 VERSION = "v1alpha1"  # what Cluster Autoscaler 1.34 and Karpenter 1.14 read
 API_VERSION = f"{GROUP}/{VERSION}"
+MAX_PROBLEM = 300  # of a buffer's problem: room for the names and values it quotes
 ACTIVE = "buffer.x-k8s.io/active-capacity"  # the one strategy that provisions nodes
 INT32 = 2**31 - 1  # the CRD's replicas and percentage are int32s
 
@@ -64,8 +65,8 @@ def read_buffer(
     try:
         template, scaled = _template(obj, spec, namespace, templates, workloads or {})
         count = _count(spec, template, scaled)
-    except _MalformedError as error:
-        return ClusterBuffer(namespace, name, problem=str(error))
+    except _MalformedError as error:  # it may quote the buffer's own text: bounded, inert
+        return ClusterBuffer(namespace, name, problem=outside(error, MAX_PROBLEM))
     except Exception as error:  # outside text no rule above foresaw: this buffer's, named
         return ClusterBuffer(namespace, name, problem=f"unreadable: {outside(error)}")
     if strategy != ACTIVE:
