@@ -4,13 +4,17 @@ spread, the same in the verdict and in summary.md. The runs themselves: tests/sa
 
 from __future__ import annotations
 
+import types
+from pathlib import Path
 from typing import Any
 
 import pytest
+from nodescaler_cli import main as cli
 from nodescaler_sandbox import comparison, seeds, verdict
 from nodescaler_sandbox.cluster import tie_order
 
 NS, CA, TUNED = verdict.NODESCALER, verdict.BASELINE, verdict.TUNED
+SCENARIO = Path(__file__).parents[2] / "scenarios" / "9-spot-at-max.yaml"
 
 
 def run(idle: float, waiting: float, p50: float) -> dict[str, Any]:
@@ -119,3 +123,28 @@ def test_seed_zero_breaks_placement_ties_by_name_another_seed_in_its_own_order()
     one = sorted(names, key=lambda n: tie_order(n, 1))
     assert one != names and one == sorted(names, key=lambda n: tie_order(n, 1))
     assert one != sorted(names, key=lambda n: tie_order(n, 2))
+
+
+def test_simulate_seeds_runs_each_scenario_with_seeds_0_to_n_and_refuses_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a sandbox that says which seeds it was asked to run
+    asked: list[list[int]] = []
+
+    def run_seeds(scenario: Any, seeds_run: list[int], **_: Any) -> dict[str, Any]:
+        asked.append(list(seeds_run))
+        return {**summary(run(1.0, 0.0, 10), run(2.0, 5.0, 20)), "seeds": list(seeds_run)}
+
+    sandbox = types.SimpleNamespace(
+        OUT=tmp_path, progress_to_terminal=lambda: None, run_seeds=run_seeds
+    )
+    monkeypatch.setattr(cli, "_sandbox", lambda: sandbox)
+    # When one scenario is simulated with three seeds
+    assert cli.main(["simulate", str(SCENARIO), "--seeds", "3"]) == 0
+    # Then it runs with seeds 0, 1 and 2
+    assert asked == [[0, 1, 2]]
+    # and no seeds at all is a usage error, named
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["simulate", str(SCENARIO), "--seeds", "0"])
+    assert refused.value.code == 2
+    assert "'0': a number of seeds, 1 or more" in capsys.readouterr().err

@@ -14,7 +14,8 @@ pods are deleted and it is bound; never a pod of its priority or higher, and non
 no node would then fit it (how the FAQ's overprovisioning placeholders, priority -1,
 give way to real pods). The rest are marked Unschedulable, as kube-scheduler does.
 Nodes equally allocated are taken by name, or with another `seed`, in an order drawn from
-it (kube-scheduler picks among equal scores at random; the sandbox repeats a seed's pick).
+it and the names (kube-scheduler picks among equal scores at random). Names come from
+moto's instance ids, themselves random, so a tie is not replayed node for node.
 Everything here is the simulation, not the product.
 """
 

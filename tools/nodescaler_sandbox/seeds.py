@@ -3,7 +3,8 @@ its summaries made one: each run's figures as their mean over the seeds, with th
 
 A seed moves what the scenario leaves to chance: the step of its minute at which each pod
 or task arrives (`world.within_the_minute`) and which of equally allocated nodes a pod is
-bound to (`cluster.tie_order`). Seed 0 is the sandbox's one run as it always was.
+bound to (`cluster.tie_order`; the nodes' names are moto's random instance ids, so a tie
+is not replayed node for node). Seed 0 is the sandbox's one run as it always was.
 
 In the summary made one (`aggregate`), `seeds` lists the seeds; in each run every figure
 that is a number (`idle_node_hours`, `node_hours`, `unschedulable_pod_minutes`, ...)
