@@ -10,8 +10,9 @@ In the summary made one (`aggregate`), `seeds` lists the seeds; in each run ever
 that is a number (`idle_node_hours`, `node_hours`, `unschedulable_pod_minutes`, ...)
 becomes its mean over the seeds, rounded as the figures are, and beside it
 `<figure>_seeds` holds `{mean, min, max}` and `<figure>_spread` the spread, `max - min`
-(the range, not a standard deviation: five seeds are too few for one). `reaction_s`
-stays the first seed's and its overall p50 is the one spread (`reaction_s_spread`).
+(the range, not a standard deviation: five seeds are too few for one). A figure nested
+deeper (pod waits' percentiles, per group) is the first seed's, but for `reaction_s`'s
+overall p50, whose mean and spread are `reaction_s_seeds` and `reaction_s_spread`.
 Everything else (timelines, pods, charts, the bound) is the first seed's.
 
 A ratio is better, worse or within the spread (`mark`): within when nodescaler's and the
@@ -39,13 +40,15 @@ def _reaction_p50(run: Mapping[str, Any]) -> float | None:
     return _number(overall.get("p50")) if isinstance(overall, Mapping) else None
 
 
+def _plain(value: float) -> float:
+    """A whole figure as a whole number (a count of pods stays a count), else rounded."""
+    rounded = round(float(value), DIGITS)
+    return int(rounded) if rounded.is_integer() else rounded
+
+
 def spread(values: Sequence[float]) -> dict[str, float]:
     """`{mean, min, max}` of a figure's values over the seeds."""
-    return {
-        "mean": round(fmean(values), DIGITS),
-        "min": round(min(values), DIGITS),
-        "max": round(max(values), DIGITS),
-    }
+    return {"mean": _plain(fmean(values)), "min": _plain(min(values)), "max": _plain(max(values))}
 
 
 def _aggregate_run(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -58,12 +61,12 @@ def _aggregate_run(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         figure = spread([v for v in values if v is not None])
         merged[key] = figure["mean"]
         merged[key + SEEDS_SUFFIX] = figure
-        merged[key + SPREAD_SUFFIX] = round(figure["max"] - figure["min"], DIGITS)
+        merged[key + SPREAD_SUFFIX] = _plain(figure["max"] - figure["min"])
     reactions = [_reaction_p50(run) for run in runs]
     if all(r is not None for r in reactions):
         figure = spread([r for r in reactions if r is not None])
         merged["reaction_s" + SEEDS_SUFFIX] = figure
-        merged["reaction_s" + SPREAD_SUFFIX] = round(figure["max"] - figure["min"], DIGITS)
+        merged["reaction_s" + SPREAD_SUFFIX] = _plain(figure["max"] - figure["min"])
     return merged
 
 
