@@ -99,8 +99,8 @@ synth: setup ## Synthesize the stack with the real CDK CLI (builds the layers, r
 
 # The demo needs Python and the Prometheus server its Prometheus scenario scrapes, not the
 # CDK CLI or kubectl.
-demo: $(PY_READY) $(PROMETHEUS_READY) ## Run the scenarios on the local sandbox (SCENARIO=file.yaml for one)
-	$(BIN)/nodescaler simulate $(SCENARIO)
+demo: $(PY_READY) $(PROMETHEUS_READY) ## Run the scenarios on the local sandbox (SCENARIO=file.yaml for one, SEEDS=5 for five seeds)
+	$(BIN)/nodescaler simulate$(if $(SCENARIO), $(SCENARIO))$(if $(SEEDS), --seeds $(SEEDS))
 
 bench: setup ## Measure speed and memory; figures in out/bench/results.json
 	$(BIN)/python -m nodescaler_bench

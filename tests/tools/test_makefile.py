@@ -66,6 +66,11 @@ def test_the_demo_installs_python_and_prometheus_but_not_the_cdk_cli_or_kubectl(
     assert commands.rstrip().endswith("nodescaler simulate")
 
 
+def test_the_demo_passes_seeds_through_and_without_them_runs_one(tmp_path: Path) -> None:
+    assert make(["-n", "demo", "SEEDS=5"], tmp_path).rstrip().endswith("simulate --seeds 5")
+    assert "--seeds" not in dry_run("demo", tmp_path)
+
+
 @pytest.mark.parametrize(
     "says",
     [

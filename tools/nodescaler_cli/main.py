@@ -65,15 +65,26 @@ def _simulate(args: argparse.Namespace) -> int:
     write = (lambda line: None) if piped else print
     files = [args.scenario] if args.scenario else scenarios.scenario_files()
     loaded = [load_scenario(path) for path in files]  # every file checked before any runs
-    if len(loaded) == 1:
+    seeds = list(range(args.seeds))
+    if len(loaded) == 1 and len(seeds) == 1:
         progress = scenarios.progress_to_terminal()
         summaries = [scenarios.run(loaded[0], write=write, progress=progress)]
+    elif len(loaded) == 1:
+        progress = scenarios.progress_to_terminal()
+        summaries = [scenarios.run_seeds(loaded[0], seeds, write=write, progress=progress)]
     else:
-        summaries = scenarios.run_all(files, loaded, write=write)
+        summaries = scenarios.run_all(files, loaded, write=write, seeds_run=seeds)
     table, pareto = comparison.write(scenarios.OUT, summaries)  # one scenario's too
     write(f"\n{table.read_text()}")
     print("\n".join(closing_verdict(summaries, table, pareto)))
     return 0
+
+
+def _seed_count(text: str) -> int:
+    """--seeds: a whole number of seeds, 1 or more (argparse names a bad one)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of seeds, 1 or more")
+    return int(text)
 
 
 def closing_verdict(summaries: list[dict[str, Any]], table: Path, pareto: Path) -> list[str]:
@@ -200,6 +211,7 @@ EXAMPLES = {
         "nodescaler simulate                       # every scenario, as make demo runs them",
         "nodescaler simulate scenarios/1-queue-burst.yaml",
         "nodescaler simulate | cat                 # the verdict alone, for a log",
+        "nodescaler simulate --seeds 5             # five seeds: each figure's mean and spread",
     ),
     "invoke": (
         "nodescaler invoke dispatch events/schedule-tick.json",
@@ -331,6 +343,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         nargs="?",
         help="a scenario file (default: every one in scenarios/, as make demo runs them)",
+    )
+    simulate.add_argument(
+        "--seeds",
+        type=_seed_count,
+        default=1,
+        metavar="N",
+        help="run each scenario with seeds 0 to N-1 (arrivals within a minute, placement "
+        "ties) and give each figure's mean and spread, min..max (default: 1, seed 0)",
     )
     simulate.set_defaults(run=_simulate)
 

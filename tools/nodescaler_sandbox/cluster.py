@@ -13,11 +13,15 @@ node where deleting the fewest pods of lower priority (lowest first) makes it fi
 pods are deleted and it is bound; never a pod of its priority or higher, and none when
 no node would then fit it (how the FAQ's overprovisioning placeholders, priority -1,
 give way to real pods). The rest are marked Unschedulable, as kube-scheduler does.
+Nodes equally allocated are taken by name, or with another `seed`, in an order drawn from
+it and the names (kube-scheduler picks among equal scores at random). Names come from
+moto's instance ids, themselves random, so a tie is not replayed node for node.
 Everything here is the simulation, not the product.
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -70,6 +74,7 @@ class SimulatedCluster:
     # a new instance's boot when it comes from a warm pool (None: a cold boot)
     warm_boot: Callable[[str, datetime], timedelta | None] = lambda group, now: None
     nodes_removed: int = 0  # nodes that went with their instance
+    seed: int = 0  # placement ties: 0 by name, another in an order drawn from it
 
     def sync(self, now: datetime, *, holds: Callable[[str], bool]) -> list[str]:
         """Nodes come and go with the instances. Returns the instances that left their
@@ -191,8 +196,8 @@ class SimulatedCluster:
             # TaintToleration outweighs LeastAllocated: a node with a PreferNoSchedule taint
             # (one a scale-in means to take) only when no other fits (pods here tolerate none)
             schedulable = {n: r for n, r in rooms.items() if r.schedulable}
-            preferred = _Spread({n: r for n, r in schedulable.items() if not r.avoided})
-            avoided = _Spread({n: r for n, r in schedulable.items() if r.avoided})
+            preferred = _Spread({n: r for n, r in schedulable.items() if not r.avoided}, self.seed)
+            avoided = _Spread({n: r for n, r in schedulable.items() if r.avoided}, self.seed)
             left = 0
             # the lowest priority bound: a pod at or below it has no one to preempt
             lowest = min((priority(p) for on in on_node.values() for p in on), default=0)
@@ -300,26 +305,31 @@ def _victims(
 class _Spread:
     """kube-scheduler's default scoring, LeastAllocated: each pod goes to the node with
     the most CPU left that fits it (a heap, so thousands of pods on hundreds of nodes
-    take milliseconds)."""
+    take milliseconds); equal nodes in the order `tie_order` gives them for `seed`."""
 
-    def __init__(self, rooms: dict[str, Room]) -> None:
+    def __init__(self, rooms: dict[str, Room], seed: int = 0) -> None:
         self.rooms = rooms
-        self.heap = [(-room.cpu, -room.memory, name) for name, room in rooms.items()]
+        self.seed = seed
+        self.heap = [self._entry(name) for name in rooms]
         heapq.heapify(self.heap)
+
+    def _entry(self, name: str) -> tuple[int, int, str, str]:
+        room = self.rooms[name]
+        return -room.cpu, -room.memory, tie_order(name, self.seed), name
 
     def place(self, cpu: int, memory: int, spec: dict[str, Any]) -> str | None:
         passed = []
         chosen = None
         while self.heap:
             entry = heapq.heappop(self.heap)
-            room = self.rooms[entry[2]]
+            room = self.rooms[entry[3]]
             if -entry[0] < cpu:  # the most room left is too little: none fits
                 passed.append(entry)
                 break
             if room.fits(cpu, memory, spec):
                 room.take(cpu, memory, spec)
-                chosen = entry[2]
-                passed.append((-room.cpu, -room.memory, entry[2]))
+                chosen = entry[3]
+                passed.append(self._entry(chosen))
                 break
             passed.append(entry)
         for entry in passed:
@@ -329,9 +339,14 @@ class _Spread:
     def refresh(self, name: str) -> None:
         """A node whose room changed outside `place` (a preemption): its entry made anew."""
         if name in self.rooms:
-            room = self.rooms[name]
-            self.heap = [e for e in self.heap if e[2] != name] + [(-room.cpu, -room.memory, name)]
+            self.heap = [e for e in self.heap if e[3] != name] + [self._entry(name)]
             heapq.heapify(self.heap)
+
+
+def tie_order(name: str, seed: int) -> str:
+    """Where a node comes among nodes equally allocated: its name for seed 0 (as the
+    sandbox always had it), else a hash of the seed and its name, the same in every run."""
+    return name if not seed else hashlib.sha256(f"{seed}:{name}".encode()).hexdigest()
 
 
 def quantities(resources: dict[str, str]) -> tuple[int, int]:

@@ -7,7 +7,8 @@ node-hours that hold the scenario's demand with no pod waiting).
 - `summary.md`: a row a scenario with every run's figures, nodescaler's ratios to CA
   tuned (below 1 is better; to CA defaults for a summary without a tuned run), the p99
   wait of pods that waited, what should always be 0, every run's idle node-hours and the
-  oracle's node-hours.
+  oracle's node-hours. Run with several seeds, each figure is its mean over them and each
+  ratio is marked better, worse or within the spread (`seeds.mark`).
 - `pareto.png`: a panel a scenario, named in its title, on linear axes from zero (a run
   whose pods never waited sits on the axis): each run a point at (node-hours,
   unschedulable pod-minutes), a bar left of it as long as its idle node-hours, and the
@@ -20,6 +21,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from nodescaler_sandbox import seeds
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -94,10 +97,16 @@ def rows(summaries: Sequence[Mapping[str, Any]]) -> list[list[str]]:
         def each(cell: Callable[[Mapping[str, Any]], str], runs: list[Any] = runs) -> str:
             return " / ".join(cell(run) for run in runs)
 
-        def to_reference(key: str, ours: Any = ours, reference: Any = reference) -> str:
+        def to_reference(
+            key: str, ours: Any = ours, reference: Any = reference, summary: Any = summary
+        ) -> str:
             if key not in ours or key not in reference:
                 return "-"
-            return _ratio_cell(ratio(ours[key], reference[key]))
+            cell = _ratio_cell(ratio(ours[key], reference[key]))
+            if len(summary.get("seeds") or ()) < 2:
+                return cell
+            spreads = [seeds.spread_of(run, key) for run in (ours, reference)]
+            return f"{cell} {seeds.mark(ours[key], reference[key], spreads)}"
 
         table.append(
             [
@@ -140,7 +149,20 @@ def markdown(summaries: Sequence[Mapping[str, Any]]) -> str:
         "the node-hours of capacity that follows the pods exactly, every minute the nodes "
         "first-fit decreasing packs the pods then existing onto, no boot delay (an upper "
         "bound on the true fewest). Each scenario's own figures: "
-        "`out/demo/<scenario>/summary.json`.\n"
+        "`out/demo/<scenario>/summary.json`.\n" + _seeds_note(summaries)
+    )
+
+
+def _seeds_note(summaries: Sequence[Mapping[str, Any]]) -> str:
+    """What the figures are when the runs had several seeds; nothing for one."""
+    counts = {len(s.get("seeds") or ()) for s in summaries}
+    if max(counts, default=0) < 2:
+        return ""
+    return (
+        f"\nSeeds: {max(counts)} a scenario (arrivals within a minute, placement ties). Each "
+        "figure is its mean over the seeds; each ratio is marked better, worse, or within "
+        "the spread: the two figures no further apart than the wider of the two runs' "
+        "spreads (max - min over the seeds).\n"
     )
 
 

@@ -16,7 +16,9 @@ placeholders, bounds, scheduled actions); then writes what happened under
   bound, Ready, gone, in minutes, and its group) and `logs-<run>.jsonl` (the functions' logs).
 A test runs only the controllers it checks (`run`'s `controllers`), without the chart, and
 may learn the days before `judgedFrom` at coarser steps (`learn_step`); `make demo` runs
-all three and draws.
+all three and draws. `seed` moves arrivals within a minute and placement ties (0: as the
+sandbox always had them); `run_seeds` runs a scenario with several and writes their
+summaries made one (`seeds`), the other seeds' runs under `seeds/<seed>/`.
 """
 
 from __future__ import annotations
@@ -39,7 +41,15 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from nodescaler_sandbox import baseline_tuning, cadence, demand, figures, oracle, traces
+from nodescaler_sandbox import (
+    baseline_tuning,
+    cadence,
+    demand,
+    figures,
+    oracle,
+    seeds,
+    traces,
+)
 from nodescaler_sandbox.baseline import (
     SCAN,
     DrainFlags,
@@ -121,11 +131,13 @@ def run(
     controllers: Sequence[str] = CONTROLLERS,
     chart: bool = True,
     learn_step: int | None = None,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """The scenario under each of `controllers` (by default nodescaler, the baseline and
     the baseline tuned); returns the summary, a key a controller run (its `oracle_node_hours`
     the least of the runs made). `chart`: draw chart.png (of nodescaler and the baseline).
-    `learn_step`: the steps before the judged minutes, in seconds (`_step_times`)."""
+    `learn_step`: the steps before the judged minutes, in seconds (`_step_times`).
+    `seed`: arrivals within a minute and placement ties (`seeds`); 0 as ever."""
     runs_asked = [c for c in CONTROLLERS if c in controllers]
     if not runs_asked or len(runs_asked) != len(controllers):
         raise ValueError(f"controllers: {list(controllers)}: each one of {list(CONTROLLERS)}")
@@ -136,7 +148,7 @@ def run(
     folder.mkdir(parents=True, exist_ok=True)
     write(f"\n== {scenario.name}: {scenario.description.strip()}")
     runs = {
-        controller: _simulate(scenario, controller, folder, progress, times)
+        controller: _simulate(scenario, controller, folder, progress, times, seed=seed)
         for controller in runs_asked
     }
     if progress:
@@ -150,6 +162,7 @@ def run(
         "start": scenario.start.isoformat(),
         "minutes": scenario.minutes,
         "step_seconds": scenario.step_seconds,
+        "seeds": [seed],
         **_oracle(scenario, runs.values(), times),
         **{controller: _summarize(scenario, result) for controller, result in runs.items()},
     }
@@ -162,6 +175,39 @@ def run(
         _chart(scenario, runs, folder / "chart.png")
     write(_side_by_side(summary))
     write(f"   → {folder}/ (timeline.txt, summary.json{', chart.png' if chart else ''}, logs)")
+    return summary
+
+
+def run_seeds(
+    scenario: Scenario,
+    seeds_run: Sequence[int],
+    *,
+    out: Path | None = None,
+    write: Callable[[str], None] = print,
+    **options: Any,
+) -> dict[str, Any]:
+    """The scenario run (`run`) with each of `seeds_run`: the first as one run is, in
+    `out`; the others quietly, without a chart, in `out`/seeds/<seed>/. Returns their
+    summaries made one (`seeds.aggregate`), also written to `out`/summary.json."""
+    if not seeds_run or len(set(seeds_run)) != len(seeds_run):
+        raise ValueError(f"seeds: {list(seeds_run)}: one or more, each once")
+    folder = out or OUT / scenario.name
+    first, *others = seeds_run
+    summaries = [run(scenario, out=folder, write=write, seed=first, **options)]
+    options.pop("progress", None)
+    for seed in others:
+        write(f"   seed {seed} of {list(seeds_run)} …")
+        summaries.append(
+            run(
+                scenario,
+                out=folder / "seeds" / str(seed),
+                write=lambda line: None,
+                seed=seed,
+                **{**options, "chart": False},
+            )
+        )
+    summary = seeds.aggregate(summaries, seeds_run)
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 
 
@@ -178,14 +224,16 @@ def run_file(path: Path, **options: Any) -> dict[str, Any]:
     return run(load_scenario(path), **options)
 
 
-def _run_quietly(path: Path, out: Path | None) -> tuple[dict[str, Any] | None, list[str]]:
+def _run_quietly(
+    path: Path, out: Path | None, seeds_run: Sequence[int] = (0,)
+) -> tuple[dict[str, Any] | None, list[str]]:
     """One scenario in a worker process: its summary (None if it failed), and what it
     printed, a failure's traceback last."""
     printed: list[str] = []
     try:
         scenario = load_scenario(path)
         folder = None if out is None else out / scenario.name
-        return run(scenario, out=folder, write=printed.append), printed
+        return run_seeds(scenario, seeds_run, out=folder, write=printed.append), printed
     except Exception:  # told in order with the others, not lost behind them
         return None, [*printed, f"{path}: the run failed\n{traceback.format_exc()}"]
 
@@ -195,6 +243,7 @@ def run_all(
     scenarios: Sequence[Scenario],
     write: Callable[[str], None] = print,
     out: Path | None = None,
+    seeds_run: Sequence[int] = (0,),
 ) -> list[dict[str, Any]]:
     """Every scenario, one a core at a time (each starts its own sandbox: moto's server and
     an API server on ports of its own), the longest first; each one's output printed in
@@ -202,14 +251,15 @@ def run_all(
     workers = max(1, min(os.cpu_count() or 1, len(files)))
     write(
         f"Running {len(files)} scenarios, {workers} at a time "
-        "(each three times: nodescaler, CA defaults, CA tuned)"
+        "(each three times: nodescaler, CA defaults, CA tuned"
+        + (f"; with seeds {list(seeds_run)})" if len(seeds_run) > 1 else ")")
     )
     longest_first = sorted(range(len(files)), key=lambda i: -scenarios[i].minutes)
     done: dict[int, tuple[dict[str, Any] | None, list[str]]] = {}
     shown = 0
     context = multiprocessing.get_context("spawn")  # no thread or socket inherited
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(_run_quietly, files[i], out): i for i in longest_first}
+        futures = {pool.submit(_run_quietly, files[i], out, seeds_run): i for i in longest_first}
         for future in as_completed(futures):
             done[futures[future]] = future.result()
             while shown in done:
@@ -249,6 +299,8 @@ def _simulate(
     folder: Path,
     progress: Callable[[str], None] | None,
     times: Sequence[int],
+    *,
+    seed: int = 0,
 ) -> Run:
     environment = dict(scenario.environment)
     if scenario.zonal_shifts:  # the sandbox answers ARC: read it, as a deployed stack does
@@ -268,7 +320,7 @@ def _simulate(
         (folder / f"logs-{controller}.jsonl").open("w") as log,
         box.logging_to(log),
     ):
-        world = World(scenario, box, hooks=controller == NODESCALER)
+        world = World(scenario, box, hooks=controller == NODESCALER, seed=seed)
         outages = Outages(scenario.faults, box)
         act = _controller(scenario, controller, box, world, outages, settings=result.settings)
         decisions = Decisions(box) if controller == NODESCALER else None

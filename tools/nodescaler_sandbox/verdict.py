@@ -7,9 +7,10 @@ and in each line its losses come first. Then where the table and the charts are.
 
 A difference is noise when it is within `RELATIVE_NOISE` of CA's figure, or smaller than
 what the sandbox resolves: one node for one step (node-hours), one pod for one step
-(pod-minutes), one step (reaction). A summary that carries a spread over seeds
-(`<figure>_spread`, as `max - min`) widens the band to it. Keys are read defensively: a
-figure a summary lacks is left out, never guessed.
+(pod-minutes), one step (reaction). A summary of several seeds (`seeds`) carries each
+figure's mean over them (`<figure>_seeds`'s `mean`) and its spread (`<figure>_spread`,
+`max - min`): the band widens to the wider of the two runs' spreads (`seeds.mark`). Keys
+are read defensively: a figure a summary lacks is left out, never guessed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from nodescaler_sandbox import seeds
 
 NODESCALER = "nodescaler"
 TUNED = "cluster-autoscaler-tuned"
@@ -65,6 +68,14 @@ FIGURES = (
 )
 
 
+def _read(figure: Figure, run: Mapping[str, Any]) -> float | None:
+    """The figure's mean over the seeds when the run has several, else its one value."""
+    over_seeds = run.get(figure.key + seeds.SEEDS_SUFFIX)
+    if isinstance(over_seeds, Mapping) and _number(over_seeds.get("mean")) is not None:
+        return _number(over_seeds["mean"])
+    return figure.read(run)
+
+
 @dataclass(frozen=True)
 class Comparison:
     label: str
@@ -91,16 +102,15 @@ def compare(summary: Mapping[str, Any]) -> list[Comparison]:
     step = _number(summary.get("step_seconds")) or DEFAULT_STEP_SECONDS
     compared = []
     for figure in FIGURES:
-        mine, other = figure.read(ours), figure.read(theirs)
+        mine, other = _read(figure, ours), _read(figure, theirs)
         if mine is None or other is None:
             continue
-        spread = _number(theirs.get(f"{figure.key}_spread")) or 0.0
-        noise = max(RELATIVE_NOISE * abs(other), figure.resolution(step), spread)
-        if abs(mine - other) <= noise:
-            mark = "within noise"
-        else:
-            mark = "better" if mine < other else "worse"
-        compared.append(Comparison(figure.label, mine, other, mark))
+        spreads = [seeds.spread_of(run, figure.key) for run in (ours, theirs)]
+        floor = max(RELATIVE_NOISE * abs(other), figure.resolution(step))
+        mark = seeds.mark(mine, other, spreads, floor)
+        compared.append(
+            Comparison(figure.label, mine, other, mark.replace("within", "within noise"))
+        )
     order = {"worse": 0, "better": 1, "within noise": 2}
     return sorted(compared, key=lambda c: order[c.mark])
 

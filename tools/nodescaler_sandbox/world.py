@@ -6,8 +6,9 @@ same world; it only reads the groups and never decides anything.
 A scenario says its load by the minute: a deployment's replicas at each minute (its
 curve), a queue's tasks sent at a minute. What changes at a minute arrives inside it,
 each pod or task at a step of the minute drawn at random (`within_the_minute`), seeded
-by the workload and the minute, so every run of a scenario sees the same arrivals and
-both controllers the same world: the change from minute m-1 to m arrives over the
+by the workload, the minute and the run's `seed` (0 unless `nodescaler simulate --seeds`
+asks for more), so every run of a scenario with a seed sees the same arrivals and every
+controller the same world: the change from minute m-1 to m arrives over the
 steps from m to m+1, and with 60-second steps all at m, as the minute world had it.
 """
 
@@ -62,10 +63,12 @@ if TYPE_CHECKING:
 class World:
     """A scenario's workloads on the sandbox's cluster, stepped every `stepSeconds`."""
 
-    def __init__(self, scenario: Scenario, box: Sandbox, *, hooks: bool) -> None:
+    def __init__(self, scenario: Scenario, box: Sandbox, *, hooks: bool, seed: int = 0) -> None:
         self.scenario = scenario
         self.box = box
         self.cluster = box.cluster
+        self.seed = seed
+        self.cluster.seed = seed  # the scheduler's placement ties
         self.minute = 0.0
         self.at = 0  # the step's time: seconds from the start
         self._drawn: dict[str, list[int]] = {}  # a workload's minute → its arrivals' steps
@@ -337,6 +340,8 @@ class World:
         return arrived
 
     def _within(self, seed: str, count: int) -> list[int]:
+        if self.seed:  # seed 0 draws as the sandbox always has
+            seed = f"{seed}#{self.seed}"
         if seed not in self._drawn:
             self._drawn[seed] = within_the_minute(seed, count, MINUTE // self._step)
         return self._drawn[seed]
