@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from nodescaler_sandbox import baseline_tuning, cadence, demand, figures, oracle
+from nodescaler_sandbox import baseline_tuning, cadence, demand, figures, latency, oracle
 from nodescaler_sandbox.baseline import (
     SCAN,
     DrainFlags,
@@ -670,16 +670,42 @@ class Decisions:
 
 
 def _scale_requests(minutes: list[dict[str, Any]], start: dict[str, int]) -> list[dict[str, Any]]:
-    """Each change of a group's desired capacity (from its size at the start)."""
+    """Each change of a group's desired capacity (from its size at the start), with the
+    cause of the evaluation that made it where nodescaler records one."""
     last = dict(start)
     requests = []
     for row in minutes:
         before = last.get(row["group"])
         if before is not None and row["desired"] != before:
             change = {"from": before, "to": row["desired"]}
+            if row.get("cause"):
+                change["cause"] = row["cause"]
             requests.append({"minute": row["minute"], "group": row["group"]} | change)
         last[row["group"]] = row["desired"]
     return requests
+
+
+def _request_path(controller: str, request: dict[str, Any]) -> str:
+    """What brought a scale request, for its latencies (`latency`): a CA loop; the fast
+    path's look; else nodescaler's tick (an alarm's or a launch failure's event alike)."""
+    if controller != NODESCALER:
+        return latency.SCAN
+    cause = request.get("cause") or ""
+    return latency.FAST_PATH if cause.startswith(latency.FAST_PATH) else latency.TICK
+
+
+def _charge(controller: str, scenario: Scenario, settings: dict[str, Any]) -> latency.Charged:
+    """The side's latencies (`latency`), at their defaults: the same for every scenario
+    but the stack's tick and fast-path rates; CA's loops frequent as its flags say (`settings`: CA
+    tuned's; the untuned run's are 1.37's defaults, `Flags`)."""
+    step = scenario.step_seconds
+    if controller == NODESCALER:
+        poll = float(scenario.environment.get("FAST_PATH_INTERVAL_SECONDS", latency.POLL_S))
+        side = latency.Nodescaler(poll=poll, tick=scenario.tick_minutes * MINUTE)
+        return latency.Charged(side, step)
+    flags = settings.get("flags") or {}
+    frequent = bool(flags.get("--frequent-loops-enabled", Flags().frequent_loops_enabled))
+    return latency.Charged(latency.ClusterAutoscaler(frequent_loops=frequent), step)
 
 
 def _progress_line(
@@ -799,10 +825,11 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
     for row in result.minutes:
         by_minute.setdefault(row["minute"], []).append(row)
     scale_ups = [
-        figures.ScaleUp(r["minute"], r["group"])
+        figures.ScaleUp(r["minute"], r["group"], _request_path(result.controller, r))
         for r in result.scale_requests
         if r["to"] > r["from"]
     ]
+    charge = _charge(result.controller, scenario, result.settings)
     fit_no_group = figures.fit_no_group(result.pods)
     judged = [r for r in result.minutes if r["minute"] >= scenario.judged_from]
     step = scenario.step_seconds / MINUTE  # a row is a group's step
@@ -817,13 +844,14 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
             figures.metric_to_scale_request(result.minutes, scale_ups, groups, scenario.minutes),
         ),
         "reaction_s": figures.reaction_seconds(
-            figures.pod_reactions(result.pods, scale_ups, scenario.minutes),
+            figures.pod_reactions(result.pods, scale_ups, scenario.minutes, charge=charge),
             figures.queue_reactions(
                 result.minutes,
                 scale_ups,
                 _queue_targets(scenario),
                 {g.name: g.min for g in scenario.groups},
                 scenario.minutes,
+                charge=charge,
             ),
         ),
         "pods_that_fit_no_group": {"count": len(fit_no_group), "first": fit_no_group[:10]},
