@@ -670,28 +670,25 @@ class Decisions:
 
 
 def _scale_requests(minutes: list[dict[str, Any]], start: dict[str, int]) -> list[dict[str, Any]]:
-    """Each change of a group's desired capacity (from its size at the start), with the
-    cause of the evaluation that made it where nodescaler records one."""
+    """Each change of a group's desired capacity (from its size at the start)."""
     last = dict(start)
     requests = []
     for row in minutes:
         before = last.get(row["group"])
         if before is not None and row["desired"] != before:
             change = {"from": before, "to": row["desired"]}
-            if row.get("cause"):
-                change["cause"] = row["cause"]
             requests.append({"minute": row["minute"], "group": row["group"]} | change)
         last[row["group"]] = row["desired"]
     return requests
 
 
-def _request_path(controller: str, request: dict[str, Any]) -> str:
+def _request_path(controller: str, cause: str | None) -> str:
     """What brought a scale request, for its latencies (`latency`): a CA loop; the fast
-    path's look; else nodescaler's tick (an alarm's or a launch failure's event alike)."""
+    path's look; else nodescaler's tick (an alarm's or a launch failure's event alike),
+    from the `cause` of the evaluation that made it."""
     if controller != NODESCALER:
         return latency.SCAN
-    cause = request.get("cause") or ""
-    return latency.FAST_PATH if cause.startswith(latency.FAST_PATH) else latency.TICK
+    return latency.FAST_PATH if (cause or "").startswith(latency.FAST_PATH) else latency.TICK
 
 
 def _charge(controller: str, scenario: Scenario, settings: dict[str, Any]) -> latency.Charged:
@@ -824,8 +821,13 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
     by_minute: dict[int, list[dict[str, Any]]] = {}
     for row in result.minutes:
         by_minute.setdefault(row["minute"], []).append(row)
+    causes = {(r["minute"], r["group"]): r.get("cause") for r in result.minutes}
     scale_ups = [
-        figures.ScaleUp(r["minute"], r["group"], _request_path(result.controller, r))
+        figures.ScaleUp(
+            r["minute"],
+            r["group"],
+            _request_path(result.controller, causes.get((r["minute"], r["group"]))),
+        )
         for r in result.scale_requests
         if r["to"] > r["from"]
     ]
