@@ -130,5 +130,10 @@ class Charged:
 
 
 class ScaleUpLike(Protocol):
-    minute: float
-    path: str
+    """A scale request as `figures.ScaleUp` gives it: its step (minutes), its path."""
+
+    @property
+    def minute(self) -> float: ...
+
+    @property
+    def path(self) -> str: ...
