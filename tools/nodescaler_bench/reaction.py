@@ -1,8 +1,9 @@
 """Seconds from demand to the scale request, in the sandbox's 10-s world: a scenario of
 pending pods and one of a queue, each run under nodescaler as deployed (the fast path on)
 and once with the fast path off (the tick and the alarms alone). The figure is the p99 of
-the summary's `reaction_s` (`figures.reaction_seconds`): from a pod turning unschedulable,
-or a queue's messages passing its target, to the scale request that answers it.
+the summary's `reaction_s` (`figures.reaction_seconds`): from a pod's arrival second, or
+a queue's messages passing its target, to the second the scale request that answers it
+takes effect, charged nodescaler's latencies (`nodescaler_sandbox.latency`).
 Run alone: `python -m nodescaler_bench.reaction`.
 """
 

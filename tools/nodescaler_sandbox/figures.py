@@ -17,6 +17,9 @@ whose right answer is known. Times are minutes from the start of the run.
   pod that found room first asked nothing new and is not counted), and from a queue's
   messages ÷ its target per node first exceeding the group's desired size (beyond the
   HPA's 10 % tolerance) to the group's next scale-up (or the queue falling back first).
+  Given a `Charge` (`latency`), it runs from the pod's arrival second to the second the
+  answering request takes effect, each side charged its own latencies; without one, from
+  step to step.
 - *Unschedulable pod-minutes* sum the pods waiting for a node, a step at a time (each
   step's count held for the step).
 - A disruption budget is *short* in a minute it has too few healthy pods after it was
@@ -28,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 NEVER_SCHEDULED = "(never scheduled)"  # the group of a pod that never bound
 
@@ -46,6 +49,7 @@ class PodRecord:
     group: str | None = None  # of the node it was bound to
     node_launched: float | None = None  # the instance of the node it bound to, launched at
     takers: frozenset[str] = field(default_factory=frozenset)  # groups whose new node fits it
+    gpu: bool = False  # asks for a GPU (Cluster Autoscaler waits longer for it: `latency`)
 
     def waited(self) -> bool:
         return self.unschedulable is not None
@@ -60,6 +64,7 @@ class PodRecord:
 class ScaleUp:
     minute: float
     group: str
+    path: str = ""  # what brought it (`latency`: fast path, tick, scan)
 
 
 def as_row(pod: PodRecord) -> dict[str, Any]:
@@ -261,15 +266,31 @@ TOLERANCE = 0.1  # the HPA's default: a queue this little past its target asks f
 
 
 def _answered(scale_ups: Sequence[ScaleUp], groups: frozenset[str], since: float) -> list[float]:
+    return [s.minute for s in _answers(scale_ups, groups, since)]
+
+
+def _answers(scale_ups: Sequence[ScaleUp], groups: frozenset[str], since: float) -> list[ScaleUp]:
     since = round(since, 3)  # as the runner rounds a step's minute (10:20 is 10.333)
-    return [s.minute for s in scale_ups if s.minute >= since and s.group in groups]
+    return [s for s in scale_ups if s.minute >= since and s.group in groups]
+
+
+class Charge(Protocol):
+    """A side's latencies (`latency.Charged`): the seconds from demand arriving in the
+    step of `since` (a minute) to `answer` taking effect."""
+
+    def reaction(self, since: float, name: str, answer: ScaleUp, *, gpu: bool) -> float: ...
 
 
 def pod_reactions(
-    pods: Iterable[PodRecord], scale_ups: Sequence[ScaleUp], end: float
+    pods: Iterable[PodRecord],
+    scale_ups: Sequence[ScaleUp],
+    end: float,
+    *,
+    charge: Charge | None = None,
 ) -> list[Reaction]:
     """Each pod that turned unschedulable and that a group could take: the time to a
-    scale-up of such a group before it bound or went. A pod that found room without one
+    scale-up of such a group before it bound or went (from its arrival second to the
+    second the scale-up takes effect, given a `charge`). A pod that found room without one
     (a node already on its way, another pod gone) asked nothing new: it is not counted,
     whatever scale-up came before it bound (one for other pods, or a buffer)."""
     reactions = []
@@ -280,9 +301,15 @@ def pod_reactions(
         if pod.node_launched is not None and pod.node_launched < since:
             continue  # bound to a node launched before it needed one
         room = min((t for t in (pod.bound, pod.gone) if t is not None and t >= since), default=end)
-        answers = [m for m in _answered(scale_ups, pod.takers, since) if m <= room]
-        if answers:
-            reactions.append((pod.takers, min(answers) - since))
+        answers = [s for s in _answers(scale_ups, pod.takers, since) if s.minute <= room]
+        if not answers:
+            continue
+        first = min(answers, key=lambda s: s.minute)
+        if charge is None:
+            reactions.append((pod.takers, first.minute - since))
+        else:
+            seconds = charge.reaction(since, pod.name, first, gpu=pod.gpu)
+            reactions.append((pod.takers, seconds / 60))
     return reactions
 
 
@@ -292,11 +319,13 @@ def queue_reactions(
     targets: Mapping[str, Sequence[tuple[str, float]]],
     start: Mapping[str, int],
     end: float,
+    *,
+    charge: Charge | None = None,
 ) -> list[Reaction]:
     """Each time a group's queue (`targets`: group → (queue, messages per node)) first asks
     for more nodes than the group had at the step before (`start`: its size at the
-    start): the time to the group's next scale-up, or to the queue no longer asking (or
-    the `end`)."""
+    start): the time to the group's next scale-up (to its taking effect, given a
+    `charge`), or to the queue no longer asking (or the `end`)."""
     reactions: list[Reaction] = []
     before, since = dict(start), dict[str, float]()
     for row in rows:
@@ -312,9 +341,16 @@ def queue_reactions(
             since[group] = minute
         if group not in since:
             continue
-        answers = [m for m in _answered(scale_ups, frozenset({group}), since[group]) if m <= minute]
-        if answers or not asks or minute >= end:
-            reactions.append((frozenset({group}), min(answers, default=minute) - since.pop(group)))
+        answers = [
+            s for s in _answers(scale_ups, frozenset({group}), since[group]) if s.minute <= minute
+        ]
+        if answers and charge is not None:
+            first = min(answers, key=lambda s: s.minute)
+            seconds = charge.reaction(since.pop(group), group, first, gpu=False)
+            reactions.append((frozenset({group}), seconds / 60))
+        elif answers or not asks or minute >= end:
+            answered = min((s.minute for s in answers), default=minute)
+            reactions.append((frozenset({group}), answered - since.pop(group)))
     return reactions
 
 

@@ -46,6 +46,7 @@ from nodescaler_sandbox import (
     cadence,
     demand,
     figures,
+    latency,
     oracle,
     seeds,
     traces,
@@ -736,6 +737,29 @@ def _scale_requests(minutes: list[dict[str, Any]], start: dict[str, int]) -> lis
     return requests
 
 
+def _request_path(controller: str, cause: str | None) -> str:
+    """What brought a scale request, for its latencies (`latency`): a CA loop; the fast
+    path's look; else nodescaler's tick (an alarm's or a launch failure's event alike),
+    from the `cause` of the evaluation that made it."""
+    if controller != NODESCALER:
+        return latency.SCAN
+    return latency.FAST_PATH if (cause or "").startswith(latency.FAST_PATH) else latency.TICK
+
+
+def _charge(controller: str, scenario: Scenario, settings: dict[str, Any]) -> latency.Charged:
+    """The side's latencies (`latency`), at their defaults: the same for every scenario
+    but the stack's tick and fast-path rates; CA's loops frequent as its flags say (`settings`: CA
+    tuned's; the untuned run's are 1.37's defaults, `Flags`)."""
+    step = scenario.step_seconds
+    if controller == NODESCALER:
+        poll = float(scenario.environment.get("FAST_PATH_INTERVAL_SECONDS", latency.POLL_S))
+        side = latency.Nodescaler(poll=poll, tick=scenario.tick_minutes * MINUTE)
+        return latency.Charged(side, step)
+    flags = settings.get("flags") or {}
+    frequent = bool(flags.get("--frequent-loops-enabled", Flags().frequent_loops_enabled))
+    return latency.Charged(latency.ClusterAutoscaler(frequent_loops=frequent), step)
+
+
 def _progress_line(
     scenario: Scenario, controller: str, minute: float, rows: list[dict[str, Any]]
 ) -> str:
@@ -852,11 +876,17 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
     by_minute: dict[int, list[dict[str, Any]]] = {}
     for row in result.minutes:
         by_minute.setdefault(row["minute"], []).append(row)
+    causes = {(r["minute"], r["group"]): r.get("cause") for r in result.minutes}
     scale_ups = [
-        figures.ScaleUp(r["minute"], r["group"])
+        figures.ScaleUp(
+            r["minute"],
+            r["group"],
+            _request_path(result.controller, causes.get((r["minute"], r["group"]))),
+        )
         for r in result.scale_requests
         if r["to"] > r["from"]
     ]
+    charge = _charge(result.controller, scenario, result.settings)
     fit_no_group = figures.fit_no_group(result.pods)
     judged = [r for r in result.minutes if r["minute"] >= scenario.judged_from]
     step = scenario.step_seconds / MINUTE  # a row is a group's step
@@ -871,13 +901,14 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
             figures.metric_to_scale_request(result.minutes, scale_ups, groups, scenario.minutes),
         ),
         "reaction_s": figures.reaction_seconds(
-            figures.pod_reactions(result.pods, scale_ups, scenario.minutes),
+            figures.pod_reactions(result.pods, scale_ups, scenario.minutes, charge=charge),
             figures.queue_reactions(
                 result.minutes,
                 scale_ups,
                 _queue_targets(scenario),
                 {g.name: g.min for g in scenario.groups},
                 scenario.minutes,
+                charge=charge,
             ),
         ),
         "pods_that_fit_no_group": {"count": len(fit_no_group), "first": fit_no_group[:10]},

@@ -410,6 +410,7 @@ class World:
                 record.takers = frozenset(
                     g for g, n in self._new_node.items() if n.fits(*asked, spec)
                 )
+                record.gpu = asks_for_gpu(spec)
             if record.bound is None and BOUND_AT in annotations:
                 record.bound = self._minutes(annotations[BOUND_AT])
                 instance = self.cluster.instance_of_node(found["spec"]["nodeName"])
@@ -576,3 +577,12 @@ def _consume(queue: str, tasks: int, region: str) -> None:
     store = _store(queue, region)
     if store is not None:
         del store._messages[: min(tasks, len(store._messages))]
+
+
+def asks_for_gpu(spec: dict[str, Any]) -> bool:
+    """Whether a pod asks for an NVIDIA GPU, as Cluster Autoscaler tells (utils/gpu/gpu.go,
+    PodRequestsGpu: a container's requests name nvidia.com/gpu, whatever the amount)."""
+    return any(
+        "nvidia.com/gpu" in ((c.get("resources") or {}).get("requests") or {})
+        for c in spec.get("containers") or []
+    )

@@ -1,0 +1,86 @@
+"""Each side's latencies add up on a hand-made timeline (`nodescaler_sandbox.latency`)."""
+
+from __future__ import annotations
+
+import pytest
+from nodescaler_sandbox import latency
+from nodescaler_sandbox.figures import PodRecord, ScaleUp, pod_reactions, reaction_seconds
+from nodescaler_sandbox.latency import ClusterAutoscaler, Nodescaler
+from nodescaler_sandbox.world import asks_for_gpu
+
+STEP = 10
+# the components, as docs/sandbox.md's table gives them
+AFTER_LOOK = 0.5 + 1.0 + 0.45 + 0.25  # look, SQS FIFO, cold start, evaluate's reads
+
+
+def test_nodescaler_fast_path_charges_poll_phase_look_sqs_cold_start_and_reads():
+    # a pod arriving at 3 s: the fast path's next look at 5 s, then the chain after it
+    effective = Nodescaler().effective(3, latency.FAST_PATH, requested=10, step=STEP)
+    assert effective == pytest.approx(5 + AFTER_LOOK)  # 7.2 s: a reaction of 4.2 s
+
+
+def test_nodescaler_tick_charges_the_minute_phase_without_a_look():
+    # fast path off: the tick at 60 s starts the evaluation; no look in between
+    effective = Nodescaler().effective(3, latency.TICK, requested=60, step=STEP)
+    assert effective == pytest.approx(60 + 1.0 + 0.45 + 0.25)
+
+
+def test_cluster_autoscaler_frequent_loop_skips_a_pod_too_new_for_one_scan():
+    # a loop right at 3 s finds the pod 0 s old (< 2 s): it waits its loop (1 s) and a
+    # scan (10 s), loops again at 14 s and scales up at that loop's end, 15 s
+    ca = ClusterAutoscaler(frequent_loops=True)
+    assert ca.effective(3, requested=10, step=STEP, gpu=False) == pytest.approx(15)
+
+
+def test_cluster_autoscaler_waits_30_s_for_a_pod_asking_for_a_gpu():
+    # loops at 3, 14, 25 s skip it (younger than 30 s); the one at 36 s scales up by 37 s
+    ca = ClusterAutoscaler(frequent_loops=True)
+    assert ca.effective(3, requested=10, step=STEP, gpu=True) == pytest.approx(37)
+
+
+def test_cluster_autoscaler_without_frequent_loops_waits_for_its_scan():
+    ca = ClusterAutoscaler(frequent_loops=False)
+    # at 3 s: the scan at 10 s sees it 7 s old, and its loop ends at 11 s
+    assert ca.effective(3, requested=10, step=STEP, gpu=False) == pytest.approx(11)
+    # at 9 s: the scan at 10 s finds it 1 s old (too new); the next, at 20 s, scales up
+    assert ca.effective(9, requested=10, step=STEP, gpu=False) == pytest.approx(21)
+
+
+def test_a_request_the_run_made_later_takes_effect_no_sooner_than_its_step():
+    # the run answered at the step of 60 s: not before a look in that step (51 to 60 s)
+    ca = ClusterAutoscaler(frequent_loops=True)
+    assert ca.effective(3, requested=60, step=STEP, gpu=False) == pytest.approx(61)
+    ours = Nodescaler().effective(3, latency.FAST_PATH, requested=60, step=STEP)
+    assert ours == pytest.approx(55 + AFTER_LOOK)
+
+
+def test_arrival_offset_is_within_the_step_and_the_same_for_a_name():
+    offsets = {latency.arrival_offset(f"web-{i}", STEP) for i in range(200)}
+    assert offsets == set(range(STEP))  # spread over every second of the step
+    assert latency.arrival_offset("web-1", STEP) == latency.arrival_offset("web-1", STEP)
+
+
+def test_reaction_seconds_charge_each_side_from_the_pods_arrival_second():
+    # a pod seen unschedulable at the step of 10 s and a scale-up in that same step: from
+    # the step alone, 0 s for both sides; charged, each side's own chain
+    pod = PodRecord("inference-1", created=1 / 6, unschedulable=1 / 6, takers=frozenset({"g"}))
+    pod.gpu = True
+    arrival = 10 - latency.arrival_offset(pod.name, STEP)
+    ours = latency.Charged(Nodescaler(), STEP)
+    theirs = latency.Charged(ClusterAutoscaler(), STEP)
+    fast = [ScaleUp(round(1 / 6, 3), "g", latency.FAST_PATH)]
+    scan = [ScaleUp(round(1 / 6, 3), "g", latency.SCAN)]
+
+    assert reaction_seconds(pod_reactions([pod], fast, 60), [])["overall"]["p99"] == 0
+    mine = reaction_seconds(pod_reactions([pod], fast, 60, charge=ours), [])["overall"]
+    poll = -(-arrival // 5) * 5  # the fast path's next look
+    assert mine["p99"] == round(poll + AFTER_LOOK - arrival)
+    ca = reaction_seconds(pod_reactions([pod], scan, 60, charge=theirs), [])["overall"]
+    assert ca["p99"] == 34  # 3 skipped loops of 11 s (30 s for a GPU), then its loop's 1 s
+
+
+def test_a_pod_asks_for_a_gpu_when_a_container_requests_one_by_name():
+    gpu = {"containers": [{"resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "1"}}}]}
+    cpu = {"containers": [{"resources": {"requests": {"cpu": "1"}}}, {"name": "sidecar"}]}
+    assert asks_for_gpu(gpu)
+    assert not asks_for_gpu(cpu)
