@@ -97,11 +97,11 @@ def test_cdk_synth_builds_the_sample_with_its_layers_and_no_nag_findings(tmp_pat
         ),
         (
             {"alarms": {"email": "not-an-address"}},
-            "cdk.json: context.nodescaler.alarms.email: String should match pattern",
+            "cdk.json: context.nodescaler.alarms.email: should be an email address",
         ),
         (
             {"drainGroups": ["web*"]},
-            "cdk.json: context.nodescaler.drainGroups[0]: String should match pattern",
+            "cdk.json: context.nodescaler.drainGroups[0]: should be an Auto Scaling group's name",
         ),
     ],
 )
