@@ -472,21 +472,7 @@ def test_given_too_little_time_left_then_the_unstarted_records_fail_alone_and_ar
     # clock), and invocations with 35 s left (3 s kept to record results)
     for group in ("gpu-a", "gpu-b", "gpu-c"):
         make_asg(group, tags=GPU, max_size=600)
-    training_tasks(40)
-    clock = [0.0]
-
-    def slow_read(params: dict[str, Any], **_: Any) -> None:
-        if TRAINING_QUEUE in params.get("QueueUrl", ""):
-            clock[0] += 25
-
-    deployment.clients.sqs.meta.events.register(
-        "provide-client-params.sqs.GetQueueAttributes", slow_read
-    )
-    evaluator = replace(deployment.evaluator, deadline=Deadline(monotonic=lambda: clock[0]))
-    deployment.evaluations.handler = partial(
-        evaluate.handler, evaluator=evaluator, redelivery=deployment.redelivery
-    )
-    deployment.evaluations.context = lambda: LocalContext(remaining_ms=35_000)
+    evaluations_taking_25_s_with_35_s_left(deployment)
 
     # When a tick queues them and the function is invoked until none is left
     deliveries = deployment.tick()
@@ -509,6 +495,22 @@ def test_given_a_request_not_started_in_more_invocations_than_max_receive_count_
     groups = [f"gpu-{name}" for name in "abcde"]
     for group in groups:
         make_asg(group, tags=GPU, max_size=600)
+    evaluations_taking_25_s_with_35_s_left(deployment)
+
+    # When a tick queues them: the last is not started by four invocations in a row
+    deliveries = deployment.tick()
+
+    # Then every group is evaluated, and nothing is dead-lettered: a request nobody tried
+    # spent no receive
+    assert len(deliveries) == 5
+    assert [desired_capacity(g) for g in groups] == [10] * 5
+    assert deployment.dead_letters() == []
+    assert output().metric("DeadLettered") == []
+
+
+def evaluations_taking_25_s_with_35_s_left(deployment: Deployment) -> None:
+    """40 training tasks queued; each evaluation's queue read takes 25 s on a fake clock,
+    and each invocation has 35 s left."""
     training_tasks(40)
     clock = [0.0]
 
@@ -524,13 +526,3 @@ def test_given_a_request_not_started_in_more_invocations_than_max_receive_count_
         evaluate.handler, evaluator=evaluator, redelivery=deployment.redelivery
     )
     deployment.evaluations.context = lambda: LocalContext(remaining_ms=35_000)
-
-    # When a tick queues them: the last is not started by four invocations in a row
-    deliveries = deployment.tick()
-
-    # Then every group is evaluated, and nothing is dead-lettered: a request nobody tried
-    # spent no receive
-    assert len(deliveries) == 5
-    assert [desired_capacity(g) for g in groups] == [10] * 5
-    assert deployment.dead_letters() == []
-    assert output().metric("DeadLettered") == []
