@@ -250,3 +250,28 @@ def test_a_deployment_changing_within_a_minute_counts_the_lesser_of_its_two_valu
     )
     pods = [sum(n for _, n in step) for step in demand(scenario)]
     assert pods == [2] * 6 + [2] * 6 + [1] * 6
+
+
+def test_a_pod_counts_once_a_node_could_have_booted_for_it() -> None:
+    from nodescaler_sandbox.demand import shape_of
+    from nodescaler_sandbox.scenario_file import Scenario
+
+    # Given 2 pods, rising to 6 within minute 3, falling to 1 within minute 8, and a node
+    # booting in 2 minutes
+    scenario = Scenario.model_validate(
+        {
+            "name": "rise",
+            "minutes": 10,
+            "groups": [{"name": "ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"}],
+            "deployments": [{"name": "web", "replicas": {0: 2, 2: 2, 3: 6, 7: 6, 8: 1}}],
+        }
+    )
+    web = shape_of(scenario.deployments[0])
+    at_once = [sum(n for _, n in step) for step in demand(scenario)]
+    booted = [sum(n for _, n in step) for step in demand(scenario, settle={web: 120})]
+    # Then without a boot to wait for, the rise counts from the minute after its own
+    assert at_once == [2] * 24 + [6] * 24 + [1] * 12
+    # And with one, two minutes later (a node asked for within minute 3 is Ready within
+    # minute 5 at the latest), and the fall as at once: a controller answering each pod
+    # within a boot holds no fewer
+    assert booted == [2] * 36 + [6] * 12 + [1] * 12

@@ -11,6 +11,10 @@ a node, read from the scenario alone (no run), at least as many as any run has t
   once (not before a node could hold its worker: `first_task`), first come first served
   on the cap's workers, for its task time. No run sends a task later or finishes one
   sooner, so none has fewer workers.
+- A pod counts once a node could have been booted for it (`settle`: the shortest boot
+  of the groups it fits): at each step, the fewest of its shape over the boot before.
+  Room held in advance serves a pod sooner, but that room is counted in the run's own
+  node-hours; a controller answering each pod within a boot has at least these.
 Overprovisioning placeholders and CapacityBuffers are room held, not demand: left out.
 """
 
@@ -71,15 +75,21 @@ class _Workers:
         return max(min(latest - bisect_right(self.done, second), self.cap), 0)
 
 
-def demand(scenario: Scenario, first_task: Mapping[str, float] | None = None) -> Iterator[Step]:
+def demand(
+    scenario: Scenario,
+    first_task: Mapping[str, float] | None = None,
+    settle: Mapping[Shape, float] | None = None,
+) -> Iterator[Step]:
     """The pods the scenario's workloads ask for at each of its steps (see the module's
     docstring), as the oracle counts them. `first_task`: a queue's earliest second a task
-    can be worked (no node for its workers before: none at the start, none booted yet)."""
-    first_task = first_task or {}
+    can be worked (no node for its workers before: none at the start, none booted yet).
+    `settle`: per shape, the seconds from a pod's arrival until a new node could hold it."""
+    first_task, settle = first_task or {}, settle or {}
     step = scenario.step_seconds
-    deployments = [
-        (shape_of(d), sorted((float(m), n) for m, n in d.replicas.items()))
+    deployments = [  # each minute's replicas, from the minute before the first
+        (shape_of(d), [replicas_at(curve, m) for m in range(-1, scenario.minutes)])
         for d in scenario.deployments
+        for curve in [sorted((float(m), n) for m, n in d.replicas.items())]
     ]
     queues = [
         (
@@ -94,12 +104,14 @@ def demand(scenario: Scenario, first_task: Mapping[str, float] | None = None) ->
         )
         for q in scenario.queues
     ]
-    for second in range(0, scenario.minutes * MINUTE, step):
-        minute = second // MINUTE
+    seconds = range(0, scenario.minutes * MINUTE, step)
+    workers_at = [(shape, [workers.at(second) for second in seconds]) for shape, workers in queues]
+    for index, second in enumerate(seconds):
         counts: list[Shape] = []
-        for shape, curve in deployments:
-            before, after = replicas_at(curve, minute - 1), replicas_at(curve, minute)
-            counts += [shape] * min(before, after)
-        for shape, workers in queues:
-            counts += [shape] * workers.at(second)
+        for shape, replicas in deployments:  # replicas[m + 1]: minute m's
+            since = int(max(second - settle.get(shape, 0.0), 0) // MINUTE)
+            counts += [shape] * min(replicas[since : second // MINUTE + 2])
+        for shape, workers in workers_at:
+            back = int(settle.get(shape, 0.0) // step)  # steps of a boot, whole
+            counts += [shape] * min(workers[max(index - back, 0) : index + 1])
         yield step_of(counts)

@@ -9,8 +9,9 @@ group's minimum, at most its maximum); and all the groups together at least, ove
 resources, the sum of each pod's request divided by the largest allocatable of the
 groups it can use (a pod that can use several groups is counted on the roomiest, so the
 figure stays below whatever a placement takes). The larger of the two, summed over the
-judged steps. A run that leaves pods waiting for a node has fewer than the demand and may
-come out below it; a run that holds them cannot.
+judged steps. The demand counts a new pod once a node could have booted for it, so a run
+that puts each pod on a node within a boot of its arrival cannot come out below it; a run
+whose pods wait longer holds fewer than the demand and may.
 
 The packing (`Oracle`): every step, the pods then existing in a run (running or waiting)
 packed onto new nodes of the scenario's groups, by the sandbox's own placement rule

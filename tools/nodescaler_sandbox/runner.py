@@ -652,7 +652,10 @@ def _oracle(
         q.name: _first_node(scenario, demand.shape_of(q.worker), templates, bounds)
         for q in scenario.queues
     }
-    steps = itertools.islice(demand.demand(scenario, first_task), judged, None)
+    shapes = [demand.shape_of(d) for d in scenario.deployments]
+    shapes += [demand.shape_of(q.worker) for q in scenario.queues]
+    settle = {shape: _boot_for(scenario, shape, templates, bounds) for shape in shapes}
+    steps = itertools.islice(demand.demand(scenario, first_task, settle), judged, None)
     bound = oracle.oracle_node_hours(steps, templates, bounds, step, judged)
     return bound | min(packed, key=lambda f: f["packed_node_hours"])
 
@@ -668,6 +671,20 @@ def _first_node(
     if not usable or any(g.min > 0 for g in usable):
         return 0.0
     return min(bounds.frozen_until.get(g.name, 0.0) for g in usable)
+
+
+def _boot_for(
+    scenario: Scenario, shape: oracle.Shape, templates: dict[str, Room], bounds: oracle.Bounds
+) -> float:
+    """The seconds from a pod's arrival until a new node could hold it: the shortest boot
+    of the groups it fits that can launch (0 when none can: the bound holds them at their
+    minimum)."""
+    boots = [
+        bounds.frozen_until.get(g.name, 0.0)
+        for g in scenario.groups
+        if g.name in templates and templates[g.name].fits(shape.cpu, shape.memory, shape.spec)
+    ]
+    return min((b for b in boots if math.isfinite(b)), default=0.0)
 
 
 def _bounds(scenario: Scenario) -> oracle.Bounds:
