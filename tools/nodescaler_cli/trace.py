@@ -119,11 +119,13 @@ def _scenario(args: argparse.Namespace) -> int:
         "groups": groups,
         "podTraces": [{"name": args.name, "file": window.file}],
     }
+    if args.prices is not None:
+        scenario["priceTable"] = _relative(args.prices, output.parent)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(yaml.safe_dump(scenario, sort_keys=False))
     load_scenario(output)
     rows = check(window, output.parent)
-    print(f"{output}: {rows} pods over {minutes} minutes on {len(groups)} groups")
+    print(f"{output}: {rows} pods over {minutes} minutes on {len(groups)} group(s)")
     print(f"run it: nodescaler simulate {output}")
     return 0
 
@@ -165,7 +167,7 @@ def _groups(path: Path, instance_types: list[str]) -> list[dict[str, Any]]:
             raise ScenarioError(f"{path}: groups.{index}: not a group")
         group = {k: v for k, v in listed_group.items() if k not in (*STATUS_ONLY, "notes")}
         if "group" in group:
-            group["name"] = group.pop("group")
+            group = {"name": group.pop("group")} | group
         if not group.get("policy"):
             raise ScenarioError(f"{path}: groups.{index}.policy: the group has no policy")
         if group.get("name") in types:
@@ -227,6 +229,9 @@ def register(commands: Any) -> None:
     scenario.add_argument("--policies", type=Path, default=Path("policies"))
     scenario.add_argument(
         "--instance-type", action="append", default=[], metavar="GROUP=TYPE", help="repeatable"
+    )
+    scenario.add_argument(
+        "--prices", type=Path, help="a price table (YAML: type: {onDemand: $, spot: $})"
     )
     scenario.add_argument("--name", default="my-cluster", help="the scenario's name")
     scenario.add_argument("--minutes", type=int, help="default: the trace's length")
