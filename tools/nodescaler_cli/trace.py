@@ -15,6 +15,7 @@ EXPORT_MAX_BYTES = 256 * 2**20
 EXPORT_QUERY_SECONDS = 120.0
 _AGO = re.compile(r"^(\d+)([mhd])$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}
+MAX_MINUTES = 7 * 24 * 60  # a scenario's longest run
 STATUS_ONLY = ("current", "desired", "in_service", "metrics", "last_decision", "decided_at")
 
 
@@ -137,13 +138,14 @@ def _relative(path: Path, folder: Path) -> str:
 
 
 def _trace_minutes(window: Any, folder: Path) -> int:
-    """The trace's length: its last arrival or deletion, in whole minutes, at least 1."""
+    """The trace's length: its last arrival, deletion or job's end (if it ran at once), in
+    whole minutes, at least 1 and at most a scenario's week."""
     from nodescaler_sandbox.traces import pod_rows
 
     last = 0.0
     for row in pod_rows(window, folder):
         last = max(last, row.arrival_s, row.delete_s or 0, row.arrival_s + (row.run_s or 0))
-    return max(int(last // 60) + 1, 1)
+    return min(max(int(last // 60) + 1, 1), MAX_MINUTES)
 
 
 def _groups(path: Path, instance_types: list[str]) -> list[dict[str, Any]]:

@@ -528,18 +528,12 @@ def pod_wait_seconds(pods: Iterable[PodRecord], end_minute: float) -> list[float
 
 # --- what a replay costs -----------------------------------------------------------------
 
-# A price table's bounds: an hour of the largest EC2 instance is about $400 on demand
-# (u7in-32tb.224xlarge, https://aws.amazon.com/ec2/pricing/on-demand/), and a cluster uses
-# tens of instance types, not thousands: past either is a typo, refused by name.
+# A price table's bounds, against typos: $1,000 is above any EC2 instance's hourly price
+# (https://aws.amazon.com/ec2/pricing/on-demand/), and a cluster uses tens of instance
+# types, not thousands: past either, the entry or the table is refused by name.
 MAX_PRICE = 1000.0
 MAX_PRICED_TYPES = 500
 INSTANCE_TYPE = r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$"
-CAPACITY_TYPES = ("on-demand", "spot")
-SANDBOX_PRICES = (
-    "Linux on-demand $ an hour in eu-west-1 (https://aws.amazon.com/ec2/pricing/on-demand/), "
-    "nodescaler_sandbox.warm_pools.ON_DEMAND"
-)
-
 Dollars = Annotated[float, Field(ge=0, le=MAX_PRICE, allow_inf_nan=False)]
 
 
