@@ -35,6 +35,16 @@ def _moment(text: str, now: datetime | None = None) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def _duration(text: str) -> float:
+    """--chunk: 6h, 30m, 90s or 1d, in seconds."""
+    from nodescaler_cli.observe import UsageError
+
+    found = re.match(r"^(\d+)([smhd])$", text)
+    if not found or int(found[1]) == 0:
+        raise UsageError(f"--chunk {text!r}: a duration such as 6h, 30m or 90s")
+    return int(found[1]) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[found[2]]
+
+
 def _export(args: argparse.Namespace) -> int:
     from nodescaler_cli.observe import UsageError
     from nodescaler_cli.trace_export import from_snapshots, write_trace
@@ -98,7 +108,8 @@ def _from_prometheus(args: argparse.Namespace, start: float, end: float) -> Any:
         except (PrometheusQueryError, PrometheusUnavailableError) as error:
             raise OperatorError(f"Prometheus at {where}: {query}: {error}") from None
 
-    return from_prometheus(ask, start, end, args.step)
+    step = args.step or max(60, int((end - start) / 2000))  # a week: 5 minutes
+    return from_prometheus(ask, start, end, step, _duration(args.chunk))
 
 
 def _scenario(args: argparse.Namespace) -> int:
@@ -218,7 +229,15 @@ def register(commands: Any) -> None:
     export.add_argument("--from", dest="start", help="RFC 3339 or 7d/12h ago (default: 7d)")
     export.add_argument("--until", help="RFC 3339 or 1d/12h ago (default: now)")
     export.add_argument(
-        "--step", type=int, default=60, help="seconds: how finely deletions are timed"
+        "--step",
+        type=int,
+        help="seconds: how finely deletions are timed (default: 60, or range/2000 if more)",
+    )
+    export.add_argument(
+        "--chunk",
+        default="6h",
+        help="how much of the range one query reads (default: 6h; less if Prometheus "
+        "says a query loads too many samples)",
     )
     export.add_argument("-o", "--output", type=Path, default=Path("trace.csv"))
     export.set_defaults(run=_export)

@@ -266,37 +266,51 @@ def resource_name(ksm: str) -> str | None:
 
 
 def from_prometheus(
-    ask: Callable[[str], Series], start: float, end: float, step: int
+    ask: Callable[[str], Series], start: float, end: float, step: int, chunk: float
 ) -> tuple[list[ExportedPod], list[str]]:
     """The pods kube-state-metrics saw in [start, end), through `ask` (a query → its
-    vector); and the resources left out, named."""
-    queries = ksm_queries(start, end, step)
+    vector), a `chunk` of seconds at a time (a week at once would load more samples than
+    a Prometheus allows a query: 50 million by default); and the resources left out."""
     pods: dict[tuple[str, str, str], ExportedPod] = {}
-    for series in ask(queries["created"]):
-        key = _key(series, queries["created"])
-        pods[key] = ExportedPod(key[0], key[1], _value(series, queries["created"]))
-    for what in ("started", "completed", "seen"):
-        for series in ask(queries[what]):
-            if (pod := pods.get(_key(series, queries[what]))) is not None:
-                value = _value(series, queries[what])
-                setattr(pod, "gone" if what == "seen" else what, value or None)
-    for series in ask(queries["owner"]):
-        pod, labels = pods.get(_key(series, queries["owner"])), series["metric"]
-        if pod is not None and labels.get("owner_kind", "<none>") != "<none>":
-            pod.owner_kind, pod.owner_name = labels["owner_kind"], labels.get("owner_name", "")
-    left_out = _add_requests(ask(queries["requests"]), pods, queries["requests"])
+    left_out: set[str] = set()
+    since = start
+    while since < end:
+        until = min(since + chunk, end)
+        left_out |= _window(ask, ksm_queries(since, until, step), pods)
+        since = until
     # kube-state-metrics' last scrape stamps every pod it still listed: those are there
     latest = max((p.gone for p in pods.values() if p.gone is not None), default=end)
     for pod in pods.values():
         if pod.gone is not None and pod.gone >= latest - step:
             pod.gone = None
-    return list(pods.values()), left_out
+    return list(pods.values()), sorted(left_out)
+
+
+def _window(
+    ask: Callable[[str], Series], queries: dict[str, str], pods: dict[Any, ExportedPod]
+) -> set[str]:
+    """One window's answers merged into `pods`: a pod's latest times, its largest requests."""
+    for series in ask(queries["created"]):
+        key = _key(series, queries["created"])
+        if key not in pods:
+            pods[key] = ExportedPod(key[0], key[1], _value(series, queries["created"]))
+    for what in ("started", "completed", "seen"):
+        for series in ask(queries[what]):
+            if (pod := pods.get(_key(series, queries[what]))) is not None:
+                name = "gone" if what == "seen" else what
+                value = _value(series, queries[what]) or None
+                setattr(pod, name, max(filter(None, (getattr(pod, name), value)), default=None))
+    for series in ask(queries["owner"]):
+        pod, labels = pods.get(_key(series, queries["owner"])), series["metric"]
+        if pod is not None and labels.get("owner_kind", "<none>") != "<none>":
+            pod.owner_kind, pod.owner_name = labels["owner_kind"], labels.get("owner_name", "")
+    return _add_requests(ask(queries["requests"]), pods, queries["requests"])
 
 
 def _add_requests(
     series: Series, pods: Mapping[tuple[str, str, str], ExportedPod], query: str
-) -> list[str]:
-    """Each pod's summed requests; the resources not replayed, named."""
+) -> set[str]:
+    """Each pod's summed requests (the largest seen); the resources not replayed, named."""
     left_out: set[str] = set()
     for one in series:
         pod = pods.get(_key(one, query))
@@ -305,8 +319,9 @@ def _add_requests(
         if name is None:
             left_out.add(resource)
         elif pod is not None:
-            pod.requests[name] = Decimal(str(_value(one, query)))
-    return sorted(left_out)
+            asked = Decimal(str(_value(one, query)))
+            pod.requests[name] = max(pod.requests.get(name, asked), asked)
+    return left_out
 
 
 def _key(series: Any, query: str) -> tuple[str, str, str]:
