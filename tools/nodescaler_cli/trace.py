@@ -105,7 +105,11 @@ def _from_prometheus(args: argparse.Namespace, start: float, end: float) -> Any:
         source = PrometheusSource(query=query, **endpoint)
         try:
             return queries.vector(source, seconds=EXPORT_QUERY_SECONDS, max_bytes=EXPORT_MAX_BYTES)
-        except (PrometheusQueryError, PrometheusUnavailableError) as error:
+        except PrometheusQueryError as error:
+            big = any(word in str(error) for word in ("bytes", "too many samples"))
+            hint = " (a smaller --chunk reads less at once)" if big else ""
+            raise OperatorError(f"Prometheus at {where}: {query}: {error}{hint}") from None
+        except PrometheusUnavailableError as error:
             raise OperatorError(f"Prometheus at {where}: {query}: {error}") from None
 
     step = args.step or max(60, int((end - start) / 2000))  # a week: 5 minutes

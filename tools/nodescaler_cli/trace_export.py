@@ -176,7 +176,8 @@ def _from_object(item: Any, where: str) -> tuple[str, ExportedPod]:
     if not name or "creationTimestamp" not in metadata:
         raise ExportError(f"{where}: metadata.name and metadata.creationTimestamp: missing")
     where = f"{where} ({namespace}/{name})"
-    owner = next((o for o in metadata.get("ownerReferences") or [] if o.get("controller")), {})
+    owners = metadata.get("ownerReferences") or []
+    owner: dict[str, Any] = next((o for o in owners if o.get("controller")), {})
     pod = ExportedPod(
         namespace,
         name,

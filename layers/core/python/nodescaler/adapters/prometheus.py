@@ -320,7 +320,7 @@ class PrometheusQueries:
         with Watchdog(seconds) as watchdog:
             try:
                 with _opener(watchdog).open(request, timeout=seconds) as response:
-                    body = response.read(max_bytes + 1)
+                    body: bytes = response.read(max_bytes + 1)
             except urllib.error.HTTPError as error:
                 if error.code == 401 and source.bearer_token_secret:
                     self._tokens.pop(source.bearer_token_secret, None)  # rotated: read it again
@@ -337,7 +337,7 @@ class PrometheusQueries:
             raise PrometheusQueryError(
                 f"an answer over {max_bytes:,} bytes (many series), where a metric needs one number"
                 if max_bytes == MAX_ANSWER_BYTES
-                else f"an answer over {max_bytes:,} bytes: ask for a shorter range"
+                else f"an answer over {max_bytes:,} bytes"
             )
         return body
 
