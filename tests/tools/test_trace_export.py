@@ -232,6 +232,17 @@ def test_a_bad_snapshot_is_named_by_file_and_field(
         from_snapshots(tmp_path)
 
 
+def test_from_the_command_line_bad_snapshots_exit_2_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = str(tmp_path / "t.csv")
+    assert main(["trace", "export", "--kubectl-snapshots", str(tmp_path), "-o", out]) == 2
+    assert f"{tmp_path}: no snapshots (*.json) in it" in capsys.readouterr().err
+    _snapshot(tmp_path, "2026-11-20T10:00:00Z")
+    assert main(["trace", "export", "--kubectl-snapshots", str(tmp_path), "-o", out]) == 2
+    assert "--until must be after --from" in capsys.readouterr().err  # one snapshot: no time
+
+
 def test_extended_resources_are_named_as_kubernetes_names_them() -> None:
     assert resource_name("nvidia_com_gpu") == "nvidia.com/gpu"
     assert resource_name("aws_amazon_com_neuron") == "aws.amazon.com/neuron"

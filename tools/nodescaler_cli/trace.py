@@ -56,6 +56,8 @@ def _export(args: argparse.Namespace) -> int:
         if args.until:
             end = _moment(args.until).timestamp()
         left_out: list[str] = []
+        if end <= start:
+            raise UsageError("--until must be after --from (and the last snapshot after the first)")
     else:
         start = _moment(args.start or "7d").timestamp()
         end = _moment(args.until).timestamp() if args.until else datetime.now(UTC).timestamp()
