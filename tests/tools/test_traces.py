@@ -5,6 +5,7 @@ KEDA scales them; what a replay costs."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -228,14 +229,77 @@ def test_pod_waits_run_from_arrival_to_ready_or_to_the_end() -> None:
 
 
 def test_cost_is_node_hours_at_the_price_a_user_may_override() -> None:
-    groups = [("web", "m5.large"), ("gpu", "g5.xlarge"), ("odd", "x9.huge")]
-    hours = {"web": 10.0, "gpu": 2.0, "odd": 1.0}
-    cost = traces.cost_usd(groups, hours, {"g5.xlarge": 0.5})
+    groups = [("web", "m5.large", "on-demand"), ("gpu", "g5.xlarge", "on-demand")]
+    groups += [("odd", "x9.huge", "on-demand"), ("cheap", "m5.large", "spot")]
+    hours = {"web": 10.0, "gpu": 2.0, "odd": 1.0, "cheap": 4.0}
+    prices = traces.prices_for(None, {"g5.xlarge": traces.Price(on_demand=0.5)})
+    cost = traces.cost_usd(groups, hours, prices)
     assert cost == {
         "total": 2.07,
-        "by_group": {"web": 1.07, "gpu": 1.0, "odd": None},
-        "unpriced_instance_types": ["x9.huge"],
+        "by_group": {"web": 1.07, "gpu": 1.0, "odd": None, "cheap": None},
+        "unpriced_instance_types": ["m5.large (spot)", "x9.huge"],
     }
+    spot = traces.prices_for(None, {"m5.large": traces.Price(spot=0.04)})
+    assert traces.cost_usd(groups[:1] + groups[3:], hours, spot) == {
+        "total": 1.23,  # 10 on-demand hours at 0.107, 4 Spot hours at 0.04
+        "by_group": {"web": 1.07, "cheap": 0.16},
+    }
+
+
+def test_a_price_table_file_is_over_the_sandbox_and_under_the_scenario(tmp_path: Path) -> None:
+    table = tmp_path / "prices.yaml"
+    table.write_text("m5.large: {onDemand: 0.096, spot: 0.035}\nc6i.large: 0.085\n")
+    prices = traces.prices_for(table, {"m5.large": traces.Price(spot=0.03)})
+    assert prices["m5.large"] == traces.Price(on_demand=0.096, spot=0.03)
+    assert prices["c6i.large"] == traces.Price(on_demand=0.085)
+    assert prices["g5.xlarge"].on_demand == 1.123  # the sandbox's, untouched
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("m5.large: {onDemand: 5000}\n", "prices.yaml: m5.large.onDemand: Input should be less"),
+        ("m5.large: -1\n", "prices.yaml: m5.large"),
+        ("M5 large: 0.1\n", "prices.yaml: M5 large"),
+        ("m5.large: {onDemand: 0.1, reserved: 0.05}\n", "prices.yaml: m5.large.reserved"),
+        ("- m5.large\n", "prices.yaml: (top)"),
+        ("m5.large: [\n", "prices.yaml: not YAML"),
+    ],
+)
+def test_a_bad_price_table_is_named_by_file_and_type(tmp_path: Path, text: str, named: str) -> None:
+    (tmp_path / "prices.yaml").write_text(text)
+    with pytest.raises(TraceError, match=re.escape(named)):
+        traces.price_table(tmp_path / "prices.yaml")
+
+
+def test_a_price_table_of_thousands_of_types_is_refused(tmp_path: Path) -> None:
+    many = "".join(f"m{i}.large: 0.1\n" for i in range(traces.MAX_PRICED_TYPES + 1))
+    (tmp_path / "prices.yaml").write_text(many)
+    with pytest.raises(TraceError, match="at most 500"):
+        traces.price_table(tmp_path / "prices.yaml")
+
+
+def test_waits_are_told_by_workload_from_the_trace_label_or_the_controller() -> None:
+    pods = [
+        PodRecord("web-1", 0, ready=0.5),
+        PodRecord("web-2", 0, ready=1.5),
+        PodRecord("trace-1", 0, ready=2),
+        PodRecord("trace-1-2", 3, ready=4),  # the same job, made again
+        PodRecord("trace-2", 0, ready=0.25),
+    ]
+    named = {"trace-1": "nightly"}
+    by = traces.waits_by_workload(pods, 10, named)
+    assert by == {
+        "nightly": {"count": 2, "p50": 60, "p99": 120},
+        "web": {"count": 2, "p50": 30, "p99": 90},
+        "trace": {"count": 1, "p50": 15, "p99": 15},
+    }
+
+
+def test_past_the_workloads_listed_the_others_are_one() -> None:
+    pods = [PodRecord(f"w{i}-1", 0, ready=1) for i in range(traces.MAX_WORKLOADS + 3)]
+    by = traces.waits_by_workload(pods, 10, {})
+    assert len(by) == traces.MAX_WORKLOADS + 1 and by["(others)"]["count"] == 3
 
 
 SCENARIO = """\
@@ -266,6 +330,11 @@ def test_a_scenario_with_traces_loads_and_a_bad_row_is_named_with_the_scenario(
     assert scenario.request_traces[0].worker.cpu == "1"
     trace(tmp_path, "arrival_s,service_s\n0,2\n1,-1\n", "requests.csv")
     with pytest.raises(ScenarioError, match=r"requestTraces.0: .*requests.csv:3:2 \(service_s\)"):
+        load_scenario(path)
+    trace(tmp_path, "arrival_s,service_s\n0,2\n", "requests.csv")
+    trace(tmp_path, "m5.large: {spot: 2000}\n", "prices.yaml")
+    path.write_text(path.read_text() + "priceTable: prices.yaml\n")
+    with pytest.raises(ScenarioError, match=r"priceTable: .*prices.yaml: m5.large.spot"):
         load_scenario(path)
 
 

@@ -1,4 +1,4 @@
-"""The operator CLI: validate, simulate, invoke, status, explain, pause and resume
+"""The operator CLI: validate, simulate, trace, invoke, status, explain, pause and resume
 (`nodescaler --help`)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from nodescaler.errors import MalformedEventError, NodescalerError, PolicyError, StateCorruptError
 
-from nodescaler_cli import pause, policies
+from nodescaler_cli import pause, policies, trace
 from nodescaler_cli.event_owner import INVOKED
 from nodescaler_cli.output import FORMATS
 from nodescaler_cli.schema import SCHEMA_FILE
@@ -213,6 +213,10 @@ EXAMPLES = {
         "nodescaler simulate | cat                 # the verdict alone, for a log",
         "nodescaler simulate --seeds 5             # five seeds: each figure's mean and spread",
     ),
+    "trace": (
+        "nodescaler trace export --prometheus https://prom.example.com --from 7d -o week.csv",
+        "nodescaler trace scenario week.csv --groups groups.yaml  # then: simulate week.yaml",
+    ),
     "invoke": (
         "nodescaler invoke dispatch events/schedule-tick.json",
         "nodescaler invoke drain events/lifecycle-terminate.json",
@@ -353,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
         "ties) and give each figure's mean and spread, min..max (default: 1, seed 0)",
     )
     simulate.set_defaults(run=_simulate)
+    trace.register(commands)
 
     invoke = commands.add_parser(
         "invoke", help="run one function's handler on an event, in the sandbox"

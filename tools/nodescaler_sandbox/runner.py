@@ -121,6 +121,7 @@ class Run:
     templates: dict[str, Room] = field(default_factory=dict)  # what a group's new node offers
     settings: dict[str, Any] = field(default_factory=dict)  # CA tuned's flags and placeholders
     replayed: dict[str, Any] = field(default_factory=dict)  # each trace's figures (`traces`)
+    workloads: dict[str, str] = field(default_factory=dict)  # trace pod → its workload label
 
 
 def run(
@@ -350,6 +351,7 @@ def _simulate(
         result.termination_failed = len(box.termination.failures)
         result.tasks_lost = world.tasks_lost
         result.replayed = traces.replayed(world)
+        result.workloads = {k: v for t in world.pod_traces for k, v in t.workloads.items()}
         result.writes = dict(box.writes)
         result.launch_failures = [
             ((at - scenario.start).total_seconds() / 60, group) for at, group in box.launch_failures
@@ -1004,10 +1006,13 @@ def _replay_figures(
         g.name: figures.node_hours([r for r in judged if r["group"] == g.name], step)
         for g in scenario.groups
     }
-    groups = [(g.name, g.instance_type) for g in scenario.groups]
+    groups = [(g.name, g.instance_type, g.capacity_type) for g in scenario.groups]
     replay: dict[str, Any] = {
         "pod_wait_s": traces.wait_spread(waits),
-        "cost_usd": traces.cost_usd(groups, hours, dict(scenario.prices)),
+        "pod_wait_s_by_workload": traces.waits_by_workload(
+            result.pods, scenario.minutes, result.workloads
+        ),
+        "cost_usd": traces.cost_usd(groups, hours, scenario.priced()),
     }
     if scenario.pod_traces:
         replay["lost_job_minutes"] = round(

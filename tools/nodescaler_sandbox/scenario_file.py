@@ -161,6 +161,8 @@ class GroupSpec(_Spec):
     # node-template tags for the labels, taints and node shape (given, or the instance
     # type's), as a group scaled from zero needs; set: exactly these (`{}`: none).
     tags: dict[str, str] | None = None
+    # What its instances are bought as: which price its node-hours cost (`cost_usd`)
+    capacity_type: Literal["on-demand", "spot"] = "on-demand"
 
     def node_template_tags(self, allocatable: dict[str, str]) -> dict[str, str]:
         """The group's tags: as given, else derived from its labels, taints and what its
@@ -347,12 +349,19 @@ class Scenario(_Spec):
     pod_traces: list[PodTraceSpec] = []  # demand read from CSV files beside the scenario
     request_traces: list[RequestTraceSpec] = []
     # $ an hour of an instance type, over the sandbox's on-demand table (cost_usd)
-    prices: dict[str, Annotated[float, Field(ge=0)]] = {}
+    # $ an hour of an instance type (on demand), or {onDemand, spot}: over the table file's
+    prices: traces.PriceTable = {}
+    price_table: str | None = None  # a YAML file of prices, relative to the scenario
     path: Path = Field(default=Path("."), exclude=True)
 
     @property
     def policies_path(self) -> Path:
         return (self.path.parent / self.policies).resolve()
+
+    def priced(self) -> dict[str, traces.Price]:
+        """Each instance type's prices: the sandbox's, the price table's, the scenario's."""
+        table = None if self.price_table is None else self.path.parent / self.price_table
+        return traces.prices_for(table, dict(self.prices))
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -415,6 +424,10 @@ def _check_references(scenario: Scenario) -> None:
         _check_fault(f"{where}: faults.{index}", fault, queues)
     _check_zones_and_buffers(where, scenario)
     _check_gauges(where, scenario)
+    try:
+        scenario.priced()
+    except traces.TraceError as error:
+        raise ScenarioError(f"{where}: priceTable: {error}") from None
     _check_traces(where, scenario)
     for index, group in enumerate(scenario.groups):
         if group.min > group.max:

@@ -288,12 +288,39 @@ class PrometheusQueries:
             raise BearerTokenRefusedError(refusal)
 
     def _query(self, source: PrometheusSource) -> tuple[float, str]:
+        return parse_answer(self._answer(source))
+
+    def vector(
+        self, source: PrometheusSource, *, seconds: float, max_bytes: int
+    ) -> list[dict[str, Any]]:
+        """Every series of an instant query's vector answer, with the same auth, origin
+        check and errors as a metric's query; for reading a cluster's history (`nodescaler
+        trace export`), whose queries may take `seconds` and answer `max_bytes`."""
+        self._check_token_origin(source)
+        body = self._answer(source, seconds, max_bytes)
+        try:
+            data = json.loads(body)["data"]
+            if data["resultType"] != "vector":
+                raise PrometheusQueryError(f"a {data['resultType']}, where a vector was asked")
+            return list(data["result"])
+        except (ValueError, KeyError, TypeError, RecursionError):
+            answered = outside(body.decode(errors="replace"), 120)
+            raise PrometheusQueryError(
+                f"an answer not shaped as Prometheus's query API: {answered}"
+            ) from None
+
+    def _answer(
+        self,
+        source: PrometheusSource,
+        longer: float | None = None,
+        max_bytes: int = MAX_ANSWER_BYTES,
+    ) -> bytes:
         request = self._request(source)
-        seconds, cut_by_invocation = self._time_for(source)
+        seconds, cut_by_invocation = self._time_for(source) if longer is None else (longer, False)
         with Watchdog(seconds) as watchdog:
             try:
                 with _opener(watchdog).open(request, timeout=seconds) as response:
-                    body = response.read(MAX_ANSWER_BYTES + 1)
+                    body: bytes = response.read(max_bytes + 1)
             except urllib.error.HTTPError as error:
                 if error.code == 401 and source.bearer_token_secret:
                     self._tokens.pop(source.bearer_token_secret, None)  # rotated: read it again
@@ -306,12 +333,13 @@ class PrometheusQueries:
                 raise _unreachable(f"connection failed ({outside(repr(error))})") from None
         if watchdog.expired:  # the server stopped early: the body may be cut short
             raise _late(seconds, cut_by_invocation)
-        if len(body) > MAX_ANSWER_BYTES:
+        if len(body) > max_bytes:
             raise PrometheusQueryError(
-                f"an answer over {MAX_ANSWER_BYTES:,} bytes (many series), where a metric "
-                "needs one number"
+                f"an answer over {max_bytes:,} bytes (many series), where a metric needs one number"
+                if max_bytes == MAX_ANSWER_BYTES
+                else f"an answer over {max_bytes:,} bytes"
             )
-        return parse_answer(body)
+        return body
 
     def _time_for(self, source: PrometheusSource) -> tuple[float, bool]:
         """The query's whole time (its `timeoutSeconds`, or what the invocation has left
