@@ -96,3 +96,12 @@ def test_given_a_scenario_file_then_validate_checks_it_and_prints_the_warning(
     assert out[1].startswith(f"{path}: warning: group workers-ng: policy 'first-queue'")
     assert "10 workers × 1 cpu, 3Gi = 10 cpu, 30Gi" in out[1]
     assert "(4 cpu, 16Gi; 4 workers fit)" in out[1]
+
+
+def test_a_cloudwatch_metric_counts_the_queues_its_expression_names() -> None:
+    from nodescaler.adapters.deployed_policies import load_policies
+    from nodescaler.domain.policy.descriptors import metric_type
+
+    policies = load_policies(REPO / "scenarios" / "policies")
+    backlog = policies["queue-math"].spec.metrics[0]
+    assert metric_type(backlog).queues(backlog) == {"reports-queue", "exports-queue"}

@@ -16,13 +16,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
-from nodescaler.domain.policy import (
-    CloudWatchMetric,
-    MetricBase,
-    NodeGroupPolicy,
-    PendingPodsMetric,
-    SqsQueueMetric,
-)
+from nodescaler.domain.policy import MetricBase, NodeGroupPolicy, PendingPodsMetric
+from nodescaler.domain.policy.descriptors import metric_type
 from nodescaler.domain.policy.metrics import TargetType
 from nodescaler.domain.quantity import parse_quantity
 
@@ -111,21 +106,8 @@ def _queue_targets(policy: NodeGroupPolicy) -> Iterator[tuple[MetricBase, str, f
         target = getattr(metric, "target", None)
         if target is None or target.type is not TargetType.AVERAGE_VALUE:
             continue
-        for queue in _queues(metric):
+        for queue in sorted(metric_type(metric).queues(metric)):
             yield metric, queue, float(target.average_value)
-
-
-def _queues(metric: MetricBase) -> list[str]:
-    """The queues a metric counts: an SQSQueue's (by name, URL or ARN), a CloudWatch
-    metric's `QueueName` dimensions (one metric, or each of an expression's)."""
-    if isinstance(metric, SqsQueueMetric):
-        return [metric.sqs_queue.queue.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]]
-    if isinstance(metric, CloudWatchMetric):
-        source = metric.cloud_watch
-        stats = [source.metric] if source.metric is not None else []
-        stats += list((source.metrics or {}).values())
-        return [s.dimensions["QueueName"] for s in stats if "QueueName" in s.dimensions]
-    return []
 
 
 def _allocatable(
