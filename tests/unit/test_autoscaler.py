@@ -731,3 +731,14 @@ def test_given_healthy_metrics_and_empty_nodes_then_the_default_rate_does_not_ho
         evaluation = run(pending_only, 16, given, history, now)
         history = evaluation.history
     assert evaluation.decision.desired == 4
+
+
+def test_given_empty_nodes_past_the_default_rate_then_the_minimum_still_holds() -> None:
+    at_least_10 = policy({"type": "PendingPods"}, min_replicas=10)
+    history = History()
+    for minute in range(11):
+        now = T0 + minutes(minute)
+        given = {"pending-pods": empty_and_spare(12, at=now)}
+        evaluation = run(at_least_10, 16, given, history, now)
+        history = evaluation.history
+    assert evaluation.decision.desired == 10

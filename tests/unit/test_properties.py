@@ -274,6 +274,7 @@ def test_a_missing_metric_sheds_no_more_than_the_nodes_empty_of_pods(
     metrics = [m for m in policy.spec.metrics if m.key != "pending-pods"]
     if any(unusable(m, values.get(m.key)) for m in metrics) and lowest <= size.current <= highest:
         assert evaluation.decision.desired >= size.current - empty
+    assert lowest <= evaluation.decision.desired <= highest  # and never outside its bounds
 
 
 @settings(max_examples=200, deadline=None)

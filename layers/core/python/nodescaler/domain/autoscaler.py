@@ -369,7 +369,8 @@ def _steer(
         up=up,
         down=down,
     )
-    desired = _empty_past_default_rate(policy, rated, stabilized, current, voted.outcomes)
+    empty_gone = max(stabilized, current - _empty_nodes(voted.outcomes), lowest)
+    desired = _empty_past_default_rate(policy, rated, empty_gone)
     if rated.limited_by and desired == rated.desired:
         limits.append(Limit(rated.limited_by))
     # 8. An open scale-in window caps how many nodes go this hour.
@@ -380,20 +381,15 @@ def _steer(
     return _Steered(desired, history, tuple(limits))
 
 
-def _empty_past_default_rate(
-    policy: NodeGroupPolicy,
-    rated: RateResult,
-    stabilized: int,
-    current: int,
-    outcomes: Sequence[MetricOutcome],
-) -> int:
+def _empty_past_default_rate(policy: NodeGroupPolicy, rated: RateResult, empty_gone: int) -> int:
     """Nodes empty of pods leave all at once, as Cluster Autoscaler deletes empty nodes in
     bulk: the default scale-down rate paces drains (evictions), and an empty node has none
-    to pace. A rate the user wrote binds them too, as do windows and bounds (already in)."""
+    to pace. `empty_gone`: the group without them, within the stabilized recommendation and
+    the minimum. A rate the user wrote binds them too, as does a scale-in window (after)."""
     written = policy.spec.behavior.scale_down
     if rated.limited_by != Limit.SCALE_DOWN_RATE or (written and written.policies):
         return rated.desired
-    return min(rated.desired, max(stabilized, current - _empty_nodes(outcomes)))
+    return min(rated.desired, empty_gone)
 
 
 def _held_back(
