@@ -23,6 +23,7 @@ from nodescaler_sandbox.figures import (
     pod_waits,
     queue_reactions,
     reaction_seconds,
+    undone_raises,
     unschedulable_pod_minutes,
 )
 
@@ -341,3 +342,39 @@ def test_a_queue_still_unanswered_at_the_end_reacts_at_the_end() -> None:
     rows = [_queue_row(0, 0, 0), _queue_row(1, 0, 5), _queue_row(3, 0, 9)]
     reactions = queue_reactions(rows, [], {"gpu-ng": [("jobs", 4)]}, {"gpu-ng": 0}, end=3)
     assert reaction_seconds([], reactions)["queue"]["max"] == 120
+
+
+def test_a_raise_undone_within_its_step_is_a_scale_request_the_rows_never_show() -> None:
+    # Given spot-ng asked for 1 node by the fast path at 8 min 42 s and set back to 0 in
+    # the same 10-s step (its launch failed), and on-demand-ng raised 2 → 3 in that step
+    rows = [
+        {"minute": 8.667, "group": "spot-ng", "desired": 0},
+        {"minute": 8.667, "group": "on-demand-ng", "desired": 2},
+        {"minute": 8.833, "group": "spot-ng", "desired": 0},
+        {"minute": 8.833, "group": "on-demand-ng", "desired": 3},
+    ]
+    writes = [
+        (8.7, "spot-ng", 1, "fast path: 4 new unschedulable pods"),
+        (8.7, "spot-ng", 0, "launch failure: spot-ng"),
+        (8.7, "on-demand-ng", 3, "launch failure: spot-ng"),
+    ]
+    # Then the spot request counts, at its step, with the path that made it; on-demand's
+    # shows in its rows already, and the write back to 0 is no raise
+    raised = undone_raises(rows, writes, step_seconds=10)
+    assert raised == [
+        {
+            "minute": 8.833,
+            "group": "spot-ng",
+            "from": 0,
+            "to": 1,
+            "cause": "fast path: 4 new unschedulable pods",
+        }
+    ]
+
+
+def test_a_raise_the_rows_show_is_not_counted_twice() -> None:
+    rows = [
+        {"minute": 0.0, "group": "a", "desired": 0},
+        {"minute": 0.167, "group": "a", "desired": 4},
+    ]
+    assert undone_raises(rows, [(0.1, "a", 4, "fast path: x")], step_seconds=10) == []

@@ -84,3 +84,19 @@ def test_a_pod_asks_for_a_gpu_when_a_container_requests_one_by_name():
     cpu = {"containers": [{"resources": {"requests": {"cpu": "1"}}}, {"name": "sidecar"}]}
     assert asks_for_gpu(gpu)
     assert not asks_for_gpu(cpu)
+
+
+def test_of_two_answers_in_one_step_the_first_to_take_effect_answers_the_pod():
+    # Given a pod seen at 8 min 50 s, answered in that step twice: the fast path's request
+    # (its launch failed) and the launch-failure event's request of another group, charged
+    # as a tick; listed in either order
+    pod = PodRecord("jobs-9", created=8.833, unschedulable=8.833, takers=frozenset({"a", "b"}))
+    ours = latency.Charged(Nodescaler(), STEP)
+    fast = ScaleUp(8.833, "a", latency.FAST_PATH)
+    ticked = ScaleUp(8.833, "b", latency.TICK)
+    arrival = 530 - latency.arrival_offset(pod.name, STEP)
+    poll = -(-arrival // 5) * 5
+    for answers in ([fast, ticked], [ticked, fast]):
+        got = reaction_seconds(pod_reactions([pod], answers, 30, charge=ours), [])["overall"]
+        # Then the reaction is the fast path's, the one that took effect first
+        assert got["p99"] == round(poll + AFTER_LOOK - arrival)

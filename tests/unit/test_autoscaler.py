@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from datetime import datetime
 
 import pytest
 from nodescaler.domain.autoscaler import GroupSize
 from nodescaler.domain.decision import Limit, MetricStatus
 from nodescaler.domain.history import History, ScaleEvent, TimedRecommendation
 from nodescaler.domain.limits import Ceiling
-from nodescaler.domain.readings import MetricReading, MetricUnavailable
+from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
 
 from tests.builders import (
     T0,
@@ -644,3 +645,100 @@ def test_the_reason_names_the_metric_that_asks_most_and_every_broken_one() -> No
         "sms missing: no reading was produced | a metric is missing, stale or invalid, so no "
         "scale-in"
     )
+
+
+# --- a missing metric: only nodes empty of pods in the cluster's own view go -----------------
+
+QUEUE_WITH_PENDING = policy(queue_metric("jobs", per_node=4), {"type": "PendingPods"})
+
+
+def empty_and_spare(empty: int, unneeded: int | None = None, at: datetime = T0) -> MetricReading:
+    spare = empty if unneeded is None else unneeded
+    return MetricReading(value=0, at=at, unneeded_nodes=spare, empty_nodes=empty)
+
+
+def test_given_the_queue_metric_missing_and_empty_nodes_then_only_they_go_after_the_window() -> (
+    None
+):
+    # Given 16 nodes, 6 of them empty of pods by the cluster's own view, the queue unread
+    history = History()
+    desired = {}
+    for minute in range(12):
+        now = T0 + minutes(minute)
+        given: dict[str, Reading] = {
+            "jobs": MetricUnavailable(reason="CloudWatch is down"),
+            "pending-pods": empty_and_spare(6, unneeded=9, at=now),  # 3 more could move
+        }
+        evaluation = run(QUEUE_WITH_PENDING, 16, given, history, now)
+        history = evaluation.history
+        desired[minute] = evaluation.decision.desired
+    # Then nothing goes within the scale-down window, and then the 6 empty nodes at once
+    # (none of the 3 whose pods would have to move): the default rate binds no empty node
+    assert desired == {m: 16 for m in range(10)} | {10: 10, 11: 10}
+    assert Limit.EMPTY_ONLY in evaluation.decision.limited_by
+    assert "only nodes empty of pods go" in evaluation.decision.reason
+
+
+def test_given_a_missing_metric_and_no_empty_node_then_the_group_holds_and_records_nothing() -> (
+    None
+):
+    given = {"jobs": MetricUnavailable(reason="down"), "pending-pods": empty_and_spare(0, 4)}
+    evaluation = run(QUEUE_WITH_PENDING, 16, given)  # type: ignore[arg-type]
+    assert evaluation.decision.desired == 16
+    assert evaluation.decision.limited_by == (Limit.MISSING_METRIC,)
+    assert evaluation.history == History()
+
+
+def test_given_a_missing_metric_then_empty_nodes_never_go_below_a_live_metrics_vote() -> None:
+    two = policy(
+        queue_metric("jobs", per_node=4),
+        value_metric("a", 10),
+        {"type": "PendingPods"},
+        behavior=UNLIMITED,
+    )
+    given = {
+        "jobs": MetricUnavailable(reason="down"),
+        "a": MetricReading(value=8.75, at=T0),  # 16 × 8.75 / 10: 14 nodes
+        "pending-pods": empty_and_spare(6),
+    }
+    decision = run(two, 16, given).decision  # type: ignore[arg-type]
+    assert decision.desired == 14
+
+
+def test_given_a_user_written_scale_down_rate_then_empty_nodes_keep_to_it() -> None:
+    slow = policy(
+        {"type": "PendingPods"},
+        behavior={
+            "scaleDown": {
+                "stabilizationWindowSeconds": 0,
+                "policies": [{"type": "Replicas", "value": 1, "periodSeconds": 60}],
+            }
+        },
+    )
+    decision = run(slow, 16, {"pending-pods": empty_and_spare(6)}).decision
+    assert decision.desired == 15
+
+
+def test_given_healthy_metrics_and_empty_nodes_then_the_default_rate_does_not_hold_them() -> None:
+    # 16 nodes, 12 empty, the queue at 0 for the whole window: the default rate (5 nodes or
+    # 20 % a minute) would keep 11; empty nodes evict nothing, so all 12 go at once, and the
+    # 4 whose workers still run only at the default rate (none: they are within 5)
+    pending_only = policy({"type": "PendingPods"})
+    history = History()
+    for minute in range(11):
+        now = T0 + minutes(minute)
+        given = {"pending-pods": empty_and_spare(12, at=now)}
+        evaluation = run(pending_only, 16, given, history, now)
+        history = evaluation.history
+    assert evaluation.decision.desired == 4
+
+
+def test_given_empty_nodes_past_the_default_rate_then_the_minimum_still_holds() -> None:
+    at_least_10 = policy({"type": "PendingPods"}, min_replicas=10)
+    history = History()
+    for minute in range(11):
+        now = T0 + minutes(minute)
+        given = {"pending-pods": empty_and_spare(12, at=now)}
+        evaluation = run(at_least_10, 16, given, history, now)
+        history = evaluation.history
+    assert evaluation.decision.desired == 10

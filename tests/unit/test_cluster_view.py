@@ -61,7 +61,7 @@ def test_given_empty_nodes_the_reading_names_them_and_marks_follow_only_what_is_
 
     # Then the reading itself names the nodes nothing needs: the deletion candidates
     assert isinstance(reading, MetricReading)
-    assert (reading.value, reading.unneeded_nodes) == (0, 3)
+    assert (reading.value, reading.unneeded_nodes, reading.empty_nodes) == (0, 3, 3)
     assert sorted(reading.candidates) == ["web-a-0", "web-a-1", "web-a-2"]
 
     # And a view that never read marks exactly the candidates it is given

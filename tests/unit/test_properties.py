@@ -52,7 +52,9 @@ fallbacks = st.none() | st.one_of(
 
 
 @st.composite
-def policies(draw: st.DrawFn, *, with_fallbacks: bool = False) -> NodeGroupPolicy:
+def policies(
+    draw: st.DrawFn, *, with_fallbacks: bool = False, with_pending: bool = False
+) -> NodeGroupPolicy:
     low = draw(st.integers(0, 50))
     high = draw(st.integers(max(low, 1), 1000))
     count = draw(st.integers(1, len(METRIC_NAMES)))
@@ -70,6 +72,8 @@ def policies(draw: st.DrawFn, *, with_fallbacks: bool = False) -> NodeGroupPolic
         if (fallback := draw(fallbacks)) is not None:
             metric["fallback"] = fallback
     behavior = {"scaleUp": draw(rules), "scaleDown": draw(rules)}
+    if with_pending:
+        metrics.append({"type": "PendingPods"})
     return NodeGroupPolicy.model_validate(
         {
             "metadata": {"name": "p"},
@@ -248,6 +252,29 @@ def test_a_missing_stale_or_invalid_metric_never_causes_a_scale_in(
         and lowest <= size.current <= highest
     ):
         assert evaluation.decision.desired >= size.current
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    policies(with_pending=True), sizes, readings, histories, st.integers(0, 60), st.integers(0, 9)
+)
+def test_a_missing_metric_sheds_no_more_than_the_nodes_empty_of_pods(
+    policy: NodeGroupPolicy,
+    size: GroupSize,
+    values: dict[str, Reading],
+    history: History,
+    empty: int,
+    movable: int,
+) -> None:
+    """Given pending pods that find `empty` nodes empty of pods and `movable` more whose
+    pods could move, a metric that cannot be read lets the group shed the empty ones at most."""
+    spare = MetricReading(value=0, at=T0, unneeded_nodes=empty + movable, empty_nodes=empty)
+    evaluation = _decide(policy, size, values | {"pending-pods": spare}, history)
+    lowest, highest = documented_bounds(policy, size)
+    metrics = [m for m in policy.spec.metrics if m.key != "pending-pods"]
+    if any(unusable(m, values.get(m.key)) for m in metrics) and lowest <= size.current <= highest:
+        assert evaluation.decision.desired >= size.current - empty
+    assert lowest <= evaluation.decision.desired <= highest  # and never outside its bounds
 
 
 @settings(max_examples=200, deadline=None)

@@ -26,9 +26,40 @@ def _validate(args: argparse.Namespace) -> int:
     from nodescaler_cli.policy_input import read_documents
 
     paths = [*args.paths, *(args.filenames or [])] or [DEFAULT_POLICIES]
-    for document in read_documents(paths):
-        print(f"{document.source}: policy {document.policy.name!r} is valid")
+    scenarios = [path for path in paths if _is_scenario(path)]
+    if policy_paths := [path for path in paths if path not in scenarios]:
+        for document in read_documents(policy_paths):
+            print(f"{document.source}: policy {document.policy.name!r} is valid")
+    for path in scenarios:
+        _validate_scenario(path)
     return 0
+
+
+def _is_scenario(path: Path) -> bool:
+    """A sandbox scenario (a mapping with `groups` and no `kind`), which validate checks as
+    simulate loads it; anything else is read as policies (and its problems named so)."""
+    import yaml
+
+    if not path.is_file() or path.suffix not in (".yaml", ".yml"):
+        return False
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError, OSError):
+        return False
+    return isinstance(document, dict) and "groups" in document and "kind" not in document
+
+
+def _validate_scenario(path: Path) -> None:
+    """The scenario checked as simulate loads it, and its warnings: a queue policy whose
+    tasks per node cannot fit on its node type (`worker_fit`)."""
+    _sandbox()  # the dev extras, or one line saying so
+    from nodescaler_sandbox.scenario_file import load_scenario
+    from nodescaler_sandbox.worker_fit import warnings
+
+    scenario = load_scenario(path)
+    print(f"{path}: scenario {scenario.name!r} is valid")
+    for warning in warnings(scenario):
+        print(f"{path}: warning: {warning}")
 
 
 def _schema(args: argparse.Namespace) -> int:
@@ -65,6 +96,11 @@ def _simulate(args: argparse.Namespace) -> int:
     write = (lambda line: None) if piped else print
     files = [args.scenario] if args.scenario else scenarios.scenario_files()
     loaded = [load_scenario(path) for path in files]  # every file checked before any runs
+    from nodescaler_sandbox.worker_fit import warnings
+
+    for path, scenario in zip(files, loaded, strict=True):
+        for warning in warnings(scenario):  # on stderr: a piped verdict stays one a line
+            print(f"{path}: warning: {warning}", file=sys.stderr)
     seeds = list(range(args.seeds))
     if len(loaded) == 1 and len(seeds) == 1:
         progress = scenarios.progress_to_terminal()
@@ -205,6 +241,7 @@ EXAMPLES = {
         "nodescaler validate                      # every policy in policies/",
         "nodescaler validate -f web.yaml -f gpu/  # files and folders, as apply takes them",
         "nodescaler validate all.yaml             # a file of several documents (---)",
+        "nodescaler validate my-scenario.yaml     # a sandbox scenario, and its warnings",
     ),
     "schema": ("nodescaler schema > nodegroup-policy.json  # for your editor",),
     "simulate": (

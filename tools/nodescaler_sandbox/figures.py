@@ -67,6 +67,34 @@ class ScaleUp:
     path: str = ""  # what brought it (`latency`: fast path, tick, scan)
 
 
+# A SetDesiredCapacity a run made: (minute, group, desired, the cause of its evaluation)
+DesiredWrite = tuple[float, str, int, str | None]
+
+
+def undone_raises(
+    rows: Sequence[Mapping[str, Any]], writes: Iterable[DesiredWrite], *, step_seconds: int
+) -> list[dict[str, Any]]:
+    """The raises of a group's desired capacity that its rows (one a group a step) never
+    show, set back within their step: a launch that failed at once, the group then backed
+    off and another asked, all in one step. Each was a scale request all the same, as the
+    one a side whose failure it reads later shows in its rows; each is given at its step,
+    with its evaluation's cause."""
+    by_group: dict[str, list[tuple[float, int]]] = {}
+    for row in rows:
+        by_group.setdefault(row["group"], []).append((row["minute"], row["desired"]))
+    raised: dict[tuple[float, str], dict[str, Any]] = {}
+    for minute, group, desired, cause in writes:
+        step = math.ceil(round(minute * 60 / step_seconds, 6)) * step_seconds / 60
+        seen = [(m, d) for m, d in by_group.get(group, ()) if m <= step + 1e-3]
+        if len(seen) < 2 or abs(seen[-1][0] - step) > 1e-3 or (round(step, 3), group) in raised:
+            continue
+        before, after = seen[-2][1], seen[-1][1]
+        if desired > before and after <= before:  # the rows show no raise in that step
+            change = {"from": before, "to": desired, "cause": cause}
+            raised[(round(step, 3), group)] = {"minute": round(step, 3), "group": group} | change
+    return list(raised.values())
+
+
 def as_row(pod: PodRecord) -> dict[str, Any]:
     """A pod's record for pods.json: its times in minutes, the group it bound to."""
     return {
@@ -290,7 +318,7 @@ def pod_reactions(
 ) -> list[Reaction]:
     """Each pod that turned unschedulable and that a group could take: the time to a
     scale-up of such a group before it bound or went (from its arrival second to the
-    second the scale-up takes effect, given a `charge`). A pod that found room without one
+    second the first of them takes effect, given a `charge`). A pod that found room without one
     (a node already on its way, another pod gone) asked nothing new: it is not counted,
     whatever scale-up came before it bound (one for other pods, or a buffer)."""
     reactions = []
@@ -304,11 +332,10 @@ def pod_reactions(
         answers = [s for s in _answers(scale_ups, pod.takers, since) if s.minute <= room]
         if not answers:
             continue
-        first = min(answers, key=lambda s: s.minute)
         if charge is None:
-            reactions.append((pod.takers, first.minute - since))
-        else:
-            seconds = charge.reaction(since, pod.name, first, gpu=pod.gpu)
+            reactions.append((pod.takers, min(s.minute for s in answers) - since))
+        else:  # the first to take effect, of requests in one step by different paths
+            seconds = min(charge.reaction(since, pod.name, s, gpu=pod.gpu) for s in answers)
             reactions.append((pod.takers, seconds / 60))
     return reactions
 

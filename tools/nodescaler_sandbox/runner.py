@@ -100,6 +100,8 @@ class Run:
     controller: str
     minutes: list[dict[str, Any]] = field(default_factory=list)
     scale_requests: list[dict[str, Any]] = field(default_factory=list)
+    # raises set back within their step, which `scale_requests` (from the rows) never shows
+    undone_raises: list[dict[str, Any]] = field(default_factory=list)
     writes: dict[str, int] = field(default_factory=dict)
     launch_failures: list[tuple[float, str]] = field(default_factory=list)
     budget_short: list[int] = field(default_factory=list)  # minutes a budget was short
@@ -379,6 +381,13 @@ def _simulate(
         }
     result.scale_requests = _scale_requests(
         result.minutes, {g.name: g.min for g in scenario.groups}
+    )
+    writes = [
+        ((at - scenario.start).total_seconds() / 60, group, desired, cause)
+        for at, group, desired, cause in box.desired_writes
+    ]
+    result.undone_raises = figures.undone_raises(
+        result.minutes, writes, step_seconds=scenario.step_seconds
     )
     return result
 
@@ -904,6 +913,10 @@ def _summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
         )
         for r in result.scale_requests
         if r["to"] > r["from"]
+    ]
+    scale_ups += [
+        figures.ScaleUp(r["minute"], r["group"], _request_path(result.controller, r["cause"]))
+        for r in result.undone_raises
     ]
     charge = _charge(result.controller, scenario, result.settings)
     fit_no_group = figures.fit_no_group(result.pods)

@@ -195,6 +195,8 @@ class Sandbox:
         self.reservations = CapacityReservations()  # EC2's, which moto lacks
         self.arc = ArcZonalShiftApi(self.clock)  # ARC's zonal shifts, which moto lacks
         self.writes: dict[str, int] = {}  # group → Auto Scaling write calls
+        # each SetDesiredCapacity: (when, group, desired, the cause of its evaluation)
+        self.desired_writes: list[tuple[datetime, str, int, str | None]] = []
         self.no_capacity: set[str] = set()  # groups whose launches fail, as the scenario says
         self.launch_failures: list[tuple[datetime, str]] = []  # (when, group)
         self.activities = ScalingActivities()  # the failed launches, as Auto Scaling lists them
@@ -349,6 +351,14 @@ class Sandbox:
         instance = self.cluster.instances.get(params.get("InstanceId", ""))
         group = params.get("AutoScalingGroupName") or (instance.group if instance else "?")
         self.writes[group] = self.writes.get(group, 0) + 1
+        if model.name == "SetDesiredCapacity" and "DesiredCapacity" in params:
+            asked = (
+                self.clock.now(),
+                group,
+                int(params["DesiredCapacity"]),
+                self.causes.get(group),
+            )
+            self.desired_writes.append(asked)
 
     def _note_causes(self, event: dict[str, Any]) -> dict[str, Any]:
         """Each group's last evaluation request's cause (tick, alarm, fast path, launch

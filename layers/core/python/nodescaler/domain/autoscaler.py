@@ -8,13 +8,13 @@ never acts; it returns a `Decision` and the history to persist.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 
 from nodescaler.domain.backoff import Backoff
-from nodescaler.domain.behavior import limit_rate, longest_period, stabilize
+from nodescaler.domain.behavior import RateResult, limit_rate, longest_period, stabilize
 from nodescaler.domain.decision import Decision, Limit, MetricOutcome, MetricStatus
 from nodescaler.domain.fallback import MetricFailures, with_fallback
 from nodescaler.domain.history import History
@@ -135,6 +135,7 @@ def _outcome(
         waiting=read.waiting if read else {},
         needed=needed if needed is not None else read.needed_nodes if read else None,
         pending_pods=read.pending_pods if read else None,
+        empty=read.empty_nodes if read else None,
     )
 
 
@@ -205,11 +206,21 @@ def _combine_live(outcomes: list[MetricOutcome], current: int) -> tuple[int, lis
         return current, [Limit.MISSING_METRIC] if broken else []
     recommendation = max(usable)
     if broken and recommendation < current:
-        return current, [Limit.MISSING_METRIC]
+        # Only nodes empty of pods in the cluster's own view may go: they evict nothing,
+        # and a pod the unread metric would bring makes them needed again (pending pods).
+        empty = _empty_nodes(outcomes)
+        if not empty:
+            return current, [Limit.MISSING_METRIC]
+        return max(recommendation, current - empty), [Limit.EMPTY_ONLY]
     held = recommendation == current and any(
         o.status is MetricStatus.HELD_BY_TOLERANCE for o in outcomes
     )
     return recommendation, [Limit.TOLERANCE] if held else []
+
+
+def _empty_nodes(outcomes: Sequence[MetricOutcome]) -> int:
+    """The group's nodes pending pods found empty of pods and unneeded (0: none, or unknown)."""
+    return max((o.empty or 0 for o in outcomes if o.status is MetricStatus.UNNEEDED), default=0)
 
 
 def _votes(outcome: MetricOutcome) -> bool:
@@ -358,14 +369,27 @@ def _steer(
         up=up,
         down=down,
     )
-    if rated.limited_by:
+    empty_gone = max(stabilized, current - _empty_nodes(voted.outcomes), lowest)
+    desired = _empty_past_default_rate(policy, rated, empty_gone)
+    if rated.limited_by and desired == rated.desired:
         limits.append(Limit(rated.limited_by))
     # 8. An open scale-in window caps how many nodes go this hour.
     window = scale_in_room(policy.spec.scale_in_windows, current, history, now)
-    if window is not None and current - rated.desired > window.room:
+    if window is not None and current - desired > window.room:
         limits.append(Limit.SCALE_IN_WINDOW)
         return _Steered(current - window.room, history, tuple(limits), window.describe())
-    return _Steered(rated.desired, history, tuple(limits))
+    return _Steered(desired, history, tuple(limits))
+
+
+def _empty_past_default_rate(policy: NodeGroupPolicy, rated: RateResult, empty_gone: int) -> int:
+    """Nodes empty of pods leave all at once, as Cluster Autoscaler deletes empty nodes in
+    bulk: the default scale-down rate paces drains (evictions), and an empty node has none
+    to pace. `empty_gone`: the group without them, within the stabilized recommendation and
+    the minimum. A rate the user wrote binds them too, as does a scale-in window (after)."""
+    written = policy.spec.behavior.scale_down
+    if rated.limited_by != Limit.SCALE_DOWN_RATE or (written and written.policies):
+        return rated.desired
+    return min(rated.desired, empty_gone)
 
 
 def _held_back(
@@ -422,6 +446,7 @@ _LIMIT_PHRASES = {
     Limit.FORECAST: "the forecast asks for more than the live metrics",
     Limit.ZONAL_SHIFT: "held while its zones are shifted away, or can't be told",
     Limit.BOUNDS_UNREAD: "its EKS node group's scaling config is unread, so no scale-in",
+    Limit.EMPTY_ONLY: "a metric is missing, stale or invalid, so only nodes empty of pods go",
 }
 
 

@@ -41,6 +41,8 @@ class Limit(StrEnum):
     PAUSED = "paused"  # a pause held the change (`nodescaler pause` or the paused tag)
     ZONAL_SHIFT = "zonal-shift"  # its zones shifted away (or unreadable): no change there
     BOUNDS_UNREAD = "bounds-unread"  # its EKS node group's scaling config unread: no scale-in
+    # a metric missing, stale or invalid: only nodes empty of pods by the cluster's view go
+    EMPTY_ONLY = "empty-only"
 
 
 class MetricStatus(StrEnum):
@@ -93,6 +95,7 @@ class MetricOutcome(BaseModel):
     waiting: dict[str, str] = Field(default_factory=dict)  # pods that fit no group → why not here
     needed: int | None = None  # pending pods: the nodes the group's pods need now
     pending_pods: int | None = None  # pending pods: those the group's nodes are to take
+    empty: int | None = None  # pending pods: the group's nodes empty of pods, nothing needs
     fallback: str = ""  # the fallback that applies ("replicas 2", "hold"), when one does
     failing_since: AwareDatetime | None = None  # the first failure of its run, when it applies
 

@@ -26,6 +26,9 @@ class MetricReading(BaseModel):
     # (empty, or their pods fit elsewhere), which the group may shed when no other
     # metric has a say.
     unneeded_nodes: int | None = None
+    # ... and of those, the nodes empty of pods (DaemonSet and mirror pods aside): nothing
+    # to evict, so they may go while another metric cannot be read, and at once
+    empty_nodes: int | None = None
     # ... and those nodes by name: the candidates its evaluation marks to steer pods off
     candidates: tuple[str, ...] = ()
     # For pending pods: the pods no group can take, each with why this group cannot (the

@@ -243,6 +243,7 @@ class KubernetesClusterView:
             at=now,
             detail=detail,
             unneeded_nodes=len(spare.nodes) if spare is not None else None,
+            empty_nodes=spare.empty if spare is not None else None,
             candidates=spare.nodes if spare is not None else (),
             needed_nodes=self._needed(group, snapshot, planned, virtual),
             pending_pods=len(planned.coming(group.name)[1]),

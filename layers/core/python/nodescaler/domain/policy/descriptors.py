@@ -67,6 +67,23 @@ def _reads_nothing(metric: Any) -> MetricReads:
     return NOTHING
 
 
+def _no_queues(metric: Any) -> frozenset[str]:
+    return frozenset()
+
+
+def _queue_name(queue: str) -> str:
+    """A queue's name from its name, URL or ARN."""
+    return queue.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+
+
+def _cloud_watch_queues(metric: CloudWatchMetric) -> frozenset[str]:
+    """The `QueueName` dimensions of its metric, or of each metric of its expression."""
+    source = metric.cloud_watch
+    stats = [source.metric] if source.metric is not None else []
+    stats += list(source.metrics.values())
+    return frozenset(s.dimensions["QueueName"] for s in stats if "QueueName" in s.dimensions)
+
+
 @dataclass(frozen=True)
 class MetricType(Generic[M]):
     """A metric type: its model, what a metric of it reads, whether it reads the cluster
@@ -78,6 +95,8 @@ class MetricType(Generic[M]):
     reads_cluster: bool = False
     # the backlog a metric of the type measures, which the fast path reads between ticks
     backlog: Callable[[M], Backlog | None] = field(default=_no_backlog)
+    # the SQS queues, by name, whose messages it counts (tasks, each a worker's)
+    queues: Callable[[M], frozenset[str]] = field(default=_no_queues)
 
     @property
     def kind(self) -> str:
@@ -101,9 +120,10 @@ SQS_QUEUE = MetricType(
     SqsQueueMetric,
     lambda m: MetricReads(sqs_queues=frozenset({m.sqs_queue.queue})),
     backlog=lambda m: m.sqs_queue,
+    queues=lambda m: frozenset({_queue_name(m.sqs_queue.queue)}),
 )
 # GetMetricData has no resource-level scope: every evaluate function may call it.
-CLOUD_WATCH = MetricType(CloudWatchMetric)
+CLOUD_WATCH = MetricType(CloudWatchMetric, queues=_cloud_watch_queues)
 PROMETHEUS = MetricType(PrometheusMetric, _prometheus_reads, backlog=lambda m: m.prometheus)
 SCHEDULE = MetricType(ScheduleMetric)  # computed from the clock alone
 CAPACITY_RESERVATION = MetricType(CapacityReservationMetric, reads_cluster=True)

@@ -1,0 +1,107 @@
+"""A queue policy whose tasks per node cannot fit on its node type is named, with both
+numbers, by `nodescaler validate` and `simulate` (`nodescaler_sandbox.worker_fit`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from nodescaler_sandbox.scenario_file import load_scenario
+from nodescaler_sandbox.worker_fit import warnings
+
+REPO = Path(__file__).resolve().parents[2]
+
+POLICY = """\
+apiVersion: nodescaler.io/v1alpha1
+kind: NodeGroupPolicy
+metadata:
+  name: first-queue
+spec:
+  minReplicas: 0
+  maxReplicas: 100
+  metrics:
+    - type: SQSQueue
+      name: jobs
+      sqsQueue: {{queue: https://sqs.eu-west-1.amazonaws.com/123456789012/jobs-queue}}
+      target: {{type: AverageValue, averageValue: {per_node}}}
+{extra}"""
+
+SCENARIO = """\
+name: first-queue
+minutes: 10
+policies: policies
+groups:
+  - name: workers-ng
+    policy: first-queue
+    max: 100
+    instanceType: m5.xlarge
+queues:
+  - name: jobs-queue
+    tasks: {0: 200}
+    taskMinutes: 5
+    worker: {cpu: "1", memory: 3Gi}
+    maxWorkers: 200
+"""
+
+
+def scenario(tmp_path: Path, per_node: int, extra: str = "") -> Path:
+    (tmp_path / "policies").mkdir()
+    policy = POLICY.format(per_node=per_node, extra=extra)
+    (tmp_path / "policies" / "first-queue.yaml").write_text(policy)
+    path = tmp_path / "scenario.yaml"
+    path.write_text(SCENARIO)
+    return path
+
+
+def test_given_10_tasks_a_node_of_workers_that_fit_3_then_both_numbers_are_named(
+    tmp_path: Path,
+) -> None:
+    # Given 200 tasks at 10 a node, each worker 1 cpu and 3 GiB, on m5.xlarge (4 vCPUs, 16 GiB)
+    said = warnings(load_scenario(scenario(tmp_path, 10)))
+    # Then one warning names the target's need and the node's allocatable, and the fix
+    assert said == [
+        "group workers-ng: policy 'first-queue' metric 'jobs' targets 10 tasks of jobs-queue "
+        "a node: 10 workers × 1 cpu, 3Gi = 10 cpu, 30Gi, more than a m5.xlarge allocates "
+        "(4 cpu, 16Gi; 4 workers fit); the workers will wait for room: lower the target to "
+        "4 a node, or add a PendingPods metric"
+    ]
+
+
+def test_given_a_target_that_fits_then_nothing_is_said(tmp_path: Path) -> None:
+    assert warnings(load_scenario(scenario(tmp_path, 4))) == []
+
+
+def test_given_pending_pods_beside_it_then_it_says_the_group_grows_for_the_waiting(
+    tmp_path: Path,
+) -> None:
+    said = warnings(load_scenario(scenario(tmp_path, 5, "    - type: PendingPods\n")))
+    assert len(said) == 1
+    assert said[0].endswith("its PendingPods metric grows the group for the workers that wait")
+
+
+@pytest.mark.parametrize("name", ["7-metric-outage.yaml", "1-queue-burst.yaml"])
+def test_the_shipped_queue_scenarios_fit(name: str) -> None:
+    assert warnings(load_scenario(REPO / "scenarios" / name)) == []
+
+
+def test_given_a_scenario_file_then_validate_checks_it_and_prints_the_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nodescaler_cli.main import main
+
+    path = scenario(tmp_path, 10)
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{path}: scenario 'first-queue' is valid"
+    assert out[1].startswith(f"{path}: warning: group workers-ng: policy 'first-queue'")
+    assert "10 workers × 1 cpu, 3Gi = 10 cpu, 30Gi" in out[1]
+    assert "(4 cpu, 16Gi; 4 workers fit)" in out[1]
+
+
+def test_a_cloudwatch_metric_counts_the_queues_its_expression_names() -> None:
+    from nodescaler.adapters.deployed_policies import load_policies
+    from nodescaler.domain.policy.descriptors import metric_type
+
+    policies = load_policies(REPO / "scenarios" / "policies")
+    backlog = policies["queue-math"].spec.metrics[0]
+    assert metric_type(backlog).queues(backlog) == {"reports-queue", "exports-queue"}

@@ -1,0 +1,151 @@
+"""Warnings for a scenario's queue policies whose tasks per node cannot fit on a node.
+
+A queue metric's `AverageValue` target says how many tasks a node takes; each task is a
+worker pod (KEDA's ScaledJob makes one a message, a request trace's one a `queueLength`),
+so the target × a worker's requests must fit in one node's allocatable. When it does not,
+the group grows for the target and its workers wait for room (pending pods), unless the
+policy also has a `PendingPods` metric; `nodescaler validate` and `simulate` say so, naming
+both numbers. A warning, not an error: the policy may mean it (workers sharing a node's
+spare capacity over time), and the scenario still runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+
+from nodescaler.domain.policy import MetricBase, NodeGroupPolicy, PendingPodsMetric
+from nodescaler.domain.policy.descriptors import metric_type
+from nodescaler.domain.policy.metrics import TargetType
+from nodescaler.domain.quantity import parse_quantity
+
+from nodescaler_sandbox.scenario_file import GroupSpec, PodShape, Scenario
+
+RESOURCES = ("cpu", "memory")
+
+
+@dataclass(frozen=True)
+class Unfit:
+    """A queue metric whose tasks per node need more than a node of its group allocates."""
+
+    group: str
+    policy: str
+    metric: str
+    queue: str
+    per_node: float  # the target: tasks a node
+    workers: int  # the workers those tasks make
+    worker: Mapping[str, Decimal]  # one worker's requests
+    node: str  # the group's instance type, or "node" for a shape given in the scenario
+    allocatable: Mapping[str, Decimal]
+    pending_pods: bool  # whether the policy also grows for waiting workers
+
+    @property
+    def fit(self) -> int:
+        """How many workers a node takes."""
+        return min(
+            int(self.allocatable[r] // self.worker[r]) for r in RESOURCES if self.worker[r] > 0
+        )
+
+    def describe(self) -> str:
+        need = {r: self.worker[r] * self.workers for r in RESOURCES}
+        text = (
+            f"group {self.group}: policy {self.policy!r} metric {self.metric!r} targets "
+            f"{self.per_node:g} tasks of {self.queue} a node: {self.workers} workers × "
+            f"{_shown(self.worker)} = {_shown(need)}, more than a {self.node} allocates "
+            f"({_shown(self.allocatable)}; {self.fit} workers fit)"
+        )
+        if self.pending_pods:
+            return text + "; its PendingPods metric grows the group for the workers that wait"
+        return text + (
+            "; the workers will wait for room: lower the target to "
+            f"{self.fit} a node, or add a PendingPods metric"
+        )
+
+
+def unfit_queue_targets(
+    scenario: Scenario,
+    policies: Mapping[str, NodeGroupPolicy],
+    instance_types: Mapping[str, Mapping[str, str]],
+) -> list[Unfit]:
+    """Each group's queue metric whose target a node cannot hold. `instance_types`: an
+    instance type's vCPUs and memory (`cpu`, `memory`) when the group gives no `node`."""
+    workers = _workers(scenario)
+    found = []
+    for group in scenario.groups:
+        policy = policies.get(group.policy)
+        allocatable = _allocatable(group, instance_types)
+        if policy is None or allocatable is None:
+            continue
+        pending = any(isinstance(m, PendingPodsMetric) for m in policy.spec.metrics)
+        node = group.instance_type if group.node is None else "node of the group"
+        for metric, queue, per_node in _queue_targets(policy):
+            if queue not in workers:
+                continue
+            shape, per_worker = workers[queue]
+            count = math.ceil(per_node / per_worker)
+            worker = {r: parse_quantity(getattr(shape, r)) for r in RESOURCES}
+            if any(worker[r] * count > allocatable[r] for r in RESOURCES):
+                where = (group.name, policy.name, metric.key, queue)
+                found.append(Unfit(*where, per_node, count, worker, node, allocatable, pending))
+    return found
+
+
+def _workers(scenario: Scenario) -> dict[str, tuple[PodShape, int]]:
+    """Each queue's worker and the tasks one worker takes."""
+    workers = {q.name: (q.worker, 1) for q in scenario.queues}
+    for trace in scenario.request_traces:
+        workers[trace.name] = (trace.worker, trace.queue_length)
+    return workers
+
+
+def _queue_targets(policy: NodeGroupPolicy) -> Iterator[tuple[MetricBase, str, float]]:
+    """(metric, queue name, tasks a node) of each queue metric with a per-node target."""
+    for metric in policy.spec.metrics:
+        target = getattr(metric, "target", None)
+        if target is None or target.type is not TargetType.AVERAGE_VALUE:
+            continue
+        for queue in sorted(metric_type(metric).queues(metric)):
+            yield metric, queue, float(target.average_value)
+
+
+def _allocatable(
+    group: GroupSpec, instance_types: Mapping[str, Mapping[str, str]]
+) -> dict[str, Decimal] | None:
+    shape = (
+        group.node.model_dump()
+        if group.node is not None
+        else instance_types.get(group.instance_type)
+    )
+    if shape is None:
+        return None
+    return {r: parse_quantity(shape[r]) for r in RESOURCES}
+
+
+def _shown(amounts: Mapping[str, Decimal]) -> str:
+    cpu = amounts["cpu"]
+    gib = amounts["memory"] / Decimal(2**30)
+    return f"{cpu.normalize():f} cpu, {round(gib, 1).normalize():f}Gi"
+
+
+def instance_shape(instance_type: str) -> dict[str, str] | None:
+    """An instance type's vCPUs and memory, as EC2 describes it (moto's copy of EC2's
+    table, read offline; what the sandbox's nodes allocate), or None if unknown."""
+    from moto.ec2.models.instance_types import INSTANCE_TYPES
+
+    described = INSTANCE_TYPES.get(instance_type)
+    if described is None:
+        return None
+    vcpus = described["VCpuInfo"]["DefaultVCpus"]
+    return {"cpu": str(vcpus), "memory": f"{described['MemoryInfo']['SizeInMiB']}Mi"}
+
+
+def warnings(scenario: Scenario) -> list[str]:
+    """The scenario's unfit queue targets, in words (its policies loaded from its folder)."""
+    from nodescaler.adapters.deployed_policies import load_policies
+
+    policies = load_policies(scenario.policies_path)
+    types = {g.instance_type for g in scenario.groups if g.node is None}
+    shapes = {t: shape for t in types if (shape := instance_shape(t)) is not None}
+    return [u.describe() for u in unfit_queue_targets(scenario, policies, shapes)]
