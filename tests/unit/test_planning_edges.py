@@ -18,6 +18,7 @@ from nodescaler.domain.readings import MetricReading, MetricUnavailable
 
 from tests.builders import UNLIMITED, policy, queue_metric, value_metric
 from tests.unit.test_forecast import MONDAY, office_hours, predictive, recorded
+from tests.unit.test_named_forecast import REQUESTS
 from tests.unit.test_planning import EKS, NOW, WEB, Chooser, idle_facts
 
 IDS = frozenset({"i-0", "i-1", "i-2", "i-3"})
@@ -234,3 +235,17 @@ def test_a_group_without_a_warm_pool_is_told_and_none_is_set() -> None:
 def test_a_policy_without_a_warm_pool_forecast_says_nothing_of_one() -> None:
     planned = plan(facts())
     assert (planned.warm_pool, planned.decision.warm_pool_note) == (None, "")
+
+
+def test_a_forecast_of_its_own_metric_says_why_that_metrics_history_is_missing() -> None:
+    # Given a forecast from a CloudWatch metric of its own, whose history could not be read
+    own = {"mode": "ForecastAndScale", "cloudWatch": {"metric": REQUESTS, "perNode": 50}}
+    the_policy = policy(
+        queue_metric("jobs", per_node=4), {"type": "Predictive", "name": "ahead", "predictive": own}
+    )
+    unread = MetricUnavailable(reason="GetMetricData throttled")
+    # When planned
+    planned = plan(facts(policy=the_policy, histories={"ahead": unread}))
+    # Then its forecast names that reason
+    (forecast,) = [m for m in planned.decision.metrics if m.name == "ahead"]
+    assert forecast.detail.startswith("no forecast: GetMetricData throttled (")
