@@ -145,3 +145,15 @@ def test_a_decision_says_what_the_plan_noted_of_its_group_and_who_was_left_out()
 
 def test_a_pod_no_group_reads_says_so() -> None:
     assert Plan().why_waiting(pods(1)[0]) == "no group reads pending pods"
+
+
+def test_reserved_rooms_that_cannot_be_read_silence_no_later_expanders_notes() -> None:
+    def unreadable(groups: object) -> dict[str, ReservedRoom]:
+        raise RuntimeError("DescribeCapacityReservations throttled")
+
+    def read(groups: object) -> dict[str, ReservedRoom]:
+        return {"web-a": ReservedRoom(2, ("cr-1",))}
+
+    chain = [ReservedFirstExpander(unreadable), ReservedFirstExpander(read)]
+    result = plan(pods(4), SIMILAR, chain)
+    assert result.notes == {"web-a": "reserved-first: 2 reserved instances unused (cr-1)"}
