@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from nodescaler.domain.policy.parsing import parse_policy
 from nodescaler.domain.policy.versions import PolicyReads, stored_problems
+
+from tests.unit.test_prometheus_policy import document
 
 
 def test_what_a_policy_reads_survives_its_json_form() -> None:
@@ -36,10 +39,6 @@ def test_stored_problems_are_one_line_after_the_source() -> None:
 
 
 def test_a_policys_prometheus_workspace_and_token_secret_are_among_what_it_reads() -> None:
-    from nodescaler.domain.policy.parsing import parse_policy
-
-    from tests.unit.test_prometheus_policy import document
-
     with_token = parse_policy(
         document("{query: up, serverAddress: 'https://p', bearerTokenSecret: t}"), "a"
     )

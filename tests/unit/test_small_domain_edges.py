@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+from nodescaler.domain.cron import cron_problem
 from nodescaler.domain.history import History
 from nodescaler.domain.optin import AllowedGroups, TagNames, read_opt_in
 from nodescaler.domain.proportional import Tolerances, recommend
 from nodescaler.domain.windows import WindowRoom, is_open, scale_in_room
+from pydantic import ValidationError
 
 from tests.builders import metric, reservation_metric, value_metric
 from tests.unit.test_windows import with_windows
@@ -90,3 +93,26 @@ def test_a_utilization_measured_over_more_nodes_than_ready_frees_no_extra_room()
     cpu = metric(reservation_metric("cpu", 60))
     made = recommend(cpu, 30, 4, DEFAULT, ready=4, measured=5)  # half the target on 5
     assert made.replicas == 3
+
+
+# --- cron expressions ----------------------------------------------------------------------
+
+
+def test_a_cron_problem_names_the_first_field_truly_wrong() -> None:
+    assert cron_problem("*/1 25 * * *") == "hour 25 out of range (0-23)"  # a step of 1 is fine
+    assert cron_problem("59 24 * * *") == "hour 24 out of range (0-23)"  # 59 is a minute
+    assert cron_problem("1-2-3 * * * *") == "minute '2-3' is not a number (0-59)"
+
+
+def test_a_window_opening_once_a_year_at_new_year_fires_every_year() -> None:
+    window = nine_to_ten(schedule="0 0 1 1 *")
+    assert window.schedule == "0 0 1 1 *"  # type: ignore[attr-defined]
+
+
+def test_a_window_opening_only_in_leap_years_is_refused_saying_why() -> None:
+    with pytest.raises(ValidationError) as raised:
+        nine_to_ten(schedule="0 0 29 2 *")
+    assert (
+        "cron expression '0 0 29 2 *' does not fire every year (a date that does not exist, "
+        "or only in leap years): its window would never open or never close"
+    ) in str(raised.value)
