@@ -16,6 +16,7 @@ from nodescaler.domain.readings import MetricReading, Reading
 
 from tests.builders import EXACT, T0, UNLIMITED, act, policy, queue_metric, readings, run
 from tests.unit.test_forecast import predictive
+from tests.unit.test_windows import with_windows
 
 EKS = "EKS scalingConfig"
 
@@ -252,3 +253,41 @@ def test_a_forecast_equal_to_a_held_size_leaves_the_tolerance_named() -> None:
     values: dict[str, Reading] = {**readings(jobs=41), "predictive": MetricReading(value=10, at=T0)}
     decision = run(the_policy, 10, values).decision
     assert (decision.desired, decision.limited_by) == (10, (Limit.TOLERANCE,))
+
+
+@pytest.mark.parametrize("slow", ["scaleUp", "scaleDown"])
+def test_a_scale_is_remembered_for_the_longest_rate_period_of_either_direction(
+    slow: str,
+) -> None:
+    fast = "scaleDown" if slow == "scaleUp" else "scaleUp"
+    behavior = {
+        slow: {
+            "stabilizationWindowSeconds": 0,
+            "policies": [{"type": "Replicas", "value": 5, "periodSeconds": 600}],
+        },
+        fast: {
+            "stabilizationWindowSeconds": 0,
+            "policies": [{"type": "Replicas", "value": 5, "periodSeconds": 60}],
+        },
+    }
+    the_policy = policy(queue_metric("jobs", 4), behavior=behavior)
+    history = act(the_policy, run(the_policy, 3, readings(jobs=16)))  # 3 → 4
+    later = T0 + timedelta(seconds=120)
+    back = run(the_policy, 4, readings(at=later, jobs=12), history=history, now=later)
+    assert back.decision.desired == 3
+    kept = act(the_policy, back)  # 4 → 3, two minutes on: the first is within 600 s
+    assert [(e.at, e.change) for e in kept.scale_events] == [(T0, 1), (later, -1)]
+
+
+def test_a_scale_in_of_exactly_a_windows_room_is_not_held_by_it() -> None:
+    all_day = {"schedule": "0 0 * * *", "durationMinutes": 1440, "timeZone": "UTC"}
+    the_policy = with_windows(all_day | {"maxNodesPerHour": 2})  # 10 a node
+    decision = run(the_policy, 5, {"load": MetricReading(value=30, at=T0)}).decision
+    assert (decision.desired, decision.limited_by) == (3, ())
+
+
+def test_pending_pods_voting_to_shed_nodes_keep_the_value_they_read() -> None:
+    the_policy = policy({"type": "PendingPods"}, behavior=UNLIMITED)
+    reading = MetricReading(value=0, at=T0, unneeded_nodes=2)
+    found = outcome(run(the_policy, 5, {"pending-pods": reading}), "pending-pods")
+    assert (found.status, found.value, found.recommendation) == (MetricStatus.UNNEEDED, 0, 3)
