@@ -8,11 +8,14 @@ from datetime import UTC, datetime, timedelta
 from nodescaler.domain.backoff import BackoffRules, Provisioning, provision_check
 from nodescaler.domain.drainability import deletion_deadline
 from nodescaler.domain.history import History
+from nodescaler.domain.limits import ClusterLimits, GroupUsage, ceiling
 from nodescaler.domain.node_group import ScalingActivity, unconfirmed_launch_failure
+from nodescaler.domain.schedule import scheduled_replicas
 from nodescaler.domain.termination import QUIET, Wait
 from nodescaler.domain.text import MAX_PROBLEMS, bounded_problems, outside
 from nodescaler.domain.token_origins import unbound_token
 
+from tests.unit.test_schedule import OFFICE
 from tests.unit.test_token_origins import source
 
 T = datetime(2026, 3, 2, 12, tzinfo=UTC)
@@ -91,3 +94,22 @@ def test_a_token_deployed_for_two_other_servers_names_both() -> None:
         "bearer token secret prom/token is deployed for https://a:443 and https://b:443, not "
         "for https://evil:443: refused, the token is neither read nor sent"
     )
+
+
+def test_a_cluster_limit_leaves_room_for_whole_nodes_only() -> None:
+    group = GroupUsage(nodes=0, vcpus_per_node=4, memory_mib_per_node=2050)
+    by_cpu = ceiling(ClusterLimits(max_vcpus=10), group, [])
+    by_memory = ceiling(ClusterLimits(max_memory_gib=10), group, [])
+    assert by_cpu is not None and (by_cpu.nodes, by_cpu.limit) == (2, "maximum of 10 vCPUs")
+    assert by_memory is not None and by_memory.nodes == 4  # 10,240 MiB: 4.99 nodes
+
+
+def test_a_schedule_opens_on_its_minute_not_its_second() -> None:
+    for before in (
+        datetime(2026, 3, 2, 7, 29, 30, tzinfo=UTC),
+        datetime(2026, 3, 2, 7, 29, 0, 500_000, tzinfo=UTC),
+    ):
+        assert scheduled_replicas(OFFICE, before) == (
+            2,
+            "no schedule entry is open: defaultReplicas",
+        )
