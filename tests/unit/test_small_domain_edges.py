@@ -9,11 +9,15 @@ import pytest
 from nodescaler.domain.cron import cron_problem
 from nodescaler.domain.history import History
 from nodescaler.domain.optin import AllowedGroups, TagNames, read_opt_in
+from nodescaler.domain.policy import ReservationResource
 from nodescaler.domain.proportional import Tolerances, recommend
+from nodescaler.domain.reservation import reservation
 from nodescaler.domain.windows import WindowRoom, is_open, scale_in_room
 from pydantic import ValidationError
 
 from tests.builders import metric, reservation_metric, value_metric
+from tests.unit.test_buffer import buffer
+from tests.unit.test_reservation import nodes, pods_on
 from tests.unit.test_windows import with_windows
 
 DEFAULT = Tolerances(up=0.1, down=0.1)
@@ -116,3 +120,20 @@ def test_a_window_opening_only_in_leap_years_is_refused_saying_why() -> None:
         "cron expression '0 0 29 2 *' does not fire every year (a date that does not exist, "
         "or only in leap years): its window would never open or never close"
     ) in str(raised.value)
+
+
+def test_pods_left_out_of_a_reservation_do_not_end_the_count() -> None:
+    first_out = [
+        *pods_on("other-0", 1),
+        *pods_on("ng-0", 1, daemon_set=True),
+        *pods_on("ng-0", 3),
+    ]
+    counted = reservation(
+        "ng", nodes(1), first_out, ReservationResource.CPU, include_daemon_sets=False
+    )
+    assert counted.pods == 3
+
+
+def test_a_buffer_of_extended_resources_names_them() -> None:
+    gpus = buffer(2, **{"requests": {"cpu": "1", "nvidia.com/gpu": "1"}})
+    assert gpus.describe() == "room for 2 × 1 cpu/1 nvidia.com/gpu"
