@@ -31,3 +31,24 @@ def test_a_group_at_a_bound_is_held_by_its_shifted_zone(current: int, jobs: floa
     held = hold_for_zones(decision, hold)
     assert held.desired == current
     assert Limit.ZONAL_SHIFT in held.limited_by
+
+
+def test_all_zones_shifted_away_hold_both_directions() -> None:
+    shifts = ZonalShifts(
+        (ZonalShift("zone-a", "autoshift"), ZonalShift("zone-b", "autoshift")), zone_ids={}
+    )
+    hold = zone_hold(("zone-a", "zone-b"), shifts, T0)
+    assert hold is not None and (hold.scale_up, hold.scale_in) == (True, True)
+
+
+def test_a_shift_is_over_at_its_expiry() -> None:
+    shift = ZonalShift("use1-az1", "zonal shift zs-1", T0)
+    assert zone_hold(("us-east-1a",), ZonalShifts((shift,), {"us-east-1a": "use1-az1"}), T0) is None
+
+
+def test_a_decision_that_changes_nothing_is_not_held_by_its_zones() -> None:
+    the_policy = policy(queue_metric("jobs", 4), behavior=EXACT)
+    decision = run(the_policy, 4, readings(jobs=16), size=GroupSize(4)).decision
+    shift = ZonalShift("use1-az1", "zonal shift zs-1", T0 + timedelta(hours=1))
+    hold = zone_hold(("us-east-1a",), ZonalShifts((shift,), {"us-east-1a": "use1-az1"}), T0)
+    assert hold_for_zones(decision, hold) == decision
