@@ -36,3 +36,13 @@ def test_a_hold_keeps_the_failure_and_says_after_how_many() -> None:
     assert decision.metrics[0].detail == (
         "CloudWatch returned no datapoint in the last 300s; fallback hold after 3 failures"
     )
+
+
+def test_a_fallback_applies_whatever_metric_comes_before_it() -> None:
+    the_policy = policy(
+        queue_metric("jobs", per_node=1),
+        value_metric("errors", 10) | fallback(14),
+        behavior=UNLIMITED,
+    )
+    rounds = [_readings(T0 + minutes(m), 1) for m in range(3)]
+    assert _in_a_row(the_policy, 10, rounds)[-1].decision.desired == 14

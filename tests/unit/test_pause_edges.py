@@ -52,3 +52,9 @@ def test_a_pause_that_holds_nothing_is_still_named() -> None:
 def test_a_scale_out_pause_says_what_it_held() -> None:
     held = hold(decision(5, 40), [stored(SCALE_OUT)])
     assert "would scale out 5 → 10 | " in held.reason
+
+
+def test_a_paused_group_outside_its_bounds_goes_back_inside_and_names_the_pause() -> None:
+    held = hold(decision(12, 48, max_size=10), [stored(BOTH)])
+    assert held.desired == 10
+    assert held.paused == f"paused (both) by {ARN} until 2026-03-02 14:00:00Z (node upgrade)"
