@@ -105,3 +105,29 @@ def test_a_pool_whose_configuration_could_not_be_read_is_left_as_it_is_saying_wh
         None,
         "warm pool left as it is: its warm pool's MinSize -2 is negative",
     )
+
+
+def test_a_missing_forecast_leaves_the_pool_as_it_is_saying_no_forecast() -> None:
+    the_policy, decision, _ = decided(2, 8, recorded(1, office_hours))
+    plan = plan_warm_pool(the_policy, decision, {}, POOL)
+    assert (plan.size, plan.note) == (None, "warm pool left as it is: no forecast")
+
+
+def test_a_group_without_a_pool_is_told_both_ways_out() -> None:
+    the_policy, decision, readings = decided(2, 8, recorded(1, office_hours))
+    assert plan_warm_pool(the_policy, decision, readings, None).note == (
+        "the group has no warm pool to size: create one (aws autoscaling put-warm-pool) "
+        "or drop warmPool"
+    )
+
+
+def test_a_forecast_without_a_peak_sizes_the_pool_from_its_value() -> None:
+    the_policy, decision, _ = decided(2, 8, recorded(1, office_hours))
+    readings = {"predictive": MetricReading(value=5, at=EARLY)}
+    assert plan_warm_pool(the_policy, decision, readings, POOL).size == 3
+
+
+def test_a_group_at_its_max_keeps_no_warm_pool() -> None:
+    the_policy, decision, readings = decided(2, 8, recorded(1, office_hours), max_replicas=2)
+    plan = plan_warm_pool(the_policy, decision, readings, POOL)
+    assert (decision.desired, plan.size) == (2, 0)

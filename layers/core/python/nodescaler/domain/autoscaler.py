@@ -176,8 +176,9 @@ def combine(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limi
         default=None,
     )
     if floor is not None and floor > live:
-        # a forecast above the group's size is a scale-up, which a missing metric never holds
-        dropped = {Limit.TOLERANCE} | ({Limit.MISSING_METRIC} if floor > current else set())
+        # a forecast above the live result is a scale-up (a missing metric holds the live
+        # result at the size, never below it), which a missing metric never holds
+        dropped = {Limit.TOLERANCE, Limit.MISSING_METRIC}
         return floor, [*(lim for lim in limits if lim not in dropped), Limit.FORECAST]
     return live, limits
 

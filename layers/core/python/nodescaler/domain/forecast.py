@@ -317,4 +317,5 @@ def _peak(history: DemandHistory, now: datetime, lead: timedelta, zone: ZoneInfo
         forecast(history, now, lead + SLOT * step, zone).replicas
         for step in range(int(WARM_UP_WINDOW / SLOT) + 1)
     )
-    return max((r for r in ahead if r is not None), default=0)
+    # never empty: step 0 is the forecast this reading already made (not None)
+    return max(r for r in ahead if r is not None)
