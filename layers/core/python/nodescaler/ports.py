@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from nodescaler.domain.backoff import Backoff
-    from nodescaler.domain.cluster import DisruptionBudget, Snapshot
+    from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Snapshot
     from nodescaler.domain.decision import Decision
     from nodescaler.domain.draining import (
         DrainPod,
@@ -28,7 +28,12 @@ if TYPE_CHECKING:
     from nodescaler.domain.limits import Claims
     from nodescaler.domain.node_group import LaunchFailure, NodeGroup, ScalingActivity
     from nodescaler.domain.planning import ChooseLeaving
-    from nodescaler.domain.policy import DemandMetric, MetricBase
+    from nodescaler.domain.policy import (
+        DemandMetric,
+        MetricBase,
+        PrometheusSource,
+        SqsQueueSource,
+    )
     from nodescaler.domain.policy.versions import StoredPolicy
     from nodescaler.domain.readings import Reading
     from nodescaler.domain.scaling_events import ScalingEvent
@@ -135,6 +140,14 @@ class MetricHistory(Protocol):
         """Each metric's datapoints from `since` up to `until`, one a period, in the order
         asked; raises `MetricHistoryError` naming the metrics and the cause."""
         ...
+
+
+class QueueBacklogs(Protocol):  # SqsQueueLength; the fast path's look at a queue
+    def backlog(self, source: SqsQueueSource) -> int: ...
+
+
+class PrometheusValues(Protocol):  # PrometheusQueries; the fast path's look at a query
+    def query(self, source: PrometheusSource) -> tuple[float, str]: ...
 
 
 # --- the evaluation queue and the state table --------------------------------------------
@@ -252,6 +265,12 @@ class ClusterView(Protocol):
         """What it says next is read at `at` or later (a request made at `at` asks about
         what was there then: a listing older than that cannot answer it)."""
         ...
+
+
+class UnschedulablePods(Protocol):  # KubernetesCluster; the fast path's light read
+    def unschedulable_pods(self) -> Mapping[str, Pod]: ...  # by uid
+
+    def nodes(self) -> list[Node]: ...
 
 
 class NodeMarks(Protocol):

@@ -15,9 +15,8 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Protocol
 
-from nodescaler.domain.cluster import Node, Pod
+from nodescaler.domain.cluster import Pod
 from nodescaler.domain.fast_path import (
     Backoff,
     Debounce,
@@ -44,25 +43,18 @@ from nodescaler.errors import (
     RetryableError,
 )
 from nodescaler.events.queue import EvaluationRequest
-from nodescaler.ports import Clock, EvaluationQueue, NodeGroupDiscovery
+from nodescaler.ports import (
+    Clock,
+    EvaluationQueue,
+    NodeGroupDiscovery,
+    PrometheusValues,
+    QueueBacklogs,
+    UnschedulablePods,
+)
 from nodescaler.service.policy_resolver import PolicyBook
 
 INTERVAL_SECONDS = 5.0  # between looks: a new pod or backlog is asked about within this
 MAX_CAUSE = 300  # EvaluationRequest.cause
-
-
-class UnschedulablePods(Protocol):  # KubernetesCluster
-    def unschedulable_pods(self) -> Mapping[str, Pod]: ...  # by uid
-
-    def nodes(self) -> list[Node]: ...
-
-
-class QueueBacklogs(Protocol):  # SqsQueueLength
-    def backlog(self, source: SqsQueueSource) -> int: ...
-
-
-class PrometheusValues(Protocol):  # PrometheusQueries
-    def query(self, source: PrometheusSource) -> tuple[float, str]: ...
 
 
 @dataclass(frozen=True)
