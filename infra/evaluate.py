@@ -7,7 +7,7 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_lambda_event_sources as event_sources
 from nodescaler.config import EvaluateSettings
-from nodescaler.domain.token_origins import token_origins
+from nodescaler.domain.policy.document import token_origins
 
 from . import permissions
 from .functions import NodescalerFunction, Shared

@@ -14,7 +14,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from cdk_nag import NagPackSuppression
 from nodescaler.config import FastPathSettings
-from nodescaler.domain.token_origins import token_origins
+from nodescaler.domain.policy.document import token_origins
 
 from . import nag, permissions
 from .functions import NodescalerFunction, Shared

@@ -11,8 +11,8 @@ import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Protocol
 
-from nodescaler.domain.drainability import Labelled
 from nodescaler.domain.policy import ReservationResource as Resource
 from nodescaler.domain.quantity import millicores, parse_quantity, whole_units
 
@@ -268,6 +268,15 @@ class ClusterBuffer:
     @property
     def label(self) -> str:
         return f"CapacityBuffer {self.namespace}/{self.name}"
+
+
+class Labelled(Protocol):
+    """A pod as a budget selects it: a `Pod`, or the drain's `DrainPod`."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def labels(self) -> Mapping[str, str]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,17 +54,14 @@ def deletion_deadline(deleted: datetime | None, grace_seconds: int | None) -> da
     return deleted + timedelta(seconds=grace) + LONG_TERMINATING_EXTRA
 
 
-class Labelled(Protocol):
-    """A pod as a budget selects it: a `cluster.Pod`, or the drain's `DrainPod`."""
+class PodFacts(Protocol):
+    """What the rules read of a pod: a `cluster.Pod`, or the drain's `DrainPod` (a
+    `cluster.Labelled` too, so a budget can select it)."""
 
     @property
     def namespace(self) -> str: ...
     @property
     def labels(self) -> Mapping[str, str]: ...
-
-
-class PodFacts(Labelled, Protocol):
-    """What the rules read of a pod: a `cluster.Pod`, or the drain's `DrainPod`."""
 
     @property
     def controlled(self) -> bool: ...

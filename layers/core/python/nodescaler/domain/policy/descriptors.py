@@ -11,9 +11,9 @@ branches on the type.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from nodescaler.domain.policy.metrics import (
     CapacityReservationMetric,
@@ -27,9 +27,6 @@ from nodescaler.domain.policy.metrics import (
 )
 from nodescaler.domain.policy.sources import PrometheusSource, SqsQueueSource
 from nodescaler.domain.token_origins import TokenOrigins, token_pairing
-
-if TYPE_CHECKING:
-    from nodescaler.domain.policy.document import NodeGroupPolicy
 
 M = TypeVar("M", bound=MetricBase)
 Workspace = tuple[str, str | None]  # an AMP workspace: its id or ARN, and the region given
@@ -131,15 +128,6 @@ def metric_type(metric: MetricBase) -> MetricType[Any]:
 
 def metric_reads(metric: MetricBase) -> MetricReads:
     return metric_type(metric).reads(metric)
-
-
-def reads_of(policies: Iterable[NodeGroupPolicy]) -> MetricReads:
-    """Everything the policies' metrics read, together."""
-    reads = NOTHING
-    for policy in policies:
-        for metric in policy.spec.metrics:
-            reads |= metric_reads(metric)
-    return reads
 
 
 def backlog(metric: MetricBase) -> Backlog | None:
