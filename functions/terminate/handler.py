@@ -21,7 +21,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from nodescaler import wiring
 from nodescaler.config import TerminateSettings
 from nodescaler.errors import MalformedEventError
-from nodescaler.events.termination import answer, parse_termination_request
+from nodescaler.events.termination_policy import answer, parse_termination_request
 from nodescaler.observability.reports import (
     logger,
     logging_keys,
@@ -29,7 +29,7 @@ from nodescaler.observability.reports import (
     report_termination,
     report_termination_error,
 )
-from nodescaler.service.termination import TerminationChooser
+from nodescaler.service.termination_policy import TerminationChooser
 
 
 @cache

@@ -6,8 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from nodescaler.domain.drainability import DrainRules
-from nodescaler.domain.draining import (
+from nodescaler.domain.scale_down.drain import (
     DrainOutcome,
     DrainPod,
     DrainProgress,
@@ -17,6 +16,7 @@ from nodescaler.domain.draining import (
     Replacement,
     ReplacementOutcome,
 )
+from nodescaler.domain.scale_down.pod_rules import DrainRules
 
 T0 = datetime(2026, 11, 25, 3, 0, tzinfo=UTC)
 WEB = DrainPod("shop", "web-1", uid="u1", grace_seconds=45)

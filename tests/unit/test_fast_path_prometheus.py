@@ -8,11 +8,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.optin import TagNames
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.groups.optin import TagNames
 from nodescaler.domain.policy import PrometheusSource
 from nodescaler.errors import PrometheusQueryError, PrometheusUnavailableError
-from nodescaler.events.queue import EvaluationRequest
+from nodescaler.events.evaluation_request import EvaluationRequest
 from nodescaler.service.fast_path import FastPath
 from nodescaler.service.policy_resolver import PolicyBook
 

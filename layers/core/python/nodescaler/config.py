@@ -24,11 +24,11 @@ from pydantic import (
 )
 
 from nodescaler.deployment import DEFAULT_DRAIN_HOOK
-from nodescaler.domain.backoff import BackoffRules
-from nodescaler.domain.drainability import DrainRules
-from nodescaler.domain.group_patterns import not_in_re2
-from nodescaler.domain.limits import BufferCaps
-from nodescaler.domain.optin import AllowedGroups, TagNames
+from nodescaler.domain.groups.name_patterns import not_in_re2
+from nodescaler.domain.groups.optin import AllowedGroups, TagNames
+from nodescaler.domain.scale_down.pod_rules import DrainRules
+from nodescaler.domain.scale_up.backoff import BackoffRules
+from nodescaler.domain.scaling.limits import BufferCaps
 from nodescaler.domain.token_origins import TokenOrigins, origin
 from nodescaler.errors import SettingsError
 

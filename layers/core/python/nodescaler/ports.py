@@ -14,20 +14,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from nodescaler.domain.backoff import Backoff
-    from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Snapshot
-    from nodescaler.domain.decision import Decision
-    from nodescaler.domain.draining import (
-        DrainPod,
-        Eviction,
-        LifecycleAction,
-        LifecycleResult,
-        Membership,
-    )
-    from nodescaler.domain.group_state import GroupState
-    from nodescaler.domain.limits import Claims
-    from nodescaler.domain.node_group import LaunchFailure, NodeGroup, ScalingActivity
-    from nodescaler.domain.planning import ChooseLeaving
+    from nodescaler.domain.cluster.predicates import InstanceShape, NodegroupLabels
+    from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Snapshot
+    from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup, ScalingActivity
+    from nodescaler.domain.groups.scaling_events import ScalingEvent
+    from nodescaler.domain.groups.zonal_shift import ZonalShifts
     from nodescaler.domain.policy import (
         DemandMetric,
         MetricBase,
@@ -35,12 +26,21 @@ if TYPE_CHECKING:
         SqsQueueSource,
     )
     from nodescaler.domain.policy.versions import StoredPolicy
-    from nodescaler.domain.readings import Reading
-    from nodescaler.domain.scaling_events import ScalingEvent
-    from nodescaler.domain.scheduling import InstanceShape, NodegroupLabels
-    from nodescaler.domain.termination import Wait
-    from nodescaler.domain.zonal_shift import ZonalShifts
-    from nodescaler.events.queue import EvaluationRequest
+    from nodescaler.domain.scale_down.drain import (
+        DrainPod,
+        Eviction,
+        LifecycleAction,
+        LifecycleResult,
+        Membership,
+    )
+    from nodescaler.domain.scale_down.termination_policy import Wait
+    from nodescaler.domain.scale_up.backoff import Backoff
+    from nodescaler.domain.scaling.decision import Decision
+    from nodescaler.domain.scaling.group_state import GroupState
+    from nodescaler.domain.scaling.limits import Claims
+    from nodescaler.domain.scaling.plan import ChooseLeaving
+    from nodescaler.domain.scaling.readings import Reading
+    from nodescaler.events.evaluation_request import EvaluationRequest
 
 Sleep = Callable[[float], None]
 

@@ -47,8 +47,8 @@ if TYPE_CHECKING:
         TerminateSettings,
     )
     from nodescaler.deadline import Deadline
-    from nodescaler.domain.expanders import Expander
     from nodescaler.domain.policy import MetricBase
+    from nodescaler.domain.scale_up.expanders import Expander
     from nodescaler.domain.token_origins import TokenOrigins
     from nodescaler.ports import Sleep, ZonalShiftSource
     from nodescaler.service.cluster_view import KubernetesClusterView
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from nodescaler.service.policy_resolver import PolicyBook
     from nodescaler.service.producers import Producers
     from nodescaler.service.stored_policies import StoredPolicies
-    from nodescaler.service.termination import TerminationChooser
+    from nodescaler.service.termination_policy import TerminationChooser
 
 BOTO_CONFIG = Config(
     retries={"mode": "adaptive", "max_attempts": 5},
@@ -237,8 +237,8 @@ def fast_path(
     at most `query_timeout_seconds`), and the evaluation queue."""
     import time
 
-    from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
-    from nodescaler.domain.fast_path import Backoff
+    from nodescaler.adapters.aws.sqs_queue_length import SqsQueueLength
+    from nodescaler.domain.scale_up.fast_path_rules import Backoff
     from nodescaler.service.fast_path import FastPath
 
     clients = clients or AwsClients()
@@ -246,7 +246,7 @@ def fast_path(
     policies = policy_book(settings, stored_policies(settings, clients, clock))
     pods = None
     if any(p.reads_pending_pods for p in policies.policies.values()):
-        from nodescaler.adapters.k8s.api import KubernetesCluster
+        from nodescaler.adapters.k8s.core_api import KubernetesCluster
 
         connection = kubernetes_connection(settings, clients, clock)
         timeout = settings.kubernetes_timeout_seconds
@@ -278,7 +278,7 @@ def evaluator(
     from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
     from nodescaler.adapters.aws.state_table import DynamoStateStore
     from nodescaler.deadline import Deadline
-    from nodescaler.domain.limits import ClusterLimits
+    from nodescaler.domain.scaling.limits import ClusterLimits
     from nodescaler.service.evaluation import Evaluator
     from nodescaler.service.limiter import ClusterLimiter
 
@@ -366,7 +366,7 @@ class ProducerContext:
 
 
 def _sqs_queue(context: ProducerContext) -> MetricProducer:
-    from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
+    from nodescaler.adapters.aws.sqs_queue_length import SqsQueueLength
 
     return SqsQueueLength(context.clients.sqs)
 
@@ -449,7 +449,7 @@ def kubernetes_metrics(
     """The Kubernetes producer, when a policy needs one; the client is imported only then."""
     if not any(p.reads_kubernetes for p in policies.policies.values()):
         return None
-    from nodescaler.adapters.k8s.api import KubernetesCluster
+    from nodescaler.adapters.k8s.core_api import KubernetesCluster
     from nodescaler.adapters.k8s.events import KubernetesEvents
     from nodescaler.service.cluster_view import KubernetesClusterView
     from nodescaler.service.pending_pods import PendingPodsPlanner
@@ -490,12 +490,12 @@ def kubernetes_connection(
     """The cluster's API: a kubeconfig (the sandbox, tests), else the cluster a secret
     gives access to (any Kubernetes), else the EKS cluster CLUSTER_NAME; None when none is
     set."""
-    from nodescaler.adapters.k8s.access import Pinned
     from nodescaler.adapters.k8s.connection import (
         EksConnection,
         KubeconfigConnection,
         SecretConnection,
     )
+    from nodescaler.adapters.k8s.secret_access import Pinned
 
     if settings.kubeconfig_path is not None:
         return KubeconfigConnection(settings.kubeconfig_path)
@@ -521,8 +521,8 @@ def expander_chain(
         SimpleExpanderSpec,
         WeightedPriorityExpanderSpec,
     )
-    from nodescaler.domain.balance import IGNORED_LABELS
-    from nodescaler.domain.expanders import (
+    from nodescaler.domain.scale_up.balance import IGNORED_LABELS
+    from nodescaler.domain.scale_up.expanders import (
         BalanceSimilarGroups,
         CustomExpander,
         LeastWasteExpander,
@@ -558,7 +558,7 @@ def expander_chain(
 def reserved_first(clients: AwsClients, groups: AsgNodeGroups, clock: Clock) -> Expander:
     """The reserved-first expander over EC2's capacity reservations, read once a batch."""
     from nodescaler.adapters.aws.capacity_reservations import Ec2ReservedCapacity
-    from nodescaler.domain.expanders import ReservedFirstExpander
+    from nodescaler.domain.scale_up.expanders import ReservedFirstExpander
     from nodescaler.observability.reports import report_reserved_capacity
 
     rooms = Ec2ReservedCapacity(clients.ec2, groups, clock=clock, on_read=report_reserved_capacity)
@@ -581,7 +581,7 @@ def drainer(
         Ec2InstanceMarkets,
     )
     from nodescaler.adapters.k8s.evictions import KubernetesDrain
-    from nodescaler.domain.draining import LifecycleResult
+    from nodescaler.domain.scale_down.drain import LifecycleResult
     from nodescaler.errors import SettingsError
     from nodescaler.service.drainer import Drainer, Owners, Replacements
 
@@ -628,14 +628,14 @@ def terminator(
     long a cause has waited (the state table, read within Auto Scaling's two seconds)."""
     from nodescaler.adapters.aws.custom_expander import budget_config
     from nodescaler.adapters.aws.termination_waits import DynamoTerminationWaits
-    from nodescaler.service.termination import TerminationChooser
+    from nodescaler.service.termination_policy import TerminationChooser
 
     clients = clients or AwsClients()
     clock = clock or SystemClock()
     connection = kubernetes_connection(settings, clients, clock)
     cluster = None
     if connection is not None:
-        from nodescaler.adapters.k8s.api import KubernetesCluster
+        from nodescaler.adapters.k8s.core_api import KubernetesCluster
 
         cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
     dynamodb = clients.client("dynamodb", budget_config(WAITS_TIMEOUT_SECONDS))

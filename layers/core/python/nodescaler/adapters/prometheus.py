@@ -28,12 +28,17 @@ from urllib.parse import urlencode
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.adapters.aws import describe_aws_error
-from nodescaler.adapters.watchdog import Watchdog
+from nodescaler.adapters.socket_deadline import Watchdog
 from nodescaler.deadline import Deadline
-from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.outside_text import outside
 from nodescaler.domain.policy import MetricBase, PrometheusMetric, PrometheusSource
-from nodescaler.domain.readings import MetricReading, MetricRefused, MetricUnavailable, Reading
-from nodescaler.domain.text import outside
+from nodescaler.domain.scaling.readings import (
+    MetricReading,
+    MetricRefused,
+    MetricUnavailable,
+    Reading,
+)
 from nodescaler.domain.token_origins import TokenOrigins, unbound_token
 from nodescaler.errors import (
     BearerTokenRefusedError,

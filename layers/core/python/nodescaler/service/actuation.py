@@ -12,17 +12,17 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from nodescaler.domain.backoff import Provisioning
-from nodescaler.domain.decision import Decision
-from nodescaler.domain.group_state import GroupState
-from nodescaler.domain.history import History
-from nodescaler.domain.planning import Plan
-from nodescaler.domain.text import bounded_problems
+from nodescaler.domain.outside_text import bounded_problems
+from nodescaler.domain.scale_up.backoff import Provisioning
+from nodescaler.domain.scaling.decision import Decision
+from nodescaler.domain.scaling.group_state import GroupState
+from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.plan import Plan
 from nodescaler.errors import ActuationError, RefusedError
 from nodescaler.ports import ClusterView, NodeGroups, ScalingEvents, StateStore
 
 if TYPE_CHECKING:  # its models load with the first event told, not at a cold start
-    from nodescaler.domain.scaling_events import ScalingEvent
+    from nodescaler.domain.groups.scaling_events import ScalingEvent
 
 
 class Outcome(StrEnum):

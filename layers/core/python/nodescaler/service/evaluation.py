@@ -13,16 +13,16 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from nodescaler.domain.autoscaler import record_scale
-from nodescaler.domain.backoff import BackoffRules
-from nodescaler.domain.group_state import GroupState, failure_key
-from nodescaler.domain.limits import ClusterUsage
-from nodescaler.domain.node_group import LaunchFailure, NodeGroup
-from nodescaler.domain.optin import AllowedGroups, is_managed
-from nodescaler.domain.pause import in_force
-from nodescaler.domain.planning import Facts, Plan, plan
+from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
+from nodescaler.domain.groups.optin import AllowedGroups, is_managed
+from nodescaler.domain.groups.zonal_shift import ZoneHold, zone_hold
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.zonal_shift import ZoneHold, zone_hold
+from nodescaler.domain.scale_up.backoff import BackoffRules
+from nodescaler.domain.scaling.autoscaler import record_scale
+from nodescaler.domain.scaling.group_state import GroupState, failure_key
+from nodescaler.domain.scaling.limits import ClusterUsage
+from nodescaler.domain.scaling.pause import in_force
+from nodescaler.domain.scaling.plan import Facts, Plan, plan
 from nodescaler.errors import StateConflictError
 from nodescaler.ports import (
     Clock,
@@ -216,7 +216,9 @@ class Evaluator:
         claim = state.acting
         assert claim is not None
         if group.desired == claim.desired:
-            from nodescaler.domain.scaling_events import resized  # with the first (cold starts)
+            from nodescaler.domain.groups.scaling_events import (
+                resized,  # with the first (cold starts)
+            )
 
             history = record_scale(state.history, policy, claim)
             told = resized(claim, self.cluster_name)

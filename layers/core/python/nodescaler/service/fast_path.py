@@ -16,16 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from nodescaler.domain.cluster import Pod
-from nodescaler.domain.fast_path import (
-    Backoff,
-    Debounce,
-    fitting_groups,
-    queue_need,
-    request_event_id,
-)
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.optin import AllowedGroups
+from nodescaler.domain.cluster.predicates import NodeTemplate, live_template
+from nodescaler.domain.cluster.snapshot import Pod
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.groups.optin import AllowedGroups
+from nodescaler.domain.outside_text import outside
 from nodescaler.domain.policy import (
     MetricBase,
     NodeGroupPolicy,
@@ -33,8 +28,13 @@ from nodescaler.domain.policy import (
     SqsQueueSource,
 )
 from nodescaler.domain.policy.descriptors import backlog
-from nodescaler.domain.scheduling import NodeTemplate, live_template
-from nodescaler.domain.text import outside
+from nodescaler.domain.scale_up.fast_path_rules import (
+    Backoff,
+    Debounce,
+    fitting_groups,
+    queue_need,
+    request_event_id,
+)
 from nodescaler.errors import (
     PrometheusQueryError,
     PrometheusUnavailableError,
@@ -42,7 +42,7 @@ from nodescaler.errors import (
     QueueUnreadableError,
     RetryableError,
 )
-from nodescaler.events.queue import EvaluationRequest
+from nodescaler.events.evaluation_request import EvaluationRequest
 from nodescaler.ports import (
     Clock,
     EvaluationQueue,

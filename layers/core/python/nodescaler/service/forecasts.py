@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from nodescaler.domain.forecast import NamedHistory, history_from_datapoints, named_history_window
+from nodescaler.domain.ahead.forecast import (
+    NamedHistory,
+    history_from_datapoints,
+    named_history_window,
+)
 from nodescaler.domain.policy import NodeGroupPolicy, PredictiveMetric
-from nodescaler.domain.readings import MetricUnavailable
+from nodescaler.domain.scaling.readings import MetricUnavailable
 from nodescaler.errors import NodescalerError
 from nodescaler.ports import MetricHistory
 

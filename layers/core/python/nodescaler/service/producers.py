@@ -11,10 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
-from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.ahead.scheduled_capacity import scheduled_replicas
+from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy, ScheduleMetric
-from nodescaler.domain.readings import MetricReading, MetricRefused, MetricUnavailable, Reading
-from nodescaler.domain.schedule import scheduled_replicas
+from nodescaler.domain.scaling.readings import (
+    MetricReading,
+    MetricRefused,
+    MetricUnavailable,
+    Reading,
+)
 from nodescaler.errors import OutOfTimeError
 from nodescaler.ports import MetricProducer
 

@@ -15,14 +15,14 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.adapters.aws import describe_aws_error
-from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.policy import (
     CloudWatchMetric,
     CloudWatchMetricStat,
     DemandMetric,
     MetricBase,
 )
-from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
 from nodescaler.errors import MetricHistoryError
 
 

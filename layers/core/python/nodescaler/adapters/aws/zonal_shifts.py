@@ -28,8 +28,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.adapters.aws.instance_types import TtlCache
-from nodescaler.domain.text import outside
-from nodescaler.domain.zonal_shift import ZonalShift, ZonalShifts
+from nodescaler.domain.groups.zonal_shift import ZonalShift, ZonalShifts
+from nodescaler.domain.outside_text import outside
 from nodescaler.ports import Clock
 
 NOT_MANAGED = "ResourceNotFoundException"  # not registered with ARC: nothing can shift it

@@ -12,7 +12,7 @@ from pydantic import (
     model_validator,
 )
 
-from nodescaler.domain.optin import NAME_PATTERN
+from nodescaler.domain.groups.optin import NAME_PATTERN
 from nodescaler.domain.policy.sources import (
     CapacityReservationSource,
     CloudWatchSource,

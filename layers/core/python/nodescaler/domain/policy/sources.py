@@ -16,8 +16,8 @@ from pydantic import (
     model_validator,
 )
 
+from nodescaler.domain.cluster.quantity import parse_quantity
 from nodescaler.domain.policy.spec import PositiveAmount, Spec, check_cron, check_zone
-from nodescaler.domain.quantity import parse_quantity
 from nodescaler.domain.token_origins import origin
 
 # --- metric sources ----------------------------------------------------------------------
