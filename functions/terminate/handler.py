@@ -1,5 +1,5 @@
 """Terminate: the custom termination policy of an opted-in Auto Scaling group → the
-instances its scale-in may take, chosen from the cluster (`service.termination`).
+instances its scale-in may take, chosen from the cluster (`service.termination_policy`).
 
 A malformed request is logged, counted and answered with no instance: Auto Scaling
 documents that it waits a short time and asks again after an empty answer (an error it does
@@ -8,7 +8,7 @@ it cannot tell (an unknown group, an unreadable cluster) it gives back to the gr
 offered instance, from which the group picks by its next termination policy. It never
 guesses. A choice that fails (the groups or the state table unreachable, a bug) is logged,
 counted and answered none for now too. A cause other than a scale-in is never answered
-none for good (`service.termination`).
+none for good (`service.termination_policy`).
 """
 
 from __future__ import annotations

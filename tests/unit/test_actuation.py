@@ -1,4 +1,4 @@
-"""Plan, then act: the evaluator reads, plans (`domain.planning`, pure) and hands the plan to
+"""Plan, then act: the evaluator reads, plans (`domain.scaling.plan`, pure) and hands the plan to
 its actuator (`service.actuation`). A dry run makes the same plan and acts on none of it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The fast path's rules (domain/fast_path.py): a queue is past its target only beyond the
+"""The fast path's rules (domain/scale_up/fast_path_rules.py): a queue is past its target only beyond the
 HPA's tolerance, a pod is asked of the groups whose nodes could take it, a group is asked
 again only for something new SQS has not taken yet, a request's id is what it asks, and
 failed looks back off doubling to a cap."""

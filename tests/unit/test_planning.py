@@ -1,4 +1,4 @@
-"""The planning step (`domain.planning.plan`): what an evaluation read in, one frozen `Plan`
+"""The planning step (`domain.scaling.plan.plan`): what an evaluation read in, one frozen `Plan`
 out, nothing done. Cluster Autoscaler splits its scale-down the same way: a planner
 (`core/scaledown/planner`) that only decides, and an actuator (`core/scaledown/actuation`)
 that carries the decision out."""

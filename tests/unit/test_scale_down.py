@@ -277,7 +277,7 @@ def test_given_a_daemon_set_or_mirror_pod_with_local_storage_then_the_node_is_em
 
 
 def room_for(cpu: int, count: int = 1) -> tuple[Pod, ...]:
-    """A capacity buffer's virtual pods (`domain.buffer`): `count` of `cpu` millicores."""
+    """A capacity buffer's virtual pods (`domain.ahead.group_buffers`): `count` of `cpu` millicores."""
     return tuple(
         Pod("nodescaler-buffer", f"buffer-0-{n}", None, Resources(cpu, GIB, 1))
         for n in range(count)

@@ -1,4 +1,4 @@
-"""Impaired zones (`domain.zonal_shift`): a group confined to zones shifted away by an ARC
+"""Impaired zones (`domain.groups.zonal_shift`): a group confined to zones shifted away by an ARC
 zonal shift or autoshift gets no scale-up and no voluntary scale-in, as Karpenter stops
 launching into and voluntarily disrupting in a shifted zone
 (https://karpenter.sh/docs/concepts/disruption/ and the ARC zonal shift docs:

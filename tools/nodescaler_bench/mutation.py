@@ -25,7 +25,7 @@ STAGE = REPO / "out" / "mutate"
 PACKAGE = REPO / "layers" / "core" / "python" / "nodescaler"
 # What is mutated, and the tests that judge it.
 PARTS = {
-    "domain": "src/nodescaler/domain/*",
+    "domain": "src/nodescaler/domain/*",  # fnmatch's * crosses /: sub-packages too
     "state claim": "src/nodescaler/adapters/aws/state_table.py",
 }
 TESTS = ["tests/unit", "tests/integration/test_state_store.py"]

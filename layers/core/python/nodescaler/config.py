@@ -268,7 +268,7 @@ Origin = Annotated[str, AfterValidator(_normalised)]
 class ClusterConnectionSettings(_Settings):
     """How a function reaches the cluster's API server: a kubeconfig file (the sandbox,
     tests); else a Secrets Manager secret holding a kubeconfig or a token (any Kubernetes,
-    `adapters/k8s/access.py`); else the EKS cluster CLUSTER_NAME."""
+    `adapters/k8s/secret_access.py`); else the EKS cluster CLUSTER_NAME."""
 
     kubeconfig_path: Annotated[Path | None, Field(alias="KUBECONFIG_PATH")] = None
     kubernetes_secret: Annotated[

@@ -216,7 +216,7 @@ def _late(seconds: float, cut_by_invocation: bool) -> NodescalerError:
     """No whole answer by the deadline: the endpoint's own (not asked again for a while),
     or the invocation's, nobody's fault: `OutOfTimeError`, the evaluation tried again by a
     later invocation, never a metric failure (which would count towards its fallback), as
-    a Kubernetes read cut the same way (`adapters.k8s.api`)."""
+    a Kubernetes read cut the same way (`adapters.k8s.core_api`)."""
     if cut_by_invocation:
         return OutOfTimeError(
             f"no answer within {seconds:.1f}s, the deadline of the invocation's remaining time"

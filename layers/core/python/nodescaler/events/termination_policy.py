@@ -16,7 +16,8 @@ Lambda", https://docs.aws.amazon.com/autoscaling/ec2/userguide/lambda-custom-ter
 An error is not among what the guide says Auto Scaling asks again after, so the function
 never relies on one: whatever it cannot read or choose for it answers (`answer`). `Cause` is
 kept as text, whatever it holds, so that a cause AWS does not document (or a malformed one)
-is named and answered, not refused with the rest of the request (`domain.termination`).
+is named and answered, not refused with the rest of the request
+(`domain.scale_down.termination_policy`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Carrying out one group's `Plan` (`domain.planning`): protect, mark, claim, resize,
+"""Carrying out one group's `Plan` (`domain.scaling.plan`): protect, mark, claim, resize,
 record and announce, in that order, and nothing it does not say.
 
 Write, then act: the state item claims the resize (a racing evaluation's conditional write

@@ -155,7 +155,8 @@ class KubernetesClusterView:
         )
 
     def removable(self, group: NodeGroup, count: int, now: datetime) -> Removable | None:
-        """Up to `count` of the group's instances a scale-in may take (`service.termination`)."""
+        """Up to `count` of the group's instances a scale-in may take
+        (`service.termination_policy`)."""
         return self.leaving(group, now)(count)
 
     def leaving(self, group: NodeGroup, now: datetime) -> ChooseLeaving:

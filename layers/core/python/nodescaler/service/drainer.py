@@ -322,7 +322,7 @@ class Drainer:
         progress.node = node
 
         # 2. Cordon, so nothing new lands on it, then decide which pods move: never one
-        #    scale-in would not have moved (`domain.drainability`), as kubectl drain.
+        #    scale-in would not have moved (`domain.scale_down.pod_rules`), as kubectl drain.
         # (Started again after an outage, the node is cordoned already: by this drain still.)
         progress.cordoned = self.cluster.cordon(node) or progress.cordoned
         pods = self.cluster.pods_on(node)

@@ -1,7 +1,7 @@
 """One evaluation of one node group: read, plan, then act.
 
 The handler only parses the message and calls `Evaluator.evaluate`, which reads what the
-group's plan needs (`domain.planning.Facts`), plans (pure: `domain.planning.plan`), and
+group's plan needs (`domain.scaling.plan.Facts`), plans (pure: `domain.scaling.plan.plan`), and
 hands the `Plan` to the actuator (`service.actuation`); in dry-run the plan is recorded and
 nothing acted on. Of two evaluations racing on a group, only the one whose conditional
 state write lands first acts (write, then act).

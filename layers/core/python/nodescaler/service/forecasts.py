@@ -1,6 +1,6 @@
 """The histories of the metrics forecasts name (a Predictive metric's `cloudWatch`): read
 through the `MetricHistory` port at each evaluation, all of a group's in one read, and
-turned into demand in the forecast's slots (`domain.forecast`).
+turned into demand in the forecast's slots (`domain.ahead.forecast`).
 
 A read that fails never fails the evaluation: each forecast from it abstains, naming why.
 """

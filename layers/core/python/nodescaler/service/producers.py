@@ -62,7 +62,8 @@ class Producers:
     def read_all(
         self, policy: NodeGroupPolicy, group: NodeGroup, now: datetime
     ) -> dict[str, Reading]:
-        """Every metric read from a source; forecasts come from history (`domain.forecast`)."""
+        """Every metric read from a source; forecasts come from history
+        (`domain.ahead.forecast`)."""
         readings = {
             m.key: self.read(m, group, now) for m in policy.spec.metrics if not m.reads_history
         }

@@ -6,7 +6,7 @@ set); this says which. In order: instances that never became Ready nodes, then e
 (only DaemonSet and mirror pods), then one node whose pods fit on the nodes that stay and
 whose disruption budgets allow their eviction (`scale_down.unneeded_nodes`: cheapest to
 move first; one at a time, as Cluster Autoscaler drains them). Never a node kept by
-annotation, one holding a pod that may not move (`domain.drainability`), one whose pods
+annotation, one holding a pod that may not move (`domain.scale_down.pod_rules`), one whose pods
 would not fit elsewhere or whose budget allows no more disruptions: the answer then holds fewer
 instances than asked (possibly none), the reason names the pods, and the group asks again
 later. When nodescaler cannot tell (a group it does not manage,
@@ -16,8 +16,8 @@ group offered, and the group chooses by its next termination policy.
 A scale-in (`Cause` SCALE_IN) is nodescaler's own and waits as long as its pods need. Any
 other cause (an instance refresh, a maximum instance lifetime, a rebalance across zones, or
 one AWS does not document) is chosen for by the same rules, but never refused for good
-(`domain.termination`): while the rules let none go it is answered none, for at most
-`PATIENCE` from its first such ask (kept in the state table); past that, the least-bad
+(`domain.scale_down.termination_policy`): while the rules let none go it is answered none,
+for at most `PATIENCE` from its first such ask (kept in the state table); past that, the least-bad
 offered instance goes (`scale_down.least_bad`), one an ask, and the log says why. When how
 long it waited cannot be read it is answered none for now, saying so.
 """

@@ -15,7 +15,7 @@ resource ARC does not manage (ResourceNotFoundException: an EKS cluster without 
 enabled) has no shift. Shifts name the zone by its ID (use1-az1); DescribeAvailabilityZones
 maps the groups' zone names to IDs. All of it is read once per batch of evaluations (kept
 `ttl` in the warm container); a read refused or unreachable is named, never an error:
-`domain.zonal_shift` then holds scale-in and lets scale-ups go ahead.
+`domain.groups.zonal_shift` then holds scale-in and lets scale-ups go ahead.
 """
 
 from __future__ import annotations

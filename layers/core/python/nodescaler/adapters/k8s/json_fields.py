@@ -181,7 +181,7 @@ class BudgetList(msgspec.Struct, frozen=True, gc=False):
     items: list[BudgetWire] = []
 
 
-# The cluster's CapacityBuffers, kept whole (few, small, read by `domain.cluster_buffers`),
+# The cluster's CapacityBuffers, kept whole (few, small, read by `domain.ahead.capacity_buffers`),
 # and the PodTemplates they refer to.
 
 

@@ -233,7 +233,7 @@ class Pod:
     placement: Placement | None = None  # what it may run on (shared by a workload's pods)
     not_safe_to_evict: bool = False  # annotated safe-to-evict=false: its node must stay
     labels: Mapping[str, str] = field(default_factory=dict)  # what disruption budgets select
-    # What Cluster Autoscaler's drainability rules read (`domain.drainability`)
+    # What Cluster Autoscaler's drainability rules read (`domain.scale_down.pod_rules`)
     controlled: bool = True  # an ownerReference names its controller
     local_storage: bool = False  # an emptyDir or hostPath volume
     safe_to_evict: bool = False  # annotated safe-to-evict=true
@@ -302,7 +302,7 @@ class DisruptionBudget:
 class Snapshot:
     """The cluster's nodes and non-terminal pods, as listed at one moment, its disruption
     budgets (None: they could not be read, so no eviction can be counted on), and its
-    CapacityBuffers (`domain.cluster_buffers`)."""
+    CapacityBuffers (`domain.ahead.capacity_buffers`)."""
 
     nodes: tuple[Node, ...]
     pods: tuple[Pod, ...]

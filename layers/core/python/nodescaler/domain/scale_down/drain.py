@@ -178,7 +178,7 @@ class DrainPod:
     daemon_set: bool = False
     mirror: bool = False  # a static pod's mirror: the kubelet runs it, eviction can't move it
     grace_seconds: int | None = None  # its terminationGracePeriodSeconds
-    # What the drainability rules read (`domain.drainability`), as for scale-in
+    # What the drainability rules read (`domain.scale_down.pod_rules`), as for scale-in
     labels: Mapping[str, str] = field(default_factory=dict)
     controlled: bool = True
     local_storage: bool = False

@@ -86,8 +86,9 @@ def unneeded_nodes(
     buffer: Sequence[Pod] = (),
     rules: DrainRules = CA_DEFAULTS,
 ) -> Unneeded:
-    """`buffer`: the virtual pods of the group's capacity buffer (`domain.buffer`), which
-    must still fit on the group's nodes that stay. `rules`: which pods may not move."""
+    """`buffer`: the virtual pods of the group's capacity buffer
+    (`domain.ahead.group_buffers`), which must still fit on the group's nodes that stay.
+    `rules`: which pods may not move."""
     by_node = snapshot.pods_by_node
     candidates = sorted(
         (n for n in group_nodes if n.ready and n.schedulable and not n.scale_down_disabled),
@@ -288,8 +289,9 @@ def least_bad(
     rules: DrainRules = CA_DEFAULTS,
 ) -> tuple[str, ...]:
     """Every offered instance, least harm first, for a cause that cannot wait for one
-    `removable` (`domain.termination`): instances that are no node of the group, then nodes
-    neither an annotation nor a pod that may not move keeps (`drainability`), then those
+    `removable` (`domain.scale_down.termination_policy`): instances that are no node of the
+    group, then nodes neither an annotation nor a pod that may not move keeps (`pod_rules`),
+    then those
     whose pods no disruption budget holds (a budget allowing none now, or budgets unread),
     each cheapest to move first."""
     nodes = {n.instance_id: n for n in snapshot.nodes if belongs(n, group)}
