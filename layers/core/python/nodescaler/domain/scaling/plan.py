@@ -19,6 +19,7 @@ from nodescaler.domain.ahead.forecast import NamedHistory, forecast_readings
 from nodescaler.domain.ahead.warm_pool import WarmPoolPlan, plan_warm_pool
 from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.groups.zonal_shift import ZoneHold, hold_for_zones
+from nodescaler.domain.outside_text import bounded_problems
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.scale_down.unneeded import Removable
 from nodescaler.domain.scale_up.backoff import BackoffRules, after_failure, provision_check
@@ -98,6 +99,24 @@ class Plan:
     @property
     def grows(self) -> bool:
         return self.decision.desired > self.decision.current
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A group left alone (its tags or policy unusable, or not ours to resize), its problems
+    kept in its state for `nodescaler status`: `state` is what to write, None when the
+    state already says so (written once, not on every tick)."""
+
+    group: str
+    problems: tuple[str, ...]
+    state: GroupState | None
+
+
+def rejection(group: str, state: GroupState, problems: tuple[str, ...]) -> Rejection:
+    """The plan for a group left alone, from its state as loaded; it acts on nothing."""
+    if state.problems == bounded_problems(problems):
+        return Rejection(group, problems, None)
+    return Rejection(group, problems, state.after(history=state.history, problems=problems))
 
 
 def plan(facts: Facts) -> Plan:
