@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from nodescaler.deadline import Deadline
     from nodescaler.domain.cluster.predicates import InstanceShape, NodegroupLabels
     from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Snapshot
     from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup, ScalingActivity
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from nodescaler.domain.scaling.limits import Claims
     from nodescaler.domain.scaling.plan import ChooseLeaving
     from nodescaler.domain.scaling.readings import Reading
+    from nodescaler.domain.token_origins import TokenOrigins
     from nodescaler.events.evaluation_request import EvaluationRequest
 
 Sleep = Callable[[float], None]
@@ -131,6 +133,23 @@ class MetricProducer(Protocol):
     def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
         """A value with its timestamp, or `MetricUnavailable` with the reason."""
         ...
+
+
+class ProducerContext(Protocol):
+    """What a metric type's producer is made of (the wiring's `ProducerContext`): the
+    function's AWS clients, made on first use (`wiring.AwsClients`), the origins a bearer
+    token may go to, and the invocation's deadline, which no read outlasts."""
+
+    @property
+    def clients(self) -> Any: ...
+    @property
+    def token_origins(self) -> TokenOrigins: ...
+    @property
+    def deadline(self) -> Deadline | None: ...
+
+
+# A metric type's producer factory, which its descriptor names by a lazy dotted path.
+MakeProducer = Callable[[ProducerContext], MetricProducer]
 
 
 class MetricHistory(Protocol):

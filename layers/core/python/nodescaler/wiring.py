@@ -8,6 +8,7 @@ for the clients only evaluate needs. Tests and the sandbox pass their own `AwsCl
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -19,7 +20,7 @@ from botocore.config import Config
 
 from nodescaler.adapters.aws.evaluation_queue import SqsEvaluationQueue
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.ports import Clock, MetricProducer
+from nodescaler.ports import Clock, MakeProducer, MetricProducer
 
 # Each function imports what it builds, when it builds it (cold starts). That includes
 # whatever is made of pydantic models (settings, policies, the state store's items), so
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
         KubeconfigConnection,
         SecretConnection,
     )
-    from nodescaler.adapters.prometheus import PrometheusQueries
     from nodescaler.config import (
         CapacitySettings,
         CommonSettings,
@@ -238,6 +238,7 @@ def fast_path(
     import time
 
     from nodescaler.adapters.aws.sqs_queue_length import SqsQueueLength
+    from nodescaler.adapters.prometheus import producer as prometheus_producer
     from nodescaler.domain.scale_up.fast_path_rules import Backoff
     from nodescaler.service.fast_path import FastPath
 
@@ -258,7 +259,7 @@ def fast_path(
         policies=policies,
         pods=pods,
         backlogs=SqsQueueLength(clients.sqs),
-        prometheus=_prometheus(
+        prometheus=prometheus_producer(
             ProducerContext(clients, settings.token_origin_pairs, None),
             max_seconds=settings.query_timeout_seconds,
         ),
@@ -358,55 +359,11 @@ def redelivery(
 
 @dataclass(frozen=True)
 class ProducerContext:
-    """What a metric type's producer may be made of."""
+    """What a metric type's producer may be made of (a `ports.ProducerContext`)."""
 
     clients: AwsClients
     token_origins: TokenOrigins  # a bearer token goes only to the origins its secret pairs
     deadline: Deadline | None  # the invocation's: no read outlasts it
-
-
-def _sqs_queue(context: ProducerContext) -> MetricProducer:
-    from nodescaler.adapters.aws.sqs_queue_length import SqsQueueLength
-
-    return SqsQueueLength(context.clients.sqs)
-
-
-def _cloud_watch(context: ProducerContext) -> MetricProducer:
-    from nodescaler.adapters.aws.cloudwatch import CloudWatchMetrics
-
-    return CloudWatchMetrics(context.clients.cloudwatch)
-
-
-def _prometheus(context: ProducerContext, max_seconds: float | None = None) -> PrometheusQueries:
-    from nodescaler.adapters.prometheus import PrometheusQueries, amp_workspace_url
-
-    clients, amp = context.clients, context.clients.amp_endpoint_url
-    return PrometheusQueries(
-        region=clients.session.region_name or "",
-        credentials=clients.session.get_credentials,
-        secrets=lambda: clients.secretsmanager,
-        amp_url=(lambda *_: amp) if amp else amp_workspace_url,
-        token_origins=context.token_origins,
-        deadline=context.deadline,
-        max_seconds=max_seconds,
-    )
-
-
-def _schedule(context: ProducerContext) -> MetricProducer:
-    from nodescaler.service.producers import ScheduleProducer
-
-    return ScheduleProducer()
-
-
-# Each metric type's producer, by its descriptor's kind (`domain.policy.descriptors`): a new
-# metric type adds its factory here. A type that reads the cluster needs none: the
-# Kubernetes producer reads it. Keyed by the `type` tag, so importing wiring loads no pydantic.
-PRODUCER_FACTORIES: dict[str, Callable[[ProducerContext], MetricProducer]] = {
-    "SQSQueue": _sqs_queue,
-    "CloudWatch": _cloud_watch,
-    "Prometheus": _prometheus,
-    "Schedule": _schedule,
-}
 
 
 def metric_producers(
@@ -415,9 +372,9 @@ def metric_producers(
     token_origins: TokenOrigins = frozenset(),
     deadline: Deadline | None = None,
 ) -> Producers:
-    """Each metric type's producer, made by its factory; a type that reads the cluster is
-    read by `kubernetes` (without a cluster, it reads as unavailable); a forecast has none
-    (it is computed from the group's history)."""
+    """Each metric type's producer, made by the function its descriptor names; a type that
+    reads the cluster is read by `kubernetes` (without a cluster, it reads as unavailable);
+    a forecast has none (it is computed from the group's history)."""
     from nodescaler.domain.policy.descriptors import METRIC_TYPES
     from nodescaler.observability.reports import report_refused_source
     from nodescaler.service.producers import Producers
@@ -428,9 +385,16 @@ def metric_producers(
         if metric_type.reads_cluster:
             if kubernetes is not None:
                 registry[metric_type.model] = kubernetes
-        elif (factory := PRODUCER_FACTORIES.get(metric_type.kind)) is not None:
-            registry[metric_type.model] = factory(context)
+        elif metric_type.producer is not None:
+            registry[metric_type.model] = _factory(metric_type.producer)(context)
     return Producers(registry, on_refused=report_refused_source)
+
+
+def _factory(path: str) -> MakeProducer:
+    """The producer factory a descriptor names ("module:function"), imported now."""
+    module, _, name = path.partition(":")
+    factory: MakeProducer = getattr(importlib.import_module(module), name)
+    return factory
 
 
 def kubernetes_metrics(

@@ -47,6 +47,7 @@ from nodescaler.errors import (
     PrometheusQueryError,
     PrometheusUnavailableError,
 )
+from nodescaler.ports import ProducerContext
 
 # A single series' answer is a few hundred bytes; a query matching thousands is refused
 # without reading (or parsing) all of it.
@@ -372,3 +373,18 @@ class PrometheusQueries:
                 raise PrometheusQueryError(f"bearer token secret {secret} holds no SecretString")
             self._tokens[secret] = token.strip()
         return self._tokens[secret]
+
+
+def producer(context: ProducerContext, max_seconds: float | None = None) -> PrometheusQueries:
+    """The Prometheus type's producer (its descriptor names this function; the fast path
+    bounds each query to `max_seconds`)."""
+    clients, amp = context.clients, context.clients.amp_endpoint_url
+    return PrometheusQueries(
+        region=clients.session.region_name or "",
+        credentials=clients.session.get_credentials,
+        secrets=lambda: clients.secretsmanager,
+        amp_url=(lambda *_: amp) if amp else amp_workspace_url,
+        token_origins=context.token_origins,
+        deadline=context.deadline,
+        max_seconds=max_seconds,
+    )

@@ -21,7 +21,7 @@ from nodescaler.domain.scaling.readings import (
     Reading,
 )
 from nodescaler.errors import OutOfTimeError
-from nodescaler.ports import MetricProducer
+from nodescaler.ports import MetricProducer, ProducerContext
 
 
 class ScheduleProducer:
@@ -31,6 +31,11 @@ class ScheduleProducer:
         assert isinstance(metric, ScheduleMetric)
         replicas, why = scheduled_replicas(metric.schedule, now)
         return MetricReading(value=replicas, at=now, detail=why)
+
+
+def schedule_producer(context: ProducerContext) -> ScheduleProducer:
+    """The Schedule type's producer (its descriptor names this function)."""
+    return ScheduleProducer()
 
 
 Registry = Mapping[type[MetricBase], MetricProducer]

@@ -15,6 +15,7 @@ from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.policy import MetricBase, SqsQueueMetric, SqsQueueSource
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
 from nodescaler.errors import QueueUnreadableError
+from nodescaler.ports import ProducerContext
 
 # What SQS answers for a queue that no longer exists (GetQueueUrl, GetQueueAttributes).
 QUEUE_GONE = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
@@ -72,3 +73,8 @@ class SqsQueueLength:
                 f"queue {source.queue}: {describe_aws_error(error)}", gone=gone
             ) from None
         return [int(attributes.get(name, 0)) for name in names]
+
+
+def producer(context: ProducerContext) -> SqsQueueLength:
+    """The SQSQueue type's producer (its descriptor names this function)."""
+    return SqsQueueLength(context.clients.sqs)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 
-from nodescaler.domain.policy import ForecastMode, MetricBase, NodeGroupPolicy, PredictiveMetric
+from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
+from nodescaler.domain.policy.descriptors import metric_type
 from nodescaler.domain.scale_up.backoff import Backoff
 from nodescaler.domain.scaling.behavior import limit_rate, longest_period, stabilize
 from nodescaler.domain.scaling.decision import Decision, Limit, MetricOutcome, MetricStatus
@@ -73,8 +74,9 @@ def evaluate_metric(
     tolerances: Tolerances,
 ) -> MetricOutcome:
     judged = partial(_outcome, metric, reading)
-    if isinstance(metric, PredictiveMetric):  # a floor from history: never a missing metric
-        return _forecast_outcome(metric, reading)
+    if (floor_acts := metric_type(metric).floor_acts) is not None:
+        # a floor from history (a forecast): never a missing metric
+        return _forecast_outcome(metric, reading, acts=floor_acts(metric))
     if reading is None:
         return judged(MetricStatus.MISSING, "no reading was produced")
     if not isinstance(reading, MetricReading):
@@ -138,12 +140,11 @@ def _outcome(
     )
 
 
-def _forecast_outcome(metric: PredictiveMetric, reading: Reading | None) -> MetricOutcome:
+def _forecast_outcome(metric: MetricBase, reading: Reading | None, *, acts: bool) -> MetricOutcome:
     """A forecast's floor under the group, or its abstention (never a missing metric)."""
     if not isinstance(reading, MetricReading):
         why = reading.reason if reading else "no forecast"
         return _outcome(metric, reading, MetricStatus.ABSTAINED, why)
-    acts = metric.predictive.mode is ForecastMode.FORECAST_AND_SCALE
     status = MetricStatus.FORECAST if acts else MetricStatus.FORECAST_ONLY
     value = reading.value
     detail = reading.detail or ""

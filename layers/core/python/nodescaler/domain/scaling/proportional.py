@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from nodescaler.domain.policy import MetricBase, PendingPodsMetric, TargetType
+from nodescaler.domain.policy import MetricBase, TargetType
+from nodescaler.domain.policy.descriptors import metric_type
 
 # Float noise such as 60 / 0.1 = 600.0000000000001 must not become 601 replicas; a
 # relative slack this small never changes a result that is not noise.
@@ -71,8 +72,8 @@ def recommend(
     """
     ready = current if ready is None else ready
     target = metric.target.amount
-    if isinstance(metric, PendingPodsMetric):
-        # Additive, not proportional: the value is how many new nodes pending pods need.
+    if metric_type(metric).additive:
+        # Additive, not proportional: the value is how many new nodes are needed (pending pods).
         if value <= 0:
             if unneeded:  # nothing to add, and Ready nodes to spare: never more than now
                 kept = max(max(current, ready) - unneeded, 0)
