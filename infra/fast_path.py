@@ -87,6 +87,10 @@ class FastPathFunction:
             schedule=events.Schedule.rate(Duration.minutes(1)),
             targets=[events_targets.LambdaFunction(function, retry_attempts=0)],
         )
+        self._explain(function)
+
+    def _explain(self, function: lambda_.Function) -> None:
+        """Why its cdk-nag findings are intended: no DLQ for a start not worth keeping."""
         nag.explain(self.lambda_.role, nag.NO_RESOURCE_LEVEL)
         nothing_to_keep = "A failed start is not worth keeping: the next minute's starts "
         nothing_to_keep += "anyway, and the tick decides meanwhile (its errors raise an alarm)."
