@@ -81,6 +81,16 @@ class Alarms(Construct):
         # would see gaps, and a gap never breaches.
         tick = Duration.minutes(tick_minutes)
 
+        self._function_alarms(functions, tick)
+        self._evaluation_alarms(settings, dead_letter_queues, tick, tick_minutes)
+        self._capacity_alarms(settings, tick, tick_minutes)
+        self._reliance_alarms()
+        self._trust_alarms()
+        if drains:
+            self._drain_alarms()
+
+    def _function_alarms(self, functions: Mapping[str, lambda_.Function], tick: Duration) -> None:
+        """Each function's errors and throttles, and the tick that stopped."""
         for name, function in functions.items():
             self._add(
                 f"{name}-errors",
@@ -102,6 +112,15 @@ class Alarms(Construct):
             operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             missing=cloudwatch.TreatMissingData.BREACHING,  # no invocation sends no datapoint
         )
+
+    def _evaluation_alarms(
+        self,
+        settings: AlarmSettings,
+        dead_letter_queues: Mapping[str, sqs.Queue],
+        tick: Duration,
+        tick_minutes: int,
+    ) -> None:
+        """Groups not served, evaluations failing, dead-lettered or slow."""
         self._add(
             "node-group-unserved",
             self.metrics.system(MetricName.UNSERVED, "Maximum").with_(period=tick),
@@ -134,6 +153,9 @@ class Alarms(Construct):
             periods=3,
             operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
         )
+
+    def _capacity_alarms(self, settings: AlarmSettings, tick: Duration, tick_minutes: int) -> None:
+        """Groups short of nodes, or backed off after failed launches."""
         self._add(
             "capacity-shortfall",
             self.metrics.system(MetricName.SHORTFALL_NODES, "Maximum").with_(period=tick),
@@ -157,7 +179,9 @@ class Alarms(Construct):
             periods=backoff_periods,
             datapoints=math.ceil(backoff_periods * 0.8),
         )
-        # What operators rely on without watching it: their applied policies, their events.
+
+    def _reliance_alarms(self) -> None:
+        """What operators rely on without watching it: their applied policies, their events."""
         self._add(
             "stored-policy-read-failures",
             self._sum_over_five_minutes(MetricName.STORED_POLICY_READ_FAILURES),
@@ -173,9 +197,6 @@ class Alarms(Construct):
             "the rules routing them saw nothing. The scaling itself happened; the functions' "
             "log lines name the events lost and why.",
         )
-        self._trust_alarms()
-        if drains:
-            self._drain_alarms()
 
     def _trust_alarms(self) -> None:
         """What nodescaler refused or forced on its own: each wants a person to look."""

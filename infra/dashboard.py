@@ -131,7 +131,6 @@ class Dashboard(Construct):
         self.dashboard = cloudwatch.Dashboard(
             self, "Dashboard", dashboard_name=name, default_interval=Duration.hours(3)
         )
-        dispatch, evaluate = functions["dispatch"], functions["evaluate"]
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(
                 markdown="# nodescaler\nThe alarms, the system, the cluster against its limits, "
@@ -143,6 +142,21 @@ class Dashboard(Construct):
             )
         )
         self.dashboard.add_widgets(AlarmStatus(scope))
+        self._system_row(functions, evaluation_queue, dead_letter_queues)
+        self._problems_row()
+        self.dashboard.add_widgets(*self._cluster(cluster_limits or ClusterLimits()))
+        if drain_logs is not None:
+            self._drain_row(functions["drain"], drain_logs)
+        self._group_rows(policies, evaluate_logs)
+
+    def _system_row(
+        self,
+        functions: Mapping[str, lambda_.Function],
+        evaluation_queue: sqs.Queue,
+        dead_letter_queues: Mapping[str, sqs.Queue],
+    ) -> None:
+        """The functions' invocations, the tick and evaluation latency, the queues."""
+        dispatch, evaluate = functions["dispatch"], functions["evaluate"]
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Invocations, errors, throttles",
@@ -188,6 +202,9 @@ class Dashboard(Construct):
                 width=8,
             ),
         )
+
+    def _problems_row(self) -> None:
+        """What went wrong: errors, bad or forged events, rejected groups, launch failures."""
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(
                 title="Problems: evaluation errors, malformed and unconfirmed (forged?) events, "
@@ -211,10 +228,6 @@ class Dashboard(Construct):
                 width=8,
             ),
         )
-        self.dashboard.add_widgets(*self._cluster(cluster_limits or ClusterLimits()))
-        if drain_logs is not None:
-            self._drain_row(functions["drain"], drain_logs)
-        self._group_rows(policies, evaluate_logs)
 
     def _cluster(self, limits: ClusterLimits) -> list[cloudwatch.GraphWidget]:
         """The cluster's usage against its limits, and the reserved capacity left unused."""
@@ -313,6 +326,10 @@ class Dashboard(Construct):
                 width=8,
             ),
         )
+        self._drain_log(drain_logs)
+
+    def _drain_log(self, drain_logs: logs.ILogGroup) -> None:
+        """The latest drains, and what each left on its node."""
         self.dashboard.add_widgets(
             cloudwatch.LogQueryWidget(
                 title="Drains: the latest, and what was left on the node",
@@ -333,10 +350,8 @@ class Dashboard(Construct):
     def _group_rows(
         self, policies: Mapping[str, NodeGroupPolicy], evaluate_logs: logs.ILogGroup
     ) -> None:
-        def graph(metric: MetricName, statistic: str, label: str) -> cloudwatch.MathExpression:
-            """One line per node group, of every policy."""
-            return search(self.metrics.per_group(metric, statistic), f"{GROUP_LABEL} {label}")
-
+        """Every node group of every policy: sizes, pending pods, metrics, changes, holds,
+        and the decisions."""
         self.dashboard.add_widgets(
             cloudwatch.TextWidget(markdown=_deployed(policies), width=WIDTH, height=2)
         )
@@ -344,18 +359,18 @@ class Dashboard(Construct):
             cloudwatch.GraphWidget(
                 title="Node groups: desired, current and in-service nodes, forecast and warm",
                 left=[
-                    graph(MetricName.DESIRED_NODES, "Maximum", "desired"),
-                    graph(MetricName.CURRENT_NODES, "Maximum", "current"),
-                    graph(MetricName.IN_SERVICE_NODES, "Minimum", "in service"),
-                    graph(MetricName.FORECAST_NODES, "Maximum", "forecast"),
-                    graph(MetricName.WARM_POOL_NODES, "Maximum", "warm"),
+                    self._graph(MetricName.DESIRED_NODES, "Maximum", "desired"),
+                    self._graph(MetricName.CURRENT_NODES, "Maximum", "current"),
+                    self._graph(MetricName.IN_SERVICE_NODES, "Minimum", "in service"),
+                    self._graph(MetricName.FORECAST_NODES, "Maximum", "forecast"),
+                    self._graph(MetricName.WARM_POOL_NODES, "Maximum", "warm"),
                 ],
                 left_y_axis=cloudwatch.YAxisProps(min=0),
                 width=8,
             ),
             cloudwatch.GraphWidget(
                 title="Node groups: pending pods their nodes are to take",
-                left=[graph(MetricName.PENDING_PODS, "Maximum", "pending pods")],
+                left=[self._graph(MetricName.PENDING_PODS, "Maximum", "pending pods")],
                 left_y_axis=cloudwatch.YAxisProps(min=0, show_units=False),
                 width=8,
             ),
@@ -372,31 +387,7 @@ class Dashboard(Construct):
                 width=8,
             ),
         )
-        self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Node groups: changes and unavailable metrics",
-                left=[
-                    graph(MetricName.NODES_ADDED, "Sum", "added"),
-                    graph(MetricName.NODES_REMOVED, "Sum", "removed"),
-                ],
-                right=[
-                    graph(MetricName.METRICS_UNAVAILABLE, "Maximum", "unavailable"),
-                    graph(MetricName.DRY_RUN_CHANGES, "Sum", "dry-run changes"),
-                ],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Node groups: backed off or paused, and nodes protected from scale-in",
-                left=[
-                    graph(MetricName.BACKED_OFF, "Maximum", "backed off"),
-                    graph(MetricName.PAUSED, "Maximum", "paused"),
-                ],
-                left_y_axis=cloudwatch.YAxisProps(min=0, max=1, show_units=False),
-                right=[graph(MetricName.PROTECTED_NODES, "Maximum", "protected")],
-                right_y_axis=cloudwatch.YAxisProps(min=0, show_units=False),
-                width=12,
-            ),
-        )
+        self._group_changes_row()
         self.dashboard.add_widgets(
             cloudwatch.LogQueryWidget(
                 title="Node groups: decisions and what limited them, every policy",
@@ -413,4 +404,36 @@ class Dashboard(Construct):
                 width=WIDTH,
                 height=6,
             )
+        )
+
+    def _graph(self, metric: MetricName, statistic: str, label: str) -> cloudwatch.MathExpression:
+        """One line per node group, of every policy."""
+        return search(self.metrics.per_group(metric, statistic), f"{GROUP_LABEL} {label}")
+
+    def _group_changes_row(self) -> None:
+        """Each group's changes and unavailable metrics, its holds and protected nodes."""
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Node groups: changes and unavailable metrics",
+                left=[
+                    self._graph(MetricName.NODES_ADDED, "Sum", "added"),
+                    self._graph(MetricName.NODES_REMOVED, "Sum", "removed"),
+                ],
+                right=[
+                    self._graph(MetricName.METRICS_UNAVAILABLE, "Maximum", "unavailable"),
+                    self._graph(MetricName.DRY_RUN_CHANGES, "Sum", "dry-run changes"),
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Node groups: backed off or paused, and nodes protected from scale-in",
+                left=[
+                    self._graph(MetricName.BACKED_OFF, "Maximum", "backed off"),
+                    self._graph(MetricName.PAUSED, "Maximum", "paused"),
+                ],
+                left_y_axis=cloudwatch.YAxisProps(min=0, max=1, show_units=False),
+                right=[self._graph(MetricName.PROTECTED_NODES, "Maximum", "protected")],
+                right_y_axis=cloudwatch.YAxisProps(min=0, show_units=False),
+                width=12,
+            ),
         )

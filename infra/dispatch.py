@@ -7,10 +7,12 @@ from aws_cdk import Duration, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_scheduler_targets as scheduler_targets
 from aws_cdk import aws_sqs as sqs
+from constructs import Construct
 from nodescaler.config import DispatchSettings
 
 from . import permissions
@@ -63,6 +65,17 @@ class DispatchFunction:
             permissions.deny_policy_writes(shared.table.table_arn),
         )
 
+        self._tick(scope, settings.tick_minutes, function, dead_letters)
+        self._rules(shared, function, dead_letters)
+
+    def _tick(
+        self,
+        scope: Construct,
+        tick_minutes: int,
+        function: lambda_.Function,
+        dead_letters: sqs.Queue,
+    ) -> None:
+        """The schedule that invokes dispatch every tick, and the role it takes."""
         # The role Scheduler takes to invoke dispatch (LambdaInvoke grants it the invoke),
         # only on behalf of this account's schedules.
         self.tick_role = iam.Role(
@@ -77,7 +90,7 @@ class DispatchFunction:
             scope,
             "Tick",
             description="nodescaler: evaluate every managed node group",
-            schedule=scheduler.ScheduleExpression.rate(Duration.minutes(settings.tick_minutes)),
+            schedule=scheduler.ScheduleExpression.rate(Duration.minutes(tick_minutes)),
             target=scheduler_targets.LambdaInvoke(
                 function,
                 role=self.tick_role,
@@ -87,6 +100,10 @@ class DispatchFunction:
                 dead_letter_queue=dead_letters,
             ),
         )
+
+    def _rules(self, shared: Shared, function: lambda_.Function, dead_letters: sqs.Queue) -> None:
+        """The EventBridge rules: the policies' alarms changing state, failed launches."""
+        scope = shared.scope
 
         def target() -> events_targets.LambdaFunction:
             return events_targets.LambdaFunction(

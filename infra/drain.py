@@ -7,6 +7,7 @@ from aws_cdk import CfnOutput, Duration
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as events_targets
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
 from nodescaler.config import DrainSettings
 from nodescaler.events import LIFECYCLE_ACTION, REBALANCE_RECOMMENDATION, SPOT_INTERRUPTION
@@ -83,6 +84,12 @@ class DrainFunction:
         )
         self.lambda_.run_in_vpc(settings.vpc)
 
+        self._triggers(shared, function)
+
+    def _triggers(self, shared: Shared, function: lambda_.Function) -> None:
+        """What invokes the drain: this deployment's lifecycle hook (created on the groups
+        cdk.json names, and output for the others) and Spot warnings."""
+        scope, settings = shared.scope, shared.settings
         target = events_targets.LambdaFunction(
             function,
             retry_attempts=ASYNC_RETRIES,  # delivery to Lambda; the function itself: none

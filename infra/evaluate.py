@@ -7,7 +7,7 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_lambda_event_sources as event_sources
 from nodescaler.config import EvaluateSettings
-from nodescaler.domain.token_origins import token_origins
+from nodescaler.domain.policy.document import token_origins
 
 from . import permissions
 from .functions import NodescalerFunction, Shared
@@ -22,7 +22,6 @@ class EvaluateFunction:
 
     def __init__(self, shared: Shared, *, reads_kubernetes: bool) -> None:
         settings, limits = shared.settings, shared.settings.cluster_limits
-        tags = settings.tags.names()
         self.lambda_ = NodescalerFunction(
             shared.scope,
             "Evaluate",
@@ -64,6 +63,14 @@ class EvaluateFunction:
                 max_concurrency=settings.evaluate_concurrency,
             )
         )
+        self._rights(shared, reads_kubernetes)
+        self.lambda_.run_in_vpc(settings.vpc)
+
+    def _rights(self, shared: Shared, reads_kubernetes: bool) -> None:
+        """What the function may do: its queues, its groups, its metrics' sources, and the
+        cluster when a policy reads it."""
+        settings, limits = shared.settings, shared.settings.cluster_limits
+        tags = settings.tags.names()
         # A request that retrying cannot help goes to the dead-letter queue at once.
         shared.evaluation_dead_letters.grant_send_messages(self.lambda_.role)
         # One not started for lack of time goes back to its queue as a new message, which
@@ -112,4 +119,3 @@ class EvaluateFunction:
             shared.cluster_access(
                 "ClusterAccess", self.lambda_.role, kubernetes_group="nodescaler-evaluate"
             )
-        self.lambda_.run_in_vpc(settings.vpc)

@@ -14,7 +14,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from cdk_nag import NagPackSuppression
 from nodescaler.config import FastPathSettings
-from nodescaler.domain.token_origins import token_origins
+from nodescaler.domain.policy.document import token_origins
 
 from . import nag, permissions
 from .functions import NodescalerFunction, Shared
@@ -87,6 +87,10 @@ class FastPathFunction:
             schedule=events.Schedule.rate(Duration.minutes(1)),
             targets=[events_targets.LambdaFunction(function, retry_attempts=0)],
         )
+        self._explain(function)
+
+    def _explain(self, function: lambda_.Function) -> None:
+        """Why its cdk-nag findings are intended: no DLQ for a start not worth keeping."""
         nag.explain(self.lambda_.role, nag.NO_RESOURCE_LEVEL)
         nothing_to_keep = "A failed start is not worth keeping: the next minute's starts "
         nothing_to_keep += "anyway, and the tick decides meanwhile (its errors raise an alarm)."

@@ -88,7 +88,34 @@ class Nodescaler(Construct):
         self.state = StateTable(self, "State", deletion_protection=settings.deletion_protection)
         self.layers = Layers(self, "Layers", policies_folder=self.policies_folder)
 
-        # The evaluation queue: one message group per node group.
+        self._queues(settings)
+        shared = Shared(
+            self,
+            settings,
+            self.policies,
+            self.layers,
+            self.state.table,
+            self.evaluation_queue,
+            self.evaluation_dlq,
+        )
+        self._functions(shared, settings)
+        # Who may change policies without a deploy (`nodescaler apply`): the functions are
+        # denied it; an operator's role or user is given it by attaching this.
+        self.policy_writer = iam.ManagedPolicy(
+            self,
+            "PolicyWriter",
+            description="nodescaler: apply, diff and roll back stored policies",
+            statements=permissions.write_policies(
+                self.state.table.table_arn, Stack.of(self).stack_id
+            ),
+        )
+
+        self._monitoring(settings)
+        self._publish_outputs()
+        self._explain()
+
+    def _queues(self, settings: DeploySettings) -> None:
+        """The evaluation queue, one message group per node group, and its dead letters."""
         self.evaluation_dlq = secure_queue(
             self, "EvaluationDeadLetters", fifo=True, retention_period=Duration.days(14)
         )
@@ -102,15 +129,9 @@ class Nodescaler(Construct):
                 queue=self.evaluation_dlq, max_receive_count=settings.max_receive_count
             ),
         )
-        shared = Shared(
-            self,
-            settings,
-            self.policies,
-            self.layers,
-            self.state.table,
-            self.evaluation_queue,
-            self.evaluation_dlq,
-        )
+
+    def _functions(self, shared: Shared, settings: DeploySettings) -> None:
+        """Each function, those that need a cluster only with one."""
         self.dispatch = DispatchFunction(
             shared,
             # Ticks, alarm state changes and launch failures that failed every retry.
@@ -130,18 +151,8 @@ class Nodescaler(Construct):
             else None
         )
 
-        # Who may change policies without a deploy (`nodescaler apply`): the functions are
-        # denied it; an operator's role or user is given it by attaching this.
-        self.policy_writer = iam.ManagedPolicy(
-            self,
-            "PolicyWriter",
-            description="nodescaler: apply, diff and roll back stored policies",
-            statements=permissions.write_policies(
-                self.state.table.table_arn, Stack.of(self).stack_id
-            ),
-        )
-
-        # What operators see.
+    def _monitoring(self, settings: DeploySettings) -> None:
+        """What operators see: the dashboard and the alarms."""
         dead_letters = {
             "evaluation": self.evaluation_dlq,
             "dispatch": self.dispatch.dead_letters,
@@ -176,7 +187,9 @@ class Nodescaler(Construct):
         )
         if self.fast_path is not None:
             self.fast_path.alarm(settings.deployment, self.alarms.topic)
-        self._publish_outputs()
+
+    def _explain(self) -> None:
+        """Why each intended cdk-nag finding is (`nag.py`)."""
         nag.explain_dispatch(self.dispatch)
         nag.explain_evaluate(self.evaluate, self.evaluation_dlq)
         if self.drain is not None:

@@ -38,7 +38,7 @@ from nodescaler.deployment import (
     drain_hook,
     name_for_cluster,
 )
-from nodescaler.domain.optin import TagNames
+from nodescaler.domain.groups.optin import TagNames
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.policy.parsing import (
     did_you_mean,

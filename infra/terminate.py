@@ -24,7 +24,7 @@ AUTO_SCALING_ROLE = "aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleFo
 
 class TerminateFunction:
     """A scale-in's instances, chosen from the cluster: never Ready, empty, then those
-    whose pods fit elsewhere (`nodescaler.service.termination`)."""
+    whose pods fit elsewhere (`nodescaler.service.termination_policy`)."""
 
     def __init__(self, shared: Shared) -> None:
         scope, settings = shared.scope, shared.settings

@@ -7,13 +7,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import yaml
-from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
-from nodescaler.domain.backoff import Backoff
-from nodescaler.domain.group_state import GroupState
-from nodescaler.domain.history import History
-from nodescaler.domain.limits import Ceiling
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
-from nodescaler.domain.readings import MetricReading, Reading
+from nodescaler.domain.scale_up.backoff import Backoff
+from nodescaler.domain.scaling.autoscaler import Evaluation, GroupSize, decide, record_scale
+from nodescaler.domain.scaling.group_state import GroupState
+from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.limits import Ceiling
+from nodescaler.domain.scaling.readings import MetricReading, Reading
 from nodescaler.ports import StateStore
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)

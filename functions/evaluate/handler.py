@@ -20,7 +20,7 @@ from nodescaler import wiring
 from nodescaler.adapters.aws.batch import EvaluationBatch
 from nodescaler.adapters.aws.evaluation_queue import SqsRedelivery
 from nodescaler.errors import NotStartedError, OutOfTimeError
-from nodescaler.events.sqs import EvaluationRecord
+from nodescaler.events.evaluation_record import EvaluationRecord
 from nodescaler.observability.reports import (
     logger,
     logging_keys,

@@ -1,5 +1,5 @@
 """Terminate: the custom termination policy of an opted-in Auto Scaling group → the
-instances its scale-in may take, chosen from the cluster (`service.termination`).
+instances its scale-in may take, chosen from the cluster (`service.termination_policy`).
 
 A malformed request is logged, counted and answered with no instance: Auto Scaling
 documents that it waits a short time and asks again after an empty answer (an error it does
@@ -8,7 +8,7 @@ it cannot tell (an unknown group, an unreadable cluster) it gives back to the gr
 offered instance, from which the group picks by its next termination policy. It never
 guesses. A choice that fails (the groups or the state table unreachable, a bug) is logged,
 counted and answered none for now too. A cause other than a scale-in is never answered
-none for good (`service.termination`).
+none for good (`service.termination_policy`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from nodescaler import wiring
 from nodescaler.config import TerminateSettings
 from nodescaler.errors import MalformedEventError
-from nodescaler.events.termination import answer, parse_termination_request
+from nodescaler.events.termination_policy import answer, parse_termination_request
 from nodescaler.observability.reports import (
     logger,
     logging_keys,
@@ -29,7 +29,7 @@ from nodescaler.observability.reports import (
     report_termination,
     report_termination_error,
 )
-from nodescaler.service.termination import TerminationChooser
+from nodescaler.service.termination_policy import TerminationChooser
 
 
 @cache

@@ -18,7 +18,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from nodescaler import wiring
 from nodescaler.config import DispatchSettings, EvaluateSettings
-from nodescaler.domain.scaling_events import DETAILS, SOURCE
+from nodescaler.domain.groups.scaling_events import DETAILS, SOURCE
 from nodescaler.observability.reports import logger as functions_log
 from nodescaler_sandbox.lambda_local import Delivery, LocalContext, SqsEventSource
 

@@ -20,8 +20,8 @@ from nodescaler.adapters.aws.policy_store import DynamoPolicyStore, PolicyChange
 from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler.adapters.deployed_policies import load_policies
 from nodescaler.config import EvaluateSettings
-from nodescaler.domain.decision import MetricStatus
-from nodescaler.domain.token_origins import token_origins
+from nodescaler.domain.policy.document import token_origins
+from nodescaler.domain.scaling.decision import MetricStatus
 
 from tests.aws import CallCounter, client, desired_capacity, fill_queue, make_asg
 from tests.builders import VirtualClock

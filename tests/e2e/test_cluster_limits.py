@@ -9,7 +9,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 from nodescaler.adapters.aws.state_table import DynamoStateStore
-from nodescaler.domain.limits import Claims
+from nodescaler.domain.scaling.limits import Claims
 
 from tests.aws import CallCounter, client, desired_capacity, make_asg
 from tests.builders import VirtualClock

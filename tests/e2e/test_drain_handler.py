@@ -19,7 +19,7 @@ from nodescaler.errors import (
     MalformedEventError,
     SettingsError,
 )
-from nodescaler.events.queue import EvaluationRequest
+from nodescaler.events.evaluation_request import EvaluationRequest
 from nodescaler.service.drainer import Drainer
 from nodescaler_sandbox.kube.apiserver import KubeApiServer
 from nodescaler_sandbox.lambda_local import LocalContext

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from nodescaler.deadline import RECORDING_MARGIN
-from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.errors import OutOfTimeError
 from nodescaler_sandbox.kube.apiserver import KubeApiServer
 

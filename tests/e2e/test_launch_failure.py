@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from nodescaler.adapters.aws.state_table import DynamoStateStore
-from nodescaler.domain.text import outside
+from nodescaler.domain.outside_text import outside
 from nodescaler.errors import EventUnconfirmableError, UnmanagedGroupError
 from nodescaler_sandbox.kube.apiserver import KubeApiServer
 from nodescaler_sandbox.moto_gaps import ScalingActivities

@@ -19,7 +19,7 @@ import boto3
 import pytest
 from nodescaler import wiring
 from nodescaler.config import TerminateSettings
-from nodescaler.service.termination import TerminationChooser
+from nodescaler.service.termination_policy import TerminationChooser
 from nodescaler_sandbox.kube.apiserver import KubeApiServer
 from nodescaler_sandbox.lambda_local import LocalContext
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
-from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.errors import MalformedEventError
 from nodescaler.ports import NodeGroups
 from nodescaler_sandbox.kube.apiserver import KubeApiServer

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from nodescaler.domain.forecast import DemandHistory
-from nodescaler.domain.group_state import GroupState
+from nodescaler.domain.ahead.forecast import DemandHistory
+from nodescaler.domain.scaling.group_state import GroupState
 
 from tests.aws import CallCounter, client, desired_capacity, make_asg
 from tests.e2e.conftest import Deployment

@@ -39,7 +39,7 @@ from nodescaler.errors import (
     PolicyError,
 )
 from nodescaler.events import LIFECYCLE_ACTION
-from nodescaler.events.sqs import EvaluationRecord
+from nodescaler.events.evaluation_record import EvaluationRecord
 from nodescaler.observability.reports import logger as functions_log
 from nodescaler_sandbox.lambda_local import LocalContext
 from pydantic import ValidationError

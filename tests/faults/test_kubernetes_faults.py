@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nodescaler.domain.decision import MetricStatus
+from nodescaler.domain.scaling.decision import MetricStatus
 from nodescaler_sandbox.kube.apiserver import Fault, KubeApiServer
 
 from tests import aws

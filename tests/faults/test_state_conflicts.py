@@ -38,7 +38,7 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 from botocore.config import Config
 from nodescaler import wiring
 from nodescaler.config import EvaluateSettings
-from nodescaler.domain.decision import Decision
+from nodescaler.domain.scaling.decision import Decision
 from nodescaler.errors import StateConflictError
 from nodescaler.service.evaluation import Evaluator
 from nodescaler_bench.aws import fake_credentials, functions_output

@@ -15,7 +15,7 @@ from nodescaler.config import (
     EvaluateSettings,
     TerminateSettings,
 )
-from nodescaler.domain.drainability import DrainRules
+from nodescaler.domain.scale_down.pod_rules import DrainRules
 
 from tests.infra.stack_template import (
     DEPLOYED,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from nodescaler.config import CommonSettings, DispatchSettings, EvaluateSettings
-from nodescaler.domain.optin import TagNames
+from nodescaler.domain.groups.optin import TagNames
 
 from infra.settings import DeploySettings, SettingsError, construct_settings, load_settings
 from tests.infra.stack_template import (

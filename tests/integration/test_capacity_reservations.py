@@ -8,8 +8,8 @@ from typing import Any
 
 from nodescaler.adapters.aws.capacity_reservations import Ec2ReservedCapacity
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.domain.expanders import ReservedRoom
-from nodescaler.domain.optin import TagNames
+from nodescaler.domain.groups.optin import TagNames
+from nodescaler.domain.scale_up.expanders import ReservedRoom
 from nodescaler_sandbox.capacity_reservations import CapacityReservations
 
 from tests.aws import REGION, CallCounter, client, make_asg, refusing

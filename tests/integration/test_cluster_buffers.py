@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nodescaler.adapters.k8s.api import KubernetesCluster
 from nodescaler.adapters.k8s.connection import KubeconfigConnection
+from nodescaler.adapters.k8s.core_api import KubernetesCluster
 from nodescaler_sandbox.kube.apiserver import Cluster, KubeApiServer
 
 from tests.kube import kubeconfig

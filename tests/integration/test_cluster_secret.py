@@ -12,9 +12,9 @@ from pathlib import Path
 
 import boto3
 import pytest
-from nodescaler.adapters.k8s.access import Pinned
-from nodescaler.adapters.k8s.api import KubernetesCluster
 from nodescaler.adapters.k8s.connection import SecretConnection
+from nodescaler.adapters.k8s.core_api import KubernetesCluster
+from nodescaler.adapters.k8s.secret_access import Pinned
 from nodescaler.errors import KubernetesUnavailableError
 from nodescaler_sandbox.kube import kubeconfig
 from nodescaler_sandbox.kube.tls import issue

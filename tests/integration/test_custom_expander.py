@@ -13,9 +13,9 @@ from typing import Any
 import boto3
 import pytest
 from nodescaler.adapters.aws.custom_expander import LambdaExpander, budget_config
-from nodescaler.domain.cluster import Pod, Resources
-from nodescaler.domain.expanders import CustomExpander, PriorityExpander, plan
-from nodescaler.domain.scheduling import NodeTemplate
+from nodescaler.domain.cluster.predicates import NodeTemplate
+from nodescaler.domain.cluster.snapshot import Pod, Resources
+from nodescaler.domain.scale_up.expanders import CustomExpander, PriorityExpander, plan
 
 GIB = 2**30
 TEMPLATES = {

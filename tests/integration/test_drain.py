@@ -23,14 +23,14 @@ from nodescaler.adapters.aws.lifecycle import (
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.k8s.connection import KubeconfigConnection
 from nodescaler.adapters.k8s.evictions import KubernetesDrain
-from nodescaler.domain.draining import (
+from nodescaler.domain.groups.optin import TagNames
+from nodescaler.domain.scale_down.drain import (
     DrainOutcome,
     LifecycleAction,
     LifecycleResult,
     PodNote,
     ReplacementOutcome,
 )
-from nodescaler.domain.optin import TagNames
 from nodescaler.errors import (
     DrainFailedError,
     EventUnconfirmableError,
@@ -44,7 +44,7 @@ from nodescaler.events.drain import (
     SpotInterruptionEvent,
     parse_drain_event,
 )
-from nodescaler.events.queue import EvaluationRequest
+from nodescaler.events.evaluation_request import EvaluationRequest
 from nodescaler.service.drainer import Drainer, Owners, Replacements
 from nodescaler_sandbox.kube.apiserver import Cluster, Fault, KubeApiServer
 from nodescaler_sandbox.moto_gaps import LifecycleActionRecorder

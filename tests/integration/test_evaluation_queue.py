@@ -15,7 +15,7 @@ from nodescaler.adapters.aws.evaluation_queue import (
     message_group_id,
 )
 from nodescaler.errors import QueueSendError
-from nodescaler.events.queue import EvaluationRequest
+from nodescaler.events.evaluation_request import EvaluationRequest
 
 from tests.aws import client, make_evaluation_queue
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
+from nodescaler.adapters.aws.sqs_queue_length import SqsQueueLength
 from nodescaler.adapters.aws.state_table import DynamoStateStore
-from nodescaler.domain.optin import TagNames
+from nodescaler.domain.groups.optin import TagNames
 from nodescaler.domain.policy import SqsQueueMetric
 from nodescaler.errors import ActuationError, StateConflictError
 from nodescaler.service.evaluation import Evaluator, Outcome

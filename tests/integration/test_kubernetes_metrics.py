@@ -15,11 +15,11 @@ from urllib.parse import parse_qs, urlparse
 import boto3
 import pytest
 from kubernetes.client import CoreV1Api
-from nodescaler.adapters.k8s.api import CoreApi, KubernetesCluster
 from nodescaler.adapters.k8s.connection import EksConnection, KubeconfigConnection, eks_token
+from nodescaler.adapters.k8s.core_api import CoreApi, KubernetesCluster
 from nodescaler.deadline import RECORDING_MARGIN, Deadline
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.readings import MetricReading, MetricUnavailable
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable
 from nodescaler.errors import KubernetesUnavailableError, OutOfTimeError
 from nodescaler.service.cluster_view import KubernetesClusterView
 from nodescaler_sandbox.kube.apiserver import Cluster, Fault, KubeApiServer

@@ -14,10 +14,10 @@ import pytest
 from botocore.exceptions import ClientError
 from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.domain.cluster import Taint
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.optin import TagNames
-from nodescaler.domain.scheduling import NodegroupLabels
+from nodescaler.domain.cluster.predicates import NodegroupLabels
+from nodescaler.domain.cluster.snapshot import Taint
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.groups.optin import TagNames
 from nodescaler.errors import RefusedError
 from nodescaler_sandbox.eks_scaling import EksNodegroupScaling
 from nodescaler_sandbox.eks_warm_pools import EksWarmPools

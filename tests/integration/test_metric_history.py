@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from nodescaler.adapters.aws.cloudwatch import CloudWatchMetricHistory
-from nodescaler.domain.forecast import DemandHistory, forecast_readings, named_history_window
-from nodescaler.domain.readings import MetricReading, MetricUnavailable
+from nodescaler.domain.ahead.forecast import DemandHistory, forecast_readings, named_history_window
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable
 from nodescaler.errors import MetricHistoryError
 from nodescaler.service.forecasts import named_histories
 

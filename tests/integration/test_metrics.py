@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from nodescaler.adapters.aws.cloudwatch import CloudWatchMetrics, metric_data_queries
-from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
-from nodescaler.domain.node_group import NodeGroup
+from nodescaler.adapters.aws.sqs_queue_length import SqsQueueLength
+from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.policy import SqsQueueMetric
-from nodescaler.domain.readings import MetricReading, MetricUnavailable
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable
 from nodescaler.service.producers import Producers
 
 from tests.aws import client

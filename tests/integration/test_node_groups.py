@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.domain.optin import TagNames
+from nodescaler.domain.groups.optin import TagNames
 from nodescaler.errors import RefusedError
 
 from tests.aws import CallCounter, client, make_asg

@@ -26,15 +26,20 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from nodescaler.adapters import prometheus as prometheus_adapter
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
+from nodescaler.adapters.aws.sqs_queue_length import SqsQueueLength
 from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler.adapters.prometheus import PrometheusQueries
 from nodescaler.deadline import Deadline
-from nodescaler.domain.decision import MetricStatus
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.optin import TagNames
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.groups.optin import TagNames
 from nodescaler.domain.policy import PrometheusMetric, SqsQueueMetric
-from nodescaler.domain.readings import MetricReading, MetricRefused, MetricUnavailable, Reading
+from nodescaler.domain.scaling.decision import MetricStatus
+from nodescaler.domain.scaling.readings import (
+    MetricReading,
+    MetricRefused,
+    MetricUnavailable,
+    Reading,
+)
 from nodescaler.domain.token_origins import TokenOrigins, origin
 from nodescaler.errors import OutOfTimeError, PrometheusUnavailableError
 from nodescaler.service.evaluation import Evaluator, Outcome

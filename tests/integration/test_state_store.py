@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from nodescaler.adapters.aws.state_table import DynamoStateStore, condition_failed_in
-from nodescaler.domain.backoff import BackoffRules, Provisioning, after_failure
-from nodescaler.domain.fallback import FailureRun, MetricFailures
-from nodescaler.domain.forecast import DemandHistory
-from nodescaler.domain.group_state import GroupState
-from nodescaler.domain.history import History, TimedRecommendation
-from nodescaler.domain.limits import Claims
-from nodescaler.domain.optin import PauseDirection
-from nodescaler.domain.pause import Pause
+from nodescaler.domain.ahead.forecast import DemandHistory
+from nodescaler.domain.groups.optin import PauseDirection
+from nodescaler.domain.scale_up.backoff import BackoffRules, Provisioning, after_failure
+from nodescaler.domain.scaling.fallback import FailureRun, MetricFailures
+from nodescaler.domain.scaling.group_state import GroupState
+from nodescaler.domain.scaling.history import History, TimedRecommendation
+from nodescaler.domain.scaling.limits import Claims
+from nodescaler.domain.scaling.pause import Pause
 from nodescaler.errors import StateConflictError, StateCorruptError
 
 from tests.aws import client, make_state_table

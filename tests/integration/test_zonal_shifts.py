@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.zonal_shifts import ArcZonalShifts
-from nodescaler.domain.optin import TagNames
-from nodescaler.domain.zonal_shift import zone_hold
+from nodescaler.domain.groups.optin import TagNames
+from nodescaler.domain.groups.zonal_shift import zone_hold
 from nodescaler_sandbox.zonal_shifts import CLUSTER_ARN, ArcZonalShiftApi
 
 from tests.aws import REGION, CallCounter, client, make_asg

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nodescaler.adapters.k8s.api import KubernetesCluster
 from nodescaler.adapters.k8s.connection import KubeconfigConnection
+from nodescaler.adapters.k8s.core_api import KubernetesCluster
 from nodescaler.adapters.k8s.evictions import KubernetesDrain
-from nodescaler.domain.draining import DrainPod, EvictionOutcome
+from nodescaler.domain.scale_down.drain import DrainPod, EvictionOutcome
 from nodescaler_sandbox.kube import kubectl, write_kubeconfig
 from nodescaler_sandbox.kube.apiserver import Cluster, KubeApiServer
 from nodescaler_sandbox.kube.tls import issue

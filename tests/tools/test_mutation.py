@@ -33,7 +33,7 @@ def test_a_mutant_counts_toward_the_part_it_was_planted_in() -> None:
     assert mutation.part_of("nodescaler.adapters.aws.state_table.x_claim__mutmut_3") == (
         "state claim"
     )
-    assert mutation.part_of("nodescaler.domain.cluster.x_keeps_node__mutmut_1") == "domain"
+    assert mutation.part_of("nodescaler.domain.cluster.snapshot.x_keeps_node__mutmut_1") == "domain"
 
 
 def test_when_mutmuts_clean_run_fails_make_mutate_shows_which_test_failed(

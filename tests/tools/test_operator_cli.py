@@ -18,9 +18,9 @@ import boto3
 import pytest
 import yaml
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
+from nodescaler.adapters.aws.sqs_queue_length import SqsQueueLength
 from nodescaler.adapters.aws.state_table import DynamoStateStore
-from nodescaler.domain.optin import TagNames
+from nodescaler.domain.groups.optin import TagNames
 from nodescaler.domain.policy import SqsQueueMetric
 from nodescaler.service.evaluation import Evaluator
 from nodescaler.service.policy_resolver import PolicyBook

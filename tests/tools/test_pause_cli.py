@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
+from nodescaler.adapters.aws.sqs_queue_length import SqsQueueLength
 from nodescaler.adapters.aws.state_table import DynamoStateStore
-from nodescaler.domain.decision import Limit
-from nodescaler.domain.optin import PauseDirection, TagNames
-from nodescaler.domain.pause import Pause
+from nodescaler.domain.groups.optin import PauseDirection, TagNames
 from nodescaler.domain.policy import SqsQueueMetric
+from nodescaler.domain.scaling.decision import Limit
+from nodescaler.domain.scaling.pause import Pause
 from nodescaler.errors import StateConflictError
 from nodescaler.service.evaluation import EvaluationResult, Evaluator, Outcome
 from nodescaler.service.policy_resolver import PolicyBook

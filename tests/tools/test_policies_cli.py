@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
 from nodescaler.adapters.aws.policy_store import DynamoPolicyStore, PolicyChange
-from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
+from nodescaler.adapters.aws.sqs_queue_length import SqsQueueLength
 from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler.adapters.policy_keys import HEADS_PK, versions_pk
-from nodescaler.domain.optin import TagNames
+from nodescaler.domain.groups.optin import TagNames
 from nodescaler.domain.policy import SqsQueueMetric
 from nodescaler.errors import PolicyConflictError
 from nodescaler.service.evaluation import Evaluator, Outcome

@@ -1,4 +1,4 @@
-"""Plan, then act: the evaluator reads, plans (`domain.planning`, pure) and hands the plan to
+"""Plan, then act: the evaluator reads, plans (`domain.scaling.plan`, pure) and hands the plan to
 its actuator (`service.actuation`). A dry run makes the same plan and acts on none of it."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from nodescaler.domain.group_state import GroupState
-from nodescaler.domain.node_group import LaunchFailure, NodeGroup
-from nodescaler.domain.planning import ChooseLeaving, Plan
+from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.policy import MetricBase, SqsQueueMetric
-from nodescaler.domain.readings import MetricReading, Reading
-from nodescaler.domain.scale_down import Removable
+from nodescaler.domain.scale_down.unneeded import Removable
+from nodescaler.domain.scaling.group_state import GroupState
+from nodescaler.domain.scaling.plan import ChooseLeaving, Plan
+from nodescaler.domain.scaling.readings import MetricReading, Reading
 from nodescaler.service import evaluation
 from nodescaler.service.evaluation import Evaluator, Outcome
 from nodescaler.service.policy_resolver import PolicyBook

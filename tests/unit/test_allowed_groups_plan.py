@@ -3,10 +3,10 @@ take pods it is never resized for, and they would wait."""
 
 from __future__ import annotations
 
-from nodescaler.domain.cluster import Snapshot
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.optin import AllowedGroups, TagNames
-from nodescaler.domain.readings import MetricReading
+from nodescaler.domain.cluster.snapshot import Snapshot
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.groups.optin import AllowedGroups, TagNames
+from nodescaler.domain.scaling.readings import MetricReading
 from nodescaler.service.cluster_view import KubernetesClusterView
 from nodescaler.service.pending_pods import PendingPodsPlanner
 from nodescaler.service.policy_resolver import PolicyBook

@@ -6,11 +6,11 @@ import math
 from datetime import datetime
 
 import pytest
-from nodescaler.domain.autoscaler import GroupSize
-from nodescaler.domain.decision import Limit, MetricStatus
-from nodescaler.domain.history import History, ScaleEvent, TimedRecommendation
-from nodescaler.domain.limits import Ceiling
-from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
+from nodescaler.domain.scaling.autoscaler import GroupSize
+from nodescaler.domain.scaling.decision import Limit, MetricStatus
+from nodescaler.domain.scaling.history import History, ScaleEvent, TimedRecommendation
+from nodescaler.domain.scaling.limits import Ceiling
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
 
 from tests.builders import (
     T0,

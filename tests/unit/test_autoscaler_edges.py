@@ -7,12 +7,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from nodescaler.domain.autoscaler import Evaluation, GroupSize
-from nodescaler.domain.backoff import Backoff
-from nodescaler.domain.decision import Limit, MetricStatus
-from nodescaler.domain.history import History
-from nodescaler.domain.limits import Ceiling
-from nodescaler.domain.readings import MetricReading, Reading
+from nodescaler.domain.scale_up.backoff import Backoff
+from nodescaler.domain.scaling.autoscaler import Evaluation, GroupSize
+from nodescaler.domain.scaling.decision import Limit, MetricStatus
+from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.limits import Ceiling
+from nodescaler.domain.scaling.readings import MetricReading, Reading
 
 from tests.builders import EXACT, T0, UNLIMITED, act, policy, queue_metric, readings, run
 from tests.unit.test_forecast import predictive

@@ -5,9 +5,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from nodescaler.domain.autoscaler import GroupSize
-from nodescaler.domain.backoff import BackoffRules, Provisioning, after_failure, provision_check
-from nodescaler.domain.decision import Limit
+from nodescaler.domain.scale_up.backoff import (
+    BackoffRules,
+    Provisioning,
+    after_failure,
+    provision_check,
+)
+from nodescaler.domain.scaling.autoscaler import GroupSize
+from nodescaler.domain.scaling.decision import Limit
 
 from tests.builders import T0, minutes, policy, queue_metric, readings, run
 

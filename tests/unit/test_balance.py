@@ -8,21 +8,29 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from nodescaler.domain.backoff import Backoff
-from nodescaler.domain.balance import even_split, similar
-from nodescaler.domain.cluster import Node, Placement, Pod, Resources, Snapshot, Taint, Toleration
-from nodescaler.domain.expanders import (
+from nodescaler.domain.cluster.predicates import InstanceShape, NodeTemplate
+from nodescaler.domain.cluster.snapshot import (
+    Node,
+    Placement,
+    Pod,
+    Resources,
+    Snapshot,
+    Taint,
+    Toleration,
+)
+from nodescaler.domain.groups.node_group import EKS_NODEGROUP_LABEL, NodeGroup
+from nodescaler.domain.groups.optin import TagNames
+from nodescaler.domain.scale_down.unneeded import CANDIDATE_TAINT
+from nodescaler.domain.scale_up.backoff import Backoff
+from nodescaler.domain.scale_up.balance import even_split, similar
+from nodescaler.domain.scale_up.expanders import (
     BalanceSimilarGroups,
     LeastWasteExpander,
     Plan,
     PriorityExpander,
     plan,
 )
-from nodescaler.domain.node_group import EKS_NODEGROUP_LABEL, NodeGroup
-from nodescaler.domain.optin import TagNames
-from nodescaler.domain.readings import MetricReading
-from nodescaler.domain.scale_down import CANDIDATE_TAINT
-from nodescaler.domain.scheduling import InstanceShape, NodeTemplate
+from nodescaler.domain.scaling.readings import MetricReading
 from nodescaler.service.cluster_view import KubernetesClusterView
 from nodescaler.service.pending_pods import PendingPodsPlanner
 from nodescaler.service.policy_resolver import PolicyBook

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from nodescaler.domain.balance import similar
-from nodescaler.domain.cluster import Resources
+from nodescaler.domain.cluster.snapshot import Resources
+from nodescaler.domain.scale_up.balance import similar
 
 from tests.unit.test_balance import GIB, template
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodescaler.domain.decision import Limit
+from nodescaler.domain.scaling.decision import Limit
 
 from tests.builders import policy, queue_metric, readings, run
 

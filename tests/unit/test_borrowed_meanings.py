@@ -18,8 +18,8 @@ from random import Random
 
 import pytest
 from nodescaler.config import EvaluateSettings
-from nodescaler.domain.expanders import PriorityExpander, WeightedPriorityExpander, plan
 from nodescaler.domain.policy.parsing import parse_policy
+from nodescaler.domain.scale_up.expanders import PriorityExpander, WeightedPriorityExpander, plan
 from nodescaler.errors import PolicyError, SettingsError
 
 from tests.unit.test_expanders import pods, template

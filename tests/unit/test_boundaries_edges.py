@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from nodescaler.domain.backoff import BackoffRules, Provisioning, provision_check
-from nodescaler.domain.drainability import deletion_deadline
-from nodescaler.domain.history import History
-from nodescaler.domain.limits import ClusterLimits, GroupUsage, ceiling
-from nodescaler.domain.node_group import ScalingActivity, unconfirmed_launch_failure
-from nodescaler.domain.schedule import scheduled_replicas
-from nodescaler.domain.termination import QUIET, Wait
-from nodescaler.domain.text import MAX_PROBLEMS, bounded_problems, outside
+from nodescaler.domain.ahead.scheduled_capacity import scheduled_replicas
+from nodescaler.domain.groups.node_group import ScalingActivity, unconfirmed_launch_failure
+from nodescaler.domain.outside_text import MAX_PROBLEMS, bounded_problems, outside
+from nodescaler.domain.scale_down.pod_rules import deletion_deadline
+from nodescaler.domain.scale_down.termination_policy import QUIET, Wait
+from nodescaler.domain.scale_up.backoff import BackoffRules, Provisioning, provision_check
+from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.limits import ClusterLimits, GroupUsage, ceiling
 from nodescaler.domain.token_origins import unbound_token
 
 from tests.unit.test_schedule import OFFICE

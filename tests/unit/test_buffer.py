@@ -4,11 +4,11 @@ same packing as pending pods, and kept when the group sheds nodes."""
 from __future__ import annotations
 
 import pytest
-from nodescaler.domain.buffer import buffer_pods, fit_buffer
-from nodescaler.domain.cluster import Node, Pod, Resources, Snapshot, Taint
+from nodescaler.domain.ahead.group_buffers import buffer_pods, fit_buffer
+from nodescaler.domain.cluster.predicates import NodeTemplate, room_of
+from nodescaler.domain.cluster.snapshot import Node, Pod, Resources, Snapshot, Taint
 from nodescaler.domain.policy import CapacityBuffer
-from nodescaler.domain.scale_down import BUFFER, unneeded_nodes
-from nodescaler.domain.scheduling import NodeTemplate, room_of
+from nodescaler.domain.scale_down.unneeded import BUFFER, unneeded_nodes
 from pydantic import ValidationError
 
 GIB = 2**30
@@ -136,7 +136,7 @@ def test_a_malformed_buffer_is_refused_naming_the_field(
 
 
 def test_nodes_for_counts_what_one_shape_leaves_over_and_what_the_sum_fills() -> None:
-    from nodescaler.domain.scheduling import nodes_for
+    from nodescaler.domain.cluster.predicates import nodes_for
 
     six_cores = [pod(f"p{i}", "a", 6000) for i in range(10)]  # two a 16-core node
     sixteen = NodeTemplate("web", Resources(16_000, 64 * GIB, 110))
@@ -205,7 +205,7 @@ def test_nodes_on_their_way_add_to_the_room_of_the_ready_nodes() -> None:
 
 
 def test_buffer_holds_only_while_all_its_pods_fit_the_rooms() -> None:
-    from nodescaler.domain.buffer import buffer_holds
+    from nodescaler.domain.ahead.group_buffers import buffer_holds
 
     # Given two nodes with 3 cores free each
     free = rooms([node("a"), node("b")], [pod("a1", "a"), pod("b1", "b")])

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from nodescaler.adapters.k8s.access import (
+from nodescaler.adapters.k8s.secret_access import (
     MAX_SECRET_CHARS,
     NOTHING_PINNED,
     Pinned,

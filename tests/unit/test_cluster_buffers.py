@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from nodescaler.adapters.k8s.objects import node_from_json, pod_from_json
-from nodescaler.domain.cluster import Snapshot
-from nodescaler.domain.cluster_buffers import (
+from nodescaler.adapters.k8s.conversion import node_from_json, pod_from_json
+from nodescaler.domain.ahead.capacity_buffers import (
     ClusterBuffer,
     Workload,
     describe,
@@ -20,6 +19,7 @@ from nodescaler.domain.cluster_buffers import (
     with_buffers,
     within,
 )
+from nodescaler.domain.cluster.snapshot import Snapshot
 
 from tests.kube import node, pod
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from nodescaler.adapters.k8s.objects import node_from_json, pod_from_json
-from nodescaler.domain.cluster import Pod, Resources, Snapshot
-from nodescaler.domain.cluster_buffers import (
+from nodescaler.adapters.k8s.conversion import node_from_json, pod_from_json
+from nodescaler.domain.ahead.capacity_buffers import (
     Workload,
     describe,
     describe_all,
@@ -18,6 +17,7 @@ from nodescaler.domain.cluster_buffers import (
     with_buffers,
     within,
 )
+from nodescaler.domain.cluster.snapshot import Pod, Resources, Snapshot
 
 from tests.kube import node, pod
 from tests.unit.test_cluster_buffers import TEMPLATE, TEMPLATES, buffer

@@ -3,7 +3,7 @@ containers ask for different resources; and a node affinity operator nobody know
 
 from __future__ import annotations
 
-from nodescaler.domain.cluster import Requirement, pod_requests
+from nodescaler.domain.cluster.snapshot import Requirement, pod_requests
 
 MIB = 2**20
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from nodescaler.domain.cluster import Snapshot
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.optin import TagNames
-from nodescaler.domain.readings import MetricReading
-from nodescaler.domain.scale_down import CANDIDATE_TAINT
+from nodescaler.domain.cluster.snapshot import Snapshot
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.groups.optin import TagNames
+from nodescaler.domain.scale_down.unneeded import CANDIDATE_TAINT
+from nodescaler.domain.scaling.readings import MetricReading
 from nodescaler.service.cluster_view import KubernetesClusterView
 from nodescaler.service.pending_pods import PendingPodsPlanner
 from nodescaler.service.policy_resolver import PolicyBook

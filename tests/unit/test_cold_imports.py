@@ -42,7 +42,7 @@ def test_given_the_evaluate_handler_when_imported_then_policies_wait_for_the_fir
     assert {
         "nodescaler.config",
         "nodescaler.service.evaluation",
-        "nodescaler.domain.planning",
+        "nodescaler.domain.scaling.plan",
         "nodescaler.domain.policy",
         "kubernetes",
         "yaml",
@@ -54,6 +54,6 @@ def test_given_any_handler_when_imported_then_scaling_events_wait_for_the_first_
     for function in ("dispatch", "evaluate", "drain"):
         loaded = loaded_by_import(f"functions.{function}.handler")
         assert {
-            "nodescaler.domain.scaling_events",
+            "nodescaler.domain.groups.scaling_events",
             "nodescaler.adapters.aws.event_bus",
         } & loaded == set(), function

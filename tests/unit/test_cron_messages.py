@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from nodescaler.domain.cron import cron_problem
+from nodescaler.domain.ahead.cron import cron_problem
 
 pytestmark = pytest.mark.unit
 

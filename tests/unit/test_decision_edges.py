@@ -4,7 +4,7 @@ a held decision saying which way it would have gone."""
 
 from __future__ import annotations
 
-from nodescaler.domain.decision import Decision, Limit, fit_to_store
+from nodescaler.domain.scaling.decision import Decision, Limit, fit_to_store
 
 from tests.builders import EXACT, policy, queue_metric, readings, run
 

@@ -26,6 +26,12 @@ FORBIDDEN_MODULES = {
 CLOCK_CALLS = {"now", "utcnow", "today", "time", "monotonic", "perf_counter"}
 
 
+def _module(path: Path) -> str:
+    """The dotted name of a module of the package, its sub-packages' too."""
+    parts = path.relative_to(DOMAIN.parents[1]).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
 def _imports(tree: ast.AST) -> set[str]:
     found = set()
     for node in ast.walk(tree):
@@ -55,8 +61,10 @@ def test_given_the_pure_packages_then_they_import_no_aws_kubernetes_or_powertool
     package: Path,
 ) -> None:
     offenders = {
-        path.name: sorted(_imports(ast.parse(path.read_text())) & FORBIDDEN_MODULES)
-        for path in package.glob("*.py")
+        str(path.relative_to(package)): sorted(
+            _imports(ast.parse(path.read_text())) & FORBIDDEN_MODULES
+        )
+        for path in package.rglob("*.py")
     }
     assert {name: mods for name, mods in offenders.items() if mods} == {}
 
@@ -65,7 +73,7 @@ def test_given_the_pure_packages_then_they_import_no_aws_kubernetes_or_powertool
 def test_given_the_pure_packages_when_imported_then_nothing_they_reach_loads_aws_or_kubernetes(
     package: Path,
 ) -> None:
-    modules = [f"nodescaler.{package.name}.{path.stem}" for path in sorted(package.glob("*.py"))]
+    modules = [_module(path) for path in sorted(package.rglob("*.py"))]
     script = f"import sys\nfor m in {modules!r}: __import__(m)\nprint(*sys.modules)"
     loaded = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
@@ -75,7 +83,8 @@ def test_given_the_pure_packages_when_imported_then_nothing_they_reach_loads_aws
 
 def test_given_the_domain_package_then_it_never_reads_the_clock() -> None:
     offenders = {
-        path.name: _clock_calls(ast.parse(path.read_text())) for path in DOMAIN.glob("*.py")
+        str(path.relative_to(DOMAIN)): _clock_calls(ast.parse(path.read_text()))
+        for path in DOMAIN.rglob("*.py")
     }
     assert {name: calls for name, calls in offenders.items() if calls} == {}
 

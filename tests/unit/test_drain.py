@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from nodescaler.config import DrainSettings
-from nodescaler.domain.draining import (
+from nodescaler.domain.scale_down.drain import (
     DrainOutcome,
     DrainResult,
     LifecycleResult,

@@ -6,8 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from nodescaler.domain.drainability import DrainRules
-from nodescaler.domain.draining import (
+from nodescaler.domain.scale_down.drain import (
     DrainOutcome,
     DrainPod,
     DrainProgress,
@@ -17,6 +16,7 @@ from nodescaler.domain.draining import (
     Replacement,
     ReplacementOutcome,
 )
+from nodescaler.domain.scale_down.pod_rules import DrainRules
 
 T0 = datetime(2026, 11, 25, 3, 0, tzinfo=UTC)
 WEB = DrainPod("shop", "web-1", uid="u1", grace_seconds=45)
@@ -148,7 +148,7 @@ def test_given_pods_scale_in_would_not_move_then_they_are_refused_watched_and_ho
 ):
     # kubectl drain refuses a pod no controller manages without --force, one with an
     # emptyDir without --delete-emptydir-data; CA's rules add kube-system pods without a
-    # budget (`domain.drainability`); a pod deleted past its grace period is taken as gone
+    # budget (`domain.scale_down.pod_rules`); a pod deleted past its grace period is taken as gone
     bare = DrainPod("shop", "debug", uid="u7", controlled=False)
     cache = DrainPod("shop", "cache", uid="u8", local_storage=True)
     stuck = DrainPod("shop", "old", uid="u9", gone_after=T0 - timedelta(seconds=1))

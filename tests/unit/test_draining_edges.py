@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from nodescaler.domain.cluster import DisruptionBudget
-from nodescaler.domain.draining import DrainCause, DrainPod, DrainProgress, SpotWarning
+from nodescaler.domain.cluster.snapshot import DisruptionBudget
+from nodescaler.domain.scale_down.drain import DrainCause, DrainPod, DrainProgress, SpotWarning
 
 T = datetime(2026, 3, 2, 12, tzinfo=UTC)
 

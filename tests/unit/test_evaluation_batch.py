@@ -10,7 +10,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.batch import process_partial_response
 from nodescaler.adapters.aws.batch import EvaluationBatch
-from nodescaler.events.sqs import EvaluationRecord
+from nodescaler.events.evaluation_record import EvaluationRecord
 
 EVENTS = Path(__file__).parents[2] / "events"
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from nodescaler.domain.draining import (
+from nodescaler.domain.groups.node_group import ScalingActivity, unconfirmed_launch_failure
+from nodescaler.domain.scale_down.drain import (
     DrainCause,
     LifecycleAction,
     Membership,
@@ -16,7 +17,6 @@ from nodescaler.domain.draining import (
     unconfirmed_action,
     unconfirmed_warning,
 )
-from nodescaler.domain.node_group import ScalingActivity, unconfirmed_launch_failure
 
 ACTION = LifecycleAction("web", "nodescaler-drain", "i-0a", "6f1a2c3e-0000-4000-8000-00000000a001")
 EVENT = "lifecycle action for instance i-0a in node group web"

@@ -15,8 +15,8 @@ from nodescaler.events.dispatch import (
     parse_dispatch_event,
     unreplaced_keyword,
 )
-from nodescaler.events.sqs import EvaluationRecord
-from nodescaler.events.termination import parse_termination_request
+from nodescaler.events.evaluation_record import EvaluationRecord
+from nodescaler.events.termination_policy import parse_termination_request
 from pydantic import ValidationError
 
 EVENTS = Path(__file__).parents[2] / "events"

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from random import Random
 
 import pytest
-from nodescaler.domain.cluster import Placement, Pod, Resources
-from nodescaler.domain.expanders import (
+from nodescaler.domain.cluster.predicates import NodeTemplate
+from nodescaler.domain.cluster.snapshot import Placement, Pod, Resources
+from nodescaler.domain.scale_up.expanders import (
     CustomExpander,
     LeastWasteExpander,
     MostPodsExpander,
@@ -19,7 +20,6 @@ from nodescaler.domain.expanders import (
     WeightedPriorityExpander,
     plan,
 )
-from nodescaler.domain.scheduling import NodeTemplate
 
 GIB = 2**30
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from random import Random
 
-from nodescaler.domain.balance import IGNORED_LABELS
-from nodescaler.domain.cluster import Pod, Resources
-from nodescaler.domain.expanders import (
+from nodescaler.domain.cluster.predicates import NodeTemplate
+from nodescaler.domain.cluster.snapshot import Pod, Resources
+from nodescaler.domain.scale_up.balance import IGNORED_LABELS
+from nodescaler.domain.scale_up.expanders import (
     BalanceSimilarGroups,
     CustomExpander,
     Option,
@@ -19,7 +20,6 @@ from nodescaler.domain.expanders import (
     WeightedPriorityExpander,
     plan,
 )
-from nodescaler.domain.scheduling import NodeTemplate
 
 GIB = 2**30
 

@@ -12,12 +12,12 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
-from nodescaler.domain.decision import Limit, MetricStatus
-from nodescaler.domain.fallback import MetricFailures
-from nodescaler.domain.history import History
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
+from nodescaler.domain.scaling.autoscaler import Evaluation, GroupSize, decide, record_scale
+from nodescaler.domain.scaling.decision import Limit, MetricStatus
+from nodescaler.domain.scaling.fallback import MetricFailures
+from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
 
 from tests.builders import T0, UNLIMITED, minutes, policy, queue_metric, value_metric
 

@@ -3,7 +3,7 @@ nothing, and what SQS accepted is the most a queue asked for."""
 
 from __future__ import annotations
 
-from nodescaler.domain.fast_path import Debounce, queue_need
+from nodescaler.domain.scale_up.fast_path_rules import Debounce, queue_need
 
 from tests.builders import T0, policy, queue_metric
 from tests.unit.test_fast_path_rules import group

@@ -1,6 +1,6 @@
 """The fast path's look at a policy's Prometheus query (`service.fast_path`): a backlog past
 its target asks for an evaluation of its group by the rule the tick judges it with
-(`domain.fast_path.queue_need`); one on target, or a metric of another type, asks nothing; a
+(`domain.scale_up.fast_path_rules.queue_need`); one on target, or a metric of another type, asks nothing; a
 server failing backs the look off, a query refused is named and the look goes on."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.optin import TagNames
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.groups.optin import TagNames
 from nodescaler.domain.policy import PrometheusSource
 from nodescaler.errors import PrometheusQueryError, PrometheusUnavailableError
-from nodescaler.events.queue import EvaluationRequest
+from nodescaler.events.evaluation_request import EvaluationRequest
 from nodescaler.service.fast_path import FastPath
 from nodescaler.service.policy_resolver import PolicyBook
 

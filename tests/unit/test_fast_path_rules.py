@@ -1,4 +1,4 @@
-"""The fast path's rules (domain/fast_path.py): a queue is past its target only beyond the
+"""The fast path's rules (domain/scale_up/fast_path_rules.py): a queue is past its target only beyond the
 HPA's tolerance, a pod is asked of the groups whose nodes could take it, a group is asked
 again only for something new SQS has not taken yet, a request's id is what it asks, and
 failed looks back off doubling to a cap."""
@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from nodescaler.domain.cluster import Placement, Pod, Resources, Taint, Toleration
-from nodescaler.domain.fast_path import (
+from nodescaler.domain.cluster.predicates import NodeTemplate
+from nodescaler.domain.cluster.snapshot import Placement, Pod, Resources, Taint, Toleration
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.scale_up.fast_path_rules import (
     SLOT_SECONDS,
     Backoff,
     Debounce,
@@ -16,8 +18,6 @@ from nodescaler.domain.fast_path import (
     queue_need,
     request_event_id,
 )
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.scheduling import NodeTemplate
 
 from tests.builders import policy, queue_metric
 

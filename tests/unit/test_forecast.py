@@ -8,9 +8,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from nodescaler.domain.autoscaler import GroupSize
-from nodescaler.domain.decision import Limit, MetricStatus
-from nodescaler.domain.forecast import (
+from nodescaler.domain.ahead.forecast import (
     MAX_SLOTS,
     UNKNOWN,
     DemandHistory,
@@ -18,8 +16,10 @@ from nodescaler.domain.forecast import (
     forecast_readings,
     lead_time,
 )
-from nodescaler.domain.history import History
-from nodescaler.domain.readings import MetricReading
+from nodescaler.domain.scaling.autoscaler import GroupSize
+from nodescaler.domain.scaling.decision import Limit, MetricStatus
+from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.readings import MetricReading
 from pydantic import ValidationError
 
 from tests.builders import T0, policy, queue_metric, run

@@ -9,14 +9,14 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from nodescaler.domain.forecast import (
+from nodescaler.domain.ahead.forecast import (
     MAX_SLOTS,
     SLOT,
     DemandHistory,
     forecast,
     forecast_readings,
 )
-from nodescaler.domain.readings import MetricReading, MetricUnavailable
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable
 
 from tests.builders import policy, queue_metric
 from tests.unit.test_forecast import LEAD, MONDAY, UTC_ZONE, predictive

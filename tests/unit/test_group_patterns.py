@@ -6,7 +6,7 @@ its patterns with Go's regexp (expander/priority/priority.go)."""
 from __future__ import annotations
 
 import pytest
-from nodescaler.domain.group_patterns import matches, not_in_re2
+from nodescaler.domain.groups.name_patterns import matches, not_in_re2
 
 # (case, pattern, what the refusal names)
 FOUND_AFTER_A_CLASS_OR_ESCAPE = [

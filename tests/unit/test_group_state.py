@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from nodescaler.domain.cluster import Node, Pod, Resources
-from nodescaler.domain.drainability import keeps_node
-from nodescaler.domain.group_state import RECENT_EVENTS, GroupState
-from nodescaler.domain.history import History, ScaleEvent
-from nodescaler.domain.readings import MetricReading, reading_at
+from nodescaler.domain.cluster.snapshot import Node, Pod, Resources
+from nodescaler.domain.scale_down.pod_rules import keeps_node
+from nodescaler.domain.scaling.group_state import RECENT_EVENTS, GroupState
+from nodescaler.domain.scaling.history import History, ScaleEvent
+from nodescaler.domain.scaling.readings import MetricReading, reading_at
 
 from tests.builders import T0, policy, queue_metric, readings, run
 

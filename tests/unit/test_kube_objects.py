@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from nodescaler.adapters.k8s.objects import node_from_json, pod_from_json
-from nodescaler.domain.cluster import Resources, Snapshot, Taint
+from nodescaler.adapters.k8s.conversion import node_from_json, pod_from_json
+from nodescaler.domain.cluster.snapshot import Resources, Snapshot, Taint
 
 from tests.kube import node, pod
 

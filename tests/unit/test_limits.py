@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from nodescaler.domain.autoscaler import GroupSize
-from nodescaler.domain.decision import Limit
-from nodescaler.domain.limits import (
+from nodescaler.domain.scaling.autoscaler import GroupSize
+from nodescaler.domain.scaling.decision import Limit
+from nodescaler.domain.scaling.limits import (
     Ceiling,
     ClusterLimits,
     ClusterUsage,

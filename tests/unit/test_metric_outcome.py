@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from nodescaler.domain.autoscaler import GroupSize, evaluate_metric
-from nodescaler.domain.decision import MetricOutcome, MetricStatus
-from nodescaler.domain.proportional import Tolerances
-from nodescaler.domain.readings import MetricReading, MetricUnavailable
+from nodescaler.domain.scaling.autoscaler import GroupSize, evaluate_metric
+from nodescaler.domain.scaling.decision import MetricOutcome, MetricStatus
+from nodescaler.domain.scaling.proportional import Tolerances
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable
 
 from tests.builders import T0, metric, queue_metric, reservation_metric
 

@@ -9,8 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from nodescaler.domain.decision import Limit, MetricStatus
-from nodescaler.domain.forecast import (
+from nodescaler.domain.ahead.forecast import (
     MAX_SLOTS,
     UNKNOWN,
     DemandHistory,
@@ -18,9 +17,10 @@ from nodescaler.domain.forecast import (
     history_from_datapoints,
     named_history_window,
 )
-from nodescaler.domain.history import History
 from nodescaler.domain.policy import DemandMetric, NodeGroupPolicy
-from nodescaler.domain.readings import MetricReading, MetricUnavailable
+from nodescaler.domain.scaling.decision import Limit, MetricStatus
+from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable
 from nodescaler.errors import MetricHistoryError
 from nodescaler.service.forecasts import named_histories
 from pydantic import ValidationError

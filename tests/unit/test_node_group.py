@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from nodescaler.domain.cluster import Node, Resources
-from nodescaler.domain.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs
+from nodescaler.domain.cluster.snapshot import Node, Resources
+from nodescaler.domain.groups.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs
 
 
 def node(instance: str, label: str | None = None) -> Node:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from nodescaler.domain.autoscaler import GroupSize
-from nodescaler.domain.backoff import BackoffRules, after_failure
-from nodescaler.domain.optin import PauseDirection
-from nodescaler.domain.pause import Pause, hold
-from nodescaler.domain.readings import MetricReading
+from nodescaler.domain.groups.optin import PauseDirection
+from nodescaler.domain.scale_up.backoff import BackoffRules, after_failure
+from nodescaler.domain.scaling.autoscaler import GroupSize
+from nodescaler.domain.scaling.pause import Pause, hold
+from nodescaler.domain.scaling.readings import MetricReading
 from nodescaler.observability.metric_names import SERVICE_VARIABLE
 from nodescaler.observability.reports import Dimension, MetricName, Record, emit, result_records
 from nodescaler.service.evaluation import EvaluationResult, Outcome

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from nodescaler.domain.optin import AllowedGroups, OptIn, TagNames, is_managed, read_opt_in
+from nodescaler.domain.groups.optin import AllowedGroups, OptIn, TagNames, is_managed, read_opt_in
 
 NAMES = TagNames()
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from nodescaler.domain.decision import MAX_DECISION_BYTES, fit_to_store
+from nodescaler.domain.outside_text import MAX_PROBLEMS, bounded_problems, outside
 from nodescaler.domain.policy.versions import StoredPolicy
-from nodescaler.domain.readings import MetricUnavailable
-from nodescaler.domain.text import MAX_PROBLEMS, bounded_problems, outside
+from nodescaler.domain.scaling.decision import MAX_DECISION_BYTES, fit_to_store
+from nodescaler.domain.scaling.readings import MetricUnavailable
 from nodescaler.service.stored_policies import validated
 
 from tests.builders import EXACT, policy, policy_document, queue_metric, readings, run

@@ -8,10 +8,10 @@ from datetime import timedelta
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from nodescaler.domain.autoscaler import GroupSize
-from nodescaler.domain.decision import Decision, Limit
-from nodescaler.domain.optin import PauseDirection, TagNames, read_opt_in
-from nodescaler.domain.pause import Pause, hold, in_force, parse_duration
+from nodescaler.domain.groups.optin import PauseDirection, TagNames, read_opt_in
+from nodescaler.domain.scaling.autoscaler import GroupSize
+from nodescaler.domain.scaling.decision import Decision, Limit
+from nodescaler.domain.scaling.pause import Pause, hold, in_force, parse_duration
 
 from tests.builders import EXACT, T0, policy, queue_metric, readings, run
 

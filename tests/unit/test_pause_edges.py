@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from nodescaler.domain.pause import Pause, hold, parse_duration
+from nodescaler.domain.scaling.pause import Pause, hold, parse_duration
 
 from tests.unit.test_pause import ARN, BOTH, SCALE_IN, SCALE_OUT, decision, stored
 

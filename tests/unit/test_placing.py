@@ -3,8 +3,8 @@ the new nodes pods need in one pass (`nodes_for`)."""
 
 from __future__ import annotations
 
-from nodescaler.domain.cluster import Node, Placement, Pod, Resources
-from nodescaler.domain.scheduling import NodeTemplate, nodes_for, place, room_of
+from nodescaler.domain.cluster.predicates import NodeTemplate, nodes_for, place, room_of
+from nodescaler.domain.cluster.snapshot import Node, Placement, Pod, Resources
 
 GIB = 2**30
 GPU = "nvidia.com/gpu"

@@ -1,4 +1,4 @@
-"""The planning step (`domain.planning.plan`): what an evaluation read in, one frozen `Plan`
+"""The planning step (`domain.scaling.plan.plan`): what an evaluation read in, one frozen `Plan`
 out, nothing done. Cluster Autoscaler splits its scale-down the same way: a planner
 (`core/scaledown/planner`) that only decides, and an actuator (`core/scaledown/actuation`)
 that carries the decision out."""
@@ -9,15 +9,15 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from nodescaler.domain.backoff import Provisioning
-from nodescaler.domain.group_state import GroupState
-from nodescaler.domain.history import History
-from nodescaler.domain.node_group import LaunchFailure, NodeGroup
-from nodescaler.domain.optin import PauseDirection
-from nodescaler.domain.pause import Pause
-from nodescaler.domain.planning import Facts, plan
-from nodescaler.domain.readings import MetricReading
-from nodescaler.domain.scale_down import Removable
+from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
+from nodescaler.domain.groups.optin import PauseDirection
+from nodescaler.domain.scale_down.unneeded import Removable
+from nodescaler.domain.scale_up.backoff import Provisioning
+from nodescaler.domain.scaling.group_state import GroupState
+from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.pause import Pause
+from nodescaler.domain.scaling.plan import Facts, plan
+from nodescaler.domain.scaling.readings import MetricReading
 
 from tests.builders import UNLIMITED, policy, queue_metric
 

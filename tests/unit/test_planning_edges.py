@@ -8,13 +8,13 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
-from nodescaler.domain.backoff import Backoff, Provisioning
-from nodescaler.domain.decision import Limit
-from nodescaler.domain.group_state import GroupState, failure_key
-from nodescaler.domain.limits import Ceiling
-from nodescaler.domain.node_group import LaunchFailure, NodeGroup, WarmPool
-from nodescaler.domain.planning import Facts, plan
-from nodescaler.domain.readings import MetricReading, MetricUnavailable
+from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup, WarmPool
+from nodescaler.domain.scale_up.backoff import Backoff, Provisioning
+from nodescaler.domain.scaling.decision import Limit
+from nodescaler.domain.scaling.group_state import GroupState, failure_key
+from nodescaler.domain.scaling.limits import Ceiling
+from nodescaler.domain.scaling.plan import Facts, plan
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable
 
 from tests.builders import UNLIMITED, policy, queue_metric, value_metric
 from tests.unit.test_forecast import MONDAY, office_hours, predictive, recorded

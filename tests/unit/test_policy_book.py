@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nodescaler.adapters.deployed_policies import read_policies
-from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.service.policy_resolver import PolicyBook
 
 from tests.unit.test_policy_documents import VALID

@@ -8,13 +8,13 @@ from typing import Any
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide
-from nodescaler.domain.backoff import Backoff, BackoffRules, after_failure
-from nodescaler.domain.fallback import FailureRun, MetricFailures
-from nodescaler.domain.history import History, ScaleEvent, TimedRecommendation
-from nodescaler.domain.limits import Ceiling
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
-from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
+from nodescaler.domain.scale_up.backoff import Backoff, BackoffRules, after_failure
+from nodescaler.domain.scaling.autoscaler import Evaluation, GroupSize, decide
+from nodescaler.domain.scaling.fallback import FailureRun, MetricFailures
+from nodescaler.domain.scaling.history import History, ScaleEvent, TimedRecommendation
+from nodescaler.domain.scaling.limits import Ceiling
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
 
 from tests.builders import T0
 

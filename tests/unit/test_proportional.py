@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from nodescaler.domain.proportional import Tolerances, recommend
+from nodescaler.domain.scaling.proportional import Tolerances, recommend
 
 from tests.builders import metric, queue_metric, reservation_metric, value_metric
 

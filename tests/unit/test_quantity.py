@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kubernetes.utils import parse_quantity as kubernetes_parse
-from nodescaler.adapters.k8s.objects import pod_from_json
-from nodescaler.domain.cluster import Node, Resources
+from nodescaler.adapters.k8s.conversion import pod_from_json
+from nodescaler.domain.cluster.quantity import LARGEST, millicores, parse_quantity, whole_units
+from nodescaler.domain.cluster.reservation import reservation
+from nodescaler.domain.cluster.snapshot import Node, Resources
 from nodescaler.domain.policy import ReservationResource
-from nodescaler.domain.quantity import LARGEST, millicores, parse_quantity, whole_units
-from nodescaler.domain.reservation import reservation
 from nodescaler.errors import QuantityError, ReservationError
 
 WRITTEN = [

@@ -4,8 +4,8 @@ what was written (bounded, so a 1 MB label never fills an error)."""
 from __future__ import annotations
 
 import pytest
-from nodescaler.domain.cluster import Resources
-from nodescaler.domain.quantity import LARGEST, parse_quantity
+from nodescaler.domain.cluster.quantity import LARGEST, parse_quantity
+from nodescaler.domain.cluster.snapshot import Resources
 from nodescaler.errors import QuantityError
 
 

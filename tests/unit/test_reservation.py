@@ -5,10 +5,10 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from nodescaler.domain.cluster import Node, Pod, Resources
+from nodescaler.domain.cluster.quantity import parse_quantity
+from nodescaler.domain.cluster.reservation import reservation
+from nodescaler.domain.cluster.snapshot import Node, Pod, Resources
 from nodescaler.domain.policy import ReservationResource as Resource
-from nodescaler.domain.quantity import parse_quantity
-from nodescaler.domain.reservation import reservation
 from nodescaler.errors import QuantityError, ReservationError
 
 GIB = 2**30

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from nodescaler.adapters.aws.capacity_reservations import Target, room_of, target_of
-from nodescaler.domain.expanders import (
+from nodescaler.domain.scale_up.expanders import (
     LeastWasteExpander,
     PriorityExpander,
     ReservedFirstExpander,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from nodescaler.domain.cluster import (
+from nodescaler.domain.cluster.snapshot import (
     DisruptionBudget,
     Node,
     Placement,
@@ -17,7 +17,7 @@ from nodescaler.domain.cluster import (
     Taint,
     Toleration,
 )
-from nodescaler.domain.drainability import (
+from nodescaler.domain.scale_down.pod_rules import (
     LOCAL_STORAGE,
     NOT_REPLICATED,
     NOT_SAFE_TO_EVICT,
@@ -25,7 +25,7 @@ from nodescaler.domain.drainability import (
     SYSTEM_POD_UNREAD,
     DrainRules,
 )
-from nodescaler.domain.scale_down import (
+from nodescaler.domain.scale_down.unneeded import (
     BUDGETS_UNKNOWN,
     BUFFER,
     MAY_NOT_MOVE,
@@ -191,7 +191,7 @@ def test_a_node_with_several_pods_of_a_budget_allowing_one_goes_its_drain_takes_
 
 
 def test_only_the_nodes_whose_mark_is_wrong_are_marked_or_cleared() -> None:
-    from nodescaler.domain.scale_down import CANDIDATE_TAINT, candidate_marks
+    from nodescaler.domain.scale_down.unneeded import CANDIDATE_TAINT, candidate_marks
 
     marked = node("b", taints=(CANDIDATE_TAINT,))
     stale = node("c", taints=(CANDIDATE_TAINT, Taint("gpu", "yes")))
@@ -277,7 +277,7 @@ def test_given_a_daemon_set_or_mirror_pod_with_local_storage_then_the_node_is_em
 
 
 def room_for(cpu: int, count: int = 1) -> tuple[Pod, ...]:
-    """A capacity buffer's virtual pods (`domain.buffer`): `count` of `cpu` millicores."""
+    """A capacity buffer's virtual pods (`domain.ahead.group_buffers`): `count` of `cpu` millicores."""
     return tuple(
         Pod("nodescaler-buffer", f"buffer-0-{n}", None, Resources(cpu, GIB, 1))
         for n in range(count)

@@ -3,7 +3,7 @@ DaemonSets take judged as Cluster Autoscaler judges it."""
 
 from __future__ import annotations
 
-from nodescaler.domain.cluster import Pod, Resources
+from nodescaler.domain.cluster.snapshot import Pod, Resources
 
 from tests.unit.test_scale_down import GIB, node, pod, spare
 

@@ -3,9 +3,9 @@ an instance refresh, a maximum lifetime) are offered a group's instances."""
 
 from __future__ import annotations
 
-from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Resources, Snapshot
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.scale_down import least_bad, removable
+from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Resources, Snapshot
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.scale_down.unneeded import least_bad, removable
 
 GIB = 2**30
 GONE = "i-0000000000000000f"  # an instance that is no node of the cluster

@@ -7,10 +7,10 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from nodescaler.domain.backoff import Backoff
-from nodescaler.domain.decision import Decision, Limit
-from nodescaler.domain.draining import DrainOutcome, DrainResult, LifecycleResult, PodNote
-from nodescaler.domain.scaling_events import backed_off, drain_finished, resized
+from nodescaler.domain.groups.scaling_events import backed_off, drain_finished, resized
+from nodescaler.domain.scale_down.drain import DrainOutcome, DrainResult, LifecycleResult, PodNote
+from nodescaler.domain.scale_up.backoff import Backoff
+from nodescaler.domain.scaling.decision import Decision, Limit
 
 AT = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
 

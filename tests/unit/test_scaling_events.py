@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
-from nodescaler.domain.backoff import Backoff
-from nodescaler.domain.draining import DrainOutcome, DrainResult, LifecycleResult, PodNote
-from nodescaler.domain.scaling_events import (
+from nodescaler.domain.groups.scaling_events import (
     DETAILS,
     drain_finished,
     event_schema,
     new_backoff,
 )
+from nodescaler.domain.scale_down.drain import DrainOutcome, DrainResult, LifecycleResult, PodNote
+from nodescaler.domain.scale_up.backoff import Backoff
 
 EVENTS = Path(__file__).parents[2] / "events"
 SCHEMAS, SAMPLES = EVENTS / "schemas", EVENTS / "scaling"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from nodescaler.domain.ahead.scheduled_capacity import scheduled_replicas
 from nodescaler.domain.policy import ScheduleSource
-from nodescaler.domain.schedule import scheduled_replicas
 
 OFFICE = ScheduleSource.model_validate(
     {

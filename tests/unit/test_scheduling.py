@@ -3,16 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from nodescaler.domain.cluster import (
-    Node,
-    Placement,
-    Pod,
-    Requirement,
-    Resources,
-    Taint,
-    Toleration,
-)
-from nodescaler.domain.scheduling import (
+from nodescaler.domain.cluster.predicates import (
     InstanceShape,
     NodegroupLabels,
     NodeTemplate,
@@ -21,6 +12,15 @@ from nodescaler.domain.scheduling import (
     reserved_cpu_millis,
     template_from_instance_type,
     why_not,
+)
+from nodescaler.domain.cluster.snapshot import (
+    Node,
+    Placement,
+    Pod,
+    Requirement,
+    Resources,
+    Taint,
+    Toleration,
 )
 from nodescaler.errors import QuantityError
 

@@ -4,9 +4,7 @@ slot left, and a group whose EKS node group names only labels."""
 
 from __future__ import annotations
 
-from nodescaler.domain.cluster import Node, Placement, Pod, Resources
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.scheduling import (
+from nodescaler.domain.cluster.predicates import (
     InstanceShape,
     NodegroupLabels,
     NodeTemplate,
@@ -17,6 +15,8 @@ from nodescaler.domain.scheduling import (
     template_from_instance_type,
     why_not,
 )
+from nodescaler.domain.cluster.snapshot import Node, Placement, Pod, Resources
+from nodescaler.domain.groups.node_group import NodeGroup
 
 GIB = 2**30
 GPU, FPGA = "nvidia.com/gpu", "example.com/fpga"

@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from nodescaler.domain.cron import cron_problem
-from nodescaler.domain.history import History
-from nodescaler.domain.optin import AllowedGroups, TagNames, read_opt_in
+from nodescaler.domain.ahead.cron import cron_problem
+from nodescaler.domain.cluster.reservation import reservation
+from nodescaler.domain.groups.optin import AllowedGroups, TagNames, read_opt_in
 from nodescaler.domain.policy import ReservationResource
-from nodescaler.domain.proportional import Tolerances, recommend
-from nodescaler.domain.reservation import reservation
-from nodescaler.domain.windows import WindowRoom, is_open, scale_in_room
+from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.proportional import Tolerances, recommend
+from nodescaler.domain.scaling.scale_in_windows import WindowRoom, is_open, scale_in_room
 from pydantic import ValidationError
 
 from tests.builders import metric, reservation_metric, value_metric

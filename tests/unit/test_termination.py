@@ -15,14 +15,14 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from nodescaler.domain.cluster import DisruptionBudget, Node, Pod, Resources, Snapshot
-from nodescaler.domain.drainability import DrainRules
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.scale_down import least_bad
-from nodescaler.domain.termination import Wait
+from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Resources, Snapshot
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.scale_down.pod_rules import DrainRules
+from nodescaler.domain.scale_down.termination_policy import Wait
+from nodescaler.domain.scale_down.unneeded import least_bad
 from nodescaler.errors import KubernetesUnavailableError, MalformedEventError, StateUnavailableError
-from nodescaler.events.termination import parse_termination_request
-from nodescaler.service.termination import TerminationChooser
+from nodescaler.events.termination_policy import parse_termination_request
+from nodescaler.service.termination_policy import TerminationChooser
 
 from tests.builders import T0, VirtualClock
 
@@ -189,9 +189,9 @@ def test_nodes_with_pods_to_move_go_one_at_a_time_empty_ones_together() -> None:
 def test_an_eks_managed_groups_scale_in_asks_for_what_can_go_and_names_the_instances() -> None:
     from datetime import UTC, datetime
 
-    from nodescaler.domain.decision import Decision
-    from nodescaler.domain.planning import which_leave
-    from nodescaler.domain.scale_down import Removable
+    from nodescaler.domain.scale_down.unneeded import Removable
+    from nodescaler.domain.scaling.decision import Decision
+    from nodescaler.domain.scaling.plan import which_leave
 
     class Chosen:
         def __init__(self, found: Removable | None) -> None:

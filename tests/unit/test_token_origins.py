@@ -10,8 +10,9 @@ import pytest
 import yaml
 from nodescaler.config import EvaluateSettings
 from nodescaler.domain.policy import PrometheusMetric, PrometheusSource
+from nodescaler.domain.policy.document import token_origins
 from nodescaler.domain.policy.parsing import parse_policy
-from nodescaler.domain.token_origins import origin, token_origins, unbound_token
+from nodescaler.domain.token_origins import origin, unbound_token
 from nodescaler.errors import PolicyError, SettingsError
 
 from tests.builders import policy

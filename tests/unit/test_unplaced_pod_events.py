@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from nodescaler.domain.cluster import Pod, Resources
-from nodescaler.domain.expanders import Plan
+from nodescaler.domain.cluster.snapshot import Pod, Resources
+from nodescaler.domain.scale_up.expanders import Plan
 from nodescaler.errors import KubernetesUnavailableError
 from nodescaler.service.unplaced_pod_events import UnplacedPodEvents
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from nodescaler.domain.forecast import DemandHistory, forecast_readings
-from nodescaler.domain.history import History
-from nodescaler.domain.node_group import WarmPool
-from nodescaler.domain.readings import MetricReading
-from nodescaler.domain.warm_pool import plan_warm_pool
+from nodescaler.domain.ahead.forecast import DemandHistory, forecast_readings
+from nodescaler.domain.ahead.warm_pool import plan_warm_pool
+from nodescaler.domain.groups.node_group import WarmPool
+from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.readings import MetricReading
 from pydantic import ValidationError
 
 from tests.builders import T0, policy, queue_metric, run

@@ -7,10 +7,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from nodescaler.domain.decision import Limit
-from nodescaler.domain.history import History, ScaleEvent
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.readings import MetricReading
+from nodescaler.domain.scaling.decision import Limit
+from nodescaler.domain.scaling.history import History, ScaleEvent
+from nodescaler.domain.scaling.readings import MetricReading
 from nodescaler.errors import PolicyError
 
 from tests.builders import UNLIMITED, act, policy, queue_metric, run

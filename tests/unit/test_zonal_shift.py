@@ -1,4 +1,4 @@
-"""Impaired zones (`domain.zonal_shift`): a group confined to zones shifted away by an ARC
+"""Impaired zones (`domain.groups.zonal_shift`): a group confined to zones shifted away by an ARC
 zonal shift or autoshift gets no scale-up and no voluntary scale-in, as Karpenter stops
 launching into and voluntarily disrupting in a shifted zone
 (https://karpenter.sh/docs/concepts/disruption/ and the ARC zonal shift docs:
@@ -10,17 +10,17 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime, timedelta
 
-from nodescaler.domain.cluster import Pod, Resources
-from nodescaler.domain.decision import Limit
-from nodescaler.domain.expanders import PriorityExpander
-from nodescaler.domain.expanders import plan as expanders_plan
-from nodescaler.domain.group_state import GroupState
-from nodescaler.domain.history import History
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.planning import Facts, plan
-from nodescaler.domain.readings import MetricReading
-from nodescaler.domain.scheduling import NodeTemplate
-from nodescaler.domain.zonal_shift import ZonalShift, ZonalShifts, confined, zone_hold
+from nodescaler.domain.cluster.predicates import NodeTemplate
+from nodescaler.domain.cluster.snapshot import Pod, Resources
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.groups.zonal_shift import ZonalShift, ZonalShifts, confined, zone_hold
+from nodescaler.domain.scale_up.expanders import PriorityExpander
+from nodescaler.domain.scale_up.expanders import plan as expanders_plan
+from nodescaler.domain.scaling.decision import Limit
+from nodescaler.domain.scaling.group_state import GroupState
+from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.plan import Facts, plan
+from nodescaler.domain.scaling.readings import MetricReading
 
 from tests.builders import UNLIMITED, policy, queue_metric
 

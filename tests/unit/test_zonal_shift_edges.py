@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from nodescaler.domain.autoscaler import GroupSize
-from nodescaler.domain.decision import Limit
-from nodescaler.domain.zonal_shift import ZonalShift, ZonalShifts, hold_for_zones, zone_hold
+from nodescaler.domain.groups.zonal_shift import ZonalShift, ZonalShifts, hold_for_zones, zone_hold
+from nodescaler.domain.scaling.autoscaler import GroupSize
+from nodescaler.domain.scaling.decision import Limit
 
 from tests.builders import EXACT, T0, policy, queue_metric, readings, run
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 from nodescaler.adapters.aws.zonal_shifts import ArcZonalShifts
-from nodescaler.domain.zonal_shift import zone_hold
+from nodescaler.domain.groups.zonal_shift import zone_hold
 
 from tests.builders import VirtualClock
 

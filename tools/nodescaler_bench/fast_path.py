@@ -58,9 +58,9 @@ class Unsent:
 
 def _invocation(url: str) -> dict[str, Any]:
     from kubernetes import client as k8s
-    from nodescaler.adapters.k8s.api import KubernetesCluster
-    from nodescaler.domain.node_group import NodeGroup
-    from nodescaler.domain.optin import TagNames
+    from nodescaler.adapters.k8s.core_api import KubernetesCluster
+    from nodescaler.domain.groups.node_group import NodeGroup
+    from nodescaler.domain.groups.optin import TagNames
     from nodescaler.domain.policy import NodeGroupPolicy
     from nodescaler.service.fast_path import FastPath
     from nodescaler.service.policy_resolver import PolicyBook

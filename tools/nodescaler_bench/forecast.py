@@ -25,7 +25,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from nodescaler.domain.forecast import (
+from nodescaler.domain.ahead.forecast import (
     DemandHistory,
     forecast,
     forecast_readings,

@@ -210,9 +210,9 @@ class ThroughModels:
 
     def snapshot(self) -> Any:
         from kubernetes import client as k8s
-        from nodescaler.adapters.k8s.api import NOT_TERMINAL
-        from nodescaler.adapters.k8s.objects import node_from_json, pod_from_json
-        from nodescaler.domain.cluster import Snapshot
+        from nodescaler.adapters.k8s.conversion import node_from_json, pod_from_json
+        from nodescaler.adapters.k8s.core_api import NOT_TERMINAL
+        from nodescaler.domain.cluster.snapshot import Snapshot
 
         core, serialize = k8s.CoreV1Api(self._api), self._api.sanitize_for_serialization
         nodes, pods, token = [], [], None
@@ -233,11 +233,11 @@ class ThroughModels:
 
 def _compute(url: str, side: str) -> dict[str, Any]:
     from kubernetes import client as k8s
-    from nodescaler.adapters.k8s.api import KubernetesCluster
-    from nodescaler.domain.expanders import LeastWasteExpander
-    from nodescaler.domain.node_group import NodeGroup
-    from nodescaler.domain.optin import TagNames
+    from nodescaler.adapters.k8s.core_api import KubernetesCluster
+    from nodescaler.domain.groups.node_group import NodeGroup
+    from nodescaler.domain.groups.optin import TagNames
     from nodescaler.domain.policy import NodeGroupPolicy
+    from nodescaler.domain.scale_up.expanders import LeastWasteExpander
     from nodescaler.service.cluster_view import KubernetesClusterView
     from nodescaler.service.pending_pods import PendingPodsPlanner
     from nodescaler.service.policy_resolver import PolicyBook

@@ -25,7 +25,7 @@ STAGE = REPO / "out" / "mutate"
 PACKAGE = REPO / "layers" / "core" / "python" / "nodescaler"
 # What is mutated, and the tests that judge it.
 PARTS = {
-    "domain": "src/nodescaler/domain/*",
+    "domain": "src/nodescaler/domain/*",  # fnmatch's * crosses /: sub-packages too
     "state claim": "src/nodescaler/adapters/aws/state_table.py",
 }
 TESTS = ["tests/unit", "tests/integration/test_state_store.py"]
@@ -39,6 +39,7 @@ TARGETS = {"domain": 0.90, "state claim": 0.80}  # of each part's mutants, kille
 FIXTURES = [
     "app.py",
     "cdk.json",
+    "docs",  # tests/unit/test_doc_paths.py reads the pages
     "events",
     "functions",
     "infra",

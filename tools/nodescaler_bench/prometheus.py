@@ -12,9 +12,9 @@ import statistics
 import time
 
 from nodescaler.adapters.prometheus import PrometheusQueries
-from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.policy import PrometheusMetric
-from nodescaler.domain.readings import MetricReading
+from nodescaler.domain.scaling.readings import MetricReading
 from nodescaler_sandbox.prometheus import prometheus_scraping
 from nodescaler_sandbox.sandbox import START
 

@@ -55,10 +55,10 @@ def fill(cluster: Any) -> None:
 
 def _compute(url: str) -> dict[str, Any]:
     from kubernetes import client as k8s
-    from nodescaler.adapters.k8s.api import KubernetesCluster
-    from nodescaler.domain.node_group import NodeGroup
-    from nodescaler.events.termination import parse_termination_request
-    from nodescaler.service.termination import TerminationChooser
+    from nodescaler.adapters.k8s.core_api import KubernetesCluster
+    from nodescaler.domain.groups.node_group import NodeGroup
+    from nodescaler.events.termination_policy import parse_termination_request
+    from nodescaler.service.termination_policy import TerminationChooser
     from nodescaler.wiring import SystemClock
 
     from nodescaler_bench.kubernetes import StaticGroups

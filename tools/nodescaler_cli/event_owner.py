@@ -11,7 +11,7 @@ from typing import Any
 from nodescaler.errors import MalformedEventError
 from nodescaler.events.dispatch import parse_dispatch_event
 from nodescaler.events.drain import parse_drain_event
-from nodescaler.events.termination import parse_termination_request
+from nodescaler.events.termination_policy import parse_termination_request
 
 INVOKED = ("dispatch", "evaluate", "drain", "terminate")  # the functions `nodescaler invoke` runs
 EVENTS = Path(__file__).resolve().parents[2] / "events"  # the samples, in a checkout

@@ -348,6 +348,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _add_offline_commands(commands)
+    _add_observing_commands(commands)
+    policies.register(commands, _target, _aws_options, _output_option)
+    pause.register(commands)
+    _with_examples(commands)
+    return parser
+
+
+def _add_offline_commands(commands: Any) -> None:
+    """What needs no AWS account: validate, schema, simulate and invoke (the sandbox)."""
     validate = commands.add_parser(
         "validate", help="validate policy documents offline (the same errors as synth)"
     )
@@ -409,6 +419,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     invoke.set_defaults(run=_invoke)
 
+
+def _add_observing_commands(commands: Any) -> None:
+    """What reads a deployment: status and explain."""
     status = commands.add_parser(
         "status", help="one row per managed group: sizes, metrics against targets, last decision"
     )
@@ -438,10 +451,6 @@ def build_parser() -> argparse.ArgumentParser:
     _aws_options(explain)
     _output_option(explain)
     explain.set_defaults(run=_explain)
-    policies.register(commands, _target, _aws_options, _output_option)
-    pause.register(commands)
-    _with_examples(commands)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -39,10 +39,10 @@ from nodescaler.deployment import (
     deployment_id,
     name_for_cluster,
 )
-from nodescaler.domain.decision import Decision, MetricOutcome, MetricStatus
-from nodescaler.domain.group_state import GroupState
-from nodescaler.domain.optin import TagNames, is_managed, read_opt_in
-from nodescaler.domain.pause import in_force
+from nodescaler.domain.groups.optin import TagNames, is_managed, read_opt_in
+from nodescaler.domain.scaling.decision import Decision, MetricOutcome, MetricStatus
+from nodescaler.domain.scaling.group_state import GroupState
+from nodescaler.domain.scaling.pause import in_force
 from nodescaler.errors import SettingsError, StateCorruptError
 from pydantic.alias_generators import to_camel
 

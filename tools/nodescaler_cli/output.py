@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodescaler.domain.text import printable
+from nodescaler.domain.outside_text import printable
 
 FORMATS = ("table", "json", "yaml")
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from nodescaler.domain.optin import PauseDirection, is_managed, read_opt_in
-from nodescaler.domain.pause import Pause, parse_duration
+from nodescaler.domain.groups.optin import PauseDirection, is_managed, read_opt_in
+from nodescaler.domain.scaling.pause import Pause, parse_duration
 
 if TYPE_CHECKING:  # boto3 is loaded by the commands that call AWS, not by the parser
     from nodescaler_cli.observe import Target

@@ -25,7 +25,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from nodescaler.domain.quantity import parse_quantity
+from nodescaler.domain.cluster.quantity import parse_quantity
 from nodescaler.errors import PermanentError, QuantityError
 
 LEFT_OUT_OWNERS = ("DaemonSet", "Node")  # their pods come with nodes

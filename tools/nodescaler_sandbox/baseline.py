@@ -69,10 +69,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
-from nodescaler.adapters.k8s.objects import node_from_json
-from nodescaler.domain.balance import IGNORED_LABELS, even_split, similar
-from nodescaler.domain.quantity import millicores, whole_units
-from nodescaler.domain.scheduling import EKS_TAINT_EFFECTS, NodeTemplate
+from nodescaler.adapters.k8s.conversion import node_from_json
+from nodescaler.domain.cluster.predicates import EKS_TAINT_EFFECTS, NodeTemplate
+from nodescaler.domain.cluster.quantity import millicores, whole_units
+from nodescaler.domain.scale_up.balance import IGNORED_LABELS, even_split, similar
 
 from nodescaler_sandbox.cluster import Room, SimulatedCluster, quantities, requests
 from nodescaler_sandbox.kube.apiserver import ApiError

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from nodescaler.domain.cluster import Taint, Toleration, is_extended
-from nodescaler.domain.quantity import millicores, whole_units
-from nodescaler.domain.scheduling import ENFORCED_EFFECTS
+from nodescaler.domain.cluster.predicates import ENFORCED_EFFECTS
+from nodescaler.domain.cluster.quantity import millicores, whole_units
+from nodescaler.domain.cluster.snapshot import Taint, Toleration, is_extended
 
 from nodescaler_sandbox.kube.apiserver import Cluster, is_ready, is_terminating
 from nodescaler_sandbox.provision import group_sizes

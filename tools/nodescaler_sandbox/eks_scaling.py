@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from botocore.exceptions import ClientError
-from nodescaler.domain.scheduling import EKS_TAINT_EFFECTS
+from nodescaler.domain.cluster.predicates import EKS_TAINT_EFFECTS
 
 SIZES = ("minSize", "maxSize", "desiredSize")
 SIZES_TAKEN = "nodescaler-sandbox-scaling"  # in the call's context, from check to apply

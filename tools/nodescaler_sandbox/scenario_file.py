@@ -18,8 +18,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from nodescaler.adapters.deployed_policies import load_policies
+from nodescaler.domain.cluster.predicates import TEMPLATE_TAG
 from nodescaler.domain.policy import CloudWatchMetric, PrometheusMetric
-from nodescaler.domain.scheduling import TEMPLATE_TAG
 from nodescaler.errors import PermanentError, PolicyError
 from pydantic import (
     BaseModel,

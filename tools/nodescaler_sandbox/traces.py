@@ -32,7 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from nodescaler.domain.quantity import parse_quantity
+from nodescaler.domain.cluster.quantity import parse_quantity
 from nodescaler.errors import QuantityError
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel

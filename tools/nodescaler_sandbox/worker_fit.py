@@ -16,10 +16,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
+from nodescaler.domain.cluster.quantity import parse_quantity
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy, PendingPodsMetric
 from nodescaler.domain.policy.descriptors import metric_type
 from nodescaler.domain.policy.metrics import TargetType
-from nodescaler.domain.quantity import parse_quantity
 
 from nodescaler_sandbox.scenario_file import GroupSpec, PodShape, Scenario
 

@@ -22,8 +22,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from nodescaler.adapters.aws.instance_types import ARCHITECTURES
-from nodescaler.domain.node_group import EKS_NODEGROUP_LABEL
-from nodescaler.domain.scheduling import instance_labels
+from nodescaler.domain.cluster.predicates import instance_labels
+from nodescaler.domain.groups.node_group import EKS_NODEGROUP_LABEL
 
 from nodescaler_sandbox.cadence import MINUTE
 from nodescaler_sandbox.cluster import (

@@ -24,11 +24,11 @@ from pydantic import (
 )
 
 from nodescaler.deployment import DEFAULT_DRAIN_HOOK
-from nodescaler.domain.backoff import BackoffRules
-from nodescaler.domain.drainability import DrainRules
-from nodescaler.domain.group_patterns import not_in_re2
-from nodescaler.domain.limits import BufferCaps
-from nodescaler.domain.optin import AllowedGroups, TagNames
+from nodescaler.domain.groups.name_patterns import not_in_re2
+from nodescaler.domain.groups.optin import AllowedGroups, TagNames
+from nodescaler.domain.scale_down.pod_rules import DrainRules
+from nodescaler.domain.scale_up.backoff import BackoffRules
+from nodescaler.domain.scaling.limits import BufferCaps
 from nodescaler.domain.token_origins import TokenOrigins, origin
 from nodescaler.errors import SettingsError
 
@@ -268,7 +268,7 @@ Origin = Annotated[str, AfterValidator(_normalised)]
 class ClusterConnectionSettings(_Settings):
     """How a function reaches the cluster's API server: a kubeconfig file (the sandbox,
     tests); else a Secrets Manager secret holding a kubeconfig or a token (any Kubernetes,
-    `adapters/k8s/access.py`); else the EKS cluster CLUSTER_NAME."""
+    `adapters/k8s/secret_access.py`); else the EKS cluster CLUSTER_NAME."""
 
     kubeconfig_path: Annotated[Path | None, Field(alias="KUBECONFIG_PATH")] = None
     kubernetes_secret: Annotated[

@@ -10,10 +10,7 @@ This module imports nothing at run time, so every layer, the domain included, ma
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, ClassVar
-
-if TYPE_CHECKING:
-    from nodescaler.domain.draining import DrainResult
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 
 class NodescalerError(Exception):
@@ -175,11 +172,22 @@ class LifecycleActionExpiredError(PermanentError):
     was completed): names the group, the hook and the instance."""
 
 
-class DrainFailedError(PermanentError):
-    """A drain raised part-way; carries what it had done (its lifecycle action is completed,
-    so trying again could only fail again)."""
+class Outcome(Protocol):
+    """What a failed operation had done, told in one line (a drain's `DrainResult`)."""
 
-    def __init__(self, result: DrainResult) -> None:
+    @property
+    def message(self) -> str: ...
+
+
+DoneSoFar = TypeVar("DoneSoFar", bound=Outcome)
+
+
+class DrainFailedError(PermanentError, Generic[DoneSoFar]):
+    """A drain raised part-way; carries what it had done (its lifecycle action is completed,
+    so trying again could only fail again). Generic in what it carries, so this module
+    needs nothing from the domain above it."""
+
+    def __init__(self, result: DoneSoFar) -> None:
         super().__init__(result.message)
         self.result = result
 

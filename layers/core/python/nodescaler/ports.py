@@ -11,31 +11,38 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from nodescaler.domain.backoff import Backoff
-    from nodescaler.domain.cluster import DisruptionBudget, Snapshot
-    from nodescaler.domain.decision import Decision
-    from nodescaler.domain.draining import (
+    from nodescaler.deadline import Deadline
+    from nodescaler.domain.cluster.predicates import InstanceShape, NodegroupLabels
+    from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Snapshot
+    from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup, ScalingActivity
+    from nodescaler.domain.groups.scaling_events import ScalingEvent
+    from nodescaler.domain.groups.zonal_shift import ZonalShifts
+    from nodescaler.domain.policy import (
+        DemandMetric,
+        MetricBase,
+        PrometheusSource,
+        SqsQueueSource,
+    )
+    from nodescaler.domain.policy.versions import StoredPolicy
+    from nodescaler.domain.scale_down.drain import (
         DrainPod,
         Eviction,
         LifecycleAction,
         LifecycleResult,
         Membership,
     )
-    from nodescaler.domain.group_state import GroupState
-    from nodescaler.domain.limits import Claims
-    from nodescaler.domain.node_group import LaunchFailure, NodeGroup, ScalingActivity
-    from nodescaler.domain.planning import ChooseLeaving
-    from nodescaler.domain.policy import DemandMetric, MetricBase
-    from nodescaler.domain.policy.versions import StoredPolicy
-    from nodescaler.domain.readings import Reading
-    from nodescaler.domain.scaling_events import ScalingEvent
-    from nodescaler.domain.scheduling import InstanceShape, NodegroupLabels
-    from nodescaler.domain.termination import Wait
-    from nodescaler.domain.zonal_shift import ZonalShifts
-    from nodescaler.events.queue import EvaluationRequest
+    from nodescaler.domain.scale_down.termination_policy import Wait
+    from nodescaler.domain.scale_up.backoff import Backoff
+    from nodescaler.domain.scaling.decision import Decision
+    from nodescaler.domain.scaling.group_state import GroupState
+    from nodescaler.domain.scaling.limits import Claims
+    from nodescaler.domain.scaling.plan import ChooseLeaving
+    from nodescaler.domain.scaling.readings import Reading
+    from nodescaler.domain.token_origins import TokenOrigins
+    from nodescaler.events.evaluation_request import EvaluationRequest
 
 Sleep = Callable[[float], None]
 
@@ -128,6 +135,23 @@ class MetricProducer(Protocol):
         ...
 
 
+class ProducerContext(Protocol):
+    """What a metric type's producer is made of (the wiring's `ProducerContext`): the
+    function's AWS clients, made on first use (`wiring.AwsClients`), the origins a bearer
+    token may go to, and the invocation's deadline, which no read outlasts."""
+
+    @property
+    def clients(self) -> Any: ...
+    @property
+    def token_origins(self) -> TokenOrigins: ...
+    @property
+    def deadline(self) -> Deadline | None: ...
+
+
+# A metric type's producer factory, which its descriptor names by a lazy dotted path.
+MakeProducer = Callable[[ProducerContext], MetricProducer]
+
+
 class MetricHistory(Protocol):
     def datapoints(
         self, metrics: Sequence[DemandMetric], since: datetime, until: datetime
@@ -135,6 +159,14 @@ class MetricHistory(Protocol):
         """Each metric's datapoints from `since` up to `until`, one a period, in the order
         asked; raises `MetricHistoryError` naming the metrics and the cause."""
         ...
+
+
+class QueueBacklogs(Protocol):  # SqsQueueLength; the fast path's look at a queue
+    def backlog(self, source: SqsQueueSource) -> int: ...
+
+
+class PrometheusValues(Protocol):  # PrometheusQueries; the fast path's look at a query
+    def query(self, source: PrometheusSource) -> tuple[float, str]: ...
 
 
 # --- the evaluation queue and the state table --------------------------------------------
@@ -252,6 +284,12 @@ class ClusterView(Protocol):
         """What it says next is read at `at` or later (a request made at `at` asks about
         what was there then: a listing older than that cannot answer it)."""
         ...
+
+
+class UnschedulablePods(Protocol):  # KubernetesCluster; the fast path's light read
+    def unschedulable_pods(self) -> Mapping[str, Pod]: ...  # by uid
+
+    def nodes(self) -> list[Node]: ...
 
 
 class NodeMarks(Protocol):

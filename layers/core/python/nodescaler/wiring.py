@@ -8,6 +8,7 @@ for the clients only evaluate needs. Tests and the sandbox pass their own `AwsCl
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -19,7 +20,7 @@ from botocore.config import Config
 
 from nodescaler.adapters.aws.evaluation_queue import SqsEvaluationQueue
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.ports import Clock, MetricProducer
+from nodescaler.ports import Clock, MakeProducer, MetricProducer
 
 # Each function imports what it builds, when it builds it (cold starts). That includes
 # whatever is made of pydantic models (settings, policies, the state store's items), so
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
         KubeconfigConnection,
         SecretConnection,
     )
-    from nodescaler.adapters.prometheus import PrometheusQueries
     from nodescaler.config import (
         CapacitySettings,
         CommonSettings,
@@ -47,8 +47,8 @@ if TYPE_CHECKING:
         TerminateSettings,
     )
     from nodescaler.deadline import Deadline
-    from nodescaler.domain.expanders import Expander
     from nodescaler.domain.policy import MetricBase
+    from nodescaler.domain.scale_up.expanders import Expander
     from nodescaler.domain.token_origins import TokenOrigins
     from nodescaler.ports import Sleep, ZonalShiftSource
     from nodescaler.service.cluster_view import KubernetesClusterView
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from nodescaler.service.policy_resolver import PolicyBook
     from nodescaler.service.producers import Producers
     from nodescaler.service.stored_policies import StoredPolicies
-    from nodescaler.service.termination import TerminationChooser
+    from nodescaler.service.termination_policy import TerminationChooser
 
 BOTO_CONFIG = Config(
     retries={"mode": "adaptive", "max_attempts": 5},
@@ -237,8 +237,9 @@ def fast_path(
     at most `query_timeout_seconds`), and the evaluation queue."""
     import time
 
-    from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
-    from nodescaler.domain.fast_path import Backoff
+    from nodescaler.adapters.aws.sqs_queue_length import SqsQueueLength
+    from nodescaler.adapters.prometheus import producer as prometheus_producer
+    from nodescaler.domain.scale_up.fast_path_rules import Backoff
     from nodescaler.service.fast_path import FastPath
 
     clients = clients or AwsClients()
@@ -246,7 +247,7 @@ def fast_path(
     policies = policy_book(settings, stored_policies(settings, clients, clock))
     pods = None
     if any(p.reads_pending_pods for p in policies.policies.values()):
-        from nodescaler.adapters.k8s.api import KubernetesCluster
+        from nodescaler.adapters.k8s.core_api import KubernetesCluster
 
         connection = kubernetes_connection(settings, clients, clock)
         timeout = settings.kubernetes_timeout_seconds
@@ -258,7 +259,7 @@ def fast_path(
         policies=policies,
         pods=pods,
         backlogs=SqsQueueLength(clients.sqs),
-        prometheus=_prometheus(
+        prometheus=prometheus_producer(
             ProducerContext(clients, settings.token_origin_pairs, None),
             max_seconds=settings.query_timeout_seconds,
         ),
@@ -278,7 +279,7 @@ def evaluator(
     from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
     from nodescaler.adapters.aws.state_table import DynamoStateStore
     from nodescaler.deadline import Deadline
-    from nodescaler.domain.limits import ClusterLimits
+    from nodescaler.domain.scaling.limits import ClusterLimits
     from nodescaler.service.evaluation import Evaluator
     from nodescaler.service.limiter import ClusterLimiter
 
@@ -358,55 +359,11 @@ def redelivery(
 
 @dataclass(frozen=True)
 class ProducerContext:
-    """What a metric type's producer may be made of."""
+    """What a metric type's producer may be made of (a `ports.ProducerContext`)."""
 
     clients: AwsClients
     token_origins: TokenOrigins  # a bearer token goes only to the origins its secret pairs
     deadline: Deadline | None  # the invocation's: no read outlasts it
-
-
-def _sqs_queue(context: ProducerContext) -> MetricProducer:
-    from nodescaler.adapters.aws.sqs_queue import SqsQueueLength
-
-    return SqsQueueLength(context.clients.sqs)
-
-
-def _cloud_watch(context: ProducerContext) -> MetricProducer:
-    from nodescaler.adapters.aws.cloudwatch import CloudWatchMetrics
-
-    return CloudWatchMetrics(context.clients.cloudwatch)
-
-
-def _prometheus(context: ProducerContext, max_seconds: float | None = None) -> PrometheusQueries:
-    from nodescaler.adapters.prometheus import PrometheusQueries, amp_workspace_url
-
-    clients, amp = context.clients, context.clients.amp_endpoint_url
-    return PrometheusQueries(
-        region=clients.session.region_name or "",
-        credentials=clients.session.get_credentials,
-        secrets=lambda: clients.secretsmanager,
-        amp_url=(lambda *_: amp) if amp else amp_workspace_url,
-        token_origins=context.token_origins,
-        deadline=context.deadline,
-        max_seconds=max_seconds,
-    )
-
-
-def _schedule(context: ProducerContext) -> MetricProducer:
-    from nodescaler.service.producers import ScheduleProducer
-
-    return ScheduleProducer()
-
-
-# Each metric type's producer, by its descriptor's kind (`domain.policy.descriptors`): a new
-# metric type adds its factory here. A type that reads the cluster needs none: the
-# Kubernetes producer reads it. Keyed by the `type` tag, so importing wiring loads no pydantic.
-PRODUCER_FACTORIES: dict[str, Callable[[ProducerContext], MetricProducer]] = {
-    "SQSQueue": _sqs_queue,
-    "CloudWatch": _cloud_watch,
-    "Prometheus": _prometheus,
-    "Schedule": _schedule,
-}
 
 
 def metric_producers(
@@ -415,9 +372,9 @@ def metric_producers(
     token_origins: TokenOrigins = frozenset(),
     deadline: Deadline | None = None,
 ) -> Producers:
-    """Each metric type's producer, made by its factory; a type that reads the cluster is
-    read by `kubernetes` (without a cluster, it reads as unavailable); a forecast has none
-    (it is computed from the group's history)."""
+    """Each metric type's producer, made by the function its descriptor names; a type that
+    reads the cluster is read by `kubernetes` (without a cluster, it reads as unavailable);
+    a forecast has none (it is computed from the group's history)."""
     from nodescaler.domain.policy.descriptors import METRIC_TYPES
     from nodescaler.observability.reports import report_refused_source
     from nodescaler.service.producers import Producers
@@ -428,9 +385,16 @@ def metric_producers(
         if metric_type.reads_cluster:
             if kubernetes is not None:
                 registry[metric_type.model] = kubernetes
-        elif (factory := PRODUCER_FACTORIES.get(metric_type.kind)) is not None:
-            registry[metric_type.model] = factory(context)
+        elif metric_type.producer is not None:
+            registry[metric_type.model] = _factory(metric_type.producer)(context)
     return Producers(registry, on_refused=report_refused_source)
+
+
+def _factory(path: str) -> MakeProducer:
+    """The producer factory a descriptor names ("module:function"), imported now."""
+    module, _, name = path.partition(":")
+    factory: MakeProducer = getattr(importlib.import_module(module), name)
+    return factory
 
 
 def kubernetes_metrics(
@@ -449,7 +413,7 @@ def kubernetes_metrics(
     """The Kubernetes producer, when a policy needs one; the client is imported only then."""
     if not any(p.reads_kubernetes for p in policies.policies.values()):
         return None
-    from nodescaler.adapters.k8s.api import KubernetesCluster
+    from nodescaler.adapters.k8s.core_api import KubernetesCluster
     from nodescaler.adapters.k8s.events import KubernetesEvents
     from nodescaler.service.cluster_view import KubernetesClusterView
     from nodescaler.service.pending_pods import PendingPodsPlanner
@@ -490,12 +454,12 @@ def kubernetes_connection(
     """The cluster's API: a kubeconfig (the sandbox, tests), else the cluster a secret
     gives access to (any Kubernetes), else the EKS cluster CLUSTER_NAME; None when none is
     set."""
-    from nodescaler.adapters.k8s.access import Pinned
     from nodescaler.adapters.k8s.connection import (
         EksConnection,
         KubeconfigConnection,
         SecretConnection,
     )
+    from nodescaler.adapters.k8s.secret_access import Pinned
 
     if settings.kubeconfig_path is not None:
         return KubeconfigConnection(settings.kubeconfig_path)
@@ -521,8 +485,8 @@ def expander_chain(
         SimpleExpanderSpec,
         WeightedPriorityExpanderSpec,
     )
-    from nodescaler.domain.balance import IGNORED_LABELS
-    from nodescaler.domain.expanders import (
+    from nodescaler.domain.scale_up.balance import IGNORED_LABELS
+    from nodescaler.domain.scale_up.expanders import (
         BalanceSimilarGroups,
         CustomExpander,
         LeastWasteExpander,
@@ -558,7 +522,7 @@ def expander_chain(
 def reserved_first(clients: AwsClients, groups: AsgNodeGroups, clock: Clock) -> Expander:
     """The reserved-first expander over EC2's capacity reservations, read once a batch."""
     from nodescaler.adapters.aws.capacity_reservations import Ec2ReservedCapacity
-    from nodescaler.domain.expanders import ReservedFirstExpander
+    from nodescaler.domain.scale_up.expanders import ReservedFirstExpander
     from nodescaler.observability.reports import report_reserved_capacity
 
     rooms = Ec2ReservedCapacity(clients.ec2, groups, clock=clock, on_read=report_reserved_capacity)
@@ -581,7 +545,7 @@ def drainer(
         Ec2InstanceMarkets,
     )
     from nodescaler.adapters.k8s.evictions import KubernetesDrain
-    from nodescaler.domain.draining import LifecycleResult
+    from nodescaler.domain.scale_down.drain import LifecycleResult
     from nodescaler.errors import SettingsError
     from nodescaler.service.drainer import Drainer, Owners, Replacements
 
@@ -628,14 +592,14 @@ def terminator(
     long a cause has waited (the state table, read within Auto Scaling's two seconds)."""
     from nodescaler.adapters.aws.custom_expander import budget_config
     from nodescaler.adapters.aws.termination_waits import DynamoTerminationWaits
-    from nodescaler.service.termination import TerminationChooser
+    from nodescaler.service.termination_policy import TerminationChooser
 
     clients = clients or AwsClients()
     clock = clock or SystemClock()
     connection = kubernetes_connection(settings, clients, clock)
     cluster = None
     if connection is not None:
-        from nodescaler.adapters.k8s.api import KubernetesCluster
+        from nodescaler.adapters.k8s.core_api import KubernetesCluster
 
         cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
     dynamodb = clients.client("dynamodb", budget_config(WAITS_TIMEOUT_SECONDS))

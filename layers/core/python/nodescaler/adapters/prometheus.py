@@ -28,12 +28,17 @@ from urllib.parse import urlencode
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.adapters.aws import describe_aws_error
-from nodescaler.adapters.watchdog import Watchdog
+from nodescaler.adapters.socket_deadline import Watchdog
 from nodescaler.deadline import Deadline
-from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.outside_text import outside
 from nodescaler.domain.policy import MetricBase, PrometheusMetric, PrometheusSource
-from nodescaler.domain.readings import MetricReading, MetricRefused, MetricUnavailable, Reading
-from nodescaler.domain.text import outside
+from nodescaler.domain.scaling.readings import (
+    MetricReading,
+    MetricRefused,
+    MetricUnavailable,
+    Reading,
+)
 from nodescaler.domain.token_origins import TokenOrigins, unbound_token
 from nodescaler.errors import (
     BearerTokenRefusedError,
@@ -42,6 +47,7 @@ from nodescaler.errors import (
     PrometheusQueryError,
     PrometheusUnavailableError,
 )
+from nodescaler.ports import ProducerContext
 
 # A single series' answer is a few hundred bytes; a query matching thousands is refused
 # without reading (or parsing) all of it.
@@ -211,7 +217,7 @@ def _late(seconds: float, cut_by_invocation: bool) -> NodescalerError:
     """No whole answer by the deadline: the endpoint's own (not asked again for a while),
     or the invocation's, nobody's fault: `OutOfTimeError`, the evaluation tried again by a
     later invocation, never a metric failure (which would count towards its fallback), as
-    a Kubernetes read cut the same way (`adapters.k8s.api`)."""
+    a Kubernetes read cut the same way (`adapters.k8s.core_api`)."""
     if cut_by_invocation:
         return OutOfTimeError(
             f"no answer within {seconds:.1f}s, the deadline of the invocation's remaining time"
@@ -395,3 +401,18 @@ class PrometheusQueries:
                 raise PrometheusQueryError(f"bearer token secret {secret} holds no SecretString")
             self._tokens[secret] = token.strip()
         return self._tokens[secret]
+
+
+def producer(context: ProducerContext, max_seconds: float | None = None) -> PrometheusQueries:
+    """The Prometheus type's producer (its descriptor names this function; the fast path
+    bounds each query to `max_seconds`)."""
+    clients, amp = context.clients, context.clients.amp_endpoint_url
+    return PrometheusQueries(
+        region=clients.session.region_name or "",
+        credentials=clients.session.get_credentials,
+        secrets=lambda: clients.secretsmanager,
+        amp_url=(lambda *_: amp) if amp else amp_workspace_url,
+        token_origins=context.token_origins,
+        deadline=context.deadline,
+        max_seconds=max_seconds,
+    )

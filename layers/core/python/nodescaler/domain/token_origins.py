@@ -7,12 +7,8 @@ the policy writer chose; a token goes only to the origin it was deployed with.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 from urllib.parse import urlsplit
-
-if TYPE_CHECKING:
-    from nodescaler.domain.policy import NodeGroupPolicy, PrometheusSource
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # A DNS name or an IP address, as urlsplit gives it (lowercased, IPv6 without brackets):
@@ -20,6 +16,16 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 _PLAIN_HOST = re.compile(r"^([a-z0-9_-]+\.)*[a-z0-9_-]+$|^[0-9a-f:.]*:[0-9a-f:.]*$")
 
 TokenOrigins = frozenset[tuple[str, str]]  # (secret, origin) pairs a token may be sent on
+
+
+class BearerSource(Protocol):
+    """Where a source sends a bearer token (a policy's `PrometheusSource`); the policy
+    models import this module, so it names what it reads of them, not them."""
+
+    @property
+    def bearer_token_secret(self) -> str | None: ...
+    @property
+    def server_address(self) -> str | None: ...
 
 
 def origin(address: str) -> str:
@@ -41,21 +47,14 @@ def origin(address: str) -> str:
     return f"{scheme}://{host}:{port if port is not None else DEFAULT_PORTS[scheme]}"
 
 
-def token_pairing(source: PrometheusSource) -> tuple[str, str] | None:
+def token_pairing(source: BearerSource) -> tuple[str, str] | None:
     """(secret, origin) when the source sends a bearer token; None when it sends none."""
     if source.bearer_token_secret is None or source.server_address is None:
         return None
     return source.bearer_token_secret, origin(source.server_address)
 
 
-def token_origins(policies: Iterable[NodeGroupPolicy]) -> TokenOrigins:
-    """Every (secret, origin) pair the policies send a bearer token on."""
-    from nodescaler.domain.policy.descriptors import reads_of
-
-    return reads_of(policies).token_origins
-
-
-def unbound_token(source: PrometheusSource, allowed: TokenOrigins) -> str | None:
+def unbound_token(source: BearerSource, allowed: TokenOrigins) -> str | None:
     """Why the source's token must not be sent (its secret is not deployed for its
     origin), in one line; None when it sends none, or sends it where it was deployed to."""
     pairing = token_pairing(source)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from nodescaler.domain.text import MAX_OUTSIDE
+from nodescaler.domain.outside_text import MAX_OUTSIDE
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -29,8 +29,8 @@ def describe_errors(error: ValidationError) -> str:
     first `MAX_PROBLEMS` errors are said, so a forged message cannot fill the log."""
     # Imported on this error path only: the policy documents' module loads YAML and the
     # policy models, which the drain function never needs.
+    from nodescaler.domain.outside_text import bounded_problems, outside
     from nodescaler.domain.policy.parsing import field_path
-    from nodescaler.domain.text import bounded_problems, outside
 
     return "; ".join(
         bounded_problems(
@@ -43,7 +43,7 @@ def describe_errors(error: ValidationError) -> str:
 def _message(error: Any) -> str:
     """pydantic's message, each value it quotes from the input (a tag) bounded on its own,
     so what the message says after it stays."""
-    from nodescaler.domain.text import MAX_PROBLEM, outside
+    from nodescaler.domain.outside_text import MAX_PROBLEM, outside
 
     message = str(error["msg"])
     for quoted in (error.get("ctx") or {}).values():

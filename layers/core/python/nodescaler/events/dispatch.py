@@ -16,11 +16,11 @@ from pydantic import (
     ValidationError,
 )
 
-from nodescaler.domain.node_group import MAX_GROUP_NAME
-from nodescaler.domain.text import outside
+from nodescaler.domain.groups.node_group import MAX_GROUP_NAME
+from nodescaler.domain.outside_text import outside
 from nodescaler.errors import MalformedEventError
 from nodescaler.events import describe_errors
-from nodescaler.events.queue import EventId
+from nodescaler.events.evaluation_request import EventId
 
 
 class DispatchedEvent(EventBridgeModel):

@@ -13,7 +13,12 @@ from typing import Annotated, Any, Literal
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError
 
-from nodescaler.domain.draining import DrainCause, DrainRequest, LifecycleAction, SpotWarning
+from nodescaler.domain.scale_down.drain import (
+    DrainCause,
+    DrainRequest,
+    LifecycleAction,
+    SpotWarning,
+)
 from nodescaler.errors import MalformedEventError
 from nodescaler.events import (
     LIFECYCLE_ACTION,

@@ -24,13 +24,13 @@ from nodescaler.errors import MalformedEventError, is_retryable
 from nodescaler.observability.metric_names import NAMESPACE, Dimension, MetricName, service
 
 if TYPE_CHECKING:  # each function's types, without loading them into the others
-    from nodescaler.domain.draining import DrainResult
-    from nodescaler.domain.expanders import ReservedRoom
-    from nodescaler.domain.limits import ClusterUsage
+    from nodescaler.domain.scale_down.drain import DrainResult
+    from nodescaler.domain.scale_up.expanders import ReservedRoom
+    from nodescaler.domain.scaling.limits import ClusterUsage
     from nodescaler.ports import ScalingEvents
     from nodescaler.service.evaluation import EvaluationResult
     from nodescaler.service.fast_path import Look
-    from nodescaler.service.termination import TerminationChoice
+    from nodescaler.service.termination_policy import TerminationChoice
 
 # Every function's structured log, a logging.Logger named after the service.
 logger = Logger(service=service())
@@ -129,7 +129,7 @@ def emit(records: Sequence[Record]) -> None:
 
 def drain_records(result: DrainResult) -> list[Record]:
     """A drain's figures: service-wide for alarms, and for its node group when known."""
-    from nodescaler.domain.draining import DrainCause, DrainOutcome, ReplacementOutcome
+    from nodescaler.domain.scale_down.drain import DrainCause, DrainOutcome, ReplacementOutcome
 
     figures: Figures = {
         MetricName.PODS_EVICTED: len(result.evicted),
@@ -336,7 +336,7 @@ def report_unconfirmable(error: Exception) -> None:
 
 def report_drain(result: DrainResult) -> None:
     """One log line per drain, with everything it did, and its EMF records."""
-    from nodescaler.domain.draining import DrainOutcome, ReplacementOutcome
+    from nodescaler.domain.scale_down.drain import DrainOutcome, ReplacementOutcome
 
     fields: dict[str, Any] = {"drain": asdict(result), "node": result.node}
     replacement = result.replacement

@@ -1,5 +1,7 @@
-"""Carrying out one group's `Plan` (`domain.planning`): protect, mark, claim, resize,
-record and announce, in that order, and nothing it does not say.
+"""Carrying out one group's `Plan` (`domain.scaling.plan`): protect, mark, claim, resize,
+record and announce, in that order, and nothing it does not say. Its other named steps:
+settling a resize whose record was lost (before the group is planned), claiming a scale-up
+against the cluster's limits, and carrying out a `Rejection`.
 
 Write, then act: the state item claims the resize (a racing evaluation's conditional write
 then fails) before the group is resized, and the resize is recorded after. A dry run
@@ -9,20 +11,30 @@ records the plan and acts on nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from nodescaler.domain.backoff import Provisioning
-from nodescaler.domain.decision import Decision
-from nodescaler.domain.group_state import GroupState
-from nodescaler.domain.history import History
-from nodescaler.domain.planning import Plan
-from nodescaler.domain.text import bounded_problems
-from nodescaler.errors import ActuationError, RefusedError
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.scale_up.backoff import Provisioning
+from nodescaler.domain.scaling.autoscaler import record_scale
+from nodescaler.domain.scaling.decision import Decision
+from nodescaler.domain.scaling.group_state import GroupState
+from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.plan import Facts, Plan, Rejection, plan, rejection
+from nodescaler.errors import ActuationError, RefusedError, StateConflictError
 from nodescaler.ports import ClusterView, NodeGroups, ScalingEvents, StateStore
+from nodescaler.service.limiter import ClusterLimiter
 
 if TYPE_CHECKING:  # its models load with the first event told, not at a cold start
-    from nodescaler.domain.scaling_events import ScalingEvent
+    from nodescaler.domain.groups.scaling_events import ScalingEvent
+
+
+CLAIM_ATTEMPTS = 5
+# An evaluation acts on its claim within the evaluate function's timeout (60 s, infra's
+# EVALUATE_TIMEOUT): a younger claim by another message may still be in progress.
+CLAIM_IN_PROGRESS = timedelta(seconds=60)
 
 
 class Outcome(StrEnum):
@@ -42,14 +54,6 @@ class EvaluationResult:
     problems: tuple[str, ...] = field(default=())
 
 
-def reject(state: StateStore, group: str, problems: tuple[str, ...]) -> EvaluationResult:
-    """Leave the group alone, but keep its problems in its state for `nodescaler status`."""
-    loaded = state.load(group)
-    if loaded.problems != bounded_problems(problems):  # written once, not on every tick
-        state.save(loaded.after(history=loaded.history, problems=problems))
-    return EvaluationResult(group, Outcome.REJECTED, problems=problems)
-
-
 @dataclass(frozen=True)
 class Actuator:
     node_groups: NodeGroups
@@ -57,6 +61,7 @@ class Actuator:
     cluster: ClusterView | None = None  # marks deletion candidates, when there is a cluster
     events: ScalingEvents | None = None
     cluster_name: str = ""
+    limiter: ClusterLimiter | None = None  # the cluster's limits, when any is set
 
     def act(self, plan: Plan, event_id: str) -> EvaluationResult:
         """Carry out the plan: protection and marks first, then the resize, claimed before
@@ -87,7 +92,8 @@ class Actuator:
                 self.node_groups.set_desired(group, decision.desired)
         except RefusedError as error:  # not ours to resize: reported, never retried
             self.state.save(replace(claimed, acting=None, acting_event=""))
-            return reject(self.state, group.name, (*plan.problems, str(error)))
+            problems = (*plan.problems, str(error))
+            return self.reject(rejection(group.name, self.state.load(group.name), problems))
         except Exception as error:
             raise ActuationError(
                 f"node group {group.name}: resizing {decision.current} → {decision.desired} "
@@ -96,6 +102,60 @@ class Actuator:
         self.record_resize(claimed, plan.resized_history, plan.announce_resized, plan.problems)
         result = EvaluationResult(group.name, Outcome.ACTED, decision, plan.problems)
         return self._keep_warm_pool(plan, result)
+
+    def reject(self, rejected: Rejection) -> EvaluationResult:
+        """Leave the group alone; its problems written to its state when they changed."""
+        if rejected.state is not None:
+            self.state.save(rejected.state)
+        return EvaluationResult(rejected.group, Outcome.REJECTED, problems=rejected.problems)
+
+    def claim_limits(self, facts: Facts, planned: Plan, dry_run: bool) -> Plan:
+        """The plan, its scale-up capped by the cluster's limits and claimed against them
+        before acting, so groups scaling up together can't overshoot. The limits are read
+        only for a plan that grows; a claim lost to another group plans again from them
+        (a dry run plans under them, and claims nothing)."""
+        if self.limiter is None or not planned.grows:
+            return planned
+        group, now = facts.group, facts.now
+        for _ in range(CLAIM_ATTEMPTS):
+            ceiling, claims = self.limiter.ceiling(group, now)
+            planned = plan(replace(facts, ceiling=ceiling))
+            desired = planned.decision.desired
+            if dry_run or not planned.grows or self.limiter.claim(group, desired, claims, now):
+                return planned
+        raise StateConflictError(
+            f"node group {group.name}: {CLAIM_ATTEMPTS} claims under the cluster's limits lost "
+            "to other groups scaling up; the evaluation will be retried"
+        )
+
+    def settle_lost_resize(
+        self,
+        group: NodeGroup,
+        policy: NodeGroupPolicy,
+        state: GroupState,
+        event_id: str,
+        now: datetime,
+    ) -> GroupState:
+        """A claimed resize whose record was lost: recorded if the group shows it was made,
+        forgotten if not (resizing failed, and its message was retried or dead-lettered).
+        Another message's claim younger than an evaluation may be one still in progress:
+        acting too would resize twice, so this evaluation conflicts, to be retried."""
+        claim = state.acting
+        assert claim is not None
+        if group.desired == claim.desired:
+            from nodescaler.domain.groups.scaling_events import (
+                resized,  # with the first (cold starts)
+            )
+
+            history = record_scale(state.history, policy, claim)
+            told = resized(claim, self.cluster_name)
+            return self.record_resize(state, history, told, state.problems)
+        if state.acting_event != event_id and now - claim.at < CLAIM_IN_PROGRESS:
+            raise StateConflictError(
+                f"node group {group.name}: a resize to {claim.desired} claimed by another "
+                "evaluation may still be in progress; this one will be retried"
+            )
+        return replace(state, acting=None, acting_event="")
 
     def record(
         self, plan: Plan, state: GroupState, event_id: str, outcome: Outcome

@@ -6,7 +6,7 @@ One snapshot of nodes and pods serves every group evaluated within `max_age` (a 
 evaluations, in a warm container), so a tick over many groups lists the cluster once per
 batch, not once per group. Failures become `MetricUnavailable` naming the cause, which
 holds that group's scale-in and nothing else. The listing itself is a port
-(`SnapshotSource`), which `nodescaler.adapters.k8s.api` implements.
+(`SnapshotSource`), which `nodescaler.adapters.k8s.core_api` implements.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from nodescaler.domain.buffer import BufferFit, buffer_pods, fit_buffer
-from nodescaler.domain.cluster import Pod, Snapshot
-from nodescaler.domain.cluster_buffers import describe_all as describe_buffers
-from nodescaler.domain.cluster_buffers import with_buffers
-from nodescaler.domain.drainability import CA_DEFAULTS, DrainRules, keeps_node, movable
-from nodescaler.domain.node_group import NodeGroup, belongs
-from nodescaler.domain.planning import ChooseLeaving
+from nodescaler.domain.ahead.capacity_buffers import describe_all as describe_buffers
+from nodescaler.domain.ahead.capacity_buffers import with_buffers
+from nodescaler.domain.ahead.group_buffers import BufferFit, buffer_pods, fit_buffer
+from nodescaler.domain.cluster.predicates import nodes_for, pending, room_of, why_not
+from nodescaler.domain.cluster.reservation import reservation
+from nodescaler.domain.cluster.snapshot import Pod, Snapshot
+from nodescaler.domain.groups.node_group import NodeGroup, belongs
 from nodescaler.domain.policy import (
     CapacityBuffer,
     CapacityReservationMetric,
@@ -30,9 +30,8 @@ from nodescaler.domain.policy import (
     PendingPodsMetric,
     TargetType,
 )
-from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
-from nodescaler.domain.reservation import reservation
-from nodescaler.domain.scale_down import (
+from nodescaler.domain.scale_down.pod_rules import CA_DEFAULTS, DrainRules, keeps_node, movable
+from nodescaler.domain.scale_down.unneeded import (
     SIMULATED_PER_CALL,
     Removable,
     Unneeded,
@@ -40,7 +39,8 @@ from nodescaler.domain.scale_down import (
     removable,
     unneeded_nodes,
 )
-from nodescaler.domain.scheduling import nodes_for, pending, room_of, why_not
+from nodescaler.domain.scaling.plan import ChooseLeaving
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
 from nodescaler.errors import KubernetesUnavailableError, ReservationError
 from nodescaler.ports import NodeMarks, SnapshotSource
 from nodescaler.service.pending_pods import PendingPodsPlanner, Planned
@@ -155,7 +155,8 @@ class KubernetesClusterView:
         )
 
     def removable(self, group: NodeGroup, count: int, now: datetime) -> Removable | None:
-        """Up to `count` of the group's instances a scale-in may take (`service.termination`)."""
+        """Up to `count` of the group's instances a scale-in may take
+        (`service.termination_policy`)."""
         return self.leaving(group, now)(count)
 
     def leaving(self, group: NodeGroup, now: datetime) -> ChooseLeaving:

@@ -12,16 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from nodescaler.domain.backoff import Backoff, BackoffRules, after_failure
-from nodescaler.domain.group_state import failure_key
-from nodescaler.domain.node_group import (
+from nodescaler.domain.groups.node_group import (
     MAX_GROUP_NAME,
     NodeGroup,
     ScalingActivity,
     unconfirmed_launch_failure,
 )
-from nodescaler.domain.optin import AllowedGroups
-from nodescaler.domain.text import outside
+from nodescaler.domain.groups.optin import AllowedGroups
+from nodescaler.domain.outside_text import outside
+from nodescaler.domain.scale_up.backoff import Backoff, BackoffRules, after_failure
+from nodescaler.domain.scaling.group_state import failure_key
 from nodescaler.errors import (
     EventUnconfirmableError,
     EventUnconfirmedError,
@@ -29,7 +29,7 @@ from nodescaler.errors import (
     StateConflictError,
     UnmanagedGroupError,
 )
-from nodescaler.events.queue import EvaluationRequest
+from nodescaler.events.evaluation_request import EvaluationRequest
 from nodescaler.ports import Clock, EvaluationQueue, NodeGroups, ScalingEvents, StateStore
 from nodescaler.service.policy_resolver import PolicyBook
 
@@ -137,7 +137,7 @@ class Dispatcher:
     def _announce(self, group: str, before: Backoff | None, after: Backoff) -> None:
         if self.events is None:
             return
-        from nodescaler.domain.scaling_events import backed_off, new_backoff
+        from nodescaler.domain.groups.scaling_events import backed_off, new_backoff
 
         if started := new_backoff(before, after):
             event = backed_off(group, started, self.cluster_name, "launch-failure-event")

@@ -6,7 +6,7 @@ whatever happens, so Auto Scaling never waits out the hook's timeout because of 
 EC2 Spot warning has no action to complete, and first asks for the node group to be
 re-evaluated so replacement capacity starts at once. Kubernetes, Auto Scaling, the clock
 and sleeping are ports, so the tests run a ten-minute drain in virtual time; the rules
-are in `nodescaler.domain.draining`.
+are in `nodescaler.domain.scale_down.drain`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from functools import partial
 from typing import TypeVar
 
 from nodescaler.deployment import DEFAULT_DRAIN_HOOK
-from nodescaler.domain.drainability import CA_DEFAULTS, KUBE_SYSTEM, DrainRules
-from nodescaler.domain.draining import (
+from nodescaler.domain.groups.optin import TagNames, is_managed
+from nodescaler.domain.scale_down.drain import (
     DRAIN_TIMEOUT,
     HEARTBEAT_INTERVAL,
     LEAVING_STATES,
@@ -39,14 +39,14 @@ from nodescaler.domain.draining import (
     unconfirmed_action,
     unconfirmed_warning,
 )
-from nodescaler.domain.optin import TagNames, is_managed
+from nodescaler.domain.scale_down.pod_rules import CA_DEFAULTS, KUBE_SYSTEM, DrainRules
 from nodescaler.errors import (
     DrainFailedError,
     EventUnconfirmableError,
     LifecycleActionExpiredError,
     RetryableError,
 )
-from nodescaler.events.queue import EvaluationRequest
+from nodescaler.events.evaluation_request import EvaluationRequest
 from nodescaler.ports import (
     Clock,
     DrainCluster,
@@ -161,7 +161,7 @@ class Drainer:
     def _announce(self, result: DrainResult) -> None:
         if self.events is None:
             return
-        from nodescaler.domain.scaling_events import drain_finished
+        from nodescaler.domain.groups.scaling_events import drain_finished
 
         if (event := drain_finished(result, self.owners.cluster_name, self._now())) is not None:
             self.events.publish(event)
@@ -322,7 +322,7 @@ class Drainer:
         progress.node = node
 
         # 2. Cordon, so nothing new lands on it, then decide which pods move: never one
-        #    scale-in would not have moved (`domain.drainability`), as kubectl drain.
+        #    scale-in would not have moved (`domain.scale_down.pod_rules`), as kubectl drain.
         # (Started again after an outage, the node is cordoned already: by this drain still.)
         progress.cordoned = self.cluster.cordon(node) or progress.cordoned
         pods = self.cluster.pods_on(node)

@@ -1,7 +1,7 @@
 """One evaluation of one node group: read, plan, then act.
 
 The handler only parses the message and calls `Evaluator.evaluate`, which reads what the
-group's plan needs (`domain.planning.Facts`), plans (pure: `domain.planning.plan`), and
+group's plan needs (`domain.scaling.plan.Facts`), plans (pure: `domain.scaling.plan.plan`), and
 hands the `Plan` to the actuator (`service.actuation`); in dry-run the plan is recorded and
 nothing acted on. Of two evaluations racing on a group, only the one whose conditional
 state write lands first acts (write, then act).
@@ -9,20 +9,19 @@ state write lands first acts (write, then act).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from nodescaler.domain.autoscaler import record_scale
-from nodescaler.domain.backoff import BackoffRules
-from nodescaler.domain.group_state import GroupState, failure_key
-from nodescaler.domain.limits import ClusterUsage
-from nodescaler.domain.node_group import LaunchFailure, NodeGroup
-from nodescaler.domain.optin import AllowedGroups, is_managed
-from nodescaler.domain.pause import in_force
-from nodescaler.domain.planning import Facts, Plan, plan
+from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
+from nodescaler.domain.groups.optin import AllowedGroups, is_managed
+from nodescaler.domain.groups.zonal_shift import ZoneHold, zone_hold
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.zonal_shift import ZoneHold, zone_hold
+from nodescaler.domain.scale_up.backoff import BackoffRules
+from nodescaler.domain.scaling.group_state import GroupState, failure_key
+from nodescaler.domain.scaling.limits import ClusterUsage
+from nodescaler.domain.scaling.pause import in_force
+from nodescaler.domain.scaling.plan import Facts, plan, rejection
 from nodescaler.errors import StateConflictError
 from nodescaler.ports import (
     Clock,
@@ -33,7 +32,7 @@ from nodescaler.ports import (
     StateStore,
     ZonalShiftSource,
 )
-from nodescaler.service.actuation import Actuator, EvaluationResult, Outcome, reject
+from nodescaler.service.actuation import Actuator, EvaluationResult, Outcome
 from nodescaler.service.forecasts import named_histories
 from nodescaler.service.limiter import ClusterLimiter
 from nodescaler.service.policy_resolver import PolicyBook, PolicyChoice
@@ -44,10 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = ["EvaluationResult", "Evaluator", "Outcome"]
 
-CLAIM_ATTEMPTS = 5
-# An evaluation acts on its claim within the evaluate function's timeout (60 s, infra's
-# EVALUATE_TIMEOUT): a younger claim by another message may still be in progress.
-CLAIM_IN_PROGRESS = timedelta(seconds=60)
 # How long a resize may take to show in DescribeAutoScalingGroups (eventually consistent):
 # a read that disagrees with nodescaler's own resize younger than this is stale.
 RESIZE_VISIBLE_WITHIN = timedelta(seconds=60)
@@ -80,7 +75,9 @@ class Evaluator:
 
     @property
     def actuator(self) -> Actuator:
-        return Actuator(self.node_groups, self.state, self.cluster, self.events, self.cluster_name)
+        return Actuator(
+            self.node_groups, self.state, self.cluster, self.events, self.cluster_name, self.limiter
+        )
 
     def evaluate(
         self, group_name: str, event_id: str, requested_at: datetime | None = None
@@ -95,18 +92,20 @@ class Evaluator:
         # 2. Its tags and policy; a bad one is reported and the group left alone.
         choice = self.policies.choose(group)
         policy = choice.policy
-        if policy is None:
-            return reject(self.state, group.name, choice.problems)
+        if policy is None:  # a rejection is a plan too: from the state, carried out
+            return self.actuator.reject(
+                rejection(group.name, self.state.load(group.name), choice.problems)
+            )
 
         # 3. State; a message seen before is not handled twice, and a resize whose record
-        # was lost (the write after it failed) is recorded first.
+        # was lost (the write after it failed) is settled first, by the actuator.
         now = self.clock.now()
         state = self.state.load(group.name)
         if state.seen(event_id):
             return EvaluationResult(group.name, Outcome.DUPLICATE, state.last_decision)
         if state.acting is not None:
             acted = state.acting
-            state = self._record_lost_resize(group, policy, state, event_id, now)
+            state = self.actuator.settle_lost_resize(group, policy, state, event_id, now)
             if state.seen(event_id):  # this very message made it: its work is done
                 return EvaluationResult(group.name, Outcome.ACTED, acted, choice.problems)
         self._check_fresh(group, state, now)
@@ -117,11 +116,13 @@ class Evaluator:
             self.cluster.listed_since(min(requested_at, now))
         facts = self._read(group, policy, choice, state, now)
 
-        # 5. Plan (pure), a scale-up under the cluster's limits claimed against them.
-        dry_run = choice.dry_run or self.dry_run
-        planned = self._within_limits(facts, dry_run)
+        # 5. Plan (pure).
+        planned = plan(facts)
 
-        # 6. Act on the plan; a dry run only records it.
+        # 6. Act on the plan: a scale-up claimed against the cluster's limits first (planned
+        # again under them); a dry run plans under them and only records it.
+        dry_run = choice.dry_run or self.dry_run
+        planned = self.actuator.claim_limits(facts, planned, dry_run)
         if dry_run:
             outcome = Outcome.DRY_RUN if planned.resizes else Outcome.UNCHANGED
             return self.actuator.record(planned, planned.state, event_id, outcome)
@@ -182,52 +183,6 @@ class Evaluator:
             return None
         return zone_hold(group.zones, self.zonal_shifts.in_force(), now)
 
-    def _within_limits(self, facts: Facts, dry_run: bool) -> Plan:
-        """The plan, its scale-up capped by the cluster's limits and claimed against them
-        before acting, so groups scaling up together can't overshoot. The limits are read
-        only for a plan that grows; a claim lost to another group plans again from them."""
-        planned = plan(facts)
-        if self.limiter is None or not planned.grows:
-            return planned
-        group, now = facts.group, facts.now
-        for _ in range(CLAIM_ATTEMPTS):
-            ceiling, claims = self.limiter.ceiling(group, now)
-            planned = plan(replace(facts, ceiling=ceiling))
-            desired = planned.decision.desired
-            if dry_run or not planned.grows or self.limiter.claim(group, desired, claims, now):
-                return planned
-        raise StateConflictError(
-            f"node group {group.name}: {CLAIM_ATTEMPTS} claims under the cluster's limits lost "
-            "to other groups scaling up; the evaluation will be retried"
-        )
-
-    def _record_lost_resize(
-        self,
-        group: NodeGroup,
-        policy: NodeGroupPolicy,
-        state: GroupState,
-        event_id: str,
-        now: datetime,
-    ) -> GroupState:
-        """A claimed resize whose record was lost: recorded if the group shows it was made,
-        forgotten if not (resizing failed, and its message was retried or dead-lettered).
-        Another message's claim younger than an evaluation may be one still in progress:
-        acting too would resize twice, so this evaluation conflicts, to be retried."""
-        claim = state.acting
-        assert claim is not None
-        if group.desired == claim.desired:
-            from nodescaler.domain.scaling_events import resized  # with the first (cold starts)
-
-            history = record_scale(state.history, policy, claim)
-            told = resized(claim, self.cluster_name)
-            return self.actuator.record_resize(state, history, told, state.problems)
-        if state.acting_event != event_id and now - claim.at < CLAIM_IN_PROGRESS:
-            raise StateConflictError(
-                f"node group {group.name}: a resize to {claim.desired} claimed by another "
-                "evaluation may still be in progress; this one will be retried"
-            )
-        return replace(state, acting=None, acting_event="")
-
     @staticmethod
     def _check_fresh(group: NodeGroup, state: GroupState, now: datetime) -> None:
         """The group read must show nodescaler's own last resize, if that is recent: a read
@@ -249,5 +204,6 @@ class Evaluator:
         if not is_managed(group.tags, self.policies.tag_names, self.cluster_name):
             return EvaluationResult(group.name, Outcome.SKIPPED, problems=("not opted in",))
         if not self.allowed.allows(group.name):
-            return reject(self.state, group.name, (self.allowed.refusal(group.name),))
+            refusal = (self.allowed.refusal(group.name),)
+            return self.actuator.reject(rejection(group.name, self.state.load(group.name), refusal))
         return None

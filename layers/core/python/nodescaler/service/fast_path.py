@@ -15,18 +15,12 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Protocol
 
-from nodescaler.domain.cluster import Node, Pod
-from nodescaler.domain.fast_path import (
-    Backoff,
-    Debounce,
-    fitting_groups,
-    queue_need,
-    request_event_id,
-)
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.optin import AllowedGroups
+from nodescaler.domain.cluster.predicates import NodeTemplate, live_template
+from nodescaler.domain.cluster.snapshot import Pod
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.groups.optin import AllowedGroups
+from nodescaler.domain.outside_text import outside
 from nodescaler.domain.policy import (
     MetricBase,
     NodeGroupPolicy,
@@ -34,8 +28,13 @@ from nodescaler.domain.policy import (
     SqsQueueSource,
 )
 from nodescaler.domain.policy.descriptors import backlog
-from nodescaler.domain.scheduling import NodeTemplate, live_template
-from nodescaler.domain.text import outside
+from nodescaler.domain.scale_up.fast_path_rules import (
+    Backoff,
+    Debounce,
+    fitting_groups,
+    queue_need,
+    request_event_id,
+)
 from nodescaler.errors import (
     PrometheusQueryError,
     PrometheusUnavailableError,
@@ -43,26 +42,19 @@ from nodescaler.errors import (
     QueueUnreadableError,
     RetryableError,
 )
-from nodescaler.events.queue import EvaluationRequest
-from nodescaler.ports import Clock, EvaluationQueue, NodeGroupDiscovery
+from nodescaler.events.evaluation_request import EvaluationRequest
+from nodescaler.ports import (
+    Clock,
+    EvaluationQueue,
+    NodeGroupDiscovery,
+    PrometheusValues,
+    QueueBacklogs,
+    UnschedulablePods,
+)
 from nodescaler.service.policy_resolver import PolicyBook
 
 INTERVAL_SECONDS = 5.0  # between looks: a new pod or backlog is asked about within this
 MAX_CAUSE = 300  # EvaluationRequest.cause
-
-
-class UnschedulablePods(Protocol):  # KubernetesCluster
-    def unschedulable_pods(self) -> Mapping[str, Pod]: ...  # by uid
-
-    def nodes(self) -> list[Node]: ...
-
-
-class QueueBacklogs(Protocol):  # SqsQueueLength
-    def backlog(self, source: SqsQueueSource) -> int: ...
-
-
-class PrometheusValues(Protocol):  # PrometheusQueries
-    def query(self, source: PrometheusSource) -> tuple[float, str]: ...
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The histories of the metrics forecasts name (a Predictive metric's `cloudWatch`): read
 through the `MetricHistory` port at each evaluation, all of a group's in one read, and
-turned into demand in the forecast's slots (`domain.forecast`).
+turned into demand in the forecast's slots (`domain.ahead.forecast`).
 
 A read that fails never fails the evaluation: each forecast from it abstains, naming why.
 """
@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from nodescaler.domain.forecast import NamedHistory, history_from_datapoints, named_history_window
+from nodescaler.domain.ahead.forecast import (
+    NamedHistory,
+    history_from_datapoints,
+    named_history_window,
+)
 from nodescaler.domain.policy import NodeGroupPolicy, PredictiveMetric
-from nodescaler.domain.readings import MetricUnavailable
+from nodescaler.domain.scaling.readings import MetricUnavailable
 from nodescaler.errors import NodescalerError
 from nodescaler.ports import MetricHistory
 

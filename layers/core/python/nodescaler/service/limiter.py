@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from nodescaler.domain.limits import (
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.scaling.limits import (
     Ceiling,
     Claims,
     ClusterLimits,
@@ -21,7 +22,6 @@ from nodescaler.domain.limits import (
     ceiling,
     total_usage,
 )
-from nodescaler.domain.node_group import NodeGroup
 from nodescaler.ports import ClaimLedger, InstanceTypes, NodeGroupDiscovery
 
 CLAIM_LIFETIME = timedelta(minutes=2)

@@ -11,11 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from nodescaler.domain.cluster import Pod, Snapshot
-from nodescaler.domain.expanders import Expander, Plan, plan
-from nodescaler.domain.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs
-from nodescaler.domain.optin import AllowedGroups
-from nodescaler.domain.scheduling import (
+from nodescaler.domain.cluster.predicates import (
     NodeTemplate,
     live_template,
     pack,
@@ -23,7 +19,11 @@ from nodescaler.domain.scheduling import (
     template_from_instance_type,
     why_not,
 )
-from nodescaler.domain.zonal_shift import confined
+from nodescaler.domain.cluster.snapshot import Pod, Snapshot
+from nodescaler.domain.groups.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs
+from nodescaler.domain.groups.optin import AllowedGroups
+from nodescaler.domain.groups.zonal_shift import confined
+from nodescaler.domain.scale_up.expanders import Expander, Plan, plan
 from nodescaler.ports import Backoffs, InstanceTypes, NodeGroupDiscovery, ZonalShiftSource
 from nodescaler.service.limiter import ClusterLimiter
 from nodescaler.service.policy_resolver import PolicyBook

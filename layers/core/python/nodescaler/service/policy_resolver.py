@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.optin import PauseDirection, TagNames, read_opt_in
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.groups.optin import PauseDirection, TagNames, read_opt_in
 from nodescaler.domain.policy import NodeGroupPolicy
 
 if TYPE_CHECKING:  # built by the functions' wiring, imported then (cold starts)

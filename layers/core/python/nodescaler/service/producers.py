@@ -11,12 +11,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
-from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.ahead.scheduled_capacity import scheduled_replicas
+from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy, ScheduleMetric
-from nodescaler.domain.readings import MetricReading, MetricRefused, MetricUnavailable, Reading
-from nodescaler.domain.schedule import scheduled_replicas
+from nodescaler.domain.scaling.readings import (
+    MetricReading,
+    MetricRefused,
+    MetricUnavailable,
+    Reading,
+)
 from nodescaler.errors import OutOfTimeError
-from nodescaler.ports import MetricProducer
+from nodescaler.ports import MetricProducer, ProducerContext
 
 
 class ScheduleProducer:
@@ -26,6 +31,11 @@ class ScheduleProducer:
         assert isinstance(metric, ScheduleMetric)
         replicas, why = scheduled_replicas(metric.schedule, now)
         return MetricReading(value=replicas, at=now, detail=why)
+
+
+def schedule_producer(context: ProducerContext) -> ScheduleProducer:
+    """The Schedule type's producer (its descriptor names this function)."""
+    return ScheduleProducer()
 
 
 Registry = Mapping[type[MetricBase], MetricProducer]
@@ -57,7 +67,8 @@ class Producers:
     def read_all(
         self, policy: NodeGroupPolicy, group: NodeGroup, now: datetime
     ) -> dict[str, Reading]:
-        """Every metric read from a source; forecasts come from history (`domain.forecast`)."""
+        """Every metric read from a source; forecasts come from history
+        (`domain.ahead.forecast`)."""
         readings = {
             m.key: self.read(m, group, now) for m in policy.spec.metrics if not m.reads_history
         }

@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from nodescaler.domain.outside_text import MAX_PROBLEM, outside
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.policy.parsing import parse_policy
 from nodescaler.domain.policy.versions import MAX_DOCUMENT_CHARS, StoredPolicy, stored_problems
-from nodescaler.domain.text import MAX_PROBLEM, outside
 from nodescaler.errors import PolicyError
 from nodescaler.ports import Clock, PolicyStore
 

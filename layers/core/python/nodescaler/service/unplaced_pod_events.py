@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from nodescaler.domain.cluster import Pod
-from nodescaler.domain.expanders import Plan
+from nodescaler.domain.cluster.snapshot import Pod
+from nodescaler.domain.scale_up.expanders import Plan
 from nodescaler.errors import KubernetesUnavailableError, OutOfTimeError
 from nodescaler.ports import PodEvents
 

@@ -24,10 +24,10 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from pydantic import ValidationError
 
 from nodescaler.adapters.aws.evaluation_queue import SqsRedelivery, retry_delay
-from nodescaler.domain.text import MAX_PROBLEM, outside
+from nodescaler.domain.outside_text import MAX_PROBLEM, outside
 from nodescaler.errors import NotStartedError, is_retryable
 from nodescaler.events import describe_errors
-from nodescaler.events.sqs import EvaluationRecord
+from nodescaler.events.evaluation_record import EvaluationRecord
 from nodescaler.observability.reports import logger, reject, report_dead_letter
 
 

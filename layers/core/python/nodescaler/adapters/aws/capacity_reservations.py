@@ -23,9 +23,9 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.adapters.aws.instance_types import TtlCache
-from nodescaler.domain.expanders import ReservedRoom
-from nodescaler.domain.node_group import NodeGroup
-from nodescaler.domain.text import outside
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.outside_text import outside
+from nodescaler.domain.scale_up.expanders import ReservedRoom
 from nodescaler.ports import Clock, NodeGroupDiscovery
 
 OPEN_PREFERENCES = ("open", "capacity-reservations-only")

@@ -15,15 +15,16 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.adapters.aws import describe_aws_error
-from nodescaler.domain.node_group import NodeGroup
+from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.policy import (
     CloudWatchMetric,
     CloudWatchMetricStat,
     DemandMetric,
     MetricBase,
 )
-from nodescaler.domain.readings import MetricReading, MetricUnavailable, Reading
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
 from nodescaler.errors import MetricHistoryError
+from nodescaler.ports import ProducerContext
 
 
 def _metric_stat(stat: CloudWatchMetricStat, period: int) -> dict[str, Any]:
@@ -140,3 +141,8 @@ class CloudWatchMetricHistory:
         except (ClientError, BotoCoreError) as error:
             raise MetricHistoryError(f"CloudWatch {named}: {describe_aws_error(error)}") from error
         return [series[q["Id"]] for q in queries]
+
+
+def producer(context: ProducerContext) -> CloudWatchMetrics:
+    """The CloudWatch type's producer (its descriptor names this function)."""
+    return CloudWatchMetrics(context.clients.cloudwatch)

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from botocore.config import Config
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from nodescaler.domain.expanders import Option
+from nodescaler.domain.scale_up.expanders import Option
 from nodescaler.errors import ExpanderError
 
 

@@ -16,7 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from nodescaler.errors import QueueSendError
 
 if TYPE_CHECKING:  # a pydantic model, named here only as a type: the import loads no pydantic
-    from nodescaler.events.queue import EvaluationRequest
+    from nodescaler.events.evaluation_request import EvaluationRequest
 
 BATCH = 10  # the most SendMessageBatch takes
 # Batches on the wire at once: a tick over 1,000 groups waits for 13 round trips, not 100.

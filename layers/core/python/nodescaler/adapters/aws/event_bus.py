@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from nodescaler.adapters.aws import describe_aws_error
 
 if TYPE_CHECKING:
-    from nodescaler.domain.scaling_events import ScalingEvent
+    from nodescaler.domain.groups.scaling_events import ScalingEvent
 
 BATCH = 10  # the most entries PutEvents takes
 

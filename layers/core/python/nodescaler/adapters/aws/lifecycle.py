@@ -8,7 +8,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from nodescaler.domain.draining import LifecycleAction, LifecycleResult, Membership
+from nodescaler.domain.scale_down.drain import LifecycleAction, LifecycleResult, Membership
 from nodescaler.errors import LifecycleActionExpiredError
 
 # What Auto Scaling answers (ValidationError) once the action's heartbeat timeout has

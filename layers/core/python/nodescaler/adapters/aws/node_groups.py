@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from nodescaler.domain.node_group import LaunchFailure, NodeGroup, ScalingActivity, WarmPool
-from nodescaler.domain.optin import TagNames, is_managed
-from nodescaler.domain.text import outside
+from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup, ScalingActivity, WarmPool
+from nodescaler.domain.groups.optin import TagNames, is_managed
+from nodescaler.domain.outside_text import outside
 from nodescaler.errors import RefusedError
 from nodescaler.ports import Clock
 

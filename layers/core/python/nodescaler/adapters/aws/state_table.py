@@ -30,15 +30,15 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
-from nodescaler.domain.backoff import Backoff, Provisioning
-from nodescaler.domain.decision import Decision
-from nodescaler.domain.fallback import MetricFailures
-from nodescaler.domain.forecast import DemandHistory
-from nodescaler.domain.group_state import GroupState
-from nodescaler.domain.history import History
-from nodescaler.domain.limits import Claims
-from nodescaler.domain.optin import PauseDirection
-from nodescaler.domain.pause import Pause
+from nodescaler.domain.ahead.forecast import DemandHistory
+from nodescaler.domain.groups.optin import PauseDirection
+from nodescaler.domain.scale_up.backoff import Backoff, Provisioning
+from nodescaler.domain.scaling.decision import Decision
+from nodescaler.domain.scaling.fallback import MetricFailures
+from nodescaler.domain.scaling.group_state import GroupState
+from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.limits import Claims
+from nodescaler.domain.scaling.pause import Pause
 from nodescaler.errors import StateConflictError, StateCorruptError
 
 STATE_SK = "STATE"

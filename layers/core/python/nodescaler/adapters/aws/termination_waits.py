@@ -24,7 +24,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.adapters.termination_wait_keys import waits_pk
-from nodescaler.domain.termination import QUIET, Wait
+from nodescaler.domain.scale_down.termination_policy import QUIET, Wait
 from nodescaler.errors import StateCorruptError, StateUnavailableError
 
 

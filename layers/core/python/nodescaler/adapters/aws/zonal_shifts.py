@@ -15,7 +15,7 @@ resource ARC does not manage (ResourceNotFoundException: an EKS cluster without 
 enabled) has no shift. Shifts name the zone by its ID (use1-az1); DescribeAvailabilityZones
 maps the groups' zone names to IDs. All of it is read once per batch of evaluations (kept
 `ttl` in the warm container); a read refused or unreachable is named, never an error:
-`domain.zonal_shift` then holds scale-in and lets scale-ups go ahead.
+`domain.groups.zonal_shift` then holds scale-in and lets scale-ups go ahead.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.adapters.aws.instance_types import TtlCache
-from nodescaler.domain.text import outside
-from nodescaler.domain.zonal_shift import ZonalShift, ZonalShifts
+from nodescaler.domain.groups.zonal_shift import ZonalShift, ZonalShifts
+from nodescaler.domain.outside_text import outside
 from nodescaler.ports import Clock
 
 NOT_MANAGED = "ResourceNotFoundException"  # not registered with ARC: nothing can shift it

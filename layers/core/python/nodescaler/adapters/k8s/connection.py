@@ -18,8 +18,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.adapters.aws import describe_aws_error
-from nodescaler.adapters.k8s.access import NOTHING_PINNED, Pinned, read_access
-from nodescaler.domain.text import outside
+from nodescaler.adapters.k8s.secret_access import NOTHING_PINNED, Pinned, read_access
+from nodescaler.domain.outside_text import outside
 from nodescaler.errors import KubernetesUnavailableError
 from nodescaler.ports import Clock
 

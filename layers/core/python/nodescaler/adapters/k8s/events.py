@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from nodescaler.adapters.k8s.api import Connection, CoreApi
+from nodescaler.adapters.k8s.core_api import Connection, CoreApi
 from nodescaler.deadline import Deadline
 
 REASON = "NotTriggerScaleUp"

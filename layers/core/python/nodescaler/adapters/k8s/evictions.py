@@ -16,19 +16,19 @@ from typing import Any
 
 import msgspec
 
-from nodescaler.adapters.k8s.api import PAGE_SIZE, TIMEOUT_SECONDS, Connection, CoreApi
-from nodescaler.adapters.k8s.objects import (
+from nodescaler.adapters.k8s.conversion import (
     MIRROR_ANNOTATION,
     SAFE_TO_EVICT,
     has_local_storage,
     is_controlled,
     is_daemon_set_pod,
 )
-from nodescaler.adapters.k8s.wire import EvictedPod, EvictedPodList, NodeList, NodeWire
-from nodescaler.domain.cluster import DisruptionBudget
-from nodescaler.domain.drainability import deletion_deadline
-from nodescaler.domain.draining import DrainPod, Eviction, EvictionOutcome
-from nodescaler.domain.text import outside
+from nodescaler.adapters.k8s.core_api import PAGE_SIZE, TIMEOUT_SECONDS, Connection, CoreApi
+from nodescaler.adapters.k8s.json_fields import EvictedPod, EvictedPodList, NodeList, NodeWire
+from nodescaler.domain.cluster.snapshot import DisruptionBudget
+from nodescaler.domain.outside_text import outside
+from nodescaler.domain.scale_down.drain import DrainPod, Eviction, EvictionOutcome
+from nodescaler.domain.scale_down.pod_rules import deletion_deadline
 from nodescaler.errors import KubernetesUnavailableError
 
 # The eviction subresource's 429 cause: "The disruption budget web needs 2 healthy pods

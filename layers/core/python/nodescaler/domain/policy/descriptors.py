@@ -4,16 +4,16 @@ reads the cluster. `METRIC_TYPES` is the one list the rest iterates: the stored-
 reads check (`versions.PolicyReads`), the stack's IAM statements (`infra/permissions.py`)
 and the producers (`nodescaler.wiring`, which binds each type's producer by its `kind`).
 
-Adding a metric type: its model (`metrics`), its adapter (a `ports.MetricProducer`), its
-descriptor here, and its producer's factory in `wiring.PRODUCER_FACTORIES`; nothing else
-branches on the type.
+Adding a metric type: its model (`metrics`), its adapter (a `ports.MetricProducer`, with
+the function that makes it), and its descriptor here, which names that function by its
+dotted path; nothing else branches on the type.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from nodescaler.domain.policy.metrics import (
     CapacityReservationMetric,
@@ -25,11 +25,8 @@ from nodescaler.domain.policy.metrics import (
     ScheduleMetric,
     SqsQueueMetric,
 )
-from nodescaler.domain.policy.sources import PrometheusSource, SqsQueueSource
+from nodescaler.domain.policy.sources import ForecastMode, PrometheusSource, SqsQueueSource
 from nodescaler.domain.token_origins import TokenOrigins, token_pairing
-
-if TYPE_CHECKING:
-    from nodescaler.domain.policy.document import NodeGroupPolicy
 
 M = TypeVar("M", bound=MetricBase)
 Workspace = tuple[str, str | None]  # an AMP workspace: its id or ARN, and the region given
@@ -97,6 +94,15 @@ class MetricType(Generic[M]):
     backlog: Callable[[M], Backlog | None] = field(default=_no_backlog)
     # the SQS queues, by name, whose messages it counts (tasks, each a worker's)
     queues: Callable[[M], frozenset[str]] = field(default=_no_queues)
+    # "module:function" making its producer from the wiring's context (a `ports.MakeProducer`,
+    # imported only when the evaluate function is wired: cold starts); None for a type that
+    # reads the cluster (the Kubernetes producer reads it) or is computed from history
+    producer: str | None = None
+    # its value is how many nodes to add to the group, not a total against a target
+    additive: bool = False
+    # a floor from history (a forecast): whether it acts on the group, or is only shown;
+    # None for a type whose value the proportional rule turns into replicas
+    floor_acts: Callable[[M], bool] | None = None
 
     @property
     def kind(self) -> str:
@@ -121,15 +127,29 @@ SQS_QUEUE = MetricType(
     lambda m: MetricReads(sqs_queues=frozenset({m.sqs_queue.queue})),
     backlog=lambda m: m.sqs_queue,
     queues=lambda m: frozenset({_queue_name(m.sqs_queue.queue)}),
+    producer="nodescaler.adapters.aws.sqs_queue_length:producer",
 )
 # GetMetricData has no resource-level scope: every evaluate function may call it.
-CLOUD_WATCH = MetricType(CloudWatchMetric, queues=_cloud_watch_queues)
-PROMETHEUS = MetricType(PrometheusMetric, _prometheus_reads, backlog=lambda m: m.prometheus)
-SCHEDULE = MetricType(ScheduleMetric)  # computed from the clock alone
+CLOUD_WATCH = MetricType(
+    CloudWatchMetric,
+    queues=_cloud_watch_queues,
+    producer="nodescaler.adapters.aws.cloudwatch:producer",
+)
+PROMETHEUS = MetricType(
+    PrometheusMetric,
+    _prometheus_reads,
+    backlog=lambda m: m.prometheus,
+    producer="nodescaler.adapters.prometheus:producer",
+)
+SCHEDULE = MetricType(  # computed from the clock alone
+    ScheduleMetric, producer="nodescaler.service.producers:schedule_producer"
+)
 CAPACITY_RESERVATION = MetricType(CapacityReservationMetric, reads_cluster=True)
-PENDING_PODS = MetricType(PendingPodsMetric, reads_cluster=True)
+PENDING_PODS = MetricType(PendingPodsMetric, reads_cluster=True, additive=True)
 PREDICTIVE = MetricType(
-    PredictiveMetric, lambda m: MetricReads(sizes_warm_pool=m.predictive.warm_pool)
+    PredictiveMetric,
+    lambda m: MetricReads(sizes_warm_pool=m.predictive.warm_pool),
+    floor_acts=lambda m: m.predictive.mode is ForecastMode.FORECAST_AND_SCALE,
 )
 
 METRIC_TYPES: tuple[MetricType[Any], ...] = (
@@ -151,15 +171,6 @@ def metric_type(metric: MetricBase) -> MetricType[Any]:
 
 def metric_reads(metric: MetricBase) -> MetricReads:
     return metric_type(metric).reads(metric)
-
-
-def reads_of(policies: Iterable[NodeGroupPolicy]) -> MetricReads:
-    """Everything the policies' metrics read, together."""
-    reads = NOTHING
-    for policy in policies:
-        for metric in policy.spec.metrics:
-            reads |= metric_reads(metric)
-    return reads
 
 
 def backlog(metric: MetricBase) -> Backlog | None:

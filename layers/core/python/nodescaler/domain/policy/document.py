@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -10,11 +11,12 @@ from pydantic import (
     field_validator,
 )
 
-from nodescaler.domain.optin import NAME_PATTERN
+from nodescaler.domain.groups.optin import NAME_PATTERN
 from nodescaler.domain.policy.behavior import MOST_NODES, Behavior, ScaleInWindow
-from nodescaler.domain.policy.descriptors import reads_cluster
+from nodescaler.domain.policy.descriptors import NOTHING, MetricReads, metric_reads, reads_cluster
 from nodescaler.domain.policy.metrics import MetricBase, MetricSpec, PendingPodsMetric
 from nodescaler.domain.policy.spec import Spec
+from nodescaler.domain.token_origins import TokenOrigins
 
 # --- the document ------------------------------------------------------------------------
 
@@ -79,3 +81,17 @@ class NodeGroupPolicy(Spec):
     def reads_pending_pods(self) -> bool:
         """Whether it takes part in the pending-pods plan across groups."""
         return any(isinstance(m, PendingPodsMetric) for m in self.spec.metrics)
+
+
+def reads_of(policies: Iterable[NodeGroupPolicy]) -> MetricReads:
+    """Everything the policies' metrics read, together."""
+    reads = NOTHING
+    for policy in policies:
+        for metric in policy.spec.metrics:
+            reads |= metric_reads(metric)
+    return reads
+
+
+def token_origins(policies: Iterable[NodeGroupPolicy]) -> TokenOrigins:
+    """Every (secret, origin) pair the policies send a bearer token on."""
+    return reads_of(policies).token_origins

@@ -12,7 +12,7 @@ from pydantic import (
     model_validator,
 )
 
-from nodescaler.domain.optin import NAME_PATTERN
+from nodescaler.domain.groups.optin import NAME_PATTERN
 from nodescaler.domain.policy.sources import (
     CapacityReservationSource,
     CloudWatchSource,
@@ -277,7 +277,7 @@ class PredictiveMetric(MetricBase):
             raise ValueError("a forecast is in replicas: its target is AverageValue 1, or none")
         return target
 
-    # Computed from the group's recorded history (`domain.forecast`), not read by a producer.
+    # Computed from the group's recorded history (`domain.ahead.forecast`), not read by a producer.
     reads_history: ClassVar[bool] = True
 
 

@@ -15,9 +15,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from nodescaler.domain.optin import NAME_PATTERN
+from nodescaler.domain.groups.optin import NAME_PATTERN
+from nodescaler.domain.outside_text import MAX_MESSAGE, outside
 from nodescaler.domain.policy import METRIC_TYPES, NodeGroupPolicy
-from nodescaler.domain.text import MAX_MESSAGE, outside
 from nodescaler.errors import PolicyError
 
 

@@ -16,8 +16,8 @@ from pydantic import (
     model_validator,
 )
 
+from nodescaler.domain.cluster.quantity import parse_quantity
 from nodescaler.domain.policy.spec import PositiveAmount, Spec, check_cron, check_zone
-from nodescaler.domain.quantity import parse_quantity
 from nodescaler.domain.token_origins import origin
 
 # --- metric sources ----------------------------------------------------------------------
@@ -364,7 +364,7 @@ class PredictiveSource(Spec):
     daily seasonality in `timeZone` from 24 hours of history and weekly from 7 days (up
     to 14 are kept), one lead time ahead: the group's measured time from a scale request
     to Ready nodes unless `leadTimeSeconds` says otherwise. With `warmPool`, it also
-    keeps the group's warm pool at the growth it forecasts (`domain.warm_pool`)."""
+    keeps the group's warm pool at the growth it forecasts (`domain.ahead.warm_pool`)."""
 
     mode: ForecastMode = ForecastMode.FORECAST_ONLY
     lead_time_seconds: Annotated[int, Field(strict=True, ge=60, le=3600)] | None = None

@@ -15,7 +15,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from nodescaler.domain.cron import cron_problem
+from nodescaler.domain.ahead.cron import cron_problem
 
 PositiveAmount = Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)]
 

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from nodescaler.domain.policy.descriptors import reads_of
-from nodescaler.domain.policy.document import NodeGroupPolicy
+from nodescaler.domain.policy.document import NodeGroupPolicy, reads_of
 from nodescaler.domain.token_origins import TokenOrigins
 
 # A policy is a page or two; its two items (head, version) stay far below DynamoDB's 400 KB.

@@ -1,0 +1,223 @@
+"""The API server's nodes and pods → the core's compact `Node` and `Pod`.
+
+No `kubernetes` model objects: building them for 150,000 pods costs more than the whole
+decision. A pod whose requests can't be parsed is kept, with the problem named, so only
+the group it runs on loses its reservation reading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from nodescaler.adapters.k8s.json_fields import (
+    BudgetWire,
+    Condition,
+    NodeWire,
+    ObjectMeta,
+    PodSpec,
+    PodStatus,
+    PodWire,
+    Volume,
+)
+from nodescaler.domain.cluster.snapshot import (
+    DisruptionBudget,
+    Node,
+    Placement,
+    Pod,
+    Requirement,
+    Resources,
+    Taint,
+    Toleration,
+    extended_resources,
+    is_extended,
+)
+from nodescaler.domain.cluster.snapshot import pod_requests as effective_requests
+from nodescaler.domain.scale_down.pod_rules import deletion_deadline
+from nodescaler.errors import QuantityError
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+# Cluster Autoscaler's annotations, honoured as it does.
+SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+DAEMON_SET_POD = "cluster-autoscaler.kubernetes.io/daemonset-pod"  # "true": one, as CA reads it
+
+
+def _condition(conditions: Sequence[Condition], kind: str) -> Condition | None:
+    return next((c for c in conditions if c.type == kind), None)
+
+
+def node_from_wire(wire: NodeWire) -> Node:
+    ready = _condition(wire.status.conditions, "Ready")
+    try:
+        allocatable = Resources.parse(wire.status.allocatable)
+        extended = extended_resources(wire.status.allocatable)
+    except QuantityError:
+        allocatable, extended = Resources(), {}  # counts as no capacity: never as free space
+    return Node(
+        name=wire.metadata.name,
+        group=None,
+        ready=ready is not None and ready.status == "True",
+        schedulable=not wire.spec.unschedulable,
+        allocatable=allocatable,
+        labels=wire.metadata.labels,
+        taints=tuple(Taint(t.key, t.value, t.effect) for t in wire.spec.taints),
+        provider_id=wire.spec.providerID,
+        extended=extended,
+        scale_down_disabled=wire.metadata.annotations.get(SCALE_DOWN_DISABLED) == "true",
+    )
+
+
+def spec_requests(spec: PodSpec) -> dict[str, int]:
+    """Every resource the pod's spec requests, as Kubernetes counts it
+    (`cluster.pod_requests`: native sidecars, init containers, overhead)."""
+    return effective_requests(
+        (c.resources.requests for c in spec.containers),
+        ((c.resources.requests, c.restartPolicy == "Always") for c in spec.initContainers),
+        spec.overhead,
+    )
+
+
+def pod_requests(spec: PodSpec) -> Resources:
+    """What the scheduler reserves of CPU and memory; always one pod slot."""
+    return _resources(spec_requests(spec))
+
+
+def _resources(amounts: dict[str, int]) -> Resources:
+    return Resources(amounts.get("cpu", 0), amounts.get("memory", 0), pods=1)
+
+
+# Pods of one workload share one Placement: a bound pod keeps its own (scale-down asks
+# where it could go), at the cost of a reference, not a copy.
+_PLACEMENTS: dict[tuple[Any, ...], Placement] = {}
+_MAX_PLACEMENTS = 10_000
+
+
+def shared_placement(spec: PodSpec, extended: dict[str, int] | None = None) -> Placement:
+    """`placement_of(spec)`, the same object for the same nodeSelector, affinity,
+    tolerations and extended requests (`extended`, when already counted)."""
+    extended = extended_requests(spec) if extended is None else extended
+    key = (
+        tuple(sorted(spec.nodeSelector.items())),
+        bytes(spec.affinity),
+        bytes(spec.tolerations),
+        tuple(sorted(extended.items())),
+    )
+    found = _PLACEMENTS.get(key)
+    if found is None:
+        if len(_PLACEMENTS) >= _MAX_PLACEMENTS:  # a bound on a warm container's memory
+            _PLACEMENTS.clear()
+        found = _PLACEMENTS[key] = placement_of(spec, extended)
+    return found
+
+
+def placement_of(spec: PodSpec, extended: dict[str, int] | None = None) -> Placement:
+    """nodeSelector, required node affinity (matchExpressions) and tolerations."""
+    affinity: dict[str, Any] = msgspec.json.decode(spec.affinity) or {}
+    required = (affinity.get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = tuple(
+        tuple(
+            Requirement(e["key"], e["operator"], tuple(e.get("values") or ()))
+            for e in term.get("matchExpressions") or ()
+        )
+        for term in required.get("nodeSelectorTerms") or ()
+    )
+    tolerations = tuple(
+        Toleration(
+            t.get("key") or "",
+            t.get("operator") or "Equal",
+            t.get("value") or "",
+            t.get("effect") or "",
+        )
+        for t in msgspec.json.decode(spec.tolerations) or ()
+    )
+    extended = extended_requests(spec) if extended is None else extended
+    return Placement(spec.nodeSelector, terms, tolerations, extended)
+
+
+def extended_requests(spec: PodSpec) -> dict[str, int]:
+    """GPUs and other extended resources, counted as CPU and memory are."""
+    return {k: v for k, v in spec_requests(spec).items() if is_extended(k)}
+
+
+def is_daemon_set_pod(metadata: ObjectMeta) -> bool:
+    """Owned by a DaemonSet, or annotated as one (Cluster Autoscaler's daemonset-pod)."""
+    return (
+        any(o.kind == "DaemonSet" for o in metadata.ownerReferences)
+        or metadata.annotations.get(DAEMON_SET_POD) == "true"
+    )
+
+
+def is_controlled(metadata: ObjectMeta) -> bool:
+    """An ownerReference marked controller: a workload made it (and will remake it)."""
+    return any(o.controller for o in metadata.ownerReferences)
+
+
+def has_local_storage(volumes: list[Volume]) -> bool:
+    """An emptyDir or hostPath volume: data that goes with the node (Cluster Autoscaler's
+    HasLocalStorage)."""
+    return any(v.emptyDir is not None or v.hostPath is not None for v in volumes)
+
+
+def unschedulable(status: PodStatus) -> bool:
+    """PodScheduled=False, reason Unschedulable: the scheduler found no node for the pod."""
+    scheduled = _condition(status.conditions, "PodScheduled")
+    if scheduled is None:
+        return False
+    return scheduled.status == "False" and scheduled.reason == "Unschedulable"
+
+
+def pod_from_wire(wire: PodWire) -> Pod:
+    metadata, spec, status = wire.metadata, wire.spec, wire.status
+    problem, placement = None, None
+    try:
+        amounts = spec_requests(spec)
+        requests = _resources(amounts)
+        placement = shared_placement(spec, {k: v for k, v in amounts.items() if is_extended(k)})
+    except QuantityError as error:
+        requests, problem = Resources(pods=1), f"resources.requests: {error}"
+    return Pod(
+        namespace=metadata.namespace,
+        name=metadata.name,
+        node_name=spec.nodeName or None,
+        requests=requests,
+        phase=status.phase,
+        daemon_set=is_daemon_set_pod(metadata),
+        mirror=MIRROR_ANNOTATION in metadata.annotations,
+        not_safe_to_evict=metadata.annotations.get(SAFE_TO_EVICT) == "false",
+        safe_to_evict=metadata.annotations.get(SAFE_TO_EVICT) == "true",
+        controlled=is_controlled(metadata),
+        local_storage=has_local_storage(spec.volumes),
+        gone_after=deletion_deadline(
+            metadata.deletionTimestamp, spec.terminationGracePeriodSeconds
+        ),
+        labels=metadata.labels,
+        priority=spec.priority,
+        unschedulable=unschedulable(status),
+        problem=problem,
+        placement=placement,
+    )
+
+
+def node_from_json(obj: Mapping[str, Any]) -> Node:
+    """From an already-decoded object (tests, and clients that built one)."""
+    return node_from_wire(msgspec.json.decode(msgspec.json.encode(obj), type=NodeWire))
+
+
+def pod_from_json(obj: Mapping[str, Any]) -> Pod:
+    return pod_from_wire(msgspec.json.decode(msgspec.json.encode(obj), type=PodWire))
+
+
+def budget_from_wire(wire: BudgetWire) -> DisruptionBudget:
+    selector = wire.spec.selector
+    return DisruptionBudget(
+        wire.metadata.namespace,
+        wire.metadata.name,
+        selector.matchLabels,
+        tuple(Requirement(e.key, e.operator, tuple(e.values)) for e in selector.matchExpressions),
+        wire.status.disruptionsAllowed,
+    )

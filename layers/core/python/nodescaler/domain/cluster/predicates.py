@@ -1,0 +1,313 @@
+"""Would a pending pod fit a new node of this group? The scheduler's predicates, and packing.
+
+A node template stands for a node the group would launch: from a live node of the group,
+or, for a group at zero, from its instance type and Cluster Autoscaler's node-template
+tags. Each predicate says why a pod does not fit, so a decision can explain itself.
+First-fit-decreasing packing then estimates how many new nodes the fitting pods need.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from nodescaler.domain.cluster.quantity import millicores, whole_units
+from nodescaler.domain.cluster.snapshot import Node, Placement, Pod, Resources, Taint, is_extended
+from nodescaler.domain.groups.node_group import NodeGroup, belongs
+from nodescaler.errors import QuantityError
+
+NOTHING = Resources()
+HOSTNAME_LABEL = "kubernetes.io/hostname"  # a template stands for a node not yet named
+ENFORCED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTemplate:
+    group: str
+    allocatable: Resources
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    source: str = ""  # "node ip-10-0-1-5" or "instance type m5.large + tags", for explain
+    extended: Mapping[str, int] = field(default_factory=dict)  # nvidia.com/gpu: 1
+    # What DaemonSets take of each node, already off `allocatable` (a live node's template):
+    # the node registers both, which is how similar groups are compared.
+    daemon_sets: Resources = NOTHING
+
+    @classmethod
+    def from_node(cls, group: str, node: Node, daemon_sets: Resources = NOTHING) -> NodeTemplate:
+        """A new node like this one, less what the DaemonSets will take on it."""
+        labels = {k: v for k, v in node.labels.items() if k != HOSTNAME_LABEL}
+        free = node.allocatable - daemon_sets
+        return cls(
+            group, free, labels, node.taints, f"node {node.name}", node.extended, daemon_sets
+        )
+
+
+def live_template(
+    group: NodeGroup, nodes: Iterable[Node], pods_by_node: Mapping[str, Sequence[Pod]]
+) -> NodeTemplate | None:
+    """A new node like the group's first ready, schedulable node (by name), less what its
+    DaemonSet pods take (those of `pods_by_node`); None when the group has no such node."""
+    live = sorted(
+        (n for n in nodes if n.ready and n.schedulable and belongs(n, group)),
+        key=lambda n: n.name,
+    )
+    if not live:
+        return None
+    node = live[0]
+    daemon_sets = Resources()
+    for pod in pods_by_node.get(node.name, ()):
+        if pod.daemon_set and not pod.terminal:
+            daemon_sets = daemon_sets + pod.requests
+    return NodeTemplate.from_node(group.name, node, daemon_sets)
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceShape:
+    """What EC2 says of an instance type (DescribeInstanceTypes)."""
+
+    instance_type: str
+    vcpus: int
+    memory_mib: int
+    architecture: str = "amd64"  # as Kubernetes names it: amd64, arm64
+    nvidia_gpus: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NodegroupLabels:
+    """What EKS says a managed node group's nodes register with (DescribeNodegroup):
+    read for a group at zero, where its ASG often carries no node-template tags."""
+
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+
+
+# EKS's names of the taint effects → Kubernetes'.
+EKS_TAINT_EFFECTS = {
+    "NO_SCHEDULE": "NoSchedule",
+    "NO_EXECUTE": "NoExecute",
+    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+}
+
+
+# Cluster Autoscaler's tags describing the nodes of a group at zero.
+TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template/"
+DEFAULT_MAX_PODS = 110
+EVICTION_THRESHOLD_MIB = 100
+
+
+def reserved_cpu_millis(vcpus: int) -> int:
+    """EKS's kube-reserved CPU: 6% of the first core, 1% of the second, 0.5% of the next
+    two, 0.25% of the rest."""
+    shares = [60, 10, 5, 5] + [2.5] * max(vcpus - 4, 0)
+    return round(sum(shares[:vcpus]))
+
+
+def instance_labels(instance_type: str, architecture: str) -> dict[str, str]:
+    """The well-known labels the kubelet and the cloud provider put on every EKS node."""
+    return {
+        "node.kubernetes.io/instance-type": instance_type,
+        "kubernetes.io/arch": architecture,
+        "kubernetes.io/os": "linux",
+    }
+
+
+def template_from_instance_type(
+    group: str,
+    shape: InstanceShape,
+    tags: Mapping[str, str],
+    extra_labels: Mapping[str, str],
+    managed: NodegroupLabels | None = None,
+) -> NodeTemplate:
+    """A node of a group at zero, as EKS would register it (with its managed node group's
+    labels and taints), overridden by the CA tags: where a tag and EKS name the same label
+    or taint key, the tag wins, as in Cluster Autoscaler."""
+    managed = managed or NodegroupLabels()
+    labels = (
+        instance_labels(shape.instance_type, shape.architecture)
+        | dict(extra_labels)
+        | dict(managed.labels)
+    )
+    taints: list[Taint] = []
+    amounts: dict[str, int] = {}  # resources/<name> tags: millicores for cpu, else units
+    for key, value in tags.items():
+        if not key.startswith(TEMPLATE_TAG):
+            continue
+        kind, _, name = key.removeprefix(TEMPLATE_TAG).partition("/")
+        if kind == "label":
+            labels[name] = value
+        elif kind == "taint":
+            # "value:Effect", as Cluster Autoscaler reads it; a bare "value" is NoSchedule
+            taint_value, colon, effect = value.rpartition(":")
+            if not colon:
+                taint_value, effect = value, ""
+            taints.append(Taint(name, taint_value, effect or "NoSchedule"))
+        elif kind == "resources":
+            try:
+                amounts[name] = millicores(value) if name == "cpu" else whole_units(value)
+            except QuantityError as error:
+                raise QuantityError(f"tag {key}: {error}") from None
+    pods = amounts.pop("pods", DEFAULT_MAX_PODS)
+    memory_mib = shape.memory_mib - (255 + 11 * pods) - EVICTION_THRESHOLD_MIB
+    allocatable = Resources(
+        amounts.pop("cpu", shape.vcpus * 1000 - reserved_cpu_millis(shape.vcpus)),
+        amounts.pop("memory", max(memory_mib, 0) * 2**20),
+        pods,
+    )
+    extended = {"nvidia.com/gpu": shape.nvidia_gpus} if shape.nvidia_gpus else {}
+    extended |= {name: amount for name, amount in amounts.items() if is_extended(name)}
+    tagged = {t.key for t in taints}
+    taints = [t for t in managed.taints if t.key not in tagged] + taints
+    source = f"instance type {shape.instance_type} and its tags"
+    if managed.labels or managed.taints:
+        source = f"instance type {shape.instance_type}, its EKS node group and its tags"
+    return NodeTemplate(group, allocatable, labels, tuple(taints), source, extended)
+
+
+def why_not(pod: Pod, template: NodeTemplate) -> str | None:
+    """None if the pod fits an empty node of the template, else the first reason it does not."""
+    placement = pod.placement or Placement()
+    need, have = pod.requests, template.allocatable
+    for name, wanted, available in (
+        ("cpu", need.cpu_millis, have.cpu_millis),
+        ("memory", need.memory_bytes, have.memory_bytes),
+        ("pods", need.pods, have.pods),
+    ):
+        if wanted > available:
+            return f"needs more {name} than a node of the group has"
+    for name, wanted in placement.extended_resources.items():
+        if wanted > template.extended.get(name, 0):
+            return f"needs more {name} than a node of the group has"
+    for key, value in placement.node_selector.items():
+        if template.labels.get(key) != value:
+            return f"nodeSelector {key}={value} does not match"
+    if placement.required_terms and not any(
+        all(r.matches(template.labels) for r in term) for term in placement.required_terms
+    ):
+        return "required node affinity does not match"
+    for taint in template.taints:
+        if taint.effect in ENFORCED_EFFECTS and not any(
+            t.tolerates(taint) for t in placement.tolerations
+        ):
+            return f"does not tolerate taint {taint.key}={taint.value}:{taint.effect}"
+    return None
+
+
+def _size(pod: Pod) -> tuple[int, int]:
+    return pod.requests.cpu_millis, pod.requests.memory_bytes
+
+
+def nodes_needed(pods: Sequence[Pod], template: NodeTemplate) -> int:
+    """First-fit decreasing: new nodes of the template that hold all `pods` (which fit one)."""
+    return pack(pods, template)[0]
+
+
+def pack(
+    pods: Sequence[Pod], template: NodeTemplate, max_nodes: int | None = None
+) -> tuple[int, tuple[Pod, ...]]:
+    """First-fit decreasing onto new nodes of the template, at most `max_nodes` of them:
+    the nodes used, and the pods they hold (a pod that would need one more is left out)."""
+    free: list[tuple[Resources, dict[str, int]]] = []  # what is left on each new node
+    placed: list[Pod] = []
+    for pod in sorted(pods, key=_size, reverse=True):
+        extended = pod.placement.extended_resources if pod.placement else {}
+        for index, (room, spare) in enumerate(free):
+            if room.covers(pod.requests) and all(
+                amount <= spare.get(name, 0) for name, amount in extended.items()
+            ):
+                free[index] = (room - pod.requests, _minus(spare, extended))
+                placed.append(pod)
+                break
+        else:
+            if max_nodes is not None and len(free) >= max_nodes:
+                continue
+            free.append((template.allocatable - pod.requests, _minus(template.extended, extended)))
+            placed.append(pod)
+    return len(free), tuple(placed)
+
+
+def nodes_for(pods: Sequence[Pod], template: NodeTemplate) -> int:
+    """How many nodes of the template the pods need, estimated in one pass: the larger of
+    what their summed requests fill and what the most demanding shape needs on its own (a
+    deployment's replicas share a shape, so one shape's count is exact where the sum would
+    miss the room each node leaves over)."""
+    if not pods:
+        return 0
+    have = template.allocatable
+    total = Resources()
+    shapes: Counter[tuple[int, int, int]] = Counter()
+    for pod in pods:
+        total = total + pod.requests
+        shapes[(pod.requests.cpu_millis, pod.requests.memory_bytes, pod.requests.pods)] += 1
+    summed = max(
+        _share(total.cpu_millis, have.cpu_millis),
+        _share(total.memory_bytes, have.memory_bytes),
+        _share(total.pods, have.pods),
+    )
+    alone = 0
+    for (cpu, memory, slots), count in shapes.items():
+        per_node = min(
+            have.cpu_millis // cpu if cpu else count,
+            have.memory_bytes // memory if memory else count,
+            have.pods // slots if slots else count,
+        )
+        alone = max(alone, -(-count // max(per_node, 1)))
+    return max(summed, alone)
+
+
+def _share(amount: int, per_node: int) -> int:
+    return -(-amount // per_node) if per_node > 0 else 0
+
+
+def _minus(spare: Mapping[str, int], used: Mapping[str, int]) -> dict[str, int]:
+    return {name: amount - used.get(name, 0) for name, amount in spare.items()}
+
+
+def pending(pods: Iterable[Pod], expendable_priority_cutoff: int) -> list[Pod]:
+    """Unschedulable pods worth a node: below the cutoff they may wait (Cluster Autoscaler);
+    one whose requests can't be read can't be sized, so it is left to its owner."""
+    return [
+        p
+        for p in pods
+        if p.unschedulable and p.priority >= expendable_priority_cutoff and p.problem is None
+    ]
+
+
+def room_of(node: Node, pods: Sequence[Pod]) -> NodeTemplate:
+    """What is left on a node: its allocatable less what its pods request."""
+    used = Resources()
+    extended = dict(node.extended)
+    for pod in pods:
+        if pod.terminal:
+            continue
+        used = used + pod.requests
+        for name, amount in (pod.placement.extended_resources if pod.placement else {}).items():
+            extended[name] = extended.get(name, 0) - amount
+    free = node.allocatable - used
+    return NodeTemplate(
+        node.group or "", free, node.labels, node.taints, f"node {node.name}", extended
+    )
+
+
+def place(
+    pods: Sequence[Pod], rooms: dict[str, NodeTemplate]
+) -> tuple[dict[str, NodeTemplate], list[Pod]]:
+    """The rooms after moving the pods, first fit, most room first; and the pods that fit
+    nowhere."""
+    changed: dict[str, NodeTemplate] = {}
+    stranded: list[Pod] = []
+    order = sorted(rooms, key=lambda k: (-rooms[k].allocatable.cpu_millis, k))
+    for pod in sorted(pods, key=lambda p: (-p.requests.cpu_millis, -p.requests.memory_bytes)):
+        target = next((k for k in order if why_not(pod, changed.get(k, rooms[k])) is None), None)
+        if target is None:
+            stranded.append(pod)
+            continue
+        room = changed.get(target, rooms[target])
+        extended = dict(room.extended)
+        for name, amount in (pod.placement.extended_resources if pod.placement else {}).items():
+            extended[name] = extended.get(name, 0) - amount
+        changed[target] = replace(
+            room, allocatable=room.allocatable - pod.requests, extended=extended
+        )
+    return changed, stranded

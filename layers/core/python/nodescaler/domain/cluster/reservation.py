@@ -1,0 +1,72 @@
+"""Capacity reservation: how much of a group's schedulable capacity its pods have requested.
+
+The reference design's signal: the sum of the requests of the non-terminal pods bound to
+the group's Ready, schedulable nodes, over those nodes' allocatable. Cordoned and
+NotReady nodes count on neither side, so draining a node does not look like free space.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from nodescaler.domain.cluster.snapshot import Node, Pod
+from nodescaler.domain.policy import ReservationResource as Resource
+from nodescaler.errors import ReservationError
+
+_UNITS = {
+    Resource.CPU: (1000, "cores"),
+    Resource.MEMORY: (2**30, "GiB"),
+    Resource.PODS: (1, "pods"),
+}
+
+
+@dataclass(frozen=True)
+class Reservation:
+    resource: Resource
+    requested: int  # millicores, bytes or pod slots
+    allocatable: int
+    nodes: int
+    pods: int
+
+    @property
+    def percent(self) -> float | None:
+        return 100 * self.requested / self.allocatable if self.allocatable else None
+
+    @property
+    def amount(self) -> float:
+        """The requests in natural units: cores, GiB, pods."""
+        return self.requested / _UNITS[self.resource][0]
+
+    @property
+    def detail(self) -> str:
+        scale, unit = _UNITS[self.resource]
+        share = f" ({self.percent:.1f}%)" if self.percent is not None else ""
+        return (
+            f"{self.pods} pods request {self.requested / scale:g} of "
+            f"{self.allocatable / scale:g} {unit} on {self.nodes} nodes{share}"
+        )
+
+
+def reservation(
+    group: str,
+    nodes: Iterable[Node],
+    pods: Iterable[Pod],
+    resource: Resource,
+    *,
+    include_daemon_sets: bool = True,
+    include_mirror_pods: bool = True,
+) -> Reservation:
+    counted = {n.name: n for n in nodes if n.group == group and n.ready and n.schedulable}
+    requested = pod_count = 0
+    for pod in pods:
+        if pod.node_name not in counted or pod.terminal:
+            continue
+        if (pod.daemon_set and not include_daemon_sets) or (pod.mirror and not include_mirror_pods):
+            continue
+        if pod.problem is not None:
+            raise ReservationError(f"node group {group}: pod {pod.key}: {pod.problem}")
+        requested += pod.requests.of(resource)
+        pod_count += 1
+    allocatable = sum(n.allocatable.of(resource) for n in counted.values())
+    return Reservation(resource, requested, allocatable, len(counted), pod_count)

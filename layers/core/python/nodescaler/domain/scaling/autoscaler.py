@@ -1,0 +1,510 @@
+"""The autoscaling function of a node group: replicas = f(current, readings, policy, history, now).
+
+It reads as the reconcile loop: bound, recommend per metric, combine (never scaling in
+on a missing metric), stabilize, rate-limit and clamp. It never reads the clock and
+never acts; it returns a `Decision` and the history to persist.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+
+from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
+from nodescaler.domain.policy.descriptors import metric_type
+from nodescaler.domain.scale_up.backoff import Backoff
+from nodescaler.domain.scaling.behavior import RateResult, limit_rate, longest_period, stabilize
+from nodescaler.domain.scaling.decision import Decision, Limit, MetricOutcome, MetricStatus
+from nodescaler.domain.scaling.fallback import MetricFailures, with_fallback
+from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.limits import Ceiling
+from nodescaler.domain.scaling.proportional import Tolerances, recommend
+from nodescaler.domain.scaling.readings import MetricReading, Reading
+from nodescaler.domain.scaling.scale_in_windows import HOUR, scale_in_room
+
+
+@dataclass(frozen=True)
+class GroupSize:
+    """The node group as its provider reports it: desired and in-service counts, its own limits."""
+
+    current: int
+    min_size: int = 0
+    max_size: int = 2**31 - 1
+    ready: int | None = None  # in-service nodes; None means all of `current`
+    launched: int | None = None  # instances that exist (launching or running); None: `current`
+    protected: int = 0  # instances protected from scale-in: the group can't go below them
+    bounds_from: str = ""  # where min_size and max_size come from (an EKS scalingConfig)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    decision: Decision
+    history: History  # with this evaluation's recommendation; scale events come from acting
+    failures: MetricFailures = field(default_factory=MetricFailures)  # to persist, as history
+
+
+def effective_bounds(policy: NodeGroupPolicy, size: GroupSize) -> tuple[int, int]:
+    """The policy's [min, max] inside the group's own MinSize/MaxSize, which always win."""
+
+    def inside(n: int) -> int:
+        return min(max(n, size.min_size), size.max_size)
+
+    return inside(policy.spec.min_replicas), inside(policy.spec.max_replicas)
+
+
+def _group_bounds(policy: NodeGroupPolicy, size: GroupSize) -> str:
+    """Where the group's own bounds come from, when they cut the policy's (for explain)."""
+    spec = policy.spec
+    cut = spec.max_replicas > size.max_size or spec.min_replicas < size.min_size
+    return size.bounds_from if cut else ""
+
+
+# How far ahead of the evaluation's clock a reading may be dated (clocks differ a little).
+CLOCK_SKEW_SECONDS = 60
+
+
+def evaluate_metric(
+    metric: MetricBase,
+    reading: Reading | None,
+    size: GroupSize,
+    now: datetime,
+    tolerances: Tolerances,
+) -> MetricOutcome:
+    judged = partial(_outcome, metric, reading)
+    if (floor_acts := metric_type(metric).floor_acts) is not None:
+        # a floor from history (a forecast): never a missing metric
+        return _forecast_outcome(metric, reading, acts=floor_acts(metric))
+    if reading is None:
+        return judged(MetricStatus.MISSING, "no reading was produced")
+    if not isinstance(reading, MetricReading):
+        return judged(MetricStatus.MISSING, reading.reason)
+    if (unusable := _unusable(metric, reading, now)) is not None:
+        return unusable
+    value = reading.value
+    result = recommend(
+        metric,
+        value,
+        size.current,
+        tolerances,
+        size.ready,
+        measured=reading.measured_nodes,
+        unneeded=reading.unneeded_nodes,
+    )
+    detail = reading.detail or f"{value:g} against {metric.target.describe()}"
+    if result.replicas is None:
+        return judged(MetricStatus.ABSTAINED, f"{detail}: nothing to add", value=value)
+    if result.unneeded:
+        return judged(MetricStatus.UNNEEDED, detail, value=value, replicas=result.replicas)
+    if result.held_by_tolerance:
+        return judged(
+            MetricStatus.HELD_BY_TOLERANCE,
+            f"{detail}: within tolerance",
+            value=value,
+            replicas=result.replicas,
+            usage_ratio=result.usage_ratio,
+            needed=result.proposed,  # the demand, not the size the tolerance holds
+        )
+    ratio = result.usage_ratio
+    return judged(MetricStatus.OK, detail, value=value, replicas=result.replicas, usage_ratio=ratio)
+
+
+def _outcome(
+    metric: MetricBase,
+    reading: Reading | None,
+    status: MetricStatus,
+    detail: str,
+    *,
+    value: float | None = None,
+    replicas: int | None = None,
+    usage_ratio: float | None = None,
+    needed: int | None = None,
+) -> MetricOutcome:
+    """The metric's outcome, keeping what its reading said (when, who waits, the need)."""
+    read = reading if isinstance(reading, MetricReading) else None
+    return MetricOutcome(
+        name=metric.key,
+        type=metric.type_name,
+        target=metric.target.describe(),
+        value=value,
+        at=read.at if read else None,
+        recommendation=replicas,
+        usage_ratio=usage_ratio,
+        status=status,
+        detail=detail,
+        waiting=read.waiting if read else {},
+        needed=needed if needed is not None else read.needed_nodes if read else None,
+        pending_pods=read.pending_pods if read else None,
+        empty=read.empty_nodes if read else None,
+    )
+
+
+def _forecast_outcome(metric: MetricBase, reading: Reading | None, *, acts: bool) -> MetricOutcome:
+    """A forecast's floor under the group, or its abstention (never a missing metric)."""
+    if not isinstance(reading, MetricReading):
+        why = reading.reason if reading else "no forecast"
+        return _outcome(metric, reading, MetricStatus.ABSTAINED, why)
+    status = MetricStatus.FORECAST if acts else MetricStatus.FORECAST_ONLY
+    value = reading.value
+    detail = reading.detail or ""
+    return _outcome(metric, reading, status, detail, value=value, replicas=math.ceil(value))
+
+
+def _unusable(metric: MetricBase, reading: MetricReading, now: datetime) -> MetricOutcome | None:
+    """The outcome of a value that can't be used (invalid, future-dated, stale), else None."""
+    value = reading.value
+    if math.isnan(value) or math.isinf(value) or value < 0:
+        return _outcome(metric, reading, MetricStatus.INVALID, f"unusable value {value!r}")
+    age = (now - reading.at).total_seconds()
+    if -age > CLOCK_SKEW_SECONDS:  # a clock ahead, or a bad timestamp: nothing to trust
+        why = f"dated {-age:.0f}s in the future"
+        return _outcome(metric, reading, MetricStatus.INVALID, why, value=value)
+    if age > metric.stale_after_seconds:
+        why = f"last value is {age:.0f}s old (limit {metric.stale_after_seconds}s)"
+        return _outcome(metric, reading, MetricStatus.STALE, why, value=value)
+    return None
+
+
+def combine(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limit]]:
+    """Highest recommendation wins; a missing metric forbids scale-in; none at all holds.
+    Pending pods' vote to shed unneeded nodes counts only when no other metric votes. A
+    forecast is a floor under the result: it may raise it, never lower it."""
+    live, limits = _combine_live(outcomes, current)
+    floor = max(
+        (o.recommendation or 0 for o in outcomes if o.status is MetricStatus.FORECAST),
+        default=None,
+    )
+    if floor is not None and floor > live:
+        # a forecast above the live result is a scale-up (a missing metric holds the live
+        # result at the size, never below it), which a missing metric never holds
+        dropped = {Limit.TOLERANCE, Limit.MISSING_METRIC}
+        return floor, [*(lim for lim in limits if lim not in dropped), Limit.FORECAST]
+    return live, limits
+
+
+def demand(outcomes: list[MetricOutcome], in_service: int) -> int | None:
+    """The nodes the live metrics say the group needs, the forecast aside: its demand,
+    recorded for later forecasts. Pending pods say how many their pods need; the others
+    what they recommend; none of them, the nodes in service. Never the group's size as
+    such: nodes a forecast asked for would count as demand the next day, and the next.
+    None while a metric is broken: the demand is not known."""
+    if any(o.status.failing for o in outcomes):  # a fallback's vote is no demand either
+        return None
+    live = [o for o in outcomes if not o.status.is_forecast]
+    needs = [o.needed if o.needed is not None else o.recommendation for o in live]
+    return max((n for n in needs if n is not None), default=in_service)
+
+
+def _combine_live(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limit]]:
+    usable = [o.recommendation for o in outcomes if _votes(o) and o.recommendation is not None] or [
+        o.recommendation
+        for o in outcomes
+        if o.status is MetricStatus.UNNEEDED and o.recommendation is not None
+    ]
+    broken = any(o.status.broken for o in outcomes)
+    if not usable:
+        return current, [Limit.MISSING_METRIC] if broken else []
+    recommendation = max(usable)
+    if broken and recommendation < current:
+        # Only nodes empty of pods in the cluster's own view may go: they evict nothing,
+        # and a pod the unread metric would bring makes them needed again (pending pods).
+        empty = _empty_nodes(outcomes)
+        if not empty:
+            return current, [Limit.MISSING_METRIC]
+        return max(recommendation, current - empty), [Limit.EMPTY_ONLY]
+    held = recommendation == current and any(
+        o.status is MetricStatus.HELD_BY_TOLERANCE for o in outcomes
+    )
+    return recommendation, [Limit.TOLERANCE] if held else []
+
+
+def _empty_nodes(outcomes: Sequence[MetricOutcome]) -> int:
+    """The group's nodes pending pods found empty of pods and unneeded (0: none, or unknown)."""
+    return max((o.empty or 0 for o in outcomes if o.status is MetricStatus.UNNEEDED), default=0)
+
+
+def _votes(outcome: MetricOutcome) -> bool:
+    """A live metric's recommendation, or a failed one's fallback: one vote among the
+    others, the highest winning (as KEDA's fallback metric is one of the HPA's metrics)."""
+    return outcome.status.usable or outcome.status is MetricStatus.FALLBACK
+
+
+def decide(
+    *,
+    node_group: str,
+    policy: NodeGroupPolicy,
+    size: GroupSize,
+    readings: Mapping[str, Reading],
+    history: History,
+    now: datetime,
+    backoff: Backoff | None = None,
+    ceiling: Ceiling | None = None,
+    failures: MetricFailures | None = None,
+) -> Evaluation:
+    # 1. Bounds: the policy's, inside the group's own.
+    bounds = effective_bounds(policy, size)
+    # 2.-3. One recommendation per metric, combined.
+    voted = _vote(policy, size, readings, now, failures or MetricFailures())
+    # 4.-8. Back inside the bounds, or stabilized, rate-limited and within a scale-in window.
+    steered = _steer(policy, size, bounds=bounds, voted=voted, history=history, now=now)
+    # 9. What the group's instances allow: backoff, the cluster's limits, protection.
+    limits = list(steered.limits)
+    desired = _held_back(
+        steered.desired,
+        size,
+        bounds=bounds,
+        backoff=backoff,
+        ceiling=ceiling,
+        now=now,
+        limits=limits,
+    )
+    group_bounds = _group_bounds(policy, size)
+    if group_bounds and size.current < desired == bounds[1]:
+        limits.append(Limit.MAX)  # grown to the group's own bound (its readings knew it)
+    in_service = size.current if size.ready is None else size.ready
+    decision = Decision(
+        node_group=node_group,
+        policy=policy.name,
+        at=now,
+        current=size.current,
+        desired=desired,
+        in_service=in_service,
+        min_replicas=bounds[0],
+        max_replicas=bounds[1],
+        group_bounds=group_bounds,
+        recommendation=voted.recommendation,
+        metrics=voted.outcomes,
+        limited_by=tuple(dict.fromkeys(limits)),
+        reason="",
+        backoff=backoff if backoff is not None and backoff.active(now) else None,
+        protected=size.protected,
+        cluster_limit=ceiling.limit if Limit.CLUSTER_LIMIT in limits and ceiling else "",
+        scale_in_window=steered.window,
+        demand=demand(list(voted.outcomes), in_service),
+    )
+    reason = explain(decision, policy.spec.behavior.down.stabilization_window_seconds)
+    return Evaluation(
+        decision.model_copy(update={"reason": reason}), steered.history, voted.failures
+    )
+
+
+@dataclass(frozen=True)
+class _Voted:
+    """The metrics' outcomes, combined into one recommendation."""
+
+    outcomes: tuple[MetricOutcome, ...]
+    failures: MetricFailures  # to persist
+    recommendation: int
+    limits: tuple[Limit, ...]
+
+
+def _vote(
+    policy: NodeGroupPolicy,
+    size: GroupSize,
+    readings: Mapping[str, Reading],
+    now: datetime,
+    failures: MetricFailures,
+) -> _Voted:
+    """One recommendation per metric (a metric failing long enough votes its fallback),
+    then combined."""
+    up, down = policy.spec.behavior.up, policy.spec.behavior.down
+    tolerances = Tolerances(up=up.tolerance, down=down.tolerance)
+    metrics = policy.spec.metrics
+    outcomes = [evaluate_metric(m, readings.get(m.key), size, now, tolerances) for m in metrics]
+    failures = failures.after(metrics, outcomes, now)
+    outcomes = [
+        with_fallback(m, o, failures, size.current) for m, o in zip(metrics, outcomes, strict=True)
+    ]
+    recommendation, limits = combine(outcomes, size.current)
+    if any(o.fallback for o in outcomes):
+        limits.append(Limit.FALLBACK)
+    return _Voted(tuple(outcomes), failures, recommendation, tuple(limits))
+
+
+@dataclass(frozen=True)
+class _Steered:
+    desired: int
+    history: History  # with this recommendation, when one was learned
+    limits: tuple[Limit, ...]
+    window: str = ""  # the open scale-in window that held the decision back, in words
+
+
+def _steer(
+    policy: NodeGroupPolicy,
+    size: GroupSize,
+    *,
+    bounds: tuple[int, int],
+    voted: _Voted,
+    history: History,
+    now: datetime,
+) -> _Steered:
+    up, down = policy.spec.behavior.up, policy.spec.behavior.down
+    current, (lowest, highest) = size.current, bounds
+    # 4. A group outside its bounds goes straight back inside them (as the HPA does).
+    if not lowest <= current <= highest:
+        limit = Limit.MAX if current > highest else Limit.MIN
+        return _Steered(min(max(current, lowest), highest), history, (limit,))
+    # 5. Held for a missing metric: nothing is learned, nothing is recorded (as the HPA).
+    if Limit.MISSING_METRIC in voted.limits:
+        return _Steered(current, history, voted.limits)
+    # 6. Stabilize against recent recommendations, and remember this one. A group seen for
+    # the first time starts from its current size, so a fresh deployment (or a lost state
+    # item) waits a full scale-down window before removing anything.
+    recommendation, limits = voted.recommendation, list(voted.limits)
+    if not history.recommendations:
+        history = history.with_recommendation(now, current, keep_seconds=0)
+    stabilized = stabilize(recommendation, current, history=history, now=now, up=up, down=down)
+    if stabilized != recommendation:
+        limits.append(Limit.STABILIZATION)
+    keep = max(up.stabilization_window_seconds, down.stabilization_window_seconds)
+    history = history.with_recommendation(now, recommendation, keep)
+    # 7. Rate policies, selectPolicy and [min, max].
+    rated = limit_rate(
+        stabilized,
+        current,
+        lowest=lowest,
+        highest=highest,
+        history=history,
+        now=now,
+        up=up,
+        down=down,
+    )
+    empty_gone = max(stabilized, current - _empty_nodes(voted.outcomes), lowest)
+    desired = _empty_past_default_rate(policy, rated, empty_gone)
+    if rated.limited_by and desired == rated.desired:
+        limits.append(Limit(rated.limited_by))
+    # 8. An open scale-in window caps how many nodes go this hour.
+    window = scale_in_room(policy.spec.scale_in_windows, current, history, now)
+    if window is not None and current - desired > window.room:
+        limits.append(Limit.SCALE_IN_WINDOW)
+        return _Steered(current - window.room, history, tuple(limits), window.describe())
+    return _Steered(desired, history, tuple(limits))
+
+
+def _empty_past_default_rate(policy: NodeGroupPolicy, rated: RateResult, empty_gone: int) -> int:
+    """Nodes empty of pods leave all at once, as Cluster Autoscaler deletes empty nodes in
+    bulk: the default scale-down rate paces drains (evictions), and an empty node has none
+    to pace. `empty_gone`: the group without them, within the stabilized recommendation and
+    the minimum. A rate the user wrote binds them too, as does a scale-in window (after)."""
+    written = policy.spec.behavior.scale_down
+    if rated.limited_by != Limit.SCALE_DOWN_RATE or (written and written.policies):
+        return rated.desired
+    return min(rated.desired, empty_gone)
+
+
+def _held_back(
+    desired: int,
+    size: GroupSize,
+    *,
+    bounds: tuple[int, int],
+    backoff: Backoff | None,
+    ceiling: Ceiling | None,
+    now: datetime,
+    limits: list[Limit],
+) -> int:
+    """The last word: what the group's instances allow, whatever the metrics want."""
+    # Backed off after a failed scale-up: no new instances, and those that could not be
+    # launched are no longer asked for (the group would keep retrying them). Not a scale-in:
+    # no instance that exists is removed.
+    current, (lowest, highest) = size.current, bounds
+    if backoff is not None and backoff.active(now):
+        launched = current if size.launched is None else size.launched
+        most = max(lowest, min(current, launched))
+        if desired > most:
+            desired = most
+            limits.append(Limit.BACKOFF)
+    # The cluster's limits cap a scale-up; they never shrink a group, nor hold it below its
+    # minimum (which Auto Scaling would refuse anyway).
+    if ceiling is not None and desired > (most := max(current, ceiling.nodes, lowest)):
+        desired = most
+        limits.append(Limit.CLUSTER_LIMIT)
+    # Instances protected from scale-in stay; a smaller group would wait for them forever.
+    # (Never above the maximum, though: a group over it goes back inside, as always.)
+    floor = min(current, size.protected, highest)
+    if desired < floor:
+        desired = floor
+        limits.append(Limit.PROTECTED)
+    return desired
+
+
+def record_scale(history: History, policy: NodeGroupPolicy, decision: Decision) -> History:
+    """The history after acting on `decision`: its change now counts against the rate
+    policies (and, for an hour, against its scale-in windows)."""
+    keep = longest_period(policy.spec.behavior.up, policy.spec.behavior.down)
+    if policy.spec.scale_in_windows:
+        keep = max(keep, int(HOUR.total_seconds()))
+    return history.with_scale_event(decision.at, decision.current, decision.desired, keep)
+
+
+_LIMIT_PHRASES = {
+    Limit.TOLERANCE: "every metric is within tolerance of its target",
+    Limit.MISSING_METRIC: "a metric is missing, stale or invalid, so no scale-in",
+    Limit.STABILIZATION: "held by the stabilization window",
+    Limit.SCALE_UP_RATE: "limited by the scale-up rate",
+    Limit.SCALE_DOWN_RATE: "limited by the scale-down rate",
+    Limit.SCALING_DISABLED: "scaling in this direction is disabled",
+    Limit.FORECAST: "the forecast asks for more than the live metrics",
+    Limit.ZONAL_SHIFT: "held while its zones are shifted away, or can't be told",
+    Limit.BOUNDS_UNREAD: "its EKS node group's scaling config is unread, so no scale-in",
+    Limit.EMPTY_ONLY: "a metric is missing, stale or invalid, so only nodes empty of pods go",
+}
+
+
+def _limit_phrase(limit: Limit, decision: Decision, down_window_seconds: int) -> str:
+    source = f" ({decision.group_bounds})" if decision.group_bounds else ""
+    if limit is Limit.MIN:
+        return f"at the minimum {decision.min_replicas}{source}"
+    if limit is Limit.MAX:
+        return f"at the maximum {decision.max_replicas}{source}"
+    if limit is Limit.BACKOFF and decision.backoff is not None:
+        until, reason = decision.backoff.until, decision.backoff.reason
+        return f"backed off until {until:%H:%M:%S}Z after a failed scale-up: {reason}"
+    if limit is Limit.PROTECTED:
+        return f"{decision.protected} instances are protected from scale-in"
+    if limit is Limit.CLUSTER_LIMIT:
+        return f"capped by the cluster's {decision.cluster_limit}"
+    if limit is Limit.SCALE_IN_WINDOW:
+        return decision.scale_in_window
+    if limit is Limit.FALLBACK:
+        return "; ".join(
+            f"{o.name} in fallback {o.fallback}"
+            + (f" → {o.recommendation}" if o.recommendation is not None else "")
+            + f" since {o.failing_since:%Y-%m-%d %H:%M:%S}Z"
+            for o in decision.metrics
+            if o.fallback
+        )
+    if limit is Limit.STABILIZATION and decision.recommendation < decision.current:
+        return (
+            f"recommendation {decision.recommendation} must hold for {down_window_seconds}s first"
+        )
+    return _LIMIT_PHRASES[limit]
+
+
+def explain(decision: Decision, down_window_seconds: int) -> str:
+    """One line a human can act on: what happens, which metric drove it, what held it back."""
+    current, desired = decision.current, decision.desired
+    if desired > current:
+        parts = [f"scale up {current} → {desired}"]
+    elif desired < current and Limit.BACKOFF in decision.limited_by:
+        parts = [f"abort the scale-up {current} → {desired}"]  # no instance is removed
+    elif desired < current:
+        parts = [f"scale down {current} → {desired}"]
+    else:
+        parts = [f"hold at {current}"]
+    voters = [o for o in decision.metrics if _votes(o) and o.recommendation is not None]
+    if Limit.FORECAST in decision.limited_by:  # the forecast drove it
+        voters = [o for o in decision.metrics if o.status is MetricStatus.FORECAST]
+    voters = voters or [o for o in decision.metrics if o.status is MetricStatus.UNNEEDED]
+    driver = max(voters, key=lambda o: o.recommendation or 0, default=None)
+    if driver is not None:
+        parts.append(f"{driver.name}: {driver.detail} → {driver.recommendation}")
+    if broken := [o for o in decision.metrics if o.status.broken]:
+        parts.append("; ".join(f"{o.name} {o.status}: {o.detail}" for o in broken))
+    phrases = [_limit_phrase(limit, decision, down_window_seconds) for limit in decision.limited_by]
+    if desired != decision.recommendation and not phrases:
+        phrases.append(f"recommendation {decision.recommendation}")
+    if phrases:
+        parts.append(", ".join(phrases))
+    return " | ".join(parts)
