@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
-from nodescaler.domain.backoff import BackoffRules, after_failure, provision_check
+from nodescaler.domain.backoff import BackoffRules, Provisioning, after_failure, provision_check
 from nodescaler.domain.decision import Decision, Limit, fit_to_store
 from nodescaler.domain.forecast import NamedHistory, forecast_readings
 from nodescaler.domain.group_state import GroupState, failure_key
@@ -27,7 +27,7 @@ from nodescaler.domain.pause import Pause, hold
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.readings import MetricReading, Reading
 from nodescaler.domain.scale_down import Removable
-from nodescaler.domain.warm_pool import WarmPoolPlan, plan_warm_pool
+from nodescaler.domain.warm_pool import WarmPoolPlan, plan_warm_pool, usable_pool, warm_launch
 from nodescaler.domain.zonal_shift import ZoneHold, hold_for_zones
 
 if TYPE_CHECKING:  # its models load with the first event told, not at a cold start
@@ -99,13 +99,22 @@ class Plan:
     def grows(self) -> bool:
         return self.decision.desired > self.decision.current
 
+    @property
+    def provisioning(self) -> Provisioning:
+        """The scale-up to watch (when it grows): warm when the group's pool covered it."""
+        decision = self.decision
+        covered = warm_launch(self.group, decision.current, decision.desired)
+        return Provisioning(since=decision.at, target=decision.desired, warm=covered)
+
 
 def plan(facts: Facts) -> Plan:
     """The group's plan from what was read; it acts on nothing."""
     group, policy, now = facts.group, facts.policy, facts.now
     state = after_scale_up_check(facts)
     protection = protect(facts.group, facts.state, facts.must_stay)
-    readings = dict(facts.readings) | forecast_readings(policy, state.demand, now, facts.histories)
+    readings = dict(facts.readings) | forecast_readings(
+        policy, state.demand, now, facts.histories, warm_pool=usable_pool(group) is not None
+    )
     evaluation = _decided(facts, state, readings, len(protection.protected))
     decision, leaving = which_leave(group, evaluation.decision, facts.choose_leaving)
     state = replace(
@@ -191,7 +200,9 @@ def after_scale_up_check(facts: Facts) -> GroupState:
         asked = state.provisioning
         if asked is not None and provisioning is None and group.desired >= asked.target:
             # the time from a scale request to Ready nodes: the forecasts' lead time
-            state = replace(state, demand=state.demand.measured_lead(now - asked.since))
+            state = replace(
+                state, demand=state.demand.measured_lead(now - asked.since, warm=asked.warm)
+            )
         return replace(state, provisioning=provisioning)
     backoff = after_failure(state.backoff, now, reasons[0], facts.backoff_rules)
     return replace(state, backoff=backoff, provisioning=None).remembering(

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from nodescaler.domain.backoff import Provisioning
 from nodescaler.domain.decision import Decision
 from nodescaler.domain.group_state import GroupState
 from nodescaler.domain.history import History
@@ -68,9 +67,7 @@ class Actuator:
         if not plan.resizes:
             return self._keep_warm_pool(plan, self.record(plan, state, event_id, Outcome.UNCHANGED))
         if plan.grows:  # watched until in service, or overdue
-            state = replace(
-                state, provisioning=Provisioning(since=decision.at, target=decision.desired)
-            )
+            state = replace(state, provisioning=plan.provisioning)
         claimed = self.state.save(
             replace(
                 state.after(history=plan.history, decision=decision, problems=plan.problems),

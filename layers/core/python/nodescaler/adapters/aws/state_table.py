@@ -58,7 +58,8 @@ def _state_item(state: GroupState) -> dict[str, Any]:
         "protected": {"S": json.dumps(sorted(state.protected))},
         "acting_event": {"S": state.acting_event},
     }
-    if state.demand.values:
+    demand = state.demand
+    if demand.values or demand.lead_seconds is not None or demand.cold or demand.warm:
         item["demand"] = {"S": state.demand.dump()}
     if state.failures.runs:
         item["failures"] = {"S": state.failures.model_dump_json()}
