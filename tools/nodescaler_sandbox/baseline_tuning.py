@@ -162,7 +162,9 @@ def _placeholders(policy: NodeGroupPolicy, group: str) -> list[Placeholders]:
     return [
         Placeholders(
             group,
-            buffer.pods,
+            # sized from arrivals: CA's placeholders are fixed, so an operator provisions
+            # the most the policy allows
+            buffer.least if buffer.from_arrivals is None else buffer.from_arrivals.max_pods,
             {name: str(amount) for name, amount in buffer.requests.items()},
             dict(buffer.node_selector) | {GROUP_LABEL: group},
             [t.model_dump(exclude_defaults=True) for t in buffer.tolerations],

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from nodescaler.domain.arrivals import Arrivals
 from nodescaler.domain.autoscaler import Evaluation, GroupSize, decide, record_scale
 from nodescaler.domain.backoff import BackoffRules, Provisioning, after_failure, provision_check
 from nodescaler.domain.decision import Decision, Limit, fit_to_store
@@ -59,6 +60,7 @@ class Facts:
     backoff_rules: BackoffRules = field(default_factory=BackoffRules)
     policy_version: int | str = "deployed"  # the stored version used, or the deployed policy
     policy_note: str = ""  # why the deployed policy stands in for a stored one
+    sizing_note: str = ""  # how its buffers sized from arrivals were sized (`domain.arrivals`)
     problems: tuple[str, ...] = ()  # what is wrong with its tags or policy, if anything
     cluster_name: str = ""
     zones: ZoneHold | None = None  # what zonal shifts hold of it (or their read's doubt)
@@ -125,6 +127,7 @@ def plan(facts: Facts) -> Plan:
         demand=state.demand
         if decision.demand is None
         else state.demand.record(now, decision.demand),
+        arrivals=_arrivals(state.arrivals, facts.readings, now),
     )
     decision = _as_chosen(_with_warm_pool(policy, group, decision, readings), facts)
     return Plan(
@@ -298,10 +301,18 @@ def _warm_pool_change(group: NodeGroup, decision: Decision) -> int | None:
     return decision.warm_pool
 
 
+def _arrivals(arrivals: Arrivals, readings: Mapping[str, Reading], now: datetime) -> Arrivals:
+    """The arrivals with the group's pods as its pending-pods reading counted them (as
+    they were, when the cluster could not be read)."""
+    counts = [r.group_pods for r in readings.values() if isinstance(r, MetricReading)]
+    known = [c for c in counts if c is not None]
+    return arrivals.observed(now, known[0]) if known else arrivals
+
+
 def _as_chosen(decision: Decision, facts: Facts) -> Decision:
-    """The decision naming the policy version it used, and why the deployed one stood in,
-    cut to a size its state item always holds."""
-    note = facts.policy_note
-    reason = f"{decision.reason} | {note}" if note else decision.reason
+    """The decision naming the policy version it used, why the deployed one stood in and
+    how its buffers were sized, cut to a size its state item always holds."""
+    notes = [n for n in (facts.sizing_note, facts.policy_note) if n]
+    reason = " | ".join([decision.reason, *notes])
     named = decision.model_copy(update={"policy_version": facts.policy_version, "reason": reason})
     return fit_to_store(named)

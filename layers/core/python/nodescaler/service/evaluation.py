@@ -13,8 +13,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from nodescaler.domain.arrivals import sized_buffers
 from nodescaler.domain.autoscaler import record_scale
 from nodescaler.domain.backoff import BackoffRules
+from nodescaler.domain.forecast import lead_time
 from nodescaler.domain.group_state import GroupState, failure_key
 from nodescaler.domain.limits import ClusterUsage
 from nodescaler.domain.node_group import LaunchFailure, NodeGroup
@@ -22,6 +24,7 @@ from nodescaler.domain.optin import AllowedGroups, is_managed
 from nodescaler.domain.pause import in_force
 from nodescaler.domain.planning import Facts, Plan, plan
 from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.warm_pool import usable_pool
 from nodescaler.domain.zonal_shift import ZoneHold, zone_hold
 from nodescaler.errors import StateConflictError
 from nodescaler.ports import (
@@ -137,6 +140,9 @@ class Evaluator:
     ) -> Facts:
         """What the group's plan is made from; nothing is written here."""
         cluster = self.cluster
+        # a buffer sized from arrivals holds a boot time of them, as learnt so far
+        boot, source = lead_time(state.demand, None, warm=usable_pool(group) is not None)
+        policy, sizing_note = sized_buffers(policy, state.arrivals, boot, source)
         failures: list[LaunchFailure] = []
         ready = None
         if state.provisioning is not None:  # a scale-up in flight: did it fail, or arrive?
@@ -163,6 +169,7 @@ class Evaluator:
             backoff_rules=self.backoff_rules,
             policy_version=choice.version,
             policy_note=choice.note,
+            sizing_note=sizing_note,
             problems=choice.problems,
             cluster_name=self.cluster_name,
             zones=self._zones(group, now),
