@@ -3,14 +3,15 @@ it sizes: a `fromArrivals` buffer holds the pods a boot time of arrivals brings.
 
 Each evaluation counts the group's pods (those on its Ready nodes and those pending for
 it, DaemonSets and a buffer's own virtual pods aside); what came since the last count,
-when more came than left, is its arrivals. Their rate is a running mean that weighs each
-observation by the time it covers and forgets with a 15-minute time constant, so a burst
-raises it within a tick or two and a quiet cluster lets it fall towards zero (and the
-buffer to its `minPods`). The pods it sizes are rate × the group's boot time (the
-forecast's lead time, `domain.forecast.lead_time`: the p90 of its launches as measured),
-to the nearest pod, within the buffer's bounds. Karpenter users ask for this as a
-spare-capacity buffer (aws/karpenter-provider-aws#3240); Cluster Autoscaler's users
-size overprovisioning placeholders by hand.
+when more came than left, is its arrivals, over the time since. The rate kept is the
+highest seen lately: a new count's rate when higher, else the rate kept before, forgotten
+with a 15-minute time constant. So a burst sizes the buffer at the next evaluation (room
+errs towards room, as a forecast does), and a quiet cluster lets it fall towards zero,
+and the buffer to its `minPods`, within the hour. The pods it sizes are rate × the
+group's boot time (the forecast's lead time, `domain.forecast.lead_time`: the p90 of its
+launches as measured), to the nearest pod, within the buffer's bounds. Karpenter users
+ask for this as a spare-capacity buffer (aws/karpenter-provider-aws#3240); Cluster
+Autoscaler's users size overprovisioning placeholders by hand.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class Arrivals:
         if gap > STALE:  # nothing counted for long: what came meanwhile is not a rate
             return Arrivals(pods, now, round(self.per_minute * kept, 4))
         rate = max(pods - self.pods, 0) / (gap / timedelta(minutes=1))
-        return Arrivals(pods, now, round(kept * self.per_minute + (1 - kept) * rate, 4))
+        return Arrivals(pods, now, round(max(rate, kept * self.per_minute), 4))
 
     def in_boot(self, boot: timedelta) -> float:
         """The pods expected to arrive in one boot time."""
