@@ -121,8 +121,8 @@ class DemandHistory:
         if self.lead_seconds is not None:
             mean = LEAD_TIME_WEIGHT * seconds + (1 - LEAD_TIME_WEIGHT) * self.lead_seconds
         kept = ((self.warm if warm else self.cold) + (round(seconds, 1),))[-LAUNCHES_KEPT:]
-        launches = {"warm": kept} if warm else {"cold": kept}
-        return replace(self, lead_seconds=round(mean, 1), problem="", **launches)
+        measured = replace(self, lead_seconds=round(mean, 1), problem="")
+        return replace(measured, warm=kept) if warm else replace(measured, cold=kept)
 
     def known_hours(self) -> float:
         return sum(1 for v in self.values if v != UNKNOWN) * SLOT / timedelta(hours=1)
