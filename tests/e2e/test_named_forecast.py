@@ -100,7 +100,8 @@ def test_three_days_of_a_named_metric_raise_the_group_one_lead_time_before_its_r
     assert (forecast["status"], forecast["recommendation"]) == ("forecast", 20)
     assert forecast["detail"] == (
         "20 for Tue 09:00 Europe/Paris: 3 days at that time (20, 20, 20) "
-        "(lead time 5.0 min, default; from CloudWatch Shop/Requests Sum ÷ 50 a node)"
+        "(lead time 5.0 min, default until 5 cold launches are measured (0 so far); "
+        "from CloudWatch Shop/Requests Sum ÷ 50 a node)"
     )
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 from nodescaler.adapters.aws.state_table import DynamoStateStore, condition_failed_in
-from nodescaler.domain.ahead.forecast import DemandHistory
+from nodescaler.domain.ahead.forecast import DemandHistory, lead_time
+from nodescaler.domain.groups.node_group import NodeGroup, WarmPool
 from nodescaler.domain.groups.optin import PauseDirection
 from nodescaler.domain.scale_up.backoff import BackoffRules, Provisioning, after_failure
 from nodescaler.domain.scaling.fallback import FailureRun, MetricFailures
@@ -17,10 +18,12 @@ from nodescaler.domain.scaling.group_state import GroupState
 from nodescaler.domain.scaling.history import History, TimedRecommendation
 from nodescaler.domain.scaling.limits import Claims
 from nodescaler.domain.scaling.pause import Pause
+from nodescaler.domain.scaling.plan import Facts, plan
+from nodescaler.domain.scaling.readings import MetricReading
 from nodescaler.errors import StateConflictError, StateCorruptError
 
 from tests.aws import client, make_state_table
-from tests.builders import T0, policy, readings, run
+from tests.builders import T0, UNLIMITED, policy, queue_metric, readings, run
 
 TABLE = "nodescaler-state"
 
@@ -139,6 +142,34 @@ def test_the_recorded_demand_and_lead_time_round_trip(store: DynamoStateStore) -
     state = GroupState(group="ng", demand=demand.measured_lead(timedelta(minutes=4)))
     assert store.load("ng").demand == DemandHistory()  # nothing recorded yet
     assert store.load(store.save(state).group).demand == state.demand
+
+
+def test_warm_launches_measured_across_evaluations_set_the_lead_through_the_table(
+    store: DynamoStateStore,
+) -> None:
+    # Given a group with a warm pool of three whose scale-ups the table remembers between
+    # evaluations, each asked for and, 80 s to 100 s later, seen in service
+    pooled = NodeGroup("ng", 2, 0, 10, 2, warm_pool=WarmPool(3, 3, "Stopped"))
+    web = policy(queue_metric("jobs", per_node=4), behavior=UNLIMITED, name="web")
+    at = T0
+    for seconds in (80, 90, 80, 100, 80):
+        assert store.load("ng").provisioning is None  # nothing in flight between launches
+        grown = plan(Facts(pooled, web, store.load("ng"), at, {"jobs": reading(20, at)}))
+        assert grown.provisioning.warm  # 2 → 5 out of a pool of 3
+        store.save(replace(grown.state, provisioning=grown.provisioning))
+        at += timedelta(seconds=seconds)
+        arrived = replace(pooled, desired=5, in_service=5)
+        done = plan(Facts(arrived, web, store.load("ng"), at, {"jobs": reading(8, at)}))
+        store.save(replace(done.state, provisioning=None))
+        at += timedelta(minutes=30)
+    # When the forecast's lead time is asked of the state as stored
+    demand = store.load("ng").demand
+    # Then it is the p90 of the five warm launches, learnt apart from cold ones
+    assert (demand.warm, demand.cold) == ((80.0, 90.0, 80.0, 100.0, 80.0), ())
+    assert lead_time(demand, None, warm=True) == (
+        timedelta(seconds=96),
+        "p90 of the last 5 warm launches",
+    )
 
 
 def test_failure_runs_round_trip_and_an_item_without_them_has_none(
@@ -378,3 +409,7 @@ def test_only_a_transaction_cancelled_by_a_failed_condition_is_a_racing_writer(
     }
     cancelled = ClientError(response, "TransactWriteItems")
     assert condition_failed_in(cancelled) is a_racing_writer
+
+
+def reading(value: float, at: datetime) -> MetricReading:
+    return MetricReading(value=value, at=at)

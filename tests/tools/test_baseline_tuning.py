@@ -178,6 +178,15 @@ def test_a_buffer_becomes_placeholders_of_its_size_and_shape_on_the_group() -> N
     assert made["spec"]["priority"] == -1 and is_placeholder(made)
 
 
+def test_a_buffer_sized_from_arrivals_becomes_placeholders_of_its_most() -> None:
+    # CA's placeholders are a fixed count: an operator who must cover the fastest
+    # arrivals the policy allows provisions its maxPods
+    buffer = {"fromArrivals": {"minPods": 2, "maxPods": 24}, "requests": {"cpu": "1"}}
+    auto = policy({"metrics": [{"type": "PendingPods", "pendingPods": {"buffer": [buffer]}}]})
+    (placeholders,) = tune(auto, "web-ng", 1, 50).placeholders
+    assert (placeholders.pods, placeholders.requests) == (24, {"cpu": "1"})
+
+
 def test_the_scale_down_window_becomes_the_groups_unneeded_time_tag() -> None:
     # Given a 120 s window, then the tag says 2m0s; without one, nodescaler's 10 minutes
     assert tune_web().tags[UNNEEDED_TIME_TAG] == "2m0s"

@@ -3,6 +3,7 @@ history, and a floor under the live metrics that never causes a scale-in."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -149,11 +150,93 @@ def test_the_history_survives_its_storage_form() -> None:
 
 def test_the_lead_time_is_set_else_measured_else_five_minutes() -> None:
     fresh = DemandHistory()
-    assert lead_time(fresh, None) == (timedelta(minutes=5), "default")
+    assert lead_time(fresh, None) == (
+        timedelta(minutes=5),
+        "default until 5 cold launches are measured (0 so far)",
+    )
     measured = fresh.measured_lead(timedelta(minutes=4)).measured_lead(timedelta(minutes=6))
     assert measured.lead_seconds == pytest.approx(0.3 * 360 + 0.7 * 240)
-    assert lead_time(measured, None)[1] == "measured"
+    assert lead_time(measured, None) == (
+        timedelta(seconds=measured.lead_seconds),
+        "measured mean until 5 cold launches are measured (2 so far)",
+    )
     assert lead_time(measured, 600) == (timedelta(minutes=10), "set")
+
+
+def launched(minutes: list[float], *, warm: bool = False) -> DemandHistory:
+    history = DemandHistory()
+    for m in minutes:
+        history = history.measured_lead(timedelta(minutes=m), warm=warm)
+    return history
+
+
+def test_given_enough_launches_the_lead_time_is_their_p90_not_their_mean() -> None:
+    # Given ten cold launches, most ready in 3 minutes, one slow at 8
+    history = launched([3, 3, 3, 3, 3, 3, 3, 3, 4, 8])
+    # When the lead time is asked for, Then it is the p90 (between 4 and 8: 4.4 minutes),
+    # which covers all but the slowest launch, and says where it comes from
+    lead, source = lead_time(history, None)
+    assert lead == timedelta(minutes=4.4)
+    assert source == "p90 of the last 10 cold launches"
+    # ... and a setting still wins
+    assert lead_time(history, 120) == (timedelta(minutes=2), "set")
+
+
+def test_given_a_boot_time_that_changed_only_the_latest_launches_count() -> None:
+    # Given 20 slow launches (an old AMI) then 20 quick ones
+    history = launched([10] * 20 + [2] * 20)
+    # Then what is kept is bounded and the p90 is today's boot time
+    assert len(history.cold) == 20
+    assert lead_time(history, None)[0] == timedelta(minutes=2)
+
+
+def test_warm_pool_launches_are_learnt_apart_from_cold_ones() -> None:
+    # Given six cold launches of 5 minutes and six from the warm pool of about a minute
+    history = launched([5] * 6)
+    for m in (1, 1, 1.5, 1, 1, 1):
+        history = history.measured_lead(timedelta(minutes=m), warm=True)
+    # Then a group scaling out of its pool looks ahead by the warm launches' p90, and one
+    # without a pool by the cold launches'
+    assert lead_time(history, None, warm=True) == (
+        timedelta(minutes=1.25),
+        "p90 of the last 6 warm launches",
+    )
+    assert lead_time(history, None, warm=False)[0] == timedelta(minutes=5)
+
+
+def test_until_enough_warm_launches_are_seen_the_running_mean_applies_and_says_so() -> None:
+    history = launched([5] * 6).measured_lead(timedelta(minutes=1), warm=True)
+    lead, source = lead_time(history, None, warm=True)
+    assert lead == timedelta(seconds=history.lead_seconds or 0)
+    assert source == "measured mean until 5 warm launches are measured (1 so far)"
+
+
+def test_the_launches_survive_storage_and_a_history_stored_before_them_loads() -> None:
+    history = recorded(1, office_hours).measured_lead(timedelta(minutes=4))
+    history = history.measured_lead(timedelta(seconds=70), warm=True)
+    assert DemandHistory.load(history.dump()) == history
+    # a history as stored before launches were kept: none measured, its mean kept
+    older = json.loads(history.dump())
+    del older["launches"]
+    loaded = DemandHistory.load(json.dumps(older))
+    assert (loaded.cold, loaded.warm, loaded.lead_seconds) == ((), (), history.lead_seconds)
+
+
+@pytest.mark.parametrize(
+    "launches",
+    [{"cold": "300"}, {"cold": [300] * 21}, {"warm": [-5]}, {"warm": ["soon"]}],
+)
+def test_stored_launches_that_are_not_times_are_refused(launches: dict[str, object]) -> None:
+    stored = json.loads(recorded(1, office_hours).dump())
+    stored["launches"] = launches
+    with pytest.raises(ValueError, match=r"demand: (cold|warm) launch|could not convert"):
+        DemandHistory.load(json.dumps(stored))
+
+
+def test_recording_demand_keeps_the_launches_measured() -> None:
+    history = launched([3] * 5, warm=True).record(MONDAY, 4)
+    history = history.record(MONDAY + timedelta(days=20), 4)  # far ahead: slots start afresh
+    assert history.warm == (180.0,) * 5
 
 
 # --- the forecast in a decision ------------------------------------------------------------

@@ -144,7 +144,8 @@ def test_three_days_of_a_diurnal_metric_ask_for_the_morning_ramp_one_lead_time_a
     assert Limit.FORECAST in decision.limited_by
     (made,) = [m for m in decision.metrics if m.name == "predictive"]
     assert made.detail == (
-        "20 for Thu 08:00 UTC: 3 days at that time (20, 20, 20) (lead time 5.0 min, default; "
+        "20 for Thu 08:00 UTC: 3 days at that time (20, 20, 20) (lead time 5.0 min, "
+        "default until 5 cold launches are measured (0 so far); "
         "from CloudWatch App/Requests Sum ÷ 50 a node)"
     )
     # half an hour earlier, the night's 2: the queue decides
@@ -189,7 +190,8 @@ def test_a_failed_read_abstains_naming_why_and_holds_no_scale_in(
         the_policy, DemandHistory(), now, named_histories(the_policy, source, now)
     )
     assert readings["predictive"] == MetricUnavailable(
-        reason=f"{why} (lead time 5.0 min, default; from CloudWatch App/Requests Sum ÷ 50 a node)"
+        reason=f"{why} (lead time 5.0 min, default until 5 cold launches are measured "
+        "(0 so far); from CloudWatch App/Requests Sum ÷ 50 a node)"
     )
     readings["jobs"] = MetricReading(value=8, at=now)  # the queue wants 2 of the 10
     decision = run(the_policy, 10, readings, History(), now).decision

@@ -9,7 +9,7 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
+from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup, WarmPool
 from nodescaler.domain.groups.optin import PauseDirection
 from nodescaler.domain.scale_down.unneeded import Removable
 from nodescaler.domain.scale_up.backoff import Provisioning
@@ -143,3 +143,41 @@ def test_an_eks_group_whose_scaling_config_is_unread_is_not_scaled_in_and_says_w
     assert (planned.decision.desired, planned.decision.would_desire) == (4, 2)
     assert (planned.candidates, planned.leaving) == (frozenset(), ())
     assert planned.decision.reason.startswith(f"{doubt}: would scale in 4 → 2")
+
+
+POOLED = NodeGroup("web", 4, 0, 10, 4, warm_pool=WarmPool(3, 3, "Stopped"))
+
+
+@pytest.mark.parametrize(
+    ("group", "asked", "warm"),
+    [
+        (POOLED, 3, True),  # three kept warm cover three more
+        (POOLED, 5, False),  # two of five boot cold: the scale-up waits for them
+        (dataclasses.replace(POOLED, warm_pool=None), 2, False),
+        (dataclasses.replace(POOLED, warm_pool=WarmPool(0, None, "Stopped")), 6, True),  # MaxSize
+        (dataclasses.replace(POOLED, warm_pool=WarmPool(3, 3, "Stopped", problem="odd")), 1, False),
+    ],
+)
+def test_a_scale_up_is_watched_as_warm_only_when_the_pool_covers_it(
+    group: NodeGroup, asked: int, warm: bool
+) -> None:
+    # Given a group of four asked by its queue for `asked` more nodes
+    jobs = MetricReading(value=4 * (4 + asked), at=NOW)
+    # When planned
+    planned = plan(Facts(group, WEB, GroupState("web"), NOW, readings={"jobs": jobs}))
+    # Then the scale-up to watch says whether its warm pool covered it
+    assert planned.grows
+    assert planned.provisioning == Provisioning(since=NOW, target=4 + asked, warm=warm)
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_a_scale_up_that_arrived_is_measured_among_the_launches_of_its_kind(warm: bool) -> None:
+    # Given a scale-up to 4 asked for 70 s ago, from the warm pool or not, now in service
+    asked = Provisioning(since=NOW - timedelta(seconds=70), target=4, warm=warm)
+    jobs = MetricReading(value=16, at=NOW)
+    facts = Facts(POOLED, WEB, GroupState("web", provisioning=asked), NOW, readings={"jobs": jobs})
+    # When planned
+    demand = plan(facts).state.demand
+    # Then its time is kept with the launches of its kind, and in the running mean
+    assert (demand.warm, demand.cold) == (((70.0,), ()) if warm else ((), (70.0,)))
+    assert demand.lead_seconds == 70.0

@@ -16,7 +16,9 @@ Read from the policy model alone (none of nodescaler's scaling logic), one group
   one of the buffer's shape for each of its pods, kept on the group's nodes by a
   nodeSelector on the label EKS gives them (`eks.amazonaws.com/nodegroup`, which the
   operator also tags the group with so CA knows it at zero). Real pods preempt them; the
-  placeholders then pending drive CA's scale-up;
+  placeholders then pending drive CA's scale-up. A buffer sized from arrivals
+  (`fromArrivals`) becomes its `maxPods` placeholders: CA's count is fixed, so an operator
+  covers the fastest arrivals the policy allows;
 - its bounds → the group's MinSize and MaxSize (the policy's inside the group's own);
 - its schedule → Auto Scaling scheduled actions, the pattern AWS shows for CA users: at
   each entry's start the group's minimum is raised to its replicas, at its end lowered to
@@ -162,7 +164,9 @@ def _placeholders(policy: NodeGroupPolicy, group: str) -> list[Placeholders]:
     return [
         Placeholders(
             group,
-            buffer.pods,
+            # sized from arrivals: CA's placeholders are fixed, so an operator provisions
+            # the most the policy allows
+            buffer.least if buffer.from_arrivals is None else buffer.from_arrivals.max_pods,
             {name: str(amount) for name, amount in buffer.requests.items()},
             dict(buffer.node_selector) | {GROUP_LABEL: group},
             [t.model_dump(exclude_defaults=True) for t in buffer.tolerations],

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.scale_up.backoff import Provisioning
 from nodescaler.domain.scaling.autoscaler import record_scale
 from nodescaler.domain.scaling.decision import Decision
 from nodescaler.domain.scaling.group_state import GroupState
@@ -73,9 +72,7 @@ class Actuator:
         if not plan.resizes:
             return self._keep_warm_pool(plan, self.record(plan, state, event_id, Outcome.UNCHANGED))
         if plan.grows:  # watched until in service, or overdue
-            state = replace(
-                state, provisioning=Provisioning(since=decision.at, target=decision.desired)
-            )
+            state = replace(state, provisioning=plan.provisioning)
         claimed = self.state.save(
             replace(
                 state.after(history=plan.history, decision=decision, problems=plan.problems),

@@ -76,6 +76,19 @@ def _real(pods: list[Pod], snapshot: Snapshot) -> list[Pod]:
     return [p for p in pods if p.key not in virtual]
 
 
+def _group_pods(group: NodeGroup, snapshot: Snapshot, planned: Planned) -> list[Pod]:
+    """The group's pods: those on its Ready nodes (DaemonSets and mirrors aside) and the
+    pending ones its nodes take, on their way or planned (a CapacityBuffer's among them)."""
+    by_node = snapshot.pods_by_node
+    pods = [
+        p
+        for n in snapshot.nodes
+        if n.ready and belongs(n, group)
+        for p in movable(by_node.get(n.name, ()))
+    ]
+    return pods + planned.coming(group.name)[1]
+
+
 def _cluster_buffers(snapshot: Snapshot, planned: Planned) -> str:
     """A clause per CapacityBuffer of the cluster (the first few, problems first): its
     pods and where they went, or why it is ignored."""
@@ -248,6 +261,7 @@ class KubernetesClusterView:
             candidates=spare.nodes if spare is not None else (),
             needed_nodes=self._needed(group, snapshot, planned, virtual),
             pending_pods=len(planned.coming(group.name)[1]),
+            group_pods=len(_real(_group_pods(group, snapshot, planned), snapshot)),
             waiting={
                 pod.key: planned.plan.waiting.get(pod.key, {}).get(group.name, "")
                 for pod in planned.plan.unplaced[:WAITING_SHOWN]
@@ -286,14 +300,7 @@ class KubernetesClusterView:
         of packing (`nodes_for`). Never its nodes as such: a forecast that raised the group
         would learn its own nodes as demand, and ask for them again the next day."""
         assert self._pending is not None
-        by_node = snapshot.pods_by_node
-        pods = [
-            p
-            for n in snapshot.nodes
-            if n.ready and belongs(n, group)
-            for p in movable(by_node.get(n.name, ()))
-        ]
-        pods += planned.coming(group.name)[1]
+        pods = _group_pods(group, snapshot, planned)
         return nodes_for([*pods, *buffer], self._pending.template(group, snapshot))
 
     def _unneeded(

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from nodescaler.domain.ahead.arrivals import sized_buffers
+from nodescaler.domain.ahead.forecast import lead_time
+from nodescaler.domain.ahead.warm_pool import usable_pool
 from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.groups.optin import AllowedGroups, is_managed
 from nodescaler.domain.groups.zonal_shift import ZoneHold, zone_hold
@@ -138,6 +141,9 @@ class Evaluator:
     ) -> Facts:
         """What the group's plan is made from; nothing is written here."""
         cluster = self.cluster
+        # a buffer sized from arrivals holds a boot time of them, as learnt so far
+        boot, source = lead_time(state.demand, None, warm=usable_pool(group) is not None)
+        policy, sizing_note = sized_buffers(policy, state.arrivals, boot, source)
         failures: list[LaunchFailure] = []
         ready = None
         if state.provisioning is not None:  # a scale-up in flight: did it fail, or arrive?
@@ -164,6 +170,7 @@ class Evaluator:
             backoff_rules=self.backoff_rules,
             policy_version=choice.version,
             policy_note=choice.note,
+            sizing_note=sizing_note,
             problems=choice.problems,
             cluster_name=self.cluster_name,
             zones=self._zones(group, now),

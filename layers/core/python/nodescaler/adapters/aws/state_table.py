@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
+from nodescaler.domain.ahead.arrivals import Arrivals
 from nodescaler.domain.ahead.forecast import DemandHistory
 from nodescaler.domain.groups.optin import PauseDirection
 from nodescaler.domain.scale_up.backoff import Backoff, Provisioning
@@ -58,8 +59,11 @@ def _state_item(state: GroupState) -> dict[str, Any]:
         "protected": {"S": json.dumps(sorted(state.protected))},
         "acting_event": {"S": state.acting_event},
     }
-    if state.demand.values:
+    demand = state.demand
+    if demand.values or demand.lead_seconds is not None or demand.cold or demand.warm:
         item["demand"] = {"S": state.demand.dump()}
+    if state.arrivals.at is not None:
+        item["arrivals"] = {"S": state.arrivals.dump()}
     if state.failures.runs:
         item["failures"] = {"S": state.failures.model_dump_json()}
     if state.resized is not None:
@@ -157,6 +161,7 @@ class DynamoStateStore:
                 acting_event=item.get("acting_event", {}).get("S", ""),
                 resized=_resized(item),
                 demand=self._demand(group, item),
+                arrivals=_arrivals(item),
                 failures=_failures(item),
                 pause=_pause(item),
             )
@@ -347,3 +352,14 @@ class DynamoStateStore:
             Limit=limit,
         )["Items"]
         return [Decision.model_validate_json(i["decision"]["S"]) for i in items]
+
+
+def _arrivals(item: Mapping[str, Any]) -> Arrivals:
+    """The group's pod arrivals as learnt; an unreadable record starts afresh (a buffer
+    sized from arrivals then holds its minPods until the rate is learnt again)."""
+    if "arrivals" not in item:
+        return Arrivals()
+    try:
+        return Arrivals.load(item["arrivals"]["S"])
+    except (KeyError, ValueError, TypeError):
+        return Arrivals()

@@ -16,6 +16,15 @@ Why this and not a library: it is a few lookups a group, fast enough for 1,000 g
 a tick, its error is measured by `make bench` on a multi-day trace, and its reasons fit
 in one line of `explain`.
 
+The lead time is the group's own boot time: each scale-up it asked for is timed from the
+request to its nodes Ready, and the last `LAUNCHES_KEPT` are kept, warm-pool launches apart
+from cold ones (a warm instance joins in about a minute, a cold one boots). The forecast
+looks one p90 of those ahead, the warm launches' when its group scales out of a warm pool,
+so nodes arrive just before their pods and seldom after; a p90 and not a mean because a
+node late costs waits and a node early costs only its minutes. Until `LAUNCHES_NEEDED`
+launches of the kind are measured, the running mean of all launches (else five minutes)
+stands in, and the decision says so.
+
 A Predictive metric may instead name a CloudWatch metric (`DemandMetric`): its 14 days
 are read at each evaluation and turned into the same slots (`history_from_datapoints`),
 forecast the same way, one lead time ahead as the group's own history measures it.
@@ -29,7 +38,7 @@ import math
 import zlib
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -50,6 +59,9 @@ LEVEL_BOUNDS = (0.75, 1.5)
 UPPER_QUARTILE = 0.75
 LEAD_TIME_WEIGHT = 0.3  # of each new measurement, in the running lead time
 DEFAULT_LEAD = timedelta(minutes=5)
+LAUNCHES_KEPT = 20  # of each kind, the latest: a bounded item, and a boot time that drifts
+LAUNCHES_NEEDED = 5  # of a kind before their p90 is trusted over the running mean
+LEAD_QUANTILE = 0.9
 # How far beyond the lead time a warm pool looks: a warm instance is prepared by a cold
 # boot (a few minutes), so the pool holds what a quarter of an hour is forecast to add
 WARM_UP_WINDOW = timedelta(minutes=15)
@@ -70,8 +82,10 @@ class DemandHistory:
 
     start: int = 0
     values: tuple[int, ...] = ()
-    lead_seconds: float | None = None
+    lead_seconds: float | None = None  # the running mean of every launch measured
     problem: str = ""  # why the stored history was dropped, if it was (not stored)
+    cold: tuple[float, ...] = ()  # seconds from request to Ready of the latest cold launches
+    warm: tuple[float, ...] = ()  # ... and of those a warm pool covered
 
     @property
     def end(self) -> int:
@@ -86,24 +100,29 @@ class DemandHistory:
         if not self.values or slot - self.end > MAX_SLOTS or self.end - slot > DAY_SLOTS:
             # a history far behind, or a day and more ahead (a clock that jumped ahead and
             # came back): starting afresh beats days without a forecast
-            return DemandHistory(slot, (nodes,), self.lead_seconds)
+            return replace(self, start=slot, values=(nodes,), problem="")
         if slot > self.end:
             values = self.values + (UNKNOWN,) * (slot - self.end - 1) + (nodes,)
             dropped = max(len(values) - MAX_SLOTS, 0)
-            return DemandHistory(self.start + dropped, values[dropped:], self.lead_seconds)
+            return replace(self, start=self.start + dropped, values=values[dropped:], problem="")
         if slot < self.start:
             return self
         index = slot - self.start
         kept = list(self.values)
         kept[index] = max(kept[index], nodes)
-        return DemandHistory(self.start, tuple(kept), self.lead_seconds)
+        return replace(self, values=tuple(kept), problem="")
 
-    def measured_lead(self, lead: timedelta) -> DemandHistory:
-        """With a new measurement of the time from a scale request to Ready nodes."""
+    def measured_lead(self, lead: timedelta, *, warm: bool = False) -> DemandHistory:
+        """With a new measurement of the time from a scale request to Ready nodes: kept
+        among the latest launches of its kind (`warm`: one a warm pool covered), and in
+        the running mean of all."""
         seconds = lead.total_seconds()
+        mean = seconds
         if self.lead_seconds is not None:
-            seconds = LEAD_TIME_WEIGHT * seconds + (1 - LEAD_TIME_WEIGHT) * self.lead_seconds
-        return DemandHistory(self.start, self.values, round(seconds, 1))
+            mean = LEAD_TIME_WEIGHT * seconds + (1 - LEAD_TIME_WEIGHT) * self.lead_seconds
+        kept = ((self.warm if warm else self.cold) + (round(seconds, 1),))[-LAUNCHES_KEPT:]
+        measured = replace(self, lead_seconds=round(mean, 1), problem="")
+        return replace(measured, warm=kept) if warm else replace(measured, cold=kept)
 
     def known_hours(self) -> float:
         return sum(1 for v in self.values if v != UNKNOWN) * SLOT / timedelta(hours=1)
@@ -137,6 +156,7 @@ class DemandHistory:
                 "start": self.start,
                 "lead_seconds": self.lead_seconds,
                 "slots": base64.b64encode(packed).decode(),
+                "launches": {"cold": list(self.cold), "warm": list(self.warm)},
             }
         )
 
@@ -154,7 +174,21 @@ class DemandHistory:
             raise ValueError(f"demand: start {start}, {len(values)} slots: not a history")
         if lead is not None and not 0 < float(lead) < 86_400:
             raise ValueError(f"demand: lead time {lead!r} s")
-        return cls(start, tuple(values), None if lead is None else float(lead))
+        launches = stored.get("launches", {})  # absent from a history stored before them
+        if not isinstance(launches, dict):
+            raise ValueError(f"demand: launches {launches!r:.80}: not cold and warm")
+        cold, warm = (_launches(launches.get(kind, []), kind) for kind in ("cold", "warm"))
+        return cls(start, tuple(values), None if lead is None else float(lead), "", cold, warm)
+
+
+def _launches(stored: object, kind: str) -> tuple[float, ...]:
+    """A stored list of launch times; `ValueError` when it is not one."""
+    if not isinstance(stored, list) or len(stored) > LAUNCHES_KEPT:
+        raise ValueError(f"demand: {kind} launches {stored!r:.80}: not a list of times")
+    seconds = tuple(float(s) for s in stored)
+    if any(not 0 <= s < 86_400 for s in seconds):
+        raise ValueError(f"demand: {kind} launch times {seconds!r:.80} s")
+    return seconds
 
 
 @dataclass(frozen=True)
@@ -167,13 +201,22 @@ class Forecast:
     references: tuple[int, ...] = field(default=())
 
 
-def lead_time(history: DemandHistory, configured_seconds: int | None) -> tuple[timedelta, str]:
-    """The lead time to forecast for, and where it comes from."""
+def lead_time(
+    history: DemandHistory, configured_seconds: int | None, *, warm: bool = False
+) -> tuple[timedelta, str]:
+    """The lead time to forecast for, and where it comes from: as set, else the p90 of the
+    group's launches of the kind its scale-ups will be (`warm`: out of a warm pool), else
+    until enough are measured the running mean of all, else five minutes."""
     if configured_seconds is not None:
         return timedelta(seconds=configured_seconds), "set"
+    kind, launches = ("warm", history.warm) if warm else ("cold", history.cold)
+    if len(launches) >= LAUNCHES_NEEDED:
+        p90 = _quantile(sorted(launches), LEAD_QUANTILE)
+        return timedelta(seconds=round(p90, 1)), f"p90 of the last {len(launches)} {kind} launches"
+    until = f"until {LAUNCHES_NEEDED} {kind} launches are measured ({len(launches)} so far)"
     if history.lead_seconds is not None:
-        return timedelta(seconds=history.lead_seconds), "measured"
-    return DEFAULT_LEAD, "default"
+        return timedelta(seconds=history.lead_seconds), f"measured mean {until}"
+    return DEFAULT_LEAD, f"default {until}"
 
 
 def forecast(history: DemandHistory, now: datetime, lead: timedelta, zone: ZoneInfo) -> Forecast:
@@ -271,16 +314,24 @@ def forecast_readings(
     history: DemandHistory,
     now: datetime,
     named: Mapping[str, NamedHistory] | None = None,
+    *,
+    warm_pool: bool = False,
 ) -> dict[str, Reading]:
     """The readings of the policy's Predictive metrics: a forecast, or why there is none
     (which the core reads as abstaining, never as a missing metric). One that names a
     metric of its own forecasts from `named[its key]` (that metric's history as read, or
-    why it could not be), one lead time ahead as the group's own `history` measures it."""
+    why it could not be), one lead time ahead as the group's own `history` measures it.
+    `warm_pool`: the group has a usable warm pool, so a forecast that keeps it (`warmPool`)
+    looks ahead by its warm launches' time."""
     readings: dict[str, Reading] = {}
     for metric in policy.spec.metrics:
         if not isinstance(metric, PredictiveMetric):
             continue
-        lead, source = lead_time(history, metric.predictive.lead_time_seconds)
+        lead, source = lead_time(
+            history,
+            metric.predictive.lead_time_seconds,
+            warm=warm_pool and metric.predictive.warm_pool,
+        )
         about = f"lead time {lead.total_seconds() / 60:.1f} min, {source}"
         own: NamedHistory = history
         if (demand := metric.predictive.cloud_watch) is not None:

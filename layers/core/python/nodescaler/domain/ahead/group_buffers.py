@@ -40,7 +40,7 @@ def buffer_pods(buffers: Sequence[CapacityBuffer]) -> list[Pod]:
         shape = Resources.parse(requests, pods=1)
         pods.extend(
             Pod(NAMESPACE, f"buffer-{index}-{n}", None, shape, placement=placement)
-            for n in range(buffer.pods)
+            for n in range(buffer.least)
         )
     return pods
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from nodescaler.domain.groups.node_group import WarmPool
+from nodescaler.domain.groups.node_group import NodeGroup, WarmPool
 from nodescaler.domain.policy import NodeGroupPolicy, PredictiveMetric
 from nodescaler.domain.scaling.decision import Decision
 from nodescaler.domain.scaling.readings import MetricReading, Reading
@@ -71,3 +71,21 @@ def plan_warm_pool(
         f"warm pool {size}: forecast up to {peak} in the next warm-up − {decision.desired} "
         f"desired{capped}",
     )
+
+
+def usable_pool(group: NodeGroup) -> WarmPool | None:
+    """The group's warm pool, when it has one whose configuration reads as Auto Scaling's."""
+    pool = group.warm_pool
+    return pool if pool is not None and not pool.problem else None
+
+
+def warm_launch(group: NodeGroup, current: int, desired: int) -> bool:
+    """Whether growing the group from `current` to `desired` is covered by its warm pool:
+    Auto Scaling keeps max(maxPrepared − desired, minSize) instances warm (maxPrepared
+    unset: the group's MaxSize), and a scale-up takes them before it boots any cold. One
+    only partly covered waits for its cold instances, so it counts as cold."""
+    pool = usable_pool(group)
+    if pool is None or desired <= current:
+        return False
+    prepared = group.max_size if pool.max_prepared is None else pool.max_prepared
+    return desired - current <= max(prepared - current, pool.min_size)

@@ -47,6 +47,7 @@ from nodescaler.domain.policy.metrics import (
 )
 from nodescaler.domain.policy.sources import (
     FORECAST_PERIOD_SECONDS,
+    ArrivalsSizing,
     BufferToleration,
     CapacityBuffer,
     CapacityReservationSource,
@@ -77,6 +78,7 @@ __all__ = [
     "METRIC_TYPES",
     "MOST_NODES",
     "PER_REPLICA_ONE",
+    "ArrivalsSizing",
     "Behavior",
     "BufferToleration",
     "CapacityBuffer",

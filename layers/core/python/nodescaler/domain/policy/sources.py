@@ -260,13 +260,30 @@ class BufferToleration(Spec):
     effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
 
 
+class ArrivalsSizing(Spec):
+    """A buffer sized by the demand: room for the pods that arrive in the group during one
+    of its boot times (its arrival rate, learnt, times its measured boot time), within
+    `minPods` and `maxPods`; quiet, it shrinks to `minPods`."""
+
+    min_pods: Annotated[int, Field(strict=True, ge=0, le=10_000)] = 0
+    max_pods: Annotated[int, Field(strict=True, ge=1, le=10_000)]
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Self:
+        if self.min_pods > self.max_pods:
+            raise ValueError(f"minPods {self.min_pods} is above maxPods {self.max_pods}")
+        return self
+
+
 class CapacityBuffer(Spec):
     """Room for `pods` pods of one shape, kept free in the group at all times (the capacity
     buffers of Cluster Autoscaler and Karpenter): new pods of that shape start at once
     instead of waiting for a node to boot. Planned as pending pods are, so the room is
-    right under bin-packing where a percentage is not."""
+    right under bin-packing where a percentage is not. `fromArrivals` instead of `pods`:
+    as many as the group's pods arrive in a boot time (`domain.arrivals`)."""
 
-    pods: Annotated[int, Field(strict=True, ge=1, le=10_000)]
+    pods: Annotated[int | None, Field(strict=True, ge=1, le=10_000)] = None
+    from_arrivals: ArrivalsSizing | None = None
     # cpu, memory and extended resources (nvidia.com/gpu), as a pod's requests say them
     requests: Annotated[
         dict[str, Annotated[str, Field(strict=True)] | StrictInt | StrictFloat],
@@ -295,13 +312,35 @@ class CapacityBuffer(Spec):
             raise ValueError("requests nothing: a pod that takes no room needs no buffer")
         return requests
 
+    @model_validator(mode="after")
+    def _one_size(self) -> Self:
+        if (self.pods is None) == (self.from_arrivals is None):
+            raise ValueError(
+                "a buffer needs either pods (a fixed size) or fromArrivals (sized by how "
+                "fast pods arrive), not both and not neither"
+            )
+        return self
+
+    @property
+    def least(self) -> int:
+        """Its pods as sized (`domain.arrivals.sized_buffers`), else the least it holds."""
+        if self.pods is not None:
+            return self.pods
+        return self.from_arrivals.min_pods if self.from_arrivals is not None else 0
+
     def describe(self) -> str:
         """As `explain` shows it: "room for 20 × 1 cpu/2Gi"."""
         shape = "/".join(
             f"{amount} cpu" if name == "cpu" else f"{amount} {name}" if "/" in name else str(amount)
             for name, amount in self.requests.items()
         )
-        return f"room for {self.pods} × {shape}"
+        sizing = self.from_arrivals
+        if sizing is None:
+            return f"room for {self.pods} × {shape}"
+        bounds = f"{sizing.min_pods}..{sizing.max_pods}"
+        if self.pods is None:  # not sized yet: only its bounds are known
+            return f"room for {bounds} × {shape} (from arrivals)"
+        return f"room for {self.pods} × {shape} (from arrivals, {bounds})"
 
 
 class Consolidation(StrEnum):

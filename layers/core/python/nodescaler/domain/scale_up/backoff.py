@@ -58,6 +58,7 @@ class Provisioning(BaseModel):
 
     since: AwareDatetime
     target: int
+    warm: bool = False  # its growth was covered by the group's warm pool when asked for
 
 
 def provision_check(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from nodescaler.domain.ahead.arrivals import Arrivals
 from nodescaler.domain.ahead.forecast import DemandHistory
 from nodescaler.domain.outside_text import bounded_problems
 from nodescaler.domain.scale_up.backoff import Backoff, Provisioning
@@ -36,6 +37,8 @@ class GroupState:
     resized: tuple[int, datetime] | None = None
     # What its live metrics asked for, in five-minute slots, for its forecasts.
     demand: DemandHistory = field(default_factory=DemandHistory)
+    # How fast its pods arrive, for a buffer sized from arrivals (`domain.arrivals`).
+    arrivals: Arrivals = field(default_factory=Arrivals)
     # How long each metric with a fallback has been failing, for its failureThreshold.
     failures: MetricFailures = field(default_factory=MetricFailures)
     # An operator's `nodescaler pause`, running or expired (written only by it and resume).

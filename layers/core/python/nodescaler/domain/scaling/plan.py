@@ -15,14 +15,20 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from nodescaler.domain.ahead.arrivals import Arrivals
 from nodescaler.domain.ahead.forecast import NamedHistory, forecast_readings
-from nodescaler.domain.ahead.warm_pool import WarmPoolPlan, plan_warm_pool
+from nodescaler.domain.ahead.warm_pool import WarmPoolPlan, plan_warm_pool, usable_pool, warm_launch
 from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.groups.zonal_shift import ZoneHold, hold_for_zones
 from nodescaler.domain.outside_text import bounded_problems
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.scale_down.unneeded import Removable
-from nodescaler.domain.scale_up.backoff import BackoffRules, after_failure, provision_check
+from nodescaler.domain.scale_up.backoff import (
+    BackoffRules,
+    Provisioning,
+    after_failure,
+    provision_check,
+)
 from nodescaler.domain.scaling.autoscaler import Evaluation, GroupSize, decide, record_scale
 from nodescaler.domain.scaling.decision import Decision, Limit, fit_to_store
 from nodescaler.domain.scaling.group_state import GroupState, failure_key
@@ -60,6 +66,7 @@ class Facts:
     backoff_rules: BackoffRules = field(default_factory=BackoffRules)
     policy_version: int | str = "deployed"  # the stored version used, or the deployed policy
     policy_note: str = ""  # why the deployed policy stands in for a stored one
+    sizing_note: str = ""  # how its buffers sized from arrivals were sized (`domain.arrivals`)
     problems: tuple[str, ...] = ()  # what is wrong with its tags or policy, if anything
     cluster_name: str = ""
     zones: ZoneHold | None = None  # what zonal shifts hold of it (or their read's doubt)
@@ -100,6 +107,13 @@ class Plan:
     def grows(self) -> bool:
         return self.decision.desired > self.decision.current
 
+    @property
+    def provisioning(self) -> Provisioning:
+        """The scale-up to watch (when it grows): warm when the group's pool covered it."""
+        decision = self.decision
+        covered = warm_launch(self.group, decision.current, decision.desired)
+        return Provisioning(since=decision.at, target=decision.desired, warm=covered)
+
 
 @dataclass(frozen=True)
 class Rejection:
@@ -124,7 +138,9 @@ def plan(facts: Facts) -> Plan:
     group, policy, now = facts.group, facts.policy, facts.now
     state = after_scale_up_check(facts)
     protection = protect(facts.group, facts.state, facts.must_stay)
-    readings = dict(facts.readings) | forecast_readings(policy, state.demand, now, facts.histories)
+    readings = dict(facts.readings) | forecast_readings(
+        policy, state.demand, now, facts.histories, warm_pool=usable_pool(group) is not None
+    )
     evaluation = _decided(facts, state, readings, len(protection.protected))
     decision, leaving = which_leave(group, evaluation.decision, facts.choose_leaving)
     state = replace(
@@ -135,6 +151,7 @@ def plan(facts: Facts) -> Plan:
         demand=state.demand
         if decision.demand is None
         else state.demand.record(now, decision.demand),
+        arrivals=_arrivals(state.arrivals, facts.readings, now),
     )
     decision = _as_chosen(_with_warm_pool(policy, group, decision, readings), facts)
     return Plan(
@@ -210,7 +227,9 @@ def after_scale_up_check(facts: Facts) -> GroupState:
         asked = state.provisioning
         if asked is not None and provisioning is None and group.desired >= asked.target:
             # the time from a scale request to Ready nodes: the forecasts' lead time
-            state = replace(state, demand=state.demand.measured_lead(now - asked.since))
+            state = replace(
+                state, demand=state.demand.measured_lead(now - asked.since, warm=asked.warm)
+            )
         return replace(state, provisioning=provisioning)
     backoff = after_failure(state.backoff, now, reasons[0], facts.backoff_rules)
     return replace(state, backoff=backoff, provisioning=None).remembering(
@@ -306,10 +325,18 @@ def _warm_pool_change(group: NodeGroup, decision: Decision) -> int | None:
     return decision.warm_pool
 
 
+def _arrivals(arrivals: Arrivals, readings: Mapping[str, Reading], now: datetime) -> Arrivals:
+    """The arrivals with the group's pods as its pending-pods reading counted them (as
+    they were, when the cluster could not be read)."""
+    counts = [r.group_pods for r in readings.values() if isinstance(r, MetricReading)]
+    known = [c for c in counts if c is not None]
+    return arrivals.observed(now, known[0]) if known else arrivals
+
+
 def _as_chosen(decision: Decision, facts: Facts) -> Decision:
-    """The decision naming the policy version it used, and why the deployed one stood in,
-    cut to a size its state item always holds."""
-    note = facts.policy_note
-    reason = f"{decision.reason} | {note}" if note else decision.reason
+    """The decision naming the policy version it used, why the deployed one stood in and
+    how its buffers were sized, cut to a size its state item always holds."""
+    notes = [n for n in (facts.sizing_note, facts.policy_note) if n]
+    reason = " | ".join([decision.reason, *notes])
     named = decision.model_copy(update={"policy_version": facts.policy_version, "reason": reason})
     return fit_to_store(named)

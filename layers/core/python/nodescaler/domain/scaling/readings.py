@@ -40,6 +40,9 @@ class MetricReading(BaseModel):
     needed_nodes: int | None = None
     # For pending pods: the pending pods the group's nodes (on their way or planned) take
     pending_pods: int | None = None
+    # For pending pods: the group's pods, on its Ready nodes and pending for it (DaemonSets
+    # and buffers aside), whose growth from one evaluation to the next is its arrivals
+    group_pods: int | None = None
     # For a forecast that sizes a warm pool: its highest over the time a warm instance
     # takes to prepare (a cold boot), which the pool must hold before it is needed
     peak: int | None = None

@@ -1,0 +1,116 @@
+"""How fast a group's pods arrive, learnt from one evaluation to the next, and the buffers
+it sizes: a `fromArrivals` buffer holds the pods a boot time of arrivals brings.
+
+Each evaluation counts the group's pods (those on its Ready nodes and those pending for
+it, DaemonSets and a buffer's own virtual pods aside); what came since the last count,
+when more came than left, is its arrivals, over the time since. The rate kept is the
+highest seen lately: a new count's rate when higher, else the rate kept before, forgotten
+with a 15-minute time constant. So a burst sizes the buffer at the next evaluation (room
+errs towards room, as a forecast does), and a quiet cluster lets it fall towards zero,
+and the buffer to its `minPods`, within the hour. The pods it sizes are rate × the
+group's boot time (the forecast's lead time, `domain.forecast.lead_time`: the p90 of its
+launches as measured), to the nearest pod, within the buffer's bounds. Karpenter users
+ask for this as a spare-capacity buffer (aws/karpenter-provider-aws#3240); Cluster
+Autoscaler's users size overprovisioning placeholders by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from nodescaler.domain.policy import CapacityBuffer, NodeGroupPolicy, PendingPodsMetric
+
+FORGET = timedelta(minutes=15)  # the running mean's time constant
+STALE = timedelta(hours=1)  # a count older than this is not compared with: start afresh
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """The group's pods at its last count, and their arrival rate so far (pods a minute)."""
+
+    pods: int | None = None
+    at: datetime | None = None
+    per_minute: float = 0.0
+
+    def observed(self, now: datetime, pods: int) -> Arrivals:
+        """With a new count of the group's pods at `now`."""
+        if self.at is not None and now <= self.at:
+            return self  # the same instant, or a clock gone back: nothing to learn from
+        if self.pods is None or self.at is None:
+            return Arrivals(pods, now, self.per_minute)
+        gap = now - self.at
+        kept = math.exp(-gap / FORGET)  # the weight of what was learnt before
+        if gap > STALE:  # nothing counted for long: what came meanwhile is not a rate
+            return Arrivals(pods, now, round(self.per_minute * kept, 4))
+        rate = max(pods - self.pods, 0) / (gap / timedelta(minutes=1))
+        return Arrivals(pods, now, round(max(rate, kept * self.per_minute), 4))
+
+    def in_boot(self, boot: timedelta) -> float:
+        """The pods expected to arrive in one boot time."""
+        return self.per_minute * boot / timedelta(minutes=1)
+
+    def dump(self) -> str:
+        at = None if self.at is None else self.at.isoformat()
+        return json.dumps({"pods": self.pods, "at": at, "per_minute": self.per_minute})
+
+    @classmethod
+    def load(cls, text: str) -> Arrivals:
+        """From `dump`'s text; `ValueError` (or KeyError, TypeError) when it is not one."""
+        stored = json.loads(text)
+        pods, at, rate = stored["pods"], stored["at"], float(stored["per_minute"])
+        if pods is not None and (not isinstance(pods, int) or pods < 0):
+            raise ValueError(f"arrivals: {pods!r} pods")
+        if not 0 <= rate < 1e6:
+            raise ValueError(f"arrivals: {rate!r} pods a minute")
+        when = None if at is None else datetime.fromisoformat(at)
+        if when is not None and when.tzinfo is None:
+            raise ValueError(f"arrivals: {at!r} has no time zone")
+        return cls(pods, when, rate)
+
+
+def sized_buffers(
+    policy: NodeGroupPolicy, arrivals: Arrivals, boot: timedelta, source: str
+) -> tuple[NodeGroupPolicy, str]:
+    """The policy with each `fromArrivals` buffer sized (its `pods` set), and how, for the
+    decision ("" when no buffer is sized by arrivals). `boot`: the group's boot time,
+    `source` where it comes from."""
+    if not any(b.from_arrivals for b in _buffers(policy)):
+        return policy, ""
+    expected = arrivals.in_boot(boot)
+    metrics = [
+        _sized(m, expected) if isinstance(m, PendingPodsMetric) else m for m in policy.spec.metrics
+    ]
+    spec = policy.spec.model_copy(update={"metrics": metrics})
+    sized = policy.model_copy(update={"spec": spec})
+    said = ", ".join(b.describe() for b in _buffers(sized) if b.from_arrivals)
+    note = (
+        f"buffer from arrivals: {arrivals.per_minute:.2f} pods/min × "
+        f"{boot.total_seconds() / 60:.1f} min boot ({source}) = {expected:.1f} pods: {said}"
+    )
+    return sized, note
+
+
+def _buffers(policy: NodeGroupPolicy) -> list[CapacityBuffer]:
+    return [
+        b
+        for m in policy.spec.metrics
+        if isinstance(m, PendingPodsMetric)
+        for b in m.pending_pods.buffer
+    ]
+
+
+def _sized(metric: PendingPodsMetric, expected: float) -> PendingPodsMetric:
+    """The metric with its `fromArrivals` buffers holding the pods `expected` in a boot
+    time, to the nearest pod, within their bounds."""
+    pods = math.floor(expected + 0.5)
+    buffers = [
+        b
+        if (sizing := b.from_arrivals) is None
+        else b.model_copy(update={"pods": min(max(pods, sizing.min_pods), sizing.max_pods)})
+        for b in metric.pending_pods.buffer
+    ]
+    source = metric.pending_pods.model_copy(update={"buffer": buffers})
+    return metric.model_copy(update={"pending_pods": source})

@@ -1,0 +1,133 @@
+"""Headroom sized by the demand: a group's pod arrivals learnt from one count to the next,
+and a `fromArrivals` buffer holding the pods a boot time of them brings, within bounds."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from nodescaler.domain.ahead.arrivals import Arrivals, sized_buffers
+from nodescaler.domain.policy import CapacityBuffer, PendingPodsMetric
+from pydantic import ValidationError
+
+from tests.builders import policy
+
+T = datetime(2026, 11, 23, 8, tzinfo=UTC)
+BOOT = timedelta(minutes=4)
+
+
+def counted(*pods: int, every: timedelta = timedelta(minutes=1)) -> Arrivals:
+    """The arrivals learnt from these counts of the group's pods, one `every` apart."""
+    arrivals = Arrivals()
+    for n, count in enumerate(pods):
+        arrivals = arrivals.observed(T + n * every, count)
+    return arrivals
+
+
+def web(**sizing: object) -> object:
+    return policy(
+        {
+            "type": "PendingPods",
+            "pendingPods": {
+                "buffer": [{"fromArrivals": sizing, "requests": {"cpu": "1", "memory": "1Gi"}}]
+            },
+        },
+        name="web",
+    )
+
+
+def buffer_of(sized: object) -> CapacityBuffer:
+    (metric,) = sized.spec.metrics  # type: ignore[attr-defined]
+    assert isinstance(metric, PendingPodsMetric)
+    return metric.pending_pods.buffer[0]
+
+
+def test_a_steady_stream_of_pods_is_learnt_as_its_rate() -> None:
+    # Given 3 pods arriving every minute for an hour
+    arrivals = counted(*range(0, 181, 3))
+    # Then the rate learnt is 3 a minute: 12 pods in a boot time
+    assert arrivals.per_minute == pytest.approx(3)
+    assert arrivals.in_boot(BOOT) == pytest.approx(12)
+
+
+def test_pods_that_leave_are_not_arrivals_and_a_quiet_cluster_forgets_its_rate() -> None:
+    # Given a burst of 30 pods, then an hour of a steady count, then pods leaving
+    burst = counted(10, 40)
+    quiet = counted(10, 40, *[40] * 60, *range(40, 0, -5))
+    # Then the burst raised the rate at once, and quiet minutes (and leaving pods) let it
+    # fall as e^(-t / 15 min): after 68 minutes to about 1 % of it
+    assert burst.per_minute == 30
+    assert quiet.per_minute == pytest.approx(30 * math.exp(-68 / 15), rel=0.01)
+
+
+def test_the_rate_is_per_minute_of_the_time_each_count_covers() -> None:
+    # Given the same 20 pods a minute seen every minute, or every five minutes
+    often = counted(*range(0, 401, 20))
+    seldom = counted(*range(0, 401, 100), every=timedelta(minutes=5))
+    # Then both learn the same rate
+    assert often.per_minute == seldom.per_minute == 20
+
+
+def test_a_count_after_a_long_gap_or_a_clock_gone_back_teaches_no_rate() -> None:
+    learnt = counted(0, 10)
+    later = learnt.observed(T + timedelta(hours=3), 500)  # 490 more, but over three hours
+    assert later.pods == 500 and later.per_minute < learnt.per_minute
+    assert learnt.observed(T, 900) == learnt  # before the last count: nothing learnt
+
+
+@pytest.mark.parametrize(
+    ("arrivals", "bounds", "pods"),
+    [
+        (Arrivals(10, T, 3.0), {"maxPods": 40}, 12),  # 3 a minute × 4 minutes
+        (Arrivals(10, T, 3.0), {"maxPods": 8}, 8),  # capped
+        (Arrivals(10, T, 0.05), {"maxPods": 40}, 0),  # quiet: none
+        (Arrivals(10, T, 0.05), {"minPods": 2, "maxPods": 40}, 2),  # quiet: its least
+        (Arrivals(), {"minPods": 1, "maxPods": 40}, 1),  # nothing learnt yet
+    ],
+)
+def test_a_buffer_from_arrivals_holds_a_boot_time_of_them_within_its_bounds(
+    arrivals: Arrivals, bounds: dict[str, int], pods: int
+) -> None:
+    sized, note = sized_buffers(web(**bounds), arrivals, BOOT, "p90 of the last 5 cold launches")  # type: ignore[arg-type]
+    assert buffer_of(sized).pods == pods
+    assert note.startswith(
+        f"buffer from arrivals: {arrivals.per_minute:.2f} pods/min × 4.0 min boot "
+        "(p90 of the last 5 cold launches) = "
+    )
+    assert f"room for {pods} × 1 cpu/1Gi (from arrivals, " in note
+
+
+def test_a_policy_without_a_buffer_from_arrivals_is_left_as_it_is() -> None:
+    fixed = policy(
+        {"type": "PendingPods", "pendingPods": {"buffer": [{"pods": 16, "requests": {"cpu": "1"}}]}}
+    )
+    assert sized_buffers(fixed, Arrivals(1, T, 9.0), BOOT, "set") == (fixed, "")
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({}, "a buffer needs either pods"),
+        ({"pods": 4, "fromArrivals": {"maxPods": 8}}, "not both and not neither"),
+        ({"fromArrivals": {"minPods": 9, "maxPods": 8}}, "minPods 9 is above maxPods 8"),
+        ({"fromArrivals": {"minPods": 1}}, "fromArrivals.maxPods\n  Field required"),
+        ({"fromArrivals": {"maxPods": 0}}, "greater than or equal to 1"),
+        ({"fromArrivals": {"maxPods": "8"}}, "valid integer"),
+        ({"fromArrivals": {"maxPods": 8, "rate": 2}}, "fromArrivals.rate\n  Extra inputs"),
+    ],
+)
+def test_a_buffer_sized_wrongly_is_refused_naming_the_field(
+    fields: dict[str, object], error: str
+) -> None:
+    with pytest.raises(ValidationError, match=error):
+        CapacityBuffer.model_validate({"requests": {"cpu": "1"}, **fields})
+
+
+def test_the_arrivals_survive_their_storage_form_and_a_broken_one_is_refused() -> None:
+    arrivals = counted(0, 7, 19)
+    assert Arrivals.load(arrivals.dump()) == arrivals
+    for broken in ({"pods": -1}, {"per_minute": -2}, {"at": "2026-11-23T08:00:00"}):
+        with pytest.raises(ValueError, match="arrivals: "):
+            Arrivals.load(json.dumps(json.loads(arrivals.dump()) | broken))
