@@ -137,3 +137,32 @@ def test_in_process_answers_are_the_servers_and_other_endpoints_go_by(moto: str)
 class _Request:
     def __init__(self, url: str) -> None:
         self.url = url
+
+
+def test_a_query_answers_its_partition_in_order_as_moto_does(moto: str) -> None:
+    # Given two partitions, each with its state and audit items
+    dynamodb = _dynamodb(moto, in_process=True)
+    _table(dynamodb)
+    for pk, sk in (("G#b", "D#2"), ("G#a", "D#3"), ("G#a", "D#2"), ("G#b", "D#1")):
+        dynamodb.put_item(TableName=TABLE, Item=_key(pk, sk) | {"v": {"N": "0"}})
+
+    def query(**extra: Any) -> tuple[list[str], Any]:
+        page = dynamodb.query(
+            TableName=TABLE,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+            ExpressionAttributeValues={":pk": {"S": "G#a"}, ":prefix": {"S": "D#"}},
+            **extra,
+        )
+        return [i["sk"]["S"] for i in page["Items"]], page.get("LastEvaluatedKey")
+
+    # Then a query reads its partition's items alone, in order either way, page by page
+    assert query() == (["D#1", "D#2", "D#3"], None)
+    newest, last = query(ScanIndexForward=False, Limit=2)
+    assert newest == ["D#3", "D#2"]
+    assert query(ScanIndexForward=False, Limit=2, ExclusiveStartKey=last)[0] == ["D#1"]
+    missing = dynamodb.query(
+        TableName=TABLE,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "G#none"}},
+    )
+    assert missing["Items"] == []

@@ -169,6 +169,34 @@ def _cheaper_transactions() -> None:
     DynamoDBBackend.transact_write_items = transact_write_items
 
 
+def _queries_read_their_partition() -> None:
+    """moto answers a Query on a table's key by sorting every item of the table (its
+    `all_items`) and keeping those of the partition asked for: a cost that grows with the
+    table, which gains an audit item each decision. The items of a partition are those
+    moto files under its hash key; read from there, then sorted by their range key as
+    moto sorts what it kept: the same items in the same order. Queries of an index, or
+    of a table without a range key, are moto's own."""
+    from moto.dynamodb.models.table import Table
+
+    if getattr(Table.query, "reads_the_partition", False):
+        return
+    whole = Table.query
+
+    def query(table: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        by_index = kwargs.get("index_name") or (len(args) > 6 and args[6])
+        if by_index or table.range_key_attr is None or hash_key is None:
+            return whole(table, hash_key, *args, **kwargs)
+        partition = table.items.get(hash_key, {})
+        table.all_items = lambda: list(partition.values())  # this call's, then moto's again
+        try:
+            return whole(table, hash_key, *args, **kwargs)
+        finally:
+            del table.all_items
+
+    query.reads_the_partition = True  # type: ignore[attr-defined]
+    Table.query = query
+
+
 def _modules_listed_once() -> None:
     """moto's server lists its own package's folders (a `listdir` and a `stat` each,
     over a hundred) to route every request, often many times a request; they do not
@@ -264,6 +292,7 @@ def moto_in_this_process() -> Iterator[str]:
     # between a probe and the bind
     _cheaper_transactions()
     _modules_listed_once()
+    _queries_read_their_partition()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     wsgi = server._server
