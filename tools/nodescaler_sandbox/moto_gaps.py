@@ -166,7 +166,7 @@ def _cheaper_transactions() -> None:
         return _without_deep_copies(backend, transact_items, backups, whole)
 
     transact_write_items.backs_up_named_items = True  # type: ignore[attr-defined]
-    DynamoDBBackend.transact_write_items = transact_write_items
+    setattr(DynamoDBBackend, "transact_write_items", transact_write_items)  # noqa: B010
 
 
 def _queries_read_their_partition() -> None:
@@ -194,7 +194,7 @@ def _queries_read_their_partition() -> None:
             del table.all_items
 
     query.reads_the_partition = True  # type: ignore[attr-defined]
-    Table.query = query
+    setattr(Table, "query", query)  # noqa: B010
 
 
 def _modules_listed_once() -> None:
@@ -223,7 +223,7 @@ def _without_deep_copies(
     taken first) answered from `backups`."""
     from moto.dynamodb import models
 
-    real = models.copy
+    real = getattr(models, "copy")  # noqa: B009  (moto's `import copy`)
 
     class _Copy:
         @staticmethod
@@ -236,11 +236,11 @@ def _without_deep_copies(
         def __getattr__(self, name: str) -> Any:
             return getattr(real, name)
 
-    models.copy = _Copy()  # type: ignore[assignment]
+    setattr(models, "copy", _Copy())  # noqa: B010
     try:
         return whole(backend, transact_items)  # type: ignore[no-any-return]
     finally:
-        models.copy = real
+        setattr(models, "copy", real)  # noqa: B010
 
 
 def _backed_up(table: Any, ops: list[dict[str, Any]]) -> Any:
