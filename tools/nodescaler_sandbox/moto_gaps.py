@@ -1,7 +1,9 @@
 """What moto does not do that nodescaler depends on, supplied faithfully.
 
 - `moto_in_this_process`: moto's server, each request handled whole before the next, as
-  AWS makes each request atomic (moto's backends are not safe under concurrent requests).
+  AWS makes each request atomic (moto's backends are not safe under concurrent requests);
+  `answered_in_process`: a session's requests to it handed to its WSGI app on the caller's
+  thread, the same bytes in and out without a socket or a server thread.
 Each of the others is a botocore `before-call` hook on a moto-backed client, answering as
 AWS would:
 - `AwsRefusal`: SetDesiredCapacity outside the group's [min, max] is refused (moto sets it);
@@ -18,8 +20,10 @@ template asks for Spot (moto launches them on demand).
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import socket
+import sys
 import threading
 import urllib.request
 import uuid
@@ -27,8 +31,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
-from botocore.awsrequest import AWSResponse
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 
 from nodescaler_sandbox.provision import moto_groups
 
@@ -55,6 +60,225 @@ class OneRequestAtATime:
             return list(self._app(environ, start_response))
 
 
+_SERVED: dict[str, OneRequestAtATime] = {}  # moto_in_this_process's URL → its app
+
+
+class _Raw(io.BytesIO):
+    """A response body as botocore reads one from urllib3."""
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self.read()
+
+
+class InProcess:
+    """A botocore `before-send` hook: a request to moto's server in this process answered
+    by the server's WSGI app on the caller's thread, as the server would answer it (the
+    same app, one request at a time), without a socket, a server thread or the handoffs
+    of the interpreter's lock between them: most of a simulation's cost is its thousands
+    of AWS calls. Anything else (another endpoint) goes over the network as before."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._app = _SERVED[url]
+        parts = urlsplit(url)
+        self._host, self._port = parts.hostname or "127.0.0.1", str(parts.port or 80)
+
+    def __call__(self, request: AWSPreparedRequest, **_: Any) -> AWSResponse | None:
+        if not request.url.startswith(self.url):
+            return None
+        body = request.body or b""
+        if hasattr(body, "read"):
+            body = body.read()
+        if isinstance(body, str):
+            body = body.encode()
+        parts = urlsplit(request.url)
+        environ = self._environ(request.method, parts.path, parts.query, body)
+        for name, value in request.headers.items():
+            text = value.decode() if isinstance(value, bytes) else str(value)
+            key = name.upper().replace("-", "_")
+            environ[key if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else f"HTTP_{key}"] = text
+        answered: list[Any] = []
+
+        def start_response(status: str, headers: list[tuple[str, str]], *_: Any) -> None:
+            answered[:] = [int(status.split(" ", 1)[0]), headers]
+
+        content = b"".join(self._app(environ, start_response))
+        status, headers = answered
+        return AWSResponse(request.url, status, _headers(headers), _Raw(content))
+
+    def _environ(self, method: str, path: str, query: str, body: bytes) -> dict[str, Any]:
+        return {
+            "REQUEST_METHOD": method,
+            "SCRIPT_NAME": "",
+            "PATH_INFO": unquote(path, "latin-1") or "/",
+            "QUERY_STRING": query,
+            "SERVER_NAME": self._host,
+            "SERVER_PORT": self._port,
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "REMOTE_ADDR": "127.0.0.1",
+            "CONTENT_LENGTH": str(len(body)),
+            "HTTP_HOST": f"{self._host}:{self._port}",
+            "wsgi.version": (1, 0),
+            "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(body),
+            "wsgi.errors": sys.stderr,
+            "wsgi.multithread": True,
+            "wsgi.multiprocess": False,
+            "wsgi.run_once": False,
+        }
+
+
+def _headers(pairs: list[tuple[str, str]]) -> Any:
+    from botocore.awsrequest import HeadersDict
+
+    headers = HeadersDict()
+    for name, value in pairs:
+        headers[name] = value
+    return headers
+
+
+def _cheaper_transactions() -> None:
+    """moto's TransactWriteItems backs up every table it touches, whole (a deep copy), to
+    restore it if the transaction fails: a cost that grows with the table, and nodescaler's
+    state table gains an audit item each decision (TTL, which moto never applies, deletes
+    them after 30 days), so a two-day run spent most of its time copying the audit trail.
+    The same backup, made as a copy of the table sharing the items the transaction does not
+    name (none of its operations can change another item) and a deep copy of those it does:
+    a rollback restores exactly what moto's would. A table with a stream is copied whole,
+    as moto does (its stream's records are rolled back too)."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    if getattr(DynamoDBBackend.transact_write_items, "backs_up_named_items", False):
+        return
+    whole = DynamoDBBackend.transact_write_items
+
+    def transact_write_items(backend: Any, transact_items: list[dict[str, Any]]) -> None:
+        named: dict[str, list[dict[str, Any]]] = {}
+        for item in transact_items:
+            op = next(iter(item.values()), None) if isinstance(item, dict) else None
+            if not isinstance(op, dict) or op.get("TableName") not in backend.tables:
+                return whole(backend, transact_items)  # moto's own answer (or error)
+            named.setdefault(op["TableName"], []).append(op)
+        tables = backend.tables
+        if any(tables[name].stream_shard is not None for name in named):
+            return whole(backend, transact_items)
+        backups = {name: _backed_up(tables[name], ops) for name, ops in named.items()}
+        return _without_deep_copies(backend, transact_items, backups, whole)
+
+    transact_write_items.backs_up_named_items = True  # type: ignore[attr-defined]
+    setattr(DynamoDBBackend, "transact_write_items", transact_write_items)  # noqa: B010
+
+
+def _queries_read_their_partition() -> None:
+    """moto answers a Query on a table's key by sorting every item of the table (its
+    `all_items`) and keeping those of the partition asked for: a cost that grows with the
+    table, which gains an audit item each decision. The items of a partition are those
+    moto files under its hash key; read from there, then sorted by their range key as
+    moto sorts what it kept: the same items in the same order. Queries of an index, or
+    of a table without a range key, are moto's own."""
+    from moto.dynamodb.models.table import Table
+
+    if getattr(Table.query, "reads_the_partition", False):
+        return
+    whole = Table.query
+
+    def query(table: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        by_index = kwargs.get("index_name") or (len(args) > 6 and args[6])
+        if by_index or table.range_key_attr is None or hash_key is None:
+            return whole(table, hash_key, *args, **kwargs)
+        partition = table.items.get(hash_key, {})
+        table.all_items = lambda: list(partition.values())  # this call's, then moto's again
+        try:
+            return whole(table, hash_key, *args, **kwargs)
+        finally:
+            del table.all_items
+
+    query.reads_the_partition = True  # type: ignore[attr-defined]
+    setattr(Table, "query", query)  # noqa: B010
+
+
+def _modules_listed_once() -> None:
+    """moto's server lists its own package's folders (a `listdir` and a `stat` each,
+    over a hundred) to route every request, often many times a request; they do not
+    change while it runs: listed once."""
+    from moto import backends
+
+    if isinstance(backends.list_of_moto_modules, _Listed):
+        return
+    backends.list_of_moto_modules = _Listed(tuple(backends.list_of_moto_modules()))
+
+
+@dataclass(frozen=True)
+class _Listed:
+    modules: tuple[str, ...]
+
+    def __call__(self) -> tuple[str, ...]:
+        return self.modules
+
+
+def _without_deep_copies(
+    backend: Any, transact_items: list[dict[str, Any]], backups: dict[str, Any], whole: Any
+) -> None:
+    """moto's transaction with its table backups (`copy.deepcopy` of each table it names,
+    taken first) answered from `backups`."""
+    from moto.dynamodb import models
+
+    real = getattr(models, "copy")  # noqa: B009  (moto's `import copy`)
+
+    class _Copy:
+        @staticmethod
+        def deepcopy(value: Any, *args: Any) -> Any:
+            for name, backup in backups.items():
+                if value is backend.tables.get(name):
+                    return backup
+            return real.deepcopy(value, *args)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+    setattr(models, "copy", _Copy())  # noqa: B010
+    try:
+        return whole(backend, transact_items)  # type: ignore[no-any-return]
+    finally:
+        setattr(models, "copy", real)  # noqa: B010
+
+
+def _backed_up(table: Any, ops: list[dict[str, Any]]) -> Any:
+    """A copy of `table` as it is: its item containers copied, the items `ops` name deep
+    copied, every other item shared (no operation of the transaction touches it)."""
+    import copy
+
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    backup = copy.copy(table)
+    items = copy.copy(table.items)  # the same defaultdict(dict), its own
+    if table.range_key_attr is not None:
+        for hashed, ranged in items.items():
+            items[hashed] = dict(ranged)
+    backup.items = items
+    for op in ops:
+        key = op.get("Key") or op.get("Item") or {}
+        if table.hash_key_attr not in key:
+            continue
+        hashed = DynamoType(key[table.hash_key_attr])
+        if table.range_key_attr is None:
+            if hashed in items:
+                items[hashed] = copy.deepcopy(items[hashed])
+            continue
+        if table.range_key_attr not in key or hashed not in items:
+            continue
+        ranged = DynamoType(key[table.range_key_attr])
+        if ranged in items[hashed]:
+            items[hashed][ranged] = copy.deepcopy(items[hashed][ranged])
+    return backup
+
+
+def answered_in_process(events: Any, url: str) -> None:
+    """Requests sent through `events` (a session's or a client's) to `url`, moto's server
+    in this process, answered by it in this thread (`InProcess`)."""
+    events.register_last("before-send", InProcess(url), unique_id=f"in-process-{url}")
+
+
 @contextlib.contextmanager
 def moto_in_this_process() -> Iterator[str]:
     """moto's server in this process on a free loopback port, each request atomic, from an
@@ -66,6 +290,9 @@ def moto_in_this_process() -> Iterator[str]:
     requests.setLevel(logging.WARNING)  # a line per request, thousands of them
     # port 0: the server binds a free port itself, so no other test (or xdist worker) takes it
     # between a probe and the bind
+    _cheaper_transactions()
+    _modules_listed_once()
+    _queries_read_their_partition()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     wsgi = server._server
@@ -73,12 +300,14 @@ def moto_in_this_process() -> Iterator[str]:
     wsgi.app = OneRequestAtATime(wsgi.app)
     host, port = server.get_host_and_port()
     url = f"http://{host}:{port}"
+    _SERVED[url] = wsgi.app
     reset = urllib.request.Request(f"{url}/moto-api/reset", method="POST")
     urllib.request.urlopen(reset).close()
     try:
         yield url
     finally:
         urllib.request.urlopen(reset).close()
+        _SERVED.pop(url, None)
         requests.setLevel(level)
         server.stop()
 

@@ -791,7 +791,12 @@ def _charge(controller: str, scenario: Scenario, settings: dict[str, Any]) -> la
 def _progress_line(
     scenario: Scenario, controller: str, minute: float, rows: list[dict[str, Any]]
 ) -> str:
-    latest = [r for r in rows if r["minute"] == minute]
+    latest = []  # this step's rows, the last ones: not a pass over every step's
+    for row in reversed(rows):
+        if row["minute"] != minute:
+            break
+        latest.append(row)
+    latest.reverse()
     sizes = " ".join(f"{r['group']}={r['desired']}" for r in latest[:4])
     return (
         f"{scenario.name} [{controller}] {_clock(minute)}/{_clock(scenario.minutes)} "

@@ -41,6 +41,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
+import botocore.loaders
+import botocore.session
 
 from nodescaler_sandbox.capacity_reservations import CapacityReservations
 from nodescaler_sandbox.cluster import SimulatedCluster
@@ -54,6 +56,7 @@ from nodescaler_sandbox.moto_gaps import (
     MetricMath,
     ScalingActivities,
     TerminationPolicies,
+    answered_in_process,
     moto_in_this_process,
 )
 from nodescaler_sandbox.prometheus import GaugeTarget, PrometheusServer, prometheus_scraping
@@ -105,6 +108,9 @@ def event(detail_type: str, source: str, at: datetime, detail: dict[str, Any]) -
         "resources": [],
         "detail": detail,
     }
+
+
+_LOADER = botocore.loaders.create_loader()  # models cached: shared by every sandbox
 
 
 @dataclass
@@ -214,6 +220,7 @@ class Sandbox:
         self._prometheus = prometheus
         self.gauges: tuple[PrometheusServer, GaugeTarget] | None = None
         self._clients: dict[str, Any] = {}
+        self._aws: boto3.Session | None = None
         self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> Sandbox:
@@ -238,10 +245,20 @@ class Sandbox:
     def client(self, service: str) -> Any:
         """A client of the sandbox's own (not the functions'), one a service."""
         if service not in self._clients:
-            self._clients[service] = boto3.client(
-                service, region_name=REGION, endpoint_url=self.endpoint
-            )
+            self._clients[service] = self._session().client(service, endpoint_url=self.endpoint)
         return self._clients[service]
+
+    def _session(self) -> boto3.Session:
+        """A session whose clients' requests to moto are answered in this thread
+        (`moto_gaps.InProcess`): the same answers, without the loopback's cost."""
+        if self._aws is None:
+            session = botocore.session.Session()
+            # the services' models read once a process, not once a run (the three runs
+            # of a scenario read ~25 of them, EC2's 2 MB of JSON among them)
+            session.register_component("data_loader", _LOADER)
+            self._aws = boto3.Session(botocore_session=session, region_name=REGION)
+            answered_in_process(self._aws.events, self.endpoint)
+        return self._aws
 
     def _wire(self) -> None:
         from nodescaler import wiring
@@ -263,7 +280,7 @@ class Sandbox:
             "KUBECONFIG_PATH": str(kubeconfig),
         } | self._environment
         clients = wiring.AwsClients(
-            boto3.Session(region_name=REGION),
+            self._session(),
             endpoint_url=self.endpoint,
             amp_endpoint_url=self.gauges[0].address if self.gauges else None,
         )
@@ -317,9 +334,7 @@ class Sandbox:
     def controller_autoscaling(self) -> Any:
         """An Auto Scaling client for a controller other than the functions (the baseline),
         watched as theirs is; the sandbox's own (`client`) is never counted."""
-        return self.watch(
-            boto3.client("autoscaling", region_name=REGION, endpoint_url=self.endpoint)
-        )
+        return self.watch(self._session().client("autoscaling", endpoint_url=self.endpoint))
 
     def watch(self, autoscaling: Any) -> Any:
         """Auto Scaling as AWS answers it, on any client of the sandbox's (the functions',

@@ -1,0 +1,168 @@
+"""The sandbox's moto, made cheaper without changing an answer: requests answered in the
+caller's thread as the server answers them, and TransactWriteItems backing up only the
+items it names, rolling back exactly what moto's whole-table backup would."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from nodescaler_sandbox.moto_gaps import InProcess, answered_in_process, moto_in_this_process
+
+REGION = "us-east-1"
+TABLE = "state"
+
+
+@pytest.fixture
+def moto(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with moto_in_this_process() as url:
+        yield url
+
+
+def _dynamodb(url: str, *, in_process: bool) -> Any:
+    session = boto3.Session(region_name=REGION)
+    if in_process:
+        answered_in_process(session.events, url)
+    return session.client("dynamodb", endpoint_url=url)
+
+
+def _table(dynamodb: Any) -> None:
+    dynamodb.create_table(
+        TableName=TABLE,
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for pk, sk, version in (("G#a", "STATE", "1"), ("G#b", "STATE", "1"), ("G#a", "D#1", "7")):
+        dynamodb.put_item(
+            TableName=TABLE, Item={"pk": {"S": pk}, "sk": {"S": sk}, "v": {"N": version}}
+        )
+
+
+def _items(dynamodb: Any) -> list[tuple[str, str, str]]:
+    found = dynamodb.scan(TableName=TABLE)["Items"]
+    return sorted((i["pk"]["S"], i["sk"]["S"], i["v"]["N"]) for i in found)
+
+
+def _key(pk: str, sk: str) -> dict[str, Any]:
+    return {"pk": {"S": pk}, "sk": {"S": sk}}
+
+
+def _update(pk: str, sk: str, version: str) -> dict[str, Any]:
+    return {
+        "Update": {
+            "TableName": TABLE,
+            "Key": _key(pk, sk),
+            "UpdateExpression": "SET v = :v",
+            "ExpressionAttributeValues": {":v": {"N": version}},
+        }
+    }
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "over-http"])
+def test_a_failed_transaction_leaves_every_item_as_it_was(moto: str, in_process: bool) -> None:
+    # Given a table of three items
+    dynamodb = _dynamodb(moto, in_process=in_process)
+    _table(dynamodb)
+    before = _items(dynamodb)
+    # When a transaction updates one, puts another, deletes a third, then fails a check
+    with pytest.raises(ClientError, match="TransactionCanceled"):
+        dynamodb.transact_write_items(
+            TransactItems=[
+                _update("G#a", "STATE", "2"),  # changed in place by moto, then rolled back
+                {"Put": {"TableName": TABLE, "Item": _key("G#c", "STATE") | {"v": {"N": "1"}}}},
+                {"Delete": {"TableName": TABLE, "Key": _key("G#a", "D#1")}},
+                {
+                    "ConditionCheck": {
+                        "TableName": TABLE,
+                        "Key": _key("G#b", "STATE"),
+                        "ConditionExpression": "v = :two",
+                        "ExpressionAttributeValues": {":two": {"N": "2"}},
+                    }
+                },
+            ]
+        )
+    # Then nothing changed
+    assert _items(dynamodb) == before
+
+
+def test_a_transaction_that_holds_changes_only_what_it_names(moto: str) -> None:
+    dynamodb = _dynamodb(moto, in_process=True)
+    _table(dynamodb)
+    dynamodb.transact_write_items(
+        TransactItems=[
+            _update("G#a", "STATE", "2"),
+            {"Delete": {"TableName": TABLE, "Key": _key("G#a", "D#1")}},
+        ]
+    )
+    assert _items(dynamodb) == [("G#a", "STATE", "2"), ("G#b", "STATE", "1")]
+    # and a later failed transaction rolls back to that state, not an older one
+    with pytest.raises(ClientError, match="TransactionCanceled"):
+        dynamodb.transact_write_items(
+            TransactItems=[
+                _update("G#b", "STATE", "5"),
+                {
+                    "ConditionCheck": {
+                        "TableName": TABLE,
+                        "Key": _key("G#a", "STATE"),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                },
+            ]
+        )
+    assert _items(dynamodb) == [("G#a", "STATE", "2"), ("G#b", "STATE", "1")]
+
+
+def test_in_process_answers_are_the_servers_and_other_endpoints_go_by(moto: str) -> None:
+    over_http = _dynamodb(moto, in_process=False)
+    in_process = _dynamodb(moto, in_process=True)
+    _table(in_process)
+    assert _items(in_process) == _items(over_http)
+    with pytest.raises(ClientError, match="ResourceNotFoundException"):
+        in_process.describe_table(TableName="missing")  # an error, as the server says it
+    assert InProcess(moto)(_Request("http://127.0.0.1:1/elsewhere")) is None
+
+
+class _Request:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+
+def test_a_query_answers_its_partition_in_order_as_moto_does(moto: str) -> None:
+    # Given two partitions, each with its state and audit items
+    dynamodb = _dynamodb(moto, in_process=True)
+    _table(dynamodb)
+    for pk, sk in (("G#b", "D#2"), ("G#a", "D#3"), ("G#a", "D#2"), ("G#b", "D#1")):
+        dynamodb.put_item(TableName=TABLE, Item=_key(pk, sk) | {"v": {"N": "0"}})
+
+    def query(**extra: Any) -> tuple[list[str], Any]:
+        page = dynamodb.query(
+            TableName=TABLE,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+            ExpressionAttributeValues={":pk": {"S": "G#a"}, ":prefix": {"S": "D#"}},
+            **extra,
+        )
+        return [i["sk"]["S"] for i in page["Items"]], page.get("LastEvaluatedKey")
+
+    # Then a query reads its partition's items alone, in order either way, page by page
+    assert query() == (["D#1", "D#2", "D#3"], None)
+    newest, last = query(ScanIndexForward=False, Limit=2)
+    assert newest == ["D#3", "D#2"]
+    assert query(ScanIndexForward=False, Limit=2, ExclusiveStartKey=last)[0] == ["D#1"]
+    missing = dynamodb.query(
+        TableName=TABLE,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "G#none"}},
+    )
+    assert missing["Items"] == []
