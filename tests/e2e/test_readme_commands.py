@@ -6,6 +6,7 @@ the pages cannot drift from what works. The README's Deploy lists every step, in
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import shlex
@@ -269,6 +270,10 @@ def _exit_code(argv: list[str]) -> int:
         return int(done.code or 0)
 
 
+# What app.py synthesized for each settings (as `_synth` passes them), once a session
+SYNTHESIZED: dict[tuple[bool, str], dict[str, Any]] = {}
+
+
 def _synth(command: Command, options: list[str], tmp_path: Path) -> dict[str, Any]:
     """What `cdk deploy` synthesizes first: the stacks it names (or all) must come out."""
     settings: Any = (
@@ -285,10 +290,14 @@ def _synth(command: Command, options: list[str], tmp_path: Path) -> dict[str, An
             settings = value  # as the CDK CLI passes it: a string, laid over cdk.json's
         elif option != "--all":
             named.append(option)
-    out = Path(tempfile.mkdtemp(dir=tmp_path))
-    result = run_app(out, settings)
-    assert result.returncode == 0, f"{command}\n{result.stderr}"
-    stacks = stacks_in(out)
+    # a -c string is laid over cdk.json's settings; a page's settings replace them
+    asked = (isinstance(settings, str), json.dumps(settings, sort_keys=True))
+    if asked not in SYNTHESIZED:  # `--all` and a stack it names: one synth of the same app
+        out = Path(tempfile.mkdtemp(dir=tmp_path))
+        result = run_app(out, settings)
+        assert result.returncode == 0, f"{command}\n{result.stderr}"
+        SYNTHESIZED[asked] = stacks_in(out)
+    stacks = copy.deepcopy(SYNTHESIZED[asked])
     assert set(named) <= set(stacks), f"{command}: synthesized {sorted(stacks)}"
     return stacks
 

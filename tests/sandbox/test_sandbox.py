@@ -25,10 +25,13 @@ pytestmark = pytest.mark.slow  # moto's server and the API server, the runs each
 SCENARIOS = Path(__file__).parents[2] / "scenarios"
 NODESCALER, BASELINE = scenarios.NODESCALER, scenarios.BASELINE
 ONLY_OURS = (NODESCALER,)  # a test of nodescaler's run alone
-# The days before a multi-day scenario's judged ones, learnt a step a minute: what the
-# forecast learns is kept in five-minute slots (each the most asked in it), and the
-# judged day still steps every 10 s
-LEARN_STEP = 60
+# The hours before a multi-day scenario's judged ones, learnt a step a tick (its
+# tickMinutes, 5): the forecast learns what each evaluation asks, kept in five-minute
+# slots (each the most asked in it), and the judged hours still step every 10 s
+LEARN_STEP = 300
+# Tuesday from 06:00 is judged, 90 minutes before its ramp at 07:30: the night before holds
+# 8 pods on the group's one node, waiting for nothing under either run
+TUESDAY_MORNING = 30 * 60
 
 
 def scenario(name: str, **changes: Any) -> Scenario:
@@ -136,8 +139,8 @@ def test_a_buffer_lets_a_ramps_pods_start_without_waiting_for_a_node(
 def test_a_forecast_brings_the_second_mornings_nodes_before_its_pods(
     sandbox_runs: SandboxRuns,
 ) -> None:
-    # Monday is learnt (at minute steps); Tuesday to 11:00 is judged: its ramp starts at 07:30
-    shortened = scenario("weekday-forecast", minutes=35 * 60)
+    # Monday is learnt (a step a tick); Tuesday 06:00 to 11:00 is judged: its ramp from 07:30
+    shortened = scenario("weekday-forecast", minutes=35 * 60, judged_from=TUESDAY_MORNING)
     summary, lines, _ = run(sandbox_runs, shortened, learn_step=LEARN_STEP)
     ours, theirs = summary[NODESCALER], summary[BASELINE]
     # Tuesday's pods wait at most half what they wait under the reactive baseline (the
@@ -155,15 +158,15 @@ def test_a_forecast_brings_the_second_mornings_nodes_before_its_pods(
 def test_a_warm_pool_sized_by_the_forecast_stays_small_and_its_nodes_come_warm(
     sandbox_runs: SandboxRuns,
 ) -> None:
-    # Monday is learnt at minute steps (the pool as the operator made it: every instance
-    # the group could add); Tuesday to 11:00 is judged, its ramp from 07:30
-    shortened = scenario("warm-pool", minutes=35 * 60)
+    # Monday is learnt a step a tick (the pool as the operator made it: every instance the
+    # group could add); Tuesday 06:00 to 11:00 is judged, its ramp from 07:30
+    shortened = scenario("warm-pool", minutes=35 * 60, judged_from=TUESDAY_MORNING)
     ran = run(sandbox_runs, shortened, learn_step=LEARN_STEP)
     summary, lines = ran.summary, ran.lines
     ours, theirs = summary[NODESCALER], summary[BASELINE]
 
-    def pool_size(run: str) -> float:  # instances waiting, step by step
-        return sum(r["warm"] for r in ran.timeline(run) if r["minute"] >= 24 * 60)
+    def pool_size(run: str) -> float:  # instances waiting, step by judged step
+        return sum(r["warm"] for r in ran.timeline(run) if r["minute"] >= TUESDAY_MORNING)
 
     # the forecast keeps the pool at what the ramp needs, not at every instance it could add
     assert any(line.startswith("31:") and "warm pool " in line for line in lines)
@@ -317,7 +320,10 @@ def test_while_cloudwatch_is_down_only_nodes_empty_of_pods_go(sandbox_runs: Sand
 
 
 def test_a_schedule_in_local_time_follows_the_clock_change(sandbox_runs: SandboxRuns) -> None:
-    summary, lines, _ = run(sandbox_runs, scenario("dst-schedule", minutes=260), ONLY_OURS)
+    # nothing happens before the schedule: the first 230 minutes are stepped 5 minutes
+    # apart, the last 30 (the clock change, the schedule, the pods) every 10 s and judged
+    night = scenario("dst-schedule", minutes=260, judged_from=230)
+    summary, lines, _ = run(sandbox_runs, night, ONLY_OURS, learn_step=LEARN_STEP)
     first_up = next(r for r in summary[NODESCALER]["scale_requests"] if r["to"] > r["from"])
     # 03:00 in Paris that night is 01:00 UTC: 240 minutes after Saturday 21:00 UTC (a fixed
     # winter offset would say 300)
