@@ -346,39 +346,7 @@ def _simulate(
             if progress:
                 progress(_progress_line(scenario, controller, minute, result.minutes))
             box.advance(after / MINUTE, between=world.react)
-        outages.close()
-        result.faults_injected = dict(outages.injected)
-        result.failed_invocations = len(box.failed_invocations)
-        result.termination_asked = list(box.termination.invocations)
-        result.termination_failed = len(box.termination.failures)
-        result.tasks_lost = world.tasks_lost
-        result.replayed = traces.replayed(world)
-        result.workloads = {k: v for t in world.pod_traces for k, v in t.workloads.items()}
-        result.writes = dict(box.writes)
-        result.launch_failures = [
-            ((at - scenario.start).total_seconds() / 60, group) for at, group in box.launch_failures
-        ]
-        result.budget_short = figures.budget_short_minutes(world.budget_looks)
-        result.drains = list(box.drained)
-        held_room = sum(  # overprovisioning placeholders evicted: room let go, not work
-            1
-            for _, name, _ in world.cluster.store.evictions
-            if name.startswith(baseline_tuning.PLACEHOLDER_PREFIX)
-        )
-        result.evictions_asked = len(world.cluster.store.evictions) - held_room
-        result.evicted = world.cluster.store.evicted - held_room
-        result.pods = [
-            p
-            for p in world.pods.values()
-            if not p.name.startswith(baseline_tuning.PLACEHOLDER_PREFIX)
-        ]
-        result.events = list(world.cluster.store.objects["events"].values())
-        result.killed = len(world.cluster.killed)
-        result.nodes_removed = world.cluster.nodes_removed
-        result.templates = {g.name: world.cluster.empty_node(g.name) for g in scenario.groups}
-        result.node_sizes = {
-            g.name: _node_size(box.client("ec2"), g.instance_type) for g in scenario.groups
-        }
+        _collect(result, scenario, box, world, outages)
     result.scale_requests = _scale_requests(
         result.minutes, {g.name: g.min for g in scenario.groups}
     )
@@ -390,6 +358,41 @@ def _simulate(
         result.minutes, writes, step_seconds=scenario.step_seconds
     )
     return result
+
+
+def _collect(result: Run, scenario: Scenario, box: Sandbox, world: World, outages: Outages) -> None:
+    """What the run's sandbox saw, read into `result` before the sandbox closes."""
+    outages.close()
+    result.faults_injected = dict(outages.injected)
+    result.failed_invocations = len(box.failed_invocations)
+    result.termination_asked = list(box.termination.invocations)
+    result.termination_failed = len(box.termination.failures)
+    result.tasks_lost = world.tasks_lost
+    result.replayed = traces.replayed(world)
+    result.workloads = {k: v for t in world.pod_traces for k, v in t.workloads.items()}
+    result.writes = dict(box.writes)
+    result.launch_failures = [
+        ((at - scenario.start).total_seconds() / 60, group) for at, group in box.launch_failures
+    ]
+    result.budget_short = figures.budget_short_minutes(world.budget_looks)
+    result.drains = list(box.drained)
+    held_room = sum(  # overprovisioning placeholders evicted: room let go, not work
+        1
+        for _, name, _ in world.cluster.store.evictions
+        if name.startswith(baseline_tuning.PLACEHOLDER_PREFIX)
+    )
+    result.evictions_asked = len(world.cluster.store.evictions) - held_room
+    result.evicted = world.cluster.store.evicted - held_room
+    result.pods = [
+        p for p in world.pods.values() if not p.name.startswith(baseline_tuning.PLACEHOLDER_PREFIX)
+    ]
+    result.events = list(world.cluster.store.objects["events"].values())
+    result.killed = len(world.cluster.killed)
+    result.nodes_removed = world.cluster.nodes_removed
+    result.templates = {g.name: world.cluster.empty_node(g.name) for g in scenario.groups}
+    result.node_sizes = {
+        g.name: _node_size(box.client("ec2"), g.instance_type) for g in scenario.groups
+    }
 
 
 def _controller(
