@@ -39,6 +39,14 @@ NOT_RUN_HERE = {
     "TOKEN=$(kubectl -n kube-system get secret nodescaler-token -o jsonpath='{.data.token}' "
     "| base64 -d)": "reads a live cluster's token Secret; kubectl authenticating with such a "
     "token over TLS is tests/tools/test_kubectl.py's",
+    "nodescaler simulate week/pods.yaml": "replays the scenario `trace scenario` made of the "
+    "user's week; tests/sandbox/test_trace_replay.py replays such a trace",
+}
+# Subcommands whose lines read what only the user's cluster holds (its Prometheus, its
+# snapshots, the trace made from them), with the test that runs their forms here instead.
+NOT_RUN_HERE_SUBCOMMANDS = {
+    "trace": "reads the user's Prometheus or kubectl snapshots; tests/tools/test_trace_export.py "
+    "runs export and scenario against a real Prometheus server and written snapshots",
 }
 # The README's Deploy, step by step: each line's start, in the order they must run (access
 # entries need the cluster's mode first, the cluster's rights need the deployed groups).
@@ -182,6 +190,8 @@ def run(command: Command, world: dict[str, str], tmp_path: Path, deployed: list[
     if any(words == shlex.split(skipped) for skipped in NOT_RUN_HERE):
         return
     if words[0] in ("nodescaler", ".venv/bin/nodescaler"):
+        if words[1] in NOT_RUN_HERE_SUBCOMMANDS:
+            return
         allowed = (0, 3) if words[1] == "diff" else (0,)  # diff: 3 when they differ
         for flag in ("--cluster", "--deployment"):  # another deployment's stack, if named
             if flag in words:

@@ -11,10 +11,12 @@ a node, read from the scenario alone (no run), at least as many as any run has t
   once (not before a node could hold its worker: `first_task`), first come first served
   on the cap's workers, for its task time. No run sends a task later or finishes one
   sooner, so none has fewer workers.
-- A pod counts once a node could have been booted for it (`settle`: the shortest boot
-  of the groups it fits): at each step, the fewest of its shape over the boot before.
-  Room held in advance serves a pod sooner, but that room is counted in the run's own
-  node-hours; a controller answering each pod within a boot has at least these.
+- A deployment's new pod counts once a node could have been booted for it (`settle`: the
+  shortest boot of the groups it fits): at each step, the fewest of its shape over the
+  boot before. Room held in advance serves a pod sooner, but that room is counted in the
+  run's own node-hours; a controller answering each pod within a boot has at least these.
+  A queue's workers are not settled: a controller reading the queue can ask for their
+  nodes when the tasks come, before KEDA makes the pods (`first_task` holds the first).
 Overprovisioning placeholders and CapacityBuffers are room held, not demand: left out.
 """
 
@@ -104,14 +106,11 @@ def demand(
         )
         for q in scenario.queues
     ]
-    seconds = range(0, scenario.minutes * MINUTE, step)
-    workers_at = [(shape, [workers.at(second) for second in seconds]) for shape, workers in queues]
-    for index, second in enumerate(seconds):
+    for second in range(0, scenario.minutes * MINUTE, step):
         counts: list[Shape] = []
         for shape, replicas in deployments:  # replicas[m + 1]: minute m's
             since = int(max(second - settle.get(shape, 0.0), 0) // MINUTE)
             counts += [shape] * min(replicas[since : second // MINUTE + 2])
-        for shape, workers in workers_at:
-            back = int(settle.get(shape, 0.0) // step)  # steps of a boot, whole
-            counts += [shape] * min(workers[max(index - back, 0) : index + 1])
+        for shape, workers in queues:  # from the tasks, not the pods: no settling
+            counts += [shape] * workers.at(second)
         yield step_of(counts)
