@@ -84,7 +84,7 @@ $(addprefix test-,$(SUITES)): test-%: setup $(TEST_TOOLS)
 	$(TEST_ENV) $(BIN)/pytest -q $(PARALLEL) -m $*
 
 # Ends with the ten slowest tests and the wall time of the whole make test.
-test: setup $(TEST_TOOLS) lint ## Lint, type-check and run every test suite (~16 min; what CI runs)
+test: setup $(TEST_TOOLS) lint ## Lint, type-check and run every test suite (~12 min; what CI runs)
 	@$(TEST_ENV) $(BIN)/pytest -q $(PARALLEL) --durations=10; status=$$?; \
 		took=$$(( $$(date +%s) - $(STARTED) )); \
 		echo "make test: $$((took / 60)) min $$((took % 60)) s wall time (lint, types, every suite)"; \
