@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from nodescaler.adapters.aws.state_table import DynamoStateStore, condition_failed_in
+from nodescaler.domain.ahead.arrivals import Arrivals
 from nodescaler.domain.ahead.forecast import DemandHistory, lead_time
 from nodescaler.domain.groups.node_group import NodeGroup, WarmPool
 from nodescaler.domain.groups.optin import PauseDirection
@@ -169,6 +170,56 @@ def test_warm_launches_measured_across_evaluations_set_the_lead_through_the_tabl
     assert lead_time(demand, None, warm=True) == (
         timedelta(seconds=96),
         "p90 of the last 5 warm launches",
+    )
+
+
+@pytest.mark.parametrize(
+    "demand",
+    [
+        DemandHistory().record(T0, 7),
+        DemandHistory(lead_seconds=240.0),
+        DemandHistory(cold=(120.0, 150.0)),
+        DemandHistory(warm=(60.0,)),
+    ],
+    ids=["slots alone", "a running mean alone", "cold launches alone", "warm launches alone"],
+)
+def test_each_part_of_the_demand_record_round_trips_alone(
+    store: DynamoStateStore, demand: DemandHistory
+) -> None:
+    # Given a group whose demand record holds one part only (what it asked for, the mean
+    # lead time, or the launches it measured)
+    state = GroupState(group="ng", demand=demand)
+    # Then the table keeps it: the forecast and its lead time are learnt from each
+    assert store.load(store.save(state).group).demand == demand
+
+
+def test_the_learnt_arrivals_round_trip_and_an_item_without_them_has_none(
+    store: DynamoStateStore,
+) -> None:
+    # Given a group that never counted its pods: nothing stored, nothing learnt
+    store.save(GroupState(group="ng"))
+    item = client("dynamodb").get_item(
+        TableName=TABLE, Key={"pk": {"S": "GROUP#ng"}, "sk": {"S": "STATE"}}
+    )["Item"]
+    assert "arrivals" not in item
+    assert store.load("ng").arrivals == Arrivals()
+    # Given pods arriving at 2.5 a minute, last counted at 12 pods
+    arrivals = Arrivals(pods=12, at=T0, per_minute=2.5)
+    saved = store.save(replace(store.load("ng"), arrivals=arrivals))
+    # Then the rate comes back as learnt, to size a buffer from arrivals
+    assert store.load(saved.group).arrivals == arrivals
+
+
+@pytest.mark.parametrize("stored", ["not json", '{"pods": 1}', '{"pods": "x", "at": 3}'])
+def test_unreadable_arrivals_start_afresh_and_the_rest_stays(
+    store: DynamoStateStore, stored: str
+) -> None:
+    saved = _saved_with(store, "arrivals", stored)
+    loaded = store.load("ng")
+    assert (loaded.version, loaded.problems, loaded.arrivals) == (
+        saved.version,
+        ("kept",),
+        Arrivals(),
     )
 
 
