@@ -84,14 +84,14 @@ $(addprefix test-,$(SUITES)): test-%: setup $(TEST_TOOLS)
 	$(TEST_ENV) $(BIN)/pytest -q $(PARALLEL) -m $*
 
 # Ends with the ten slowest tests and the wall time of the whole make test.
-test: setup $(TEST_TOOLS) lint ## Lint, type-check and run every test suite (~12 min; what CI runs)
+test: setup $(TEST_TOOLS) lint ## Lint, type-check and run every test suite (~11 min; what CI runs)
 	@$(TEST_ENV) $(BIN)/pytest -q $(PARALLEL) --durations=10; status=$$?; \
 		took=$$(( $$(date +%s) - $(STARTED) )); \
 		echo "make test: $$((took / 60)) min $$((took % 60)) s wall time (lint, types, every suite)"; \
 		exit $$status
 
 # The pure core needs Python alone: no CDK CLI, kubectl or Prometheus to fetch first.
-test-fast: $(PY_READY) ## The unit and property suites, tests/unit (~20 s)
+test-fast: $(PY_READY) ## The unit and property suites, tests/unit (~15 s)
 	$(BIN)/pytest -q $(PARALLEL) tests/unit
 
 synth: setup ## Synthesize the stack with the real CDK CLI (builds the layers, runs cdk-nag)
