@@ -11,7 +11,7 @@ import nodescaler
 import pytest
 from nodescaler.domain.policy.descriptors import METRIC_TYPES, MetricType
 
-WIRING = Path(nodescaler.__file__).parent / "wiring.py"
+WIRING = sorted((Path(nodescaler.__file__).parent / "wiring").glob("*.py"))
 
 
 @pytest.mark.parametrize("metric_type", METRIC_TYPES, ids=lambda t: t.kind)
@@ -27,7 +27,8 @@ def test_given_a_descriptor_then_its_producer_path_names_a_function_or_it_has_no
 
 
 def test_given_the_wiring_then_it_names_no_metric_type() -> None:
-    tree = ast.parse(WIRING.read_text())
+    assert len(WIRING) > 1  # the package's modules, each function's assembly among them
+    tree = ast.parse("\n".join(module.read_text() for module in WIRING))
     strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     named = {t.kind for t in METRIC_TYPES} & strings
