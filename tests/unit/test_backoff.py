@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from nodescaler.domain.scale_up.backoff import (
@@ -145,3 +145,24 @@ def test_the_minimum_holding_a_scale_in_says_so() -> None:
     decision = run(the_policy, 6, readings(jobs=0)).decision
     assert (decision.desired, decision.limited_by) == (4, (Limit.MIN,))
     assert "at the minimum 4" in decision.reason
+
+
+# At the boundaries: exactly at a limit, a clock's edge or a count's edge, each test on
+# the side its name says.
+
+
+T = datetime(2026, 3, 2, 12, tzinfo=UTC)
+
+
+def test_a_scale_up_exactly_at_its_provision_time_is_not_yet_overdue() -> None:
+    rules = BackoffRules()
+    flight = Provisioning(since=T, target=5)
+    at_limit = T + rules.max_provision_time
+    assert provision_check(flight, desired=5, in_service=3, now=at_limit, rules=rules) == (
+        flight,
+        None,
+    )
+    late = at_limit + timedelta(seconds=1)
+    assert provision_check(flight, desired=5, in_service=3, now=late, rules=rules)[1] == (
+        "2 of the instances asked for at 12:00:00Z were not ready after 15 minutes"
+    )

@@ -345,3 +345,16 @@ def test_through_the_pending_pods_plan_a_backed_off_zone_is_left_to_the_others()
     values = {g: int(r.split(":")[0]) for g, r in readings.items()}
     assert values["web-b"] == 0 and values["web-a"] + values["web-c"] == 6
     assert abs((2 + values["web-a"]) - (1 + values["web-c"])) <= 1
+
+
+# Similar groups at the edges of similar: exactly 5 % apart, and GPUs compared by count.
+
+
+def test_allocatable_exactly_five_percent_apart_is_similar() -> None:
+    assert similar(template("a"), template("b", allocatable=Resources(3800, 16 * GIB, 110)))
+
+
+def test_groups_with_gpus_are_similar_when_their_counts_are() -> None:
+    four = template("a", extended={"nvidia.com/gpu": 4})
+    assert similar(four, template("b", extended={"nvidia.com/gpu": 4}))
+    assert not similar(four, template("b", extended={"nvidia.com/gpu": 8}))

@@ -212,3 +212,11 @@ def test_buffer_holds_only_while_all_its_pods_fit_the_rooms() -> None:
     # When the buffer asks for 6 single-core pods, Then it holds; for 7, it does not
     assert buffer_holds(buffer_pods([buffer(6)]), free)
     assert not buffer_holds(buffer_pods([buffer(7)]), free)
+
+
+# At the edge: a buffer of extended resources names them.
+
+
+def test_a_buffer_of_extended_resources_names_them() -> None:
+    gpus = buffer(2, **{"requests": {"cpu": "1", "nvidia.com/gpu": "1"}})
+    assert gpus.describe() == "room for 2 × 1 cpu/1 nvidia.com/gpu"

@@ -28,3 +28,12 @@ def test_given_a_refused_cron_then_the_field_and_the_value_given_are_named(
     expression: str, problem: str
 ) -> None:
     assert cron_problem(expression) == problem
+
+
+# At the edge: the first field truly wrong is the one named.
+
+
+def test_a_cron_problem_names_the_first_field_truly_wrong() -> None:
+    assert cron_problem("*/1 25 * * *") == "hour 25 out of range (0-23)"  # a step of 1 is fine
+    assert cron_problem("59 24 * * *") == "hour 24 out of range (0-23)"  # 59 is a minute
+    assert cron_problem("1-2-3 * * * *") == "minute '2-3' is not a number (0-59)"

@@ -6,7 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from nodescaler.domain.cluster.snapshot import DisruptionBudget
 from nodescaler.domain.scale_down.drain import (
+    DrainCause,
     DrainOutcome,
     DrainPod,
     DrainProgress,
@@ -15,8 +17,9 @@ from nodescaler.domain.scale_down.drain import (
     PodNote,
     Replacement,
     ReplacementOutcome,
+    SpotWarning,
 )
-from nodescaler.domain.scale_down.pod_rules import DrainRules
+from nodescaler.domain.scale_down.pod_rules import DrainRules, deletion_deadline
 
 T0 = datetime(2026, 11, 25, 3, 0, tzinfo=UTC)
 WEB = DrainPod("shop", "web-1", uid="u1", grace_seconds=45)
@@ -185,3 +188,60 @@ def test_a_drain_planned_again_after_an_outage_evicts_a_terminating_pod_once() -
     drain.record(API, EVICTED, grace=30, now=T0)
     result = drain.result(DrainOutcome.TIMED_OUT, T0 + timedelta(seconds=1))
     assert result.evicted == ("shop/web-1", "shop/api-1")
+
+
+# A drain's plan and deadline at their edges: pods already being evicted, a pod deleted
+# exactly when the drain started, a system pod its budget lets go, and how long a Spot
+# warning leaves.
+
+
+T = datetime(2026, 3, 2, 12, tzinfo=UTC)
+
+
+def fresh_drain() -> DrainProgress:
+    return DrainProgress("i-1", "lifecycle-action", "ng-1", started=T)
+
+
+def test_a_pod_already_terminating_is_watched_and_the_others_are_still_planned() -> None:
+    drain = fresh_drain()
+    old, new = DrainPod("web", "old"), DrainPod("web", "new")
+    drain.terminating[old.key] = old
+    drain.plan([old, new])
+    assert list(drain.to_evict) == ["web/new"]
+
+
+def test_a_pod_whose_grace_ends_as_the_drain_starts_is_still_evicted() -> None:
+    drain = fresh_drain()
+    drain.plan([DrainPod("web", "a", gone_after=T)])
+    assert (list(drain.to_evict), drain.skipped) == (["web/a"], [])
+
+
+def test_a_system_pod_its_budget_lets_go_is_evicted() -> None:
+    dns = DrainPod("kube-system", "coredns", labels={"k8s-app": "kube-dns"})
+    budget = DisruptionBudget(
+        "kube-system", "coredns", {"k8s-app": "kube-dns"}, disruptions_allowed=1
+    )
+    drain = fresh_drain()
+    drain.plan([dns], budgets=[budget])
+    assert list(drain.to_evict) == ["kube-system/coredns"]
+
+
+def test_a_spot_interruption_drains_until_110_seconds_after_its_warning_at_most() -> None:
+    warning = SpotWarning("i-1", DrainCause.SPOT_INTERRUPTION, "e-1", at=T)
+    started = T + timedelta(seconds=30)
+    assert warning.drain_until(started, timedelta(minutes=10)) == T + timedelta(seconds=110)
+    assert warning.drain_until(started, timedelta(seconds=60)) == T + timedelta(seconds=90)
+
+
+def test_a_rebalance_recommendation_drains_for_the_whole_timeout() -> None:
+    warning = SpotWarning("i-1", DrainCause.REBALANCE_RECOMMENDATION, "e-1", at=T)
+    started = T + timedelta(seconds=30)
+    assert warning.drain_until(started, timedelta(minutes=10)) == started + timedelta(minutes=10)
+
+
+# At the boundaries: exactly at a limit, a clock's edge or a count's edge, each test on
+# the side its name says.
+
+
+def test_a_pod_deleted_without_a_grace_period_gets_the_default() -> None:
+    assert deletion_deadline(T, None) == T + timedelta(seconds=60)  # 30 s grace + 30 s

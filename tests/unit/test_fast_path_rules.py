@@ -19,7 +19,7 @@ from nodescaler.domain.scale_up.fast_path_rules import (
     request_event_id,
 )
 
-from tests.builders import policy, queue_metric
+from tests.builders import T0, policy, queue_metric
 
 
 def group(desired: int) -> NodeGroup:
@@ -135,3 +135,32 @@ def test_a_requests_id_is_what_it_asks_not_when() -> None:
 def test_failed_looks_back_off_doubling_to_the_cap() -> None:
     backoff = Backoff(initial=1, maximum=30)
     assert [backoff.delay(n) for n in range(8)] == [0, 1, 2, 4, 8, 16, 30, 30]
+
+
+# The fast path's asks at their edges: a backlog at or below the group's size asks nothing,
+# and what SQS accepted is the most a queue asked for.
+
+
+def test_a_backlog_for_the_size_or_less_asks_for_nothing() -> None:
+    jobs = policy(queue_metric("jobs", per_node=4))
+    (metric,) = jobs.spec.metrics
+    assert queue_need(metric, 40, group(10), jobs) == 0  # exactly on target
+    assert queue_need(metric, 8, group(10), jobs) == 0  # a scale-in is the tick's
+
+
+def test_a_first_need_of_one_node_is_a_rise() -> None:
+    assert Debounce().need_rose("jobs", 1)
+
+
+def test_a_smaller_need_accepted_later_does_not_lower_the_one_asked() -> None:
+    debounce = Debounce()
+    debounce.accepted("g", (), {"jobs": 5}, T0)
+    debounce.accepted("g", (), {"jobs": 3}, T0)
+    assert not debounce.need_rose("jobs", 4)
+    assert debounce.need_rose("jobs", 6)
+
+
+def test_a_need_of_nothing_accepted_leaves_a_need_of_one_a_rise() -> None:
+    debounce = Debounce()
+    debounce.accepted("g", (), {"jobs": 0}, T0)
+    assert debounce.need_rose("jobs", 1)

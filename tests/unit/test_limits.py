@@ -72,3 +72,15 @@ def test_the_clusters_usage_adds_every_groups_nodes_and_their_shapes() -> None:
     assert total_usage(
         [GroupUsage(3, 2, 8192), GroupUsage(2, 4, 16384), GroupUsage(5)]
     ) == ClusterUsage(nodes=10, vcpus=14, memory_gib=56)
+
+
+# At the boundaries: exactly at a limit, a clock's edge or a count's edge, each test on
+# the side its name says.
+
+
+def test_a_cluster_limit_leaves_room_for_whole_nodes_only() -> None:
+    group = GroupUsage(nodes=0, vcpus_per_node=4, memory_mib_per_node=2050)
+    by_cpu = ceiling(ClusterLimits(max_vcpus=10), group, [])
+    by_memory = ceiling(ClusterLimits(max_memory_gib=10), group, [])
+    assert by_cpu is not None and (by_cpu.nodes, by_cpu.limit) == (2, "maximum of 10 vCPUs")
+    assert by_memory is not None and by_memory.nodes == 4  # 10,240 MiB: 4.99 nodes

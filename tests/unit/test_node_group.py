@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from nodescaler.domain.cluster.snapshot import Node, Resources
-from nodescaler.domain.groups.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs
+from nodescaler.domain.groups.node_group import (
+    EKS_NODEGROUP_LABEL,
+    NodeGroup,
+    ScalingActivity,
+    belongs,
+    unconfirmed_launch_failure,
+)
 
 
 def node(instance: str, label: str | None = None) -> Node:
@@ -27,3 +35,15 @@ def test_without_both_a_label_and_a_managed_group_the_instance_decides() -> None
     assert not belongs(node("i-9"), MANAGED)
     assert belongs(node("i-2", label="web"), ASG)  # a self-managed group has no node group name
     assert not belongs(node("i-9", label="web"), ASG)
+
+
+# At the boundaries: exactly at a limit, a clock's edge or a count's edge, each test on
+# the side its name says.
+
+
+T = datetime(2026, 3, 2, 12, tzinfo=UTC)
+
+
+def test_a_launch_failure_exactly_an_hour_old_is_still_confirmed() -> None:
+    failed = ScalingActivity("a-1", "Failed", launch=True, started=T)
+    assert unconfirmed_launch_failure("ng", "a-1", failed, T + timedelta(hours=1)) is None

@@ -95,3 +95,26 @@ def test_given_an_allow_list_then_a_group_is_allowed_iff_named_or_prefixed(
     entries: tuple[str, ...], group: str, allowed: bool
 ) -> None:
     assert AllowedGroups(entries).allows(group) is allowed
+
+
+# Opt-in at its edges: a dry-run tag's spelling, and an allowed prefix's star.
+
+
+def test_a_dry_run_tag_of_false_acts_without_a_problem() -> None:
+    tags = {"nodescaler/policy": "web", "nodescaler/dry-run": "False"}
+    opt_in = read_opt_in("ng-1", tags, TagNames())
+    assert (opt_in.dry_run, opt_in.problems) == (False, ())
+
+
+def test_an_allowed_prefix_is_the_whole_text_before_its_star() -> None:
+    allowed = AllowedGroups(("web-*", "batch"))
+    assert [allowed.allows(g) for g in ("web-1", "webapp", "w", "batch", "batch-2")] == [
+        True,
+        False,
+        False,
+        True,
+        False,
+    ]
+    assert allowed.refusal("api") == (
+        "node group api: opted in, but not in allowedGroups (web-*, batch); it is never resized"
+    )

@@ -92,3 +92,23 @@ def test_given_a_stored_policy_with_a_number_of_5000_digits_then_it_is_named_not
         "stored policy gpu v3 is invalid: line 7, column 16: "
         "a number of 5,000 characters, too long to read"
     )
+
+
+# At the boundaries: exactly at a limit, a clock's edge or a count's edge, each test on
+# the side its name says.
+
+
+def test_a_text_cut_for_length_says_so_even_when_what_is_left_is_short() -> None:
+    text = "\x1b" * 1000 + "tail"  # the first 800 characters clean to nothing
+    assert outside(text) == "… (cut, 1,004 characters)"
+
+
+def test_a_long_problem_is_kept_to_two_thousand_characters() -> None:
+    (kept,) = bounded_problems(["p" * 1500])
+    assert kept == "p" * 1500
+
+
+def test_problems_beyond_the_last_kept_are_counted_from_one() -> None:
+    assert bounded_problems(["x"] * MAX_PROBLEMS) == ("x",) * MAX_PROBLEMS
+    one_more = bounded_problems(["x"] * (MAX_PROBLEMS + 1))
+    assert one_more == (*("x",) * MAX_PROBLEMS, "… and 1 more problems")

@@ -12,14 +12,18 @@ import pytest
 from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup, WarmPool
 from nodescaler.domain.groups.optin import PauseDirection
 from nodescaler.domain.scale_down.unneeded import Removable
-from nodescaler.domain.scale_up.backoff import Provisioning
-from nodescaler.domain.scaling.group_state import GroupState
+from nodescaler.domain.scale_up.backoff import Backoff, Provisioning
+from nodescaler.domain.scaling.decision import Limit
+from nodescaler.domain.scaling.group_state import GroupState, failure_key
 from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.limits import Ceiling
 from nodescaler.domain.scaling.pause import Pause
 from nodescaler.domain.scaling.plan import Facts, plan
-from nodescaler.domain.scaling.readings import MetricReading
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable
 
-from tests.builders import UNLIMITED, policy, queue_metric
+from tests.builders import UNLIMITED, policy, queue_metric, value_metric
+from tests.unit.test_forecast import MONDAY, office_hours, predictive, recorded
+from tests.unit.test_named_forecast import REQUESTS
 
 NOW = datetime(2026, 11, 26, 9, tzinfo=UTC)
 IDS = ("i-0", "i-1", "i-2", "i-3")
@@ -181,3 +185,236 @@ def test_a_scale_up_that_arrived_is_measured_among_the_launches_of_its_kind(warm
     # Then its time is kept with the launches of its kind, and in the running mean
     assert (demand.warm, demand.cold) == (((70.0,), ()) if warm else ((), (70.0,)))
     assert demand.lead_seconds == 70.0
+
+
+# The plan's edges: what it carries from what was read into the decision (group bounds,
+# in-service and launched counts, a running backoff, the cluster's ceiling, the policy
+# version), the state it records (scale-up in flight, lead time, failures, demand,
+# protection), the warm pool it sizes, and the events it announces.
+
+
+GROUP = NodeGroup("web", 4, 0, 20, 4, instance_ids=frozenset(IDS), protected_ids=frozenset({"i-3"}))
+
+
+def facts(jobs: float = 16, **changes: object) -> Facts:
+    """A plain Auto Scaling group of four; `jobs` queued, four to a node."""
+    made = Facts(
+        GROUP, WEB, GroupState("web"), NOW, readings={"jobs": MetricReading(value=jobs, at=NOW)}
+    )
+    return dataclasses.replace(made, **changes)  # type: ignore[arg-type]
+
+
+def test_the_groups_own_maximum_and_where_it_comes_from_bound_the_decision() -> None:
+    group = dataclasses.replace(GROUP, max_size=6, bounds_from="EKS node group web")
+    planned = plan(facts(40, group=group))
+    assert planned.decision.desired == 6 and Limit.MAX in planned.decision.limited_by
+    assert planned.decision.group_bounds == "EKS node group web"
+
+
+def test_the_decision_counts_the_instances_in_service() -> None:
+    assert plan(facts(group=dataclasses.replace(GROUP, in_service=3))).decision.in_service == 3
+
+
+def test_while_backed_off_the_group_asks_for_no_more_than_it_launched() -> None:
+    # Given a backoff running, six asked for and four launched, and the queue asking ten
+    backoff = Backoff(until=NOW + timedelta(minutes=5), seconds=300, last_failure=NOW, reason="x")
+    group = dataclasses.replace(GROUP, desired=6, launched=4)
+    planned = plan(facts(40, group=group, state=GroupState("web", backoff=backoff)))
+    # Then the group goes back to the four it launched, held by the backoff
+    assert planned.decision.desired == 4 and Limit.BACKOFF in planned.decision.limited_by
+
+
+def test_the_clusters_ceiling_caps_a_scale_up() -> None:
+    planned = plan(facts(40, ceiling=Ceiling(7, "maximum of 7 nodes")))
+    assert planned.decision.desired == 7 and Limit.CLUSTER_LIMIT in planned.decision.limited_by
+
+
+def test_the_decision_names_the_policy_version_and_why_the_deployed_one_stood_in() -> None:
+    plain = plan(facts())
+    noted = plan(facts(policy_version=3, policy_note="stored v4 is invalid"))
+    assert (plain.decision.policy_version, noted.decision.policy_version) == ("deployed", 3)
+    assert noted.decision.reason == f"{plain.decision.reason} | stored v4 is invalid"
+
+
+def test_a_resize_is_announced_and_a_steady_plan_announces_none() -> None:
+    grown = plan(facts(40, cluster_name="prod"))
+    assert grown.announce_resized is not None
+    assert grown.announce_resized.detail_type == "Node Group Resized"
+    assert plan(facts(16)).announce_resized is None
+
+
+def test_the_plan_carries_the_history_with_its_recommendation_and_its_resize() -> None:
+    grown = plan(facts(40))
+    assert grown.history.recommendations[-1].replicas == 10
+    assert grown.history.scale_events == ()
+    (event,) = grown.resized_history.scale_events
+    assert event.change == 6
+
+
+def test_the_problems_read_are_carried_to_the_plan() -> None:
+    assert plan(facts(problems=("tag nodescaler/x is unknown",))).problems == (
+        "tag nodescaler/x is unknown",
+    )
+
+
+ASKED = Provisioning(since=NOW - timedelta(minutes=3), target=6)
+
+
+def test_a_scale_up_still_within_its_time_stays_in_flight() -> None:
+    group = dataclasses.replace(GROUP, desired=6, in_service=4)
+    planned = plan(facts(24, group=group, state=GroupState("web", provisioning=ASKED)))
+    assert planned.state.provisioning == ASKED and planned.state.backoff is None
+
+
+def test_the_clusters_ready_nodes_count_before_the_instances_in_service() -> None:
+    group = dataclasses.replace(GROUP, desired=6, in_service=6)
+    state = GroupState("web", provisioning=ASKED)
+    assert plan(facts(24, group=group, state=state, ready=4)).state.provisioning == ASKED
+
+
+def test_a_scale_up_that_arrived_ends_and_measures_the_forecasts_lead_time() -> None:
+    group = dataclasses.replace(GROUP, desired=6, in_service=6)
+    planned = plan(facts(24, group=group, state=GroupState("web", provisioning=ASKED)))
+    assert planned.state.provisioning is None
+    assert planned.state.demand.lead_seconds == 180
+
+
+def test_a_scale_up_overdue_backs_the_group_off_naming_what_was_not_ready() -> None:
+    late = Provisioning(since=NOW - timedelta(minutes=20), target=6)
+    group = dataclasses.replace(GROUP, desired=6, in_service=4)
+    planned = plan(facts(24, group=group, state=GroupState("web", provisioning=late)))
+    assert planned.state.provisioning is None and planned.state.backoff is not None
+    assert planned.state.backoff.reason.startswith("2 of the instances asked for at ")
+    assert planned.state.backoff.until == NOW + timedelta(minutes=5)
+
+
+def test_a_failed_launch_within_a_running_backoff_moves_no_deadline_and_is_remembered() -> None:
+    running = Backoff(
+        until=NOW + timedelta(minutes=4), seconds=300, last_failure=NOW, reason="earlier"
+    )
+    failure = LaunchFailure("act-7", NOW, "InsufficientInstanceCapacity")
+    state = GroupState("web", backoff=running)
+    planned = plan(facts(state=state, launch_failures=(failure,)))
+    assert planned.state.backoff is not None
+    assert planned.state.backoff.until == running.until
+    assert planned.state.backoff.reason == "InsufficientInstanceCapacity"
+    assert planned.announce == ()  # the same incident: told once, when it started
+    assert planned.state.seen(failure_key("act-7"))
+
+
+def test_a_failing_metrics_run_is_carried_until_its_fallback_applies() -> None:
+    # Given a metric with a fallback of 14 nodes after three failures in a row
+    failing = value_metric("errors", 10) | {"fallback": {"replicas": 14, "failureThreshold": 3}}
+    the_policy = policy(failing, queue_metric("jobs", per_node=4), behavior=UNLIMITED)
+    down = MetricUnavailable(reason="no datapoint")
+    current = facts(policy=the_policy)
+    desired = []
+    # When planned four times, each carrying on the state the last recorded
+    for minute in range(4):
+        current = dataclasses.replace(
+            current,
+            now=NOW + timedelta(minutes=minute),
+            readings={"jobs": MetricReading(value=16, at=NOW), "errors": down},
+        )
+        planned = plan(current)
+        assert "errors" in planned.state.failures.runs
+        desired.append(planned.decision.desired)
+        current = dataclasses.replace(current, state=planned.state)
+    # Then the one after the third failure applies the fallback
+    assert desired == [4, 4, 4, 14]
+
+
+def test_demand_is_recorded_while_the_metrics_read_and_not_while_one_fails() -> None:
+    read = plan(facts(40))
+    assert read.decision.demand == 10
+    assert read.state.demand == GroupState("web").demand.record(NOW, 10)
+    failing = plan(facts(readings={"jobs": MetricUnavailable(reason="queue gone")}))
+    assert failing.decision.demand is None
+    assert failing.state.demand == GroupState("web").demand
+
+
+def test_protection_kept_is_only_what_still_protects_the_groups_instances() -> None:
+    # Given i-3 and i-9 protected by nodescaler before, i-9 now gone from the group
+    state = GroupState("web", protected=frozenset({"i-3", "i-9"}))
+    # When the cluster can't say what must stay, nothing changes
+    unread = plan(facts(state=state))
+    assert unread.state.protected == frozenset({"i-3"})
+    assert (unread.protection.ours, unread.protection.ours_after) == ({"i-3"}, {"i-3"})
+    # When it says only i-0 must stay, ours on i-3 is released
+    told = plan(facts(state=state, must_stay=frozenset({"i-0"})))
+    assert (told.protection.add, told.protection.release) == ({"i-0"}, {"i-3"})
+
+
+def test_an_unread_cluster_chooses_no_instance_and_holds_the_scale_in_saying_why() -> None:
+    planned = plan(idle_facts(Chooser(), choose_leaving=lambda count: None))
+    assert (planned.decision.desired, planned.leaving) == (4, ())
+    assert planned.decision.reason.endswith(" | the cluster cannot be read: no instance chosen")
+
+
+def test_a_doubt_on_the_bounds_holds_only_a_scale_in_and_names_its_limit() -> None:
+    doubt = "EKS node group web could not be described"
+    group = dataclasses.replace(EKS, bounds_doubt=doubt)
+    held = plan(idle_facts(Chooser(), group=group))
+    assert Limit.BOUNDS_UNREAD in held.decision.limited_by
+    steady = plan(
+        idle_facts(Chooser(), group=group, readings={"jobs": MetricReading(value=16, at=NOW)})
+    )
+    assert steady.decision.desired == 4 and Limit.BOUNDS_UNREAD not in steady.decision.limited_by
+    assert doubt not in steady.decision.reason
+
+
+EARLY = MONDAY + timedelta(days=1, hours=8, minutes=40)  # Tuesday 08:40, the ramp at 09:00
+
+
+POOL = WarmPool(min_size=0, max_prepared=None, pool_state="Stopped")
+
+
+def warm_facts(pool: WarmPool | None) -> Facts:
+    the_policy = policy(
+        queue_metric("jobs", per_node=4),
+        predictive("ForecastAndScale", warmPool=True),
+        min_replicas=1,
+        max_replicas=50,
+    )
+    group = NodeGroup("web", 2, 0, 50, 2, warm_pool=pool)
+    state = GroupState("web", demand=recorded(1, office_hours))
+    readings = {"jobs": MetricReading(value=8, at=EARLY)}
+    return Facts(group, the_policy, state, EARLY, readings)
+
+
+def test_the_plan_sizes_the_warm_pool_the_forecast_asks_for() -> None:
+    planned = plan(warm_facts(POOL))
+    note = "warm pool 8: forecast up to 10 in the next warm-up − 2 desired"
+    assert (planned.warm_pool, planned.decision.warm_pool) == (8, 8)
+    assert planned.decision.warm_pool_note == note
+    assert planned.decision.reason.endswith(f" | {note}")
+
+
+def test_a_warm_pool_already_that_size_is_left_as_it_is() -> None:
+    planned = plan(warm_facts(WarmPool(min_size=8, max_prepared=8, pool_state="Stopped")))
+    assert (planned.warm_pool, planned.decision.warm_pool) == (None, 8)
+
+
+def test_a_group_without_a_warm_pool_is_told_and_none_is_set() -> None:
+    planned = plan(warm_facts(None))
+    assert planned.warm_pool is None
+    assert planned.decision.warm_pool_note.startswith("the group has no warm pool to size")
+
+
+def test_a_policy_without_a_warm_pool_forecast_says_nothing_of_one() -> None:
+    planned = plan(facts())
+    assert (planned.warm_pool, planned.decision.warm_pool_note) == (None, "")
+
+
+def test_a_forecast_of_its_own_metric_says_why_that_metrics_history_is_missing() -> None:
+    # Given a forecast from a CloudWatch metric of its own, whose history could not be read
+    own = {"mode": "ForecastAndScale", "cloudWatch": {"metric": REQUESTS, "perNode": 50}}
+    the_policy = policy(
+        queue_metric("jobs", per_node=4), {"type": "Predictive", "name": "ahead", "predictive": own}
+    )
+    unread = MetricUnavailable(reason="GetMetricData throttled")
+    # When planned
+    planned = plan(facts(policy=the_policy, histories={"ahead": unread}))
+    # Then its forecast names that reason
+    (forecast,) = [m for m in planned.decision.metrics if m.name == "ahead"]
+    assert forecast.detail.startswith("no forecast: GetMetricData throttled (")

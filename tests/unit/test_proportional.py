@@ -192,3 +192,22 @@ def test_pending_pods_with_nothing_pending_vote_to_shed_the_unneeded_nodes() -> 
     # a scale-in under way (desired 1, 3 nodes still Ready): counted from the nodes there
     assert recommend(metric(PENDING), 0, 1, DEFAULT, 3, unneeded=2).replicas == 1
     assert recommend(metric(PENDING), 0, 1, DEFAULT, 3, unneeded=1).replicas == 1  # never up
+
+
+# One metric's recommendation at its edges: nodes in service but not yet measured.
+
+
+def test_a_value_with_nothing_in_service_sizes_for_the_value_alone() -> None:
+    made = recommend(metric(value_metric("load", 100)), 250, 3, DEFAULT, ready=0)
+    assert (made.replicas, made.usage_ratio) == (3, 2.5)
+
+
+def test_a_value_scales_the_nodes_in_service_not_the_size() -> None:
+    made = recommend(metric(value_metric("load", 100)), 300, 1, DEFAULT, ready=2)
+    assert made.replicas == 6
+
+
+def test_a_utilization_measured_over_more_nodes_than_ready_frees_no_extra_room() -> None:
+    cpu = metric(reservation_metric("cpu", 60))
+    made = recommend(cpu, 30, 4, DEFAULT, ready=4, measured=5)  # half the target on 5
+    assert made.replicas == 3

@@ -8,6 +8,7 @@ import pytest
 from nodescaler.domain.cluster.quantity import parse_quantity
 from nodescaler.domain.cluster.reservation import reservation
 from nodescaler.domain.cluster.snapshot import Node, Pod, Resources
+from nodescaler.domain.policy import ReservationResource
 from nodescaler.domain.policy import ReservationResource as Resource
 from nodescaler.errors import QuantityError, ReservationError
 
@@ -115,3 +116,18 @@ def test_an_unreadable_pod_on_the_group_makes_its_reservation_unknown() -> None:
     # the same pod elsewhere does not affect this group
     elsewhere = Pod("jobs", "bad", "other-0", Resources(), problem="x")
     assert reservation("ng", nodes(1), [elsewhere], Resource.CPU).pods == 0
+
+
+# At the edge: pods left out of a reservation do not end the count.
+
+
+def test_pods_left_out_of_a_reservation_do_not_end_the_count() -> None:
+    first_out = [
+        *pods_on("other-0", 1),
+        *pods_on("ng-0", 1, daemon_set=True),
+        *pods_on("ng-0", 3),
+    ]
+    counted = reservation(
+        "ng", nodes(1), first_out, ReservationResource.CPU, include_daemon_sets=False
+    )
+    assert counted.pods == 3

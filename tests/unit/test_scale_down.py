@@ -450,3 +450,18 @@ def test_a_node_its_daemon_sets_fill_is_not_underutilized() -> None:
     pods = [pod("agent", "a", 4000, daemon_set=True), pod("app", "a", 10)]
     # Then a stays: no room left for pods, so no share of it is "under half"
     assert spare(nodes, pods) == ()
+
+
+# Scale-down candidates at their edges: a node with no pods at all, and memory its
+# DaemonSets take judged as Cluster Autoscaler judges it.
+
+
+def test_a_node_without_a_single_pod_is_unneeded() -> None:
+    assert spare([node("a"), node("b")], [pod("app", "b")]) == ("a",)
+
+
+def test_memory_its_daemon_sets_take_is_no_room_to_call_a_node_underused() -> None:
+    agent = Pod("kube-system", "agent", "a", Resources(100, 8 * GIB, 1), daemon_set=True)
+    app = Pod("default", "app", "a", Resources(100, 5 * GIB, 1))  # 5 of the 8 GiB left
+    busy = pod("busy", "b", 9000)  # b: 9 of 16 cores, room for the app but no candidate
+    assert spare([node("a"), node("b", cpu=16_000)], [agent, app, busy]) == ()

@@ -45,3 +45,18 @@ def test_schedule_windows(utc: datetime, replicas: int, which: str) -> None:
     got, why = scheduled_replicas(OFFICE, utc)
     assert got == replicas
     assert which in why
+
+
+# At the boundaries: exactly at a limit, a clock's edge or a count's edge, each test on
+# the side its name says.
+
+
+def test_a_schedule_opens_on_its_minute_not_its_second() -> None:
+    for before in (
+        datetime(2026, 3, 2, 7, 29, 30, tzinfo=UTC),
+        datetime(2026, 3, 2, 7, 29, 0, 500_000, tzinfo=UTC),
+    ):
+        assert scheduled_replicas(OFFICE, before) == (
+            2,
+            "no schedule entry is open: defaultReplicas",
+        )

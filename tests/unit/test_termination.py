@@ -11,14 +11,16 @@ instance lifetime for as long as the instance is past it).
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Resources, Snapshot
-from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.groups.node_group import (
+    NodeGroup,
+)
 from nodescaler.domain.scale_down.pod_rules import DrainRules
-from nodescaler.domain.scale_down.termination_policy import Wait
+from nodescaler.domain.scale_down.termination_policy import QUIET, Wait
 from nodescaler.domain.scale_down.unneeded import least_bad
 from nodescaler.errors import KubernetesUnavailableError, MalformedEventError, StateUnavailableError
 from nodescaler.events.termination_policy import parse_termination_request
@@ -529,3 +531,25 @@ def test_given_a_pod_cluster_autoscaler_would_not_move_then_evaluate_protects_it
     group = NodeGroup("web", 3, 0, 10, 3, instance_ids=frozenset(IDS[:3]))
     protected = cluster.protected(group, datetime(2026, 11, 23, 9, tzinfo=UTC))
     assert protected == frozenset({IDS[0], IDS[1]})
+
+
+# At the boundaries: exactly at a limit, a clock's edge or a count's edge, each test on
+# the side its name says.
+
+
+T = datetime(2026, 3, 2, 12, tzinfo=UTC)
+
+
+def test_an_ask_exactly_a_quiet_period_after_the_last_continues_the_wait() -> None:
+    wait = Wait(T, T)
+    assert wait.asked(T + QUIET) == Wait(T, T + QUIET)
+    assert wait.asked(T + QUIET + timedelta(seconds=1)) == Wait(
+        T + QUIET + timedelta(seconds=1), T + QUIET + timedelta(seconds=1)
+    )
+
+
+def test_an_ask_at_the_first_instant_continues_and_one_before_it_starts_afresh() -> None:
+    wait = Wait(T, T + timedelta(minutes=1))
+    assert wait.asked(T) == Wait(T, T)
+    before = T - timedelta(seconds=1)
+    assert wait.asked(before) == Wait(before, before)

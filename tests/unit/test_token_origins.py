@@ -140,3 +140,15 @@ def test_the_evaluate_setting_takes_only_normalised_origins() -> None:
     assert read.token_origin_pairs == {("prom/token", "https://prom:443")}
     with pytest.raises(SettingsError, match=r"PROMETHEUS_TOKEN_ORIGINS\[0\]\[1\]"):
         EvaluateSettings.from_environment(base | {str(variable): '[["s", "https://Prom"]]'})
+
+
+# At the boundaries: exactly at a limit, a clock's edge or a count's edge, each test on
+# the side its name says.
+
+
+def test_a_token_deployed_for_two_other_servers_names_both() -> None:
+    allowed = frozenset({("prom/token", "https://a:443"), ("prom/token", "https://b:443")})
+    assert unbound_token(source("https://evil"), allowed) == (
+        "bearer token secret prom/token is deployed for https://a:443 and https://b:443, not "
+        "for https://evil:443: refused, the token is neither read nor sent"
+    )

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -11,9 +11,17 @@ from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.scaling.decision import Limit
 from nodescaler.domain.scaling.history import History, ScaleEvent
 from nodescaler.domain.scaling.readings import MetricReading
+from nodescaler.domain.scaling.scale_in_windows import WindowRoom, is_open, scale_in_room
 from nodescaler.errors import PolicyError
+from pydantic import ValidationError
 
-from tests.builders import UNLIMITED, act, policy, queue_metric, run
+from tests.builders import (
+    UNLIMITED,
+    act,
+    policy,
+    queue_metric,
+    run,
+)
 
 MONDAY_10_PARIS = datetime.fromisoformat("2026-11-23T10:00:00+01:00")  # 09:00 UTC
 
@@ -123,3 +131,52 @@ def test_a_bad_window_is_named_by_its_field(change: dict[str, Any], message: str
         parse_policy(yaml.safe_dump(document), source="web.yaml")
     (problem,) = caught.value.problems
     assert problem.startswith(f"web.yaml: spec.{message}")
+
+
+# Windows at their edges: the opening minute, the last hour, a yearly or a leap-day schedule.
+
+
+def nine_to_ten(**fields: object) -> object:
+    window = {"schedule": "0 9 * * *", "durationMinutes": 60, "timeZone": "UTC"}
+    return with_windows(window | {"maxNodesPerHour": 1} | fields).spec.scale_in_windows[0]
+
+
+def at(hour: int, minute: int, second: int = 0, microsecond: int = 0) -> datetime:
+    return datetime(2026, 3, 2, hour, minute, second, microsecond, tzinfo=UTC)
+
+
+def test_a_window_opens_on_its_minute_and_closes_after_its_duration() -> None:
+    window = nine_to_ten()
+    assert is_open(window, at(9, 0, 30))  # type: ignore[arg-type]
+    assert is_open(window, at(9, 59, 59))  # type: ignore[arg-type]
+    for before in (at(8, 59, 30), at(8, 59, 0, 500_000), at(8, 59, 59, 999_999), at(10, 0)):
+        assert not is_open(window, before), before  # type: ignore[arg-type]
+
+
+def test_a_node_removed_exactly_an_hour_ago_no_longer_counts() -> None:
+    window = nine_to_ten(maxNodesPerHour=2)
+    now = at(9, 30)
+    history = History().with_scale_event(now - timedelta(hours=1), 5, 4, keep_seconds=7200)
+    room = scale_in_room([window], 4, history, now)  # type: ignore[list-item]
+    assert room is not None and room.room == 2
+    later = History().with_scale_event(now - timedelta(minutes=59), 5, 4, keep_seconds=7200)
+    assert scale_in_room([window], 4, later, now).room == 1  # type: ignore[list-item, union-attr]
+
+
+def test_a_window_of_no_percent_says_no_scale_in() -> None:
+    window = nine_to_ten(maxNodesPerHour="0%")
+    assert WindowRoom(window, 0).describe().endswith(": no scale-in")  # type: ignore[arg-type]
+
+
+def test_a_window_opening_once_a_year_at_new_year_fires_every_year() -> None:
+    window = nine_to_ten(schedule="0 0 1 1 *")
+    assert window.schedule == "0 0 1 1 *"  # type: ignore[attr-defined]
+
+
+def test_a_window_opening_only_in_leap_years_is_refused_saying_why() -> None:
+    with pytest.raises(ValidationError) as raised:
+        nine_to_ten(schedule="0 0 29 2 *")
+    assert (
+        "cron expression '0 0 29 2 *' does not fire every year (a date that does not exist, "
+        "or only in leap years): its window would never open or never close"
+    ) in str(raised.value)

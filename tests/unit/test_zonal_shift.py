@@ -10,19 +10,27 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from nodescaler.domain.cluster.predicates import NodeTemplate
 from nodescaler.domain.cluster.snapshot import Pod, Resources
 from nodescaler.domain.groups.node_group import NodeGroup
-from nodescaler.domain.groups.zonal_shift import ZonalShift, ZonalShifts, confined, zone_hold
+from nodescaler.domain.groups.zonal_shift import (
+    ZonalShift,
+    ZonalShifts,
+    confined,
+    hold_for_zones,
+    zone_hold,
+)
 from nodescaler.domain.scale_up.expanders import PriorityExpander
 from nodescaler.domain.scale_up.expanders import plan as expanders_plan
+from nodescaler.domain.scaling.autoscaler import GroupSize
 from nodescaler.domain.scaling.decision import Limit
 from nodescaler.domain.scaling.group_state import GroupState
 from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.plan import Facts, plan
 from nodescaler.domain.scaling.readings import MetricReading
 
-from tests.builders import UNLIMITED, policy, queue_metric
+from tests.builders import EXACT, T0, UNLIMITED, policy, queue_metric, readings, run
 
 NOW = datetime(2026, 11, 26, 9, tzinfo=UTC)
 IDS = {"us-east-1a": "use1-az1", "us-east-1b": "use1-az2"}
@@ -147,3 +155,48 @@ def test_given_the_preferred_group_left_out_then_its_pods_go_elsewhere_and_it_is
     # and with gpu-1a the only group, the pods wait, and why is named for each of them
     alone = expanders_plan(pods, {"gpu-1a": templates["gpu-1a"]}, chain, left_out=why)
     assert not alone.nodes and alone.why_waiting(pods[0]).startswith("gpu-1a: its zone use1-az1")
+
+
+# Zonal shifts at their edges: zones without a known ID, and a group at its bounds.
+
+
+def test_zones_whose_ids_are_unknown_are_each_named_by_their_own_name() -> None:
+    shifts = ZonalShifts(
+        (ZonalShift("zone-a", "autoshift"), ZonalShift("zone-b", "autoshift")), zone_ids={}
+    )
+    hold = zone_hold(("zone-a", "zone-b"), shifts, T0)
+    assert hold is not None
+    assert hold.why == ("all its zones are shifted away: zone-a (autoshift), zone-b (autoshift)")
+
+
+@pytest.mark.parametrize(("current", "jobs"), [(2, 40), (10, 8)])  # at its min, at its max
+def test_a_group_at_a_bound_is_held_by_its_shifted_zone(current: int, jobs: float) -> None:
+    the_policy = policy(queue_metric("jobs", 4), min_replicas=2, max_replicas=10, behavior=EXACT)
+    decision = run(the_policy, current, readings(jobs=jobs), size=GroupSize(current)).decision
+    assert decision.desired != current
+    shift = ZonalShift("use1-az1", "zonal shift zs-1", T0 + timedelta(hours=1))
+    hold = zone_hold(("us-east-1a",), ZonalShifts((shift,), {"us-east-1a": "use1-az1"}), T0)
+    held = hold_for_zones(decision, hold)
+    assert held.desired == current
+    assert Limit.ZONAL_SHIFT in held.limited_by
+
+
+def test_all_zones_shifted_away_hold_both_directions() -> None:
+    shifts = ZonalShifts(
+        (ZonalShift("zone-a", "autoshift"), ZonalShift("zone-b", "autoshift")), zone_ids={}
+    )
+    hold = zone_hold(("zone-a", "zone-b"), shifts, T0)
+    assert hold is not None and (hold.scale_up, hold.scale_in) == (True, True)
+
+
+def test_a_shift_is_over_at_its_expiry() -> None:
+    shift = ZonalShift("use1-az1", "zonal shift zs-1", T0)
+    assert zone_hold(("us-east-1a",), ZonalShifts((shift,), {"us-east-1a": "use1-az1"}), T0) is None
+
+
+def test_a_decision_that_changes_nothing_is_not_held_by_its_zones() -> None:
+    the_policy = policy(queue_metric("jobs", 4), behavior=EXACT)
+    decision = run(the_policy, 4, readings(jobs=16), size=GroupSize(4)).decision
+    shift = ZonalShift("use1-az1", "zonal shift zs-1", T0 + timedelta(hours=1))
+    hold = zone_hold(("us-east-1a",), ZonalShifts((shift,), {"us-east-1a": "use1-az1"}), T0)
+    assert hold_for_zones(decision, hold) == decision

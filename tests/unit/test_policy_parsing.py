@@ -87,9 +87,6 @@ def test_a_settings_typo_is_matched_against_the_settings_not_a_policys_fields() 
         load_settings({"clusterNme": "prod"}, Path("."))
 
 
-# --- several documents ---------------------------------------------------------------------
-
-
 def test_a_problem_in_a_later_document_keeps_the_files_line_number() -> None:
     second = BASE.replace("name: a", "name: b").replace(
         "minReplicas: 0", "minReplicas: 0\n  minReplicas: 1"
