@@ -9,7 +9,7 @@ scale-in windows), `document` (the whole policy), `parsing` (YAML text to a poli
 
 from __future__ import annotations
 
-from nodescaler.domain.policy.behavior import (
+from nodescaler.domain.policy.behavior_model import (
     DEFAULT_SCALE_DOWN,
     DEFAULT_SCALE_UP,
     DEFAULT_TOLERANCE,

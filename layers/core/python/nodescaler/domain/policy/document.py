@@ -12,7 +12,7 @@ from pydantic import (
 )
 
 from nodescaler.domain.groups.optin import NAME_PATTERN
-from nodescaler.domain.policy.behavior import MOST_NODES, Behavior, ScaleInWindow
+from nodescaler.domain.policy.behavior_model import MOST_NODES, Behavior, ScaleInWindow
 from nodescaler.domain.policy.descriptors import NOTHING, MetricReads, metric_reads, reads_cluster
 from nodescaler.domain.policy.metrics import MetricBase, MetricSpec, PendingPodsMetric
 from nodescaler.domain.policy.spec import Spec

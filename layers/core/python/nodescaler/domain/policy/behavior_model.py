@@ -1,4 +1,5 @@
-"""How fast a group may change (`behavior`), and the hours scale-in is capped or forbidden."""
+"""How fast a group may change (`behavior`), and the hours scale-in is capped or forbidden:
+the models a policy document declares, which `domain.scaling.behavior` applies."""
 
 from __future__ import annotations
 
