@@ -235,42 +235,56 @@ def _nodes_panel(ax: Axes, chart: GroupChart) -> list[Entry]:
         ax.axvspan(start, end, color=BACKOFF, alpha=0.12, linewidth=0)
     if chart.backoffs:
         handles.append(Patch(color=BACKOFF, alpha=0.12, label="backed off"))
-
     if chart.minutes:
-        # Desired above in service: when the group has caught up they coincide, and the
-        # decision is what the chart is about.
+        handles += _sizes(ax, chart)
+    handles += _scale_events(ax, chart)
+    handles += _pinned_events(ax, chart)
+    ax.set_ylim(bottom=0, top=_top(ax.get_ylim()[1]))
+    return [(handle, str(handle.get_label())) for handle in handles]
+
+
+def _sizes(ax: Axes, chart: GroupChart) -> list[Artist]:
+    """Desired, in service and the baseline's desired, minute by minute."""
+    # Desired above in service: when the group has caught up they coincide, and the
+    # decision is what the chart is about.
+    handles: list[Artist] = []
+    handles += ax.step(
+        chart.minutes,
+        chart.desired,
+        where="post",
+        color=DESIRED,
+        linewidth=2,
+        label="desired",
+        zorder=3,
+    )
+    handles += ax.plot(
+        chart.minutes,
+        chart.in_service,
+        color=IN_SERVICE,
+        linewidth=1.6,
+        label="in service",
+        zorder=2,
+    )
+    ax.fill_between(chart.minutes, chart.in_service, color=IN_SERVICE, alpha=0.12, lw=0)
+    if chart.baseline_desired is not None:
         handles += ax.step(
             chart.minutes,
-            chart.desired,
+            chart.baseline_desired,
             where="post",
-            color=DESIRED,
-            linewidth=2,
-            label="desired",
-            zorder=3,
+            color=BASELINE,
+            linestyle="--",
+            linewidth=1.4,
+            label="Cluster Autoscaler baseline (desired)",
+            zorder=2.5,
         )
-        handles += ax.plot(
-            chart.minutes,
-            chart.in_service,
-            color=IN_SERVICE,
-            linewidth=1.6,
-            label="in service",
-            zorder=2,
-        )
-        ax.fill_between(chart.minutes, chart.in_service, color=IN_SERVICE, alpha=0.12, lw=0)
-        if chart.baseline_desired is not None:
-            handles += ax.step(
-                chart.minutes,
-                chart.baseline_desired,
-                where="post",
-                color=BASELINE,
-                linestyle="--",
-                linewidth=1.4,
-                label="Cluster Autoscaler baseline (desired)",
-                zorder=2.5,
-            )
+    return handles
 
+
+def _scale_events(ax: Axes, chart: GroupChart) -> list[Artist]:
+    """Each scale request, up or down, at the size it asked for."""
     ups = [(minute, to) for minute, before, to in chart.scale_events if to > before]
     downs = [(minute, to) for minute, before, to in chart.scale_events if to < before]
+    handles: list[Artist] = []
     for points, marker, colour, label in (
         (ups, "^", SCALE_UP, "scale up"),
         (downs, "v", SCALE_DOWN, "scale down"),
@@ -289,7 +303,13 @@ def _nodes_panel(ax: Axes, chart: GroupChart) -> list[Entry]:
                 label=label,
                 zorder=4,
             )
-    # Pinned near the bottom edge, so they show whatever the node counts are.
+    return handles
+
+
+def _pinned_events(ax: Axes, chart: GroupChart) -> list[Artist]:
+    """Launch failures and drains, pinned near the bottom edge, so they show whatever the
+    node counts are."""
+    handles: list[Artist] = []
     for minutes, marker, colour, label in (
         (chart.launch_failures, "x", FAILURE, "launch failed"),
         (chart.drains, "d", DRAIN, "node drained"),
@@ -308,8 +328,7 @@ def _nodes_panel(ax: Axes, chart: GroupChart) -> list[Entry]:
                 label=label,
                 zorder=5,
             )
-    ax.set_ylim(bottom=0, top=_top(ax.get_ylim()[1]))
-    return [(handle, str(handle.get_label())) for handle in handles]
+    return handles
 
 
 def _metric_panel(ax: Axes, chart: GroupChart, name: str, index: int) -> list[Entry]:

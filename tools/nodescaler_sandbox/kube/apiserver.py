@@ -465,76 +465,9 @@ class KubeApiServer:
     # --- the HTTP side ------------------------------------------------------------------
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go in two writes: no 40 ms stall
-
-            def log_message(self, *_: Any) -> None:  # quiet
-                pass
-
-            def setup(self) -> None:
-                super().setup()
-                server._connections.add(self.connection)
-
-            def handle(self) -> None:
-                try:
-                    super().handle()
-                except OSError:
-                    pass  # the client gave up on a late answer, or `failing` cut it off
-                finally:
-                    server._connections.discard(self.connection)
-
-            def _send(self, code: int, body: bytes) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def _serve(self, method: str) -> None:
-                url = urlparse(self.path)
-                server.requests.append(f"{method} {self.path}")
-                query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-                try:
-                    server._fail()
-                    if (
-                        server.token
-                        and self.headers.get("Authorization") != f"Bearer {server.token}"
-                    ):
-                        raise ApiError(401, "Unauthorized", "Unauthorized")
-                    code, body = server.route(
-                        method,
-                        url.path,
-                        query,
-                        self._body(),
-                        content_type=self.headers.get("Content-Type", "application/json"),
-                    )
-                except ApiError as error:
-                    code, body = error.code, json.dumps(error.body).encode()
-                self._send(code, body)
-
-            def _body(self) -> Any:
-                length = int(self.headers.get("Content-Length") or 0)
-                return json.loads(self.rfile.read(length)) if length else {}
-
-            def do_GET(self) -> None:
-                self._serve("GET")
-
-            def do_PATCH(self) -> None:
-                self._serve("PATCH")
-
-            def do_POST(self) -> None:
-                self._serve("POST")
-
-            def do_PUT(self) -> None:  # answered 405: no resource here takes it
-                self._serve("PUT")
-
-            def do_DELETE(self) -> None:  # answered 405, as kubectl drain learns without eviction
-                self._serve("DELETE")
-
-        return Handler
+        """The request handler class, bound to this server (the HTTP server makes one per
+        request)."""
+        return type("Handler", (_Handler,), {"api": self})
 
     def _installed(self, kind: str, method: str, path: str) -> None:
         if kind in self.cluster.not_installed:
@@ -553,57 +486,15 @@ class KubeApiServer:
         *,
         content_type: str = "application/json",
     ) -> tuple[int, bytes]:
-        cluster = self.cluster
-        if method == "GET" and path == "/version":
-            return 200, json.dumps({"major": "1", "minor": "31", "gitVersion": "v1.31.0"}).encode()
-        if method == "GET":
-            if (document := discovery(path)) is not None:
-                return 200, json.dumps(document).encode()
-            for pattern, kind in LISTS:
-                if match := pattern.match(path):
-                    self._installed(kind, method, path)
-                    return 200, self.list(kind, match.groupdict().get("ns") or "", query)
-            for pattern, kind in GETS:
-                if match := pattern.match(path):
-                    self._installed(kind, method, path)
-                    key = (match.groupdict().get("ns") or "", match["name"])
-                    return 200, self._served(kind, cluster.get(kind, key), alone=True)
+        if method == "GET" and (answer := self._get(path, query)) is not None:
+            return answer
         if method == "PATCH" and (match := _NODE.match(path)):
-            # kubectl cordon and the Python client (for a dict body) send a strategic merge
-            # patch: for the fields patched here the same as a merge patch; a resourceVersion
-            # in it must be the object's (optimistic concurrency).
-            media_type = content_type.partition(";")[0].strip()
-            if media_type not in MERGE_PATCHES or not isinstance(body, dict):
-                raise ApiError(
-                    415,
-                    "UnsupportedMediaType",
-                    f"the loopback API server takes merge patches of an object only "
-                    f"({', '.join(MERGE_PATCHES)}), not {content_type}",
-                )
-            with cluster.lock:
-                node = cluster.get("nodes", ("", match["name"]))
-                asked = (body.get("metadata") or {}).get("resourceVersion")
-                if asked is not None and asked != node["metadata"].get("resourceVersion"):
-                    raise ApiError(
-                        409,
-                        "Conflict",
-                        f'Operation cannot be fulfilled on nodes "{match["name"]}": the object '
-                        "has been modified; please apply your changes to the latest version",
-                    )
-                patched = cluster.put("nodes", _merge(json.loads(json.dumps(node)), body))
-            return 200, self._served("nodes", patched, alone=True)
+            return self._patch_node(match["name"], body, content_type)
         if method == "POST" and (match := _EVENTS.match(path)):
-            event = dict(body or {})
-            metadata = dict(event.get("metadata") or {})
-            if "name" not in metadata:  # generateName, as the API server completes it
-                metadata["name"] = (
-                    f"{metadata.get('generateName', 'event.')}{cluster.resource_version}"
-                )
-            event["metadata"] = metadata | {"namespace": match["ns"]}
-            return 201, self._served("events", cluster.put("events", event), alone=True)
+            return self._post_event(match["ns"], body)
         if method == "POST" and (match := _EVICTION.match(path)):
             options = (body or {}).get("deleteOptions") or {}
-            cluster.evict(match["ns"], match["name"], options.get("gracePeriodSeconds"))
+            self.cluster.evict(match["ns"], match["name"], options.get("gracePeriodSeconds"))
             return 201, json.dumps(_status(201, "", "evicted")).encode()
         if is_resource_path(path) or _EVICTION.match(path):
             # a resource it serves, by a verb it does not (its discovery lists the verbs)
@@ -615,3 +506,126 @@ class KubeApiServer:
         raise ApiError(
             404, "NotFound", f"the server could not find the requested resource ({method} {path})"
         )
+
+    def _get(self, path: str, query: dict[str, str]) -> tuple[int, bytes] | None:
+        """A GET's answer: the version, discovery, a list or one object; None when the path
+        is none of them."""
+        if path == "/version":
+            return 200, json.dumps({"major": "1", "minor": "31", "gitVersion": "v1.31.0"}).encode()
+        if (document := discovery(path)) is not None:
+            return 200, json.dumps(document).encode()
+        for pattern, kind in LISTS:
+            if match := pattern.match(path):
+                self._installed(kind, "GET", path)
+                return 200, self.list(kind, match.groupdict().get("ns") or "", query)
+        for pattern, kind in GETS:
+            if match := pattern.match(path):
+                self._installed(kind, "GET", path)
+                key = (match.groupdict().get("ns") or "", match["name"])
+                return 200, self._served(kind, self.cluster.get(kind, key), alone=True)
+        return None
+
+    def _patch_node(self, name: str, body: Any, content_type: str) -> tuple[int, bytes]:
+        """A node patched, as kubectl cordon and the Python client (for a dict body) do."""
+        # They send a strategic merge patch: for the fields patched here the same as a merge
+        # patch; a resourceVersion in it must be the object's (optimistic concurrency).
+        media_type = content_type.partition(";")[0].strip()
+        if media_type not in MERGE_PATCHES or not isinstance(body, dict):
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                f"the loopback API server takes merge patches of an object only "
+                f"({', '.join(MERGE_PATCHES)}), not {content_type}",
+            )
+        cluster = self.cluster
+        with cluster.lock:
+            node = cluster.get("nodes", ("", name))
+            asked = (body.get("metadata") or {}).get("resourceVersion")
+            if asked is not None and asked != node["metadata"].get("resourceVersion"):
+                raise ApiError(
+                    409,
+                    "Conflict",
+                    f'Operation cannot be fulfilled on nodes "{name}": the object '
+                    "has been modified; please apply your changes to the latest version",
+                )
+            patched = cluster.put("nodes", _merge(json.loads(json.dumps(node)), body))
+        return 200, self._served("nodes", patched, alone=True)
+
+    def _post_event(self, namespace: str, body: Any) -> tuple[int, bytes]:
+        """An Event created, its name completed from generateName as the API server does."""
+        event = dict(body or {})
+        metadata = dict(event.get("metadata") or {})
+        if "name" not in metadata:
+            generated = metadata.get("generateName", "event.")
+            metadata["name"] = f"{generated}{self.cluster.resource_version}"
+        event["metadata"] = metadata | {"namespace": namespace}
+        return 201, self._served("events", self.cluster.put("events", event), alone=True)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One request to the loopback API server: authenticated, routed, answered in JSON."""
+
+    api: KubeApiServer  # the server it answers for (`KubeApiServer._handler` binds it)
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go in two writes: no 40 ms stall
+
+    def log_message(self, *_: Any) -> None:  # quiet
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.api._connections.add(self.connection)
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except OSError:
+            pass  # the client gave up on a late answer, or `failing` cut it off
+        finally:
+            self.api._connections.discard(self.connection)
+
+    def _send(self, code: int, body: bytes) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _serve(self, method: str) -> None:
+        server = self.api
+        url = urlparse(self.path)
+        server.requests.append(f"{method} {self.path}")
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        try:
+            server._fail()
+            if server.token and self.headers.get("Authorization") != f"Bearer {server.token}":
+                raise ApiError(401, "Unauthorized", "Unauthorized")
+            code, body = server.route(
+                method,
+                url.path,
+                query,
+                self._body(),
+                content_type=self.headers.get("Content-Type", "application/json"),
+            )
+        except ApiError as error:
+            code, body = error.code, json.dumps(error.body).encode()
+        self._send(code, body)
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(length)) if length else {}
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_PATCH(self) -> None:
+        self._serve("PATCH")
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    def do_PUT(self) -> None:  # answered 405: no resource here takes it
+        self._serve("PUT")
+
+    def do_DELETE(self) -> None:  # answered 405, as kubectl drain learns without eviction
+        self._serve("DELETE")
