@@ -56,7 +56,7 @@ def test_a_claim_lost_to_another_group_is_recomputed_from_what_that_group_took(
     make_asg("gpu-b", tags=GPU, max_size=600)
     training_tasks(32)
     store = DynamoStateStore(client("dynamodb"), TABLE)
-    limiter = deployment.evaluator.limiter
+    limiter = deployment.evaluator.cluster.limiter
     assert limiter is not None
     real_load = store.load_claims
     raced: list[Claims] = []
@@ -104,7 +104,7 @@ def test_given_limits_then_each_batch_reports_the_usage_the_limiter_counts_once(
     nodes = sum(desired_capacity(g) for g in ("gpu-a", "gpu-b", "idle"))
     assert nodes > 3 and len(deliveries) == 1  # scaled up, in one batch
     assert usage_reported(output()) == [(nodes, 2 * nodes, 8 * nodes)]
-    limiter = deployment.evaluator.limiter
+    limiter = deployment.evaluator.cluster.limiter
     assert limiter is not None
     counted = limiter.usage(clock.now())
     assert (counted.nodes, counted.vcpus, counted.memory_gib) == (nodes, 2 * nodes, 8 * nodes)
@@ -124,7 +124,7 @@ def test_a_fresh_claim_counts_in_the_usage_as_it_does_against_the_limit(
     deployment.tick()
     (reported,) = usage_reported(output())
     assert reported[0] == 9
-    limiter = deployment.evaluator.limiter
+    limiter = deployment.evaluator.cluster.limiter
     assert limiter is not None
     gpu_a = deployment.evaluator.node_groups.get("gpu-a")
     assert gpu_a is not None
@@ -137,7 +137,7 @@ def test_given_no_limits_then_no_usage_is_read_or_reported(
 ) -> None:
     make_asg("gpu-a", tags=GPU, max_size=600, desired=2, min_size=2)
     deployment.tick()
-    assert deployment.evaluator.limiter is None
+    assert deployment.evaluator.cluster.limiter is None
     assert output().metric("ClusterNodes") == [] and output().metric("ClusterVcpus") == []
 
 
@@ -149,7 +149,7 @@ def test_given_the_usage_cannot_be_read_then_the_batch_still_succeeds_and_says_s
     no usage is reported, and a warning says why."""
     deployment = Deployment(policies, calls, clock, {"CLUSTER_MAX_NODES": "10"})
     make_asg("gpu-a", tags=GPU, max_size=600, desired=2, min_size=2)
-    limiter = deployment.evaluator.limiter
+    limiter = deployment.evaluator.cluster.limiter
     assert limiter is not None
 
     def refused() -> Claims:

@@ -29,7 +29,7 @@ def test_given_an_invocation_with_no_time_left_its_cluster_read_is_not_made_but_
     with KubeApiServer(cluster_of(("nodes", node("a-1", "a")))) as server:
         settings = {"KUBECONFIG_PATH": str(kubeconfig(tmp_path / "kubeconfig", server.url))}
         deployment = Deployment(policies, calls, clock, settings)
-        view = deployment.evaluator.cluster
+        view = deployment.evaluator.cluster.view
         assert view is not None
 
         # When an invocation starts with only the time it keeps to record its results

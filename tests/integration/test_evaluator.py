@@ -14,7 +14,7 @@ from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler.domain.groups.optin import TagNames
 from nodescaler.domain.policy import SqsQueueMetric
 from nodescaler.errors import ActuationError, StateConflictError
-from nodescaler.service.evaluation import Evaluator, Outcome
+from nodescaler.service.evaluation import Evaluator, Outcome, Setup
 from nodescaler.service.policy_resolver import PolicyBook
 from nodescaler.service.producers import Producers
 
@@ -132,7 +132,7 @@ def test_a_group_in_dry_run_records_its_decision_without_acting(world: dict[str,
 
 def test_with_the_global_dry_run_setting_no_group_is_resized(world: dict[str, Any]) -> None:
     fill_queue("jobs", 40)
-    evaluator = replace(world["evaluator"], dry_run=True)
+    evaluator = replace(world["evaluator"], setup=Setup(dry_run=True))
     result = evaluator.evaluate("gpu-ng", "m-0")
     assert (result.outcome, desired_capacity("gpu-ng")) == (Outcome.DRY_RUN, 0)
 

@@ -16,7 +16,7 @@ from nodescaler.domain.scaling.group_state import GroupState
 from nodescaler.domain.scaling.plan import ChooseLeaving, Plan
 from nodescaler.domain.scaling.readings import MetricReading, Reading
 from nodescaler.service import evaluation
-from nodescaler.service.evaluation import Evaluator, Outcome
+from nodescaler.service.evaluation import ClusterSay, Evaluator, Outcome, Setup
 from nodescaler.service.policy_resolver import PolicyBook
 from nodescaler.service.producers import Producers
 
@@ -110,8 +110,8 @@ def evaluated(dry_run: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[World, li
         state=world,  # type: ignore[arg-type]
         policies=PolicyBook({"web": WEB}),
         clock=VirtualClock(NOW),
-        dry_run=dry_run,
-        cluster=world,
+        setup=Setup(dry_run=dry_run),
+        cluster=ClusterSay(world),
     )
     outcome = evaluator.evaluate("web", "m-0").outcome
     monkeypatch.setattr(evaluation, "plan", planner)

@@ -44,7 +44,7 @@ from nodescaler.service.producers import Producers
 if TYPE_CHECKING:
     from nodescaler.deadline import Deadline
 
-__all__ = ["EvaluationResult", "Evaluator", "Outcome"]
+__all__ = ["ClusterSay", "EvaluationResult", "Evaluator", "Outcome", "Setup"]
 
 # How long a resize may take to show in DescribeAutoScalingGroups (eventually consistent):
 # a read that disagrees with nodescaler's own resize younger than this is stale.
@@ -58,28 +58,49 @@ def _no_deadline() -> Deadline:
 
 
 @dataclass(frozen=True)
+class Setup:
+    """What the deployment sets for every evaluation: whose groups it manages (the cluster's
+    name, cdk.json's allowedGroups), whether it only records, and how failed launches back
+    off."""
+
+    cluster_name: str = ""
+    dry_run: bool = False
+    backoff_rules: BackoffRules = field(default_factory=BackoffRules)
+    allowed: AllowedGroups = field(default_factory=AllowedGroups)
+
+
+@dataclass(frozen=True)
+class ClusterSay:
+    """What the cluster has to say of a group, each part only when there is one."""
+
+    view: ClusterView | None = None  # the Kubernetes cluster: its metrics, nodes and marks
+    limiter: ClusterLimiter | None = None  # the cluster's limits, when any is set
+    zonal_shifts: ZonalShiftSource | None = None  # ARC's shifts in force, when read
+
+
+@dataclass(frozen=True)
 class Evaluator:
     node_groups: NodeGroups
     producers: Producers
     state: StateStore
     policies: PolicyBook
     clock: Clock
-    cluster_name: str = ""
-    dry_run: bool = False
-    backoff_rules: BackoffRules = field(default_factory=BackoffRules)
-    cluster: ClusterView | None = None  # the Kubernetes cluster's say, when there is one
-    limiter: ClusterLimiter | None = None  # the cluster's limits, when any is set
+    setup: Setup = field(default_factory=Setup)
+    cluster: ClusterSay = field(default_factory=ClusterSay)
     histories: MetricHistory | None = None  # the metrics forecasts name, when any does
     events: ScalingEvents | None = None  # each resize and backoff told on EventBridge
-    allowed: AllowedGroups = field(default_factory=AllowedGroups)  # cdk.json's allowedGroups
-    zonal_shifts: ZonalShiftSource | None = None  # ARC's shifts in force, when read
     # the invocation's time left, which its network reads share (the handler starts it)
     deadline: Deadline = field(default_factory=_no_deadline)
 
     @property
     def actuator(self) -> Actuator:
         return Actuator(
-            self.node_groups, self.state, self.cluster, self.events, self.cluster_name, self.limiter
+            self.node_groups,
+            self.state,
+            self.cluster.view,
+            self.events,
+            self.setup.cluster_name,
+            self.cluster.limiter,
         )
 
     def evaluate(
@@ -115,8 +136,8 @@ class Evaluator:
 
         # 4. Read everything the plan needs: metrics, the cluster's say, launches that failed;
         # the cluster as it was when the request was made, or later (never in the future).
-        if self.cluster is not None and requested_at is not None:
-            self.cluster.listed_since(min(requested_at, now))
+        if self.cluster.view is not None and requested_at is not None:
+            self.cluster.view.listed_since(min(requested_at, now))
         facts = self._read(group, policy, choice, state, now)
 
         # 5. Plan (pure).
@@ -124,7 +145,7 @@ class Evaluator:
 
         # 6. Act on the plan: a scale-up claimed against the cluster's limits first (planned
         # again under them); a dry run plans under them and only records it.
-        dry_run = choice.dry_run or self.dry_run
+        dry_run = choice.dry_run or self.setup.dry_run
         planned = self.actuator.claim_limits(facts, planned, dry_run)
         if dry_run:
             outcome = Outcome.DRY_RUN if planned.resizes else Outcome.UNCHANGED
@@ -140,7 +161,7 @@ class Evaluator:
         now: datetime,
     ) -> Facts:
         """What the group's plan is made from; nothing is written here."""
-        cluster = self.cluster
+        cluster = self.cluster.view
         # a buffer sized from arrivals holds a boot time of them, as learnt so far
         boot, source = lead_time(state.demand, None, warm=usable_pool(group) is not None)
         policy, sizing_note = sized_buffers(policy, state.arrivals, boot, source)
@@ -167,28 +188,30 @@ class Evaluator:
             ready=ready,
             must_stay=None if cluster is None else cluster.protected(group, now),
             choose_leaving=None if cluster is None else cluster.leaving(group, now),
-            backoff_rules=self.backoff_rules,
+            backoff_rules=self.setup.backoff_rules,
             policy_version=choice.version,
             policy_note=choice.note,
             sizing_note=sizing_note,
             problems=choice.problems,
-            cluster_name=self.cluster_name,
+            cluster_name=self.setup.cluster_name,
             zones=self._zones(group, now),
         )
 
     def cluster_usage(self) -> ClusterUsage | None:
         """The cluster's usage as its limits count it, for the batch's report; None when
         it has no limits. Started only with time enough, as an evaluation is."""
-        if self.limiter is None:
+        limiter = self.cluster.limiter
+        if limiter is None:
             return None
         self.deadline.check_start("the cluster's usage against its limits")
-        return self.limiter.usage(self.clock.now())
+        return limiter.usage(self.clock.now())
 
     def _zones(self, group: NodeGroup, now: datetime) -> ZoneHold | None:
         """What the zonal shifts in force hold of the group (a refused read: its scale-in)."""
-        if self.zonal_shifts is None:
+        shifts = self.cluster.zonal_shifts
+        if shifts is None:
             return None
-        return zone_hold(group.zones, self.zonal_shifts.in_force(), now)
+        return zone_hold(group.zones, shifts.in_force(), now)
 
     @staticmethod
     def _check_fresh(group: NodeGroup, state: GroupState, now: datetime) -> None:
@@ -208,9 +231,9 @@ class Evaluator:
     def _not_ours(self, group: NodeGroup) -> EvaluationResult | None:
         """Why the deployment leaves the group alone: not opted in (or for another
         cluster), or left out by allowedGroups (queued before the list changed, or forged)."""
-        if not is_managed(group.tags, self.policies.tag_names, self.cluster_name):
+        if not is_managed(group.tags, self.policies.tag_names, self.setup.cluster_name):
             return EvaluationResult(group.name, Outcome.SKIPPED, problems=("not opted in",))
-        if not self.allowed.allows(group.name):
-            refusal = (self.allowed.refusal(group.name),)
+        if not self.setup.allowed.allows(group.name):
+            refusal = (self.setup.allowed.refusal(group.name),)
             return self.actuator.reject(rejection(group.name, self.state.load(group.name), refusal))
         return None

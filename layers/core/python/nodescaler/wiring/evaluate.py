@@ -13,7 +13,7 @@ from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler.adapters.aws.zonal_shifts import ArcZonalShifts
 from nodescaler.deadline import Deadline
 from nodescaler.domain.scaling.limits import ClusterLimits
-from nodescaler.service.evaluation import Evaluator
+from nodescaler.service.evaluation import ClusterSay, Evaluator, Setup
 from nodescaler.service.limiter import ClusterLimiter
 from nodescaler.wiring.aws import node_groups, scaling_events
 from nodescaler.wiring.clients import AwsClients, SystemClock
@@ -58,21 +58,18 @@ def evaluator(
         zonal_shifts=shifts,
         deadline=deadline,
     )
+    setup = Setup(settings.cluster_name, settings.dry_run, settings.backoff_rules, settings.allowed)
     return Evaluator(
         node_groups=groups,
         producers=metric_producers(clients, kubernetes, settings.token_origin_pairs, deadline),
         state=state,
         policies=policies,
         clock=clock,
-        cluster_name=settings.cluster_name,
-        dry_run=settings.dry_run,
-        backoff_rules=settings.backoff_rules,
-        cluster=kubernetes,  # scale-in annotations, Ready nodes
-        limiter=limiter,
-        zonal_shifts=shifts,
+        setup=setup,
+        # scale-in annotations, Ready nodes; the limits; the zones shifted away
+        cluster=ClusterSay(kubernetes, limiter, shifts),
         histories=CloudWatchMetricHistory(clients.cloudwatch),  # forecasts from a named metric
         events=scaling_events(settings, clients),
-        allowed=settings.allowed,
         deadline=deadline,
     )
 
