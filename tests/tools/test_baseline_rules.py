@@ -10,23 +10,24 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from nodescaler_sandbox.baseline import (
+from nodescaler_sandbox.baseline import ReactiveBaseline
+from nodescaler_sandbox.baseline_flags import (
     MAX_SCALE_DOWN_PARALLELISM,
-    UTILIZATION_TAG,
-    Backoff,
     DrainFlags,
     Flags,
     GroupSpec,
-    ReactiveBaseline,
-    _blocks_drain,
-    _Budgets,
-    _fit_elsewhere,
-    _Place,
-    launch_failed_since,
+)
+from nodescaler_sandbox.baseline_scale_down import (
+    UTILIZATION_TAG,
+    Budgets,
+    Place,
+    blocks_drain,
+    fit_elsewhere,
     underutilized,
     utilization,
     utilization_threshold,
 )
+from nodescaler_sandbox.baseline_scale_up import Backoff, launch_failed_since
 from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.kube.apiserver import Cluster
 from nodescaler_sandbox.provision import (
@@ -257,8 +258,8 @@ def test_without_the_tag_a_job_is_evicted_to_pack_its_node_away() -> None:
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 
 
-def places(*nodes: tuple[dict[str, Any], list[dict[str, Any]]]) -> dict[str, _Place]:
-    return {n["metadata"]["name"]: _Place.of(n, pods) for n, pods in nodes}
+def places(*nodes: tuple[dict[str, Any], list[dict[str, Any]]]) -> dict[str, Place]:
+    return {n["metadata"]["name"]: Place.of(n, pods) for n, pods in nodes}
 
 
 def gpu_pod(name: str) -> dict[str, Any]:
@@ -314,16 +315,16 @@ def test_a_pod_moves_only_to_a_node_every_filter_passes(
     # scheduler framework's filters pass (NodeResourcesFit, NodeAffinity, TaintToleration)
     already_there = [pod("other", "b", cpu="100m", memory="100Mi")]
     rooms = places((node("a"), [moving]), (destination, already_there))
-    assert _fit_elsewhere([moving], "a", rooms) is fits
+    assert fit_elsewhere([moving], "a", rooms) is fits
 
 
 def test_a_gpu_pod_moves_to_a_tainted_gpu_node_with_a_gpu_free() -> None:
     gpu_node = node("gpu-b", taints=[GPU_TAINT])
     gpu_node["status"]["allocatable"]["nvidia.com/gpu"] = "1"
     rooms = places((node("gpu-a"), [gpu_pod("train")]), (gpu_node, []))
-    assert _fit_elsewhere([gpu_pod("train")], "gpu-a", rooms) is True
+    assert fit_elsewhere([gpu_pod("train")], "gpu-a", rooms) is True
     rooms = places((node("gpu-a"), [gpu_pod("t1")]), (gpu_node, [gpu_pod("t2")]))
-    assert _fit_elsewhere([gpu_pod("t1")], "gpu-a", rooms) is False  # its GPU is taken
+    assert fit_elsewhere([gpu_pod("t1")], "gpu-a", rooms) is False  # its GPU is taken
 
 
 # --- Cluster Autoscaler 1.37's rules, each on a hand-made case ---------------------------
@@ -417,9 +418,9 @@ def test_a_kube_system_pod_without_a_budget_blocks_for_an_hour(
     # pod no budget selects blocks until --blocking-system-pod-distruption-timeout (1h) after
     # its creation, then is drained like any other
     found = system_pod(T0 - age)
-    assert _blocks_drain(found, _Budgets([]), DrainFlags(), T0) is blocks
-    covered = _Budgets([("kube-system", {}, [1])])  # a budget selecting it, one disruption
-    assert _blocks_drain(found, covered, DrainFlags(), T0) is False
+    assert blocks_drain(found, Budgets([]), DrainFlags(), T0) is blocks
+    covered = Budgets([("kube-system", {}, [1])])  # a budget selecting it, one disruption
+    assert blocks_drain(found, covered, DrainFlags(), T0) is False
 
 
 @pytest.mark.usefixtures("aws")

@@ -21,7 +21,9 @@ from typing import Any
 
 import pytest
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler_sandbox.baseline import UNNEEDED, GroupSpec, ReactiveBaseline, unneeded_time
+from nodescaler_sandbox.baseline import ReactiveBaseline
+from nodescaler_sandbox.baseline_flags import UNNEEDED, GroupSpec
+from nodescaler_sandbox.baseline_scale_down import unneeded_time
 from nodescaler_sandbox.baseline_tuning import (
     GROUP_LABEL,
     PLACEHOLDER_PRIORITY,

@@ -62,195 +62,76 @@ Autoscaler itself:
 from __future__ import annotations
 
 import contextlib
-import json
-import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
 from nodescaler.adapters.k8s.conversion import node_from_json
-from nodescaler.domain.cluster.predicates import EKS_TAINT_EFFECTS, NodeTemplate
+from nodescaler.domain.cluster.predicates import NodeTemplate
 from nodescaler.domain.cluster.quantity import millicores, whole_units
 from nodescaler.domain.scale_up.balance import IGNORED_LABELS, even_split, similar
 
+from nodescaler_sandbox.baseline_flags import (
+    CLOUD_REFRESH,
+    DELAY_AFTER_FAILURE,
+    DELETION_CANDIDATE,
+    EXPENDABLE_BELOW,
+    GPU_UTILIZATION,
+    MAX_BULK_SOFT_TAINT_COUNT,
+    PROVISION_TIMEOUT,
+    SCAN,
+    TEMPLATE_TAG,
+    UNNEEDED,
+    DrainFlags,
+    Flags,
+    GroupSpec,
+    Limits,
+    managed_node_group,
+)
+from nodescaler_sandbox.baseline_scale_down import (
+    GPU_UTILIZATION_TAG,
+    Budgets,
+    Place,
+    blocks_drain,
+    fit_elsewhere,
+    gives_up,
+    has_gpu,
+    soft_tainted,
+    to_move,
+    underutilized,
+    unneeded_time,
+    utilization,
+    utilization_threshold,
+)
+from nodescaler_sandbox.baseline_scale_up import (
+    Backoff,
+    Option,
+    fill,
+    first_fit,
+    launch_failed_since,
+    rank,
+)
 from nodescaler_sandbox.cluster import Room, SimulatedCluster, quantities, requests
 from nodescaler_sandbox.kube.apiserver import ApiError
 from nodescaler_sandbox.provision import group_sizes
 
-SCAN = timedelta(seconds=10)  # --scan-interval: how often `act` runs
-UNNEEDED = timedelta(minutes=10)  # --scale-down-unneeded-time
-DELAY_AFTER_ADD = timedelta(minutes=10)  # --scale-down-delay-after-add
-UTILIZATION = 0.5  # --scale-down-utilization-threshold
-PROVISION_TIMEOUT = timedelta(minutes=15)  # --max-node-provision-time
-INITIAL_BACKOFF = timedelta(minutes=5)  # --initial-node-group-backoff-duration
-MAX_BACKOFF = timedelta(minutes=30)  # --max-node-group-backoff-duration
-BACKOFF_RESET = timedelta(hours=3)  # --node-group-backoff-reset-timeout
-MAX_SCALE_DOWN_PARALLELISM = 10  # --max-scale-down-parallelism (empty and drained nodes)
-MAX_DRAIN_PARALLELISM = 1  # --max-drain-parallelism
-MAX_POD_EVICTION_TIME = timedelta(minutes=2)  # --max-pod-eviction-time
-DELAY_AFTER_FAILURE = timedelta(minutes=3)  # --scale-down-delay-after-failure
-GPU_UTILIZATION = 0.5  # --scale-down-gpu-utilization-threshold
-BSP_DISRUPTION_TIMEOUT = timedelta(hours=1)  # --blocking-system-pod-distruption-timeout
-MAX_BULK_SOFT_TAINT_COUNT = 10  # --max-bulk-soft-taint-count
-# cloudprovider/aws/aws_manager.go, refreshInterval: the Auto Scaling cache (bounds, failed
-# launches) is regenerated at most once a minute (AwsManager.Refresh, each loop)
-CLOUD_REFRESH = timedelta(minutes=1)
-DELETION_CANDIDATE = "DeletionCandidateOfClusterAutoscaler"  # utils/taints/taints.go
-GPU_LABEL = "k8s.amazonaws.com/accelerator"  # cloudprovider/aws/aws_cloud_provider.go
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915")  # utils/gpu
-LONG_TERMINATING_EXTRA = timedelta(seconds=30)  # utils/drain, PodLongTerminatingExtraThreshold
-RELEASE = "cluster-autoscaler-1.37"  # the release whose rules this module follows
-
-
-EXPENDABLE_BELOW = -10  # --expendable-pods-priority-cutoff
-TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template/"
-
-
-@dataclass(frozen=True)
-class Flags:
-    """The command-line flags an operator may change that this model reads, at their
-    defaults in the release it follows (config/flags/flags.go)."""
-
-    scale_down_delay_after_add: timedelta = DELAY_AFTER_ADD
-    max_scale_down_parallelism: int = MAX_SCALE_DOWN_PARALLELISM
-    max_drain_parallelism: int = MAX_DRAIN_PARALLELISM
-    frequent_loops_enabled: bool = True  # on by default since 1.35 (main.go, LoopTrigger)
-    ignore_daemonsets_utilization: bool = False
-    ignore_mirror_pods_utilization: bool = False
-
-    def as_flags(self) -> dict[str, str | int | float | bool]:
-        """The flags as an operator writes them on the command line."""
-        return {
-            "--scan-interval": f"{int(SCAN.total_seconds())}s",
-            "--frequent-loops-enabled": self.frequent_loops_enabled,
-            "--scale-down-delay-after-add": _go(self.scale_down_delay_after_add),
-            "--scale-down-unneeded-time": _go(UNNEEDED),
-            "--scale-down-utilization-threshold": UTILIZATION,
-            "--scale-down-gpu-utilization-threshold": GPU_UTILIZATION,
-            "--scale-down-delay-after-failure": _go(DELAY_AFTER_FAILURE),
-            "--max-scale-down-parallelism": self.max_scale_down_parallelism,
-            "--max-drain-parallelism": self.max_drain_parallelism,
-            "--max-pod-eviction-time": _go(MAX_POD_EVICTION_TIME),
-            "--max-bulk-soft-taint-count": MAX_BULK_SOFT_TAINT_COUNT,
-            "--blocking-system-pod-distruption-timeout": _go(BSP_DISRUPTION_TIMEOUT),
-            "--ignore-daemonsets-utilization": self.ignore_daemonsets_utilization,
-            "--ignore-mirror-pods-utilization": self.ignore_mirror_pods_utilization,
-            "--max-node-provision-time": _go(PROVISION_TIMEOUT),
-            "--initial-node-group-backoff-duration": _go(INITIAL_BACKOFF),
-            "--max-node-group-backoff-duration": _go(MAX_BACKOFF),
-            "--node-group-backoff-reset-timeout": _go(BACKOFF_RESET),
-            "--expendable-pods-priority-cutoff": EXPENDABLE_BELOW,
-        }
-
-
-def _go(duration: timedelta) -> str:
-    """A duration as Go prints it: 600 s → "10m0s"."""
-    hours, rest = divmod(int(duration.total_seconds()), 3600)
-    minutes, seconds = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{seconds}s"
-    return f"{minutes}m{seconds}s" if minutes else f"{seconds}s"
+# What the runner builds the baseline from, read here with it.
+__all__ = [
+    "SCAN",
+    "DrainFlags",
+    "Flags",
+    "GroupSpec",
+    "Limits",
+    "ReactiveBaseline",
+    "managed_node_group",
+]
 
 
 @dataclass
 class Asked:
     at: datetime
     registered: int  # nodes the group had when it asked
-
-
-@dataclass
-class Backoff:
-    """Cluster Autoscaler's exponential node-group backoff (utils/backoff,
-    exponential_backoff.go): the first failure backs a group off for `initial`; a failure
-    after that backoff ended doubles it, up to `longest`; failures while it lasts do not;
-    `reset` after its last failure the group starts again from `initial`."""
-
-    initial: timedelta = INITIAL_BACKOFF
-    longest: timedelta = MAX_BACKOFF
-    reset: timedelta = BACKOFF_RESET
-    # group → (duration, until, last failure)
-    groups: dict[str, tuple[timedelta, datetime, datetime]] = field(default_factory=dict)
-
-    def fail(self, group: str, now: datetime) -> datetime:
-        """A failed scale-up of `group`: until when it is backed off."""
-        duration = self.initial
-        if group in self.groups:
-            last, until, _ = self.groups[group]
-            duration = min(2 * last, self.longest) if until < now else last
-        self.groups[group] = (duration, now + duration, now)
-        return now + duration
-
-    def active(self, group: str, now: datetime) -> bool:
-        return group in self.groups and self.groups[group][1] > now
-
-    def forget_stale(self, now: datetime) -> None:
-        """RemoveStaleBackoffData: groups whose last failure is `reset` old start afresh."""
-        self.groups = {g: b for g, b in self.groups.items() if b[2] + self.reset >= now}
-
-    def succeeded(self, group: str) -> None:
-        """A scale-up of the group completed: its backoff is removed (RemoveBackoff)."""
-        self.groups.pop(group, None)
-
-
-@dataclass(frozen=True)
-class GroupSpec:
-    """What the baseline knows of a group, as Cluster Autoscaler reads it from AWS."""
-
-    min: int
-    max: int
-    capacity: dict[str, str]  # its instance type's vCPUs, memory (and GPUs)
-    tags: dict[str, str]  # the Auto Scaling group's tags
-    # what its instance type labels every node with (on AWS, Cluster Autoscaler builds a
-    # node of a group at zero with them: instance type, architecture, OS)
-    labels: dict[str, str] = field(default_factory=dict)
-    # An EKS managed node group's labels and taints, as DescribeNodegroup answers them
-    eks_labels: dict[str, str] = field(default_factory=dict)
-    eks_taints: list[dict[str, str]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Limits:
-    """--max-nodes-total, --cores-total, --memory-total (None: no limit)."""
-
-    nodes: int | None = None
-    vcpus: int | None = None
-    memory_gib: int | None = None
-
-    @classmethod
-    def of(cls, environment: dict[str, str]) -> Limits:
-        def read(name: str) -> int | None:
-            return int(environment[name]) if name in environment else None
-
-        return cls(
-            read("CLUSTER_MAX_NODES"), read("CLUSTER_MAX_VCPUS"), read("CLUSTER_MAX_MEMORY_GIB")
-        )
-
-
-@dataclass(frozen=True)
-class DrainFlags:
-    """--skip-nodes-with-system-pods and --skip-nodes-with-local-storage (true by default),
-    from the scenario's SKIP_NODES_WITH_* settings, as the functions read them."""
-
-    system_pods: bool = True
-    local_storage: bool = True
-
-    @classmethod
-    def of(cls, environment: dict[str, str]) -> DrainFlags:
-        def read(name: str) -> bool:
-            return environment.get(name, "true").lower() == "true"
-
-        return cls(read("SKIP_NODES_WITH_SYSTEM_PODS"), read("SKIP_NODES_WITH_LOCAL_STORAGE"))
-
-
-@dataclass(frozen=True)
-class Option:
-    """A group the pending pods could grow: by how many nodes, for which pods."""
-
-    group: str
-    nodes: int
-    pods: list[dict[str, Any]]
-    waste: float  # the share of the new nodes' CPU and memory the pods leave unused
 
 
 @dataclass
@@ -325,7 +206,7 @@ class ReactiveBaseline:
             return False
         for group in self.groups:  # pods that will fit on nodes on their way wait for them
             upcoming = max(desired[group] - len(self.cluster.group_nodes(group)), 0)
-            pending = _fill(pending, self._template(group), upcoming)
+            pending = fill(pending, self._template(group), upcoming)
         options = [
             option
             for group in self.groups
@@ -380,7 +261,7 @@ class ReactiveBaseline:
         if not fits:
             return None
         room = min(self.groups[group].max - desired[group], self._under_limits(group, desired))
-        nodes, taken, _ = _first_fit(fits, template, room)
+        nodes, taken, _ = first_fit(fits, template, room)
         if nodes <= 0:
             return None
         cpu, memory = quantities(template["status"]["allocatable"])
@@ -414,12 +295,12 @@ class ReactiveBaseline:
                 break
             if spec.name == "priority":
                 ranked = [spec.priorities[p] for p in sorted(spec.priorities, reverse=True)]
-                best = min(_rank(o.group, ranked) for o in options)
-                options = [o for o in options if _rank(o.group, ranked) == best]
+                best = min(rank(o.group, ranked) for o in options)
+                options = [o for o in options if rank(o.group, ranked) == best]
             elif spec.name == "weighted-priority":
                 ranked = [list(spec.tiers[p]) for p in sorted(spec.tiers, reverse=True)]
-                best = min(_rank(o.group, ranked) for o in options)
-                options = [o for o in options if _rank(o.group, ranked) == best]
+                best = min(rank(o.group, ranked) for o in options)
+                options = [o for o in options if rank(o.group, ranked) == best]
             elif spec.name == "least-waste":
                 least = min(o.waste for o in options)
                 options = [o for o in options if o.waste <= least + 1e-9]
@@ -523,11 +404,11 @@ class ReactiveBaseline:
         budget's disruptions spent by the nodes found removable before it, pdb/basic.go), and
         their pods fitting on the other nodes, none of them a node found removable."""
         free = {  # each schedulable node's room, worked out once for every candidate
-            name: _Place.of(node, pods_on[name])
+            name: Place.of(node, pods_on[name])
             for name, node in nodes.items()
             if not node["spec"].get("unschedulable")
         }
-        budgets = _Budgets.of(self.cluster.store)
+        budgets = Budgets.of(self.cluster.store)
         unneeded: set[str] = set()
         for name in sorted(nodes):
             node, pods = nodes[name], pods_on[name]
@@ -536,10 +417,10 @@ class ReactiveBaseline:
             used = utilization(node, pods, now, self.settings)
             if not underutilized(used, self._threshold_for(node)):
                 continue
-            if any(_blocks_drain(p, budgets, self.flags, now) for p in pods):
+            if any(blocks_drain(p, budgets, self.flags, now) for p in pods):
                 continue
-            moving = _to_move(pods)
-            if not _fit_elsewhere(moving, name, free):
+            moving = to_move(pods)
+            if not fit_elsewhere(moving, name, free):
                 continue
             budgets.remove(moving)
             free.pop(name, None)  # no pod goes to a node that goes
@@ -554,7 +435,7 @@ class ReactiveBaseline:
         wanted = [(name, name in self.unneeded) for name in sorted(nodes)]
         for name, mark in sorted(wanted, key=lambda w: w[1]):  # needed ones first
             node = nodes[name]
-            if name in self.draining or _soft_tainted(node) == mark:
+            if name in self.draining or soft_tainted(node) == mark:
                 continue
             if budget <= 0:
                 return
@@ -588,19 +469,19 @@ class ReactiveBaseline:
                 for n, since in self.unneeded.items()
                 if now - since >= self._unneeded_for(nodes[n])
             ),
-            key=lambda n: (bool(_to_move(pods_on[n])), n),  # empty nodes first
+            key=lambda n: (bool(to_move(pods_on[n])), n),  # empty nodes first
         )
         # a step longer than a scan stands for its scans: each has its budget
         parallel = self.settings.max_scale_down_parallelism * scans - len(self.draining)
         drains = self.settings.max_drain_parallelism - sum(
-            1 for n in self.draining if n in pods_on and _to_move(pods_on[n])
+            1 for n in self.draining if n in pods_on and to_move(pods_on[n])
         )
         for name in due:
             group = self._group_of(nodes[name])
             leaving = sum(1 for g in self.draining.values() if g == group)
             if group not in self.groups or desired[group] - leaving <= self.groups[group].min:
                 continue
-            needs_drain = bool(_to_move(pods_on[name]))
+            needs_drain = bool(to_move(pods_on[name]))
             if parallel <= 0 or (needs_drain and min(drains, parallel) <= 0):
                 continue  # the next scan takes the next ones
             parallel -= 1
@@ -704,411 +585,3 @@ class ReactiveBaseline:
     def _group_of(self, node: dict[str, Any]) -> str:
         instance = self.cluster.instances.get(node["spec"]["providerID"].rsplit("/", 1)[-1])
         return instance.group if instance else ""
-
-
-SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
-UNNEEDED_TIME_TAG = TEMPLATE_TAG + "autoscaling-options/scaledownunneededtime"
-UTILIZATION_TAG = TEMPLATE_TAG + "autoscaling-options/scaledownutilizationthreshold"
-GPU_UTILIZATION_TAG = TEMPLATE_TAG + "autoscaling-options/scaledowngpuutilizationthreshold"
-GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
-GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-
-
-def unneeded_time(tags: dict[str, str]) -> timedelta:
-    """A group's scale-down unneeded time: its tag (a Go duration, "2m0s"), overriding
-    --scale-down-unneeded-time for it (cloudprovider/aws/README.md, "Auto-Discovery
-    Setup"; aws_manager.go, GetOptions); the flag's when the tag is absent or unreadable."""
-    written = tags.get(UNNEEDED_TIME_TAG, "")
-    parts = GO_DURATION.findall(written)
-    if not parts or "".join(n + u for n, u in parts) != written:
-        return UNNEEDED
-    return timedelta(seconds=sum(float(n) * GO_UNITS[u] for n, u in parts))
-
-
-def utilization_threshold(
-    tags: dict[str, str], tag: str = UTILIZATION_TAG, flag: float = UTILIZATION
-) -> float:
-    """A group's scale-down utilization threshold: its tag (a float), overriding
-    --scale-down-utilization-threshold for it (cloudprovider/aws/README.md; aws_manager.go,
-    GetAsgOptions, which keeps the flag's on a value it cannot parse); for a GPU node the
-    scaledowngpuutilizationthreshold tag and --scale-down-gpu-utilization-threshold."""
-    try:
-        return float(tags[tag])
-    except (KeyError, ValueError):
-        return flag
-
-
-def underutilized(utilization: float, threshold: float) -> bool:
-    """Whether a node is eligible for scale-down: at or below the threshold
-    (core/scaledown/eligibility/eligibility.go, isNodeAtOrBelowUtilizationThreshold: only
-    `Utilization > threshold` keeps it). An empty node always is, even at a threshold of 0:
-    the FAQ's "How can I prevent Cluster Autoscaler from scaling down non-empty nodes?"."""
-    return utilization <= threshold
-
-
-def has_gpu(node: dict[str, Any]) -> bool:
-    """A GPU node as the AWS provider sees one (utils/gpu/gpu.go, NodeHasGpu): the
-    k8s.amazonaws.com/accelerator label, or a GPU vendor's resource allocatable."""
-    allocatable = node["status"].get("allocatable") or {}
-    labelled = GPU_LABEL in (node["metadata"].get("labels") or {})
-    return labelled or any(whole_units(allocatable.get(r, "0")) > 0 for r in GPU_RESOURCES)
-
-
-def utilization(
-    node: dict[str, Any], pods: list[dict[str, Any]], now: datetime, flags: Flags | None = None
-) -> float:
-    """A node's utilization as simulator/utilization/info.go's Calculate gives it: on a GPU
-    node its GPUs' alone, else the larger of CPU and memory; each the requests summed over
-    allocatable. With --ignore-daemonsets-utilization (or -mirror-pods-) those pods' requests
-    leave both the sum and the allocatable (CalculateUtilizationOfResource); pods
-    terminating past their grace period and 30 s are not counted (IsPodLongTerminating).
-    A GPU node with no GPU allocatable yet counts as 0 (its GPUs unready)."""
-    flags = flags or Flags()
-    allocatable = node["status"]["allocatable"]
-    cpu, memory = quantities(allocatable)
-    if has_gpu(node):
-        name = next((r for r in GPU_RESOURCES if r in allocatable), GPU_RESOURCES[0])
-        totals = {name: whole_units(allocatable.get(name, "0"))}
-    else:
-        totals = {"cpu": cpu, "memory": memory}
-    asked = dict.fromkeys(totals, 0)
-    skipped = dict.fromkeys(totals, 0)
-    for found in pods:
-        wants = _asks(found)
-        if (flags.ignore_daemonsets_utilization and _daemonset(found)) or (
-            flags.ignore_mirror_pods_utilization and _mirror(found)
-        ):
-            for resource in totals:
-                skipped[resource] += wants.get(resource, 0)
-        elif not _long_terminating(found, now):
-            for resource in totals:
-                asked[resource] += wants.get(resource, 0)
-    shares = [
-        asked[r] / (totals[r] - skipped[r]) if totals[r] - skipped[r] > 0 else 0.0 for r in totals
-    ]
-    return max(shares)
-
-
-def _daemonset(pod: dict[str, Any]) -> bool:
-    owners = pod["metadata"].get("ownerReferences") or []
-    return any(o.get("kind") == "DaemonSet" and o.get("controller") for o in owners)
-
-
-def _mirror(pod: dict[str, Any]) -> bool:
-    return "kubernetes.io/config.mirror" in (pod["metadata"].get("annotations") or {})
-
-
-def _long_terminating(pod: dict[str, Any], now: datetime) -> bool:
-    deleted = pod["metadata"].get("deletionTimestamp")
-    if not deleted:
-        return False
-    grace = pod["spec"].get("terminationGracePeriodSeconds", 30)
-    since = datetime.fromisoformat(deleted.replace("Z", "+00:00"))
-    return since + timedelta(seconds=grace) + LONG_TERMINATING_EXTRA < now
-
-
-def _to_move(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The pods a node's removal reschedules: not its DaemonSet's nor its mirror pods, nor
-    finished ones (simulator/drain.go, GetPodsToMove)."""
-    return [
-        p
-        for p in pods
-        if not _daemonset(p)
-        and not _mirror(p)
-        and p["status"].get("phase") not in ("Succeeded", "Failed")
-    ]
-
-
-def _soft_tainted(node: dict[str, Any]) -> bool:
-    return any(t["key"] == DELETION_CANDIDATE for t in node["spec"].get("taints") or [])
-
-
-@dataclass
-class _Budgets:
-    """The PodDisruptionBudgets' disruptions left, as the planner spends them while it
-    finds nodes removable (core/scaledown/pdb/basic.go, basicRemainingPdbTracker): read
-    from each budget's status (disruptionsAllowed), one taken for each pod of a node
-    found removable."""
-
-    budgets: list[tuple[str, dict[str, str], list[int]]]  # namespace, matchLabels, [left]
-
-    @classmethod
-    def of(cls, store: Any) -> _Budgets:
-        return cls(
-            [
-                (
-                    b["metadata"].get("namespace", "default"),
-                    (b["spec"].get("selector") or {}).get("matchLabels") or {},
-                    [store.budget_status(b)["disruptionsAllowed"]],
-                )
-                for b in store.objects["poddisruptionbudgets"].values()
-            ]
-        )
-
-    def matching(self, pod: dict[str, Any]) -> list[list[int]]:
-        namespace, labels = pod["metadata"].get("namespace"), pod["metadata"].get("labels") or {}
-        return [
-            left
-            for ns, selector, left in self.budgets
-            if ns == namespace and all(labels.get(k) == v for k, v in selector.items())
-        ]
-
-    def short(self, pod: dict[str, Any]) -> bool:
-        """simulator/drainability/rules/pdb/rule.go: a budget of the pod's allows none."""
-        return any(left[0] < 1 for left in self.matching(pod))
-
-    def remove(self, pods: list[dict[str, Any]]) -> None:
-        for found in pods:
-            for left in self.matching(found):
-                left[0] -= 1
-
-
-def _blocks_drain(pod: dict[str, Any], budgets: _Budgets, flags: DrainFlags, now: datetime) -> bool:
-    """Whether the pod keeps its node, as the drainability rules decide, in their order
-    (simulator/drainability/rules/rules.go, Default): mirror, long-terminating, DaemonSet,
-    safe-to-evict "true" and finished pods never do; else a pod with no controller, a
-    kube-system pod no budget selects until it is --blocking-system-pod-distruption-timeout
-    old (rules/system/rule.go), one annotated safe-to-evict "false", one with an emptyDir or
-    hostPath volume, or one a budget with no disruption left covers (rules/pdb/rule.go)."""
-    metadata, spec = pod["metadata"], pod["spec"]
-    annotations = metadata.get("annotations") or {}
-    owners = metadata.get("ownerReferences") or []
-    if _mirror(pod) or _long_terminating(pod, now) or _daemonset(pod):
-        return False
-    phase = pod["status"].get("phase")
-    will_not_restart = phase == "Succeeded" and spec.get("restartPolicy") in ("Never", "OnFailure")
-    if annotations.get(SAFE_TO_EVICT) == "true" or phase == "Failed" or will_not_restart:
-        return False
-    if not any(o.get("controller") for o in owners):
-        return True
-    if (
-        flags.system_pods
-        and metadata.get("namespace") == "kube-system"
-        and not budgets.matching(pod)
-        and not _older_than(pod, BSP_DISRUPTION_TIMEOUT, now)
-    ):
-        return True
-    if annotations.get(SAFE_TO_EVICT) == "false":
-        return True
-    volumes = spec.get("volumes") or []
-    if flags.local_storage and any("emptyDir" in v or "hostPath" in v for v in volumes):
-        return True
-    return budgets.short(pod)
-
-
-def _older_than(pod: dict[str, Any], age: timedelta, now: datetime) -> bool:
-    """Created more than `age` before `now` (a pod with no creation time never is)."""
-    created = pod["metadata"].get("creationTimestamp")
-    if not created:
-        return False
-    return now > datetime.fromisoformat(created.replace("Z", "+00:00")) + age
-
-
-def managed_node_group(
-    eks: Any, tags: dict[str, str]
-) -> tuple[dict[str, str], list[dict[str, str]]]:
-    """The labels and taints DescribeNodegroup gives the EKS managed node group an ASG's
-    tags name (eks:cluster-name, eks:nodegroup-name), as the AWS provider reads them for a
-    node of a group at zero (aws_wrapper.go, getManagedNodegroupInfo: taints in EKS's
-    effect names); none for another group, or when EKS refuses (it logs the error)."""
-    cluster, nodegroup = tags.get("eks:cluster-name"), tags.get("eks:nodegroup-name")
-    if not cluster or not nodegroup:
-        return {}, []
-    try:
-        found = eks.describe_nodegroup(clusterName=cluster, nodegroupName=nodegroup)
-    except ClientError:
-        return {}, []
-    described = found["nodegroup"]
-    taints = [
-        {"key": t["key"], "value": t.get("value", ""), "effect": EKS_TAINT_EFFECTS[t["effect"]]}
-        for t in described.get("taints") or []
-        if t.get("effect") in EKS_TAINT_EFFECTS
-    ]
-    return dict(described.get("labels") or {}), taints
-
-
-def launch_failed_since(activities: list[dict[str, Any]], since: datetime) -> bool:
-    """Whether a scaling activity listed (newest first) since `since` failed, as the AWS
-    provider's isNodeGroupAvailable reads them: it stops at the first one older."""
-    for activity in activities:
-        if activity["StartTime"] < since:
-            return False
-        if activity["StatusCode"] == "Failed":
-            return True
-    return False
-
-
-def _rank(group: str, ranked: list[list[str]]) -> int:
-    """The index of the first tier with a pattern matching the group (last: none)."""
-    matching = (
-        i for i, patterns in enumerate(ranked) if any(re.fullmatch(p, group) for p in patterns)
-    )
-    return next(matching, len(ranked))
-
-
-def _first_fit(
-    pods: list[dict[str, Any]], template: dict[str, Any], nodes: int | None
-) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]]]:
-    """`pods` packed first-fit, largest first, on empty nodes like `template` (each pod
-    checked against the node's labels, taints and extended resources): at most `nodes` of
-    them (None: as many as it takes). How many it took, the pods placed and those left.
-    A node that once had no room for a pod has none for a pod alike later (nodes only
-    fill), so a pod's search starts where the last pod alike went: the same packing,
-    without rescanning hundreds of full nodes for each of thousands of pods."""
-    used: list[Room] = []
-    placed, left = [], []
-    first: dict[str, int] = {}  # a pod's likeness → the first node that may still fit it
-    for found in sorted(pods, key=requests, reverse=True):
-        cpu, memory = requests(found)
-        alike = _likeness(found["spec"])
-        start = first.get(alike, 0)
-        index = next(
-            (i for i in range(start, len(used)) if used[i].fits(cpu, memory, found["spec"])),
-            None,
-        )
-        if index is None and (nodes is None or len(used) < nodes):
-            new = Room.of(template)
-            if new.fits(cpu, memory, found["spec"]):
-                index = len(used)
-                used.append(new)
-        if index is None:
-            first[alike] = len(used)
-            left.append(found)
-            continue
-        first[alike] = index
-        used[index].take(cpu, memory, found["spec"])
-        placed.append(found)
-    return len(used), placed, left
-
-
-def _likeness(spec: dict[str, Any]) -> str:
-    """What `Room.fits` reads of a pod: its requests, nodeSelector and tolerations."""
-    return json.dumps(
-        [
-            [(c.get("resources") or {}).get("requests") for c in spec.get("containers", [])],
-            spec.get("nodeSelector"),
-            spec.get("tolerations"),
-        ],
-        sort_keys=True,
-    )
-
-
-def _fill(pods: list[dict[str, Any]], template: dict[str, Any], nodes: int) -> list[dict[str, Any]]:
-    """The pods that do not fit on `nodes` empty nodes like `template`."""
-    return _first_fit(pods, template, nodes)[2] if nodes else pods
-
-
-def gives_up(started: datetime, now: datetime) -> bool:
-    """Whether a drain that began evicting at `started` has run out of time: Cluster
-    Autoscaler retries a refused eviction every 10 s for MaxPodEvictionTime (2 minutes),
-    then fails the node's deletion (core/scaledown/actuation/drain.go)."""
-    return now - started >= MAX_POD_EVICTION_TIME
-
-
-@dataclass
-class _Place:
-    """What a node has left for pods that would move to it, as the scheduler's filters
-    that matter here judge it (NodeResourcesFit with pod slots and extended resources,
-    NodeAffinity with nodeSelector, TaintToleration): the baseline's own reading, so the
-    yardstick does not lean on nodescaler's."""
-
-    free: dict[str, int]  # cpu (millicores), memory (bytes), pods, extended resources
-    labels: dict[str, str]
-    taints: list[dict[str, str]]  # NoSchedule and NoExecute: the ones that filter
-
-    @classmethod
-    def of(cls, node: dict[str, Any], pods: list[dict[str, Any]]) -> _Place:
-        allocatable = node["status"]["allocatable"]
-        cpu, memory = quantities(allocatable)
-        free = {k: whole_units(v) for k, v in allocatable.items() if k not in ("cpu", "memory")}
-        place = cls(
-            free | {"cpu": cpu, "memory": memory},
-            node["metadata"].get("labels") or {},
-            [
-                t
-                for t in node["spec"].get("taints") or []
-                if t.get("effect", "NoSchedule") in ("NoSchedule", "NoExecute")
-            ],
-        )
-        for found in pods:
-            place.take(found)
-        return place
-
-    def fits(self, pod: dict[str, Any]) -> bool:
-        spec = pod["spec"]
-        return (
-            all(self.free.get(k, 0) >= n for k, n in _asks(pod).items())
-            and all(self.labels.get(k) == v for k, v in (spec.get("nodeSelector") or {}).items())
-            and _affinity_allows(spec, self.labels)
-            and all(_tolerated(t, spec.get("tolerations") or []) for t in self.taints)
-        )
-
-    def take(self, pod: dict[str, Any]) -> None:
-        for name, amount in _asks(pod).items():
-            self.free[name] = self.free.get(name, 0) - amount
-
-
-def _asks(pod: dict[str, Any]) -> dict[str, int]:
-    """What a pod takes of a node: a pod slot, its CPU, memory and other requests."""
-    cpu, memory = requests(pod)
-    asked = {"pods": 1, "cpu": cpu, "memory": memory}
-    for container in pod["spec"].get("containers", []):
-        for name, amount in (container.get("resources") or {}).get("requests", {}).items():
-            if name not in ("cpu", "memory"):
-                asked[name] = asked.get(name, 0) + whole_units(amount)
-    return asked
-
-
-def _tolerated(taint: dict[str, str], tolerations: list[dict[str, str]]) -> bool:
-    """A toleration matches a taint's effect (or all), its key (or all, with Exists and
-    no key) and, with Equal, its value (core/v1 Toleration.ToleratesTaint)."""
-    return any(
-        t.get("effect", "") in ("", taint.get("effect", "NoSchedule"))
-        and t.get("key", "") in ("", taint["key"])
-        and (t.get("key") or t.get("operator") == "Exists")
-        and (t.get("operator") == "Exists" or t.get("value", "") == taint.get("value", ""))
-        for t in tolerations
-    )
-
-
-def _affinity_allows(spec: dict[str, Any], labels: dict[str, str]) -> bool:
-    """The pod's required node affinity: one of its terms with every expression met."""
-    required = (
-        ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        )
-        or {}
-    ).get("nodeSelectorTerms")
-    if not required:
-        return True
-    return any(
-        all(_meets(e, labels.get(e["key"])) for e in term.get("matchExpressions") or [])
-        for term in required
-    )
-
-
-def _meets(expression: dict[str, Any], value: str | None) -> bool:
-    """A node selector requirement (In, NotIn, Exists, DoesNotExist) on a label's value."""
-    operator: str = expression["operator"]
-    values: list[str] = expression.get("values") or []
-    if operator in ("In", "NotIn"):
-        return (value in values) == (operator == "In")
-    if operator in ("Exists", "DoesNotExist"):
-        return (value is not None) == (operator == "Exists")
-    return False  # Gt, Lt: no pod here asks for them
-
-
-def _fit_elsewhere(pods: list[dict[str, Any]], name: str, free: dict[str, _Place]) -> bool:
-    """Whether `pods` fit, first-fit, on the other schedulable nodes (each node's room
-    copied: every candidate is simulated on the cluster as it is)."""
-    if not pods:
-        return True
-    places = [
-        _Place(dict(p.free), p.labels, p.taints) for other, p in free.items() if other != name
-    ]
-    for found in pods:
-        place = next((p for p in places if p.fits(found)), None)
-        if place is None:
-            return False
-        place.take(found)
-    return True

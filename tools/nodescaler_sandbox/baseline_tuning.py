@@ -66,14 +66,16 @@ from nodescaler.domain.policy import (
     ScheduleMetric,
 )
 
-from nodescaler_sandbox.baseline import (
+from nodescaler_sandbox.baseline_flags import (
     DELAY_AFTER_ADD,
-    GPU_UTILIZATION_TAG,
     MAX_SCALE_DOWN_PARALLELISM,
     TEMPLATE_TAG,
+    Flags,
+)
+from nodescaler_sandbox.baseline_scale_down import (
+    GPU_UTILIZATION_TAG,
     UNNEEDED_TIME_TAG,
     UTILIZATION_TAG,
-    Flags,
     unneeded_time,
 )
 from nodescaler_sandbox.cluster import NAMESPACE
