@@ -105,7 +105,10 @@ class MetricType(Generic[M]):
     floor_acts: Callable[[M], bool] | None = None
     # its count is a lower bound on the group (a schedule's minimum), not a demand: applied
     # after stabilization, so the scale-down window remembers only the demand metrics'
-    # recommendations; in a policy with no demand metric it is the demand, as before
+    # recommendations; in a policy with no demand metric it is the demand, as before. A
+    # forecast's floor is not one: it moves from one five-minute slot to the next, and
+    # applied after the window it could shed nodes between two slots and bring them back
+    # (churn); the window smooths it as it smooths a noisy metric.
     lower_bound: bool = False
 
     @property
