@@ -27,13 +27,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from nodescaler.domain.policy import (
-    CapacityBuffer,
-    CapacityReservationMetric,
-    MetricBase,
-    NodeGroupPolicy,
-    PendingPodsMetric,
-)
+from nodescaler.domain.policy import CapacityBuffer, MetricBase, NodeGroupPolicy, PendingPodsMetric
 
 FORGET = timedelta(minutes=15)  # the running mean's time constant
 STALE = timedelta(hours=1)  # a count older than this is not compared with: start afresh
@@ -100,18 +94,18 @@ def sized_reservations(
     that keeps room for a boot time of arrivals, within its written target's room; how,
     for the decision ("" when none is). Until the group's pods are counted (or with none
     to size a pod from), the written target."""
-    if not any(_from_arrivals(m) for m in policy.spec.metrics):
+    if not any(m.headroom_from_arrivals for m in policy.spec.metrics):
         return policy, ""
     expected = arrivals.in_boot(boot)
     metrics = [
-        _with_headroom(m, arrivals.pods, expected) if _from_arrivals(m) else m
+        _with_headroom(m, arrivals.pods, expected) if m.headroom_from_arrivals else m
         for m in policy.spec.metrics
     ]
     spec = policy.spec.model_copy(update={"metrics": metrics})
     said = ", ".join(
         f"{m.key} {m.target.amount:g}% ({w.target.amount:g}% written)"
         for m, w in zip(metrics, policy.spec.metrics, strict=True)
-        if _from_arrivals(m)
+        if m.headroom_from_arrivals
     )
     note = (
         f"headroom from arrivals: {arrivals.per_minute:.2f} pods/min × "
@@ -119,10 +113,6 @@ def sized_reservations(
         f"{arrivals.pods if arrivals.pods is not None else 'uncounted'}: {said}"
     )
     return policy.model_copy(update={"spec": spec}), note
-
-
-def _from_arrivals(metric: MetricBase) -> bool:
-    return isinstance(metric, CapacityReservationMetric) and metric.headroom_from_arrivals
 
 
 def _with_headroom(metric: MetricBase, pods: int | None, expected: float) -> MetricBase:

@@ -190,6 +190,12 @@ class MetricBase(Spec):
             )
         return self
 
+    @property
+    def headroom_from_arrivals(self) -> bool:
+        """Whether its target's room is sized by the group's arrivals (a reservation's
+        `headroom: fromArrivals`, `domain.ahead.arrivals.sized_reservations`)."""
+        return False
+
     def reading_period(self) -> tuple[str, int] | None:
         """The field and seconds of the period a reading sums up, for a metric whose source
         dates it at the period's start; None for one read as it is at evaluation time."""
