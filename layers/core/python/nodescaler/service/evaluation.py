@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from nodescaler.domain.ahead.arrivals import sized_buffers
+from nodescaler.domain.ahead.arrivals import sized_by_arrivals
 from nodescaler.domain.ahead.forecast import lead_time
 from nodescaler.domain.ahead.warm_pool import usable_pool
 from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
@@ -162,9 +162,9 @@ class Evaluator:
     ) -> Facts:
         """What the group's plan is made from; nothing is written here."""
         cluster = self.cluster.view
-        # a buffer sized from arrivals holds a boot time of them, as learnt so far
+        # a buffer or a headroom sized from arrivals holds a boot time of them, as learnt
         boot, source = lead_time(state.demand, None, warm=usable_pool(group) is not None)
-        policy, sizing_note = sized_buffers(policy, state.arrivals, boot, source)
+        policy, sizing_note = sized_by_arrivals(policy, state.arrivals, boot, source)
         failures: list[LaunchFailure] = []
         ready = None
         if state.provisioning is not None:  # a scale-up in flight: did it fail, or arrive?

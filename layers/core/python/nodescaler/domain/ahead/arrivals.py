@@ -12,6 +12,12 @@ group's boot time (the forecast's lead time, `domain.forecast.lead_time`: the p9
 launches as measured), to the nearest pod, within the buffer's bounds. Karpenter users
 ask for this as a spare-capacity buffer (aws/karpenter-provider-aws#3240); Cluster
 Autoscaler's users size overprovisioning placeholders by hand.
+
+A reservation's `headroom: fromArrivals` is the same room for a `Utilization` target: the
+room the target keeps is used × (100 / target − 1); the room a boot time of arrivals
+needs, at the group's average pod, is used × expected / pods. The smaller of the two is
+kept, so the target becomes 100 / (1 + expected / pods), never below the written one: a
+quiet cluster packs towards 100 %, a busy one keeps the target's room.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from nodescaler.domain.policy import CapacityBuffer, NodeGroupPolicy, PendingPodsMetric
+from nodescaler.domain.policy import CapacityBuffer, MetricBase, NodeGroupPolicy, PendingPodsMetric
 
 FORGET = timedelta(minutes=15)  # the running mean's time constant
 STALE = timedelta(hours=1)  # a count older than this is not compared with: start afresh
@@ -69,6 +75,55 @@ class Arrivals:
         if when is not None and when.tzinfo is None:
             raise ValueError(f"arrivals: {at!r} has no time zone")
         return cls(pods, when, rate)
+
+
+def sized_by_arrivals(
+    policy: NodeGroupPolicy, arrivals: Arrivals, boot: timedelta, source: str
+) -> tuple[NodeGroupPolicy, str]:
+    """The policy with its buffers and its reservations' headroom sized from arrivals,
+    and how, for the decision ("" when nothing is sized by arrivals)."""
+    policy, buffers = sized_buffers(policy, arrivals, boot, source)
+    policy, reservations = sized_reservations(policy, arrivals, boot, source)
+    return policy, " | ".join(note for note in (buffers, reservations) if note)
+
+
+def sized_reservations(
+    policy: NodeGroupPolicy, arrivals: Arrivals, boot: timedelta, source: str
+) -> tuple[NodeGroupPolicy, str]:
+    """The policy with each reservation whose headroom is `fromArrivals` given the target
+    that keeps room for a boot time of arrivals, within its written target's room; how,
+    for the decision ("" when none is). Until the group's pods are counted (or with none
+    to size a pod from), the written target."""
+    if not any(m.headroom_from_arrivals for m in policy.spec.metrics):
+        return policy, ""
+    expected = arrivals.in_boot(boot)
+    metrics = [
+        _with_headroom(m, arrivals.pods, expected) if m.headroom_from_arrivals else m
+        for m in policy.spec.metrics
+    ]
+    spec = policy.spec.model_copy(update={"metrics": metrics})
+    said = ", ".join(
+        f"{m.key} {m.target.amount:g}% ({w.target.amount:g}% written)"
+        for m, w in zip(metrics, policy.spec.metrics, strict=True)
+        if m.headroom_from_arrivals
+    )
+    note = (
+        f"headroom from arrivals: {arrivals.per_minute:.2f} pods/min × "
+        f"{boot.total_seconds() / 60:.1f} min boot ({source}) = {expected:.1f} pods of "
+        f"{arrivals.pods if arrivals.pods is not None else 'uncounted'}: {said}"
+    )
+    return policy.model_copy(update={"spec": spec}), note
+
+
+def _with_headroom(metric: MetricBase, pods: int | None, expected: float) -> MetricBase:
+    """The reservation with the target keeping room for `expected` of its `pods` more."""
+    written = metric.target.amount
+    if not pods:  # nothing counted: no pod's share of the requests to size the room by
+        return metric
+    # rounded down to a tenth of a percent (towards room): a target a human can read
+    share = math.floor(1000 / (1 + expected / pods)) / 10
+    target = metric.target.model_copy(update={"average_utilization": max(written, share)})
+    return metric.model_copy(update={"target": target})
 
 
 def sized_buffers(

@@ -103,6 +103,13 @@ class MetricType(Generic[M]):
     # a floor from history (a forecast): whether it acts on the group, or is only shown;
     # None for a type whose value the proportional rule turns into replicas
     floor_acts: Callable[[M], bool] | None = None
+    # its count is a lower bound on the group (a schedule's minimum), not a demand: applied
+    # after stabilization, so the scale-down window remembers only the demand metrics'
+    # recommendations; in a policy with no demand metric it is the demand, as before. A
+    # forecast's floor is not one: it moves from one five-minute slot to the next, and
+    # applied after the window it could shed nodes between two slots and bring them back
+    # (churn); the window smooths it as it smooths a noisy metric.
+    lower_bound: bool = False
 
     @property
     def kind(self) -> str:
@@ -142,7 +149,7 @@ PROMETHEUS = MetricType(
     producer="nodescaler.adapters.prometheus:producer",
 )
 SCHEDULE = MetricType(  # computed from the clock alone
-    ScheduleMetric, producer="nodescaler.service.producers:schedule_producer"
+    ScheduleMetric, producer="nodescaler.service.producers:schedule_producer", lower_bound=True
 )
 CAPACITY_RESERVATION = MetricType(CapacityReservationMetric, reads_cluster=True)
 PENDING_PODS = MetricType(PendingPodsMetric, reads_cluster=True, additive=True)

@@ -14,7 +14,12 @@ from pydantic import (
 from nodescaler.domain.groups.optin import NAME_PATTERN
 from nodescaler.domain.policy.behavior_model import MOST_NODES, Behavior, ScaleInWindow
 from nodescaler.domain.policy.descriptors import NOTHING, MetricReads, metric_reads, reads_cluster
-from nodescaler.domain.policy.metrics import MetricBase, MetricSpec, PendingPodsMetric
+from nodescaler.domain.policy.metrics import (
+    CapacityReservationMetric,
+    MetricBase,
+    MetricSpec,
+    PendingPodsMetric,
+)
 from nodescaler.domain.policy.spec import Spec
 from nodescaler.domain.token_origins import TokenOrigins
 
@@ -52,6 +57,22 @@ class PolicySpec(Spec):
                     f"metrics[{index}]); give each metric a unique name"
                 )
             first_seen[metric.key] = index
+        return metrics
+
+    @field_validator("metrics")
+    @classmethod
+    def _arrivals_counted(cls, metrics: list[MetricBase]) -> list[MetricBase]:
+        """A headroom from arrivals needs the group's pods counted: its PendingPods metric
+        counts them (`domain.ahead.arrivals`)."""
+        if any(isinstance(m, PendingPodsMetric) for m in metrics):
+            return metrics
+        for index, metric in enumerate(metrics):
+            if isinstance(metric, CapacityReservationMetric) and metric.headroom_from_arrivals:
+                raise ValueError(
+                    f"metrics[{index}]: capacityReservation.headroom fromArrivals needs a "
+                    "PendingPods metric in the policy: it counts the group's pods, whose "
+                    "arrivals size the room"
+                )
         return metrics
 
 

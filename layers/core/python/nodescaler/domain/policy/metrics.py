@@ -19,6 +19,7 @@ from nodescaler.domain.policy.sources import (
     PendingPodsSource,
     PredictiveSource,
     PrometheusSource,
+    ReservationHeadroom,
     ScheduleSource,
     SqsQueueSource,
 )
@@ -189,6 +190,12 @@ class MetricBase(Spec):
             )
         return self
 
+    @property
+    def headroom_from_arrivals(self) -> bool:
+        """Whether its target's room is sized by the group's arrivals (a reservation's
+        `headroom: fromArrivals`, `domain.ahead.arrivals.sized_reservations`)."""
+        return False
+
     def reading_period(self) -> tuple[str, int] | None:
         """The field and seconds of the period a reading sums up, for a metric whose source
         dates it at the period's start; None for one read as it is at evaluation time."""
@@ -243,6 +250,22 @@ class ScheduleMetric(MetricBase):
 class CapacityReservationMetric(MetricBase):
     type: Literal["CapacityReservation"]
     capacity_reservation: CapacityReservationSource
+
+    @model_validator(mode="after")
+    def _headroom_of_a_utilization(self) -> Self:
+        headroom = self.capacity_reservation.headroom
+        if headroom is ReservationHeadroom.FROM_ARRIVALS and (
+            self.target.type is not TargetType.UTILIZATION
+        ):
+            raise ValueError(
+                f"metric {self.key!r}: headroom fromArrivals sizes the room of a Utilization "
+                f"target (the share of allocatable kept free), not of {self.target.type}"
+            )
+        return self
+
+    @property
+    def headroom_from_arrivals(self) -> bool:
+        return self.capacity_reservation.headroom is ReservationHeadroom.FROM_ARRIVALS
 
     def default_name(self) -> str:
         return f"reservation-{self.capacity_reservation.resource}"

@@ -243,12 +243,22 @@ class ReservationResource(StrEnum):
     PODS = "pods"
 
 
+class ReservationHeadroom(StrEnum):
+    """The room a reservation's `Utilization` target keeps free."""
+
+    TARGET = "target"  # the target's: 60 % keeps two fifths of the nodes free
+    # room for the pods a boot time of arrivals brings, at most the target's
+    # (`domain.ahead.arrivals.sized_reservations`)
+    FROM_ARRIVALS = "fromArrivals"
+
+
 class CapacityReservationSource(Spec):
     """Requests of the pods on the group's Ready, schedulable nodes over their allocatable."""
 
     resource: ReservationResource
     include_daemon_sets: Annotated[bool, Field(strict=True)] = True
     include_mirror_pods: Annotated[bool, Field(strict=True)] = True
+    headroom: ReservationHeadroom = ReservationHeadroom.TARGET
 
 
 class BufferToleration(Spec):

@@ -1,7 +1,8 @@
 """The autoscaling function of a node group: replicas = f(current, readings, policy, history, now).
 
 It reads as the reconcile loop: bound, recommend per metric, combine (never scaling in
-on a missing metric), stabilize, rate-limit and clamp. It never reads the clock and
+on a missing metric), stabilize the demand, raise it to the lower bounds (a schedule's),
+rate-limit and clamp. It never reads the clock and
 never acts; it returns a `Decision` and the history to persist.
 """
 
@@ -282,7 +283,7 @@ def decide(
         protected=size.protected,
         cluster_limit=ceiling.limit if Limit.CLUSTER_LIMIT in limits and ceiling else "",
         scale_in_window=steered.window,
-        demand=demand(list(voted.outcomes), in_service),
+        demand=demand([o for o in voted.outcomes if o.name not in voted.bounds], in_service),
     )
     reason = explain(decision, policy.spec.behavior.down.stabilization_window_seconds)
     return Evaluation(
@@ -296,8 +297,11 @@ class _Voted:
 
     outcomes: tuple[MetricOutcome, ...]
     failures: MetricFailures  # to persist
-    recommendation: int
+    recommendation: int  # the demand's, raised to the lower bounds
     limits: tuple[Limit, ...]
+    demand: int  # the demand metrics' alone, which the stabilization window remembers
+    bound: int | None = None  # the highest lower bound, applied after stabilization
+    bounds: Mapping[str, int] = field(default_factory=dict)  # each bounding metric's count
 
 
 def _vote(
@@ -317,10 +321,31 @@ def _vote(
     outcomes = [
         with_fallback(m, o, failures, size.current) for m, o in zip(metrics, outcomes, strict=True)
     ]
-    recommendation, limits = combine(outcomes, size.current)
+    bounds = _lower_bounds(metrics, outcomes)
+    live, limits = combine([o for o in outcomes if o.name not in bounds], size.current)
     if any(o.fallback for o in outcomes):
         limits.append(Limit.FALLBACK)
-    return _Voted(tuple(outcomes), failures, recommendation, tuple(limits))
+    bound = max(bounds.values(), default=None)
+    recommendation = live if bound is None else max(live, bound)
+    if recommendation > live:  # a scale-up, which a missing metric never holds
+        limits = [lim for lim in limits if lim not in (Limit.TOLERANCE, Limit.MISSING_METRIC)]
+    return _Voted(tuple(outcomes), failures, recommendation, tuple(limits), live, bound, bounds)
+
+
+def _lower_bounds(
+    metrics: Sequence[MetricBase], outcomes: Sequence[MetricOutcome]
+) -> dict[str, int]:
+    """The counts of the metrics that bound the group from below (a schedule's), by name:
+    exact (a tolerance holds no bound). None in a policy with no demand metric, where
+    they are the demand."""
+    types = [metric_type(m) for m in metrics]
+    if all(t.lower_bound or t.floor_acts is not None for t in types):
+        return {}
+    return {
+        o.name: o.needed if o.needed is not None else o.recommendation
+        for t, o in zip(types, outcomes, strict=True)
+        if t.lower_bound and o.status.usable and o.recommendation is not None
+    }
 
 
 @dataclass(frozen=True)
@@ -352,14 +377,17 @@ def _steer(
     # 6. Stabilize against recent recommendations, and remember this one. A group seen for
     # the first time starts from its current size, so a fresh deployment (or a lost state
     # item) waits a full scale-down window before removing anything.
-    recommendation, limits = voted.recommendation, list(voted.limits)
+    # A lower bound (a schedule's count) applies after it: the window remembers demand only.
+    recommendation, limits = voted.demand, list(voted.limits)
     if not history.recommendations:
         history = history.with_recommendation(now, current, keep_seconds=0)
     stabilized = stabilize(recommendation, current, history=history, now=now, up=up, down=down)
-    if stabilized != recommendation:
+    if stabilized != recommendation and (voted.bound is None or stabilized > voted.bound):
         limits.append(Limit.STABILIZATION)
     keep = max(up.stabilization_window_seconds, down.stabilization_window_seconds)
     history = history.with_recommendation(now, recommendation, keep)
+    if voted.bound is not None:
+        stabilized = max(stabilized, voted.bound)
     # 7. Rate policies, selectPolicy and [min, max].
     rated = limit_rate(
         stabilized,
