@@ -246,12 +246,14 @@ def fast_path(
     clock = clock or SystemClock()
     policies = policy_book(settings, stored_policies(settings, clients, clock))
     pods = None
-    if any(p.reads_pending_pods for p in policies.policies.values()):
+    connection = None
+    if any(p.takes_pending_pods for p in policies.policies.values()):
+        connection = kubernetes_connection(settings, clients, clock)
+    if connection is not None:  # a policy without PendingPods watches its own pods (own_pods)
         from nodescaler.adapters.k8s.core_api import KubernetesCluster
 
-        connection = kubernetes_connection(settings, clients, clock)
         timeout = settings.kubernetes_timeout_seconds
-        pods = KubernetesCluster(connection, timeout_seconds=timeout) if connection else None
+        pods = KubernetesCluster(connection, timeout_seconds=timeout)
     return FastPath(
         # no clock: scalingConfig bounds are evaluate's (the fast path may not DescribeNodegroup)
         node_groups=node_groups(settings, clients),
@@ -410,18 +412,20 @@ def kubernetes_metrics(
     zonal_shifts: ZonalShiftSource | None = None,
     deadline: Deadline | None = None,
 ) -> KubernetesClusterView | None:
-    """The Kubernetes producer, when a policy needs one; the client is imported only then."""
-    if not any(p.reads_kubernetes for p in policies.policies.values()):
+    """The Kubernetes producer, when a policy needs one or counts its own pending pods
+    (`domain.scaling.own_pods`, where a connection is set); the client is imported only then."""
+    deployed = policies.policies.values()
+    if not any(p.reads_kubernetes or p.counts_own_pending_pods for p in deployed):
         return None
+    connection = kubernetes_connection(settings, clients, clock)
+    if connection is None:
+        return None  # its metrics read as unavailable: scale-in held (synth refuses this setup)
     from nodescaler.adapters.k8s.core_api import KubernetesCluster
     from nodescaler.adapters.k8s.events import KubernetesEvents
     from nodescaler.service.cluster_view import KubernetesClusterView
     from nodescaler.service.pending_pods import PendingPodsPlanner
     from nodescaler.service.unplaced_pod_events import UnplacedPodEvents
 
-    connection = kubernetes_connection(settings, clients, clock)
-    if connection is None:
-        return None  # its metrics read as unavailable: scale-in held (synth refuses this setup)
     planner = PendingPodsPlanner(
         groups,
         policies,
