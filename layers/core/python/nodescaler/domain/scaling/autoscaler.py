@@ -243,16 +243,12 @@ def decide(
     backoff: Backoff | None = None,
     ceiling: Ceiling | None = None,
     failures: MetricFailures | None = None,
-    own_pending: Reading | None = None,
+    own_pending: Reading | None = None,  # its own pending pods' floor (`own_pods`), if read
 ) -> Evaluation:
-    """`own_pending`: the group's own pending pods, read where the policy has no PendingPods
-    metric and the cluster is read (`own_pods`); None: no such vote."""
     # 1. Bounds: the policy's, inside the group's own.
     bounds = effective_bounds(policy, size)
     # 2.-3. One recommendation per metric (and its own pending pods' floor), combined.
-    voted = _vote(
-        policy, size, readings, now, failures or MetricFailures(), own_pending=own_pending
-    )
+    voted = _vote(policy, size, readings, now, failures=failures, own_pending=own_pending)
     # 4.-8. Back inside the bounds, or stabilized, rate-limited and within a scale-in window.
     steered = _steer(policy, size, bounds=bounds, voted=voted, history=history, now=now)
     # 9. What the group's instances allow: backoff, the cluster's limits, protection.
@@ -311,9 +307,9 @@ def _vote(
     size: GroupSize,
     readings: Mapping[str, Reading],
     now: datetime,
-    failures: MetricFailures,
     *,
-    own_pending: Reading | None = None,
+    failures: MetricFailures | None,
+    own_pending: Reading | None,
 ) -> _Voted:
     """One recommendation per metric (a metric failing long enough votes its fallback),
     and the group's own pending pods' floor when read, then combined."""
@@ -321,7 +317,7 @@ def _vote(
     tolerances = Tolerances(up=up.tolerance, down=down.tolerance)
     metrics = policy.spec.metrics
     outcomes = [evaluate_metric(m, readings.get(m.key), size, now, tolerances) for m in metrics]
-    failures = failures.after(metrics, outcomes, now)
+    failures = (failures or MetricFailures()).after(metrics, outcomes, now)
     outcomes = [
         with_fallback(m, o, failures, size.current) for m, o in zip(metrics, outcomes, strict=True)
     ]
