@@ -84,7 +84,12 @@ class Nodescaler(Construct):
         self.settings = settings
         # What the policies layer carries: the folder, or the policies given written out.
         self.policies_folder = folder or _written(self.policies)
-        self.reads_kubernetes = any(p.reads_kubernetes for p in self.policies.values())
+        # a group whose policy has no PendingPods metric still grows for its own pending
+        # pods where the stack has a cluster (`domain.scaling.own_pods`): evaluate reads it
+        self.reads_kubernetes = any(p.reads_kubernetes for p in self.policies.values()) or (
+            bool(settings.cluster_name or settings.kubernetes)
+            and any(p.counts_own_pending_pods for p in self.policies.values())
+        )
         self.state = StateTable(self, "State", deletion_protection=settings.deletion_protection)
         self.layers = Layers(self, "Layers", policies_folder=self.policies_folder)
 

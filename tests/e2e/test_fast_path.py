@@ -13,6 +13,7 @@ from typing import Any
 
 import boto3
 import pytest
+import yaml
 from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 from nodescaler import wiring
@@ -41,6 +42,14 @@ BATCH = "apiVersion: nodescaler.io/v1alpha1\nkind: NodeGroupPolicy\nmetadata: {n
 BATCH += "spec: {minReplicas: 0, maxReplicas: 20, metrics: [{type: PendingPods}]}\n"
 
 
+def queue_only(name: str) -> str:
+    """A queue policy whose group never grows for pending pods (`ownPendingPods: false`):
+    the pods below are the PendingPods groups' (a test below turns it back on)."""
+    document = yaml.safe_load(policy_document(name, queue_metric(name, 4)))
+    document["spec"]["ownPendingPods"] = False
+    return yaml.safe_dump(document, sort_keys=False)
+
+
 def opted_in(policy: str) -> dict[str, str]:
     return {"nodescaler/enabled": "true", "nodescaler/policy": policy}
 
@@ -63,7 +72,7 @@ def fast(
     time, each recorded in `slept`."""
     (policies / "batch.yaml").write_text(BATCH)
     for name in ("jobs", "reports"):
-        (policies / f"{name}.yaml").write_text(policy_document(name, queue_metric(name, 4)))
+        (policies / f"{name}.yaml").write_text(queue_only(name))
     for name in ("jobs", "reports"):
         client("sqs").create_queue(QueueName=name)
     config = str(kubeconfig(tmp_path / "kubeconfig", api_server.url))
@@ -148,6 +157,21 @@ def test_given_a_flood_of_unschedulable_pods_when_it_looks_for_a_minute_then_one
         for r in pod_lists
     )
     assert output().metric(MetricName.FAST_PATH_QUEUED) == [2]
+
+
+def test_given_a_queue_group_that_counts_its_own_pending_pods_then_a_new_pod_asks_it_too(
+    fast: Callable[..., tuple[Deployment, FastPath]], api_server: KubeApiServer, policies: Path
+) -> None:
+    # Given the jobs policy as written, with no PendingPods metric: its group grows for its
+    # own pending pods (`domain.scaling.own_pods`), and has no live node to rule a pod out
+    (policies / "jobs.yaml").write_text(policy_document("jobs", queue_metric("jobs", 4)))
+    deployment, path = fast()
+    groups()
+    api_server.cluster.put("pods", pod("worker-0"))
+    run_one_minute(path)
+    # Then the jobs group is asked with the PendingPods groups; reports (opted out) is not
+    requested = sorted(r["node_group"] for r in queued(deployment))
+    assert requested == ["batch-a", "batch-b", "jobs-nodes"]
 
 
 def test_given_a_pending_pod_the_scheduler_has_not_marked_when_it_looks_then_nothing_is_asked(

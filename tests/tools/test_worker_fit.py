@@ -62,9 +62,21 @@ def test_given_10_tasks_a_node_of_workers_that_fit_3_then_both_numbers_are_named
     assert said == [
         "group workers-ng: policy 'first-queue' metric 'jobs' targets 10 tasks of jobs-queue "
         "a node: 10 workers × 1 cpu, 3Gi = 10 cpu, 30Gi, more than a m5.xlarge allocates "
-        "(4 cpu, 16Gi; 4 workers fit); the workers will wait for room: lower the target to "
-        "4 a node, or add a PendingPods metric"
+        "(4 cpu, 16Gi; 4 workers fit); the group grows for the workers that wait once they "
+        "are Pending (its own pending pods: the policy has no PendingPods metric); a target "
+        "of 4 a node sizes it for them at once"
     ]
+
+
+def test_given_own_pending_pods_turned_off_then_it_says_the_workers_will_wait(
+    tmp_path: Path,
+) -> None:
+    extra = "  ownPendingPods: false\n"
+    said = warnings(load_scenario(scenario(tmp_path, 10, extra)))
+    assert len(said) == 1
+    assert said[0].endswith(
+        "the workers will wait for room: lower the target to 4 a node, or add a PendingPods metric"
+    )
 
 
 def test_given_a_target_that_fits_then_nothing_is_said(tmp_path: Path) -> None:

@@ -89,6 +89,9 @@ class World:
     def listed_since(self, at: datetime) -> None:
         pass
 
+    def own_pending_pods(self, group: NodeGroup, now: datetime) -> Reading:
+        return MetricReading(value=0, at=now)  # none of its pods waits
+
     # the queue's producer: one node's worth of jobs
     def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
         return MetricReading(value=4, at=now, candidates=("web-1", "web-2"))

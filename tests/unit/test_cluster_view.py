@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from nodescaler.domain.cluster.snapshot import Snapshot
+from nodescaler.domain.cluster.snapshot import Placement, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.groups.optin import TagNames
 from nodescaler.domain.scale_down.unneeded import CANDIDATE_TAINT
@@ -16,7 +16,7 @@ from nodescaler.service.cluster_view import KubernetesClusterView
 from nodescaler.service.pending_pods import PendingPodsPlanner
 from nodescaler.service.policy_resolver import PolicyBook
 
-from tests.builders import policy
+from tests.builders import policy, queue_metric
 from tests.unit.test_balance import (
     CHAIN,
     ENABLED,
@@ -25,6 +25,7 @@ from tests.unit.test_balance import (
     Cluster,
     Groups,
     M5Xlarge,
+    pods,
     web_node,
 )
 
@@ -119,3 +120,42 @@ def test_given_a_request_made_after_the_listing_then_its_read_lists_the_cluster_
     second = view.read(PENDING, at_one, later)
     # Then the read holds the pods the look saw: three nodes more
     assert isinstance(second, MetricReading) and second.value == 3
+
+
+def test_given_a_queue_group_beside_a_pending_pods_group_then_each_reads_its_own_pods() -> None:
+    """A group whose policy has no PendingPods metric joins the shared plan: its workers
+    are its own pending pods, and the web group's pods stay the web group's."""
+    jobs = NodeGroup(
+        "jobs",
+        1,
+        0,
+        10,
+        1,
+        tags={"nodescaler/enabled": "true", "nodescaler/policy": "jobs"},
+        eks_cluster="prod",
+        eks_nodegroup="jobs",
+    )
+    jobs_node = web_node("jobs", 0)
+    jobs_node = replace(jobs_node, labels={**jobs_node.labels, "tier": "jobs", "pool": "jobs"})
+    # Given 6 workers that only a jobs node takes, and 4 web pods that only a web node takes
+    workers = [
+        replace(p, placement=Placement(node_selector={"pool": "jobs"}))
+        for p in pods(6, prefix="worker")
+    ]
+    web = [replace(p, placement=Placement(node_selector={"tier": "web"})) for p in pods(4)]
+    snapshot = Snapshot((web_node("web-a", 0), jobs_node), (*workers, *web))
+    book = PolicyBook(
+        {"web": policy(PENDING, name="web"), "jobs": policy(queue_metric(), name="jobs")},
+        TagNames(),
+    )
+    planner = PendingPodsPlanner(Groups([GROUP, jobs]), book, M5Xlarge(), CHAIN)
+    cluster = KubernetesClusterView(Cluster(snapshot), pending=planner)
+    # When the jobs group's own pending pods and the web group's metric are read
+    own = cluster.own_pending_pods(jobs, NOW)
+    read = cluster.read(PENDING, GROUP, NOW)
+    # Then the workers give the jobs group 2 more nodes (3 of 1 core fit a 3.92-core node),
+    # and the web group's reading counts only its 4 pods (on its 2 nodes on their way)
+    assert isinstance(own, MetricReading) and isinstance(read, MetricReading)
+    assert (own.value, own.pending_pods) == (2, 6)
+    assert own.unneeded_nodes is None  # never a vote to shed
+    assert (read.value, read.pending_pods) == (0, 4)

@@ -3,10 +3,12 @@
 A queue metric's `AverageValue` target says how many tasks a node takes; each task is a
 worker pod (KEDA's ScaledJob makes one a message, a request trace's one a `queueLength`),
 so the target × a worker's requests must fit in one node's allocatable. When it does not,
-the group grows for the target and its workers wait for room (pending pods), unless the
-policy also has a `PendingPods` metric; `nodescaler validate` and `simulate` say so, naming
-both numbers. A warning, not an error: the policy may mean it (workers sharing a node's
-spare capacity over time), and the scenario still runs.
+the group grows for the target and its workers wait for room (pending pods) until the
+group grows for them too: its `PendingPods` metric, or without one its own pending pods
+(`domain.scaling.own_pods`, unless `ownPendingPods: false`), a boot time later;
+`nodescaler validate` and `simulate` say so, naming both numbers. A warning, not an
+error: the policy may mean it (workers sharing a node's spare capacity over time), and
+the scenario still runs.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class Unfit:
     node: str  # the group's instance type, or "node" for a shape given in the scenario
     allocatable: Mapping[str, Decimal]
     pending_pods: bool  # whether the policy also grows for waiting workers
+    own_pods: bool = False  # ... or the group does without it (`domain.scaling.own_pods`)
 
     @property
     def fit(self) -> int:
@@ -58,6 +61,12 @@ class Unfit:
         )
         if self.pending_pods:
             return text + "; its PendingPods metric grows the group for the workers that wait"
+        if self.own_pods:
+            return text + (
+                "; the group grows for the workers that wait once they are Pending (its own "
+                "pending pods: the policy has no PendingPods metric); a target of "
+                f"{self.fit} a node sizes it for them at once"
+            )
         return text + (
             "; the workers will wait for room: lower the target to "
             f"{self.fit} a node, or add a PendingPods metric"
@@ -79,6 +88,7 @@ def unfit_queue_targets(
         if policy is None or allocatable is None:
             continue
         pending = any(isinstance(m, PendingPodsMetric) for m in policy.spec.metrics)
+        own = policy.counts_own_pending_pods  # the sandbox's groups are on its cluster
         node = group.instance_type if group.node is None else "node of the group"
         for metric, queue, per_node in _queue_targets(policy):
             if queue not in workers:
@@ -88,7 +98,9 @@ def unfit_queue_targets(
             worker = {r: parse_quantity(getattr(shape, r)) for r in RESOURCES}
             if any(worker[r] * count > allocatable[r] for r in RESOURCES):
                 where = (group.name, policy.name, metric.key, queue)
-                found.append(Unfit(*where, per_node, count, worker, node, allocatable, pending))
+                found.append(
+                    Unfit(*where, per_node, count, worker, node, allocatable, pending, own)
+                )
     return found
 
 

@@ -280,6 +280,11 @@ class ClusterView(Protocol):
         """Soft-taint the group's nodes in `candidates`, and only those (best effort)."""
         ...
 
+    def own_pending_pods(self, group: NodeGroup, now: datetime) -> Reading:
+        """The nodes the pending-pods plan gives the group for the pods its nodes would
+        take, where its policy has no PendingPods metric (`domain.scaling.own_pods`)."""
+        ...
+
     def listed_since(self, at: datetime) -> None:
         """What it says next is read at `at` or later (a request made at `at` asks about
         what was there then: a listing older than that cannot answer it)."""

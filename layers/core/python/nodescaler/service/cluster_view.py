@@ -1,5 +1,6 @@
 """The evaluator's view of the Kubernetes cluster, from one snapshot: the Kubernetes metrics
-(capacity reservation and pending pods), a group's nodes (Ready, to keep, to let go), and
+(capacity reservation and pending pods, and a group's own pending pods where its policy
+has no PendingPods metric), a group's nodes (Ready, to keep, to let go), and
 the soft taint on the nodes a group may shed.
 
 One snapshot of nodes and pods serves every group evaluated within `max_age` (a batch of
@@ -39,6 +40,7 @@ from nodescaler.domain.scale_down.unneeded import (
     removable,
     unneeded_nodes,
 )
+from nodescaler.domain.scaling.own_pods import OWN_PENDING_PODS
 from nodescaler.domain.scaling.plan import ChooseLeaving
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
 from nodescaler.errors import KubernetesUnavailableError, ReservationError
@@ -212,20 +214,7 @@ class KubernetesClusterView:
     ) -> Reading:
         assert self._pending is not None
         cutoff = metric.pending_pods.expendable_priority_cutoff
-        planned = self._plans.get(cutoff)
-        # A group backed off since (or no longer), or resized since (by this container's
-        # last evaluation, or another's), gets a fresh plan from the same snapshot: a plan
-        # made before a scale-up would ask for the same nodes again.
-        if (
-            planned is None
-            or planned.desired.get(group.name, group.desired) != group.desired
-            or planned.backed_off != self._pending.backed_off(planned.participants, now)
-        ):
-            planned = self._plans[cutoff] = self._pending.plan(snapshot, cutoff, now)
-            # Every group computes the same plan: the first participant tells the pods.
-            if self._waiting is not None and group.name == min(planned.participants, default=""):
-                real = _real(planned.plan.unplaced, snapshot)  # no Event on a buffer's pod
-                self._waiting.report(planned.plan, real, now)
+        planned = self._planned(group, snapshot, cutoff, now)
         if group.name in planned.problems:
             return MetricUnavailable(
                 reason=f"node group {group.name}: {planned.problems[group.name]}"
@@ -267,6 +256,49 @@ class KubernetesClusterView:
                 for pod in planned.plan.unplaced[:WAITING_SHOWN]
             },
         )
+
+    def own_pending_pods(self, group: NodeGroup, now: datetime) -> Reading:
+        """The nodes the pending-pods plan gives a group whose policy has no PendingPods
+        metric, for the pods its nodes would take (`domain.scaling.own_pods`): the plan's
+        share only, never nodes to shed. Unavailable when the cluster can't say."""
+        try:
+            snapshot = self.snapshot(now)
+        except KubernetesUnavailableError as error:
+            return MetricUnavailable(reason=str(error))
+        if self._pending is None:
+            return MetricUnavailable(reason="no pending-pods planner is configured")
+        cutoff = OWN_PENDING_PODS.pending_pods.expendable_priority_cutoff
+        planned = self._planned(group, snapshot, cutoff, now)
+        if group.name in planned.problems:
+            return MetricUnavailable(
+                reason=f"node group {group.name}: {planned.problems[group.name]}"
+            )
+        nodes = planned.plan.nodes.get(group.name, 0)
+        return MetricReading(
+            value=nodes,
+            at=now,
+            detail=_pending_detail(planned, group.name, nodes),
+            pending_pods=len(planned.coming(group.name)[1]),
+        )
+
+    def _planned(self, group: NodeGroup, snapshot: Snapshot, cutoff: int, now: datetime) -> Planned:
+        """The pending-pods plan of every group, from the snapshot, as this group reads it."""
+        assert self._pending is not None
+        planned = self._plans.get(cutoff)
+        # A group backed off since (or no longer), or resized since (by this container's
+        # last evaluation, or another's), gets a fresh plan from the same snapshot: a plan
+        # made before a scale-up would ask for the same nodes again.
+        if (
+            planned is None
+            or planned.desired.get(group.name, group.desired) != group.desired
+            or planned.backed_off != self._pending.backed_off(planned.participants, now)
+        ):
+            planned = self._plans[cutoff] = self._pending.plan(snapshot, cutoff, now)
+            # Every group computes the same plan: the first participant tells the pods.
+            if self._waiting is not None and group.name == min(planned.participants, default=""):
+                real = _real(planned.plan.unplaced, snapshot)  # no Event on a buffer's pod
+                self._waiting.report(planned.plan, real, now)
+        return planned
 
     def _buffer(
         self,

@@ -103,7 +103,7 @@ class Dispatcher:
         if (why := unconfirmed_launch_failure(group_name, activity_id, activity, now)) is not None:
             raise EventUnconfirmedError(why)
         backoff = self._back_off(group_name, activity_id, reason, at)
-        replan = [g for g in groups if g.name == group_name or self.policies.reads_pending_pods(g)]
+        replan = [g for g in groups if g.name == group_name or self.policies.takes_pending_pods(g)]
         return backoff, self._queue(replan, event_id, f"launch failure in {group_name}", at)
 
     def _activity(self, group: NodeGroup, activity_id: str) -> ScalingActivity | None:

@@ -181,6 +181,10 @@ class Evaluator:
             state,
             now,
             readings=self.producers.read_all(policy, group, now),
+            # a policy without PendingPods still grows for its own pending pods (`own_pods`)
+            own_pending=cluster.own_pending_pods(group, now)
+            if cluster is not None and policy.counts_own_pending_pods
+            else None,
             histories=named_histories(policy, self.histories, now),
             # a pause holds the decision before the cluster's limits are claimed
             pauses=in_force(state.pause, choice.paused, self.policies.tag_names.paused, now),

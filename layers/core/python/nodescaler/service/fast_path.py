@@ -80,8 +80,9 @@ class QueueWatch:
 
 @dataclass(frozen=True)
 class Watch:
-    """What the looks of one invocation watch: the groups whose policy reads pending pods,
-    and each policy's queue with its group (sizes as discovered at the start)."""
+    """What the looks of one invocation watch: the groups whose policy reads pending pods
+    (or counts its own: `domain.scaling.own_pods`), and each policy's queue with its group
+    (sizes as discovered at the start)."""
 
     pending_groups: tuple[str, ...]
     queues: tuple[QueueWatch, ...]
@@ -179,7 +180,7 @@ class FastPath:
 
     def watch(self) -> Watch:
         groups = [g for g in self.node_groups.discover() if self.allowed.allows(g.name)]
-        pending = tuple(g for g in groups if self.policies.reads_pending_pods(g))
+        pending = tuple(g for g in groups if self.policies.takes_pending_pods(g))
         queues = tuple(
             QueueWatch(group, policy, metric, source)
             for group in groups

@@ -71,12 +71,13 @@ class PendingPodsPlanner:
         self._zonal_shifts = zonal_shifts
 
     def participants(self) -> list[NodeGroup]:
-        """Managed groups whose policy reads pending pods, and that may be resized: a group
+        """Managed groups whose policy reads pending pods, or counts its own (a policy without
+        a PendingPods metric, `domain.scaling.own_pods`), and that may be resized: a group
         allowedGroups leaves out would take pods it never grows for."""
         return [
             g
             for g in self._node_groups.discover()
-            if self._policies.reads_pending_pods(g) and self._allowed.allows(g.name)
+            if self._policies.takes_pending_pods(g) and self._allowed.allows(g.name)
         ]
 
     def template(self, group: NodeGroup, snapshot: Snapshot) -> NodeTemplate:

@@ -86,6 +86,8 @@ class PolicyBook:
     def policy_of(self, group: NodeGroup) -> NodeGroupPolicy | None:
         return self.choose(group).policy
 
-    def reads_pending_pods(self, group: NodeGroup) -> bool:
+    def takes_pending_pods(self, group: NodeGroup) -> bool:
+        """Whether the pending-pods plan may give the group pods: its policy reads them, or
+        counts its own (`NodeGroupPolicy.takes_pending_pods`)."""
         policy = self.policy_of(group)
-        return policy is not None and policy.reads_pending_pods
+        return policy is not None and policy.takes_pending_pods

@@ -112,9 +112,14 @@ def cluster_view(
     zonal_shifts: ZonalShiftSource | None = None,
     deadline: Deadline | None = None,
 ) -> KubernetesClusterView | None:
-    """The Kubernetes producer, when a policy needs one."""
-    if not any(p.reads_kubernetes for p in policies.policies.values()):
+    """The Kubernetes producer, when a policy needs one or counts its own pending pods
+    (`domain.scaling.own_pods`, where a connection is set)."""
+    deployed = policies.policies.values()
+    if not any(p.reads_kubernetes or p.counts_own_pending_pods for p in deployed):
         return None
+    connection = kubernetes_connection(settings, clients, clock)
+    if connection is None:
+        return None  # its metrics read as unavailable: scale-in held (synth refuses this setup)
     # imported only here: an evaluate function whose policies read no cluster never loads
     # the Kubernetes adapters, the pending-pods planner or the expanders (cold starts)
     from nodescaler.adapters.k8s.core_api import KubernetesCluster
@@ -124,9 +129,6 @@ def cluster_view(
     from nodescaler.service.unplaced_pod_events import UnplacedPodEvents
     from nodescaler.wiring.expanders import expander_chain
 
-    connection = kubernetes_connection(settings, clients, clock)
-    if connection is None:
-        return None  # its metrics read as unavailable: scale-in held (synth refuses this setup)
     planner = PendingPodsPlanner(
         groups,
         policies,

@@ -62,12 +62,14 @@ def fast_path(
 def unschedulable_pods(
     settings: FastPathSettings, policies: PolicyBook, clients: AwsClients, clock: Clock
 ) -> KubernetesCluster | None:
-    """The cluster, when a policy reads pending pods and a connection is set."""
-    if not any(p.reads_pending_pods for p in policies.policies.values()):
+    """The cluster, when a policy takes pending pods (its `PendingPods` metric, or its own
+    pods: `domain.scaling.own_pods`) and a connection is set."""
+    if not any(p.takes_pending_pods for p in policies.policies.values()):
+        return None
+    connection = kubernetes_connection(settings, clients, clock)
+    if connection is None:
         return None
     # imported only here: a fast path that reads no cluster loads no Kubernetes adapter
     from nodescaler.adapters.k8s.core_api import KubernetesCluster
 
-    connection = kubernetes_connection(settings, clients, clock)
-    timeout = settings.kubernetes_timeout_seconds
-    return KubernetesCluster(connection, timeout_seconds=timeout) if connection else None
+    return KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)

@@ -37,6 +37,9 @@ class PolicySpec(Spec):
     alarms: Annotated[
         list[Annotated[str, Field(min_length=1, max_length=255)]], Field(max_length=20)
     ] = []  # noqa: RUF012 (pydantic copies it)
+    # Where nodescaler reads the cluster, a group without a PendingPods metric still grows
+    # for its own unschedulable pods (its queue's workers waiting for room); false: never.
+    own_pending_pods: Annotated[bool, Field(strict=True)] = True
 
     @field_validator("max_replicas")
     @classmethod
@@ -102,6 +105,17 @@ class NodeGroupPolicy(Spec):
     def reads_pending_pods(self) -> bool:
         """Whether it takes part in the pending-pods plan across groups."""
         return any(isinstance(m, PendingPodsMetric) for m in self.spec.metrics)
+
+    @property
+    def counts_own_pending_pods(self) -> bool:
+        """Whether, without a PendingPods metric, its group still grows for the pending pods
+        its nodes would take, where the cluster is read (`domain.scaling.own_pods`)."""
+        return self.spec.own_pending_pods and not self.reads_pending_pods
+
+    @property
+    def takes_pending_pods(self) -> bool:
+        """Whether its group is one the pending-pods plan may give pods to (and grow)."""
+        return self.reads_pending_pods or self.counts_own_pending_pods
 
 
 def reads_of(policies: Iterable[NodeGroupPolicy]) -> MetricReads:

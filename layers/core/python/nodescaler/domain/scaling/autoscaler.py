@@ -22,6 +22,7 @@ from nodescaler.domain.scaling.decision import Decision, Limit, MetricOutcome, M
 from nodescaler.domain.scaling.fallback import MetricFailures, with_fallback
 from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.limits import Ceiling
+from nodescaler.domain.scaling.own_pods import OWN_PENDING_PODS, as_floor
 from nodescaler.domain.scaling.proportional import Tolerances, recommend
 from nodescaler.domain.scaling.readings import MetricReading, Reading
 from nodescaler.domain.scaling.scale_in_windows import HOUR, scale_in_room
@@ -243,11 +244,12 @@ def decide(
     backoff: Backoff | None = None,
     ceiling: Ceiling | None = None,
     failures: MetricFailures | None = None,
+    own_pending: Reading | None = None,  # its own pending pods' floor (`own_pods`), if read
 ) -> Evaluation:
     # 1. Bounds: the policy's, inside the group's own.
     bounds = effective_bounds(policy, size)
-    # 2.-3. One recommendation per metric, combined.
-    voted = _vote(policy, size, readings, now, failures or MetricFailures())
+    # 2.-3. One recommendation per metric (and its own pending pods' floor), combined.
+    voted = _vote(policy, size, readings, now, failures=failures, own_pending=own_pending)
     # 4.-8. Back inside the bounds, or stabilized, rate-limited and within a scale-in window.
     steered = _steer(policy, size, bounds=bounds, voted=voted, history=history, now=now)
     # 9. What the group's instances allow: backoff, the cluster's limits, protection.
@@ -309,19 +311,24 @@ def _vote(
     size: GroupSize,
     readings: Mapping[str, Reading],
     now: datetime,
-    failures: MetricFailures,
+    *,
+    failures: MetricFailures | None,
+    own_pending: Reading | None,
 ) -> _Voted:
     """One recommendation per metric (a metric failing long enough votes its fallback),
-    then combined."""
+    and the group's own pending pods' floor when read, then combined."""
     up, down = policy.spec.behavior.up, policy.spec.behavior.down
     tolerances = Tolerances(up=up.tolerance, down=down.tolerance)
     metrics = policy.spec.metrics
     outcomes = [evaluate_metric(m, readings.get(m.key), size, now, tolerances) for m in metrics]
-    failures = failures.after(metrics, outcomes, now)
+    failures = (failures or MetricFailures()).after(metrics, outcomes, now)
     outcomes = [
         with_fallback(m, o, failures, size.current) for m, o in zip(metrics, outcomes, strict=True)
     ]
     bounds = _lower_bounds(metrics, outcomes)
+    if own_pending is not None:  # one more vote, for more nodes only (never a fallback)
+        own = evaluate_metric(OWN_PENDING_PODS, own_pending, size, now, tolerances)
+        outcomes.append(as_floor(own))
     live, limits = combine([o for o in outcomes if o.name not in bounds], size.current)
     if any(o.fallback for o in outcomes):
         limits.append(Limit.FALLBACK)

@@ -54,6 +54,9 @@ class Facts:
     state: GroupState  # as loaded (a lost resize's record already settled)
     now: datetime
     readings: Mapping[str, Reading]  # each metric read from its source (forecasts aside)
+    # the group's own pending pods where its policy has no PendingPods metric and the
+    # cluster is read (`own_pods`); None: no such vote
+    own_pending: Reading | None = None
     histories: Mapping[str, NamedHistory] = field(default_factory=dict)  # forecasts' own metrics
     pauses: tuple[Pause, ...] = ()
     ceiling: Ceiling | None = None  # the cluster's limits on a scale-up, once read
@@ -197,6 +200,7 @@ def _decided(
         backoff=state.backoff,
         ceiling=facts.ceiling,
         failures=state.failures,
+        own_pending=facts.own_pending,
     )
     held = hold_for_zones(hold(evaluation.decision, facts.pauses), facts.zones)
     return replace(evaluation, decision=_hold_on_bounds_doubt(held, group))

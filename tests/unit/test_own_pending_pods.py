@@ -1,0 +1,133 @@
+"""A group's own pending pods, a floor under a policy without a PendingPods metric
+(`domain.scaling.own_pods`): the queue's workers that wait for room grow the group; the
+vote never sheds a node and never holds the policy's own scale-in."""
+
+from __future__ import annotations
+
+import pytest
+from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.scaling.autoscaler import Evaluation, GroupSize, decide
+from nodescaler.domain.scaling.decision import Limit, MetricStatus
+from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
+from pydantic import ValidationError
+
+from tests.builders import T0, UNLIMITED, policy, queue_metric, readings
+
+# The issue's first queue policy: 10 tasks a node, on nodes that fit 3 workers.
+FIRST_QUEUE = policy(queue_metric("jobs", per_node=10), max_replicas=100, behavior=UNLIMITED)
+OWN = "own pending pods"
+
+
+def _decide(
+    the_policy: NodeGroupPolicy,
+    current: int,
+    metrics: dict[str, Reading],
+    own: Reading | None,
+) -> Evaluation:
+    return decide(
+        node_group="jobs-ng",
+        policy=the_policy,
+        size=GroupSize(current=current),
+        readings=metrics,
+        history=History(),
+        now=T0,
+        own_pending=own,
+    )
+
+
+def _waiting(nodes: int, **extra: int) -> MetricReading:
+    detail = f"{nodes * 3} pending pods: +{nodes} nodes here, +0 in other groups"
+    return MetricReading(value=nodes, at=T0, detail=detail, **extra)
+
+
+def _own(evaluation: Evaluation) -> MetricStatus:
+    (outcome,) = [o for o in evaluation.decision.metrics if o.name == OWN]
+    return outcome.status
+
+
+def test_given_200_tasks_at_10_a_node_and_140_workers_waiting_then_the_group_grows_for_them() -> (
+    None
+):
+    # Given 20 nodes (the queue's 200 / 10) holding 60 workers, and 140 waiting: 47 more nodes
+    without = _decide(FIRST_QUEUE, 20, readings(jobs=200), None)
+    evaluation = _decide(FIRST_QUEUE, 20, readings(jobs=200), _waiting(47))
+    # Then the queue alone holds 20; its own pending pods take it to 67, and say why
+    assert without.decision.desired == 20
+    assert evaluation.decision.desired == 67
+    assert _own(evaluation) is MetricStatus.OK
+    reason = evaluation.decision.reason
+    assert reason.startswith("scale up 20 → 67 | own pending pods: 141 pending pods: +47 nodes")
+    assert "its policy has no PendingPods metric" in reason
+
+
+def test_given_the_queue_asks_for_more_than_the_waiting_pods_then_the_queue_decides() -> None:
+    evaluation = _decide(FIRST_QUEUE, 20, readings(jobs=500), _waiting(2))
+    assert evaluation.decision.desired == 50
+    assert evaluation.decision.reason.startswith("scale up 20 → 50 | jobs: 500")
+
+
+def test_given_nothing_waits_and_nodes_to_spare_then_it_never_votes_to_shed_them() -> None:
+    # Given the queue asks for 30 of the 40 nodes, and the cluster finds 25 of them unneeded
+    spare = _waiting(0, unneeded_nodes=25, empty_nodes=25)
+    evaluation = _decide(FIRST_QUEUE, 40, readings(jobs=300), spare)
+    # Then the queue's 30 stand: the floor abstains, neither shedding more nor holding
+    assert evaluation.decision.desired == 30
+    assert _own(evaluation) is MetricStatus.ABSTAINED
+    assert Limit.EMPTY_ONLY not in evaluation.decision.limited_by
+
+
+def test_given_the_cluster_cannot_be_read_then_the_queue_still_scales_in() -> None:
+    unread = MetricUnavailable(reason="Kubernetes API unreachable")
+    evaluation = _decide(FIRST_QUEUE, 40, readings(jobs=100), unread)
+    assert evaluation.decision.desired == 10
+    assert Limit.MISSING_METRIC not in evaluation.decision.limited_by
+    assert _own(evaluation) is MetricStatus.ABSTAINED
+    (outcome,) = [o for o in evaluation.decision.metrics if o.name == OWN]
+    assert "Kubernetes API unreachable: no vote" in outcome.detail
+
+
+def test_given_the_queue_metric_is_missing_then_waiting_pods_still_grow_the_group() -> None:
+    missing = {"jobs": MetricUnavailable(reason="SQS throttled")}
+    evaluation = _decide(FIRST_QUEUE, 20, missing, _waiting(4))
+    assert evaluation.decision.desired == 24
+
+
+def test_given_a_missing_queue_metric_and_nothing_waiting_then_scale_in_stays_held() -> None:
+    missing = {"jobs": MetricUnavailable(reason="SQS throttled")}
+    evaluation = _decide(FIRST_QUEUE, 20, missing, _waiting(0))
+    assert evaluation.decision.desired == 20
+    assert Limit.MISSING_METRIC in evaluation.decision.limited_by
+
+
+def test_given_the_waiting_pods_then_the_recorded_demand_counts_them_but_not_the_pods_running() -> (
+    None
+):
+    reading = _waiting(5, needed_nodes=80)  # what all the group's pods need: not a floor
+    evaluation = _decide(FIRST_QUEUE, 20, readings(jobs=200), reading)
+    assert evaluation.decision.demand == 25
+
+
+@pytest.mark.parametrize(
+    ("metrics", "extra", "counts", "planned"),
+    [
+        ([queue_metric()], {}, True, True),
+        ([queue_metric()], {"ownPendingPods": False}, False, False),
+        ([queue_metric(), {"type": "PendingPods"}], {}, False, True),  # it does so itself
+    ],
+)
+def test_which_policies_count_their_own_pending_pods(
+    metrics: list[dict[str, object]], extra: dict[str, object], counts: bool, planned: bool
+) -> None:
+    spec = {"minReplicas": 0, "maxReplicas": 10, "metrics": metrics, **extra}
+    document = NodeGroupPolicy.model_validate({"metadata": {"name": "p"}, "spec": spec})
+    assert document.counts_own_pending_pods is counts
+    assert document.takes_pending_pods is planned
+
+
+def test_given_own_pending_pods_not_a_flag_then_the_policy_is_refused_naming_the_field() -> None:
+    spec = {"minReplicas": 0, "maxReplicas": 10, "metrics": [queue_metric()]}
+    with pytest.raises(ValidationError, match="ownPendingPods"):
+        NodeGroupPolicy.model_validate(
+            {"metadata": {"name": "p"}, "spec": {**spec, "ownPendingPods": "no"}}
+        )
