@@ -308,6 +308,10 @@ class Charge(Protocol):
 
     def reaction(self, since: float, name: str, answer: ScaleUp, *, gpu: bool) -> float: ...
 
+    def arrival(self, seen: int, name: str) -> int:
+        """The second demand named `name`, first seen at the step of `seen`, arrived."""
+        ...
+
 
 def pod_reactions(
     pods: Iterable[PodRecord],
@@ -326,8 +330,9 @@ def pod_reactions(
         if pod.unschedulable is None or not pod.takers:
             continue
         since = pod.unschedulable
-        if pod.node_launched is not None and pod.node_launched < since:
-            continue  # bound to a node launched before it needed one
+        arrived = since if charge is None else charge.arrival(round(since * 60), pod.name) / 60
+        if pod.node_launched is not None and pod.node_launched < arrived:
+            continue  # bound to a node launched before it needed one (its launch's second)
         room = min((t for t in (pod.bound, pod.gone) if t is not None and t >= since), default=end)
         answers = [s for s in _answers(scale_ups, pod.takers, since) if s.minute <= room]
         if not answers:

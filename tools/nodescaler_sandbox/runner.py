@@ -327,6 +327,9 @@ def _simulate(
         world = World(scenario, box, hooks=controller == NODESCALER, seed=seed)
         outages = Outages(scenario.faults, box)
         act = _controller(scenario, controller, box, world, outages, settings=result.settings)
+        box.takes_effect = _takes_effect(
+            world, controller, _charge(controller, scenario, result.settings)
+        )
         decisions = Decisions(box) if controller == NODESCALER else None
         shapes: dict[str, oracle.Shape] = {}
         kept = Unchanged(world)
@@ -775,6 +778,26 @@ def _request_path(controller: str, cause: str | None) -> str:
     if controller != NODESCALER:
         return latency.SCAN
     return latency.FAST_PATH if (cause or "").startswith(latency.FAST_PATH) else latency.TICK
+
+
+def _takes_effect(
+    world: World, controller: str, charge: latency.Charged
+) -> Callable[[str, str | None], datetime]:
+    """When a scale request the side makes now takes effect, for the world to start its
+    instances then (`cluster.SimulatedCluster.request`): the first second it answers one
+    of the pods waiting that the group could take, as their reactions are charged
+    (`latency`); with none (a queue, a schedule, a forecast), a look in this step."""
+
+    def second(group: str, cause: str | None) -> datetime:
+        path, at = _request_path(controller, cause), world.at
+        seconds = [
+            charge.effective(charge.arrival(seen, name), at, path, gpu=gpu)
+            for name, seen, gpu in world.waiting_for(group)
+        ]
+        first = min(seconds, default=charge.effective(at - charge.step + 1, at, path, gpu=False))
+        return world.start + timedelta(seconds=first)
+
+    return second
 
 
 def _charge(controller: str, scenario: Scenario, settings: dict[str, Any]) -> latency.Charged:

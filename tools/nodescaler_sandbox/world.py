@@ -453,6 +453,20 @@ class World:
             for g in spec.gauges
         }
 
+    def waiting_for(self, group: str) -> list[tuple[str, int, bool]]:
+        """The pods found unschedulable and still without a node that a new node of the
+        group would hold: each one's name, the second it was first found so (its step's,
+        from the start) and whether it asks for a GPU."""
+        new_node, waiting = self._new_node[group], []
+        for found in self.cluster.store.objects["pods"].values():
+            spec, annotations = found["spec"], found["metadata"].get("annotations", {})
+            if spec.get("nodeName") or UNSCHEDULABLE_SINCE not in annotations:
+                continue
+            if new_node.fits(*requests(found), spec):
+                seen = round(self._minutes(annotations[UNSCHEDULABLE_SINCE]) * MINUTE)
+                waiting.append((found["metadata"]["name"], seen, asks_for_gpu(spec)))
+        return waiting
+
     def pending(self) -> int:
         return sum(
             1 for p in self.cluster.store.objects["pods"].values() if not p["spec"].get("nodeName")
