@@ -50,6 +50,8 @@ class PodRecord:
     node_launched: float | None = None  # the instance of the node it bound to, launched at
     takers: frozenset[str] = field(default_factory=frozenset)  # groups whose new node fits it
     gpu: bool = False  # asks for a GPU (Cluster Autoscaler waits longer for it: `latency`)
+    # each taker's share of its new node the pod takes (`dominant_share`): what its wait saves
+    shares: dict[str, float] = field(default_factory=dict)
 
     def waited(self) -> bool:
         return self.unschedulable is not None
