@@ -305,7 +305,9 @@ class Sandbox:
             REGION, self._launched, self.clock.now, custom=self._terminate
         )
         self.watch(clients.autoscaling)
-        EksNodegroupScaling(self.client("eks"), self.client("autoscaling")).watch(clients.eks)
+        EksNodegroupScaling(
+            self.client("eks"), self.client("autoscaling"), resized=self._requested
+        ).watch(clients.eks)
         MetricMath(self.client("cloudwatch")).watch(clients.cloudwatch)
         self.reservations.watch(clients.ec2)
         self.arc.watch(clients.arc_zonal_shift)
@@ -390,8 +392,13 @@ class Sandbox:
                 self.causes.get(group),
             )
             self.desired_writes.append(asked)
-            if self.takes_effect is not None:  # its instances start booting then
-                self.cluster.request(group, self.takes_effect(group, self.causes.get(group)))
+            self._requested(group)
+
+    def _requested(self, group: str) -> None:
+        """A scale request of the group's (SetDesiredCapacity, or an EKS managed node
+        group's UpdateNodegroupConfig): its instances start booting when it takes effect."""
+        if self.takes_effect is not None:
+            self.cluster.request(group, self.takes_effect(group, self.causes.get(group)))
 
     def _note_causes(self, event: dict[str, Any]) -> dict[str, Any]:
         """Each group's last evaluation request's cause (tick, alarm, fast path, launch
