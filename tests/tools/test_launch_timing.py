@@ -130,3 +130,14 @@ def test_the_clock_stops_at_a_node_s_ready_second_between_two_steps() -> None:
     # Then it reacts at 7.2 s; the step at 10 s reacts on its own
     assert seen == [7.2]
     assert clock.now() == START + timedelta(seconds=10)
+
+
+def test_a_request_at_the_first_step_launches_no_earlier_than_the_start() -> None:
+    # pods seen at 0 s "arrived" up to 9 s before it; the fast path's look at -5 s would
+    # take effect at -2.8 s, before the groups' first instances launch: at 0 with them
+    charge = latency.Charged(latency.Nodescaler(), STEP)
+    early = next(f"web-{n}" for n in range(100) if latency.arrival_offset(f"web-{n}", STEP) > 5)
+    world = Waiting(0, [(early, 0, False)])
+    takes_effect = runner._takes_effect(world, runner.NODESCALER, charge)  # type: ignore[arg-type]
+    assert charge.effective(charge.arrival(0, early), 0, latency.FAST_PATH, gpu=False) < 0
+    assert takes_effect("web", "fast path: 1 new unschedulable pod") == START

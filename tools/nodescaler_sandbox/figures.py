@@ -47,6 +47,7 @@ class PodRecord:
     ready: float | None = None
     gone: float | None = None
     group: str | None = None  # of the node it was bound to
+    node: str | None = None  # the node it was bound to
     node_launched: float | None = None  # the instance of the node it bound to, launched at
     takers: frozenset[str] = field(default_factory=frozenset)  # groups whose new node fits it
     gpu: bool = False  # asks for a GPU (Cluster Autoscaler waits longer for it: `latency`)
@@ -107,6 +108,7 @@ def as_row(pod: PodRecord) -> dict[str, Any]:
         "ready": pod.ready,
         "gone": pod.gone,
         "group": pod.group,
+        "node": pod.node,
         "node_launched": pod.node_launched,
         "could_take_it": sorted(pod.takers),
     }

@@ -161,18 +161,19 @@ def run(
     (folder / "timeline.txt").write_text("\n".join(timeline) + "\n")
     for line in timeline:
         write(line)
-    summary = {
+    bound = _oracle(scenario, runs.values(), times)
+    summary: dict[str, Any] = {
         "scenario": scenario.name,
         "start": scenario.start.isoformat(),
         "minutes": scenario.minutes,
         "step_seconds": scenario.step_seconds,
         "seeds": [seed],
-        **_oracle(scenario, runs.values(), times),
+        **bound,
         **{controller: _summarize(scenario, result) for controller, result in runs.items()},
     }
     for controller, result in runs.items():
         summary[controller]["oracle_node_hours_given_waits"] = _bound_given_waits(
-            scenario, result, summary["oracle_node_hours"]
+            scenario, result, float(bound["oracle_node_hours"])
         )
     (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     timelines = {name: r.minutes for name, r in runs.items()}
@@ -817,7 +818,9 @@ def _takes_effect(
             for name, seen, gpu in world.waiting_for(group)
         ]
         first = min(seconds, default=charge.effective(at - charge.step + 1, at, path, gpu=False))
-        return world.start + timedelta(seconds=first)
+        # the first step's demand arrived "before" it, but nothing runs before the start:
+        # its requests launch with the groups' first instances, at 0
+        return world.start + timedelta(seconds=max(first, 0.0))
 
     return second
 

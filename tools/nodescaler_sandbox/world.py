@@ -415,7 +415,8 @@ class World:
                 record.shares = {g: self._share(g, found) for g in record.takers}
             if record.bound is None and BOUND_AT in annotations:
                 record.bound = self._minutes(annotations[BOUND_AT])
-                instance = self.cluster.instance_of_node(found["spec"]["nodeName"])
+                record.node = found["spec"]["nodeName"]
+                instance = self.cluster.instance_of_node(record.node)
                 if instance is not None:
                     record.group = instance.group
                     record.node_launched = (instance.launched - self.start).total_seconds() / 60
