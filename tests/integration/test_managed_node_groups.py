@@ -225,7 +225,8 @@ def test_the_sandbox_carries_out_a_scaling_config_as_eks_does(calls: CallCounter
     # https://docs.aws.amazon.com/eks/latest/APIReference/API_UpdateNodegroupConfig.html)
     asg = eks_node_group("prod", "general", desired=0)
     make_asg(asg, tags=OPTED_IN | EKS_TAGS, max_size=20)
-    eks = EksNodegroupScaling(client("eks"), client("autoscaling")).watch(
+    told: list[str] = []  # the ASGs resized: their launches timed from the request
+    eks = EksNodegroupScaling(client("eks"), client("autoscaling"), resized=told.append).watch(
         boto3.client("eks", region_name=REGION)
     )
     # When nodescaler resizes the group through EKS
@@ -240,9 +241,11 @@ def test_the_sandbox_carries_out_a_scaling_config_as_eks_does(calls: CallCounter
         ][0]["DesiredCapacity"]
         == 3
     )
+    assert told == [asg]  # the sandbox starts its instances when the request takes effect
     with pytest.raises(ClientError, match="desiredSize 21 must be between minSize 0 and maxSize"):
         groups.set_desired(group, 21)
     assert eks_desired("prod", "general") == 3
+    assert told == [asg]  # a refused request launches nothing
 
 
 def test_discover_bounds_a_managed_group_by_eks_kept_a_minute(calls: CallCounter) -> None:

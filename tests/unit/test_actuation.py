@@ -77,8 +77,8 @@ class World:
     def protected(self, group: NodeGroup, now: datetime) -> frozenset[str] | None:
         return frozenset({"i-0"})
 
-    def ready_nodes(self, group: NodeGroup, now: datetime) -> int | None:
-        return 4
+    def ready_nodes(self, group: NodeGroup, now: datetime) -> tuple[datetime | None, ...] | None:
+        return (None,) * 4  # four Ready, their times not told
 
     def leaving(self, group: NodeGroup, now: datetime) -> ChooseLeaving:
         return lambda count: Removable(("i-1", "i-2")[:count], "empty nodes")

@@ -1,7 +1,9 @@
 """The simulated cluster: nodes that follow the Auto Scaling groups' instances, and the
 scheduler that binds pods to them.
 
-An instance becomes a Ready node of its group's shape `boot` after launch; when it leaves
+An instance becomes a Ready node of its group's shape `boot` after launch (from the second
+the scale request that started it took effect, `request`, not from the step that saw it;
+the node's Ready condition says when, in its `lastTransitionTime`); when it leaves
 its group its node goes, and the pods on it with it (unless a lifecycle hook holds it:
 then it stays, cordoned or not, until `release`). The scheduler binds pending pods,
 oldest first, to Ready, schedulable nodes with room for their CPU and memory requests, a
@@ -75,6 +77,15 @@ class SimulatedCluster:
     warm_boot: Callable[[str, datetime], timedelta | None] = lambda group, now: None
     nodes_removed: int = 0  # nodes that went with their instance
     seed: int = 0  # placement ties: 0 by name, another in an order drawn from it
+    # told when each new instance's node will be Ready (the sandbox's clock stops then)
+    booting: Callable[[datetime], None] = lambda ready: None
+    # group → the second its scale request since the last sync took effect (`request`)
+    requested: dict[str, datetime] = field(default_factory=dict)
+
+    def request(self, group: str, at: datetime) -> None:
+        """A scale request of the group takes effect at `at`: the instances the next sync
+        finds new in it launched then (the earliest, of several requests between syncs)."""
+        self.requested[group] = min(at, self.requested.get(group, at))
 
     def sync(self, now: datetime, *, holds: Callable[[str], bool]) -> list[str]:
         """Nodes come and go with the instances. Returns the instances that left their
@@ -86,15 +97,18 @@ class SimulatedCluster:
         }
         for instance_id, group in current.items():
             if instance_id not in self.instances:
-                boot = self.warm_boot(group, now)
-                self.instances[instance_id] = Instance(
-                    group, now, self.boot if boot is None else boot
-                )
+                launched = self.requested.get(group, now)  # else Auto Scaling's own, now
+                boot = self.warm_boot(group, launched)
+                instance = Instance(group, launched, self.boot if boot is None else boot)
+                self.instances[instance_id] = instance
+                self.booting(instance.launched + instance.boot)
+        self.requested.clear()
         held = []
         for instance_id, instance in list(self.instances.items()):
             if instance_id in current:
-                if now - instance.launched >= instance.boot and not self.node_of(instance_id):
-                    self.store.put("nodes", self._node(instance_id, instance.group))
+                ready = instance.launched + instance.boot
+                if now >= ready and not self.node_of(instance_id):
+                    self.store.put("nodes", self._node(instance_id, instance.group, ready))
             elif instance.held:
                 continue
             elif holds(instance.group) and self.node_of(instance_id):
@@ -127,8 +141,13 @@ class SimulatedCluster:
         name = self.node_name(instance_id)
         return name if ("", name) in self.store.objects["nodes"] else None
 
-    def _node(self, instance_id: str, group: str) -> dict[str, Any]:
+    def _node(self, instance_id: str, group: str, ready: datetime | None = None) -> dict[str, Any]:
         name = self.node_name(instance_id)
+        condition = {"type": "Ready", "status": "True"}
+        if ready is not None:  # as the kubelet reports it: when the node turned Ready
+            condition["lastTransitionTime"] = (
+                f"{ready:%Y-%m-%dT%H:%M:%SZ}"  # RFC 3339, to the second
+            )
         return {
             "metadata": {
                 "name": name,
@@ -140,7 +159,7 @@ class SimulatedCluster:
             },
             "status": {
                 "allocatable": self.shapes[group],
-                "conditions": [{"type": "Ready", "status": "True"}],
+                "conditions": [condition],
             },
         }
 

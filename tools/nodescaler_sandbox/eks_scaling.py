@@ -13,6 +13,7 @@ https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupScalingConfig.h
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -23,9 +24,12 @@ SIZES_TAKEN = "nodescaler-sandbox-scaling"  # in the call's context, from check 
 
 
 class EksNodegroupScaling:
-    def __init__(self, eks: Any, autoscaling: Any) -> None:
+    def __init__(
+        self, eks: Any, autoscaling: Any, resized: Callable[[str], None] = lambda group: None
+    ) -> None:
         self._eks = eks  # the sandbox's own: what the node group holds now
         self._autoscaling = autoscaling  # the sandbox's own: where EKS applies the sizes
+        self._resized = resized  # told each Auto Scaling group resized (its launches' second)
 
     def watch(self, eks: Any) -> Any:
         unique = f"eks-nodegroup-scaling-{id(self)}"
@@ -67,6 +71,7 @@ class EksNodegroupScaling:
                 MaxSize=sizes["maxSize"],
                 DesiredCapacity=sizes["desiredSize"],
             )
+            self._resized(group["name"])
 
     def _nodegroup(self, params: dict[str, Any]) -> dict[str, Any]:
         described = self._eks.describe_nodegroup(

@@ -47,9 +47,12 @@ class PodRecord:
     ready: float | None = None
     gone: float | None = None
     group: str | None = None  # of the node it was bound to
+    node: str | None = None  # the node it was bound to
     node_launched: float | None = None  # the instance of the node it bound to, launched at
     takers: frozenset[str] = field(default_factory=frozenset)  # groups whose new node fits it
     gpu: bool = False  # asks for a GPU (Cluster Autoscaler waits longer for it: `latency`)
+    # each taker's share of its new node the pod takes (`dominant_share`): what its wait saves
+    shares: dict[str, float] = field(default_factory=dict)
 
     def waited(self) -> bool:
         return self.unschedulable is not None
@@ -105,6 +108,7 @@ def as_row(pod: PodRecord) -> dict[str, Any]:
         "ready": pod.ready,
         "gone": pod.gone,
         "group": pod.group,
+        "node": pod.node,
         "node_launched": pod.node_launched,
         "could_take_it": sorted(pod.takers),
     }
@@ -308,6 +312,10 @@ class Charge(Protocol):
 
     def reaction(self, since: float, name: str, answer: ScaleUp, *, gpu: bool) -> float: ...
 
+    def arrival(self, seen: int, name: str) -> int:
+        """The second demand named `name`, first seen at the step of `seen`, arrived."""
+        ...
+
 
 def pod_reactions(
     pods: Iterable[PodRecord],
@@ -326,8 +334,9 @@ def pod_reactions(
         if pod.unschedulable is None or not pod.takers:
             continue
         since = pod.unschedulable
-        if pod.node_launched is not None and pod.node_launched < since:
-            continue  # bound to a node launched before it needed one
+        arrived = since if charge is None else charge.arrival(round(since * 60), pod.name) / 60
+        if pod.node_launched is not None and pod.node_launched < arrived:
+            continue  # bound to a node launched before it needed one (its launch's second)
         room = min((t for t in (pod.bound, pod.gone) if t is not None and t >= since), default=end)
         answers = [s for s in _answers(scale_ups, pod.takers, since) if s.minute <= room]
         if not answers:

@@ -120,13 +120,21 @@ class Charged:
     def reaction(self, since: float, name: str, answer: ScaleUpLike, *, gpu: bool) -> float:
         """Seconds from the arrival of demand seen at the step of `since` (minutes), the
         pod or queue named `name`, to the second `answer` takes effect."""
-        seen = round(since * 60)
-        arrival = seen - arrival_offset(name, self.step)
+        arrival = self.arrival(round(since * 60), name)
         requested = round(answer.minute * 60)
+        return self.effective(arrival, requested, answer.path, gpu=gpu) - arrival
+
+    def arrival(self, seen: int, name: str) -> int:
+        """The second demand named `name`, first seen at the step of `seen` (seconds),
+        arrived."""
+        return seen - arrival_offset(name, self.step)
+
+    def effective(self, arrival: float, requested: int, path: str, *, gpu: bool) -> float:
+        """The second a request made at the step of `requested` (seconds), by `path`, for
+        demand arrived at `arrival`, takes effect: when the world starts its instances."""
         if isinstance(self.side, Nodescaler):
-            path = answer.path or TICK
-            return self.side.effective(arrival, path, requested, self.step) - arrival
-        return self.side.effective(arrival, requested, self.step, gpu=gpu) - arrival
+            return self.side.effective(arrival, path or TICK, requested, self.step)
+        return self.side.effective(arrival, requested, self.step, gpu=gpu)
 
 
 class ScaleUpLike(Protocol):

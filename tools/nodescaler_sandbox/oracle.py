@@ -30,10 +30,10 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 from nodescaler_sandbox.cluster import Room, extended_requests, requests
 
@@ -211,6 +211,54 @@ class Bounds:
 
 
 EPSILON = 1e-9  # a share that is whole up to rounding is not rounded up
+
+
+class Waited(Protocol):
+    """A run's pod as `figures.PodRecord` keeps it (times in minutes)."""
+
+    name: str
+    created: float
+    unschedulable: float | None
+    bound: float | None
+    gone: float | None
+    shares: dict[str, float]
+
+
+def waits_allowance(
+    pods: Iterable[Waited],
+    bounds: Bounds,
+    settled: Callable[[str], bool],
+    steps: range,
+    step_seconds: int,
+) -> float:
+    """The node-hours a run's pods waiting beyond a boot could have saved it against the
+    bound, at most: the bound counts a deployment's pod (`settled(name)`) from a boot of
+    the groups it fits after it arrived (another pod from its arrival), and a step's
+    figure drops by no more than, over the groups, the pods' shares then counted and not
+    on a node, rounded up. A run at or above `bound - waits_allowance` is consistent with
+    the bound whatever its waits; one below it is a fault of the bound or the world.
+    `steps`: the judged steps' seconds."""
+    per_step: dict[int, dict[str, float]] = {}
+    for pod in pods:
+        if pod.unschedulable is None or not pod.shares:
+            continue
+        launch = {
+            g: s for g, s in pod.shares.items() if math.isfinite(bounds.frozen_until.get(g, 0.0))
+        }
+        boot = min((bounds.frozen_until.get(g, 0.0) for g in launch), default=0.0)
+        start = pod.created * 60 + (boot if settled(pod.name) else 0.0)
+        end = min((t * 60 for t in (pod.bound, pod.gone) if t is not None), default=math.inf)
+        # each step (its second, as the bound and the run's rows count it) the pod may be
+        # counted in by the bound and is not on a node in the run
+        first = max(steps.start, math.ceil(round(start / step_seconds, 9)) * step_seconds)
+        for second in range(first, steps.stop, step_seconds):
+            if second >= end:
+                break
+            step = per_step.setdefault(second, {})
+            for group, share in launch.items():
+                step[group] = step.get(group, 0.0) + share
+    nodes = sum(math.ceil(s - EPSILON) for step in per_step.values() for s in step.values())
+    return nodes * step_seconds / 3600
 
 
 def _offered(room: Room) -> dict[str, float]:

@@ -27,6 +27,7 @@ is `lambda_local.SqsEventSource`.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import importlib.util
 import io
 import json
@@ -123,6 +124,7 @@ class VirtualClock:
     _turns: threading.Condition = field(default_factory=threading.Condition)
     _threads: set[int] = field(default_factory=set)
     _waking: dict[int, datetime] = field(default_factory=dict)
+    _alarms: list[datetime] = field(default_factory=list)  # `wake_at`'s, a heap
 
     def now(self) -> datetime:
         return self.at
@@ -153,18 +155,28 @@ class VirtualClock:
             self._threads.add(thread.ident)
         self._settle()
 
+    def wake_at(self, at: datetime) -> None:
+        """Stop at `at` on the way when time is next moved on (`advance`), for `between`
+        to run then: a node turning Ready between two steps."""
+        if at > self.at:
+            heapq.heappush(self._alarms, at)
+
     def advance(self, by: timedelta, between: Callable[[], None] = lambda: None) -> None:
-        """Move time on by `by`; at each wake-up on the way, the sleepers run, then
-        `between` (the world reacting to what they did)."""
+        """Move time on by `by`; at each wake-up on the way (a sleeper's, or `wake_at`'s),
+        the sleepers run, then `between` (the world reacting to what they did)."""
         target = self.at + by
         while True:
             with self._turns:
                 due = [w for w in self._waking.values() if w <= target]
+                # an alarm at the target itself: the step that comes then reacts anyway
+                due += self._alarms[:1] if self._alarms and self._alarms[0] < target else []
                 if not due:
                     self.at = target
                     self._turns.notify_all()
                     break
                 self.at = min(due)
+                while self._alarms and self._alarms[0] <= self.at:
+                    heapq.heappop(self._alarms)
                 self._turns.notify_all()
             self._settle()
             between()
@@ -198,6 +210,7 @@ class Sandbox:
         self.cluster = SimulatedCluster(Cluster(), boot, region=REGION)
         self.warm_pools = WarmPools(REGION, boot, warm_boot)  # what moto stores, filled
         self.cluster.warm_boot = self.warm_pools.boot_of
+        self.cluster.booting = self.clock.wake_at  # a node joins at its second, not a step's
         self.reservations = CapacityReservations()  # EC2's, which moto lacks
         self.arc = ArcZonalShiftApi(self.clock)  # ARC's zonal shifts, which moto lacks
         self.writes: dict[str, int] = {}  # group → Auto Scaling write calls
@@ -213,6 +226,9 @@ class Sandbox:
         self._waiting: dict[str, None] = {}  # instances a lifecycle action holds, in order
         self._alarm_states: dict[str, str] = {}
         self.causes: dict[str, str] = {}  # group → its last evaluation request's cause
+        # the second a scale request made now takes effect, from its group and cause (the
+        # runner's, `latency`); None: at once
+        self.takes_effect: Callable[[str, str | None], datetime] | None = None
         self.fast_path: FastPath | None = None  # wired at its first look
         self._fast_watch: Watch | None = None
         self.fast_path_failures: list[tuple[datetime, str]] = []  # (when, why)
@@ -289,7 +305,9 @@ class Sandbox:
             REGION, self._launched, self.clock.now, custom=self._terminate
         )
         self.watch(clients.autoscaling)
-        EksNodegroupScaling(self.client("eks"), self.client("autoscaling")).watch(clients.eks)
+        EksNodegroupScaling(
+            self.client("eks"), self.client("autoscaling"), resized=self._requested
+        ).watch(clients.eks)
         MetricMath(self.client("cloudwatch")).watch(clients.cloudwatch)
         self.reservations.watch(clients.ec2)
         self.arc.watch(clients.arc_zonal_shift)
@@ -374,6 +392,13 @@ class Sandbox:
                 self.causes.get(group),
             )
             self.desired_writes.append(asked)
+            self._requested(group)
+
+    def _requested(self, group: str) -> None:
+        """A scale request of the group's (SetDesiredCapacity, or an EKS managed node
+        group's UpdateNodegroupConfig): its instances start booting when it takes effect."""
+        if self.takes_effect is not None:
+            self.cluster.request(group, self.takes_effect(group, self.causes.get(group)))
 
     def _note_causes(self, event: dict[str, Any]) -> dict[str, Any]:
         """Each group's last evaluation request's cause (tick, alarm, fast path, launch

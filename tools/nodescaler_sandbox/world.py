@@ -32,10 +32,11 @@ from nodescaler_sandbox.cluster import (
     READY_AT,
     UNSCHEDULABLE_SINCE,
     Room,
+    extended_requests,
     requests,
 )
 from nodescaler_sandbox.eks_scaling import create_managed_node_group
-from nodescaler_sandbox.figures import PodRecord
+from nodescaler_sandbox.figures import PodRecord, dominant_share
 from nodescaler_sandbox.provision import (
     create_group,
     fill_queue,
@@ -411,9 +412,11 @@ class World:
                     g for g, n in self._new_node.items() if n.fits(*asked, spec)
                 )
                 record.gpu = asks_for_gpu(spec)
+                record.shares = {g: self._share(g, found) for g in record.takers}
             if record.bound is None and BOUND_AT in annotations:
                 record.bound = self._minutes(annotations[BOUND_AT])
-                instance = self.cluster.instance_of_node(found["spec"]["nodeName"])
+                record.node = found["spec"]["nodeName"]
+                instance = self.cluster.instance_of_node(record.node)
                 if instance is not None:
                     record.group = instance.group
                     record.node_launched = (instance.launched - self.start).total_seconds() / 60
@@ -422,6 +425,13 @@ class World:
         for uid in self._alive - alive:
             self.pods[uid].gone = self.minute
         self._alive = alive
+
+    def _share(self, group: str, found: dict[str, Any]) -> float:
+        """The pod's dominant share of a new node of the group (`figures.dominant_share`)."""
+        room, (cpu, memory) = self._new_node[group], requests(found)
+        asked = {"cpu": cpu, "memory": memory} | extended_requests(found["spec"])
+        offered = {"cpu": room.cpu, "memory": room.memory} | room.extended
+        return dominant_share(asked, offered)
 
     def _minutes(self, at: str) -> float:
         return (datetime.fromisoformat(at) - self.start).total_seconds() / 60
@@ -452,6 +462,20 @@ class World:
             else self.replicas(deployments[str(g.deployment)])
             for g in spec.gauges
         }
+
+    def waiting_for(self, group: str) -> list[tuple[str, int, bool]]:
+        """The pods found unschedulable and still without a node that a new node of the
+        group would hold: each one's name, the second it was first found so (its step's,
+        from the start) and whether it asks for a GPU."""
+        new_node, waiting = self._new_node[group], []
+        for found in self.cluster.store.objects["pods"].values():
+            spec, annotations = found["spec"], found["metadata"].get("annotations", {})
+            if spec.get("nodeName") or UNSCHEDULABLE_SINCE not in annotations:
+                continue
+            if new_node.fits(*requests(found), spec):
+                seen = round(self._minutes(annotations[UNSCHEDULABLE_SINCE]) * MINUTE)
+                waiting.append((found["metadata"]["name"], seen, asks_for_gpu(spec)))
+        return waiting
 
     def pending(self) -> int:
         return sum(

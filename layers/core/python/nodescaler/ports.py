@@ -267,8 +267,9 @@ class ClusterView(Protocol):
         """The group's instances that must not be scaled in."""
         ...
 
-    def ready_nodes(self, group: NodeGroup, now: datetime) -> int | None:
-        """The group's nodes that are Ready."""
+    def ready_nodes(self, group: NodeGroup, now: datetime) -> Sequence[datetime | None] | None:
+        """The group's nodes that are Ready: when each turned Ready (its Ready condition's
+        lastTransitionTime; None where the API server gave none)."""
         ...
 
     def leaving(self, group: NodeGroup, now: datetime) -> ChooseLeaving:

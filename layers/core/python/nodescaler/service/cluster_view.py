@@ -202,12 +202,12 @@ class KubernetesClusterView:
             except Exception:  # a hint, never a reason to fail the evaluation (or the rest)
                 continue
 
-    def ready_nodes(self, group: NodeGroup, now: datetime) -> int | None:
+    def ready_nodes(self, group: NodeGroup, now: datetime) -> tuple[datetime | None, ...] | None:
         try:
             snapshot = self.snapshot(now)
         except KubernetesUnavailableError:
             return None
-        return sum(1 for n in snapshot.nodes if n.ready and belongs(n, group))
+        return tuple(n.ready_since for n in snapshot.nodes if n.ready and belongs(n, group))
 
     def _pending_pods(
         self, metric: PendingPodsMetric, group: NodeGroup, snapshot: Snapshot, now: datetime

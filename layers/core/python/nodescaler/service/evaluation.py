@@ -9,6 +9,7 @@ state write lands first acts (write, then act).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -166,7 +167,7 @@ class Evaluator:
         boot, source = lead_time(state.demand, None, warm=usable_pool(group) is not None)
         policy, sizing_note = sized_by_arrivals(policy, state.arrivals, boot, source)
         failures: list[LaunchFailure] = []
-        ready = None
+        ready: Sequence[datetime | None] | None = None
         if state.provisioning is not None:  # a scale-up in flight: did it fail, or arrive?
             failures = [
                 f
@@ -189,7 +190,8 @@ class Evaluator:
             # a pause holds the decision before the cluster's limits are claimed
             pauses=in_force(state.pause, choice.paused, self.policies.tag_names.paused, now),
             launch_failures=failures,
-            ready=ready,
+            ready=None if ready is None else len(ready),
+            ready_since=tuple(ready or ()),
             must_stay=None if cluster is None else cluster.protected(group, now),
             choose_leaving=None if cluster is None else cluster.leaving(group, now),
             backoff_rules=self.setup.backoff_rules,

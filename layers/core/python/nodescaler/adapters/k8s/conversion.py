@@ -8,7 +8,7 @@ the group it runs on loses its reservation reading.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -45,12 +45,16 @@ SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 DAEMON_SET_POD = "cluster-autoscaler.kubernetes.io/daemonset-pod"  # "true": one, as CA reads it
 
 
-def _condition(conditions: Sequence[Condition], kind: str) -> Condition | None:
+_C = TypeVar("_C", bound=Condition)
+
+
+def _condition(conditions: Sequence[_C], kind: str) -> _C | None:
     return next((c for c in conditions if c.type == kind), None)
 
 
 def node_from_wire(wire: NodeWire) -> Node:
     ready = _condition(wire.status.conditions, "Ready")
+    is_ready = ready is not None and ready.status == "True"
     try:
         allocatable = Resources.parse(wire.status.allocatable)
         extended = extended_resources(wire.status.allocatable)
@@ -59,7 +63,7 @@ def node_from_wire(wire: NodeWire) -> Node:
     return Node(
         name=wire.metadata.name,
         group=None,
-        ready=ready is not None and ready.status == "True",
+        ready=is_ready,
         schedulable=not wire.spec.unschedulable,
         allocatable=allocatable,
         labels=wire.metadata.labels,
@@ -67,6 +71,7 @@ def node_from_wire(wire: NodeWire) -> Node:
         provider_id=wire.spec.providerID,
         extended=extended,
         scale_down_disabled=wire.metadata.annotations.get(SCALE_DOWN_DISABLED) == "true",
+        ready_since=ready.lastTransitionTime if is_ready and ready is not None else None,
     )
 
 

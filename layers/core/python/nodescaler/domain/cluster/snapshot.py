@@ -154,6 +154,7 @@ class Node:
     provider_id: str = ""  # aws:///<zone>/<instance id> on EC2
     extended: Mapping[str, int] = field(default_factory=dict)  # e.g. nvidia.com/gpu: 4
     scale_down_disabled: bool = False  # annotated so: its instance is protected from scale-in
+    ready_since: datetime | None = None  # its Ready condition's lastTransitionTime, when Ready
 
     @property
     def instance_id(self) -> str:

@@ -10,6 +10,7 @@ Failures while a backoff is running belong to the same incident and do not doubl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -59,6 +60,17 @@ class Provisioning(BaseModel):
     since: AwareDatetime
     target: int
     warm: bool = False  # its growth was covered by the group's warm pool when asked for
+
+    def arrived(self, ready_since: Sequence[datetime | None], now: datetime) -> datetime:
+        """When the scale-up's last node turned Ready, to the second: the moment the
+        group's Ready nodes reached the target, from their Ready conditions'
+        lastTransitionTime. `now` (the evaluation that saw it) where that cannot be told:
+        a node without the time, fewer nodes than the target, or a time outside the
+        scale-up (a node that turned Ready again after a NotReady spell)."""
+        if len(ready_since) < self.target or None in ready_since:
+            return now
+        at = sorted(t for t in ready_since if t is not None)[self.target - 1]
+        return at if self.since <= at <= now else now
 
 
 def provision_check(

@@ -64,6 +64,7 @@ class Facts:
     # Ready nodes where the cluster can say (None: its instances in service count)
     launch_failures: Sequence[LaunchFailure] = ()
     ready: int | None = None
+    ready_since: tuple[datetime | None, ...] = ()  # when each of those turned Ready
     must_stay: frozenset[str] | None = None  # instances the cluster says must stay; None: can't say
     choose_leaving: ChooseLeaving | None = None  # None: no cluster to choose from
     backoff_rules: BackoffRules = field(default_factory=BackoffRules)
@@ -231,8 +232,9 @@ def after_scale_up_check(facts: Facts) -> GroupState:
         asked = state.provisioning
         if asked is not None and provisioning is None and group.desired >= asked.target:
             # the time from a scale request to Ready nodes: the forecasts' lead time
+            arrived = asked.arrived(facts.ready_since, now)
             state = replace(
-                state, demand=state.demand.measured_lead(now - asked.since, warm=asked.warm)
+                state, demand=state.demand.measured_lead(arrived - asked.since, warm=asked.warm)
             )
         return replace(state, provisioning=provisioning)
     backoff = after_failure(state.backoff, now, reasons[0], facts.backoff_rules)

@@ -1,0 +1,143 @@
+"""Launches timed to the second: a scale request's instances boot from the second it takes
+effect, not from the step that saw it (`cluster.SimulatedCluster.request`), and the node
+says when it turned Ready in its Ready condition, as the kubelet does."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+from nodescaler_sandbox import latency, runner
+from nodescaler_sandbox.cluster import SimulatedCluster
+from nodescaler_sandbox.kube.apiserver import Cluster
+from nodescaler_sandbox.provision import create_group, launch_configuration
+from nodescaler_sandbox.sandbox import VirtualClock
+
+from tests.aws import REGION, aws, client  # noqa: F401  (moto for every test here)
+
+START = datetime.fromisoformat("2026-11-23T09:00:00+00:00")
+BOOT = timedelta(minutes=3)
+STEP = 10
+
+
+def a_group() -> SimulatedCluster:
+    autoscaling = client("autoscaling")
+    launch_configuration(autoscaling, "web-lc", "m5.large")
+    create_group(
+        autoscaling, "web", region=REGION, tags={}, max_size=20, launch_configuration="web-lc"
+    )
+    shape = {"cpu": "2", "memory": "8Gi", "pods": "110"}
+    return SimulatedCluster(Cluster(), BOOT, shapes={"web": shape}, region=REGION)
+
+
+def scale_to(desired: int) -> None:
+    client("autoscaling").set_desired_capacity(AutoScalingGroupName="web", DesiredCapacity=desired)
+
+
+def nodes_at(cluster: SimulatedCluster, second: float) -> list[dict[str, object]]:
+    cluster.sync(START + timedelta(seconds=second), holds=lambda _: False)
+    return list(cluster.store.objects["nodes"].values())
+
+
+def ready_since(node: dict[str, object]) -> str:
+    status = node["status"]
+    assert isinstance(status, dict)
+    (condition,) = status["conditions"]
+    return str(condition["lastTransitionTime"])
+
+
+@pytest.mark.parametrize(
+    ("effective", "ready_by"),
+    [
+        (7.2, "2026-11-23T09:03:07Z"),  # the fast path's request, before the step's time
+        (12.0, "2026-11-23T09:03:12Z"),  # CA's loop ending after it
+    ],
+)
+def test_a_request_s_instances_boot_from_the_second_it_takes_effect(
+    effective: float, ready_by: str
+) -> None:
+    # Given a request in the step ending at 10 s that takes effect at `effective`
+    cluster = a_group()
+    cluster.request("web", START + timedelta(seconds=effective))
+    scale_to(2)
+    assert nodes_at(cluster, STEP) == []  # the step sees the instances launched
+    # Then their nodes are Ready one boot after that second, not after the step's
+    ready = effective + BOOT.total_seconds()
+    assert nodes_at(cluster, ready - 0.5) == []
+    nodes = nodes_at(cluster, ready)
+    assert len(nodes) == 2
+    assert {ready_since(n) for n in nodes} == {ready_by}  # as the kubelet says, to the second
+
+
+def test_an_instance_no_request_started_boots_from_the_sync_that_found_it() -> None:
+    # Given Auto Scaling's own launch (a scheduled action, a replacement): no request
+    cluster = a_group()
+    cluster.request("web", START)  # a request before the last sync is spent by it
+    nodes_at(cluster, 0)
+    scale_to(1)
+    assert nodes_at(cluster, STEP) == []
+    assert nodes_at(cluster, STEP + BOOT.total_seconds() - 1) == []
+    assert len(nodes_at(cluster, STEP + BOOT.total_seconds())) == 1
+
+
+class Waiting:
+    """The world as `runner._takes_effect` reads it: its step, and the pods waiting."""
+
+    def __init__(self, at: int, waiting: list[tuple[str, int, bool]]) -> None:
+        self.at, self.start, self._waiting = at, START, waiting
+
+    def waiting_for(self, group: str) -> list[tuple[str, int, bool]]:
+        return self._waiting
+
+
+def test_a_request_takes_effect_when_it_first_answers_a_pod_waiting() -> None:
+    charge = latency.Charged(latency.Nodescaler(), STEP)
+    waiting = [("web-1", 100, False), ("web-2", 100, False)]
+    world = Waiting(100, waiting)
+    takes_effect = runner._takes_effect(world, runner.NODESCALER, charge)  # type: ignore[arg-type]
+    at = takes_effect("web", "fast path: 2 new unschedulable pods")
+    # each pod's own effective second, as its reaction is charged; the first of them
+    firsts = [
+        charge.effective(charge.arrival(seen, name), 100, latency.FAST_PATH, gpu=False)
+        for name, seen, _ in waiting
+    ]
+    assert at == START + timedelta(seconds=min(firsts))
+    assert 90 < min(firsts) < 100 + 5 + 2.2
+
+
+def test_a_request_for_no_pod_takes_effect_at_its_look_in_the_step() -> None:
+    # a tick at 120 s sizing a group for its queue: the minute's evaluation, then its chain
+    world = Waiting(120, [])
+    ours = runner._takes_effect(
+        world, runner.NODESCALER, latency.Charged(latency.Nodescaler(), STEP)
+    )  # type: ignore[arg-type]
+    assert ours("web", "tick") == START + timedelta(seconds=120 + 1.0 + 0.45 + 0.25)
+    # CA's loop, for a gpu-free request: its scan in the step and the loop's second
+    theirs = runner._takes_effect(
+        world, runner.BASELINE, latency.Charged(latency.ClusterAutoscaler(), STEP)
+    )  # type: ignore[arg-type]
+    assert theirs("web", None) > START + timedelta(seconds=120)
+
+
+def test_the_clock_stops_at_a_node_s_ready_second_between_two_steps() -> None:
+    # Given a node due Ready at 7.2 s into a step of 10 s (and another at the step's end)
+    clock = VirtualClock(START)
+    clock.wake_at(START + timedelta(seconds=7.2))
+    clock.wake_at(START + timedelta(seconds=10))
+    seen: list[float] = []
+    # When time moves on a step, the world reacting at each stop on the way
+    clock.advance(timedelta(seconds=10), lambda: seen.append((clock.now() - START).total_seconds()))
+    # Then it reacts at 7.2 s; the step at 10 s reacts on its own
+    assert seen == [7.2]
+    assert clock.now() == START + timedelta(seconds=10)
+
+
+def test_a_request_at_the_first_step_launches_no_earlier_than_the_start() -> None:
+    # pods seen at 0 s "arrived" up to 9 s before it; the fast path's look at -5 s would
+    # take effect at -2.8 s, before the groups' first instances launch: at 0 with them
+    charge = latency.Charged(latency.Nodescaler(), STEP)
+    early = next(f"web-{n}" for n in range(100) if latency.arrival_offset(f"web-{n}", STEP) > 5)
+    world = Waiting(0, [(early, 0, False)])
+    takes_effect = runner._takes_effect(world, runner.NODESCALER, charge)  # type: ignore[arg-type]
+    assert charge.effective(charge.arrival(0, early), 0, latency.FAST_PATH, gpu=False) < 0
+    assert takes_effect("web", "fast path: 1 new unschedulable pod") == START
