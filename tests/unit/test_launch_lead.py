@@ -14,8 +14,7 @@ from nodescaler.domain.scaling.group_state import GroupState
 from nodescaler.domain.scaling.plan import plan
 
 from tests.kube import node
-from tests.unit.test_planning import NOW
-from tests.unit.test_planning import GROUP, facts
+from tests.unit.test_planning import GROUP, NOW, facts
 
 ASKED = Provisioning(since=NOW - timedelta(minutes=3), target=6)
 OLD = NOW - timedelta(hours=1)  # the group's four nodes from before
