@@ -37,6 +37,8 @@ from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 
 from nodescaler_sandbox.provision import moto_groups
 
+MOTO_SEED = 0  # `moto_in_this_process`: every run draws the same ids
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -283,6 +285,7 @@ def answered_in_process(events: Any, url: str) -> None:
 def moto_in_this_process() -> Iterator[str]:
     """moto's server in this process on a free loopback port, each request atomic, from an
     empty store (moto's stores are the process's: whatever ran before is reset); its URL."""
+    from moto.moto_api._internal import mock_random
     from moto.server import ThreadedMotoServer
 
     requests = logging.getLogger("werkzeug")
@@ -303,6 +306,9 @@ def moto_in_this_process() -> Iterator[str]:
     _SERVED[url] = wsgi.app
     reset = urllib.request.Request(f"{url}/moto-api/reset", method="POST")
     urllib.request.urlopen(reset).close()
+    # moto draws its ids (instances, so the nodes' names and the scheduler's ties between
+    # them; messages; activities) from one generator: seeded, a run is replayed id for id
+    mock_random.seed(MOTO_SEED)
     try:
         yield url
     finally:
