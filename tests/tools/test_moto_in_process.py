@@ -190,3 +190,27 @@ def test_given_two_sandboxes_when_each_launches_then_their_instance_ids_are_the_
     random.random()  # whatever else the process draws in between
     assert _instances_launched(monkeypatch) == first
     assert len(set(first)) == 3
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "over-http"])
+def test_given_messages_visible_delayed_and_in_flight_then_each_is_counted_once(
+    moto: str, in_process: bool
+) -> None:
+    # Given a queue with 3 messages sent, 1 sent with a delay, and 1 of the 3 received
+    session = boto3.Session(region_name=REGION)
+    if in_process:
+        answered_in_process(session.events, moto)
+    sqs = session.client("sqs", endpoint_url=moto)
+    url = sqs.create_queue(QueueName="tasks")["QueueUrl"]
+    sqs.send_message_batch(
+        QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "task"} for i in range(3)]
+    )
+    sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=900)
+    received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, VisibilityTimeout=600)
+    assert len(received["Messages"]) == 1
+    # When its counts are read
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    # Then 2 are visible, 1 delayed, and the one received in flight, as moto itself counts
+    assert attributes["ApproximateNumberOfMessages"] == "2"
+    assert attributes["ApproximateNumberOfMessagesDelayed"] == "1"
+    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "1"

@@ -199,6 +199,39 @@ def _queries_read_their_partition() -> None:
     setattr(Table, "query", query)  # noqa: B010
 
 
+def _queue_counts_at_one_time() -> None:
+    """moto counts a queue's messages (GetQueueAttributes' ApproximateNumberOf...) reading
+    the clock once a message, for each of its counts: most of a call's cost when a queue
+    holds thousands (a burst's backlog, read at every look of the fast path). Each count
+    made at one reading of the clock, with moto's own comparisons: what moto answers,
+    up to which microsecond of the call each message is looked at."""
+    from moto.core.utils import unix_time_millis
+    from moto.sqs.models import Queue
+
+    if getattr(Queue.messages.fget, "counted_at_one_time", False):
+        return
+
+    def visible(queue: Any) -> list[Any]:
+        now = unix_time_millis()
+        return [m for m in queue._messages if now > m.visible_at and not now < m.delayed_until]
+
+    def delayed(queue: Any) -> int:
+        now = unix_time_millis()
+        return sum(1 for m in queue._messages if now < m.delayed_until)
+
+    def not_visible(queue: Any) -> int:
+        now = unix_time_millis()
+        return sum(1 for m in queue._messages if not now > m.visible_at)
+
+    visible.counted_at_one_time = True  # type: ignore[attr-defined]
+    for name, count in (
+        ("messages", visible),
+        ("approximate_number_of_messages_delayed", delayed),
+        ("approximate_number_of_messages_not_visible", not_visible),
+    ):
+        setattr(Queue, name, property(count))
+
+
 def _modules_listed_once() -> None:
     """moto's server lists its own package's folders (a `listdir` and a `stat` each,
     over a hundred) to route every request, often many times a request; they do not
@@ -296,6 +329,7 @@ def moto_in_this_process() -> Iterator[str]:
     _cheaper_transactions()
     _modules_listed_once()
     _queries_read_their_partition()
+    _queue_counts_at_one_time()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     wsgi = server._server
