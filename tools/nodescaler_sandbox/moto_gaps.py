@@ -243,6 +243,26 @@ def _modules_listed_once() -> None:
     backends.list_of_moto_modules = _Listed(tuple(backends.list_of_moto_modules()))
 
 
+def _handlers_listed_once() -> None:
+    """moto finds the method answering a request among its responder class's functions,
+    listed afresh for every request (`inspect.getmembers`: every attribute of the class);
+    a class's functions do not change while the server runs: listed once a class."""
+    from moto.core import responses
+
+    if getattr(responses.method_names_from_class, "listed_once", False):
+        return
+    whole = responses.method_names_from_class
+    listed: dict[object, list[str]] = {}
+
+    def method_names_from_class(clazz: object) -> list[str]:
+        if clazz not in listed:
+            listed[clazz] = whole(clazz)
+        return list(listed[clazz])
+
+    method_names_from_class.listed_once = True  # type: ignore[attr-defined]
+    responses.method_names_from_class = method_names_from_class  # type: ignore[assignment]
+
+
 @dataclass(frozen=True)
 class _Listed:
     modules: tuple[str, ...]
@@ -328,6 +348,7 @@ def moto_in_this_process() -> Iterator[str]:
     # between a probe and the bind
     _cheaper_transactions()
     _modules_listed_once()
+    _handlers_listed_once()
     _queries_read_their_partition()
     _queue_counts_at_one_time()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
