@@ -208,7 +208,7 @@ def _queue_counts_at_one_time() -> None:
     from moto.core.utils import unix_time_millis
     from moto.sqs.models import Queue
 
-    if getattr(Queue.messages.fget, "counted_at_one_time", False):
+    if getattr(getattr(Queue, "messages").fget, "counted_at_one_time", False):  # noqa: B009
         return
 
     def visible(queue: Any) -> list[Any]:
@@ -249,9 +249,9 @@ def _handlers_listed_once() -> None:
     a class's functions do not change while the server runs: listed once a class."""
     from moto.core import responses
 
-    if getattr(responses.method_names_from_class, "listed_once", False):
+    whole = getattr(responses, "method_names_from_class")  # noqa: B009  (moto's import)
+    if getattr(whole, "listed_once", False):
         return
-    whole = responses.method_names_from_class
     listed: dict[object, list[str]] = {}
 
     def method_names_from_class(clazz: object) -> list[str]:
@@ -260,7 +260,7 @@ def _handlers_listed_once() -> None:
         return list(listed[clazz])
 
     method_names_from_class.listed_once = True  # type: ignore[attr-defined]
-    responses.method_names_from_class = method_names_from_class  # type: ignore[assignment]
+    setattr(responses, "method_names_from_class", method_names_from_class)  # noqa: B010
 
 
 @dataclass(frozen=True)
