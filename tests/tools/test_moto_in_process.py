@@ -214,3 +214,21 @@ def test_given_messages_visible_delayed_and_in_flight_then_each_is_counted_once(
     assert attributes["ApproximateNumberOfMessages"] == "2"
     assert attributes["ApproximateNumberOfMessagesDelayed"] == "1"
     assert attributes["ApproximateNumberOfMessagesNotVisible"] == "1"
+
+
+def test_given_a_read_more_before_a_launch_then_the_instance_ids_are_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A sandbox that makes one call fewer (a cheaper step) still names its nodes alike:
+    # a request's id is drawn too, from moto's generator, not from the instances'
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    first = _instances_launched(monkeypatch)
+    with moto_in_this_process() as url:
+        session = boto3.Session(region_name=REGION)
+        answered_in_process(session.events, url)
+        ec2 = session.client("ec2", endpoint_url=url)
+        for _ in range(3):
+            ec2.describe_instances()
+        launched = ec2.run_instances(ImageId="ami-12c6146b", MinCount=3, MaxCount=3)
+    assert [i["InstanceId"] for i in launched["Instances"]] == first

@@ -338,7 +338,9 @@ def answered_in_process(events: Any, url: str) -> None:
 def moto_in_this_process() -> Iterator[str]:
     """moto's server in this process on a free loopback port, each request atomic, from an
     empty store (moto's stores are the process's: whatever ran before is reset); its URL."""
+    from moto.ec2 import utils as ec2_utils
     from moto.moto_api._internal import mock_random
+    from moto.moto_api._internal.moto_random import MotoRandom
     from moto.server import ThreadedMotoServer
 
     requests = logging.getLogger("werkzeug")
@@ -361,9 +363,11 @@ def moto_in_this_process() -> Iterator[str]:
     _SERVED[url] = wsgi.app
     reset = urllib.request.Request(f"{url}/moto-api/reset", method="POST")
     urllib.request.urlopen(reset).close()
-    # moto draws its ids (instances, so the nodes' names and the scheduler's ties between
-    # them; messages; activities) from one generator: seeded, a run is replayed id for id
+    # moto draws its ids from one generator, request ids too: seeded, a run is replayed id
+    # for id. EC2's ids (the instances', so the nodes' names, by which the scheduler breaks
+    # ties) from a generator of their own, so a read more or less (a request id) moves none
     mock_random.seed(MOTO_SEED)
+    setattr(ec2_utils, "random", MotoRandom(MOTO_SEED))  # noqa: B010
     try:
         yield url
     finally:
