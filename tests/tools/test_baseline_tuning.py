@@ -288,6 +288,34 @@ def test_scheduled_actions_set_the_minimum_at_their_time_and_capacity_follows() 
     assert (described["MinSize"], described["DesiredCapacity"]) == (2, 10)
 
 
+@pytest.mark.usefixtures("aws")
+def test_given_steps_of_seconds_then_an_action_runs_at_the_step_holding_its_minute_alone() -> None:
+    # A recurrence comes due on a whole minute: a step with none in it reads nothing, and
+    # the step that holds 08:00 Paris (07:59:55 to 08:00:05) runs the action, once
+    autoscaling = client("autoscaling")
+    launch_configuration(autoscaling, "web-lc", "m5.xlarge")
+    create_group(
+        autoscaling, "web-ng", region=REGION, tags={}, max_size=40, launch_configuration="web-lc"
+    )
+    configure(autoscaling, tune(office_hours(), "web-ng", 0, 40))
+    reads: list[str] = []
+    autoscaling.meta.events.register(
+        "before-call.autoscaling.DescribeScheduledActions", lambda **_: reads.append("read")
+    )
+    start = datetime(2026, 11, 23, 6, 58, 25, tzinfo=UTC)  # 07:58:25 in Paris
+    runner = ScheduledActions(autoscaling, start)
+    ran = {}
+    for step in range(1, 19):  # to 08:01:25, every 10 s
+        at = start + timedelta(seconds=10 * step)
+        ran[at] = runner.run(at)
+    assert {at: names for at, names in ran.items() if names} == {
+        datetime(2026, 11, 23, 7, 0, 5, tzinfo=UTC): ["web-ng-office-start"]
+    }
+    assert len(reads) == 3  # the steps holding 07:59, 08:00 and 08:01
+    described = autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"][0]
+    assert described["MinSize"] == 10
+
+
 # --- the baseline reads the unneeded-time tag -----------------------------------------------
 
 

@@ -1,9 +1,12 @@
 """The sandbox's moto, made cheaper without changing an answer: requests answered in the
 caller's thread as the server answers them, and TransactWriteItems backing up only the
-items it names, rolling back exactly what moto's whole-table backup would."""
+items it names, rolling back exactly what moto's whole-table backup would; and its ids
+drawn the same in every run."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -166,3 +169,74 @@ def test_a_query_answers_its_partition_in_order_as_moto_does(moto: str) -> None:
         ExpressionAttributeValues={":pk": {"S": "G#none"}},
     )
     assert missing["Items"] == []
+
+
+_LAUNCH_IN_A_NEW_PROCESS = """
+import random, sys
+import boto3
+from nodescaler_sandbox.moto_gaps import answered_in_process, moto_in_this_process
+random.seed(sys.argv[1])  # whatever else the process draws
+with moto_in_this_process() as url:
+    session = boto3.Session(region_name=sys.argv[2])
+    answered_in_process(session.events, url)
+    ec2 = session.client("ec2", endpoint_url=url)
+    for _ in range(int(sys.argv[3])):  # reads before the launch, each a request id drawn
+        ec2.describe_instances()
+    launched = ec2.run_instances(ImageId="ami-12c6146b", MinCount=3, MaxCount=3)
+    print(" ".join(i["InstanceId"] for i in launched["Instances"]))
+"""
+
+
+def _launched_in_a_new_process(seed: str, reads: int = 0) -> list[str]:
+    args = [sys.executable, "-c", _LAUNCH_IN_A_NEW_PROCESS, seed, REGION, str(reads)]
+    run = subprocess.run(args, capture_output=True, text=True, check=True, timeout=120)
+    return run.stdout.split()
+
+
+def test_given_two_runs_in_new_processes_then_their_instance_ids_are_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The nodes' names come from the instance ids, and the scheduler breaks ties by name:
+    # a run replayed must draw the same ids whatever else its process draws, or its figures
+    # move from one run to the next. New processes: moto's stores are the process's, and a
+    # launch template another test made in it (`tests/tools/test_moto_gaps.py`) outlives
+    # the reset in what it draws
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    runs = [_launched_in_a_new_process(seed) for seed in ("one", "two")]
+    assert runs[0] == runs[1]
+    assert len(set(runs[0])) == 3
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "over-http"])
+def test_given_messages_visible_delayed_and_in_flight_then_each_is_counted_once(
+    moto: str, in_process: bool
+) -> None:
+    # Given a queue with 3 messages sent, 1 sent with a delay, and 1 of the 3 received
+    session = boto3.Session(region_name=REGION)
+    if in_process:
+        answered_in_process(session.events, moto)
+    sqs = session.client("sqs", endpoint_url=moto)
+    url = sqs.create_queue(QueueName="tasks")["QueueUrl"]
+    sqs.send_message_batch(
+        QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "task"} for i in range(3)]
+    )
+    sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=900)
+    received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, VisibilityTimeout=600)
+    assert len(received["Messages"]) == 1
+    # When its counts are read
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    # Then 2 are visible, 1 delayed, and the one received in flight, as moto itself counts
+    assert attributes["ApproximateNumberOfMessages"] == "2"
+    assert attributes["ApproximateNumberOfMessagesDelayed"] == "1"
+    assert attributes["ApproximateNumberOfMessagesNotVisible"] == "1"
+
+
+def test_given_a_read_more_before_a_launch_then_the_instance_ids_are_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A sandbox that makes one call fewer (a cheaper step) still names its nodes alike:
+    # a request's id is drawn too, from moto's generator, not from the instances'
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    assert _launched_in_a_new_process("one", reads=0) == _launched_in_a_new_process("one", reads=3)

@@ -4,7 +4,7 @@ drain, and whether a node's pods fit elsewhere (`baseline` runs them)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -240,6 +240,11 @@ class Place:
     free: dict[str, int]  # cpu (millicores), memory (bytes), pods, extended resources
     labels: dict[str, str]
     taints: list[dict[str, str]]  # NoSchedule and NoExecute: the ones that filter
+    # whether the node's labels and taints admit a pod, by the pod's id: a plan asks it of
+    # every node for every pod it moves; the pod is kept with its answer, so no id is reused
+    _admitted: dict[int, tuple[dict[str, Any], bool]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @classmethod
     def of(cls, node: dict[str, Any], pods: list[dict[str, Any]]) -> Place:
@@ -260,13 +265,20 @@ class Place:
         return place
 
     def fits(self, pod: dict[str, Any]) -> bool:
-        spec = pod["spec"]
-        return (
-            all(self.free.get(k, 0) >= n for k, n in asks(pod).items())
-            and all(self.labels.get(k) == v for k, v in (spec.get("nodeSelector") or {}).items())
-            and _affinity_allows(spec, self.labels)
-            and all(_tolerated(t, spec.get("tolerations") or []) for t in self.taints)
-        )
+        return all(self.free.get(k, 0) >= n for k, n in asks(pod).items()) and self.admits(pod)
+
+    def admits(self, pod: dict[str, Any]) -> bool:
+        """The pod's nodeSelector, required node affinity and tolerations let it here."""
+        known = self._admitted.get(id(pod))
+        if known is None:
+            spec = pod["spec"]
+            admitted = (
+                all(self.labels.get(k) == v for k, v in (spec.get("nodeSelector") or {}).items())
+                and _affinity_allows(spec, self.labels)
+                and all(_tolerated(t, spec.get("tolerations") or []) for t in self.taints)
+            )
+            known = self._admitted[id(pod)] = (pod, admitted)
+        return known[1]
 
     def take(self, pod: dict[str, Any]) -> None:
         for name, amount in asks(pod).items():
@@ -324,14 +336,26 @@ def _meets(expression: dict[str, Any], value: str | None) -> bool:
 
 
 def fit_elsewhere(pods: list[dict[str, Any]], name: str, free: dict[str, Place]) -> bool:
-    """Whether `pods` fit, first-fit, on the other schedulable nodes (each node's room
-    copied: every candidate is simulated on the cluster as it is)."""
+    """Whether `pods` fit, first-fit, on the other schedulable nodes, every candidate
+    simulated on the cluster as it is: what its pods would take is kept beside the rooms
+    (`taken`, a node's room copied when a pod first goes to it), never in them. A pod's
+    requests are read once, not once a node; CPU and memory, then the rest, are compared
+    before the node's filters (`Place.admits`)."""
     if not pods:
         return True
-    places = [Place(dict(p.free), p.labels, p.taints) for other, p in free.items() if other != name]
+    taken: dict[str, dict[str, int]] = {}
     for found in pods:
-        place = next((p for p in places if p.fits(found)), None)
-        if place is None:
+        asked = asks(found)
+        cpu, memory = asked["cpu"], asked["memory"]
+        for other, place in free.items():
+            room = taken.get(other, place.free)
+            if room.get("cpu", 0) < cpu or room.get("memory", 0) < memory or other == name:
+                continue
+            if all(room.get(k, 0) >= n for k, n in asked.items()) and place.admits(found):
+                room = taken[other] = dict(room)
+                for resource, amount in asked.items():
+                    room[resource] = room.get(resource, 0) - amount
+                break
+        else:
             return False
-        place.take(found)
     return True

@@ -378,7 +378,12 @@ class ScheduledActions:
 
     def run(self, now: datetime) -> list[str]:
         """Each group's latest action due in (last, now], applied (the earlier ones would
-        be overridden by it: what a first look from long ago catches up on); their names."""
+        be overridden by it: what a first look from long ago catches up on); their names.
+        A recurrence comes due only on a whole minute: a look with none in (last, now]
+        (most steps of a world in seconds) has nothing to run and reads nothing."""
+        if now.replace(second=0, microsecond=0) <= self.last:
+            self.last = now
+            return []
         latest: dict[str, tuple[datetime, dict[str, Any]]] = {}
         for action in self._actions():
             at = last_fire(action["Recurrence"], action.get("TimeZone"), now)

@@ -37,6 +37,8 @@ from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 
 from nodescaler_sandbox.provision import moto_groups
 
+MOTO_SEED = 0  # `moto_in_this_process`: every run draws the same ids
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -197,6 +199,39 @@ def _queries_read_their_partition() -> None:
     setattr(Table, "query", query)  # noqa: B010
 
 
+def _queue_counts_at_one_time() -> None:
+    """moto counts a queue's messages (GetQueueAttributes' ApproximateNumberOf...) reading
+    the clock once a message, for each of its counts: most of a call's cost when a queue
+    holds thousands (a burst's backlog, read at every look of the fast path). Each count
+    made at one reading of the clock, with moto's own comparisons: what moto answers,
+    up to which microsecond of the call each message is looked at."""
+    from moto.core.utils import unix_time_millis
+    from moto.sqs.models import Queue
+
+    if getattr(getattr(Queue, "messages").fget, "counted_at_one_time", False):  # noqa: B009
+        return
+
+    def visible(queue: Any) -> list[Any]:
+        now = unix_time_millis()
+        return [m for m in queue._messages if now > m.visible_at and not now < m.delayed_until]
+
+    def delayed(queue: Any) -> int:
+        now = unix_time_millis()
+        return sum(1 for m in queue._messages if now < m.delayed_until)
+
+    def not_visible(queue: Any) -> int:
+        now = unix_time_millis()
+        return sum(1 for m in queue._messages if not now > m.visible_at)
+
+    visible.counted_at_one_time = True  # type: ignore[attr-defined]
+    for name, count in (
+        ("messages", visible),
+        ("approximate_number_of_messages_delayed", delayed),
+        ("approximate_number_of_messages_not_visible", not_visible),
+    ):
+        setattr(Queue, name, property(count))
+
+
 def _modules_listed_once() -> None:
     """moto's server lists its own package's folders (a `listdir` and a `stat` each,
     over a hundred) to route every request, often many times a request; they do not
@@ -206,6 +241,26 @@ def _modules_listed_once() -> None:
     if isinstance(backends.list_of_moto_modules, _Listed):
         return
     backends.list_of_moto_modules = _Listed(tuple(backends.list_of_moto_modules()))
+
+
+def _handlers_listed_once() -> None:
+    """moto finds the method answering a request among its responder class's functions,
+    listed afresh for every request (`inspect.getmembers`: every attribute of the class);
+    a class's functions do not change while the server runs: listed once a class."""
+    from moto.core import responses
+
+    whole = getattr(responses, "method_names_from_class")  # noqa: B009  (moto's import)
+    if getattr(whole, "listed_once", False):
+        return
+    listed: dict[object, list[str]] = {}
+
+    def method_names_from_class(clazz: object) -> list[str]:
+        if clazz not in listed:
+            listed[clazz] = whole(clazz)
+        return list(listed[clazz])
+
+    method_names_from_class.listed_once = True  # type: ignore[attr-defined]
+    setattr(responses, "method_names_from_class", method_names_from_class)  # noqa: B010
 
 
 @dataclass(frozen=True)
@@ -283,6 +338,9 @@ def answered_in_process(events: Any, url: str) -> None:
 def moto_in_this_process() -> Iterator[str]:
     """moto's server in this process on a free loopback port, each request atomic, from an
     empty store (moto's stores are the process's: whatever ran before is reset); its URL."""
+    from moto.ec2 import utils as ec2_utils
+    from moto.moto_api._internal import mock_random
+    from moto.moto_api._internal.moto_random import MotoRandom
     from moto.server import ThreadedMotoServer
 
     requests = logging.getLogger("werkzeug")
@@ -292,7 +350,9 @@ def moto_in_this_process() -> Iterator[str]:
     # between a probe and the bind
     _cheaper_transactions()
     _modules_listed_once()
+    _handlers_listed_once()
     _queries_read_their_partition()
+    _queue_counts_at_one_time()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     wsgi = server._server
@@ -303,6 +363,11 @@ def moto_in_this_process() -> Iterator[str]:
     _SERVED[url] = wsgi.app
     reset = urllib.request.Request(f"{url}/moto-api/reset", method="POST")
     urllib.request.urlopen(reset).close()
+    # moto draws its ids from one generator, request ids too: seeded, a run is replayed id
+    # for id. EC2's ids (the instances', so the nodes' names, by which the scheduler breaks
+    # ties) from a generator of their own, so a read more or less (a request id) moves none
+    mock_random.seed(MOTO_SEED)
+    setattr(ec2_utils, "random", MotoRandom(MOTO_SEED))  # noqa: B010
     try:
         yield url
     finally:
