@@ -13,6 +13,7 @@ from nodescaler_bench import faults
 from nodescaler_bench.faults import MAX_RECEIVE_COUNT, Report
 
 from tests.faults.figures import show
+from tests.faults.once import made_once
 
 pytestmark = pytest.mark.slow  # ~45 s: moto's server, 100 ticks
 
@@ -22,7 +23,11 @@ TICKS = 100
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
     """The run; the functions' log lines are in its folder's logs.jsonl."""
-    return faults.run(TICKS, rate=0.3, folder=tmp_path_factory.mktemp("faults"))
+    return made_once(
+        tmp_path_factory,
+        "aws-faults",
+        lambda: faults.run(TICKS, rate=0.3, folder=tmp_path_factory.mktemp("faults")),
+    )
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -51,6 +51,7 @@ from tests.aws import REGION, client, desired_capacity, make_asg, make_state_tab
 from tests.builders import EXACT, VirtualClock, policy_document, queue_metric
 from tests.e2e.conftest import ROOT
 from tests.faults.figures import show
+from tests.faults.once import made_once
 
 pytestmark = pytest.mark.slow  # moto's server, 5 rounds of 50 evaluations: ~30 s
 
@@ -340,7 +341,9 @@ def run(folder: Path) -> Report:
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
-    return run(tmp_path_factory.mktemp("state-conflicts"))
+    return made_once(
+        tmp_path_factory, "state-conflicts", lambda: run(tmp_path_factory.mktemp("state-conflicts"))
+    )
 
 
 @pytest.fixture(scope="module", autouse=True)
