@@ -13,9 +13,9 @@ from nodescaler_bench import faults
 from nodescaler_bench.faults import MAX_RECEIVE_COUNT, Report
 
 from tests.faults.figures import show
-from tests.faults.once import made_once
 
-pytestmark = pytest.mark.slow  # ~45 s: moto's server, 100 ticks
+# ~45 s: moto's server, 100 ticks: one xdist worker runs the file
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("aws-faults")]
 
 TICKS = 100
 
@@ -23,11 +23,7 @@ TICKS = 100
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
     """The run; the functions' log lines are in its folder's logs.jsonl."""
-    return made_once(
-        tmp_path_factory,
-        "aws-faults",
-        lambda: faults.run(TICKS, rate=0.3, folder=tmp_path_factory.mktemp("faults")),
-    )
+    return faults.run(TICKS, rate=0.3, folder=tmp_path_factory.mktemp("faults"))
 
 
 @pytest.fixture(scope="module", autouse=True)

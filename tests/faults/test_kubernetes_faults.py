@@ -29,10 +29,10 @@ from tests.aws import CallCounter, client, make_asg, set_tasks
 from tests.builders import EXACT, VirtualClock, policy_document, queue_metric, reservation_metric
 from tests.e2e.conftest import Deployment
 from tests.faults.figures import show
-from tests.faults.once import made_once
 from tests.kube import kubeconfig, node
 
-pytestmark = pytest.mark.slow  # the loopback API server, 100 trials: ~40 s
+# the loopback API server, 100 trials: ~40 s: one xdist worker runs the file
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("kubernetes-faults")]
 
 TRIALS = 100
 SEED = 7
@@ -205,10 +205,6 @@ class Run:
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
-    return made_once(tmp_path_factory, "kubernetes-faults", lambda: _run(tmp_path_factory))
-
-
-def _run(tmp_path_factory: pytest.TempPathFactory) -> Report:
     started = time.perf_counter()
     rng = random.Random(SEED)
     with aws.moto(), KubeApiServer() as server:

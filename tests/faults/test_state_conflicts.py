@@ -51,9 +51,9 @@ from tests.aws import REGION, client, desired_capacity, make_asg, make_state_tab
 from tests.builders import EXACT, VirtualClock, policy_document, queue_metric
 from tests.e2e.conftest import ROOT
 from tests.faults.figures import show
-from tests.faults.once import made_once
 
-pytestmark = pytest.mark.slow  # moto's server, 5 rounds of 50 evaluations: ~30 s
+# moto's server, 5 rounds of 50 evaluations: ~30 s: one xdist worker runs the file
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("state-conflicts")]
 
 EVALUATIONS = 50  # per round
 # Tasks waiting in each round, four a node: 3, 10, 10 (no change), 5, 0 nodes.
@@ -341,9 +341,7 @@ def run(folder: Path) -> Report:
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
-    return made_once(
-        tmp_path_factory, "state-conflicts", lambda: run(tmp_path_factory.mktemp("state-conflicts"))
-    )
+    return run(tmp_path_factory.mktemp("state-conflicts"))
 
 
 @pytest.fixture(scope="module", autouse=True)

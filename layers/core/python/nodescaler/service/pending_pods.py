@@ -70,13 +70,13 @@ class PendingPodsPlanner:
         self._allowed = allowed or AllowedGroups()
         self._zonal_shifts = zonal_shifts
 
-    def participants(self) -> list[NodeGroup]:
+    def participants(self, groups: Sequence[NodeGroup]) -> list[NodeGroup]:
         """Managed groups whose policy reads pending pods, or counts its own (a policy without
         a PendingPods metric, `domain.scaling.own_pods`), and that may be resized: a group
         allowedGroups leaves out would take pods it never grows for."""
         return [
             g
-            for g in self._node_groups.discover()
+            for g in groups
             if self._policies.takes_pending_pods(g) and self._allowed.allows(g.name)
         ]
 
@@ -101,7 +101,8 @@ class PendingPodsPlanner:
     def plan(self, snapshot: Snapshot, expendable_priority_cutoff: int, now: datetime) -> Planned:
         templates: dict[str, NodeTemplate] = {}
         problems: dict[str, str] = {}
-        participants = self.participants()
+        groups = self._node_groups.discover()  # once a plan: each discovery is AWS calls
+        participants = self.participants(groups)
         for group in participants:
             try:
                 templates[group.name] = self.template(group, snapshot)
@@ -134,7 +135,7 @@ class PendingPodsPlanner:
             templates,
             self._chain,
             backed_off=backed_off,
-            room=self.room(now),
+            room=self.room(groups, now),
             sizes={g.name: g.desired for g in participants},  # upcoming nodes included
             left_out=self.left_out(participants, now),
         )
@@ -149,11 +150,10 @@ class PendingPodsPlanner:
             return {}
         return confined([(g.name, g.zones) for g in groups], self._zonal_shifts.in_force(), now)
 
-    def room(self, now: datetime) -> dict[str, int]:
+    def room(self, groups: Sequence[NodeGroup], now: datetime) -> dict[str, int]:
         """How many nodes each managed group may still add: up to its maximum (the policy's
         maxReplicas within the group's MaxSize), and within the cluster's limits when
         there are any. A group at its maximum is no option: its pods go to the next."""
-        groups = self._node_groups.discover()
         room = {g.name: max(self._highest(g) - g.desired, 0) for g in groups}
         if self._limiter is not None:
             for name, nodes in self._limiter.room(groups, now).items():
