@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import os
 import socket
 import sys
 import threading
@@ -35,9 +36,14 @@ from urllib.parse import unquote, urlsplit
 
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 
+from nodescaler_sandbox import botocore_models
 from nodescaler_sandbox.provision import moto_groups
 
 MOTO_SEED = 0  # `moto_in_this_process`: every run draws the same ids
+# moto loads its thousands of public AMIs into each EC2 backend it makes (after each reset,
+# a third of a short run's time); no part here reads one, and the groups' ImageId is none
+# of them (instances are the same either way): moto's setting not to load them.
+WITHOUT_PUBLIC_AMIS = {"MOTO_EC2_LOAD_DEFAULT_AMIS": "false"}
 
 
 def free_port() -> int:
@@ -353,6 +359,8 @@ def moto_in_this_process() -> Iterator[str]:
     _handlers_listed_once()
     _queries_read_their_partition()
     _queue_counts_at_one_time()
+    os.environ.update(WITHOUT_PUBLIC_AMIS)  # read as each backend is made: left set
+    botocore_models.loaded_once()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     wsgi = server._server
