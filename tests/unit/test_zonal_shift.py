@@ -23,8 +23,8 @@ from nodescaler.domain.groups.zonal_shift import (
 )
 from nodescaler.domain.scale_up.expanders import PriorityExpander
 from nodescaler.domain.scale_up.expanders import plan as expanders_plan
-from nodescaler.domain.scaling.autoscaler import GroupSize
 from nodescaler.domain.scaling.decision import Limit
+from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.group_state import GroupState
 from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.plan import Facts, plan
