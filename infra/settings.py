@@ -18,7 +18,6 @@ from typing import Annotated, Any, Literal, Self, get_args
 from nodescaler.adapters.deployed_policies import load_policies
 from nodescaler.config import (
     ANY_GROUP,
-    DEFAULT_EXPANDERS,
     AllowedGroup,
     ArcResource,
     CapacitySettings,
@@ -27,7 +26,6 @@ from nodescaler.config import (
     EvaluateSettings,
     EventBusName,
     EventSettings,
-    ExpanderChain,
     KubernetesTimeout,
     Seconds,
 )
@@ -48,6 +46,7 @@ from nodescaler.domain.policy.parsing import (
     worded,
 )
 from nodescaler.errors import PolicyError, SettingsError
+from nodescaler.expander_settings import DEFAULT_EXPANDERS, ExpanderChain
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel, to_snake
 
