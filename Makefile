@@ -13,10 +13,11 @@ OTHER_CDK_READY := out/other-cdk/.ready
 SCENARIO ?=
 # The other aws-cdk-lib the construct's test synthesizes with (requirements/other-cdk.txt)
 OTHER_CDK := $(shell sed -n 's/^aws-cdk-lib==\([0-9.]*\).*/\1/p' requirements/other-cdk.txt)
-# The tests on every core (pytest-xdist); the tests that build CDK stacks in-process share
-# one worker, its JS runtime and its templates (tests/conftest.py's xdist_group).
+# The tests on every core (pytest-xdist), a file's tests on one worker: what a module makes
+# once (a fault run, a server, the sandbox's runs, the templates) is made once. Files go in
+# collection order, slowest suites first (tests/conftest.py), not xdist's by test count.
 WORKERS ?= auto
-PARALLEL := -n $(WORKERS) --dist loadgroup
+PARALLEL := -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 # When this make began: `make test` ends with its wall time.
 STARTED := $(shell date +%s)
 # The Node.js LTS package.json pins, first on the PATH for the tests' in-process synths, as

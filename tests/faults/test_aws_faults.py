@@ -14,8 +14,8 @@ from nodescaler_bench.faults import MAX_RECEIVE_COUNT, Report
 
 from tests.faults.figures import show
 
-# ~45 s: moto's server, 100 ticks: one xdist worker runs the file
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("aws-faults")]
+# ~45 s: moto's server, 100 ticks, one for the file (--dist loadfile)
+pytestmark = pytest.mark.slow
 
 TICKS = 100
 

@@ -31,8 +31,8 @@ from tests.e2e.conftest import Deployment
 from tests.faults.figures import show
 from tests.kube import kubeconfig, node
 
-# the loopback API server, 100 trials: ~40 s: one xdist worker runs the file
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("kubernetes-faults")]
+# the loopback API server, 100 trials: ~40 s, one for the file (--dist loadfile)
+pytestmark = pytest.mark.slow
 
 TRIALS = 100
 SEED = 7

@@ -52,8 +52,8 @@ from tests.builders import EXACT, VirtualClock, policy_document, queue_metric
 from tests.e2e.conftest import ROOT
 from tests.faults.figures import show
 
-# moto's server, 5 rounds of 50 evaluations: ~30 s: one xdist worker runs the file
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("state-conflicts")]
+# moto's server, 5 rounds of 50 evaluations: ~30 s, one for the file (--dist loadfile)
+pytestmark = pytest.mark.slow
 
 EVALUATIONS = 50  # per round
 # Tasks waiting in each round, four a node: 3, 10, 10 (no change), 5, 0 nodes.

@@ -11,9 +11,12 @@ from typing import Any, NamedTuple
 
 import pytest
 from nodescaler_sandbox import runner
-from nodescaler_sandbox.scenario_file import Scenario
+from nodescaler_sandbox.scenario_file import Scenario, load_scenario
 
-BOTH = (runner.NODESCALER, runner.BASELINE)
+SCENARIOS = Path(__file__).parents[2] / "scenarios"
+NODESCALER, BASELINE = runner.NODESCALER, runner.BASELINE
+BOTH = (NODESCALER, BASELINE)
+ONLY_OURS = (NODESCALER,)  # a test of nodescaler's run alone
 
 
 class Ran(NamedTuple):
@@ -68,3 +71,18 @@ class SandboxRuns:
 @pytest.fixture(scope="session")
 def sandbox_runs(tmp_path_factory: pytest.TempPathFactory) -> SandboxRuns:
     return SandboxRuns(tmp_path_factory.mktemp("sandbox-runs"))
+
+
+def scenario(name: str, **changes: Any) -> Scenario:
+    """A scenario file of the repository, shortened by `changes`."""
+    (path,) = SCENARIOS.glob(f"*-{name}.yaml")
+    loaded = load_scenario(path)
+    return loaded.model_copy(update=changes)
+
+
+def run(
+    runs: SandboxRuns, shortened: Scenario, controllers: Sequence[str] = BOTH, **options: Any
+) -> Ran:
+    """The scenario under `controllers` (nodescaler and the baseline by default), made
+    once a session (`SandboxRuns`)."""
+    return runs.run(shortened, controllers, **options)

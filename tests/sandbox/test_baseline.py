@@ -4,15 +4,14 @@ honours them. Each on a small scenario through the sandbox."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from nodescaler_sandbox import runner
-from nodescaler_sandbox.scenario_file import Scenario, load_scenario
+from nodescaler_sandbox.scenario_file import Scenario
 
-from tests.sandbox.conftest import BOTH, SandboxRuns
+from tests.sandbox.conftest import SandboxRuns
 
 pytestmark = pytest.mark.slow  # moto's server and the API server, the baseline's run
 
@@ -184,44 +183,6 @@ def test_the_baseline_balances_only_groups_alike_and_only_when_the_chain_says(
     assert ours["peak_desired"] == {"web-a": 3, "web-b": 3, "web-c": 0}
     unbalanced = baseline_of(sandbox_runs, groups=zone_groups(), deployments=[jobs(6)])
     assert unbalanced["peak_desired"] == {"web-a": 6, "web-b": 0, "web-c": 0}
-
-
-@pytest.mark.xdist_group("sandbox-pods-that-stay")  # one worker makes the shared run once
-def test_the_baseline_keeps_the_nodes_of_pods_cluster_autoscaler_would_not_move(
-    sandbox_runs: SandboxRuns,
-) -> None:
-    # utils/drain/drain.go (GetPodsForDeletionOnNodeDrain): a pod with no controller blocks
-    # its node's removal; a kube-system pod no budget selects only with
-    # --skip-nodes-with-system-pods, one with an emptyDir only with
-    # --skip-nodes-with-local-storage, both true by default (the FAQ's flags)
-    (path,) = SCENARIOS.glob("*-pods-that-stay.yaml")
-    shortened = load_scenario(path).model_copy(update={"minutes": 45})
-    # (the run test_sandbox checks under both: made once a session)
-    ran = sandbox_runs.run(shortened, BOTH)
-    as_ca_starts = ran.summary
-    # the four pods never move, and the nodes they run on stay (pods.json: each pod's node)
-    pods = json.loads((ran.folder / "pods.json").read_text())[runner.BASELINE]
-    staying = [
-        p for p in pods if p["pod"].rsplit("-", 1)[0] in ("debug-shell", "cache", "metrics-agent")
-    ]
-    assert len(staying) == 4 and all(p["gone"] is None for p in staying)
-    kept = {p["node"] for p in staying}
-    assert as_ca_starts[runner.BASELINE]["final_desired"]["web-ng"] >= len(kept)
-    flags_off = shortened.model_copy(
-        update={
-            "environment": shortened.environment
-            | {"SKIP_NODES_WITH_LOCAL_STORAGE": "false", "SKIP_NODES_WITH_SYSTEM_PODS": "false"}
-        }
-    )
-    ours = sandbox_runs.run(flags_off, ONLY_THE_BASELINE).summary[runner.BASELINE]
-    # the web pods' budget (maxUnavailable 1) lets one node of them be unneeded at a time:
-    # the planner spends it on the first it finds removable (core/scaledown/planner,
-    # categorizeNodes; pdb/basic.go, RemovePods), so the next starts its 10 unneeded
-    # minutes only once that one is gone: one node more gone by minute 45, not all of them
-    # (3 left of 4 before launches were timed to the second, 2 of 3 since)
-    before = as_ca_starts[runner.BASELINE]
-    assert ours["final_desired"]["web-ng"] == before["final_desired"]["web-ng"] - 1
-    assert ours["nodes_removed"] == before["nodes_removed"] + 1
 
 
 def test_a_failed_launch_backs_the_group_off_at_the_next_cache_refresh(

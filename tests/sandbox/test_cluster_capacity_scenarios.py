@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from nodescaler_sandbox import runner as scenarios
 
-from tests.sandbox.conftest import SandboxRuns
-from tests.sandbox.test_sandbox import run, scenario
+from tests.sandbox.conftest import SandboxRuns, run, scenario
 
 pytestmark = pytest.mark.slow  # moto's server and the API server, the runs each checks
 

@@ -5,10 +5,8 @@ and the Cluster Autoscaler baseline scaling the same world."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
@@ -18,35 +16,18 @@ from nodescaler_sandbox.sandbox import sandbox
 from nodescaler_sandbox.scenario_file import Scenario, load_scenario
 from nodescaler_sandbox.world import World
 
-from tests.sandbox.conftest import BOTH, Ran, SandboxRuns
+from tests.sandbox.conftest import (
+    BASELINE,
+    BOTH,
+    NODESCALER,
+    ONLY_OURS,
+    SCENARIOS,
+    SandboxRuns,
+    run,
+    scenario,
+)
 
 pytestmark = pytest.mark.slow  # moto's server and the API server, the runs each checks
-
-SCENARIOS = Path(__file__).parents[2] / "scenarios"
-NODESCALER, BASELINE = scenarios.NODESCALER, scenarios.BASELINE
-ONLY_OURS = (NODESCALER,)  # a test of nodescaler's run alone
-# The hours before a multi-day scenario's judged ones, learnt a step a tick (its
-# tickMinutes, 5): the forecast learns what each evaluation asks, kept in five-minute
-# slots (each the most asked in it), and the judged hours still step every 10 s
-LEARN_STEP = 300
-# Tuesday from 06:00 is judged, 90 minutes before its ramp at 07:30: the night before holds
-# 8 pods on the group's one node, waiting for nothing under either run
-TUESDAY_MORNING = 30 * 60
-
-
-def scenario(name: str, **changes: Any) -> Scenario:
-    """A scenario file of the repository, shortened by `changes`."""
-    (path,) = SCENARIOS.glob(f"*-{name}.yaml")
-    loaded = load_scenario(path)
-    return loaded.model_copy(update=changes)
-
-
-def run(
-    runs: SandboxRuns, shortened: Scenario, controllers: Sequence[str] = BOTH, **options: Any
-) -> Ran:
-    """The scenario under `controllers` (nodescaler and the baseline by default), made
-    once a session (`conftest.SandboxRuns`)."""
-    return runs.run(shortened, controllers, **options)
 
 
 def test_the_queue_burst_scales_out_at_once_and_back_to_zero(sandbox_runs: SandboxRuns) -> None:
@@ -137,59 +118,6 @@ def test_a_buffer_lets_a_ramps_pods_start_without_waiting_for_a_node(
     assert ours["unschedulable_pod_minutes"] * 2 <= theirs["unschedulable_pod_minutes"]
     # and the buffer stays when the load is gone: 9 pods and room for 16 need two nodes
     assert ours["final_desired"] == {"microservices-ng": 2}
-
-
-def test_a_forecast_brings_the_second_mornings_nodes_before_its_pods(
-    sandbox_runs: SandboxRuns,
-) -> None:
-    # Monday is learnt (a step a tick); Tuesday 06:00 to 11:00 is judged: its ramp from 07:30
-    shortened = scenario("weekday-forecast", minutes=35 * 60, judged_from=TUESDAY_MORNING)
-    summary, lines, _ = run(sandbox_runs, shortened, learn_step=LEARN_STEP)
-    ours, theirs = summary[NODESCALER], summary[BASELINE]
-    # Tuesday's pods wait at most half what they wait under the reactive baseline (the
-    # issue's bar; with the forecast rounded up, none waits)
-    assert theirs["unschedulable_pod_minutes"] > 0
-    assert ours["unschedulable_pod_minutes"] * 2 <= theirs["unschedulable_pod_minutes"]
-    # Monday's ramp: no forecast yet, pending pods scale; Tuesday's: the forecast, early
-    assert any(line.startswith("07:") and "predictive ?/1" in line for line in lines)
-    assert any(
-        line.startswith("31:") and "the forecast asks for more than the live metrics" in line
-        for line in lines
-    )
-
-
-def test_a_warm_pool_sized_by_the_forecast_stays_small_and_its_nodes_come_warm(
-    sandbox_runs: SandboxRuns,
-) -> None:
-    # Monday is learnt a step a tick (the pool as the operator made it: every instance the
-    # group could add); Tuesday 06:00 to 11:00 is judged, its ramp from 07:30
-    shortened = scenario("warm-pool", minutes=35 * 60, judged_from=TUESDAY_MORNING)
-    ran = run(sandbox_runs, shortened, learn_step=LEARN_STEP)
-    summary, lines = ran.summary, ran.lines
-    ours, theirs = summary[NODESCALER], summary[BASELINE]
-
-    def pool_size(run: str) -> float:  # instances waiting, step by judged step
-        return sum(r["warm"] for r in ran.timeline(run) if r["minute"] >= TUESDAY_MORNING)
-
-    # the forecast keeps the pool at what the ramp needs, not at every instance it could add
-    assert any(line.startswith("31:") and "warm pool " in line for line in lines)
-    assert 0 < pool_size(NODESCALER) < pool_size(BASELINE) / 4
-    # (a stopped instance costs its root volume, under 1 % of running it: the small pool
-    # saves little, and the node-hours are the summary's to compare, not this test's)
-    # and Tuesday's pods wait no longer than with every instance warm
-    assert ours["unschedulable_pod_minutes"] <= theirs["unschedulable_pod_minutes"]
-
-
-def test_the_diurnal_day_follows_its_nightly_batch_up_and_down(sandbox_runs: SandboxRuns) -> None:
-    summary = run(sandbox_runs, scenario("diurnal-web", minutes=200), ONLY_OURS).summary  # to 03:20
-    ours = summary[NODESCALER]
-    # 20 web pods of 1 core and 60 batch pods of 2 at 02:00: 140 cores on 16-core nodes
-    # (15.89 allocatable, 7 batch pods a node) is 9 nodes, and one for the buffer
-    assert ours["peak_desired"]["web-ng"] >= 10
-    assert ours["final_desired"]["web-ng"] <= 3  # and back once the batch ended at 02:41
-    # the batch's pods arrive within 02:00's minute: those after the tick of 02:00 wait
-    # for the next, at 02:05 (the scenario's tickMinutes: 5)
-    assert ours["longest_demand_to_scale_request_minutes"]["web-ng"] <= 5
 
 
 def test_a_launch_failure_moves_the_pods_to_the_next_group_in_the_same_minute(
@@ -333,19 +261,6 @@ def test_while_cloudwatch_is_down_only_nodes_empty_of_pods_go(sandbox_runs: Sand
     assert "00:20 | (fault) | - | - | cloudwatch-outage begins" in lines
 
 
-def test_a_schedule_in_local_time_follows_the_clock_change(sandbox_runs: SandboxRuns) -> None:
-    # nothing happens before the schedule: the first 230 minutes are stepped 5 minutes
-    # apart, the last 30 (the clock change, the schedule, the pods) every 10 s and judged
-    night = scenario("dst-schedule", minutes=260, judged_from=230)
-    summary, lines, _ = run(sandbox_runs, night, ONLY_OURS, learn_step=LEARN_STEP)
-    first_up = next(r for r in summary[NODESCALER]["scale_requests"] if r["to"] > r["from"])
-    # 03:00 in Paris that night is 01:00 UTC: 240 minutes after Saturday 21:00 UTC (a fixed
-    # winter offset would say 300)
-    assert first_up == {"minute": 240, "group": "batch-ng", "from": 0, "to": 6}
-    assert any(line.startswith("04:00 (Sun 03:00 CEST) | batch-ng") for line in lines)
-    assert summary[NODESCALER]["unschedulable_pod_minutes"] == 0  # ready before the pods
-
-
 def test_a_preferred_group_at_its_maximum_leaves_the_pods_to_the_next(
     sandbox_runs: SandboxRuns,
 ) -> None:
@@ -411,62 +326,6 @@ def test_a_scale_in_never_takes_the_nodes_of_pods_a_budget_keeps(sandbox_runs: S
     theirs = run(sandbox_runs, default, ONLY_OURS).summary[NODESCALER]
     assert theirs["pods_killed_with_their_instance"] > 0
     assert theirs["disruption_budget_short_minutes"] > 0
-
-
-STAYING = ("debug-shell", "cache", "metrics-agent")  # pods-that-stay's pods CA would not move
-
-
-def staying_nodes(folder: Path, controller: str) -> set[str]:
-    """The nodes the run's pods that CA would not move are on (pods.json); empty if any of
-    the four went (moved, or lost)."""
-    pods = json.loads((folder / "pods.json").read_text())[controller]
-    staying = [p for p in pods if p["pod"].rsplit("-", 1)[0] in STAYING]
-    if len(staying) != 4 or any(p["gone"] is not None or not p["node"] for p in staying):
-        return set()
-    return {p["node"] for p in staying}
-
-
-@pytest.mark.xdist_group("sandbox-pods-that-stay")  # one worker makes the shared run once
-def test_the_nodes_of_pods_cluster_autoscaler_would_not_move_stay_under_both_runs(
-    sandbox_runs: SandboxRuns,
-) -> None:
-    # A bare pod, an emptyDir cache and a kube-system agent without a budget, on four of
-    # the group's nodes once the web pods are gone (CA's FAQ: "What types of pods can
-    # prevent CA from removing a node?")
-    shortened = scenario("pods-that-stay", minutes=45)  # its run shared with test_baseline
-    summary, _, folder = run(sandbox_runs, shortened)
-    for controller in (NODESCALER, BASELINE):
-        figures = summary[controller]
-        # none of them moved, and the nodes they run on stay (four nodes before launches
-        # were timed to the second; since, the node the group starts with joins before
-        # the scale-out's and takes more of them); web pods may move
-        assert staying_nodes(folder, controller), controller
-        kept = staying_nodes(folder, controller)
-        assert figures["final_desired"]["web-ng"] >= len(kept), controller
-        assert figures["pods_killed_with_their_instance"] == 0, controller
-    kept = staying_nodes(folder, NODESCALER)
-    assert summary[NODESCALER]["final_desired"] == {"web-ng": len(kept)}  # no more
-    peak = summary[NODESCALER]["peak_desired"]["web-ng"]
-    assert 0 < summary[NODESCALER]["nodes_removed"] <= peak - len(kept)  # the rest went
-    # The same pods annotated safe-to-evict "true": they move, and their nodes go
-    safe = {"cluster-autoscaler.kubernetes.io/safe-to-evict": "true"}
-    movable = shortened.model_copy(
-        update={
-            "deployments": [
-                d if d.name == "web" else d.model_copy(update={"annotations": safe})
-                for d in shortened.deployments
-            ]
-        }
-    )
-    moved = run(sandbox_runs, movable).summary
-    assert moved[NODESCALER]["final_desired"]["web-ng"] <= 2
-    # the baseline spends the web pods' budget at planning, as CA 1.37 does (core/scaledown/
-    # planner, categorizeNodes; pdb/basic.go): one node unneeded at a time, so one of them
-    # gone by minute 45
-    assert moved[BASELINE]["final_desired"]["web-ng"] <= 3
-    assert moved[BASELINE]["nodes_removed"] >= 1
-    for controller in (NODESCALER, BASELINE):
-        assert moved[controller]["pods_killed_with_their_instance"] == 0
 
 
 TINY = """\

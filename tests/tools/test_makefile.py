@@ -141,7 +141,9 @@ def test_the_fast_suite_needs_python_alone_and_runs_the_unit_and_property_tests(
     assert "nodescaler_sandbox.kube.kubectl" not in commands
     assert "nodescaler_sandbox.prometheus" not in commands
     # and runs tests/unit, where the property tests (Hypothesis) live too, on every core
-    assert commands.rstrip().endswith("pytest -q -n auto --dist loadgroup tests/unit")
+    assert commands.rstrip().endswith(
+        "pytest -q -n auto --dist loadfile --no-loadscope-reorder tests/unit"
+    )
 
 
 def test_ci_still_runs_every_suite_with_lint_and_types(tmp_path: Path) -> None:
@@ -149,9 +151,9 @@ def test_ci_still_runs_every_suite_with_lint_and_types(tmp_path: Path) -> None:
     commands = dry_run("test", tmp_path)
     assert all(tool in commands for tool in ("ruff check .", "ruff format --check .", "mypy"))
     (run,) = [line for line in commands.splitlines() if "bin/pytest" in line]
-    # no path, no marker: every suite, on every core, the CDK tests kept on one worker
+    # no path, no marker: every suite, on every core, a file's tests on one worker
     assert run.split("bin/pytest", 1)[1].split(";")[0] == (
-        " -q -n auto --dist loadgroup --durations=10"
+        " -q -n auto --dist loadfile --no-loadscope-reorder --durations=10"
     )
 
 

@@ -1,54 +1,44 @@
-"""make test on every core (pytest-xdist, --dist loadgroup): the tests that build CDK stacks
-in-process share one worker and its synthesized templates; the rest, and the tests that run
-the CDK CLI, app.py or a wheel in a subprocess (minutes each), go to whichever is free."""
+"""make test on every core (pytest-xdist, --dist loadfile): a file's tests go to one worker,
+so what a module makes once is made once; the slowest suites are collected first, so that
+the files left at the end are short ones and the workers finish together."""
 
 from __future__ import annotations
 
-import subprocess
 from types import SimpleNamespace
 from typing import Any
 
-import pytest
-
-from tests.conftest import TESTS, builds_stacks
+from tests.conftest import TESTS, pytest_collection_modifyitems
 
 
-def _synth() -> None: ...
+def _item(where: str) -> Any:
+    return SimpleNamespace(path=TESTS / where, add_marker=lambda mark: None, name=where)
 
 
-_synth.__module__ = "tests.infra.test_stack"  # as `from tests.infra.test_stack import synth`
-
-
-def _reads_a_template() -> None:
-    _synth()
-
-
-def _runs_app_py() -> None:
-    subprocess.run(["true"], check=True)
-
-
-def _calls_a_helper_that_runs_app_py() -> None:
-    _runs_app_py()
-
-
-def _item(where: str, test: Any = _reads_a_template, **module: Any) -> Any:
-    helpers = {"_runs_app_py": _runs_app_py, "_synth": _synth}
-    return SimpleNamespace(
-        path=TESTS / where, function=test, module=SimpleNamespace(**helpers, **module)
-    )
-
-
-@pytest.mark.parametrize(
-    ("item", "grouped"),
-    [
-        (_item("infra/test_alarms.py"), True),
-        (_item("infra/test_cdk_cli.py", _runs_app_py), False),
-        (_item("infra/test_deployments.py", _calls_a_helper_that_runs_app_py), False),
-        (_item("tools/test_dashboard_layout.py", synth=_synth), True),
-        (_item("tools/test_chart.py", synth=lambda: None), False),  # another `synth`
-        (_item("unit/test_autoscaler.py"), False),
-    ],
-    ids=["infra", "subprocess", "subprocess-in-a-helper", "synth-elsewhere", "other", "unit"],
-)
-def test_the_tests_that_synthesize_in_process_share_one_worker(item: Any, grouped: bool) -> None:
-    assert builds_stacks(item) is grouped
+def test_the_slowest_suites_come_first_each_in_the_order_pytest_found_it() -> None:
+    # Given the tests as pytest collects them, folder by folder in name order
+    found = [
+        _item(where)
+        for where in (
+            "e2e/test_handlers.py",
+            "faults/test_aws_faults.py",
+            "unit/test_autoscaler.py",
+            "sandbox/test_sandbox.py",
+            "sandbox/test_baseline.py",
+            "unit/test_behavior.py",
+            "test_elsewhere.py",
+        )
+    ]
+    items = list(found)
+    # When the suites are marked and ordered
+    pytest_collection_modifyitems(items)
+    # Then the sandbox's multi-minute runs go first, the unit tests' milliseconds last, and a
+    # file in no suite after them; within a suite, pytest's own order
+    assert [i.name for i in items] == [
+        "sandbox/test_sandbox.py",
+        "sandbox/test_baseline.py",
+        "faults/test_aws_faults.py",
+        "e2e/test_handlers.py",
+        "unit/test_autoscaler.py",
+        "unit/test_behavior.py",
+        "test_elsewhere.py",
+    ]
