@@ -57,9 +57,8 @@ from nodescaler_sandbox.moto_gaps import (
     MetricMath,
     ScalingActivities,
     TerminationPolicies,
-    answered_in_process,
-    moto_in_this_process,
 )
+from nodescaler_sandbox.moto_server import answered_in_process, moto_in_this_process
 from nodescaler_sandbox.prometheus import GaugeTarget, PrometheusServer, prometheus_scraping
 from nodescaler_sandbox.provision import (
     create_evaluation_queue,
@@ -266,7 +265,7 @@ class Sandbox:
 
     def _session(self) -> boto3.Session:
         """A session whose clients' requests to moto are answered in this thread
-        (`moto_gaps.InProcess`): the same answers, without the loopback's cost."""
+        (`moto_server.InProcess`): the same answers, without the loopback's cost."""
         if self._aws is None:
             session = botocore.session.Session()
             # the services' models read once a process, not once a run (the three runs
