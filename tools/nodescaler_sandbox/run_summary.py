@@ -10,7 +10,7 @@ from typing import Any
 from nodescaler_sandbox import (
     charging,
     figures,
-    traces,
+    replay_figures,
 )
 from nodescaler_sandbox.cadence import MINUTE
 from nodescaler_sandbox.controllers import CONTROLLERS, LABELS
@@ -20,7 +20,7 @@ from nodescaler_sandbox.timeline import clock
 
 
 def summarize(scenario: Scenario, result: Run) -> dict[str, Any]:
-    """The run's figures (`figures`) over its judged minutes, what it replayed (`traces`),
+    """The run's figures (`figures`) over its judged minutes, what it replayed (`replay_figures`),
     then what only some runs have (queues emptied, faults, drains, CA tuned's settings)."""
     groups = [g.name for g in scenario.groups]
     by_minute: dict[int, list[dict[str, Any]]] = {}
@@ -177,19 +177,19 @@ def _replay_figures(
     scenario: Scenario, result: Run, judged: list[dict[str, Any]], step: float
 ) -> dict[str, Any]:
     """The waits a user feels (each pod's arrival to Ready, in seconds), the cost in
-    dollars, and what each trace did (`traces`)."""
-    waits = traces.pod_wait_seconds(result.pods, scenario.minutes)
+    dollars, and what each trace did (`replay_figures`)."""
+    waits = replay_figures.pod_wait_seconds(result.pods, scenario.minutes)
     hours = {
         g.name: figures.node_hours([r for r in judged if r["group"] == g.name], step)
         for g in scenario.groups
     }
     groups = [(g.name, g.instance_type, g.capacity_type) for g in scenario.groups]
     replay: dict[str, Any] = {
-        "pod_wait_s": traces.wait_spread(waits),
-        "pod_wait_s_by_workload": traces.waits_by_workload(
+        "pod_wait_s": replay_figures.wait_spread(waits),
+        "pod_wait_s_by_workload": replay_figures.waits_by_workload(
             result.pods, scenario.minutes, result.workloads
         ),
-        "cost_usd": traces.cost_usd(groups, hours, scenario.priced()),
+        "cost_usd": replay_figures.cost_usd(groups, hours, scenario.priced()),
     }
     if scenario.pod_traces:
         replay["lost_job_minutes"] = round(

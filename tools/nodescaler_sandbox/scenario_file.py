@@ -31,7 +31,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from nodescaler_sandbox import metric_math, traces
+from nodescaler_sandbox import metric_math, replay_figures, traces
 
 
 class ScenarioError(PermanentError, ValueError):
@@ -350,7 +350,7 @@ class Scenario(_Spec):
     request_traces: list[RequestTraceSpec] = []
     # $ an hour of an instance type, over the sandbox's on-demand table (cost_usd)
     # $ an hour of an instance type (on demand), or {onDemand, spot}: over the table file's
-    prices: traces.PriceTable = {}
+    prices: replay_figures.PriceTable = {}
     price_table: str | None = None  # a YAML file of prices, relative to the scenario
     path: Path = Field(default=Path("."), exclude=True)
 
@@ -358,10 +358,10 @@ class Scenario(_Spec):
     def policies_path(self) -> Path:
         return (self.path.parent / self.policies).resolve()
 
-    def priced(self) -> dict[str, traces.Price]:
+    def priced(self) -> dict[str, replay_figures.Price]:
         """Each instance type's prices: the sandbox's, the price table's, the scenario's."""
         table = None if self.price_table is None else self.path.parent / self.price_table
-        return traces.prices_for(table, dict(self.prices))
+        return replay_figures.prices_for(table, dict(self.prices))
 
 
 def load_scenario(path: Path) -> Scenario:

@@ -20,7 +20,7 @@ from nodescaler_sandbox import (
     figures,
     observation,
     oracle,
-    traces,
+    replay_figures,
 )
 from nodescaler_sandbox.cadence import MINUTE
 from nodescaler_sandbox.controllers import NODESCALER
@@ -151,7 +151,7 @@ def _collect(
     result.termination_asked = list(box.termination.invocations)
     result.termination_failed = len(box.termination.failures)
     result.tasks_lost = world.tasks_lost
-    result.replayed = traces.replayed(world)
+    result.replayed = replay_figures.replayed(world)
     result.workloads = {k: v for t in world.pod_traces for k, v in t.workloads.items()}
     result.writes = dict(box.writes)
     result.launch_failures = [
