@@ -11,7 +11,7 @@ from nodescaler_sandbox import charging, latency, runner
 from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.kube.apiserver import Cluster
 from nodescaler_sandbox.provision import create_group, launch_configuration
-from nodescaler_sandbox.sandbox import VirtualClock
+from nodescaler_sandbox.virtual_clock import VirtualClock
 
 from tests.aws import REGION, aws, client  # noqa: F401  (moto for every test here)
 
