@@ -32,7 +32,8 @@ from nodescaler_sandbox.cadence import EVERY_MINUTE, MINUTE, Cadence
 from nodescaler_sandbox.outages import THROTTLED, Outages
 from nodescaler_sandbox.sandbox import Sandbox
 from nodescaler_sandbox.scenario_file import Scenario
-from nodescaler_sandbox.world import World, instance_capacity, node_labels
+from nodescaler_sandbox.world import World
+from nodescaler_sandbox.world_setup import instance_capacity, node_labels
 
 if TYPE_CHECKING:
     pass
