@@ -149,7 +149,7 @@ class Sandbox:
         self._alarm_states: dict[str, str] = {}
         self.causes: dict[str, str] = {}  # group → its last evaluation request's cause
         # the second a scale request made now takes effect, from its group and cause (the
-        # runner's, `latency`); None: at once
+        # run's, `charging.takes_effect`); None: at once
         self.takes_effect: Callable[[str, str | None], datetime] | None = None
         self.fast_path: FastPath | None = None  # wired at its first look
         self._fast_watch: Watch | None = None
