@@ -17,10 +17,10 @@ from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 from nodescaler.adapters.policy_keys import HEADS_PK, versions_pk
 from nodescaler.adapters.termination_wait_keys import waits_pk
-from nodescaler.config import CustomExpanderSpec, ExpanderSpec
 from nodescaler.domain.groups.optin import TagNames
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.policy.document import reads_of
+from nodescaler.expander_settings import CustomExpanderSpec, ExpanderSpec
 
 
 def group_arn(name: str) -> str:

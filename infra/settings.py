@@ -18,13 +18,11 @@ from typing import Annotated, Any, get_args
 from nodescaler.adapters.deployed_policies import load_policies
 from nodescaler.config import (
     ANY_GROUP,
-    DEFAULT_EXPANDERS,
     AllowedGroup,
     CommonSettings,
     EvaluateSettings,
     EventBusName,
     EventSettings,
-    ExpanderChain,
     KubernetesTimeout,
 )
 from nodescaler.deployment import (
@@ -43,6 +41,7 @@ from nodescaler.domain.policy.parsing import (
     worded,
 )
 from nodescaler.errors import PolicyError, SettingsError
+from nodescaler.expander_settings import DEFAULT_EXPANDERS, ExpanderChain
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel, to_snake
 

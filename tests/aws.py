@@ -16,6 +16,7 @@ from botocore.awsrequest import AWSResponse
 from moto import mock_aws
 from nodescaler_sandbox import provision
 from nodescaler_sandbox.moto_gaps import launched_as_spot
+from nodescaler_sandbox.moto_server import WITHOUT_PUBLIC_AMIS
 from nodescaler_sandbox.provision import create_evaluation_queue, create_state_table
 
 REGION = "eu-west-1"
@@ -29,7 +30,7 @@ def moto() -> Iterator[None]:
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",
             "AWS_DEFAULT_REGION": REGION,
-        }.items():
+        }.items() | WITHOUT_PUBLIC_AMIS.items():
             patch.setenv(name, value)
         _clients.clear()
         with mock_aws():

@@ -9,12 +9,16 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
+from nodescaler_sandbox import botocore_models
 
 # No deadline: a timing threshold has no place in `make test` (a busy machine is not a bug);
 # speed is measured in `make bench`.
 settings.register_profile("default", deadline=None)
 settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+# Each moto mock starts a new botocore session: one loader for all reads each model once.
+botocore_models.loaded_once()
 
 TESTS = Path(__file__).parent
 # The suites, by what they cost and what they prove (pyproject.toml describes each marker).

@@ -15,7 +15,8 @@ import pytest
 from nodescaler.adapters.aws.custom_expander import LambdaExpander, budget_config
 from nodescaler.domain.cluster.predicates import NodeTemplate
 from nodescaler.domain.cluster.snapshot import Pod, Resources
-from nodescaler.domain.scale_up.expanders import CustomExpander, PriorityExpander, plan
+from nodescaler.domain.scale_up.expanders import CustomExpander, PriorityExpander
+from nodescaler.domain.scale_up.pending_pods_plan import plan
 
 GIB = 2**30
 TEMPLATES = {

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 from nodescaler.domain.scale_up.backoff import Backoff
-from nodescaler.domain.scaling.autoscaler import Evaluation, GroupSize
+from nodescaler.domain.scaling.autoscaler import Evaluation
 from nodescaler.domain.scaling.decision import Limit, MetricStatus
+from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.history import History, ScaleEvent, TimedRecommendation
 from nodescaler.domain.scaling.limits import Ceiling
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading

@@ -11,8 +11,8 @@ from nodescaler.domain.scale_up.backoff import (
     after_failure,
     provision_check,
 )
-from nodescaler.domain.scaling.autoscaler import GroupSize
 from nodescaler.domain.scaling.decision import Limit
+from nodescaler.domain.scaling.group_size import GroupSize
 
 from tests.builders import T0, minutes, policy, queue_metric, readings, run
 

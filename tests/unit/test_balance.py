@@ -26,10 +26,9 @@ from nodescaler.domain.scale_up.balance import even_split, similar
 from nodescaler.domain.scale_up.expanders import (
     BalanceSimilarGroups,
     LeastWasteExpander,
-    Plan,
     PriorityExpander,
-    plan,
 )
+from nodescaler.domain.scale_up.pending_pods_plan import Plan, plan
 from nodescaler.domain.scaling.readings import MetricReading
 from nodescaler.service.cluster_view import KubernetesClusterView
 from nodescaler.service.pending_pods import PendingPodsPlanner

@@ -19,7 +19,8 @@ from random import Random
 import pytest
 from nodescaler.config import EvaluateSettings
 from nodescaler.domain.policy.parsing import parse_policy
-from nodescaler.domain.scale_up.expanders import PriorityExpander, WeightedPriorityExpander, plan
+from nodescaler.domain.scale_up.expanders import PriorityExpander, WeightedPriorityExpander
+from nodescaler.domain.scale_up.pending_pods_plan import plan
 from nodescaler.errors import PolicyError, SettingsError
 
 from tests.unit.test_expanders import pods, template

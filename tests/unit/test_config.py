@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from nodescaler.config import BalanceExpanderSpec, DispatchSettings, EvaluateSettings
+from nodescaler.config import DispatchSettings, EvaluateSettings
 from nodescaler.errors import SettingsError
+from nodescaler.expander_settings import BalanceExpanderSpec
 
 BASE = {
     "STATE_TABLE_NAME": "nodescaler-state",

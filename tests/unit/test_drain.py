@@ -13,7 +13,8 @@ from nodescaler.domain.scale_down.drain import (
     ReplacementOutcome,
 )
 from nodescaler.errors import SettingsError
-from nodescaler.observability.reports import Dimension, MetricName, Record, drain_records
+from nodescaler.observability.metric_names import Dimension, MetricName
+from nodescaler.observability.records import Record, drain_records
 
 QUEUE = {"EVALUATION_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/1/q.fifo"}
 

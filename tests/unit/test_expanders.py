@@ -17,14 +17,13 @@ from nodescaler.domain.scale_up.expanders import (
     LeastWasteExpander,
     MostPodsExpander,
     Option,
-    Plan,
     PriorityExpander,
     RandomExpander,
     ReservedFirstExpander,
     ReservedRoom,
     WeightedPriorityExpander,
-    plan,
 )
+from nodescaler.domain.scale_up.pending_pods_plan import Plan, plan
 
 GIB = 2**30
 

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.scaling.autoscaler import Evaluation, GroupSize, decide, record_scale
+from nodescaler.domain.scaling.autoscaler import Evaluation, decide, record_scale
 from nodescaler.domain.scaling.decision import Limit, MetricStatus
 from nodescaler.domain.scaling.fallback import MetricFailures
+from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
 

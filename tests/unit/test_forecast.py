@@ -18,8 +18,8 @@ from nodescaler.domain.ahead.forecast import (
     forecast_readings,
     lead_time,
 )
-from nodescaler.domain.scaling.autoscaler import GroupSize
 from nodescaler.domain.scaling.decision import Limit, MetricStatus
+from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable
 from pydantic import ValidationError

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from nodescaler.domain.scaling.autoscaler import GroupSize
 from nodescaler.domain.scaling.decision import Limit
+from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.limits import (
     Ceiling,
     ClusterLimits,

@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from nodescaler.domain.scaling.autoscaler import GroupSize, evaluate_metric
 from nodescaler.domain.scaling.decision import MetricOutcome, MetricStatus
+from nodescaler.domain.scaling.group_size import GroupSize
+from nodescaler.domain.scaling.metric_outcome import evaluate_metric
 from nodescaler.domain.scaling.proportional import Tolerances
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable
 

@@ -7,11 +7,11 @@ import json
 import pytest
 from nodescaler.domain.groups.optin import PauseDirection
 from nodescaler.domain.scale_up.backoff import BackoffRules, after_failure
-from nodescaler.domain.scaling.autoscaler import GroupSize
+from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.pause import Pause, hold
 from nodescaler.domain.scaling.readings import MetricReading
-from nodescaler.observability.metric_names import SERVICE_VARIABLE
-from nodescaler.observability.reports import Dimension, MetricName, Record, emit, result_records
+from nodescaler.observability.metric_names import SERVICE_VARIABLE, Dimension, MetricName
+from nodescaler.observability.records import Record, emit, result_records
 from nodescaler.service.evaluation import EvaluationResult, Outcome
 
 from tests.builders import EXACT, T0, policy, queue_metric, readings, run

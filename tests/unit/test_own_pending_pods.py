@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.scaling.autoscaler import Evaluation, GroupSize, decide
+from nodescaler.domain.scaling.autoscaler import Evaluation, decide
 from nodescaler.domain.scaling.decision import Limit, MetricStatus
+from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
 from pydantic import ValidationError

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from nodescaler.domain.groups.optin import PauseDirection, TagNames, read_opt_in
-from nodescaler.domain.scaling.autoscaler import GroupSize
 from nodescaler.domain.scaling.decision import Decision, Limit
+from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.pause import Pause, hold, in_force, parse_duration
 
 from tests.builders import EXACT, T0, policy, queue_metric, readings, run

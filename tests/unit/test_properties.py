@@ -10,8 +10,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
 from nodescaler.domain.scale_up.backoff import Backoff, BackoffRules, after_failure
-from nodescaler.domain.scaling.autoscaler import Evaluation, GroupSize, decide
+from nodescaler.domain.scaling.autoscaler import Evaluation, decide
 from nodescaler.domain.scaling.fallback import FailureRun, MetricFailures
+from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.history import History, ScaleEvent, TimedRecommendation
 from nodescaler.domain.scaling.limits import Ceiling
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading

@@ -11,8 +11,8 @@ from nodescaler.domain.scale_up.expanders import (
     PriorityExpander,
     ReservedFirstExpander,
     ReservedRoom,
-    plan,
 )
+from nodescaler.domain.scale_up.pending_pods_plan import plan
 
 from tests.unit.test_expanders import pods, template
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from nodescaler.domain.cluster.snapshot import Pod, Resources
-from nodescaler.domain.scale_up.expanders import Plan
+from nodescaler.domain.scale_up.pending_pods_plan import Plan
 from nodescaler.errors import KubernetesUnavailableError
 from nodescaler.service.unplaced_pod_events import UnplacedPodEvents
 

@@ -22,9 +22,9 @@ from nodescaler.domain.groups.zonal_shift import (
     zone_hold,
 )
 from nodescaler.domain.scale_up.expanders import PriorityExpander
-from nodescaler.domain.scale_up.expanders import plan as expanders_plan
-from nodescaler.domain.scaling.autoscaler import GroupSize
+from nodescaler.domain.scale_up.pending_pods_plan import plan as expanders_plan
 from nodescaler.domain.scaling.decision import Limit
+from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.group_state import GroupState
 from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.plan import Facts, plan

@@ -32,7 +32,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
-from nodescaler_sandbox.moto_server import free_port
+from nodescaler_sandbox.moto_server import WITHOUT_PUBLIC_AMIS, free_port
 
 REGION = "eu-west-1"
 CREDENTIALS = {
@@ -65,6 +65,7 @@ def moto_server(timeout: float = 30) -> Iterator[str]:
         [sys.executable, "-m", "nodescaler_bench.aws", "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env=os.environ | WITHOUT_PUBLIC_AMIS,
     )
     url = f"http://127.0.0.1:{port}"
     try:

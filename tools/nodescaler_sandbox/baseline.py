@@ -139,7 +139,7 @@ class ReactiveBaseline:
     cluster: SimulatedCluster
     autoscaling: Any  # an Auto Scaling client the sandbox watches (refusals, write counts)
     groups: dict[str, GroupSpec]  # in the scenario's order
-    expanders: list[Any]  # the EXPANDERS chain (nodescaler.config.ExpanderSpec)
+    expanders: list[Any]  # the EXPANDERS chain (nodescaler.expander_settings.ExpanderSpec)
     limits: Limits = field(default_factory=Limits)
     flags: DrainFlags = field(default_factory=DrainFlags)
     settings: Flags = field(default_factory=Flags)
@@ -157,7 +157,7 @@ class ReactiveBaseline:
     @staticmethod
     def expander_chain(expanders: str | None) -> list[Any]:
         """The functions' EXPANDERS setting, or their default chain."""
-        from nodescaler.config import DEFAULT_EXPANDERS, ExpanderSpec
+        from nodescaler.expander_settings import DEFAULT_EXPANDERS, ExpanderSpec
         from pydantic import TypeAdapter
 
         if not expanders:

@@ -14,21 +14,18 @@ from __future__ import annotations
 import http.client
 import json
 import math
-import socket
-import ssl
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from datetime import datetime
-from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.adapters.aws import describe_aws_error
-from nodescaler.adapters.socket_deadline import Watchdog
+from nodescaler.adapters.socket_deadline import Watchdog, watched_opener
 from nodescaler.deadline import Deadline
 from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.outside_text import outside
@@ -57,77 +54,6 @@ AMP_SERVICE = "aps"
 
 def amp_workspace_url(region: str, workspace_id: str) -> str:
     return f"https://aps-workspaces.{region}.amazonaws.com/workspaces/{workspace_id}"
-
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A redirect would carry the bearer token or a signature to another address."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-class _Watched(http.client.HTTPConnection):
-    """A connection whose sockets (the TCP one, then TLS's over it) its watchdog can end."""
-
-    def __init__(self, *args: Any, watchdog: Watchdog, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._watchdog = watchdog
-
-    def connect(self) -> None:
-        create: Callable[..., socket.socket] = socket.create_connection  # http.client's
-
-        def created(*args: Any, **kwargs: Any) -> socket.socket:
-            sock = create(*args, **kwargs)
-            self._watchdog.watch(sock)  # before a TLS handshake the server may drip too
-            return sock
-
-        self._create_connection = created
-        super().connect()
-        self._watchdog.watch(self.sock)
-
-
-class _WatchedHttps(_Watched, http.client.HTTPSConnection):
-    def __init__(self, *args: Any, watchdog: Watchdog, **kwargs: Any) -> None:
-        super().__init__(*args, watchdog=watchdog, **kwargs)
-        # the context HTTPSConnection.connect wraps its socket with (its default, or given)
-        vars(self)["_context"] = _WatchedTls(vars(self)["_context"], watchdog)
-
-
-class _WatchedTls:
-    """An SSL context whose sockets are watched from before their handshake (which the
-    server may drip too), not from after it."""
-
-    def __init__(self, context: ssl.SSLContext, watchdog: Watchdog) -> None:
-        self._tls = context
-        self._watchdog = watchdog
-
-    def wrap_socket(self, sock: socket.socket, **kwargs: Any) -> ssl.SSLSocket:
-        wrapped = self._tls.wrap_socket(sock, do_handshake_on_connect=False, **kwargs)
-        self._watchdog.watch(wrapped)
-        wrapped.do_handshake()
-        return wrapped
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._tls, name)
-
-
-class _WatchedHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
-    """HTTP and HTTPS (as urllib's own handlers open them) over watched connections."""
-
-    def __init__(self, watchdog: Watchdog) -> None:
-        super().__init__()
-        self._watchdog = watchdog
-
-    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(partial(_Watched, watchdog=self._watchdog), req)
-
-    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        watched = partial(_WatchedHttps, watchdog=self._watchdog)
-        return self.do_open(watched, req)
-
-
-def _opener(watchdog: Watchdog) -> urllib.request.OpenerDirector:
-    return urllib.request.build_opener(_NoRedirects, _WatchedHandler(watchdog))
 
 
 def _labels(series: dict[str, Any]) -> str:
@@ -325,7 +251,7 @@ class PrometheusQueries:
         seconds, cut_by_invocation = self._time_for(source) if longer is None else (longer, False)
         with Watchdog(seconds) as watchdog:
             try:
-                with _opener(watchdog).open(request, timeout=seconds) as response:
+                with watched_opener(watchdog).open(request, timeout=seconds) as response:
                     body: bytes = response.read(max_bytes + 1)
             except urllib.error.HTTPError as error:
                 if error.code == 401 and source.bearer_token_secret:

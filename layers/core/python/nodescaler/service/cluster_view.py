@@ -214,12 +214,10 @@ class KubernetesClusterView:
     ) -> Reading:
         assert self._pending is not None
         cutoff = metric.pending_pods.expendable_priority_cutoff
-        planned = self._planned(group, snapshot, cutoff, now)
-        if group.name in planned.problems:
-            return MetricUnavailable(
-                reason=f"node group {group.name}: {planned.problems[group.name]}"
-            )
-        nodes = planned.plan.nodes.get(group.name, 0)
+        share = self._share(group, snapshot, cutoff, now)
+        if isinstance(share, MetricUnavailable):
+            return share
+        planned, nodes = share
         detail = _pending_detail(planned, group.name, nodes)
         if snapshot.buffers:
             said = _cluster_buffers(snapshot, planned)
@@ -268,18 +266,29 @@ class KubernetesClusterView:
         if self._pending is None:
             return MetricUnavailable(reason="no pending-pods planner is configured")
         cutoff = OWN_PENDING_PODS.pending_pods.expendable_priority_cutoff
-        planned = self._planned(group, snapshot, cutoff, now)
-        if group.name in planned.problems:
-            return MetricUnavailable(
-                reason=f"node group {group.name}: {planned.problems[group.name]}"
-            )
-        nodes = planned.plan.nodes.get(group.name, 0)
+        share = self._share(group, snapshot, cutoff, now)
+        if isinstance(share, MetricUnavailable):
+            return share
+        planned, nodes = share
         return MetricReading(
             value=nodes,
             at=now,
             detail=_pending_detail(planned, group.name, nodes),
             pending_pods=len(planned.coming(group.name)[1]),
         )
+
+    def _share(
+        self, group: NodeGroup, snapshot: Snapshot, cutoff: int, now: datetime
+    ) -> tuple[Planned, int] | MetricUnavailable:
+        """The first step of both pending-pods readings: the plan as the group reads it,
+        and the nodes it gives the group; unavailable when the plan names the group's
+        problem (no template of its nodes, say)."""
+        planned = self._planned(group, snapshot, cutoff, now)
+        if group.name in planned.problems:
+            return MetricUnavailable(
+                reason=f"node group {group.name}: {planned.problems[group.name]}"
+            )
+        return planned, planned.plan.nodes.get(group.name, 0)
 
     def _planned(self, group: NodeGroup, snapshot: Snapshot, cutoff: int, now: datetime) -> Planned:
         """The pending-pods plan of every group, from the snapshot, as this group reads it."""

@@ -23,7 +23,8 @@ from nodescaler.domain.cluster.snapshot import Pod, Snapshot
 from nodescaler.domain.groups.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs
 from nodescaler.domain.groups.optin import AllowedGroups
 from nodescaler.domain.groups.zonal_shift import confined
-from nodescaler.domain.scale_up.expanders import Expander, Plan, plan
+from nodescaler.domain.scale_up.expanders import Expander
+from nodescaler.domain.scale_up.pending_pods_plan import Plan, plan
 from nodescaler.ports import Backoffs, InstanceTypes, NodeGroupDiscovery, ZonalShiftSource
 from nodescaler.service.limiter import ClusterLimiter
 from nodescaler.service.policy_resolver import PolicyBook

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from nodescaler.domain.cluster.snapshot import Pod
-from nodescaler.domain.scale_up.expanders import Plan
+from nodescaler.domain.scale_up.pending_pods_plan import Plan
 from nodescaler.errors import KubernetesUnavailableError, OutOfTimeError
 from nodescaler.ports import PodEvents
 

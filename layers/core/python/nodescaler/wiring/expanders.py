@@ -7,13 +7,6 @@ from typing import TYPE_CHECKING
 
 from nodescaler.adapters.aws.capacity_reservations import Ec2ReservedCapacity
 from nodescaler.adapters.aws.custom_expander import LambdaExpander, budget_config
-from nodescaler.config import (
-    BalanceExpanderSpec,
-    CustomExpanderSpec,
-    PriorityExpanderSpec,
-    SimpleExpanderSpec,
-    WeightedPriorityExpanderSpec,
-)
 from nodescaler.domain.scale_up.balance import IGNORED_LABELS
 from nodescaler.domain.scale_up.expanders import (
     BalanceSimilarGroups,
@@ -25,12 +18,19 @@ from nodescaler.domain.scale_up.expanders import (
     ReservedFirstExpander,
     WeightedPriorityExpander,
 )
+from nodescaler.expander_settings import (
+    BalanceExpanderSpec,
+    CustomExpanderSpec,
+    PriorityExpanderSpec,
+    SimpleExpanderSpec,
+    WeightedPriorityExpanderSpec,
+)
 from nodescaler.observability.reports import report_reserved_capacity
 
 if TYPE_CHECKING:
     from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-    from nodescaler.config import ExpanderSpec
     from nodescaler.domain.scale_up.expanders import Expander
+    from nodescaler.expander_settings import ExpanderSpec
     from nodescaler.ports import Clock
     from nodescaler.wiring.clients import AwsClients
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterator
-from functools import cache, partial
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import msgspec
@@ -34,7 +34,7 @@ from nodescaler.adapters.k8s.json_fields import (
     PodWire,
     UnboundPodList,
 )
-from nodescaler.adapters.socket_deadline import current, watching
+from nodescaler.adapters.socket_deadline import watched_client, watching
 from nodescaler.deadline import Deadline
 from nodescaler.domain.ahead.capacity_buffers import GROUP, VERSION, Workload, read_buffer, within
 from nodescaler.domain.cluster.snapshot import ClusterBuffer, DisruptionBudget, Node, Pod, Snapshot
@@ -165,7 +165,7 @@ class CoreApi:
         for attempt in (1, 2):
             try:
                 owner = getattr(client, call.__qualname__.partition(".")[0])  # CoreV1Api, ...
-                api = owner(_watched(self.connection.api()))
+                api = owner(watched_client(self.connection.api()))
                 return self._whole_answer(partial(call, api, *args, **query))
             except ApiException as error:
                 if error.status == 401 and attempt == 1:  # the token expired: renew, once
@@ -216,33 +216,6 @@ def _late(seconds: float, cut: bool) -> NodescalerError:
             f"Kubernetes API: no answer within {seconds:g}s (the invocation's time left)"
         )
     return KubernetesUnavailableError(f"Kubernetes API: no answer within {seconds:g}s")
-
-
-def _watched(api_client: Any) -> Any:
-    """The client, whose connections a request's watchdog shuts at its deadline."""
-    manager = api_client.rest_client.pool_manager
-    pools = _watched_pools()
-    if manager.pool_classes_by_scheme is not pools:
-        manager.pool_classes_by_scheme = pools
-        manager.clear()  # any pool made before is made again, watched
-    return api_client
-
-
-@cache
-def _watched_pools() -> dict[str, type]:
-    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-
-    def watched(pool: type[HTTPConnectionPool]) -> type:
-        class Watched(pool):  # type: ignore[valid-type,misc]
-            def _get_conn(self, timeout: float | None = None) -> Any:
-                connection = super()._get_conn(timeout)
-                if (watchdog := current()) is not None:
-                    watchdog.watch(lambda: connection.sock)
-                return connection
-
-        return Watched
-
-    return {"http": watched(HTTPConnectionPool), "https": watched(HTTPSConnectionPool)}
 
 
 def _template_pod(metadata: ObjectMeta, template: PodTemplateSpec) -> Pod:

@@ -2,9 +2,10 @@
 
 A policy is user-written YAML, so every model forbids unknown fields and every check
 names the field it rejects. Rooms: `spec` (the models' base), `sources` (where each metric
-type reads), `metrics` (targets, fallbacks, one model per type), `behavior` (rates and
-scale-in windows), `document` (the whole policy), `parsing` (YAML text to a policy),
-`versions` (stored versions).
+type reads; the pending pods' with its buffers in `pending_pods_source`), `metrics`
+(targets, fallbacks, one model per type), `behavior` (rates and scale-in windows),
+`document` (the whole policy), `parsing` (YAML text to a policy), `versions` (stored
+versions).
 """
 
 from __future__ import annotations
@@ -45,18 +46,20 @@ from nodescaler.domain.policy.metrics import (
     SqsQueueMetric,
     TargetType,
 )
-from nodescaler.domain.policy.sources import (
-    FORECAST_PERIOD_SECONDS,
+from nodescaler.domain.policy.pending_pods_source import (
     ArrivalsSizing,
     BufferToleration,
     CapacityBuffer,
+    Consolidation,
+    PendingPodsSource,
+)
+from nodescaler.domain.policy.sources import (
+    FORECAST_PERIOD_SECONDS,
     CapacityReservationSource,
     CloudWatchMetricStat,
     CloudWatchSource,
-    Consolidation,
     DemandMetric,
     ForecastMode,
-    PendingPodsSource,
     PredictiveSource,
     PrometheusSource,
     ReservationHeadroom,

@@ -13,10 +13,10 @@ from pydantic import (
 )
 
 from nodescaler.domain.groups.optin import NAME_PATTERN
+from nodescaler.domain.policy.pending_pods_source import PendingPodsSource
 from nodescaler.domain.policy.sources import (
     CapacityReservationSource,
     CloudWatchSource,
-    PendingPodsSource,
     PredictiveSource,
     PrometheusSource,
     ReservationHeadroom,

@@ -3,42 +3,31 @@
 It reads as the reconcile loop: bound, recommend per metric, combine (never scaling in
 on a missing metric), stabilize the demand, raise it to the lower bounds (a schedule's),
 rate-limit and clamp. It never reads the clock and
-never acts; it returns a `Decision` and the history to persist.
+never acts; it returns a `Decision` and the history to persist. Each metric's outcome is
+`metric_outcome`'s; the decision's reason in words, `explain`'s.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
 from nodescaler.domain.policy.descriptors import metric_type
 from nodescaler.domain.scale_up.backoff import Backoff
 from nodescaler.domain.scaling.behavior import RateResult, limit_rate, longest_period, stabilize
 from nodescaler.domain.scaling.decision import Decision, Limit, MetricOutcome, MetricStatus
+from nodescaler.domain.scaling.explain import explain
 from nodescaler.domain.scaling.fallback import MetricFailures, with_fallback
+from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.limits import Ceiling
+from nodescaler.domain.scaling.metric_outcome import evaluate_metric, votes
 from nodescaler.domain.scaling.own_pods import OWN_PENDING_PODS, as_floor
-from nodescaler.domain.scaling.proportional import Tolerances, recommend
-from nodescaler.domain.scaling.readings import MetricReading, Reading
+from nodescaler.domain.scaling.proportional import Tolerances
+from nodescaler.domain.scaling.readings import Reading
 from nodescaler.domain.scaling.scale_in_windows import HOUR, scale_in_room
-
-
-@dataclass(frozen=True)
-class GroupSize:
-    """The node group as its provider reports it: desired and in-service counts, its own limits."""
-
-    current: int
-    min_size: int = 0
-    max_size: int = 2**31 - 1
-    ready: int | None = None  # in-service nodes; None means all of `current`
-    launched: int | None = None  # instances that exist (launching or running); None: `current`
-    protected: int = 0  # instances protected from scale-in: the group can't go below them
-    bounds_from: str = ""  # where min_size and max_size come from (an EKS scalingConfig)
 
 
 @dataclass(frozen=True)
@@ -62,111 +51,6 @@ def _group_bounds(policy: NodeGroupPolicy, size: GroupSize) -> str:
     spec = policy.spec
     cut = spec.max_replicas > size.max_size or spec.min_replicas < size.min_size
     return size.bounds_from if cut else ""
-
-
-# How far ahead of the evaluation's clock a reading may be dated (clocks differ a little).
-CLOCK_SKEW_SECONDS = 60
-
-
-def evaluate_metric(
-    metric: MetricBase,
-    reading: Reading | None,
-    size: GroupSize,
-    now: datetime,
-    tolerances: Tolerances,
-) -> MetricOutcome:
-    judged = partial(_outcome, metric, reading)
-    if (floor_acts := metric_type(metric).floor_acts) is not None:
-        # a floor from history (a forecast): never a missing metric
-        return _forecast_outcome(metric, reading, acts=floor_acts(metric))
-    if reading is None:
-        return judged(MetricStatus.MISSING, "no reading was produced")
-    if not isinstance(reading, MetricReading):
-        return judged(MetricStatus.MISSING, reading.reason)
-    if (unusable := _unusable(metric, reading, now)) is not None:
-        return unusable
-    value = reading.value
-    result = recommend(
-        metric,
-        value,
-        size.current,
-        tolerances,
-        size.ready,
-        measured=reading.measured_nodes,
-        unneeded=reading.unneeded_nodes,
-    )
-    detail = reading.detail or f"{value:g} against {metric.target.describe()}"
-    if result.replicas is None:
-        return judged(MetricStatus.ABSTAINED, f"{detail}: nothing to add", value=value)
-    if result.unneeded:
-        return judged(MetricStatus.UNNEEDED, detail, value=value, replicas=result.replicas)
-    if result.held_by_tolerance:
-        return judged(
-            MetricStatus.HELD_BY_TOLERANCE,
-            f"{detail}: within tolerance",
-            value=value,
-            replicas=result.replicas,
-            usage_ratio=result.usage_ratio,
-            needed=result.proposed,  # the demand, not the size the tolerance holds
-        )
-    ratio = result.usage_ratio
-    return judged(MetricStatus.OK, detail, value=value, replicas=result.replicas, usage_ratio=ratio)
-
-
-def _outcome(
-    metric: MetricBase,
-    reading: Reading | None,
-    status: MetricStatus,
-    detail: str,
-    *,
-    value: float | None = None,
-    replicas: int | None = None,
-    usage_ratio: float | None = None,
-    needed: int | None = None,
-) -> MetricOutcome:
-    """The metric's outcome, keeping what its reading said (when, who waits, the need)."""
-    read = reading if isinstance(reading, MetricReading) else None
-    return MetricOutcome(
-        name=metric.key,
-        type=metric.type_name,
-        target=metric.target.describe(),
-        value=value,
-        at=read.at if read else None,
-        recommendation=replicas,
-        usage_ratio=usage_ratio,
-        status=status,
-        detail=detail,
-        waiting=read.waiting if read else {},
-        needed=needed if needed is not None else read.needed_nodes if read else None,
-        pending_pods=read.pending_pods if read else None,
-        empty=read.empty_nodes if read else None,
-    )
-
-
-def _forecast_outcome(metric: MetricBase, reading: Reading | None, *, acts: bool) -> MetricOutcome:
-    """A forecast's floor under the group, or its abstention (never a missing metric)."""
-    if not isinstance(reading, MetricReading):
-        why = reading.reason if reading else "no forecast"
-        return _outcome(metric, reading, MetricStatus.ABSTAINED, why)
-    status = MetricStatus.FORECAST if acts else MetricStatus.FORECAST_ONLY
-    value = reading.value
-    detail = reading.detail or ""
-    return _outcome(metric, reading, status, detail, value=value, replicas=math.ceil(value))
-
-
-def _unusable(metric: MetricBase, reading: MetricReading, now: datetime) -> MetricOutcome | None:
-    """The outcome of a value that can't be used (invalid, future-dated, stale), else None."""
-    value = reading.value
-    if math.isnan(value) or math.isinf(value) or value < 0:
-        return _outcome(metric, reading, MetricStatus.INVALID, f"unusable value {value!r}")
-    age = (now - reading.at).total_seconds()
-    if -age > CLOCK_SKEW_SECONDS:  # a clock ahead, or a bad timestamp: nothing to trust
-        why = f"dated {-age:.0f}s in the future"
-        return _outcome(metric, reading, MetricStatus.INVALID, why, value=value)
-    if age > metric.stale_after_seconds:
-        why = f"last value is {age:.0f}s old (limit {metric.stale_after_seconds}s)"
-        return _outcome(metric, reading, MetricStatus.STALE, why, value=value)
-    return None
 
 
 def combine(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limit]]:
@@ -200,7 +84,7 @@ def demand(outcomes: list[MetricOutcome], in_service: int) -> int | None:
 
 
 def _combine_live(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limit]]:
-    usable = [o.recommendation for o in outcomes if _votes(o) and o.recommendation is not None] or [
+    usable = [o.recommendation for o in outcomes if votes(o) and o.recommendation is not None] or [
         o.recommendation
         for o in outcomes
         if o.status is MetricStatus.UNNEEDED and o.recommendation is not None
@@ -225,12 +109,6 @@ def _combine_live(outcomes: list[MetricOutcome], current: int) -> tuple[int, lis
 def _empty_nodes(outcomes: Sequence[MetricOutcome]) -> int:
     """The group's nodes pending pods found empty of pods and unneeded (0: none, or unknown)."""
     return max((o.empty or 0 for o in outcomes if o.status is MetricStatus.UNNEEDED), default=0)
-
-
-def _votes(outcome: MetricOutcome) -> bool:
-    """A live metric's recommendation, or a failed one's fallback: one vote among the
-    others, the highest winning (as KEDA's fallback metric is one of the HPA's metrics)."""
-    return outcome.status.usable or outcome.status is MetricStatus.FALLBACK
 
 
 def decide(
@@ -471,75 +349,3 @@ def record_scale(history: History, policy: NodeGroupPolicy, decision: Decision) 
     if policy.spec.scale_in_windows:
         keep = max(keep, int(HOUR.total_seconds()))
     return history.with_scale_event(decision.at, decision.current, decision.desired, keep)
-
-
-_LIMIT_PHRASES = {
-    Limit.TOLERANCE: "every metric is within tolerance of its target",
-    Limit.MISSING_METRIC: "a metric is missing, stale or invalid, so no scale-in",
-    Limit.STABILIZATION: "held by the stabilization window",
-    Limit.SCALE_UP_RATE: "limited by the scale-up rate",
-    Limit.SCALE_DOWN_RATE: "limited by the scale-down rate",
-    Limit.SCALING_DISABLED: "scaling in this direction is disabled",
-    Limit.FORECAST: "the forecast asks for more than the live metrics",
-    Limit.ZONAL_SHIFT: "held while its zones are shifted away, or can't be told",
-    Limit.BOUNDS_UNREAD: "its EKS node group's scaling config is unread, so no scale-in",
-    Limit.EMPTY_ONLY: "a metric is missing, stale or invalid, so only nodes empty of pods go",
-}
-
-
-def _limit_phrase(limit: Limit, decision: Decision, down_window_seconds: int) -> str:
-    source = f" ({decision.group_bounds})" if decision.group_bounds else ""
-    if limit is Limit.MIN:
-        return f"at the minimum {decision.min_replicas}{source}"
-    if limit is Limit.MAX:
-        return f"at the maximum {decision.max_replicas}{source}"
-    if limit is Limit.BACKOFF and decision.backoff is not None:
-        until, reason = decision.backoff.until, decision.backoff.reason
-        return f"backed off until {until:%H:%M:%S}Z after a failed scale-up: {reason}"
-    if limit is Limit.PROTECTED:
-        return f"{decision.protected} instances are protected from scale-in"
-    if limit is Limit.CLUSTER_LIMIT:
-        return f"capped by the cluster's {decision.cluster_limit}"
-    if limit is Limit.SCALE_IN_WINDOW:
-        return decision.scale_in_window
-    if limit is Limit.FALLBACK:
-        return "; ".join(
-            f"{o.name} in fallback {o.fallback}"
-            + (f" → {o.recommendation}" if o.recommendation is not None else "")
-            + f" since {o.failing_since:%Y-%m-%d %H:%M:%S}Z"
-            for o in decision.metrics
-            if o.fallback
-        )
-    if limit is Limit.STABILIZATION and decision.recommendation < decision.current:
-        return (
-            f"recommendation {decision.recommendation} must hold for {down_window_seconds}s first"
-        )
-    return _LIMIT_PHRASES[limit]
-
-
-def explain(decision: Decision, down_window_seconds: int) -> str:
-    """One line a human can act on: what happens, which metric drove it, what held it back."""
-    current, desired = decision.current, decision.desired
-    if desired > current:
-        parts = [f"scale up {current} → {desired}"]
-    elif desired < current and Limit.BACKOFF in decision.limited_by:
-        parts = [f"abort the scale-up {current} → {desired}"]  # no instance is removed
-    elif desired < current:
-        parts = [f"scale down {current} → {desired}"]
-    else:
-        parts = [f"hold at {current}"]
-    voters = [o for o in decision.metrics if _votes(o) and o.recommendation is not None]
-    if Limit.FORECAST in decision.limited_by:  # the forecast drove it
-        voters = [o for o in decision.metrics if o.status is MetricStatus.FORECAST]
-    voters = voters or [o for o in decision.metrics if o.status is MetricStatus.UNNEEDED]
-    driver = max(voters, key=lambda o: o.recommendation or 0, default=None)
-    if driver is not None:
-        parts.append(f"{driver.name}: {driver.detail} → {driver.recommendation}")
-    if broken := [o for o in decision.metrics if o.status.broken]:
-        parts.append("; ".join(f"{o.name} {o.status}: {o.detail}" for o in broken))
-    phrases = [_limit_phrase(limit, decision, down_window_seconds) for limit in decision.limited_by]
-    if desired != decision.recommendation and not phrases:
-        phrases.append(f"recommendation {decision.recommendation}")
-    if phrases:
-        parts.append(", ".join(phrases))
-    return " | ".join(parts)

@@ -29,8 +29,9 @@ from nodescaler.domain.scale_up.backoff import (
     after_failure,
     provision_check,
 )
-from nodescaler.domain.scaling.autoscaler import Evaluation, GroupSize, decide, record_scale
+from nodescaler.domain.scaling.autoscaler import Evaluation, decide, record_scale
 from nodescaler.domain.scaling.decision import Decision, Limit, fit_to_store
+from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.group_state import GroupState, failure_key
 from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.limits import Ceiling

@@ -1,0 +1,78 @@
+"""A decision in one line a human can act on: what happens, which metric drove it, what
+held it back."""
+
+from __future__ import annotations
+
+from nodescaler.domain.scaling.decision import Decision, Limit, MetricStatus
+from nodescaler.domain.scaling.metric_outcome import votes
+
+_LIMIT_PHRASES = {
+    Limit.TOLERANCE: "every metric is within tolerance of its target",
+    Limit.MISSING_METRIC: "a metric is missing, stale or invalid, so no scale-in",
+    Limit.STABILIZATION: "held by the stabilization window",
+    Limit.SCALE_UP_RATE: "limited by the scale-up rate",
+    Limit.SCALE_DOWN_RATE: "limited by the scale-down rate",
+    Limit.SCALING_DISABLED: "scaling in this direction is disabled",
+    Limit.FORECAST: "the forecast asks for more than the live metrics",
+    Limit.ZONAL_SHIFT: "held while its zones are shifted away, or can't be told",
+    Limit.BOUNDS_UNREAD: "its EKS node group's scaling config is unread, so no scale-in",
+    Limit.EMPTY_ONLY: "a metric is missing, stale or invalid, so only nodes empty of pods go",
+}
+
+
+def _limit_phrase(limit: Limit, decision: Decision, down_window_seconds: int) -> str:
+    source = f" ({decision.group_bounds})" if decision.group_bounds else ""
+    if limit is Limit.MIN:
+        return f"at the minimum {decision.min_replicas}{source}"
+    if limit is Limit.MAX:
+        return f"at the maximum {decision.max_replicas}{source}"
+    if limit is Limit.BACKOFF and decision.backoff is not None:
+        until, reason = decision.backoff.until, decision.backoff.reason
+        return f"backed off until {until:%H:%M:%S}Z after a failed scale-up: {reason}"
+    if limit is Limit.PROTECTED:
+        return f"{decision.protected} instances are protected from scale-in"
+    if limit is Limit.CLUSTER_LIMIT:
+        return f"capped by the cluster's {decision.cluster_limit}"
+    if limit is Limit.SCALE_IN_WINDOW:
+        return decision.scale_in_window
+    if limit is Limit.FALLBACK:
+        return "; ".join(
+            f"{o.name} in fallback {o.fallback}"
+            + (f" → {o.recommendation}" if o.recommendation is not None else "")
+            + f" since {o.failing_since:%Y-%m-%d %H:%M:%S}Z"
+            for o in decision.metrics
+            if o.fallback
+        )
+    if limit is Limit.STABILIZATION and decision.recommendation < decision.current:
+        return (
+            f"recommendation {decision.recommendation} must hold for {down_window_seconds}s first"
+        )
+    return _LIMIT_PHRASES[limit]
+
+
+def explain(decision: Decision, down_window_seconds: int) -> str:
+    """One line a human can act on: what happens, which metric drove it, what held it back."""
+    current, desired = decision.current, decision.desired
+    if desired > current:
+        parts = [f"scale up {current} → {desired}"]
+    elif desired < current and Limit.BACKOFF in decision.limited_by:
+        parts = [f"abort the scale-up {current} → {desired}"]  # no instance is removed
+    elif desired < current:
+        parts = [f"scale down {current} → {desired}"]
+    else:
+        parts = [f"hold at {current}"]
+    voters = [o for o in decision.metrics if votes(o) and o.recommendation is not None]
+    if Limit.FORECAST in decision.limited_by:  # the forecast drove it
+        voters = [o for o in decision.metrics if o.status is MetricStatus.FORECAST]
+    voters = voters or [o for o in decision.metrics if o.status is MetricStatus.UNNEEDED]
+    driver = max(voters, key=lambda o: o.recommendation or 0, default=None)
+    if driver is not None:
+        parts.append(f"{driver.name}: {driver.detail} → {driver.recommendation}")
+    if broken := [o for o in decision.metrics if o.status.broken]:
+        parts.append("; ".join(f"{o.name} {o.status}: {o.detail}" for o in broken))
+    phrases = [_limit_phrase(limit, decision, down_window_seconds) for limit in decision.limited_by]
+    if desired != decision.recommendation and not phrases:
+        phrases.append(f"recommendation {decision.recommendation}")
+    if phrases:
+        parts.append(", ".join(phrases))
+    return " | ".join(parts)
