@@ -13,21 +13,17 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self, get_args
+from typing import Annotated, Any, get_args
 
 from nodescaler.adapters.deployed_policies import load_policies
 from nodescaler.config import (
     ANY_GROUP,
     AllowedGroup,
-    ArcResource,
-    CapacitySettings,
     CommonSettings,
-    DrainSettings,
     EvaluateSettings,
     EventBusName,
     EventSettings,
     KubernetesTimeout,
-    Seconds,
 )
 from nodescaler.deployment import (
     NAME_MAX_LENGTH,
@@ -36,7 +32,6 @@ from nodescaler.deployment import (
     drain_hook,
     name_for_cluster,
 )
-from nodescaler.domain.groups.optin import TagNames
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.policy.parsing import (
     did_you_mean,
@@ -47,246 +42,56 @@ from nodescaler.domain.policy.parsing import (
 )
 from nodescaler.errors import PolicyError, SettingsError
 from nodescaler.expander_settings import DEFAULT_EXPANDERS, ExpanderChain
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel, to_snake
+
+from .setting_sections import (
+    AlarmSettings,
+    BackoffSettings,
+    ClusterLimits,
+    ContextModel,
+    DrainContext,
+    GroupName,
+    KubernetesAccess,
+    TagKey,
+    TagKeys,
+    VpcSettings,
+    ZonalShiftContext,
+    runtime_default,
+)
+
+__all__ = [  # what a CDK app imports from here (nodescaler_cdk.settings), sections too
+    "CONTEXT_KEY",
+    "DEPLOYMENTS_KEY",
+    "AlarmSettings",
+    "BackoffSettings",
+    "ClusterLimits",
+    "DeploySettings",
+    "DrainContext",
+    "GroupName",
+    "KubernetesAccess",
+    "SettingsError",
+    "Sources",
+    "TagKey",
+    "TagKeys",
+    "VpcSettings",
+    "ZonalShiftContext",
+    "check_cluster",
+    "check_scope",
+    "construct_settings",
+    "context_flags",
+    "json_flag",
+    "load_deployments",
+    "load_settings",
+    "merged",
+    "policies_in",
+    "setting_keys",
+    "setting_names",
+    "unknown_flags",
+]
 
 CONTEXT_KEY = "nodescaler"
 DEPLOYMENTS_KEY = "deployments"
-
-TagKey = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=128,
-        pattern=worded(
-            r"^[\w .:/=+\-@]+$",
-            "a tag key of letters, digits, spaces and _ . : / = + - @",
-        ),
-    ),
-]
-# An Auto Scaling group's name as it goes into an IAM resource ARN: no wildcards.
-GroupName = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=255,
-        pattern=worded(r"^[\w.\-]+$", "an Auto Scaling group's name: letters, digits, _ . -"),
-    ),
-]
-
-
-def _default(model: type[BaseModel], field: str) -> Any:
-    """A runtime setting's default, so a default is written once (in nodescaler.config)."""
-    return model.model_fields[field].default
-
-
-class _Context(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-        frozen=True,
-        alias_generator=to_camel,
-        populate_by_name=True,
-        use_attribute_docstrings=True,  # a field's docstring is its description, for editors
-    )
-
-
-class TagKeys(_Context):
-    """The ASG tags that opt a group in and configure it."""
-
-    enabled: TagKey = TagNames.enabled
-    policy: TagKey = TagNames.policy
-    cluster: TagKey = TagNames.cluster
-    dry_run: TagKey = TagNames.dry_run
-    paused: TagKey = TagNames.paused
-
-    def names(self) -> TagNames:
-        return TagNames(self.enabled, self.policy, self.cluster, self.dry_run, self.paused)
-
-
-class AlarmSettings(_Context):
-    """Where alarms go, and when a slow or short group is worth waking someone for."""
-
-    email: Annotated[
-        str | None,
-        Field(pattern=worded(r"^[^@\s]+@[^@\s]+\.[^@\s]+$", "an email address, name@domain.tld")),
-    ] = None
-    """The address the alarms' SNS topic mails (confirm the subscription it sends)."""
-    topic_arn: Annotated[
-        str | None,
-        Field(
-            pattern=worded(
-                r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:.+$",
-                "an SNS topic's ARN, arn:aws:sns:<region>:<12-digit account>:<topic>",
-            )
-        ),
-    ] = None
-    """The SNS topic the alarms notify (instead of, or beside, `email`)."""
-    shortfall_minutes: Annotated[int, Field(ge=2, le=1440)] = 15
-    """Minutes a group's in-service count may stay below its desired count."""
-    evaluation_latency_seconds: Annotated[int, Field(ge=1, le=900)] = 60
-    """Seconds from the tick or alarm to the decision, 90th percentile."""
-    backoff_minutes: Annotated[int, Field(ge=5, le=1440)] = 30
-    """Minutes a group (or several in turn) may stay backed off after failed launches."""
-
-
-class VpcSettings(_Context):
-    """Where the evaluate function runs when the EKS API endpoint is private."""
-
-    subnet_ids: Annotated[
-        list[
-            Annotated[
-                str,
-                Field(
-                    pattern=worded(
-                        r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$",
-                        "a subnet ID, subnet- and 8 or 17 hexadecimal digits",
-                    )
-                ),
-            ]
-        ],
-        Field(min_length=1),
-    ]
-    security_group_ids: Annotated[
-        list[
-            Annotated[
-                str,
-                Field(
-                    pattern=worded(
-                        r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$",
-                        "a security group ID, sg- and 8 or 17 hexadecimal digits",
-                    )
-                ),
-            ]
-        ],
-        Field(min_length=1, max_length=5),
-    ]
-
-
-class BackoffSettings(_Context):
-    """How long a group that failed to launch is left alone: doubling from `initialSeconds`
-    to `maxSeconds`, forgotten `resetSeconds` after the last failure; a scale-up not in
-    service after `maxProvisionSeconds` counts as a failure (Cluster Autoscaler's defaults)."""
-
-    initial_seconds: Seconds = _default(CapacitySettings, "backoff_initial_seconds")
-    max_seconds: Seconds = _default(CapacitySettings, "backoff_max_seconds")
-    reset_seconds: Seconds = _default(CapacitySettings, "backoff_reset_seconds")
-    max_provision_seconds: Seconds = _default(CapacitySettings, "max_provision_seconds")
-
-    @model_validator(mode="after")
-    def _doubling_upwards(self) -> Self:
-        if self.max_seconds < self.initial_seconds:
-            raise ValueError(
-                f"maxSeconds ({self.max_seconds}) is below initialSeconds ({self.initial_seconds})"
-            )
-        return self
-
-
-class ClusterLimits(_Context):
-    """Ceilings on the whole cluster (every managed group together); none by default."""
-
-    max_nodes: Annotated[int | None, Field(ge=0)] = None
-    max_vcpus: Annotated[int | None, Field(ge=0)] = None
-    max_memory_gib: Annotated[int | None, Field(ge=0)] = None
-    # The most pods one namespace's CapacityBuffer, and all of them together, may ask room for.
-    buffer_max_pods: Annotated[int, Field(ge=0, le=100_000)] = _default(
-        EvaluateSettings, "cluster_buffer_max_pods"
-    )
-    buffers_max_pods: Annotated[int, Field(ge=0, le=100_000)] = _default(
-        EvaluateSettings, "cluster_buffers_max_pods"
-    )
-
-    @property
-    def by_size(self) -> bool:
-        """Whether a node counts by its instance type's size, which is then looked up."""
-        return self.max_vcpus is not None or self.max_memory_gib is not None
-
-
-class KubernetesAccess(_Context):
-    """A cluster that is not EKS (self-managed Kubernetes on EC2): the Secrets Manager
-    secret holding a kubeconfig or a service account token, and, for a token alone, the
-    API server it goes to and the CA that signed that server's certificate (base64 PEM).
-    With an endpoint, a kubeconfig naming another server is refused at run time."""
-
-    secret_arn: Annotated[
-        str,
-        Field(
-            pattern=worded(
-                r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]+$",
-                "a Secrets Manager secret's ARN, "
-                "arn:aws:secretsmanager:<region>:<12-digit account>:secret:<name>",
-            )
-        ),
-    ]
-    endpoint: Annotated[
-        str | None,
-        Field(
-            pattern=worded(
-                r"^https://[^\s/]+(:\d+)?/?$",
-                "the API server's https:// address, a host and an optional port, no path "
-                "(https://10.0.0.10:6443)",
-            )
-        ),
-    ] = None
-    ca_bundle: Annotated[str | None, Field(max_length=8192)] = None
-
-    @field_validator("ca_bundle")
-    @classmethod
-    def _a_pem_certificate(cls, data: str | None) -> str | None:
-        import base64
-        import binascii
-
-        if data is not None:
-            try:
-                pem = base64.b64decode(data, validate=True)
-            except (binascii.Error, ValueError):
-                raise ValueError("is not base64 (give the CA's PEM, base64-encoded)") from None
-            if b"-----BEGIN CERTIFICATE-----" not in pem:
-                raise ValueError("holds no PEM certificate")
-        return data
-
-    @model_validator(mode="after")
-    def _ca_with_its_endpoint(self) -> Self:
-        if self.ca_bundle is not None and self.endpoint is None:
-            raise ValueError("caBundle is given without the endpoint it is trusted for")
-        return self
-
-    def environment(self) -> dict[str, Any]:
-        """The functions' settings that reach the cluster this way."""
-        return {
-            "kubernetes_secret": self.secret_arn,
-            "kubernetes_endpoint": self.endpoint,
-            "kubernetes_ca_data": self.ca_bundle,
-        }
-
-
-class ZonalShiftContext(_Context):
-    """The resources whose ARC zonal shifts and autoshifts hold the groups in a zone shifted
-    away, besides the EKS cluster itself: a load balancer in front of the cluster's
-    workloads, say. A shift on any other resource (another team's) holds nothing."""
-
-    resources: Annotated[list[ArcResource], Field(max_length=49)] = []
-    """ARNs of the resources (a load balancer, an Auto Scaling group) whose zonal shifts
-    and autoshifts hold the groups, besides the EKS cluster's own."""
-
-    @field_validator("resources")
-    @classmethod
-    def _each_once(cls, resources: list[str]) -> list[str]:
-        twice = sorted({r for r in resources if resources.count(r) > 1})
-        if twice:
-            raise ValueError(f"listed more than once: {', '.join(twice)}")
-        return resources
-
-
-class DrainContext(_Context):
-    """How the drain function drains a node (it is deployed with a cluster)."""
-
-    timeout_seconds: Annotated[int, Field(ge=10, le=840)] = _default(
-        DrainSettings, "drain_timeout_seconds"
-    )
-    max_grace_seconds: Annotated[int, Field(ge=0, le=3600)] = _default(
-        DrainSettings, "max_grace_seconds"
-    )
-    timeout_result: Literal["CONTINUE", "ABANDON"] = _default(DrainSettings, "drain_timeout_result")
 
 
 class _RaisingSettingsError(type(BaseModel)):  # type: ignore[misc]
@@ -305,7 +110,7 @@ class _RaisingSettingsError(type(BaseModel)):  # type: ignore[misc]
             raise SettingsError("\n".join(problems)) from None
 
 
-class DeploySettings(_Context, metaclass=_RaisingSettingsError):
+class DeploySettings(ContextModel, metaclass=_RaisingSettingsError):
     """One deployment's settings: cdk.json's `nodescaler` object, its keys in snake case
     (`DeploySettings(cluster_name="prod", dry_run=True)`). A bad or unknown setting raises
     SettingsError naming each problem (docs/deploy.md lists every setting)."""
@@ -358,7 +163,7 @@ class DeploySettings(_Context, metaclass=_RaisingSettingsError):
     """Receives of an evaluation request before it is dead-lettered."""
     audit_ttl_days: Annotated[int, Field(ge=1, le=3650)] = 30
     """Days a decision's audit item is kept."""
-    kubernetes_timeout_seconds: KubernetesTimeout = _default(
+    kubernetes_timeout_seconds: KubernetesTimeout = runtime_default(
         EvaluateSettings, "kubernetes_timeout_seconds"
     )
     """How long the Kubernetes API server may take to answer before its metrics count as
@@ -375,7 +180,7 @@ class DeploySettings(_Context, metaclass=_RaisingSettingsError):
     """How long a group that failed to launch is left alone."""
     cluster_limits: ClusterLimits = ClusterLimits()
     """Ceilings on the whole cluster; none by default."""
-    drain_groups: list[GroupName] = []
+    drain_groups: list[GroupName] = []  # noqa: RUF012  (a pydantic field: copied, not shared)
     """The Auto Scaling groups the stack puts the drain's terminate lifecycle hook on;
     README shows the command for any other."""
     drain: DrainContext = DrainContext()
@@ -383,12 +188,16 @@ class DeploySettings(_Context, metaclass=_RaisingSettingsError):
     zonal_shift: ZonalShiftContext = ZonalShiftContext()
     """ARC zonal shifts obeyed: those of the EKS cluster, and of these resources (docs,
     policies.md "Impaired zones")."""
-    event_bus: EventBusName = _default(EventSettings, "event_bus_name")
+    event_bus: EventBusName = runtime_default(EventSettings, "event_bus_name")
     """Where each resize, backoff and drain outcome is put (README, "Scaling events")."""
-    skip_nodes_with_local_storage: bool = _default(CommonSettings, "skip_nodes_with_local_storage")
+    skip_nodes_with_local_storage: bool = runtime_default(
+        CommonSettings, "skip_nodes_with_local_storage"
+    )
     """Cluster Autoscaler's flag of the same name and default: a node running a pod with
     local storage stays (scale-in's choice, the terminate function's, and the drain)."""
-    skip_nodes_with_system_pods: bool = _default(CommonSettings, "skip_nodes_with_system_pods")
+    skip_nodes_with_system_pods: bool = runtime_default(
+        CommonSettings, "skip_nodes_with_system_pods"
+    )
     """Cluster Autoscaler's flag of the same name and default: a node running a kube-system
     pod no disruption budget selects stays."""
 
@@ -671,7 +480,7 @@ def setting_keys() -> list[str]:
         key = to_camel(name)
         keys.append(key)
         for inner in (info.annotation, *get_args(info.annotation)):  # `VpcSettings | None`
-            if isinstance(inner, type) and issubclass(inner, _Context):
+            if isinstance(inner, type) and issubclass(inner, ContextModel):
                 keys += [f"{key}.{to_camel(n)}" for n in inner.model_fields]
     return keys
 

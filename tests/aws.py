@@ -15,7 +15,8 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from moto import mock_aws
 from nodescaler_sandbox import provision
-from nodescaler_sandbox.moto_gaps import WITHOUT_PUBLIC_AMIS, launched_as_spot
+from nodescaler_sandbox.moto_gaps import launched_as_spot
+from nodescaler_sandbox.moto_server import WITHOUT_PUBLIC_AMIS
 from nodescaler_sandbox.provision import create_evaluation_queue, create_state_table
 
 REGION = "eu-west-1"

@@ -23,7 +23,7 @@ from nodescaler.observability.reports import report_fast_look
 from nodescaler.service.fast_path import FastPath
 from nodescaler_sandbox.kube.apiserver import Fault, KubeApiServer
 from nodescaler_sandbox.lambda_local import LocalContext
-from nodescaler_sandbox.moto_gaps import free_port
+from nodescaler_sandbox.moto_server import free_port
 from nodescaler_sandbox.prometheus import (
     GaugeTarget,
     PrometheusMissingError,

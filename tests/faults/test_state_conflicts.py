@@ -10,7 +10,7 @@ them has claimed a resize, and that one's call to Auto Scaling is held until the
 done (a slow SetDesiredCapacity): they all read the group while a resize is claimed and
 not yet made. In a round that resizes nothing they start once the first half is done.
 
-AWS is moto's server on loopback, one request at a time (see `moto_gaps.OneRequestAtATime`); each
+AWS is moto's server on loopback, one request at a time (see `moto_server.OneRequestAtATime`); each
 evaluation is the real evaluate handler with its own evaluator, wired from settings.
 botocore hooks on the functions' clients record every SetDesiredCapacity and every state
 write DynamoDB accepted. One run is shared by the tests below; its figures are printed
@@ -43,7 +43,7 @@ from nodescaler.errors import StateConflictError
 from nodescaler.service.evaluation import Evaluator
 from nodescaler_bench.aws import fake_credentials, functions_output
 from nodescaler_sandbox.lambda_local import LocalContext
-from nodescaler_sandbox.moto_gaps import moto_in_this_process
+from nodescaler_sandbox.moto_server import moto_in_this_process
 
 from functions.evaluate import handler as evaluate
 from tests import aws

@@ -46,7 +46,7 @@ from nodescaler.service.evaluation import Evaluator, Outcome
 from nodescaler.service.policy_resolver import PolicyBook
 from nodescaler.service.producers import Producers
 from nodescaler_cli.main import main
-from nodescaler_sandbox.moto_gaps import free_port
+from nodescaler_sandbox.moto_server import free_port
 from nodescaler_sandbox.prometheus import (
     GaugeTarget,
     PrometheusMissingError,

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nodescaler_sandbox import controllers
 from nodescaler_sandbox import runner as scenarios
 from nodescaler_sandbox.cadence import steps
 from nodescaler_sandbox.outages import Outages
@@ -40,7 +41,7 @@ def test_sqs_publishes_once_a_minute_and_the_alarm_fires_on_its_period(
     depths, states = {}, {}
     with sandbox(burst.policies_path, tmp_path, boot=timedelta(minutes=3)) as box:
         world = World(burst, box, hooks=True)
-        act = scenarios._controller(burst, scenarios.NODESCALER, box, world, Outages([], box))
+        act = controllers.acting(burst, scenarios.NODESCALER, box, world, Outages([], box))
         cloudwatch = box.client("cloudwatch")
         ticks, tick = [], box.tick
         monkeypatch.setattr(box, "tick", lambda: (ticks.append(box.clock.now()), tick()))

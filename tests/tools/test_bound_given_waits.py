@@ -1,5 +1,5 @@
 """Why a run can come out below the bound, and the figure no run can (`oracle.waits_allowance`,
-`runner._bound_given_waits`): the bound counts a deployment's new pod from a boot after it
+`oracle_bounds.bound_given_waits`): the bound counts a deployment's new pod from a boot after it
 arrived; a run whose pods wait longer (Cluster Autoscaler learning of a failed Spot launch
 at its Auto Scaling cache's next refresh, a minute on) holds fewer nodes meanwhile, by at
 most those pods' shares, rounded up, each step they wait beyond the boot."""

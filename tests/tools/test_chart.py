@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from nodescaler_sandbox import runner
+from nodescaler_sandbox import chart_series, runner
 from nodescaler_sandbox.chart import (
     BUDGET_SHORT,
     CLUSTER_INCHES,
@@ -28,6 +28,7 @@ from nodescaler_sandbox.chart import (
     panels_of,
     render,
 )
+from nodescaler_sandbox.observation import Run
 from nodescaler_sandbox.scenario_file import Scenario
 
 if TYPE_CHECKING:
@@ -259,19 +260,19 @@ def test_the_runs_vcpus_and_memory_in_service_are_charted_against_the_scenarios_
     )
     sizes = {"small-ng": (4.0, 16.0), "big-ng": (16.0, 64.0)}  # vCPUs, GiB a node
 
-    def run(controller: str, small: list[int], big: list[int]) -> runner.Run:
+    def run(controller: str, small: list[int], big: list[int]) -> Run:
         rows = [
             {"minute": m, "group": g, "desired": n, "in_service": n, "pending_pods": 0}
             for m in range(3)
             for g, n in (("small-ng", small[m]), ("big-ng", big[m]))
         ]
-        return runner.Run(controller, minutes=rows, node_sizes=sizes)
+        return Run(controller, minutes=rows, node_sizes=sizes)
 
     runs = {
         runner.NODESCALER: run(runner.NODESCALER, [0, 1, 2], [0, 0, 1]),
         runner.BASELINE: run(runner.BASELINE, [0, 3, 3], [1, 1, 1]),
     }
-    _, cluster_chart = runner.charted(scenario, runs)
+    _, cluster_chart = chart_series.charted(scenario, runs)
     vcpus, memory = cluster_chart.limited
     assert (vcpus.name, vcpus.limit, vcpus.ours, vcpus.baseline) == (
         "vCPUs",
@@ -282,4 +283,4 @@ def test_the_runs_vcpus_and_memory_in_service_are_charted_against_the_scenarios_
     assert (memory.unit, memory.limit, memory.ours) == ("GiB", 160, [0, 16, 96])
     assert cluster_chart.max_nodes is None  # no node limit set: none drawn
     unlimited = scenario.model_copy(update={"environment": {}})
-    assert runner.charted(unlimited, runs)[1].limited == []
+    assert chart_series.charted(unlimited, runs)[1].limited == []

@@ -7,11 +7,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from nodescaler_sandbox import latency, runner
+from nodescaler_sandbox import charging, latency, runner
 from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.kube.apiserver import Cluster
 from nodescaler_sandbox.provision import create_group, launch_configuration
-from nodescaler_sandbox.sandbox import VirtualClock
+from nodescaler_sandbox.virtual_clock import VirtualClock
 
 from tests.aws import REGION, aws, client  # noqa: F401  (moto for every test here)
 
@@ -81,7 +81,7 @@ def test_an_instance_no_request_started_boots_from_the_sync_that_found_it() -> N
 
 
 class Waiting:
-    """The world as `runner._takes_effect` reads it: its step, and the pods waiting."""
+    """The world as `charging.takes_effect` reads it: its step, and the pods waiting."""
 
     def __init__(self, at: int, waiting: list[tuple[str, int, bool]]) -> None:
         self.at, self.start, self._waiting = at, START, waiting
@@ -94,7 +94,7 @@ def test_a_request_takes_effect_when_it_first_answers_a_pod_waiting() -> None:
     charge = latency.Charged(latency.Nodescaler(), STEP)
     waiting = [("web-1", 100, False), ("web-2", 100, False)]
     world = Waiting(100, waiting)
-    takes_effect = runner._takes_effect(world, runner.NODESCALER, charge)  # type: ignore[arg-type]
+    takes_effect = charging.takes_effect(world, runner.NODESCALER, charge)  # type: ignore[arg-type]
     at = takes_effect("web", "fast path: 2 new unschedulable pods")
     # each pod's own effective second, as its reaction is charged; the first of them
     firsts = [
@@ -108,12 +108,12 @@ def test_a_request_takes_effect_when_it_first_answers_a_pod_waiting() -> None:
 def test_a_request_for_no_pod_takes_effect_at_its_look_in_the_step() -> None:
     # a tick at 120 s sizing a group for its queue: the minute's evaluation, then its chain
     world = Waiting(120, [])
-    ours = runner._takes_effect(
+    ours = charging.takes_effect(
         world, runner.NODESCALER, latency.Charged(latency.Nodescaler(), STEP)
     )  # type: ignore[arg-type]
     assert ours("web", "tick") == START + timedelta(seconds=120 + 1.0 + 0.45 + 0.25)
     # CA's loop, for a gpu-free request: its scan in the step and the loop's second
-    theirs = runner._takes_effect(
+    theirs = charging.takes_effect(
         world, runner.BASELINE, latency.Charged(latency.ClusterAutoscaler(), STEP)
     )  # type: ignore[arg-type]
     assert theirs("web", None) > START + timedelta(seconds=120)
@@ -138,6 +138,6 @@ def test_a_request_at_the_first_step_launches_no_earlier_than_the_start() -> Non
     charge = latency.Charged(latency.Nodescaler(), STEP)
     early = next(f"web-{n}" for n in range(100) if latency.arrival_offset(f"web-{n}", STEP) > 5)
     world = Waiting(0, [(early, 0, False)])
-    takes_effect = runner._takes_effect(world, runner.NODESCALER, charge)  # type: ignore[arg-type]
+    takes_effect = charging.takes_effect(world, runner.NODESCALER, charge)  # type: ignore[arg-type]
     assert charge.effective(charge.arrival(0, early), 0, latency.FAST_PATH, gpu=False) < 0
     assert takes_effect("web", "fast path: 1 new unschedulable pod") == START

@@ -13,7 +13,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from nodescaler_sandbox.moto_gaps import InProcess, answered_in_process, moto_in_this_process
+from nodescaler_sandbox.moto_server import InProcess, answered_in_process, moto_in_this_process
 
 REGION = "us-east-1"
 TABLE = "state"
@@ -174,7 +174,7 @@ def test_a_query_answers_its_partition_in_order_as_moto_does(moto: str) -> None:
 _LAUNCH_IN_A_NEW_PROCESS = """
 import random, sys
 import boto3
-from nodescaler_sandbox.moto_gaps import answered_in_process, moto_in_this_process
+from nodescaler_sandbox.moto_server import answered_in_process, moto_in_this_process
 random.seed(sys.argv[1])  # whatever else the process draws
 with moto_in_this_process() as url:
     session = boto3.Session(region_name=sys.argv[2])

@@ -133,7 +133,8 @@ def test_a_shorter_step_counts_its_share_of_an_hour() -> None:
 def test_a_runs_limit_is_judged_from_the_step_of_judged_from_on_its_step() -> None:
     from pathlib import Path
 
-    from nodescaler_sandbox import runner
+    from nodescaler_sandbox import oracle_bounds, runner
+    from nodescaler_sandbox.observation import Run
     from nodescaler_sandbox.scenario_file import load_scenario
 
     # Given a 61-minute run of 10-second steps judged from minute 1, one pod all along
@@ -141,10 +142,10 @@ def test_a_runs_limit_is_judged_from_the_step_of_judged_from_on_its_step() -> No
     scenario = load_scenario(path).model_copy(
         update={"minutes": 61, "judged_from": 1, "step_seconds": 10}
     )
-    run = runner.Run(runner.NODESCALER, steps=minutes(61 * 6 + 1, pod("1", "1Gi")))
+    run = Run(runner.NODESCALER, steps=minutes(61 * 6 + 1, pod("1", "1Gi")))
     run.templates = {"ng": node("4", "8Gi")}
     # Then the judged hour is the 361 steps from 00:01:00 on (not from the second step)
-    figures = runner._oracle(scenario, [run])
+    figures = oracle_bounds.bound(scenario, [run])
     assert figures["packed_node_hours"] == round(361 * 10 / 3600, 2)
     # ... and the bound counts the same steps of the scenario's own demand
     judged = list(demand(scenario))[6:]

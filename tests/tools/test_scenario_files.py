@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from nodescaler_sandbox import traces
+from nodescaler_sandbox import replay_figures
 from nodescaler_sandbox.runner import scenario_files
 from nodescaler_sandbox.scenario_file import ScenarioError, load_scenario
 
@@ -319,7 +319,7 @@ def test_the_format_documented_in_the_scenarios_readme_loads(tmp_path: Path) -> 
     scenario = load_scenario(path)
     assert (scenario.pod_traces[0].until, scenario.request_traces[0].queue_length) == (1440, 5)
     assert scenario.priced()["g5.xlarge"].on_demand == 0.45
-    assert scenario.priced()["m5.4xlarge"] == traces.Price(on_demand=0.856, spot=0.31)
+    assert scenario.priced()["m5.4xlarge"] == replay_figures.Price(on_demand=0.856, spot=0.31)
     assert [f.kind for f in scenario.faults] == [
         "cloudwatch-outage",
         "throttling",

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from nodescaler_sandbox.runner import on_the_timeline_clock
 from nodescaler_sandbox.scenario_file import load_scenario
+from nodescaler_sandbox.timeline import on_the_timeline_clock
 
 REPO = Path(__file__).parents[2]
 

@@ -142,7 +142,7 @@ def test_given_kube_state_metrics_in_prometheus_when_exported_then_each_pod_is_a
 def test_an_unreachable_prometheus_is_named_and_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from nodescaler_sandbox.moto_gaps import free_port
+    from nodescaler_sandbox.moto_server import free_port
 
     address = f"http://127.0.0.1:{free_port()}"
     code = main(["trace", "export", "--prometheus", address, "--from", "1h",

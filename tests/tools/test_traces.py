@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from nodescaler_sandbox import traces
+from nodescaler_sandbox import replay_figures, traces
 from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.figures import PodRecord
 from nodescaler_sandbox.kube.apiserver import Cluster
@@ -223,24 +223,24 @@ def test_a_worker_removed_while_busy_gives_its_request_back(tmp_path: Path) -> N
 
 def test_pod_waits_run_from_arrival_to_ready_or_to_the_end() -> None:
     pods = [PodRecord("a", 0, ready=1), PodRecord("b", 2, ready=2.5), PodRecord("c", 9)]
-    waits = traces.pod_wait_seconds(pods, 10)
+    waits = replay_figures.pod_wait_seconds(pods, 10)
     assert waits == [60, 30, 60]
-    assert traces.wait_spread(waits) == {"count": 3, "p50": 60, "p99": 60}
+    assert replay_figures.wait_spread(waits) == {"count": 3, "p50": 60, "p99": 60}
 
 
 def test_cost_is_node_hours_at_the_price_a_user_may_override() -> None:
     groups = [("web", "m5.large", "on-demand"), ("gpu", "g5.xlarge", "on-demand")]
     groups += [("odd", "x9.huge", "on-demand"), ("cheap", "m5.large", "spot")]
     hours = {"web": 10.0, "gpu": 2.0, "odd": 1.0, "cheap": 4.0}
-    prices = traces.prices_for(None, {"g5.xlarge": traces.Price(on_demand=0.5)})
-    cost = traces.cost_usd(groups, hours, prices)
+    prices = replay_figures.prices_for(None, {"g5.xlarge": replay_figures.Price(on_demand=0.5)})
+    cost = replay_figures.cost_usd(groups, hours, prices)
     assert cost == {
         "total": 2.07,
         "by_group": {"web": 1.07, "gpu": 1.0, "odd": None, "cheap": None},
         "unpriced_instance_types": ["m5.large (spot)", "x9.huge"],
     }
-    spot = traces.prices_for(None, {"m5.large": traces.Price(spot=0.04)})
-    assert traces.cost_usd(groups[:1] + groups[3:], hours, spot) == {
+    spot = replay_figures.prices_for(None, {"m5.large": replay_figures.Price(spot=0.04)})
+    assert replay_figures.cost_usd(groups[:1] + groups[3:], hours, spot) == {
         "total": 1.23,  # 10 on-demand hours at 0.107, 4 Spot hours at 0.04
         "by_group": {"web": 1.07, "cheap": 0.16},
     }
@@ -249,9 +249,9 @@ def test_cost_is_node_hours_at_the_price_a_user_may_override() -> None:
 def test_a_price_table_file_is_over_the_sandbox_and_under_the_scenario(tmp_path: Path) -> None:
     table = tmp_path / "prices.yaml"
     table.write_text("m5.large: {onDemand: 0.096, spot: 0.035}\nc6i.large: 0.085\n")
-    prices = traces.prices_for(table, {"m5.large": traces.Price(spot=0.03)})
-    assert prices["m5.large"] == traces.Price(on_demand=0.096, spot=0.03)
-    assert prices["c6i.large"] == traces.Price(on_demand=0.085)
+    prices = replay_figures.prices_for(table, {"m5.large": replay_figures.Price(spot=0.03)})
+    assert prices["m5.large"] == replay_figures.Price(on_demand=0.096, spot=0.03)
+    assert prices["c6i.large"] == replay_figures.Price(on_demand=0.085)
     assert prices["g5.xlarge"].on_demand == 1.123  # the sandbox's, untouched
 
 
@@ -269,14 +269,14 @@ def test_a_price_table_file_is_over_the_sandbox_and_under_the_scenario(tmp_path:
 def test_a_bad_price_table_is_named_by_file_and_type(tmp_path: Path, text: str, named: str) -> None:
     (tmp_path / "prices.yaml").write_text(text)
     with pytest.raises(TraceError, match=re.escape(named)):
-        traces.price_table(tmp_path / "prices.yaml")
+        replay_figures.price_table(tmp_path / "prices.yaml")
 
 
 def test_a_price_table_of_thousands_of_types_is_refused(tmp_path: Path) -> None:
-    many = "".join(f"m{i}.large: 0.1\n" for i in range(traces.MAX_PRICED_TYPES + 1))
+    many = "".join(f"m{i}.large: 0.1\n" for i in range(replay_figures.MAX_PRICED_TYPES + 1))
     (tmp_path / "prices.yaml").write_text(many)
     with pytest.raises(TraceError, match="at most 500"):
-        traces.price_table(tmp_path / "prices.yaml")
+        replay_figures.price_table(tmp_path / "prices.yaml")
 
 
 def test_waits_are_told_by_workload_from_the_trace_label_or_the_controller() -> None:
@@ -288,7 +288,7 @@ def test_waits_are_told_by_workload_from_the_trace_label_or_the_controller() -> 
         PodRecord("trace-2", 0, ready=0.25),
     ]
     named = {"trace-1": "nightly"}
-    by = traces.waits_by_workload(pods, 10, named)
+    by = replay_figures.waits_by_workload(pods, 10, named)
     assert by == {
         "nightly": {"count": 2, "p50": 60, "p99": 120},
         "web": {"count": 2, "p50": 30, "p99": 90},
@@ -297,9 +297,9 @@ def test_waits_are_told_by_workload_from_the_trace_label_or_the_controller() -> 
 
 
 def test_past_the_workloads_listed_the_others_are_one() -> None:
-    pods = [PodRecord(f"w{i}-1", 0, ready=1) for i in range(traces.MAX_WORKLOADS + 3)]
-    by = traces.waits_by_workload(pods, 10, {})
-    assert len(by) == traces.MAX_WORKLOADS + 1 and by["(others)"]["count"] == 3
+    pods = [PodRecord(f"w{i}-1", 0, ready=1) for i in range(replay_figures.MAX_WORKLOADS + 3)]
+    by = replay_figures.waits_by_workload(pods, 10, {})
+    assert len(by) == replay_figures.MAX_WORKLOADS + 1 and by["(others)"]["count"] == 3
 
 
 SCENARIO = """\

@@ -32,7 +32,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
-from nodescaler_sandbox.moto_gaps import WITHOUT_PUBLIC_AMIS, free_port
+from nodescaler_sandbox.moto_server import WITHOUT_PUBLIC_AMIS, free_port
 
 REGION = "eu-west-1"
 CREDENTIALS = {

@@ -46,7 +46,8 @@ from nodescaler_sandbox.provision import (
     launch_configuration,
     set_queue_depth,
 )
-from nodescaler_sandbox.sandbox import ROOT, START, VirtualClock, load_handler
+from nodescaler_sandbox.sandbox import ROOT, load_handler
+from nodescaler_sandbox.virtual_clock import START, VirtualClock
 
 from nodescaler_bench.aws import REGION, fake_credentials, functions_output, moto_server
 

@@ -289,6 +289,12 @@ def _compute(url: str, side: str) -> dict[str, Any]:
     # Both sides read through the product's producer; only how the snapshot is listed differs.
     source = KubernetesCluster(Connection()) if side == "fast" else ThroughModels(api)
     metrics = KubernetesClusterView(source, pending=planner)
+    return _read_all(metrics, groups, policy)
+
+
+def _read_all(metrics: Any, groups: list[Any], policy: Any) -> dict[str, Any]:
+    """Every group's metrics read once through `metrics`: the time it took, the peak
+    memory, the snapshot's size, and what the reads said (to check both sides agree)."""
     now = datetime.now(UTC)
     started = time.perf_counter()
     readings = {

@@ -16,7 +16,7 @@ from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.policy import PrometheusMetric
 from nodescaler.domain.scaling.readings import MetricReading
 from nodescaler_sandbox.prometheus import prometheus_scraping
-from nodescaler_sandbox.sandbox import START
+from nodescaler_sandbox.virtual_clock import START
 
 from nodescaler_bench.aws import REGION, percentile
 

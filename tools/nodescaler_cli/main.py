@@ -358,6 +358,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_offline_commands(commands: Any) -> None:
     """What needs no AWS account: validate, schema, simulate and invoke (the sandbox)."""
+    _add_validate(commands)
+    schema = commands.add_parser(
+        "schema", help=f"print the policies' JSON Schema, for editors (as {SCHEMA_FILE})"
+    )
+    schema.set_defaults(run=_schema)
+    _add_sandbox_commands(commands)
+
+
+def _add_validate(commands: Any) -> None:
+    """validate: policy documents checked offline, with synth's errors."""
     validate = commands.add_parser(
         "validate", help="validate policy documents offline (the same errors as synth)"
     )
@@ -379,11 +389,9 @@ def _add_offline_commands(commands: Any) -> None:
     )
     validate.set_defaults(run=_validate)
 
-    schema = commands.add_parser(
-        "schema", help=f"print the policies' JSON Schema, for editors (as {SCHEMA_FILE})"
-    )
-    schema.set_defaults(run=_schema)
 
+def _add_sandbox_commands(commands: Any) -> None:
+    """simulate, trace and invoke: the sandbox's scenarios, traces and one-event runs."""
     simulate = commands.add_parser(
         "simulate",
         help="run scenarios in the sandbox, under nodescaler and a Cluster Autoscaler "

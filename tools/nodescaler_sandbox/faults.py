@@ -274,6 +274,19 @@ class FaultProxy:
         return (c for c in calls if c.operation == operation and c.status < 300)
 
 
+def _answer(proxy: FaultProxy, call: Call, fault: Fault | None, draw: float) -> Answer:
+    """The call's answer under its fault (a reset aside): AWS's late, throttled or 5xx
+    answer, or the upstream's own (late, for a delay)."""
+    if fault is Fault.DELAY:
+        low, high = proxy.delay_seconds
+        time.sleep(low + (high - low) * draw)
+    if fault is Fault.THROTTLE:
+        return throttling(call)
+    if fault is Fault.SERVER_ERROR:
+        return server_error(call, draw)
+    return proxy.forward(call)
+
+
 def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as botocore's connection pool expects
@@ -293,15 +306,7 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             if fault is Fault.RESET:
                 self._reset()
                 return
-            if fault is Fault.DELAY:
-                low, high = proxy.delay_seconds
-                time.sleep(low + (high - low) * draw)
-            if fault is Fault.THROTTLE:
-                answer = throttling(call)
-            elif fault is Fault.SERVER_ERROR:
-                answer = server_error(call, draw)
-            else:
-                answer = proxy.forward(call)
+            answer = _answer(proxy, call, fault, draw)
             self.send_response(answer.status)
             for name, value in answer.headers.items():
                 if name.lower() != "content-length":

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 from nodescaler_sandbox.debian import DebianInstallError, DebianPackage
-from nodescaler_sandbox.moto_gaps import free_port
+from nodescaler_sandbox.moto_server import free_port
 
 DEBIAN = DebianPackage("prometheus", "2.42.0+ds-5+deb12u1")  # bookworm's
 UNPACKED = DEBIAN.home / "usr" / "bin" / "prometheus"

@@ -27,16 +27,13 @@ is `lambda_local.SqsEventSource`.
 from __future__ import annotations
 
 import contextlib
-import heapq
 import importlib.util
 import io
 import json
 import logging
 import os
-import threading
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +42,7 @@ import boto3
 import botocore.loaders
 import botocore.session
 
+from nodescaler_sandbox import cloudwatch_alarms
 from nodescaler_sandbox.capacity_reservations import CapacityReservations
 from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.eks_scaling import EksNodegroupScaling
@@ -57,15 +55,15 @@ from nodescaler_sandbox.moto_gaps import (
     MetricMath,
     ScalingActivities,
     TerminationPolicies,
-    answered_in_process,
-    moto_in_this_process,
 )
+from nodescaler_sandbox.moto_server import answered_in_process, moto_in_this_process
 from nodescaler_sandbox.prometheus import GaugeTarget, PrometheusServer, prometheus_scraping
 from nodescaler_sandbox.provision import (
     create_evaluation_queue,
     create_state_table,
     fail_launches,
 )
+from nodescaler_sandbox.virtual_clock import START, VirtualClock
 from nodescaler_sandbox.warm_pools import WarmPools
 from nodescaler_sandbox.zonal_shifts import ArcZonalShiftApi
 
@@ -75,7 +73,6 @@ if TYPE_CHECKING:
 REGION = "eu-west-1"
 ACCOUNT = "123456789012"
 TABLE = "nodescaler-state"
-START = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)  # a Monday morning
 DRAIN_HOOK = "nodescaler-drain"  # the stack's terminate hook
 HOOK_HEARTBEAT_TIMEOUT = timedelta(minutes=5)  # the stack's
 # A scenario's environment: "true" runs the fast path as cdk.json `fastPath: true` deploys
@@ -112,81 +109,6 @@ def event(detail_type: str, source: str, at: datetime, detail: dict[str, Any]) -
 
 
 _LOADER = botocore.loaders.create_loader()  # models cached: shared by every sandbox
-
-
-@dataclass
-class VirtualClock:
-    """The sandbox's time. Threads that `sleep` (the drain function) wait for it: `advance`
-    moves it on from one sleeper's wake-up to the next, letting each run until it sleeps
-    again or ends, so they and the main loop take turns and never run at once."""
-
-    at: datetime = START
-    _turns: threading.Condition = field(default_factory=threading.Condition)
-    _threads: set[int] = field(default_factory=set)
-    _waking: dict[int, datetime] = field(default_factory=dict)
-    _alarms: list[datetime] = field(default_factory=list)  # `wake_at`'s, a heap
-
-    def now(self) -> datetime:
-        return self.at
-
-    def sleep(self, seconds: float) -> None:
-        me = threading.get_ident()
-        with self._turns:
-            self._waking[me] = self.at + timedelta(seconds=seconds)
-            self._turns.notify_all()
-            self._turns.wait_for(lambda: self.at >= self._waking[me])
-            del self._waking[me]
-
-    def spawn(self, run: Callable[[], None]) -> None:
-        """Run `run` in a thread of its own, until it first sleeps or ends."""
-
-        def turn() -> None:
-            try:
-                run()
-            finally:
-                with self._turns:
-                    self._threads.discard(threading.get_ident())
-                    self._turns.notify_all()
-
-        with self._turns:
-            thread = threading.Thread(target=turn, daemon=True)
-            thread.start()
-            assert thread.ident is not None
-            self._threads.add(thread.ident)
-        self._settle()
-
-    def wake_at(self, at: datetime) -> None:
-        """Stop at `at` on the way when time is next moved on (`advance`), for `between`
-        to run then: a node turning Ready between two steps."""
-        if at > self.at:
-            heapq.heappush(self._alarms, at)
-
-    def advance(self, by: timedelta, between: Callable[[], None] = lambda: None) -> None:
-        """Move time on by `by`; at each wake-up on the way (a sleeper's, or `wake_at`'s),
-        the sleepers run, then `between` (the world reacting to what they did)."""
-        target = self.at + by
-        while True:
-            with self._turns:
-                due = [w for w in self._waking.values() if w <= target]
-                # an alarm at the target itself: the step that comes then reacts anyway
-                due += self._alarms[:1] if self._alarms and self._alarms[0] < target else []
-                if not due:
-                    self.at = target
-                    self._turns.notify_all()
-                    break
-                self.at = min(due)
-                while self._alarms and self._alarms[0] <= self.at:
-                    heapq.heappop(self._alarms)
-                self._turns.notify_all()
-            self._settle()
-            between()
-
-    def _settle(self) -> None:
-        """Wait until every thread sleeps until later, or has ended."""
-        with self._turns:
-            self._turns.wait_for(
-                lambda: all(self._waking.get(t, self.at) > self.at for t in self._threads)
-            )
 
 
 class Sandbox:
@@ -227,7 +149,7 @@ class Sandbox:
         self._alarm_states: dict[str, str] = {}
         self.causes: dict[str, str] = {}  # group → its last evaluation request's cause
         # the second a scale request made now takes effect, from its group and cause (the
-        # runner's, `latency`); None: at once
+        # run's, `charging.takes_effect`); None: at once
         self.takes_effect: Callable[[str, str | None], datetime] | None = None
         self.fast_path: FastPath | None = None  # wired at its first look
         self._fast_watch: Watch | None = None
@@ -266,7 +188,7 @@ class Sandbox:
 
     def _session(self) -> boto3.Session:
         """A session whose clients' requests to moto are answered in this thread
-        (`moto_gaps.InProcess`): the same answers, without the loopback's cost."""
+        (`moto_server.InProcess`): the same answers, without the loopback's cost."""
         if self._aws is None:
             session = botocore.session.Session()
             # the services' models read once a process, not once a run (the three runs
@@ -277,13 +199,9 @@ class Sandbox:
         return self._aws
 
     def _wire(self) -> None:
+        """The functions' table, queue and kubeconfig, their environment and clients; then
+        what moto lacks (`_answer_as_aws`) and the functions themselves (`_functions`)."""
         from nodescaler import wiring
-        from nodescaler.config import (
-            DispatchSettings,
-            DrainSettings,
-            EvaluateSettings,
-            TerminateSettings,
-        )
 
         create_state_table(self.client("dynamodb"), TABLE)
         self.queue_url = create_evaluation_queue(self.client("sqs"), "evaluations")
@@ -300,6 +218,14 @@ class Sandbox:
             endpoint_url=self.endpoint,
             amp_endpoint_url=self.gauges[0].address if self.gauges else None,
         )
+        self._answer_as_aws(clients)
+        self.clients = clients
+        self._functions(clients)
+
+    def _answer_as_aws(self, clients: Any) -> None:
+        """What moto lacks, answered on the functions' clients as AWS would (`moto_gaps`):
+        Auto Scaling's refusals, lifecycle actions and termination policies, EKS managed
+        node groups' scaling, metric math, capacity reservations and zonal shifts."""
         self.lifecycle = LifecycleActionRecorder(self.clock.now, HOOK_HEARTBEAT_TIMEOUT)
         self.termination = TerminationPolicies(
             REGION, self._launched, self.clock.now, custom=self._terminate
@@ -311,7 +237,18 @@ class Sandbox:
         MetricMath(self.client("cloudwatch")).watch(clients.cloudwatch)
         self.reservations.watch(clients.ec2)
         self.arc.watch(clients.arc_zonal_shift)
-        self.clients = clients
+
+    def _functions(self, clients: Any) -> None:
+        """The functions' handlers and their services, wired as in Lambda (`wiring`) from
+        the sandbox's environment; evaluate behind Lambda's SQS event source."""
+        from nodescaler import wiring
+        from nodescaler.config import (
+            DispatchSettings,
+            DrainSettings,
+            EvaluateSettings,
+            TerminateSettings,
+        )
+
         self.handlers = {
             name: load_handler(name) for name in ("dispatch", "evaluate", "drain", "terminate")
         }
@@ -563,54 +500,15 @@ class Sandbox:
             self.client("cloudwatch").put_metric_data(Namespace="AWS/SQS", MetricData=data)
 
     def evaluate_alarms(self) -> None:
-        """The alarms whose evaluation is due now, on their latest datapoints, as
-        CloudWatch evaluates them: an alarm of a period of a minute or more every minute,
-        on the minute; one of 10 or 30 seconds every 10 seconds ("Alarm evaluation",
-        https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html).
-        Called at any step, an alarm not due is left as it is. A change of state goes to
-        dispatch as the `CloudWatch Alarm State Change` event."""
-        cloudwatch = self.client("cloudwatch")
-        now = self.clock.now()
-        if not any(_evaluated_at(period, now) for period in _alarm_periods()):
-            return  # none due at this step: no call (most steps of a world in seconds)
-        for alarm in cloudwatch.describe_alarms()["MetricAlarms"]:
-            if not _evaluated_at(alarm["Period"], now):
-                continue
-            periods = alarm["EvaluationPeriods"]
-            points = cloudwatch.get_metric_statistics(
-                Namespace=alarm["Namespace"],
-                MetricName=alarm["MetricName"],
-                Dimensions=alarm["Dimensions"],
-                StartTime=now - timedelta(seconds=alarm["Period"] * periods),
-                EndTime=now + timedelta(seconds=1),
-                Period=alarm["Period"],
-                Statistics=[alarm["Statistic"]],
-            )["Datapoints"]
-            latest = sorted(points, key=lambda p: p["Timestamp"])[-periods:]
-            values = [p[alarm["Statistic"]] for p in latest]
-            if len(values) < periods:
-                state = "INSUFFICIENT_DATA"
-            elif all(_breaches(v, alarm["ComparisonOperator"], alarm["Threshold"]) for v in values):
-                state = "ALARM"
-            else:
-                state = "OK"
-            previous = self._alarm_states.get(alarm["AlarmName"], "INSUFFICIENT_DATA")
-            if state == previous:
-                continue
-            self._alarm_states[alarm["AlarmName"]] = state
-            threshold = alarm["Threshold"]
-            reason = f"Threshold Crossed: datapoints {values} against the threshold ({threshold})."
-            cloudwatch.set_alarm_state(
-                AlarmName=alarm["AlarmName"], StateValue=state, StateReason=reason
-            )
-            detail = {
-                "alarmName": alarm["AlarmName"],
-                "state": {"value": state, "reason": reason, "timestamp": now.isoformat()},
-                "previousState": {"value": previous, "timestamp": now.isoformat()},
-                "configuration": {"description": alarm.get("AlarmDescription", "")},
-            }
+        """The alarms whose evaluation is due now, as CloudWatch evaluates them
+        (`cloudwatch_alarms`); each change of state goes to dispatch as the `CloudWatch
+        Alarm State Change` event, before the next alarm is evaluated."""
+        cloudwatch, now = self.client("cloudwatch"), self.clock.now()
+        for detail, arn in cloudwatch_alarms.changes(
+            cloudwatch, now, self._alarm_states, region=REGION
+        ):
             incoming = event("CloudWatch Alarm State Change", "aws.cloudwatch", now, detail)
-            incoming["resources"] = [alarm["AlarmArn"]]
+            incoming["resources"] = [arn]
             self.dispatch(incoming)
 
     def advance(self, minutes: float = 1, between: Callable[[], None] = lambda: None) -> None:
@@ -621,29 +519,6 @@ class Sandbox:
         """The functions' log lines and EMF records into `log` (e.g. logs.jsonl)."""
         with contextlib.redirect_stdout(log), _logs_to(log):
             yield
-
-
-def _evaluated_at(period: int, now: datetime) -> bool:
-    """Whether CloudWatch evaluates an alarm of this period now: on the minute for a
-    period of a minute or more, every 10 seconds for a shorter one."""
-    return int(now.timestamp()) % (60 if period >= 60 else 10) == 0
-
-
-def _alarm_periods() -> list[int]:
-    """The periods of the alarms moto holds, read from its store (no request)."""
-    from moto.cloudwatch.models import cloudwatch_backends
-    from moto.core.models import DEFAULT_ACCOUNT_ID
-
-    return [int(a.period) for a in cloudwatch_backends[DEFAULT_ACCOUNT_ID][REGION].alarms.values()]
-
-
-def _breaches(value: float, comparison: str, threshold: float) -> bool:
-    return {
-        "GreaterThanThreshold": value > threshold,
-        "GreaterThanOrEqualToThreshold": value >= threshold,
-        "LessThanThreshold": value < threshold,
-        "LessThanOrEqualToThreshold": value <= threshold,
-    }[comparison]
 
 
 @contextlib.contextmanager

@@ -31,7 +31,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from nodescaler_sandbox import metric_math, traces
+from nodescaler_sandbox import metric_math, replay_figures, traces
 
 
 class ScenarioError(PermanentError, ValueError):
@@ -350,7 +350,7 @@ class Scenario(_Spec):
     request_traces: list[RequestTraceSpec] = []
     # $ an hour of an instance type, over the sandbox's on-demand table (cost_usd)
     # $ an hour of an instance type (on demand), or {onDemand, spot}: over the table file's
-    prices: traces.PriceTable = {}
+    prices: replay_figures.PriceTable = {}
     price_table: str | None = None  # a YAML file of prices, relative to the scenario
     path: Path = Field(default=Path("."), exclude=True)
 
@@ -358,10 +358,10 @@ class Scenario(_Spec):
     def policies_path(self) -> Path:
         return (self.path.parent / self.policies).resolve()
 
-    def priced(self) -> dict[str, traces.Price]:
+    def priced(self) -> dict[str, replay_figures.Price]:
         """Each instance type's prices: the sandbox's, the price table's, the scenario's."""
         table = None if self.price_table is None else self.path.parent / self.price_table
-        return traces.prices_for(table, dict(self.prices))
+        return replay_figures.prices_for(table, dict(self.prices))
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -399,21 +399,11 @@ def _read(path: Path) -> str:
 
 
 def _check_references(scenario: Scenario) -> None:
+    """What a field cannot check alone, in this order: the run's length and step, what
+    alarms and faults name, zones and buffers, gauges, prices, traces, each group's bounds,
+    then the policies the groups name (the first problem named, by file and field)."""
     where = scenario.path
-    names = [g.name for g in scenario.groups]
-    if len(set(names)) != len(names):
-        raise ScenarioError(f"{where}: groups: a group name appears twice")
-    if scenario.judged_from >= scenario.minutes:
-        raise ScenarioError(
-            f"{where}: judgedFrom: minute {scenario.judged_from:g} is not before the end of "
-            f"the run (minute {scenario.minutes}): nothing would be judged"
-        )
-    if 60 % scenario.step_seconds:
-        raise ScenarioError(
-            f"{where}: stepSeconds: {scenario.step_seconds} does not divide a minute "
-            f"(use one of {', '.join(str(s) for s in STEP_CHOICES)}): SQS publishes its "
-            "metrics on the minute, which must be a step"
-        )
+    _check_run(where, scenario)
     queues = {q.name for q in scenario.queues}
     for index, alarm in enumerate(scenario.alarms):
         if alarm.queue not in queues:
@@ -434,6 +424,30 @@ def _check_references(scenario: Scenario) -> None:
             raise ScenarioError(
                 f"{where}: groups.{index}: min {group.min} is above max {group.max}"
             )
+    _check_policies(where, scenario)
+
+
+def _check_run(where: Path, scenario: Scenario) -> None:
+    """Groups named once; something judged before the end; a step that divides a minute."""
+    names = [g.name for g in scenario.groups]
+    if len(set(names)) != len(names):
+        raise ScenarioError(f"{where}: groups: a group name appears twice")
+    if scenario.judged_from >= scenario.minutes:
+        raise ScenarioError(
+            f"{where}: judgedFrom: minute {scenario.judged_from:g} is not before the end of "
+            f"the run (minute {scenario.minutes}): nothing would be judged"
+        )
+    if 60 % scenario.step_seconds:
+        raise ScenarioError(
+            f"{where}: stepSeconds: {scenario.step_seconds} does not divide a minute "
+            f"(use one of {', '.join(str(s) for s in STEP_CHOICES)}): SQS publishes its "
+            "metrics on the minute, which must be a step"
+        )
+
+
+def _check_policies(where: Path, scenario: Scenario) -> None:
+    """The policies folder loads, and each group's policy is in it, with metrics the
+    sandbox can answer (its Prometheus declared; metric math moto's evaluator takes)."""
     if not scenario.policies_path.is_dir():
         raise ScenarioError(f"{where}: policies: no folder {scenario.policies_path}")
     try:
@@ -448,17 +462,22 @@ def _check_references(scenario: Scenario) -> None:
                 f"{scenario.policies_path} (it has: {known})"
             )
         for metric in policies[group.policy].spec.metrics:
-            if isinstance(metric, PrometheusMetric):
-                _check_prometheus(f"{where}: groups.{index}.policy", scenario, group.policy, metric)
-            if not isinstance(metric, CloudWatchMetric) or metric.cloud_watch.expression is None:
-                continue
-            try:
-                metric_math.check(metric.cloud_watch.expression, list(metric.cloud_watch.metrics))
-            except metric_math.UnsupportedExpressionError as error:
-                raise ScenarioError(
-                    f"{where}: groups.{index}.policy: policy {group.policy!r}, metric "
-                    f"{metric.key!r}: {error} (moto evaluates no metric math)"
-                ) from None
+            _check_metric(f"{where}: groups.{index}.policy", scenario, group.policy, metric)
+
+
+def _check_metric(where: str, scenario: Scenario, policy: str, metric: Any) -> None:
+    """A Prometheus metric's server declared; a metric-math expression moto can evaluate."""
+    if isinstance(metric, PrometheusMetric):
+        _check_prometheus(where, scenario, policy, metric)
+    if not isinstance(metric, CloudWatchMetric) or metric.cloud_watch.expression is None:
+        return
+    try:
+        metric_math.check(metric.cloud_watch.expression, list(metric.cloud_watch.metrics))
+    except metric_math.UnsupportedExpressionError as error:
+        raise ScenarioError(
+            f"{where}: policy {policy!r}, metric "
+            f"{metric.key!r}: {error} (moto evaluates no metric math)"
+        ) from None
 
 
 def _check_prometheus(

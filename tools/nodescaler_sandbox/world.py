@@ -1,7 +1,9 @@
 """The world a scenario runs in, whoever scales it: the simulated cluster
 (`nodescaler_sandbox.cluster`) and the scenario's workloads (`workloads`) on the sandbox,
 stepped every `stepSeconds` (`cadence`). Nodescaler and the reactive baseline scale the
-same world; it only reads the groups and never decides anything.
+same world; it only reads the groups and never decides anything. What the scenario has
+before either controller runs (groups, queues, budgets, buffers, alarms) is made by
+`world_setup`.
 
 A scenario says its load by the minute: a deployment's replicas at each minute (its
 curve), a queue's tasks sent at a minute. What changes at a minute arrives inside it,
@@ -21,10 +23,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from nodescaler.adapters.aws.instance_types import ARCHITECTURES
-from nodescaler.domain.cluster.predicates import instance_labels
-from nodescaler.domain.groups.node_group import EKS_NODEGROUP_LABEL
-
+from nodescaler_sandbox import world_setup
 from nodescaler_sandbox.cadence import MINUTE
 from nodescaler_sandbox.cluster import (
     BOUND_AT,
@@ -35,28 +34,20 @@ from nodescaler_sandbox.cluster import (
     extended_requests,
     requests,
 )
-from nodescaler_sandbox.eks_scaling import create_managed_node_group
 from nodescaler_sandbox.figures import PodRecord, dominant_share
 from nodescaler_sandbox.provision import (
-    create_group,
     fill_queue,
     group_sizes,
-    launch_configuration,
     moto_queue,
 )
 from nodescaler_sandbox.traces import PodTrace, RequestQueue, pod_rows, request_rows
-from nodescaler_sandbox.workloads import Deployment, QueueWork, pod, replicas_at
-
-ZONE_LABEL = "topology.kubernetes.io/zone"  # as the kubelet sets it on EC2 (a group's zone given)
+from nodescaler_sandbox.workloads import Deployment, QueueWork, replicas_at
 
 if TYPE_CHECKING:
     from nodescaler_sandbox.sandbox import Sandbox
     from nodescaler_sandbox.scenario_file import (
-        GroupSpec,
-        NodeShape,
         PodShape,
         Scenario,
-        WarmPoolSpec,
         ZonalShiftSpec,
     )
 
@@ -112,7 +103,7 @@ class World:
         self.pods: dict[str, PodRecord] = {}  # uid → what happened to the pod
         self._alive: set[str] = set()
         self._shifted: list[ZonalShiftSpec] = []  # the zonal shifts started
-        self._create(hooks)
+        world_setup.create(scenario, box, self.queue_names, hooks=hooks)
         self._new_node = {g.name: self.cluster.empty_node(g.name) for g in scenario.groups}
         self.cluster.store.scale_of = self._scale_of
 
@@ -121,122 +112,6 @@ class World:
         reads them from its scale."""
         selected = budget["spec"].get("selector", {}).get("matchLabels", {}).get("app")
         return next((self.replicas(d) for d in self.deployments if d.name == selected), None)
-
-    def _create(self, hooks: bool) -> None:
-        autoscaling, ec2 = self.box.client("autoscaling"), self.box.client("ec2")
-        for group in self.scenario.groups:
-            template = self._launch(group)
-            shape = (
-                _allocatable(group.node)
-                if group.node
-                else instance_capacity(ec2, group.instance_type)
-            )
-            eks_tags, eks_labels = self._managed(group)
-            create_group(
-                autoscaling,
-                group.name,
-                region=self.cluster.region,
-                tags={"nodescaler/enabled": "true", "nodescaler/policy": group.policy}
-                | group.node_template_tags(shape)
-                | eks_tags,
-                min_size=group.min,
-                max_size=group.max,
-                zone=group.zone,
-                launch_configuration=f"{group.name}-lc",  # unless from a launch template
-                launch_template=template,
-            )
-            self.cluster.shapes[group.name] = shape
-            self.cluster.labels[group.name] = self._labels(group) | eks_labels
-            self.cluster.taints[group.name] = [t.model_dump() for t in group.taints]
-            if group.warm_pool:  # the operator's, before either controller runs
-                _put_warm_pool(autoscaling, group.name, group.warm_pool)
-            if group.no_capacity:
-                self.box.no_capacity.add(group.name)
-            if group.drain and hooks:
-                self.box.hook(group.name)
-            if group.termination_policy == "nodescaler" and hooks:
-                self.box.termination.custom_groups.add(group.name)
-        sqs = self.box.client("sqs")
-        for name in self.queue_names:
-            sqs.create_queue(QueueName=name)
-        for spec in self.scenario.deployments:
-            if spec.disruption_budget:
-                budget = spec.disruption_budget.model_dump(by_alias=True, exclude_none=True)
-                self.cluster.store.put(
-                    "poddisruptionbudgets",
-                    {
-                        "metadata": {"name": spec.name, "namespace": spec.namespace},
-                        "spec": budget | {"selector": {"matchLabels": {"app": spec.name}}},
-                    },
-                )
-        self._write_buffers()
-        cloudwatch = self.box.client("cloudwatch")
-        for alarm in self.scenario.alarms:
-            cloudwatch.put_metric_alarm(
-                AlarmName=alarm.name,
-                Namespace="AWS/SQS",
-                MetricName="ApproximateNumberOfMessagesVisible",
-                Dimensions=[{"Name": "QueueName", "Value": alarm.queue}],
-                Statistic="Maximum",
-                Period=60,
-                EvaluationPeriods=alarm.evaluation_periods,
-                Threshold=alarm.threshold,
-                ComparisonOperator=alarm.comparison,
-            )
-
-    def _managed(self, group: GroupSpec) -> tuple[dict[str, str], dict[str, str]]:
-        """The group as an EKS managed node group, if it is one: the tags EKS puts on its
-        ASG, and the label on each of its nodes."""
-        if not group.eks_managed:
-            return {}, {}
-        tags = create_managed_node_group(
-            self.box.client("eks"),
-            group.name,
-            region=self.cluster.region,
-            instance_type=group.instance_type,
-            labels=group.labels,
-            taints=[t.model_dump() for t in group.taints],
-            sizes=(group.min, group.max),
-        )
-        return tags, {EKS_NODEGROUP_LABEL: group.name}
-
-    def _labels(self, group: GroupSpec) -> dict[str, str]:
-        """Its nodes' labels: EKS's for the instance type, the zone's, the scenario's."""
-        ec2 = self.box.client("ec2")
-        if not group.zone:
-            return node_labels(ec2, group.instance_type) | group.labels
-        self.cluster.zones[group.name] = group.zone
-        zoned = {ZONE_LABEL: group.zone}
-        return node_labels(ec2, group.instance_type) | zoned | group.labels
-
-    def _write_buffers(self) -> None:
-        """Each namespace's CapacityBuffer, and the PodTemplate it refers to, as its team
-        applies them (`kubectl apply`) before either controller runs."""
-        for buffer in self.scenario.capacity_buffers:
-            shape = buffer.pod
-            made = pod(
-                buffer.name,
-                buffer.name,
-                shape.cpu,
-                shape.memory,
-                extended=dict(shape.extended),
-                priority=shape.priority,
-                node_selector=dict(shape.node_selector),
-                tolerations=[t.model_dump() for t in shape.tolerations],
-            )
-            metadata = {"name": buffer.name, "namespace": buffer.namespace}
-            self.cluster.store.put(
-                "podtemplates", {"metadata": metadata, "template": {"spec": made["spec"]}}
-            )
-            self.cluster.store.put(
-                "capacitybuffers",
-                {
-                    "apiVersion": "autoscaling.x-k8s.io/v1alpha1",
-                    "kind": "CapacityBuffer",
-                    "metadata": metadata,
-                    "spec": {"podTemplateRef": {"name": buffer.name}, "replicas": buffer.replicas},
-                },
-            )
 
     def _shift_zones(self) -> None:
         """The zonal shifts due by now, started as an operator starts one (StartZonalShift),
@@ -261,28 +136,6 @@ class World:
             key = (group.instance_type, group.zone or f"{self.cluster.region}a")
             running[key] = running.get(key, 0) + len(sizes[group.name][1])
         self.box.reservations.follow(running)
-
-    def _launch(self, group: GroupSpec) -> str | None:
-        """What the group launches from: a launch configuration (None), or, with a capacity
-        reservation, a launch template (its name) that prefers open reservations (a launch
-        configuration cannot), the reservation made in its zone."""
-        autoscaling = self.box.client("autoscaling")
-        if group.capacity_reservation is None:
-            launch_configuration(autoscaling, f"{group.name}-lc", group.instance_type)
-            return None
-        zone = group.zone or f"{self.cluster.region}a"
-        self.box.reservations.reserve(
-            group.instance_type, zone, group.capacity_reservation.instances, targeted=False
-        )
-        self.box.client("ec2").create_launch_template(
-            LaunchTemplateName=f"{group.name}-lt",
-            LaunchTemplateData={
-                "InstanceType": group.instance_type,
-                "ImageId": "ami-12c6146b",
-                "CapacityReservationSpecification": {"CapacityReservationPreference": "open"},
-            },
-        )
-        return f"{group.name}-lt"
 
     def step(self, at: int) -> None:
         """The workloads' step ending `at` seconds from the start: tasks arrive and are
@@ -520,19 +373,6 @@ def within_the_minute(seed: str, count: int, steps: int) -> list[int]:
     return sorted(draw.randrange(steps) for _ in range(count))
 
 
-def _put_warm_pool(autoscaling: Any, group: str, pool: WarmPoolSpec) -> None:
-    autoscaling.put_warm_pool(
-        AutoScalingGroupName=group,
-        MinSize=pool.min_size,
-        MaxGroupPreparedCapacity=(
-            -1  # unset: the group's max
-            if pool.max_group_prepared_capacity is None
-            else pool.max_group_prepared_capacity
-        ),
-        PoolState=pool.pool_state,
-    )
-
-
 def _deployment(name: str, shape: PodShape, curve: list[tuple[float, int]]) -> Deployment:
     return Deployment(
         name,
@@ -549,35 +389,6 @@ def _deployment(name: str, shape: PodShape, curve: list[tuple[float, int]]) -> D
         shape.local_storage,
         dict(shape.annotations),
     )
-
-
-def _allocatable(node: NodeShape) -> dict[str, str]:
-    shape = {"cpu": node.cpu, "memory": node.memory, "pods": node.pods}
-    return shape | {name: str(amount) for name, amount in node.extended.items()}
-
-
-def node_labels(ec2: Any, instance_type: str) -> dict[str, str]:
-    """The labels EKS puts on each node of the type (its instance type, architecture, OS)."""
-    described = ec2.describe_instance_types(InstanceTypes=[instance_type])["InstanceTypes"][0]
-    supported = described.get("ProcessorInfo", {}).get("SupportedArchitectures", [])
-    architecture = next((ARCHITECTURES[a] for a in supported if a in ARCHITECTURES), "amd64")
-    return instance_labels(instance_type, architecture)
-
-
-def instance_capacity(ec2: Any, instance_type: str) -> dict[str, str]:
-    """A node's allocatable from its instance type, as EC2 describes it."""
-    described = ec2.describe_instance_types(InstanceTypes=[instance_type])["InstanceTypes"][0]
-    shape = {
-        "cpu": str(described["VCpuInfo"]["DefaultVCpus"]),
-        "memory": f"{described['MemoryInfo']['SizeInMiB']}Mi",
-        "pods": "110",
-    }
-    gpus = sum(  # as the NVIDIA device plugin advertises them
-        g.get("Count", 0)
-        for g in described.get("GpuInfo", {}).get("Gpus", [])
-        if g.get("Manufacturer") == "NVIDIA"
-    )
-    return shape | ({"nvidia.com/gpu": str(gpus)} if gpus else {})
 
 
 def _store(queue: str, region: str) -> Any:

@@ -1,0 +1,68 @@
+"""When a side's scale request takes effect, as its latencies are charged (`latency`): the
+path that brought it (CA's scan, nodescaler's tick or fast path) and the first second it
+answers a pod waiting."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from nodescaler_sandbox import (
+    latency,
+)
+from nodescaler_sandbox.baseline import (
+    Flags,
+)
+from nodescaler_sandbox.cadence import MINUTE
+from nodescaler_sandbox.controllers import NODESCALER
+from nodescaler_sandbox.scenario_file import Scenario
+from nodescaler_sandbox.world import World
+
+if TYPE_CHECKING:
+    pass
+
+
+def request_path(controller: str, cause: str | None) -> str:
+    """What brought a scale request, for its latencies (`latency`): a CA loop; the fast
+    path's look; else nodescaler's tick (an alarm's or a launch failure's event alike),
+    from the `cause` of the evaluation that made it."""
+    if controller != NODESCALER:
+        return latency.SCAN
+    return latency.FAST_PATH if (cause or "").startswith(latency.FAST_PATH) else latency.TICK
+
+
+def takes_effect(
+    world: World, controller: str, charge: latency.Charged
+) -> Callable[[str, str | None], datetime]:
+    """When a scale request the side makes now takes effect, for the world to start its
+    instances then (`cluster.SimulatedCluster.request`): the first second it answers one
+    of the pods waiting that the group could take, as their reactions are charged
+    (`latency`); with none (a queue, a schedule, a forecast), a look in this step."""
+
+    def second(group: str, cause: str | None) -> datetime:
+        path, at = request_path(controller, cause), world.at
+        seconds = [
+            charge.effective(charge.arrival(seen, name), at, path, gpu=gpu)
+            for name, seen, gpu in world.waiting_for(group)
+        ]
+        first = min(seconds, default=charge.effective(at - charge.step + 1, at, path, gpu=False))
+        # the first step's demand arrived "before" it, but nothing runs before the start:
+        # its requests launch with the groups' first instances, at 0
+        return world.start + timedelta(seconds=max(first, 0.0))
+
+    return second
+
+
+def charge(controller: str, scenario: Scenario, settings: dict[str, Any]) -> latency.Charged:
+    """The side's latencies (`latency`), at their defaults: the same for every scenario
+    but the stack's tick and fast-path rates; CA's loops frequent as its flags say (`settings`: CA
+    tuned's; the untuned run's are 1.37's defaults, `Flags`)."""
+    step = scenario.step_seconds
+    if controller == NODESCALER:
+        poll = float(scenario.environment.get("FAST_PATH_INTERVAL_SECONDS", latency.POLL_S))
+        side = latency.Nodescaler(poll=poll, tick=scenario.tick_minutes * MINUTE)
+        return latency.Charged(side, step)
+    flags = settings.get("flags") or {}
+    frequent = bool(flags.get("--frequent-loops-enabled", Flags().frequent_loops_enabled))
+    return latency.Charged(latency.ClusterAutoscaler(frequent_loops=frequent), step)

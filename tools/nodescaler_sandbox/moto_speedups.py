@@ -1,0 +1,206 @@
+"""moto's costs that grow with a run, cut without changing an answer: each patch makes
+moto answer what it answered, in the same order, at a cost that no longer grows with a
+table's audit trail or a queue's backlog (`install`, before moto's server starts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+def install() -> None:
+    """Every patch below, once a process (each checks it is not already in)."""
+    _cheaper_transactions()
+    _modules_listed_once()
+    _handlers_listed_once()
+    _queries_read_their_partition()
+    _queue_counts_at_one_time()
+
+
+def _cheaper_transactions() -> None:
+    """moto's TransactWriteItems backs up every table it touches, whole (a deep copy), to
+    restore it if the transaction fails: a cost that grows with the table, and nodescaler's
+    state table gains an audit item each decision (TTL, which moto never applies, deletes
+    them after 30 days), so a two-day run spent most of its time copying the audit trail.
+    The same backup, made as a copy of the table sharing the items the transaction does not
+    name (none of its operations can change another item) and a deep copy of those it does:
+    a rollback restores exactly what moto's would. A table with a stream is copied whole,
+    as moto does (its stream's records are rolled back too)."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    if getattr(DynamoDBBackend.transact_write_items, "backs_up_named_items", False):
+        return
+    whole = DynamoDBBackend.transact_write_items
+
+    def transact_write_items(backend: Any, transact_items: list[dict[str, Any]]) -> None:
+        named: dict[str, list[dict[str, Any]]] = {}
+        for item in transact_items:
+            op = next(iter(item.values()), None) if isinstance(item, dict) else None
+            if not isinstance(op, dict) or op.get("TableName") not in backend.tables:
+                return whole(backend, transact_items)  # moto's own answer (or error)
+            named.setdefault(op["TableName"], []).append(op)
+        tables = backend.tables
+        if any(tables[name].stream_shard is not None for name in named):
+            return whole(backend, transact_items)
+        backups = {name: _backed_up(tables[name], ops) for name, ops in named.items()}
+        return _without_deep_copies(backend, transact_items, backups, whole)
+
+    transact_write_items.backs_up_named_items = True  # type: ignore[attr-defined]
+    setattr(DynamoDBBackend, "transact_write_items", transact_write_items)  # noqa: B010
+
+
+def _queries_read_their_partition() -> None:
+    """moto answers a Query on a table's key by sorting every item of the table (its
+    `all_items`) and keeping those of the partition asked for: a cost that grows with the
+    table, which gains an audit item each decision. The items of a partition are those
+    moto files under its hash key; read from there, then sorted by their range key as
+    moto sorts what it kept: the same items in the same order. Queries of an index, or
+    of a table without a range key, are moto's own."""
+    from moto.dynamodb.models.table import Table
+
+    if getattr(Table.query, "reads_the_partition", False):
+        return
+    whole = Table.query
+
+    def query(table: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        by_index = kwargs.get("index_name") or (len(args) > 6 and args[6])
+        if by_index or table.range_key_attr is None or hash_key is None:
+            return whole(table, hash_key, *args, **kwargs)
+        partition = table.items.get(hash_key, {})
+        table.all_items = lambda: list(partition.values())  # this call's, then moto's again
+        try:
+            return whole(table, hash_key, *args, **kwargs)
+        finally:
+            del table.all_items
+
+    query.reads_the_partition = True  # type: ignore[attr-defined]
+    setattr(Table, "query", query)  # noqa: B010
+
+
+def _queue_counts_at_one_time() -> None:
+    """moto counts a queue's messages (GetQueueAttributes' ApproximateNumberOf...) reading
+    the clock once a message, for each of its counts: most of a call's cost when a queue
+    holds thousands (a burst's backlog, read at every look of the fast path). Each count
+    made at one reading of the clock, with moto's own comparisons: what moto answers,
+    up to which microsecond of the call each message is looked at."""
+    from moto.core.utils import unix_time_millis
+    from moto.sqs.models import Queue
+
+    if getattr(getattr(Queue, "messages").fget, "counted_at_one_time", False):  # noqa: B009
+        return
+
+    def visible(queue: Any) -> list[Any]:
+        now = unix_time_millis()
+        return [m for m in queue._messages if now > m.visible_at and not now < m.delayed_until]
+
+    def delayed(queue: Any) -> int:
+        now = unix_time_millis()
+        return sum(1 for m in queue._messages if now < m.delayed_until)
+
+    def not_visible(queue: Any) -> int:
+        now = unix_time_millis()
+        return sum(1 for m in queue._messages if not now > m.visible_at)
+
+    visible.counted_at_one_time = True  # type: ignore[attr-defined]
+    for name, count in (
+        ("messages", visible),
+        ("approximate_number_of_messages_delayed", delayed),
+        ("approximate_number_of_messages_not_visible", not_visible),
+    ):
+        setattr(Queue, name, property(count))
+
+
+def _modules_listed_once() -> None:
+    """moto's server lists its own package's folders (a `listdir` and a `stat` each,
+    over a hundred) to route every request, often many times a request; they do not
+    change while it runs: listed once."""
+    from moto import backends
+
+    if isinstance(backends.list_of_moto_modules, _Listed):
+        return
+    backends.list_of_moto_modules = _Listed(tuple(backends.list_of_moto_modules()))
+
+
+def _handlers_listed_once() -> None:
+    """moto finds the method answering a request among its responder class's functions,
+    listed afresh for every request (`inspect.getmembers`: every attribute of the class);
+    a class's functions do not change while the server runs: listed once a class."""
+    from moto.core import responses
+
+    whole = getattr(responses, "method_names_from_class")  # noqa: B009  (moto's import)
+    if getattr(whole, "listed_once", False):
+        return
+    listed: dict[object, list[str]] = {}
+
+    def method_names_from_class(clazz: object) -> list[str]:
+        if clazz not in listed:
+            listed[clazz] = whole(clazz)
+        return list(listed[clazz])
+
+    method_names_from_class.listed_once = True  # type: ignore[attr-defined]
+    setattr(responses, "method_names_from_class", method_names_from_class)  # noqa: B010
+
+
+@dataclass(frozen=True)
+class _Listed:
+    modules: tuple[str, ...]
+
+    def __call__(self) -> tuple[str, ...]:
+        return self.modules
+
+
+def _without_deep_copies(
+    backend: Any, transact_items: list[dict[str, Any]], backups: dict[str, Any], whole: Any
+) -> None:
+    """moto's transaction with its table backups (`copy.deepcopy` of each table it names,
+    taken first) answered from `backups`."""
+    from moto.dynamodb import models
+
+    real = getattr(models, "copy")  # noqa: B009  (moto's `import copy`)
+
+    class _Copy:
+        @staticmethod
+        def deepcopy(value: Any, *args: Any) -> Any:
+            for name, backup in backups.items():
+                if value is backend.tables.get(name):
+                    return backup
+            return real.deepcopy(value, *args)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+    setattr(models, "copy", _Copy())  # noqa: B010
+    try:
+        return whole(backend, transact_items)  # type: ignore[no-any-return]
+    finally:
+        setattr(models, "copy", real)  # noqa: B010
+
+
+def _backed_up(table: Any, ops: list[dict[str, Any]]) -> Any:
+    """A copy of `table` as it is: its item containers copied, the items `ops` name deep
+    copied, every other item shared (no operation of the transaction touches it)."""
+    import copy
+
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    backup = copy.copy(table)
+    items = copy.copy(table.items)  # the same defaultdict(dict), its own
+    if table.range_key_attr is not None:
+        for hashed, ranged in items.items():
+            items[hashed] = dict(ranged)
+    backup.items = items
+    for op in ops:
+        key = op.get("Key") or op.get("Item") or {}
+        if table.hash_key_attr not in key:
+            continue
+        hashed = DynamoType(key[table.hash_key_attr])
+        if table.range_key_attr is None:
+            if hashed in items:
+                items[hashed] = copy.deepcopy(items[hashed])
+            continue
+        if table.range_key_attr not in key or hashed not in items:
+            continue
+        ranged = DynamoType(key[table.range_key_attr])
+        if ranged in items[hashed]:
+            items[hashed][ranged] = copy.deepcopy(items[hashed][ranged])
+    return backup

@@ -1,0 +1,116 @@
+"""The timeline a run prints and writes (`timeline.txt`): a line for each decision that
+changed a group's size or said why it could not, the faults and the pods no group can
+take, told on one clock, time since the start."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from nodescaler_sandbox.observation import Run
+from nodescaler_sandbox.scenario_file import Scenario
+
+if TYPE_CHECKING:
+    pass
+
+
+def clock(minute: float) -> str:
+    """ "HH:MM" since the start, ":SS" after it within a minute (a step of seconds)."""
+    seconds = round(minute * 60)
+    clock = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}"
+    return clock + (f":{seconds % 60:02d}" if seconds % 60 else "")
+
+
+def _when(scenario: Scenario, minute: float) -> str:
+    """Time since the start; with the local clock too when the scenario has a zone."""
+    if scenario.start.utcoffset() == timedelta(0) and str(scenario.start.tzinfo) == "UTC":
+        return clock(minute)
+    at = scenario.start.astimezone(UTC) + timedelta(minutes=minute)  # not wall-clock sums
+    local = at.astimezone(scenario.start.tzinfo)
+    return f"{clock(minute)} ({local:%a %H:%M %Z})"
+
+
+_WALL_TIME = re.compile(r"\b(\d{2}):(\d{2}):(\d{2})Z")
+
+
+def on_the_timeline_clock(why: str, scenario: Scenario, minute: float) -> str:
+    """`why` with each UTC time of day it quotes (`until 09:18:50Z`, from the functions'
+    reasons) told on the timeline's clock, time since the start (`until 00:18:50`): one
+    clock a line. A time of day is the next one at or after the row's own time."""
+    at = scenario.start.astimezone(UTC) + timedelta(minutes=minute)
+
+    def elapsed(match: re.Match[str]) -> str:
+        hours, minutes, seconds = (int(part) for part in match.groups())
+        when = at.replace(hour=hours, minute=minutes, second=seconds, microsecond=0)
+        if when < at - timedelta(minutes=1):  # a time past midnight
+            when += timedelta(days=1)
+        return clock((when - scenario.start.astimezone(UTC)).total_seconds() / 60)
+
+    return _WALL_TIME.sub(elapsed, why)
+
+
+def _metrics_cell(row: dict[str, Any]) -> str:
+    metrics = row.get("metrics") or {}
+    return (
+        ", ".join(f"{name} {_number(m['value'])}/{m['target']}" for name, m in metrics.items())
+        or "-"
+    )
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return f"{value:.0f}" if abs(value) >= 10 or value == int(value) else f"{value:.2f}"
+
+
+def lines(scenario: Scenario, result: Run) -> list[str]:
+    """A line for each decision that changed a group's size or said why it could not,
+    and one an hour (10 minutes in a short scenario) to show the steady state."""
+    every = 60 if scenario.minutes > 180 else 10
+    lines = ["time since the start | group | metrics (value/target) | current → desired | why"]
+    seen: dict[str, tuple[Any, ...]] = {}
+    before = {g.name: g.min for g in scenario.groups}
+    faults = sorted(
+        [(f.start, f"{f.kind}{' ' + f.target if f.target else ''} begins") for f in scenario.faults]
+        + [(f.until, f"{f.kind}{' ' + f.target if f.target else ''} ends") for f in scenario.faults]
+    )
+    told = sorted(  # NotTriggerScaleUp Events on pods no group can take
+        (minutes_since(scenario, e["firstTimestamp"]), e["involvedObject"]["name"], e["message"])
+        for e in result.events
+        if e.get("reason") == "NotTriggerScaleUp"
+    )
+    for row in result.minutes:
+        while faults and faults[0][0] <= row["minute"]:
+            at, what = faults.pop(0)
+            lines.append(f"{_when(scenario, at)} | (fault) | - | - | {what}")
+        while told and told[0][0] <= row["minute"]:
+            at, pod, message = told.pop(0)
+            lines.append(f"{_when(scenario, at)} | (pod {pod}) | - | - | {message}")
+        current, before[row["group"]] = before[row["group"]], row["desired"]
+        key = (row["desired"], row.get("backed_off"), row.get("decided"))
+        if key == seen.get(row["group"]) and row["minute"] % every:
+            continue
+        seen[row["group"]] = key
+        why = on_the_timeline_clock(
+            (row.get("why") or "").split(" | ")[-1], scenario, row["minute"]
+        )
+        if row.get("cause"):  # the path that brought the decision
+            why = f"{why} [{_path(row['cause'])}]"
+        lines.append(
+            f"{_when(scenario, row['minute'])} | {row['group']} | {_metrics_cell(row)} | "
+            f"{current} → {row['desired']} | {why}"
+        )
+    return lines
+
+
+def _path(cause: str) -> str:
+    """ "fast path: 3 new unschedulable pods" → "fast path"; "alarm x: OK → ALARM" → "alarm"."""
+    for path in ("fast path", "alarm", "launch failure", "tick"):
+        if cause.startswith(path):
+            return path
+    return cause
+
+
+def minutes_since(scenario: Scenario, at: str) -> float:
+    return (datetime.fromisoformat(at.replace("Z", "+00:00")) - scenario.start).total_seconds() / 60
