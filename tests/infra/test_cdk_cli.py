@@ -115,11 +115,13 @@ def test_cdk_synth_refuses_a_bad_cdk_json_value_naming_it(
 
 
 def test_a_c_override_is_laid_over_cdk_json_and_names_the_deployment(tmp_path: Path) -> None:
-    # cdk ls runs the app as synth does, without building the layers
-    listed = cdk(REPO, "ls", "-c", 'nodescaler={"clusterName": "x", "tickMinutes": 5}')
+    # cdk ls runs the app as synth does, without building the layers (into a folder of its
+    # own: the CLI locks its output folder, and another test's cdk may be running)
+    out = ("--output", str(tmp_path / "cdk.out"))
+    listed = cdk(REPO, "ls", *out, "-c", 'nodescaler={"clusterName": "x", "tickMinutes": 5}')
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.split() == ["nodescaler-x"]
-    refused = cdk(REPO, "ls", "-c", "nodescaler=clusterName=x")
+    refused = cdk(REPO, "ls", *out, "-c", "nodescaler=clusterName=x")
     assert refused.returncode != 0
     assert "nodescaler: cannot synthesize:\n-c nodescaler: is not JSON" in refused.stderr
 

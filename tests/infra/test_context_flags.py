@@ -169,11 +169,13 @@ def test_app_stops_on_a_c_key_that_sets_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_cdk_ls_with_c_cluster_name_prints_the_deployment_and_nothing_else() -> None:
-    # As the README runs it: npx, no variable set to silence Node's end-of-life warning.
+def test_cdk_ls_with_c_cluster_name_prints_the_deployment_and_nothing_else(tmp_path: Path) -> None:
+    # As the README runs it: npx, no variable set to silence Node's end-of-life warning
+    # (into a folder of its own: the CLI locks its output folder, another test's may run)
     env = {k: v for k, v in os.environ.items() if not k.startswith("JSII_SILENCE")}
+    quiet = ["--no-notices", "--no-version-reporting", "--output", str(tmp_path / "cdk.out")]
     listed = subprocess.run(
-        ["npx", "cdk", "ls", "-c", "clusterName=x", "--no-notices", "--no-version-reporting"],
+        ["npx", "cdk", "ls", "-c", "clusterName=x", *quiet],
         cwd=REPO,
         env=env | {"CDK_DISABLE_CLI_TELEMETRY": "true"},
         capture_output=True,
