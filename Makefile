@@ -22,6 +22,8 @@ PARALLEL := -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 STARTED := $(shell date +%s)
 # The Node.js LTS package.json pins, first on the PATH for the tests' in-process synths, as
 # npx puts it first for `npx cdk`: jsii then runs on a supported Node and warns of nothing.
+# Each target's output kept whole under -j (GNU make 4; the 3.81 of macOS has no such flag)
+OUTPUT_SYNC := $(if $(filter 3.%,$(MAKE_VERSION)),,--output-sync=target)
 TEST_ENV := PATH="$(CURDIR)/node_modules/.bin:$$PATH"
 
 .DEFAULT_GOAL := help
@@ -87,7 +89,7 @@ $(addprefix test-,$(SUITES)): test-%: setup $(TEST_TOOLS)
 # Ends with the ten slowest tests and the wall time of the whole make test. Lint and the
 # tests' own tools are made side by side: mypy keeps one core busy, the unpacking another.
 test: setup ## Lint, type-check and run every test suite (~11 min; what CI runs)
-	@$(MAKE) --no-print-directory -j2 --output-sync=target lint $(TEST_TOOLS)
+	@$(MAKE) --no-print-directory -j2 $(OUTPUT_SYNC) lint $(TEST_TOOLS)
 	@$(TEST_ENV) $(BIN)/pytest -q $(PARALLEL) --durations=10; status=$$?; \
 		took=$$(( $$(date +%s) - $(STARTED) )); \
 		echo "make test: $$((took / 60)) min $$((took % 60)) s wall time (lint, types, every suite)"; \

@@ -27,8 +27,8 @@ SUITES = ("sandbox", "faults", "e2e", "tools", "integration", "infra", "unit")
 # Under pytest-xdist (make test's -n, --dist loadfile) a file's tests go to one worker
 # together, so what a module makes once (a fault run, a Prometheus server, the sandbox's
 # shared runs, the synthesized templates) is made once. Files are handed out in collection
-# order, each to whichever worker is free: the slowest suites first, so that the last files
-# to run are short and both workers finish together.
+# order, the next to a worker about to run out of tests: the slowest suites first, so that
+# the last files to run are short and both workers finish close together.
 def suite_of(item: pytest.Item) -> str:
     return item.path.relative_to(TESTS).parts[0]
 

@@ -37,3 +37,12 @@ def test_given_clients_of_two_sessions_then_each_answers_for_its_own_region() ->
         queues[0].create_queue(QueueName="only-in-ireland")
         assert len(queues[0].list_queues()["QueueUrls"]) == 1
         assert "QueueUrls" not in queues[1].list_queues()
+
+
+def test_given_many_sessions_then_the_shared_loaders_search_paths_do_not_grow() -> None:
+    botocore_models.loaded_once()
+    boto3.session.Session()  # boto3 adds its data folder to the loader's search paths
+    before = list(loader(boto3.session.Session()).search_paths)
+    for _ in range(20):
+        boto3.session.Session()
+    assert loader(boto3.session.Session()).search_paths == before

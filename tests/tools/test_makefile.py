@@ -169,7 +169,7 @@ def test_make_tests_wall_time_counts_from_makes_start(tmp_path: Path) -> None:
     # Given a Makefile whose test target is only the timing (no suite to wait for)
     makefile = (ROOT / "Makefile").read_text()
     fast = makefile.replace("$(BIN)/pytest -q $(PARALLEL) --durations=10", "sleep 1")
-    lint_and_tools = "\t@$(MAKE) --no-print-directory -j2 --output-sync=target lint $(TEST_TOOLS)\n"
+    lint_and_tools = "\t@$(MAKE) --no-print-directory -j2 $(OUTPUT_SYNC) lint $(TEST_TOOLS)\n"
     assert lint_and_tools in fast
     fast = fast.replace("test: setup ", "test: ").replace(lint_and_tools, "")
     (tmp_path / "Makefile").write_text(fast)

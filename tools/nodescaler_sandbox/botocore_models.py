@@ -6,7 +6,10 @@ each mock with a new default session, and the sandbox's functions make theirs pe
 invocation, so the same files were parsed again and again (a second of a short test's time).
 One loader shared by every session reads each once: botocore already shares a loaded model
 among all the clients of a session, read-only, so sharing it among sessions changes nothing
-a client does. Never shipped: the functions' one session a container reads each once anyway.
+a client does. Each boto3 session adds its data folder to its loader's search paths: on the
+shared one, a folder already there is not added again (or the list, walked by every lookup
+of a file that is not there, would grow a session at a time). Never shipped: the functions'
+one session a container reads each once anyway.
 """
 
 from __future__ import annotations
@@ -27,7 +30,21 @@ def loaded_once() -> None:
 
     @functools.cache
     def create_loader(search_path_string: str | None = None) -> Any:
-        return make(search_path_string)
+        loader = make(search_path_string)
+        loader._search_paths = _Paths(loader.search_paths)
+        return loader
 
     create_loader.shared = True  # type: ignore[attr-defined]
     botocore.session.create_loader = create_loader
+
+
+class _Paths(list[str]):
+    """A search path list that takes each folder once."""
+
+    def append(self, path: str) -> None:
+        if path not in self:
+            super().append(path)
+
+    def insert(self, index: Any, path: str) -> None:
+        if path not in self:
+            super().insert(index, path)

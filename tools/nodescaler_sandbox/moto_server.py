@@ -150,7 +150,9 @@ def moto_in_this_process() -> Iterator[str]:
     # port 0: the server binds a free port itself, so no other test (or xdist worker) takes it
     # between a probe and the bind
     moto_speedups.install()
-    os.environ.update(WITHOUT_PUBLIC_AMIS)  # read as each backend is made: left set
+    # read as each backend is made, so set while the server runs; as it was after
+    kept = {name: os.environ.get(name) for name in WITHOUT_PUBLIC_AMIS}
+    os.environ.update(WITHOUT_PUBLIC_AMIS)
     botocore_models.loaded_once()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
@@ -173,4 +175,9 @@ def moto_in_this_process() -> Iterator[str]:
         urllib.request.urlopen(reset).close()
         _SERVED.pop(url, None)
         requests.setLevel(level)
+        for name, value in kept.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         server.stop()
