@@ -4,18 +4,16 @@ honours them. Each on a small scenario through the sandbox."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from nodescaler_sandbox import runner
 from nodescaler_sandbox.scenario_file import Scenario
 
-from tests.sandbox.conftest import SandboxRuns
+from tests.sandbox.conftest import SCENARIOS, SandboxRuns
 
 pytestmark = pytest.mark.slow  # moto's server and the API server, the baseline's run
 
-SCENARIOS = Path(__file__).parents[2] / "scenarios"
 ONLY_THE_BASELINE = (runner.BASELINE,)
 
 

@@ -18,9 +18,10 @@ from nodescaler_sandbox.sandbox import sandbox
 from nodescaler_sandbox.scenario_file import Scenario, load_scenario
 from nodescaler_sandbox.world import World
 
+from tests.sandbox.conftest import SCENARIOS
+
 pytestmark = pytest.mark.slow  # moto's server and the API server
 
-SCENARIOS = Path(__file__).parents[2] / "scenarios"
 QUEUE, ALARM = "ml-training-queue", "ml-training-queue-backlog"
 
 

@@ -92,7 +92,7 @@ def test_the_baseline_keeps_the_nodes_of_pods_cluster_autoscaler_would_not_move(
             | {"SKIP_NODES_WITH_LOCAL_STORAGE": "false", "SKIP_NODES_WITH_SYSTEM_PODS": "false"}
         }
     )
-    ours = sandbox_runs.run(flags_off, (BASELINE,)).summary[BASELINE]
+    ours = run(sandbox_runs, flags_off, (BASELINE,)).summary[BASELINE]
     # the web pods' budget (maxUnavailable 1) lets one node of them be unneeded at a time:
     # the planner spends it on the first it finds removable (core/scaledown/planner,
     # categorizeNodes; pdb/basic.go, RemovePods), so the next starts its 10 unneeded

@@ -39,10 +39,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
-import botocore.loaders
-import botocore.session
 
-from nodescaler_sandbox import cloudwatch_alarms
+from nodescaler_sandbox import botocore_models, cloudwatch_alarms
 from nodescaler_sandbox.capacity_reservations import CapacityReservations
 from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.eks_scaling import EksNodegroupScaling
@@ -106,9 +104,6 @@ def event(detail_type: str, source: str, at: datetime, detail: dict[str, Any]) -
         "resources": [],
         "detail": detail,
     }
-
-
-_LOADER = botocore.loaders.create_loader()  # models cached: shared by every sandbox
 
 
 class Sandbox:
@@ -190,11 +185,10 @@ class Sandbox:
         """A session whose clients' requests to moto are answered in this thread
         (`moto_server.InProcess`): the same answers, without the loopback's cost."""
         if self._aws is None:
-            session = botocore.session.Session()
             # the services' models read once a process, not once a run (the three runs
             # of a scenario read ~25 of them, EC2's 2 MB of JSON among them)
-            session.register_component("data_loader", _LOADER)
-            self._aws = boto3.Session(botocore_session=session, region_name=REGION)
+            botocore_models.loaded_once()
+            self._aws = boto3.Session(region_name=REGION)
             answered_in_process(self._aws.events, self.endpoint)
         return self._aws
 
