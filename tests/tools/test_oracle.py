@@ -276,3 +276,89 @@ def test_a_pod_counts_once_a_node_could_have_booted_for_it() -> None:
     # minute 5 at the latest), and the fall as at once: a controller answering each pod
     # within a boot holds no fewer
     assert booted == [2] * 36 + [6] * 12 + [1] * 12
+
+
+def _traced(tmp_path: Any, **traces: Any) -> Any:
+    """A scenario of 10 minutes at 10-s steps on one group, with the given traces beside it."""
+    from nodescaler_sandbox.scenario_file import Scenario
+
+    return Scenario.model_validate(
+        {
+            "name": "traced",
+            "minutes": 10,
+            "groups": [{"name": "ng", "policy": "batch", "max": 9, "instanceType": "m5.xlarge"}],
+            "path": tmp_path / "traced.yaml",
+            **traces,
+        }
+    )
+
+
+def test_a_pod_traces_job_counts_from_its_step_and_boot_until_it_could_be_done(
+    tmp_path: Any,
+) -> None:
+    from nodescaler_sandbox.demand import trace_shape
+    from nodescaler_sandbox.traces import PodRow
+
+    # Given a job arriving at 15 s running 100 s once Ready 20 s after it starts, a service
+    # arriving at 30 s deleted at 200 s, and an expendable pod (priority -11)
+    (tmp_path / "pods.csv").write_text(
+        "arrival_s,cpu,memory,run_s,delete_s,priority\n"
+        "15,1,1Gi,100,,0\n30,2,1Gi,,200,0\n40,1,1Gi,,,-11\n"
+    )
+    scenario = _traced(tmp_path, podTraces=[{"file": "pods.csv", "readyAfterSeconds": 20}])
+    counted = [dict(step) for step in demand(scenario)]
+    job = trace_shape(PodRow(0, 0, {"cpu": "1", "memory": "1Gi"}))
+    service = trace_shape(PodRow(0, 0, {"cpu": "2", "memory": "1Gi"}))
+    # Then the job counts from its step (20 s) until 20 + 20 + 100 s, the service from
+    # its step (30 s) until its deletion, and the expendable pod never
+    assert [c.get(job, 0) for c in counted[:16]] == [0, 0] + [1] * 12 + [0, 0]
+    assert [c.get(service, 0) for c in counted[:22]] == [0] * 3 + [1] * 17 + [0, 0]
+    assert all(sum(c.values()) <= 2 for c in counted)
+    # And with a boot of 60 s, each counts a boot later, and ends as before
+    settled = [dict(step) for step in demand(scenario, settle={job: 60, service: 60})]
+    assert [c.get(job, 0) for c in settled[:16]] == [0] * 8 + [1] * 6 + [0, 0]
+    assert [c.get(service, 0) for c in settled[:22]] == [0] * 9 + [1] * 11 + [0, 0]
+
+
+def test_a_request_traces_workers_follow_the_messages_its_workers_could_leave(
+    tmp_path: Any,
+) -> None:
+    # Given 12 requests of 60 s at second 0, 5 messages a worker (KEDA's), at most 2
+    # workers, Ready from second 30
+    (tmp_path / "requests.csv").write_text("arrival_s,service_s\n" + "0,60\n" * 12)
+    trace = {
+        "name": "llm",
+        "file": "requests.csv",
+        "maxWorkers": 2,
+        "worker": {"readyAfterSeconds": 30},
+    }
+    scenario = _traced(tmp_path, requestTraces=[trace])
+    workers = [sum(n for _, n in step) for step in demand(scenario, {"llm": 0})]
+    # Then the 2 workers take 2 requests a minute from second 30: 12 messages, 10 at 90 s,
+    # 8 at 150 s, ... 0 at 390 s: 2 workers until 5 messages are left (270 s: 3 of 5, a
+    # worker), held 5 minutes after by KEDA's stabilization: 2 until 570 s
+    assert workers[:57] == [2] * 57
+    assert workers[57:] == [1] * 3
+    # And none before a node could hold one (the group has none before second 120)
+    late = [sum(n for _, n in step) for step in demand(scenario, {"llm": 120})]
+    assert late[:12] == [0] * 12
+    assert late[12] == 2
+
+
+def test_a_request_traces_new_workers_count_once_their_node_could_have_booted(
+    tmp_path: Any,
+) -> None:
+    from nodescaler_sandbox.demand import shape_of
+
+    # Given 5 long requests at second 0 and 10 more at 200: 1 worker, then 3 (the most)
+    (tmp_path / "requests.csv").write_text(
+        "arrival_s,service_s\n" + "0,900\n" * 5 + "200,900\n" * 10
+    )
+    trace = {"name": "llm", "file": "requests.csv", "maxWorkers": 3}
+    scenario = _traced(tmp_path, requestTraces=[trace])
+    at_once = [sum(n for _, n in step) for step in demand(scenario)]
+    assert at_once[:21] == [1] * 20 + [3]
+    # Then with a minute's boot, the 2 new ones count a minute later
+    shape = shape_of(scenario.request_traces[0].worker)
+    booted = [sum(n for _, n in step) for step in demand(scenario, settle={shape: 60})]
+    assert booted[:27] == [1] * 26 + [3]

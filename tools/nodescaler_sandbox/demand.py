@@ -17,18 +17,33 @@ a node, read from the scenario alone (no run), at least as many as any run has t
   run's own node-hours; a controller answering each pod within a boot has at least these.
   A queue's workers are not settled: a controller reading the queue can ask for their
   nodes when the tasks come, before KEDA makes the pods (`first_task` holds the first).
+- A pod trace's pod (`traces.pod_rows`, its window, shift and scales applied): from the
+  step it is created at plus its settle, until it could be gone at the earliest: a job
+  bound at once, Ready after its `readyAfterSeconds` and done after its run time; a
+  service at its deletion time. Expendable pods (priority below -10) are left out: no
+  controller need make room for them.
+- A request trace's workers, as KEDA makes them (`traces.RequestQueue.wanted`): the
+  messages at a step are at least the requests sent by then less those the trace's
+  `maxWorkers` workers could have done, taking them in order from the first second a
+  worker could be Ready (`first_task` plus the worker's `readyAfterSeconds`); a
+  recommendation holds for KEDA's 5-minute stabilization, and a worker counts once its
+  node could have booted (the fewest over the boot before).
 Overprovisioning placeholders and CapacityBuffers are room held, not demand: left out.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from nodescaler_sandbox import traces
+from nodescaler_sandbox.baseline_flags import EXPENDABLE_BELOW
 from nodescaler_sandbox.oracle import Shape, Step, step_of
-from nodescaler_sandbox.scenario_file import PodShape, Scenario
+from nodescaler_sandbox.scenario_file import PodShape, RequestTraceSpec, Scenario
 from nodescaler_sandbox.workloads import keda_poll, pod, replicas_at
 
 MINUTE = 60
@@ -106,6 +121,11 @@ def demand(
         )
         for q in scenario.queues
     ]
+    trace_pods = _TracePods.of(scenario, settle)
+    request_workers = [
+        (shape_of(t.worker), _request_workers(scenario, t, first_task, settle))
+        for t in scenario.request_traces
+    ]
     for second in range(0, scenario.minutes * MINUTE, step):
         counts: list[Shape] = []
         for shape, replicas in deployments:  # replicas[m + 1]: minute m's
@@ -113,4 +133,108 @@ def demand(
             counts += [shape] * min(replicas[since : second // MINUTE + 2])
         for shape, workers in queues:  # from the tasks, not the pods: no settling
             counts += [shape] * workers.at(second)
+        counts += trace_pods.at(second)
+        for shape, workers_at in request_workers:
+            counts += [shape] * workers_at[second // step]
         yield step_of(counts)
+
+
+# --- traces ------------------------------------------------------------------------------
+
+
+def trace_shapes(scenario: Scenario) -> set[Shape]:
+    """The shapes of the pods the scenario's traces make: their rows', their workers'."""
+    return {
+        trace_shape(row)
+        for trace in scenario.pod_traces
+        for row in traces.pod_rows(trace, scenario.path.parent)
+    } | {shape_of(t.worker) for t in scenario.request_traces}
+
+
+def trace_shape(row: traces.PodRow) -> Shape:
+    """The oracle's shape of a pod trace's row."""
+    return Shape.of(
+        pod(
+            "demand",
+            "demand",
+            row.requests["cpu"],
+            row.requests["memory"],
+            extended={k: int(v) for k, v in row.requests.items() if "/" in k},
+            node_selector=row.node_selector,
+            tolerations=row.tolerations,
+        )
+    )
+
+
+@dataclass
+class _TracePods:
+    """The pod traces' pods, each counted over [from, until) (see the module's docstring),
+    followed step by step in time order."""
+
+    spans: list[tuple[float, float, Shape]]  # sorted by their start
+    _next: int = 0
+    _alive: list[tuple[float, int, Shape]] = field(default_factory=list)  # heap by until
+    _counted: Counter[Shape] = field(default_factory=Counter)
+
+    @classmethod
+    def of(cls, scenario: Scenario, settle: Mapping[Shape, float]) -> _TracePods:
+        step, spans = scenario.step_seconds, []
+        shapes: dict[tuple[str, ...], Shape] = {}
+        for trace in scenario.pod_traces:
+            for row in traces.pod_rows(trace, scenario.path.parent):
+                if row.priority < EXPENDABLE_BELOW:
+                    continue
+                key = (repr(row.requests), repr(row.node_selector), repr(row.tolerations))
+                shape = shapes.get(key) or shapes.setdefault(key, trace_shape(row))
+                created = math.ceil(row.arrival_s / step) * step  # the step that makes it
+                if row.run_s is not None:
+                    until = created + trace.ready_after_seconds + row.run_s
+                else:
+                    until = math.inf if row.delete_s is None else row.delete_s
+                start = created + settle.get(shape, 0.0)
+                if until > start:
+                    spans.append((start, until, shape))
+        return cls(sorted(spans, key=lambda span: span[0]))
+
+    def at(self, second: int) -> list[Shape]:
+        """The pods surely on a node at `second` (seconds asked for in increasing order)."""
+        while self._next < len(self.spans) and self.spans[self._next][0] <= second:
+            _, until, shape = self.spans[self._next]
+            heapq.heappush(self._alive, (until, self._next, shape))
+            self._counted[shape] += 1
+            self._next += 1
+        while self._alive and self._alive[0][0] <= second:
+            self._counted[heapq.heappop(self._alive)[2]] -= 1
+        return list(self._counted.elements())
+
+
+def _request_workers(
+    scenario: Scenario,
+    trace: RequestTraceSpec,
+    first_task: Mapping[str, float],
+    settle: Mapping[Shape, float],
+) -> list[int]:
+    """A request trace's workers at least, at each of the scenario's steps (see the module's
+    docstring)."""
+    step = scenario.step_seconds
+    rows = list(traces.request_rows(trace, scenario.path.parent))
+    first = first_task.get(trace.name, 0.0) + trace.worker.ready_after_seconds
+    free = [first] * trace.max_workers  # when each worker is free, taking requests in order
+    done = []
+    for row in rows:
+        begin = max(row.arrival_s, heapq.heappop(free))
+        heapq.heappush(free, begin + row.service_s)
+        done.append(begin + row.service_s)
+    arrivals, done = [row.arrival_s for row in rows], sorted(done)
+    recommended = []
+    for second in range(0, scenario.minutes * MINUTE, step):
+        messages = bisect_right(arrivals, second) - bisect_right(done, second)
+        recommended.append(min(math.ceil(max(messages, 0) / trace.queue_length), trace.max_workers))
+    held = math.floor(traces.STABILIZATION_S / step)  # steps a recommendation holds for
+    wanted = [max(recommended[max(0, i - held) : i + 1]) for i in range(len(recommended))]
+    booting = math.ceil(settle.get(shape_of(trace.worker), 0.0) / step)
+    held_from = first_task.get(trace.name, 0.0)  # no node could hold a worker before
+    return [
+        min(wanted[max(0, i - booting) : i + 1]) if i * step >= held_from else 0
+        for i in range(len(wanted))
+    ]

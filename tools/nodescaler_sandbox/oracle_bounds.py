@@ -42,10 +42,11 @@ def bound(
     bounds, templates = _bounds(scenario), runs[0].templates
     first_task = {
         q.name: _first_node(scenario, demand.shape_of(q.worker), templates, bounds)
-        for q in scenario.queues
+        for q in [*scenario.queues, *scenario.request_traces]
     }
     shapes = [demand.shape_of(d) for d in scenario.deployments]
     shapes += [demand.shape_of(q.worker) for q in scenario.queues]
+    shapes += demand.trace_shapes(scenario)
     settle = {shape: _boot_for(scenario, shape, templates, bounds) for shape in shapes}
     steps = itertools.islice(demand.demand(scenario, first_task, settle), judged, None)
     bound = oracle.oracle_node_hours(steps, templates, bounds, step, judged)
