@@ -344,6 +344,20 @@ def test_a_queue_still_unanswered_at_the_end_reacts_at_the_end() -> None:
     assert reaction_seconds([], reactions)["queue"]["max"] == 120
 
 
+def test_a_queue_asking_beyond_its_groups_maximum_asks_nothing_there() -> None:
+    # Given a queue asking for 10 nodes of a group of at most 2, raised to 2 at 0:20
+    rows = [_queue_row(0, 1, 4), _queue_row(1 / 6, 1, 40), _queue_row(2 / 6, 2, 40)]
+    rows += [_queue_row(m, 2, 40) for m in range(1, 31)]
+    scale_ups = [ScaleUp(2 / 6, "gpu-ng")]
+    # When the reactions are figured, the group's maximum known
+    reactions = queue_reactions(
+        rows, scale_ups, {"gpu-ng": [("jobs", 4)]}, {"gpu-ng": 1}, 30, most={"gpu-ng": 2}
+    )
+    # Then the one ask was answered in 10 s; at its maximum the group is asked nothing
+    # more, so no reaction runs to the end
+    assert reaction_seconds([], reactions)["queue"] == {"count": 1, "p50": 10, "p99": 10, "max": 10}
+
+
 def test_a_raise_undone_within_its_step_is_a_scale_request_the_rows_never_show() -> None:
     # Given spot-ng asked for 1 node by the fast path at 8 min 42 s and set back to 0 in
     # the same 10-s step (its launch failed), and on-demand-ng raised 2 → 3 in that step

@@ -357,19 +357,22 @@ def queue_reactions(
     end: float,
     *,
     charge: Charge | None = None,
+    most: Mapping[str, int] | None = None,
 ) -> list[Reaction]:
     """Each time a group's queue (`targets`: group → (queue, messages per node)) first asks
     for more nodes than the group had at the step before (`start`: its size at the
     start): the time to the group's next scale-up (to its taking effect, given a
-    `charge`), or to the queue no longer asking (or the `end`)."""
+    `charge`), or to the queue no longer asking (or the `end`). A group at its maximum
+    (`most`) is asked nothing: no request could answer, on either side."""
     reactions: list[Reaction] = []
     before, since = dict(start), dict[str, float]()
+    most = most or {}
     for row in rows:
         group, minute = row["group"], row["minute"]
         if group not in targets:
             continue
         desired, before[group] = before.get(group, row["desired"]), row["desired"]
-        asks = any(
+        asks = desired < most.get(group, math.inf) and any(
             (row["queues"].get(queue) or 0) / per_node > desired * (1 + TOLERANCE)
             for queue, per_node in targets[group]
         )

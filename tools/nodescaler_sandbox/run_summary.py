@@ -97,6 +97,7 @@ def _reactions(scenario: Scenario, result: Run, groups: list[str]) -> dict[str, 
                 {g.name: g.min for g in scenario.groups},
                 scenario.minutes,
                 charge=charge,
+                most={g.name: g.max for g in scenario.groups},
             ),
         ),
     }
