@@ -159,3 +159,41 @@ def test_given_a_queue_group_beside_a_pending_pods_group_then_each_reads_its_own
     assert (own.value, own.pending_pods) == (2, 6)
     assert own.unneeded_nodes is None  # never a vote to shed
     assert (read.value, read.pending_pods) == (0, 4)
+
+
+def test_given_a_queue_groups_nodes_empty_and_nothing_pending_then_its_own_pods_count_them() -> (
+    None
+):
+    """Its own pending pods never vote to shed, but say which nodes have nothing to drain:
+    those leave past the default scale-down rate once the queue sheds them."""
+    jobs = NodeGroup(
+        "jobs",
+        3,
+        0,
+        10,
+        3,
+        tags={"nodescaler/enabled": "true", "nodescaler/policy": "jobs"},
+        eks_cluster="prod",
+        eks_nodegroup="jobs",
+    )
+    # Given three Ready jobs nodes, one running a worker, and nothing pending
+    nodes = [web_node("jobs", i) for i in range(3)]
+    (worker,) = [
+        replace(p, node_name=nodes[0].name, phase="Running", unschedulable=False)
+        for p in pods(1, prefix="worker")
+    ]
+    book = PolicyBook({"jobs": policy(queue_metric(), name="jobs")}, TagNames())
+    planner = PendingPodsPlanner(Groups([jobs]), book, M5Xlarge(), CHAIN)
+    idle = KubernetesClusterView(Cluster(Snapshot(tuple(nodes), (worker,))), pending=planner)
+    # When its own pending pods are read
+    own = idle.own_pending_pods(jobs, NOW)
+    # Then two nodes are empty of pods, and none is a vote to shed
+    assert isinstance(own, MetricReading)
+    assert (own.value, own.empty_nodes, own.unneeded_nodes) == (0, 2, None)
+    # And with a worker pending that a jobs node would take, no node counts as empty
+    waiting = pods(1, prefix="waiting")
+    busy = KubernetesClusterView(
+        Cluster(Snapshot(tuple(nodes), (worker, *waiting))), pending=planner
+    )
+    pending = busy.own_pending_pods(jobs, NOW)
+    assert isinstance(pending, MetricReading) and pending.empty_nodes in (None, 0)

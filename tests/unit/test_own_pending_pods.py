@@ -4,6 +4,9 @@ vote never sheds a node and never holds the policy's own scale-in."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
+
 import pytest
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.scaling.autoscaler import Evaluation, decide
@@ -13,7 +16,7 @@ from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
 from pydantic import ValidationError
 
-from tests.builders import T0, UNLIMITED, policy, queue_metric, readings
+from tests.builders import T0, UNLIMITED, minutes, policy, queue_metric, readings
 
 # The issue's first queue policy: 10 tasks a node, on nodes that fit 3 workers.
 FIRST_QUEUE = policy(queue_metric("jobs", per_node=10), max_replicas=100, behavior=UNLIMITED)
@@ -76,6 +79,52 @@ def test_given_nothing_waits_and_nodes_to_spare_then_it_never_votes_to_shed_them
     assert evaluation.decision.desired == 30
     assert _own(evaluation) is MetricStatus.ABSTAINED
     assert Limit.EMPTY_ONLY not in evaluation.decision.limited_by
+
+
+# A queue policy with the default behavior: a 10-minute window, then -20 % or -5 a minute.
+DEFAULT_QUEUE = policy(queue_metric("jobs", per_node=4), max_replicas=100)
+
+
+def _after_the_window(
+    own: Callable[[datetime], Reading], jobs: Callable[[datetime], Reading]
+) -> int:
+    """50 nodes, the queue at 0 for 11 minutes: the size the 11th minute's decision asks."""
+    history, desired = History(), 50
+    for minute in range(11):
+        now = T0 + minutes(minute)
+        evaluation = decide(
+            node_group="jobs-ng",
+            policy=DEFAULT_QUEUE,
+            size=GroupSize(current=50),
+            readings={"jobs": jobs(now)},
+            history=history,
+            now=now,
+            own_pending=own(now),
+        )
+        history, desired = evaluation.history, evaluation.decision.desired
+    return desired
+
+
+def test_given_the_queue_sheds_and_its_nodes_are_empty_then_they_go_past_the_default_rate() -> None:
+    # Given 50 nodes, the queue at 0 for the whole window, and the cluster finding 46 of
+    # them empty of pods (4 still finishing their workers' last tasks)
+    def empty(now: datetime) -> Reading:
+        return MetricReading(value=0, at=now, empty_nodes=46)
+
+    def idle_queue(now: datetime) -> Reading:
+        return MetricReading(value=0, at=now)
+
+    def unread(now: datetime) -> Reading:
+        return MetricUnavailable(reason="Kubernetes API unreachable")
+
+    # Then after the window the 46 empty nodes go at once (the default rate alone would
+    # take 10 of 50); the 4 with pods are left to the next decisions' rate
+    assert _after_the_window(empty, idle_queue) == 4
+    # And without the cluster's count, the default rate paces them all
+    assert _after_the_window(unread, idle_queue) == 40
+    # And with the queue unread, nothing goes: empty nodes never make a scale-in alone
+    missing = lambda now: MetricUnavailable(reason="SQS throttled")  # noqa: E731
+    assert _after_the_window(empty, missing) == 50
 
 
 def test_given_the_cluster_cannot_be_read_then_the_queue_still_scales_in() -> None:

@@ -257,8 +257,10 @@ class KubernetesClusterView:
 
     def own_pending_pods(self, group: NodeGroup, now: datetime) -> Reading:
         """The nodes the pending-pods plan gives a group whose policy has no PendingPods
-        metric, for the pods its nodes would take (`domain.scaling.own_pods`): the plan's
-        share only, never nodes to shed. Unavailable when the cluster can't say."""
+        metric, for the pods its nodes would take (`domain.scaling.own_pods`), and with
+        none for it, its nodes empty of pods: never a vote to shed them, only what lets them
+        leave past the default scale-down rate once its own metrics shed. Unavailable when
+        the cluster can't say."""
         try:
             snapshot = self.snapshot(now)
         except KubernetesUnavailableError as error:
@@ -270,11 +272,13 @@ class KubernetesClusterView:
         if isinstance(share, MetricUnavailable):
             return share
         planned, nodes = share
+        spare = None if nodes else self._unneeded(group, snapshot, cutoff, empty_only=True)
         return MetricReading(
             value=nodes,
             at=now,
             detail=_pending_detail(planned, group.name, nodes),
             pending_pods=len(planned.coming(group.name)[1]),
+            empty_nodes=spare.empty if spare is not None else None,
         )
 
     def _share(

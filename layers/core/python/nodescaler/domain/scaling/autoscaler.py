@@ -107,8 +107,10 @@ def _combine_live(outcomes: list[MetricOutcome], current: int) -> tuple[int, lis
 
 
 def _empty_nodes(outcomes: Sequence[MetricOutcome]) -> int:
-    """The group's nodes pending pods found empty of pods and unneeded (0: none, or unknown)."""
-    return max((o.empty or 0 for o in outcomes if o.status is MetricStatus.UNNEEDED), default=0)
+    """The group's nodes pending pods found empty of pods and unneeded (0: none, or unknown):
+    a PendingPods metric's (shedding them), or the group's own pending pods' (abstaining)."""
+    said = (MetricStatus.UNNEEDED, MetricStatus.ABSTAINED)
+    return max((o.empty or 0 for o in outcomes if o.status in said), default=0)
 
 
 def decide(

@@ -25,7 +25,9 @@ WHY = "the group's own pending pods: its policy has no PendingPods metric"
 def as_floor(outcome: MetricOutcome) -> MetricOutcome:
     """The own-pending-pods outcome as the floor it is: a vote for more nodes, or none.
     Anything else (nothing pending, the cluster unread) abstains, with why: no reading of
-    the cluster ever becomes a scale-in, nor holds one (the policy's metrics decide it)."""
+    the cluster ever becomes a scale-in, nor holds one (the policy's metrics decide it).
+    An abstention keeps the nodes it found empty of pods: when the policy's metrics shed,
+    those go past the default scale-down rate, having nothing to drain."""
     if outcome.status is MetricStatus.OK and outcome.recommendation is not None:
         return outcome.model_copy(update={"detail": f"{outcome.detail} ({WHY})", "needed": None})
     return outcome.model_copy(
@@ -34,6 +36,5 @@ def as_floor(outcome: MetricOutcome) -> MetricOutcome:
             "recommendation": None,
             "detail": f"{outcome.detail}: no vote ({WHY})",
             "needed": None,
-            "empty": None,
         }
     )
