@@ -205,6 +205,29 @@ def test_request_workers_scale_as_keda_scales_them_and_take_requests_in_turn(
     assert queue.wanted(361) == 0
 
 
+def test_a_worker_takes_short_requests_one_after_another_within_a_step(tmp_path: Path) -> None:
+    # Given 10 requests of 1 s at second 0 and one Ready worker
+    folder = trace(tmp_path, "arrival_s,service_s\n" + "0,1\n" * 10, "requests.csv")
+    world = cluster()
+    workers = Deployment("llm-worker", "1", "1Gi", [(0, 0)])
+    queue = RequestQueue(
+        "llm", traces.request_rows(TraceWindow(file="requests.csv"), folder), workers, 2
+    )
+    queue.arrive(0)
+    workers.resize(world.store, 1, T0)
+    world.schedule(T0)
+    assert queue.work(world.store, 0) == 0  # the first taken at once, done at 1 s
+    # When the next step comes 10 s later
+    done = queue.work(world.store, 10)
+    # Then the worker served all ten, one after another, not one a step
+    assert (done, queue.messages, queue.served) == (10, 0, 10)
+    assert queue.waits == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    # And, idle since 10 s, it takes a request arriving at 13 s when it arrives
+    queue._waiting.append((13.0, 1.0))
+    assert queue.work(world.store, 20) == 1
+    assert queue.waits[-1] == 0
+
+
 def test_a_worker_removed_while_busy_gives_its_request_back(tmp_path: Path) -> None:
     folder = trace(tmp_path, "arrival_s,service_s\n0,30\n", "requests.csv")
     world = cluster()
