@@ -739,6 +739,65 @@ def test_given_healthy_metrics_and_empty_nodes_then_the_default_rate_does_not_ho
     assert evaluation.decision.desired == 4
 
 
+def _unneeded_ages(empty: int, *ages: float, at: datetime = T0) -> MetricReading:
+    """Pending pods finding len(ages) nodes unneeded, the first `empty` of them empty, each
+    marked unneeded `ages` seconds ago."""
+    return MetricReading(
+        value=0, at=at, unneeded_nodes=len(ages), empty_nodes=empty, unneeded_seconds=ages
+    )
+
+
+def test_given_nodes_unneeded_a_whole_window_then_they_go_though_the_window_holds_the_group() -> (
+    None
+):
+    # Given 16 nodes the queue asked for 5 minutes ago; now it asks for 8, and pending pods
+    # find 6 nodes unneeded (their pods fit elsewhere), 4 of them for over the 600-s window
+    earlier = run(QUEUE_WITH_PENDING, 16, readings(jobs=64))
+    now = T0 + minutes(5)
+    given = {
+        "jobs": MetricReading(value=32, at=now),
+        "pending-pods": _unneeded_ages(0, *[700] * 4, 100, 100, at=now),
+    }
+    decision = run(QUEUE_WITH_PENDING, 16, given, earlier.history, now).decision
+    # Then those 4 go, as Cluster Autoscaler deletes a node unneeded for its unneeded time;
+    # the 2 found unneeded since are held by the window, and nothing below the 10 the
+    # cluster's view still needs
+    assert decision.desired == 12
+    # And with none unneeded that long, the window holds all 16, as the HPA's does
+    young = {
+        "jobs": MetricReading(value=32, at=now),
+        "pending-pods": _unneeded_ages(0, *[599] * 6, at=now),
+    }
+    assert run(QUEUE_WITH_PENDING, 16, young, earlier.history, now).decision.desired == 16
+    # And one unneeded exactly a window goes, as Cluster Autoscaler's unneeded time counts
+    exact = {
+        "jobs": MetricReading(value=32, at=now),
+        "pending-pods": _unneeded_ages(0, 600, *[599] * 5, at=now),
+    }
+    assert run(QUEUE_WITH_PENDING, 16, exact, earlier.history, now).decision.desired == 15
+    # And a live vote above them still holds the group: the queue asking for 13
+    busy = {
+        "jobs": MetricReading(value=52, at=now),
+        "pending-pods": _unneeded_ages(0, *[700] * 6, at=now),
+    }
+    assert run(QUEUE_WITH_PENDING, 16, busy, earlier.history, now).decision.desired == 13
+
+
+def test_given_a_missing_metric_then_only_empty_nodes_unneeded_a_whole_window_go_early() -> None:
+    earlier = run(QUEUE_WITH_PENDING, 16, readings(jobs=64))
+    now = T0 + minutes(5)
+    # Given the queue unread, 6 nodes unneeded, the first 2 of them empty: one of the empty
+    # ones and 3 with pods unneeded for over the window
+    given = {
+        "jobs": MetricUnavailable(reason="CloudWatch is down"),
+        "pending-pods": _unneeded_ages(2, 700, 100, 700, 700, 700, 100, at=now),
+    }
+    decision = run(QUEUE_WITH_PENDING, 16, given, earlier.history, now).decision  # type: ignore[arg-type]
+    # Then only the empty one goes: no pod is moved on a metric that cannot be read
+    assert decision.desired == 15
+    assert Limit.EMPTY_ONLY in decision.limited_by
+
+
 def test_given_empty_nodes_past_the_default_rate_then_the_minimum_still_holds() -> None:
     at_least_10 = policy({"type": "PendingPods"}, min_replicas=10)
     history = History()

@@ -38,6 +38,7 @@ from nodescaler.domain.scale_down.unneeded import (
     Unneeded,
     candidate_marks,
     removable,
+    unneeded_for,
     unneeded_nodes,
 )
 from nodescaler.domain.scaling.own_pods import OWN_PENDING_PODS
@@ -198,7 +199,7 @@ class KubernetesClusterView:
         own = [n for n in snapshot.nodes if belongs(n, group)]
         for node, marked in candidate_marks(own, candidates).items():
             try:
-                self._marks.mark_candidate(node, marked)
+                self._marks.mark_candidate(node, marked, now)
             except Exception:  # a hint, never a reason to fail the evaluation (or the rest)
                 continue
 
@@ -246,6 +247,7 @@ class KubernetesClusterView:
             unneeded_nodes=len(spare.nodes) if spare is not None else None,
             empty_nodes=spare.empty if spare is not None else None,
             candidates=spare.nodes if spare is not None else (),
+            unneeded_seconds=unneeded_for(snapshot.nodes, spare.nodes, now) if spare else (),
             needed_nodes=self._needed(group, snapshot, planned, virtual),
             pending_pods=len(planned.coming(group.name)[1]),
             group_pods=len(_real(_group_pods(group, snapshot, planned), snapshot)),

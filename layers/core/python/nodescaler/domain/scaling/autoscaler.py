@@ -269,6 +269,11 @@ def _steer(
     if not history.recommendations:
         history = history.with_recommendation(now, current, keep_seconds=0)
     stabilized = stabilize(recommendation, current, history=history, now=now, up=up, down=down)
+    # A node the cluster's view has found unneeded for a whole window goes, though earlier
+    # recommendations still hold the group: Cluster Autoscaler's unneeded time, per node.
+    settled = _unneeded_a_window(voted.outcomes, down.stabilization_window_seconds, limits)
+    if settled and recommendation < current:
+        stabilized = max(recommendation, min(stabilized, current - settled))
     if stabilized != recommendation and (voted.bound is None or stabilized > voted.bound):
         limits.append(Limit.STABILIZATION)
     keep = max(up.stabilization_window_seconds, down.stabilization_window_seconds)
@@ -296,6 +301,21 @@ def _steer(
         limits.append(Limit.SCALE_IN_WINDOW)
         return _Steered(current - window.room, history, tuple(limits), window.describe())
     return _Steered(desired, history, tuple(limits))
+
+
+def _unneeded_a_window(outcomes: Sequence[MetricOutcome], window: int, limits: list[Limit]) -> int:
+    """The group's nodes pending pods have found unneeded for `window` seconds or more
+    (while a metric cannot be read, only the empty ones: `Limit.EMPTY_ONLY`)."""
+    empty_only = Limit.EMPTY_ONLY in limits
+    counts = []
+    for outcome in outcomes:
+        if outcome.status is not MetricStatus.UNNEEDED:
+            continue
+        ages = outcome.unneeded_seconds
+        if empty_only:  # the empty ones come first
+            ages = ages[: outcome.empty or 0]
+        counts.append(sum(age >= window for age in ages))
+    return max(counts, default=0)
 
 
 def _empty_past_default_rate(policy: NodeGroupPolicy, rated: RateResult, empty_gone: int) -> int:

@@ -96,6 +96,8 @@ class MetricOutcome(BaseModel):
     needed: int | None = None  # pending pods: the nodes the group's pods need now
     pending_pods: int | None = None  # pending pods: those the group's nodes are to take
     empty: int | None = None  # pending pods: the group's nodes empty of pods, nothing needs
+    # pending pods: how long each unneeded node has been (`MetricReading.unneeded_seconds`)
+    unneeded_seconds: tuple[float, ...] = Field(default=(), exclude=True)
     fallback: str = ""  # the fallback that applies ("replicas 2", "hold"), when one does
     failing_since: AwareDatetime | None = None  # the first failure of its run, when it applies
 
