@@ -154,7 +154,7 @@ def test_a_reservation_target_becomes_placeholders_taking_its_room_of_the_group(
     )
     assert cpa is not None
     # Then placeholders of an eighth of a node, on the group's nodes alone
-    assert cpa.requests == {"cpu": "2000m", "memory": str(8 * 2**30)}
+    assert cpa.requests == {"cpu": "2000m", "memory": "8192Mi"}
     assert cpa.node_selector == cpa.node_labels == {GROUP_LABEL: "web-ng"}
     # scaled in linear mode so they take 40 % of the cores: 2 / 0.4 = 5 cores a replica;
     # the minimum's node and the maximum's ten, rounded up
@@ -198,17 +198,18 @@ def test_a_memory_target_maps_through_the_cores_and_the_larger_room_wins() -> No
 def test_a_group_that_scales_to_zero_gets_a_ladder_that_holds_nothing_at_zero() -> None:
     # Given the GPU inference policy (cpu at 80 %, minimum 0) on tainted 4-core nodes, a
     # group of 0 to 8: linear mode would keep one placeholder, and CA would start a GPU
-    # node for it
+    # node for it; placeholders on its last node would keep that node (nowhere to move)
     gpu = from_file("scenarios/policies/gpu-inference.yaml")
     taint = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
     tuning = tune(gpu, "gpu-ng", 0, 8)
     cpa = proportional(gpu, "gpu-ng", a_node("4", "15Gi", [taint]), (0, 8), tuning.labels)
     assert cpa is not None
-    # Then a ladder, one step a node count, the same count as linear mode's at each
+    # Then a ladder, one step a node count: none at zero nodes and at one, from two the
+    # same count as linear mode's
     ladder = cpa.params["ladder"]["coresToReplicas"]
-    assert ladder[:3] == [[0, 0], [4, 2], [8, 4]] and len(ladder) == 9  # 0.5 / 0.2 = 2.5
-    assert expected_replicas(cpa.params, 0, 0) == 0
-    for nodes in range(1, 9):
+    assert ladder[:3] == [[0, 0], [4, 0], [8, 4]] and len(ladder) == 9  # 0.5 / 0.2 = 2.5
+    assert expected_replicas(cpa.params, 0, 0) == expected_replicas(cpa.params, 1, 4) == 0
+    for nodes in range(2, 9):
         linear = {"coresPerReplica": 2.5}
         assert expected_replicas(cpa.params, nodes, 4 * nodes) == linear_replicas(
             linear, nodes, 4 * nodes

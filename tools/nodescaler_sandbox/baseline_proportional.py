@@ -52,7 +52,11 @@ the most), placeholders take (100 - T) % of the group's allocatable:
 - a group whose minimum is 0: linear mode keeps one placeholder at zero nodes, whose
   pending pod would make CA start a node the policy lets go. An operator who scales the
   group to zero runs CPA in ladder mode instead, with one `coresToReplicas` entry per node
-  count from 0 to MaxSize (the same count as linear mode's at each, 0 at 0 nodes);
+  count from 0 to MaxSize, the same count as linear mode's at each from two nodes, and 0
+  at none and at one: placeholders on the group's last node would keep it for ever (CA
+  removes a node only if its pods, the placeholders among them at priority -1 above the
+  expendable cutoff, fit on other nodes: none is left), so the first node holds no room
+  and each next node the target's;
 - not mapped: a reservation of `pods`, or a target of `Value` or `AverageValue` (a room
   not a share of the group's allocatable; no policy here has one), and T = 100 (no room).
 """
@@ -78,6 +82,7 @@ if TYPE_CHECKING:
 SLICE = 8  # a placeholder: an eighth of one node's allocatable CPU and memory
 POLL_PERIOD_SECONDS = 10  # CPA's --poll-period-seconds, its default
 POLL = Cadence(POLL_PERIOD_SECONDS)
+MEBIBYTE = 2**20
 MAPPED = ("cpu", "memory")  # the reservations CPA's core count can hold room for
 
 
@@ -145,12 +150,12 @@ def proportional(
         params = {
             "linear": {"coresPerReplica": per_replica, "min": replicas(low), "max": replicas(high)}
         }
-    else:  # linear mode keeps one: a ladder reaches zero
-        ladder = [[math.ceil(n * node_cores), replicas(n)] for n in range(high + 1)]
+    else:  # linear mode keeps one, a last node's placeholders keep it: a ladder
+        ladder = [[math.ceil(n * node_cores), replicas(n) if n > 1 else 0] for n in range(high + 1)]
         params = {"ladder": {"coresToReplicas": ladder}}
     return Proportional(
         group,
-        {"cpu": f"{slice_millis}m", "memory": str(node.memory // SLICE)},
+        {"cpu": f"{slice_millis}m", "memory": f"{node.memory // SLICE // MEBIBYTE}Mi"},
         dict(selector),
         [
             {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect}
