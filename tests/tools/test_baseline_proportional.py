@@ -9,6 +9,7 @@ label selector and `GetClusterStatus`). The README's own examples are among the 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -233,7 +234,7 @@ def test_the_proportional_placeholders_are_a_deployment_of_pause_pods_at_priorit
     assert requests(made) == (16000 // SLICE, 64 * 2**30 // SLICE)
     # and the tuned run's settings say what ran: the shape and CPA's flags
     tuning = tune(microservices, "web-ng", 1, 10)
-    tuning = type(tuning)(**(vars(tuning) | {"proportional": cpa}))
+    tuning = replace(tuning, proportional=cpa)
     shown = settings(cluster_flags([tuning]), [tuning], [])["groups"]["web-ng"]["proportional"]
     assert shown["requests"] == cpa.requests
     assert shown["cluster-proportional-autoscaler"] == {
