@@ -19,6 +19,11 @@ Read from the policy model alone (none of nodescaler's scaling logic), one group
   placeholders then pending drive CA's scale-up. A buffer sized from arrivals
   (`fromArrivals`) becomes its `maxPods` placeholders: CA's count is fixed, so an operator
   covers the fastest arrivals the policy allows;
+- its reservation target (a `CapacityReservation` metric at T % of cpu or memory) →
+  proportional placeholders (the FAQ's "dynamic overprovisioning"): a Deployment of pause
+  pods of an eighth of a node at priority -1 on the group's nodes, scaled every 10 s by a
+  cluster-proportional-autoscaler counting the group's nodes alone so that they take
+  (100 - T) % of its allocatable (`baseline_proportional`, which states the rule);
 - its bounds → the group's MinSize and MaxSize (the policy's inside the group's own);
 - its schedule → Auto Scaling scheduled actions, the pattern AWS shows for CA users: at
   each entry's start the group's minimum is raised to its replicas, at its end lowered to
@@ -72,6 +77,7 @@ from nodescaler_sandbox.baseline_flags import (
     TEMPLATE_TAG,
     Flags,
 )
+from nodescaler_sandbox.baseline_proportional import Proportional
 from nodescaler_sandbox.baseline_scale_down import (
     GPU_UTILIZATION_TAG,
     UNNEEDED_TIME_TAG,
@@ -122,6 +128,7 @@ class GroupTuning:
     labels: dict[str, str]  # the operator's kubelet gives its nodes
     placeholders: list[Placeholders] = field(default_factory=list)
     scheduled_actions: list[ScheduledAction] = field(default_factory=list)
+    proportional: Proportional | None = None  # placeholders a CPA scales to the group
 
 
 def tune(policy: NodeGroupPolicy, group: str, min_size: int, max_size: int) -> GroupTuning:
@@ -266,7 +273,8 @@ def settings(
     flags: Flags, tunings: Sequence[GroupTuning], buffers: Sequence[Placeholders]
 ) -> dict[str, Any]:
     """What CA tuned ran with, as summary.json gives it: its flags, each group's tags,
-    bounds, placeholders and scheduled actions, and the CapacityBuffers' placeholders."""
+    bounds, placeholders, proportional placeholders (their shape and their CPA's flags)
+    and scheduled actions, and the CapacityBuffers' placeholders."""
 
     def placeholders(found: Sequence[Placeholders]) -> list[dict[str, Any]]:
         return [
@@ -281,6 +289,7 @@ def settings(
                 "max": t.max_size,
                 "tags": t.tags,
                 "placeholders": placeholders(t.placeholders),
+                "proportional": _proportional(t.proportional),
                 "scheduled_actions": [
                     {"name": a.name, "recurrence": a.recurrence, "min_size": a.min_size}
                     | ({"start": a.start.isoformat()} if a.start else {})
@@ -293,7 +302,30 @@ def settings(
     }
 
 
+def _proportional(found: Proportional | None) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    return {
+        "requests": found.requests,
+        "nodeSelector": found.node_selector,
+        "cluster-proportional-autoscaler": found.flags(proportional_name(found)),
+    }
+
+
 # --- in the sandbox --------------------------------------------------------------------
+
+
+def proportional_name(found: Proportional) -> str:
+    """The Deployment of a group's proportional placeholders."""
+    return f"{PLACEHOLDER_PREFIX}{found.group}-proportional"
+
+
+def proportional_deployment(found: Proportional) -> Deployment:
+    """The proportional placeholders as a Deployment, none until their CPA's first poll."""
+    shape = Placeholders(found.group, 0, found.requests, found.node_selector, found.tolerations)
+    deployment = placeholder_deployment(shape, 0)
+    deployment.name = proportional_name(found)
+    return deployment
 
 
 def placeholder_deployment(placeholders: Placeholders, index: int) -> Deployment:

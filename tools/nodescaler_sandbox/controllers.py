@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from nodescaler_sandbox import (
+    baseline_proportional,
     baseline_tuning,
     demand,
     oracle,
@@ -28,6 +29,7 @@ from nodescaler_sandbox.baseline import (
     ReactiveBaseline,
     managed_node_group,
 )
+from nodescaler_sandbox.baseline_proportional import Proportional, ProportionalAutoscaler
 from nodescaler_sandbox.cadence import EVERY_MINUTE, MINUTE, Cadence
 from nodescaler_sandbox.outages import THROTTLED, Outages
 from nodescaler_sandbox.sandbox import Sandbox
@@ -36,7 +38,7 @@ from nodescaler_sandbox.world import World
 from nodescaler_sandbox.world_setup import instance_capacity, node_labels
 
 if TYPE_CHECKING:
-    pass
+    from nodescaler.domain.policy import NodeGroupPolicy
 
 NODESCALER, BASELINE = "nodescaler", "cluster-autoscaler-baseline"
 TUNED = "cluster-autoscaler-tuned"  # the baseline as an operator tunes it to the policy
@@ -102,8 +104,11 @@ def _cluster_autoscaler(
     scheduled actions at their time, and its loop at each scan."""
     actions: baseline_tuning.ScheduledActions | None = None
     flags = Flags()
+    autoscalers: list[ProportionalAutoscaler] = []
     if controller == TUNED:
-        actions, flags = _tune(scenario, box, world, {} if settings is None else settings)
+        actions, flags, autoscalers = _tune(
+            scenario, box, world, {} if settings is None else settings
+        )
     baseline = ReactiveBaseline(
         world.cluster,
         outages.watch("autoscaling", box.controller_autoscaling()),
@@ -121,7 +126,11 @@ def _cluster_autoscaler(
         # baseline sees their bounds at its Auto Scaling cache's next refresh
         if actions is not None:
             actions.run(box.clock.now())
-        if not scan.due(at, step) or outages.kubernetes_down:  # it reads the API server
+        if outages.kubernetes_down:  # CA and CPA read the API server
+            return
+        for autoscaler in autoscalers:  # each on its own poll; the pods made at `react`
+            autoscaler.poll(at, step, world.cluster.store)
+        if not scan.due(at, step):
             return
         try:
             baseline.act(box.clock.now())
@@ -133,20 +142,22 @@ def _cluster_autoscaler(
 
 def _tune(
     scenario: Scenario, box: Sandbox, world: World, settings: dict[str, Any]
-) -> tuple[baseline_tuning.ScheduledActions, Flags]:
+) -> tuple[baseline_tuning.ScheduledActions, Flags, list[ProportionalAutoscaler]]:
     """The tuned run's settings, made before it starts (`baseline_tuning`): each group's
     tags, bounds and scheduled actions (those already due applied, as if they had been
     running; a forecast's as scheduled minimums from its first day), its nodes' group
-    label, its overprovisioning placeholders; the cluster's CapacityBuffers' pods, as CA
-    injects them; and the cluster's flags. What it ran with is written into `settings`."""
+    label, its overprovisioning placeholders and the cluster-proportional-autoscaler of
+    its proportional ones; the cluster's CapacityBuffers' pods, as CA injects them; and
+    the cluster's flags. What it ran with is written into `settings`."""
     from nodescaler.adapters.deployed_policies import load_policies
 
     policies = load_policies(scenario.policies_path)
     autoscaling = box.client("autoscaling")
-    tunings = []
+    tunings, autoscalers = [], []
     for group in scenario.groups:
         policy = policies[group.policy]
         tuning = baseline_tuning.tune(policy, group.name, group.min, group.max)
+        tuning = replace(tuning, proportional=_proportional(policy, world, tuning))
         if baseline_tuning.has_forecast(policy):
             tuning = replace(
                 tuning,
@@ -158,6 +169,10 @@ def _tune(
         world.deployments += [
             baseline_tuning.placeholder_deployment(p, i) for i, p in enumerate(tuning.placeholders)
         ]
+        if tuning.proportional is not None:
+            placeholders = baseline_tuning.proportional_deployment(tuning.proportional)
+            world.deployments.append(placeholders)
+            autoscalers.append(ProportionalAutoscaler(tuning.proportional, placeholders))
         tunings.append(tuning)
     buffers = baseline_tuning.buffer_placeholders(scenario.capacity_buffers)
     world.deployments += [
@@ -167,7 +182,20 @@ def _tune(
     actions.run(box.clock.now())
     flags = baseline_tuning.cluster_flags(tunings)
     settings |= baseline_tuning.settings(flags, tunings, buffers)
-    return actions, flags
+    return actions, flags, autoscalers
+
+
+def _proportional(
+    policy: NodeGroupPolicy, world: World, tuning: baseline_tuning.GroupTuning
+) -> Proportional | None:
+    """The group's CPA, from the room a new node of it offers (`baseline_proportional`)."""
+    return baseline_proportional.proportional(
+        policy,
+        tuning.group,
+        world.cluster.empty_node(tuning.group),
+        (tuning.min_size, tuning.max_size),
+        tuning.labels,
+    )
 
 
 def _forecast_minimums(
