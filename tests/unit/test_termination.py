@@ -413,10 +413,10 @@ def test_the_least_bad_takes_what_no_rule_holds_then_budgets_then_annotations() 
     web = Groups().discover()[0]
     # IDS[4] is no node at all; then 3 (one pod) before 2 (two), 1 (its budget), 0 (pinned)
     order = (IDS[4], IDS[3], IDS[2], IDS[1], IDS[0])
-    assert least_bad(web, IDS[:5], snapshot) == order
+    assert least_bad(web, IDS[:5], snapshot, now=T0) == order
     # budgets unread: every node with pods to move counts as held by one
     unread = Snapshot(tuple(nodes), tuple(pods), None)
-    assert least_bad(web, IDS[:4], unread) == (IDS[1], IDS[3], IDS[2], IDS[0])
+    assert least_bad(web, IDS[:4], unread, now=T0) == (IDS[1], IDS[3], IDS[2], IDS[0])
 
 
 class Unreachable:

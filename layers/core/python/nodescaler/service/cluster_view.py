@@ -165,7 +165,11 @@ class KubernetesClusterView:
             for node in snapshot.nodes
             if belongs(node, group)
             and keeps_node(
-                node, snapshot.pods_by_node.get(node.name, ()), self._rules, snapshot.budgets
+                node,
+                snapshot.pods_by_node.get(node.name, ()),
+                self._rules,
+                snapshot.budgets,
+                now=now,
             )
         )
 
@@ -183,7 +187,7 @@ class KubernetesClusterView:
             return lambda _count: None
         # what Auto Scaling would offer: never an instance protected from scale-in
         offered = sorted(group.instance_ids - group.protected_ids)
-        return lambda count: removable(group, offered, count, snapshot, self._rules)
+        return lambda count: removable(group, offered, count, snapshot, self._rules, now=now)
 
     def mark_candidates(self, group: NodeGroup, candidates: frozenset[str], now: datetime) -> None:
         """Soft-taint the group's nodes in `candidates` (those a pending-pods reading found
@@ -236,7 +240,11 @@ class KubernetesClusterView:
             nodes += fit.nodes
             detail += f"; {fit.describe()}"
         empty_only = metric.pending_pods.consolidation is Consolidation.WHEN_EMPTY
-        spare = None if nodes else self._unneeded(group, snapshot, cutoff, virtual, empty_only)
+        spare = (
+            None
+            if nodes
+            else self._unneeded(group, snapshot, cutoff, now, buffer=virtual, empty_only=empty_only)
+        )
         if spare is not None and spare.nodes:
             detail += f"; {spare.describe()}"
         return MetricReading(
@@ -349,6 +357,8 @@ class KubernetesClusterView:
         group: NodeGroup,
         snapshot: Snapshot,
         cutoff: int,
+        now: datetime,
+        *,
         buffer: Sequence[Pod] = (),
         empty_only: bool = False,
     ) -> Unneeded | None:
@@ -363,7 +373,7 @@ class KubernetesClusterView:
             return None
         own = [n for n in snapshot.nodes if belongs(n, group)]
         limit = 0 if empty_only else SIMULATED_PER_CALL  # no node with pods is simulated
-        return unneeded_nodes(own, snapshot, buffer=buffer, limit=limit, rules=self._rules)
+        return unneeded_nodes(own, snapshot, now=now, buffer=buffer, limit=limit, rules=self._rules)
 
     def _reservation(
         self, metric: CapacityReservationMetric, group: NodeGroup, snapshot: Snapshot, now: datetime
