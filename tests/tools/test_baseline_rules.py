@@ -441,6 +441,14 @@ def test_a_kube_system_pod_past_its_hour_is_drainable_whatever_the_later_rules_s
     assert blocks_drain(found, covered, DrainFlags(), T0) is True
 
 
+def test_the_scenarios_system_pod_timeout_reaches_the_baseline_as_the_functions_read_it() -> None:
+    flags = DrainFlags.of({"BLOCKING_SYSTEM_POD_DISRUPTION_TIMEOUT_SECONDS": "600"})
+    assert DrainFlags.of({}).system_pod_timeout == 60 * MINUTE  # the flag's default
+    found = system_pod(T0 - 11 * MINUTE)
+    assert blocks_drain(found, Budgets([]), flags, T0) is False
+    assert blocks_drain(found, Budgets([]), DrainFlags(), T0) is True
+
+
 def test_a_kube_system_pod_with_no_creation_time_blocks() -> None:
     # isBspPassedDisruptionTimeout: a zero CreationTimestamp never passes the timeout
     found = pod("metrics-agent", "a", namespace="kube-system")

@@ -11,7 +11,6 @@ from typing import Any
 from nodescaler.domain.cluster.quantity import whole_units
 
 from nodescaler_sandbox.baseline_flags import (
-    BSP_DISRUPTION_TIMEOUT,
     DELETION_CANDIDATE,
     GPU_LABEL,
     GPU_RESOURCES,
@@ -208,7 +207,7 @@ def blocks_drain(pod: dict[str, Any], budgets: Budgets, flags: DrainFlags, now: 
     ):
         # past the timeout the system rule answers "drainable", and rules.go's Drainable
         # asks no later rule (notsafetoevict, localstorage) of the pod
-        return not _older_than(pod, BSP_DISRUPTION_TIMEOUT, now)
+        return not _older_than(pod, flags.system_pod_timeout, now)
     if annotations.get(SAFE_TO_EVICT) == "false":
         return True
     volumes = spec.get("volumes") or []
