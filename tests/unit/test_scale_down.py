@@ -3,7 +3,7 @@ other nodes by the pending pods' predicates; never one that must stay."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import timedelta, timezone
 from typing import Any
 
 import pytest
@@ -327,6 +327,13 @@ def test_a_young_pods_reason_names_its_timeout_as_an_operator_writes_it() -> Non
     for timeout, written in [(timedelta(minutes=90), "90m"), (timedelta(seconds=45), "45s")]:
         why = blocking(system_pod(T0), DrainRules(system_pod_timeout=timeout), (), T0)
         assert why is not None and f"for {written} after its creation" in why
+
+
+def test_a_young_pods_reason_says_until_when_in_utc_whatever_the_zone_it_was_written_in() -> None:
+    created = (T0 - timedelta(minutes=10)).astimezone(timezone(timedelta(hours=2)))
+    why = blocking(system_pod(created), CA_DEFAULTS, (), T0)
+    until = T0 + timedelta(minutes=50)
+    assert why is not None and why.endswith(f"until {until:%Y-%m-%dT%H:%M:%SZ}")
 
 
 @pytest.mark.parametrize("age", [timedelta(minutes=5), timedelta(days=3)])
