@@ -160,17 +160,12 @@ class KubernetesClusterView:
             snapshot = self.snapshot(now)
         except KubernetesUnavailableError:
             return None
+        by_node, budgets = snapshot.pods_by_node, snapshot.budgets
         return frozenset(
             node.instance_id
             for node in snapshot.nodes
             if belongs(node, group)
-            and keeps_node(
-                node,
-                snapshot.pods_by_node.get(node.name, ()),
-                self._rules,
-                snapshot.budgets,
-                now=now,
-            )
+            and keeps_node(node, by_node.get(node.name, ()), self._rules, budgets, now=now)
         )
 
     def removable(self, group: NodeGroup, count: int, now: datetime) -> Removable | None:
@@ -241,9 +236,7 @@ class KubernetesClusterView:
             detail += f"; {fit.describe()}"
         empty_only = metric.pending_pods.consolidation is Consolidation.WHEN_EMPTY
         spare = (
-            None
-            if nodes
-            else self._unneeded(group, snapshot, cutoff, now, buffer=virtual, empty_only=empty_only)
+            None if nodes else self._unneeded(group, snapshot, cutoff, virtual, empty_only, now=now)
         )
         if spare is not None and spare.nodes:
             detail += f"; {spare.describe()}"
@@ -357,10 +350,10 @@ class KubernetesClusterView:
         group: NodeGroup,
         snapshot: Snapshot,
         cutoff: int,
-        now: datetime,
-        *,
         buffer: Sequence[Pod] = (),
         empty_only: bool = False,
+        *,
+        now: datetime,
     ) -> Unneeded | None:
         """The group's nodes nothing needs, when no pending pod could use one of its nodes
         (then none is spare: the pods may be waiting for room here)."""
