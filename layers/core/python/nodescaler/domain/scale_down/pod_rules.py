@@ -51,7 +51,7 @@ class DrainRules:
     system_pod_timeout: timedelta = SYSTEM_POD_TIMEOUT
 
 
-CA_DEFAULTS = DrainRules()  # both on, as Cluster Autoscaler starts
+CA_DEFAULTS = DrainRules()  # both on, and an hour, as Cluster Autoscaler starts
 
 
 def deletion_deadline(deleted: datetime | None, grace_seconds: int | None) -> datetime | None:
