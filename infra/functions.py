@@ -145,6 +145,9 @@ class Shared:
             "tag_paused": tags.paused,
             "skip_nodes_with_local_storage": self.settings.skip_nodes_with_local_storage,
             "skip_nodes_with_system_pods": self.settings.skip_nodes_with_system_pods,
+            "blocking_system_pod_disruption_timeout_seconds": (
+                self.settings.blocking_system_pod_disruption_timeout_seconds
+            ),
         }
 
     @property

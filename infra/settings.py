@@ -24,6 +24,7 @@ from nodescaler.config import (
     EventBusName,
     EventSettings,
     KubernetesTimeout,
+    Seconds,
 )
 from nodescaler.deployment import (
     NAME_MAX_LENGTH,
@@ -199,7 +200,12 @@ class DeploySettings(ContextModel, metaclass=_RaisingSettingsError):
         CommonSettings, "skip_nodes_with_system_pods"
     )
     """Cluster Autoscaler's flag of the same name and default: a node running a kube-system
-    pod no disruption budget selects stays."""
+    pod no disruption budget selects stays (for the timeout below)."""
+    blocking_system_pod_disruption_timeout_seconds: Seconds = runtime_default(
+        CommonSettings, "blocking_system_pod_disruption_timeout_seconds"
+    )
+    """Cluster Autoscaler's --blocking-system-pod-distruption-timeout and default (an hour):
+    such a kube-system pod keeps its node only this long after its creation."""
 
     @field_validator("drain_groups")
     @classmethod

@@ -5,6 +5,7 @@ timeout, tracing, VPC, and the environment each gets from its settings model
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from aws_cdk.assertions import Template
@@ -145,12 +146,17 @@ def test_cluster_autoscalers_skip_nodes_flags_in_the_context_reach_every_functio
         flags = (
             variables["SKIP_NODES_WITH_LOCAL_STORAGE"],
             variables["SKIP_NODES_WITH_SYSTEM_PODS"],
+            variables["BLOCKING_SYSTEM_POD_DISRUPTION_TIMEOUT_SECONDS"],
         )
-        assert flags == ("true", "true")
-    changed = synth(skipNodesWithLocalStorage=False, skipNodesWithSystemPods=False)
+        assert flags == ("true", "true", "3600")
+    changed = synth(
+        skipNodesWithLocalStorage=False,
+        skipNodesWithSystemPods=False,
+        blockingSystemPodDisruptionTimeoutSeconds=600,
+    )
     for folder in ("evaluate", "terminate", "drain"):
         settings = CommonSettings.from_environment(environment(changed, folder))
-        assert settings.drain_rules == DrainRules(False, False)
+        assert settings.drain_rules == DrainRules(False, False, timedelta(minutes=10))
 
 
 # What CloudFormation puts for the pseudo parameters in a value the template joins.

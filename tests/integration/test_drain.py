@@ -163,6 +163,11 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
         yield Rig(server, kubeconfig(tmp_path / "kubeconfig", server.url))
 
 
+def created(at: datetime) -> str:
+    """A creationTimestamp as the API server writes it."""
+    return f"{at:%Y-%m-%dT%H:%M:%SZ}"
+
+
 def put(rig: Rig, *objects: tuple[str, dict[str, Any]]) -> None:
     for kind, obj in objects:
         rig.cluster.put(kind, obj)
@@ -913,7 +918,13 @@ def test_given_pods_cluster_autoscaler_would_not_move_the_drain_refuses_them_and
     # pods can prevent CA from removing a node?"): a pod with no controller, one with an
     # emptyDir, a kube-system pod no budget selects stay; the lifecycle action is completed
     # as a drain that did not finish, never as drained
+    # The kube-system agent was made 59 minutes before the drain began: within its
+    # --blocking-system-pod-distruption-timeout (1h); an hour-old one's is evicted
     cache = pod("cache-0", NODE, spec={"volumes": [{"name": "scratch", "emptyDir": {}}]})
+    agent = pod("agent", NODE, namespace="kube-system", labels={"app": "agent"})
+    agent["metadata"]["creationTimestamp"] = created(T0 - timedelta(minutes=59))
+    old_agent = pod("old-agent", NODE, namespace="kube-system", labels={"app": "agent"})
+    old_agent["metadata"]["creationTimestamp"] = created(T0 - timedelta(minutes=60, seconds=1))
     put(
         rig,
         the_node(),
@@ -921,7 +932,8 @@ def test_given_pods_cluster_autoscaler_would_not_move_the_drain_refuses_them_and
         web(0),
         ("pods", pod("debug", NODE, owner=None)),
         ("pods", cache),
-        ("pods", pod("agent", NODE, namespace="kube-system", labels={"app": "agent"})),
+        ("pods", agent),
+        ("pods", old_agent),
         ("pods", pod("coredns-1", NODE, namespace="kube-system", labels={"app": "dns"})),
         ("poddisruptionbudgets", pdb("dns", {"app": "dns"}, "kube-system", maxUnavailable=1)),
     )
@@ -929,13 +941,17 @@ def test_given_pods_cluster_autoscaler_would_not_move_the_drain_refuses_them_and
     result = rig.drainer(timeout_result=LifecycleResult.ABANDON).lifecycle_action(rig.held())
 
     assert result.outcome is DrainOutcome.TIMED_OUT
-    assert sorted(result.evicted) == ["default/web-0", "kube-system/coredns-1"]
+    evicted = ["default/web-0", "kube-system/coredns-1", "kube-system/old-agent"]
+    assert sorted(result.evicted) == evicted
     assert rig.pods_on(NODE) == ["default/cache-0", "default/debug", "kube-system/agent"]
+    until = created(T0 + timedelta(minutes=1))
     assert set(result.remaining) == {
         PodNote("default/debug", "not evicted: not managed by a controller (no ownerReference)"),
         PodNote("default/cache-0", "not evicted: local storage (an emptyDir or hostPath volume)"),
         PodNote(
-            "kube-system/agent", "not evicted: a kube-system pod no PodDisruptionBudget selects"
+            "kube-system/agent",
+            "not evicted: a kube-system pod no PodDisruptionBudget selects, for 1h after its "
+            f"creation: until {until}",
         ),
     }
     assert "default/debug not evicted: not managed by a controller" in result.message

@@ -410,7 +410,9 @@ def system_pod(created: datetime) -> dict[str, Any]:
     return found
 
 
-@pytest.mark.parametrize(("age", "blocks"), [(59 * MINUTE, True), (61 * MINUTE, False)])
+@pytest.mark.parametrize(
+    ("age", "blocks"), [(59 * MINUTE, True), (60 * MINUTE, True), (61 * MINUTE, False)]
+)
 def test_a_kube_system_pod_without_a_budget_blocks_for_an_hour(
     age: timedelta, blocks: bool
 ) -> None:
@@ -421,6 +423,37 @@ def test_a_kube_system_pod_without_a_budget_blocks_for_an_hour(
     assert blocks_drain(found, Budgets([]), DrainFlags(), T0) is blocks
     covered = Budgets([("kube-system", {}, [1])])  # a budget selecting it, one disruption
     assert blocks_drain(found, covered, DrainFlags(), T0) is False
+
+
+def test_a_kube_system_pod_past_its_hour_is_drainable_whatever_the_later_rules_say() -> None:
+    # rules/rules.go, Rules.Drainable: the first rule with an outcome decides; the system
+    # rule comes before notsafetoevict and localstorage, and past the timeout answers
+    # NewDrainableStatus, so neither is asked of such a pod (rules/system/rule.go, Drainable)
+    for young in (True, False):
+        found = system_pod(T0 - (59 * MINUTE if young else 61 * MINUTE))
+        found["metadata"]["annotations"] = {
+            "cluster-autoscaler.kubernetes.io/safe-to-evict": "false"
+        }
+        found["spec"]["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+        assert blocks_drain(found, Budgets([]), DrainFlags(), T0) is young
+    # with a budget selecting it the system rule has no outcome: the later rules decide
+    covered = Budgets([("kube-system", {}, [1])])
+    assert blocks_drain(found, covered, DrainFlags(), T0) is True
+
+
+def test_the_scenarios_system_pod_timeout_reaches_the_baseline_as_the_functions_read_it() -> None:
+    flags = DrainFlags.of({"BLOCKING_SYSTEM_POD_DISRUPTION_TIMEOUT_SECONDS": "600"})
+    assert DrainFlags.of({}).system_pod_timeout == 60 * MINUTE  # the flag's default
+    found = system_pod(T0 - 11 * MINUTE)
+    assert blocks_drain(found, Budgets([]), flags, T0) is False
+    assert blocks_drain(found, Budgets([]), DrainFlags(), T0) is True
+
+
+def test_a_kube_system_pod_with_no_creation_time_blocks() -> None:
+    # isBspPassedDisruptionTimeout: a zero CreationTimestamp never passes the timeout
+    found = pod("metrics-agent", "a", namespace="kube-system")
+    found["metadata"].pop("creationTimestamp", None)
+    assert blocks_drain(found, Budgets([]), DrainFlags(), T0 + 1000 * MINUTE) is True
 
 
 @pytest.mark.usefixtures("aws")

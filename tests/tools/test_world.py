@@ -137,6 +137,18 @@ def test_a_deployments_pods_carry_their_controller_volume_and_namespace() -> Non
     assert ("kube-system", "agent-1") in pods
 
 
+def test_a_deployments_pod_carries_the_virtual_clocks_time_of_its_creation() -> None:
+    # as a real API server stamps metadata.creationTimestamp when it creates the pod: the
+    # hour a kube-system pod keeps its node counts from it (rules/system/rule.go)
+    world = cluster()
+    agent = Deployment("agent", "1", "1Gi", [(0, 1), (5, 2)], namespace="kube-system")
+    agent.reconcile(world.store, 0, T0)
+    agent.reconcile(world.store, 5, T0 + timedelta(minutes=5))
+    pods = world.store.objects["pods"]
+    stamps = [pods[("kube-system", f"agent-{n}")]["metadata"]["creationTimestamp"] for n in (1, 2)]
+    assert stamps == ["2026-11-23T09:00:00Z", "2026-11-23T09:05:00Z"]
+
+
 def test_keda_makes_a_queues_workers_at_its_30_second_polls_only() -> None:
     # KEDA's ScaledJob reads its queue every pollingInterval (30 s by default:
     # https://keda.sh/docs/2.16/reference/scaledjob-spec/) and makes the jobs it lacks then

@@ -11,6 +11,8 @@ from nodescaler.domain.policy import CapacityBuffer
 from nodescaler.domain.scale_down.unneeded import BUFFER, unneeded_nodes
 from pydantic import ValidationError
 
+from tests.builders import T0
+
 GIB = 2**30
 TEMPLATE = NodeTemplate("web", Resources(4000, 16 * GIB, 110))
 
@@ -94,20 +96,20 @@ def test_a_node_goes_only_if_the_buffer_still_fits_on_the_nodes_that_stay() -> N
     nodes = [node("a"), node("b"), node("c")]
     pods = [pod("a1", "a", 3000), pod("b1", "b", 3000)]  # c empty: 1 + 1 + 4 cores free
     snapshot = Snapshot(tuple(nodes), tuple(pods))
-    assert unneeded_nodes(nodes, snapshot).nodes == ("c",)
-    spare = unneeded_nodes(nodes, snapshot, buffer=buffer_pods([buffer(3)]))
+    assert unneeded_nodes(nodes, snapshot, now=T0).nodes == ("c",)
+    spare = unneeded_nodes(nodes, snapshot, buffer=buffer_pods([buffer(3)]), now=T0)
     assert spare.nodes == ()
     assert [(k.node, k.why) for k in spare.kept] == [("c", BUFFER)]  # a, b: 75 % requested
     assert "c kept: capacity-buffer" in spare.describe()
     # room for two: the empty node still goes, the pods' 1 + 1 cores hold the buffer
-    assert unneeded_nodes(nodes, snapshot, buffer=buffer_pods([buffer(2)])).nodes == ("c",)
+    assert unneeded_nodes(nodes, snapshot, buffer=buffer_pods([buffer(2)]), now=T0).nodes == ("c",)
 
 
 def test_only_the_groups_own_nodes_hold_its_buffer() -> None:
     nodes = [node("a"), node("other", group="batch")]
     snapshot = Snapshot(tuple(nodes), ())
     mine = [nodes[0]]
-    assert unneeded_nodes(mine, snapshot, buffer=buffer_pods([buffer(1)])).nodes == ()
+    assert unneeded_nodes(mine, snapshot, buffer=buffer_pods([buffer(1)]), now=T0).nodes == ()
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from nodescaler.config import DispatchSettings, EvaluateSettings
+from nodescaler.domain.scale_down.pod_rules import DrainRules
 from nodescaler.errors import SettingsError
 from nodescaler.expander_settings import BalanceExpanderSpec
 
@@ -138,3 +141,26 @@ def test_a_bad_or_missing_setting_fails_at_once_with_its_name(
     with pytest.raises(SettingsError) as caught:
         model.from_environment(environment)
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("given", "timeout"),
+    [
+        ({}, timedelta(hours=1)),  # Cluster Autoscaler's default
+        ({"BLOCKING_SYSTEM_POD_DISRUPTION_TIMEOUT_SECONDS": "1"}, timedelta(seconds=1)),
+        ({"BLOCKING_SYSTEM_POD_DISRUPTION_TIMEOUT_SECONDS": "604800"}, timedelta(days=7)),
+    ],
+)
+def test_the_system_pod_timeout_is_read_in_seconds_with_cluster_autoscalers_default(
+    given: dict[str, str], timeout: timedelta
+) -> None:
+    rules = EvaluateSettings.from_environment(BASE | given).drain_rules
+    assert rules == DrainRules(True, True, timeout)
+
+
+@pytest.mark.parametrize("value", ["0", "604801", "-5", "1h"])
+def test_a_system_pod_timeout_out_of_bounds_is_refused_by_name(value: str) -> None:
+    with pytest.raises(SettingsError, match="BLOCKING_SYSTEM_POD_DISRUPTION_TIMEOUT_SECONDS"):
+        EvaluateSettings.from_environment(
+            BASE | {"BLOCKING_SYSTEM_POD_DISRUPTION_TIMEOUT_SECONDS": value}
+        )

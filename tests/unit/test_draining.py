@@ -245,3 +245,24 @@ def test_a_rebalance_recommendation_drains_for_the_whole_timeout() -> None:
 
 def test_a_pod_deleted_without_a_grace_period_gets_the_default() -> None:
     assert deletion_deadline(T, None) == T + timedelta(seconds=60)  # 30 s grace + 30 s
+
+
+@pytest.mark.parametrize(
+    ("age", "evicted"),
+    [(timedelta(minutes=59), False), (timedelta(hours=1), False), (timedelta(minutes=61), True)],
+)
+def test_a_system_pod_no_budget_selects_is_evicted_only_past_its_hour_when_the_drain_began(
+    age: timedelta, evicted: bool
+) -> None:
+    # Given a kube-system agent created `age` before the drain began, no budget selecting it
+    agent = DrainPod("kube-system", "metrics-agent", created=T0 - age)
+    drain = progress(agent)
+    # Then it is evicted past the hour (--blocking-system-pod-distruption-timeout), else
+    # refused until then, as scale-in judged its node
+    assert list(drain.to_evict) == (["kube-system/metrics-agent"] if evicted else [])
+    assert list(drain.refused) == ([] if evicted else ["kube-system/metrics-agent"])
+
+
+def test_a_system_pod_with_no_creation_time_is_refused_and_says_why() -> None:
+    drain = progress(DrainPod("kube-system", "metrics-agent"))
+    assert "no creation time" in drain.reasons["kube-system/metrics-agent"]

@@ -79,8 +79,8 @@ def pod(not_safe: bool, phase: str = "Running") -> Pod:
 
 
 def test_a_node_stays_when_it_or_a_running_pod_says_so() -> None:
-    assert keeps_node(node(scale_down_disabled=True), [])
-    assert keeps_node(node(), [pod(False), pod(True)])
-    assert not keeps_node(node(), [pod(False)])
-    assert not keeps_node(node(), [pod(True, phase="Succeeded")])  # finished: moves nothing
-    assert not keeps_node(node(), [])
+    assert keeps_node(node(scale_down_disabled=True), [], now=T0)
+    assert keeps_node(node(), [pod(False), pod(True)], now=T0)
+    assert not keeps_node(node(), [pod(False)], now=T0)
+    assert not keeps_node(node(), [pod(True, phase="Succeeded")], now=T0)  # finished: moves nothing
+    assert not keeps_node(node(), [], now=T0)

@@ -181,3 +181,12 @@ def test_given_a_pod_deleted_past_its_grace_period_then_the_snapshot_drops_it() 
     assert [p.name for p in snapshot.at(at).pods] == ["old", "live"]  # 90 s: not yet
     later = at + timedelta(seconds=1)
     assert [p.name for p in snapshot.at(later).pods] == ["live"]
+
+
+def test_a_pods_creation_time_is_read_with_its_zone_and_none_when_it_has_none() -> None:
+    # what a kube-system pod's drain timeout counts from (rules/system/rule.go)
+    stamped = pod("agent", "n1", namespace="kube-system")
+    stamped["metadata"]["creationTimestamp"] = "2026-11-23T09:00:00+02:00"
+    created = datetime(2026, 11, 23, 7, tzinfo=UTC)
+    assert pod_from_json(stamped).created == created
+    assert pod_from_json(pod("agent", "n1")).created is None  # the rule keeps its node

@@ -3,6 +3,7 @@ other nodes by the pending pods' predicates; never one that must stay."""
 
 from __future__ import annotations
 
+from datetime import timedelta, timezone
 from typing import Any
 
 import pytest
@@ -18,22 +19,28 @@ from nodescaler.domain.cluster.snapshot import (
     Toleration,
 )
 from nodescaler.domain.scale_down.pod_rules import (
+    CA_DEFAULTS,
     LOCAL_STORAGE,
     NOT_REPLICATED,
     NOT_SAFE_TO_EVICT,
     SYSTEM_POD,
+    SYSTEM_POD_UNDATED,
     SYSTEM_POD_UNREAD,
     DrainRules,
+    blocking,
 )
 from nodescaler.domain.scale_down.unneeded import (
     BUDGETS_UNKNOWN,
     BUFFER,
+    DISRUPTION_BUDGET,
     MAY_NOT_MOVE,
     WOULD_NOT_FIT,
     Kept,
     Unneeded,
     unneeded_nodes,
 )
+
+from tests.builders import T0
 
 GIB = 2**30
 
@@ -51,7 +58,7 @@ def spare(
 ) -> tuple[str, ...]:
     snapshot = Snapshot(tuple(nodes), tuple(pods))
     mine = [n for n in nodes if n.group == group]
-    return unneeded_nodes(mine, snapshot, limit=limit).nodes
+    return unneeded_nodes(mine, snapshot, limit=limit, now=T0).nodes
 
 
 def test_an_empty_node_is_unneeded_whatever_its_daemon_sets_and_mirror_pods() -> None:
@@ -128,7 +135,7 @@ def test_a_budget_allowing_no_disruption_keeps_the_nodes_of_its_pods() -> None:
     nodes = [node("a"), node("b"), node("room", group="other")]
     pods = [web("w1", "a"), web("w2", "b")]
     snapshot = Snapshot(tuple(nodes), tuple(pods), (budget(0),))
-    found = unneeded_nodes(nodes[:2], snapshot)
+    found = unneeded_nodes(nodes[:2], snapshot, now=T0)
     assert found.nodes == ()
     assert [(k.node, k.why, k.pods) for k in found.kept] == [
         ("a", "disruption-budget", ("default/w1",)),
@@ -141,7 +148,9 @@ def test_a_budget_allowing_one_disruption_lets_one_node_go_not_two() -> None:
     nodes = [node("a"), node("b"), node("room", group="other")]
     pods = [web("w1", "a"), web("w2", "b"), pod("other", "b", labels={"app": "db"})]
     snapshot = Snapshot(tuple(nodes), tuple(pods), (budget(1),))
-    assert unneeded_nodes(nodes[:2], snapshot).nodes == ("a",)  # b's web pod: the budget's spent
+    assert unneeded_nodes(nodes[:2], snapshot, now=T0).nodes == (
+        "a",
+    )  # b's web pod: the budget's spent
 
 
 def test_an_empty_selector_selects_every_pod_of_its_namespace() -> None:
@@ -158,7 +167,7 @@ def test_an_empty_selector_selects_every_pod_of_its_namespace() -> None:
 def test_budgets_that_could_not_be_read_leave_only_empty_nodes_unneeded() -> None:
     nodes = [node("a"), node("b"), node("room", group="other")]
     snapshot = Snapshot(tuple(nodes), (pod("p", "a"),), None)
-    found = unneeded_nodes(nodes[:2], snapshot)
+    found = unneeded_nodes(nodes[:2], snapshot, now=T0)
     assert found.nodes == ("b",)
     assert [(k.node, k.why) for k in found.kept] == [("a", "disruption-budgets-unread")]
 
@@ -166,7 +175,7 @@ def test_budgets_that_could_not_be_read_leave_only_empty_nodes_unneeded() -> Non
 def test_a_pod_that_fits_nowhere_is_named() -> None:
     nodes = [node("a"), node("b")]
     pods = (pod("big", "a", 1900), pod("b1", "b", 1900), pod("b2", "b", 1500))
-    found = unneeded_nodes(nodes, Snapshot(tuple(nodes), pods))
+    found = unneeded_nodes(nodes, Snapshot(tuple(nodes), pods), now=T0)
     # b (85 % requested) is no candidate; a's pod has 600 millicores to go to on b
     assert [(k.node, k.why, k.pods) for k in found.kept] == [
         ("a", "pods-would-not-fit", ("default/big",)),
@@ -187,7 +196,7 @@ def test_a_node_with_several_pods_of_a_budget_allowing_one_goes_its_drain_takes_
     nodes = [node("a"), node("room", group="other")]
     pods = [web("w1", "a"), web("w2", "a"), web("w3", "a")]
     snapshot = Snapshot(tuple(nodes), tuple(pods), (budget(1),))
-    assert unneeded_nodes(nodes[:1], snapshot).nodes == ("a",)
+    assert unneeded_nodes(nodes[:1], snapshot, now=T0).nodes == ("a",)
 
 
 def test_only_the_nodes_whose_mark_is_wrong_are_marked_or_cleared() -> None:
@@ -212,7 +221,7 @@ SYSTEM_BUDGET = DisruptionBudget("kube-system", "dns", {"app": "dns"}, disruptio
     [
         ({"controlled": False}, DrainRules(), NOT_REPLICATED),
         ({"local_storage": True}, DrainRules(), LOCAL_STORAGE),
-        ({"namespace": "kube-system"}, DrainRules(), SYSTEM_POD),
+        ({"namespace": "kube-system"}, DrainRules(), SYSTEM_POD_UNDATED),
         ({"not_safe_to_evict": True}, DrainRules(), NOT_SAFE_TO_EVICT),
         # no controller and safe-to-evict "false" keep it whatever the flags
         ({"controlled": False}, DrainRules(False, False), NOT_REPLICATED),
@@ -240,7 +249,7 @@ def test_given_a_pod_cluster_autoscaler_would_not_move_then_its_node_stays_and_s
         pod("b1", "b"),
     ]
     snapshot = Snapshot(tuple(nodes), tuple(pods), (SYSTEM_BUDGET,))
-    found = unneeded_nodes(nodes, snapshot, rules=rules)
+    found = unneeded_nodes(nodes, snapshot, rules=rules, now=T0)
     if why is None:
         assert found.nodes == ("a",)
     else:
@@ -249,10 +258,118 @@ def test_given_a_pod_cluster_autoscaler_would_not_move_then_its_node_stays_and_s
         assert f"a kept: pods-may-not-move ({namespace}/x: {why})" in found.describe()
 
 
+# --blocking-system-pod-distruption-timeout (config/flags/flags.go, default 1h): a
+# kube-system pod no budget selects keeps its node until strictly after its creation plus
+# the timeout (simulator/drainability/rules/system/rule.go, isBspPassedDisruptionTimeout:
+# `drainTime.After(creation + timeout)`), and for good with no creation time.
+HOUR = timedelta(hours=1)
+SECOND = timedelta(seconds=1)
+
+
+def system_pod(created: Any = None, **fields: Any) -> Pod:
+    return Pod("kube-system", "agent", "a", Resources(500, GIB, 1), created=created, **fields)
+
+
+def kept_for(pod_on_a: Pod, rules: DrainRules = CA_DEFAULTS, budgets: Any = ()) -> Unneeded:
+    nodes = [node("a"), node("b")]
+    snapshot = Snapshot(tuple(nodes), (pod_on_a, pod("b1", "b")), tuple(budgets))
+    return unneeded_nodes(nodes, snapshot, rules=rules, now=T0)
+
+
+@pytest.mark.parametrize(
+    ("age", "goes"),
+    [
+        (HOUR - SECOND, False),  # young: its node stays
+        (HOUR, False),  # exactly the timeout: not yet after it, as Cluster Autoscaler
+        (HOUR + SECOND, True),  # past it: the node goes, the pod moves
+        (timedelta(days=30), True),
+    ],
+)
+def test_given_a_kube_system_pod_no_budget_selects_then_it_keeps_its_node_for_its_first_hour(
+    age: timedelta, goes: bool
+) -> None:
+    # Given a kube-system pod created `age` before now, no budget selecting it
+    found = kept_for(system_pod(T0 - age))
+    # Then its node goes once the hour is past, else stays and says until when
+    if goes:
+        assert found.nodes == ("a",)
+        assert [k.why for k in found.kept] == [WOULD_NOT_FIT]  # b, as a's pod takes its room
+    else:
+        until = (T0 - age + HOUR).strftime("%Y-%m-%dT%H:%M:%SZ")
+        why = f"{SYSTEM_POD}, for 1h after its creation: until {until}"
+        assert found.nodes == ("b",)
+        assert found.kept == (Kept("a", MAY_NOT_MOVE, (f"kube-system/agent: {why}",)),)
+
+
+def test_given_a_kube_system_pod_with_no_creation_time_then_it_keeps_its_node_and_says_why() -> (
+    None
+):
+    found = kept_for(system_pod(None))
+    assert found.nodes == ("b",)
+    assert found.kept[0].pods == (f"kube-system/agent: {SYSTEM_POD_UNDATED}",)
+    assert "no creation time" in found.describe()
+
+
+@pytest.mark.parametrize(
+    ("timeout", "age", "goes"),
+    [
+        (timedelta(minutes=10), timedelta(minutes=10), False),
+        (timedelta(minutes=10), timedelta(minutes=10) + SECOND, True),
+        (timedelta(hours=2), HOUR + SECOND, False),
+    ],
+)
+def test_the_timeout_is_the_setting_given(timeout: timedelta, age: timedelta, goes: bool) -> None:
+    found = kept_for(system_pod(T0 - age), DrainRules(system_pod_timeout=timeout))
+    assert found.nodes == (("a",) if goes else ("b",))
+
+
+def test_a_young_pods_reason_names_its_timeout_as_an_operator_writes_it() -> None:
+    for timeout, written in [(timedelta(minutes=90), "90m"), (timedelta(seconds=45), "45s")]:
+        why = blocking(system_pod(T0), DrainRules(system_pod_timeout=timeout), (), T0)
+        assert why is not None and f"for {written} after its creation" in why
+
+
+def test_a_young_pods_reason_says_until_when_in_utc_whatever_the_zone_it_was_written_in() -> None:
+    created = (T0 - timedelta(minutes=10)).astimezone(timezone(timedelta(hours=2)))
+    why = blocking(system_pod(created), CA_DEFAULTS, (), T0)
+    until = T0 + timedelta(minutes=50)
+    assert why is not None and why.endswith(f"until {until:%Y-%m-%dT%H:%M:%SZ}")
+
+
+@pytest.mark.parametrize("age", [timedelta(minutes=5), timedelta(days=3)])
+def test_given_a_kube_system_pod_a_budget_selects_then_the_budget_decides_whatever_its_age(
+    age: timedelta,
+) -> None:
+    # Given the pod a budget selects: young or old, it moves while the budget allows one
+    pod_on_a = system_pod(T0 - age, labels={"app": "dns"})
+    assert kept_for(pod_on_a, budgets=[SYSTEM_BUDGET]).nodes == ("a",)
+    # and stays, for the budget, while the budget allows none
+    spent = DisruptionBudget("kube-system", "dns", {"app": "dns"}, disruptions_allowed=0)
+    found = kept_for(pod_on_a, budgets=[spent])
+    assert found.kept == (Kept("a", DISRUPTION_BUDGET, ("kube-system/agent",)),)
+
+
+@pytest.mark.parametrize(
+    ("fields", "why"),
+    [({"not_safe_to_evict": True}, NOT_SAFE_TO_EVICT), ({"local_storage": True}, LOCAL_STORAGE)],
+)
+def test_given_an_old_kube_system_pod_its_owner_asked_to_keep_then_it_still_keeps_its_node(
+    fields: dict[str, Any], why: str
+) -> None:
+    # Past the hour Cluster Autoscaler's system rule answers "drainable" before any later
+    # rule; nodescaler still heeds safe-to-evict "false" and local storage (never looser).
+    found = kept_for(system_pod(T0 - 2 * HOUR, **fields))
+    assert found.kept == (Kept("a", MAY_NOT_MOVE, (f"kube-system/agent: {why}",)),)
+
+
+def test_with_system_pods_not_skipped_a_kube_system_pod_moves_whatever_its_age() -> None:
+    assert kept_for(system_pod(None), DrainRules(skip_nodes_with_system_pods=False)).nodes == ("a",)
+
+
 def test_given_budgets_that_cannot_be_read_then_a_kube_system_pod_keeps_its_node() -> None:
     nodes = [node("a"), node("b")]
     pods = [Pod("kube-system", "agent", "a", Resources(500, GIB, 1))]
-    found = unneeded_nodes(nodes, Snapshot(tuple(nodes), tuple(pods), None))
+    found = unneeded_nodes(nodes, Snapshot(tuple(nodes), tuple(pods), None), now=T0)
     assert found.nodes == ("b",)
     assert found.kept[0].pods == (f"kube-system/agent: {SYSTEM_POD_UNREAD}",)
 
@@ -272,7 +389,7 @@ def test_given_a_daemon_set_or_mirror_pod_with_local_storage_then_the_node_is_em
         ),
         Pod("kube-system", "static", "a", Resources(100, GIB, 1), mirror=True, controlled=False),
     ]
-    found = unneeded_nodes(nodes, Snapshot(tuple(nodes), tuple(pods)))
+    found = unneeded_nodes(nodes, Snapshot(tuple(nodes), tuple(pods)), now=T0)
     assert (found.nodes, found.empty) == (("a",), 1)
 
 
@@ -322,7 +439,7 @@ def test_a_cordoned_node_is_no_room_for_the_pods_of_a_node_that_would_go() -> No
     # Given node a with one pod and, besides it, only a cordoned node
     nodes = [node("a"), Node("c", "other", True, False, Resources(4000, 16 * GIB, 110))]
     # When found unneeded, Then a stays: its pod would have nowhere to go
-    result = unneeded_nodes(nodes[:1], Snapshot(tuple(nodes), (pod("a1", "a"),)))
+    result = unneeded_nodes(nodes[:1], Snapshot(tuple(nodes), (pod("a1", "a"),)), now=T0)
     assert (result.nodes, [k.why for k in result.kept]) == ((), [WOULD_NOT_FIT])
 
 
@@ -333,7 +450,7 @@ def test_a_node_kept_for_the_buffer_does_not_stop_the_next_node_from_going() -> 
     pods = [pod("one", "g1"), pod("two-a", "g2", 600), pod("two-b", "g2", 600)]
     snapshot = Snapshot(tuple(nodes), tuple(pods))
     # When found unneeded
-    result = unneeded_nodes(nodes[1:], snapshot, buffer=room_for(3000))
+    result = unneeded_nodes(nodes[1:], snapshot, buffer=room_for(3000), now=T0)
     # Then g1 (cheapest) stays, as without it only g2's 2.8 cores stay free; g2 goes,
     # as g1's 3 free cores then hold the buffer
     assert result.kept == (Kept("g1", BUFFER, ()),)
@@ -347,7 +464,7 @@ def test_pods_moved_onto_the_groups_own_nodes_take_room_the_buffer_needed() -> N
     pods = [pod("one", "g1"), pod("two-a", "g2", 600), pod("two-b", "g2", 600)]
     snapshot = Snapshot(tuple(nodes), tuple(pods))
     # When found unneeded
-    result = unneeded_nodes(nodes, snapshot, buffer=room_for(3000))
+    result = unneeded_nodes(nodes, snapshot, buffer=room_for(3000), now=T0)
     # Then both stay: the pods of either, moved to the other, leave it under 3 cores free
     assert result.nodes == ()
     assert result.kept == (Kept("g1", BUFFER, ()), Kept("g2", BUFFER, ()))
@@ -360,7 +477,7 @@ def test_an_empty_node_kept_for_the_buffer_does_not_stop_a_busier_node_from_goin
     batch_only = Placement(node_selector={"pool": "batch"})
     snapshot = Snapshot(tuple(nodes), (pod("one", "g1", placement=batch_only),))
     # When found unneeded
-    result = unneeded_nodes(nodes[1:], snapshot, buffer=room_for(4000))
+    result = unneeded_nodes(nodes[1:], snapshot, buffer=room_for(4000), now=T0)
     # Then e stays for the buffer, and g1 goes, its pod moving to o
     assert result.kept == (Kept("e", BUFFER, ()),)
     assert result.nodes == ("g1",)
@@ -374,7 +491,7 @@ def test_a_node_whose_pods_may_not_move_does_not_stop_the_next_from_going() -> N
         pod("b1", "b", 500),
         pod("b2", "b", 500),
     ]
-    result = unneeded_nodes(nodes, Snapshot(tuple(nodes), tuple(pods)))
+    result = unneeded_nodes(nodes, Snapshot(tuple(nodes), tuple(pods)), now=T0)
     # When found unneeded, Then c and b go, a is kept for its pod
     assert result.nodes == ("c", "b")
     assert [k.node for k in result.kept] == ["a"]
@@ -392,7 +509,7 @@ def test_with_budgets_unread_every_node_with_pods_is_kept_naming_its_pods() -> N
     # Given two nodes with pods and disruption budgets that could not be read
     nodes = [node("a"), node("b")]
     pods = [pod("a1", "a"), pod("b1", "b"), pod("b2", "b")]
-    result = unneeded_nodes(nodes, Snapshot(tuple(nodes), tuple(pods), None))
+    result = unneeded_nodes(nodes, Snapshot(tuple(nodes), tuple(pods), None), now=T0)
     # When found unneeded, Then both stay, each naming the pods that wait on a budget
     assert result.kept == (
         Kept("a", BUDGETS_UNKNOWN, ("default/a1",)),
@@ -411,7 +528,7 @@ def test_a_node_whose_pods_would_not_fit_does_not_stop_the_next_from_going() -> 
     nodes = [node("a", labels={"pool": "a"}), node("b")]
     only_a = Placement(node_selector={"pool": "a"})
     pods = [pod("a1", "a", placement=only_a), pod("b1", "b", 100), pod("b2", "b", 100)]
-    result = unneeded_nodes(nodes, Snapshot(tuple(nodes), tuple(pods)))
+    result = unneeded_nodes(nodes, Snapshot(tuple(nodes), tuple(pods)), now=T0)
     # When found unneeded, Then a stays for its pod, and b goes, its pods moving to a
     assert [(k.node, k.why) for k in result.kept] == [("a", WOULD_NOT_FIT)]
     assert result.nodes == ("b",)

@@ -7,6 +7,8 @@ from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Reso
 from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.scale_down.unneeded import least_bad, removable
 
+from tests.builders import T0
+
 GIB = 2**30
 GONE = "i-0000000000000000f"  # an instance that is no node of the cluster
 WEB = NodeGroup(
@@ -37,7 +39,7 @@ def test_given_an_empty_node_whose_name_sorts_first_an_instance_that_is_no_node_
     empty = node("aaa", "i-0000000000000000a")
     snapshot = Snapshot((empty,), (), ())
     # When both are offered, the empty node first
-    order = least_bad(WEB, ["i-0000000000000000a", GONE], snapshot)
+    order = least_bad(WEB, ["i-0000000000000000a", GONE], snapshot, now=T0)
     # Then the instance that is no node goes first: taking it harms no pod at all
     assert order == (GONE, "i-0000000000000000a")
 
@@ -46,7 +48,7 @@ def test_given_two_empty_nodes_the_one_with_the_smaller_name_goes_first() -> Non
     # Given two empty nodes, offered in the order b, a
     snapshot = Snapshot((node("b", "i-0000000000000000b"), node("a", "i-0000000000000000a")), ())
     # When ordered, Then the tie is broken by node name, whatever the offer's order
-    order = least_bad(WEB, ["i-0000000000000000b", "i-0000000000000000a"], snapshot)
+    order = least_bad(WEB, ["i-0000000000000000b", "i-0000000000000000a"], snapshot, now=T0)
     assert order == ("i-0000000000000000a", "i-0000000000000000b")
 
 
@@ -62,7 +64,7 @@ def test_given_a_budget_covering_a_system_pod_its_node_goes_before_one_a_pod_pin
     budget = DisruptionBudget("kube-system", "dns", {"k8s-app": "dns"}, disruptions_allowed=1)
     snapshot = Snapshot((sys_node, pin_node), pods, (budget,))
     # When both are offered
-    order = least_bad(WEB, ["i-0000000000000000b", "i-0000000000000000a"], snapshot)
+    order = least_bad(WEB, ["i-0000000000000000b", "i-0000000000000000a"], snapshot, now=T0)
     # Then the node the budget lets go comes first although its pod is costlier to move:
     # the budget read makes the system pod movable (Cluster Autoscaler FAQ, "What types of
     # pods can prevent CA from removing a node?": kube-system pods without a PDB)
@@ -81,7 +83,7 @@ def test_given_two_nodes_whose_pods_can_move_a_scale_in_takes_one_at_a_time() ->
     pods = (pod("p0", "n00"), pod("p1", "n01"))
     group = NodeGroup("web", 2, 0, 10, 2, instance_ids=frozenset(ids[:2]))
     # When a scale-in asks for two
-    chosen = removable(group, ids[:2], 2, Snapshot(tuple(nodes), pods, ())).instance_ids
+    chosen = removable(group, ids[:2], 2, Snapshot(tuple(nodes), pods, ()), now=T0).instance_ids
     # Then it gets one: two drains side by side would move pods onto each other
     assert chosen == (ids[0],)
 
@@ -95,6 +97,6 @@ def test_given_a_scale_in_of_twelve_the_nodes_simulated_are_as_many_as_asked() -
     group = NodeGroup("web", 12, 0, 20, 12, instance_ids=frozenset(ids))
     # When a scale-in asks for 12 (more than the 10 a call simulates by default)
     snapshot = Snapshot(tuple(nodes), (*held, free), (budget,))
-    chosen = removable(group, ids, 12, snapshot).instance_ids
+    chosen = removable(group, ids, 12, snapshot, now=T0).instance_ids
     # Then the 12th node is simulated too, and goes
     assert chosen == (ids[11],)

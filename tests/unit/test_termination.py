@@ -247,6 +247,26 @@ def test_an_instance_protected_from_scale_in_is_never_chosen_for_an_eks_group() 
     assert found is not None and found.instance_ids == (IDS[1], IDS[0])
 
 
+def test_an_eks_groups_scale_in_takes_a_kube_system_agents_node_once_past_its_hour() -> None:
+    from nodescaler.service.cluster_view import KubernetesClusterView
+
+    # Given a kube-system agent no budget selects on node-0, created at T0, the cheapest
+    # node to empty (its web pods weigh more)
+    agent = Pod("kube-system", "agent", "node-0", Resources(100, GIB, 1), created=T0)
+    pods = [agent, pod("web-1", 1), pod("web-2", 2)]
+    cluster = KubernetesClusterView(Cluster([node(0), node(1), node(2)], pods))
+    group = NodeGroup("web", 3, 0, 10, 3, instance_ids=frozenset(IDS[:3]))
+    # When the evaluation asks for one at the agent's hour, and a second later
+    at_hour = cluster.removable(group, 1, T0 + timedelta(hours=1))
+    past = cluster.removable(group, 1, T0 + timedelta(hours=1, seconds=1))
+    # Then node-0 is kept (and protected) at the hour, and goes first past it
+    assert at_hour is not None and at_hour.instance_ids == (IDS[1],)
+    assert "kube-system/agent: a kube-system pod no PodDisruptionBudget selects" in (at_hour.reason)
+    assert cluster.protected(group, T0 + timedelta(hours=1)) == frozenset({IDS[0]})
+    assert past is not None and past.instance_ids == (IDS[0],)
+    assert cluster.protected(group, T0 + timedelta(hours=1, seconds=1)) == frozenset()
+
+
 # --- causes other than a scale-in: chosen by the same rules, never refused for good ----------
 
 REFRESH, LIFETIME, REBALANCE = "INSTANCE_REFRESH", "MAX_INSTANCE_LIFETIME", "REBALANCE"
@@ -413,10 +433,10 @@ def test_the_least_bad_takes_what_no_rule_holds_then_budgets_then_annotations() 
     web = Groups().discover()[0]
     # IDS[4] is no node at all; then 3 (one pod) before 2 (two), 1 (its budget), 0 (pinned)
     order = (IDS[4], IDS[3], IDS[2], IDS[1], IDS[0])
-    assert least_bad(web, IDS[:5], snapshot) == order
+    assert least_bad(web, IDS[:5], snapshot, now=T0) == order
     # budgets unread: every node with pods to move counts as held by one
     unread = Snapshot(tuple(nodes), tuple(pods), None)
-    assert least_bad(web, IDS[:4], unread) == (IDS[1], IDS[3], IDS[2], IDS[0])
+    assert least_bad(web, IDS[:4], unread, now=T0) == (IDS[1], IDS[3], IDS[2], IDS[0])
 
 
 class Unreachable:
@@ -516,6 +536,20 @@ def test_given_skip_nodes_with_local_storage_off_then_the_emptydir_pod_moves() -
 
     assert chosen(DrainRules()) == (IDS[1], IDS[2])  # the empty node, then web's
     assert chosen(DrainRules(skip_nodes_with_local_storage=False)) == (IDS[1], IDS[0])
+
+
+def test_given_a_kube_system_agent_then_its_node_is_offered_once_past_its_hour_by_the_clock() -> (
+    None
+):
+    # --blocking-system-pod-distruption-timeout (1h), counted to the function's own clock
+    nodes = [node(0), node(1), node(2)]  # node-2, not offered, has room for the agent
+    agent = Pod("kube-system", "agent", "node-0", Resources(100, GIB, 1), created=T0)
+    parsed = parse_termination_request(request(*IDS[:2], capacity=2))
+    clock = VirtualClock(T0 + timedelta(hours=1))
+    chooser = TerminationChooser(Groups(), Cluster(nodes, [agent]), clock)
+    assert chooser.choose(parsed).instance_ids == (IDS[1],)  # exactly an hour: it stays
+    clock.advance(seconds=1)
+    assert chooser.choose(parsed).instance_ids == (IDS[1], IDS[0])
 
 
 def test_given_a_pod_cluster_autoscaler_would_not_move_then_evaluate_protects_its_node() -> None:

@@ -122,17 +122,25 @@ class Limits:
 @dataclass(frozen=True)
 class DrainFlags:
     """--skip-nodes-with-system-pods and --skip-nodes-with-local-storage (true by default),
-    from the scenario's SKIP_NODES_WITH_* settings, as the functions read them."""
+    from the scenario's SKIP_NODES_WITH_* settings, and --blocking-system-pod-distruption-
+    timeout (1h) from its BLOCKING_SYSTEM_POD_DISRUPTION_TIMEOUT_SECONDS, as the functions
+    read them."""
 
     system_pods: bool = True
     local_storage: bool = True
+    system_pod_timeout: timedelta = BSP_DISRUPTION_TIMEOUT
 
     @classmethod
     def of(cls, environment: dict[str, str]) -> DrainFlags:
         def read(name: str) -> bool:
             return environment.get(name, "true").lower() == "true"
 
-        return cls(read("SKIP_NODES_WITH_SYSTEM_PODS"), read("SKIP_NODES_WITH_LOCAL_STORAGE"))
+        timeout = environment.get("BLOCKING_SYSTEM_POD_DISRUPTION_TIMEOUT_SECONDS")
+        return cls(
+            read("SKIP_NODES_WITH_SYSTEM_PODS"),
+            read("SKIP_NODES_WITH_LOCAL_STORAGE"),
+            BSP_DISRUPTION_TIMEOUT if timeout is None else timedelta(seconds=int(timeout)),
+        )
 
 
 def managed_node_group(

@@ -11,7 +11,6 @@ from typing import Any
 from nodescaler.domain.cluster.quantity import whole_units
 
 from nodescaler_sandbox.baseline_flags import (
-    BSP_DISRUPTION_TIMEOUT,
     DELETION_CANDIDATE,
     GPU_LABEL,
     GPU_RESOURCES,
@@ -187,8 +186,9 @@ def blocks_drain(pod: dict[str, Any], budgets: Budgets, flags: DrainFlags, now: 
     (simulator/drainability/rules/rules.go, Default): mirror, long-terminating, DaemonSet,
     safe-to-evict "true" and finished pods never do; else a pod with no controller, a
     kube-system pod no budget selects until it is --blocking-system-pod-distruption-timeout
-    old (rules/system/rule.go), one annotated safe-to-evict "false", one with an emptyDir or
-    hostPath volume, or one a budget with no disruption left covers (rules/pdb/rule.go)."""
+    old (rules/system/rule.go; past it, drainable whatever the later rules say), one
+    annotated safe-to-evict "false", one with an emptyDir or hostPath volume, or one a
+    budget with no disruption left covers (rules/pdb/rule.go)."""
     metadata, spec = pod["metadata"], pod["spec"]
     annotations = metadata.get("annotations") or {}
     owners = metadata.get("ownerReferences") or []
@@ -204,9 +204,10 @@ def blocks_drain(pod: dict[str, Any], budgets: Budgets, flags: DrainFlags, now: 
         flags.system_pods
         and metadata.get("namespace") == "kube-system"
         and not budgets.matching(pod)
-        and not _older_than(pod, BSP_DISRUPTION_TIMEOUT, now)
     ):
-        return True
+        # past the timeout the system rule answers "drainable", and rules.go's Drainable
+        # asks no later rule (notsafetoevict, localstorage) of the pod
+        return not _older_than(pod, flags.system_pod_timeout, now)
     if annotations.get(SAFE_TO_EVICT) == "false":
         return True
     volumes = spec.get("volumes") or []

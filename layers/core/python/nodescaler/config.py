@@ -79,6 +79,9 @@ ANY_GROUP = "*"  # allowedGroups: ["*"]: any group opted in for the cluster, sai
 AllowedGroup = Annotated[str, AfterValidator(_group_or_prefix)]
 
 
+Seconds = Annotated[int, Field(ge=1, le=7 * 24 * 3600)]
+
+
 class CommonSettings(_Settings):
     policies_path: Annotated[Path, Field(alias="POLICIES_PATH")] = Path("/opt/policies")
     cluster_name: Annotated[str, Field(alias="CLUSTER_NAME")] = ""
@@ -97,6 +100,12 @@ class CommonSettings(_Settings):
     skip_nodes_with_system_pods: Annotated[bool, Field(alias="SKIP_NODES_WITH_SYSTEM_PODS")] = (
         DrainRules.skip_nodes_with_system_pods
     )
+    # ... and its --blocking-system-pod-distruption-timeout: how long after its creation
+    # such a kube-system pod keeps its node (1 s to a week; a pod that must never move has
+    # a PodDisruptionBudget allowing no disruption).
+    blocking_system_pod_disruption_timeout_seconds: Annotated[
+        Seconds, Field(alias="BLOCKING_SYSTEM_POD_DISRUPTION_TIMEOUT_SECONDS")
+    ] = int(DrainRules.system_pod_timeout.total_seconds())
 
     @property
     def tag_names(self) -> TagNames:
@@ -106,7 +115,11 @@ class CommonSettings(_Settings):
 
     @property
     def drain_rules(self) -> DrainRules:
-        return DrainRules(self.skip_nodes_with_local_storage, self.skip_nodes_with_system_pods)
+        return DrainRules(
+            self.skip_nodes_with_local_storage,
+            self.skip_nodes_with_system_pods,
+            timedelta(seconds=self.blocking_system_pod_disruption_timeout_seconds),
+        )
 
     @property
     def allowed(self) -> AllowedGroups:
@@ -123,7 +136,6 @@ class EventSettings(CommonSettings):
     event_bus_name: Annotated[EventBusName, Field(alias="EVENT_BUS_NAME")] = "default"
 
 
-Seconds = Annotated[int, Field(ge=1, le=7 * 24 * 3600)]
 KubernetesTimeout = Annotated[float, Field(gt=0, le=20)]  # seconds
 
 

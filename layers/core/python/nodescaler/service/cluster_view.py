@@ -52,25 +52,6 @@ from nodescaler.service.unplaced_pod_events import UnplacedPodEvents
 WAITING_SHOWN = 20  # pods that fit no group, named in a decision
 
 
-def _pending_detail(planned: Planned, group: str, nodes: int) -> str:
-    """What the plan gives the group, the others, and the pods no group fits, in words."""
-    others = sum(planned.plan.nodes.values()) - nodes
-    detail = f"{planned.pending} pending pods: +{nodes} nodes here"
-    if arriving := len(planned.arriving.get(group, ())):
-        detail += f" ({arriving} pods on nodes already on their way)"
-    detail += f", +{others} in other groups"
-    detail += "".join(f" ({said})" for said in planned.plan.remarks(group))
-    if unplaced := planned.plan.unplaced:
-        first = unplaced[0]
-        detail += (
-            f", {len(unplaced)} fit no group ({first.key}: {planned.plan.why_waiting(first)}"
-            f"{'; ...' if len(unplaced) > 1 else ''})"
-        )
-    if planned.backed_off:
-        detail += f" (backed off: {', '.join(sorted(planned.backed_off))})"
-    return detail
-
-
 def _real(pods: list[Pod], snapshot: Snapshot) -> list[Pod]:
     """The pods that exist: not a CapacityBuffer's virtual ones."""
     if not snapshot.buffers:
@@ -161,13 +142,12 @@ class KubernetesClusterView:
             snapshot = self.snapshot(now)
         except KubernetesUnavailableError:
             return None
+        by_node, budgets = snapshot.pods_by_node, snapshot.budgets
         return frozenset(
             node.instance_id
             for node in snapshot.nodes
             if belongs(node, group)
-            and keeps_node(
-                node, snapshot.pods_by_node.get(node.name, ()), self._rules, snapshot.budgets
-            )
+            and keeps_node(node, by_node.get(node.name, ()), self._rules, budgets, now=now)
         )
 
     def removable(self, group: NodeGroup, count: int, now: datetime) -> Removable | None:
@@ -184,7 +164,7 @@ class KubernetesClusterView:
             return lambda _count: None
         # what Auto Scaling would offer: never an instance protected from scale-in
         offered = sorted(group.instance_ids - group.protected_ids)
-        return lambda count: removable(group, offered, count, snapshot, self._rules)
+        return lambda count: removable(group, offered, count, snapshot, self._rules, now=now)
 
     def mark_candidates(self, group: NodeGroup, candidates: frozenset[str], now: datetime) -> None:
         """Soft-taint the group's nodes in `candidates` (those a pending-pods reading found
@@ -219,7 +199,7 @@ class KubernetesClusterView:
         if isinstance(share, MetricUnavailable):
             return share
         planned, nodes = share
-        detail = _pending_detail(planned, group.name, nodes)
+        detail = planned.describe(group.name, nodes)
         if snapshot.buffers:
             said = _cluster_buffers(snapshot, planned)
             doubt = any(b.problem for b in snapshot.buffers)
@@ -236,8 +216,12 @@ class KubernetesClusterView:
                 return MetricReading(value=nodes, at=now, detail=f"{detail}; {fit.describe()}")
             nodes += fit.nodes
             detail += f"; {fit.describe()}"
-        empty_only = metric.pending_pods.consolidation is Consolidation.WHEN_EMPTY
-        spare = None if nodes else self._unneeded(group, snapshot, cutoff, virtual, empty_only)
+        only = metric.pending_pods.consolidation is Consolidation.WHEN_EMPTY
+        spare = (
+            None
+            if nodes
+            else self._unneeded(group, snapshot, cutoff, now, buffer=virtual, empty_only=only)
+        )
         if spare is not None and spare.nodes:
             detail += f"; {spare.describe()}"
         return MetricReading(
@@ -274,11 +258,11 @@ class KubernetesClusterView:
         if isinstance(share, MetricUnavailable):
             return share
         planned, nodes = share
-        spare = None if nodes else self._unneeded(group, snapshot, cutoff, empty_only=True)
+        spare = None if nodes else self._unneeded(group, snapshot, cutoff, now, empty_only=True)
         return MetricReading(
             value=nodes,
             at=now,
-            detail=_pending_detail(planned, group.name, nodes),
+            detail=planned.describe(group.name, nodes),
             pending_pods=len(planned.coming(group.name)[1]),
             empty_nodes=spare.empty if spare is not None else None,
         )
@@ -355,6 +339,8 @@ class KubernetesClusterView:
         group: NodeGroup,
         snapshot: Snapshot,
         cutoff: int,
+        now: datetime,
+        *,
         buffer: Sequence[Pod] = (),
         empty_only: bool = False,
     ) -> Unneeded | None:
@@ -369,7 +355,7 @@ class KubernetesClusterView:
             return None
         own = [n for n in snapshot.nodes if belongs(n, group)]
         limit = 0 if empty_only else SIMULATED_PER_CALL  # no node with pods is simulated
-        return unneeded_nodes(own, snapshot, buffer=buffer, limit=limit, rules=self._rules)
+        return unneeded_nodes(own, snapshot, now=now, buffer=buffer, limit=limit, rules=self._rules)
 
     def _reservation(
         self, metric: CapacityReservationMetric, group: NodeGroup, snapshot: Snapshot, now: datetime

@@ -48,6 +48,24 @@ class Planned:
         nodes = self.booting.get(group, 0) + self.plan.nodes.get(group, 0)
         return nodes, [*self.arriving.get(group, ()), *self.plan.pods.get(group, ())]
 
+    def describe(self, group: str, nodes: int) -> str:
+        """What the plan gives the group, the others, and the pods no group fits, in words."""
+        others = sum(self.plan.nodes.values()) - nodes
+        detail = f"{self.pending} pending pods: +{nodes} nodes here"
+        if arriving := len(self.arriving.get(group, ())):
+            detail += f" ({arriving} pods on nodes already on their way)"
+        detail += f", +{others} in other groups"
+        detail += "".join(f" ({said})" for said in self.plan.remarks(group))
+        if unplaced := self.plan.unplaced:
+            first = unplaced[0]
+            detail += (
+                f", {len(unplaced)} fit no group ({first.key}: {self.plan.why_waiting(first)}"
+                f"{'; ...' if len(unplaced) > 1 else ''})"
+            )
+        if self.backed_off:
+            detail += f" (backed off: {', '.join(sorted(self.backed_off))})"
+        return detail
+
 
 class PendingPodsPlanner:
     def __init__(

@@ -74,20 +74,21 @@ class TerminationChooser:
             return self._group_decides(request, "not an opted-in node group")
         if self._cluster is None:
             return self._group_decides(request, "no cluster to read")
+        now = self._clock.now()  # also what a kube-system pod's timeout counts to
         try:
-            snapshot = self._cluster.snapshot().at(self._clock.now())
+            snapshot = self._cluster.snapshot().at(now)
         except KubernetesUnavailableError as error:
             return self._group_decides(request, f"the cluster cannot be read ({error})")
-        return self._from_the_cluster(request, group, snapshot)
+        return self._from_the_cluster(request, group, snapshot, now)
 
     @staticmethod
     def _group_decides(request: TerminationRequest, why: str) -> TerminationChoice:
         return TerminationChoice(request.group, request.offered, False, f"{why}: the group decides")
 
     def _from_the_cluster(
-        self, request: TerminationRequest, group: NodeGroup, snapshot: Snapshot
+        self, request: TerminationRequest, group: NodeGroup, snapshot: Snapshot, now: datetime
     ) -> TerminationChoice:
-        found = removable(group, request.offered, request.wanted, snapshot, self._rules)
+        found = removable(group, request.offered, request.wanted, snapshot, self._rules, now=now)
         choice = TerminationChoice(
             request.group, found.instance_ids, True, found.reason, found.not_nodes
         )
@@ -128,7 +129,7 @@ class TerminationChooser:
                 reason=f"{choice.reason}; none for now, asked since {wait.since:%H:%M:%SZ}: "
                 f"the least-bad instance goes from {wait.until:%H:%M:%SZ}",
             )
-        worst = least_bad(group, request.offered, snapshot, self._rules)[:1]
+        worst = least_bad(group, request.offered, snapshot, self._rules, now=now)[:1]
         return replace(
             choice,
             instance_ids=worst,

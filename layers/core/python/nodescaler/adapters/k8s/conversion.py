@@ -200,6 +200,7 @@ def pod_from_wire(wire: PodWire) -> Pod:
         gone_after=deletion_deadline(
             metadata.deletionTimestamp, spec.terminationGracePeriodSeconds
         ),
+        created=metadata.creationTimestamp,
         labels=metadata.labels,
         priority=spec.priority,
         unschedulable=unschedulable(status),

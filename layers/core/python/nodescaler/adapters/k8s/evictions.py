@@ -52,6 +52,7 @@ def _drain_pod(wire: EvictedPod) -> DrainPod:
         safe_to_evict=metadata.annotations.get(SAFE_TO_EVICT) == "true",
         not_safe_to_evict=metadata.annotations.get(SAFE_TO_EVICT) == "false",
         gone_after=deletion_deadline(metadata.deletionTimestamp, grace),
+        created=metadata.creationTimestamp,
     )
 
 

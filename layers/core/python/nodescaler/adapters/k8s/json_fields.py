@@ -9,7 +9,7 @@ the garbage collector need not track them (`gc=False`).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -42,6 +42,9 @@ class ObjectMeta(msgspec.Struct, frozen=True, gc=False):
     annotations: dict[str, str] = {}
     ownerReferences: list[OwnerReference] = []  # noqa: N815  (the API's name)
     deletionTimestamp: datetime | None = None  # noqa: N815
+    # What a kube-system pod's drain timeout counts from; the API server always writes it,
+    # with its zone (a time without one is refused, as any field of the wrong type).
+    creationTimestamp: Annotated[datetime, msgspec.Meta(tz=True)] | None = None  # noqa: N815
 
 
 class ListMeta(msgspec.Struct, frozen=True, gc=False):

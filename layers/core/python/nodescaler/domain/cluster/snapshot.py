@@ -239,6 +239,7 @@ class Pod:
     local_storage: bool = False  # an emptyDir or hostPath volume
     safe_to_evict: bool = False  # annotated safe-to-evict=true
     gone_after: datetime | None = None  # deleted: taken as gone after this (`deletion_deadline`)
+    created: datetime | None = None  # its creationTimestamp (None: unknown, so never "old")
 
     @property
     def key(self) -> str:

@@ -185,6 +185,7 @@ class DrainPod:
     safe_to_evict: bool = False
     not_safe_to_evict: bool = False
     gone_after: datetime | None = None  # deleted: taken as gone after this
+    created: datetime | None = None  # its creationTimestamp (None: unknown, so never "old")
 
     @property
     def key(self) -> str:
@@ -310,7 +311,8 @@ class DrainProgress:
                 self.skipped.append(PodNote(pod.key, why))
             elif pod.gone_after is not None and pod.gone_after < self.started:
                 self.skipped.append(PodNote(pod.key, "deleted, past its grace period"))
-            elif (why := blocking(pod, rules, budgets)) is not None:
+            # judged when the drain began, a moment after the scale-in that chose the node
+            elif (why := blocking(pod, rules, budgets, self.started)) is not None:
                 self.refused[pod.key] = pod
                 self.reasons[pod.key] = f"not evicted: {why}"
             else:

@@ -1,8 +1,9 @@
 """Which of a group's nodes nothing needs: Cluster Autoscaler's *unneeded* nodes.
 
 A node is unneeded when it is Ready, schedulable, not annotated scale-down-disabled,
-holds no pod that may not move (`drainability`: no controller, local storage, a
-kube-system pod without a budget, safe-to-evict "false"; else kept, `pods-may-not-move`),
+holds no pod that may not move (`pod_rules`: no controller, local storage, a kube-system
+pod without a budget in its first hour, safe-to-evict "false"; else kept,
+`pods-may-not-move`),
 empty or underutilized (its pods request under half its CPU and memory, Cluster
 Autoscaler's threshold, of what its DaemonSet and mirror pods leave of them, as Cluster
 Autoscaler computes it when it leaves those pods out), and every pod on it but DaemonSet
@@ -83,13 +84,15 @@ def unneeded_nodes(
     group_nodes: Sequence[Node],
     snapshot: Snapshot,
     *,
+    now: datetime,
     limit: int = SIMULATED_PER_CALL,
     buffer: Sequence[Pod] = (),
     rules: DrainRules = CA_DEFAULTS,
 ) -> Unneeded:
     """`buffer`: the virtual pods of the group's capacity buffer
     (`domain.ahead.group_buffers`), which must still fit on the group's nodes that stay.
-    `rules`: which pods may not move."""
+    `rules`: which pods may not move (at `now`: a system pod's timeout counts from its
+    creation)."""
     by_node = snapshot.pods_by_node
     candidates = sorted(
         (n for n in group_nodes if n.ready and n.schedulable and not n.scale_down_disabled),
@@ -103,7 +106,7 @@ def unneeded_nodes(
         if n.ready and n.schedulable
     }
     own = frozenset(n.name for n in group_nodes)
-    shedding = _Shedding(snapshot, rules, limit, buffer, own, rooms)
+    shedding = _Shedding(snapshot, rules, now, limit, buffer, own, rooms)
     for node in candidates:
         shedding.consider(node)
     return Unneeded(tuple(shedding.gone), shedding.empty, tuple(shedding.kept))
@@ -116,6 +119,7 @@ class _Shedding:
 
     snapshot: Snapshot
     rules: DrainRules
+    now: datetime
     limit: int
     buffer: Sequence[Pod]
     own: frozenset[str]  # the group's nodes, where its buffer must still fit
@@ -142,7 +146,7 @@ class _Shedding:
 
     def _move_off(self, node: Node, pods: Sequence[Pod]) -> Kept | None:
         budgets = self.snapshot.budgets
-        if blocked := blocking_pods(pods, self.rules, budgets):
+        if blocked := blocking_pods(pods, self.rules, budgets, self.now):
             return Kept(node.name, MAY_NOT_MOVE, tuple(f"{p.key}: {w}" for p, w in blocked))
         if budgets is None:
             return Kept(node.name, BUDGETS_UNKNOWN, tuple(p.key for p in pods))
@@ -242,6 +246,8 @@ def removable(
     count: int,
     snapshot: Snapshot,
     rules: DrainRules = CA_DEFAULTS,
+    *,
+    now: datetime,
 ) -> Removable:
     """Of `offered` (the group's instances), up to `count` a scale-in may take: those that
     never became Ready nodes first, then empty nodes, then one node whose pods can move."""
@@ -258,7 +264,7 @@ def removable(
     by_name = {n.name: n.instance_id for n in nodes.values()}
     offered_nodes = [nodes[i] for i in offered if i in nodes and nodes[i].ready]
     spare = unneeded_nodes(
-        offered_nodes, snapshot, limit=max(count, SIMULATED_PER_CALL), rules=rules
+        offered_nodes, snapshot, now=now, limit=max(count, SIMULATED_PER_CALL), rules=rules
     )
     # Empty nodes together, a node with pods to move one at a time (as Cluster Autoscaler
     # drains them): two drains side by side would move pods onto each other. The group
@@ -310,6 +316,8 @@ def least_bad(
     offered: Sequence[str],
     snapshot: Snapshot,
     rules: DrainRules = CA_DEFAULTS,
+    *,
+    now: datetime,
 ) -> tuple[str, ...]:
     """Every offered instance, least harm first, for a cause that cannot wait for one
     `removable` (`domain.scale_down.termination_policy`): instances that are no node of the
@@ -328,6 +336,7 @@ def least_bad(
         moved = movable(pods)
         budgets = snapshot.budgets
         held = bool(moved) and (budgets is None or bool(_over_budget(moved, budgets, {})))
-        return (True, keeps_node(node, pods, rules, budgets), held, _cost(moved, node.name))
+        kept = keeps_node(node, pods, rules, budgets, now=now)
+        return (True, kept, held, _cost(moved, node.name))
 
     return tuple(sorted(offered, key=harm))
