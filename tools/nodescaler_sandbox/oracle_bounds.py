@@ -40,9 +40,11 @@ def bound(
     packed = [oracle.packed_node_hours(r.steps[ran:], r.templates, step) for r in runs]
     judged = math.ceil(scenario.judged_from * MINUTE / step)  # the demand's, at `step`
     bounds, templates = _bounds(scenario), runs[0].templates
+    workers = {q.name: q.worker for q in scenario.queues}
+    workers |= {t.name: t.worker for t in scenario.request_traces}
     first_task = {
-        q.name: _first_node(scenario, demand.shape_of(q.worker), templates, bounds)
-        for q in [*scenario.queues, *scenario.request_traces]
+        name: _first_node(scenario, demand.shape_of(worker), templates, bounds)
+        for name, worker in workers.items()
     }
     shapes = [demand.shape_of(d) for d in scenario.deployments]
     shapes += [demand.shape_of(q.worker) for q in scenario.queues]
