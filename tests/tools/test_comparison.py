@@ -49,10 +49,13 @@ def test_a_row_a_scenario_with_both_figures_and_their_ratios() -> None:
     rows = comparison.rows(
         [summary("burst", (190, 200), (7200, 7200)), summary("night", (12.62, 10.8), (0, 72))]
     )
-    NEW = ["1.5 / 2.5", "0.60", "7.25"]  # noqa: N806  idle node-hours (ns / CA), ratio, oracle
+    # idle node-hours (ns / CA), ratio, bound, nodescaler against it, reaction p99
+    NEW = ["1.5 / 2.5", "0.60", "7.25"]  # noqa: N806
+    first = ["190 / 200", "0.95", "7200 / 7200", "1.00", "3 / 18", "- / 0.5", "0 · 0"]
+    second = ["12.62 / 10.8", "1.17", "0 / 72", "0.00", "- / 18", "- / 0.5", "0 · 0"]
     assert rows == [
-        ["burst", "190 / 200", "0.95", "7200 / 7200", "1.00", "3 / 18", "- / 0.5", "0 · 0", *NEW],
-        ["night", "12.62 / 10.8", "1.17", "0 / 72", "0.00", "- / 18", "- / 0.5", "0 · 0", *NEW],
+        ["burst", *first, *NEW, "26.21", "- / -"],
+        ["night", *second, *NEW, "1.74", "- / -"],
     ]
 
 
@@ -68,7 +71,8 @@ def test_the_table_gives_both_runs_idle_node_hours_and_the_oracles_node_hours() 
     cells = dict(zip(cells_of(header), cells_of(row), strict=True))
     # Then the table says so, in columns of their own
     assert cells["idle node-hours (ns / CA / tuned)"] == "3.2 / 0.8"
-    assert cells["oracle node-hours"] == "9.5"
+    assert cells["bound node-hours"] == "9.5"
+    assert cells["ns / bound"] == "1.26"  # 12 node-hours against 9.5
 
 
 def with_tuned(base: dict[str, Any], hours: float, waits: int, idle: float) -> dict[str, Any]:
