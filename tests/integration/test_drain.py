@@ -31,6 +31,7 @@ from nodescaler.domain.scale_down.drain import (
     PodNote,
     ReplacementOutcome,
 )
+from nodescaler.domain.scale_down.pod_rules import NOT_REPLICATED
 from nodescaler.errors import (
     DrainFailedError,
     EventUnconfirmableError,
@@ -946,7 +947,7 @@ def test_given_pods_cluster_autoscaler_would_not_move_the_drain_refuses_them_and
     assert rig.pods_on(NODE) == ["default/cache-0", "default/debug", "kube-system/agent"]
     until = created(T0 + timedelta(minutes=1))
     assert set(result.remaining) == {
-        PodNote("default/debug", "not evicted: not managed by a controller (no ownerReference)"),
+        PodNote("default/debug", f"not evicted: {NOT_REPLICATED}"),
         PodNote("default/cache-0", "not evicted: local storage (an emptyDir or hostPath volume)"),
         PodNote(
             "kube-system/agent",

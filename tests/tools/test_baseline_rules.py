@@ -539,3 +539,17 @@ def test_a_gpu_nodes_utilization_is_its_gpus_alone() -> None:
     cpu_heavy = pod("prep", "gpu-a", cpu="7", memory="1Gi")  # 7/8 of its CPU
     assert utilization(gpu_node, [cpu_heavy], T0) == 0.0
     assert utilization(gpu_node, [cpu_heavy, gpu_pod("train")], T0) == 0.25
+
+
+@pytest.mark.parametrize(
+    ("kind", "blocks"),
+    [("ReplicaSet", False), ("StatefulSet", False), ("Job", False), ("SparkApplication", True)],
+)
+def test_a_pod_an_unknown_controller_owns_blocks_its_node(kind: str, blocks: bool) -> None:
+    # rules/replicated/rule.go: with --skip-nodes-with-custom-controller-pods (true by
+    # default) only replicatedKind's controllers make a pod replicated
+    found = pod("driver", "a")
+    found["metadata"]["ownerReferences"] = [
+        {"apiVersion": "x/v1", "kind": kind, "name": "app", "uid": "u-1", "controller": True}
+    ]
+    assert blocks_drain(found, Budgets([]), DrainFlags(), T0) is blocks

@@ -19,7 +19,7 @@ from nodescaler.domain.scale_down.drain import (
     ReplacementOutcome,
     SpotWarning,
 )
-from nodescaler.domain.scale_down.pod_rules import DrainRules, deletion_deadline
+from nodescaler.domain.scale_down.pod_rules import NOT_REPLICATED, DrainRules, deletion_deadline
 
 T0 = datetime(2026, 11, 25, 3, 0, tzinfo=UTC)
 WEB = DrainPod("shop", "web-1", uid="u1", grace_seconds=45)
@@ -165,7 +165,7 @@ def test_given_pods_scale_in_would_not_move_then_they_are_refused_watched_and_ho
     drain.forget_gone([bare])
     assert not drain.done  # the refused pod is still there
     assert drain.result(DrainOutcome.TIMED_OUT, T0 + timedelta(minutes=10)).remaining == (
-        PodNote("shop/debug", "not evicted: not managed by a controller (no ownerReference)"),
+        PodNote("shop/debug", f"not evicted: {NOT_REPLICATED}"),
     )
     drain.forget_gone([])  # someone deleted it
     assert drain.done

@@ -170,6 +170,24 @@ def test_given_cluster_autoscalers_daemonset_pod_annotation_then_it_is_a_daemon_
     assert (pod_from_json(marked).daemon_set, pod_from_json(not_marked).daemon_set) == (True, False)
 
 
+@pytest.mark.parametrize(
+    ("owner", "controlled"),
+    [
+        ("ReplicaSet", True),
+        ("StatefulSet", True),
+        ("Job", True),
+        ("ReplicationController", True),
+        ("SparkApplication", False),  # an operator's: Cluster Autoscaler keeps its node
+        (None, False),
+    ],
+)
+def test_a_pod_counts_as_replicated_only_by_a_controller_cluster_autoscaler_knows(
+    owner: str | None, controlled: bool
+) -> None:
+    # rules/replicated/rule.go with --skip-nodes-with-custom-controller-pods (true)
+    assert pod_from_json(pod("p", "n1", owner=owner)).controlled is controlled
+
+
 def test_given_a_pod_deleted_past_its_grace_period_then_the_snapshot_drops_it() -> None:
     # Cluster Autoscaler takes a pod terminating past its grace period (and 30 s more) as
     # gone (utils/drain/drain.go, IsPodLongTerminating)

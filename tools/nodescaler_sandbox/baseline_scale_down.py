@@ -181,6 +181,11 @@ class Budgets:
                 left[0] -= 1
 
 
+# the controllers a pod counts as replicated by, with --skip-nodes-with-custom-controller-pods
+# at its default, true (simulator/drainability/rules/replicated/rule.go, replicatedKind)
+REPLICATED_KINDS = frozenset({"ReplicationController", "Job", "ReplicaSet", "StatefulSet"})
+
+
 def blocks_drain(pod: dict[str, Any], budgets: Budgets, flags: DrainFlags, now: datetime) -> bool:
     """Whether the pod keeps its node, as the drainability rules decide, in their order
     (simulator/drainability/rules/rules.go, Default): mirror, long-terminating, DaemonSet,
@@ -198,8 +203,8 @@ def blocks_drain(pod: dict[str, Any], budgets: Budgets, flags: DrainFlags, now: 
     will_not_restart = phase == "Succeeded" and spec.get("restartPolicy") in ("Never", "OnFailure")
     if annotations.get(SAFE_TO_EVICT) == "true" or phase == "Failed" or will_not_restart:
         return False
-    if not any(o.get("controller") for o in owners):
-        return True
+    if not any(o.get("controller") and o.get("kind") in REPLICATED_KINDS for o in owners):
+        return True  # rules/replicated/rule.go, --skip-nodes-with-custom-controller-pods
     if (
         flags.system_pods
         and metadata.get("namespace") == "kube-system"

@@ -157,9 +157,15 @@ def is_daemon_set_pod(metadata: ObjectMeta) -> bool:
     )
 
 
+# The controllers Cluster Autoscaler counts a pod replicated by, with its default
+# --skip-nodes-with-custom-controller-pods (simulator/drainability/rules/replicated/rule.go):
+# a pod another controller owns (an operator's custom resource) keeps its node there too.
+REPLICATED_KINDS = frozenset({"ReplicationController", "Job", "ReplicaSet", "StatefulSet"})
+
+
 def is_controlled(metadata: ObjectMeta) -> bool:
-    """An ownerReference marked controller: a workload made it (and will remake it)."""
-    return any(o.controller for o in metadata.ownerReferences)
+    """A controller Cluster Autoscaler knows (`REPLICATED_KINDS`) made it, and will remake it."""
+    return any(o.controller and o.kind in REPLICATED_KINDS for o in metadata.ownerReferences)
 
 
 def has_local_storage(volumes: list[Volume]) -> bool:

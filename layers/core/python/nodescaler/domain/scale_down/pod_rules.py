@@ -32,7 +32,10 @@ LONG_TERMINATING_EXTRA = timedelta(seconds=30)
 # (config/flags/flags.go): how long a kube-system pod no budget selects keeps its node.
 SYSTEM_POD_TIMEOUT = timedelta(hours=1)
 
-NOT_REPLICATED = "not managed by a controller (no ownerReference)"
+NOT_REPLICATED = (
+    "not managed by a controller Cluster Autoscaler knows "
+    "(a ReplicaSet, StatefulSet, Job or ReplicationController)"
+)
 SYSTEM_POD = "a kube-system pod no PodDisruptionBudget selects"
 SYSTEM_POD_UNREAD = "a kube-system pod, and the PodDisruptionBudgets could not be read"
 SYSTEM_POD_UNDATED = f"{SYSTEM_POD}, with no creation time to count its timeout from"
