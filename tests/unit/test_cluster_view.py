@@ -190,6 +190,8 @@ def test_given_a_queue_groups_nodes_empty_and_nothing_pending_then_its_own_pods_
     # Then two nodes are empty of pods, and none is a vote to shed
     assert isinstance(own, MetricReading)
     assert (own.value, own.empty_nodes, own.unneeded_nodes) == (0, 2, None)
+    # And the one worker needs one node: no scale-in goes below it
+    assert own.needed_nodes == 1
     # And with a worker pending that a jobs node would take, no node counts as empty
     waiting = pods(1, prefix="waiting")
     busy = KubernetesClusterView(

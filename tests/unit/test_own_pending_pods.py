@@ -181,3 +181,23 @@ def test_given_own_pending_pods_not_a_flag_then_the_policy_is_refused_naming_the
         NodeGroupPolicy.model_validate(
             {"metadata": {"name": "p"}, "spec": {**spec, "ownPendingPods": "no"}}
         )
+
+
+def test_given_the_queue_sheds_nodes_its_pods_still_need_then_they_stay() -> None:
+    # Given 16 nodes all running workers a KEDA deployment keeps after its queue emptied
+    # (the cluster's view: the group's pods need 16), and the queue asking for 4
+    def need(nodes: int) -> MetricReading:
+        return MetricReading(value=0, at=T0, empty_nodes=0, needed_nodes=nodes)
+
+    held = _decide(FIRST_QUEUE, 16, readings(jobs=40), need(16))
+    # Then no node goes: each would evict a worker into no room, which would ask for it again
+    assert held.decision.desired == 16
+    assert Limit.PODS_NEED_NODES in held.decision.limited_by
+    assert "no scale-in below the nodes its pods need" in held.decision.reason
+    # And as the workers go (10 nodes' worth left), the group follows them down
+    assert _decide(FIRST_QUEUE, 16, readings(jobs=40), need(10)).decision.desired == 10
+    # And where the pods need fewer than the queue asks, the queue decides
+    assert _decide(FIRST_QUEUE, 16, readings(jobs=120), need(3)).decision.desired == 12
+    # And with the cluster unread there is no such floor: the queue's 4
+    unread = MetricUnavailable(reason="Kubernetes API unreachable")
+    assert _decide(FIRST_QUEUE, 16, readings(jobs=40), unread).decision.desired == 4

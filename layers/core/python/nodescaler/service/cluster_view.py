@@ -265,6 +265,7 @@ class KubernetesClusterView:
             detail=planned.describe(group.name, nodes),
             pending_pods=len(planned.coming(group.name)[1]),
             empty_nodes=spare.empty if spare is not None else None,
+            needed_nodes=self._needed(group, snapshot, planned, ()),
         )
 
     def _share(

@@ -295,12 +295,25 @@ def _steer(
     desired = _empty_past_default_rate(policy, rated, empty_gone)
     if rated.limited_by and desired == rated.desired:
         limits.append(Limit(rated.limited_by))
+    desired = _not_below_pods_need(desired, current, voted.outcomes, limits)
     # 8. An open scale-in window caps how many nodes go this hour.
     window = scale_in_room(policy.spec.scale_in_windows, current, history, now)
     if window is not None and current - desired > window.room:
         limits.append(Limit.SCALE_IN_WINDOW)
         return _Steered(current - window.room, history, tuple(limits), window.describe())
     return _Steered(desired, history, tuple(limits))
+
+
+def _not_below_pods_need(
+    desired: int, current: int, outcomes: Sequence[MetricOutcome], limits: list[Limit]
+) -> int:
+    """No scale-in below the nodes the group's pods need now, in the cluster's view: their
+    pods would be evicted into no room, wait, and ask for the nodes again (churn)."""
+    need = max((o.pods_need for o in outcomes if o.pods_need is not None), default=None)
+    if need is None or desired >= min(need, current):
+        return desired
+    limits.append(Limit.PODS_NEED_NODES)
+    return min(need, current)
 
 
 def _unneeded_a_window(outcomes: Sequence[MetricOutcome], window: int, limits: list[Limit]) -> int:

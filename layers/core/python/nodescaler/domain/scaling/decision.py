@@ -43,6 +43,8 @@ class Limit(StrEnum):
     BOUNDS_UNREAD = "bounds-unread"  # its EKS node group's scaling config unread: no scale-in
     # a metric missing, stale or invalid: only nodes empty of pods by the cluster's view go
     EMPTY_ONLY = "empty-only"
+    # no scale-in below the nodes the group's pods need now: theirs would wait for room
+    PODS_NEED_NODES = "pods-need-nodes"
 
 
 class MetricStatus(StrEnum):
@@ -96,6 +98,8 @@ class MetricOutcome(BaseModel):
     needed: int | None = None  # pending pods: the nodes the group's pods need now
     pending_pods: int | None = None  # pending pods: those the group's nodes are to take
     empty: int | None = None  # pending pods: the group's nodes empty of pods, nothing needs
+    # the cluster's view: the nodes the group's pods need now, below which no scale-in goes
+    pods_need: int | None = Field(default=None, exclude=True)
     # pending pods: how long each unneeded node has been (`MetricReading.unneeded_seconds`)
     unneeded_seconds: tuple[float, ...] = Field(default=(), exclude=True)
     fallback: str = ""  # the fallback that applies ("replicas 2", "hold"), when one does

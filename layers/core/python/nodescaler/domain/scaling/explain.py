@@ -17,6 +17,7 @@ _LIMIT_PHRASES = {
     Limit.ZONAL_SHIFT: "held while its zones are shifted away, or can't be told",
     Limit.BOUNDS_UNREAD: "its EKS node group's scaling config is unread, so no scale-in",
     Limit.EMPTY_ONLY: "a metric is missing, stale or invalid, so only nodes empty of pods go",
+    Limit.PODS_NEED_NODES: "no scale-in below the nodes its pods need: they would wait for room",
 }
 
 

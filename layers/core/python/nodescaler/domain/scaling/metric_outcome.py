@@ -91,6 +91,7 @@ def _outcome(
         pending_pods=read.pending_pods if read else None,
         empty=read.empty_nodes if read else None,
         unneeded_seconds=read.unneeded_seconds if read else (),
+        pods_need=read.needed_nodes if read else None,
     )
 
 
