@@ -205,9 +205,9 @@ def test_request_workers_scale_as_keda_scales_them_and_take_requests_in_turn(
     assert queue.wanted(361) == 0
 
 
-def test_a_worker_takes_short_requests_one_after_another_within_a_step(tmp_path: Path) -> None:
-    # Given 10 requests of 1 s at second 0 and one Ready worker
-    folder = trace(tmp_path, "arrival_s,service_s\n" + "0,1\n" * 10, "requests.csv")
+def one_worker(tmp_path: Path, rows: str) -> tuple[RequestQueue, SimulatedCluster]:
+    """A request queue of `rows` (after the header), and one Ready worker at T0, arrived."""
+    folder = trace(tmp_path, "arrival_s,service_s\n" + rows, "requests.csv")
     world = cluster()
     workers = Deployment("llm-worker", "1", "1Gi", [(0, 0)])
     queue = RequestQueue(
@@ -216,6 +216,12 @@ def test_a_worker_takes_short_requests_one_after_another_within_a_step(tmp_path:
     queue.arrive(0)
     workers.resize(world.store, 1, T0)
     world.schedule(T0)
+    return queue, world
+
+
+def test_a_worker_takes_short_requests_one_after_another_within_a_step(tmp_path: Path) -> None:
+    # Given 10 requests of 1 s at second 0 and one Ready worker
+    queue, world = one_worker(tmp_path, "0,1\n" * 10)
     assert queue.work(world.store, 0) == 0  # the first taken at once, done at 1 s
     # When the next step comes 10 s later
     done = queue.work(world.store, 10)
@@ -229,17 +235,9 @@ def test_a_worker_takes_short_requests_one_after_another_within_a_step(tmp_path:
 
 
 def test_a_worker_removed_while_busy_gives_its_request_back(tmp_path: Path) -> None:
-    folder = trace(tmp_path, "arrival_s,service_s\n0,30\n", "requests.csv")
-    world = cluster()
-    workers = Deployment("llm-worker", "1", "1Gi", [(0, 0)])
-    queue = RequestQueue(
-        "llm", traces.request_rows(TraceWindow(file="requests.csv"), folder), workers, 2
-    )
-    queue.arrive(0)
-    workers.resize(world.store, 1, T0)
-    world.schedule(T0)
+    queue, world = one_worker(tmp_path, "0,30\n")
     queue.work(world.store, 0)
-    workers.resize(world.store, 0, T0)
+    queue.workers.resize(world.store, 0, T0)
     assert queue.work(world.store, 10) == 0
     assert queue.messages == 1 and queue.served == 0
 

@@ -40,6 +40,14 @@ class Marks:
         self.marked[node] = marked
 
 
+def jobs_group(nodes: int) -> NodeGroup:
+    """A queue's group of `nodes` nodes, under the `jobs` policy (no PendingPods metric)."""
+    tags = {"nodescaler/enabled": "true", "nodescaler/policy": "jobs"}
+    return NodeGroup(
+        "jobs", nodes, 0, 10, nodes, tags=tags, eks_cluster="prod", eks_nodegroup="jobs"
+    )
+
+
 def view(snapshot: Snapshot, marks: Marks | None = None) -> KubernetesClusterView:
     planner = PendingPodsPlanner(
         Groups([GROUP]),
@@ -125,16 +133,7 @@ def test_given_a_request_made_after_the_listing_then_its_read_lists_the_cluster_
 def test_given_a_queue_group_beside_a_pending_pods_group_then_each_reads_its_own_pods() -> None:
     """A group whose policy has no PendingPods metric joins the shared plan: its workers
     are its own pending pods, and the web group's pods stay the web group's."""
-    jobs = NodeGroup(
-        "jobs",
-        1,
-        0,
-        10,
-        1,
-        tags={"nodescaler/enabled": "true", "nodescaler/policy": "jobs"},
-        eks_cluster="prod",
-        eks_nodegroup="jobs",
-    )
+    jobs = jobs_group(1)
     jobs_node = web_node("jobs", 0)
     jobs_node = replace(jobs_node, labels={**jobs_node.labels, "tier": "jobs", "pool": "jobs"})
     # Given 6 workers that only a jobs node takes, and 4 web pods that only a web node takes
@@ -166,16 +165,7 @@ def test_given_a_queue_groups_nodes_empty_and_nothing_pending_then_its_own_pods_
 ):
     """Its own pending pods never vote to shed, but say which nodes have nothing to drain:
     those leave past the default scale-down rate once the queue sheds them."""
-    jobs = NodeGroup(
-        "jobs",
-        3,
-        0,
-        10,
-        3,
-        tags={"nodescaler/enabled": "true", "nodescaler/policy": "jobs"},
-        eks_cluster="prod",
-        eks_nodegroup="jobs",
-    )
+    jobs = jobs_group(3)
     # Given three Ready jobs nodes, one running a worker, and nothing pending
     nodes = [web_node("jobs", i) for i in range(3)]
     (worker,) = [
