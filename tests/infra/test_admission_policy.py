@@ -117,9 +117,6 @@ def test_evaluate_may_add_and_remove_its_soft_taint_beside_the_nodes_own() -> No
     assert evaluate_admits(patched(spec__taints=[GPU_TAINT, CANDIDATE]), gpu) == []
     assert evaluate_admits(gpu, patched(spec__taints=[GPU_TAINT, CANDIDATE])) == []
     assert evaluate_admits(patched(spec__taints=[CANDIDATE])) == []
-    # its value says since when the node has been unneeded (a Unix time, as CA's taint)
-    timed = {**CANDIDATE, "value": "1764000000"}
-    assert evaluate_admits(patched(spec__taints=[GPU_TAINT, timed]), gpu) == []
 
 
 @pytest.mark.parametrize(

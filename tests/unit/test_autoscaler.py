@@ -739,63 +739,27 @@ def test_given_healthy_metrics_and_empty_nodes_then_the_default_rate_does_not_ho
     assert evaluation.decision.desired == 4
 
 
-def _unneeded_ages(empty: int, *ages: float, at: datetime = T0) -> MetricReading:
-    """Pending pods finding len(ages) nodes unneeded, the first `empty` of them empty, each
-    marked unneeded `ages` seconds ago."""
-    return MetricReading(
-        value=0, at=at, unneeded_nodes=len(ages), empty_nodes=empty, unneeded_seconds=ages
-    )
-
-
-def test_given_nodes_unneeded_a_whole_window_then_they_go_though_the_window_holds_the_group() -> (
+def test_given_the_pods_packing_then_a_scale_in_keeps_to_it_beyond_the_nodes_found_unneeded() -> (
     None
 ):
-    # Given 16 nodes the queue asked for 5 minutes ago; now it asks for 8, and pending pods
-    # find 6 nodes unneeded (their pods fit elsewhere), 4 of them for over the 600-s window
-    earlier = run(QUEUE_WITH_PENDING, 16, readings(jobs=64))
-    now = T0 + minutes(5)
-    given = {
-        "jobs": MetricReading(value=32, at=now),
-        "pending-pods": _unneeded_ages(0, *[700] * 4, 100, 100, at=now),
-    }
-    decision = run(QUEUE_WITH_PENDING, 16, given, earlier.history, now).decision
-    # Then those 4 go, as Cluster Autoscaler deletes a node unneeded for its unneeded time;
-    # the 2 found unneeded since are held by the window, and nothing below the 10 the
-    # cluster's view still needs
+    # Given 16 nodes, the queue asking for 2 (8 tasks), and pending pods finding 4 nodes
+    # unneeded (their pods fit elsewhere) while its packing of the group's pods says 16
+    queue_only = policy(
+        queue_metric("jobs", per_node=4), {"type": "PendingPods"}, behavior=UNLIMITED
+    )
+    spare = MetricReading(value=0, at=T0, unneeded_nodes=4, empty_nodes=1, needed_nodes=16)
+    decision = run(
+        queue_only, 16, {"jobs": MetricReading(value=8, at=T0), "pending-pods": spare}
+    ).decision
+    # Then the 4 unneeded nodes go, and no more: the rest hold pods that have nowhere to go
     assert decision.desired == 12
-    # And with none unneeded that long, the window holds all 16, as the HPA's does
-    young = {
-        "jobs": MetricReading(value=32, at=now),
-        "pending-pods": _unneeded_ages(0, *[599] * 6, at=now),
-    }
-    assert run(QUEUE_WITH_PENDING, 16, young, earlier.history, now).decision.desired == 16
-    # And one unneeded exactly a window goes, as Cluster Autoscaler's unneeded time counts
-    exact = {
-        "jobs": MetricReading(value=32, at=now),
-        "pending-pods": _unneeded_ages(0, 600, *[599] * 5, at=now),
-    }
-    assert run(QUEUE_WITH_PENDING, 16, exact, earlier.history, now).decision.desired == 15
-    # And a live vote above them still holds the group: the queue asking for 13
-    busy = {
-        "jobs": MetricReading(value=52, at=now),
-        "pending-pods": _unneeded_ages(0, *[700] * 6, at=now),
-    }
-    assert run(QUEUE_WITH_PENDING, 16, busy, earlier.history, now).decision.desired == 13
-
-
-def test_given_a_missing_metric_then_only_empty_nodes_unneeded_a_whole_window_go_early() -> None:
-    earlier = run(QUEUE_WITH_PENDING, 16, readings(jobs=64))
-    now = T0 + minutes(5)
-    # Given the queue unread, 6 nodes unneeded, the first 2 of them empty: one of the empty
-    # ones and 3 with pods unneeded for over the window
-    given = {
-        "jobs": MetricUnavailable(reason="CloudWatch is down"),
-        "pending-pods": _unneeded_ages(2, 700, 100, 700, 700, 700, 100, at=now),
-    }
-    decision = run(QUEUE_WITH_PENDING, 16, given, earlier.history, now).decision  # type: ignore[arg-type]
-    # Then only the empty one goes: no pod is moved on a metric that cannot be read
-    assert decision.desired == 15
-    assert Limit.EMPTY_ONLY in decision.limited_by
+    assert Limit.PODS_NEED_NODES in decision.limited_by
+    # And where the packing needs fewer, the queue's own count is the floor's limit
+    fewer = spare.model_copy(update={"needed_nodes": 5})
+    decision = run(
+        queue_only, 16, {"jobs": MetricReading(value=8, at=T0), "pending-pods": fewer}
+    ).decision
+    assert decision.desired == 5
 
 
 def test_given_empty_nodes_past_the_default_rate_then_the_minimum_still_holds() -> None:

@@ -5,12 +5,12 @@ they are given, whoever read them."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from nodescaler.domain.cluster.snapshot import Placement, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.groups.optin import TagNames
-from nodescaler.domain.scale_down.unneeded import CANDIDATE_TAINT, candidate_taint, marked_since
+from nodescaler.domain.scale_down.unneeded import CANDIDATE_TAINT
 from nodescaler.domain.scaling.readings import MetricReading
 from nodescaler.service.cluster_view import KubernetesClusterView
 from nodescaler.service.pending_pods import PendingPodsPlanner
@@ -36,7 +36,7 @@ class Marks:
     def __init__(self) -> None:
         self.marked: dict[str, bool] = {}
 
-    def mark_candidate(self, node: str, marked: bool, at: datetime) -> None:
+    def mark_candidate(self, node: str, marked: bool) -> None:
         self.marked[node] = marked
 
 
@@ -189,18 +189,3 @@ def test_given_a_queue_groups_nodes_empty_and_nothing_pending_then_its_own_pods_
     )
     pending = busy.own_pending_pods(jobs, NOW)
     assert isinstance(pending, MetricReading) and pending.empty_nodes in (None, 0)
-
-
-def test_given_marked_nodes_the_reading_says_how_long_each_has_been_unneeded() -> None:
-    # Given three empty nodes: one marked 700 s ago (its taint's time), one marked by a
-    # version that wrote no time, one not marked yet
-    nodes = [web_node("web-a", i) for i in range(3)]
-    nodes[0] = replace(nodes[0], taints=(candidate_taint(NOW - timedelta(seconds=700)),))
-    nodes[1] = replace(nodes[1], taints=(CANDIDATE_TAINT,))
-    reading = view(Snapshot(tuple(nodes), ())).read(PENDING, GROUP, NOW)
-    # Then the reading gives each candidate its age, the unmarked and untimed ones none yet
-    assert isinstance(reading, MetricReading)
-    ages = dict(zip(reading.candidates, reading.unneeded_seconds, strict=True))
-    assert ages == {"web-a-0": 700.0, "web-a-1": 0.0, "web-a-2": 0.0}
-    assert marked_since(nodes[0]) == NOW - timedelta(seconds=700)
-    assert marked_since(nodes[1]) is None and marked_since(nodes[2]) is None

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import msgspec
 import pytest
 from nodescaler.adapters.k8s.conversion import node_from_json, pod_from_json
+from nodescaler.adapters.k8s.evictions import _drain_pod
+from nodescaler.adapters.k8s.json_fields import EvictedPod
 from nodescaler.domain.cluster.snapshot import Resources, Snapshot, Taint
 
 from tests.kube import node, pod
@@ -186,6 +190,9 @@ def test_a_pod_counts_as_replicated_only_by_a_controller_cluster_autoscaler_know
 ) -> None:
     # rules/replicated/rule.go with --skip-nodes-with-custom-controller-pods (true)
     assert pod_from_json(pod("p", "n1", owner=owner)).controlled is controlled
+    # a drain of a node going anyway evicts any controller's pod (it is remade elsewhere)
+    wire = msgspec.json.decode(json.dumps(pod("p", "n1", owner=owner)), type=EvictedPod)
+    assert _drain_pod(wire).controlled is (owner is not None)
 
 
 def test_given_a_pod_deleted_past_its_grace_period_then_the_snapshot_drops_it() -> None:

@@ -198,6 +198,9 @@ def test_given_the_queue_sheds_nodes_its_pods_still_need_then_they_stay() -> Non
     assert _decide(FIRST_QUEUE, 16, readings(jobs=40), need(10)).decision.desired == 10
     # And where the pods need fewer than the queue asks, the queue decides
     assert _decide(FIRST_QUEUE, 16, readings(jobs=120), need(3)).decision.desired == 12
+    # And the estimate never holds a node the view found empty: 3 of the 16 go
+    empty = MetricReading(value=0, at=T0, empty_nodes=3, needed_nodes=16)
+    assert _decide(FIRST_QUEUE, 16, readings(jobs=40), empty).decision.desired == 13
     # And with the cluster unread there is no such floor: the queue's 4
     unread = MetricUnavailable(reason="Kubernetes API unreachable")
     assert _decide(FIRST_QUEUE, 16, readings(jobs=40), unread).decision.desired == 4

@@ -299,9 +299,8 @@ class UnschedulablePods(Protocol):  # KubernetesCluster; the fast path's light r
 
 
 class NodeMarks(Protocol):
-    def mark_candidate(self, node: str, marked: bool, at: datetime) -> None:
-        """Add the deletion-candidate soft taint, saying `at`, or keep the one there (and its
-        time); or remove it. `KubernetesUnavailableError`."""
+    def mark_candidate(self, node: str, marked: bool) -> None:
+        """Add or remove the deletion-candidate soft taint; `KubernetesUnavailableError`."""
         ...
 
 

@@ -38,7 +38,6 @@ from nodescaler.domain.scale_down.unneeded import (
     Unneeded,
     candidate_marks,
     removable,
-    unneeded_for,
     unneeded_nodes,
 )
 from nodescaler.domain.scaling.own_pods import OWN_PENDING_PODS
@@ -179,7 +178,7 @@ class KubernetesClusterView:
         own = [n for n in snapshot.nodes if belongs(n, group)]
         for node, marked in candidate_marks(own, candidates).items():
             try:
-                self._marks.mark_candidate(node, marked, now)
+                self._marks.mark_candidate(node, marked)
             except Exception:  # a hint, never a reason to fail the evaluation (or the rest)
                 continue
 
@@ -231,7 +230,6 @@ class KubernetesClusterView:
             unneeded_nodes=len(spare.nodes) if spare is not None else None,
             empty_nodes=spare.empty if spare is not None else None,
             candidates=spare.nodes if spare is not None else (),
-            unneeded_seconds=unneeded_for(snapshot.nodes, spare.nodes, now) if spare else (),
             needed_nodes=self._needed(group, snapshot, planned, virtual),
             pending_pods=len(planned.coming(group.name)[1]),
             group_pods=len(_real(_group_pods(group, snapshot, planned), snapshot)),
@@ -265,7 +263,8 @@ class KubernetesClusterView:
             detail=planned.describe(group.name, nodes),
             pending_pods=len(planned.coming(group.name)[1]),
             empty_nodes=spare.empty if spare is not None else None,
-            needed_nodes=self._needed(group, snapshot, planned, ()),
+            # its template read already (`_unneeded`): a floor under a scale-in, never a vote
+            needed_nodes=self._needed(group, snapshot, planned, ()) if spare else None,
         )
 
     def _share(

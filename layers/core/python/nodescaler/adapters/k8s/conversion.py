@@ -164,8 +164,16 @@ REPLICATED_KINDS = frozenset({"ReplicationController", "Job", "ReplicaSet", "Sta
 
 
 def is_controlled(metadata: ObjectMeta) -> bool:
-    """A controller Cluster Autoscaler knows (`REPLICATED_KINDS`) made it, and will remake it."""
+    """A controller Cluster Autoscaler knows (`REPLICATED_KINDS`) made it, and will remake it:
+    what a scale-in may move."""
     return any(o.controller and o.kind in REPLICATED_KINDS for o in metadata.ownerReferences)
+
+
+def has_controller(metadata: ObjectMeta) -> bool:
+    """Any controller made it, and will remake it: what a drain evicts from a node that is
+    going anyway (a Spot interruption, a rebalance), rather than let it die with the node.
+    A scale-in never chose that node for an unknown controller's pod (`is_controlled`)."""
+    return any(o.controller for o in metadata.ownerReferences)
 
 
 def has_local_storage(volumes: list[Volume]) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -288,7 +287,7 @@ class KubernetesCluster:
     def bytes_read(self) -> int:
         return self._api.bytes_read
 
-    def mark_candidate(self, node: str, marked: bool, at: datetime) -> None:
+    def mark_candidate(self, node: str, marked: bool) -> None:
         """`NodeMarks`. A node's taints are an atomic list (no merge key): the patch carries
         the whole list, every other taint as read, and the resourceVersion read, so a
         change made in between is refused (409), never overwritten; infra/kubernetes lets
@@ -297,18 +296,14 @@ class KubernetesCluster:
 
         from kubernetes import client
 
-        from nodescaler.domain.scale_down.unneeded import (  # evaluate's alone: not at import
-            CANDIDATE_TAINT,
-            candidate_taint,
+        from nodescaler.domain.scale_down.unneeded import (
+            CANDIDATE_TAINT,  # evaluate's alone: not at import
         )
 
         read = json.loads(self._api.answer(client.CoreV1Api.read_node, node))
         taints = (read.get("spec") or {}).get("taints") or []
         kept = [t for t in taints if t.get("key") != CANDIDATE_TAINT.key]
-        if marked and any(t not in kept and str(t.get("value", "")).isdigit() for t in taints):
-            return  # marked already: its time, when it was first found unneeded, stays
-        mark = candidate_taint(at)
-        ours = {"key": mark.key, "value": mark.value, "effect": mark.effect}
+        ours = {"key": CANDIDATE_TAINT.key, "effect": CANDIDATE_TAINT.effect}
         wanted = [*kept, ours] if marked else kept
         if wanted == taints:
             return

@@ -19,8 +19,8 @@ import msgspec
 from nodescaler.adapters.k8s.conversion import (
     MIRROR_ANNOTATION,
     SAFE_TO_EVICT,
+    has_controller,
     has_local_storage,
-    is_controlled,
     is_daemon_set_pod,
 )
 from nodescaler.adapters.k8s.core_api import PAGE_SIZE, TIMEOUT_SECONDS, Connection, CoreApi
@@ -47,7 +47,7 @@ def _drain_pod(wire: EvictedPod) -> DrainPod:
         mirror=MIRROR_ANNOTATION in metadata.annotations,
         grace_seconds=grace,
         labels=metadata.labels,
-        controlled=is_controlled(metadata),
+        controlled=has_controller(metadata),
         local_storage=has_local_storage(wire.spec.volumes),
         safe_to_evict=metadata.annotations.get(SAFE_TO_EVICT) == "true",
         not_safe_to_evict=metadata.annotations.get(SAFE_TO_EVICT) == "false",

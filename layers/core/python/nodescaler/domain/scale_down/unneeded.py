@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from nodescaler.domain.cluster.predicates import NodeTemplate, place, room_of
 from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Snapshot, Taint
@@ -277,28 +277,6 @@ def removable(
     chosen = tuple(ordered[:count])
     reason = f"{len(chosen)} of {count} asked: {len(unready)} never Ready; {spare.describe()}"
     return Removable(chosen, reason, tuple(i for i in offered if i not in nodes))
-
-
-def candidate_taint(at: datetime) -> Taint:
-    """The soft taint marking a node unneeded since `at`: its value a Unix time, as Cluster
-    Autoscaler's own, so the next evaluation (another Lambda) knows how long it has been."""
-    return Taint(CANDIDATE_TAINT.key, str(int(at.timestamp())), CANDIDATE_TAINT.effect)
-
-
-def marked_since(node: Node) -> datetime | None:
-    """When an evaluation first marked the node unneeded, if it carries the soft taint with
-    a time (an unmarked node, or a mark without a readable time: None)."""
-    for taint in node.taints:
-        if taint.key == CANDIDATE_TAINT.key and taint.value.isdigit():
-            return datetime.fromtimestamp(int(taint.value), UTC)
-    return None
-
-
-def unneeded_for(nodes: Sequence[Node], names: Sequence[str], now: datetime) -> tuple[float, ...]:
-    """For each named node, the seconds it has been marked unneeded (0: not yet marked)."""
-    by_name = {n.name: n for n in nodes}
-    since = [marked_since(by_name[name]) if name in by_name else None for name in names]
-    return tuple(max((now - at).total_seconds(), 0.0) if at else 0.0 for at in since)
 
 
 def candidate_marks(group_nodes: Sequence[Node], candidates: frozenset[str]) -> dict[str, bool]:

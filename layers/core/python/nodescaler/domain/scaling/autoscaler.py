@@ -269,11 +269,6 @@ def _steer(
     if not history.recommendations:
         history = history.with_recommendation(now, current, keep_seconds=0)
     stabilized = stabilize(recommendation, current, history=history, now=now, up=up, down=down)
-    # A node the cluster's view has found unneeded for a whole window goes, though earlier
-    # recommendations still hold the group: Cluster Autoscaler's unneeded time, per node.
-    settled = _unneeded_a_window(voted.outcomes, down.stabilization_window_seconds, limits)
-    if settled and recommendation < current:
-        stabilized = max(recommendation, min(stabilized, current - settled))
     if stabilized != recommendation and (voted.bound is None or stabilized > voted.bound):
         limits.append(Limit.STABILIZATION)
     keep = max(up.stabilization_window_seconds, down.stabilization_window_seconds)
@@ -307,28 +302,28 @@ def _steer(
 def _not_below_pods_need(
     desired: int, current: int, outcomes: Sequence[MetricOutcome], limits: list[Limit]
 ) -> int:
-    """No scale-in below the nodes the group's pods need now, in the cluster's view: their
-    pods would be evicted into no room, wait, and ask for the nodes again (churn)."""
-    need = max((o.pods_need for o in outcomes if o.pods_need is not None), default=None)
-    if need is None or desired >= min(need, current):
+    """No scale-in below the nodes the group's pods need now, in the cluster's view (an
+    estimate of their packing), beyond the nodes that view found it could shed (unneeded,
+    or empty): their pods would be evicted into no room, wait, and ask again (churn)."""
+    floors = [
+        min(o.pods_need, current - _sheddable(o, current))
+        for o in outcomes
+        if o.pods_need is not None
+    ]
+    floor = min(max(floors, default=0), current)
+    if desired >= floor:
         return desired
     limits.append(Limit.PODS_NEED_NODES)
-    return min(need, current)
+    return floor
 
 
-def _unneeded_a_window(outcomes: Sequence[MetricOutcome], window: int, limits: list[Limit]) -> int:
-    """The group's nodes pending pods have found unneeded for `window` seconds or more
-    (while a metric cannot be read, only the empty ones: `Limit.EMPTY_ONLY`)."""
-    empty_only = Limit.EMPTY_ONLY in limits
-    counts = []
-    for outcome in outcomes:
-        if outcome.status is not MetricStatus.UNNEEDED:
-            continue
-        ages = outcome.unneeded_seconds
-        if empty_only:  # the empty ones come first
-            ages = ages[: outcome.empty or 0]
-        counts.append(sum(age >= window for age in ages))
-    return max(counts, default=0)
+def _sheddable(outcome: MetricOutcome, current: int) -> int:
+    """The nodes a cluster reading found the group could shed: a PendingPods metric's vote
+    to shed its unneeded nodes, else the nodes it found empty of pods."""
+    shed = 0
+    if outcome.status is MetricStatus.UNNEEDED and outcome.recommendation is not None:
+        shed = current - outcome.recommendation
+    return max(shed, outcome.empty or 0)
 
 
 def _empty_past_default_rate(policy: NodeGroupPolicy, rated: RateResult, empty_gone: int) -> int:

@@ -100,8 +100,6 @@ class MetricOutcome(BaseModel):
     empty: int | None = None  # pending pods: the group's nodes empty of pods, nothing needs
     # the cluster's view: the nodes the group's pods need now, below which no scale-in goes
     pods_need: int | None = Field(default=None, exclude=True)
-    # pending pods: how long each unneeded node has been (`MetricReading.unneeded_seconds`)
-    unneeded_seconds: tuple[float, ...] = Field(default=(), exclude=True)
     fallback: str = ""  # the fallback that applies ("replicas 2", "hold"), when one does
     failing_since: AwareDatetime | None = None  # the first failure of its run, when it applies
 

@@ -90,7 +90,6 @@ def _outcome(
         needed=needed if needed is not None else read.needed_nodes if read else None,
         pending_pods=read.pending_pods if read else None,
         empty=read.empty_nodes if read else None,
-        unneeded_seconds=read.unneeded_seconds if read else (),
         pods_need=read.needed_nodes if read else None,
     )
 

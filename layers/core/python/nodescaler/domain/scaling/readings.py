@@ -31,9 +31,6 @@ class MetricReading(BaseModel):
     empty_nodes: int | None = None
     # ... and those nodes by name: the candidates its evaluation marks to steer pods off
     candidates: tuple[str, ...] = ()
-    # ... and for each of them (in the same order, the empty ones first), the seconds since
-    # an evaluation first marked it and kept it marked: how long it has been unneeded
-    unneeded_seconds: tuple[float, ...] = ()
     # For pending pods: the pods no group can take, each with why this group cannot (the
     # first few: a plan may name thousands)
     waiting: dict[str, str] = Field(default_factory=dict)
