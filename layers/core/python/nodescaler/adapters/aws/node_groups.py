@@ -18,6 +18,7 @@ from nodescaler.ports import Clock
 
 if TYPE_CHECKING:  # its cache comes with a clock: the evaluate function's, not dispatch's
     from nodescaler.adapters.aws.instance_types import TtlCache
+    from nodescaler.deadline import Deadline
 
 # EKS puts these on the Auto Scaling Group of every managed node group.
 EKS_CLUSTER_TAG = "eks:cluster-name"
@@ -179,6 +180,7 @@ class AsgNodeGroups:
         cluster_name: str = "",
         clock: Clock | None = None,
         scaling_config: bool = True,
+        invocation: Deadline | None = None,
     ) -> None:
         self._autoscaling = autoscaling
         self._eks = eks
@@ -193,6 +195,12 @@ class AsgNodeGroups:
 
             self._bounds = TtlCache(clock, NODEGROUP_TTL, BOUNDS_JITTER, Random())
         self._owners: set[tuple[str, str, str]] = set()  # (cluster, node group, ASG) confirmed
+        # Given the invocation's deadline, the opted-in groups as read within the invocation
+        # (its number with them) until it writes to a group: an evaluation batch plans
+        # pending pods (discover) and reads each group it evaluates (get) from one
+        # DescribeAutoScalingGroups, not three. Never kept from one invocation to the next.
+        self._invocation = invocation
+        self._listed: tuple[int, list[Mapping[str, Any]]] | None = None
 
     def _pages(self, **request: Any) -> Iterator[Mapping[str, Any]]:
         paginator = self._autoscaling.get_paginator("describe_auto_scaling_groups")
@@ -207,10 +215,24 @@ class AsgNodeGroups:
             filters.append({"Name": f"tag:{self._tags.cluster}", "Values": [self._cluster]})
         return filters
 
+    def _opted_in(self) -> list[Mapping[str, Any]]:
+        """The opted-in groups' descriptions: as read earlier in this invocation, unless
+        it wrote to a group since; else read now (and kept, within an invocation)."""
+        invocation = self._invocation.invocation if self._invocation is not None else 0
+        if self._listed is not None and self._listed[0] == invocation:
+            return self._listed[1]
+        listed = list(self._pages(Filters=self._filters()))
+        self._listed = (invocation, listed) if invocation else None
+        return listed
+
+    def _wrote(self) -> None:
+        """A write to a group: what was read before it is read again."""
+        self._listed = None
+
     def discover(self) -> Sequence[NodeGroup]:
         """The opted-in groups; a managed one bounded by its scalingConfig as read within
         the last minute (given a clock), so the expanders size it as EKS allows."""
-        groups = (_to_node_group(asg) for asg in self._pages(Filters=self._filters()))
+        groups = (_to_node_group(asg) for asg in self._opted_in())
         managed = [g for g in groups if is_managed(g.tags, self._tags, self._cluster)]
         if self._bounds is None:
             return managed
@@ -224,9 +246,15 @@ class AsgNodeGroups:
         )
 
     def get(self, name: str) -> NodeGroup | None:
-        """The group as it is now; a managed one bounded by its scalingConfig, read afresh:
-        what an evaluation decides and acts within."""
-        found = [_to_node_group(asg) for asg in self._pages(AutoScalingGroupNames=[name])]
+        """The group as it is now (within an invocation: as the opted-in groups were read
+        in it, since its last write); a managed one bounded by its scalingConfig, read
+        afresh: what an evaluation decides and acts within. A group not opted in is read
+        by its name."""
+        started = self._invocation is not None and self._invocation.invocation
+        listed = self._opted_in() if started else []
+        found = [_to_node_group(a) for a in listed if a["AutoScalingGroupName"] == name]
+        if not found:
+            found = [_to_node_group(asg) for asg in self._pages(AutoScalingGroupNames=[name])]
         if not found:
             return None
         group = found[0]
@@ -283,6 +311,7 @@ class AsgNodeGroups:
 
     def set_desired(self, group: NodeGroup, desired: int) -> None:
         self._check_managed(group, "resize")
+        self._wrote()
         if group.is_eks_managed:
             self._check_owns(group)
             self._eks.update_nodegroup_config(
@@ -303,6 +332,7 @@ class AsgNodeGroups:
         warmPoolConfig): a PutWarmPool on its Auto Scaling group is a change EKS does not
         expect and may undo."""
         self._check_managed(group, "size its warm pool")
+        self._wrote()
         pool = group.warm_pool
         state = pool.pool_state if pool else "Stopped"
         reuse = pool.reuse_on_scale_in if pool else None
@@ -329,6 +359,7 @@ class AsgNodeGroups:
         """Each instance terminated with the desired capacity lowered by one, as Cluster
         Autoscaler scales in an EKS managed node group (it takes no termination policy)."""
         self._check_managed(group, "scale in")
+        self._wrote()
         if group.is_eks_managed:
             self._check_owns(group)
         for instance_id in instance_ids:
@@ -370,6 +401,7 @@ class AsgNodeGroups:
 
     def protect(self, group: NodeGroup, instance_ids: frozenset[str], protected: bool) -> None:
         self._check_managed(group, "change instance protection")
+        self._wrote()
         ordered = sorted(instance_ids)
         for start in range(0, len(ordered), PROTECTION_BATCH):
             self._autoscaling.set_instance_protection(
