@@ -111,11 +111,7 @@ def run(
     `parallel`: the runs in processes of their own, a core each, when this process may use
     more than one (`_simulated`); False: one after another, here. `peaks`: filled with each
     such process's peak resident memory in MiB, by its pid."""
-    runs_asked = [c for c in CONTROLLERS if c in controllers]
-    if not runs_asked or len(runs_asked) != len(controllers):
-        raise ValueError(f"controllers: {list(controllers)}: each one of {list(CONTROLLERS)}")
-    if chart and not {NODESCALER, BASELINE} <= set(runs_asked):
-        raise ValueError(f"chart: draws {NODESCALER} beside {BASELINE}: run both, or no chart")
+    runs_asked = _runs_asked(controllers, chart)
     times = simulation.step_times(scenario, learn_step)
     folder = out or OUT / scenario.name
     folder.mkdir(parents=True, exist_ok=True)
@@ -152,6 +148,17 @@ def run(
     write(run_summary.side_by_side(summary))
     write(f"   → {folder}/ (timeline.txt, summary.json{', chart.png' if chart else ''}, logs)")
     return summary
+
+
+def _runs_asked(controllers: Sequence[str], chart: bool) -> list[str]:
+    """The controllers asked, in `CONTROLLERS`' order; ValueError for one unknown, none,
+    or a chart without the two runs it draws."""
+    runs_asked = [c for c in CONTROLLERS if c in controllers]
+    if not runs_asked or len(runs_asked) != len(controllers):
+        raise ValueError(f"controllers: {list(controllers)}: each one of {list(CONTROLLERS)}")
+    if chart and not {NODESCALER, BASELINE} <= set(runs_asked):
+        raise ValueError(f"chart: draws {NODESCALER} beside {BASELINE}: run both, or no chart")
+    return runs_asked
 
 
 def _cores() -> int:

@@ -26,12 +26,8 @@ EKS_NODEGROUP_TAG = "eks:nodegroup-name"
 PAGE_SIZE = 100  # the most DescribeAutoScalingGroups returns per call
 PROTECTION_BATCH = 50  # the most instances SetInstanceProtection takes per call
 BOUNDS_JITTER = timedelta(seconds=5)
-GONE = ("Terminat", "Detach", "Warmed")
-POOL_STATES = (
-    "Stopped",
-    "Running",
-    "Hibernated",
-)  # a warm pool's PoolState  # lifecycle states of instances on their way out
+GONE = ("Terminat", "Detach", "Warmed")  # lifecycle states of instances on their way out
+POOL_STATES = ("Stopped", "Running", "Hibernated")  # a warm pool's PoolState
 
 
 def _launch_template(asg: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -195,10 +191,8 @@ class AsgNodeGroups:
 
             self._bounds = TtlCache(clock, NODEGROUP_TTL, BOUNDS_JITTER, Random())
         self._owners: set[tuple[str, str, str]] = set()  # (cluster, node group, ASG) confirmed
-        # Given the invocation's deadline, the opted-in groups as read within the invocation
-        # (its number with them) until it writes to a group: an evaluation batch plans
-        # pending pods (discover) and reads each group it evaluates (get) from one
-        # DescribeAutoScalingGroups, not three. Never kept from one invocation to the next.
+        # Given the invocation's deadline, the opted-in groups read once an invocation until
+        # it writes (`_opted_in`): a batch's discover and gets, one DescribeAutoScalingGroups
         self._invocation = invocation
         self._listed: tuple[int, list[Mapping[str, Any]]] | None = None
 
@@ -217,17 +211,14 @@ class AsgNodeGroups:
 
     def _opted_in(self) -> list[Mapping[str, Any]]:
         """The opted-in groups' descriptions: as read earlier in this invocation, unless
-        it wrote to a group since; else read now (and kept, within an invocation)."""
+        it wrote to a group since; else read now (and kept within the invocation, never
+        into the next: `Deadline.invocation` counts them)."""
         invocation = self._invocation.invocation if self._invocation is not None else 0
         if self._listed is not None and self._listed[0] == invocation:
             return self._listed[1]
         listed = list(self._pages(Filters=self._filters()))
         self._listed = (invocation, listed) if invocation else None
         return listed
-
-    def _wrote(self) -> None:
-        """A write to a group: what was read before it is read again."""
-        self._listed = None
 
     def discover(self) -> Sequence[NodeGroup]:
         """The opted-in groups; a managed one bounded by its scalingConfig as read within
@@ -246,12 +237,11 @@ class AsgNodeGroups:
         )
 
     def get(self, name: str) -> NodeGroup | None:
-        """The group as it is now (within an invocation: as the opted-in groups were read
-        in it, since its last write); a managed one bounded by its scalingConfig, read
-        afresh: what an evaluation decides and acts within. A group not opted in is read
-        by its name."""
-        started = self._invocation is not None and self._invocation.invocation
-        listed = self._opted_in() if started else []
+        """The group as it is now (within an invocation: as read in it since its last
+        write, or by its name if not opted in); a managed one bounded by its scalingConfig,
+        read afresh: what an evaluation decides and acts within."""
+        invoked = self._invocation is not None and self._invocation.invocation
+        listed = self._opted_in() if invoked else []
         found = [_to_node_group(a) for a in listed if a["AutoScalingGroupName"] == name]
         if not found:
             found = [_to_node_group(asg) for asg in self._pages(AutoScalingGroupNames=[name])]
@@ -284,6 +274,7 @@ class AsgNodeGroups:
         return EksBounds(low, high, f"{what}'s scalingConfig")
 
     def _check_managed(self, group: NodeGroup, what: str) -> None:
+        self._listed = None  # before any write: what was read before it is read again
         if not is_managed(group.tags, self._tags, self._cluster):
             raise RefusedError(f"node group {group.name} is not opted in; refusing to {what}")
 
@@ -311,7 +302,6 @@ class AsgNodeGroups:
 
     def set_desired(self, group: NodeGroup, desired: int) -> None:
         self._check_managed(group, "resize")
-        self._wrote()
         if group.is_eks_managed:
             self._check_owns(group)
             self._eks.update_nodegroup_config(
@@ -332,7 +322,6 @@ class AsgNodeGroups:
         warmPoolConfig): a PutWarmPool on its Auto Scaling group is a change EKS does not
         expect and may undo."""
         self._check_managed(group, "size its warm pool")
-        self._wrote()
         pool = group.warm_pool
         state = pool.pool_state if pool else "Stopped"
         reuse = pool.reuse_on_scale_in if pool else None
@@ -359,7 +348,6 @@ class AsgNodeGroups:
         """Each instance terminated with the desired capacity lowered by one, as Cluster
         Autoscaler scales in an EKS managed node group (it takes no termination policy)."""
         self._check_managed(group, "scale in")
-        self._wrote()
         if group.is_eks_managed:
             self._check_owns(group)
         for instance_id in instance_ids:
@@ -401,7 +389,6 @@ class AsgNodeGroups:
 
     def protect(self, group: NodeGroup, instance_ids: frozenset[str], protected: bool) -> None:
         self._check_managed(group, "change instance protection")
-        self._wrote()
         ordered = sorted(instance_ids)
         for start in range(0, len(ordered), PROTECTION_BATCH):
             self._autoscaling.set_instance_protection(
