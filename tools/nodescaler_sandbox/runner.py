@@ -19,10 +19,9 @@ scenario's runs in processes of their own, a core each, with the same results
 (`_simulated`); `run_all`, a core a scenario already, makes each one's in sequence. A
 test runs only the controllers it checks (`run`'s `controllers`), without the chart, and
 may learn the days before `judgedFrom` at coarser steps (`learn_step`); `make demo` runs
-all three and draws. `seed` moves arrivals
-within a minute and placement ties (0: as the sandbox always had them); `run_seeds` runs a
-scenario with several and writes their summaries made one (`seeds`), the other seeds'
-runs under `seeds/<seed>/`.
+all three and draws. `seed` moves arrivals within a minute and placement ties (0: as the
+sandbox always had them); `run_seeds` runs a scenario with several and writes their
+summaries made one (`seeds`), the other seeds' runs under `seeds/<seed>/`.
 """
 
 from __future__ import annotations
