@@ -5,6 +5,7 @@ table's audit trail or a queue's backlog (`install`, before moto's server starts
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 
@@ -15,6 +16,8 @@ def install() -> None:
     _handlers_listed_once()
     _queries_read_their_partition()
     _queue_counts_at_one_time()
+    _attribute_names_converted_once()
+    _attribute_keys_found_once()
 
 
 def _cheaper_transactions() -> None:
@@ -108,6 +111,59 @@ def _queue_counts_at_one_time() -> None:
         ("approximate_number_of_messages_not_visible", not_visible),
     ):
         setattr(Queue, name, property(count))
+
+
+def _attribute_names_converted_once() -> None:
+    """moto names each of a queue's attributes from its CamelCase name on every read of
+    them (each message sent, received or validated): a pure function of the name,
+    converted once a name."""
+    from moto.sqs import models
+
+    whole = getattr(models, "camelcase_to_underscores")  # noqa: B009  (moto's import)
+    if hasattr(whole, "cache_info"):
+        return
+    setattr(models, "camelcase_to_underscores", lru_cache(maxsize=None)(whole))  # noqa: B010
+
+
+def _attribute_keys_found_once() -> None:
+    """moto's serializer finds where each member of an answer lies on the object answered
+    (its name, its snake_case form, aliases from the shape, its parent's and the object's
+    class) by asking six alias providers, for every member of every object of every
+    answer: most of a DescribeAutoScalingGroups of 40 instances. Their answer depends only
+    on the service, the object's class (its `Meta`), the member's name and its shape and
+    parent shape (by name: a service names each of its shapes once), so it is kept for
+    them: the same keys, tried in the same order. An object with a `Meta` of its own, or
+    a picker with other providers, is moto's own."""
+    from moto.core import serialize
+
+    picker = serialize.XFormedAttributePicker
+    whole = picker.get_possible_keys
+    if getattr(whole, "found_once", False):
+        return
+    found: dict[tuple[Any, ...], tuple[str, ...]] = {}
+
+    def get_possible_keys(self: Any, context: Any) -> Any:
+        obj, shape = context.obj, context.shape
+        own_meta = "Meta" in getattr(obj, "__dict__", ())
+        if own_meta or self.alias_providers is not serialize.DEFAULT_ALIAS_PROVIDERS:
+            return whole(self, context)
+        parent = getattr(shape, "parent", None)
+        service = context.service_model
+        key = (
+            service.service_name if service is not None else None,
+            type(obj),
+            context.key,
+            shape.name if shape is not None else None,
+            parent.name if parent is not None else None,
+        )
+        keys = found.get(key)
+        if keys is None:
+            keys = found[key] = tuple(whole(self, context))
+        return keys
+
+    get_possible_keys.found_once = True  # type: ignore[attr-defined]
+    get_possible_keys.whole = whole  # type: ignore[attr-defined]  (moto's own, for a test)
+    setattr(picker, "get_possible_keys", get_possible_keys)  # noqa: B010
 
 
 def _modules_listed_once() -> None:

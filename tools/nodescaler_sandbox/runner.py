@@ -14,12 +14,14 @@ happened under `out/demo/<scenario>/`:
   metrics, and the cluster's nodes, vCPUs and memory against its limits, and pods waiting;
 - `timeline.json` (every step, both runs), `pods.json` (each pod: created, found no node,
   bound, Ready, gone, in minutes, and its group) and `logs-<run>.jsonl` (the functions' logs).
-One run, step by step, is `simulation`'s. A test runs only the controllers it checks
-(`run`'s `controllers`), without the chart, and may learn the days before `judgedFrom` at
-coarser steps (`learn_step`); `make demo` runs all three and draws. `seed` moves arrivals
-within a minute and placement ties (0: as the sandbox always had them); `run_seeds` runs a
-scenario with several and writes their summaries made one (`seeds`), the other seeds'
-runs under `seeds/<seed>/`.
+One run, step by step, is `simulation`'s; given more than one core, `run` makes a
+scenario's runs in processes of their own, a core each, with the same results
+(`_simulated`); `run_all`, a core a scenario already, makes each one's in sequence. A
+test runs only the controllers it checks (`run`'s `controllers`), without the chart, and
+may learn the days before `judgedFrom` at coarser steps (`learn_step`); `make demo` runs
+all three and draws. `seed` moves arrivals within a minute and placement ties (0: as the
+sandbox always had them); `run_seeds` runs a scenario with several and writes their
+summaries made one (`seeds`), the other seeds' runs under `seeds/<seed>/`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import resource
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -96,25 +99,25 @@ def run(
     chart: bool = True,
     learn_step: int | None = None,
     seed: int = 0,
+    parallel: bool = True,
+    peaks: dict[int, float] | None = None,
 ) -> dict[str, Any]:
     """The scenario under each of `controllers` (by default nodescaler, the baseline and
     the baseline tuned); returns the summary, a key a controller run (its `oracle_node_hours`
     the least of the runs made). `chart`: draw chart.png (of nodescaler and the baseline).
     `learn_step`: the steps before the judged minutes, in seconds (`simulation.step_times`).
-    `seed`: arrivals within a minute and placement ties (`seeds`); 0 as ever."""
-    runs_asked = [c for c in CONTROLLERS if c in controllers]
-    if not runs_asked or len(runs_asked) != len(controllers):
-        raise ValueError(f"controllers: {list(controllers)}: each one of {list(CONTROLLERS)}")
-    if chart and not {NODESCALER, BASELINE} <= set(runs_asked):
-        raise ValueError(f"chart: draws {NODESCALER} beside {BASELINE}: run both, or no chart")
+    `seed`: arrivals within a minute and placement ties (`seeds`); 0 as ever.
+    `parallel`: the runs in processes of their own, a core each, when this process may use
+    more than one (`_simulated`); False: one after another, here. `peaks`: filled with each
+    such process's peak resident memory in MiB, by its pid."""
+    runs_asked = _runs_asked(controllers, chart)
     times = simulation.step_times(scenario, learn_step)
     folder = out or OUT / scenario.name
     folder.mkdir(parents=True, exist_ok=True)
     write(f"\n== {scenario.name}: {scenario.description.strip()}")
-    runs = {
-        controller: simulation.simulate(scenario, controller, folder, progress, times, seed=seed)
-        for controller in runs_asked
-    }
+    runs = _simulated(
+        scenario, runs_asked, folder, progress, times, seed=seed, parallel=parallel, peaks=peaks
+    )
     if progress:
         progress("")  # the live line gives way to the timeline
     told = timeline.lines(scenario, runs.get(NODESCALER) or runs[runs_asked[0]])
@@ -144,6 +147,75 @@ def run(
     write(run_summary.side_by_side(summary))
     write(f"   → {folder}/ (timeline.txt, summary.json{', chart.png' if chart else ''}, logs)")
     return summary
+
+
+def _runs_asked(controllers: Sequence[str], chart: bool) -> list[str]:
+    """The controllers asked, in `CONTROLLERS`' order; ValueError for one unknown, none,
+    or a chart without the two runs it draws."""
+    runs_asked = [c for c in CONTROLLERS if c in controllers]
+    if not runs_asked or len(runs_asked) != len(controllers):
+        raise ValueError(f"controllers: {list(controllers)}: each one of {list(CONTROLLERS)}")
+    if chart and not {NODESCALER, BASELINE} <= set(runs_asked):
+        raise ValueError(f"chart: draws {NODESCALER} beside {BASELINE}: run both, or no chart")
+    return runs_asked
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _simulated(
+    scenario: Scenario,
+    controllers: Sequence[str],
+    folder: Path,
+    progress: Callable[[str], None] | None,
+    times: Sequence[int],
+    *,
+    seed: int,
+    parallel: bool,
+    peaks: dict[int, float] | None,
+) -> dict[str, Run]:
+    """Each controller's run: one after another here, or, given more than one core and
+    `parallel`, a process each (spawned: no thread or socket inherited), up to one a core,
+    the runs in the order asked (nodescaler's, the longest, first). A run owes nothing to
+    another (each starts its own sandbox, on ports of its own, from its own seeds), so
+    what they return is the same either way. No live line from the processes."""
+    workers = min(len(controllers), _cores()) if parallel else 1
+    if workers <= 1:
+        return {
+            controller: simulation.simulate(
+                scenario, controller, folder, progress, times, seed=seed
+            )
+            for controller in controllers
+        }
+    if progress:
+        progress(f"{scenario.name}: {len(controllers)} runs, {workers} at a time")
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {
+            c: pool.submit(_simulate_apart, scenario, c, folder, times, seed) for c in controllers
+        }
+        runs = {}
+        for controller, future in futures.items():
+            runs[controller], pid, peak = future.result()
+            if peaks is not None:  # a process's peak only grows: its last run's is its own
+                peaks[pid] = max(peaks.get(pid, 0.0), peak)
+    return runs
+
+
+def _simulate_apart(
+    scenario: Scenario, controller: str, folder: Path, times: Sequence[int], seed: int
+) -> tuple[Run, int, float]:
+    """One run in a process of its own: the run, the process's pid and its peak resident
+    memory so far, in MiB (measured here: the parent's RUSAGE_CHILDREN gives only the
+    largest child's, not what they hold together)."""
+    result = simulation.simulate(scenario, controller, folder, None, times, seed=seed)
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return result, os.getpid(), peak_kib / 1024
 
 
 def _write_runs(folder: Path, summary: dict[str, Any], runs: dict[str, Run]) -> None:
@@ -212,7 +284,9 @@ def _run_quietly(
     try:
         scenario = load_scenario(path)
         folder = None if out is None else out / scenario.name
-        return run_seeds(scenario, seeds_run, out=folder, write=printed.append), printed
+        # a core each already: its runs one after another, no pool within the pool
+        summary = run_seeds(scenario, seeds_run, out=folder, write=printed.append, parallel=False)
+        return summary, printed
     except Exception:  # told in order with the others, not lost behind them
         return None, [*printed, f"{path}: the run failed\n{traceback.format_exc()}"]
 

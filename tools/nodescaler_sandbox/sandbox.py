@@ -148,6 +148,7 @@ class Sandbox:
         self.takes_effect: Callable[[str, str | None], datetime] | None = None
         self.fast_path: FastPath | None = None  # wired at its first look
         self._fast_watch: Watch | None = None
+        self._found_nothing_at: int | None = None  # the store's version a look found nothing at
         self.fast_path_failures: list[tuple[datetime, str]] = []  # (when, why)
         self._environment = environment or {}
         self._prometheus = prometheus
@@ -378,13 +379,28 @@ class Sandbox:
                 self.fast_path = wiring.fast_path(settings, clients, self.clock, self.clock.sleep)
             if invoked or watch is None:
                 watch = self._fast_watch = self.fast_path.watch()
+            version = self.cluster.store.resource_version
+            if self._looks_as_last(watch, version):
+                return
             look = self.fast_path.act(self.fast_path.look(watch))
         except Exception as error:  # its invocation fails (Lambda retries, the tick runs)
             self.fast_path_failures.append((self.clock.now(), str(error)))
             self._fast_watch = None
+            self._found_nothing_at = None
             return
+        found_nothing = not (look.unschedulable or look.requests or look.failed)
+        self._found_nothing_at = version if found_nothing else None
         if look.requests:
             self.invocations += len(self.evaluations.drain())
+
+    def _looks_as_last(self, watch: Watch, version: int) -> bool:
+        """Whether this look would find what the last found: nothing. It reads only the
+        cluster's pending pods when it watches no queue, and the last found none (so its
+        debounce holds none, and no group rests on any) in the cluster as it still is (the
+        store's version moves with every pod or node written) and with the API server up:
+        the same look again would ask nothing and change nothing, so it is not made."""
+        quiet = not watch.queues and self.api_server.fault is None
+        return quiet and self._found_nothing_at == version
 
     def fail_launches(self, *, deliver: bool = True) -> None:
         """What EC2 does to a group with no capacity: its launches fail, and Auto Scaling

@@ -21,10 +21,13 @@ class Deadline:
     def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._monotonic = monotonic
         self._at: float | None = None
+        # which invocation this is (0: none started): what a read made within one is kept for
+        self.invocation = 0
 
     def start(self, remaining_ms: int) -> None:
         """A new invocation, `remaining_ms` before Lambda stops it."""
         self._at = self._monotonic() + remaining_ms / 1000 - RECORDING_MARGIN
+        self.invocation += 1
 
     def left(self) -> float | None:
         """Seconds left to work in (0 when none is), None when unlimited."""

@@ -10,6 +10,7 @@ from nodescaler.wiring.clients import AwsClients
 
 if TYPE_CHECKING:
     from nodescaler.config import CommonSettings, EventSettings
+    from nodescaler.deadline import Deadline
     from nodescaler.ports import Clock
 
 
@@ -19,10 +20,12 @@ def node_groups(
     clock: Clock | None = None,
     *,
     scaling_config: bool = True,
+    invocation: Deadline | None = None,
 ) -> AsgNodeGroups:
     """The node groups; given a clock, a managed group's scalingConfig is kept a minute
     for `discover` (each evaluation's `get` reads it afresh). Without `scaling_config`
-    (a role that may not DescribeNodegroup), a managed group's bounds are its ASG's."""
+    (a role that may not DescribeNodegroup), a managed group's bounds are its ASG's. Given
+    the `invocation`'s deadline, the groups read once an invocation until it writes."""
     return AsgNodeGroups(
         clients.autoscaling,
         clients.eks,
@@ -30,6 +33,7 @@ def node_groups(
         cluster_name=settings.cluster_name,
         clock=clock,
         scaling_config=scaling_config,
+        invocation=invocation,
     )
 
 

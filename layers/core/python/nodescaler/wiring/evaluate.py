@@ -35,7 +35,8 @@ def evaluator(
     clients = clients or AwsClients()
     clock = clock or SystemClock()
     policies = capacity_policies(settings, clients, clock)
-    groups = node_groups(settings, clients, clock)
+    deadline = Deadline()  # the invocation's, shared by its network reads
+    groups = node_groups(settings, clients, clock, invocation=deadline)  # read once a batch
     state = DynamoStateStore(
         clients.dynamodb, settings.state_table, audit_ttl=timedelta(days=settings.audit_ttl_days)
     )
@@ -45,7 +46,6 @@ def evaluator(
     )
     limiter = ClusterLimiter(limits, groups, shapes, state) if limits else None
     shifts = zonal_shifts(settings, clients, clock)
-    deadline = Deadline()  # the invocation's, shared by its network reads
     kubernetes = cluster_view(
         settings,
         policies=policies,

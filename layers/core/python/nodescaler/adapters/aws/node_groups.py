@@ -18,6 +18,7 @@ from nodescaler.ports import Clock
 
 if TYPE_CHECKING:  # its cache comes with a clock: the evaluate function's, not dispatch's
     from nodescaler.adapters.aws.instance_types import TtlCache
+    from nodescaler.deadline import Deadline
 
 # EKS puts these on the Auto Scaling Group of every managed node group.
 EKS_CLUSTER_TAG = "eks:cluster-name"
@@ -25,12 +26,8 @@ EKS_NODEGROUP_TAG = "eks:nodegroup-name"
 PAGE_SIZE = 100  # the most DescribeAutoScalingGroups returns per call
 PROTECTION_BATCH = 50  # the most instances SetInstanceProtection takes per call
 BOUNDS_JITTER = timedelta(seconds=5)
-GONE = ("Terminat", "Detach", "Warmed")
-POOL_STATES = (
-    "Stopped",
-    "Running",
-    "Hibernated",
-)  # a warm pool's PoolState  # lifecycle states of instances on their way out
+GONE = ("Terminat", "Detach", "Warmed")  # lifecycle states of instances on their way out
+POOL_STATES = ("Stopped", "Running", "Hibernated")  # a warm pool's PoolState
 
 
 def _launch_template(asg: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -179,6 +176,7 @@ class AsgNodeGroups:
         cluster_name: str = "",
         clock: Clock | None = None,
         scaling_config: bool = True,
+        invocation: Deadline | None = None,
     ) -> None:
         self._autoscaling = autoscaling
         self._eks = eks
@@ -193,6 +191,10 @@ class AsgNodeGroups:
 
             self._bounds = TtlCache(clock, NODEGROUP_TTL, BOUNDS_JITTER, Random())
         self._owners: set[tuple[str, str, str]] = set()  # (cluster, node group, ASG) confirmed
+        # Given the invocation's deadline, the opted-in groups read once an invocation until
+        # it writes (`_opted_in`): a batch's discover and gets, one DescribeAutoScalingGroups
+        self._invocation = invocation
+        self._listed: tuple[int, list[Mapping[str, Any]]] | None = None
 
     def _pages(self, **request: Any) -> Iterator[Mapping[str, Any]]:
         paginator = self._autoscaling.get_paginator("describe_auto_scaling_groups")
@@ -207,10 +209,21 @@ class AsgNodeGroups:
             filters.append({"Name": f"tag:{self._tags.cluster}", "Values": [self._cluster]})
         return filters
 
+    def _opted_in(self) -> list[Mapping[str, Any]]:
+        """The opted-in groups' descriptions: as read earlier in this invocation, unless
+        it wrote to a group since; else read now (and kept within the invocation, never
+        into the next: `Deadline.invocation` counts them)."""
+        invocation = self._invocation.invocation if self._invocation is not None else 0
+        if self._listed is not None and self._listed[0] == invocation:
+            return self._listed[1]
+        listed = list(self._pages(Filters=self._filters()))
+        self._listed = (invocation, listed) if invocation else None
+        return listed
+
     def discover(self) -> Sequence[NodeGroup]:
         """The opted-in groups; a managed one bounded by its scalingConfig as read within
         the last minute (given a clock), so the expanders size it as EKS allows."""
-        groups = (_to_node_group(asg) for asg in self._pages(Filters=self._filters()))
+        groups = (_to_node_group(asg) for asg in self._opted_in())
         managed = [g for g in groups if is_managed(g.tags, self._tags, self._cluster)]
         if self._bounds is None:
             return managed
@@ -224,9 +237,14 @@ class AsgNodeGroups:
         )
 
     def get(self, name: str) -> NodeGroup | None:
-        """The group as it is now; a managed one bounded by its scalingConfig, read afresh:
-        what an evaluation decides and acts within."""
-        found = [_to_node_group(asg) for asg in self._pages(AutoScalingGroupNames=[name])]
+        """The group as it is now (within an invocation: as read in it since its last
+        write, or by its name if not opted in); a managed one bounded by its scalingConfig,
+        read afresh: what an evaluation decides and acts within."""
+        invoked = self._invocation is not None and self._invocation.invocation
+        listed = self._opted_in() if invoked else []
+        found = [_to_node_group(a) for a in listed if a["AutoScalingGroupName"] == name]
+        if not found:
+            found = [_to_node_group(asg) for asg in self._pages(AutoScalingGroupNames=[name])]
         if not found:
             return None
         group = found[0]
@@ -256,6 +274,7 @@ class AsgNodeGroups:
         return EksBounds(low, high, f"{what}'s scalingConfig")
 
     def _check_managed(self, group: NodeGroup, what: str) -> None:
+        self._listed = None  # before any write: what was read before it is read again
         if not is_managed(group.tags, self._tags, self._cluster):
             raise RefusedError(f"node group {group.name} is not opted in; refusing to {what}")
 
