@@ -162,7 +162,8 @@ def _attribute_keys_found_once() -> None:
         return keys
 
     get_possible_keys.found_once = True  # type: ignore[attr-defined]
-    get_possible_keys.whole = whole  # type: ignore[attr-defined]  (moto's own, for a test)
+    # moto's own, kept for a test
+    get_possible_keys.whole = whole  # type: ignore[attr-defined]
     setattr(picker, "get_possible_keys", get_possible_keys)  # noqa: B010
 
 
