@@ -19,6 +19,16 @@ def node_groups(calls: CallCounter, deadline: Deadline | None) -> AsgNodeGroups:
     return AsgNodeGroups(autoscaling, client("eks"), tag_names=TagNames(), invocation=deadline)
 
 
+def two_groups_in_an_invocation(calls: CallCounter) -> AsgNodeGroups:
+    """Groups a (1 node) and b (2), read within an evaluate invocation just started."""
+    make_asg("a", tags=OPTED_IN, desired=1)
+    make_asg("b", tags=OPTED_IN, desired=2)
+    deadline = Deadline()
+    groups = node_groups(calls, deadline)
+    deadline.start(60_000)
+    return groups
+
+
 def resized_outside(name: str, desired: int) -> None:
     """Another writer (an operator, Auto Scaling itself) changes the group."""
     client("autoscaling").set_desired_capacity(AutoScalingGroupName=name, DesiredCapacity=desired)
@@ -27,11 +37,7 @@ def resized_outside(name: str, desired: int) -> None:
 def test_an_invocation_reads_the_groups_once_for_its_discovery_and_each_group_it_gets(
     calls: CallCounter,
 ) -> None:
-    make_asg("a", tags=OPTED_IN, desired=1)
-    make_asg("b", tags=OPTED_IN, desired=2)
-    deadline = Deadline()
-    groups = node_groups(calls, deadline)
-    deadline.start(60_000)
+    groups = two_groups_in_an_invocation(calls)
     got = groups.get("a"), groups.discover(), groups.get("b"), groups.get("a")
     assert calls.calls[DESCRIBE] == 1
     # and what it serves is what a fresh read gives
@@ -42,11 +48,7 @@ def test_an_invocation_reads_the_groups_once_for_its_discovery_and_each_group_it
 def test_a_write_within_the_invocation_has_the_next_read_made_afresh(
     calls: CallCounter,
 ) -> None:
-    make_asg("a", tags=OPTED_IN, desired=1)
-    make_asg("b", tags=OPTED_IN, desired=2)
-    deadline = Deadline()
-    groups = node_groups(calls, deadline)
-    deadline.start(60_000)
+    groups = two_groups_in_an_invocation(calls)
     a = groups.get("a")
     assert a is not None
     groups.set_desired(a, 3)
