@@ -959,6 +959,19 @@ def test_a_reading_keeps_who_waits_and_the_nodes_they_need() -> None:
     assert evaluation.decision.demand == 5
 
 
+def test_the_demand_is_the_pods_need_before_it_rounds_up_to_whole_nodes() -> None:
+    # Given pending pods whose pods need 7.5 nodes' worth (8 whole nodes)
+    reading = MetricReading(value=0, at=T0, needed_nodes=8, needed_share=7.5)
+    the_policy = policy({"type": "PendingPods"}, queue_metric("jobs", 4), behavior=UNLIMITED)
+    # When a queue asks for 7 and the pods for 8 whole nodes
+    evaluation = run(the_policy, 8, {"pending-pods": reading, **readings(jobs=28)})
+    # Then the demand a forecast learns is the pods' 7.5, not 8 whole nodes
+    assert evaluation.decision.demand == 7.5
+    # and a metric asking for more than their share is the demand
+    more = run(the_policy, 8, {"pending-pods": reading, **readings(jobs=36)})
+    assert more.decision.demand == 9
+
+
 def test_a_forecast_alone_with_no_reading_abstains_and_holds_nothing() -> None:
     evaluation = run(policy(predictive(), behavior=UNLIMITED), 2, {})
     found = outcome(evaluation, "predictive")

@@ -3,7 +3,10 @@ history, and a floor under the live metrics that never causes a scale-in."""
 
 from __future__ import annotations
 
+import base64
 import json
+import zlib
+from array import array
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -32,7 +35,7 @@ LEAD = timedelta(minutes=5)
 
 
 def recorded(
-    days: float, demand: Callable[[datetime], int], start: datetime = MONDAY
+    days: float, demand: Callable[[datetime], float], start: datetime = MONDAY
 ) -> DemandHistory:
     history = DemandHistory()
     at = start
@@ -89,6 +92,30 @@ def test_a_busier_day_raises_the_forecast_by_its_level_within_bounds() -> None:
     made = forecast(recorded(1.5, growing), MONDAY + timedelta(days=1, hours=12), LEAD, UTC_ZONE)
     assert made.replicas == 15
     assert "level ×1.50" in made.detail
+
+
+def test_a_busier_day_scales_the_need_not_its_whole_nodes() -> None:
+    # Given 7.5 nodes' worth on Monday and 8 on Tuesday (a day 1/15 busier): 8 whole nodes
+    def busier(at: datetime) -> float:
+        return 7.5 if at < MONDAY + timedelta(days=1) else 8.0
+
+    made = forecast(recorded(1.5, busier), MONDAY + timedelta(days=1, hours=12), LEAD, UTC_ZONE)
+    # Then 7.5 × 1.07 asks for 8 nodes; Monday's 8 whole nodes scaled would ask for 9
+    assert made.replicas == 8
+    assert "1 days at that time (7.5), level ×1.07" in made.detail
+
+
+def test_an_hour_before_the_history_began_sets_no_level() -> None:
+    # Given a history from Monday 00:00: an evening at 3 nodes falling to 1 by midnight
+    def evening(at: datetime) -> int:
+        return 3 if at.hour >= 23 else 1
+
+    history = recorded(1, evening)
+    # When Tuesday 00:05 is forecast: the hour before it on Monday began before the history
+    made = forecast(history, MONDAY + timedelta(days=1, minutes=5), LEAD, UTC_ZONE)
+    # Then no level: Sunday 23:05's single known slot would say ×3 (clamped to ×1.5)
+    assert made.replicas == 1
+    assert "level" not in made.detail
 
 
 def test_a_gap_in_the_history_is_unknown_not_zero() -> None:
@@ -500,6 +527,25 @@ def stored(start: int = 1, values: list[int] | None = None, lead: object = 240.0
 
 def test_an_empty_history_survives_its_storage_form() -> None:
     assert DemandHistory.load(DemandHistory().dump()) == DemandHistory()
+
+
+def test_hundredths_of_a_node_survive_their_storage_form() -> None:
+    history = DemandHistory().record(MONDAY, 7.5).record(MONDAY + SLOT * 2, 1234.567)
+    loaded = DemandHistory.load(history.dump())
+    assert loaded.values == (7.5, UNKNOWN, 1234.57)
+
+
+def test_a_history_stored_in_whole_nodes_before_hundredths_still_loads() -> None:
+    # the form stored before hundredths: int16 whole nodes, and no unit
+    slots = base64.b64encode(zlib.compress(array("h", [3, UNKNOWN, 9]).tobytes())).decode()
+    legacy = json.dumps({"start": 5, "lead_seconds": None, "slots": slots})
+    assert DemandHistory.load(legacy).values == (3, UNKNOWN, 9)
+
+
+def test_a_history_in_another_unit_is_refused() -> None:
+    other = json.dumps({**json.loads(DemandHistory().record(MONDAY, 2).dump()), "unit": 0.5})
+    with pytest.raises(ValueError, match=r"unit 0\.5: not a hundredth of a node"):
+        DemandHistory.load(other)
 
 
 def test_a_full_fourteen_days_and_a_short_lead_time_load() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from nodescaler.domain.ahead.forecast import (
+    LARGEST,
     MAX_SLOTS,
     UNKNOWN,
     DemandHistory,
@@ -99,7 +100,7 @@ def test_a_value_that_is_not_a_finite_number_is_unknown_and_a_huge_one_is_capped
     now = MONDAY + timedelta(hours=1)
     points = [(MONDAY, math.nan), (MONDAY + FIVE, math.inf), (MONDAY + 2 * FIVE, 1e300)]
     history = history_from_datapoints([*points, (MONDAY + 3 * FIVE, -5.0)], 1e-300, now)
-    assert history.values == (32_767, 0)  # from the third slot: the first two are unknown
+    assert history.values == (LARGEST, 0)  # from the third slot: the first two are unknown
     assert history.start == slot_of(MONDAY + 2 * FIVE)
 
 

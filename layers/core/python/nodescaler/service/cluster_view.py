@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from nodescaler.domain.ahead.capacity_buffers import describe_all as describe_buffers
 from nodescaler.domain.ahead.capacity_buffers import with_buffers
 from nodescaler.domain.ahead.group_buffers import BufferFit, buffer_pods, fit_buffer
-from nodescaler.domain.cluster.predicates import nodes_for, pending, room_of, why_not
+from nodescaler.domain.cluster.predicates import node_share, nodes_for, pending, room_of, why_not
 from nodescaler.domain.cluster.reservation import reservation
 from nodescaler.domain.cluster.snapshot import Pod, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup, belongs
@@ -223,6 +223,7 @@ class KubernetesClusterView:
         )
         if spare is not None and spare.nodes:
             detail += f"; {spare.describe()}"
+        needed, needed_share = self._needed(group, snapshot, planned, virtual)
         return MetricReading(
             value=nodes,
             at=now,
@@ -230,7 +231,8 @@ class KubernetesClusterView:
             unneeded_nodes=len(spare.nodes) if spare is not None else None,
             empty_nodes=spare.empty if spare is not None else None,
             candidates=spare.nodes if spare is not None else (),
-            needed_nodes=self._needed(group, snapshot, planned, virtual),
+            needed_nodes=needed,
+            needed_share=needed_share,
             pending_pods=len(planned.coming(group.name)[1]),
             group_pods=len(_real(_group_pods(group, snapshot, planned), snapshot)),
             waiting={
@@ -257,14 +259,16 @@ class KubernetesClusterView:
             return share
         planned, nodes = share
         spare = None if nodes else self._unneeded(group, snapshot, cutoff, now, empty_only=True)
+        # its template read already (`_unneeded`): a floor under a scale-in, never a vote
+        needed = self._needed(group, snapshot, planned, ()) if spare else None
         return MetricReading(
             value=nodes,
             at=now,
             detail=planned.describe(group.name, nodes),
             pending_pods=len(planned.coming(group.name)[1]),
             empty_nodes=spare.empty if spare is not None else None,
-            # its template read already (`_unneeded`): a floor under a scale-in, never a vote
-            needed_nodes=self._needed(group, snapshot, planned, ()) if spare else None,
+            needed_nodes=needed[0] if needed else None,
+            needed_share=needed[1] if needed else None,
         )
 
     def _share(
@@ -325,14 +329,16 @@ class KubernetesClusterView:
         snapshot: Snapshot,
         planned: Planned,
         buffer: Sequence[Pod],
-    ) -> int:
-        """The nodes the group's pods need: those running on its Ready nodes, those
-        pending for it (on nodes on their way, or planned) and its buffer, as one estimate
-        of packing (`nodes_for`). Never its nodes as such: a forecast that raised the group
-        would learn its own nodes as demand, and ask for them again the next day."""
+    ) -> tuple[int, float]:
+        """The nodes the group's pods need, and that need before it rounds up
+        (`node_share`): the pods running on its Ready nodes, those pending for it (on
+        nodes on their way, or planned) and its buffer, as one estimate of packing
+        (`nodes_for`). Never its nodes as such: a forecast that raised the group would learn its own
+        nodes as demand, and ask for them again the next day."""
         assert self._pending is not None
-        pods = _group_pods(group, snapshot, planned)
-        return nodes_for([*pods, *buffer], self._pending.template(group, snapshot))
+        pods = [*_group_pods(group, snapshot, planned), *buffer]
+        template = self._pending.template(group, snapshot)
+        return nodes_for(pods, template), round(node_share(pods, template), 2)
 
     def _unneeded(
         self,

@@ -1,17 +1,20 @@
 """A group's demand, recorded, and forecast from its own history.
 
 Demand is what the group's live metrics asked for at each evaluation, before any
-forecast or behavior: the nodes it needed. It is kept in five-minute slots (the highest
-asked within each, so a forecast errs towards room) for 14 days, unknown where nothing
-was recorded.
+forecast or behavior: the nodes it needed, to a hundredth of a node (pending pods' need
+before it rounds up to whole nodes: scaling whole nodes would turn a busier day's 7 % on
+7.5 nodes' worth, rounded to 8, into a ninth node the pods never fill). It is kept in
+five-minute slots (the highest asked within each, so a forecast errs towards room) for 14
+days, unknown where nothing was recorded.
 
 The forecast is a seasonal baseline: the demand at the same wall-clock time (in the
 policy's time zone, so a daylight-saving change moves it with the users) on earlier days
 (up to 7), or on the same weekday (up to 2) once the history reaches a week back; each
 the highest within ±5 minutes;
 their upper quartile; scaled by how the last hour compares with the same hour on those
-days (their median, within ×0.75 to ×1.5), so a busier day is followed. It needs 24
-hours of history.
+days (their median, within ×0.75 to ×1.5, each hour at least half known: an hour before
+the history began says nothing of the level), so a busier day is followed; rounded up to
+whole nodes. It needs 24 hours of history.
 Why this and not a library: it is a few lookups a group, fast enough for 1,000 groups in
 a tick, its error is measured by `make bench` on a multi-day trace, and its reasons fit
 in one line of `explain`.
@@ -51,7 +54,8 @@ KEPT = timedelta(days=14)
 MAX_SLOTS = int(KEPT / SLOT)  # 4,032
 DAY_SLOTS = int(timedelta(days=1) / SLOT)
 UNKNOWN = -1
-LARGEST = 32_767  # what a slot holds (int16)
+LARGEST = 1_000_000  # nodes a slot holds: far beyond any group, within int32 hundredths
+HUNDREDTHS = 100  # a slot's unit when stored: a hundredth of a node
 NEEDED = timedelta(hours=24)
 SMOOTHING = 1  # slots either side of a reference time (±5 minutes)
 LEVEL_WINDOW = timedelta(hours=1)
@@ -81,7 +85,7 @@ class DemandHistory:
     time from a scale request to Ready nodes."""
 
     start: int = 0
-    values: tuple[int, ...] = ()
+    values: tuple[float, ...] = ()  # nodes, to a hundredth; UNKNOWN where none was recorded
     lead_seconds: float | None = None  # the running mean of every launch measured
     problem: str = ""  # why the stored history was dropped, if it was (not stored)
     cold: tuple[float, ...] = ()  # seconds from request to Ready of the latest cold launches
@@ -92,11 +96,11 @@ class DemandHistory:
         """The last slot recorded (start - 1 when empty)."""
         return self.start + len(self.values) - 1
 
-    def record(self, at: datetime, nodes: int) -> DemandHistory:
+    def record(self, at: datetime, nodes: float) -> DemandHistory:
         """With `nodes` asked for at `at`: the slot keeps the highest asked in it. Slots
         skipped since the last record stay unknown; a clock gone back writes into the slot
         it names, if still kept."""
-        slot, nodes = _slot(at), min(max(nodes, 0), LARGEST)
+        slot, nodes = _slot(at), round(min(max(nodes, 0), LARGEST), 2)
         if not self.values or slot - self.end > MAX_SLOTS or self.end - slot > DAY_SLOTS:
             # a history far behind, or a day and more ahead (a clock that jumped ahead and
             # came back): starting afresh beats days without a forecast
@@ -127,7 +131,7 @@ class DemandHistory:
     def known_hours(self) -> float:
         return sum(1 for v in self.values if v != UNKNOWN) * SLOT / timedelta(hours=1)
 
-    def around(self, at: datetime, slots: int = SMOOTHING) -> int | None:
+    def around(self, at: datetime, slots: int = SMOOTHING) -> float | None:
         """The highest known demand within `slots` of `at`; None if none is known."""
         centre = _slot(at) - self.start
         known = [
@@ -138,22 +142,26 @@ class DemandHistory:
         return max(known) if known else None
 
     def mean(self, since: datetime, until: datetime) -> float | None:
-        """The mean known demand of the slots from `since` up to, not including, `until`'s."""
+        """The mean known demand of the slots from `since` up to, not including, `until`'s;
+        None unless at least half of them are known (a few slots at the history's edge
+        are no measure of an hour)."""
         first, last = _slot(since) - self.start, _slot(until) - self.start
         known = [
             self.values[i]
             for i in range(max(first, 0), min(last, len(self.values)))
             if self.values[i] != UNKNOWN
         ]
-        return sum(known) / len(known) if known else None
+        return sum(known) / len(known) if known and 2 * len(known) >= last - first else None
 
-    # --- storage: a short JSON text, the slots as compressed int16 -------------------------
+    # --- storage: a short JSON text, the slots as compressed int32 hundredths of a node ---
 
     def dump(self) -> str:
-        packed = zlib.compress(array("h", self.values).tobytes(), 6)
+        hundredths = (UNKNOWN if v == UNKNOWN else round(v * HUNDREDTHS) for v in self.values)
+        packed = zlib.compress(array("i", hundredths).tobytes(), 6)
         return json.dumps(
             {
                 "start": self.start,
+                "unit": 1 / HUNDREDTHS,
                 "lead_seconds": self.lead_seconds,
                 "slots": base64.b64encode(packed).decode(),
                 "launches": {"cold": list(self.cold), "warm": list(self.warm)},
@@ -164,21 +172,27 @@ class DemandHistory:
     def load(cls, text: str) -> DemandHistory:
         """From `dump`'s text; `ValueError` (or KeyError, TypeError) when it is not one."""
         stored = json.loads(text)
-        values = array("h")
+        # a history stored before hundredths holds whole nodes as int16, and no unit
+        hundredths = "unit" in stored
+        if hundredths and stored["unit"] != 1 / HUNDREDTHS:
+            raise ValueError(f"demand: unit {stored['unit']!r:.40}: not a hundredth of a node")
+        raw = array("i" if hundredths else "h")
         try:
-            values.frombytes(zlib.decompress(base64.b64decode(stored["slots"])))
+            raw.frombytes(zlib.decompress(base64.b64decode(stored["slots"])))
         except zlib.error as error:
             raise ValueError(f"demand slots: {error}") from None
         start, lead = int(stored["start"]), stored.get("lead_seconds")
-        if not 0 <= start < 2**40 or len(values) > MAX_SLOTS or min(values, default=0) < UNKNOWN:
-            raise ValueError(f"demand: start {start}, {len(values)} slots: not a history")
+        if not 0 <= start < 2**40 or len(raw) > MAX_SLOTS or min(raw, default=0) < UNKNOWN:
+            raise ValueError(f"demand: start {start}, {len(raw)} slots: not a history")
+        unit = 1 / HUNDREDTHS if hundredths else 1
+        values = tuple(UNKNOWN if v == UNKNOWN else round(v * unit, 2) for v in raw)
         if lead is not None and not 0 < float(lead) < 86_400:
             raise ValueError(f"demand: lead time {lead!r} s")
         launches = stored.get("launches", {})  # absent from a history stored before them
         if not isinstance(launches, dict):
             raise ValueError(f"demand: launches {launches!r:.80}: not cold and warm")
         cold, warm = (_launches(launches.get(kind, []), kind) for kind in ("cold", "warm"))
-        return cls(start, tuple(values), None if lead is None else float(lead), "", cold, warm)
+        return cls(start, values, None if lead is None else float(lead), "", cold, warm)
 
 
 def _launches(stored: object, kind: str) -> tuple[float, ...]:
@@ -198,7 +212,7 @@ class Forecast:
     at: datetime
     replicas: int | None
     detail: str
-    references: tuple[int, ...] = field(default=())
+    references: tuple[float, ...] = field(default=())
 
 
 def lead_time(
@@ -261,7 +275,7 @@ def forecast(history: DemandHistory, now: datetime, lead: timedelta, zone: ZoneI
         level_text = f", level ×{level:.2f}"
     replicas = math.ceil(base * level - 1e-9)  # up: a forecast errs towards room
     kind = "weeks" if weekly else "days"
-    shown = ", ".join(str(v) for v in references)
+    shown = ", ".join(f"{v:g}" for v in references)
     return Forecast(
         at,
         replicas,

@@ -232,20 +232,33 @@ def nodes_for(pods: Sequence[Pod], template: NodeTemplate) -> int:
     what their summed requests fill and what the most demanding shape needs on its own (a
     deployment's replicas share a shape, so one shape's count is exact where the sum would
     miss the room each node leaves over)."""
+    return _need(pods, template)[0]
+
+
+def node_share(pods: Sequence[Pod], template: NodeTemplate) -> float:
+    """`nodes_for` before it rounds up: 7.5 where 60 two-core pods fill 16-core nodes. A
+    forecast scales this, not the whole nodes: a busier day's 7 % on 8 rounded-up nodes
+    would ask for a ninth the pods never fill."""
+    return _need(pods, template)[1]
+
+
+def _need(pods: Sequence[Pod], template: NodeTemplate) -> tuple[int, float]:
     if not pods:
-        return 0
+        return 0, 0.0
     have = template.allocatable
     total = Resources()
     shapes: Counter[tuple[int, int, int]] = Counter()
     for pod in pods:
         total = total + pod.requests
         shapes[(pod.requests.cpu_millis, pod.requests.memory_bytes, pod.requests.pods)] += 1
-    summed = max(
-        _share(total.cpu_millis, have.cpu_millis),
-        _share(total.memory_bytes, have.memory_bytes),
-        _share(total.pods, have.pods),
+    pairs = (
+        (total.cpu_millis, have.cpu_millis),
+        (total.memory_bytes, have.memory_bytes),
+        (total.pods, have.pods),
     )
-    alone = 0
+    summed = max(_share(amount, per_node) for amount, per_node in pairs)
+    fraction = max(amount / per_node if per_node > 0 else 0.0 for amount, per_node in pairs)
+    alone, alone_fraction = 0, 0.0
     for (cpu, memory, slots), count in shapes.items():
         per_node = min(
             have.cpu_millis // cpu if cpu else count,
@@ -253,7 +266,8 @@ def nodes_for(pods: Sequence[Pod], template: NodeTemplate) -> int:
             have.pods // slots if slots else count,
         )
         alone = max(alone, -(-count // max(per_node, 1)))
-    return max(summed, alone)
+        alone_fraction = max(alone_fraction, count / max(per_node, 1))
+    return max(summed, alone), max(fraction, alone_fraction)
 
 
 def _share(amount: int, per_node: int) -> int:

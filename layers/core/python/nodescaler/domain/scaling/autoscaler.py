@@ -70,17 +70,26 @@ def combine(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limi
     return live, limits
 
 
-def demand(outcomes: list[MetricOutcome], in_service: int) -> int | None:
+def demand(outcomes: list[MetricOutcome], in_service: int) -> float | None:
     """The nodes the live metrics say the group needs, the forecast aside: its demand,
-    recorded for later forecasts. Pending pods say how many their pods need; the others
-    what they recommend; none of them, the nodes in service. Never the group's size as
-    such: nodes a forecast asked for would count as demand the next day, and the next.
-    None while a metric is broken: the demand is not known."""
+    recorded for later forecasts. Pending pods say how many their pods need (before it
+    rounds up to whole nodes, which a forecast would scale into a node too many); the
+    others what they recommend; none of them, the nodes in service. Never the group's
+    size as such: nodes a forecast asked for would count as demand the next day, and the
+    next. None while a metric is broken: the demand is not known."""
     if any(o.status.failing for o in outcomes):  # a fallback's vote is no demand either
         return None
     live = [o for o in outcomes if not o.status.is_forecast]
-    needs = [o.needed if o.needed is not None else o.recommendation for o in live]
+    needs = [_need(o) for o in live]
     return max((n for n in needs if n is not None), default=in_service)
+
+
+def _need(outcome: MetricOutcome) -> float | None:
+    if outcome.needed is None:
+        return outcome.recommendation
+    if outcome.pods_share is not None and outcome.needed == outcome.pods_need:
+        return outcome.pods_share
+    return outcome.needed
 
 
 def _combine_live(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limit]]:

@@ -100,6 +100,8 @@ class MetricOutcome(BaseModel):
     empty: int | None = None  # pending pods: the group's nodes empty of pods, nothing needs
     # the cluster's view: the nodes the group's pods need now, below which no scale-in goes
     pods_need: int | None = Field(default=None, exclude=True)
+    # ... before it rounds up to whole nodes: the demand a forecast records and scales
+    pods_share: float | None = Field(default=None, exclude=True)
     fallback: str = ""  # the fallback that applies ("replicas 2", "hold"), when one does
     failing_since: AwareDatetime | None = None  # the first failure of its run, when it applies
 
@@ -126,8 +128,10 @@ class Decision(BaseModel):
     protected: int = 0  # instances protected from scale-in when decided
     cluster_limit: str = ""  # which of the cluster's limits capped it, when one did
     scale_in_window: str = ""  # the open window that held a scale-in back, when one did
-    # what the live metrics asked for, the forecast aside (recorded for later forecasts)
-    demand: int | None = None
+    # what the live metrics asked for, the forecast aside, in nodes (pending pods' need
+    # before it rounds up: 7.5 where their requests fill seven and a half): recorded for
+    # later forecasts
+    demand: float | None = None
     # the warm pool asked for the forecast's growth (None: not sized), and why or why not
     warm_pool: int | None = None
     warm_pool_note: str = ""

@@ -91,6 +91,7 @@ def _outcome(
         pending_pods=read.pending_pods if read else None,
         empty=read.empty_nodes if read else None,
         pods_need=read.needed_nodes if read else None,
+        pods_share=read.needed_share if read else None,
     )
 
 

@@ -38,6 +38,9 @@ class MetricReading(BaseModel):
     # unneeded, the booting ones pending pods wait for, and the new ones planned): its
     # demand, which a forecast learns from (the group's size would teach it its own guesses)
     needed_nodes: int | None = None
+    # ... before it rounds up to whole nodes (7.5 where 60 two-core pods fill 16-core
+    # nodes): what the forecast records and scales
+    needed_share: float | None = None
     # For pending pods: the pending pods the group's nodes (on their way or planned) take
     pending_pods: int | None = None
     # For pending pods: the group's pods, on its Ready nodes and pending for it (DaemonSets
