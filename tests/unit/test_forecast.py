@@ -529,14 +529,15 @@ def test_an_empty_history_survives_its_storage_form() -> None:
     assert DemandHistory.load(DemandHistory().dump()) == DemandHistory()
 
 
-def test_hundredths_of_a_node_survive_their_storage_form() -> None:
-    history = DemandHistory().record(MONDAY, 7.5).record(MONDAY + SLOT * 2, 1234.567)
+def test_tenths_of_a_node_rounded_up_survive_their_storage_form() -> None:
+    history = DemandHistory().record(MONDAY, 7.5).record(MONDAY + SLOT * 2, 1234.51)
+    assert history.record(MONDAY + SLOT * 3, 2.0000001).values[-1] == 2.0  # a float's last bit
     loaded = DemandHistory.load(history.dump())
-    assert loaded.values == (7.5, UNKNOWN, 1234.57)
+    assert loaded.values == (7.5, UNKNOWN, 1234.6)
 
 
-def test_a_history_stored_in_whole_nodes_before_hundredths_still_loads() -> None:
-    # the form stored before hundredths: int16 whole nodes, and no unit
+def test_a_history_stored_in_whole_nodes_before_tenths_still_loads() -> None:
+    # the form stored before tenths: int16 whole nodes, and no unit
     slots = base64.b64encode(zlib.compress(array("h", [3, UNKNOWN, 9]).tobytes())).decode()
     legacy = json.dumps({"start": 5, "lead_seconds": None, "slots": slots})
     assert DemandHistory.load(legacy).values == (3, UNKNOWN, 9)
@@ -544,7 +545,7 @@ def test_a_history_stored_in_whole_nodes_before_hundredths_still_loads() -> None
 
 def test_a_history_in_another_unit_is_refused() -> None:
     other = json.dumps({**json.loads(DemandHistory().record(MONDAY, 2).dump()), "unit": 0.5})
-    with pytest.raises(ValueError, match=r"unit 0\.5: not a hundredth of a node"):
+    with pytest.raises(ValueError, match=r"unit 0\.5: not a tenth of a node"):
         DemandHistory.load(other)
 
 

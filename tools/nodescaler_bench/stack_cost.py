@@ -61,7 +61,9 @@ class Usage:
     terminate_seconds: float = 0.5
     log_kb_per_evaluation: float = 3.0  # the decision's log line and its EMF record
     audit_kb: float = 2.0  # a decision's audit item, kept audit_ttl_days (30)
-    write_units_per_evaluation: float = 4.0  # state claim and update, audit item
+    # one transaction (2 units a KB): the state item, up to 3 KB where a noisy group's demand
+    # history (tenths of a node, forecast.py) compresses least, and the audit item (2 KB)
+    write_units_per_evaluation: float = 10.0
     read_units_per_evaluation: float = 2.0  # state and policy reads
     empty_receives_a_minute: float = 15.0  # the event source's long polls of the FIFO queue
 

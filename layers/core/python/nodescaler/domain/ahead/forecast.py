@@ -1,9 +1,10 @@
 """A group's demand, recorded, and forecast from its own history.
 
 Demand is what the group's live metrics asked for at each evaluation, before any
-forecast or behavior: the nodes it needed, to a hundredth of a node (pending pods' need
-before it rounds up to whole nodes: scaling whole nodes would turn a busier day's 7 % on
-7.5 nodes' worth, rounded to 8, into a ninth node the pods never fill). It is kept in
+forecast or behavior: the nodes it needed, rounded up to a tenth of a node (pending pods'
+need before it rounds up to whole nodes: scaling whole nodes would turn a busier day's 7 %
+on 7.5 nodes' worth, rounded to 8, into a ninth node the pods never fill; a tenth is fine
+enough for that, and keeps the stored history a few kilobytes). It is kept in
 five-minute slots (the highest asked within each, so a forecast errs towards room) for 14
 days, unknown where nothing was recorded.
 
@@ -54,8 +55,8 @@ KEPT = timedelta(days=14)
 MAX_SLOTS = int(KEPT / SLOT)  # 4,032
 DAY_SLOTS = int(timedelta(days=1) / SLOT)
 UNKNOWN = -1
-LARGEST = 1_000_000  # nodes a slot holds: far beyond any group, within int32 hundredths
-HUNDREDTHS = 100  # a slot's unit when stored: a hundredth of a node
+LARGEST = 1_000_000  # nodes a slot holds: far beyond any group, within int32 tenths
+TENTHS = 10  # a slot's unit: a tenth of a node
 NEEDED = timedelta(hours=24)
 SMOOTHING = 1  # slots either side of a reference time (±5 minutes)
 LEVEL_WINDOW = timedelta(hours=1)
@@ -69,6 +70,12 @@ LEAD_QUANTILE = 0.9
 # How far beyond the lead time a warm pool looks: a warm instance is prepared by a cold
 # boot (a few minutes), so the pool holds what a quarter of an hour is forecast to add
 WARM_UP_WINDOW = timedelta(minutes=15)
+
+
+def _tenths(nodes: float) -> float:
+    """Up to the next tenth of a node (a forecast errs towards room); a float's last bit
+    (7.500000001) is no tenth more."""
+    return math.ceil(round(nodes * TENTHS, 4)) / TENTHS
 
 
 def _slot(at: datetime) -> int:
@@ -85,7 +92,7 @@ class DemandHistory:
     time from a scale request to Ready nodes."""
 
     start: int = 0
-    values: tuple[float, ...] = ()  # nodes, to a hundredth; UNKNOWN where none was recorded
+    values: tuple[float, ...] = ()  # nodes, to a tenth; UNKNOWN where none was recorded
     lead_seconds: float | None = None  # the running mean of every launch measured
     problem: str = ""  # why the stored history was dropped, if it was (not stored)
     cold: tuple[float, ...] = ()  # seconds from request to Ready of the latest cold launches
@@ -100,7 +107,7 @@ class DemandHistory:
         """With `nodes` asked for at `at`: the slot keeps the highest asked in it. Slots
         skipped since the last record stay unknown; a clock gone back writes into the slot
         it names, if still kept."""
-        slot, nodes = _slot(at), round(min(max(nodes, 0), LARGEST), 2)
+        slot, nodes = _slot(at), _tenths(min(max(nodes, 0), LARGEST))
         if not self.values or slot - self.end > MAX_SLOTS or self.end - slot > DAY_SLOTS:
             # a history far behind, or a day and more ahead (a clock that jumped ahead and
             # came back): starting afresh beats days without a forecast
@@ -153,15 +160,15 @@ class DemandHistory:
         ]
         return sum(known) / len(known) if known and 2 * len(known) >= last - first else None
 
-    # --- storage: a short JSON text, the slots as compressed int32 hundredths of a node ---
+    # --- storage: a short JSON text, the slots as compressed int32 tenths of a node -------
 
     def dump(self) -> str:
-        hundredths = (UNKNOWN if v == UNKNOWN else round(v * HUNDREDTHS) for v in self.values)
-        packed = zlib.compress(array("i", hundredths).tobytes(), 6)
+        tenths = (UNKNOWN if v == UNKNOWN else round(v * TENTHS) for v in self.values)
+        packed = zlib.compress(array("i", tenths).tobytes(), 6)
         return json.dumps(
             {
                 "start": self.start,
-                "unit": 1 / HUNDREDTHS,
+                "unit": 1 / TENTHS,
                 "lead_seconds": self.lead_seconds,
                 "slots": base64.b64encode(packed).decode(),
                 "launches": {"cold": list(self.cold), "warm": list(self.warm)},
@@ -172,11 +179,11 @@ class DemandHistory:
     def load(cls, text: str) -> DemandHistory:
         """From `dump`'s text; `ValueError` (or KeyError, TypeError) when it is not one."""
         stored = json.loads(text)
-        # a history stored before hundredths holds whole nodes as int16, and no unit
-        hundredths = "unit" in stored
-        if hundredths and stored["unit"] != 1 / HUNDREDTHS:
-            raise ValueError(f"demand: unit {stored['unit']!r:.40}: not a hundredth of a node")
-        raw = array("i" if hundredths else "h")
+        # a history stored before tenths holds whole nodes as int16, and no unit
+        tenths = "unit" in stored
+        if tenths and stored["unit"] != 1 / TENTHS:
+            raise ValueError(f"demand: unit {stored['unit']!r:.40}: not a tenth of a node")
+        raw = array("i" if tenths else "h")
         try:
             raw.frombytes(zlib.decompress(base64.b64decode(stored["slots"])))
         except zlib.error as error:
@@ -184,8 +191,8 @@ class DemandHistory:
         start, lead = int(stored["start"]), stored.get("lead_seconds")
         if not 0 <= start < 2**40 or len(raw) > MAX_SLOTS or min(raw, default=0) < UNKNOWN:
             raise ValueError(f"demand: start {start}, {len(raw)} slots: not a history")
-        unit = 1 / HUNDREDTHS if hundredths else 1
-        values = tuple(UNKNOWN if v == UNKNOWN else round(v * unit, 2) for v in raw)
+        unit = 1 / TENTHS if tenths else 1
+        values = tuple(UNKNOWN if v == UNKNOWN else round(v * unit, 1) for v in raw)
         if lead is not None and not 0 < float(lead) < 86_400:
             raise ValueError(f"demand: lead time {lead!r} s")
         launches = stored.get("launches", {})  # absent from a history stored before them
