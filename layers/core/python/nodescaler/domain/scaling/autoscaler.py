@@ -25,7 +25,7 @@ from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.limits import Ceiling
 from nodescaler.domain.scaling.metric_outcome import evaluate_metric, votes
 from nodescaler.domain.scaling.own_pods import OWN_PENDING_PODS, as_floor
-from nodescaler.domain.scaling.pods_floor import BootTime, floors_under_scale_in
+from nodescaler.domain.scaling.pods_floor import BootTime, Kept, floors_under_scale_in
 from nodescaler.domain.scaling.proportional import Tolerances
 from nodescaler.domain.scaling.readings import Reading
 from nodescaler.domain.scaling.scale_in_windows import HOUR, scale_in_room
@@ -305,31 +305,6 @@ def _steer(
     if rated.limited_by and desired == rated.desired:
         limits.append(Limit(rated.limited_by))
     # 8. Floors from the group's pods (`pods_floor`), then an open scale-in window's cap.
-    return _held_in(
-        desired,
-        current,
-        policy=policy,
-        voted=voted,
-        history=history,
-        now=now,
-        boot=boot,
-        limits=limits,
-    )
-
-
-def _held_in(
-    desired: int,
-    current: int,
-    *,
-    policy: NodeGroupPolicy,
-    voted: _Voted,
-    history: History,
-    now: datetime,
-    boot: BootTime | None,
-    limits: list[Limit],
-) -> _Steered:
-    """A scale-in held by the floors the group's pods put under it, then capped by an open
-    scale-in window (which only holds nodes back, as the floors do)."""
     kept = floors_under_scale_in(
         desired,
         current,
@@ -340,6 +315,13 @@ def _held_in(
         boot=boot,
         limits=limits,
     )
+    return _window_cap(policy, current, kept, now, limits)
+
+
+def _window_cap(
+    policy: NodeGroupPolicy, current: int, kept: Kept, now: datetime, limits: list[Limit]
+) -> _Steered:
+    """An open scale-in window caps how many nodes go this hour (it only holds nodes back)."""
     window = scale_in_room(policy.spec.scale_in_windows, current, kept.history, now)
     if window is not None and current - kept.desired > window.room:
         limits.append(Limit.SCALE_IN_WINDOW)
