@@ -25,6 +25,7 @@ from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.limits import Ceiling
 from nodescaler.domain.scaling.metric_outcome import evaluate_metric, votes
 from nodescaler.domain.scaling.own_pods import OWN_PENDING_PODS, as_floor
+from nodescaler.domain.scaling.pods_floor import BootTime, Kept, floors_under_scale_in
 from nodescaler.domain.scaling.proportional import Tolerances
 from nodescaler.domain.scaling.readings import Reading
 from nodescaler.domain.scaling.scale_in_windows import HOUR, scale_in_room
@@ -134,13 +135,14 @@ def decide(
     ceiling: Ceiling | None = None,
     failures: MetricFailures | None = None,
     own_pending: Reading | None = None,  # its own pending pods' floor (`own_pods`), if read
+    boot: BootTime | None = None,  # its own launch time (`pods_floor`)
 ) -> Evaluation:
     # 1. Bounds: the policy's, inside the group's own.
     bounds = effective_bounds(policy, size)
     # 2.-3. One recommendation per metric (and its own pending pods' floor), combined.
     voted = _vote(policy, size, readings, now, failures=failures, own_pending=own_pending)
     # 4.-8. Back inside the bounds, or stabilized, rate-limited and within a scale-in window.
-    steered = _steer(policy, size, bounds=bounds, voted=voted, history=history, now=now)
+    steered = _steer(policy, size, bounds=bounds, voted=voted, history=history, now=now, boot=boot)
     # 9. What the group's instances allow: backoff, the cluster's limits, protection.
     limits = list(steered.limits)
     desired = _held_back(
@@ -174,6 +176,7 @@ def decide(
         protected=size.protected,
         cluster_limit=ceiling.limit if Limit.CLUSTER_LIMIT in limits and ceiling else "",
         scale_in_window=steered.window,
+        kept_for_reacquire=steered.kept,
         demand=demand([o for o in voted.outcomes if o.name not in voted.bounds], in_service),
     )
     reason = explain(decision, policy.spec.behavior.down.stabilization_window_seconds)
@@ -250,6 +253,7 @@ class _Steered:
     history: History  # with this recommendation, when one was learned
     limits: tuple[Limit, ...]
     window: str = ""  # the open scale-in window that held the decision back, in words
+    kept: str = ""  # the nodes kept for re-acquire time, in words
 
 
 def _steer(
@@ -260,6 +264,7 @@ def _steer(
     voted: _Voted,
     history: History,
     now: datetime,
+    boot: BootTime | None = None,
 ) -> _Steered:
     up, down = policy.spec.behavior.up, policy.spec.behavior.down
     current, (lowest, highest) = size.current, bounds
@@ -299,40 +304,30 @@ def _steer(
     desired = _empty_past_default_rate(policy, rated, empty_gone)
     if rated.limited_by and desired == rated.desired:
         limits.append(Limit(rated.limited_by))
-    desired = _not_below_pods_need(desired, current, voted.outcomes, limits)
-    # 8. An open scale-in window caps how many nodes go this hour.
-    window = scale_in_room(policy.spec.scale_in_windows, current, history, now)
-    if window is not None and current - desired > window.room:
+    # 8. Floors from the group's pods (`pods_floor`), then an open scale-in window's cap.
+    kept = floors_under_scale_in(
+        desired,
+        current,
+        policy=policy,
+        outcomes=voted.outcomes,
+        history=history,
+        now=now,
+        boot=boot,
+        limits=limits,
+    )
+    return _window_cap(policy, current, kept, now, limits)
+
+
+def _window_cap(
+    policy: NodeGroupPolicy, current: int, kept: Kept, now: datetime, limits: list[Limit]
+) -> _Steered:
+    """An open scale-in window caps how many nodes go this hour (it only holds nodes back)."""
+    window = scale_in_room(policy.spec.scale_in_windows, current, kept.history, now)
+    if window is not None and current - kept.desired > window.room:
         limits.append(Limit.SCALE_IN_WINDOW)
-        return _Steered(current - window.room, history, tuple(limits), window.describe())
-    return _Steered(desired, history, tuple(limits))
-
-
-def _not_below_pods_need(
-    desired: int, current: int, outcomes: Sequence[MetricOutcome], limits: list[Limit]
-) -> int:
-    """No scale-in below the nodes the group's pods need now, in the cluster's view (an
-    estimate of their packing), beyond the nodes that view found it could shed (unneeded,
-    or empty): their pods would be evicted into no room, wait, and ask again (churn)."""
-    floors = [
-        min(o.pods_need, current - _sheddable(o, current))
-        for o in outcomes
-        if o.pods_need is not None
-    ]
-    floor = min(max(floors, default=0), current)
-    if desired >= floor:
-        return desired
-    limits.append(Limit.PODS_NEED_NODES)
-    return floor
-
-
-def _sheddable(outcome: MetricOutcome, current: int) -> int:
-    """The nodes a cluster reading found the group could shed: a PendingPods metric's vote
-    to shed its unneeded nodes, else the nodes it found empty of pods."""
-    shed = 0
-    if outcome.status is MetricStatus.UNNEEDED and outcome.recommendation is not None:
-        shed = current - outcome.recommendation
-    return max(shed, outcome.empty or 0)
+        held = current - window.room
+        return _Steered(held, kept.history, tuple(limits), window.describe(), kept.why)
+    return _Steered(kept.desired, kept.history, tuple(limits), kept=kept.why)
 
 
 def _empty_past_default_rate(policy: NodeGroupPolicy, rated: RateResult, empty_gone: int) -> int:

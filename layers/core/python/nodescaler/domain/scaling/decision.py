@@ -45,6 +45,8 @@ class Limit(StrEnum):
     EMPTY_ONLY = "empty-only"
     # no scale-in below the nodes the group's pods need now: theirs would wait for room
     PODS_NEED_NODES = "pods-need-nodes"
+    # no scale-in below the nodes its pods needed within one re-acquire time (`pods_floor`)
+    REACQUIRE_TIME = "reacquire-time"
 
 
 class MetricStatus(StrEnum):
@@ -128,6 +130,7 @@ class Decision(BaseModel):
     protected: int = 0  # instances protected from scale-in when decided
     cluster_limit: str = ""  # which of the cluster's limits capped it, when one did
     scale_in_window: str = ""  # the open window that held a scale-in back, when one did
+    kept_for_reacquire: str = ""  # the nodes kept one re-acquire time, and why, when any were
     # what the live metrics asked for, the forecast aside, in nodes (pending pods' need
     # before it rounds up: 7.5 where their requests fill seven and a half): recorded for
     # later forecasts
@@ -187,7 +190,14 @@ def _cut(decision: Decision, limit: int, waiting: int) -> Decision:
         m.model_copy(update={"detail": text(m.detail), "waiting": named(m.waiting)})
         for m in decision.metrics
     )
-    texts = ("reason", "cluster_limit", "scale_in_window", "warm_pool_note", "paused")
+    texts = (
+        "reason",
+        "cluster_limit",
+        "scale_in_window",
+        "kept_for_reacquire",
+        "warm_pool_note",
+        "paused",
+    )
     return decision.model_copy(
         update={"metrics": metrics} | {name: text(getattr(decision, name)) for name in texts}
     )

@@ -1,4 +1,5 @@
-"""The memory the behavior rules need: recent raw recommendations and recent scale events.
+"""The memory the behavior rules need: recent raw recommendations, recent scale events,
+and the nodes the group's pods needed at recent evaluations (`pods_floor`).
 
 Plain, immutable data in and out, so the state store can persist it between evaluations.
 """
@@ -6,6 +7,7 @@ Plain, immutable data in and out, so the state store can persist it between eval
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from itertools import pairwise
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
@@ -34,6 +36,9 @@ class History(BaseModel):
 
     recommendations: tuple[TimedRecommendation, ...] = ()
     scale_events: tuple[ScaleEvent, ...] = ()
+    # the nodes the group's pods needed (the cluster's view) at recent evaluations, kept one
+    # re-acquire time: a node they needed that recently is not shed (`pods_floor`)
+    needs: tuple[TimedRecommendation, ...] = ()
 
     def with_recommendation(self, at: datetime, replicas: int, keep_seconds: int) -> History:
         """Add a raw recommendation; drop those no stabilization window can still see.
@@ -41,10 +46,40 @@ class History(BaseModel):
         An older entry with the same count as a newer one is dropped too: whenever it is
         inside a window the newer one is as well, so the windows' min and max are unchanged.
         """
+        kept = _timed(self.recommendations, at, replicas, keep_seconds)
+        return self.model_copy(update={"recommendations": kept})
+
+    def with_need(self, at: datetime, nodes: int, keep_seconds: float) -> History:
+        """Add the nodes the group's pods need, read at `at` (each read in force until the
+        next); drop the reads no longer in force `keep_seconds` before `at`. Of a run of
+        equal reads only the first and the latest are kept: when it began, and when it was
+        last read."""
+        needs = list(self.needs)
+        read = TimedRecommendation(at=at, replicas=nodes)
+        if len(needs) >= 2 and needs[-2].replicas == needs[-1].replicas == nodes:
+            needs[-1] = read
+        else:
+            needs.append(read)
         cutoff = at - timedelta(seconds=keep_seconds)
-        kept = [r for r in self.recommendations if r.at >= cutoff and r.replicas != replicas]
-        kept.append(TimedRecommendation(at=at, replicas=replicas))
-        return self.model_copy(update={"recommendations": tuple(kept[-MAX_ENTRIES:])})
+        kept = [n for n, after in pairwise(needs) if after.at > cutoff]
+        kept.append(needs[-1])
+        return self.model_copy(update={"needs": tuple(kept[-MAX_ENTRIES:])})
+
+    def needed_since(
+        self, since: datetime, read_after: datetime, read_again: datetime | None = None
+    ) -> int | None:
+        """The most nodes the group's pods needed at any time after `since`, by a read made
+        after `read_after`: each read in force until the next, the latest until
+        `read_again` (when the cluster was read again, with no entry yet), else only at its
+        own time. None: no such read."""
+        needs = self.needs
+        ends = [after.at for after in needs[1:]] + [read_again or needs[-1].at] if needs else []
+        in_force = [
+            n.replicas
+            for n, end in zip(needs, ends, strict=True)
+            if end > since and n.at > read_after
+        ]
+        return max(in_force, default=None)
 
     def with_scale_event(self, at: datetime, before: int, after: int, keep_seconds: int) -> History:
         """Record an acted-on change; drop events older than the longest rate-policy period."""
@@ -60,3 +95,12 @@ class History(BaseModel):
         return sum(
             abs(e.change) for e in self.scale_events if e.at > cutoff and (e.change > 0) == up
         )
+
+
+def _timed(
+    entries: tuple[TimedRecommendation, ...], at: datetime, count: int, keep_seconds: float
+) -> tuple[TimedRecommendation, ...]:
+    cutoff = at - timedelta(seconds=keep_seconds)
+    kept = [e for e in entries if e.at >= cutoff and e.replicas != count]
+    kept.append(TimedRecommendation(at=at, replicas=count))
+    return tuple(kept[-MAX_ENTRIES:])

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from nodescaler.domain.ahead.arrivals import Arrivals
-from nodescaler.domain.ahead.forecast import NamedHistory, forecast_readings
+from nodescaler.domain.ahead.forecast import NamedHistory, forecast_readings, lead_time
 from nodescaler.domain.ahead.warm_pool import WarmPoolPlan, plan_warm_pool, usable_pool, warm_launch
 from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.groups.zonal_shift import ZoneHold, hold_for_zones
@@ -36,6 +36,7 @@ from nodescaler.domain.scaling.group_state import GroupState, failure_key
 from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.limits import Ceiling
 from nodescaler.domain.scaling.pause import Pause, hold
+from nodescaler.domain.scaling.pods_floor import BootTime
 from nodescaler.domain.scaling.readings import MetricReading, Reading
 
 if TYPE_CHECKING:  # its models load with the first event told, not at a cold start
@@ -203,9 +204,17 @@ def _decided(
         ceiling=facts.ceiling,
         failures=state.failures,
         own_pending=facts.own_pending,
+        boot=_boot_time(group, state),
     )
     held = hold_for_zones(hold(evaluation.decision, facts.pauses), facts.zones)
     return replace(evaluation, decision=_hold_on_bounds_doubt(held, group))
+
+
+def _boot_time(group: NodeGroup, state: GroupState) -> BootTime:
+    """How long getting one of the group's nodes back takes: its own launch time, as the
+    forecasts look ahead by (warm launches' where its warm pool covers a scale-up)."""
+    boot, source = lead_time(state.demand, None, warm=usable_pool(group) is not None)
+    return BootTime(boot.total_seconds(), source)
 
 
 def _hold_on_bounds_doubt(decision: Decision, group: NodeGroup) -> Decision:

@@ -1,0 +1,156 @@
+"""The floors a group's pods put under a scale-in, where the cluster is read.
+
+Now: no scale-in below the nodes the group's pods need, in the cluster's view (an estimate
+of their packing), beyond the nodes that view found it could shed (unneeded, or empty):
+their pods would be evicted into no room, wait, and ask again (churn). Limit
+`pods-need-nodes`.
+
+Recently: no scale-in below the most nodes they needed within one re-acquire time, as long
+as getting a node back would take. When a group's pods leave its nodes (KEDA lets its
+workers go, a burst ends), shedding the nodes at once saves their minutes only if the
+demand does not come back within a boot: if it does, its pods wait that boot, and the new
+nodes are billed through it without a pod on them anyway. Keeping a node for one
+re-acquire time, the group's own launch time (the p90 of its latest launches from request
+to Ready, warm ones where its warm pool covers a scale-up: `forecast.lead_time`, what the
+forecasts look ahead by), is the ski-rental rule: keep renting until the rent paid equals
+the price of buying again. Whatever the demand does next, the idle node-time it costs is
+at most twice the least any rule could have spent (a keep that ends unused costs one boot
+of node-time, which re-acquiring would have cost too), and a demand back within a boot
+finds its nodes. Its memory is the nodes the pods needed at each evaluation
+(`History.needs`, each read in force until the next), kept one re-acquire time. It is never
+longer than the policy's scale-down window (a user who wrote `stabilizationWindowSeconds: 0`
+asked for nodes to go at once, and they do); a read older than that holds nothing while
+the cluster is unread; it never adds a node. Cluster Autoscaler keeps an empty node its
+unneeded time (10 minutes) whatever the group's boot; this keeps it one boot. Limit
+`reacquire-time`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.scaling.decision import Limit, MetricOutcome, MetricStatus
+from nodescaler.domain.scaling.history import History
+
+
+@dataclass(frozen=True)
+class BootTime:
+    """How long re-acquiring one of the group's nodes takes, and where that comes from."""
+
+    seconds: float
+    source: str  # e.g. "p90 of the last 20 cold launches"
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A scale-in after the keep: the size, the history with what the pods need now, and
+    why nodes were kept ("": none was)."""
+
+    desired: int
+    history: History
+    why: str = ""
+
+
+def keep_seconds(policy: NodeGroupPolicy, boot: BootTime | None) -> float:
+    """How long the group keeps a node once its pods stopped needing it: one re-acquire
+    time, never longer than its scale-down window; 0 without a re-acquire time."""
+    if boot is None:
+        return 0.0
+    return max(min(boot.seconds, float(_window(policy))), 0.0)
+
+
+def _window(policy: NodeGroupPolicy) -> int:
+    return policy.spec.behavior.down.stabilization_window_seconds
+
+
+def pods_need(outcomes: Sequence[MetricOutcome]) -> int | None:
+    """The nodes the group's pods need now in the cluster's view; None when unread."""
+    return max((o.pods_need for o in outcomes if o.pods_need is not None), default=None)
+
+
+def kept_for_reacquire(
+    desired: int,
+    current: int,
+    *,
+    policy: NodeGroupPolicy,
+    outcomes: Sequence[MetricOutcome],
+    history: History,
+    now: datetime,
+    boot: BootTime | None,
+) -> Kept:
+    """No scale-in below the most nodes the group's pods needed at any time within one
+    re-acquire time, as read before this evaluation (each read in force until the next),
+    by a read no older than the scale-down window (the window counts from a read, as it
+    does for a recommendation), never above the current size; and the history with what
+    they need now. Nothing is kept for nodes needed now too: the floor of the nodes its
+    pods need now (`not_below_pods_need`) has its say on those."""
+    keep, need = keep_seconds(policy, boot), pods_need(outcomes)
+    recorded = history if need is None else history.with_need(now, need, keep)
+    if desired >= current or keep <= 0 or boot is None:
+        return Kept(desired, recorded)
+    since, read_after = now - timedelta(seconds=keep), now - timedelta(seconds=_window(policy))
+    needed = history.needed_since(since, read_after, read_again=None if need is None else now)
+    if needed is None or needed <= max(desired, need or 0):
+        return Kept(desired, recorded)
+    floor = min(needed, current)
+    why = (
+        f"keeps {floor - desired} of the nodes its pods needed within {keep:.0f}s: "
+        f"re-acquiring one takes {boot.seconds:.0f}s ({boot.source})"
+    )
+    return Kept(floor, recorded, why)
+
+
+def floors_under_scale_in(
+    desired: int,
+    current: int,
+    *,
+    policy: NodeGroupPolicy,
+    outcomes: Sequence[MetricOutcome],
+    history: History,
+    now: datetime,
+    boot: BootTime | None,
+    limits: list[Limit],
+) -> Kept:
+    """Both floors, each named in `limits` when it holds the scale-in back."""
+    desired = not_below_pods_need(desired, current, outcomes, limits)
+    kept = kept_for_reacquire(
+        desired,
+        current,
+        policy=policy,
+        outcomes=outcomes,
+        history=history,
+        now=now,
+        boot=boot,
+    )
+    if kept.why:
+        limits.append(Limit.REACQUIRE_TIME)
+    return kept
+
+
+def not_below_pods_need(
+    desired: int, current: int, outcomes: Sequence[MetricOutcome], limits: list[Limit]
+) -> int:
+    """No scale-in below the nodes the group's pods need now, beyond the nodes the
+    cluster's view found it could shed."""
+    floors = [
+        min(o.pods_need, current - _sheddable(o, current))
+        for o in outcomes
+        if o.pods_need is not None
+    ]
+    floor = min(max(floors, default=0), current)
+    if desired >= floor:
+        return desired
+    limits.append(Limit.PODS_NEED_NODES)
+    return floor
+
+
+def _sheddable(outcome: MetricOutcome, current: int) -> int:
+    """The nodes a cluster reading found the group could shed: a PendingPods metric's vote
+    to shed its unneeded nodes, else the nodes it found empty of pods."""
+    shed = 0
+    if outcome.status is MetricStatus.UNNEEDED and outcome.recommendation is not None:
+        shed = current - outcome.recommendation
+    return max(shed, outcome.empty or 0)

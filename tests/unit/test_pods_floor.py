@@ -1,0 +1,231 @@
+"""A node its pods needed stays one re-acquire time, the group's own launch time, before a
+scale-in takes it (`domain.scaling.pods_floor`): the ski-rental rule. Capped by the
+policy's scale-down window, only where the cluster is read, never adding a node."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timedelta
+
+import pytest
+from nodescaler.domain.ahead.forecast import DemandHistory
+from nodescaler.domain.scaling.autoscaler import Evaluation, decide
+from nodescaler.domain.scaling.decision import Limit
+from nodescaler.domain.scaling.group_size import GroupSize
+from nodescaler.domain.scaling.group_state import GroupState
+from nodescaler.domain.scaling.history import History, TimedRecommendation
+from nodescaler.domain.scaling.plan import plan
+from nodescaler.domain.scaling.pods_floor import BootTime
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
+
+from tests.builders import T0, policy, queue_metric, readings
+from tests.unit.test_planning import GROUP, facts
+
+
+def _queue_policy(window: int) -> object:
+    """KEDA's workers as a queue policy, 5 requests a node, with a scale-down window of
+    `window` seconds and no scale-down rate (nodes go as soon as the window lets them)."""
+    behavior = {
+        "scaleDown": {
+            "stabilizationWindowSeconds": window,
+            "policies": [{"type": "Percent", "value": 100, "periodSeconds": 1}],
+        }
+    }
+    return policy(queue_metric("jobs", per_node=5), max_replicas=16, behavior=behavior)
+
+
+QUEUE = _queue_policy(600)
+LAUNCH = BootTime(180, "p90 of the last 20 cold launches")
+# The queue read empty for long before: the window over it asks for nothing
+QUIET = History().with_recommendation(T0 - timedelta(minutes=30), 0, keep_seconds=600)
+
+
+def _need(nodes: int, empty: int, at: datetime) -> MetricReading:
+    """The cluster's view: the group's pods need `nodes`, `empty` of its nodes hold none."""
+    return MetricReading(value=0, at=at, empty_nodes=empty, needed_nodes=nodes)
+
+
+def _decide(
+    seconds: float,
+    own: Reading,
+    history: History,
+    *,
+    the_policy: object = QUEUE,
+    boot: BootTime | None = LAUNCH,
+    current: int = 16,
+) -> Evaluation:
+    now = T0 + timedelta(seconds=seconds)
+    return decide(
+        node_group="gpu-ng",
+        policy=the_policy,  # type: ignore[arg-type]
+        size=GroupSize(current=current),
+        readings=readings(now, jobs=0),
+        history=history,
+        now=now,
+        own_pending=own,
+        boot=boot,
+    )
+
+
+def _workers_left(**kwargs: object) -> History:
+    """16 nodes full of workers at T0; at T0 + 60 s KEDA has let 13 of them go."""
+    full = _decide(0, _need(16, 0, T0), QUIET, **kwargs)  # type: ignore[arg-type]
+    assert full.decision.desired == 16  # the pods need all 16 (`pods-need-nodes`)
+    return full.history
+
+
+def test_given_workers_left_their_nodes_then_the_nodes_stay_one_launch_time_then_go() -> None:
+    history = _workers_left()
+    # When the next evaluation, a minute later, finds 13 nodes empty
+    emptied = _decide(60, _need(3, 13, T0 + timedelta(seconds=60)), history)
+    # Then they stay: a burst within a launch time finds them, and says why
+    decision = emptied.decision
+    assert decision.desired == 16
+    assert Limit.REACQUIRE_TIME in decision.limited_by
+    assert (
+        "keeps 13 of the nodes its pods needed within 180s: re-acquiring one takes 180s "
+        "(p90 of the last 20 cold launches)" in decision.reason
+    )
+    # And they are kept for one launch time from when they were last read needed (the
+    # 16 were read until the evaluation at 60 s), then go all at once
+    history = emptied.history
+    for seconds in (120, 239):
+        held = _decide(seconds, _need(3, 13, T0 + timedelta(seconds=seconds)), history)
+        assert held.decision.desired == 16, seconds
+        history = held.history
+    gone = _decide(241, _need(3, 13, T0 + timedelta(seconds=241)), history)
+    assert gone.decision.desired == 3
+    assert Limit.REACQUIRE_TIME not in gone.decision.limited_by
+
+
+def test_given_no_launch_time_then_emptied_nodes_go_at_once_as_before() -> None:
+    history = _workers_left(boot=None)
+    emptied = _decide(60, _need(3, 13, T0 + timedelta(seconds=60)), history, boot=None)
+    assert emptied.decision.desired == 3
+
+
+@pytest.mark.parametrize(
+    ("window", "kept_until"),
+    [
+        (0, None),  # the user asked for nodes to go at once: they do
+        # a window shorter than a launch: kept for the window from the read that saw
+        # the 16 needed (at 0 s), as the window holds a recommendation from its read
+        (120, 120),
+        (600, 240),  # a longer one: kept one launch time
+    ],
+)
+def test_the_keep_is_never_longer_than_the_policys_scale_down_window(
+    window: int, kept_until: int | None
+) -> None:
+    the_policy = _queue_policy(window)
+    history = _workers_left(the_policy=the_policy)
+    after = 60
+    for seconds in (60, 120, 179, 181, 239, 241):
+        at = T0 + timedelta(seconds=seconds)
+        evaluation = _decide(seconds, _need(3, 13, at), history, the_policy=the_policy)
+        history = evaluation.history
+        kept = kept_until is not None and seconds < kept_until
+        assert evaluation.decision.desired == (16 if kept else 3), (window, seconds)
+        after = seconds
+    assert after == 241
+
+
+def test_given_the_cluster_unread_then_an_old_read_holds_nothing_beyond_its_launch_time() -> None:
+    history = _workers_left()
+    unread = MetricUnavailable(reason="Kubernetes API unreachable")
+    # Within a launch time of the last read (16 needed at T0), nothing is shed on a guess
+    assert _decide(60, unread, history).decision.desired == 16
+    # Beyond it, the 16 read at T0 hold nothing: the queue's metric decides
+    assert _decide(181, unread, history).decision.desired == 0
+
+
+def test_a_keep_never_adds_a_node_and_never_holds_above_the_current_size() -> None:
+    history = _workers_left()
+    # Given the group already down to 10 (someone set it): no more than 10 are kept
+    at = T0 + timedelta(seconds=60)
+    evaluation = _decide(60, _need(3, 7, at), history, current=10)
+    assert evaluation.decision.desired == 10
+    # And a group the queue grows is not touched
+    grown = decide(
+        node_group="gpu-ng",
+        policy=QUEUE,  # type: ignore[arg-type]
+        size=GroupSize(current=16),
+        readings=readings(at, jobs=100),
+        history=history,
+        now=at,
+        own_pending=_need(3, 13, at),
+        boot=LAUNCH,
+    )
+    assert grown.decision.desired == 16 and Limit.REACQUIRE_TIME not in grown.decision.limited_by
+
+
+def _at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def test_the_history_keeps_a_run_of_equal_reads_as_its_start_and_its_latest() -> None:
+    history = History()
+    for seconds, nodes in ((0, 16), (60, 16), (120, 16), (180, 3), (240, 3)):
+        history = history.with_need(_at(seconds), nodes, keep_seconds=600)
+    assert history.needs == (
+        TimedRecommendation(at=_at(0), replicas=16),
+        TimedRecommendation(at=_at(120), replicas=16),
+        TimedRecommendation(at=_at(180), replicas=3),
+        TimedRecommendation(at=_at(240), replicas=3),
+    )
+    # each read is in force until the next: 16 until 180 s
+    long_ago = _at(-3600)
+    assert history.needed_since(_at(179), long_ago) == 16
+    assert history.needed_since(_at(180), long_ago) == 3
+    # and counts only when it was read after `read_after`: the 16s' latest read, at 120 s
+    assert history.needed_since(_at(0), _at(119)) == 16
+    assert history.needed_since(_at(0), _at(120)) == 3
+    # and the reads no longer in force a keep ago are dropped: the 16s, out of force
+    # since 180 s; the run of 3s stays, as its start and its latest
+    pruned = history.with_need(_at(400), 3, keep_seconds=100)
+    assert pruned.needs == (
+        TimedRecommendation(at=_at(180), replicas=3),
+        TimedRecommendation(at=_at(400), replicas=3),
+    )
+
+
+def test_the_latest_read_counts_until_the_cluster_is_read_again_else_only_when_it_was_read() -> (
+    None
+):
+    history = History().with_need(_at(0), 16, keep_seconds=600)
+    long_ago = _at(-3600)
+    assert history.needed_since(_at(10), long_ago) is None  # read at 0 s, not since
+    assert history.needed_since(_at(10), long_ago, read_again=_at(60)) == 16  # until 60 s
+
+
+def test_a_stored_history_round_trips_its_needs_and_one_stored_before_them_loads() -> None:
+    history = History().with_need(_at(0), 16, keep_seconds=600)
+    assert History.model_validate_json(history.model_dump_json()) == history
+    assert History.model_validate_json('{"recommendations": [], "scale_events": []}') == History()
+
+
+def test_the_plan_keeps_nodes_one_p90_of_the_groups_own_launches() -> None:
+    # Given a group whose last five cold launches took 150 s, four times, and 250 s once
+    demand = DemandHistory(cold=(150.0, 150.0, 150.0, 150.0, 250.0))
+    group = dataclasses.replace(
+        GROUP, desired=16, max_size=16, in_service=16, protected_ids=frozenset()
+    )
+    history = _workers_left()
+    state = GroupState("web", history=history, demand=demand)
+    at = T0 + timedelta(seconds=60)
+    planned = plan(
+        facts(
+            0,
+            group=group,
+            policy=QUEUE,
+            state=state,
+            now=at,
+            readings={"jobs": MetricReading(value=0, at=at)},
+            own_pending=_need(3, 13, at),
+        )
+    )
+    # Then its 16 stay, for one p90 of its launches: 210 s
+    assert planned.decision.desired == 16
+    assert (
+        "re-acquiring one takes 210s (p90 of the last 5 cold launches)" in planned.decision.reason
+    )
