@@ -8,7 +8,9 @@ ChangeMessageVisibility, counted on the sandbox's clock (moto counts real second
 it is invisible, SQS FIFO delivers no other message of its group (moto does that), and
 SQS's redrive policy, which moto applies on receive, dead-letters it after the queue's
 maxReceiveCount receives. What the function moved to the dead-letter queue itself and
-reported done is deleted like any success.
+reported done is deleted like any success. Given `holds` (whether the queue holds any
+message, read from moto's store), a queue holding none is not sent a receive: Lambda's
+poller would have asked, and been answered nothing.
 """
 
 from __future__ import annotations
@@ -70,8 +72,12 @@ class SqsEventSource:
         batch_size: int = 10,
         clock: Clock | None = None,
         context: Callable[[], LocalContext] = LocalContext,  # each invocation's
+        holds: Callable[[], bool] | None = None,
     ) -> None:
         self._sqs = sqs
+        # whether the queue holds any message (visible or not), read without a request:
+        # when it holds none, a receive would answer nothing, so none is sent
+        self._holds = holds
         self.context = context  # a test may swap it, or the handler, between invocations
         self._url = queue_url
         self.handler = handler
@@ -144,6 +150,8 @@ class SqsEventSource:
     def poll(self) -> Delivery | None:
         """One receive and one invocation; None when the queue had nothing to deliver."""
         self.release_due()
+        if self._holds is not None and not self._holds():
+            return None
         messages = self._sqs.receive_message(
             QueueUrl=self._url,
             MaxNumberOfMessages=self._batch_size,

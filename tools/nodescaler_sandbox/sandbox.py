@@ -35,6 +35,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,9 +58,11 @@ from nodescaler_sandbox.moto_gaps import (
 from nodescaler_sandbox.moto_server import answered_in_process, moto_in_this_process
 from nodescaler_sandbox.prometheus import GaugeTarget, PrometheusServer, prometheus_scraping
 from nodescaler_sandbox.provision import (
+    MotoItems,
     create_evaluation_queue,
     create_state_table,
     fail_launches,
+    moto_queue,
 )
 from nodescaler_sandbox.virtual_clock import START, VirtualClock
 from nodescaler_sandbox.warm_pools import WarmPools
@@ -266,8 +269,13 @@ class Sandbox:
                 self._note_causes(event), context, evaluator=self.evaluator, redelivery=redelivery
             ),
             clock=self.clock,
+            holds=partial(_holds_messages, self.queue_url),
         )
         self.state = self.evaluator.state
+        # the same store read from moto's directly, for what the sandbox looks at each step
+        from nodescaler.adapters.aws.state_table import DynamoStateStore
+
+        self.state_seen = DynamoStateStore(MotoItems(REGION), TABLE)
         # On as a deploy has it (infra/settings.py `fastPath`); a scenario opts out
         self._fast_path = (clients, self._environment.get(FAST_PATH) != "false")
 
@@ -544,6 +552,11 @@ def _logs_to(log: io.TextIOBase) -> Iterator[None]:
     finally:
         for handler, stream in zip(handlers, streams, strict=True):
             handler.setStream(stream)
+
+
+def _holds_messages(queue_url: str) -> bool:
+    """Whether the queue holds any message, visible or not (moto's store, read directly)."""
+    return bool(moto_queue(queue_url.rsplit("/", 1)[-1], region=REGION)._messages)
 
 
 def _restore(name: str, value: str | None) -> None:

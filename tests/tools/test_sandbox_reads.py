@@ -1,0 +1,103 @@
+"""What the sandbox reads from moto's store directly (its server runs in this process)
+is what the API answers: a state item (`provision.MotoItems`), and whether a queue holds
+anything, so Lambda's event source sends no receive that could answer nothing
+(`lambda_local.SqsEventSource`'s `holds`)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from nodescaler.adapters.aws.state_table import DynamoStateStore
+from nodescaler_sandbox.lambda_local import SqsEventSource
+from nodescaler_sandbox.provision import MotoItems, moto_queue
+
+from tests.aws import REGION, CallCounter, aws, client, make_state_table  # noqa: F401
+
+TABLE = "state"
+
+
+def test_a_state_item_read_from_moto_is_the_item_the_api_answers() -> None:
+    dynamodb = make_state_table(TABLE)
+    item = {
+        "pk": {"S": "group#a"},
+        "sk": {"S": "state"},
+        "version": {"N": "7"},
+        "history": {"S": json.dumps({"samples": [1, 2.5, "x"]})},
+        "nested": {"M": {"l": {"L": [{"S": "é"}, {"N": "1.50"}, {"BOOL": True}, {"NULL": True}]}}},
+        "set": {"SS": ["b", "a"]},
+        "numbers": {"NS": ["3", "1"]},
+    }
+    dynamodb.put_item(TableName=TABLE, Item=item)
+    key = {"pk": {"S": "group#a"}, "sk": {"S": "state"}}
+    direct = MotoItems(REGION).get_item(TableName=TABLE, Key=key, ConsistentRead=True)
+    answered = dynamodb.get_item(TableName=TABLE, Key=key, ConsistentRead=True)
+    assert direct["Item"] == answered["Item"]
+    missing = {"pk": {"S": "group#b"}, "sk": {"S": "state"}}
+    assert MotoItems(REGION).get_item(TableName=TABLE, Key=missing) == {}
+    assert "Item" not in dynamodb.get_item(TableName=TABLE, Key=missing)
+
+
+def test_a_groups_state_loads_the_same_either_way() -> None:
+    from nodescaler.domain.scaling.group_state import GroupState
+
+    api = DynamoStateStore(make_state_table(TABLE), TABLE)
+    api.save(GroupState(group="a"))
+    direct = DynamoStateStore(MotoItems(REGION), TABLE)
+    assert direct.load("a") == api.load("a") and direct.load("a").version == 1
+    assert direct.load("b") == api.load("b")
+
+
+def test_an_item_with_bytes_is_refused_not_read_as_base64() -> None:
+    dynamodb = make_state_table(TABLE)
+    item = {"pk": {"S": "g"}, "sk": {"S": "s"}, "blob": {"B": b"\x00\x01"}}
+    dynamodb.put_item(TableName=TABLE, Item=item)
+    with pytest.raises(ValueError, match="binary"):
+        MotoItems(REGION).get_item(TableName=TABLE, Key={"pk": item["pk"], "sk": item["sk"]})
+
+
+def _source(holds: Any, handled: list[Any]) -> tuple[SqsEventSource, CallCounter, str]:
+    sqs = client("sqs")
+    url = sqs.create_queue(QueueName="e.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    counter = CallCounter()
+    counter.watch(sqs)
+    source = SqsEventSource(sqs, url, lambda event, _: handled.append(event), holds=holds)
+    return source, counter, url
+
+
+def test_an_empty_queue_is_not_asked_for_what_it_cannot_have() -> None:
+    handled: list[Any] = []
+    holds = lambda: bool(moto_queue("e.fifo", region=REGION)._messages)  # noqa: E731
+    source, counter, url = _source(holds, handled)
+    assert source.poll() is None and counter.calls["ReceiveMessage"] == 0
+    client("sqs").send_message(
+        QueueUrl=url, MessageBody="{}", MessageGroupId="g", MessageDeduplicationId="1"
+    )
+    delivered = source.drain()
+    assert [d.received for d in delivered] == [1] and len(handled) == 1
+    # the message deleted: the queue holds nothing, and the last poll asked nothing
+    assert counter.calls["ReceiveMessage"] == 1 and counter.calls["DeleteMessage"] == 1
+    assert not moto_queue("e.fifo", region=REGION)._messages
+
+
+def test_without_holds_every_poll_asks() -> None:
+    source, counter, _ = _source(None, [])
+    assert source.poll() is None and counter.calls["ReceiveMessage"] == 1
+
+
+def test_a_held_message_keeps_the_queue_asked() -> None:
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]
+    handled: list[Any] = []
+    holds = lambda: bool(moto_queue("e.fifo", region=REGION)._messages)  # noqa: E731
+    source, counter, url = _source(holds, handled)
+    source._clock = type("C", (), {"now": lambda self: now[0]})()
+    source.handler = lambda event, _: {
+        "batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in event["Records"]]
+    }
+    client("sqs").send_message(
+        QueueUrl=url, MessageBody="{}", MessageGroupId="g", MessageDeduplicationId="1"
+    )
+    assert source.poll() is not None  # failed: held, still in the queue
+    assert source.poll() is None and counter.calls["ReceiveMessage"] == 2
