@@ -1,7 +1,8 @@
 """What the sandbox reads from moto's store directly (its server runs in this process)
-is what the API answers: a state item (`provision.MotoItems`), and whether a queue holds
-anything, so Lambda's event source sends no receive that could answer nothing
-(`lambda_local.SqsEventSource`'s `holds`)."""
+is what the API answers: a state item (`provision.MotoItems`); and Lambda's event source
+(`lambda_local.SqsEventSource`), given the queue's store (`provision.MotoQueueStore`),
+sends no receive that could answer nothing and deletes what succeeded as DeleteMessage
+does."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from nodescaler.adapters.aws.state_table import DynamoStateStore
 from nodescaler_sandbox.lambda_local import SqsEventSource
-from nodescaler_sandbox.provision import MotoItems, moto_queue
+from nodescaler_sandbox.provision import MotoItems, MotoQueueStore, moto_queue
 
 from tests.aws import REGION, CallCounter, aws, client, make_state_table  # noqa: F401
 
@@ -58,40 +59,45 @@ def test_an_item_with_bytes_is_refused_not_read_as_base64() -> None:
         MotoItems(REGION).get_item(TableName=TABLE, Key={"pk": item["pk"], "sk": item["sk"]})
 
 
-def _source(holds: Any, handled: list[Any]) -> tuple[SqsEventSource, CallCounter, str]:
+def _source(direct: bool, handled: list[Any]) -> tuple[SqsEventSource, CallCounter, str]:
     sqs = client("sqs")
     url = sqs.create_queue(QueueName="e.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
     counter = CallCounter()
     counter.watch(sqs)
-    source = SqsEventSource(sqs, url, lambda event, _: handled.append(event), holds=holds)
+    store = MotoQueueStore(url, region=REGION) if direct else None
+    source = SqsEventSource(sqs, url, lambda event, _: handled.append(event), store=store)
     return source, counter, url
 
 
 def test_an_empty_queue_is_not_asked_for_what_it_cannot_have() -> None:
     handled: list[Any] = []
-    holds = lambda: bool(moto_queue("e.fifo", region=REGION)._messages)  # noqa: E731
-    source, counter, url = _source(holds, handled)
+    source, counter, url = _source(True, handled)
     assert source.poll() is None and counter.calls["ReceiveMessage"] == 0
     client("sqs").send_message(
         QueueUrl=url, MessageBody="{}", MessageGroupId="g", MessageDeduplicationId="1"
     )
     delivered = source.drain()
     assert [d.received for d in delivered] == [1] and len(handled) == 1
-    # the message deleted: the queue holds nothing, and the last poll asked nothing
-    assert counter.calls["ReceiveMessage"] == 1 and counter.calls["DeleteMessage"] == 1
+    # the message deleted in the store: the queue holds nothing, the last poll asked nothing
+    assert counter.calls["ReceiveMessage"] == 1 and counter.calls["DeleteMessage"] == 0
     assert not moto_queue("e.fifo", region=REGION)._messages
 
 
-def test_without_holds_every_poll_asks() -> None:
-    source, counter, _ = _source(None, [])
+def test_without_a_store_every_poll_asks_and_deletes_by_the_api() -> None:
+    source, counter, url = _source(False, [])
     assert source.poll() is None and counter.calls["ReceiveMessage"] == 1
+    client("sqs").send_message(
+        QueueUrl=url, MessageBody="{}", MessageGroupId="g", MessageDeduplicationId="1"
+    )
+    assert [d.received for d in source.drain()] == [1]
+    assert counter.calls["ReceiveMessage"] == 3 and counter.calls["DeleteMessage"] == 1
+    assert not moto_queue("e.fifo", region=REGION)._messages
 
 
 def test_a_held_message_keeps_the_queue_asked() -> None:
     now = [datetime(2026, 1, 1, tzinfo=UTC)]
     handled: list[Any] = []
-    holds = lambda: bool(moto_queue("e.fifo", region=REGION)._messages)  # noqa: E731
-    source, counter, url = _source(holds, handled)
+    source, counter, url = _source(True, handled)
     source._clock = type("C", (), {"now": lambda self: now[0]})()
     source.handler = lambda event, _: {
         "batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in event["Records"]]

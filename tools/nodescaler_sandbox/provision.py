@@ -121,6 +121,25 @@ def moto_queue(queue_name: str, *, region: str) -> Any:
     return sqs_backends[DEFAULT_ACCOUNT_ID][region].get_queue(queue_name)
 
 
+class MotoQueueStore:
+    """A queue in moto's store (its server runs in this process), reached without a
+    request: whether it holds any message, and a received one deleted as DeleteMessage
+    deletes it (`lambda_local.QueueStore`)."""
+
+    def __init__(self, queue_url: str, *, region: str) -> None:
+        self._name = queue_url.rsplit("/", 1)[-1]
+        self._region = region
+
+    def holds(self) -> bool:
+        return bool(moto_queue(self._name, region=self._region)._messages)
+
+    def delete(self, receipt: str) -> None:
+        from moto.core.models import DEFAULT_ACCOUNT_ID
+        from moto.sqs.models import sqs_backends
+
+        sqs_backends[DEFAULT_ACCOUNT_ID][self._region].delete_message(self._name, receipt)
+
+
 def set_queue_depth(sqs: Any, url: str, depth: int, wanted: int) -> None:
     """A standard queue holding `depth` messages made to hold `wanted`, through the API:
     more sent, or some received and deleted (PurgeQueue is allowed once a minute)."""

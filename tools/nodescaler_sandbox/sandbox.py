@@ -35,7 +35,6 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,10 +58,10 @@ from nodescaler_sandbox.moto_server import answered_in_process, moto_in_this_pro
 from nodescaler_sandbox.prometheus import GaugeTarget, PrometheusServer, prometheus_scraping
 from nodescaler_sandbox.provision import (
     MotoItems,
+    MotoQueueStore,
     create_evaluation_queue,
     create_state_table,
     fail_launches,
-    moto_queue,
 )
 from nodescaler_sandbox.virtual_clock import START, VirtualClock
 from nodescaler_sandbox.warm_pools import WarmPools
@@ -269,7 +268,7 @@ class Sandbox:
                 self._note_causes(event), context, evaluator=self.evaluator, redelivery=redelivery
             ),
             clock=self.clock,
-            holds=partial(_holds_messages, self.queue_url),
+            store=MotoQueueStore(self.queue_url, region=REGION),
         )
         self.state = self.evaluator.state
         # the same store read from moto's directly, for what the sandbox looks at each step
@@ -552,11 +551,6 @@ def _logs_to(log: io.TextIOBase) -> Iterator[None]:
     finally:
         for handler, stream in zip(handlers, streams, strict=True):
             handler.setStream(stream)
-
-
-def _holds_messages(queue_url: str) -> bool:
-    """Whether the queue holds any message, visible or not (moto's store, read directly)."""
-    return bool(moto_queue(queue_url.rsplit("/", 1)[-1], region=REGION)._messages)
 
 
 def _restore(name: str, value: str | None) -> None:
