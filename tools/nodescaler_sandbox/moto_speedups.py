@@ -129,6 +129,21 @@ def _attribute_names_converted_once() -> None:
     setattr(models, "camelcase_to_underscores", lru_cache(maxsize=None)(whole))  # noqa: B010
 
 
+_FOUND: dict[tuple[Any, ...], tuple[str, ...]] = {}  # `_attribute_keys_found_once`'s
+
+
+def _keys_key(service: str | None, obj: Any, key: str, shape: Any) -> tuple[Any, ...]:
+    """What the keys of a member depend on (`_attribute_keys_found_once`)."""
+    parent = getattr(shape, "parent", None)
+    return (
+        service,
+        type(obj),
+        key,
+        shape.name if shape is not None else None,
+        parent.name if parent is not None else None,
+    )
+
+
 def _attribute_keys_found_once() -> None:
     """moto's serializer finds where each member of an answer lies on the object answered
     (its name, its snake_case form, aliases from the shape, its parent's and the object's
@@ -144,25 +159,19 @@ def _attribute_keys_found_once() -> None:
     whole = picker.get_possible_keys
     if getattr(whole, "found_once", False):
         return
-    found: dict[tuple[Any, ...], tuple[str, ...]] = {}
 
     def get_possible_keys(self: Any, context: Any) -> Any:
         obj, shape = context.obj, context.shape
         own_meta = "Meta" in getattr(obj, "__dict__", ())
         if own_meta or self.alias_providers is not serialize.DEFAULT_ALIAS_PROVIDERS:
             return whole(self, context)
-        parent = getattr(shape, "parent", None)
         service = context.service_model
-        key = (
-            service.service_name if service is not None else None,
-            type(obj),
-            context.key,
-            shape.name if shape is not None else None,
-            parent.name if parent is not None else None,
+        key = _keys_key(
+            service.service_name if service is not None else None, obj, context.key, shape
         )
-        keys = found.get(key)
+        keys = _FOUND.get(key)
         if keys is None:
-            keys = found[key] = tuple(whole(self, context))
+            keys = _FOUND[key] = tuple(whole(self, context))
         return keys
 
     get_possible_keys.found_once = True  # type: ignore[attr-defined]
@@ -200,12 +209,10 @@ def _members_picked_without_their_path() -> None:
     if getattr(whole, "without_path", False):
         return
     missing = serialize.MISSING
-    plain_pickers = (serialize.AttributePicker, serialize.XFormedAttributePicker)
+    picker_class = serialize.XFormedAttributePicker
 
-    def get_value(serializer: Any, value: Any, key: str, shape: Any) -> Any:
-        picker = serializer._value_picker
-        if type(picker) not in plain_pickers or picker.response_transformers:
-            return whole(serializer, value, key, shape)
+    def picked(serializer: Any, value: Any, key: str, shape: Any) -> Any:
+        """As moto's picker picks, without the member's path (read by transformers only)."""
         context = serialize.AttributePickerContext(
             obj=value,
             key=key,
@@ -213,15 +220,50 @@ def _members_picked_without_their_path() -> None:
             operation_model=serializer.operation_model,
             service_model=serializer.operation_model.service_model,
         )
-        for possible_key in picker.get_possible_keys(context):
+        for possible_key in serializer._value_picker.get_possible_keys(context):
             found = value_of(value, possible_key, missing)
             if found is not missing:
                 return found
         return None
 
+    def get_value(serializer: Any, value: Any, key: str, shape: Any) -> Any:
+        picker = serializer._value_picker
+        plain = type(picker) in (serialize.AttributePicker, picker_class)
+        if not plain or picker.response_transformers:
+            return whole(serializer, value, key, shape)
+        if (
+            type(picker) is not picker_class
+            or picker.alias_providers is not serialize.DEFAULT_ALIAS_PROVIDERS
+            or "Meta" in getattr(value, "__dict__", ())
+        ):
+            return picked(serializer, value, key, shape)
+        keys = _FOUND.get(_keys_key(serializer.service_model.service_name, value, key, shape))
+        if keys is None:  # found now, and kept
+            return picked(serializer, value, key, shape)
+        return _first_present(value, keys, missing, value_of)
+
     get_value.without_path = True  # type: ignore[attr-defined]
     get_value.whole = whole  # type: ignore[attr-defined]  (moto's own, kept for a test)
     setattr(serialize.ResponseSerializer, "get_value", get_value)  # noqa: B010
+
+
+def _first_present(value: Any, keys: tuple[str, ...], missing: Any, value_of: Any) -> Any:
+    """The value of the first of `keys` present on `value`, as moto's `get_value`
+    (`value_of`) looks each up (a dotted key: by it); None if none is."""
+    indexed = hasattr(value, "__getitem__")
+    for key in keys:
+        if "." in key:
+            found = value_of(value, key, missing)
+        elif not indexed:
+            found = getattr(value, key, missing)
+        else:
+            try:
+                found = value[key]
+            except (KeyError, IndexError, TypeError, AttributeError):
+                found = missing
+        if found is not missing:
+            return found
+    return None
 
 
 def _xml_written_plainly() -> None:
