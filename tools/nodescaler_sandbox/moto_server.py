@@ -151,7 +151,8 @@ def _signed_for_moto() -> None:
         return None
 
     add_auth.stand_in_for_moto = True  # type: ignore[attr-defined]
-    add_auth.whole = whole  # type: ignore[attr-defined]  (botocore's own, kept for a test)
+    # botocore's own, kept for a test
+    add_auth.whole = whole  # type: ignore[attr-defined]
     setattr(auth.SigV4Auth, "add_auth", add_auth)  # noqa: B010
 
 

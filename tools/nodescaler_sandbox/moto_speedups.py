@@ -203,12 +203,13 @@ def _members_picked_without_their_path() -> None:
     the picker finds it: the same keys (`_attribute_keys_found_once`), tried in the same
     order, the first present the member's value; else moto's own."""
     from moto.core import serialize
+    from moto.core.constants import MISSING
     from moto.core.utils import get_value as value_of
 
     whole = serialize.ResponseSerializer.get_value
     if getattr(whole, "without_path", False):
         return
-    missing = serialize.MISSING
+    missing = MISSING
     picker_class = serialize.XFormedAttributePicker
 
     def picked(serializer: Any, value: Any, key: str, shape: Any) -> Any:
@@ -243,7 +244,8 @@ def _members_picked_without_their_path() -> None:
         return _first_present(value, keys, missing, value_of)
 
     get_value.without_path = True  # type: ignore[attr-defined]
-    get_value.whole = whole  # type: ignore[attr-defined]  (moto's own, kept for a test)
+    # moto's own, kept for a test
+    get_value.whole = whole  # type: ignore[attr-defined]
     setattr(serialize.ResponseSerializer, "get_value", get_value)  # noqa: B010
 
 
@@ -284,10 +286,11 @@ def _xml_written_plainly() -> None:
                 return plain_xml(body)
             except _NotPlainError:
                 pass
-        return whole(serializer, body)  # type: ignore[no-any-return]
+        return whole(serializer, body)
 
     _serialize_body.written_plainly = True  # type: ignore[attr-defined]
-    _serialize_body.whole = whole  # type: ignore[attr-defined]  (moto's own, kept for a test)
+    # moto's own, kept for a test
+    _serialize_body.whole = whole  # type: ignore[attr-defined]
     setattr(serialize.BaseXMLSerializer, "_serialize_body", _serialize_body)  # noqa: B010
 
 
@@ -301,7 +304,7 @@ _NAMES: set[str] = set()  # element and attribute names found valid, as xmltodic
 def _name(name: object) -> str:
     if isinstance(name, str) and name in _NAMES:
         return name
-    from xmltodict import _validate_name
+    from xmltodict import _validate_name  # type: ignore[import-untyped]
 
     if not isinstance(name, str) or name.startswith("#"):
         raise _NotPlainError
