@@ -240,3 +240,40 @@ def test_given_a_read_more_before_a_launch_then_the_instance_ids_are_the_same(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     assert _launched_in_a_new_process("one", reads=0) == _launched_in_a_new_process("one", reads=3)
+
+
+def test_a_request_to_moto_here_carries_the_stand_in_signature_in_its_region(moto: str) -> None:
+    from botocore import auth
+    from nodescaler_sandbox.moto_server import UNCHECKED_SIGNATURE
+
+    assert getattr(auth.SigV4Auth.add_auth, "stand_in_for_moto", False)
+    sent: list[dict[str, str]] = []
+    session = boto3.Session(region_name="eu-west-1")
+    answered_in_process(session.events, moto)
+    sqs = session.client("sqs", endpoint_url=moto)
+    sqs.meta.events.register("before-send", lambda request, **_: sent.append(request.headers))
+    url = sqs.create_queue(QueueName="q")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
+    # moto read the region and the account from the credential scope, as from a signature
+    assert arn["QueueArn"] == "arn:aws:sqs:eu-west-1:123456789012:q"
+    authorization = sent[-1]["Authorization"]
+    authorization = authorization.decode() if isinstance(authorization, bytes) else authorization
+    assert authorization.startswith("AWS4-HMAC-SHA256 Credential=testing/")
+    assert "/eu-west-1/sqs/aws4_request" in authorization
+    assert authorization.endswith(f"Signature={UNCHECKED_SIGNATURE}") and "X-Amz-Date" in sent[-1]
+
+
+def test_a_request_elsewhere_is_signed_as_botocore_signs_it(moto: str) -> None:
+    from botocore import auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    signed = []
+    for add_auth in (auth.SigV4Auth.add_auth, auth.SigV4Auth.add_auth.whole):
+        request = AWSRequest("POST", "https://sqs.eu-west-1.amazonaws.com/", data=b"x")
+        signer = auth.SigV4Auth(Credentials("key", "secret"), "sqs", "eu-west-1")
+        request.context["timestamp"] = "20261129T000000Z"
+        add_auth(signer, request)
+        signed.append(request.headers["Authorization"])
+    assert signed[0].split("Signature=")[1] != "0" * 64
+    assert signed[0].split(", Signature=")[0] == signed[1].split(", Signature=")[0]

@@ -8,7 +8,10 @@ ChangeMessageVisibility, counted on the sandbox's clock (moto counts real second
 it is invisible, SQS FIFO delivers no other message of its group (moto does that), and
 SQS's redrive policy, which moto applies on receive, dead-letters it after the queue's
 maxReceiveCount receives. What the function moved to the dead-letter queue itself and
-reported done is deleted like any success.
+reported done is deleted like any success. Given the queue's store (`QueueStore`: moto's,
+in this process), a queue holding no message is not sent a receive (Lambda's poller
+would have asked, and been answered nothing), and what succeeded is deleted there, as
+DeleteMessage deletes it, without a request.
 """
 
 from __future__ import annotations
@@ -25,6 +28,18 @@ Handler = Callable[[dict[str, Any], Any], Any]
 
 class Clock(Protocol):
     def now(self) -> datetime: ...
+
+
+class QueueStore(Protocol):
+    """The queue's store, reached without a request (moto's, in this process)."""
+
+    def holds(self) -> bool:
+        """Whether the queue holds any message, visible or not."""
+        ...
+
+    def delete(self, receipt: str) -> None:
+        """The received message deleted, as DeleteMessage deletes it."""
+        ...
 
 
 @dataclass
@@ -70,8 +85,10 @@ class SqsEventSource:
         batch_size: int = 10,
         clock: Clock | None = None,
         context: Callable[[], LocalContext] = LocalContext,  # each invocation's
+        store: QueueStore | None = None,
     ) -> None:
         self._sqs = sqs
+        self._store = store  # the queue reached without a request, if it can be
         self.context = context  # a test may swap it, or the handler, between invocations
         self._url = queue_url
         self.handler = handler
@@ -144,6 +161,8 @@ class SqsEventSource:
     def poll(self) -> Delivery | None:
         """One receive and one invocation; None when the queue had nothing to deliver."""
         self.release_due()
+        if self._store is not None and not self._store.holds():
+            return None  # a receive would be answered nothing
         messages = self._sqs.receive_message(
             QueueUrl=self._url,
             MaxNumberOfMessages=self._batch_size,
@@ -165,7 +184,7 @@ class SqsEventSource:
         for message in messages:
             receipt = message["ReceiptHandle"]
             if message["MessageId"] not in failed:
-                self._sqs.delete_message(QueueUrl=self._url, ReceiptHandle=receipt)
+                self._delete(receipt)
                 continue
             asked = self._asked.get(receipt)
             if asked is None:  # left to the queue's visibility timeout
@@ -175,6 +194,12 @@ class SqsEventSource:
                 due = now + timedelta(seconds=asked)
             self._held[message["MessageId"]] = (receipt, due)
         return Delivery(received=len(messages), failed=tuple(sorted(failed)))
+
+    def _delete(self, receipt: str) -> None:
+        if self._store is not None:
+            self._store.delete(receipt)
+        else:
+            self._sqs.delete_message(QueueUrl=self._url, ReceiptHandle=receipt)
 
     def drain(
         self, max_deliveries: int = 1000, *, wait: Callable[[timedelta], None] | None = None

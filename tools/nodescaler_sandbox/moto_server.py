@@ -2,8 +2,10 @@
 next (AWS makes each request atomic; moto's backends are not safe under concurrent
 requests), from an empty store and seeded ids (`moto_in_this_process`); a session's
 requests to it handed to its WSGI app on the caller's thread, the same bytes in and out
-without a socket or a server thread (`answered_in_process`). moto's own costs that grow
-with a run are cut in `moto_speedups`; what it lacks of AWS is `moto_gaps`'."""
+without a socket or a server thread (`answered_in_process`), and signed with a stand-in
+signature moto reads the account and region from but never checks (`_signed_for_moto`).
+moto's own costs that grow with a run are cut in `moto_speedups`; what it lacks of AWS
+is `moto_gaps`'."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ MOTO_SEED = 0  # `moto_in_this_process`: every run draws the same ids
 # a third of a short run's time); no part here reads one, and the groups' ImageId is none
 # of them (instances are the same either way): moto's setting not to load them.
 WITHOUT_PUBLIC_AMIS = {"MOTO_EC2_LOAD_DEFAULT_AMIS": "false"}
+UNCHECKED_SIGNATURE = "0" * 64  # what moto's server is sent as a signature (`_signed_for_moto`)
 
 
 def free_port() -> int:
@@ -120,6 +123,39 @@ class InProcess:
         }
 
 
+def _signed_for_moto() -> None:
+    """Requests to moto's server in this process (`_SERVED`) carry a stand-in signature:
+    the SigV4 header's credential scope (access key, date, region, service), which moto
+    reads to pick the account, the region and the service, and X-Amz-Date, without the
+    canonical request and its hashes, which moto never checks (a fifth of a small
+    request's cost on the client's side). Any other request is signed as before."""
+    from botocore import auth
+
+    whole = auth.SigV4Auth.add_auth
+    if getattr(whole, "stand_in_for_moto", False):
+        return
+
+    def add_auth(signer: Any, request: Any) -> None:
+        if (
+            type(signer) is not auth.SigV4Auth
+            or signer.credentials is None
+            or not any(request.url.startswith(url) for url in _SERVED)
+        ):
+            return whole(signer, request)  # type: ignore[no-any-return]
+        request.context["timestamp"] = auth.get_current_datetime().strftime(auth.SIGV4_TIMESTAMP)
+        signer._modify_request_before_signing(request)  # X-Amz-Date, a session's token
+        request.headers["Authorization"] = (
+            f"AWS4-HMAC-SHA256 Credential={signer.scope(request)}, "
+            f"SignedHeaders=host;x-amz-date, Signature={UNCHECKED_SIGNATURE}"
+        )
+        return None
+
+    add_auth.stand_in_for_moto = True  # type: ignore[attr-defined]
+    # botocore's own, kept for a test
+    add_auth.whole = whole  # type: ignore[attr-defined]
+    setattr(auth.SigV4Auth, "add_auth", add_auth)  # noqa: B010
+
+
 def _headers(pairs: list[tuple[str, str]]) -> Any:
     from botocore.awsrequest import HeadersDict
 
@@ -150,6 +186,7 @@ def moto_in_this_process() -> Iterator[str]:
     # port 0: the server binds a free port itself, so no other test (or xdist worker) takes it
     # between a probe and the bind
     moto_speedups.install()
+    _signed_for_moto()
     # read as each backend is made, so set while the server runs; as it was after
     kept = {name: os.environ.get(name) for name in WITHOUT_PUBLIC_AMIS}
     os.environ.update(WITHOUT_PUBLIC_AMIS)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+from xml.sax.saxutils import escape, quoteattr
 
 
 def install() -> None:
@@ -18,6 +19,9 @@ def install() -> None:
     _queue_counts_at_one_time()
     _attribute_names_converted_once()
     _attribute_keys_found_once()
+    _user_agent_parts_cleaned_once()
+    _members_picked_without_their_path()
+    _xml_written_plainly()
 
 
 def _cheaper_transactions() -> None:
@@ -125,6 +129,21 @@ def _attribute_names_converted_once() -> None:
     setattr(models, "camelcase_to_underscores", lru_cache(maxsize=None)(whole))  # noqa: B010
 
 
+_FOUND: dict[tuple[Any, ...], tuple[str, ...]] = {}  # `_attribute_keys_found_once`'s
+
+
+def _keys_key(service: str | None, obj: Any, key: str, shape: Any) -> tuple[Any, ...]:
+    """What the keys of a member depend on (`_attribute_keys_found_once`)."""
+    parent = getattr(shape, "parent", None)
+    return (
+        service,
+        type(obj),
+        key,
+        shape.name if shape is not None else None,
+        parent.name if parent is not None else None,
+    )
+
+
 def _attribute_keys_found_once() -> None:
     """moto's serializer finds where each member of an answer lies on the object answered
     (its name, its snake_case form, aliases from the shape, its parent's and the object's
@@ -140,31 +159,243 @@ def _attribute_keys_found_once() -> None:
     whole = picker.get_possible_keys
     if getattr(whole, "found_once", False):
         return
-    found: dict[tuple[Any, ...], tuple[str, ...]] = {}
 
     def get_possible_keys(self: Any, context: Any) -> Any:
         obj, shape = context.obj, context.shape
         own_meta = "Meta" in getattr(obj, "__dict__", ())
         if own_meta or self.alias_providers is not serialize.DEFAULT_ALIAS_PROVIDERS:
             return whole(self, context)
-        parent = getattr(shape, "parent", None)
         service = context.service_model
-        key = (
-            service.service_name if service is not None else None,
-            type(obj),
-            context.key,
-            shape.name if shape is not None else None,
-            parent.name if parent is not None else None,
+        key = _keys_key(
+            service.service_name if service is not None else None, obj, context.key, shape
         )
-        keys = found.get(key)
+        keys = _FOUND.get(key)
         if keys is None:
-            keys = found[key] = tuple(whole(self, context))
+            keys = _FOUND[key] = tuple(whole(self, context))
         return keys
 
     get_possible_keys.found_once = True  # type: ignore[attr-defined]
     # moto's own, kept for a test
     get_possible_keys.whole = whole  # type: ignore[attr-defined]
     setattr(picker, "get_possible_keys", get_possible_keys)  # noqa: B010
+
+
+def _user_agent_parts_cleaned_once() -> None:
+    """botocore's, on the clients' side of each request: it builds the User-Agent header
+    twice a request from some twenty parts, each cleaned character by character of what a
+    header may not carry. A pure function of the part and one flag, and the parts are the
+    same few strings request after request: cleaned once each (a bounded cache)."""
+    from botocore import useragent
+
+    whole = useragent.sanitize_user_agent_string_component
+    if hasattr(whole, "cache_info"):
+        return
+    setattr(  # noqa: B010  (botocore's module global, read by name at each call)
+        useragent, "sanitize_user_agent_string_component", lru_cache(maxsize=1024)(whole)
+    )
+
+
+def _members_picked_without_their_path() -> None:
+    """moto's serializer finds each member of an answer through its value picker, handing
+    it the member's path in the answer (a string joined afresh for every member of every
+    object) which the picker reads only to apply a response transformer. With none
+    (the picker moto's, its own alias providers, no transformer), each member is found as
+    the picker finds it: the same keys (`_attribute_keys_found_once`), tried in the same
+    order, the first present the member's value; else moto's own."""
+    from moto.core import serialize
+    from moto.core.constants import MISSING
+    from moto.core.utils import get_value as value_of
+
+    whole = serialize.ResponseSerializer.get_value
+    if getattr(whole, "without_path", False):
+        return
+    missing = MISSING
+    picker_class = serialize.XFormedAttributePicker
+
+    def picked(serializer: Any, value: Any, key: str, shape: Any) -> Any:
+        """As moto's picker picks, without the member's path (read by transformers only)."""
+        context = serialize.AttributePickerContext(
+            obj=value,
+            key=key,
+            shape=shape,
+            operation_model=serializer.operation_model,
+            service_model=serializer.operation_model.service_model,
+        )
+        for possible_key in serializer._value_picker.get_possible_keys(context):
+            found = value_of(value, possible_key, missing)
+            if found is not missing:
+                return found
+        return None
+
+    def get_value(serializer: Any, value: Any, key: str, shape: Any) -> Any:
+        picker = serializer._value_picker
+        plain = type(picker) in (serialize.AttributePicker, picker_class)
+        if not plain or picker.response_transformers:
+            return whole(serializer, value, key, shape)
+        if (
+            type(picker) is not picker_class
+            or picker.alias_providers is not serialize.DEFAULT_ALIAS_PROVIDERS
+            or "Meta" in getattr(value, "__dict__", ())
+        ):
+            return picked(serializer, value, key, shape)
+        keys = _FOUND.get(_keys_key(serializer.service_model.service_name, value, key, shape))
+        if keys is None:  # found now, and kept
+            return picked(serializer, value, key, shape)
+        return _first_present(value, keys, missing, value_of)
+
+    get_value.without_path = True  # type: ignore[attr-defined]
+    # moto's own, kept for a test
+    get_value.whole = whole  # type: ignore[attr-defined]
+    setattr(serialize.ResponseSerializer, "get_value", get_value)  # noqa: B010
+
+
+def _first_present(value: Any, keys: tuple[str, ...], missing: Any, value_of: Any) -> Any:
+    """The value of the first of `keys` present on `value`, as moto's `get_value`
+    (`value_of`) looks each up (a dotted key: by it); None if none is."""
+    indexed = hasattr(value, "__getitem__")
+    for key in keys:
+        if "." in key:
+            found = value_of(value, key, missing)
+        elif not indexed:
+            found = getattr(value, key, missing)
+        else:
+            try:
+                found = value[key]
+            except (KeyError, IndexError, TypeError, AttributeError):
+                found = missing
+        if found is not missing:
+            return found
+    return None
+
+
+def _xml_written_plainly() -> None:
+    """moto writes each XML answer (Auto Scaling's, CloudWatch's) with xmltodict through
+    SAX's XMLGenerator, a call or more for every element: a third of what a
+    DescribeAutoScalingGroups of 40 instances costs moto. The same text written directly
+    (`plain_xml`); a body it does not know (a comment, a namespaced attribute, an odd
+    value) or one asked for pretty is xmltodict's, as before."""
+    from moto.core import serialize
+
+    whole = serialize.BaseXMLSerializer._serialize_body
+    if getattr(whole, "written_plainly", False):
+        return
+
+    def _serialize_body(serializer: Any, body: Any) -> str:
+        if not serializer.pretty_print:
+            try:
+                return plain_xml(body)
+            except _NotPlainError:
+                pass
+        return whole(serializer, body)
+
+    _serialize_body.written_plainly = True  # type: ignore[attr-defined]
+    # moto's own, kept for a test
+    _serialize_body.whole = whole  # type: ignore[attr-defined]
+    setattr(serialize.BaseXMLSerializer, "_serialize_body", _serialize_body)  # noqa: B010
+
+
+class _NotPlainError(Exception):
+    """A body `plain_xml` leaves to xmltodict."""
+
+
+_NAMES: set[str] = set()  # element and attribute names found valid, as xmltodict checks
+
+
+def _name(name: object) -> str:
+    if isinstance(name, str) and name in _NAMES:
+        return name
+    from xmltodict import _validate_name  # type: ignore[import-untyped]
+
+    if not isinstance(name, str) or name.startswith("#"):
+        raise _NotPlainError
+    try:
+        _validate_name(name, "element")
+    except ValueError:
+        raise _NotPlainError from None  # xmltodict's own error, from xmltodict
+    _NAMES.add(name)
+    return name
+
+
+def _text(value: object) -> str:
+    """A value as xmltodict writes it (`_convert_value_to_string`)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", errors="replace")
+    if hasattr(value, "__iter__"):  # a list in a list: xmltodict writes its repr
+        raise _NotPlainError
+    return str(value)
+
+
+def plain_xml(body: dict[str, Any]) -> str:
+    """`body` as `xmltodict.unparse(body, full_document=False, short_empty_elements=True)`
+    writes it (moto's `_serialize_body`), for elements, text and plain attributes: a list
+    an element an item, None an empty element, an empty list none, text after the
+    children, text escaped and attributes quoted as SAX's XMLGenerator does, an element
+    with nothing inside closed short. Anything else raises `_NotPlainError`."""
+    writer = _PlainXml()
+    for key, value in body.items():
+        writer.element(key, value)
+    return "".join(writer.out)
+
+
+def _items(value: object) -> Any:
+    """An element's value as xmltodict iterates it: a list's items, or the one value."""
+    if isinstance(value, (list, tuple)):
+        return value
+    if not hasattr(value, "__iter__") or isinstance(value, (str, dict, bytes)):
+        return (value,)
+    raise _NotPlainError  # a set, a generator: xmltodict's
+
+
+def _as_map(item: object) -> dict[Any, Any]:
+    if item is None:
+        return {}
+    if isinstance(item, dict):
+        return item
+    return {"#text": _text(item)}
+
+
+class _PlainXml:
+    def __init__(self) -> None:
+        self.out: list[str] = []
+
+    def element(self, key: object, value: object) -> None:
+        name = _name(key)
+        for item in _items(value):
+            self._one(name, _as_map(item))
+
+    def _one(self, name: str, item: dict[Any, Any]) -> None:
+        out = self.out
+        text, children = self._start(name, item)
+        opened = len(out)
+        out.append(">")
+        for child, child_value in children:
+            self.element(child, child_value)
+        if text:
+            out.append(escape(text))
+        if len(out) == opened + 1:  # nothing inside
+            out[opened] = "/>"
+        else:
+            out.append(f"</{name}>")
+
+    def _start(self, name: str, item: dict[Any, Any]) -> tuple[str, list[tuple[Any, Any]]]:
+        """`<name` and its attributes written; its text and its children."""
+        text, children = "", []
+        self.out.append("<" + name)
+        for child, value in item.items():
+            if child == "#text":
+                text = "" if value is None else _text(value)
+            elif isinstance(child, str) and child.startswith("@"):
+                if isinstance(value, dict):  # namespaces: xmltodict's
+                    raise _NotPlainError
+                said = "" if value is None else _text(value)
+                self.out.append(f" {_name(child[1:])}={quoteattr(said)}")
+            elif not (isinstance(value, list) and not value):
+                children.append((child, value))
+        return text, children
 
 
 def _modules_listed_once() -> None:

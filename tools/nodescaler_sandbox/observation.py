@@ -165,7 +165,8 @@ def pods_existing(world: World, shapes: dict[str, oracle.Shape]) -> oracle.Step:
 @dataclass
 class Decisions:
     """Each group's last decision and backoff, read from the state table only when an
-    evaluation may have changed them (one ran since the last read)."""
+    evaluation may have changed them (one ran since the last read), in moto's store
+    directly (`Sandbox.state_seen`: the item the API would answer, without a request)."""
 
     box: Sandbox
     _read: dict[str, tuple[int, dict[str, Any], datetime | None]] = field(default_factory=dict)
@@ -173,7 +174,7 @@ class Decisions:
     def of(self, group: str) -> dict[str, Any]:
         read = self._read.get(group)
         if read is None or read[0] != self.box.invocations:
-            state = self.box.state.load(group)
+            state = self.box.state_seen.load(group)
             decision = state.last_decision
             fields: dict[str, Any] = {"decided_at": decision.at.isoformat() if decision else None}
             if decision is not None:

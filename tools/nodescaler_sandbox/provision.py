@@ -121,6 +121,25 @@ def moto_queue(queue_name: str, *, region: str) -> Any:
     return sqs_backends[DEFAULT_ACCOUNT_ID][region].get_queue(queue_name)
 
 
+class MotoQueueStore:
+    """A queue in moto's store (its server runs in this process), reached without a
+    request: whether it holds any message, and a received one deleted as DeleteMessage
+    deletes it (`lambda_local.QueueStore`)."""
+
+    def __init__(self, queue_url: str, *, region: str) -> None:
+        self._name = queue_url.rsplit("/", 1)[-1]
+        self._region = region
+
+    def holds(self) -> bool:
+        return bool(moto_queue(self._name, region=self._region)._messages)
+
+    def delete(self, receipt: str) -> None:
+        from moto.core.models import DEFAULT_ACCOUNT_ID
+        from moto.sqs.models import sqs_backends
+
+        sqs_backends[DEFAULT_ACCOUNT_ID][self._region].delete_message(self._name, receipt)
+
+
 def set_queue_depth(sqs: Any, url: str, depth: int, wanted: int) -> None:
     """A standard queue holding `depth` messages made to hold `wanted`, through the API:
     more sent, or some received and deleted (PurgeQueue is allowed once a minute)."""
@@ -170,3 +189,31 @@ def moto_groups(region: str) -> dict[str, Any]:
 
     groups: dict[str, Any] = autoscaling_backends[DEFAULT_ACCOUNT_ID][region].autoscaling_groups
     return groups
+
+
+class MotoItems:
+    """DynamoDB's GetItem answered straight from moto's store (its server runs in this
+    process), as the API answers it: the item's attributes as its JSON carries them, or
+    no `Item`. For the sandbox's own reads (the timeline's look at each group's last
+    decision, once a step): a request and its answer parsed, for the same item, each
+    time. Items with binary attributes are refused: the API gives their bytes, this
+    would give base64 (the state table holds none)."""
+
+    def __init__(self, region: str) -> None:
+        self._region = region
+
+    def get_item(self, *, TableName: str, Key: dict[str, Any], **_: Any) -> dict[str, Any]:  # noqa: N803  (the API's names)
+        from moto.core.models import DEFAULT_ACCOUNT_ID
+        from moto.dynamodb.models import dynamodb_backends
+        from moto.dynamodb.models.utilities import DynamoJsonEncoder
+
+        backend = dynamodb_backends[DEFAULT_ACCOUNT_ID][self._region]
+        item = backend.get_item(TableName, Key)  # read as moto reads it: always consistent
+        if item is None:
+            return {}
+        text = json.dumps(item.attrs, cls=DynamoJsonEncoder)
+        if '"B":' in text or '"BS":' in text:  # a key of its JSON (in a value: escaped)
+            raise ValueError(
+                f"{TableName}: an item with binary attributes: read it through the API"
+            )
+        return {"Item": json.loads(text)}

@@ -57,6 +57,8 @@ from nodescaler_sandbox.moto_gaps import (
 from nodescaler_sandbox.moto_server import answered_in_process, moto_in_this_process
 from nodescaler_sandbox.prometheus import GaugeTarget, PrometheusServer, prometheus_scraping
 from nodescaler_sandbox.provision import (
+    MotoItems,
+    MotoQueueStore,
     create_evaluation_queue,
     create_state_table,
     fail_launches,
@@ -266,8 +268,13 @@ class Sandbox:
                 self._note_causes(event), context, evaluator=self.evaluator, redelivery=redelivery
             ),
             clock=self.clock,
+            store=MotoQueueStore(self.queue_url, region=REGION),
         )
         self.state = self.evaluator.state
+        # the same store read from moto's directly, for what the sandbox looks at each step
+        from nodescaler.adapters.aws.state_table import DynamoStateStore
+
+        self.state_seen = DynamoStateStore(MotoItems(REGION), TABLE)
         # On as a deploy has it (infra/settings.py `fastPath`); a scenario opts out
         self._fast_path = (clients, self._environment.get(FAST_PATH) != "false")
 
