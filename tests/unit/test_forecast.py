@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from nodescaler.domain.ahead.forecast import (
+    LARGEST,
     MAX_SLOTS,
     SLOT,
     UNKNOWN,
@@ -103,6 +104,26 @@ def test_a_busier_day_scales_the_need_not_its_whole_nodes() -> None:
     # Then 7.5 × 1.07 asks for 8 nodes; Monday's 8 whole nodes scaled would ask for 9
     assert made.replicas == 8
     assert "1 days at that time (7.5), level ×1.07" in made.detail
+
+
+def test_the_demand_a_decision_records_is_scaled_not_its_whole_nodes() -> None:
+    # Given pending pods needing 7.5 nodes' worth on Monday and 8 on Tuesday (8 whole nodes
+    # each day), recorded from each decision, stored and loaded as the state item holds it
+    pending = policy({"type": "PendingPods"})
+
+    def decided(share: float, at: datetime) -> float | None:
+        reading = MetricReading(value=0, at=at, needed_nodes=8, needed_share=share)
+        return run(pending, 8, {"pending-pods": reading}, History(), at).decision.demand
+
+    history, at = DemandHistory(), MONDAY
+    while at < MONDAY + timedelta(days=1, hours=12):
+        share = 8.0 if at >= MONDAY + timedelta(days=1) else 7.5
+        history = history.record(at, decided(share, at) or 0)
+        at += SLOT
+    stored = DemandHistory.load(history.dump())
+    made = forecast(stored, MONDAY + timedelta(days=1, hours=12), LEAD, UTC_ZONE)
+    # Then 8 nodes: Monday's 8 whole nodes, scaled by the day's ×1.07, would ask for 9
+    assert (made.replicas, made.references) == (8, (7.5,))
 
 
 def test_an_hour_before_the_history_began_sets_no_level() -> None:
@@ -543,10 +564,17 @@ def test_a_history_stored_in_whole_nodes_before_tenths_still_loads() -> None:
     assert DemandHistory.load(legacy).values == (3, UNKNOWN, 9)
 
 
-def test_a_history_in_another_unit_is_refused() -> None:
-    other = json.dumps({**json.loads(DemandHistory().record(MONDAY, 2).dump()), "unit": 0.5})
-    with pytest.raises(ValueError, match=r"unit 0\.5: not a tenth of a node"):
-        DemandHistory.load(other)
+def test_a_build_from_before_tenths_starts_afresh_instead_of_reading_them_as_nodes() -> None:
+    # an older build reads "slots" as int16 whole nodes: tenths under that key would read as
+    # ten times the demand; under a key of their own the older build finds no history
+    assert "slots" not in json.loads(DemandHistory().record(MONDAY, 7.5).dump())
+
+
+def test_a_history_beyond_the_largest_demand_is_refused() -> None:
+    huge = base64.b64encode(zlib.compress(array("i", [LARGEST * 10 + 1]).tobytes())).decode()
+    stored = json.dumps({"start": 5, "lead_seconds": None, "tenths": huge})
+    with pytest.raises(ValueError, match="1 slots: not a history"):
+        DemandHistory.load(stored)
 
 
 def test_a_full_fourteen_days_and_a_short_lead_time_load() -> None:

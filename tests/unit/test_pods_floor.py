@@ -139,6 +139,19 @@ def test_given_the_cluster_unread_then_an_old_read_holds_nothing_beyond_its_laun
     assert _decide(181, unread, history).decision.desired == 0
 
 
+def test_a_gap_with_the_cluster_unread_ends_the_read_before_it() -> None:
+    history = _workers_left()  # 16 needed at T0
+    unread = MetricUnavailable(reason="Kubernetes API unreachable")
+    gap = _decide(60, unread, history)
+    # the read at T0 counts until the gap began (60 s), one launch time on: to 240 s
+    later = _decide(200, unread, gap.history)
+    assert later.decision.desired == 16
+    # When read again at 241 s, nothing needed: the read at T0 is not stretched over the gap
+    again = _decide(241, _need(0, 16, T0 + timedelta(seconds=241)), later.history)
+    assert again.decision.desired == 0
+    assert Limit.REACQUIRE_TIME not in again.decision.limited_by
+
+
 def test_a_keep_never_adds_a_node_and_never_holds_above_the_current_size() -> None:
     history = _workers_left()
     # Given the group already down to 10 (someone set it): no more than 10 are kept

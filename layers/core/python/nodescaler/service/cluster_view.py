@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from nodescaler.domain.ahead.capacity_buffers import describe_all as describe_buffers
 from nodescaler.domain.ahead.capacity_buffers import with_buffers
 from nodescaler.domain.ahead.group_buffers import BufferFit, buffer_pods, fit_buffer
-from nodescaler.domain.cluster.predicates import node_share, nodes_for, pending, room_of, why_not
+from nodescaler.domain.cluster.predicates import nodes_and_share, pending, room_of, why_not
 from nodescaler.domain.cluster.reservation import reservation
 from nodescaler.domain.cluster.snapshot import Pod, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup, belongs
@@ -331,14 +331,13 @@ class KubernetesClusterView:
         buffer: Sequence[Pod],
     ) -> tuple[int, float]:
         """The nodes the group's pods need, and that need before it rounds up
-        (`node_share`): the pods running on its Ready nodes, those pending for it (on
-        nodes on their way, or planned) and its buffer, as one estimate of packing
-        (`nodes_for`). Never its nodes as such: a forecast that raised the group would learn its own
-        nodes as demand, and ask for them again the next day."""
+        (`nodes_and_share`): the pods running on its Ready nodes, those pending for it (on
+        nodes on their way, or planned) and its buffer, as one estimate of packing. Never
+        its nodes as such: a forecast that raised the group would learn its own nodes as
+        demand, and ask for them again the next day."""
         assert self._pending is not None
         pods = [*_group_pods(group, snapshot, planned), *buffer]
-        template = self._pending.template(group, snapshot)
-        return nodes_for(pods, template), round(node_share(pods, template), 2)
+        return nodes_and_share(pods, self._pending.template(group, snapshot))
 
     def _unneeded(
         self,

@@ -2,7 +2,7 @@
 
 Layout (pk, sk):
   GROUP#<name>, STATE                 history, last decision, recent event ids, backoff, version,
-                                      demand (14 days in five-minute slots, compressed: ~1 KB),
+                                      demand (14 days in five-minute slots, tenths: 1-4 KB),
                                       failures (failing metrics with a fallback: count, since),
                                       pause (`nodescaler pause`: who, why, which way, until)
   GROUP#<name>, DECISION#<at>#<event> one audit item per decision, deleted by TTL

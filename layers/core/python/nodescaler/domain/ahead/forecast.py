@@ -168,9 +168,10 @@ class DemandHistory:
         return json.dumps(
             {
                 "start": self.start,
-                "unit": 1 / TENTHS,
                 "lead_seconds": self.lead_seconds,
-                "slots": base64.b64encode(packed).decode(),
+                # a key of their own: a build from before tenths finds no "slots" and starts
+                # afresh, where it would read tenths as whole nodes (ten times the demand)
+                "tenths": base64.b64encode(packed).decode(),
                 "launches": {"cold": list(self.cold), "warm": list(self.warm)},
             }
         )
@@ -179,20 +180,24 @@ class DemandHistory:
     def load(cls, text: str) -> DemandHistory:
         """From `dump`'s text; `ValueError` (or KeyError, TypeError) when it is not one."""
         stored = json.loads(text)
-        # a history stored before tenths holds whole nodes as int16, and no unit
-        tenths = "unit" in stored
-        if tenths and stored["unit"] != 1 / TENTHS:
-            raise ValueError(f"demand: unit {stored['unit']!r:.40}: not a tenth of a node")
-        raw = array("i" if tenths else "h")
+        # a history stored before tenths holds whole nodes as int16, under "slots"
+        tenths = "tenths" in stored
+        raw, per_node = (array("i"), TENTHS) if tenths else (array("h"), 1)
         try:
-            raw.frombytes(zlib.decompress(base64.b64decode(stored["slots"])))
+            raw.frombytes(
+                zlib.decompress(base64.b64decode(stored["tenths" if tenths else "slots"]))
+            )
         except zlib.error as error:
             raise ValueError(f"demand slots: {error}") from None
         start, lead = int(stored["start"]), stored.get("lead_seconds")
-        if not 0 <= start < 2**40 or len(raw) > MAX_SLOTS or min(raw, default=0) < UNKNOWN:
+        if (
+            not 0 <= start < 2**40
+            or len(raw) > MAX_SLOTS
+            or min(raw, default=0) < UNKNOWN
+            or max(raw, default=0) > LARGEST * per_node
+        ):
             raise ValueError(f"demand: start {start}, {len(raw)} slots: not a history")
-        unit = 1 / TENTHS if tenths else 1
-        values = tuple(UNKNOWN if v == UNKNOWN else round(v * unit, 1) for v in raw)
+        values = tuple(UNKNOWN if v == UNKNOWN else round(v / per_node, 1) for v in raw)
         if lead is not None and not 0 < float(lead) < 86_400:
             raise ValueError(f"demand: lead time {lead!r} s")
         launches = stored.get("launches", {})  # absent from a history stored before them
@@ -282,7 +287,7 @@ def forecast(history: DemandHistory, now: datetime, lead: timedelta, zone: ZoneI
         level_text = f", level ×{level:.2f}"
     replicas = math.ceil(base * level - 1e-9)  # up: a forecast errs towards room
     kind = "weeks" if weekly else "days"
-    shown = ", ".join(f"{v:g}" for v in references)
+    shown = ", ".join(f"{v:.1f}".removesuffix(".0") for v in references)
     return Forecast(
         at,
         replicas,

@@ -232,17 +232,18 @@ def nodes_for(pods: Sequence[Pod], template: NodeTemplate) -> int:
     what their summed requests fill and what the most demanding shape needs on its own (a
     deployment's replicas share a shape, so one shape's count is exact where the sum would
     miss the room each node leaves over)."""
-    return _need(pods, template)[0]
+    return nodes_and_share(pods, template)[0]
 
 
 def node_share(pods: Sequence[Pod], template: NodeTemplate) -> float:
     """`nodes_for` before it rounds up: 7.5 where 60 two-core pods fill 16-core nodes. A
     forecast scales this, not the whole nodes: a busier day's 7 % on 8 rounded-up nodes
     would ask for a ninth the pods never fill."""
-    return _need(pods, template)[1]
+    return nodes_and_share(pods, template)[1]
 
 
-def _need(pods: Sequence[Pod], template: NodeTemplate) -> tuple[int, float]:
+def nodes_and_share(pods: Sequence[Pod], template: NodeTemplate) -> tuple[int, float]:
+    """`nodes_for` and `node_share` in one pass (the share rounds up to the nodes)."""
     if not pods:
         return 0, 0.0
     have = template.allocatable

@@ -13,10 +13,11 @@ nodes are billed through it without a pod on them anyway. Keeping a node for one
 re-acquire time, the group's own launch time (the p90 of its latest launches from request
 to Ready, warm ones where its warm pool covers a scale-up: `forecast.lead_time`, what the
 forecasts look ahead by), is the ski-rental rule: keep renting until the rent paid equals
-the price of buying again. Whatever the demand does next, the idle node-time it costs is
-at most twice the least any rule could have spent (a keep that ends unused costs one boot
-of node-time, which re-acquiring would have cost too), and a demand back within a boot
-finds its nodes. Its memory is the nodes the pods needed at each evaluation
+the price of buying again. Whatever the demand does next, the node-time spent keeping and
+re-acquiring is at most twice what the best choice in hindsight would have spent (a keep
+that ends unused costs one boot of node-time, which re-acquiring would have cost too; for
+a demand that never comes back that boot is idle), and a demand back within a boot finds
+its nodes. Its memory is the nodes the pods needed at each evaluation
 (`History.needs`, each read in force until the next), kept one re-acquire time. It is never
 longer than the policy's scale-down window (a user who wrote `stabilizationWindowSeconds: 0`
 asked for nodes to go at once, and they do); a read older than that holds nothing while
@@ -34,6 +35,8 @@ from datetime import datetime, timedelta
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.scaling.decision import Limit, MetricOutcome, MetricStatus
 from nodescaler.domain.scaling.history import History
+
+UNREAD = 0  # what an evaluation that could not read the cluster records as needed
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,10 @@ def kept_for_reacquire(
     they need now. Nothing is kept for nodes needed now too: the floor of the nodes its
     pods need now (`not_below_pods_need`) has its say on those."""
     keep, need = keep_seconds(policy, boot), pods_need(outcomes)
-    recorded = history if need is None else history.with_need(now, need, keep)
+    # an evaluation that could not read the cluster ends the read before it (recorded as
+    # needing nothing it knows of): read again later, that old read would otherwise count
+    # as in force all through the gap, and bring back nodes the gap let go
+    recorded = history.with_need(now, UNREAD if need is None else need, keep)
     if desired >= current or keep <= 0 or boot is None:
         return Kept(desired, recorded)
     since, read_after = now - timedelta(seconds=keep), now - timedelta(seconds=_window(policy))
