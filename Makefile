@@ -37,7 +37,7 @@ help: ## List the targets
 # aws-cdk-lib) comes with make test.
 setup: $(PY_READY) $(NODE_READY) $(PROMETHEUS_READY) ## Create .venv and node_modules from the lock files, fetch Debian's prometheus
 	$(if $(filter setup,$(MAKECMDGOALS)),@echo "$(NEXT)")
-NEXT := setup: done; next: make demo (the scenarios on a local sandbox, 6 to 12 min), then the README's Deploy
+NEXT := setup: done; next: make demo (the scenarios on a local sandbox, 4 to 12 min), then the README's Deploy
 TEST_TOOLS := $(KUBECTL_READY) $(OTHER_CDK_READY)
 
 $(PY_READY): requirements/lock.txt pyproject.toml
