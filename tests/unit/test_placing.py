@@ -3,7 +3,13 @@ the new nodes pods need in one pass (`nodes_for`)."""
 
 from __future__ import annotations
 
-from nodescaler.domain.cluster.predicates import NodeTemplate, node_share, nodes_for, place, room_of
+from nodescaler.domain.cluster.predicates import (
+    NodeTemplate,
+    nodes_and_share,
+    nodes_for,
+    place,
+    room_of,
+)
 from nodescaler.domain.cluster.snapshot import Node, Placement, Pod, Resources
 
 GIB = 2**30
@@ -110,14 +116,14 @@ def test_nodes_for_counts_the_memory_one_shape_leaves_over() -> None:
     assert nodes_for([pod(f"p{n}", 100, 9 * GIB) for n in range(3)], SIXTEEN) == 3
 
 
-def test_node_share_is_the_need_before_it_rounds_up_to_whole_nodes() -> None:
+def test_the_share_is_the_need_before_it_rounds_up_to_whole_nodes() -> None:
     # Given 60 pods of two cores on 16-core nodes: seven and a half nodes' worth
     pods = [pod(f"p{n}", 2_000) for n in range(60)]
-    assert (node_share(pods, SIXTEEN), nodes_for(pods, SIXTEEN)) == (7.5, 8)
+    assert nodes_and_share(pods, SIXTEEN) == (nodes_for(pods, SIXTEEN), 7.5) == (8, 7.5)
     # a shape that leaves room over counts by its own packing: 3 of 9Gi, one a node
     three = [pod(f"m{n}", 100, 9 * GIB) for n in range(3)]
-    assert node_share(three, SIXTEEN) == 3.0
-    assert node_share([], SIXTEEN) == 0.0
+    assert nodes_and_share(three, SIXTEEN)[1] == 3.0
+    assert nodes_and_share([], SIXTEEN)[1] == 0.0
 
 
 def test_nodes_for_rounds_a_shapes_count_up_to_whole_nodes() -> None:

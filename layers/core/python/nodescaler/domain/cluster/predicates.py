@@ -235,15 +235,10 @@ def nodes_for(pods: Sequence[Pod], template: NodeTemplate) -> int:
     return nodes_and_share(pods, template)[0]
 
 
-def node_share(pods: Sequence[Pod], template: NodeTemplate) -> float:
-    """`nodes_for` before it rounds up: 7.5 where 60 two-core pods fill 16-core nodes. A
-    forecast scales this, not the whole nodes: a busier day's 7 % on 8 rounded-up nodes
-    would ask for a ninth the pods never fill."""
-    return nodes_and_share(pods, template)[1]
-
-
 def nodes_and_share(pods: Sequence[Pod], template: NodeTemplate) -> tuple[int, float]:
-    """`nodes_for` and `node_share` in one pass (the share rounds up to the nodes)."""
+    """`nodes_for`, and the share it rounds up: 7.5 where 60 two-core pods fill 16-core
+    nodes. A forecast scales the share, not the whole nodes: a busier day's 7 % on 8
+    rounded-up nodes would ask for a ninth the pods never fill."""
     if not pods:
         return 0, 0.0
     have = template.allocatable
