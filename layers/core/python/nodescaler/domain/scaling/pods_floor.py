@@ -74,7 +74,7 @@ def pods_need(outcomes: Sequence[MetricOutcome]) -> int | None:
     return max((o.pods_need for o in outcomes if o.pods_need is not None), default=None)
 
 
-def kept_for_reacquire(
+def floors_under_scale_in(
     desired: int,
     current: int,
     *,
@@ -83,13 +83,15 @@ def kept_for_reacquire(
     history: History,
     now: datetime,
     boot: BootTime | None,
+    limits: list[Limit],
 ) -> Kept:
-    """No scale-in below the most nodes the group's pods needed at any time within one
-    re-acquire time, as read before this evaluation (each read in force until the next),
-    by a read no older than the scale-down window (the window counts from a read, as it
-    does for a recommendation), never above the current size; and the history with what
-    they need now. Nothing is kept for nodes needed now too: the floor of the nodes its
-    pods need now (`not_below_pods_need`) has its say on those."""
+    """Both floors, each named in `limits` when it holds the scale-in back: first the nodes
+    the group's pods need now (`not_below_pods_need`); then no scale-in below the most nodes
+    they needed at any time within one re-acquire time, as read before this evaluation
+    (each read in force until the next), by a read no older than the scale-down window
+    (the window counts from a read, as it does for a recommendation), never above the
+    current size. Returned with the history holding what they need now."""
+    desired = not_below_pods_need(desired, current, outcomes, limits)
     keep, need = keep_seconds(policy, boot), pods_need(outcomes)
     # an evaluation that could not read the cluster ends the read before it (recorded as
     # needing nothing it knows of): read again later, that old read would otherwise count
@@ -102,38 +104,12 @@ def kept_for_reacquire(
     if needed is None or needed <= max(desired, need or 0):
         return Kept(desired, recorded)
     floor = min(needed, current)
+    limits.append(Limit.REACQUIRE_TIME)
     why = (
         f"keeps {floor - desired} of the nodes its pods needed within {keep:.0f}s: "
         f"re-acquiring one takes {boot.seconds:.0f}s ({boot.source})"
     )
     return Kept(floor, recorded, why)
-
-
-def floors_under_scale_in(
-    desired: int,
-    current: int,
-    *,
-    policy: NodeGroupPolicy,
-    outcomes: Sequence[MetricOutcome],
-    history: History,
-    now: datetime,
-    boot: BootTime | None,
-    limits: list[Limit],
-) -> Kept:
-    """Both floors, each named in `limits` when it holds the scale-in back."""
-    desired = not_below_pods_need(desired, current, outcomes, limits)
-    kept = kept_for_reacquire(
-        desired,
-        current,
-        policy=policy,
-        outcomes=outcomes,
-        history=history,
-        now=now,
-        boot=boot,
-    )
-    if kept.why:
-        limits.append(Limit.REACQUIRE_TIME)
-    return kept
 
 
 def not_below_pods_need(
