@@ -47,10 +47,11 @@ class CountedPods:
 
 
 def test_arrivals_learnt_across_evaluations_size_the_next_buffer_and_quiet_shrinks_it() -> None:
-    # Given a web group whose pods grow by 4 a minute for five minutes, then stay
+    # Given a new web group, quiet for 80 minutes, whose pods then grow by 4 a minute for
+    # five minutes, then stay
     make_asg("web-ng", tags={"nodescaler/enabled": "true", "nodescaler/policy": "web"})
     clock = VirtualClock()
-    counted = CountedPods([0, 4, 8, 12, 16, 20] + [20] * 90)
+    counted = CountedPods([0] * 80 + [4, 8, 12, 16, 20] + [20] * 91)
     evaluator = Evaluator(
         node_groups=AsgNodeGroups(client("autoscaling"), client("eks"), tag_names=TagNames()),
         producers=Producers({PendingPodsMetric: counted}),
@@ -60,15 +61,20 @@ def test_arrivals_learnt_across_evaluations_size_the_next_buffer_and_quiet_shrin
     )
     # When it is evaluated every minute, its state kept in the table between evaluations
     reasons = []
-    for minute in range(96):
+    for minute in range(176):
         reasons.append(evaluator.evaluate("web-ng", f"m-{minute}").decision.reason)  # type: ignore[union-attr]
         clock.advance(minutes=1)
-    # Then the first read holds the buffer's least (nothing learnt), the burst raises it
-    # to 4 a minute × the five-minute boot time assumed until launches are measured, and
-    # an hour and a half of quiet brings it back down to its least
-    assert counted.given[:3] == [1, 1, 20]
-    assert max(counted.given) == 20
+    # Then the first read holds the buffer's most (nothing learnt), forgotten from the
+    # first count as a rate is (e^(-t / 15 min)), down to its least by minute 80; the burst
+    # raises it to 4 a minute × (the five-minute boot time assumed until launches are
+    # measured + the minute between evaluations), and an hour and a half of quiet brings
+    # it back down to its least
+    assert counted.given[:3] == [30, 28, 26]
+    assert counted.given[79:82] == [1, 1, 24]
+    assert max(counted.given[80:]) == 24
     assert counted.given[-1] == 1
-    assert "pods/min × 5.0 min boot (default until 5 cold launches are measured" in reasons[6]
+    assert "30 × 1 cpu" in reasons[0] and "100% of the most room kept while" in reasons[0]
+    assert "pods/min × (5.0 min boot (default until 5 cold launches are measured" in reasons[86]
+    assert "+ 1.0 min between looks) = " in reasons[86]
     stored = DynamoStateStore(client("dynamodb"), TABLE).load("web-ng").arrivals
     assert (stored.pods, stored.per_minute < 0.1) == (20, True)

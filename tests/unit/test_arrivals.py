@@ -84,13 +84,13 @@ def test_a_count_after_a_long_gap_or_a_clock_gone_back_teaches_no_rate() -> None
         (Arrivals(10, T, 3.0), {"maxPods": 8}, 8),  # capped
         (Arrivals(10, T, 0.05), {"maxPods": 40}, 0),  # quiet: none
         (Arrivals(10, T, 0.05), {"minPods": 2, "maxPods": 40}, 2),  # quiet: its least
-        (Arrivals(), {"minPods": 1, "maxPods": 40}, 1),  # nothing learnt yet
+        (Arrivals(), {"minPods": 1, "maxPods": 40}, 40),  # never counted: the most room
     ],
 )
 def test_a_buffer_from_arrivals_holds_a_boot_time_of_them_within_its_bounds(
     arrivals: Arrivals, bounds: dict[str, int], pods: int
 ) -> None:
-    sized, note = sized_buffers(web(**bounds), arrivals, BOOT, "p90 of the last 5 cold launches")  # type: ignore[arg-type]
+    sized, note = sized_buffers(web(**bounds), arrivals, BOOT, "p90 of the last 5 cold launches", T)  # type: ignore[arg-type]
     assert buffer_of(sized).pods == pods
     assert note.startswith(
         f"buffer from arrivals: {arrivals.per_minute:.2f} pods/min × 4.0 min boot "
@@ -99,11 +99,59 @@ def test_a_buffer_from_arrivals_holds_a_boot_time_of_them_within_its_bounds(
     assert f"room for {pods} × 1 cpu/1Gi (from arrivals, " in note
 
 
+@pytest.mark.parametrize(
+    ("minutes", "pods", "why"),
+    [
+        (0, 40, "counted once: the most room, nothing learnt"),
+        (15, 15, "40 × e^-1 = 14.7: the most room forgotten as a learnt rate is"),
+        (60, 1, "40 × e^-4 = 0.7: an hour of quiet lets it fall"),
+        (240, 0, "forgotten"),
+    ],
+)
+def test_until_a_rate_is_learnt_the_buffer_errs_towards_room(
+    minutes: int, pods: int, why: str
+) -> None:
+    # Given a group first counted at T, with no pod arriving since
+    quiet = counted(10, *[10] * minutes)
+    now = T + timedelta(minutes=minutes)
+    sized, note = sized_buffers(web(maxPods=40), quiet, BOOT, "set", now)  # type: ignore[arg-type]
+    # Then its buffer holds the unlearnt share of its most room, said in the decision
+    assert buffer_of(sized).pods == pods, why
+    assert (f"{math.exp(-minutes / 15):.0%} of the most room kept while" in note) == (pods > 0)
+
+
+def test_a_rate_learnt_above_the_unlearnt_room_sizes_the_buffer() -> None:
+    # Given 5 pods a minute from the first count: 20 in a boot, above 40 × e^-2 = 5.4
+    busy = counted(*range(0, 151, 5))
+    sized, _ = sized_buffers(web(maxPods=40), busy, BOOT, "set", T + timedelta(minutes=30))  # type: ignore[arg-type]
+    assert buffer_of(sized).pods == 20
+
+
+@pytest.mark.parametrize(
+    ("since_last", "pods", "between"),
+    [
+        (5, 27, "5.0"),  # 3 a minute × (4-minute boot + 5 minutes until the next look)
+        (60, 57, "15.0"),  # a look an hour later: at most 15 minutes counted
+    ],
+)
+def test_the_buffer_also_holds_the_arrivals_until_the_next_look(
+    since_last: int, pods: int, between: str
+) -> None:
+    # Given 3 pods a minute learnt at the last count, and the group evaluated again later
+    arrivals = Arrivals(10, T, 3.0)
+    now = T + timedelta(minutes=since_last)
+    sized, note = sized_buffers(web(maxPods=100), arrivals, BOOT, "set", now)  # type: ignore[arg-type]
+    # Then room that runs short just after this look is asked for at the next: the buffer
+    # holds what arrives meanwhile, and through the boot of the node asked for then
+    assert buffer_of(sized).pods == pods
+    assert f"3.00 pods/min × (4.0 min boot (set) + {between} min between looks) = " in note
+
+
 def test_a_policy_without_a_buffer_from_arrivals_is_left_as_it_is() -> None:
     fixed = policy(
         {"type": "PendingPods", "pendingPods": {"buffer": [{"pods": 16, "requests": {"cpu": "1"}}]}}
     )
-    assert sized_buffers(fixed, Arrivals(1, T, 9.0), BOOT, "set") == (fixed, "")
+    assert sized_buffers(fixed, Arrivals(1, T, 9.0), BOOT, "set", T) == (fixed, "")
 
 
 @pytest.mark.parametrize(
@@ -128,6 +176,20 @@ def test_a_buffer_sized_wrongly_is_refused_naming_the_field(
 def test_the_arrivals_survive_their_storage_form_and_a_broken_one_is_refused() -> None:
     arrivals = counted(0, 7, 19)
     assert Arrivals.load(arrivals.dump()) == arrivals
-    for broken in ({"pods": -1}, {"per_minute": -2}, {"at": "2026-11-23T08:00:00"}):
+    for broken in (
+        {"pods": -1},
+        {"per_minute": -2},
+        {"at": "2026-11-23T08:00:00"},
+        {"since": "2026-11-23T08:00:00"},
+    ):
         with pytest.raises(ValueError, match="arrivals: "):
             Arrivals.load(json.dumps(json.loads(arrivals.dump()) | broken))
+
+
+def test_arrivals_stored_before_their_first_count_was_kept_load_as_learnt() -> None:
+    # Given a rate stored by a build that did not keep the first count
+    older = {"pods": 10, "at": T.isoformat(), "per_minute": 0.0}
+    loaded = Arrivals.load(json.dumps(older))
+    # Then it is taken as learnt: no room is brought back for it
+    assert loaded.since is None and loaded.unlearnt(T) == 0
+    assert counted(10).since == T and Arrivals().unlearnt(T) == 1

@@ -58,7 +58,7 @@ def targets(sized: object) -> list[float]:
 def test_the_target_keeps_room_for_a_boot_time_of_arrivals_within_the_written_targets(
     arrivals: Arrivals, target: float, why: str
 ) -> None:
-    sized, note = sized_reservations(microservices(), arrivals, BOOT, SOURCE)  # type: ignore[arg-type]
+    sized, note = sized_reservations(microservices(), arrivals, BOOT, SOURCE, T)  # type: ignore[arg-type]
     assert targets(sized) == [target, target], why
     assert note.startswith(
         f"headroom from arrivals: {arrivals.per_minute:.2f} pods/min × 3.0 min boot ({SOURCE})"
@@ -66,15 +66,32 @@ def test_the_target_keeps_room_for_a_boot_time_of_arrivals_within_the_written_ta
     assert f"reservation-cpu {target:g}% (60% written)" in note
 
 
+@pytest.mark.parametrize(
+    ("minutes", "target"),
+    [
+        (0, 60),  # first counted now: the written room
+        # 66 × (100 / 60 - 1) × e^-2 = 5.95 pods of room: 100 / (1 + 5.95 / 66) = 91.7
+        (30, 91.7),
+        (240, 100),  # forgotten: quiet, so packed
+    ],
+)
+def test_until_a_rate_is_learnt_the_written_room_is_forgotten_as_a_rate_is(
+    minutes: int, target: float
+) -> None:
+    quiet = Arrivals(66, T + timedelta(minutes=minutes), 0.0, since=T)
+    sized, _ = sized_reservations(microservices(), quiet, BOOT, SOURCE, quiet.at)  # type: ignore[arg-type]
+    assert targets(sized) == [target, target]
+
+
 def test_a_reservation_with_its_targets_room_is_left_as_it_is() -> None:
     fixed = microservices(reservation_metric("cpu", 60))
-    assert sized_reservations(fixed, Arrivals(66, T, 0.0), BOOT, SOURCE) == (fixed, "")  # type: ignore[arg-type]
+    assert sized_reservations(fixed, Arrivals(66, T, 0.0), BOOT, SOURCE, T) == (fixed, "")  # type: ignore[arg-type]
 
 
 def test_given_a_quiet_cluster_spread_at_56_percent_then_the_group_packs_its_pods() -> None:
     # Given 66 pods spread over 7 nodes at 56 % of their CPU, none arriving lately
     quiet = Arrivals(66, T, 0.0)
-    sized, _ = sized_by_arrivals(microservices(), quiet, BOOT, SOURCE)  # type: ignore[arg-type]
+    sized, _ = sized_by_arrivals(microservices(), quiet, BOOT, SOURCE, T)  # type: ignore[arg-type]
     given = readings(T0, reservation_cpu=56, reservation_memory=40, pending_pods=0)
     # Then the group needs 4 nodes (3.92 nodes' worth of requests), where 60 % holds 7
     decision = run(sized, 7, given).decision
@@ -85,7 +102,7 @@ def test_given_a_quiet_cluster_spread_at_56_percent_then_the_group_packs_its_pod
 
 def test_given_pods_arriving_fast_then_the_written_target_still_holds_its_room() -> None:
     busy = Arrivals(66, T, 30.0)
-    sized, _ = sized_by_arrivals(microservices(), busy, BOOT, SOURCE)  # type: ignore[arg-type]
+    sized, _ = sized_by_arrivals(microservices(), busy, BOOT, SOURCE, T)  # type: ignore[arg-type]
     given = readings(T0, reservation_cpu=97.6, reservation_memory=50, pending_pods=0)
     assert run(sized, 4, given).decision.desired == 7  # ceil(0.976 / 0.6 × 4)
 
@@ -100,7 +117,7 @@ def test_buffers_and_reservations_are_sized_together_and_both_said() -> None:
             },
         },
     )
-    _, note = sized_by_arrivals(both, Arrivals(66, T, 5.0), BOOT, SOURCE)
+    _, note = sized_by_arrivals(both, Arrivals(66, T, 5.0), BOOT, SOURCE, T)
     assert "buffer from arrivals: " in note
     assert "headroom from arrivals: " in note
 

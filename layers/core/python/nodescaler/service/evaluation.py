@@ -165,7 +165,7 @@ class Evaluator:
         cluster = self.cluster.view
         # a buffer or a headroom sized from arrivals holds a boot time of them, as learnt
         boot, source = lead_time(state.demand, None, warm=usable_pool(group) is not None)
-        policy, sizing_note = sized_by_arrivals(policy, state.arrivals, boot, source)
+        policy, sizing_note = sized_by_arrivals(policy, state.arrivals, boot, source, now)
         failures: list[LaunchFailure] = []
         ready: Sequence[datetime | None] | None = None
         if state.provisioning is not None:  # a scale-up in flight: did it fail, or arrive?

@@ -13,6 +13,12 @@ launches as measured), to the nearest pod, within the buffer's bounds. Karpenter
 ask for this as a spare-capacity buffer (aws/karpenter-provider-aws#3240); Cluster
 Autoscaler's users size overprovisioning placeholders by hand.
 
+Until a rate is learnt, room errs towards room: a group never counted keeps the most its
+buffers allow (`maxPods`, a reservation's written target), and from its first count that
+room is forgotten as a learnt rate is, with the same time constant. A new group, or one
+whose state was lost, is not caught without room by the first pods it sees; the quiet it
+learns lets the room fall.
+
 A reservation's `headroom: fromArrivals` is the same room for a `Utilization` target: the
 room the target keeps is used × (100 / target − 1); the room a boot time of arrivals
 needs, at the group's average pod, is used × expected / pods. The smaller of the two is
@@ -27,10 +33,17 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from nodescaler.domain.policy import CapacityBuffer, MetricBase, NodeGroupPolicy, PendingPodsMetric
+from nodescaler.domain.policy import (
+    ArrivalsSizing,
+    CapacityBuffer,
+    MetricBase,
+    NodeGroupPolicy,
+    PendingPodsMetric,
+)
 
 FORGET = timedelta(minutes=15)  # the running mean's time constant
 STALE = timedelta(hours=1)  # a count older than this is not compared with: start afresh
+FORGOTTEN = 0.005  # the most room's weight below which the rate alone sizes the room
 
 
 @dataclass(frozen=True)
@@ -40,27 +53,50 @@ class Arrivals:
     pods: int | None = None
     at: datetime | None = None
     per_minute: float = 0.0
+    since: datetime | None = None  # the first count; None once stored by a build without it
 
     def observed(self, now: datetime, pods: int) -> Arrivals:
         """With a new count of the group's pods at `now`."""
         if self.at is not None and now <= self.at:
             return self  # the same instant, or a clock gone back: nothing to learn from
         if self.pods is None or self.at is None:
-            return Arrivals(pods, now, self.per_minute)
+            return Arrivals(pods, now, self.per_minute, since=now)
         gap = now - self.at
         kept = math.exp(-gap / FORGET)  # the weight of what was learnt before
         if gap > STALE:  # nothing counted for long: what came meanwhile is not a rate
-            return Arrivals(pods, now, round(self.per_minute * kept, 4))
+            return Arrivals(pods, now, round(self.per_minute * kept, 4), self.since)
         rate = max(pods - self.pods, 0) / (gap / timedelta(minutes=1))
-        return Arrivals(pods, now, round(max(rate, kept * self.per_minute), 4))
+        return Arrivals(pods, now, round(max(rate, kept * self.per_minute), 4), self.since)
 
     def in_boot(self, boot: timedelta) -> float:
         """The pods expected to arrive in one boot time."""
         return self.per_minute * boot / timedelta(minutes=1)
 
+    def between_looks(self, now: datetime) -> timedelta:
+        """How long the room goes unlooked at: the time since the last count, the interval
+        of the group's evaluations (a tick's, or shorter when pods are pending), at most
+        `FORGET`; none before the first count."""
+        if self.at is None:
+            return timedelta(0)
+        return min(max(now - self.at, timedelta(0)), FORGET)
+
+    def unlearnt(self, now: datetime) -> float:
+        """The weight still given to the most room allowed, while the rate is learnt: 1
+        before the first count, forgotten from it as a learnt rate is; 0 for a rate
+        stored without its first count (learnt by an older build)."""
+        if self.at is None:
+            return 1.0
+        if self.since is None:
+            return 0.0
+        weight = math.exp(-max(now - self.since, timedelta(0)) / FORGET)
+        return weight if weight >= FORGOTTEN else 0.0  # past 80 minutes: learnt
+
     def dump(self) -> str:
         at = None if self.at is None else self.at.isoformat()
-        return json.dumps({"pods": self.pods, "at": at, "per_minute": self.per_minute})
+        since = None if self.since is None else self.since.isoformat()
+        return json.dumps(
+            {"pods": self.pods, "at": at, "per_minute": self.per_minute, "since": since}
+        )
 
     @classmethod
     def load(cls, text: str) -> Arrivals:
@@ -71,34 +107,40 @@ class Arrivals:
             raise ValueError(f"arrivals: {pods!r} pods")
         if not 0 <= rate < 1e6:
             raise ValueError(f"arrivals: {rate!r} pods a minute")
-        when = None if at is None else datetime.fromisoformat(at)
-        if when is not None and when.tzinfo is None:
-            raise ValueError(f"arrivals: {at!r} has no time zone")
-        return cls(pods, when, rate)
+        return cls(pods, _instant(at), rate, _instant(stored.get("since")))
+
+
+def _instant(text: str | None) -> datetime | None:
+    when = None if text is None else datetime.fromisoformat(text)
+    if when is not None and when.tzinfo is None:
+        raise ValueError(f"arrivals: {text!r} has no time zone")
+    return when
 
 
 def sized_by_arrivals(
-    policy: NodeGroupPolicy, arrivals: Arrivals, boot: timedelta, source: str
+    policy: NodeGroupPolicy, arrivals: Arrivals, boot: timedelta, source: str, now: datetime
 ) -> tuple[NodeGroupPolicy, str]:
-    """The policy with its buffers and its reservations' headroom sized from arrivals,
-    and how, for the decision ("" when nothing is sized by arrivals)."""
-    policy, buffers = sized_buffers(policy, arrivals, boot, source)
-    policy, reservations = sized_reservations(policy, arrivals, boot, source)
+    """The policy with its buffers and its reservations' headroom sized from arrivals at
+    `now`, and how, for the decision ("" when nothing is sized by arrivals)."""
+    policy, buffers = sized_buffers(policy, arrivals, boot, source, now)
+    policy, reservations = sized_reservations(policy, arrivals, boot, source, now)
     return policy, " | ".join(note for note in (buffers, reservations) if note)
 
 
 def sized_reservations(
-    policy: NodeGroupPolicy, arrivals: Arrivals, boot: timedelta, source: str
+    policy: NodeGroupPolicy, arrivals: Arrivals, boot: timedelta, source: str, now: datetime
 ) -> tuple[NodeGroupPolicy, str]:
     """The policy with each reservation whose headroom is `fromArrivals` given the target
     that keeps room for a boot time of arrivals, within its written target's room; how,
     for the decision ("" when none is). Until the group's pods are counted (or with none
-    to size a pod from), the written target."""
+    to size a pod from), the written target; while its rate is learnt, at least the
+    written room's unlearnt weight."""
     if not any(m.headroom_from_arrivals for m in policy.spec.metrics):
         return policy, ""
-    expected = arrivals.in_boot(boot)
+    expected, rate = _expected(arrivals, boot, source, now)
+    unlearnt = arrivals.unlearnt(now)
     metrics = [
-        _with_headroom(m, arrivals.pods, expected) if m.headroom_from_arrivals else m
+        _with_headroom(m, arrivals.pods, expected, unlearnt) if m.headroom_from_arrivals else m
         for m in policy.spec.metrics
     ]
     spec = policy.spec.model_copy(update={"metrics": metrics})
@@ -108,18 +150,22 @@ def sized_reservations(
         if m.headroom_from_arrivals
     )
     note = (
-        f"headroom from arrivals: {arrivals.per_minute:.2f} pods/min × "
-        f"{boot.total_seconds() / 60:.1f} min boot ({source}) = {expected:.1f} pods of "
-        f"{arrivals.pods if arrivals.pods is not None else 'uncounted'}: {said}"
+        f"headroom from arrivals: {rate} pods of "
+        f"{arrivals.pods if arrivals.pods is not None else 'uncounted'}{_learning(unlearnt)}: "
+        f"{said}"
     )
     return policy.model_copy(update={"spec": spec}), note
 
 
-def _with_headroom(metric: MetricBase, pods: int | None, expected: float) -> MetricBase:
-    """The reservation with the target keeping room for `expected` of its `pods` more."""
+def _with_headroom(
+    metric: MetricBase, pods: int | None, expected: float, unlearnt: float
+) -> MetricBase:
+    """The reservation with the target keeping room for `expected` of its `pods` more, or
+    for the `unlearnt` share of the written target's room when that is more."""
     written = metric.target.amount
     if not pods:  # nothing counted: no pod's share of the requests to size the room by
         return metric
+    expected = max(expected, unlearnt * pods * (100 / written - 1))
     # rounded down to a tenth of a percent (towards room): a target a human can read
     share = math.floor(1000 / (1 + expected / pods)) / 10
     target = metric.target.model_copy(update={"average_utilization": max(written, share)})
@@ -127,25 +173,42 @@ def _with_headroom(metric: MetricBase, pods: int | None, expected: float) -> Met
 
 
 def sized_buffers(
-    policy: NodeGroupPolicy, arrivals: Arrivals, boot: timedelta, source: str
+    policy: NodeGroupPolicy, arrivals: Arrivals, boot: timedelta, source: str, now: datetime
 ) -> tuple[NodeGroupPolicy, str]:
     """The policy with each `fromArrivals` buffer sized (its `pods` set), and how, for the
     decision ("" when no buffer is sized by arrivals). `boot`: the group's boot time,
     `source` where it comes from."""
     if not any(b.from_arrivals for b in _buffers(policy)):
         return policy, ""
-    expected = arrivals.in_boot(boot)
+    expected, rate = _expected(arrivals, boot, source, now)
+    unlearnt = arrivals.unlearnt(now)
     metrics = [
-        _sized(m, expected) if isinstance(m, PendingPodsMetric) else m for m in policy.spec.metrics
+        _sized(m, expected, unlearnt) if isinstance(m, PendingPodsMetric) else m
+        for m in policy.spec.metrics
     ]
     spec = policy.spec.model_copy(update={"metrics": metrics})
     sized = policy.model_copy(update={"spec": spec})
     said = ", ".join(b.describe() for b in _buffers(sized) if b.from_arrivals)
-    note = (
-        f"buffer from arrivals: {arrivals.per_minute:.2f} pods/min × "
-        f"{boot.total_seconds() / 60:.1f} min boot ({source}) = {expected:.1f} pods: {said}"
-    )
-    return sized, note
+    return sized, f"buffer from arrivals: {rate} pods{_learning(unlearnt)}: {said}"
+
+
+def _expected(arrivals: Arrivals, boot: timedelta, source: str, now: datetime) -> tuple[float, str]:
+    """The pods expected before a node asked for at the next look is Ready: those a boot
+    time brings, and the time between looks (room that runs short just after one is
+    seen at the next); with the decision's words for it."""
+    looks = arrivals.between_looks(now)
+    expected = arrivals.in_boot(boot + looks)
+    span = f"{boot.total_seconds() / 60:.1f} min boot ({source})"
+    if looks:
+        span = f"({span} + {looks.total_seconds() / 60:.1f} min between looks)"
+    return expected, f"{arrivals.per_minute:.2f} pods/min × {span} = {expected:.1f}"
+
+
+def _learning(unlearnt: float) -> str:
+    """The note's words for the room kept while the rate is learnt ("" once it is)."""
+    if not unlearnt:
+        return ""
+    return f", {unlearnt:.0%} of the most room kept while the rate is learnt"
 
 
 def _buffers(policy: NodeGroupPolicy) -> list[CapacityBuffer]:
@@ -157,15 +220,20 @@ def _buffers(policy: NodeGroupPolicy) -> list[CapacityBuffer]:
     ]
 
 
-def _sized(metric: PendingPodsMetric, expected: float) -> PendingPodsMetric:
+def _sized(metric: PendingPodsMetric, expected: float, unlearnt: float) -> PendingPodsMetric:
     """The metric with its `fromArrivals` buffers holding the pods `expected` in a boot
-    time, to the nearest pod, within their bounds."""
-    pods = math.floor(expected + 0.5)
+    time, or the `unlearnt` share of their `maxPods` when that is more, to the nearest
+    pod, within their bounds."""
     buffers = [
         b
         if (sizing := b.from_arrivals) is None
-        else b.model_copy(update={"pods": min(max(pods, sizing.min_pods), sizing.max_pods)})
+        else b.model_copy(update={"pods": _nearest(expected, unlearnt, sizing)})
         for b in metric.pending_pods.buffer
     ]
     source = metric.pending_pods.model_copy(update={"buffer": buffers})
     return metric.model_copy(update={"pending_pods": source})
+
+
+def _nearest(expected: float, unlearnt: float, sizing: ArrivalsSizing) -> int:
+    pods = math.floor(max(expected, unlearnt * sizing.max_pods) + 0.5)
+    return min(max(pods, sizing.min_pods), sizing.max_pods)
