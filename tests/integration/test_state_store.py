@@ -203,11 +203,23 @@ def test_the_learnt_arrivals_round_trip_and_an_item_without_them_has_none(
     )["Item"]
     assert "arrivals" not in item
     assert store.load("ng").arrivals == Arrivals()
-    # Given pods arriving at 2.5 a minute, last counted at 12 pods
-    arrivals = Arrivals(pods=12, at=T0, per_minute=2.5)
+    # Given pods arriving at 2.5 a minute, first counted an hour ago, last at 12 pods, and
+    # counted every five minutes
+    arrivals = Arrivals(12, T0, 2.5, T0 - timedelta(hours=1), timedelta(minutes=5))
     saved = store.save(replace(store.load("ng"), arrivals=arrivals))
     # Then the rate comes back as learnt, to size a buffer from arrivals
     assert store.load(saved.group).arrivals == arrivals
+
+
+def test_arrivals_stored_by_an_older_build_load_as_learnt(store: DynamoStateStore) -> None:
+    # Given a rate stored without its first count nor its counts' interval
+    _saved_with(
+        store, "arrivals", '{"pods": 12, "at": "2026-11-23T08:00:00+00:00", "per_minute": 0.0}'
+    )
+    loaded = store.load("ng").arrivals
+    # Then it is taken as learnt (no room brought back for it), counted at no interval
+    assert (loaded.pods, loaded.since, loaded.longest_gap) == (12, None, timedelta(0))
+    assert loaded.unlearnt(loaded.at) == 0  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("stored", ["not json", '{"pods": 1}', '{"pods": "x", "at": 3}'])

@@ -106,7 +106,7 @@ def test_the_reservation_stays_in_a_band_around_its_target(sandbox_runs: Sandbox
 def test_a_buffer_lets_a_ramps_pods_start_without_waiting_for_a_node(
     sandbox_runs: SandboxRuns,
 ) -> None:
-    ran = run(sandbox_runs, shorter_ramp("web"))  # room for 16 one-core pods
+    ran = run(sandbox_runs, shorter_ramp("web"))  # room for up to 16 one-core pods
     summary = ran.summary
     ours, theirs = summary[NODESCALER], summary[BASELINE]
     timeline = {controller: ran.timeline(controller) for controller in BOTH}

@@ -121,10 +121,11 @@ def test_until_a_rate_is_learnt_the_buffer_errs_towards_room(
 
 
 def test_a_rate_learnt_above_the_unlearnt_room_sizes_the_buffer() -> None:
-    # Given 5 pods a minute from the first count: 20 in a boot, above 40 × e^-2 = 5.4
+    # Given 5 pods a minute from the first count, counted every minute: 25 in a boot and a
+    # minute between counts, above 40 × e^-2 = 5.4
     busy = counted(*range(0, 151, 5))
     sized, _ = sized_buffers(web(maxPods=40), busy, BOOT, "set", T + timedelta(minutes=30))  # type: ignore[arg-type]
-    assert buffer_of(sized).pods == 20
+    assert buffer_of(sized).pods == 25
 
 
 @pytest.mark.parametrize(
@@ -145,6 +146,35 @@ def test_the_buffer_also_holds_the_arrivals_until_the_next_look(
     # holds what arrives meanwhile, and through the boot of the node asked for then
     assert buffer_of(sized).pods == pods
     assert f"3.00 pods/min × (4.0 min boot (set) + {between} min between looks) = " in note
+
+
+def test_the_longest_time_between_counts_lately_is_learnt_as_the_time_between_looks() -> None:
+    # Given a group ticked every 5 minutes, with the fast path bringing an evaluation
+    # forward 10 s after each tick
+    arrivals = Arrivals()
+    for tick in range(6):
+        at = T + tick * timedelta(minutes=5)
+        arrivals = arrivals.observed(at, tick).observed(at + timedelta(seconds=10), tick)
+    # Then just after a fast-path count the room is still looked at only at the next tick
+    last = arrivals.at
+    looks = arrivals.between_looks(last)  # type: ignore[arg-type]
+    assert looks.total_seconds() == pytest.approx(290, abs=1)  # 4 min 50 s, barely forgotten
+    # and a clock gone back, or a look long after, change nothing but what they must
+    assert arrivals.between_looks(last - timedelta(hours=1)) == arrivals.longest_gap  # type: ignore[operator]
+    assert arrivals.between_looks(last + timedelta(hours=2)) == timedelta(minutes=15)  # type: ignore[operator]
+    # And a longest gap of an hour ago counts for e^-1 of itself: 1-minute ticks since
+    # let it fall
+    for minute in range(1, 61):
+        arrivals = arrivals.observed(last + timedelta(minutes=minute), 6)  # type: ignore[operator]
+    assert arrivals.longest_gap.total_seconds() == pytest.approx(290 / math.e, abs=1)
+
+
+def test_a_count_after_an_hour_without_one_learns_the_rate_again_erring_towards_room() -> None:
+    learnt = counted(*[10] * 200)  # quiet for over three hours: learnt, no room
+    assert learnt.unlearnt(learnt.at) == 0  # type: ignore[arg-type]
+    later = learnt.at + timedelta(hours=2)  # type: ignore[operator]
+    again = learnt.observed(later, 10)
+    assert (again.since, again.unlearnt(later)) == (later, 1)
 
 
 def test_a_policy_without_a_buffer_from_arrivals_is_left_as_it_is() -> None:
@@ -181,6 +211,7 @@ def test_the_arrivals_survive_their_storage_form_and_a_broken_one_is_refused() -
         {"per_minute": -2},
         {"at": "2026-11-23T08:00:00"},
         {"since": "2026-11-23T08:00:00"},
+        {"longest_gap_s": 3600},
     ):
         with pytest.raises(ValueError, match="arrivals: "):
             Arrivals.load(json.dumps(json.loads(arrivals.dump()) | broken))

@@ -356,7 +356,7 @@ class DynamoStateStore:
 
 def _arrivals(item: Mapping[str, Any]) -> Arrivals:
     """The group's pod arrivals as learnt; an unreadable record starts afresh (a buffer
-    sized from arrivals then holds its minPods until the rate is learnt again)."""
+    sized from arrivals then holds its maxPods, forgotten as the rate is learnt again)."""
     if "arrivals" not in item:
         return Arrivals()
     try:

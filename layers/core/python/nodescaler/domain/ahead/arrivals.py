@@ -43,17 +43,22 @@ from nodescaler.domain.policy import (
 
 FORGET = timedelta(minutes=15)  # the running mean's time constant
 STALE = timedelta(hours=1)  # a count older than this is not compared with: start afresh
-FORGOTTEN = 0.005  # the most room's weight below which the rate alone sizes the room
+# the most room's weight below which the rate alone sizes the room: under half a pod of
+# the largest maxPods (10,000), so the room fades out rather than drops
+FORGOTTEN = 0.00005
 
 
 @dataclass(frozen=True)
 class Arrivals:
-    """The group's pods at its last count, and their arrival rate so far (pods a minute)."""
+    """The group's pods at its last count, their arrival rate so far (pods a minute), the
+    first count (None before it, or as stored by a build that did not keep it) and the
+    longest time between two counts lately."""
 
     pods: int | None = None
     at: datetime | None = None
     per_minute: float = 0.0
-    since: datetime | None = None  # the first count; None once stored by a build without it
+    since: datetime | None = None
+    longest_gap: timedelta = timedelta(0)
 
     def observed(self, now: datetime, pods: int) -> Arrivals:
         """With a new count of the group's pods at `now`."""
@@ -63,22 +68,31 @@ class Arrivals:
             return Arrivals(pods, now, self.per_minute, since=now)
         gap = now - self.at
         kept = math.exp(-gap / FORGET)  # the weight of what was learnt before
-        if gap > STALE:  # nothing counted for long: what came meanwhile is not a rate
-            return Arrivals(pods, now, round(self.per_minute * kept, 4), self.since)
+        if gap > STALE:  # nothing counted for long: what came meanwhile is not a rate, and
+            # what was learnt is as good as unknown: learnt again, erring towards room
+            return Arrivals(pods, now, round(self.per_minute * kept, 4), since=now)
         rate = max(pods - self.pods, 0) / (gap / timedelta(minutes=1))
-        return Arrivals(pods, now, round(max(rate, kept * self.per_minute), 4), self.since)
+        # the longest gap lately: a gap an hour old counts for e^-1 of itself
+        longest = max(gap, self.longest_gap * math.exp(-gap / STALE))
+        return Arrivals(
+            pods,
+            now,
+            round(max(rate, kept * self.per_minute), 4),
+            self.since,
+            timedelta(seconds=round(min(longest, FORGET).total_seconds(), 1)),
+        )
 
     def in_boot(self, boot: timedelta) -> float:
         """The pods expected to arrive in one boot time."""
         return self.per_minute * boot / timedelta(minutes=1)
 
     def between_looks(self, now: datetime) -> timedelta:
-        """How long the room goes unlooked at: the time since the last count, the interval
-        of the group's evaluations (a tick's, or shorter when pods are pending), at most
-        `FORGET`; none before the first count."""
+        """How long the room may go unlooked at: the longest time between two counts lately
+        (a tick's interval, where the fast path brings some evaluations forward), or the
+        time since the last when longer; at most `FORGET`, none before the first count."""
         if self.at is None:
             return timedelta(0)
-        return min(max(now - self.at, timedelta(0)), FORGET)
+        return min(max(now - self.at, self.longest_gap, timedelta(0)), FORGET)
 
     def unlearnt(self, now: datetime) -> float:
         """The weight still given to the most room allowed, while the rate is learnt: 1
@@ -89,13 +103,19 @@ class Arrivals:
         if self.since is None:
             return 0.0
         weight = math.exp(-max(now - self.since, timedelta(0)) / FORGET)
-        return weight if weight >= FORGOTTEN else 0.0  # past 80 minutes: learnt
+        return weight if weight >= FORGOTTEN else 0.0  # past 150 minutes: learnt
 
     def dump(self) -> str:
         at = None if self.at is None else self.at.isoformat()
         since = None if self.since is None else self.since.isoformat()
         return json.dumps(
-            {"pods": self.pods, "at": at, "per_minute": self.per_minute, "since": since}
+            {
+                "pods": self.pods,
+                "at": at,
+                "per_minute": self.per_minute,
+                "since": since,
+                "longest_gap_s": self.longest_gap.total_seconds(),
+            }
         )
 
     @classmethod
@@ -107,7 +127,11 @@ class Arrivals:
             raise ValueError(f"arrivals: {pods!r} pods")
         if not 0 <= rate < 1e6:
             raise ValueError(f"arrivals: {rate!r} pods a minute")
-        return cls(pods, _instant(at), rate, _instant(stored.get("since")))
+        longest = float(stored.get("longest_gap_s", 0))
+        if not 0 <= longest <= FORGET.total_seconds():
+            raise ValueError(f"arrivals: {longest!r} s between counts")
+        since = _instant(stored.get("since"))
+        return cls(pods, _instant(at), rate, since, timedelta(seconds=longest))
 
 
 def _instant(text: str | None) -> datetime | None:
@@ -206,7 +230,7 @@ def _expected(arrivals: Arrivals, boot: timedelta, source: str, now: datetime) -
 
 def _learning(unlearnt: float) -> str:
     """The note's words for the room kept while the rate is learnt ("" once it is)."""
-    if not unlearnt:
+    if unlearnt < 0.005:  # it would read 0%
         return ""
     return f", {unlearnt:.0%} of the most room kept while the rate is learnt"
 
@@ -235,5 +259,7 @@ def _sized(metric: PendingPodsMetric, expected: float, unlearnt: float) -> Pendi
 
 
 def _nearest(expected: float, unlearnt: float, sizing: ArrivalsSizing) -> int:
+    """The buffer's pods: the expected arrivals, or the unlearnt share of its most room
+    when more, to the nearest pod, within its bounds."""
     pods = math.floor(max(expected, unlearnt * sizing.max_pods) + 0.5)
     return min(max(pods, sizing.min_pods), sizing.max_pods)
