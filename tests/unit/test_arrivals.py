@@ -75,6 +75,7 @@ def test_a_count_after_a_long_gap_or_a_clock_gone_back_teaches_no_rate() -> None
     later = learnt.observed(T + timedelta(hours=3), 500)  # 490 more, but over three hours
     assert later.pods == 500 and later.per_minute < learnt.per_minute
     assert learnt.observed(T, 900) == learnt  # before the last count: nothing learnt
+    assert learnt.observed(learnt.at, 900) == learnt  # type: ignore[arg-type]  # the same instant
 
 
 @pytest.mark.parametrize(
@@ -175,6 +176,24 @@ def test_a_count_after_an_hour_without_one_learns_the_rate_again_erring_towards_
     later = learnt.at + timedelta(hours=2)  # type: ignore[operator]
     again = learnt.observed(later, 10)
     assert (again.since, again.unlearnt(later)) == (later, 1)
+
+
+def test_a_fixed_buffer_beside_one_from_arrivals_keeps_its_pods() -> None:
+    both = policy(
+        {
+            "type": "PendingPods",
+            "pendingPods": {
+                "buffer": [
+                    {"pods": 5, "requests": {"cpu": "2"}},
+                    {"fromArrivals": {"maxPods": 40}, "requests": {"cpu": "1"}},
+                ]
+            },
+        }
+    )
+    sized, _ = sized_buffers(both, Arrivals(10, T, 3.0), BOOT, "set", T)
+    (metric,) = sized.spec.metrics
+    assert isinstance(metric, PendingPodsMetric)
+    assert [b.pods for b in metric.pending_pods.buffer] == [5, 12]
 
 
 def test_a_policy_without_a_buffer_from_arrivals_is_left_as_it_is() -> None:
