@@ -7,9 +7,14 @@ when more came than left, is its arrivals, over the time since. The rate kept is
 highest seen lately: a new count's rate when higher, else the rate kept before, forgotten
 with a 15-minute time constant. So a burst sizes the buffer at the next evaluation (room
 errs towards room, as a forecast does), and a quiet cluster lets it fall towards zero,
-and the buffer to its `minPods`, within the hour. The pods it sizes are rate × the
-group's boot time (the forecast's lead time, `domain.forecast.lead_time`: the p90 of its
-launches as measured), to the nearest pod, within the buffer's bounds. Karpenter users
+and the buffer to its `minPods`, within the hour. The pods it sizes are rate × (the
+group's boot time + the time between looks), to the nearest pod, within the buffer's
+bounds. The boot time is the forecast's lead time (`domain.forecast.lead_time`: the p90
+of its launches as measured). The time between looks is there because the room is seen
+only when the group is evaluated (the fast path watches pending pods, not a buffer's
+room): room that runs short just after one evaluation is asked for at the next, so the
+buffer also holds what arrives until then, the longest gap between counts lately (a
+tick's interval, though the fast path brings some evaluations forward). Karpenter users
 ask for this as a spare-capacity buffer (aws/karpenter-provider-aws#3240); Cluster
 Autoscaler's users size overprovisioning placeholders by hand.
 
@@ -17,13 +22,14 @@ Until a rate is learnt, room errs towards room: a group never counted keeps the 
 buffers allow (`maxPods`, a reservation's written target), and from its first count that
 room is forgotten as a learnt rate is, with the same time constant. A new group, or one
 whose state was lost, is not caught without room by the first pods it sees; the quiet it
-learns lets the room fall.
+learns lets the room fall. A count after an hour without one learns afresh the same way.
 
 A reservation's `headroom: fromArrivals` is the same room for a `Utilization` target: the
-room the target keeps is used × (100 / target − 1); the room a boot time of arrivals
-needs, at the group's average pod, is used × expected / pods. The smaller of the two is
-kept, so the target becomes 100 / (1 + expected / pods), never below the written one: a
-quiet cluster packs towards 100 %, a busy one keeps the target's room.
+room the target keeps is used × (100 / target − 1); the room the expected arrivals need
+(the same pods as a buffer's), at the group's average pod, is used × expected / pods.
+The smaller of the two is kept, so the target becomes 100 / (1 + expected / pods), never
+below the written one: a quiet cluster packs towards 100 %, a busy one keeps the
+target's room.
 """
 
 from __future__ import annotations
