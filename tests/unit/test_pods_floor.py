@@ -126,6 +126,9 @@ def test_the_keep_is_never_longer_than_the_policys_scale_down_window(
         history = evaluation.history
         kept = kept_until is not None and seconds < kept_until
         assert evaluation.decision.desired == (16 if kept else 3), (window, seconds)
+        # and a keep the window cuts short of a launch time says so
+        capped = f"kept no longer than the {window}s scale-down window"
+        assert (capped in evaluation.decision.reason) == (kept and window < 180)
         after = seconds
     assert after == 241
 

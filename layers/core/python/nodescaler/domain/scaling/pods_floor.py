@@ -109,6 +109,8 @@ def floors_under_scale_in(
         f"keeps {floor - desired} of the nodes its pods needed within {keep:.0f}s: "
         f"re-acquiring one takes {boot.seconds:.0f}s ({boot.source})"
     )
+    if keep < boot.seconds:  # say what cut the keep short of a launch time
+        why += f", kept no longer than the {_window(policy)}s scale-down window"
     return Kept(floor, recorded, why)
 
 
