@@ -15,8 +15,6 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from nodescaler.domain.ahead.arrivals import sized_by_arrivals
-from nodescaler.domain.ahead.forecast import lead_time
-from nodescaler.domain.ahead.warm_pool import usable_pool
 from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.groups.optin import AllowedGroups, is_managed
 from nodescaler.domain.groups.zonal_shift import ZoneHold, zone_hold
@@ -25,7 +23,7 @@ from nodescaler.domain.scale_up.backoff import BackoffRules
 from nodescaler.domain.scaling.group_state import GroupState, failure_key
 from nodescaler.domain.scaling.limits import ClusterUsage
 from nodescaler.domain.scaling.pause import in_force
-from nodescaler.domain.scaling.plan import Facts, plan, rejection
+from nodescaler.domain.scaling.plan import Facts, boot_time, plan, rejection
 from nodescaler.errors import StateConflictError
 from nodescaler.ports import (
     Clock,
@@ -164,8 +162,10 @@ class Evaluator:
         """What the group's plan is made from; nothing is written here."""
         cluster = self.cluster.view
         # a buffer or a headroom sized from arrivals holds a boot time of them, as learnt
-        boot, source = lead_time(state.demand, None, warm=usable_pool(group) is not None)
-        policy, sizing_note = sized_by_arrivals(policy, state.arrivals, boot, source, now)
+        boot = boot_time(group, state)
+        policy, sizing_note = sized_by_arrivals(
+            policy, state.arrivals, timedelta(seconds=boot.seconds), boot.source, now
+        )
         failures: list[LaunchFailure] = []
         ready: Sequence[datetime | None] | None = None
         if state.provisioning is not None:  # a scale-up in flight: did it fail, or arrive?

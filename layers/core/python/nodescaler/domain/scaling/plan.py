@@ -204,15 +204,16 @@ def _decided(
         ceiling=facts.ceiling,
         failures=state.failures,
         own_pending=facts.own_pending,
-        boot=_boot_time(group, state),
+        boot=boot_time(group, state),
     )
     held = hold_for_zones(hold(evaluation.decision, facts.pauses), facts.zones)
     return replace(evaluation, decision=_hold_on_bounds_doubt(held, group))
 
 
-def _boot_time(group: NodeGroup, state: GroupState) -> BootTime:
+def boot_time(group: NodeGroup, state: GroupState) -> BootTime:
     """How long getting one of the group's nodes back takes: its own launch time, as the
-    forecasts look ahead by (warm launches' where its warm pool covers a scale-up)."""
+    forecasts look ahead by (warm launches' where its warm pool covers a scale-up); the
+    keep and a buffer learnt from arrivals both size by it."""
     boot, source = lead_time(state.demand, None, warm=usable_pool(group) is not None)
     return BootTime(boot.total_seconds(), source)
 
