@@ -49,7 +49,7 @@ def test_a_steady_stream_of_pods_is_learnt_as_its_rate() -> None:
     arrivals = counted(*range(0, 181, 3))
     # Then the rate learnt is 3 a minute: 12 pods in a boot time
     assert arrivals.per_minute == pytest.approx(3)
-    assert arrivals.in_boot(BOOT) == pytest.approx(12)
+    assert arrivals.arriving_in(BOOT) == pytest.approx(12)
 
 
 def test_pods_that_leave_are_not_arrivals_and_a_quiet_cluster_forgets_its_rate() -> None:

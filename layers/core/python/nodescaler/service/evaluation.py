@@ -161,7 +161,8 @@ class Evaluator:
     ) -> Facts:
         """What the group's plan is made from; nothing is written here."""
         cluster = self.cluster.view
-        # a buffer or a headroom sized from arrivals holds a boot time of them, as learnt
+        # a buffer or a headroom sized from arrivals holds what a boot time (and the time
+        # between looks) brings, as learnt; by the boot time the plan's keep uses
         boot = boot_time(group, state)
         policy, sizing_note = sized_by_arrivals(
             policy, state.arrivals, timedelta(seconds=boot.seconds), boot.source, now

@@ -88,9 +88,9 @@ class Arrivals:
             timedelta(seconds=round(min(longest, FORGET).total_seconds(), 1)),
         )
 
-    def in_boot(self, boot: timedelta) -> float:
-        """The pods expected to arrive in one boot time."""
-        return self.per_minute * boot / timedelta(minutes=1)
+    def arriving_in(self, span: timedelta) -> float:
+        """The pods expected to arrive in `span` (a boot time, and the time between looks)."""
+        return self.per_minute * span / timedelta(minutes=1)
 
     def between_looks(self, now: datetime) -> timedelta:
         """How long the room may go unlooked at: the longest time between two counts lately
@@ -98,7 +98,8 @@ class Arrivals:
         time since the last when longer; at most `FORGET`, none before the first count."""
         if self.at is None:
             return timedelta(0)
-        return min(max(now - self.at, self.longest_gap, timedelta(0)), FORGET)
+        # longest_gap is never negative, so a clock gone back counts for nothing
+        return min(max(now - self.at, self.longest_gap), FORGET)
 
     def unlearnt(self, now: datetime) -> float:
         """The weight still given to the most room allowed, while the rate is learnt: 1
@@ -227,7 +228,7 @@ def _expected(arrivals: Arrivals, boot: timedelta, source: str, now: datetime) -
     time brings, and the time between looks (room that runs short just after one is
     seen at the next); with the decision's words for it."""
     looks = arrivals.between_looks(now)
-    expected = arrivals.in_boot(boot + looks)
+    expected = arrivals.arriving_in(boot + looks)
     span = f"{boot.total_seconds() / 60:.1f} min boot ({source})"
     if looks:
         span = f"({span} + {looks.total_seconds() / 60:.1f} min between looks)"
