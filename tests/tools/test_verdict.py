@@ -63,9 +63,41 @@ def test_a_difference_within_five_percent_or_one_step_is_noise() -> None:
         "idle node-hours": "within noise",  # 2 %
         "pod-minutes waiting": "within noise",  # 1 %
         "reaction (p50)": "within noise",  # 8 s: within the 10-s step
+        "reaction (p99)": "within noise",
     }
     apart = summary("apart", run(idle=2.2, waiting=10.0, reaction=41), run(2.0, 10.0, 30))
-    assert {c.label: c.mark for c in verdict.compare(apart)}["reaction (p50)"] == "worse"
+    marks = {c.label: c.mark for c in verdict.compare(apart)}
+    assert marks["reaction (p50)"] == marks["reaction (p99)"] == "worse"
+
+
+def test_the_p99_reaction_is_judged_apart_from_the_p50() -> None:
+    ours, tuned = run(1.0, 2.0, 5), run(1.0, 2.0, 5)
+    ours["reaction_s"]["overall"]["p99"] = 61  # a tick's wait for the slowest
+    tuned["reaction_s"]["overall"]["p99"] = 12
+    marks = {c.label: c.mark for c in verdict.compare(summary("p99", ours, tuned))}
+    assert marks["reaction (p50)"] == "within noise"
+    assert marks["reaction (p99)"] == "worse"
+
+
+def test_harm_is_said_where_either_run_has_some_and_a_loss_is_worse() -> None:
+    # Given no pod killed on either side: the verdict does not list it
+    quiet = verdict.compare(summary("none", run(1.0, 2.0, 5), run(1.0, 2.0, 5)))
+    assert not {c.label for c in quiet} & {h.label for h in verdict.HARMS}
+    # When nodescaler kills workers with their instances and loses more Jobs' work
+    ours, tuned = run(1.0, 2.0, 5), run(1.0, 2.0, 5)
+    ours |= {"pods_killed_with_their_instance": 10, "lost_job_minutes": 138.5}
+    tuned |= {"lost_job_minutes": 74.0}
+    marks = {c.label: c for c in verdict.compare(summary("harm", ours, tuned))}
+    # Then both are named, and worse, in the scenario's line
+    assert marks["pods killed with their instance"].mark == "worse"
+    assert marks["lost job-minutes"].text() == "lost job-minutes 1.87× (138.5 vs 74)"
+    assert marks["lost job-minutes"].mark == "worse"
+    line = verdict.verdict([summary("harm", ours, tuned)], None)[1]
+    assert "WORSE: " in line and "pods killed with their instance ∞ (10 vs 0)" in line
+    # and one pod more than CA's one is within what the sandbox resolves
+    two, one = {"pods_killed_with_their_instance": 2}, {"pods_killed_with_their_instance": 1}
+    close = verdict.compare(summary("one", run(1.0, 2.0, 5) | two, run(1.0, 2.0, 5) | one))
+    assert {c.label: c.mark for c in close}["pods killed with their instance"] == "within noise"
 
 
 def test_a_figure_a_summary_lacks_is_left_out_and_no_tuned_run_is_said() -> None:
