@@ -84,7 +84,7 @@ class World:
         return lambda count: Removable(("i-1", "i-2")[:count], "empty nodes")
 
     def mark_candidates(self, group: NodeGroup, candidates: frozenset[str], now: datetime) -> None:
-        self.log.append(("mark_candidates", sorted(candidates)))
+        self.log.append(("mark_candidates", sorted(candidates), group.desired))
 
     def listed_since(self, at: datetime) -> None:
         pass
@@ -97,9 +97,11 @@ class World:
         return MetricReading(value=4, at=now, candidates=("web-1", "web-2"))
 
 
-def evaluated(dry_run: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[World, list[Plan], Outcome]:
+def evaluated(
+    dry_run: bool, monkeypatch: pytest.MonkeyPatch, world: World | None = None
+) -> tuple[World, list[Plan], Outcome]:
     """The group evaluated once, in a world of its own; the plans it made."""
-    world, plans = World(), []
+    world, plans = world or World(), []
 
     def recorded(facts: Any) -> Plan:
         plans.append(made := planner(facts))
@@ -140,8 +142,30 @@ def test_given_a_dry_run_then_the_same_plan_is_made_and_only_recorded(
     assert outcome is Outcome.ACTED
     assert acted.log == [
         ("protect", ["i-0"], True),
-        ("mark_candidates", ["web-1", "web-2"]),
+        ("mark_candidates", ["web-1", "web-2"], 4),  # the leaving two are named: as reported
         ("save", "acting"),
         ("remove_instances", ("i-1", "i-2")),
         ("save", "recorded"),
     ]
+
+
+class SelfManaged(World):
+    """The same group as a self-managed Auto Scaling group: resized, its termination policy
+    chooses which instances go (nodescaler's own, `service.termination_policy`)."""
+
+    def get(self, name: str) -> NodeGroup | None:
+        return dataclasses.replace(GROUP, eks_cluster=None, eks_nodegroup=None)
+
+
+def test_a_scale_in_left_to_the_termination_policy_marks_the_group_as_it_leaves_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a self-managed group of four whose queue needs one node
+    world, plans, outcome = evaluated(False, monkeypatch, SelfManaged())
+    # When it is resized to one (no instance named: its termination policy chooses)
+    assert outcome is Outcome.ACTED and plans[0].leaving == ()
+    assert ("set_desired", 1) in world.log
+    # Then the nodes are marked for the group at its new desired capacity, before the
+    # resize, so the three its termination policy lets go next are steered clear of new
+    # pods (`awaiting_removal`)
+    assert world.log[1] == ("mark_candidates", ["web-1", "web-2"], 1)

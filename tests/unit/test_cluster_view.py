@@ -189,3 +189,37 @@ def test_given_a_queue_groups_nodes_empty_and_nothing_pending_then_its_own_pods_
     )
     pending = busy.own_pending_pods(jobs, NOW)
     assert isinstance(pending, MetricReading) and pending.empty_nodes in (None, 0)
+
+
+def test_a_group_with_more_in_service_than_desired_marks_the_nodes_it_lets_go_next() -> None:
+    # Given a queue's group of four Ready nodes now desired at two (the termination policy
+    # waits for their workers to finish): three workers on jobs-0, one on jobs-1 and on
+    # jobs-2, none on jobs-3, and jobs-1's instance protected from scale-in
+    nodes = [replace(web_node("jobs", i), provider_id=f"aws:///eu-west-1a/i-{i}") for i in range(4)]
+    workers = pods(5, prefix="worker")
+    on = ["jobs-0", "jobs-0", "jobs-0", "jobs-1", "jobs-2"]
+    running = tuple(
+        replace(p, node_name=n, phase="Running", unschedulable=False)
+        for p, n in zip(workers, on, strict=True)
+    )
+    group = replace(jobs_group(4), desired=2, protected_ids=frozenset({nodes[1].instance_id}))
+    marks = Marks()
+    # When the evaluation marks its candidates (none from a pending-pods reading)
+    view(Snapshot(tuple(nodes), running), marks).mark_candidates(group, frozenset(), NOW)
+    # Then the two it lets go next, cheapest to empty and not protected, are marked, so new
+    # workers land on the others and these empty
+    assert marks.marked == {"jobs-3": True, "jobs-2": True}
+    # and once the group is down to its desired, nothing more is marked, the marks cleared
+    left = tuple(
+        replace(n, taints=(CANDIDATE_TAINT,)) if n.name in marks.marked else n for n in nodes
+    )
+    marks = Marks()
+    view(Snapshot(left[:2], running[:4]), marks).mark_candidates(
+        replace(group, in_service=2), frozenset(), NOW
+    )
+    assert marks.marked == {}
+    marks = Marks()
+    view(Snapshot(left, running), marks).mark_candidates(
+        replace(group, desired=4), frozenset(), NOW
+    )
+    assert marks.marked == {"jobs-2": False, "jobs-3": False}

@@ -68,7 +68,7 @@ class Actuator:
         group, decision = plan.group, plan.decision
         state = self._protect(plan)
         if self.cluster is not None:  # steer new pods off the nodes that may leave
-            self.cluster.mark_candidates(group, plan.candidates, plan.decision.at)
+            self.cluster.mark_candidates(_as_left(plan), plan.candidates, decision.at)
         if not plan.resizes:
             return self._keep_warm_pool(plan, self.record(plan, state, event_id, Outcome.UNCHANGED))
         if plan.grows:  # watched until in service, or overdue
@@ -225,3 +225,12 @@ class Actuator:
             self.state.save(state.after(history=state.history, problems=problems))
             return replace(result, problems=problems)
         return result
+
+
+def _as_left(plan: Plan) -> NodeGroup:
+    """The group as the plan leaves it: its excess over the new desired capacity is what the
+    termination policy takes next. Instances the plan names to go are going already (the
+    group's desired as reported: no other node is marked for them)."""
+    if plan.leaving:
+        return plan.group
+    return replace(plan.group, desired=plan.decision.desired)

@@ -36,6 +36,7 @@ from nodescaler.domain.scale_down.unneeded import (
     SIMULATED_PER_CALL,
     Removable,
     Unneeded,
+    awaiting_removal,
     candidate_marks,
     removable,
     unneeded_nodes,
@@ -167,8 +168,9 @@ class KubernetesClusterView:
 
     def mark_candidates(self, group: NodeGroup, candidates: frozenset[str], now: datetime) -> None:
         """Soft-taint the group's nodes in `candidates` (those a pending-pods reading found
-        unneeded), and clear it from its others. Best effort: the taint only steers the
-        scheduler, so a refusal or an unreachable server changes nothing else."""
+        unneeded) and those it lets go next while it has more in service than it desires
+        (`awaiting_removal`), and clear it from its others. Best effort: the taint only
+        steers the scheduler, so a refusal or an unreachable server changes nothing else."""
         if self._marks is None:
             return
         try:
@@ -176,7 +178,8 @@ class KubernetesClusterView:
         except KubernetesUnavailableError:
             return
         own = [n for n in snapshot.nodes if belongs(n, group)]
-        for node, marked in candidate_marks(own, candidates).items():
+        leaving = awaiting_removal(group, snapshot)
+        for node, marked in candidate_marks(own, candidates | leaving).items():
             try:
                 self._marks.mark_candidate(node, marked)
             except Exception:  # a hint, never a reason to fail the evaluation (or the rest)
