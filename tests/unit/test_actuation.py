@@ -4,6 +4,7 @@ its actuator (`service.actuation`). A dry run makes the same plan and acts on no
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -13,9 +14,10 @@ from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.policy import MetricBase, SqsQueueMetric
 from nodescaler.domain.scale_down.unneeded import Removable
 from nodescaler.domain.scaling.group_state import GroupState
+from nodescaler.domain.scaling.history import History, ScaleEvent
 from nodescaler.domain.scaling.plan import ChooseLeaving, Plan
 from nodescaler.domain.scaling.readings import MetricReading, Reading
-from nodescaler.service import evaluation
+from nodescaler.service import actuation, evaluation
 from nodescaler.service.evaluation import ClusterSay, Evaluator, Outcome, Setup
 from nodescaler.service.policy_resolver import PolicyBook
 from nodescaler.service.producers import Producers
@@ -83,8 +85,12 @@ class World:
     def leaving(self, group: NodeGroup, now: datetime) -> ChooseLeaving:
         return lambda count: Removable(("i-1", "i-2")[:count], "empty nodes")
 
-    def mark_candidates(self, group: NodeGroup, candidates: frozenset[str], now: datetime) -> None:
-        self.log.append(("mark_candidates", sorted(candidates), group.desired))
+    def mark_candidates(
+        self, group: NodeGroup, candidates: frozenset[str], now: datetime, excess: int = 0
+    ) -> None:
+        self.log.append(
+            ("mark_candidates", sorted(candidates), excess, sorted(group.protected_ids))
+        )
 
     def listed_since(self, at: datetime) -> None:
         pass
@@ -142,7 +148,8 @@ def test_given_a_dry_run_then_the_same_plan_is_made_and_only_recorded(
     assert outcome is Outcome.ACTED
     assert acted.log == [
         ("protect", ["i-0"], True),
-        ("mark_candidates", ["web-1", "web-2"], 4),  # the leaving two are named: as reported
+        # the leaving two are named: no excess; i-0 as protected once applied
+        ("mark_candidates", ["web-1", "web-2"], 0, ["i-0"]),
         ("save", "acting"),
         ("remove_instances", ("i-1", "i-2")),
         ("save", "recorded"),
@@ -165,7 +172,27 @@ def test_a_scale_in_left_to_the_termination_policy_marks_the_group_as_it_leaves_
     # When it is resized to one (no instance named: its termination policy chooses)
     assert outcome is Outcome.ACTED and plans[0].leaving == ()
     assert ("set_desired", 1) in world.log
-    # Then the nodes are marked for the group at its new desired capacity, before the
-    # resize, so the three its termination policy lets go next are steered clear of new
-    # pods (`awaiting_removal`)
-    assert world.log[1] == ("mark_candidates", ["web-1", "web-2"], 1)
+    # Then, before the resize, the three its termination policy lets go next are marked
+    # with the candidates, so new pods steer clear of them (`awaiting_removal`)
+    assert world.log[1] == ("mark_candidates", ["web-1", "web-2"], 3, ["i-0"])
+
+
+def test_an_excess_nodescaler_did_not_ask_for_marks_nothing() -> None:
+    # Given a self-managed group of four in service at a desired three (an instance
+    # refresh launching before it terminates), whose latest change was a scale-up
+    group = dataclasses.replace(GROUP, eks_cluster=None, eks_nodegroup=None, desired=3)
+    up, down = ScaleEvent(at=NOW, change=+1), ScaleEvent(at=NOW, change=-1)
+
+    def made(*events: ScaleEvent, leaving: tuple[str, ...] = ()) -> Any:
+        return types.SimpleNamespace(
+            group=group,
+            leaving=leaving,
+            decision=types.SimpleNamespace(desired=3),
+            resized_history=History(scale_events=events),
+        )
+
+    # Then none of its nodes is marked; after a scale-in of nodescaler's, the one over is
+    assert (actuation._awaiting(made(up)), actuation._awaiting(made())) == (0, 0)
+    assert actuation._awaiting(made(up, down)) == 1
+    # and none when the plan names the instances that go itself (an EKS managed group)
+    assert actuation._awaiting(made(up, down, leaving=("i-3",))) == 0

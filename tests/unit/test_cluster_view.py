@@ -192,34 +192,42 @@ def test_given_a_queue_groups_nodes_empty_and_nothing_pending_then_its_own_pods_
 
 
 def test_a_group_with_more_in_service_than_desired_marks_the_nodes_it_lets_go_next() -> None:
-    # Given a queue's group of four Ready nodes now desired at two (the termination policy
-    # waits for their workers to finish): three workers on jobs-0, one on jobs-1 and on
-    # jobs-2, none on jobs-3, and jobs-1's instance protected from scale-in
-    nodes = [replace(web_node("jobs", i), provider_id=f"aws:///eu-west-1a/i-{i}") for i in range(4)]
+    # Given a self-managed group of five in service now desired at two (the termination
+    # policy waits for their workers to finish): three workers on jobs-0, one on jobs-1 and
+    # on jobs-2, none on jobs-3, jobs-1's instance protected from scale-in, jobs-4 cordoned
+    # (being drained) and i-5 launched with no node yet
+    nodes = [replace(web_node("jobs", i), provider_id=f"aws:///eu-west-1a/i-{i}") for i in range(5)]
+    nodes[4] = replace(nodes[4], schedulable=False)
     workers = pods(5, prefix="worker")
     on = ["jobs-0", "jobs-0", "jobs-0", "jobs-1", "jobs-2"]
     running = tuple(
         replace(p, node_name=n, phase="Running", unschedulable=False)
         for p, n in zip(workers, on, strict=True)
     )
-    group = replace(jobs_group(4), desired=2, protected_ids=frozenset({nodes[1].instance_id}))
+    group = replace(
+        jobs_group(5),
+        eks_cluster=None,
+        eks_nodegroup=None,
+        instance_ids=frozenset(f"i-{i}" for i in range(5)),
+        protected_ids=frozenset({"i-1"}),
+    )
+    snapshot = Snapshot(tuple(nodes), running)
     marks = Marks()
-    # When the evaluation marks its candidates (none from a pending-pods reading)
-    view(Snapshot(tuple(nodes), running), marks).mark_candidates(group, frozenset(), NOW)
-    # Then the two it lets go next, cheapest to empty and not protected, are marked, so new
-    # workers land on the others and these empty
+    # When the evaluation marks its candidates (none from a pending-pods reading), three
+    # over its desired capacity
+    view(snapshot, marks).mark_candidates(group, frozenset(), NOW, excess=3)
+    # Then the three it lets go next, cheapest to empty, schedulable and not protected,
+    # are marked, so new workers land on the others and these empty
+    assert marks.marked == {"jobs-3": True, "jobs-2": True, "jobs-0": True}
+    # and an instance with no Ready node goes first: one fewer Ready node is marked
+    booting = replace(group, instance_ids=group.instance_ids | {"i-5"})
+    marks = Marks()
+    view(snapshot, marks).mark_candidates(booting, frozenset(), NOW, excess=3)
     assert marks.marked == {"jobs-3": True, "jobs-2": True}
-    # and once the group is down to its desired, nothing more is marked, the marks cleared
+    # and with no excess, the marks are cleared
     left = tuple(
         replace(n, taints=(CANDIDATE_TAINT,)) if n.name in marks.marked else n for n in nodes
     )
     marks = Marks()
-    view(Snapshot(left[:2], running[:4]), marks).mark_candidates(
-        replace(group, in_service=2), frozenset(), NOW
-    )
-    assert marks.marked == {}
-    marks = Marks()
-    view(Snapshot(left, running), marks).mark_candidates(
-        replace(group, desired=4), frozenset(), NOW
-    )
+    view(Snapshot(left, running), marks).mark_candidates(group, frozenset(), NOW)
     assert marks.marked == {"jobs-2": False, "jobs-3": False}

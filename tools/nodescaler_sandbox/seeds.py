@@ -12,7 +12,8 @@ becomes its mean over the seeds, rounded as the figures are, and beside it
 `<figure>_seeds` holds `{mean, min, max}` and `<figure>_spread` the spread, `max - min`
 (the range, not a standard deviation: five seeds are too few for one). A figure nested
 deeper (pod waits' percentiles, per group) is the first seed's, but for `reaction_s`'s
-overall p50, whose mean and spread are `reaction_s_seeds` and `reaction_s_spread`.
+overall p50 and p99, whose means and spreads are `reaction_s_seeds` and
+`reaction_s_spread`, and `reaction_s_p99_seeds` and `reaction_s_p99_spread`.
 Everything else (timelines, pods, charts, the bound) is the first seed's.
 
 A ratio is better, worse or within the spread (`mark`): within when nodescaler's and the
@@ -34,10 +35,14 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _reaction_p50(run: Mapping[str, Any]) -> float | None:
+def _reaction(run: Mapping[str, Any], percentile: str) -> float | None:
     reaction = run.get("reaction_s")
     overall = reaction.get("overall") if isinstance(reaction, Mapping) else None
-    return _number(overall.get("p50")) if isinstance(overall, Mapping) else None
+    return _number(overall.get(percentile)) if isinstance(overall, Mapping) else None
+
+
+# the reaction's overall percentiles over the seeds, under these keys (p50's as it was)
+REACTIONS = {"p50": "reaction_s", "p99": "reaction_s_p99"}
 
 
 def _plain(value: float) -> float:
@@ -62,11 +67,12 @@ def _aggregate_run(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         merged[key] = figure["mean"]
         merged[key + SEEDS_SUFFIX] = figure
         merged[key + SPREAD_SUFFIX] = _plain(figure["max"] - figure["min"])
-    reactions = [_reaction_p50(run) for run in runs]
-    if all(r is not None for r in reactions):
-        figure = spread([r for r in reactions if r is not None])
-        merged["reaction_s" + SEEDS_SUFFIX] = figure
-        merged["reaction_s" + SPREAD_SUFFIX] = _plain(figure["max"] - figure["min"])
+    for percentile, key in REACTIONS.items():
+        reactions = [_reaction(run, percentile) for run in runs]
+        if all(r is not None for r in reactions):
+            figure = spread([r for r in reactions if r is not None])
+            merged[key + SEEDS_SUFFIX] = figure
+            merged[key + SPREAD_SUFFIX] = _plain(figure["max"] - figure["min"])
     return merged
 
 

@@ -70,7 +70,6 @@ FIGURES = (
         lambda s: s / 60,
     ),
     Figure("reaction (p50)", "reaction_s", _reaction("p50"), lambda s: s),
-    # the first seed's: seeds average only the p50 (`seeds`), so no `_seeds` key is read
     Figure("reaction (p99)", "reaction_s_p99", _reaction("p99"), lambda s: s),
 )
 # Harm a workload pays for the savings, said only where either run has some: a worker or

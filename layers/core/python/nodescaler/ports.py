@@ -277,8 +277,11 @@ class ClusterView(Protocol):
         scale-in may take, in order (None: the cluster can't say)."""
         ...
 
-    def mark_candidates(self, group: NodeGroup, candidates: frozenset[str], now: datetime) -> None:
-        """Soft-taint the group's nodes in `candidates`, and only those (best effort)."""
+    def mark_candidates(
+        self, group: NodeGroup, candidates: frozenset[str], now: datetime, excess: int = 0
+    ) -> None:
+        """Soft-taint the group's nodes in `candidates`, and the `excess` it lets go next
+        while more are in service than it desires, and only those (best effort)."""
         ...
 
     def own_pending_pods(self, group: NodeGroup, now: datetime) -> Reading:

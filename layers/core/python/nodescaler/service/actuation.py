@@ -68,7 +68,9 @@ class Actuator:
         group, decision = plan.group, plan.decision
         state = self._protect(plan)
         if self.cluster is not None:  # steer new pods off the nodes that may leave
-            self.cluster.mark_candidates(_as_left(plan), plan.candidates, decision.at)
+            # as protected once applied: a node protected now is not one that leaves next
+            protected = replace(group, protected_ids=plan.protection.protected)
+            self.cluster.mark_candidates(protected, plan.candidates, decision.at, _awaiting(plan))
         if not plan.resizes:
             return self._keep_warm_pool(plan, self.record(plan, state, event_id, Outcome.UNCHANGED))
         if plan.grows:  # watched until in service, or overdue
@@ -227,10 +229,12 @@ class Actuator:
         return result
 
 
-def _as_left(plan: Plan) -> NodeGroup:
-    """The group as the plan leaves it: its excess over the new desired capacity is what the
-    termination policy takes next. Instances the plan names to go are going already (the
-    group's desired as reported: no other node is marked for them)."""
-    if plan.leaving:
-        return plan.group
-    return replace(plan.group, desired=plan.decision.desired)
+def _awaiting(plan: Plan) -> int:
+    """How many of the group's instances in service its termination policy takes next: the
+    excess over the desired capacity this plan leaves, while nodescaler's latest change was
+    a scale-in (an excess of another cause, an instance refresh or a rebalance, is Auto
+    Scaling's to choose); none when the plan names the instances that go itself."""
+    events = plan.resized_history.scale_events
+    if plan.leaving or not events or events[-1].change >= 0:
+        return 0
+    return max(plan.group.in_service - plan.decision.desired, 0)

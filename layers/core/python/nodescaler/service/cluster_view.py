@@ -166,11 +166,14 @@ class KubernetesClusterView:
         offered = sorted(group.instance_ids - group.protected_ids)
         return lambda count: removable(group, offered, count, snapshot, self._rules, now=now)
 
-    def mark_candidates(self, group: NodeGroup, candidates: frozenset[str], now: datetime) -> None:
+    def mark_candidates(
+        self, group: NodeGroup, candidates: frozenset[str], now: datetime, excess: int = 0
+    ) -> None:
         """Soft-taint the group's nodes in `candidates` (those a pending-pods reading found
-        unneeded) and those it lets go next while it has more in service than it desires
-        (`awaiting_removal`), and clear it from its others. Best effort: the taint only
-        steers the scheduler, so a refusal or an unreachable server changes nothing else."""
+        unneeded) and those it lets go next while `excess` more are in service than it
+        desires (`awaiting_removal`), and clear it from its others. Best effort: the taint
+        only steers the scheduler, so a refusal or an unreachable server changes nothing
+        else."""
         if self._marks is None:
             return
         try:
@@ -178,7 +181,7 @@ class KubernetesClusterView:
         except KubernetesUnavailableError:
             return
         own = [n for n in snapshot.nodes if belongs(n, group)]
-        leaving = awaiting_removal(group, snapshot)
+        leaving = awaiting_removal(group, snapshot, excess)
         for node, marked in candidate_marks(own, candidates | leaving).items():
             try:
                 self._marks.mark_candidate(node, marked)

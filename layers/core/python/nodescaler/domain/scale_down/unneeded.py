@@ -279,28 +279,32 @@ def removable(
     return Removable(chosen, reason, tuple(i for i in offered if i not in nodes))
 
 
-def awaiting_removal(group: NodeGroup, snapshot: Snapshot) -> frozenset[str]:
-    """The nodes a shrinking group lets go next, while more of its instances are in service
-    than it desires: that many of its Ready nodes, cheapest to empty first (as `removable`
-    takes them), none protected from scale-in or kept by annotation. Marked as unneeded nodes
-    are, so new pods (a queue's next workers) land on the nodes that stay and these empty;
-    else they are refilled while the termination policy waits for their pods to finish."""
-    excess = group.in_service - group.desired
+def awaiting_removal(group: NodeGroup, snapshot: Snapshot, excess: int) -> frozenset[str]:
+    """The nodes a shrinking group lets go next, while `excess` more of its instances are in
+    service than it desires: its termination policy takes those that never became Ready
+    nodes first (`removable`), then of its Ready, schedulable nodes (a cordoned one is
+    being drained already) the cheapest to empty, none protected from scale-in or kept by
+    annotation. Marked as unneeded nodes are, so new pods (a queue's next workers) land on
+    the nodes that stay and these empty; else they are refilled while the termination
+    policy waits for their pods to finish."""
     if excess <= 0:
         return frozenset()
     by_node = snapshot.pods_by_node
+    ready = [n for n in snapshot.nodes if belongs(n, group) and n.ready]
+    # never Ready (booting, or no node at all): taken first, so fewer Ready nodes go; an
+    # instance leaving already counts here too, which only marks fewer
+    excess -= len(group.instance_ids - {n.instance_id for n in ready})
     nodes = sorted(
         (
             n
-            for n in snapshot.nodes
-            if belongs(n, group)
-            and n.ready
+            for n in ready
+            if n.schedulable
             and not n.scale_down_disabled
             and n.instance_id not in group.protected_ids
         ),
         key=lambda n: _cost(movable(by_node.get(n.name, ())), n.name),
     )
-    return frozenset(n.name for n in nodes[:excess])
+    return frozenset(n.name for n in nodes[: max(excess, 0)])
 
 
 def candidate_marks(group_nodes: Sequence[Node], candidates: frozenset[str]) -> dict[str, bool]:
