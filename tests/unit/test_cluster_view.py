@@ -211,7 +211,8 @@ def test_a_group_with_more_in_service_than_desired_marks_the_nodes_it_lets_go_ne
         instance_ids=frozenset(f"i-{i}" for i in range(5)),
         protected_ids=frozenset({"i-1"}),
     )
-    snapshot = Snapshot(tuple(nodes), running)
+    # beside another group's empty node, never marked for this one
+    snapshot = Snapshot((*nodes, web_node("web-a", 0)), running)
     marks = Marks()
     # When the evaluation marks its candidates (none from a pending-pods reading), three
     # over its desired capacity
@@ -224,10 +225,14 @@ def test_a_group_with_more_in_service_than_desired_marks_the_nodes_it_lets_go_ne
     marks = Marks()
     view(snapshot, marks).mark_candidates(booting, frozenset(), NOW, excess=3)
     assert marks.marked == {"jobs-3": True, "jobs-2": True}
+    # one over: the cheapest alone; one over with one booting: none of its Ready nodes
+    for excess, instances, marked in ((1, group, {"jobs-3": True}), (1, booting, {})):
+        marks = Marks()
+        view(snapshot, marks).mark_candidates(instances, frozenset(), NOW, excess=excess)
+        assert marks.marked == marked, (excess, marked)
     # and with no excess, the marks are cleared
-    left = tuple(
-        replace(n, taints=(CANDIDATE_TAINT,)) if n.name in marks.marked else n for n in nodes
-    )
+    tainted = {"jobs-2", "jobs-3"}
+    left = tuple(replace(n, taints=(CANDIDATE_TAINT,)) if n.name in tainted else n for n in nodes)
     marks = Marks()
     view(Snapshot(left, running), marks).mark_candidates(group, frozenset(), NOW)
     assert marks.marked == {"jobs-2": False, "jobs-3": False}
