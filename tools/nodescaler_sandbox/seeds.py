@@ -35,9 +35,10 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _reaction(run: Mapping[str, Any], percentile: str) -> float | None:
-    reaction = run.get("reaction_s")
-    overall = reaction.get("overall") if isinstance(reaction, Mapping) else None
+def reaction(run: Mapping[str, Any], percentile: str) -> float | None:
+    """A run's overall reaction at `percentile` ("p50", "p99"), None when it has none."""
+    reactions = run.get("reaction_s")
+    overall = reactions.get("overall") if isinstance(reactions, Mapping) else None
     return _number(overall.get(percentile)) if isinstance(overall, Mapping) else None
 
 
@@ -68,7 +69,7 @@ def _aggregate_run(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         merged[key + SEEDS_SUFFIX] = figure
         merged[key + SPREAD_SUFFIX] = _plain(figure["max"] - figure["min"])
     for percentile, key in REACTIONS.items():
-        reactions = [_reaction(run, percentile) for run in runs]
+        reactions = [reaction(run, percentile) for run in runs]
         if all(r is not None for r in reactions):
             figure = spread([r for r in reactions if r is not None])
             merged[key + SEEDS_SUFFIX] = figure

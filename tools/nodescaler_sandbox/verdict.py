@@ -53,12 +53,7 @@ def _key(key: str) -> Callable[[Mapping[str, Any]], float | None]:
 
 
 def _reaction(percentile: str) -> Callable[[Mapping[str, Any]], float | None]:
-    def read(run: Mapping[str, Any]) -> float | None:
-        reaction = run.get("reaction_s")
-        overall = reaction.get("overall") if isinstance(reaction, Mapping) else None
-        return _number(overall.get(percentile)) if isinstance(overall, Mapping) else None
-
-    return read
+    return lambda run: seeds.reaction(run, percentile)
 
 
 FIGURES = (
