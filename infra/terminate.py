@@ -38,6 +38,7 @@ class TerminateFunction:
             environment=TerminateSettings.model_construct(
                 kubernetes_timeout_seconds=KUBERNETES_TIMEOUT_SECONDS,
                 state_table=shared.table.table_name,  # how long a cause has waited
+                drain_hook=settings.drain_hook,  # whether a group drains its nodes
                 **shared.cluster_connection,
                 **shared.common,
             ).environment(),
@@ -45,7 +46,7 @@ class TerminateFunction:
             timeout=TERMINATE_TIMEOUT,
         )
         self.lambda_.allow(
-            permissions.describe_node_groups(),
+            permissions.describe_node_groups("DescribeLifecycleHooks"),
             permissions.deny_tag_changes(),
             *shared.cluster_rights(),
             permissions.keep_termination_waits(shared.table.table_arn),

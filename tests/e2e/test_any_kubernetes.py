@@ -110,6 +110,14 @@ def test_the_termination_policy_reads_the_cluster_through_the_secret(
     )
     offered = [i | {"InstanceId": n} for i, n in zip(SAMPLE["Instances"], ids, strict=True)]
 
+    # no drain hook on the group: a node with pods to move stays (they would end with it)
+    assert invoke(SAMPLE | {"Instances": offered}, chooser) == {"InstanceIDs": []}
+    client("autoscaling").put_lifecycle_hook(
+        LifecycleHookName=terminate_settings.drain_hook,
+        AutoScalingGroupName="web",
+        LifecycleTransition="autoscaling:EC2_INSTANCE_TERMINATING",
+    )
+
     answer = invoke(SAMPLE | {"Instances": offered}, chooser)
 
     # the node whose pods are lighter to move goes: a choice only the cluster's pods give

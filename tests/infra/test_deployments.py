@@ -100,6 +100,8 @@ def test_each_drain_answers_only_its_own_deployments_hook(two: dict[str, Templat
         # and the function itself ignores any other hook (tests/integration/test_drain.py)
         variable = DrainSettings.model_fields["drain_hook"].alias
         assert environment(template, "drain")[str(variable)] == hook
+        # and the termination policy lets a node with pods go only from a group with it
+        assert environment(template, "terminate")[str(variable)] == hook
 
 
 def test_a_deployment_named_keeps_its_name_whatever_its_cluster() -> None:

@@ -268,6 +268,7 @@ def test_only_auto_scaling_may_invoke_the_termination_policy_which_changes_nothi
     }
     assert allowed == {
         "autoscaling:DescribeAutoScalingGroups",
+        "autoscaling:DescribeLifecycleHooks",  # whether a group drains its nodes
         "dynamodb:DeleteItem",  # how long a cause has waited (the next test)
         "dynamodb:GetItem",
         "dynamodb:PutItem",

@@ -270,8 +270,8 @@ def test_given_status_yaml_when_a_scenario_is_made_then_the_sandbox_loads_it(
     from nodescaler_sandbox.scenario_file import load_scenario
 
     scenario = load_scenario(tmp_path / "week.yaml")
-    assert [(g.name, g.min, g.max, g.instance_type) for g in scenario.groups] == [
-        ("web-asg", 1, 10, "m5.xlarge")
+    assert [(g.name, g.min, g.max, g.instance_type, g.drain) for g in scenario.groups] == [
+        ("web-asg", 1, 10, "m5.xlarge", True)  # the drain hook, as docs/deploy.md sets it up
     ]
     assert scenario.minutes == 31  # the last deletion, at 30 minutes
     assert "nodescaler simulate" in capsys.readouterr().out
@@ -286,3 +286,21 @@ def test_a_group_without_a_policy_or_an_unknown_instance_type_group_is_named(
                  str(tmp_path / "g.yaml")])  # fmt: skip
     assert code == 2
     assert "g.yaml: groups.0.policy" in capsys.readouterr().err
+
+
+def test_a_group_the_file_says_is_not_drained_is_replayed_without_the_hook(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "t.csv").write_text("arrival_s,cpu,memory\n0,1,1Gi\n")
+    (tmp_path / "g.yaml").write_text(
+        "groups:\n- {group: a, policy: web-pending, max: 3}\n"
+        "- {group: b, policy: web-pending, max: 3, drain: false}\n"
+    )
+    policies = Path(__file__).resolve().parents[2] / "scenarios" / "policies"
+    code = main(["trace", "scenario", str(tmp_path / "t.csv"), "--groups",
+                 str(tmp_path / "g.yaml"), "--policies", str(policies)])  # fmt: skip
+    assert code == 0
+    from nodescaler_sandbox.scenario_file import load_scenario
+
+    scenario = load_scenario(tmp_path / "t.yaml")
+    assert [(g.name, g.drain) for g in scenario.groups] == [("a", True), ("b", False)]

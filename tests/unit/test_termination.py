@@ -93,9 +93,62 @@ class Down:
         raise KubernetesUnavailableError("connection refused")
 
 
-def choose(cluster: Any, offered: list[str], capacity: int, group: str = "web") -> Any:
+class Hooks:
+    """Whether a group has the deployment's drain hook: `drains` for every group."""
+
+    def __init__(self, drains: bool | None = True) -> None:
+        self.answer = drains
+        self.asked: list[str] = []
+
+    def drains(self, group: str) -> bool | None:
+        self.asked.append(group)
+        return self.answer
+
+
+def choose(
+    cluster: Any, offered: list[str], capacity: int, group: str = "web", hooks: Any = None
+) -> Any:
     parsed = parse_termination_request(request(*offered, capacity=capacity, group=group))
-    return TerminationChooser(Groups(), cluster, VirtualClock()).choose(parsed)
+    chooser = TerminationChooser(Groups(), cluster, VirtualClock(), drain_hooks=hooks or Hooks())
+    return chooser.choose(parsed)
+
+
+@pytest.mark.parametrize(("drains", "why"), [(False, "no drain hook"), (None, "hook unread")])
+def test_a_node_with_pods_to_move_stays_in_a_group_whose_nodes_are_not_drained(
+    drains: bool | None, why: str
+) -> None:
+    # Without the deployment's terminate hook nothing evicts a node's pods before its
+    # instance goes: they would end with it, past their budgets. Cluster Autoscaler evicts
+    # before it deletes, so only nodes with nothing to move may go.
+    nodes = [node(0), node(1), node(2), node(3, ready=False)]
+    pods = [pod("busy", 0, 3000), pod("light", 1, 500), pod("agent", 2, daemon_set=True)]
+    offered = IDS[:5]
+    choice = choose(Cluster(nodes, pods), offered, capacity=4, hooks=Hooks(drains))
+    assert choice.instance_ids == (IDS[3], IDS[4], IDS[2])
+    assert choice.chosen and f"{IDS[1]} stays while its pods run: " in choice.reason
+    assert why in choice.reason and "docs/deploy.md" in choice.reason
+    # with the hook the same ask takes the light node too
+    hooked = choose(Cluster(nodes, pods), offered, capacity=4, hooks=Hooks(True))
+    assert hooked.instance_ids == (IDS[3], IDS[4], IDS[2], IDS[1])
+    assert "stays while its pods run" not in hooked.reason
+
+
+def test_the_drain_hook_is_asked_only_when_a_node_with_pods_would_go() -> None:
+    nodes = [node(0), node(1), node(2)]
+    pods = [pod("busy", 0, 3000), pod("light", 1, 500), pod("agent", 2, daemon_set=True)]
+    hooks = Hooks(False)
+    assert choose(Cluster(nodes, pods), IDS[:3], capacity=1, hooks=hooks).instance_ids == (IDS[2],)
+    assert hooks.asked == []  # the empty node alone was asked for: no call spent
+    choose(Cluster(nodes, pods), IDS[:3], capacity=2, hooks=hooks)
+    assert hooks.asked == ["web"]
+
+
+def test_a_dead_node_goes_without_a_drain_hook() -> None:
+    # NotReady with pods bound: nothing a drain could do for them, and the instance must go
+    nodes = [node(0), node(1, ready=False)]
+    pods = [pod("busy", 0, 3000), pod("lost", 1, 500)]
+    choice = choose(Cluster(nodes, pods), IDS[:2], capacity=1, hooks=Hooks(False))
+    assert choice.instance_ids == (IDS[1],)
 
 
 def test_never_ready_then_empty_then_cheapest_to_move_and_never_one_whose_pods_cannot() -> None:
@@ -296,7 +349,9 @@ class Policy:
     def __init__(self, cluster: Any, waits: Any = None) -> None:
         self.clock = VirtualClock()
         self.waits = waits if waits is not None else Waits()
-        self.chooser = TerminationChooser(Groups(), cluster, self.clock, self.waits)
+        self.chooser = TerminationChooser(
+            Groups(), cluster, self.clock, self.waits, drain_hooks=Hooks()
+        )
 
     def ask(self, cause: Any, offered: list[str], capacity: int = 1) -> Any:
         parsed = parse_termination_request(request(*offered, capacity=capacity, cause=cause))
@@ -531,7 +586,9 @@ def test_given_skip_nodes_with_local_storage_off_then_the_emptydir_pod_moves() -
     parsed = parse_termination_request(request(*IDS[:3], capacity=2))
 
     def chosen(rules: DrainRules) -> tuple[str, ...]:
-        chooser = TerminationChooser(Groups(), Cluster(nodes, pods), VirtualClock(), rules=rules)
+        chooser = TerminationChooser(
+            Groups(), Cluster(nodes, pods), VirtualClock(), rules=rules, drain_hooks=Hooks()
+        )
         return chooser.choose(parsed).instance_ids
 
     assert chosen(DrainRules()) == (IDS[1], IDS[2])  # the empty node, then web's
@@ -546,7 +603,7 @@ def test_given_a_kube_system_agent_then_its_node_is_offered_once_past_its_hour_b
     agent = Pod("kube-system", "agent", "node-0", Resources(100, GIB, 1), created=T0)
     parsed = parse_termination_request(request(*IDS[:2], capacity=2))
     clock = VirtualClock(T0 + timedelta(hours=1))
-    chooser = TerminationChooser(Groups(), Cluster(nodes, [agent]), clock)
+    chooser = TerminationChooser(Groups(), Cluster(nodes, [agent]), clock, drain_hooks=Hooks())
     assert chooser.choose(parsed).instance_ids == (IDS[1],)  # exactly an hour: it stays
     clock.advance(seconds=1)
     assert chooser.choose(parsed).instance_ids == (IDS[1], IDS[0])

@@ -28,6 +28,13 @@ APPS = 97  # _pod's services: service-0 … service-96
 GROUP = "group-0"
 
 
+class Drained:
+    """The group carries the drain hook, so a light node may go too (`DrainHooks`)."""
+
+    def drains(self, group: str) -> bool:
+        return True
+
+
 def fill(cluster: Any) -> None:
     full = NODES - LIGHT - EMPTY
     per_node = (PODS - 2 * LIGHT) // full
@@ -95,7 +102,7 @@ def _compute(url: str) -> dict[str, Any]:
         }
     )
     chooser = TerminationChooser(
-        StaticGroups([group]), KubernetesCluster(Connection()), SystemClock()
+        StaticGroups([group]), KubernetesCluster(Connection()), SystemClock(), drain_hooks=Drained()
     )
     started = time.perf_counter()
     choice = chooser.choose(request)

@@ -168,7 +168,8 @@ def _trace_minutes(window: Any, folder: Path) -> int:
 def _groups(path: Path, instance_types: list[str]) -> list[dict[str, Any]]:
     """The groups of a file: a scenario's `groups` (name, policy, min, max, instanceType,
     ...) or `nodescaler status -o yaml`'s (group, policy, min, max); `--instance-type
-    GROUP=TYPE` sets a group's type (status does not show it)."""
+    GROUP=TYPE` sets a group's type (status does not show it). Each has the drain hook
+    unless its entry says `drain: false`."""
     import yaml
     from nodescaler_sandbox.scenario_file import ScenarioError
 
@@ -191,6 +192,8 @@ def _groups(path: Path, instance_types: list[str]) -> list[dict[str, Any]]:
             raise ScenarioError(f"{path}: groups.{index}.policy: the group has no policy")
         if group.get("name") in types:
             group["instanceType"] = types.pop(group["name"])
+        # drained as docs/deploy.md sets a group up (its drain hook), unless the file says not
+        group.setdefault("drain", True)
         groups.append(group)
     if types:
         raise ScenarioError(f"--instance-type: no group named {', '.join(sorted(types))}")

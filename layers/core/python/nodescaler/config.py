@@ -31,6 +31,9 @@ from nodescaler.domain.token_origins import TokenOrigins, origin
 from nodescaler.errors import SettingsError
 from nodescaler.expander_settings import DEFAULT_EXPANDERS, ExpanderChain
 
+# A terminate lifecycle hook's name, as Auto Scaling takes it
+DrainHookName = Annotated[str, Field(alias="DRAIN_HOOK_NAME", min_length=1, max_length=255)]
+
 
 class _Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
@@ -264,6 +267,9 @@ class TerminateSettings(CommonSettings, ClusterConnectionSettings):
 
     # Where it keeps how long a cause other than a scale-in has been answered none.
     state_table: Annotated[str, Field(alias="STATE_TABLE_NAME", min_length=3)]
+    # The deployment's terminate hook: only a group that has it drains a node before its
+    # instance goes, so only there may a node with pods to move be chosen.
+    drain_hook: DrainHookName = DEFAULT_DRAIN_HOOK
 
     # Without a way to the cluster the function cannot tell, and gives the choice back.
     # Auto Scaling waits on the answer: a cluster slower than this is left to the group.
@@ -289,9 +295,7 @@ class DrainSettings(EventSettings, ClusterConnectionSettings):
     # Groups the stack hooked by name (cdk.json drainGroups): drained though not opted in.
     drain_groups: Annotated[Json[list[str]], Field(alias="DRAIN_GROUPS")] = []
     # The deployment's terminate hook: another deployment's hook on the same group is not ours.
-    drain_hook: Annotated[str, Field(alias="DRAIN_HOOK_NAME", min_length=1, max_length=255)] = (
-        DEFAULT_DRAIN_HOOK
-    )
+    drain_hook: DrainHookName = DEFAULT_DRAIN_HOOK
     # Sent when a drain times out or fails. Auto Scaling terminates the instance either way;
     # ABANDON also skips the group's other terminate hooks, CONTINUE lets them run.
     drain_timeout_result: Annotated[

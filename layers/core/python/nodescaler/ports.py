@@ -126,6 +126,13 @@ class LifecycleActions(Protocol):
     def complete(self, action: LifecycleAction, result: LifecycleResult) -> None: ...
 
 
+class DrainHooks(Protocol):
+    def drains(self, group: str) -> bool | None:
+        """Whether the group carries the deployment's terminate hook, so that its nodes are
+        drained before their instances go; None when Auto Scaling could not say."""
+        ...
+
+
 # --- metrics ---------------------------------------------------------------------------
 
 

@@ -5,7 +5,9 @@ The group stays in charge of when and how much to remove (the desired capacity n
 set); this says which. In order: instances that never became Ready nodes, then empty nodes
 (only DaemonSet and mirror pods), then one node whose pods fit on the nodes that stay and
 whose disruption budgets allow their eviction (`scale_down.unneeded_nodes`: cheapest to
-move first; one at a time, as Cluster Autoscaler drains them). Never a node kept by
+move first; one at a time, as Cluster Autoscaler drains them), and that only from a group
+carrying the deployment's drain hook: without it nothing would evict those pods before the
+instance ends them, where Cluster Autoscaler evicts before it deletes. Never a node kept by
 annotation, one holding a pod that may not move (`domain.scale_down.pod_rules`), one whose pods
 would not fit elsewhere or whose budget allows no more disruptions: the answer then holds fewer
 instances than asked (possibly none), the reason names the pods, and the group asks again
@@ -31,10 +33,16 @@ from nodescaler.domain.cluster.snapshot import Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.scale_down.pod_rules import CA_DEFAULTS, DrainRules
 from nodescaler.domain.scale_down.termination_policy import Cause, Wait, known_cause
-from nodescaler.domain.scale_down.unneeded import least_bad, removable
+from nodescaler.domain.scale_down.unneeded import Removable, least_bad, removable
 from nodescaler.errors import KubernetesUnavailableError, StateCorruptError, StateUnavailableError
 from nodescaler.events.termination_policy import TerminationRequest
-from nodescaler.ports import Clock, NodeGroupDiscovery, SnapshotSource, TerminationWaits
+from nodescaler.ports import (
+    Clock,
+    DrainHooks,
+    NodeGroupDiscovery,
+    SnapshotSource,
+    TerminationWaits,
+)
 
 DOCUMENTED = ", ".join(Cause)
 
@@ -59,14 +67,18 @@ class TerminationChooser:
         clock: Clock,
         waits: TerminationWaits | None = None,
         rules: DrainRules = CA_DEFAULTS,
+        *,
+        drain_hooks: DrainHooks | None = None,
     ) -> None:
         """Without `waits`, how long a cause waited is never known: any cause but a
-        scale-in is then answered as if the wait could not be read."""
+        scale-in is then answered as if the wait could not be read. Without `drain_hooks`,
+        whether a group drains is never known: a node with pods to move then stays."""
         self._node_groups = node_groups
         self._cluster = cluster
         self._clock = clock
         self._waits = waits
         self._rules = rules  # which pods keep their node
+        self._drain_hooks = drain_hooks
 
     def choose(self, request: TerminationRequest) -> TerminationChoice:
         group = next((g for g in self._node_groups.discover() if g.name == request.group), None)
@@ -88,7 +100,10 @@ class TerminationChooser:
     def _from_the_cluster(
         self, request: TerminationRequest, group: NodeGroup, snapshot: Snapshot, now: datetime
     ) -> TerminationChoice:
-        found = removable(group, request.offered, request.wanted, snapshot, self._rules, now=now)
+        found = self._drained(
+            request.group,
+            removable(group, request.offered, request.wanted, snapshot, self._rules, now=now),
+        )
         choice = TerminationChoice(
             request.group, found.instance_ids, True, found.reason, found.not_nodes
         )
@@ -104,6 +119,22 @@ class TerminationChooser:
             choice = replace(choice, problem=problem)
         reason = f"{request.cause or 'no Cause'}: {found.reason}"
         return self._cannot_wait(request, replace(choice, reason=reason), group, snapshot)
+
+    def _drained(self, group: str, found: Removable) -> Removable:
+        """A node with pods to move goes only from a group whose drain hook evicts them
+        first, as Cluster Autoscaler evicts before it deletes: else its instance would end
+        with them running, past their disruption budgets. The hook is asked only then."""
+        if not found.busy:
+            return found
+        drains = self._drain_hooks.drains(group) if self._drain_hooks else None
+        if drains:
+            return found
+        why = "no drain hook on the group" if drains is False else "its drain hook unread"
+        reason = (
+            f"{found.reason}; {', '.join(found.busy)} stays while its pods run: {why} "
+            "(a node goes once empty; a drain hook lets its pods move, docs/deploy.md)"
+        )
+        return replace(found.undrained(), reason=reason)
 
     def _cannot_wait(
         self,

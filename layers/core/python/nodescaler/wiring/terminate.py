@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from nodescaler.adapters.aws.custom_expander import budget_config
+from nodescaler.adapters.aws.lifecycle import AsgDrainHooks
 from nodescaler.adapters.aws.termination_waits import DynamoTerminationWaits
 from nodescaler.adapters.k8s.core_api import KubernetesCluster
 from nodescaler.service.termination_policy import TerminationChooser
@@ -16,16 +17,18 @@ if TYPE_CHECKING:
     from nodescaler.config import TerminateSettings
     from nodescaler.ports import Clock
 
-# The termination policy's state table reads and writes: a small part of Auto Scaling's two
-# seconds, which the cluster's read takes most of.
+# The termination policy's state table reads and writes, and its look at a group's drain
+# hook: each a small part of Auto Scaling's two seconds, which the cluster's read takes most of.
 WAITS_TIMEOUT_SECONDS = 0.25
+HOOKS_TIMEOUT_SECONDS = 0.25
 
 
 def terminator(
     settings: TerminateSettings, clients: AwsClients | None = None, clock: Clock | None = None
 ) -> TerminationChooser:
-    """The termination policy function's chooser: the opted-in groups, the cluster, and how
-    long a cause has waited (the state table, read within Auto Scaling's two seconds)."""
+    """The termination policy function's chooser: the opted-in groups, the cluster, how
+    long a cause has waited (the state table) and whether a group drains (its hook), each
+    read within Auto Scaling's two seconds."""
     clients = clients or AwsClients()
     clock = clock or SystemClock()
     connection = kubernetes_connection(settings, clients, clock)
@@ -34,6 +37,12 @@ def terminator(
         cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
     dynamodb = clients.client("dynamodb", budget_config(WAITS_TIMEOUT_SECONDS))
     waits = DynamoTerminationWaits(dynamodb, settings.state_table)
+    autoscaling = clients.client("autoscaling", budget_config(HOOKS_TIMEOUT_SECONDS))
     return TerminationChooser(
-        node_groups(settings, clients), cluster, clock, waits, settings.drain_rules
+        node_groups(settings, clients),
+        cluster,
+        clock,
+        waits,
+        settings.drain_rules,
+        drain_hooks=AsgDrainHooks(autoscaling, settings.drain_hook),
     )

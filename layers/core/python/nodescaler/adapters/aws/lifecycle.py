@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.domain.scale_down.drain import LifecycleAction, LifecycleResult, Membership
 from nodescaler.errors import LifecycleActionExpiredError
@@ -14,6 +14,7 @@ from nodescaler.errors import LifecycleActionExpiredError
 # What Auto Scaling answers (ValidationError) once the action's heartbeat timeout has
 # passed or the action was completed: "No active Lifecycle Action found with instance ID i-…"
 NO_ACTIVE_ACTION = "No active Lifecycle Action found"
+TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
 
 
 class AsgLifecycleActions:
@@ -51,6 +52,29 @@ class AsgLifecycleActions:
                     f"or it was completed already); {operation} answered: {message}"
                 ) from None
             raise
+
+
+class AsgDrainHooks:
+    """`DrainHooks` over EC2 Auto Scaling: DescribeLifecycleHooks for the deployment's hook.
+    The client given here should carry a budget of its own: the termination policy answers
+    within Auto Scaling's two seconds (`wiring.terminator`)."""
+
+    def __init__(self, autoscaling: Any, hook: str) -> None:
+        self._autoscaling = autoscaling
+        self._hook = hook
+
+    def drains(self, group: str) -> bool | None:
+        try:
+            found = self._autoscaling.describe_lifecycle_hooks(
+                AutoScalingGroupName=group, LifecycleHookNames=[self._hook]
+            )
+        except (BotoCoreError, ClientError):
+            return None
+        return any(
+            hook.get("LifecycleHookName") == self._hook
+            and hook.get("LifecycleTransition") == TERMINATING
+            for hook in found.get("LifecycleHooks", [])
+        )
 
 
 class AsgInstanceGroups:

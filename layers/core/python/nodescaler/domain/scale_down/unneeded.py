@@ -238,6 +238,13 @@ class Removable:
     instance_ids: tuple[str, ...]
     reason: str
     not_nodes: tuple[str, ...] = ()
+    busy: tuple[str, ...] = ()  # of those, a node with pods to move: a drain must move them
+
+    def undrained(self) -> Removable:
+        """These without a node whose pods a drain would move: where no drain runs before
+        an instance goes, its pods would end with it, past their disruption budgets."""
+        kept = tuple(i for i in self.instance_ids if i not in self.busy)
+        return Removable(kept, self.reason, self.not_nodes)
 
 
 def removable(
@@ -276,7 +283,13 @@ def removable(
     ordered = unready + [by_name[name] for name in one_busy] + dead
     chosen = tuple(ordered[:count])
     reason = f"{len(chosen)} of {count} asked: {len(unready)} never Ready; {spare.describe()}"
-    return Removable(chosen, reason, tuple(i for i in offered if i not in nodes))
+    busy = {by_name[name] for name in one_busy[spare.empty :]}
+    return Removable(
+        chosen,
+        reason,
+        tuple(i for i in offered if i not in nodes),
+        tuple(i for i in chosen if i in busy),
+    )
 
 
 def awaiting_removal(group: NodeGroup, snapshot: Snapshot, excess: int) -> frozenset[str]:
