@@ -260,3 +260,27 @@ def test_an_unreadable_wait_is_named_and_begins_afresh(
     )
     kept = client("dynamodb").get_item(TableName=TABLE, Key=key)["Item"]
     assert kept["since"]["S"] == clock.now().isoformat()
+
+
+def test_the_drain_hook_is_read_by_its_deployments_name_within_a_budget_of_its_own(
+    clock: VirtualClock,
+) -> None:
+    # Auto Scaling waits two seconds for the answer: the hook's read gets one attempt and a
+    # quarter-second socket budget (not botocore's 60 s and retries), and reads this
+    # deployment's hook, another deployment's being another drain's
+    make_state_table(TABLE)
+    make_asg("web", tags=OPTED_IN)
+    client("autoscaling").put_lifecycle_hook(
+        LifecycleHookName="nodescaler-prod-drain",
+        AutoScalingGroupName="web",
+        LifecycleTransition="autoscaling:EC2_INSTANCE_TERMINATING",
+    )
+    environment = {"POLICIES_PATH": str(ROOT / "policies"), "STATE_TABLE_NAME": TABLE}
+    clients = wiring.AwsClients(boto3.Session(region_name=REGION))
+    for hook, drains in (("nodescaler-prod-drain", True), ("nodescaler-drain", False)):
+        settings = TerminateSettings.from_environment(environment | {"DRAIN_HOOK_NAME": hook})
+        hooks = wiring.terminator(settings, clients, clock)._drain_hooks
+        assert hooks is not None and hooks.drains("web") is drains
+    config = hooks._autoscaling.meta.config  # type: ignore[attr-defined]
+    assert (config.connect_timeout, config.read_timeout) == (0.25, 0.25)
+    assert config.retries["total_max_attempts"] == 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 from nodescaler.adapters.aws.lifecycle import AsgDrainHooks
 
 from tests.aws import client, make_asg, refusing
+from tests.builders import VirtualClock
 
 HOOK = "nodescaler-my-cluster-drain"
 
@@ -28,7 +29,7 @@ def test_a_group_drains_only_with_the_deployments_terminate_hook() -> None:
     hook("hooked")
     hook("other-deployment", name="nodescaler-another-drain")
     hook("on-launch", transition="EC2_INSTANCE_LAUNCHING")
-    hooks = AsgDrainHooks(client("autoscaling"), HOOK)
+    hooks = AsgDrainHooks(client("autoscaling"), HOOK, VirtualClock())
     assert hooks.drains("hooked") is True
     assert hooks.drains("bare") is False
     assert hooks.drains("other-deployment") is False  # another deployment's drain
@@ -40,4 +41,26 @@ def test_when_auto_scaling_cannot_say_the_answer_is_unknown_not_a_guess() -> Non
     hook("hooked")
     autoscaling = client("autoscaling")
     with refusing(autoscaling, "autoscaling", "DescribeLifecycleHooks"):
-        assert AsgDrainHooks(autoscaling, HOOK).drains("hooked") is None
+        assert AsgDrainHooks(autoscaling, HOOK, VirtualClock()).drains("hooked") is None
+
+
+def test_a_groups_answer_is_kept_a_minute_and_an_unread_one_never() -> None:
+    make_asg("web")
+    autoscaling, clock = client("autoscaling"), VirtualClock()
+    asked: list[str] = []
+    autoscaling.meta.events.register(
+        "before-call.autoscaling.DescribeLifecycleHooks", lambda **_: asked.append("asked")
+    )
+    hooks = AsgDrainHooks(autoscaling, HOOK, clock)
+    assert hooks.drains("web") is False
+    hook("web")  # added: seen once the answer kept has aged
+    clock.advance(seconds=59)
+    assert hooks.drains("web") is False and len(asked) == 1
+    clock.advance(seconds=1)
+    assert hooks.drains("web") is True and len(asked) == 2
+    clock.advance(minutes=5)
+    with refusing(autoscaling, "autoscaling", "DescribeLifecycleHooks"):
+        assert hooks.drains("web") is None
+    assert hooks.drains("web") is True  # the failure was not kept
+    clock.advance(minutes=-10)  # a clock gone back: read again, never trusted for longer
+    assert hooks.drains("web") is True and len(asked) == 4  # (the refused ask not counted)

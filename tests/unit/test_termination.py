@@ -143,12 +143,34 @@ def test_the_drain_hook_is_asked_only_when_a_node_with_pods_would_go() -> None:
     assert hooks.asked == ["web"]
 
 
-def test_a_dead_node_goes_without_a_drain_hook() -> None:
-    # NotReady with pods bound: nothing a drain could do for them, and the instance must go
-    nodes = [node(0), node(1, ready=False)]
-    pods = [pod("busy", 0, 3000), pod("lost", 1, 500)]
-    choice = choose(Cluster(nodes, pods), IDS[:2], capacity=1, hooks=Hooks(False))
+def test_without_a_drain_hook_the_next_in_order_takes_the_busy_nodes_place() -> None:
+    # The light node 0 comes first, then the dead node 1 (NotReady with pods bound: nothing
+    # a drain could do for them). Without the hook node 0 stays, and node 1 goes in its
+    # place: a dead instance must still be able to leave.
+    nodes = [node(0), node(1, ready=False), node(2)]
+    pods = [pod("light", 0, 500), pod("lost", 1, 500), pod("other", 2, 500)]
+    hooks = Hooks(False)
+    choice = choose(Cluster(nodes, pods), IDS[:3], capacity=1, hooks=hooks)
+    assert hooks.asked == ["web"]  # the light node was the choice: the hook was asked
     assert choice.instance_ids == (IDS[1],)
+    assert choice.reason.startswith("1 taken: ") and f"{IDS[0]} stays" in choice.reason
+    hooked = choose(Cluster(nodes, pods), IDS[:3], capacity=1, hooks=Hooks(True))
+    assert hooked.instance_ids == (IDS[0],)
+
+
+def test_past_its_patience_a_refresh_takes_the_least_bad_even_without_a_drain_hook() -> None:
+    # An operator's instance refresh is never refused for good (Auto Scaling fails it after
+    # an hour of empty answers): without the hook its busy node waits the patience, then
+    # goes undrained, as Auto Scaling's own policy would have taken it.
+    nodes = [node(0), node(1)]
+    pods = [pod("light", 0, 500), pod("other", 1, 500)]
+    policy = Policy(Cluster(nodes, pods))
+    policy.chooser = TerminationChooser(
+        Groups(), Cluster(nodes, pods), policy.clock, policy.waits, drain_hooks=Hooks(False)
+    )
+    answers = policy.ask_every("INSTANCE_REFRESH", IDS[:2], minutes=5, for_minutes=30, whole=True)
+    assert all(not answers[at].instance_ids for at in range(0, 30, 5))
+    assert answers[30].forced and len(answers[30].instance_ids) == 1
 
 
 def test_never_ready_then_empty_then_cheapest_to_move_and_never_one_whose_pods_cannot() -> None:

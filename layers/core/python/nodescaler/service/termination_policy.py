@@ -130,11 +130,13 @@ class TerminationChooser:
         if drains:
             return found
         why = "no drain hook on the group" if drains is False else "its drain hook unread"
+        undrained = found.undrained()
         reason = (
-            f"{found.reason}; {', '.join(found.busy)} stays while its pods run: {why} "
-            "(a node goes once empty; a drain hook lets its pods move, docs/deploy.md)"
+            f"{len(undrained.instance_ids)} taken: {found.reason}; {', '.join(found.busy)} "
+            f"stays while its pods run: {why} (a node goes once empty; a drain hook lets its "
+            "pods move, docs/deploy.md)"
         )
-        return replace(found.undrained(), reason=reason)
+        return replace(undrained, reason=reason)
 
     def _cannot_wait(
         self,

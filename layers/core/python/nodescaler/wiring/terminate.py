@@ -44,5 +44,5 @@ def terminator(
         clock,
         waits,
         settings.drain_rules,
-        drain_hooks=AsgDrainHooks(autoscaling, settings.drain_hook),
+        drain_hooks=AsgDrainHooks(autoscaling, settings.drain_hook, clock),
     )

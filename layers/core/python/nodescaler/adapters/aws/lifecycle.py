@@ -4,12 +4,16 @@ action, which group an instance is in and in which state, and how EC2 launched i
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodescaler.domain.scale_down.drain import LifecycleAction, LifecycleResult, Membership
 from nodescaler.errors import LifecycleActionExpiredError
+
+if TYPE_CHECKING:
+    from nodescaler.ports import Clock
 
 # What Auto Scaling answers (ValidationError) once the action's heartbeat timeout has
 # passed or the action was completed: "No active Lifecycle Action found with instance ID i-…"
@@ -55,26 +59,38 @@ class AsgLifecycleActions:
 
 
 class AsgDrainHooks:
-    """`DrainHooks` over EC2 Auto Scaling: DescribeLifecycleHooks for the deployment's hook.
-    The client given here should carry a budget of its own: the termination policy answers
-    within Auto Scaling's two seconds (`wiring.terminator`)."""
+    """`DrainHooks` over EC2 Auto Scaling: DescribeLifecycleHooks for the deployment's hook,
+    each group's answer kept `KEPT` (Auto Scaling asks again every short while a
+    scale-in waits; a hook added is seen within that), an unread one never kept. The client
+    given here should carry a budget of its own: the termination policy answers within
+    Auto Scaling's two seconds (`wiring.terminator`)."""
 
-    def __init__(self, autoscaling: Any, hook: str) -> None:
+    KEPT = timedelta(minutes=1)
+
+    def __init__(self, autoscaling: Any, hook: str, clock: Clock) -> None:
         self._autoscaling = autoscaling
         self._hook = hook
+        self._clock = clock
+        self._known: dict[str, tuple[datetime, bool]] = {}  # group → (read at, drains)
 
     def drains(self, group: str) -> bool | None:
+        now = self._clock.now()
+        known = self._known.get(group)
+        if known is not None and known[0] <= now < known[0] + self.KEPT:
+            return known[1]
         try:
             found = self._autoscaling.describe_lifecycle_hooks(
                 AutoScalingGroupName=group, LifecycleHookNames=[self._hook]
             )
         except (BotoCoreError, ClientError):
             return None
-        return any(
+        drains = any(
             hook.get("LifecycleHookName") == self._hook
             and hook.get("LifecycleTransition") == TERMINATING
             for hook in found.get("LifecycleHooks", [])
         )
+        self._known[group] = (now, drains)
+        return drains
 
 
 class AsgInstanceGroups:

@@ -239,11 +239,13 @@ class Removable:
     reason: str
     not_nodes: tuple[str, ...] = ()
     busy: tuple[str, ...] = ()  # of those, a node with pods to move: a drain must move them
+    after: tuple[str, ...] = ()  # the instances next in order, past `count` (dead nodes)
 
     def undrained(self) -> Removable:
-        """These without a node whose pods a drain would move: where no drain runs before
-        an instance goes, its pods would end with it, past their disruption budgets."""
+        """These without a node whose pods a drain would move, the next in order taking
+        its place (a dead node's instance must still be able to leave)."""
         kept = tuple(i for i in self.instance_ids if i not in self.busy)
+        kept += self.after[: len(self.instance_ids) - len(kept)]
         return Removable(kept, self.reason, self.not_nodes)
 
 
@@ -289,6 +291,7 @@ def removable(
         reason,
         tuple(i for i in offered if i not in nodes),
         tuple(i for i in chosen if i in busy),
+        tuple(ordered[count:]),
     )
 
 

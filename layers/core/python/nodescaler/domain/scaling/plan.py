@@ -273,7 +273,9 @@ def which_leave(
     """An EKS managed node group takes no custom termination policy: on its scale-in
     nodescaler chooses the instances (never Ready, empty, then one whose pods can
     move) and terminates them itself, as Cluster Autoscaler does; the decision then
-    asks for no more than can go. Other groups: their termination policy chooses."""
+    asks for no more than can go (a node with pods among them too: EKS drains a managed
+    group's nodes before it terminates them). Other groups: their termination policy
+    chooses, a node with pods only where the drain hook is."""
     if not group.is_eks_managed or decision.desired >= decision.current or choose is None:
         return decision, ()
     found = choose(decision.current - decision.desired)
