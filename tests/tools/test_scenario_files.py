@@ -212,6 +212,33 @@ def test_a_mistake_names_the_file_and_the_field(
     assert str(caught.value).startswith(f"{path}: {message}")
 
 
+def test_every_mistake_of_a_file_is_named_at_once_a_line_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nodescaler_cli.main import main
+
+    # three slips: one run of validate shows all three, each where it is
+    bad = GOOD.replace("minutes: 10", "minutes: ten").replace("policy: batch", "polcy: batch")
+    path = write(tmp_path, bad)
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert caught.value.problems == (
+        f"{path}: minutes: Input should be a valid integer, unable to parse string as an integer",
+        f"{path}: groups.0.policy: Field required",
+        f"{path}: groups.0.polcy: Extra inputs are not permitted",
+    )
+    assert main(["validate", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"nodescaler validate: {line}" for line in caught.value.problems
+    ]
+    # dozens of slips: the first ten, and how many more
+    many = "\n".join(f"extra{n}: 1" for n in range(14)) + "\n" + GOOD
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(write(tmp_path, many))
+    assert len(caught.value.problems) == 11
+    assert caught.value.problems[-1].endswith(": and 4 more")
+
+
 def test_an_alarm_on_a_queue_the_scenario_lacks_is_named(tmp_path: Path) -> None:
     path = write(tmp_path, GOOD + "alarms:\n  - {{name: backlog, queue: nowhere, threshold: 0}}\n")
     with pytest.raises(ScenarioError, match=r"alarms\.0\.queue: no queue named 'nowhere'"):

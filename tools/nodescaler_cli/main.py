@@ -481,8 +481,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OperatorError, StateCorruptError) as error:  # what is in AWS, not what was given
         print(f"nodescaler {args.command}: {one_line(error)}", file=sys.stderr)
         return 1
-    except NodescalerError as error:  # a bad scenario, event or cdk.json file: one line, named
-        print(f"nodescaler {args.command}: {one_line(error)}", file=sys.stderr)
+    except NodescalerError as error:  # a bad scenario, event or cdk.json file: a line a defect
+        for line in getattr(error, "problems", None) or (one_line(error),):
+            print(f"nodescaler {args.command}: {line}", file=sys.stderr)
         return 2
     except (BotoCoreError, ClientError) as error:
         problem = aws_problem(error, getattr(args, "target", None))

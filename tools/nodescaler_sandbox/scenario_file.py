@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 from nodescaler.adapters.deployed_policies import load_policies
 from nodescaler.domain.cluster.predicates import TEMPLATE_TAG
+from nodescaler.domain.outside_text import outside
 from nodescaler.domain.policy import CloudWatchMetric, PrometheusMetric
 from nodescaler.errors import PermanentError, PolicyError
 from pydantic import (
@@ -35,7 +36,12 @@ from nodescaler_sandbox import metric_math, replay_figures, traces
 
 
 class ScenarioError(PermanentError, ValueError):
-    """A scenario file that cannot be run; the message names the file and the field."""
+    """A scenario file that cannot be run; the message names the file and the field, and
+    `problems` each of its defects, a line each, when there are several."""
+
+    def __init__(self, message: str, problems: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
 
 
 def _minute(value: Any) -> Any:
@@ -375,12 +381,26 @@ def load_scenario(path: Path) -> Scenario:
     try:
         scenario = Scenario.model_validate(document | {"path": path})
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top)"
-        more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
-        raise ScenarioError(f"{path}: {where}: {first['msg']}{more}") from None
+        raise _problems(path, error) from None
     _check_references(scenario)
     return scenario
+
+
+SHOWN = 10  # a file's problems named at once: a slip in a list can make dozens
+
+
+def _problems(path: Path, error: ValidationError) -> ScenarioError:
+    """Each problem named by where it is, so that one run of `validate` shows what to fix:
+    the first `SHOWN`, and how many more."""
+    problems = list(
+        dict.fromkeys(
+            outside(f"{'.'.join(str(part) for part in e['loc']) or '(top)'}: {e['msg']}")
+            for e in error.errors()
+        )
+    )
+    more = [f"and {len(problems) - SHOWN} more"] if len(problems) > SHOWN else []
+    lines = tuple(f"{path}: {problem}" for problem in (*problems[:SHOWN], *more))
+    return ScenarioError("\n".join(lines), lines if len(lines) > 1 else ())
 
 
 def load_event(path: Path) -> Any:
