@@ -390,14 +390,11 @@ SHOWN = 10  # a file's problems named at once: a slip in a list can make dozens
 
 
 def _problems(path: Path, error: ValidationError) -> ScenarioError:
-    """Each problem named by where it is, so that one run of `validate` shows what to fix:
-    the first `SHOWN`, and how many more."""
-    problems = list(
-        dict.fromkeys(
-            outside(f"{'.'.join(str(part) for part in e['loc']) or '(top)'}: {e['msg']}")
-            for e in error.errors()
-        )
+    """Each problem where it is, the first `SHOWN` and how many more: all to fix at once."""
+    named = (
+        f"{'.'.join(str(part) for part in e['loc']) or '(top)'}: {e['msg']}" for e in error.errors()
     )
+    problems = list(dict.fromkeys(outside(problem) for problem in named))
     more = [f"and {len(problems) - SHOWN} more"] if len(problems) > SHOWN else []
     lines = tuple(f"{path}: {problem}" for problem in (*problems[:SHOWN], *more))
     return ScenarioError("\n".join(lines), lines if len(lines) > 1 else ())
