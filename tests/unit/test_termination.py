@@ -125,6 +125,7 @@ def test_a_node_with_pods_to_move_stays_in_a_group_whose_nodes_are_not_drained(
     offered = IDS[:5]
     choice = choose(Cluster(nodes, pods), offered, capacity=4, hooks=Hooks(drains))
     assert choice.instance_ids == (IDS[3], IDS[4], IDS[2])
+    assert choice.not_nodes == (IDS[4],)  # still named: launched, never registered
     assert choice.chosen and f"{IDS[1]} stays while its pods run: " in choice.reason
     assert why in choice.reason and "docs/deploy.md" in choice.reason
     # with the hook the same ask takes the light node too
@@ -156,6 +157,12 @@ def test_without_a_drain_hook_the_next_in_order_takes_the_busy_nodes_place() -> 
     assert choice.reason.startswith("1 taken: ") and f"{IDS[0]} stays" in choice.reason
     hooked = choose(Cluster(nodes, pods), IDS[:3], capacity=1, hooks=Hooks(True))
     assert hooked.instance_ids == (IDS[0],)
+    # asked for two: the empty node 3 and, in the light one's place, one dead node of two
+    nodes = [node(0), node(1, ready=False), node(2, ready=False), node(3), node(4)]
+    pods = [pod("light", 0, 500), pod("lost", 1, 500), pod("lost-too", 2, 500)]
+    pods += [pod("other", 4, 500)]
+    choice = choose(Cluster(nodes, pods), IDS[:5], capacity=2, hooks=Hooks(False))
+    assert choice.instance_ids == (IDS[3], IDS[1])
 
 
 def test_past_its_patience_a_refresh_takes_the_least_bad_even_without_a_drain_hook() -> None:

@@ -129,14 +129,9 @@ class TerminationChooser:
         drains = self._drain_hooks.drains(group) if self._drain_hooks else None
         if drains:
             return found
-        why = "no drain hook on the group" if drains is False else "its drain hook unread"
-        undrained = found.undrained()
-        reason = (
-            f"{len(undrained.instance_ids)} taken: {found.reason}; {', '.join(found.busy)} "
-            f"stays while its pods run: {why} (a node goes once empty; a drain hook lets its "
-            "pods move, docs/deploy.md)"
+        return found.undrained(
+            "no drain hook on the group" if drains is False else "its drain hook unread"
         )
-        return replace(undrained, reason=reason)
 
     def _cannot_wait(
         self,

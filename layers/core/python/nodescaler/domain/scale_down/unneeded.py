@@ -241,12 +241,18 @@ class Removable:
     busy: tuple[str, ...] = ()  # of those, a node with pods to move: a drain must move them
     after: tuple[str, ...] = ()  # the instances next in order, past `count` (dead nodes)
 
-    def undrained(self) -> Removable:
-        """These without a node whose pods a drain would move, the next in order taking
-        its place (a dead node's instance must still be able to leave)."""
+    def undrained(self, why: str) -> Removable:
+        """These without a node whose pods a drain would move (`why` none runs: its pods
+        would end with the instance, past their budgets), the next in order taking its
+        place (a dead node's instance must still be able to leave)."""
         kept = tuple(i for i in self.instance_ids if i not in self.busy)
         kept += self.after[: len(self.instance_ids) - len(kept)]
-        return Removable(kept, self.reason, self.not_nodes)
+        reason = (
+            f"{len(kept)} taken: {self.reason}; {', '.join(self.busy)} stays while its pods "
+            f"run: {why} (a node goes once empty; a drain hook lets its pods move, "
+            "docs/deploy.md)"
+        )
+        return Removable(kept, reason, self.not_nodes)
 
 
 def removable(
