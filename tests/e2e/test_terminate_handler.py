@@ -266,7 +266,7 @@ def test_the_drain_hook_is_read_by_its_deployments_name_within_a_budget_of_its_o
     clock: VirtualClock,
 ) -> None:
     # Auto Scaling waits two seconds for the answer: the hook's read gets one attempt and a
-    # quarter-second socket budget (not botocore's 60 s and retries), and reads this
+    # 0.15-s socket budget (not botocore's 60 s and retries), and reads this
     # deployment's hook, another deployment's being another drain's
     make_state_table(TABLE)
     make_asg("web", tags=OPTED_IN)
@@ -282,5 +282,5 @@ def test_the_drain_hook_is_read_by_its_deployments_name_within_a_budget_of_its_o
         hooks = wiring.terminator(settings, clients, clock)._drain_hooks
         assert hooks is not None and hooks.drains("web") is drains
     config = hooks._autoscaling.meta.config  # type: ignore[attr-defined]
-    assert (config.connect_timeout, config.read_timeout) == (0.25, 0.25)
+    assert (config.connect_timeout, config.read_timeout) == (0.15, 0.15)
     assert config.retries["total_max_attempts"] == 1

@@ -231,12 +231,12 @@ def test_every_mistake_of_a_file_is_named_at_once_a_line_each(
     assert capsys.readouterr().err.splitlines() == [
         f"nodescaler validate: {line}" for line in caught.value.problems
     ]
-    # dozens of slips: the first ten, and how many more
-    many = "\n".join(f"extra{n}: 1" for n in range(14)) + "\n" + GOOD
+    # dozens of slips: the first twenty, and how many more
+    many = "\n".join(f"extra{n}: 1" for n in range(24)) + "\n" + GOOD
     with pytest.raises(ScenarioError) as caught:
         load_scenario(write(tmp_path, many))
-    assert len(caught.value.problems) == 11
-    assert caught.value.problems[-1].endswith(": and 4 more")
+    assert len(caught.value.problems) == 21
+    assert caught.value.problems[-1].endswith(": … and 4 more problems")
 
 
 def test_an_alarm_on_a_queue_the_scenario_lacks_is_named(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import yaml
 from nodescaler.adapters.deployed_policies import load_policies
 from nodescaler.domain.cluster.predicates import TEMPLATE_TAG
-from nodescaler.domain.outside_text import outside
+from nodescaler.domain.outside_text import bounded_problems
 from nodescaler.domain.policy import CloudWatchMetric, PrometheusMetric
 from nodescaler.errors import PermanentError, PolicyError
 from pydantic import (
@@ -381,22 +381,17 @@ def load_scenario(path: Path) -> Scenario:
     try:
         scenario = Scenario.model_validate(document | {"path": path})
     except ValidationError as error:
-        raise _problems(path, error) from None
+        raise _invalid(path, error) from None
     _check_references(scenario)
     return scenario
 
 
-SHOWN = 10  # a file's problems named at once: a slip in a list can make dozens
-
-
-def _problems(path: Path, error: ValidationError) -> ScenarioError:
-    """Each problem where it is, the first `SHOWN` and how many more: all to fix at once."""
+def _invalid(path: Path, error: ValidationError) -> ScenarioError:
+    """Each schema problem where it is, bounded (`bounded_problems`): all to fix at once."""
     named = (
         f"{'.'.join(str(part) for part in e['loc']) or '(top)'}: {e['msg']}" for e in error.errors()
     )
-    problems = list(dict.fromkeys(outside(problem) for problem in named))
-    more = [f"and {len(problems) - SHOWN} more"] if len(problems) > SHOWN else []
-    lines = tuple(f"{path}: {problem}" for problem in (*problems[:SHOWN], *more))
+    lines = tuple(f"{path}: {p}" for p in bounded_problems(dict.fromkeys(named)))
     return ScenarioError("\n".join(lines), lines if len(lines) > 1 else ())
 
 

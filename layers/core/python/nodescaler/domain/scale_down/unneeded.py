@@ -242,9 +242,9 @@ class Removable:
     after: tuple[str, ...] = ()  # the instances next in order, past `count` (dead nodes)
 
     def undrained(self, why: str) -> Removable:
-        """These without a node whose pods a drain would move (`why` none runs: its pods
-        would end with the instance, past their budgets), the next in order taking its
-        place (a dead node's instance must still be able to leave)."""
+        """These without the node whose pods a drain would move, where no drain runs (`why`
+        says why: its pods would end with the instance, past their budgets); the next in
+        order takes its place (a dead node's instance must still be able to leave)."""
         kept = tuple(i for i in self.instance_ids if i not in self.busy)
         kept += self.after[: len(self.instance_ids) - len(kept)]
         reason = (
