@@ -482,7 +482,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nodescaler {args.command}: {one_line(error)}", file=sys.stderr)
         return 1
     except NodescalerError as error:  # a bad scenario, event or cdk.json file: a line a defect
-        for line in getattr(error, "problems", None) or (one_line(error),):
+        problems = getattr(error, "problems", ())  # a scenario's: each a line of its own
+        for line in problems if isinstance(problems, tuple) and problems else (one_line(error),):
             print(f"nodescaler {args.command}: {line}", file=sys.stderr)
         return 2
     except (BotoCoreError, ClientError) as error:

@@ -239,14 +239,14 @@ class Removable:
     reason: str
     not_nodes: tuple[str, ...] = ()
     busy: tuple[str, ...] = ()  # of those, a node with pods to move: a drain must move them
-    after: tuple[str, ...] = ()  # the instances next in order, past `count` (dead nodes)
+    next_in_order: tuple[str, ...] = ()  # past `count`: the dead nodes' instances
 
     def undrained(self, why: str) -> Removable:
         """These without the node whose pods a drain would move, where no drain runs (`why`
         says why: its pods would end with the instance, past their budgets); the next in
         order takes its place (a dead node's instance must still be able to leave)."""
         kept = tuple(i for i in self.instance_ids if i not in self.busy)
-        kept += self.after[: len(self.instance_ids) - len(kept)]
+        kept += self.next_in_order[: len(self.instance_ids) - len(kept)]
         reason = (
             f"{len(kept)} taken: {self.reason}; {', '.join(self.busy)} stays while its pods "
             f"run: {why} (a node goes once empty; a drain hook lets its pods move, "
