@@ -482,8 +482,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nodescaler {args.command}: {one_line(error)}", file=sys.stderr)
         return 1
     except NodescalerError as error:  # a bad scenario, event or cdk.json file: a line a defect
-        problems = getattr(error, "problems", ())  # a scenario's: each a line of its own
-        for line in problems if isinstance(problems, tuple) and problems else (one_line(error),):
+        for line in getattr(error, "problems", ()) or (one_line(error),):  # a scenario's lines
             print(f"nodescaler {args.command}: {line}", file=sys.stderr)
         return 2
     except (BotoCoreError, ClientError) as error:

@@ -37,7 +37,7 @@ from nodescaler_sandbox import metric_math, replay_figures, traces
 
 class ScenarioError(PermanentError, ValueError):
     """A scenario file that cannot be run; the message names the file and the field, and
-    `problems` each of its defects, a line each, when there are several."""
+    `problems` each of its schema defects, a line each."""
 
     def __init__(self, message: str, problems: tuple[str, ...] = ()) -> None:
         super().__init__(message)
@@ -392,7 +392,7 @@ def _invalid(path: Path, error: ValidationError) -> ScenarioError:
         f"{'.'.join(str(part) for part in e['loc']) or '(top)'}: {e['msg']}" for e in error.errors()
     )
     lines = tuple(f"{path}: {p}" for p in bounded_problems(dict.fromkeys(named)))
-    return ScenarioError("\n".join(lines), lines if len(lines) > 1 else ())
+    return ScenarioError("\n".join(lines), lines)
 
 
 def load_event(path: Path) -> Any:
