@@ -191,6 +191,15 @@ class Alarms(Construct):
             periods=3,
         )
         self._add(
+            "drain-hooks-unread",
+            self._sum_over_five_minutes(MetricName.DRAIN_HOOKS_UNREAD),
+            "The termination policy could not read whether a group carries the drain hook for "
+            "15 minutes (a throttle passes; this does not): nodes with pods to move stay, so "
+            "the group sheds only empty nodes. The termination log line names the group and "
+            "Auto Scaling's answer.",
+            periods=3,
+        )
+        self._add(
             "scaling-events-not-put",
             self._sum_over_five_minutes(MetricName.SCALING_EVENTS_NOT_PUT),
             "Scaling events could not be put on EventBridge (the bus missing, or refusing): "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -28,6 +29,7 @@ from tests.aws import (
     make_asg,
     make_evaluation_queue,
     make_state_table,
+    refusing,
 )
 from tests.builders import VirtualClock
 from tests.e2e.conftest import ROOT, TABLE, Deployment, event
@@ -92,7 +94,7 @@ def test_the_drain_evicts_through_the_secrets_connection(
 
 
 def test_the_termination_policy_reads_the_cluster_through_the_secret(
-    cluster: tuple[KubeApiServer, dict[str, str]], clock: VirtualClock
+    cluster: tuple[KubeApiServer, dict[str, str]], clock: VirtualClock, output: Any
 ) -> None:
     server, settings = cluster
     make_state_table(TABLE)
@@ -118,6 +120,19 @@ def test_the_termination_policy_reads_the_cluster_through_the_secret(
         LifecycleTransition="autoscaling:EC2_INSTANCE_TERMINATING",
     )
     clock.advance(minutes=1)  # the answer without it, kept a minute, has aged
+    autoscaling = chooser._drain_hooks._autoscaling  # type: ignore[union-attr]
+    with refusing(autoscaling, "autoscaling", "DescribeLifecycleHooks"):
+        # Auto Scaling cannot say whether it drains: the node stays, and the log says why
+        assert invoke(SAMPLE | {"Instances": offered}, chooser) == {"InstanceIDs": []}
+    printed = output()
+    assert printed.messages("WARNING") == [
+        "termination policy for web: a node with pods to move stays, as whether the group "
+        "drains could not be read: node group web: DescribeLifecycleHooks for hook "
+        f"{terminate_settings.drain_hook} failed: ClientError: An error occurred "
+        "(AccessDenied) when calling the DescribeLifecycleHooks operation: not allowed: "
+        "autoscaling:DescribeLifecycleHooks"
+    ]
+    assert printed.metric("DrainHooksUnread", node_group="web") == [1]
 
     answer = invoke(SAMPLE | {"Instances": offered}, chooser)
 

@@ -18,11 +18,12 @@ def test_the_alarms_cover_errors_throttles_dead_letters_latency_shortfall_and_dr
     alarms = resources(template, "AWS::CloudWatch::Alarm").values()
     # errors and throttles of four functions, three dead-letter queues, ticks stopped, groups
     # unserved, evaluation errors, latency, shortfall, backoff, drain failures, drain
-    # timeouts, lifecycle actions expired, stored policies unread, scaling events not put;
-    # the fast path's errors (its own module)
-    assert len(alarms) == 27
-    unread = alarm_on(template, "StoredPolicyReadFailures")
-    assert (unread["EvaluationPeriods"], unread["Period"]) == (3, 300)  # persistent, not a blip
+    # timeouts, lifecycle actions expired, stored policies unread, drain hooks unread,
+    # scaling events not put; the fast path's errors (its own module)
+    assert len(alarms) == 28
+    for persistent in ("StoredPolicyReadFailures", "DrainHooksUnread"):
+        unread = alarm_on(template, persistent)
+        assert (unread["EvaluationPeriods"], unread["Period"]) == (3, 300)  # not a blip
     assert alarm_on(template, "ScalingEventsNotPut")["Threshold"] == 1
     shortfall = alarm_on(template, "ShortfallNodes")
     assert (shortfall["EvaluationPeriods"], shortfall["DatapointsToAlarm"]) == (15, 15)

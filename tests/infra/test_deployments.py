@@ -214,9 +214,9 @@ def test_each_deployments_alarms_watch_only_its_own_service(two: dict[str, Templ
             if alarm["Properties"].get("Namespace") == NAMESPACE
         ]
         # evaluation errors, latency, shortfall, backoff, groups unserved, policies unread,
-        # events not put, sources refused, events unconfirmed, terminations failed or forced,
-        # the drains' three
-        assert len(ours) == 14
+        # events not put, drain hooks unread, sources refused, events unconfirmed,
+        # terminations failed or forced, the drains' three
+        assert len(ours) == 15
         assert all(a["Dimensions"] == [{"Name": "service", "Value": stack}] for a in ours)
 
 

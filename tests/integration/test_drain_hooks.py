@@ -5,7 +5,10 @@ The termination policy lets a node with pods to move go only where it does."""
 
 from __future__ import annotations
 
+import pytest
+from botocore.exceptions import EndpointConnectionError
 from nodescaler.adapters.aws.lifecycle import AsgDrainHooks
+from nodescaler.errors import DrainHookUnreadError
 
 from tests.aws import client, make_asg, refusing
 from tests.builders import VirtualClock
@@ -36,12 +39,36 @@ def test_a_group_drains_only_with_the_deployments_terminate_hook() -> None:
     assert hooks.drains("on-launch") is False  # a hook, but not on the way out
 
 
-def test_when_auto_scaling_cannot_say_the_answer_is_unknown_not_a_guess() -> None:
+def test_when_auto_scaling_cannot_say_the_error_names_the_group_hook_and_answer() -> None:
     make_asg("hooked")
     hook("hooked")
     autoscaling = client("autoscaling")
-    with refusing(autoscaling, "autoscaling", "DescribeLifecycleHooks"):
-        assert AsgDrainHooks(autoscaling, HOOK, VirtualClock()).drains("hooked") is None
+    with (
+        refusing(autoscaling, "autoscaling", "DescribeLifecycleHooks"),
+        pytest.raises(DrainHookUnreadError) as unread,
+    ):
+        AsgDrainHooks(autoscaling, HOOK, VirtualClock()).drains("hooked")
+    assert str(unread.value) == (
+        f"node group hooked: DescribeLifecycleHooks for hook {HOOK} failed: ClientError: "
+        "An error occurred (AccessDenied) when calling the DescribeLifecycleHooks operation: "
+        "not allowed: autoscaling:DescribeLifecycleHooks"
+    )
+    assert unread.value.retryable  # asked again at the next ask, never kept
+
+
+def test_an_answer_quoted_in_the_error_is_bounded() -> None:
+    make_asg("web")
+    autoscaling = client("autoscaling")
+
+    def answer_at_length(**_: object) -> None:
+        raise EndpointConnectionError(endpoint_url="https://autoscaling.invalid/" + "x" * 5000)
+
+    autoscaling.meta.events.register_first(
+        "before-call.autoscaling.DescribeLifecycleHooks", answer_at_length
+    )
+    with pytest.raises(DrainHookUnreadError) as unread:
+        AsgDrainHooks(autoscaling, HOOK, VirtualClock()).drains("web")
+    assert len(str(unread.value)) < 400 and "(cut, " in str(unread.value)
 
 
 def test_a_groups_answer_is_kept_a_minute_and_an_unread_one_never() -> None:
@@ -59,8 +86,11 @@ def test_a_groups_answer_is_kept_a_minute_and_an_unread_one_never() -> None:
     clock.advance(seconds=1)
     assert hooks.drains("web") is True and len(asked) == 2
     clock.advance(minutes=5)
-    with refusing(autoscaling, "autoscaling", "DescribeLifecycleHooks"):
-        assert hooks.drains("web") is None
+    with (
+        refusing(autoscaling, "autoscaling", "DescribeLifecycleHooks"),
+        pytest.raises(DrainHookUnreadError),
+    ):
+        hooks.drains("web")
     assert hooks.drains("web") is True  # the failure was not kept
     clock.advance(minutes=-10)  # a clock gone back: read again, never trusted for longer
     assert hooks.drains("web") is True and len(asked) == 4  # (the refused ask not counted)

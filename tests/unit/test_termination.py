@@ -22,7 +22,12 @@ from nodescaler.domain.groups.node_group import (
 from nodescaler.domain.scale_down.pod_rules import DrainRules
 from nodescaler.domain.scale_down.termination_policy import QUIET, Wait
 from nodescaler.domain.scale_down.unneeded import least_bad
-from nodescaler.errors import KubernetesUnavailableError, MalformedEventError, StateUnavailableError
+from nodescaler.errors import (
+    DrainHookUnreadError,
+    KubernetesUnavailableError,
+    MalformedEventError,
+    StateUnavailableError,
+)
 from nodescaler.events.termination_policy import parse_termination_request
 from nodescaler.service.termination_policy import TerminationChooser
 
@@ -94,14 +99,17 @@ class Down:
 
 
 class Hooks:
-    """Whether a group has the deployment's drain hook: `drains` for every group."""
+    """Whether a group has the deployment's drain hook: `drains` for every group (None:
+    Auto Scaling could not say)."""
 
     def __init__(self, drains: bool | None = True) -> None:
         self.answer = drains
         self.asked: list[str] = []
 
-    def drains(self, group: str) -> bool | None:
+    def drains(self, group: str) -> bool:
         self.asked.append(group)
+        if self.answer is None:
+            raise DrainHookUnreadError(f"node group {group}: Throttling: Rate exceeded")
         return self.answer
 
 
@@ -128,6 +136,9 @@ def test_a_node_with_pods_to_move_stays_in_a_group_whose_nodes_are_not_drained(
     assert choice.not_nodes == (IDS[4],)  # still named: launched, never registered
     assert choice.chosen and f"{IDS[1]} stays while its pods run: " in choice.reason
     assert why in choice.reason and "docs/deploy.md" in choice.reason
+    # why it could not be read is kept apart: logged and counted (`report_termination`)
+    unread = "node group web: Throttling: Rate exceeded" if drains is None else ""
+    assert choice.hook_unread == unread
     # with the hook the same ask takes the light node too
     hooked = choose(Cluster(nodes, pods), offered, capacity=4, hooks=Hooks(True))
     assert hooked.instance_ids == (IDS[3], IDS[4], IDS[2], IDS[1])

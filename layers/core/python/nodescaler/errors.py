@@ -172,6 +172,11 @@ class LifecycleActionExpiredError(PermanentError):
     was completed): names the group, the hook and the instance."""
 
 
+class DrainHookUnreadError(RetryableError):
+    """Auto Scaling could not say whether a group carries the deployment's drain hook (slow,
+    throttled, refusing): names the group, the hook and Auto Scaling's answer."""
+
+
 class Outcome(Protocol):
     """What a failed operation had done, told in one line (a drain's `DrainResult`)."""
 

@@ -127,9 +127,10 @@ class LifecycleActions(Protocol):
 
 
 class DrainHooks(Protocol):
-    def drains(self, group: str) -> bool | None:
+    def drains(self, group: str) -> bool:
         """Whether the group carries the deployment's terminate hook, so that its nodes are
-        drained before their instances go; None when Auto Scaling could not say."""
+        drained before their instances go. Raises `DrainHookUnreadError` when Auto Scaling
+        could not say."""
         ...
 
 

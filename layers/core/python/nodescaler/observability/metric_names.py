@@ -95,3 +95,4 @@ class MetricName(StrEnum):
     # an instance refresh's (or another cause's) least-bad instance, let go past its patience
     TERMINATIONS_FORCED = "TerminationsForced"
     TERMINATION_ERRORS = "TerminationErrors"  # the choice failed: answered none for now
+    DRAIN_HOOKS_UNREAD = "DrainHooksUnread"  # whether a group drains unread: its busy node stayed

@@ -271,7 +271,8 @@ def report_termination_error(group: str, error: Exception) -> None:
 def report_termination(choice: TerminationChoice, wanted: int) -> None:
     """Which instances a scale-in may take, and why; counted per group. A cause nodescaler
     cannot read is rejected (an error, counted); the least-bad instance let go past a
-    cause's patience, or a wait that could not be kept, is a warning."""
+    cause's patience, a wait that could not be kept, or a drain hook unread (counted), is a
+    warning."""
     if choice.problem:
         reject(choice.problem)
     if choice.chosen:
@@ -281,6 +282,8 @@ def report_termination(choice: TerminationChoice, wanted: int) -> None:
         }
         if choice.forced:
             figures[MetricName.TERMINATIONS_FORCED] = 1
+        if choice.hook_unread:
+            figures[MetricName.DRAIN_HOOKS_UNREAD] = 1
     else:
         figures = {MetricName.TERMINATION_LEFT_TO_GROUP: 1}
     log = logger.warning if choice.forced else logger.info
@@ -291,6 +294,11 @@ def report_termination(choice: TerminationChoice, wanted: int) -> None:
     )
     if choice.unkept:
         logger.warning(f"termination policy for {choice.group}: {choice.unkept}")
+    if choice.hook_unread:
+        logger.warning(
+            f"termination policy for {choice.group}: a node with pods to move stays, as "
+            f"whether the group drains could not be read: {choice.hook_unread}"
+        )
     if choice.not_nodes:
         logger.warning(
             f"termination policy for {choice.group}: offered instances that are no node of "

@@ -34,7 +34,12 @@ from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.scale_down.pod_rules import CA_DEFAULTS, DrainRules
 from nodescaler.domain.scale_down.termination_policy import Cause, Wait, known_cause
 from nodescaler.domain.scale_down.unneeded import Removable, least_bad, removable
-from nodescaler.errors import KubernetesUnavailableError, StateCorruptError, StateUnavailableError
+from nodescaler.errors import (
+    DrainHookUnreadError,
+    KubernetesUnavailableError,
+    StateCorruptError,
+    StateUnavailableError,
+)
 from nodescaler.events.termination_policy import TerminationRequest
 from nodescaler.ports import (
     Clock,
@@ -57,6 +62,7 @@ class TerminationChoice:
     forced: bool = False  # the least-bad instance, past the cause's patience
     problem: str = ""  # bad input (an unknown Cause): logged as an error, counted
     unkept: str = ""  # why how long a cause waited could not be read or written
+    hook_unread: str = ""  # why whether the group drains could not be read: its node stays
 
 
 class TerminationChooser:
@@ -100,12 +106,17 @@ class TerminationChooser:
     def _from_the_cluster(
         self, request: TerminationRequest, group: NodeGroup, snapshot: Snapshot, now: datetime
     ) -> TerminationChoice:
-        found = self._drained(
+        found, hook_unread = self._drained(
             request.group,
             removable(group, request.offered, request.wanted, snapshot, self._rules, now=now),
         )
         choice = TerminationChoice(
-            request.group, found.instance_ids, True, found.reason, found.not_nodes
+            request.group,
+            found.instance_ids,
+            True,
+            found.reason,
+            found.not_nodes,
+            hook_unread=hook_unread,
         )
         cause = known_cause(request.cause)
         if cause is Cause.SCALE_IN or not request.wanted:
@@ -120,18 +131,21 @@ class TerminationChooser:
         reason = f"{request.cause or 'no Cause'}: {found.reason}"
         return self._cannot_wait(request, replace(choice, reason=reason), group, snapshot)
 
-    def _drained(self, group: str, found: Removable) -> Removable:
+    def _drained(self, group: str, found: Removable) -> tuple[Removable, str]:
         """A node with pods to move goes only from a group whose drain hook evicts them
         first, as Cluster Autoscaler evicts before it deletes: else its instance would end
-        with them running, past their disruption budgets. The hook is asked only then."""
+        with them running, past their disruption budgets. The hook is asked only then; when
+        Auto Scaling cannot say, the node stays, and why it could not is returned."""
         if not found.busy:
-            return found
-        drains = self._drain_hooks.drains(group) if self._drain_hooks else None
-        if drains:
-            return found
-        return found.undrained(
-            "no drain hook on the group" if drains is False else "its drain hook unread"
-        )
+            return found, ""
+        if self._drain_hooks is None:
+            return found.undrained("no drain hook known to this deployment"), ""
+        try:
+            if self._drain_hooks.drains(group):
+                return found, ""
+        except DrainHookUnreadError as error:
+            return found.undrained("its drain hook unread"), str(error)
+        return found.undrained("no drain hook on the group"), ""
 
     def _cannot_wait(
         self,

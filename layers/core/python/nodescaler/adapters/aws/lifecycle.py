@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from nodescaler.domain.outside_text import outside
 from nodescaler.domain.scale_down.drain import LifecycleAction, LifecycleResult, Membership
-from nodescaler.errors import LifecycleActionExpiredError
+from nodescaler.errors import DrainHookUnreadError, LifecycleActionExpiredError
 
 if TYPE_CHECKING:
     from nodescaler.ports import Clock
@@ -61,7 +62,7 @@ class AsgLifecycleActions:
 class AsgDrainHooks:
     """`DrainHooks` over EC2 Auto Scaling: DescribeLifecycleHooks for the deployment's hook,
     each group's answer kept `KEPT` (Auto Scaling asks again every short while a
-    scale-in waits; a hook added is seen within that), an unread one never kept. The client
+    scale-in waits; a hook added is seen within that), an unread one raised, never kept. The client
     given here should carry a budget of its own: the termination policy answers within
     Auto Scaling's two seconds (`wiring.terminator`)."""
 
@@ -73,7 +74,7 @@ class AsgDrainHooks:
         self._clock = clock
         self._known: dict[str, tuple[datetime, bool]] = {}  # group → (read at, drains)
 
-    def drains(self, group: str) -> bool | None:
+    def drains(self, group: str) -> bool:
         now = self._clock.now()
         known = self._known.get(group)
         if known is not None and known[0] <= now < known[0] + self.KEPT:
@@ -82,8 +83,11 @@ class AsgDrainHooks:
             found = self._autoscaling.describe_lifecycle_hooks(
                 AutoScalingGroupName=group, LifecycleHookNames=[self._hook]
             )
-        except (BotoCoreError, ClientError):
-            return None
+        except (BotoCoreError, ClientError) as error:
+            raise DrainHookUnreadError(
+                f"node group {group}: DescribeLifecycleHooks for hook {self._hook} failed: "
+                f"{outside(f'{type(error).__name__}: {error}')}"
+            ) from None
         drains = any(
             hook.get("LifecycleHookName") == self._hook
             and hook.get("LifecycleTransition") == TERMINATING
