@@ -53,6 +53,21 @@ def test_state_round_trips_with_history_decision_and_events(store: DynamoStateSt
     assert store.load("ng").seen("m-1")
 
 
+def test_each_nodes_unneeded_time_round_trips(store: DynamoStateStore) -> None:
+    # the times a node has been unneeded since, which an older item never held
+    later = T0 + timedelta(minutes=1)
+    history = History().with_unneeded(T0, ["ip-10-0-1-7", "ip-10-0-2-9"], trusted_seconds=600)
+    history = history.with_unneeded(later, ["ip-10-0-2-9", "ip-10-0-3-1"], trusted_seconds=600)
+    saved = store.save(GroupState(group="ng", history=history))
+    loaded = store.load("ng").history
+    assert loaded == saved.history == history
+    assert [(u.node, u.since) for u in loaded.unneeded] == [
+        ("ip-10-0-2-9", T0),
+        ("ip-10-0-3-1", later),
+    ]
+    assert loaded.unneeded_read == later
+
+
 def test_every_part_of_a_claimed_resize_round_trips(store: DynamoStateStore) -> None:
     # Given a group mid-resize: claimed, backed off before, a scale-up in flight, two
     # instances protected, paused for scale-in, and resized once already
@@ -90,6 +105,7 @@ def test_a_state_item_written_before_the_later_attributes_loads_with_none_of_the
         },
     )
     assert store.load("ng") == GroupState(group="ng", version=7)
+    assert store.load("ng").history.unneeded == ()  # no node timed: each starts afresh
 
 
 def test_an_unreadable_pause_pauses_both_ways_saying_how_to_clear_it(

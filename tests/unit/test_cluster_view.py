@@ -180,6 +180,9 @@ def test_given_a_queue_groups_nodes_empty_and_nothing_pending_then_its_own_pods_
     # Then two nodes are empty of pods, and none is a vote to shed
     assert isinstance(own, MetricReading)
     assert (own.value, own.empty_nodes, own.unneeded_nodes) == (0, 2, None)
+    # named, empty ones first as every pending-pods reading names them: each is timed
+    # (`unneeded_time`), and the first `empty_nodes` are the empty ones
+    assert own.candidates == (nodes[1].name, nodes[2].name)
     # And the one worker needs one node: no scale-in goes below it
     assert own.needed_nodes == 1
     # And with a worker pending that a jobs node would take, no node counts as empty
@@ -189,6 +192,7 @@ def test_given_a_queue_groups_nodes_empty_and_nothing_pending_then_its_own_pods_
     )
     pending = busy.own_pending_pods(jobs, NOW)
     assert isinstance(pending, MetricReading) and pending.empty_nodes in (None, 0)
+    assert pending.candidates == ()  # none timed: their times start again
 
 
 def test_a_group_with_more_in_service_than_desired_marks_the_nodes_it_lets_go_next() -> None:

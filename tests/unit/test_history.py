@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.history import MAX_UNNEEDED, History
 
 T = datetime(2026, 3, 2, 12, tzinfo=UTC)
 
@@ -21,3 +21,48 @@ def test_a_recommendation_exactly_a_window_old_is_still_kept() -> None:
     history = History().with_recommendation(T, 5, 300)
     later = history.with_recommendation(T + timedelta(seconds=300), 3, 300)
     assert [r.replicas for r in later.recommendations] == [5, 3]
+
+
+def test_a_node_unneeded_at_every_evaluation_keeps_its_time_and_one_found_needed_starts_again() -> (
+    None
+):
+    history = History().with_unneeded(T, ["a", "b"], trusted_seconds=600)
+    later = T + timedelta(seconds=300)
+    history = history.with_unneeded(later, ["a", "c"], trusted_seconds=600)  # b needed; c new
+    assert [(u.node, u.since) for u in history.unneeded] == [("a", T), ("c", later)]
+    again = history.with_unneeded(later + timedelta(seconds=1), ["a", "b", "c"], 600)
+    assert [u.since for u in again.unneeded] == [T, later + timedelta(seconds=1), later]
+    # the cluster unread (no node named): every one starts again
+    assert history.with_unneeded(later, [], trusted_seconds=600).unneeded == ()
+
+
+def test_after_a_gap_longer_than_trusted_every_node_starts_again() -> None:
+    history = History().with_unneeded(T, ["a"], trusted_seconds=600)
+    within = history.with_unneeded(T + timedelta(seconds=600), ["a"], trusted_seconds=600)
+    assert within.unneeded[0].since == T and within.unneeded_read == T + timedelta(seconds=600)
+    gap = T + timedelta(seconds=601)
+    assert history.with_unneeded(gap, ["a"], trusted_seconds=600).unneeded[0].since == gap
+    back = T - timedelta(seconds=1)  # a clock gone back: not trusted either
+    assert history.with_unneeded(back, ["a"], trusted_seconds=600).unneeded[0].since == back
+
+
+def test_no_more_than_max_unneeded_nodes_are_timed() -> None:
+    names = [f"ip-10-0-{i // 250}-{i % 250}" for i in range(MAX_UNNEEDED + 5)]
+    history = History().with_unneeded(T, names, trusted_seconds=600)
+    assert [u.node for u in history.unneeded] == names[:MAX_UNNEEDED]
+    # the item stays small: 253-character names, every one timed
+    long = History().with_unneeded(T, [f"{i:03}" + "x" * 250 for i in range(300)], 600)
+    assert len(long.model_dump_json()) < 80_000
+
+
+def test_a_node_unneeded_for_exactly_the_window_counts_and_a_second_less_does_not() -> None:
+    history = (
+        History()
+        .with_unneeded(T, ["a", "b"], trusted_seconds=600)
+        .with_unneeded(T + timedelta(seconds=60), ["a", "b", "c"], trusted_seconds=600)
+    )
+    at_window = T + timedelta(seconds=600)
+    assert history.unneeded_for(600, at_window, {"a", "b", "c"}) == 2
+    assert history.unneeded_for(600, at_window - timedelta(seconds=1), {"a", "b", "c"}) == 0
+    assert history.unneeded_for(600, at_window, {"a"}) == 1  # only the nodes asked about
+    assert history.unneeded_for(0, T + timedelta(seconds=60), {"c"}) == 1

@@ -257,7 +257,13 @@ def test_a_missing_stale_or_invalid_metric_never_causes_a_scale_in(
 
 @settings(max_examples=400, deadline=None)
 @given(
-    policies(with_pending=True), sizes, readings, histories, st.integers(0, 60), st.integers(0, 9)
+    policies(with_pending=True),
+    sizes,
+    readings,
+    histories,
+    st.integers(0, 60),
+    st.integers(0, 9),
+    st.integers(1, 4000),
 )
 def test_a_missing_metric_sheds_no_more_than_the_nodes_empty_of_pods(
     policy: NodeGroupPolicy,
@@ -266,10 +272,18 @@ def test_a_missing_metric_sheds_no_more_than_the_nodes_empty_of_pods(
     history: History,
     empty: int,
     movable: int,
+    unneeded_for: int,
 ) -> None:
     """Given pending pods that find `empty` nodes empty of pods and `movable` more whose
-    pods could move, a metric that cannot be read lets the group shed the empty ones at most."""
-    spare = MetricReading(value=0, at=T0, unneeded_nodes=empty + movable, empty_nodes=empty)
+    pods could move, each unneeded for `unneeded_for` seconds (read a second ago too), a
+    metric that cannot be read lets the group shed the empty ones at most."""
+    names = tuple(f"n{i}" for i in range(empty + movable))
+    spare = MetricReading(
+        value=0, at=T0, unneeded_nodes=empty + movable, empty_nodes=empty, candidates=names
+    )
+    since = T0 - timedelta(seconds=unneeded_for)
+    history = history.with_unneeded(since, names, trusted_seconds=unneeded_for)
+    history = history.with_unneeded(T0 - timedelta(seconds=1), names, unneeded_for)
     evaluation = _decide(policy, size, values | {"pending-pods": spare}, history)
     lowest, highest = documented_bounds(policy, size)
     metrics = [m for m in policy.spec.metrics if m.key != "pending-pods"]

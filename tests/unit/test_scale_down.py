@@ -185,9 +185,10 @@ def test_a_pod_that_fits_nowhere_is_named() -> None:
 def test_a_busy_node_is_no_candidate_even_when_its_pods_would_fit_elsewhere() -> None:
     nodes = [node("a"), node("b", cpu=16_000)]
     busy_b = pod("b1", "b", 9000)  # 9 of 16 cores: b is no candidate either way
+    over = [pod("a1", "a", 1100), pod("a2", "a", 1000), busy_b]  # a: 2.1 of 4 cores
+    assert spare(nodes, over) == ()  # b has room for a's pods, but a is over half
     half = [pod("a1", "a", 1000), pod("a2", "a", 1000), busy_b]  # a: 2 of 4 cores
-    assert spare(nodes, half) == ()  # b has room for a's pods, but a is not under half
-    assert spare(nodes, half[1:]) == ("a",)  # 1 of 4 cores: a goes, its pod onto b
+    assert spare(nodes, half) == ("a",)  # at half: a goes, its pods onto b
 
 
 def test_a_node_with_several_pods_of_a_budget_allowing_one_goes_its_drain_takes_them_in_turn() -> (
@@ -421,13 +422,16 @@ def test_the_summary_counts_moved_nodes_and_shows_three_kept_nodes_and_three_pod
     )
 
 
-def test_a_node_whose_pods_request_exactly_half_its_memory_is_not_underutilized() -> None:
+def test_a_node_whose_pods_request_exactly_half_its_memory_is_underutilized() -> None:
     # Given node a whose one pod requests little cpu but exactly half its memory
     nodes = [node("a"), node("b", group="batch")]
     pods = [Pod("default", "big", "a", Resources(100, 8 * GIB, 1))]
-    # When the unneeded nodes are found, Then a stays although the other group's b could
-    # take its pod: under half, not half, may go
-    assert spare(nodes, pods) == ()
+    # When the unneeded nodes are found, Then a goes, its pod onto the other group's b: at
+    # half is eligible, as Cluster Autoscaler's isNodeAtOrBelowUtilizationThreshold has it
+    assert spare(nodes, pods) == ("a",)
+    # a byte over half of its memory, and it stays
+    over = [Pod("default", "big", "a", Resources(100, 8 * GIB + 1, 1))]
+    assert spare(nodes, over) == ()
 
 
 def test_empty_nodes_of_equal_cost_go_in_the_order_of_their_names() -> None:

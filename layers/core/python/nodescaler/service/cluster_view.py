@@ -273,6 +273,7 @@ class KubernetesClusterView:
             detail=planned.describe(group.name, nodes),
             pending_pods=len(planned.coming(group.name)[1]),
             empty_nodes=spare.empty if spare is not None else None,
+            candidates=spare.nodes if spare is not None else (),  # all empty: timed, not marked
             needed_nodes=needed[0] if needed else None,
             needed_share=needed[1] if needed else None,
         )

@@ -4,7 +4,7 @@ A node is unneeded when it is Ready, schedulable, not annotated scale-down-disab
 holds no pod that may not move (`pod_rules`: no controller, local storage, a kube-system
 pod without a budget in its first hour, safe-to-evict "false"; else kept,
 `pods-may-not-move`),
-empty or underutilized (its pods request under half its CPU and memory, Cluster
+empty or underutilized (its pods request at most half its CPU and memory, Cluster
 Autoscaler's threshold, of what its DaemonSet and mirror pods leave of them, as Cluster
 Autoscaler computes it when it leaves those pods out), and every pod on it but DaemonSet
 and mirror pods
@@ -41,7 +41,7 @@ from nodescaler.domain.scale_down.pod_rules import (
 )
 
 SIMULATED_PER_CALL = 10
-UNDERUTILIZED = 0.5  # a node with pods goes only if they request less of it than this
+UNDERUTILIZED = 0.5  # a node with pods goes only if they request no more of it than this
 # Nodes a group means to shed carry this soft taint (Cluster Autoscaler's
 # DeletionCandidateOfClusterAutoscaler): the scheduler then prefers other nodes, so a pod
 # evicted from one leaving node does not land on the next to go.
@@ -185,8 +185,9 @@ class _Shedding:
 
 
 def _underutilized(node: Node, on_node: Sequence[Pod]) -> bool:
-    """Its pods request under half its CPU and under half its memory (Cluster Autoscaler's
-    scale-down utilization threshold): a busier node is not worth its evictions. As Cluster
+    """Its pods request at most half its CPU and at most half its memory (Cluster
+    Autoscaler's scale-down utilization threshold, a node at it included:
+    `eligibility.go`, kept only above it): a busier node is not worth its evictions. As Cluster
     Autoscaler counts it with DaemonSet and mirror pods left out (simulator/utilization,
     CalculateUtilizationOfResource): their requests leave the allocatable too, so a node
     its DaemonSets half fill is judged on the half they leave (else it looked emptier than
@@ -197,7 +198,7 @@ def _underutilized(node: Node, on_node: Sequence[Pod]) -> bool:
     memory = sum(p.requests.memory_bytes for p in pods)
     cpu_left = node.allocatable.cpu_millis - sum(p.requests.cpu_millis for p in system)
     memory_left = node.allocatable.memory_bytes - sum(p.requests.memory_bytes for p in system)
-    return cpu < UNDERUTILIZED * cpu_left and memory < UNDERUTILIZED * memory_left
+    return cpu <= UNDERUTILIZED * cpu_left and memory <= UNDERUTILIZED * memory_left
 
 
 def _budgets_of(pods: Sequence[Pod], budgets: Sequence[DisruptionBudget]) -> set[str]:

@@ -10,25 +10,27 @@ never acts; it returns a `Decision` and the history to persist. Each metric's ou
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
+from nodescaler.domain.policy import MetricBase, NodeGroupPolicy, SelectPolicy
 from nodescaler.domain.policy.descriptors import metric_type
 from nodescaler.domain.scale_up.backoff import Backoff
 from nodescaler.domain.scaling.behavior import RateResult, limit_rate, longest_period, stabilize
-from nodescaler.domain.scaling.decision import Decision, Limit, MetricOutcome, MetricStatus
+from nodescaler.domain.scaling.combine import combine, demand, empty_nodes
+from nodescaler.domain.scaling.decision import Decision, Limit, MetricOutcome
 from nodescaler.domain.scaling.explain import explain
 from nodescaler.domain.scaling.fallback import MetricFailures, with_fallback
 from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.limits import Ceiling
-from nodescaler.domain.scaling.metric_outcome import evaluate_metric, votes
+from nodescaler.domain.scaling.metric_outcome import evaluate_metric
 from nodescaler.domain.scaling.own_pods import OWN_PENDING_PODS, as_floor
 from nodescaler.domain.scaling.pods_floor import BootTime, Kept, floors_under_scale_in
 from nodescaler.domain.scaling.proportional import Tolerances
 from nodescaler.domain.scaling.readings import Reading
 from nodescaler.domain.scaling.scale_in_windows import HOUR, scale_in_room
+from nodescaler.domain.scaling.unneeded_time import Spare, held_long_enough, spare_of
 
 
 @dataclass(frozen=True)
@@ -52,75 +54,6 @@ def _group_bounds(policy: NodeGroupPolicy, size: GroupSize) -> str:
     spec = policy.spec
     cut = spec.max_replicas > size.max_size or spec.min_replicas < size.min_size
     return size.bounds_from if cut else ""
-
-
-def combine(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limit]]:
-    """Highest recommendation wins; a missing metric forbids scale-in; none at all holds.
-    Pending pods' vote to shed unneeded nodes counts only when no other metric votes. A
-    forecast is a floor under the result: it may raise it, never lower it."""
-    live, limits = _combine_live(outcomes, current)
-    floor = max(
-        (o.recommendation or 0 for o in outcomes if o.status is MetricStatus.FORECAST),
-        default=None,
-    )
-    if floor is not None and floor > live:
-        # a forecast above the live result is a scale-up (a missing metric holds the live
-        # result at the size, never below it), which a missing metric never holds
-        dropped = {Limit.TOLERANCE, Limit.MISSING_METRIC}
-        return floor, [*(lim for lim in limits if lim not in dropped), Limit.FORECAST]
-    return live, limits
-
-
-def demand(outcomes: list[MetricOutcome], in_service: int) -> float | None:
-    """The nodes the live metrics say the group needs, the forecast aside: its demand,
-    recorded for later forecasts. Pending pods say how many their pods need (before it
-    rounds up to whole nodes, which a forecast would scale into a node too many); the
-    others what they recommend; none of them, the nodes in service. Never the group's
-    size as such: nodes a forecast asked for would count as demand the next day, and the
-    next. None while a metric is broken: the demand is not known."""
-    if any(o.status.failing for o in outcomes):  # a fallback's vote is no demand either
-        return None
-    live = [o for o in outcomes if not o.status.is_forecast]
-    needs = [_need(o) for o in live]
-    return max((n for n in needs if n is not None), default=in_service)
-
-
-def _need(outcome: MetricOutcome) -> float | None:
-    if outcome.needed is None:
-        return outcome.recommendation
-    if outcome.pods_share is not None and outcome.needed == outcome.pods_need:
-        return outcome.pods_share
-    return outcome.needed
-
-
-def _combine_live(outcomes: list[MetricOutcome], current: int) -> tuple[int, list[Limit]]:
-    usable = [o.recommendation for o in outcomes if votes(o) and o.recommendation is not None] or [
-        o.recommendation
-        for o in outcomes
-        if o.status is MetricStatus.UNNEEDED and o.recommendation is not None
-    ]
-    broken = any(o.status.broken for o in outcomes)
-    if not usable:
-        return current, [Limit.MISSING_METRIC] if broken else []
-    recommendation = max(usable)
-    if broken and recommendation < current:
-        # Only nodes empty of pods in the cluster's own view may go: they evict nothing,
-        # and a pod the unread metric would bring makes them needed again (pending pods).
-        empty = _empty_nodes(outcomes)
-        if not empty:
-            return current, [Limit.MISSING_METRIC]
-        return max(recommendation, current - empty), [Limit.EMPTY_ONLY]
-    held = recommendation == current and any(
-        o.status is MetricStatus.HELD_BY_TOLERANCE for o in outcomes
-    )
-    return recommendation, [Limit.TOLERANCE] if held else []
-
-
-def _empty_nodes(outcomes: Sequence[MetricOutcome]) -> int:
-    """The group's nodes pending pods found empty of pods and unneeded (0: none, or unknown):
-    a PendingPods metric's (shedding them), or the group's own pending pods' (abstaining)."""
-    said = (MetricStatus.UNNEEDED, MetricStatus.ABSTAINED)
-    return max((o.empty or 0 for o in outcomes if o.status in said), default=0)
 
 
 def decide(
@@ -196,6 +129,7 @@ class _Voted:
     demand: int  # the demand metrics' alone, which the stabilization window remembers
     bound: int | None = None  # the highest lower bound, applied after stabilization
     bounds: Mapping[str, int] = field(default_factory=dict)  # each bounding metric's count
+    spare: Spare = field(default_factory=Spare)  # the nodes the cluster's view found unneeded
 
 
 def _vote(
@@ -228,7 +162,10 @@ def _vote(
     recommendation = live if bound is None else max(live, bound)
     if recommendation > live:  # a scale-up, which a missing metric never holds
         limits = [lim for lim in limits if lim not in (Limit.TOLERANCE, Limit.MISSING_METRIC)]
-    return _Voted(tuple(outcomes), failures, recommendation, tuple(limits), live, bound, bounds)
+    spare = spare_of([*readings.values(), own_pending])
+    return _Voted(
+        tuple(outcomes), failures, recommendation, tuple(limits), live, bound, bounds, spare
+    )
 
 
 def _lower_bounds(
@@ -268,6 +205,8 @@ def _steer(
 ) -> _Steered:
     up, down = policy.spec.behavior.up, policy.spec.behavior.down
     current, (lowest, highest) = size.current, bounds
+    window = down.stabilization_window_seconds
+    history = history.with_unneeded(now, voted.spare.nodes, trusted_seconds=window)
     # 4. A group outside its bounds goes straight back inside them (as the HPA does).
     if not lowest <= current <= highest:
         limit = Limit.MAX if current > highest else Limit.MIN
@@ -289,21 +228,10 @@ def _steer(
     history = history.with_recommendation(now, recommendation, keep)
     if voted.bound is not None:
         stabilized = max(stabilized, voted.bound)
-    # 7. Rate policies, selectPolicy and [min, max].
-    rated = limit_rate(
-        stabilized,
-        current,
-        lowest=lowest,
-        highest=highest,
-        history=history,
-        now=now,
-        up=up,
-        down=down,
+    # 7. Rate policies, selectPolicy and [min, max]; then the empty nodes.
+    desired, within = _rated(
+        policy, voted, history, now, stabilized, size=(current, bounds), limits=limits
     )
-    empty_gone = max(stabilized, current - _empty_nodes(voted.outcomes), lowest)
-    desired = _empty_past_default_rate(policy, rated, empty_gone)
-    if rated.limited_by and desired == rated.desired:
-        limits.append(Limit(rated.limited_by))
     # 8. Floors from the group's pods (`pods_floor`), then an open scale-in window's cap.
     kept = floors_under_scale_in(
         desired,
@@ -315,7 +243,50 @@ def _steer(
         boot=boot,
         limits=limits,
     )
-    return _window_cap(policy, current, kept, now, limits)
+    steered = _window_cap(policy, current, kept, now, limits)
+    if steered.desired >= within:  # a floor or a window held them all the same
+        return replace(steered, limits=tuple(x for x in limits if x is not Limit.UNNEEDED_TIME))
+    return steered
+
+
+def _rated(
+    policy: NodeGroupPolicy,
+    voted: _Voted,
+    history: History,
+    now: datetime,
+    stabilized: int,
+    *,
+    size: tuple[int, tuple[int, int]],
+    limits: list[Limit],
+) -> tuple[int, int]:
+    """The stabilized count within the rate policies and [min, max], and how far the
+    group's empty nodes take it past them (`_empty_past_default_rate`): those unneeded a
+    whole window (`unneeded_time`) go unless the demand now wants them. And the count
+    without those."""
+    up, down = policy.spec.behavior.up, policy.spec.behavior.down
+    current, (lowest, highest) = size
+    rated = limit_rate(
+        stabilized,
+        current,
+        lowest=lowest,
+        highest=highest,
+        history=history,
+        now=now,
+        up=up,
+        down=down,
+    )
+    empty_gone = max(stabilized, current - empty_nodes(voted.outcomes), lowest)
+    window = down.stabilization_window_seconds
+    held = held_long_enough(voted.spare, history, now, window_seconds=window, current=current)
+    desired = _empty_past_default_rate(policy, rated, empty_gone)
+    past_window = _empty_past_default_rate(
+        policy, rated, min(empty_gone, max(voted.recommendation, held, lowest))
+    )
+    if rated.limited_by and past_window == rated.desired:
+        limits.append(Limit(rated.limited_by))
+    if past_window < desired:
+        limits.append(Limit.UNNEEDED_TIME)
+    return past_window, desired
 
 
 def _window_cap(
@@ -333,11 +304,12 @@ def _window_cap(
 def _empty_past_default_rate(policy: NodeGroupPolicy, rated: RateResult, empty_gone: int) -> int:
     """Nodes empty of pods leave all at once, as Cluster Autoscaler deletes empty nodes in
     bulk: the default scale-down rate paces drains (evictions), and an empty node has none
-    to pace. `empty_gone`: the group without them, within the stabilized recommendation and
-    the minimum. A rate the user wrote binds them too, as does a scale-in window (after)."""
+    to pace. `empty_gone`: the group without them, within the stabilized recommendation (or,
+    for those unneeded a whole window, the demand now) and the minimum. A rate the user
+    wrote binds them too, as does a scale-in they disabled, and a scale-in window (after)."""
     written = policy.spec.behavior.scale_down
-    if rated.limited_by != Limit.SCALE_DOWN_RATE or (written and written.policies):
-        return rated.desired
+    if written and (written.policies or written.select_policy is SelectPolicy.DISABLED):
+        return rated.desired  # a rate, or no scale-in, the user wrote
     return min(rated.desired, empty_gone)
 
 

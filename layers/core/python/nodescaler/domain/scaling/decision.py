@@ -47,6 +47,8 @@ class Limit(StrEnum):
     PODS_NEED_NODES = "pods-need-nodes"
     # no scale-in below the nodes its pods needed within one re-acquire time (`pods_floor`)
     REACQUIRE_TIME = "reacquire-time"
+    # past the window: empty nodes unneeded a whole scale-down window went (`unneeded_time`)
+    UNNEEDED_TIME = "unneeded-time"
 
 
 class MetricStatus(StrEnum):

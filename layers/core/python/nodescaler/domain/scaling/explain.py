@@ -46,11 +46,18 @@ def _limit_phrase(limit: Limit, decision: Decision, down_window_seconds: int) ->
             for o in decision.metrics
             if o.fallback
         )
+    return _window_phrase(limit, decision, down_window_seconds) or _LIMIT_PHRASES[limit]
+
+
+def _window_phrase(limit: Limit, decision: Decision, down_window_seconds: int) -> str:
+    """What the scale-down window held, or let go past it; else nothing."""
+    if limit is Limit.UNNEEDED_TIME:
+        return f"but nodes empty and unneeded for {down_window_seconds}s go"
     if limit is Limit.STABILIZATION and decision.recommendation < decision.current:
         return (
             f"recommendation {decision.recommendation} must hold for {down_window_seconds}s first"
         )
-    return _LIMIT_PHRASES[limit]
+    return ""
 
 
 def explain(decision: Decision, down_window_seconds: int) -> str:

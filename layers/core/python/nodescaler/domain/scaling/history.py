@@ -6,6 +6,7 @@ Plain, immutable data in and out, so the state store can persist it between eval
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from itertools import pairwise
 
@@ -13,6 +14,9 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict
 
 # Bounds the persisted item (DynamoDB allows 400 KB) whatever the windows and the rate.
 MAX_ENTRIES = 1000
+# Nodes timed as unneeded (a name is up to 253 characters): those past it are not timed,
+# so they wait for the window as before
+MAX_UNNEEDED = 200
 
 
 class TimedRecommendation(BaseModel):
@@ -31,6 +35,15 @@ class ScaleEvent(BaseModel):
     change: int
 
 
+class UnneededSince(BaseModel):
+    """A node of the group the cluster's view has found unneeded at every evaluation since."""
+
+    model_config = ConfigDict(frozen=True)
+
+    node: str
+    since: AwareDatetime
+
+
 class History(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -39,6 +52,28 @@ class History(BaseModel):
     # the nodes the group's pods needed (the cluster's view) at recent evaluations, kept one
     # re-acquire time: a node they needed that recently is not shed (`pods_floor`)
     needs: tuple[TimedRecommendation, ...] = ()
+    # each node unneeded at every evaluation since when (Cluster Autoscaler's unneeded time),
+    # and when they were last read
+    unneeded: tuple[UnneededSince, ...] = ()
+    unneeded_read: AwareDatetime | None = None
+
+    def with_unneeded(self, at: datetime, nodes: Sequence[str], trusted_seconds: float) -> History:
+        """The nodes found unneeded at `at`, each since it has been at every evaluation: a
+        node found needed (or not read) starts again, as Cluster Autoscaler's does, and so
+        do all of them after a gap of more than `trusted_seconds` with no evaluation (what
+        happened then is not known; a name may even be a new instance's)."""
+        if not nodes:  # none unneeded, or the cluster unread: no node timed
+            return self.model_copy(update={"unneeded": ()}) if self.unneeded else self
+        read = self.unneeded_read
+        fresh = read is None or not read <= at <= read + timedelta(seconds=trusted_seconds)
+        known = {} if fresh else {u.node: u.since for u in self.unneeded}
+        kept = tuple(UnneededSince(node=n, since=known.get(n, at)) for n in nodes)
+        return self.model_copy(update={"unneeded": kept[:MAX_UNNEEDED], "unneeded_read": at})
+
+    def unneeded_for(self, seconds: float, now: datetime, nodes: Collection[str]) -> int:
+        """How many of `nodes` have been unneeded for at least `seconds`."""
+        cutoff = now - timedelta(seconds=seconds)
+        return sum(1 for u in self.unneeded if u.node in nodes and u.since <= cutoff)
 
     def with_recommendation(self, at: datetime, replicas: int, keep_seconds: int) -> History:
         """Add a raw recommendation; drop those no stabilization window can still see.
