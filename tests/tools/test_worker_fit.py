@@ -117,3 +117,25 @@ def test_a_cloudwatch_metric_counts_the_queues_its_expression_names() -> None:
     policies = load_policies(REPO / "scenarios" / "policies")
     backlog = policies["queue-math"].spec.metrics[0]
     assert metric_type(backlog).queues(backlog) == {"reports-queue", "exports-queue"}
+
+
+def test_a_pod_no_groups_node_holds_is_named_with_the_roomiest_node(tmp_path: Path) -> None:
+    # Given the queue's workers fitting (3 a node), a deployment of 20 GiB pods, and one
+    # exactly a node's size, on m5.xlarge (4 vCPUs, 16 GiB)
+    path = scenario(tmp_path, 3)
+    path.write_text(
+        SCENARIO
+        + "deployments:\n"
+        + '  - {name: report, cpu: "1", memory: 20Gi, replicas: {0: 1}}\n'
+        + '  - {name: whole, cpu: "4", memory: 16Gi, replicas: {0: 1}}\n'
+    )
+    # Then the 20 GiB one alone is named, with what the roomiest node allocates
+    assert warnings(load_scenario(path)) == [
+        "deployment report asks 1 cpu, 20Gi a pod, more than a node of any group allocates "
+        "(the roomiest, group workers-ng: 4 cpu, 16Gi): its pods will wait, and no group "
+        "grows for them"
+    ]
+    # And a worker too large for the node is named as the queue's
+    path.write_text(SCENARIO.replace('cpu: "1", memory: 3Gi', 'cpu: "5", memory: 3Gi'))
+    said = warnings(load_scenario(path))
+    assert "queue jobs-queue's worker asks 5 cpu, 3Gi a pod" in said[-1]

@@ -1,4 +1,5 @@
-"""Warnings for a scenario's queue policies whose tasks per node cannot fit on a node.
+"""Warnings for a scenario's queue policies whose tasks per node cannot fit on a node, and
+for its pods no group's node can hold (`too_big`).
 
 A queue metric's `AverageValue` target says how many tasks a node takes; each task is a
 worker pod (KEDA's ScaledJob makes one a message, a request trace's one a `queueLength`),
@@ -153,11 +154,36 @@ def instance_shape(instance_type: str) -> dict[str, str] | None:
     return {"cpu": str(vcpus), "memory": f"{described['MemoryInfo']['SizeInMiB']}Mi"}
 
 
+def too_big(scenario: Scenario, instance_types: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """Each workload (a deployment, a queue's or a request trace's worker) whose pod asks
+    more CPU or memory than a node of any group allocates: its pods would wait for ever,
+    and no group grows for them (`simulate` counts them in `pods_that_fit_no_group`)."""
+    nodes = {g.name: a for g in scenario.groups if (a := _allocatable(g, instance_types))}
+    if not nodes:
+        return []
+    largest, room = max(nodes.items(), key=lambda kv: (kv[1]["memory"], kv[1]["cpu"]))
+    workloads = [(f"deployment {d.name}", d) for d in scenario.deployments]
+    workloads += [(f"queue {q.name}'s worker", q.worker) for q in scenario.queues]
+    workloads += [(f"request trace {t.name}'s worker", t.worker) for t in scenario.request_traces]
+    found = []
+    for what, shape in workloads:
+        asked = {r: parse_quantity(getattr(shape, r)) for r in RESOURCES}
+        if not any(all(asked[r] <= a[r] for r in RESOURCES) for a in nodes.values()):
+            found.append(
+                f"{what} asks {_shown(asked)} a pod, more than a node of any group allocates "
+                f"(the roomiest, group {largest}: {_shown(room)}): its pods will wait, and "
+                "no group grows for them"
+            )
+    return found
+
+
 def warnings(scenario: Scenario) -> list[str]:
-    """The scenario's unfit queue targets, in words (its policies loaded from its folder)."""
+    """The scenario's unfit queue targets and its pods no group's node holds, in words (its
+    policies loaded from its folder)."""
     from nodescaler.adapters.deployed_policies import load_policies
 
     policies = load_policies(scenario.policies_path)
     types = {g.instance_type for g in scenario.groups if g.node is None}
     shapes = {t: shape for t in types if (shape := instance_shape(t)) is not None}
-    return [u.describe() for u in unfit_queue_targets(scenario, policies, shapes)]
+    unfit = [u.describe() for u in unfit_queue_targets(scenario, policies, shapes)]
+    return unfit + too_big(scenario, shapes)
