@@ -42,6 +42,8 @@ def test_after_a_gap_longer_than_trusted_every_node_starts_again() -> None:
     assert within.unneeded[0].since == T and within.unneeded_read == T + timedelta(seconds=600)
     gap = T + timedelta(seconds=601)
     assert history.with_unneeded(gap, ["a"], trusted_seconds=600).unneeded[0].since == gap
+    twice = within.with_unneeded(T + timedelta(seconds=600), ["a"], trusted_seconds=600)
+    assert twice.unneeded[0].since == T  # read twice at one time (two messages): kept
     back = T - timedelta(seconds=1)  # a clock gone back: not trusted either
     assert history.with_unneeded(back, ["a"], trusted_seconds=600).unneeded[0].since == back
 

@@ -148,6 +148,22 @@ def test_a_rate_the_user_wrote_or_a_scale_in_disabled_binds_them_too() -> None:
         assert Limit.UNNEEDED_TIME not in held.decision.limited_by
 
 
+def test_a_scale_in_window_that_holds_them_is_what_the_reason_names() -> None:
+    closed = {"name": "none", "schedule": "0 0 * * *", "durationMinutes": 1440}
+    spec = QUEUE.spec.model_dump(by_alias=True, exclude_none=True)
+    held_policy = type(QUEUE).model_validate(
+        {
+            "metadata": {"name": "closed"},
+            "spec": spec | {"scaleInWindows": [closed | {"maxNodesPerHour": 0}]},
+        }
+    )
+    held = _decide(_peak(held_policy).history, WINDOW, the_policy=held_policy)
+    assert held.decision.desired == 10
+    assert Limit.SCALE_IN_WINDOW in held.decision.limited_by
+    assert Limit.UNNEEDED_TIME not in held.decision.limited_by  # nothing went past the window
+    assert "unneeded for" not in held.decision.reason
+
+
 def test_with_the_metric_missing_only_empty_nodes_go_and_their_time_still_runs() -> None:
     # CloudWatch down from T0 + 120 s: with no node empty, nothing may go, yet the nodes'
     # time runs (the cluster is read)
@@ -167,3 +183,5 @@ def test_the_view_naming_the_most_empty_nodes_is_the_one_timed() -> None:
     assert spare_of([MetricUnavailable(reason="unread"), None]) == Spare()
     named_none = MetricReading(value=0, at=T0, candidates=("a",))
     assert spare_of([named_none]) == Spare(("a",), frozenset())
+    one_empty = MetricReading(value=0, at=T0, empty_nodes=1, candidates=("b",))
+    assert spare_of([named_none, one_empty]).nodes == ("b",)  # none said empty counts as 0
