@@ -162,7 +162,9 @@ def too_big(scenario: Scenario, instance_types: Mapping[str, Mapping[str, str]])
     if not nodes:
         return []
     largest, room = max(nodes.items(), key=lambda kv: (kv[1]["memory"], kv[1]["cpu"]))
-    workloads = [(f"deployment {d.name}", d) for d in scenario.deployments]
+    workloads: list[tuple[str, PodShape]] = [
+        (f"deployment {d.name}", d) for d in scenario.deployments
+    ]
     workloads += [(f"queue {q.name}'s worker", q.worker) for q in scenario.queues]
     workloads += [(f"request trace {t.name}'s worker", t.worker) for t in scenario.request_traces]
     found = []
