@@ -191,7 +191,7 @@ def _underutilized(node: Node, on_node: Sequence[Pod]) -> bool:
     Autoscaler counts it with DaemonSet and mirror pods left out (simulator/utilization,
     CalculateUtilizationOfResource): their requests leave the allocatable too, so a node
     its DaemonSets half fill is judged on the half they leave (else it looked emptier than
-    Cluster Autoscaler sees it, and went sooner); a node they fill is never under half."""
+    Cluster Autoscaler sees it, and went sooner)."""
     pods = movable(on_node)
     system = [p for p in on_node if not p.terminal and (p.daemon_set or p.mirror)]
     cpu = sum(p.requests.cpu_millis for p in pods)
