@@ -135,6 +135,13 @@ def test_a_pod_no_groups_node_holds_is_named_with_the_roomiest_node(tmp_path: Pa
         "(the roomiest, group workers-ng: 4 cpu, 16Gi): its pods will wait, and no group "
         "grows for them"
     ]
+    # And with a second group of an instance type EC2's table does not know, nothing is
+    # said: that group might hold it
+    second = "  - {name: big-ng, policy: first-queue, max: 2, instanceType: x99.mystery}\n"
+    unknown = SCENARIO.replace("queues:\n", second + "queues:\n")
+    big = '  - {name: report, cpu: "1", memory: 20Gi, replicas: {0: 1}}\n'
+    path.write_text(unknown + "deployments:\n" + big)
+    assert not any("report" in w for w in warnings(load_scenario(path)))
     # And a worker too large for the node is named as the queue's
     path.write_text(SCENARIO.replace('cpu: "1", memory: 3Gi', 'cpu: "5", memory: 3Gi'))
     said = warnings(load_scenario(path))

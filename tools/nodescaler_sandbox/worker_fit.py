@@ -159,7 +159,7 @@ def too_big(scenario: Scenario, instance_types: Mapping[str, Mapping[str, str]])
     more CPU or memory than a node of any group allocates: its pods would wait for ever,
     and no group grows for them (`simulate` counts them in `pods_that_fit_no_group`)."""
     nodes = {g.name: a for g in scenario.groups if (a := _allocatable(g, instance_types))}
-    if not nodes:
+    if not nodes or len(nodes) < len(scenario.groups):  # a group's node unknown: no guess
         return []
     largest, room = max(nodes.items(), key=lambda kv: (kv[1]["memory"], kv[1]["cpu"]))
     workloads: list[tuple[str, PodShape]] = [
