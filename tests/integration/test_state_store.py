@@ -341,6 +341,8 @@ def test_recent_events_are_bounded() -> None:
     ("attribute", "value", "cause"),
     [
         ("history", {"S": "{not json"}, "ValidationError"),
+        # a node's unneeded time that is no time
+        ("history", {"S": '{"unneeded": [{"node": "n1", "since": "yesterday"}]}'}, "Validation"),
         ("version", {"N": "1.5"}, "ValueError"),
         ("recent_events", {"S": "[1, "}, "JSONDecodeError"),
     ],
