@@ -378,6 +378,52 @@ def test_while_scale_in_is_paused_no_node_is_marked_to_leave(
     assert desired_capacity("batch-ng") == 2
 
 
+BUFFERED_POLICY = """
+apiVersion: nodescaler.io/v1alpha1
+kind: NodeGroupPolicy
+metadata: {name: buffered}
+spec:
+  minReplicas: 0
+  maxReplicas: 20
+  metrics:
+    - type: PendingPods
+      pendingPods:
+        buffer: [{pods: 1, requests: {cpu: "16"}}]
+"""
+ROOM = "nodescaler.io/buffer-room"
+
+
+def test_while_a_group_sheds_a_node_the_empty_node_its_buffer_needs_is_marked_as_room(
+    policies: Path, against_cluster: Callable[..., Deployment], api_server: KubeApiServer
+) -> None:
+    # Given a group whose buffer wants a whole 16-core node: its empty ip-0, and ip-1 with
+    # one 1-core pod that may run on another group's node
+    (policies / "buffered.yaml").write_text(BUFFERED_POLICY)
+    tags = {"nodescaler/enabled": "true", "nodescaler/policy": "buffered"}
+    make_asg("web-ng", tags=tags, desired=2, max_size=20)
+    described = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=["web-ng"])
+    for index, instance in enumerate(described["AutoScalingGroups"][0]["Instances"]):
+        provider = f"aws:///eu-west-1a/{instance['InstanceId']}"
+        api_server.cluster.put("nodes", node(f"ip-{index}", None, provider_id=provider))
+    api_server.cluster.put("nodes", node("other", None, labels={"pool": "spare"}))
+    api_server.cluster.put("pods", pod("web-0", "ip-1", spec={"nodeSelector": {"pool": "spare"}}))
+
+    # When nodescaler evaluates it
+    against_cluster().tick()
+
+    # Then ip-1, whose pod can move, is marked to leave, and the empty ip-0 as the buffer's
+    # room, so the scheduler puts the moved pod elsewhere and the termination policy
+    # takes ip-1 (else the empty node went, and the buffer bought one back)
+    keys = {
+        name: [
+            t["key"]
+            for t in api_server.cluster.get("nodes", ("", name))["spec"].get("taints") or []
+        ]
+        for name in ("ip-0", "ip-1", "other")
+    }
+    assert keys == {"ip-0": [ROOM], "ip-1": [CANDIDATE], "other": []}
+
+
 def test_with_balance_three_zone_groups_at_zero_grow_together_and_say_so(
     policies: Path,
     against_cluster: Callable[..., Deployment],

@@ -112,11 +112,17 @@ def evaluate_admits(new: dict[str, Any], old: dict[str, Any] = NODE) -> list[str
     return admitted(new, ("nodescaler-evaluate",), EVALUATE_POLICY, old)
 
 
-def test_evaluate_may_add_and_remove_its_soft_taint_beside_the_nodes_own() -> None:
+ROOM = {"key": "nodescaler.io/buffer-room", "effect": "PreferNoSchedule"}
+
+
+@pytest.mark.parametrize("soft", [CANDIDATE, ROOM])
+def test_evaluate_may_add_and_remove_its_soft_taints_beside_the_nodes_own(
+    soft: dict[str, str],
+) -> None:
     gpu = patched(spec__taints=[GPU_TAINT])
-    assert evaluate_admits(patched(spec__taints=[GPU_TAINT, CANDIDATE]), gpu) == []
-    assert evaluate_admits(gpu, patched(spec__taints=[GPU_TAINT, CANDIDATE])) == []
-    assert evaluate_admits(patched(spec__taints=[CANDIDATE])) == []
+    assert evaluate_admits(patched(spec__taints=[GPU_TAINT, soft]), gpu) == []
+    assert evaluate_admits(gpu, patched(spec__taints=[GPU_TAINT, soft])) == []
+    assert evaluate_admits(patched(spec__taints=[soft])) == []
 
 
 @pytest.mark.parametrize(
@@ -124,6 +130,8 @@ def test_evaluate_may_add_and_remove_its_soft_taint_beside_the_nodes_own() -> No
     [
         ({"spec__taints": []}, "only its own taint of a node"),  # the GPU taint removed
         ({"spec__taints": [GPU_TAINT, {**CANDIDATE, "effect": "NoExecute"}]}, "PreferNoSchedule"),
+        ({"spec__taints": [GPU_TAINT, {**ROOM, "effect": "NoSchedule"}]}, "PreferNoSchedule"),
+        ({"spec__taints": [GPU_TAINT, {**ROOM, "key": "nodescaler.io/x"}]}, "taint of a node"),
         (
             {"spec__taints": [GPU_TAINT, CANDIDATE], "spec__unschedulable": True},
             "its taint of a node",

@@ -86,7 +86,12 @@ class World:
         return lambda count: Removable(("i-1", "i-2")[:count], "empty nodes")
 
     def mark_candidates(
-        self, group: NodeGroup, candidates: frozenset[str], now: datetime, excess: int = 0
+        self,
+        group: NodeGroup,
+        candidates: frozenset[str],
+        now: datetime,
+        excess: int = 0,
+        rooms: frozenset[str] | None = None,
     ) -> None:
         self.log.append(
             ("mark_candidates", sorted(candidates), excess, sorted(group.protected_ids))

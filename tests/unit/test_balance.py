@@ -20,7 +20,7 @@ from nodescaler.domain.cluster.snapshot import (
 )
 from nodescaler.domain.groups.node_group import EKS_NODEGROUP_LABEL, NodeGroup
 from nodescaler.domain.groups.optin import TagNames
-from nodescaler.domain.scale_down.unneeded import CANDIDATE_TAINT
+from nodescaler.domain.scale_down.marks import CANDIDATE_TAINT
 from nodescaler.domain.scale_up.backoff import Backoff
 from nodescaler.domain.scale_up.balance import even_split, similar
 from nodescaler.domain.scale_up.expanders import (

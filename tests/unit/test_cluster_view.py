@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from nodescaler.domain.cluster.snapshot import Placement, Snapshot
+from nodescaler.domain.cluster.snapshot import Placement, Snapshot, Taint
 from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.groups.optin import TagNames
-from nodescaler.domain.scale_down.unneeded import CANDIDATE_TAINT
+from nodescaler.domain.scale_down.marks import CANDIDATE_TAINT, ROOM_TAINT
 from nodescaler.domain.scaling.readings import MetricReading
 from nodescaler.service.cluster_view import KubernetesClusterView
 from nodescaler.service.pending_pods import PendingPodsPlanner
@@ -34,10 +34,12 @@ GROUP = NodeGroup("web-a", 3, 0, 10, 3, tags=ENABLED, eks_cluster="prod", eks_no
 
 class Marks:
     def __init__(self) -> None:
-        self.marked: dict[str, bool] = {}
+        self.marked: dict[str, bool] = {}  # the deletion candidate's taint
+        self.rooms: dict[str, bool] = {}  # the buffer room's
 
-    def mark_candidate(self, node: str, marked: bool) -> None:
-        self.marked[node] = marked
+    def mark(self, node: str, taint: Taint, marked: bool) -> None:
+        assert taint in (CANDIDATE_TAINT, ROOM_TAINT)
+        (self.marked if taint == CANDIDATE_TAINT else self.rooms)[node] = marked
 
 
 def jobs_group(nodes: int) -> NodeGroup:

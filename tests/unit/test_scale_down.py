@@ -201,7 +201,7 @@ def test_a_node_with_several_pods_of_a_budget_allowing_one_goes_its_drain_takes_
 
 
 def test_only_the_nodes_whose_mark_is_wrong_are_marked_or_cleared() -> None:
-    from nodescaler.domain.scale_down.unneeded import CANDIDATE_TAINT, candidate_marks
+    from nodescaler.domain.scale_down.marks import CANDIDATE_TAINT, candidate_marks
 
     marked = node("b", taints=(CANDIDATE_TAINT,))
     stale = node("c", taints=(CANDIDATE_TAINT, Taint("gpu", "yes")))

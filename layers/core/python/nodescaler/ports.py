@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from nodescaler.deadline import Deadline
     from nodescaler.domain.cluster.predicates import InstanceShape, NodegroupLabels
-    from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Snapshot
+    from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Snapshot, Taint
     from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup, ScalingActivity
     from nodescaler.domain.groups.scaling_events import ScalingEvent
     from nodescaler.domain.groups.zonal_shift import ZonalShifts
@@ -286,10 +286,16 @@ class ClusterView(Protocol):
         ...
 
     def mark_candidates(
-        self, group: NodeGroup, candidates: frozenset[str], now: datetime, excess: int = 0
+        self,
+        group: NodeGroup,
+        candidates: frozenset[str],
+        now: datetime,
+        excess: int = 0,
+        rooms: frozenset[str] | None = None,
     ) -> None:
         """Soft-taint the group's nodes in `candidates`, and the `excess` it lets go next
-        while more are in service than it desires, and only those (best effort)."""
+        while more are in service than it desires, and only those; and mark its `rooms`
+        (None: leave those marks as they are) as its buffer's room (best effort)."""
         ...
 
     def own_pending_pods(self, group: NodeGroup, now: datetime) -> Reading:
@@ -310,8 +316,9 @@ class UnschedulablePods(Protocol):  # KubernetesCluster; the fast path's light r
 
 
 class NodeMarks(Protocol):
-    def mark_candidate(self, node: str, marked: bool) -> None:
-        """Add or remove the deletion-candidate soft taint; `KubernetesUnavailableError`."""
+    def mark(self, node: str, taint: Taint, marked: bool) -> None:
+        """Add or remove one of nodescaler's soft taints (the deletion candidate's, the
+        buffer room's); `KubernetesUnavailableError`."""
         ...
 
 

@@ -70,7 +70,9 @@ class Actuator:
         if self.cluster is not None:  # steer new pods off the nodes that may leave
             # as protected once applied: a node protected now is not one that leaves next
             protected = replace(group, protected_ids=plan.protection.protected)
-            self.cluster.mark_candidates(protected, plan.candidates, decision.at, _awaiting(plan))
+            self.cluster.mark_candidates(
+                protected, plan.candidates, decision.at, _awaiting(plan), plan.rooms
+            )
         if not plan.resizes:
             return self._keep_warm_pool(plan, self.record(plan, state, event_id, Outcome.UNCHANGED))
         if plan.grows:  # watched until in service, or overdue

@@ -1,7 +1,7 @@
 """The evaluator's view of the Kubernetes cluster, from one snapshot: the Kubernetes metrics
 (capacity reservation and pending pods, and a group's own pending pods where its policy
 has no PendingPods metric), a group's nodes (Ready, to keep, to let go), and
-the soft taint on the nodes a group may shed.
+the soft taints on the nodes a group may shed and on its buffer's room.
 
 One snapshot of nodes and pods serves every group evaluated within `max_age` (a batch of
 evaluations, in a warm container), so a tick over many groups lists the cluster once per
@@ -31,13 +31,13 @@ from nodescaler.domain.policy import (
     PendingPodsMetric,
     TargetType,
 )
+from nodescaler.domain.scale_down.marks import mark_changes
 from nodescaler.domain.scale_down.pod_rules import CA_DEFAULTS, DrainRules, keeps_node, movable
 from nodescaler.domain.scale_down.unneeded import (
     SIMULATED_PER_CALL,
     Removable,
     Unneeded,
     awaiting_removal,
-    candidate_marks,
     removable,
     unneeded_nodes,
 )
@@ -167,13 +167,16 @@ class KubernetesClusterView:
         return lambda count: removable(group, offered, count, snapshot, self._rules, now=now)
 
     def mark_candidates(
-        self, group: NodeGroup, candidates: frozenset[str], now: datetime, excess: int = 0
+        self,
+        group: NodeGroup,
+        candidates: frozenset[str],
+        now: datetime,
+        excess: int = 0,
+        rooms: frozenset[str] | None = None,
     ) -> None:
-        """Soft-taint the group's nodes in `candidates` (those a pending-pods reading found
-        unneeded) and those it lets go next while `excess` more are in service than it
-        desires (`awaiting_removal`), and clear it from its others. Best effort: the taint
-        only steers the scheduler, so a refusal or an unreachable server changes nothing
-        else."""
+        """Soft-taint `candidates` (a pending-pods reading's unneeded), the nodes the group
+        lets go next while `excess` more are in service than it desires, and meanwhile
+        its buffer's `rooms` (`mark_changes`). Best effort: a refusal changes nothing else."""
         if self._marks is None:
             return
         try:
@@ -181,10 +184,10 @@ class KubernetesClusterView:
         except KubernetesUnavailableError:
             return
         own = [n for n in snapshot.nodes if belongs(n, group)]
-        leaving = awaiting_removal(group, snapshot, excess)
-        for node, marked in candidate_marks(own, candidates | leaving).items():
+        leaving = candidates | awaiting_removal(group, snapshot, excess, rooms or frozenset())
+        for node, taint, marked in mark_changes(own, leaving, rooms):
             try:
-                self._marks.mark_candidate(node, marked)
+                self._marks.mark(node, taint, marked)
             except Exception:  # a hint, never a reason to fail the evaluation (or the rest)
                 continue
 
@@ -237,6 +240,7 @@ class KubernetesClusterView:
             unneeded_nodes=len(spare.nodes) if spare is not None else None,
             empty_nodes=spare.empty if spare is not None else None,
             candidates=spare.nodes if spare is not None else (),
+            rooms=spare.rooms if spare is not None else None,
             needed_nodes=needed,
             needed_share=needed_share,
             pending_pods=len(planned.coming(group.name)[1]),

@@ -37,7 +37,14 @@ from nodescaler.adapters.k8s.json_fields import (
 from nodescaler.adapters.socket_deadline import watched_client, watching
 from nodescaler.deadline import Deadline
 from nodescaler.domain.ahead.capacity_buffers import GROUP, VERSION, Workload, read_buffer, within
-from nodescaler.domain.cluster.snapshot import ClusterBuffer, DisruptionBudget, Node, Pod, Snapshot
+from nodescaler.domain.cluster.snapshot import (
+    ClusterBuffer,
+    DisruptionBudget,
+    Node,
+    Pod,
+    Snapshot,
+    Taint,
+)
 from nodescaler.domain.outside_text import MAX_MESSAGE, outside
 from nodescaler.domain.scaling.limits import BufferCaps
 from nodescaler.errors import KubernetesUnavailableError, NodescalerError, OutOfTimeError
@@ -287,7 +294,7 @@ class KubernetesCluster:
     def bytes_read(self) -> int:
         return self._api.bytes_read
 
-    def mark_candidate(self, node: str, marked: bool) -> None:
+    def mark(self, node: str, taint: Taint, marked: bool) -> None:
         """`NodeMarks`. A node's taints are an atomic list (no merge key): the patch carries
         the whole list, every other taint as read, and the resourceVersion read, so a
         change made in between is refused (409), never overwritten; infra/kubernetes lets
@@ -296,14 +303,10 @@ class KubernetesCluster:
 
         from kubernetes import client
 
-        from nodescaler.domain.scale_down.unneeded import (
-            CANDIDATE_TAINT,  # evaluate's alone: not at import
-        )
-
         read = json.loads(self._api.answer(client.CoreV1Api.read_node, node))
         taints = (read.get("spec") or {}).get("taints") or []
-        kept = [t for t in taints if t.get("key") != CANDIDATE_TAINT.key]
-        ours = {"key": CANDIDATE_TAINT.key, "effect": CANDIDATE_TAINT.effect}
+        kept = [t for t in taints if t.get("key") != taint.key]
+        ours = {"key": taint.key, "effect": taint.effect}
         wanted = [*kept, ours] if marked else kept
         if wanted == taints:
             return

@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from nodescaler.domain.cluster.predicates import NodeTemplate, place, room_of
-from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Snapshot, Taint
+from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup, belongs
+from nodescaler.domain.scale_down.marks import kept_as_room
 from nodescaler.domain.scale_down.pod_rules import (
     CA_DEFAULTS,
     DrainRules,
@@ -42,10 +43,6 @@ from nodescaler.domain.scale_down.pod_rules import (
 
 SIMULATED_PER_CALL = 10
 UNDERUTILIZED = 0.5  # a node with pods goes only if they request no more of it than this
-# Nodes a group means to shed carry this soft taint (Cluster Autoscaler's
-# DeletionCandidateOfClusterAutoscaler): the scheduler then prefers other nodes, so a pod
-# evicted from one leaving node does not land on the next to go.
-CANDIDATE_TAINT = Taint("nodescaler.io/deletion-candidate", "", "PreferNoSchedule")
 WOULD_NOT_FIT = "pods-would-not-fit"
 DISRUPTION_BUDGET = "disruption-budget"
 BUDGETS_UNKNOWN = "disruption-budgets-unread"
@@ -67,6 +64,7 @@ class Unneeded:
     nodes: tuple[str, ...] = ()  # in the order they could go
     empty: int = 0  # of those, nodes with nothing to move
     kept: tuple[Kept, ...] = field(default_factory=tuple)
+    rooms: tuple[str, ...] = ()  # empty nodes kept whole for the buffer (`ROOM_TAINT`)
 
     def describe(self) -> str:
         moved = len(self.nodes) - self.empty
@@ -109,7 +107,9 @@ def unneeded_nodes(
     shedding = _Shedding(snapshot, rules, now, limit, buffer, own, rooms)
     for node in candidates:
         shedding.consider(node)
-    return Unneeded(tuple(shedding.gone), shedding.empty, tuple(shedding.kept))
+    return Unneeded(
+        tuple(shedding.gone), shedding.empty, tuple(shedding.kept), tuple(shedding.buffer_rooms)
+    )
 
 
 @dataclass
@@ -127,6 +127,7 @@ class _Shedding:
     drawn: Counter[str] = field(default_factory=Counter)  # budget → chosen nodes it covers
     gone: list[str] = field(default_factory=list)
     kept: list[Kept] = field(default_factory=list)
+    buffer_rooms: list[str] = field(default_factory=list)  # empty nodes kept for it
     empty: int = 0
     simulated: int = 0
 
@@ -139,6 +140,7 @@ class _Shedding:
 
     def _take_empty(self, node: Node) -> Kept | None:
         if not self._buffer_fits_without(node.name, {}):
+            self.buffer_rooms.append(node.name)
             return Kept(node.name, BUFFER, ())
         self.gone.append(node.name)
         self.empty += 1
@@ -279,20 +281,30 @@ def removable(
     unready = [i for i in offered if never_ready(i)]
     by_name = {n.name: n.instance_id for n in nodes.values()}
     offered_nodes = [nodes[i] for i in offered if i in nodes and nodes[i].ready]
+    limit = max(count, SIMULATED_PER_CALL)
     spare = unneeded_nodes(
-        offered_nodes, snapshot, now=now, limit=max(count, SIMULATED_PER_CALL), rules=rules
+        [n for n in offered_nodes if not kept_as_room(n)],
+        snapshot,
+        now=now,
+        limit=limit,
+        rules=rules,
+    )
+    # the buffer's room last: the evaluation kept it, so a scale-in takes the nodes it
+    # meant (else the room goes, and is bought back a minute later)
+    rooms = unneeded_nodes(
+        [n for n in offered_nodes if kept_as_room(n)], snapshot, now=now, limit=0, rules=rules
     )
     # Empty nodes together, a node with pods to move one at a time (as Cluster Autoscaler
     # drains them): two drains side by side would move pods onto each other. The group
     # asks again shortly for the rest.
-    one_busy = spare.nodes[: spare.empty + 1]
+    taken = spare.nodes[: spare.empty + 1] + rooms.nodes[: rooms.empty]
     # a node gone NotReady with pods bound: last, once nothing better can go (its pods may
     # be lost with it, but a dead instance must still be able to leave)
     dead = [i for i in offered if i in nodes and not nodes[i].ready and i not in unready]
-    ordered = unready + [by_name[name] for name in one_busy] + dead
+    ordered = unready + [by_name[name] for name in taken] + dead
     chosen = tuple(ordered[:count])
     reason = f"{len(chosen)} of {count} asked: {len(unready)} never Ready; {spare.describe()}"
-    busy = {by_name[name] for name in one_busy[spare.empty :]}
+    busy = {by_name[name] for name in spare.nodes[spare.empty : spare.empty + 1]}
     return Removable(
         chosen,
         reason,
@@ -302,14 +314,17 @@ def removable(
     )
 
 
-def awaiting_removal(group: NodeGroup, snapshot: Snapshot, excess: int) -> frozenset[str]:
+def awaiting_removal(
+    group: NodeGroup, snapshot: Snapshot, excess: int, rooms: frozenset[str] = frozenset()
+) -> frozenset[str]:
     """The nodes a shrinking group lets go next, while `excess` more of its instances are in
     service than it desires: its termination policy takes those that never became Ready
     nodes first (`removable`), then of its Ready, schedulable nodes (a cordoned one is
     being drained already) the cheapest to empty, none protected from scale-in or kept by
     annotation. Marked as unneeded nodes are, so new pods (a queue's next workers) land on
     the nodes that stay and these empty; else they are refilled while the termination
-    policy waits for their pods to finish."""
+    policy waits for their pods to finish. The buffer's room (`rooms`, or a node marked so)
+    comes last, as the termination policy takes it last."""
     if excess <= 0:
         return frozenset()
     by_node = snapshot.pods_by_node
@@ -325,19 +340,12 @@ def awaiting_removal(group: NodeGroup, snapshot: Snapshot, excess: int) -> froze
             and not n.scale_down_disabled
             and n.instance_id not in group.protected_ids
         ),
-        key=lambda n: _cost(movable(by_node.get(n.name, ())), n.name),
+        key=lambda n: (
+            n.name in rooms or kept_as_room(n),
+            _cost(movable(by_node.get(n.name, ())), n.name),
+        ),
     )
     return frozenset(n.name for n in nodes[: max(excess, 0)])
-
-
-def candidate_marks(group_nodes: Sequence[Node], candidates: frozenset[str]) -> dict[str, bool]:
-    """The group's nodes whose soft taint must change: node → marked or not."""
-    changes = {}
-    for node in group_nodes:
-        marked = any(t.key == CANDIDATE_TAINT.key for t in node.taints)
-        if marked != (node.name in candidates):
-            changes[node.name] = not marked
-    return changes
 
 
 def least_bad(

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from nodescaler.domain.cluster.predicates import NodeTemplate
 from nodescaler.domain.cluster.snapshot import Taint
 from nodescaler.domain.groups.node_group import EKS_NODEGROUP_LABEL
-from nodescaler.domain.scale_down.unneeded import CANDIDATE_TAINT
+from nodescaler.domain.scale_down.marks import CANDIDATE_TAINT, ROOM_TAINT
 
 # Labels that tell where a node is or which group launched it, never what it offers a pod:
 # Cluster Autoscaler's basic and AWS lists (`--balancing-ignore-label` adds to them).
@@ -45,8 +45,9 @@ def _within(a: int, b: int) -> bool:
 
 
 def _shape_of(taints: Sequence[Taint]) -> frozenset[Taint]:
-    # a node soft-tainted for scale-in says nothing of what its group launches
-    return frozenset(t for t in taints if t != CANDIDATE_TAINT)
+    # a node soft-tainted for scale-in, or kept as buffer room, says nothing of what its
+    # group launches
+    return frozenset(t for t in taints if t not in (CANDIDATE_TAINT, ROOM_TAINT))
 
 
 def similar(a: NodeTemplate, b: NodeTemplate, ignored: frozenset[str] = IGNORED_LABELS) -> bool:

@@ -100,6 +100,7 @@ class Plan:
     protection: Protection
     leaving: tuple[str, ...] = ()  # instances to terminate (else the group's policy chooses)
     candidates: frozenset[str] = frozenset()  # the group's nodes to mark; its others unmarked
+    rooms: frozenset[str] | None = None  # its empty nodes kept as buffer room (None: unread)
     warm_pool: int | None = None  # the warm pool's new size, when it changes
     announce: tuple[ScalingEvent, ...] = ()  # told once the state is recorded
     announce_resized: ScalingEvent | None = None  # told once the resize is recorded
@@ -172,6 +173,7 @@ def plan(facts: Facts) -> Plan:
         candidates=frozenset()
         if group.bounds_doubt
         else _candidates(readings, facts.pauses, facts.zones),
+        rooms=None if group.bounds_doubt else _rooms(readings),
         warm_pool=_warm_pool_change(group, decision),
         announce=_backoff_started(facts, state),
         announce_resized=_resized(decision, facts.cluster_name),
@@ -317,6 +319,15 @@ def _candidates(
     return frozenset(
         node for r in readings.values() if isinstance(r, MetricReading) for node in r.candidates
     )
+
+
+def _rooms(readings: Mapping[str, Reading]) -> frozenset[str] | None:
+    """The empty nodes a pending-pods reading keeps whole for the group's buffer; None
+    when no reading looked (the group grows, or its cluster could not be read)."""
+    looked = [r.rooms for r in readings.values() if isinstance(r, MetricReading)]
+    if all(rooms is None for rooms in looked):
+        return None
+    return frozenset(node for rooms in looked for node in rooms or ())
 
 
 def _with_warm_pool(

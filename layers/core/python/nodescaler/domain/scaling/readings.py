@@ -31,6 +31,9 @@ class MetricReading(BaseModel):
     empty_nodes: int | None = None
     # ... and those nodes by name: the candidates its evaluation marks to steer pods off
     candidates: tuple[str, ...] = ()
+    # ... and the empty nodes it keeps whole for the group's buffer, marked so the
+    # scheduler fills other room first (None: not looked at, the marks stay as they are)
+    rooms: tuple[str, ...] | None = None
     # For pending pods: the pods no group can take, each with why this group cannot (the
     # first few: a plan may name thousands)
     waiting: dict[str, str] = Field(default_factory=dict)

@@ -1,0 +1,59 @@
+"""nodescaler's soft taints on a group's nodes, which steer the scheduler and the
+termination policy's order, never a pod's eviction: the deletion candidate's on the nodes
+a scale-in means to take, and the buffer room's on the empty nodes kept whole for the
+group's buffer while it sheds another."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nodescaler.domain.cluster.snapshot import Node, Taint
+
+# Nodes a group means to shed carry this soft taint (Cluster Autoscaler's
+# DeletionCandidateOfClusterAutoscaler): the scheduler then prefers other nodes, so a pod
+# evicted from one leaving node does not land on the next to go.
+CANDIDATE_TAINT = Taint("nodescaler.io/deletion-candidate", "", "PreferNoSchedule")
+# An empty node kept as the group's buffer room carries this one: the scheduler then fills
+# the cluster's other room first, so pods a scale-in moves do not land in the buffer's room
+# (to be bought back a minute later), and the buffer's room stays whole for a burst, which
+# still lands on it once nothing else fits. Cluster Autoscaler's placeholder pods hold
+# their room the same way, but as pods.
+ROOM_TAINT = Taint("nodescaler.io/buffer-room", "", "PreferNoSchedule")
+
+
+def candidate_marks(
+    group_nodes: Sequence[Node], candidates: frozenset[str], taint: Taint = CANDIDATE_TAINT
+) -> dict[str, bool]:
+    """The group's nodes whose soft taint (`taint`) must change: node → marked or not."""
+    changes = {}
+    for node in group_nodes:
+        marked = any(t.key == taint.key for t in node.taints)
+        if marked != (node.name in candidates):
+            changes[node.name] = not marked
+    return changes
+
+
+def mark_changes(
+    group_nodes: Sequence[Node], leaving: frozenset[str], rooms: frozenset[str] | None
+) -> list[tuple[str, Taint, bool]]:
+    """The soft taints to change on the group's nodes, (node, taint, marked): the deletion
+    candidate's on the nodes `leaving`, and the buffer room's on `rooms` (None: those
+    marked so already), the empty nodes kept whole for its buffer, only while some node
+    is leaving. Then the pods moved off the leaving nodes land on other room than the
+    buffer's, and the termination policy takes the nodes meant (`removable`); else the
+    buffer's room is taken, and bought back a minute later. The rest of the time the
+    scheduler spreads pods as it would."""
+    if rooms is None:
+        rooms = frozenset(n.name for n in group_nodes if kept_as_room(n))
+    leaving = leaving - rooms
+    rooms = rooms if leaving else frozenset()
+    return [
+        (node, taint, marked)
+        for taint, names in ((CANDIDATE_TAINT, leaving), (ROOM_TAINT, rooms))
+        for node, marked in candidate_marks(group_nodes, names, taint).items()
+    ]
+
+
+def kept_as_room(node: Node) -> bool:
+    """Whether an evaluation kept the node as its group's buffer room (`ROOM_TAINT`)."""
+    return any(t.key == ROOM_TAINT.key for t in node.taints)

@@ -1,0 +1,115 @@
+"""An empty node kept whole for the group's buffer, while the group sheds another: marked
+as buffer room, taken last by the termination policy, never marked as a deletion
+candidate; so the node the evaluation meant goes, not the buffer's room (which the group
+would buy back a minute later)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from nodescaler.domain.cluster.snapshot import Node, Placement, Pod, Resources, Snapshot
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.scale_down.marks import CANDIDATE_TAINT, ROOM_TAINT, mark_changes
+from nodescaler.domain.scale_down.unneeded import (
+    BUFFER,
+    Kept,
+    awaiting_removal,
+    removable,
+    unneeded_nodes,
+)
+
+from tests.builders import T0
+
+GIB = 2**30
+IDS = {"o": "i-000000000000000a0", "e": "i-000000000000000e0", "g1": "i-000000000000000b1"}
+# the group's e and g1; o is another group's (a batch pool's) node
+WEB = NodeGroup("web", 2, 0, 10, 2, instance_ids=frozenset({IDS["e"], IDS["g1"]}))
+
+
+def node(name: str, group: str = "web", **fields: object) -> Node:
+    return Node(
+        name,
+        group,
+        True,
+        True,
+        Resources(4000, 16 * GIB, 110),
+        provider_id=f"aws:///eu-west-1a/{IDS[name]}",
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def buffer_of(cpu: int) -> tuple[Pod, ...]:
+    """A capacity buffer's one virtual pod (`domain.ahead.group_buffers`)."""
+    return (Pod("nodescaler-buffer", "buffer-0-0", None, Resources(cpu, GIB, 1)),)
+
+
+def cluster(*, room_marked: bool) -> Snapshot:
+    """The group's empty e, its g1 with one 1-core pod that runs on the other group's o
+    (its pool's); e marked as buffer room or not."""
+    e = node("e", taints=(ROOM_TAINT,) if room_marked else ())
+    nodes = (node("o", group="batch", labels={"pool": "batch"}), e, node("g1"))
+    batch_only = Placement(node_selector={"pool": "batch"})
+    return Snapshot(
+        nodes, (Pod("default", "one", "g1", Resources(1000, GIB, 1), placement=batch_only),)
+    )
+
+
+def test_an_empty_node_the_buffer_needs_whole_is_named_as_its_room() -> None:
+    # Given the buffer wants a whole free node
+    snapshot = cluster(room_marked=False)
+    group_nodes = [n for n in snapshot.nodes if n.group == "web"]
+    # When the group's unneeded nodes are found
+    result = unneeded_nodes(group_nodes, snapshot, buffer=buffer_of(4000), now=T0)
+    # Then e stays as the buffer's room, and g1 goes, its pod to move
+    assert result.kept == (Kept("e", BUFFER, ()),)
+    assert result.rooms == ("e",)
+    assert result.nodes == ("g1",)
+    # and a buffer that fits beside keeps no room
+    assert unneeded_nodes(group_nodes, snapshot, buffer=buffer_of(1000), now=T0).rooms == ()
+
+
+def test_a_scale_in_of_one_takes_the_node_meant_not_the_room_marked_for_the_buffer() -> None:
+    # Given e marked as the buffer's room and g1, whose pod fits on o
+    marked = cluster(room_marked=True)
+    # When the termination policy is asked for one
+    chosen = removable(WEB, [IDS["e"], IDS["g1"]], 1, marked, now=T0)
+    # Then g1 goes (its pod moved by the drain), not the empty e
+    assert chosen.instance_ids == (IDS["g1"],)
+    assert chosen.busy == (IDS["g1"],)
+    # while unmarked, the empty node is the cheapest to take, as before
+    unmarked = removable(WEB, [IDS["e"], IDS["g1"]], 1, cluster(room_marked=False), now=T0)
+    assert unmarked.instance_ids == (IDS["e"],)
+    # and asked for both, the room goes too, last
+    both = removable(WEB, [IDS["e"], IDS["g1"]], 2, marked, now=T0)
+    assert both.instance_ids == (IDS["g1"], IDS["e"])
+    assert both.busy == (IDS["g1"],)
+
+
+def test_the_nodes_marked_to_leave_next_pass_over_the_buffers_room() -> None:
+    # Given a group one node over its desired capacity
+    snapshot = cluster(room_marked=False)
+    # When the nodes it lets go next are marked, e named as the room (or marked so)
+    assert awaiting_removal(WEB, snapshot, 1, frozenset({"e"})) == {"g1"}
+    assert awaiting_removal(WEB, cluster(room_marked=True), 1) == {"g1"}
+    # Then g1 is, not e; without a room the cheapest to empty (e) is, as before
+    assert awaiting_removal(WEB, snapshot, 1) == {"e"}
+
+
+def test_the_room_is_marked_only_while_a_node_leaves_and_never_as_a_candidate() -> None:
+    group_nodes = [node("e"), node("g1")]
+    # While g1 leaves: g1 a deletion candidate, e the buffer's room
+    assert sorted(mark_changes(group_nodes, frozenset({"g1", "e"}), frozenset({"e"}))) == [
+        ("e", ROOM_TAINT, True),
+        ("g1", CANDIDATE_TAINT, True),
+    ]
+    # Once none leaves, the room's mark is cleared: the scheduler spreads pods as it would
+    marked = [replace(group_nodes[0], taints=(ROOM_TAINT,)), group_nodes[1]]
+    assert mark_changes(marked, frozenset(), frozenset({"e"})) == [("e", ROOM_TAINT, False)]
+    # the room as marked already when the evaluation did not look (None)
+    assert mark_changes(marked, frozenset({"g1"}), None) == [("g1", CANDIDATE_TAINT, True)]
+    # and nothing changes where the marks are right already
+    both = [
+        replace(group_nodes[0], taints=(ROOM_TAINT,)),
+        replace(group_nodes[1], taints=(CANDIDATE_TAINT,)),
+    ]
+    assert mark_changes(both, frozenset({"g1"}), frozenset({"e"})) == []
