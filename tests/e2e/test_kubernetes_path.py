@@ -424,6 +424,69 @@ def test_while_a_group_sheds_a_node_the_empty_node_its_buffer_needs_is_marked_as
     assert keys == {"ip-0": [ROOM], "ip-1": [CANDIDATE], "other": []}
 
 
+def group_of_nodes(api_server: KubeApiServer, name: str, policy: str, count: int) -> list[str]:
+    """An opted-in group of `count` registered 16-core nodes, `<name>-<n>`."""
+    tags = {"nodescaler/enabled": "true", "nodescaler/policy": policy}
+    make_asg(name, tags=tags, desired=count, max_size=20)
+    described = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[name])
+    names = []
+    for index, instance in enumerate(described["AutoScalingGroups"][0]["Instances"]):
+        provider = f"aws:///eu-west-1a/{instance['InstanceId']}"
+        api_server.cluster.put("nodes", node(f"{name}-{index}", None, provider_id=provider))
+        names.append(f"{name}-{index}")
+    return names
+
+
+@pytest.mark.parametrize(
+    ("batch_policy", "web_status"), [("batch", "unneeded"), ("buffered", "abstained")]
+)
+def test_a_pod_a_scale_in_moves_never_takes_another_groups_buffer_room(
+    policies: Path,
+    against_cluster: Callable[..., Deployment],
+    api_server: KubeApiServer,
+    output: Any,
+    batch_policy: str,
+    web_status: str,
+) -> None:
+    # Given web's one node running one small pod, and batch's one empty node, kept free by
+    # batch's buffer (a whole node) or not
+    (policies / "batch.yaml").write_text(BATCH_POLICY)
+    (policies / "buffered.yaml").write_text(BUFFERED_POLICY)
+    group_of_nodes(api_server, "web-ng", "batch", 1)
+    group_of_nodes(api_server, "batch-ng", batch_policy, 1)
+    api_server.cluster.put("pods", pod("web-0", "web-ng-0"))
+
+    # When nodescaler evaluates both
+    against_cluster().tick()
+
+    # Then web's node goes only where batch keeps no room: else its pod would take the
+    # buffer's room, and batch would buy a node back for it
+    (web,) = [line["decision"] for line in output().logs if line.get("node_group") == "web-ng"]
+    assert web["metrics"][0]["status"] == web_status
+
+
+def test_two_groups_never_shed_a_node_each_onto_the_others(
+    policies: Path,
+    against_cluster: Callable[..., Deployment],
+    api_server: KubeApiServer,
+    clock: VirtualClock,
+) -> None:
+    # Given two groups of one node each, each running one small pod that fits on the other
+    (policies / "batch.yaml").write_text(BATCH_POLICY)
+    for name in ("web-ng", "batch-ng"):
+        group_of_nodes(api_server, name, "batch", 1)
+        api_server.cluster.put("pods", pod(f"{name}-pod", f"{name}-0"))
+
+    # When nodescaler evaluates both on the same listing, past their scale-down windows
+    deployment = against_cluster()
+    deployment.tick()
+    clock.advance(minutes=11)
+    deployment.tick()
+
+    # Then one sheds its node onto the other's, and the other keeps its node for that pod
+    assert sorted(desired_capacity(g) for g in ("web-ng", "batch-ng")) == [0, 1]
+
+
 def test_with_balance_three_zone_groups_at_zero_grow_together_and_say_so(
     policies: Path,
     against_cluster: Callable[..., Deployment],

@@ -16,6 +16,7 @@ KUBERNETES = Path(__file__).resolve().parents[2] / "infra" / "kubernetes"
 ACCOUNT = "system:serviceaccount:kube-system:nodescaler"
 POLICY = "nodescaler-service-account-cordons-and-marks-only"
 CANDIDATE = {"key": "nodescaler.io/deletion-candidate", "effect": "PreferNoSchedule"}
+ROOM = {"key": "nodescaler.io/buffer-room", "effect": "PreferNoSchedule"}
 GPU = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 NODE: dict[str, Any] = {
     "metadata": {"name": "n1", "labels": {"pool": "web"}, "annotations": {"a": "1"}},
@@ -93,6 +94,8 @@ def test_the_account_may_cordon_a_node_and_mark_it_with_its_soft_taint() -> None
     assert admitted(node(spec__unschedulable=True)) == []
     assert admitted(node(spec__taints=[GPU, CANDIDATE]), gpu) == []
     assert admitted(gpu, node(spec__taints=[GPU, CANDIDATE])) == []
+    assert admitted(node(spec__taints=[GPU, ROOM]), gpu) == []
+    assert admitted(gpu, node(spec__taints=[GPU, ROOM])) == []
 
 
 @pytest.mark.parametrize(
@@ -100,6 +103,7 @@ def test_the_account_may_cordon_a_node_and_mark_it_with_its_soft_taint() -> None
     [
         ({"spec__taints": []}, "only its own taint of a node, and cordon it"),
         ({"spec__taints": [GPU, {**CANDIDATE, "effect": "NoExecute"}]}, "PreferNoSchedule"),
+        ({"spec__taints": [GPU, {**ROOM, "effect": "NoSchedule"}]}, "PreferNoSchedule"),
         ({"spec__taints": [GPU], "metadata__labels": {}}, "whether it is cordoned"),
         ({"spec__taints": [GPU], "spec__providerID": "aws:///x/i-1"}, "whether it is cordoned"),
     ],

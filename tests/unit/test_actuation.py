@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.policy import MetricBase, SqsQueueMetric
-from nodescaler.domain.scale_down.unneeded import Removable
+from nodescaler.domain.scale_down.leaving import Removable
 from nodescaler.domain.scaling.group_state import GroupState
 from nodescaler.domain.scaling.history import History, ScaleEvent
 from nodescaler.domain.scaling.plan import ChooseLeaving, Plan

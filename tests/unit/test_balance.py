@@ -20,7 +20,7 @@ from nodescaler.domain.cluster.snapshot import (
 )
 from nodescaler.domain.groups.node_group import EKS_NODEGROUP_LABEL, NodeGroup
 from nodescaler.domain.groups.optin import TagNames
-from nodescaler.domain.scale_down.marks import CANDIDATE_TAINT
+from nodescaler.domain.scale_down.marks import CANDIDATE_TAINT, ROOM_TAINT
 from nodescaler.domain.scale_up.backoff import Backoff
 from nodescaler.domain.scale_up.balance import even_split, similar
 from nodescaler.domain.scale_up.expanders import (
@@ -150,6 +150,7 @@ def test_each_group_of_a_split_names_the_others_and_their_new_nodes() -> None:
          template("b", allocatable=Resources(3000, 15 * GIB, 100),
                   daemon_sets=Resources(1000, GIB, 10)), True),
         ("soft-tainted for scale-in", template("b", taints=(CANDIDATE_TAINT,)), True),
+        ("kept as a buffer's room", template("b", taints=(ROOM_TAINT,)), True),
         ("allocatable CPU 10% apart", template("b", allocatable=Resources(3600, 16 * GIB, 110)),
          False),
         ("memory twice", template("b", allocatable=Resources(4000, 32 * GIB, 110)), False),

@@ -9,14 +9,9 @@ from dataclasses import replace
 
 from nodescaler.domain.cluster.snapshot import Node, Placement, Pod, Resources, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.scale_down.leaving import awaiting_removal, removable
 from nodescaler.domain.scale_down.marks import CANDIDATE_TAINT, ROOM_TAINT, mark_changes
-from nodescaler.domain.scale_down.unneeded import (
-    BUFFER,
-    Kept,
-    awaiting_removal,
-    removable,
-    unneeded_nodes,
-)
+from nodescaler.domain.scale_down.unneeded import BUFFER, Kept, unneeded_nodes
 
 from tests.builders import T0
 
@@ -95,16 +90,22 @@ def test_the_nodes_marked_to_leave_next_pass_over_the_buffers_room() -> None:
     assert awaiting_removal(WEB, snapshot, 1) == {"e"}
 
 
-def test_the_room_is_marked_only_while_a_node_leaves_and_never_as_a_candidate() -> None:
+def test_the_room_is_marked_only_while_another_node_leaves() -> None:
     group_nodes = [node("e"), node("g1")]
     # While g1 leaves: g1 a deletion candidate, e the buffer's room
-    assert sorted(mark_changes(group_nodes, frozenset({"g1", "e"}), frozenset({"e"}))) == [
+    assert sorted(mark_changes(group_nodes, frozenset({"g1"}), frozenset({"e"}))) == [
         ("e", ROOM_TAINT, True),
         ("g1", CANDIDATE_TAINT, True),
     ]
     # Once none leaves, the room's mark is cleared: the scheduler spreads pods as it would
     marked = [replace(group_nodes[0], taints=(ROOM_TAINT,)), group_nodes[1]]
     assert mark_changes(marked, frozenset(), frozenset({"e"})) == [("e", ROOM_TAINT, False)]
+    # and a room the group lets go after all (nothing else could go) is a candidate, its
+    # room mark cleared: a node waiting to leave is never left unmarked
+    assert set(mark_changes(marked, frozenset({"e"}), frozenset({"e"}))) == {
+        ("e", CANDIDATE_TAINT, True),
+        ("e", ROOM_TAINT, False),
+    }
     # the room as marked already when the evaluation did not look (None)
     assert mark_changes(marked, frozenset({"g1"}), None) == [("g1", CANDIDATE_TAINT, True)]
     # and nothing changes where the marks are right already
@@ -113,3 +114,53 @@ def test_the_room_is_marked_only_while_a_node_leaves_and_never_as_a_candidate() 
         replace(group_nodes[1], taints=(CANDIDATE_TAINT,)),
     ]
     assert mark_changes(both, frozenset({"g1"}), frozenset({"e"})) == []
+
+
+def test_the_pods_a_drain_moves_never_count_on_the_room_marked_for_the_buffer() -> None:
+    # Given e marked as room and g1, whose pod could run on no other node but e
+    e = node("e", taints=(ROOM_TAINT,))
+    snapshot = Snapshot((e, node("g1")), (Pod("default", "one", "g1", Resources(1000, GIB, 1)),))
+    # When a scale-in asks for two
+    chosen = removable(WEB, [IDS["e"], IDS["g1"]], 2, snapshot, now=T0)
+    # Then only the room goes: g1's pod would have had nowhere to go with e gone too
+    assert chosen.instance_ids == (IDS["e"],)
+    assert "1 empty kept as the buffer's room, taken last" in chosen.reason
+
+
+def test_a_room_marked_node_that_took_pods_since_is_offered_as_any_other() -> None:
+    # Given e marked as room an evaluation ago, now running a small pod, and g1 full
+    e = node("e", taints=(ROOM_TAINT,))
+    pods = (
+        Pod("default", "small", "e", Resources(500, GIB, 1)),
+        Pod("default", "big", "g1", Resources(3500, GIB, 1)),
+    )
+    snapshot = Snapshot((node("o", group="batch"), e, node("g1")), pods)
+    # When a scale-in asks for one, Then e goes, its pod moved to o, as unmarked it would
+    assert removable(WEB, [IDS["e"], IDS["g1"]], 1, snapshot, now=T0).instance_ids == (IDS["e"],)
+    # and, one over its desired capacity, it is the one marked to leave next
+    assert awaiting_removal(WEB, snapshot, 1) == {"e"}
+
+
+def test_without_a_drain_the_buffers_room_never_stands_in_for_the_busy_node() -> None:
+    # Given e marked as room and g1, whose pod can move, chosen by a scale-in of one
+    chosen = removable(WEB, [IDS["e"], IDS["g1"]], 1, cluster(room_marked=True), now=T0)
+    # When no drain can move g1's pod
+    undrained = chosen.undrained("no drain hook")
+    # Then nothing goes now: taking the room instead was the churn this mark ends
+    assert undrained.instance_ids == ()
+
+
+def test_a_group_shedding_its_last_free_nodes_marks_the_room_to_leave_when_nothing_else_can() -> (
+    None
+):
+    # Given g1 protected from scale-in, so that e is all the group can let go
+    protected = replace(WEB, protected_ids=frozenset({IDS["g1"]}))
+    # When one over its desired capacity, Then e is marked to leave: a candidate, its room
+    # mark cleared, never a node waiting to leave and left unmarked
+    leaving = awaiting_removal(protected, cluster(room_marked=True), 1)
+    assert leaving == {"e"}
+    marked = [n for n in cluster(room_marked=True).nodes if n.group == "web"]
+    assert set(mark_changes(marked, leaving, None)) == {
+        ("e", CANDIDATE_TAINT, True),
+        ("e", ROOM_TAINT, False),
+    }

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup, WarmPool
 from nodescaler.domain.groups.optin import PauseDirection
-from nodescaler.domain.scale_down.unneeded import Removable
+from nodescaler.domain.scale_down.leaving import Removable
 from nodescaler.domain.scale_up.backoff import Backoff, Provisioning
 from nodescaler.domain.scaling.decision import Limit
 from nodescaler.domain.scaling.group_state import GroupState, failure_key
@@ -102,6 +102,26 @@ def test_an_eks_scale_in_plan_names_who_leaves_what_is_marked_and_protected() ->
     assert planned.protection.ours_after == {"i-0"}
     assert planned.state.protected == frozenset()  # ours as it stands, until acted on
     assert planned.announce == ()
+
+
+def test_the_plan_carries_the_buffers_room_only_where_a_reading_looked() -> None:
+    # Given the queue's reading (it keeps no room) and a pending-pods reading that looked
+    looked = MetricReading(value=0, at=NOW, rooms=("web-3",))
+    readings = {"jobs": MetricReading(value=4, at=NOW), "pending-pods": looked}
+    # When planned, Then the room is carried, to be marked
+    assert plan(idle_facts(Chooser(), readings=readings)).rooms == {"web-3"}
+    # while no reading looked (the group grows), its marks are left as they are (None)
+    unlooked = {"jobs": MetricReading(value=4, at=NOW)}
+    assert plan(idle_facts(Chooser(), readings=unlooked)).rooms is None
+    # and a reading that looked and kept none clears them
+    cleared = {
+        "jobs": MetricReading(value=4, at=NOW),
+        "pending-pods": looked.model_copy(update={"rooms": ()}),
+    }
+    assert plan(idle_facts(Chooser(), readings=cleared)).rooms == frozenset()
+    # a group whose bounds are in doubt leaves its marks as they are
+    doubtful = dataclasses.replace(EKS, bounds_doubt="its scalingConfig could not be read")
+    assert plan(idle_facts(Chooser(), readings=readings, group=doubtful)).rooms is None
 
 
 def test_while_scale_in_is_paused_the_plan_marks_no_node_and_nothing_leaves() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Resources, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup
-from nodescaler.domain.scale_down.unneeded import least_bad, removable
+from nodescaler.domain.scale_down.leaving import least_bad, removable
 
 from tests.builders import T0
 

@@ -19,9 +19,9 @@ from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Reso
 from nodescaler.domain.groups.node_group import (
     NodeGroup,
 )
+from nodescaler.domain.scale_down.leaving import least_bad
 from nodescaler.domain.scale_down.pod_rules import DrainRules
 from nodescaler.domain.scale_down.termination_policy import QUIET, Wait
-from nodescaler.domain.scale_down.unneeded import least_bad
 from nodescaler.errors import (
     DrainHookUnreadError,
     KubernetesUnavailableError,
@@ -284,7 +284,7 @@ def test_nodes_with_pods_to_move_go_one_at_a_time_empty_ones_together() -> None:
 def test_an_eks_managed_groups_scale_in_asks_for_what_can_go_and_names_the_instances() -> None:
     from datetime import UTC, datetime
 
-    from nodescaler.domain.scale_down.unneeded import Removable
+    from nodescaler.domain.scale_down.leaving import Removable
     from nodescaler.domain.scaling.decision import Decision
     from nodescaler.domain.scaling.plan import which_leave
 

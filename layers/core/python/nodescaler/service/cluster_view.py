@@ -1,7 +1,6 @@
 """The evaluator's view of the Kubernetes cluster, from one snapshot: the Kubernetes metrics
-(capacity reservation and pending pods, and a group's own pending pods where its policy
-has no PendingPods metric), a group's nodes (Ready, to keep, to let go), and
-the soft taints on the nodes a group may shed and on its buffer's room.
+(capacity reservation and pending pods, and a group's own pending pods where its policy has
+no PendingPods metric), a group's nodes (Ready, to keep, to let go), and its soft taints.
 
 One snapshot of nodes and pods serves every group evaluated within `max_age` (a batch of
 evaluations, in a warm container), so a tick over many groups lists the cluster once per
@@ -19,7 +18,12 @@ from datetime import datetime, timedelta
 from nodescaler.domain.ahead.capacity_buffers import describe_all as describe_buffers
 from nodescaler.domain.ahead.capacity_buffers import with_buffers
 from nodescaler.domain.ahead.group_buffers import BufferFit, buffer_pods, fit_buffer
-from nodescaler.domain.cluster.predicates import nodes_and_share, pending, room_of, why_not
+from nodescaler.domain.cluster.predicates import (
+    nodes_and_share,
+    pending,
+    room_of,
+    why_not,
+)
 from nodescaler.domain.cluster.reservation import reservation
 from nodescaler.domain.cluster.snapshot import Pod, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup, belongs
@@ -31,14 +35,13 @@ from nodescaler.domain.policy import (
     PendingPodsMetric,
     TargetType,
 )
+from nodescaler.domain.scale_down.leaving import Removable, awaiting_removal, removable
 from nodescaler.domain.scale_down.marks import mark_changes
-from nodescaler.domain.scale_down.pod_rules import CA_DEFAULTS, DrainRules, keeps_node, movable
+from nodescaler.domain.scale_down.pod_rules import CA_DEFAULTS, DrainRules, keeps_node
 from nodescaler.domain.scale_down.unneeded import (
     SIMULATED_PER_CALL,
-    Removable,
+    SpokenFor,
     Unneeded,
-    awaiting_removal,
-    removable,
     unneeded_nodes,
 )
 from nodescaler.domain.scaling.own_pods import OWN_PENDING_PODS
@@ -46,7 +49,7 @@ from nodescaler.domain.scaling.plan import ChooseLeaving
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
 from nodescaler.errors import KubernetesUnavailableError, ReservationError
 from nodescaler.ports import NodeMarks, SnapshotSource
-from nodescaler.service.pending_pods import PendingPodsPlanner, Planned
+from nodescaler.service.pending_pods import PendingPodsPlanner, Planned, group_pods
 from nodescaler.service.unplaced_pod_events import UnplacedPodEvents
 
 WAITING_SHOWN = 20  # pods that fit no group, named in a decision
@@ -58,19 +61,6 @@ def _real(pods: list[Pod], snapshot: Snapshot) -> list[Pod]:
         return pods
     virtual = {p.key for b in snapshot.buffers for p in b.pods}
     return [p for p in pods if p.key not in virtual]
-
-
-def _group_pods(group: NodeGroup, snapshot: Snapshot, planned: Planned) -> list[Pod]:
-    """The group's pods: those on its Ready nodes (DaemonSets and mirrors aside) and the
-    pending ones its nodes take, on their way or planned (a CapacityBuffer's among them)."""
-    by_node = snapshot.pods_by_node
-    pods = [
-        p
-        for n in snapshot.nodes
-        if n.ready and belongs(n, group)
-        for p in movable(by_node.get(n.name, ()))
-    ]
-    return pods + planned.coming(group.name)[1]
 
 
 def _cluster_buffers(snapshot: Snapshot, planned: Planned) -> str:
@@ -101,13 +91,15 @@ class KubernetesClusterView:
         self._max_age = max_age
         self._snapshot: tuple[datetime, Snapshot | KubernetesUnavailableError] | None = None
         self._plans: dict[int, Planned] = {}  # by priority cutoff, for the current snapshot
+        # by group, the room its scale-in's moves take on the others' nodes, this snapshot
+        self._moves = SpokenFor()
 
     def snapshot(self, now: datetime) -> Snapshot:
         """The cluster as listed within `max_age`. A listing that failed is remembered as
         long: an evaluation reads the cluster several times (each metric, scale-in
         protection), and should wait for a server that does not answer only once."""
         if self._snapshot is None or now - self._snapshot[0] > self._max_age:
-            self._plans = {}
+            self._plans, self._moves = {}, SpokenFor()
             try:
                 # a pod deleted long enough ago is neither a request nor a pod to move
                 read = self._cluster.snapshot().at(now)
@@ -177,6 +169,7 @@ class KubernetesClusterView:
         """Soft-taint `candidates` (a pending-pods reading's unneeded), the nodes the group
         lets go next while `excess` more are in service than it desires, and meanwhile
         its buffer's `rooms` (`mark_changes`). Best effort: a refusal changes nothing else."""
+        self._moves.commit(group.name, excess)  # what it sheds, others cannot count on
         if self._marks is None:
             return
         try:
@@ -224,12 +217,12 @@ class KubernetesClusterView:
                 return MetricReading(value=nodes, at=now, detail=f"{detail}; {fit.describe()}")
             nodes += fit.nodes
             detail += f"; {fit.describe()}"
-        only = metric.pending_pods.consolidation is Consolidation.WHEN_EMPTY
-        spare = (
-            None
-            if nodes
-            else self._unneeded(group, snapshot, cutoff, now, buffer=virtual, empty_only=only)
-        )
+        spare = None
+        if not nodes:  # with WhenEmpty only empty nodes go: no moves, so no plan for them
+            moves = (
+                None if metric.pending_pods.consolidation is Consolidation.WHEN_EMPTY else planned
+            )
+            spare = self._unneeded(group, snapshot, cutoff, now, buffer=virtual, planned=moves)
         if spare is not None and spare.nodes:
             detail += f"; {spare.describe()}"
         needed, needed_share = self._needed(group, snapshot, planned, virtual)
@@ -244,7 +237,7 @@ class KubernetesClusterView:
             needed_nodes=needed,
             needed_share=needed_share,
             pending_pods=len(planned.coming(group.name)[1]),
-            group_pods=len(_real(_group_pods(group, snapshot, planned), snapshot)),
+            group_pods=len(_real(group_pods(group, snapshot, planned), snapshot)),
             waiting={
                 pod.key: planned.plan.waiting.get(pod.key, {}).get(group.name, "")
                 for pod in planned.plan.unplaced[:WAITING_SHOWN]
@@ -268,7 +261,7 @@ class KubernetesClusterView:
         if isinstance(share, MetricUnavailable):
             return share
         planned, nodes = share
-        spare = None if nodes else self._unneeded(group, snapshot, cutoff, now, empty_only=True)
+        spare = None if nodes else self._unneeded(group, snapshot, cutoff, now)
         # its template read already (`_unneeded`): a floor under a scale-in, never a vote
         needed = self._needed(group, snapshot, planned, ()) if spare else None
         return MetricReading(
@@ -347,7 +340,7 @@ class KubernetesClusterView:
         its nodes as such: a forecast that raised the group would learn its own nodes as
         demand, and ask for them again the next day."""
         assert self._pending is not None
-        pods = [*_group_pods(group, snapshot, planned), *buffer]
+        pods = [*group_pods(group, snapshot, planned), *buffer]
         return nodes_and_share(pods, self._pending.template(group, snapshot))
 
     def _unneeded(
@@ -358,10 +351,11 @@ class KubernetesClusterView:
         now: datetime,
         *,
         buffer: Sequence[Pod] = (),
-        empty_only: bool = False,
+        planned: Planned | None = None,  # with the room other groups' buffers take
     ) -> Unneeded | None:
         """The group's nodes nothing needs, when no pending pod could use one of its nodes
-        (then none is spare: the pods may be waiting for room here)."""
+        (then none is spare: the pods may be waiting for room here); without `planned`,
+        only its empty nodes (`WhenEmpty`, or no PendingPods metric)."""
         assert self._pending is not None
         try:
             template = self._pending.template(group, snapshot)
@@ -370,8 +364,14 @@ class KubernetesClusterView:
         if any(why_not(p, template) is None for p in pending(snapshot.pods, cutoff)):
             return None
         own = [n for n in snapshot.nodes if belongs(n, group)]
-        limit = 0 if empty_only else SIMULATED_PER_CALL  # no node with pods is simulated
-        return unneeded_nodes(own, snapshot, now=now, buffer=buffer, limit=limit, rules=self._rules)
+        limit = 0 if planned is None else SIMULATED_PER_CALL  # no node with pods is simulated
+        buffers = planned.reserved if planned is not None else {}
+        reserved = self._moves.reserved_for(group.name, {n.name for n in own}, buffers)
+        spare = unneeded_nodes(
+            own, snapshot, now=now, buffer=buffer, reserved=reserved, limit=limit, rules=self._rules
+        )
+        self._moves.record(group.name, spare)
+        return spare
 
     def _reservation(
         self, metric: CapacityReservationMetric, group: NodeGroup, snapshot: Snapshot, now: datetime

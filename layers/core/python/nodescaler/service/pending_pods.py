@@ -11,11 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from nodescaler.domain.ahead.group_buffers import buffer_pods
 from nodescaler.domain.cluster.predicates import (
     NodeTemplate,
     live_template,
     pack,
     pending,
+    place,
+    room_of,
     template_from_instance_type,
     why_not,
 )
@@ -23,6 +26,7 @@ from nodescaler.domain.cluster.snapshot import Pod, Snapshot
 from nodescaler.domain.groups.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs
 from nodescaler.domain.groups.optin import AllowedGroups
 from nodescaler.domain.groups.zonal_shift import confined
+from nodescaler.domain.scale_down.pod_rules import movable
 from nodescaler.domain.scale_up.expanders import Expander
 from nodescaler.domain.scale_up.pending_pods_plan import Plan, plan
 from nodescaler.ports import Backoffs, InstanceTypes, NodeGroupDiscovery, ZonalShiftSource
@@ -42,6 +46,9 @@ class Planned:
     booting: Mapping[str, int] = field(default_factory=dict)  # nodes on their way, by group
     # each group's desired size as planned: a group resized since needs a new plan
     desired: Mapping[str, int] = field(default_factory=dict)
+    # the room of the nodes a group's capacity buffer fills (as its own check places it):
+    # a pod another group moves there would take that buffer's room, to be bought back
+    reserved: Mapping[str, NodeTemplate] = field(default_factory=dict)
 
     def coming(self, group: str) -> tuple[int, list[Pod]]:
         """The group's nodes on their way and planned, and the pending pods they take."""
@@ -159,9 +166,37 @@ class PendingPodsPlanner:
             left_out=self.left_out(participants, now),
         )
         desired = {g.name: g.desired for g in participants}
+        reserved = self._reserved(participants, snapshot)
         return Planned(
-            result, considered, problems, names, backed_off, arriving, on_their_way, desired
+            result,
+            considered,
+            problems,
+            names,
+            backed_off,
+            arriving,
+            on_their_way,
+            desired,
+            reserved,
         )
+
+    def _reserved(self, groups: Sequence[NodeGroup], snapshot: Snapshot) -> dict[str, NodeTemplate]:
+        """Each group's capacity buffer placed on the free room of its Ready nodes, as its
+        own evaluation places it: the rooms of the nodes it fills. A buffer sized from
+        arrivals counts its `minPods` here (its rate is in its group's state)."""
+        by_node = snapshot.pods_by_node
+        reserved: dict[str, NodeTemplate] = {}
+        for group in groups:
+            policy = self._policies.policy_of(group)
+            pods = buffer_pods(policy.buffers) if policy is not None else []
+            if not pods:
+                continue
+            rooms = {
+                n.name: room_of(n, by_node.get(n.name, ()))
+                for n in snapshot.nodes
+                if n.ready and n.schedulable and belongs(n, group)
+            }
+            reserved.update(place(pods, rooms)[0])
+        return reserved
 
     def left_out(self, groups: Sequence[NodeGroup], now: datetime) -> dict[str, str]:
         """The groups confined to zones shifted away, and why: no scale-up goes there."""
@@ -178,3 +213,16 @@ class PendingPodsPlanner:
             for name, nodes in self._limiter.room(groups, now).items():
                 room[name] = min(room.get(name, nodes), nodes)
         return room
+
+
+def group_pods(group: NodeGroup, snapshot: Snapshot, planned: Planned) -> list[Pod]:
+    """The group's pods: those on its Ready nodes (DaemonSets and mirrors aside) and the
+    pending ones its nodes take, on their way or planned (a CapacityBuffer's among them)."""
+    by_node = snapshot.pods_by_node
+    pods = [
+        p
+        for n in snapshot.nodes
+        if n.ready and belongs(n, group)
+        for p in movable(by_node.get(n.name, ()))
+    ]
+    return pods + planned.coming(group.name)[1]

@@ -4,7 +4,7 @@ nodescaler answers from the cluster, as Cluster Autoscaler chooses its nodes.
 The group stays in charge of when and how much to remove (the desired capacity nodescaler
 set); this says which. In order: instances that never became Ready nodes, then empty nodes
 (only DaemonSet and mirror pods), then one node whose pods fit on the nodes that stay and
-whose disruption budgets allow their eviction (`scale_down.unneeded_nodes`: cheapest to
+whose disruption budgets allow their eviction (`scale_down.leaving.removable`: cheapest to
 move first; one at a time, as Cluster Autoscaler drains them), and that only from a group
 carrying the deployment's drain hook: without it nothing would evict those pods before the
 instance ends them, where Cluster Autoscaler evicts before it deletes. Never a node kept by
@@ -31,9 +31,9 @@ from datetime import datetime
 
 from nodescaler.domain.cluster.snapshot import Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.scale_down.leaving import Removable, least_bad, removable
 from nodescaler.domain.scale_down.pod_rules import CA_DEFAULTS, DrainRules
 from nodescaler.domain.scale_down.termination_policy import Cause, Wait, known_cause
-from nodescaler.domain.scale_down.unneeded import Removable, least_bad, removable
 from nodescaler.errors import (
     DrainHookUnreadError,
     KubernetesUnavailableError,

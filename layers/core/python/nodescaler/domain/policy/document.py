@@ -20,6 +20,7 @@ from nodescaler.domain.policy.metrics import (
     MetricSpec,
     PendingPodsMetric,
 )
+from nodescaler.domain.policy.pending_pods_source import CapacityBuffer
 from nodescaler.domain.policy.spec import Spec
 from nodescaler.domain.token_origins import TokenOrigins
 
@@ -105,6 +106,16 @@ class NodeGroupPolicy(Spec):
     def reads_pending_pods(self) -> bool:
         """Whether it takes part in the pending-pods plan across groups."""
         return any(isinstance(m, PendingPodsMetric) for m in self.spec.metrics)
+
+    @property
+    def buffers(self) -> tuple[CapacityBuffer, ...]:
+        """Its PendingPods metrics' capacity buffers: room its group keeps free."""
+        return tuple(
+            b
+            for m in self.spec.metrics
+            if isinstance(m, PendingPodsMetric)
+            for b in m.pending_pods.buffer
+        )
 
     @property
     def counts_own_pending_pods(self) -> bool:

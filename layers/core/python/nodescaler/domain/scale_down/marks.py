@@ -45,8 +45,8 @@ def mark_changes(
     scheduler spreads pods as it would."""
     if rooms is None:
         rooms = frozenset(n.name for n in group_nodes if kept_as_room(n))
-    leaving = leaving - rooms
-    rooms = rooms if leaving else frozenset()
+    # a room the group lets go after all (nothing else can go) is a candidate as any other
+    rooms = rooms - leaving if leaving else frozenset()
     return [
         (node, taint, marked)
         for taint, names in ((CANDIDATE_TAINT, leaving), (ROOM_TAINT, rooms))

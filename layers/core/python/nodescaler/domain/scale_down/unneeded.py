@@ -31,13 +31,10 @@ from datetime import datetime
 
 from nodescaler.domain.cluster.predicates import NodeTemplate, place, room_of
 from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Snapshot
-from nodescaler.domain.groups.node_group import NodeGroup, belongs
-from nodescaler.domain.scale_down.marks import kept_as_room
 from nodescaler.domain.scale_down.pod_rules import (
     CA_DEFAULTS,
     DrainRules,
     blocking_pods,
-    keeps_node,
     movable,
 )
 
@@ -65,6 +62,8 @@ class Unneeded:
     empty: int = 0  # of those, nodes with nothing to move
     kept: tuple[Kept, ...] = field(default_factory=tuple)
     rooms: tuple[str, ...] = ()  # empty nodes kept whole for the buffer (`ROOM_TAINT`)
+    # for each node whose pods move, in order, other groups' nodes as its pods leave them
+    moved: tuple[tuple[str, Mapping[str, NodeTemplate]], ...] = ()
 
     def describe(self) -> str:
         moved = len(self.nodes) - self.empty
@@ -85,16 +84,21 @@ def unneeded_nodes(
     now: datetime,
     limit: int = SIMULATED_PER_CALL,
     buffer: Sequence[Pod] = (),
+    reserved: Mapping[str, NodeTemplate | None] | None = None,
     rules: DrainRules = CA_DEFAULTS,
 ) -> Unneeded:
     """`buffer`: the virtual pods of the group's capacity buffer
     (`domain.ahead.group_buffers`), which must still fit on the group's nodes that stay.
+    `reserved`: nodes' room already spoken for (other groups' buffers, and the pods their
+    scale-ins move; None: a node another group sheds), which a pod moved there cannot
+    take, as Cluster Autoscaler's placeholder pods and its one simulation for every group
+    leave it; a node of the group other groups' pods move to stays for them.
     `rules`: which pods may not move (at `now`: a system pod's timeout counts from its
     creation)."""
     by_node = snapshot.pods_by_node
     candidates = sorted(
         (n for n in group_nodes if n.ready and n.schedulable and not n.scale_down_disabled),
-        key=lambda n: _cost(movable(by_node.get(n.name, ())), n.name),
+        key=lambda n: cost_to_empty(movable(by_node.get(n.name, ())), n.name),
     )
     if not candidates:
         return Unneeded()
@@ -104,12 +108,66 @@ def unneeded_nodes(
         if n.ready and n.schedulable
     }
     own = frozenset(n.name for n in group_nodes)
+    spoken = reserved or {}
+    for name, room in spoken.items():
+        if room is None:
+            rooms.pop(name, None)
+        elif name in rooms:
+            rooms[name] = room
+    candidates = [n for n in candidates if n.name not in spoken]
     shedding = _Shedding(snapshot, rules, now, limit, buffer, own, rooms)
     for node in candidates:
         shedding.consider(node)
     return Unneeded(
-        tuple(shedding.gone), shedding.empty, tuple(shedding.kept), tuple(shedding.buffer_rooms)
+        tuple(shedding.gone),
+        shedding.empty,
+        tuple(shedding.kept),
+        tuple(shedding.buffer_rooms),
+        tuple(shedding.moved),
     )
+
+
+@dataclass
+class SpokenFor:
+    """The room the groups evaluated on one snapshot have spoken for on each other's nodes,
+    as Cluster Autoscaler's one simulation for every group keeps it: a node a group sheds
+    is no room for another's pods, and a pod one moves takes room the next cannot use.
+    Else two groups shed a node each onto the other's room, and both buy one back. A
+    group's unneeded nodes count once its decision sheds them (`commit`): a group held at
+    its minimum, by a window or a pause, speaks for nothing."""
+
+    moves: dict[str, dict[str, NodeTemplate | None]] = field(default_factory=dict)
+    found: dict[str, Unneeded] = field(default_factory=dict)  # read, not yet decided
+
+    def reserved_for(
+        self, group: str, own: set[str], buffers: Mapping[str, NodeTemplate]
+    ) -> dict[str, NodeTemplate | None]:
+        """`unneeded_nodes`' `reserved` for `group`: the other groups' buffers' room
+        (`buffers`, placed by each group; its own nodes' left to its own buffer's check),
+        then what the other groups' scale-ins move, in the order they were decided."""
+        reserved: dict[str, NodeTemplate | None] = {
+            k: r for k, r in buffers.items() if k not in own
+        }
+        for other, moved in self.moves.items():
+            if other != group:
+                reserved.update(moved)
+        return reserved
+
+    def record(self, group: str, unneeded: Unneeded) -> None:
+        """The group's unneeded nodes as read, until its decision says how many go."""
+        self.found[group] = unneeded
+
+    def commit(self, group: str, shedding: int) -> None:
+        """The group's decision sheds `shedding` of its nodes: its first unneeded ones."""
+        found = self.found.pop(group, Unneeded())
+        self.moves.pop(group, None)  # last: it counted the others' before it
+        if shedding <= 0:
+            return
+        going = found.nodes[:shedding]
+        self.moves[group] = dict.fromkeys(going)
+        for node, placed in found.moved:
+            if node in going:
+                self.moves[group].update(placed)
 
 
 @dataclass
@@ -128,6 +186,7 @@ class _Shedding:
     gone: list[str] = field(default_factory=list)
     kept: list[Kept] = field(default_factory=list)
     buffer_rooms: list[str] = field(default_factory=list)  # empty nodes kept for it
+    moved: list[tuple[str, dict[str, NodeTemplate]]] = field(default_factory=list)
     empty: int = 0
     simulated: int = 0
 
@@ -162,16 +221,21 @@ class _Shedding:
     def _simulate(
         self, node: Node, pods: Sequence[Pod], budgets: Sequence[DisruptionBudget]
     ) -> Kept | None:
-        if refused := _over_budget(pods, budgets, self.drawn):
+        if refused := over_budget(pods, budgets, self.drawn):
             return Kept(node.name, DISRUPTION_BUDGET, tuple(p.key for p in refused))
+        open_rooms = {k: r for k, r in self.rooms.items() if k != node.name and k not in self.gone}
+        # the buffer's room last, where its mark has the scheduler put them (`marks.ROOM_TAINT`)
         placed, stranded = place(
-            pods, {k: r for k, r in self.rooms.items() if k != node.name and k not in self.gone}
+            pods, {k: r for k, r in open_rooms.items() if k not in self.buffer_rooms}
         )
+        if stranded:
+            placed, stranded = place(pods, open_rooms)
         if stranded:
             return Kept(node.name, WOULD_NOT_FIT, tuple(p.key for p in stranded))
         if not self._buffer_fits_without(node.name, placed):
             return Kept(node.name, BUFFER, ())
         self.rooms.update(placed)
+        self.moved.append((node.name, {k: r for k, r in placed.items() if k not in self.own}))
         self.drawn.update(_budgets_of(pods, budgets))
         self.gone.append(node.name)
         return None
@@ -208,7 +272,7 @@ def _budgets_of(pods: Sequence[Pod], budgets: Sequence[DisruptionBudget]) -> set
     return {f"{b.namespace}/{b.name}" for p in pods for b in budgets if b.selects(p)}
 
 
-def _over_budget(
+def over_budget(
     pods: Sequence[Pod], budgets: Sequence[DisruptionBudget], drawn: Mapping[str, int]
 ) -> list[Pod]:
     """The pods whose budget allows no disruption now, or whose allowance the nodes chosen
@@ -224,7 +288,7 @@ def _over_budget(
     ]
 
 
-def _cost(pods: Sequence[Pod], name: str) -> tuple[int, int, int, str]:
+def cost_to_empty(pods: Sequence[Pod], name: str) -> tuple[int, int, int, str]:
     """Cheapest to move first: fewest pods, then least requested."""
     return (
         len(pods),
@@ -232,148 +296,3 @@ def _cost(pods: Sequence[Pod], name: str) -> tuple[int, int, int, str]:
         sum(p.requests.memory_bytes for p in pods),
         name,
     )
-
-
-@dataclass(frozen=True)
-class Removable:
-    """The instances a scale-in may take, in order, and why these (and not more)."""
-
-    instance_ids: tuple[str, ...]
-    reason: str
-    not_nodes: tuple[str, ...] = ()
-    busy: tuple[str, ...] = ()  # of those, a node with pods to move: a drain must move them
-    next_in_order: tuple[str, ...] = ()  # past `count`: the dead nodes' instances
-
-    def undrained(self, why: str) -> Removable:
-        """These without the node whose pods a drain would move, where no drain runs (`why`
-        says why: its pods would end with the instance, past their budgets); the next in
-        order takes its place (a dead node's instance must still be able to leave)."""
-        kept = tuple(i for i in self.instance_ids if i not in self.busy)
-        kept += self.next_in_order[: len(self.instance_ids) - len(kept)]
-        reason = (
-            f"{len(kept)} taken: {self.reason}; {', '.join(self.busy)} stays while its pods "
-            f"run: {why} (a node goes once empty; a drain hook lets its pods move, "
-            "docs/deploy.md)"
-        )
-        return Removable(kept, reason, self.not_nodes)
-
-
-def removable(
-    group: NodeGroup,
-    offered: Sequence[str],
-    count: int,
-    snapshot: Snapshot,
-    rules: DrainRules = CA_DEFAULTS,
-    *,
-    now: datetime,
-) -> Removable:
-    """Of `offered` (the group's instances), up to `count` a scale-in may take: those that
-    never became Ready nodes first, then empty nodes, then one node whose pods can move."""
-    nodes = {n.instance_id: n for n in snapshot.nodes if belongs(n, group)}
-    by_node = snapshot.pods_by_node
-
-    def never_ready(instance: str) -> bool:
-        """No node registered, or one not Ready that nothing runs on: a node that went
-        NotReady with pods bound was Ready once, and its pods are not free to lose."""
-        node = nodes.get(instance)
-        return node is None or (not node.ready and not movable(by_node.get(node.name, ())))
-
-    unready = [i for i in offered if never_ready(i)]
-    by_name = {n.name: n.instance_id for n in nodes.values()}
-    offered_nodes = [nodes[i] for i in offered if i in nodes and nodes[i].ready]
-    limit = max(count, SIMULATED_PER_CALL)
-    spare = unneeded_nodes(
-        [n for n in offered_nodes if not kept_as_room(n)],
-        snapshot,
-        now=now,
-        limit=limit,
-        rules=rules,
-    )
-    # the buffer's room last: the evaluation kept it, so a scale-in takes the nodes it
-    # meant (else the room goes, and is bought back a minute later)
-    rooms = unneeded_nodes(
-        [n for n in offered_nodes if kept_as_room(n)], snapshot, now=now, limit=0, rules=rules
-    )
-    # Empty nodes together, a node with pods to move one at a time (as Cluster Autoscaler
-    # drains them): two drains side by side would move pods onto each other. The group
-    # asks again shortly for the rest.
-    taken = spare.nodes[: spare.empty + 1] + rooms.nodes[: rooms.empty]
-    # a node gone NotReady with pods bound: last, once nothing better can go (its pods may
-    # be lost with it, but a dead instance must still be able to leave)
-    dead = [i for i in offered if i in nodes and not nodes[i].ready and i not in unready]
-    ordered = unready + [by_name[name] for name in taken] + dead
-    chosen = tuple(ordered[:count])
-    reason = f"{len(chosen)} of {count} asked: {len(unready)} never Ready; {spare.describe()}"
-    busy = {by_name[name] for name in spare.nodes[spare.empty : spare.empty + 1]}
-    return Removable(
-        chosen,
-        reason,
-        tuple(i for i in offered if i not in nodes),
-        tuple(i for i in chosen if i in busy),
-        tuple(ordered[count:]),
-    )
-
-
-def awaiting_removal(
-    group: NodeGroup, snapshot: Snapshot, excess: int, rooms: frozenset[str] = frozenset()
-) -> frozenset[str]:
-    """The nodes a shrinking group lets go next, while `excess` more of its instances are in
-    service than it desires: its termination policy takes those that never became Ready
-    nodes first (`removable`), then of its Ready, schedulable nodes (a cordoned one is
-    being drained already) the cheapest to empty, none protected from scale-in or kept by
-    annotation. Marked as unneeded nodes are, so new pods (a queue's next workers) land on
-    the nodes that stay and these empty; else they are refilled while the termination
-    policy waits for their pods to finish. The buffer's room (`rooms`, or a node marked so)
-    comes last, as the termination policy takes it last."""
-    if excess <= 0:
-        return frozenset()
-    by_node = snapshot.pods_by_node
-    ready = [n for n in snapshot.nodes if belongs(n, group) and n.ready]
-    # never Ready (booting, or no node at all): taken first, so fewer Ready nodes go; an
-    # instance leaving already counts here too, which only marks fewer
-    excess -= len(group.instance_ids - {n.instance_id for n in ready})
-    nodes = sorted(
-        (
-            n
-            for n in ready
-            if n.schedulable
-            and not n.scale_down_disabled
-            and n.instance_id not in group.protected_ids
-        ),
-        key=lambda n: (
-            n.name in rooms or kept_as_room(n),
-            _cost(movable(by_node.get(n.name, ())), n.name),
-        ),
-    )
-    return frozenset(n.name for n in nodes[: max(excess, 0)])
-
-
-def least_bad(
-    group: NodeGroup,
-    offered: Sequence[str],
-    snapshot: Snapshot,
-    rules: DrainRules = CA_DEFAULTS,
-    *,
-    now: datetime,
-) -> tuple[str, ...]:
-    """Every offered instance, least harm first, for a cause that cannot wait for one
-    `removable` (`domain.scale_down.termination_policy`): instances that are no node of the
-    group, then nodes neither an annotation nor a pod that may not move keeps (`pod_rules`),
-    then those
-    whose pods no disruption budget holds (a budget allowing none now, or budgets unread),
-    each cheapest to move first."""
-    nodes = {n.instance_id: n for n in snapshot.nodes if belongs(n, group)}
-    by_node = snapshot.pods_by_node
-
-    def harm(instance: str) -> tuple[bool, bool, bool, tuple[int, int, int, str]]:
-        node = nodes.get(instance)
-        if node is None:
-            return (False, False, False, (0, 0, 0, instance))
-        pods = by_node.get(node.name, ())
-        moved = movable(pods)
-        budgets = snapshot.budgets
-        held = bool(moved) and (budgets is None or bool(_over_budget(moved, budgets, {})))
-        kept = keeps_node(node, pods, rules, budgets, now=now)
-        return (True, kept, held, _cost(moved, node.name))
-
-    return tuple(sorted(offered, key=harm))

@@ -22,7 +22,7 @@ from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.groups.zonal_shift import ZoneHold, hold_for_zones
 from nodescaler.domain.outside_text import bounded_problems
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.scale_down.unneeded import Removable
+from nodescaler.domain.scale_down.leaving import Removable
 from nodescaler.domain.scale_up.backoff import (
     BackoffRules,
     Provisioning,
