@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
+from nodescaler.domain.cluster.predicates import zone_labels
 
 from nodescaler_sandbox import (
     baseline_proportional,
@@ -225,12 +226,14 @@ def _as_cluster_autoscaler_reads_them(scenario: Scenario, box: Sandbox) -> dict[
     )["AutoScalingGroups"]
     tags = {d["AutoScalingGroupName"]: {t["Key"]: t["Value"] for t in d["Tags"]} for d in described}
     bounds = {d["AutoScalingGroupName"]: (d["MinSize"], d["MaxSize"]) for d in described}
+    # its template's zone: the group's first (aws_manager.go, getAsgTemplate)
+    zones = {d["AutoScalingGroupName"]: d["AvailabilityZones"][:1] for d in described}
     return {
         g.name: GroupSpec(
             *bounds[g.name],
             instance_capacity(box.client("ec2"), g.instance_type),
             tags[g.name],
-            node_labels(box.client("ec2"), g.instance_type),
+            node_labels(box.client("ec2"), g.instance_type) | zone_labels(zones[g.name]),
             *managed_node_group(box.client("eks"), tags[g.name]),
         )
         for g in scenario.groups

@@ -21,6 +21,7 @@ from nodescaler.domain.cluster.predicates import (
     room_of,
     template_from_instance_type,
     why_not,
+    zone_labels,
 )
 from nodescaler.domain.cluster.snapshot import Pod, Snapshot
 from nodescaler.domain.groups.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs
@@ -111,7 +112,8 @@ class PendingPodsPlanner:
         if live is not None:
             return live
         shape = self._instance_types.shape(self._instance_types.instance_type(group))
-        labels = {EKS_NODEGROUP_LABEL: group.eks_nodegroup} if group.eks_nodegroup else {}
+        labels = zone_labels(group.zones)  # a pod pinned to its zone can grow it from zero
+        labels |= {EKS_NODEGROUP_LABEL: group.eks_nodegroup} if group.eks_nodegroup else {}
         managed = self._instance_types.nodegroup_labels(group)
         return template_from_instance_type(group.name, shape, group.tags, labels, managed)
 

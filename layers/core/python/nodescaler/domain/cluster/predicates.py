@@ -113,6 +113,23 @@ def instance_labels(instance_type: str, architecture: str) -> dict[str, str]:
     }
 
 
+def zone_labels(zones: Sequence[str]) -> dict[str, str]:
+    """The zone and region labels a new node of a group in one Availability Zone registers
+    with (the kubelet's, and the EBS CSI driver's zone), as Cluster Autoscaler's AWS
+    template gives them (`aws_manager.go`, `buildGenericLabels`: the region is the zone less
+    its letter). A group of several zones gets none: Auto Scaling picks the zone, so a pod
+    pinned to one is no reason to grow it (Cluster Autoscaler takes the group's first zone,
+    and may launch where the pod cannot go)."""
+    if len(zones) != 1:
+        return {}
+    (zone,) = zones
+    return {
+        "topology.kubernetes.io/zone": zone,
+        "topology.kubernetes.io/region": zone[:-1],
+        "topology.ebs.csi.aws.com/zone": zone,
+    }
+
+
 def template_from_instance_type(
     group: str,
     shape: InstanceShape,
