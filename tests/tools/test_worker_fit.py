@@ -146,3 +146,53 @@ def test_a_pod_no_groups_node_holds_is_named_with_the_roomiest_node(tmp_path: Pa
     path.write_text(SCENARIO.replace('cpu: "1", memory: 3Gi', 'cpu: "5", memory: 3Gi'))
     said = warnings(load_scenario(path))
     assert "queue jobs-queue's worker asks 5 cpu, 3Gi a pod" in said[-1]
+
+
+BUFFERED = """\
+apiVersion: nodescaler.io/v1alpha1
+kind: NodeGroupPolicy
+metadata: {{name: api}}
+spec:
+  minReplicas: 1
+  maxReplicas: 10
+  metrics:
+    - type: PendingPods
+      pendingPods:
+        buffer: [{{pods: 8, requests: {{cpu: 500m, memory: 1Gi}}{tolerations}}}]
+"""
+TAINTED_GROUP = """\
+name: api
+minutes: 10
+policies: policies
+groups:
+  - name: api-ng
+    policy: api
+    max: 10
+    instanceType: m5.large
+    taints: [{key: dedicated, value: api, effect: NoSchedule}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "warned"),
+    [
+        ("", True),
+        (", tolerations: [{key: dedicated, operator: Equal, value: api}]", False),
+    ],
+)
+def test_a_buffer_no_node_of_its_group_holds_is_named_with_why(
+    tmp_path: Path, tolerations: str, warned: bool
+) -> None:
+    # Given a tainted group whose policy's buffer tolerates the taint, or not
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "api.yaml").write_text(BUFFERED.format(tolerations=tolerations))
+    path = tmp_path / "scenario.yaml"
+    path.write_text(TAINTED_GROUP)
+    # When checked, Then the buffer that could never be kept is named, and why
+    said = warnings(load_scenario(path))
+    expected = (
+        "group api-ng: policy 'api' buffer[0] (room for 8 × 500m cpu/1Gi): a buffer pod does "
+        "not tolerate taint dedicated=api:NoSchedule: it keeps no room, and the group does "
+        "not scale in while it cannot be placed"
+    )
+    assert said == ([expected] if warned else [])

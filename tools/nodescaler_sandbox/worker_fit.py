@@ -83,11 +83,7 @@ def unfit_queue_targets(
     instance type's vCPUs and memory (`cpu`, `memory`) when the group gives no `node`."""
     workers = _workers(scenario)
     found = []
-    for group in scenario.groups:
-        policy = policies.get(group.policy)
-        allocatable = _allocatable(group, instance_types)
-        if policy is None or allocatable is None:
-            continue
+    for group, policy, allocatable in _known(scenario, policies, instance_types):
         pending = any(isinstance(m, PendingPodsMetric) for m in policy.spec.metrics)
         own = policy.counts_own_pending_pods  # the sandbox's groups are on its cluster
         node = group.instance_type if group.node is None else "node of the group"
@@ -103,6 +99,19 @@ def unfit_queue_targets(
                     Unfit(*where, per_node, count, worker, node, allocatable, pending, own)
                 )
     return found
+
+
+def _known(
+    scenario: Scenario,
+    policies: Mapping[str, NodeGroupPolicy],
+    instance_types: Mapping[str, Mapping[str, str]],
+) -> Iterator[tuple[GroupSpec, NodeGroupPolicy, dict[str, Decimal]]]:
+    """Each group whose policy and node are known, with what its node allocates."""
+    for group in scenario.groups:
+        policy = policies.get(group.policy)
+        allocatable = _allocatable(group, instance_types)
+        if policy is not None and allocatable is not None:
+            yield group, policy, allocatable
 
 
 def _workers(scenario: Scenario) -> dict[str, tuple[PodShape, int]]:
@@ -179,13 +188,47 @@ def too_big(scenario: Scenario, instance_types: Mapping[str, Mapping[str, str]])
     return found
 
 
+def buffers_never_kept(
+    scenario: Scenario,
+    policies: Mapping[str, NodeGroupPolicy],
+    instance_types: Mapping[str, Mapping[str, str]],
+) -> list[str]:
+    """Each group's capacity buffer whose pod no node of the group can ever hold (too large,
+    a taint it does not tolerate, a label it selects that the nodes lack): the buffer keeps
+    no room, and its metric reads as missing, so the group never scales in while it lasts."""
+    from nodescaler.domain.ahead.group_buffers import buffer_pod
+    from nodescaler.domain.cluster.predicates import NodeTemplate, why_not
+    from nodescaler.domain.cluster.snapshot import Resources, Taint
+
+    found = []
+    for group, policy, allocatable in _known(scenario, policies, instance_types):
+        labels = {"node.kubernetes.io/instance-type": group.instance_type, **group.labels}
+        if group.zone:
+            labels["topology.kubernetes.io/zone"] = group.zone
+        node = NodeTemplate(
+            group.name,
+            Resources(int(allocatable["cpu"] * 1000), int(allocatable["memory"]), 110),
+            labels,
+            tuple(Taint(t.key, t.value, t.effect) for t in group.taints),
+        )
+        for index, buffer in enumerate(policy.buffers):
+            if (why := why_not(buffer_pod(buffer, "buffer"), node)) is not None:
+                found.append(
+                    f"group {group.name}: policy {policy.name!r} buffer[{index}] "
+                    f"({buffer.describe()}): a buffer pod {why}: it keeps no room, and the "
+                    "group does not scale in while it cannot be placed"
+                )
+    return found
+
+
 def warnings(scenario: Scenario) -> list[str]:
-    """The scenario's unfit queue targets and its pods no group's node holds, in words (its
-    policies loaded from its folder)."""
+    """The scenario's unfit queue targets, buffers no node holds and pods no group's node
+    holds, in words (its policies loaded from its folder)."""
     from nodescaler.adapters.deployed_policies import load_policies
 
     policies = load_policies(scenario.policies_path)
     types = {g.instance_type for g in scenario.groups if g.node is None}
     shapes = {t: shape for t in types if (shape := instance_shape(t)) is not None}
     unfit = [u.describe() for u in unfit_queue_targets(scenario, policies, shapes)]
-    return unfit + too_big(scenario, shapes)
+    unkept = buffers_never_kept(scenario, policies, shapes)
+    return unfit + unkept + too_big(scenario, shapes)

@@ -27,22 +27,24 @@ NAMESPACE = "nodescaler-buffer"  # the virtual pods' namespace: no real pod is e
 
 def buffer_pods(buffers: Sequence[CapacityBuffer]) -> list[Pod]:
     """The virtual pods a policy's buffers stand for."""
-    pods: list[Pod] = []
-    for index, buffer in enumerate(buffers):
-        requests = {k: v for k, v in buffer.requests.items() if k in ("cpu", "memory")}
-        placement = Placement(
-            node_selector=dict(buffer.node_selector),
-            tolerations=tuple(
-                Toleration(t.key, t.operator, t.value, t.effect) for t in buffer.tolerations
-            ),
-            extended_resources=extended_resources(buffer.requests),
-        )
-        shape = Resources.parse(requests, pods=1)
-        pods.extend(
-            Pod(NAMESPACE, f"buffer-{index}-{n}", None, shape, placement=placement)
-            for n in range(buffer.least)
-        )
-    return pods
+    return [
+        buffer_pod(buffer, f"buffer-{index}-{n}")
+        for index, buffer in enumerate(buffers)
+        for n in range(buffer.least)
+    ]
+
+
+def buffer_pod(buffer: CapacityBuffer, name: str) -> Pod:
+    """One of the buffer's virtual pods: its requests, node selector and tolerations."""
+    requests = {k: v for k, v in buffer.requests.items() if k in ("cpu", "memory")}
+    placement = Placement(
+        node_selector=dict(buffer.node_selector),
+        tolerations=tuple(
+            Toleration(t.key, t.operator, t.value, t.effect) for t in buffer.tolerations
+        ),
+        extended_resources=extended_resources(buffer.requests),
+    )
+    return Pod(NAMESPACE, name, None, Resources.parse(requests, pods=1), placement=placement)
 
 
 @dataclass(frozen=True)
