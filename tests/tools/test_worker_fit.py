@@ -196,3 +196,29 @@ def test_a_buffer_no_node_of_its_group_holds_is_named_with_why(
         "not scale in while it cannot be placed"
     )
     assert said == ([expected] if warned else [])
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "buffer"),
+    [
+        ("m5.large", '{pods: 2, requests: {cpu: "1"}, nodeSelector: {kubernetes.io/os: linux}}'),
+        ("g4dn.xlarge", '{pods: 1, requests: {cpu: "1", nvidia.com/gpu: "1"}}'),
+    ],
+)
+def test_a_buffer_the_groups_node_holds_by_its_well_known_labels_or_gpus_is_not_named(
+    tmp_path: Path, instance_type: str, buffer: str
+) -> None:
+    # Given a buffer selecting a label every EKS node carries, or asking a GPU its node has
+    (tmp_path / "policies").mkdir()
+    policy = (
+        BUFFERED.format(tolerations="").split("        buffer:")[0]
+        + f"        buffer: [{buffer}]\n"
+    )
+    (tmp_path / "policies" / "api.yaml").write_text(policy)
+    path = tmp_path / "scenario.yaml"
+    untainted = TAINTED_GROUP.replace(
+        "    taints: [{key: dedicated, value: api, effect: NoSchedule}]\n", ""
+    )
+    path.write_text(untainted.replace("m5.large", instance_type))
+    # Then nothing is said: the node at zero is the plan's own template of the group
+    assert warnings(load_scenario(path)) == []

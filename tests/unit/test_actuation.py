@@ -100,6 +100,9 @@ class World:
     def listed_since(self, at: datetime) -> None:
         pass
 
+    def shed(self, group: str, count: int) -> None:
+        self.log.append(("shed", group, count))
+
     def own_pending_pods(self, group: NodeGroup, now: datetime) -> Reading:
         return MetricReading(value=0, at=now)  # none of its pods waits
 
@@ -158,6 +161,8 @@ def test_given_a_dry_run_then_the_same_plan_is_made_and_only_recorded(
         ("save", "acting"),
         ("remove_instances", ("i-1", "i-2")),
         ("save", "recorded"),
+        # and the view told the two go: other groups' scale-ins no longer count on them
+        ("shed", "web", 2),
     ]
 
 

@@ -4,9 +4,10 @@ Cluster Autoscaler's placeholder pods and its one simulation for every group hav
 
 from __future__ import annotations
 
-from nodescaler.domain.cluster.predicates import room_of
+from nodescaler.domain.cluster.predicates import NodeTemplate, room_of
 from nodescaler.domain.cluster.snapshot import Node, Pod, Resources, Snapshot
-from nodescaler.domain.scale_down.unneeded import WOULD_NOT_FIT, Kept, SpokenFor, unneeded_nodes
+from nodescaler.domain.scale_down.spoken_for import SpokenFor, Taken
+from nodescaler.domain.scale_down.unneeded import WOULD_NOT_FIT, Kept, unneeded_nodes
 
 from tests.builders import T0
 
@@ -21,13 +22,18 @@ def pod(name: str, on: str, cpu: int = 1000) -> Pod:
     return Pod("default", name, on, Resources(cpu, GIB, 1))
 
 
+def cores(count: int) -> Taken:
+    return Taken(Resources(count * 1000, count * GIB, count))
+
+
 # web's w1 runs one 1-core pod; batch's b0 is empty, b1 runs a 3-core pod
 NODES = (node("w1", "web"), node("b0", "batch"), node("b1", "batch"))
 SNAPSHOT = Snapshot(NODES, (pod("one", "w1"), pod("three", "b1", 3000)))
 WEB = [NODES[0]]
+STRANDED = ((), (Kept("w1", WOULD_NOT_FIT, ("default/one",)),))
 
 
-def shed(reserved: dict) -> tuple[tuple[str, ...], tuple[Kept, ...]]:
+def shed(reserved: dict[str, Taken | None]) -> tuple[tuple[str, ...], tuple[Kept, ...]]:
     found = unneeded_nodes(WEB, SNAPSHOT, now=T0, reserved=reserved)
     return found.nodes, found.kept
 
@@ -35,44 +41,66 @@ def shed(reserved: dict) -> tuple[tuple[str, ...], tuple[Kept, ...]]:
 def test_a_pod_to_move_fits_only_in_room_no_other_group_spoke_for() -> None:
     # Given nothing spoken for, w1 goes: its pod fits on b0
     assert shed({}) == (("w1",), ())
-    # When batch's buffer fills b0 and b1 is full, Then w1 stays: its pod has nowhere to go
-    full = room_of(NODES[1], [pod("buffer", "b0", 4000)])
-    no_room = room_of(NODES[2], [pod("three", "b1", 3000), pod("more", "b1")])
-    assert shed({"b0": full, "b1": no_room}) == ((), (Kept("w1", WOULD_NOT_FIT, ("default/one",)),))
+    # When batch's buffer takes b0 whole and b1's last core, Then w1 stays
+    assert shed({"b0": cores(4), "b1": cores(1)}) == STRANDED
     # and a node another group sheds (None) is no room either, b1's last core aside
     assert shed({"b0": None}) == (("w1",), ())
-    assert shed({"b0": None, "b1": None}) == ((), (Kept("w1", WOULD_NOT_FIT, ("default/one",)),))
+    assert shed({"b0": None, "b1": None}) == STRANDED
 
 
 def test_a_node_other_groups_pods_move_to_stays_for_them() -> None:
-    # Given batch's scale-in moving a pod onto web's w1
-    taken = room_of(NODES[0], [pod("one", "w1"), pod("moved", "w1")])
-    # When web's unneeded nodes are found, Then w1 is not one of them
-    assert shed({"w1": taken}) == ((), ())
+    # Given batch's scale-in moving a pod onto web's w1, When web's unneeded nodes are
+    # found, Then w1 is not one of them
+    assert shed({"w1": cores(1)}) == ((), ())
 
 
-def test_each_group_counts_the_others_moves_and_buffers_but_its_own_buffer_alone() -> None:
-    spoken = SpokenFor()
+def test_what_is_taken_is_a_difference_of_rooms_and_adds_up() -> None:
     room = room_of(NODES[1], ())
-    buffers = {"b0": room, "w1": room}  # each group's buffer, placed on its own nodes
+    after = room_of(NODES[1], [pod("a", "b0"), pod("b", "b0", 2000)])
+    taken = Taken.between(room, after)
+    assert taken == Taken(Resources(3000, 2 * GIB, 2))
+    assert taken.plus(cores(1)).off(room).allocatable == Resources(0, 13 * GIB, 107)
+    gpu = NodeTemplate("gpu", Resources(4000, GIB, 10), extended={"nvidia.com/gpu": 4})
+    used = Taken(extended={"nvidia.com/gpu": 1})
+    assert used.plus(used).off(gpu).extended == {"nvidia.com/gpu": 2}
+
+
+def test_each_group_counts_the_others_decided_moves_and_buffers_not_its_own() -> None:
+    spoken = SpokenFor()
+    buffers = {"b0": cores(2), "w1": cores(2)}  # each group's buffer, on its own nodes
     # web, first: the batch buffer's room, not its own (its own check counts that)
-    assert spoken.reserved_for("web", {"w1"}, buffers) == {"b0": room}
-    # web sheds w1, its pod moving to b0
-    moved_to = room_of(NODES[1], [pod("one", "b0")])
+    assert spoken.reserved_for("web", {"w1"}, buffers) == {"b0": cores(2)}
+    # web finds w1 unneeded, its pod to move to b0 (the most room)
     found = unneeded_nodes(WEB, SNAPSHOT, now=T0)
-    assert (found.nodes, found.moved) == (("w1",), (("w1", {"b0": moved_to}),))
-    spoken.record("web", found)
+    assert (found.nodes, found.moved) == (("w1",), (("w1", {"b0": cores(1)}),))
+    spoken.record("web", found.nodes, found.moved)
     # found, not yet decided: nothing spoken for
-    assert spoken.reserved_for("batch", {"b0", "b1"}, buffers) == {"w1": room}
+    assert spoken.reserved_for("batch", {"b0", "b1"}, buffers) == {"w1": cores(2)}
     # Then, once web's decision sheds one node, batch finds w1 shed and b0's room taken
     spoken.commit("web", 1)
-    assert spoken.reserved_for("batch", {"b0", "b1"}, buffers) == {
-        "w1": None,
-        "b0": moved_to,
-    }
-    # and web's own later look is not held by its own earlier one
-    assert spoken.reserved_for("web", {"w1"}, buffers) == {"b0": room}
+    assert spoken.reserved_for("batch", {"b0", "b1"}, buffers) == {"w1": None, "b0": cores(1)}
+    # and a third group counts both web's pod and batch's buffer on b0
+    assert spoken.reserved_for("db", set(), buffers)["b0"] == cores(3)
+    # while web's own later look is not held by its own earlier one
+    assert spoken.reserved_for("web", {"w1"}, buffers) == {"b0": cores(2)}
     # a decision that sheds nothing (a minimum, a window, a pause) speaks for nothing
-    spoken.record("web", found)
+    spoken.record("web", found.nodes, found.moved)
     spoken.commit("web", 0)
-    assert spoken.reserved_for("batch", {"b0", "b1"}, buffers) == {"w1": room}
+    assert spoken.reserved_for("batch", {"b0", "b1"}, buffers) == {"w1": cores(2)}
+
+
+def test_room_a_scale_in_takes_on_its_own_nodes_is_spoken_for_too() -> None:
+    # Given web's w1 and w2 each running one small pod, w2's moving onto w1 as w2 goes
+    nodes = (node("w1", "web"), node("w2", "web"))
+    snapshot = Snapshot(nodes, (pod("one", "w1", 500), pod("two", "w2", 500)))
+    found = unneeded_nodes(list(nodes), snapshot, now=T0)
+    spoken = SpokenFor()
+    spoken.record("web", found.nodes, found.moved)
+    spoken.commit("web", 1)
+    # Then another group sees w1's room less the pod moved there, and the shed node gone
+    (gone,) = found.nodes
+    kept = "w1" if gone == "w2" else "w2"
+    assert spoken.reserved_for("batch", set(), {}) == {
+        gone: None,
+        kept: Taken(Resources(500, GIB, 1)),
+    }

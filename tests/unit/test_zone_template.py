@@ -54,3 +54,10 @@ def test_a_group_of_several_zones_or_none_known_gets_no_zone_label() -> None:
     assert zone_labels(()) == {}
     template = template_of(at_zero("eu-west-1a", "eu-west-1b"))
     assert why_not(pinned("eu-west-1b"), template) is not None
+
+
+def test_a_local_zones_region_is_its_parent_region() -> None:
+    region = "topology.kubernetes.io/region"
+    assert zone_labels(("us-west-2-lax-1a",))[region] == "us-west-2"
+    assert zone_labels(("us-east-1-wl1-bos-wlz-1",))[region] == "us-east-1"
+    assert zone_labels(("us-gov-west-1a",))[region] == "us-gov-west-1"

@@ -196,21 +196,31 @@ def buffers_never_kept(
     """Each group's capacity buffer whose pod no node of the group can ever hold (too large,
     a taint it does not tolerate, a label it selects that the nodes lack): the buffer keeps
     no room, and its metric reads as missing, so the group never scales in while it lasts."""
+    from moto.ec2.models.instance_types import INSTANCE_TYPES
+    from nodescaler.adapters.aws.instance_types import shape_of
     from nodescaler.domain.ahead.group_buffers import buffer_pod
-    from nodescaler.domain.cluster.predicates import NodeTemplate, why_not
-    from nodescaler.domain.cluster.snapshot import Resources, Taint
+    from nodescaler.domain.cluster.predicates import (
+        NodegroupLabels,
+        template_from_instance_type,
+        why_not,
+        zone_labels,
+    )
+    from nodescaler.domain.cluster.snapshot import Taint
 
     found = []
-    for group, policy, allocatable in _known(scenario, policies, instance_types):
-        labels = {"node.kubernetes.io/instance-type": group.instance_type, **group.labels}
-        if group.zone:
-            labels["topology.kubernetes.io/zone"] = group.zone
-        node = NodeTemplate(
-            group.name,
-            Resources(int(allocatable["cpu"] * 1000), int(allocatable["memory"]), 110),
-            labels,
-            tuple(Taint(t.key, t.value, t.effect) for t in group.taints),
+    for group, policy, _ in _known(scenario, policies, instance_types):
+        described = INSTANCE_TYPES.get(group.instance_type)
+        if described is None or group.node is not None:  # its node not EC2's: no guess
+            continue
+        zone = zone_labels((group.zone,) if group.zone else ())
+        shape = shape_of(group.instance_type, described)
+        # the node of the group at zero, as nodescaler's own plan sees it: its tags, and
+        # what its nodes register with (an EKS managed group's labels and taints)
+        registers = NodegroupLabels(
+            dict(group.labels), tuple(Taint(t.key, t.value, t.effect) for t in group.taints)
         )
+        tags = group.node_template_tags({})
+        node = template_from_instance_type(group.name, shape, tags, zone, registers)
         for index, buffer in enumerate(policy.buffers):
             if (why := why_not(buffer_pod(buffer, "buffer"), node)) is not None:
                 found.append(

@@ -298,6 +298,10 @@ class ClusterView(Protocol):
         (None: leave those marks as they are) as its buffer's room (best effort)."""
         ...
 
+    def shed(self, group: str, count: int) -> None:
+        """The group's decision sheds `count` of the unneeded nodes its reading found."""
+        ...
+
     def own_pending_pods(self, group: NodeGroup, now: datetime) -> Reading:
         """The nodes the pending-pods plan gives the group for the pods its nodes would
         take, where its policy has no PendingPods metric (`domain.scaling.own_pods`)."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.scaling.autoscaler import record_scale
-from nodescaler.domain.scaling.decision import Decision
+from nodescaler.domain.scaling.decision import Decision, Limit
 from nodescaler.domain.scaling.group_state import GroupState
 from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.plan import Facts, Plan, Rejection, plan, rejection
@@ -74,6 +74,7 @@ class Actuator:
                 protected, plan.candidates, decision.at, _awaiting(plan), plan.rooms
             )
         if not plan.resizes:
+            self._shed(plan, 0)
             return self._keep_warm_pool(plan, self.record(plan, state, event_id, Outcome.UNCHANGED))
         if plan.grows:  # watched until in service, or overdue
             state = replace(state, provisioning=plan.provisioning)
@@ -101,8 +102,16 @@ class Actuator:
                 f"failed: {error}"
             ) from error
         self.record_resize(claimed, plan.resized_history, plan.announce_resized, plan.problems)
+        aborted = Limit.BACKOFF in decision.limited_by  # a scale-up given up: no node goes
+        self._shed(plan, 0 if aborted else decision.current - decision.desired)
         result = EvaluationResult(group.name, Outcome.ACTED, decision, plan.problems)
         return self._keep_warm_pool(plan, result)
+
+    def _shed(self, plan: Plan, count: int) -> None:
+        """Tell the cluster's view how many of its unneeded nodes the group sheds now (none
+        when it holds or grows): room the next groups' scale-ins cannot count on."""
+        if self.cluster is not None:
+            self.cluster.shed(plan.group.name, max(count, 0))
 
     def reject(self, rejected: Rejection) -> EvaluationResult:
         """Leave the group alone; its problems written to its state when they changed."""

@@ -38,12 +38,8 @@ from nodescaler.domain.policy import (
 from nodescaler.domain.scale_down.leaving import Removable, awaiting_removal, removable
 from nodescaler.domain.scale_down.marks import mark_changes
 from nodescaler.domain.scale_down.pod_rules import CA_DEFAULTS, DrainRules, keeps_node
-from nodescaler.domain.scale_down.unneeded import (
-    SIMULATED_PER_CALL,
-    SpokenFor,
-    Unneeded,
-    unneeded_nodes,
-)
+from nodescaler.domain.scale_down.spoken_for import SpokenFor
+from nodescaler.domain.scale_down.unneeded import SIMULATED_PER_CALL, Unneeded, unneeded_nodes
 from nodescaler.domain.scaling.own_pods import OWN_PENDING_PODS
 from nodescaler.domain.scaling.plan import ChooseLeaving
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
@@ -169,7 +165,6 @@ class KubernetesClusterView:
         """Soft-taint `candidates` (a pending-pods reading's unneeded), the nodes the group
         lets go next while `excess` more are in service than it desires, and meanwhile
         its buffer's `rooms` (`mark_changes`). Best effort: a refusal changes nothing else."""
-        self._moves.commit(group.name, excess)  # what it sheds, others cannot count on
         if self._marks is None:
             return
         try:
@@ -183,6 +178,9 @@ class KubernetesClusterView:
                 self._marks.mark(node, taint, marked)
             except Exception:  # a hint, never a reason to fail the evaluation (or the rest)
                 continue
+
+    def shed(self, group: str, count: int) -> None:
+        self._moves.commit(group, count)  # what it sheds, later groups cannot count on
 
     def ready_nodes(self, group: NodeGroup, now: datetime) -> tuple[datetime | None, ...] | None:
         try:
@@ -370,7 +368,7 @@ class KubernetesClusterView:
         spare = unneeded_nodes(
             own, snapshot, now=now, buffer=buffer, reserved=reserved, limit=limit, rules=self._rules
         )
-        self._moves.record(group.name, spare)
+        self._moves.record(group.name, spare.nodes, spare.moved)
         return spare
 
     def _reservation(

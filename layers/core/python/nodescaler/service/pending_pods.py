@@ -23,11 +23,12 @@ from nodescaler.domain.cluster.predicates import (
     why_not,
     zone_labels,
 )
-from nodescaler.domain.cluster.snapshot import Pod, Snapshot
+from nodescaler.domain.cluster.snapshot import Node, Pod, Snapshot
 from nodescaler.domain.groups.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs
 from nodescaler.domain.groups.optin import AllowedGroups
 from nodescaler.domain.groups.zonal_shift import confined
 from nodescaler.domain.scale_down.pod_rules import movable
+from nodescaler.domain.scale_down.spoken_for import Taken
 from nodescaler.domain.scale_up.expanders import Expander
 from nodescaler.domain.scale_up.pending_pods_plan import Plan, plan
 from nodescaler.ports import Backoffs, InstanceTypes, NodeGroupDiscovery, ZonalShiftSource
@@ -49,7 +50,7 @@ class Planned:
     desired: Mapping[str, int] = field(default_factory=dict)
     # the room of the nodes a group's capacity buffer fills (as its own check places it):
     # a pod another group moves there would take that buffer's room, to be bought back
-    reserved: Mapping[str, NodeTemplate] = field(default_factory=dict)
+    reserved: Mapping[str, Taken] = field(default_factory=dict)
 
     def coming(self, group: str) -> tuple[int, list[Pod]]:
         """The group's nodes on their way and planned, and the pending pods they take."""
@@ -181,23 +182,33 @@ class PendingPodsPlanner:
             reserved,
         )
 
-    def _reserved(self, groups: Sequence[NodeGroup], snapshot: Snapshot) -> dict[str, NodeTemplate]:
+    def _reserved(self, groups: Sequence[NodeGroup], snapshot: Snapshot) -> dict[str, Taken]:
         """Each group's capacity buffer placed on the free room of its Ready nodes, as its
-        own evaluation places it: the rooms of the nodes it fills. A buffer sized from
-        arrivals counts its `minPods` here (its rate is in its group's state)."""
+        own evaluation places it: what it takes of each node. A buffer sized from arrivals
+        counts its `minPods` here (its rate is in its group's state)."""
+        buffered = [
+            (g, pods)
+            for g in groups
+            if (policy := self._policies.policy_of(g)) is not None
+            and (pods := buffer_pods(policy.buffers))
+        ]
+        if not buffered:
+            return {}
         by_node = snapshot.pods_by_node
-        reserved: dict[str, NodeTemplate] = {}
-        for group in groups:
-            policy = self._policies.policy_of(group)
-            pods = buffer_pods(policy.buffers) if policy is not None else []
-            if not pods:
-                continue
-            rooms = {
-                n.name: room_of(n, by_node.get(n.name, ()))
-                for n in snapshot.nodes
-                if n.ready and n.schedulable and belongs(n, group)
-            }
-            reserved.update(place(pods, rooms)[0])
+        by_instance: dict[str, list[Node]] = {}
+        for node in snapshot.nodes:  # once, not once a group
+            if node.ready and node.schedulable:
+                by_instance.setdefault(node.instance_id, []).append(node)
+                label = node.labels.get(EKS_NODEGROUP_LABEL)
+                if label is not None:
+                    by_instance.setdefault(f"{EKS_NODEGROUP_LABEL}={label}", []).append(node)
+        reserved: dict[str, Taken] = {}
+        for group, pods in buffered:
+            keys = [*group.instance_ids, f"{EKS_NODEGROUP_LABEL}={group.eks_nodegroup}"]
+            mine = {n.name: n for k in keys for n in by_instance.get(k, ()) if belongs(n, group)}
+            rooms = {name: room_of(n, by_node.get(name, ())) for name, n in mine.items()}
+            for name, after in place(pods, rooms)[0].items():
+                reserved[name] = Taken.between(rooms[name], after)
         return reserved
 
     def left_out(self, groups: Sequence[NodeGroup], now: datetime) -> dict[str, str]:

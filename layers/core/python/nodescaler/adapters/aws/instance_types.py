@@ -9,7 +9,7 @@ jitter, so a fleet of containers does not refresh in step.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from random import Random
 from typing import Any, Generic, TypeVar
@@ -150,18 +150,20 @@ class Ec2InstanceTypes:
 
     def _describe(self, instance_type: str) -> InstanceShape:
         described = self._ec2.describe_instance_types(InstanceTypes=[instance_type])
-        info = described["InstanceTypes"][0]
-        architectures = info.get("ProcessorInfo", {}).get("SupportedArchitectures", [])
-        return InstanceShape(
-            instance_type=instance_type,
-            vcpus=int(info["VCpuInfo"]["DefaultVCpus"]),
-            memory_mib=int(info["MemoryInfo"]["SizeInMiB"]),
-            architecture=next(
-                (ARCHITECTURES[a] for a in architectures if a in ARCHITECTURES), "amd64"
-            ),
-            nvidia_gpus=sum(
-                int(gpu.get("Count", 0))
-                for gpu in info.get("GpuInfo", {}).get("Gpus", [])
-                if gpu.get("Manufacturer") == "NVIDIA"
-            ),
-        )
+        return shape_of(instance_type, described["InstanceTypes"][0])
+
+
+def shape_of(instance_type: str, info: Mapping[str, Any]) -> InstanceShape:
+    """An instance type's shape from its DescribeInstanceTypes entry."""
+    architectures = info.get("ProcessorInfo", {}).get("SupportedArchitectures", [])
+    return InstanceShape(
+        instance_type=instance_type,
+        vcpus=int(info["VCpuInfo"]["DefaultVCpus"]),
+        memory_mib=int(info["MemoryInfo"]["SizeInMiB"]),
+        architecture=next((ARCHITECTURES[a] for a in architectures if a in ARCHITECTURES), "amd64"),
+        nvidia_gpus=sum(
+            int(gpu.get("Count", 0))
+            for gpu in info.get("GpuInfo", {}).get("Gpus", [])
+            if gpu.get("Manufacturer") == "NVIDIA"
+        ),
+    )

@@ -8,6 +8,7 @@ First-fit-decreasing packing then estimates how many new nodes the fitting pods 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -116,18 +117,23 @@ def instance_labels(instance_type: str, architecture: str) -> dict[str, str]:
 def zone_labels(zones: Sequence[str]) -> dict[str, str]:
     """The zone and region labels a new node of a group in one Availability Zone registers
     with (the kubelet's, and the EBS CSI driver's zone), as Cluster Autoscaler's AWS
-    template gives them (`aws_manager.go`, `buildGenericLabels`: the region is the zone less
-    its letter). A group of several zones gets none: Auto Scaling picks the zone, so a pod
-    pinned to one is no reason to grow it (Cluster Autoscaler takes the group's first zone,
-    and may launch where the pod cannot go)."""
+    template gives them (`aws_manager.go`, `buildGenericLabels`), the region its parent
+    region (`us-west-2` for the Local Zone `us-west-2-lax-1a`, where Cluster Autoscaler's
+    takes the zone less its letter). A group of several zones gets none: Auto Scaling picks
+    the zone, so a pod pinned to one is no reason to grow it (Cluster Autoscaler takes the
+    group's first zone, and may launch where the pod cannot go)."""
     if len(zones) != 1:
         return {}
     (zone,) = zones
+    parent = _REGION.match(zone)
     return {
         "topology.kubernetes.io/zone": zone,
-        "topology.kubernetes.io/region": zone[:-1],
+        "topology.kubernetes.io/region": parent.group(0) if parent else zone[:-1],
         "topology.ebs.csi.aws.com/zone": zone,
     }
+
+
+_REGION = re.compile(r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d+")  # eu-west-1, us-gov-west-1
 
 
 def template_from_instance_type(

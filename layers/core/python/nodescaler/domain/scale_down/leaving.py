@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from nodescaler.domain.cluster.snapshot import Snapshot
+from nodescaler.domain.cluster.snapshot import Node, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup, belongs
 from nodescaler.domain.scale_down.marks import kept_as_room
 from nodescaler.domain.scale_down.pod_rules import CA_DEFAULTS, DrainRules, keeps_node, movable
@@ -67,18 +67,13 @@ def removable(
     unready = [i for i in offered if never_ready(i)]
     by_name = {n.name: n.instance_id for n in nodes.values()}
     offered_nodes = [nodes[i] for i in offered if i in nodes and nodes[i].ready]
-    # an empty node its evaluation kept as the buffer's room (`marks.ROOM_TAINT`): taken
-    # last, and no room for the pods a drain moves, so the node it meant goes (else the
-    # room went, and was bought back a minute later)
-    rooms = sorted(
-        n.name for n in offered_nodes if kept_as_room(n) and not movable(by_node.get(n.name, ()))
-    )
+    rooms, reserved = _rooms(offered_nodes, snapshot, {n.name for n in nodes.values()})
     spare = unneeded_nodes(
         [n for n in offered_nodes if n.name not in rooms],
         snapshot,
         now=now,
         limit=max(count, SIMULATED_PER_CALL),
-        reserved=dict.fromkeys(rooms),
+        reserved=reserved,
         rules=rules,
     )
     # Empty nodes together, a node with pods to move one at a time (as Cluster Autoscaler
@@ -103,6 +98,26 @@ def removable(
         # what may stand in for a busy node no drain moves: never the buffer's room
         tuple(i for i in ordered[count:] if i not in room_ids),
     )
+
+
+def _rooms(
+    offered: Sequence[Node], snapshot: Snapshot, mine: set[str]
+) -> tuple[list[str], dict[str, None]]:
+    """The empty nodes the group's evaluation kept as its buffer's room
+    (`marks.ROOM_TAINT`), taken last so the node it meant goes (else the room went, and was
+    bought back a minute later); and the nodes no pod a drain moves may count on: those,
+    and other groups' marked so."""
+    by_node = snapshot.pods_by_node
+    rooms = sorted(
+        n.name
+        for n in offered
+        if kept_as_room(n)
+        and not movable(by_node.get(n.name, ()))
+        and n.schedulable
+        and not n.scale_down_disabled
+    )
+    others = [n.name for n in snapshot.nodes if kept_as_room(n) and n.name not in mine]
+    return rooms, dict.fromkeys([*rooms, *others])
 
 
 def awaiting_removal(

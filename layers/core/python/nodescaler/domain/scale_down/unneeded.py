@@ -37,6 +37,7 @@ from nodescaler.domain.scale_down.pod_rules import (
     blocking_pods,
     movable,
 )
+from nodescaler.domain.scale_down.spoken_for import Taken
 
 SIMULATED_PER_CALL = 10
 UNDERUTILIZED = 0.5  # a node with pods goes only if they request no more of it than this
@@ -62,8 +63,8 @@ class Unneeded:
     empty: int = 0  # of those, nodes with nothing to move
     kept: tuple[Kept, ...] = field(default_factory=tuple)
     rooms: tuple[str, ...] = ()  # empty nodes kept whole for the buffer (`ROOM_TAINT`)
-    # for each node whose pods move, in order, other groups' nodes as its pods leave them
-    moved: tuple[tuple[str, Mapping[str, NodeTemplate]], ...] = ()
+    # for each node whose pods move, in order, what they take on the nodes they move to
+    moved: tuple[tuple[str, Mapping[str, Taken]], ...] = ()
 
     def describe(self) -> str:
         moved = len(self.nodes) - self.empty
@@ -84,7 +85,7 @@ def unneeded_nodes(
     now: datetime,
     limit: int = SIMULATED_PER_CALL,
     buffer: Sequence[Pod] = (),
-    reserved: Mapping[str, NodeTemplate | None] | None = None,
+    reserved: Mapping[str, Taken | None] | None = None,
     rules: DrainRules = CA_DEFAULTS,
 ) -> Unneeded:
     """`buffer`: the virtual pods of the group's capacity buffer
@@ -109,11 +110,11 @@ def unneeded_nodes(
     }
     own = frozenset(n.name for n in group_nodes)
     spoken = reserved or {}
-    for name, room in spoken.items():
-        if room is None:
+    for name, taken in spoken.items():
+        if taken is None:
             rooms.pop(name, None)
         elif name in rooms:
-            rooms[name] = room
+            rooms[name] = taken.off(rooms[name])
     candidates = [n for n in candidates if n.name not in spoken]
     shedding = _Shedding(snapshot, rules, now, limit, buffer, own, rooms)
     for node in candidates:
@@ -125,49 +126,6 @@ def unneeded_nodes(
         tuple(shedding.buffer_rooms),
         tuple(shedding.moved),
     )
-
-
-@dataclass
-class SpokenFor:
-    """The room the groups evaluated on one snapshot have spoken for on each other's nodes,
-    as Cluster Autoscaler's one simulation for every group keeps it: a node a group sheds
-    is no room for another's pods, and a pod one moves takes room the next cannot use.
-    Else two groups shed a node each onto the other's room, and both buy one back. A
-    group's unneeded nodes count once its decision sheds them (`commit`): a group held at
-    its minimum, by a window or a pause, speaks for nothing."""
-
-    moves: dict[str, dict[str, NodeTemplate | None]] = field(default_factory=dict)
-    found: dict[str, Unneeded] = field(default_factory=dict)  # read, not yet decided
-
-    def reserved_for(
-        self, group: str, own: set[str], buffers: Mapping[str, NodeTemplate]
-    ) -> dict[str, NodeTemplate | None]:
-        """`unneeded_nodes`' `reserved` for `group`: the other groups' buffers' room
-        (`buffers`, placed by each group; its own nodes' left to its own buffer's check),
-        then what the other groups' scale-ins move, in the order they were decided."""
-        reserved: dict[str, NodeTemplate | None] = {
-            k: r for k, r in buffers.items() if k not in own
-        }
-        for other, moved in self.moves.items():
-            if other != group:
-                reserved.update(moved)
-        return reserved
-
-    def record(self, group: str, unneeded: Unneeded) -> None:
-        """The group's unneeded nodes as read, until its decision says how many go."""
-        self.found[group] = unneeded
-
-    def commit(self, group: str, shedding: int) -> None:
-        """The group's decision sheds `shedding` of its nodes: its first unneeded ones."""
-        found = self.found.pop(group, Unneeded())
-        self.moves.pop(group, None)  # last: it counted the others' before it
-        if shedding <= 0:
-            return
-        going = found.nodes[:shedding]
-        self.moves[group] = dict.fromkeys(going)
-        for node, placed in found.moved:
-            if node in going:
-                self.moves[group].update(placed)
 
 
 @dataclass
@@ -186,12 +144,17 @@ class _Shedding:
     gone: list[str] = field(default_factory=list)
     kept: list[Kept] = field(default_factory=list)
     buffer_rooms: list[str] = field(default_factory=list)  # empty nodes kept for it
-    moved: list[tuple[str, dict[str, NodeTemplate]]] = field(default_factory=list)
+    moved: list[tuple[str, dict[str, Taken]]] = field(default_factory=list)
+
     empty: int = 0
     simulated: int = 0
 
     def consider(self, node: Node) -> None:
-        """Take the node if it can go after the nodes taken before it, else say why not."""
+        """Take the node if it can go after the nodes taken before it, else say why not.
+        Its own pods only: those of a node taken before that move to it are not moved
+        again (Cluster Autoscaler keeps them for the next candidate, so it sheds a node
+        less); the termination policy, which looks at the cluster as it is, never takes a
+        node whose pods cannot go."""
         pods = movable(self.snapshot.pods_by_node.get(node.name, ()))
         kept = self._move_off(node, pods) if pods else self._take_empty(node)
         if kept is not None:
@@ -234,8 +197,10 @@ class _Shedding:
             return Kept(node.name, WOULD_NOT_FIT, tuple(p.key for p in stranded))
         if not self._buffer_fits_without(node.name, placed):
             return Kept(node.name, BUFFER, ())
+        self.moved.append(
+            (node.name, {k: Taken.between(self.rooms[k], r) for k, r in placed.items()})
+        )
         self.rooms.update(placed)
-        self.moved.append((node.name, {k: r for k, r in placed.items() if k not in self.own}))
         self.drawn.update(_budgets_of(pods, budgets))
         self.gone.append(node.name)
         return None

@@ -1,0 +1,91 @@
+"""Room already spoken for on a group's nodes, which another group's scale-in cannot move
+pods into: as Cluster Autoscaler's placeholder pods hold a buffer's room, and its one
+simulation for every group keeps what each removal takes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from nodescaler.domain.cluster.predicates import NodeTemplate
+from nodescaler.domain.cluster.snapshot import Resources
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What is spoken for on one node: requests, and extended resources (GPUs)."""
+
+    requests: Resources = field(default_factory=Resources)
+    extended: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def between(cls, before: NodeTemplate, after: NodeTemplate) -> Taken:
+        """What was taken of a node's room from `before` to `after`."""
+        extended = {k: v - after.extended.get(k, 0) for k, v in before.extended.items()}
+        return cls(before.allocatable - after.allocatable, {k: v for k, v in extended.items() if v})
+
+    def plus(self, other: Taken) -> Taken:
+        extended = dict(self.extended)
+        for name, amount in other.extended.items():
+            extended[name] = extended.get(name, 0) + amount
+        return Taken(self.requests + other.requests, extended)
+
+    def off(self, room: NodeTemplate) -> NodeTemplate:
+        """The node's room less what is spoken for."""
+        extended = {k: v - self.extended.get(k, 0) for k, v in room.extended.items()}
+        return replace(room, allocatable=room.allocatable - self.requests, extended=extended)
+
+
+# for each node whose pods move, in order, what they take on the nodes they move to
+Moves = tuple[tuple[str, Mapping[str, Taken]], ...]
+
+
+@dataclass
+class SpokenFor:
+    """What the groups evaluated on one listing have spoken for on each other's nodes: a
+    node a group sheds is no room for another's pods, and a pod one moves takes room the
+    next cannot use. Else two groups shed a node each onto the other's room, and both buy
+    one back. A group's unneeded nodes count once its decision sheds them (`commit`): a
+    group held at its minimum, by a window or a pause, speaks for nothing."""
+
+    moves: dict[str, dict[str, Taken | None]] = field(default_factory=dict)
+    # by group, read and not yet decided: its unneeded nodes, in order, and what each
+    # node's pods take where they move (`Unneeded.nodes`, `Unneeded.moved`)
+    found: dict[str, tuple[tuple[str, ...], Moves]] = field(default_factory=dict)
+
+    def reserved_for(
+        self, group: str, own: set[str], buffers: Mapping[str, Taken]
+    ) -> dict[str, Taken | None]:
+        """`unneeded_nodes`' `reserved` for `group`: the other groups' buffers' room
+        (`buffers`, placed by each group on its nodes; its own left to its own buffer's
+        check), and what the other groups' scale-ins shed and move."""
+        reserved: dict[str, Taken | None] = {k: t for k, t in buffers.items() if k not in own}
+        for other, moved in self.moves.items():
+            if other == group:
+                continue
+            for node, taken in moved.items():
+                before = reserved.get(node, Taken())
+                reserved[node] = None if taken is None or before is None else before.plus(taken)
+        return reserved
+
+    def record(self, group: str, nodes: tuple[str, ...], moved: Moves) -> None:
+        """The group's unneeded nodes as read, until its decision says how many go."""
+        self.found[group] = (nodes, moved)
+
+    def commit(self, group: str, shedding: int) -> None:
+        """The group's decision sheds `shedding` of its nodes: its first unneeded ones."""
+        found = self.found.pop(group, None)
+        self.moves.pop(group, None)
+        if found is None or shedding <= 0:
+            return
+        nodes, moves = found
+        going = nodes[:shedding]
+        moved: dict[str, Taken | None] = dict.fromkeys(going)
+        for node, taken in moves:
+            if node not in going:
+                continue
+            for name, amount in taken.items():
+                before = moved.get(name, Taken())
+                if before is not None:
+                    moved[name] = before.plus(amount)
+        self.moves[group] = moved
