@@ -34,3 +34,25 @@ def test_a_time_of_day_past_midnight_is_the_next_day_s() -> None:
     told = on_the_timeline_clock("until 00:05:00Z", scenario, minute)
     expected = (late + timedelta(minutes=10) - start).total_seconds()
     assert told == f"until {int(expected // 3600):02d}:{int(expected // 60 % 60):02d}"
+
+
+def test_a_rows_reason_shows_the_driver_and_the_hold_and_says_when_another_decision_changed_it() -> (
+    None
+):
+    from nodescaler_sandbox.timeline import _why
+
+    # a scale-in shows both the metric that drove it and the window that held the rest
+    shrink = {
+        "why": "scale down 87 → 78 | pending-pods: 14 unneeded → 75 | recommendation "
+        "75 must hold for 600s first",
+        "current": 87,
+        "decided": 78,
+        "desired": 78,
+    }
+    assert _why(shrink, 87) == (
+        "pending-pods: 14 unneeded → 75 | recommendation 75 must hold for 600s first"
+    )
+    # a step whose last decision only holds what an earlier one raised says so
+    hold = {"why": "hold at 8", "current": 8, "decided": 8, "desired": 8}
+    assert _why(hold, 1) == "changed by an earlier decision in the step; then hold at 8"
+    assert _why(hold, 8) == "hold at 8"

@@ -92,9 +92,7 @@ def lines(scenario: Scenario, result: Run) -> list[str]:
         if key == seen.get(row["group"]) and row["minute"] % every:
             continue
         seen[row["group"]] = key
-        why = on_the_timeline_clock(
-            (row.get("why") or "").split(" | ")[-1], scenario, row["minute"]
-        )
+        why = on_the_timeline_clock(_why(row, current), scenario, row["minute"])
         if row.get("cause"):  # the path that brought the decision
             why = f"{why} [{_path(row['cause'])}]"
         lines.append(
@@ -102,6 +100,19 @@ def lines(scenario: Scenario, result: Run) -> list[str]:
             f"{current} → {row['desired']} | {why}"
         )
     return lines
+
+
+def _why(row: dict[str, Any], current: int) -> str:
+    """The step's last decision's reason, less what the row already shows ("scale up 2 →
+    3"): the metric that drove it and what held it. When an earlier decision of the step
+    made the change this one only holds, it says so: its reason is in the logs."""
+    what, *rest = (row.get("why") or "").split(" | ")
+    why = " | ".join(rest) or what
+    if row.get("current") == row.get("decided") and current != row["desired"]:
+        return f"changed by an earlier decision in the step; then {what}" + (
+            f" | {why}" if rest else ""
+        )
+    return why
 
 
 def _path(cause: str) -> str:
