@@ -104,3 +104,27 @@ def test_room_a_scale_in_takes_on_its_own_nodes_is_spoken_for_too() -> None:
         gone: None,
         kept: Taken(Resources(500, GIB, 1)),
     }
+
+
+def test_gpus_taken_are_counted_apart_and_a_missing_kind_counts_as_none() -> None:
+    room = NodeTemplate("gpu", Resources(8000, 32 * GIB, 110), extended={"nvidia.com/gpu": 4})
+    after = NodeTemplate("gpu", Resources(7000, 31 * GIB, 109), extended={"nvidia.com/gpu": 3})
+    one = Taken.between(room, after)
+    assert one == Taken(Resources(1000, GIB, 1), {"nvidia.com/gpu": 1})
+    # nothing of a kind taken is no entry, and a kind one side lacks adds as none
+    assert Taken.between(room, room) == Taken()
+    assert Taken().plus(one) == one
+    assert Taken().off(room) == room
+
+
+def test_a_group_that_read_nothing_commits_nothing_and_others_records_are_all_counted() -> None:
+    spoken = SpokenFor()
+    spoken.commit("never-read", 2)
+    assert spoken.reserved_for("web", set(), {}) == {}
+    # Given web's scale-in decided before batch's, Then web still counts batch's
+    found = unneeded_nodes(WEB, SNAPSHOT, now=T0)
+    spoken.record("web", found.nodes, found.moved)
+    spoken.commit("web", 1)
+    spoken.record("batch", ("b0",), ())
+    spoken.commit("batch", 1)
+    assert spoken.reserved_for("web", {"w1"}, {}) == {"b0": None}
