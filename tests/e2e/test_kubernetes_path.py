@@ -393,25 +393,31 @@ spec:
 ROOM = "nodescaler.io/buffer-room"
 
 
+def group_of_nodes(api_server: KubeApiServer, name: str, policy: str, count: int) -> None:
+    """An opted-in group of `count` registered 16-core nodes, `<name>-<n>`."""
+    tags = {"nodescaler/enabled": "true", "nodescaler/policy": policy}
+    make_asg(name, tags=tags, desired=count, max_size=20)
+    described = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[name])
+    for index, instance in enumerate(described["AutoScalingGroups"][0]["Instances"]):
+        provider = f"aws:///eu-west-1a/{instance['InstanceId']}"
+        api_server.cluster.put("nodes", node(f"{name}-{index}", None, provider_id=provider))
+
+
 def test_while_a_group_sheds_a_node_the_empty_node_its_buffer_needs_is_marked_as_room(
     policies: Path, against_cluster: Callable[..., Deployment], api_server: KubeApiServer
 ) -> None:
-    # Given a group whose buffer wants a whole 16-core node: its empty ip-0, and ip-1 with
-    # one 1-core pod that may run on another group's node
+    # Given a group whose buffer wants a whole 16-core node: its empty web-ng-0, and
+    # web-ng-1 with one 1-core pod that may run on another group's node
     (policies / "buffered.yaml").write_text(BUFFERED_POLICY)
-    tags = {"nodescaler/enabled": "true", "nodescaler/policy": "buffered"}
-    make_asg("web-ng", tags=tags, desired=2, max_size=20)
-    described = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=["web-ng"])
-    for index, instance in enumerate(described["AutoScalingGroups"][0]["Instances"]):
-        provider = f"aws:///eu-west-1a/{instance['InstanceId']}"
-        api_server.cluster.put("nodes", node(f"ip-{index}", None, provider_id=provider))
+    group_of_nodes(api_server, "web-ng", "buffered", 2)
     api_server.cluster.put("nodes", node("other", None, labels={"pool": "spare"}))
-    api_server.cluster.put("pods", pod("web-0", "ip-1", spec={"nodeSelector": {"pool": "spare"}}))
+    spare_only = {"nodeSelector": {"pool": "spare"}}
+    api_server.cluster.put("pods", pod("web-0", "web-ng-1", spec=spare_only))
 
     # When nodescaler evaluates it
     against_cluster().tick()
 
-    # Then ip-1, whose pod can move, is marked to leave, and the empty ip-0 as the buffer's
+    # Then web-ng-1, whose pod can move, is marked to leave, and the empty web-ng-0 as the buffer's
     # room, so the scheduler puts the moved pod elsewhere and the termination policy
     # takes ip-1 (else the empty node went, and the buffer bought one back)
     keys = {
@@ -419,22 +425,9 @@ def test_while_a_group_sheds_a_node_the_empty_node_its_buffer_needs_is_marked_as
             t["key"]
             for t in api_server.cluster.get("nodes", ("", name))["spec"].get("taints") or []
         ]
-        for name in ("ip-0", "ip-1", "other")
+        for name in ("web-ng-0", "web-ng-1", "other")
     }
-    assert keys == {"ip-0": [ROOM], "ip-1": [CANDIDATE], "other": []}
-
-
-def group_of_nodes(api_server: KubeApiServer, name: str, policy: str, count: int) -> list[str]:
-    """An opted-in group of `count` registered 16-core nodes, `<name>-<n>`."""
-    tags = {"nodescaler/enabled": "true", "nodescaler/policy": policy}
-    make_asg(name, tags=tags, desired=count, max_size=20)
-    described = client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[name])
-    names = []
-    for index, instance in enumerate(described["AutoScalingGroups"][0]["Instances"]):
-        provider = f"aws:///eu-west-1a/{instance['InstanceId']}"
-        api_server.cluster.put("nodes", node(f"{name}-{index}", None, provider_id=provider))
-        names.append(f"{name}-{index}")
-    return names
+    assert keys == {"web-ng-0": [ROOM], "web-ng-1": [CANDIDATE], "other": []}
 
 
 @pytest.mark.parametrize(

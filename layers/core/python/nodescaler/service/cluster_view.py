@@ -18,12 +18,7 @@ from datetime import datetime, timedelta
 from nodescaler.domain.ahead.capacity_buffers import describe_all as describe_buffers
 from nodescaler.domain.ahead.capacity_buffers import with_buffers
 from nodescaler.domain.ahead.group_buffers import BufferFit, buffer_pods, fit_buffer
-from nodescaler.domain.cluster.predicates import (
-    nodes_and_share,
-    pending,
-    room_of,
-    why_not,
-)
+from nodescaler.domain.cluster.predicates import nodes_and_share, pending, room_of, why_not
 from nodescaler.domain.cluster.reservation import reservation
 from nodescaler.domain.cluster.snapshot import Pod, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup, belongs
