@@ -118,9 +118,12 @@ class PendingPodsPlanner:
         managed = self._instance_types.nodegroup_labels(group)
         return template_from_instance_type(group.name, shape, group.tags, labels, managed)
 
-    def _highest(self, group: NodeGroup) -> int:
+    def _highest(self, group: NodeGroup) -> tuple[int, str]:
+        """The most nodes the group may have, and which maximum that is."""
         policy = self._policies.policy_of(group)
-        return min(group.max_size, policy.spec.max_replicas) if policy else group.max_size
+        if policy is not None and policy.spec.max_replicas < group.max_size:
+            return policy.spec.max_replicas, "its policy's maxReplicas"
+        return group.max_size, "its Auto Scaling group's MaxSize"
 
     def backed_off(self, groups: Sequence[str], now: datetime) -> frozenset[str]:
         if self._backoffs is None:
@@ -159,12 +162,14 @@ class PendingPodsPlanner:
             taken = {p.key for p in placed}
             pods = [p for p in pods if p.key not in taken]
         # 2. The rest, among the groups with room to grow.
+        room, full = self.room(groups, now)
         result = plan(
             pods,
             templates,
             self._chain,
             backed_off=backed_off,
-            room=self.room(groups, now),
+            room=room,
+            full=full,
             sizes={g.name: g.desired for g in participants},  # upcoming nodes included
             left_out=self.left_out(participants, now),
         )
@@ -217,15 +222,25 @@ class PendingPodsPlanner:
             return {}
         return confined([(g.name, g.zones) for g in groups], self._zonal_shifts.in_force(), now)
 
-    def room(self, groups: Sequence[NodeGroup], now: datetime) -> dict[str, int]:
+    def room(
+        self, groups: Sequence[NodeGroup], now: datetime
+    ) -> tuple[dict[str, int], dict[str, str]]:
         """How many nodes each managed group may still add: up to its maximum (the policy's
         maxReplicas within the group's MaxSize), and within the cluster's limits when
-        there are any. A group at its maximum is no option: its pods go to the next."""
-        room = {g.name: max(self._highest(g) - g.desired, 0) for g in groups}
+        there are any; and, for when that is spent, which limit it is (a pod left waiting
+        names it). A group at its maximum is no option: its pods go to the next."""
+        room: dict[str, int] = {}
+        full: dict[str, str] = {}
+        for group in groups:
+            highest, which = self._highest(group)
+            room[group.name] = max(highest - group.desired, 0)
+            full[group.name] = f"at its maximum size, {highest} nodes ({which})"
         if self._limiter is not None:
-            for name, nodes in self._limiter.room(groups, now).items():
-                room[name] = min(room.get(name, nodes), nodes)
-        return room
+            for name, limit in self._limiter.room(groups, now).items():
+                if limit.nodes < room.get(name, limit.nodes + 1):
+                    room[name] = limit.nodes
+                    full[name] = f"at the cluster's {limit.limit}"
+        return room, full
 
 
 def group_pods(group: NodeGroup, snapshot: Snapshot, planned: Planned) -> list[Pod]:

@@ -97,6 +97,7 @@ def plan(
     sizes: Mapping[str, int] | None = None,
     rng: Random | None = None,
     left_out: Mapping[str, str] | None = None,
+    full: Mapping[str, str] | None = None,
 ) -> Plan:
     """Give each pending pod a group: build the options, let the chain choose one, repeat.
 
@@ -105,7 +106,8 @@ def plan(
     plan. An option takes only the pods its room holds; the rest are planned next. With
     `balance` in the chain, the choice is spread over similar groups by their `sizes`
     (desired nodes) and what this plan has given them. A group `left_out` (confined to a
-    shifted zone) is no option either, and the plan says why."""
+    shifted zone) is no option either, and the plan says why; a group whose room is
+    spent says which limit it is (`full`: its maximum size, a cluster limit)."""
     result = Plan(left_out=dict(left_out or {}))
     unavailable = backed_off | frozenset(result.left_out)
     rng = rng or Random(seed_of(pods))
@@ -126,7 +128,7 @@ def plan(
     result.waiting = {
         pod.key: {
             group: result.left_out.get(group)
-            or _why_not_here(pod, templates[group], group in backed_off)
+            or _why_not_here(pod, templates[group], group in backed_off, (full or {}).get(group))
             for group in sorted(templates)
         }
         for pod in remaining
@@ -183,9 +185,10 @@ def _take(result: Plan, shares: Sequence[Option], options: int, left: dict[str, 
         )
 
 
-def _why_not_here(pod: Pod, template: NodeTemplate, backed_off: bool) -> str:
+def _why_not_here(pod: Pod, template: NodeTemplate, backed_off: bool, full: str | None) -> str:
     if (why := why_not(pod, template)) is not None:
         return why
     if backed_off:
         return "backed off after a failed scale-up"
-    return "at its maximum size or the cluster's limit"  # it fits, but there is no room
+    # it fits, but there is no room: which limit, where the planner said
+    return full or "at its maximum size or the cluster's limit"
