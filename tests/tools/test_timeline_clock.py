@@ -56,3 +56,32 @@ def test_a_rows_reason_shows_the_driver_and_the_hold_and_says_when_another_decis
     hold = {"why": "hold at 8", "current": 8, "decided": 8, "desired": 8}
     assert _why(hold, 1) == "changed by an earlier decision in the step; then hold at 8"
     assert _why(hold, 8) == "hold at 8"
+
+
+def test_the_waiting_pods_told_at_one_moment_with_one_message_are_one_line() -> None:
+    from nodescaler_sandbox.observation import Run
+    from nodescaler_sandbox.timeline import lines
+
+    scenario = load_scenario(REPO / "scenarios" / "4-launch-failure.yaml")
+    start = scenario.start.astimezone(UTC)
+
+    def told(pod: str, minute: int, message: str) -> dict[str, object]:
+        at = (start + timedelta(minutes=minute)).isoformat()
+        return {
+            "reason": "NotTriggerScaleUp",
+            "firstTimestamp": at,
+            "involvedObject": {"name": pod},
+            "message": message,
+        }
+
+    full = "pod didn't trigger scale-up: gpu-ng: at its maximum size, 2 nodes"
+    events = [told(f"worker-{n}", 3, full) for n in range(5, 0, -1)]
+    events += [told("worker-9", 3, "pod didn't trigger scale-up: no room"), told("lone", 4, full)]
+    rows = [{"minute": m, "group": "spot-ng", "desired": 1} for m in range(6)]
+    run = Run("nodescaler", minutes=rows, events=events)
+    said = [line for line in lines(scenario, run) if "(pod" in line]
+    assert said == [
+        f"00:03 | (pods worker-1, worker-2 and 3 more) | - | - | {full}",
+        "00:03 | (pod worker-9) | - | - | pod didn't trigger scale-up: no room",
+        f"00:04 | (pod lone) | - | - | {full}",
+    ]

@@ -12,7 +12,7 @@ from nodescaler_sandbox.observation import Run
 from nodescaler_sandbox.scenario_file import Scenario
 
 if TYPE_CHECKING:
-    pass
+    from collections.abc import Iterable
 
 
 def clock(minute: float) -> str:
@@ -75,18 +75,14 @@ def lines(scenario: Scenario, result: Run) -> list[str]:
         [(f.start, f"{f.kind}{' ' + f.target if f.target else ''} begins") for f in scenario.faults]
         + [(f.until, f"{f.kind}{' ' + f.target if f.target else ''} ends") for f in scenario.faults]
     )
-    told = sorted(  # NotTriggerScaleUp Events on pods no group can take
-        (minutes_since(scenario, e["firstTimestamp"]), e["involvedObject"]["name"], e["message"])
-        for e in result.events
-        if e.get("reason") == "NotTriggerScaleUp"
-    )
+    told = _told(scenario, result.events)
     for row in result.minutes:
         while faults and faults[0][0] <= row["minute"]:
             at, what = faults.pop(0)
             lines.append(f"{_when(scenario, at)} | (fault) | - | - | {what}")
         while told and told[0][0] <= row["minute"]:
-            at, pod, message = told.pop(0)
-            lines.append(f"{_when(scenario, at)} | (pod {pod}) | - | - | {message}")
+            at, pods, message = told.pop(0)
+            lines.append(f"{_when(scenario, at)} | ({pods}) | - | - | {message}")
         current, before[row["group"]] = before[row["group"]], row["desired"]
         key = (row["desired"], row.get("backed_off"), row.get("decided"))
         if key == seen.get(row["group"]) and row["minute"] % every:
@@ -100,6 +96,26 @@ def lines(scenario: Scenario, result: Run) -> list[str]:
             f"{current} → {row['desired']} | {why}"
         )
     return lines
+
+
+def _told(scenario: Scenario, events: Iterable[dict[str, Any]]) -> list[tuple[float, str, str]]:
+    """The NotTriggerScaleUp Events on pods no group can take, a line for each moment and
+    message: a hundred queue workers waiting at a capped group are one line, not a hundred."""
+    said: dict[tuple[float, str], list[str]] = {}
+    for event in events:
+        if event.get("reason") == "NotTriggerScaleUp":
+            at = minutes_since(scenario, event["firstTimestamp"])
+            said.setdefault((at, event["message"]), []).append(event["involvedObject"]["name"])
+    return [(at, _pods(names), message) for (at, message), names in sorted(said.items())]
+
+
+def _pods(names: list[str]) -> str:
+    """ "pod worker-1", "pods worker-1, worker-2", "pods worker-1, worker-2 and 98 more"."""
+    names = sorted(names)
+    if len(names) == 1:
+        return f"pod {names[0]}"
+    shown = ", ".join(names[:2])
+    return f"pods {shown}" + (f" and {len(names) - 2} more" if len(names) > 2 else "")
 
 
 def _why(row: dict[str, Any], current: int) -> str:
