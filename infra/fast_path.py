@@ -70,6 +70,8 @@ class FastPathFunction:
             permissions.describe_node_groups(),
             permissions.deny_tag_changes(),
             permissions.read_stored_policies(shared.table.table_arn),
+            # when a group's buffer runs short (a policy stored later may keep one too)
+            permissions.read_recheck_times(shared.table.table_arn),
             permissions.deny_policy_writes(shared.table.table_arn),
             *([queues] if queues else []),
             *prometheus,

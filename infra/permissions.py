@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 from aws_cdk import Aws
 from aws_cdk import aws_iam as iam
 from nodescaler.adapters.policy_keys import HEADS_PK, versions_pk
+from nodescaler.adapters.state_keys import GROUP_PK_PREFIX, RECHECK
 from nodescaler.adapters.termination_wait_keys import waits_pk
 from nodescaler.domain.groups.optin import TagNames
 from nodescaler.domain.policy import NodeGroupPolicy
@@ -211,6 +212,21 @@ def keep_termination_waits(table_arn: str) -> iam.PolicyStatement:
         actions=[f"dynamodb:{a}" for a in ("GetItem", "PutItem", "DeleteItem")],
         resources=[table_arn],
         conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [waits_pk("*")]}},
+    )
+
+
+def read_recheck_times(table_arn: str) -> iam.PolicyStatement:
+    """The fast path's read of when each group asked to be looked at again
+    (`adapters.aws.state_table.DynamoStateStore.rechecks`): in the groups' partitions,
+    their key and that one attribute, nothing else of their state."""
+    return iam.PolicyStatement(
+        actions=["dynamodb:BatchGetItem"],
+        resources=[table_arn],
+        conditions={
+            "ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{GROUP_PK_PREFIX}*"]},
+            "ForAllValues:StringEquals": {"dynamodb:Attributes": ["pk", RECHECK]},
+            "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"},
+        },
     )
 
 

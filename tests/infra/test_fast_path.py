@@ -68,6 +68,26 @@ def test_given_the_default_settings_then_its_rights_are_the_policy_queues_and_th
     assert not {a for a in allowed if a.startswith("dynamodb:Put")}  # nor writes state
 
 
+def test_of_the_groups_state_it_may_read_only_when_each_asked_to_be_looked_at_again(
+    template: Template,
+) -> None:
+    statements = fast_path_statements(template)
+    state = [
+        s
+        for s in statements
+        if s["Effect"] == "Allow" and any(a.startswith("dynamodb:Batch") for a in actions_of(s))
+    ]
+    assert [actions_of(s) for s in state] == [["dynamodb:BatchGetItem"]]
+    (read,) = state
+    assert read["Condition"] == {
+        "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["GROUP#*"]},
+        "ForAllValues:StringEquals": {"dynamodb:Attributes": ["pk", "recheck"]},
+        "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"},
+    }
+    gets = {a for s in statements if s["Effect"] == "Allow" for a in actions_of(s)}
+    assert "dynamodb:GetItem" not in gets  # no whole state item
+
+
 def test_given_the_default_settings_then_an_alarm_watches_its_errors(template: Template) -> None:
     ((name, _),) = fast_path_function(template)
     alarms = [

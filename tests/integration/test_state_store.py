@@ -494,3 +494,51 @@ def test_only_a_transaction_cancelled_by_a_failed_condition_is_a_racing_writer(
 
 def reading(value: float, at: datetime) -> MetricReading:
     return MetricReading(value=value, at=at)
+
+
+def test_a_recheck_time_round_trips_and_the_fast_path_reads_it_alone(
+    store: DynamoStateStore,
+) -> None:
+    from nodescaler.adapters.aws.recheck_times import RecheckTimes
+
+    due = T0 + timedelta(seconds=30)
+    store.save(GroupState(group="web-a", recheck=due))
+    store.save(GroupState(group="web-b"))  # no time asked
+    assert store.load("web-a").recheck == due and store.load("web-b").recheck is None
+    times = RecheckTimes(client("dynamodb"), TABLE)
+    assert times.rechecks(["web-a", "web-b", "never-seen"]) == {"web-a": due}
+
+
+def test_recheck_times_are_read_a_hundred_groups_a_call(store: DynamoStateStore) -> None:
+    from nodescaler.adapters.aws.recheck_times import RecheckTimes
+
+    groups = [f"ng-{n:03}" for n in range(150)]
+    for n, group in enumerate(groups):
+        store.save(GroupState(group=group, recheck=T0 + timedelta(seconds=n)))
+    times = RecheckTimes(client("dynamodb"), TABLE).rechecks(groups)
+    assert times == {g: T0 + timedelta(seconds=n) for n, g in enumerate(groups)}
+
+
+def test_an_unreadable_recheck_time_is_none_and_the_state_still_loads(
+    store: DynamoStateStore,
+) -> None:
+    from nodescaler.adapters.aws.recheck_times import RecheckTimes
+
+    store.save(GroupState(group="web-a", recheck=T0))
+    for stored in ("soon", "2026-11-30T09:00:00"):  # not a time; no zone
+        client("dynamodb").update_item(
+            TableName=TABLE,
+            Key={"pk": {"S": "GROUP#web-a"}, "sk": {"S": "STATE"}},
+            UpdateExpression="SET recheck = :at",
+            ExpressionAttributeValues={":at": {"S": stored}},
+        )
+        assert store.load("web-a").recheck is None
+        assert RecheckTimes(client("dynamodb"), TABLE).rechecks(["web-a"]) == {}
+
+
+def test_recheck_times_unreachable_are_a_state_unavailable_error() -> None:
+    from nodescaler.adapters.aws.recheck_times import RecheckTimes
+    from nodescaler.errors import StateUnavailableError
+
+    with pytest.raises(StateUnavailableError, match="no-such-table"):
+        RecheckTimes(client("dynamodb"), "no-such-table").rechecks(["web-a"])

@@ -9,6 +9,7 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from nodescaler.domain.ahead.arrivals import Arrivals
 from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup, WarmPool
 from nodescaler.domain.groups.optin import PauseDirection
 from nodescaler.domain.scale_down.leaving import Removable
@@ -122,6 +123,22 @@ def test_the_plan_carries_the_buffers_room_only_where_a_reading_looked() -> None
     # a group whose bounds are in doubt leaves its marks as they are
     doubtful = dataclasses.replace(EKS, bounds_doubt="its scalingConfig could not be read")
     assert plan(idle_facts(Chooser(), readings=readings, group=doubtful)).rooms is None
+
+
+def test_the_plan_asks_to_look_again_when_the_pods_arriving_eat_the_buffers_room() -> None:
+    # Given 40 pods counted a minute ago, 46 now (6 a minute), 2 pods' room beyond the buffer
+    counted = Arrivals(40, NOW - timedelta(minutes=1), 0.0, NOW - timedelta(hours=1))
+    state = GroupState("web", arrivals=counted)
+    pending = MetricReading(value=0, at=NOW, group_pods=46, buffer_spare=2)
+    readings = {"jobs": MetricReading(value=16, at=NOW), "pending-pods": pending}
+    # When planned, Then the third pod to come (30 s on) is when to look again
+    planned = plan(facts(state=state, readings=readings))
+    assert planned.state.recheck == NOW + timedelta(seconds=30)
+    # and with room for the minute's arrivals, or no reading of it, the tick looks
+    roomy = {**readings, "pending-pods": pending.model_copy(update={"buffer_spare": 6})}
+    assert plan(facts(state=state, readings=roomy)).state.recheck is None
+    unread = {"jobs": MetricReading(value=16, at=NOW)}
+    assert plan(facts(state=state, readings=unread)).state.recheck is None
 
 
 def test_while_scale_in_is_paused_the_plan_marks_no_node_and_nothing_leaves() -> None:

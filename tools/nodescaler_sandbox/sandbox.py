@@ -150,7 +150,9 @@ class Sandbox:
         self.takes_effect: Callable[[str, str | None], datetime] | None = None
         self.fast_path: FastPath | None = None  # wired at its first look
         self._fast_watch: Watch | None = None
-        self._found_nothing_at: int | None = None  # the store's version a look found nothing at
+        # the store's version and the invocations so far when a look found nothing, and
+        # the soonest recheck it read still to come
+        self._found_nothing_at: tuple[int, int, datetime | None] | None = None
         self.fast_path_failures: list[tuple[datetime, str]] = []  # (when, why)
         self._environment = environment or {}
         self._prometheus = prometheus
@@ -387,7 +389,7 @@ class Sandbox:
             if invoked or watch is None:
                 watch = self._fast_watch = self.fast_path.watch()
             version = self.cluster.store.resource_version
-            if self._looks_as_last(watch, version):
+            if self._looks_as_last(watch, version, self.clock.now()):
                 return
             look = self.fast_path.act(self.fast_path.look(watch))
         except Exception as error:  # its invocation fails (Lambda retries, the tick runs)
@@ -395,19 +397,27 @@ class Sandbox:
             self._fast_watch = None
             self._found_nothing_at = None
             return
-        found_nothing = not (look.unschedulable or look.requests or look.failed)
-        self._found_nothing_at = version if found_nothing else None
+        found_nothing = not (look.unschedulable or look.requests or look.failed or look.resting)
+        self._found_nothing_at = (
+            (version, self.invocations, look.next_recheck) if found_nothing else None
+        )
         if look.requests:
             self.invocations += len(self.evaluations.drain())
 
-    def _looks_as_last(self, watch: Watch, version: int) -> bool:
+    def _looks_as_last(self, watch: Watch, version: int, now: datetime) -> bool:
         """Whether this look would find what the last found: nothing. It reads only the
         cluster's pending pods when it watches no queue, and the last found none (so its
         debounce holds none, and no group rests on any) in the cluster as it still is (the
-        store's version moves with every pod or node written) and with the API server up:
-        the same look again would ask nothing and change nothing, so it is not made."""
-        quiet = not watch.queues and self.api_server.fault is None
-        return quiet and self._found_nothing_at == version
+        store's version moves with every pod or node written) and with the API server up;
+        and the groups' rechecks, which only an evaluation writes (none has run since) and
+        none of which has come due since: the same look again would ask nothing and change
+        nothing, so it is not made."""
+        last = self._found_nothing_at
+        if last is None or watch.queues or self.api_server.fault is not None:
+            return False
+        seen, invocations, recheck = last
+        due = recheck is not None and now >= recheck
+        return seen == version and invocations == self.invocations and not due
 
     def fail_launches(self, *, deliver: bool = True) -> None:
         """What EC2 does to a group with no capacity: its launches fail, and Auto Scaling

@@ -311,7 +311,9 @@ def report_fast_look(look: Look, backoff_seconds: float) -> None:
     """One look of the fast path: what it asked for, what failed, and any backoff."""
     for problem in look.queues_gone:
         logger.error(f"fast path: {problem}; the other queues are still read")
-    failures = [e for e in (look.kubernetes_error, look.send_error) if e] + look.queue_errors
+    failures = [
+        e for e in (look.kubernetes_error, look.send_error, look.state_error) if e
+    ] + look.queue_errors
     for problem in failures:
         logger.warning(f"fast path: {problem}")
     if backoff_seconds:

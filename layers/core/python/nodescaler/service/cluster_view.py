@@ -202,6 +202,7 @@ class KubernetesClusterView:
             detail += f"; {said}"
         buffers = metric.pending_pods.buffer
         virtual = buffer_pods(buffers)
+        fit = None
         if buffers:
             fit = self._buffer(buffers, group, snapshot, planned)
             if fit.problem and not nodes:  # named, and no scale-in on a buffer it can't check
@@ -229,6 +230,7 @@ class KubernetesClusterView:
             rooms=spare.rooms if spare is not None else None,
             needed_nodes=needed,
             needed_share=needed_share,
+            buffer_spare=None if fit is None else fit.spare,
             pending_pods=len(planned.coming(group.name)[1]),
             group_pods=len(_real(group_pods(group, snapshot, planned), snapshot)),
             waiting={

@@ -1,6 +1,7 @@
 """The fast path: a look every few seconds, between ticks, at what only needs a light read
-(unschedulable pods, the policies' SQS queues and Prometheus queries), asking for an
-evaluation of the groups concerned as soon as something new appears.
+(unschedulable pods, the policies' SQS queues and Prometheus queries, and when the groups
+that keep a buffer asked to be looked at again: `domain.ahead.recheck`), asking for an
+evaluation of the groups concerned as soon as something new appears or comes due.
 
 It brings a decision forward, never decides: the request is the tick's (the same queue, the
 same evaluation), and the tick still reconciles every group each minute. Each look is
@@ -41,6 +42,7 @@ from nodescaler.errors import (
     QueueSendError,
     QueueUnreadableError,
     RetryableError,
+    StateUnavailableError,
 )
 from nodescaler.events.evaluation_request import EvaluationRequest
 from nodescaler.ports import (
@@ -49,6 +51,7 @@ from nodescaler.ports import (
     NodeGroupDiscovery,
     PrometheusValues,
     QueueBacklogs,
+    Rechecks,
     UnschedulablePods,
 )
 from nodescaler.service.policy_resolver import PolicyBook
@@ -87,6 +90,7 @@ class Watch:
     pending_groups: tuple[str, ...]
     queues: tuple[QueueWatch, ...]
     pending: tuple[NodeGroup, ...] = ()  # the pending-pods groups: whose nodes take what
+    buffered: tuple[str, ...] = ()  # the groups whose policy keeps a buffer: rechecked
 
 
 @dataclass
@@ -98,10 +102,13 @@ class Look:
     requests: dict[str, list[str]] = field(default_factory=dict)
     pods: dict[str, frozenset[str]] = field(default_factory=dict)  # group → new pods' uids
     needs: dict[str, dict[str, int]] = field(default_factory=dict)  # group → queue → nodes
+    rechecked: dict[str, datetime] = field(default_factory=dict)  # group → the time come due
+    next_recheck: datetime | None = None  # the soonest still to come, as read
     resting: list[str] = field(default_factory=list)  # groups asked within the slot: wait
     kubernetes_error: str | None = None
     queues_gone: list[str] = field(default_factory=list)  # and Prometheus queries refused
     queue_errors: list[str] = field(default_factory=list)  # throttled, unreachable
+    state_error: str | None = None  # the groups' recheck times could not be read
     send_error: str | None = None
     unqueued: frozenset[str] = frozenset()  # the groups SQS did not take: asked again
     unschedulable: int = 0
@@ -111,7 +118,9 @@ class Look:
     @property
     def failed(self) -> bool:
         """Worth backing off: the API server or SQS failed (a deleted queue is not)."""
-        return bool(self.kubernetes_error or self.queue_errors or self.send_error)
+        return bool(
+            self.kubernetes_error or self.queue_errors or self.send_error or self.state_error
+        )
 
     def ask(self, group: str, why: str) -> None:
         self.requests.setdefault(group, []).append(why)
@@ -129,11 +138,17 @@ class Look:
             f"(desired {queue.group.desired})",
         )
 
+    def ask_recheck(self, group: str, due: datetime) -> None:
+        self.rechecked[group] = due
+        self.ask(group, f"its buffer's room runs short at its pods' rate by {due:%H:%M:%S}Z")
+
     def asked(self, group: str) -> list[str]:
         """What the group's request asks: its pods' uids, its queues' needs (with the look's
-        nonce: a need asked again later is a new request)."""
+        nonce: a need asked again later is a new request), the recheck come due."""
         needs = [f"{q}\n{n}\n{self.nonce}" for q, n in self.needs.get(group, {}).items()]
-        return [*self.pods.get(group, ()), *needs]
+        due = self.rechecked.get(group)
+        recheck = [] if due is None else [f"recheck\n{due.isoformat()}"]
+        return [*self.pods.get(group, ()), *needs, *recheck]
 
     def evaluation_requests(self) -> list[EvaluationRequest]:
         return [
@@ -157,6 +172,7 @@ class FastPath:
     prometheus: PrometheusValues
     clock: Clock
     sleep: Callable[[float], None]
+    rechecks: Rechecks | None = None  # None: no group keeps a buffer
     report: Callable[[Look, float], None] = lambda look, wait: None  # after each look
     allowed: AllowedGroups = field(default_factory=AllowedGroups)
     interval_seconds: float = INTERVAL_SECONDS
@@ -181,6 +197,11 @@ class FastPath:
     def watch(self) -> Watch:
         groups = [g for g in self.node_groups.discover() if self.allowed.allows(g.name)]
         pending = tuple(g for g in groups if self.policies.takes_pending_pods(g))
+        buffered = tuple(
+            g.name
+            for g in pending
+            if (policy := self.policies.policy_of(g)) is not None and policy.buffers
+        )
         queues = tuple(
             QueueWatch(group, policy, metric, source)
             for group in groups
@@ -190,7 +211,7 @@ class FastPath:
         )
         self._templates = None  # the groups' nodes: read again, at the first new pod
         self._fitting = {}
-        return Watch(tuple(g.name for g in pending), queues, pending)
+        return Watch(tuple(g.name for g in pending), queues, pending, buffered)
 
     def look(self, watch: Watch) -> Look:
         """What is new since the last look, and the requests it calls for: the plan."""
@@ -199,6 +220,8 @@ class FastPath:
             self._look_at_pods(look, watch, self.pods)
         for queue in watch.queues:
             self._look_at_queue(look, queue)
+        if self.rechecks is not None and watch.buffered:
+            self._look_at_rechecks(look, watch.buffered, self.rechecks)
         return look
 
     def act(self, look: Look) -> Look:
@@ -214,7 +237,11 @@ class FastPath:
             look.unqueued = error.unqueued or frozenset(look.requests)
         for group in look.requests.keys() - look.unqueued:
             self.debounce.accepted(
-                group, look.pods.get(group, ()), look.needs.get(group, {}), look.at
+                group,
+                look.pods.get(group, ()),
+                look.needs.get(group, {}),
+                look.at,
+                look.rechecked.get(group),
             )
         return look
 
@@ -260,6 +287,23 @@ class FastPath:
             if uid not in known:
                 known[uid] = fitting_groups(pod, templates, groups)
         return known
+
+    def _look_at_rechecks(self, look: Look, groups: Sequence[str], source: Rechecks) -> None:
+        """Each group whose buffer's room, by its last evaluation, runs short by now, asked
+        once for that time; a group asked within the slot waits (its evaluation is coming)."""
+        try:
+            due = source.rechecks(groups)
+        except StateUnavailableError as error:  # throttled, unreachable: backed off
+            look.state_error = f"the groups' recheck times: {outside(str(error), 300)}"
+            return
+        for group, at in sorted(due.items()):
+            if at > look.at:
+                look.next_recheck = min(at, look.next_recheck or at)
+            elif not self.debounce.rechecked_at(group, at):
+                if self.debounce.resting(group, look.at):
+                    look.resting.append(group)
+                else:
+                    look.ask_recheck(group, at)
 
     def _look_at_queue(self, look: Look, queue: QueueWatch) -> None:
         backlog = self._backlog(look, queue)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from nodescaler.adapters.aws.evaluation_queue import SqsEvaluationQueue
+from nodescaler.adapters.aws.recheck_times import RecheckTimes
 from nodescaler.adapters.aws.sqs_queue_length import SqsQueueLength
 from nodescaler.adapters.prometheus import producer as prometheus_producer
 from nodescaler.domain.scale_up.fast_path_rules import Backoff
@@ -52,11 +53,22 @@ def fast_path(
         ),
         clock=clock,
         sleep=sleep or time.sleep,
+        rechecks=rechecks(settings, policies, clients),
         report=report or (lambda look, wait: None),
         allowed=settings.allowed,
         interval_seconds=settings.interval_seconds,
         backoff=Backoff(maximum=settings.backoff_cap_seconds),
     )
+
+
+def rechecks(
+    settings: FastPathSettings, policies: PolicyBook, clients: AwsClients
+) -> RecheckTimes | None:
+    """The groups' state, when a policy keeps a buffer: when each asked to be looked at
+    again (`domain.ahead.recheck`)."""
+    if not any(p.buffers for p in policies.policies.values()):
+        return None
+    return RecheckTimes(clients.dynamodb, settings.state_table)
 
 
 def unschedulable_pods(

@@ -4,7 +4,9 @@ Layout (pk, sk):
   GROUP#<name>, STATE                 history, last decision, recent event ids, backoff, version,
                                       demand (14 days in five-minute slots, tenths: 1-4 KB),
                                       failures (failing metrics with a fallback: count, since),
-                                      pause (`nodescaler pause`: who, why, which way, until)
+                                      pause (`nodescaler pause`: who, why, which way, until),
+                                      recheck (when its buffer runs short: the fast path
+                                      reads this alone, `adapters.aws.recheck_times`)
   GROUP#<name>, DECISION#<at>#<event> one audit item per decision, deleted by TTL
   TERMINATION-WAIT#<name>, <cause>    the termination policy's wait (`termination_waits`), in
                                       a partition of its own: terminate may touch nothing else
@@ -30,6 +32,8 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError
 from pydantic import BaseModel
 
+from nodescaler.adapters.aws.recheck_times import stored_recheck
+from nodescaler.adapters.state_keys import RECHECK, STATE_SK, group_pk
 from nodescaler.domain.ahead.arrivals import Arrivals
 from nodescaler.domain.ahead.forecast import DemandHistory
 from nodescaler.domain.groups.optin import PauseDirection
@@ -42,7 +46,6 @@ from nodescaler.domain.scaling.limits import Claims
 from nodescaler.domain.scaling.pause import Pause
 from nodescaler.errors import StateConflictError, StateCorruptError
 
-STATE_SK = "STATE"
 BACKOFFS_KEY = {"pk": {"S": "CLUSTER"}, "sk": {"S": "BACKOFFS"}}
 CLAIMS_KEY = {"pk": {"S": "CLUSTER"}, "sk": {"S": "CLAIMS"}}
 
@@ -50,7 +53,7 @@ CLAIMS_KEY = {"pk": {"S": "CLUSTER"}, "sk": {"S": "CLAIMS"}}
 def _state_item(state: GroupState) -> dict[str, Any]:
     """The state item, every attribute DynamoDB-typed; those with nothing to say left out."""
     item: dict[str, Any] = {
-        "pk": {"S": _pk(state.group)},
+        "pk": {"S": group_pk(state.group)},
         "sk": {"S": STATE_SK},
         "version": {"N": str(state.version)},
         "history": {"S": state.history.model_dump_json()},
@@ -66,6 +69,8 @@ def _state_item(state: GroupState) -> dict[str, Any]:
         item["arrivals"] = {"S": state.arrivals.dump()}
     if state.failures.runs:
         item["failures"] = {"S": state.failures.model_dump_json()}
+    if state.recheck is not None:
+        item[RECHECK] = {"S": state.recheck.isoformat()}
     if state.resized is not None:
         desired, at = state.resized
         item["resized"] = {"S": json.dumps([desired, at.isoformat()])}
@@ -79,10 +84,6 @@ def _state_item(state: GroupState) -> dict[str, Any]:
         if value is not None:
             item[name] = {"S": value.model_dump_json()}
     return item
-
-
-def _pk(group: str) -> str:
-    return f"GROUP#{group}"
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -141,7 +142,7 @@ class DynamoStateStore:
     def load(self, group: str) -> GroupState:
         item = self._dynamodb.get_item(
             TableName=self._table,
-            Key={"pk": {"S": _pk(group)}, "sk": {"S": STATE_SK}},
+            Key={"pk": {"S": group_pk(group)}, "sk": {"S": STATE_SK}},
             ConsistentRead=True,
         ).get("Item")
         if item is None:
@@ -162,13 +163,15 @@ class DynamoStateStore:
                 resized=_resized(item),
                 demand=self._demand(group, item),
                 arrivals=_arrivals(item),
+                recheck=stored_recheck(item),
                 failures=_failures(item),
                 pause=_pause(item),
             )
         except (KeyError, ValueError, TypeError) as error:  # pydantic's ValidationError too
             raise StateCorruptError(
-                f"node group {group}: state item ({_pk(group)}, {STATE_SK}) in {self._table} is "
-                f"unreadable ({type(error).__name__}: {error}); delete it to start the group's "
+                f"node group {group}: state item ({group_pk(group)}, {STATE_SK}) in "
+                f"{self._table} is unreadable ({type(error).__name__}: {error}); delete it to "
+                "start the group's "
                 "history afresh"
             ) from None
 
@@ -238,7 +241,7 @@ class DynamoStateStore:
         group never saved gets an empty history beside it, so its item loads as state."""
         self._dynamodb.update_item(
             TableName=self._table,
-            Key={"pk": {"S": _pk(group)}, "sk": {"S": STATE_SK}},
+            Key={"pk": {"S": group_pk(group)}, "sk": {"S": STATE_SK}},
             UpdateExpression="SET #pause = :pause, #history = if_not_exists(#history, :empty) "
             "ADD #version :one",
             ExpressionAttributeNames={
@@ -258,7 +261,7 @@ class DynamoStateStore:
         try:
             old = self._dynamodb.update_item(
                 TableName=self._table,
-                Key={"pk": {"S": _pk(group)}, "sk": {"S": STATE_SK}},
+                Key={"pk": {"S": group_pk(group)}, "sk": {"S": STATE_SK}},
                 UpdateExpression="REMOVE #pause ADD #version :one",
                 ConditionExpression="attribute_exists(#pause)",
                 ExpressionAttributeNames={"#pause": "pause", "#version": "version"},
@@ -273,7 +276,7 @@ class DynamoStateStore:
 
     def _audit_item(self, decision: Decision, event_id: str) -> dict[str, Any]:
         return {
-            "pk": {"S": _pk(decision.node_group)},
+            "pk": {"S": group_pk(decision.node_group)},
             "sk": {"S": f"DECISION#{decision.at.isoformat()}#{event_id}"},
             "decision": {"S": decision.model_dump_json()},
             "expires_at": {"N": str(int((decision.at + self._audit_ttl).timestamp()))},
@@ -347,7 +350,10 @@ class DynamoStateStore:
         items = self._dynamodb.query(
             TableName=self._table,
             KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
-            ExpressionAttributeValues={":pk": {"S": _pk(group)}, ":prefix": {"S": "DECISION#"}},
+            ExpressionAttributeValues={
+                ":pk": {"S": group_pk(group)},
+                ":prefix": {"S": "DECISION#"},
+            },
             ScanIndexForward=False,
             Limit=limit,
         )["Items"]

@@ -56,6 +56,9 @@ class BufferFit:
     fit_now: int
     nodes: int
     problem: str | None = None  # a buffer pod no node of the group can ever hold
+    # with all of it fitting, the pods of its first shape that fit beyond it, counted up
+    # to as many as it keeps (enough to tell when arrivals eat into it); None: it doesn't
+    spare: int | None = None
 
     def describe(self) -> str:
         if self.problem:
@@ -88,9 +91,14 @@ def fit_buffer(
         new = {f"~coming-{n}": template for n in range(coming)}
         taken, _ = place(coming_pods, new)
         free |= new | taken
-    _, stranded = place(pods, free)
-    nodes = pack(stranded, template)[0] if stranded else 0
-    return BufferFit(text, len(pods), len(pods) - len(stranded), nodes)
+    taken, stranded = place(pods, free)
+    if stranded:
+        nodes = pack(stranded, template)[0]
+        return BufferFit(text, len(pods), len(pods) - len(stranded), nodes)
+    if not pods:
+        return BufferFit(text, 0, 0, 0)
+    beyond = place([pods[0]] * len(pods), free | taken)[1]
+    return BufferFit(text, len(pods), len(pods), 0, spare=len(pods) - len(beyond))
 
 
 def buffer_holds(pods: Sequence[Pod], rooms: Mapping[str, NodeTemplate]) -> bool:

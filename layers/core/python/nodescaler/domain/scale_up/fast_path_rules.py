@@ -67,6 +67,7 @@ class Debounce:
     asked: dict[str, frozenset[str]] = field(default_factory=dict)  # pod uid → groups asked
     needs: dict[str, int] = field(default_factory=dict)  # queue → the most nodes asked for
     last_asked: dict[str, datetime] = field(default_factory=dict)  # group → its last request
+    rechecks: dict[str, datetime] = field(default_factory=dict)  # group → the last asked
 
     def new_pods(self, fits: Mapping[str, Collection[str]]) -> dict[str, frozenset[str]]:
         """Per group, the pods of `fits` (uid → the groups that could take it) it was not
@@ -90,10 +91,23 @@ class Debounce:
         last = self.last_asked.get(group)
         return last is not None and now - last < timedelta(seconds=SLOT_SECONDS)
 
+    def rechecked_at(self, group: str, due: datetime) -> bool:
+        """Whether the group was asked for this recheck already (an evaluation that asks
+        for another writes another time)."""
+        return self.rechecks.get(group) == due
+
     def accepted(
-        self, group: str, pods: Iterable[str], needs: Mapping[str, int], at: datetime
+        self,
+        group: str,
+        pods: Iterable[str],
+        needs: Mapping[str, int],
+        at: datetime,
+        recheck: datetime | None = None,
     ) -> None:
-        """SQS took the group's request, asked at `at` for `pods` and `needs` (queue → nodes)."""
+        """SQS took the group's request, asked at `at` for `pods`, `needs` (queue → nodes)
+        and the `recheck` come due."""
+        if recheck is not None:
+            self.rechecks[group] = recheck
         for uid in pods:
             self.asked[uid] = self.asked.get(uid, frozenset()) | {group}
         for queue, need in needs.items():

@@ -39,6 +39,9 @@ class GroupState:
     demand: DemandHistory = field(default_factory=DemandHistory)
     # How fast its pods arrive, for a buffer sized from arrivals (`domain.arrivals`).
     arrivals: Arrivals = field(default_factory=Arrivals)
+    # When its buffer's room runs short at that rate, before the next tick: the fast path
+    # asks for an evaluation then (`domain.ahead.recheck`).
+    recheck: datetime | None = None
     # How long each metric with a fallback has been failing, for its failureThreshold.
     failures: MetricFailures = field(default_factory=MetricFailures)
     # An operator's `nodescaler pause`, running or expired (written only by it and resume).

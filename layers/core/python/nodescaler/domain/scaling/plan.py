@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from nodescaler.domain.ahead.arrivals import Arrivals
 from nodescaler.domain.ahead.forecast import NamedHistory, forecast_readings, lead_time
+from nodescaler.domain.ahead.recheck import buffer_recheck
 from nodescaler.domain.ahead.warm_pool import WarmPoolPlan, plan_warm_pool, usable_pool, warm_launch
 from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.groups.zonal_shift import ZoneHold, hold_for_zones
@@ -150,6 +151,7 @@ def plan(facts: Facts) -> Plan:
     )
     evaluation = _decided(facts, state, readings, len(protection.protected))
     decision, leaving = which_leave(group, evaluation.decision, facts.choose_leaving)
+    arrivals = _arrivals(state.arrivals, facts.readings, now)
     state = replace(
         state,
         protected=protection.ours,
@@ -158,7 +160,8 @@ def plan(facts: Facts) -> Plan:
         demand=state.demand
         if decision.demand is None
         else state.demand.record(now, decision.demand),
-        arrivals=_arrivals(state.arrivals, facts.readings, now),
+        arrivals=arrivals,
+        recheck=buffer_recheck(_spare(facts.readings), arrivals, now),
     )
     decision = _as_chosen(_with_warm_pool(policy, group, decision, readings), facts)
     return Plan(
@@ -361,6 +364,12 @@ def _arrivals(arrivals: Arrivals, readings: Mapping[str, Reading], now: datetime
     counts = [r.group_pods for r in readings.values() if isinstance(r, MetricReading)]
     known = [c for c in counts if c is not None]
     return arrivals.observed(now, known[0]) if known else arrivals
+
+
+def _spare(readings: Mapping[str, Reading]) -> int | None:
+    """The room beyond the group's buffer, as its pending-pods reading found it."""
+    spares = [r.buffer_spare for r in readings.values() if isinstance(r, MetricReading)]
+    return min((s for s in spares if s is not None), default=None)
 
 
 def _as_chosen(decision: Decision, facts: Facts) -> Decision:

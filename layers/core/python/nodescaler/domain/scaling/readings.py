@@ -49,6 +49,10 @@ class MetricReading(BaseModel):
     # For pending pods: the group's pods, on its Ready nodes and pending for it (DaemonSets
     # and buffers aside), whose growth from one evaluation to the next is its arrivals
     group_pods: int | None = None
+    # For pending pods with a buffer kept whole: how many more pods of its shape the
+    # group's room holds beyond it (at most as many as it keeps), which the arrival rate
+    # turns into when to look again (`domain.ahead.recheck`); None: no buffer, or short
+    buffer_spare: int | None = None
     # For a forecast that sizes a warm pool: its highest over the time a warm instance
     # takes to prepare (a cold boot), which the pool must hold before it is needed
     peak: int | None = None
