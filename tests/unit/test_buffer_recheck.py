@@ -69,26 +69,37 @@ def learnt(per_minute: float, gap: timedelta = timedelta(minutes=1)) -> Arrivals
     return Arrivals(50, T0, per_minute, T0 - timedelta(hours=1), gap)
 
 
+BOOT = timedelta(minutes=3)
+
+
 def test_the_look_comes_when_the_pod_past_the_spare_room_arrives() -> None:
-    # 6 pods a minute, 2 beyond the buffer: the third eats into it 30 s from now
-    assert buffer_recheck(2, learnt(6), T0) == T0 + timedelta(seconds=30)
+    # 6 pods a minute, 2 beyond a buffer of 4: the third eats into it 30 s from now, and
+    # a node asked for at the tick (a minute on) would be Ready after the room is gone
+    assert buffer_recheck(4, 2, learnt(6), BOOT, T0) == T0 + timedelta(seconds=30)
 
 
 def test_no_look_when_the_next_tick_comes_first() -> None:
-    assert buffer_recheck(5, learnt(6), T0) is None  # the sixth pod comes at the minute
+    assert buffer_recheck(4, 5, learnt(6), BOOT, T0) is None  # the sixth pod at the minute
+
+
+def test_no_look_where_the_buffer_covers_a_boot_and_a_tick_at_the_rate() -> None:
+    # 40 pods' room at 6 a minute lasts 7 minutes: the tick's node is in time
+    assert buffer_recheck(40, 0, learnt(6), BOOT, T0) is None
+    # which a boot of 7 minutes would not be
+    assert buffer_recheck(40, 0, learnt(6), timedelta(minutes=7), T0) is not None
 
 
 def test_no_look_without_arrivals_or_a_whole_buffer() -> None:
-    assert buffer_recheck(0, learnt(0), T0) is None
-    assert buffer_recheck(None, learnt(60), T0) is None  # short now: this evaluation buys
+    assert buffer_recheck(4, 0, learnt(0), BOOT, T0) is None
+    assert buffer_recheck(4, None, learnt(60), BOOT, T0) is None  # short: this one buys
 
 
 def test_the_look_is_never_sooner_than_the_fast_paths_slot() -> None:
-    assert buffer_recheck(0, learnt(600), T0) == T0 + timedelta(seconds=10)
+    assert buffer_recheck(4, 0, learnt(600), BOOT, T0) == T0 + timedelta(seconds=10)
 
 
 def test_before_a_gap_between_looks_is_learnt_no_look_is_asked() -> None:
-    assert buffer_recheck(0, learnt(6, timedelta(0)), T0) is None
+    assert buffer_recheck(4, 0, learnt(6, timedelta(0)), BOOT, T0) is None
 
 
 # --- the fast path asks when one comes due -------------------------------------------------

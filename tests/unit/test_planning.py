@@ -139,6 +139,9 @@ def test_the_plan_asks_to_look_again_when_the_pods_arriving_eat_the_buffers_room
     assert plan(facts(state=state, readings=roomy)).state.recheck is None
     unread = {"jobs": MetricReading(value=16, at=NOW)}
     assert plan(facts(state=state, readings=unread)).state.recheck is None
+    # nor does a group at its maximum, which could buy nothing then
+    full = dataclasses.replace(GROUP, max_size=GROUP.desired)
+    assert plan(facts(state=state, readings=readings, group=full)).state.recheck is None
 
 
 def test_while_scale_in_is_paused_the_plan_marks_no_node_and_nothing_leaves() -> None:

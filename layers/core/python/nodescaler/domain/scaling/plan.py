@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from nodescaler.domain.ahead.arrivals import Arrivals
@@ -161,7 +161,7 @@ def plan(facts: Facts) -> Plan:
         if decision.demand is None
         else state.demand.record(now, decision.demand),
         arrivals=arrivals,
-        recheck=buffer_recheck(_spare(facts.readings), arrivals, now),
+        recheck=_recheck(facts, arrivals),
     )
     decision = _as_chosen(_with_warm_pool(policy, group, decision, readings), facts)
     return Plan(
@@ -366,10 +366,19 @@ def _arrivals(arrivals: Arrivals, readings: Mapping[str, Reading], now: datetime
     return arrivals.observed(now, known[0]) if known else arrivals
 
 
-def _spare(readings: Mapping[str, Reading]) -> int | None:
-    """The room beyond the group's buffer, as its pending-pods reading found it."""
-    spares = [r.buffer_spare for r in readings.values() if isinstance(r, MetricReading)]
-    return min((s for s in spares if s is not None), default=None)
+def _recheck(facts: Facts, arrivals: Arrivals) -> datetime | None:
+    """When the fast path is to ask for the group's evaluation, its buffer's room eaten
+    before the tick would buy in time (`domain.ahead.recheck`); none for a group at its
+    maximum, which could buy nothing then."""
+    readings = facts.readings.values()
+    spares = [r.buffer_spare for r in readings if isinstance(r, MetricReading)]
+    spare = min((s for s in spares if s is not None), default=None)
+    group = facts.group
+    if spare is None or group.desired >= min(group.max_size, facts.policy.spec.max_replicas):
+        return None
+    boot = timedelta(seconds=boot_time(group, facts.state).seconds)
+    buffer = sum(b.least for b in facts.policy.buffers)
+    return buffer_recheck(buffer, spare, arrivals, boot, facts.now)
 
 
 def _as_chosen(decision: Decision, facts: Facts) -> Decision:
