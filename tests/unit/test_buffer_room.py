@@ -10,7 +10,12 @@ from dataclasses import replace
 from nodescaler.domain.cluster.snapshot import Node, Placement, Pod, Resources, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.scale_down.leaving import awaiting_removal, removable
-from nodescaler.domain.scale_down.marks import CANDIDATE_TAINT, ROOM_TAINT, mark_changes
+from nodescaler.domain.scale_down.marks import (
+    CANDIDATE_TAINT,
+    ROOM_TAINT,
+    being_drained,
+    mark_changes,
+)
 from nodescaler.domain.scale_down.unneeded import BUFFER, Kept, unneeded_nodes
 
 from tests.builders import T0
@@ -167,3 +172,20 @@ def test_a_group_shedding_its_last_free_nodes_marks_the_room_to_leave_when_nothi
         ("e", CANDIDATE_TAINT, True),
         ("e", ROOM_TAINT, False),
     }
+
+
+def test_the_room_stays_marked_while_a_drain_moves_pods_off_a_cordoned_node() -> None:
+    # Given e marked as the buffer's room and g1 cordoned by its drain, its pod still on it
+    snapshot = cluster(room_marked=True)
+    e, g1 = (n for n in snapshot.nodes if n.group == "web")
+    cordoned = replace(snapshot, nodes=(snapshot.nodes[0], e, replace(g1, schedulable=False)))
+    group_nodes = [n for n in cordoned.nodes if n.group == "web"]
+    # When nothing else leaves (the drain hook holds the instance: no excess, no candidate)
+    # Then the room keeps its mark: the drain's pods land elsewhere, not in the buffer's room
+    assert being_drained(group_nodes, cordoned)
+    assert mark_changes(group_nodes, frozenset(), frozenset({"e"}), draining=True) == []
+    # and once the cordoned node's pods are gone, or none is cordoned, it is cleared
+    emptied = replace(cordoned, pods=())
+    assert not being_drained(group_nodes, emptied)
+    assert not being_drained([e, g1], snapshot)
+    assert mark_changes(group_nodes, frozenset(), frozenset({"e"})) == [("e", ROOM_TAINT, False)]

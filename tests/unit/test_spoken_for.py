@@ -128,3 +128,27 @@ def test_a_group_that_read_nothing_commits_nothing_and_others_records_are_all_co
     spoken.record("batch", ("b0",), ())
     spoken.commit("batch", 1)
     assert spoken.reserved_for("web", {"w1"}, {}) == {"b0": None}
+
+
+def test_a_group_shedding_the_node_its_buffer_was_placed_on_keeps_it_on_the_node_it_keeps() -> None:
+    # Given spot's two empty nodes, its buffer a whole node's room (four one-core pods),
+    # placed by the plan on s0 (the most room, then the name), and od's o1 half full
+    spot = [node("s0", "spot"), node("s1", "spot")]
+    od = [node("o1", "od")]
+    snapshot = Snapshot((*spot, *od), (pod("one", "o1"), pod("two", "o1")))
+    buffer = [Pod("nodescaler-buffer", f"b{n}", None, Resources(1000, GIB, 1)) for n in range(4)]
+    placed = {"s0": cores(4)}
+    spoken = SpokenFor()
+    # When spot sheds s0 and keeps s1 whole for its buffer
+    found = unneeded_nodes(spot, snapshot, now=T0, buffer=buffer)
+    assert (found.nodes, found.rooms, found.buffer_at) == (("s0",), ("s1",), {"s1": cores(4)})
+    spoken.record("spot", found.nodes, found.moved, found.buffer_at)
+    spoken.commit("spot", 1)
+    # Then od sees s0 gone and s1 spoken for, and keeps o1: its pods have nowhere to go
+    reserved = spoken.reserved_for("od", {"o1"}, placed)
+    assert reserved == {"s0": None, "s1": cores(4)}
+    assert unneeded_nodes(od, snapshot, now=T0, reserved=reserved).nodes == ()
+    # while spot's decision to shed nothing leaves the plan's placement as it was
+    spoken.record("spot", found.nodes, found.moved, found.buffer_at)
+    spoken.commit("spot", 0)
+    assert spoken.reserved_for("od", {"o1"}, placed) == placed

@@ -31,7 +31,7 @@ from nodescaler.domain.policy import (
     TargetType,
 )
 from nodescaler.domain.scale_down.leaving import Removable, awaiting_removal, removable
-from nodescaler.domain.scale_down.marks import mark_changes
+from nodescaler.domain.scale_down.marks import being_drained, mark_changes
 from nodescaler.domain.scale_down.pod_rules import CA_DEFAULTS, DrainRules, keeps_node
 from nodescaler.domain.scale_down.spoken_for import SpokenFor
 from nodescaler.domain.scale_down.unneeded import SIMULATED_PER_CALL, Unneeded, unneeded_nodes
@@ -168,7 +168,8 @@ class KubernetesClusterView:
             return
         own = [n for n in snapshot.nodes if belongs(n, group)]
         leaving = candidates | awaiting_removal(group, snapshot, excess, rooms or frozenset())
-        for node, taint, marked in mark_changes(own, leaving, rooms):
+        drained = being_drained(own, snapshot)
+        for node, taint, marked in mark_changes(own, leaving, rooms, draining=drained):
             try:
                 self._marks.mark(node, taint, marked)
             except Exception:  # a hint, never a reason to fail the evaluation (or the rest)
@@ -365,7 +366,7 @@ class KubernetesClusterView:
         spare = unneeded_nodes(
             own, snapshot, now=now, buffer=buffer, reserved=reserved, limit=limit, rules=self._rules
         )
-        self._moves.record(group.name, spare.nodes, spare.moved)
+        self._moves.record(group.name, spare.nodes, spare.moved, spare.buffer_at)
         return spare
 
     def _reservation(

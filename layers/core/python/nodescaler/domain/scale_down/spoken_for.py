@@ -49,17 +49,26 @@ class SpokenFor:
     group held at its minimum, by a window or a pause, speaks for nothing."""
 
     moves: dict[str, dict[str, Taken | None]] = field(default_factory=dict)
-    # by group, read and not yet decided: its unneeded nodes, in order, and what each
-    # node's pods take where they move (`Unneeded.nodes`, `Unneeded.moved`)
-    found: dict[str, tuple[tuple[str, ...], Moves]] = field(default_factory=dict)
+    # by group that decided to shed: what its buffer takes of the nodes it keeps, which
+    # stands for where the plan placed it (maybe on a node it sheds)
+    buffers: dict[str, Mapping[str, Taken]] = field(default_factory=dict)
+    # by group, read and not yet decided: its unneeded nodes, in order, what each node's
+    # pods take where they move, and its buffer on the nodes that stay (`Unneeded`)
+    found: dict[str, tuple[tuple[str, ...], Moves, Mapping[str, Taken]]] = field(
+        default_factory=dict
+    )
 
     def reserved_for(
         self, group: str, own: set[str], buffers: Mapping[str, Taken]
     ) -> dict[str, Taken | None]:
         """`unneeded_nodes`' `reserved` for `group`: the other groups' buffers' room
-        (`buffers`, placed by each group on its nodes; its own left to its own buffer's
-        check), and what the other groups' scale-ins shed and move."""
+        (`buffers`, placed by each group on its nodes; or, once it decided to shed, where
+        its buffer sits on the nodes it keeps; its own left to its own buffer's check), and
+        what the other groups' scale-ins shed and move."""
         reserved: dict[str, Taken | None] = {k: t for k, t in buffers.items() if k not in own}
+        for other, kept in self.buffers.items():
+            if other != group:
+                reserved.update({k: t for k, t in kept.items() if k not in own})
         for other, moved in self.moves.items():
             if other == group:
                 continue
@@ -68,17 +77,27 @@ class SpokenFor:
                 reserved[node] = None if taken is None or before is None else before.plus(taken)
         return reserved
 
-    def record(self, group: str, nodes: tuple[str, ...], moved: Moves) -> None:
-        """The group's unneeded nodes as read, until its decision says how many go."""
-        self.found[group] = (nodes, moved)
+    def record(
+        self,
+        group: str,
+        nodes: tuple[str, ...],
+        moved: Moves,
+        buffer_at: Mapping[str, Taken] | None = None,
+    ) -> None:
+        """The group's unneeded nodes as read, until its decision says how many go; and
+        where its buffer sits on the nodes that stay once they all go."""
+        self.found[group] = (nodes, moved, buffer_at or {})
 
     def commit(self, group: str, shedding: int) -> None:
         """The group's decision sheds `shedding` of its nodes: its first unneeded ones."""
         found = self.found.pop(group, None)
         self.moves.pop(group, None)
+        self.buffers.pop(group, None)
         if found is None or shedding <= 0:
             return
-        nodes, moves = found
+        nodes, moves, buffer_at = found
+        if buffer_at:  # placed on what stays once all its unneeded go: it holds on more
+            self.buffers[group] = buffer_at
         going = nodes[:shedding]
         moved: dict[str, Taken | None] = dict.fromkeys(going)
         for node, taken in moves:

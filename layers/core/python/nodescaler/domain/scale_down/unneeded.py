@@ -65,6 +65,9 @@ class Unneeded:
     rooms: tuple[str, ...] = ()  # empty nodes kept whole for the buffer (`ROOM_TAINT`)
     # for each node whose pods move, in order, what they take on the nodes they move to
     moved: tuple[tuple[str, Mapping[str, Taken]], ...] = ()
+    # what the group's buffer takes of each of its nodes that stay once all `nodes` go:
+    # where it sits for other groups' scale-ins, once its decision sheds (`SpokenFor`)
+    buffer_at: Mapping[str, Taken] = field(default_factory=dict)
 
     def describe(self) -> str:
         moved = len(self.nodes) - self.empty
@@ -125,6 +128,7 @@ def unneeded_nodes(
         tuple(shedding.kept),
         tuple(shedding.buffer_rooms),
         tuple(shedding.moved),
+        shedding.buffer_kept(),
     )
 
 
@@ -204,6 +208,16 @@ class _Shedding:
         self.drawn.update(_budgets_of(pods, budgets))
         self.gone.append(node.name)
         return None
+
+    def buffer_kept(self) -> dict[str, Taken]:
+        """What the buffer takes of each of the group's nodes that stay once those taken go
+        (none on most: they are listed, so another group counts the room left there, not
+        where the plan first placed the buffer, which may be a node that goes)."""
+        if not self.buffer:
+            return {}
+        stays = {k: r for k, r in self.rooms.items() if k in self.own and k not in self.gone}
+        placed = place(self.buffer, stays)[0]
+        return {k: Taken.between(r, placed.get(k, r)) for k, r in stays.items()}
 
     def _buffer_fits_without(self, node: str, placed: Mapping[str, NodeTemplate]) -> bool:
         if not self.buffer:
