@@ -217,14 +217,16 @@ def keep_termination_waits(table_arn: str) -> iam.PolicyStatement:
 
 def read_recheck_times(table_arn: str) -> iam.PolicyStatement:
     """The fast path's read of when each group asked to be looked at again
-    (`adapters.aws.state_table.DynamoStateStore.rechecks`): in the groups' partitions,
+    (`adapters.aws.recheck_times.RecheckTimes.rechecks`): in the groups' partitions,
     their key and that one attribute, nothing else of their state."""
     return iam.PolicyStatement(
         actions=["dynamodb:BatchGetItem"],
         resources=[table_arn],
         conditions={
             "ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{GROUP_PK_PREFIX}*"]},
-            "ForAllValues:StringEquals": {"dynamodb:Attributes": ["pk", RECHECK]},
+            # the item's key attributes with the one it reads, as AWS asks of a policy
+            # that limits the attributes (knowledge-center/dynamodb-table-restrict-attributes)
+            "ForAllValues:StringEquals": {"dynamodb:Attributes": ["pk", "sk", RECHECK]},
             "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"},
         },
     )

@@ -81,7 +81,9 @@ def test_of_the_groups_state_it_may_read_only_when_each_asked_to_be_looked_at_ag
     (read,) = state
     assert read["Condition"] == {
         "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["GROUP#*"]},
-        "ForAllValues:StringEquals": {"dynamodb:Attributes": ["pk", "recheck"]},
+        # the key attributes must be allowed with the one read:
+        # https://repost.aws/knowledge-center/dynamodb-table-restrict-attributes
+        "ForAllValues:StringEquals": {"dynamodb:Attributes": ["pk", "sk", "recheck"]},
         "StringEqualsIfExists": {"dynamodb:Select": "SPECIFIC_ATTRIBUTES"},
     }
     gets = {a for s in statements if s["Effect"] == "Allow" for a in actions_of(s)}

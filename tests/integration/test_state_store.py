@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 from nodescaler.adapters.aws.state_table import DynamoStateStore, condition_failed_in
 from nodescaler.domain.ahead.arrivals import Arrivals
 from nodescaler.domain.ahead.forecast import DemandHistory, lead_time
+from nodescaler.domain.ahead.recheck import SpareSeen
 from nodescaler.domain.groups.node_group import NodeGroup, WarmPool
 from nodescaler.domain.groups.optin import PauseDirection
 from nodescaler.domain.scale_up.backoff import BackoffRules, Provisioning, after_failure
@@ -502,9 +503,11 @@ def test_a_recheck_time_round_trips_and_the_fast_path_reads_it_alone(
     from nodescaler.adapters.aws.recheck_times import RecheckTimes
 
     due = T0 + timedelta(seconds=30)
-    store.save(GroupState(group="web-a", recheck=due))
+    seen = SpareSeen(6, T0, 40, 4.5)
+    store.save(GroupState(group="web-a", recheck=due, spare_seen=seen))
     store.save(GroupState(group="web-b"))  # no time asked
-    assert store.load("web-a").recheck == due and store.load("web-b").recheck is None
+    assert (store.load("web-a").recheck, store.load("web-a").spare_seen) == (due, seen)
+    assert (store.load("web-b").recheck, store.load("web-b").spare_seen) == (None, None)
     times = RecheckTimes(client("dynamodb"), TABLE)
     assert times.rechecks(["web-a", "web-b", "never-seen"]) == {"web-a": due}
 
@@ -519,21 +522,37 @@ def test_recheck_times_are_read_a_hundred_groups_a_call(store: DynamoStateStore)
     assert times == {g: T0 + timedelta(seconds=n) for n, g in enumerate(groups)}
 
 
+def overwrite(group: str, attribute: str, stored: str) -> None:
+    """One attribute of the group's state item, as something else wrote it."""
+    client("dynamodb").update_item(
+        TableName=TABLE,
+        Key={"pk": {"S": f"GROUP#{group}"}, "sk": {"S": "STATE"}},
+        UpdateExpression="SET #attribute = :stored",
+        ExpressionAttributeNames={"#attribute": attribute},
+        ExpressionAttributeValues={":stored": {"S": stored}},
+    )
+
+
 def test_an_unreadable_recheck_time_is_none_and_the_state_still_loads(
     store: DynamoStateStore,
 ) -> None:
     from nodescaler.adapters.aws.recheck_times import RecheckTimes
 
-    store.save(GroupState(group="web-a", recheck=T0))
+    store.save(GroupState(group="web-a", recheck=T0, spare_seen=SpareSeen(6, T0, 40, 4.5)))
     for stored in ("soon", "2026-11-30T09:00:00"):  # not a time; no zone
-        client("dynamodb").update_item(
-            TableName=TABLE,
-            Key={"pk": {"S": "GROUP#web-a"}, "sk": {"S": "STATE"}},
-            UpdateExpression="SET recheck = :at",
-            ExpressionAttributeValues={":at": {"S": stored}},
-        )
+        overwrite("web-a", "recheck", stored)
         assert store.load("web-a").recheck is None
         assert RecheckTimes(client("dynamodb"), TABLE).rechecks(["web-a"]) == {}
+    # so is an unreadable count of the room: too short, a negative count or rate, no zone
+    at = "2026-11-30T09:00:00"
+    for stored in (
+        "[6]",
+        f'[-1, "{at}+00:00", 40, 1]',
+        f'[6, "{at}+00:00", 40, -1]',
+        f'[6, "{at}", 40, 1]',
+    ):
+        overwrite("web-a", "spare_seen", stored)
+        assert store.load("web-a").spare_seen is None
 
 
 def test_recheck_times_unreachable_are_a_state_unavailable_error() -> None:

@@ -75,13 +75,13 @@ def test_the_waiting_pods_told_at_one_moment_with_one_message_are_one_line() -> 
         }
 
     full = "pod didn't trigger scale-up: gpu-ng: at its maximum size, 2 nodes"
-    events = [told(f"worker-{n}", 3, full) for n in range(5, 0, -1)]
+    events = [told(f"worker-{n}", 3, full) for n in range(10, 0, -1)]  # worker-10 is 10th
     events += [told("worker-9", 3, "pod didn't trigger scale-up: no room"), told("lone", 4, full)]
     rows = [{"minute": m, "group": "spot-ng", "desired": 1} for m in range(6)]
     run = Run("nodescaler", minutes=rows, events=events)
     said = [line for line in lines(scenario, run) if "(pod" in line]
     assert said == [
-        f"00:03 | (pods worker-1, worker-2 and 3 more) | - | - | {full}",
+        f"00:03 | (pods worker-1, worker-2 and 8 more) | - | - | {full}",
         "00:03 | (pod worker-9) | - | - | pod didn't trigger scale-up: no room",
         f"00:04 | (pod lone) | - | - | {full}",
     ]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from nodescaler.domain.ahead.arrivals import Arrivals
 from nodescaler.domain.ahead.group_buffers import fit_buffer
-from nodescaler.domain.ahead.recheck import buffer_recheck
+from nodescaler.domain.ahead.recheck import COUNTED_UP_TO, Recheck, SpareSeen, buffer_recheck
 from nodescaler.domain.cluster.predicates import NodeTemplate
 from nodescaler.domain.cluster.snapshot import Pod, Resources
 from nodescaler.domain.groups.node_group import NodeGroup
@@ -44,9 +44,18 @@ def test_the_room_beyond_a_whole_buffer_is_counted_in_its_pods() -> None:
     assert (fit.nodes, fit.spare) == (0, 2)  # 6 cores: 4 for the buffer, 2 beyond
 
 
-def test_the_room_beyond_is_counted_up_to_as_many_pods_as_the_buffer_keeps() -> None:
-    fit = fit_buffer(four_one_core_pods(), {"a": node(64)}, node(8))
-    assert fit.spare == 4
+def test_the_room_beyond_is_counted_up_to_a_bound() -> None:
+    fit = fit_buffer(four_one_core_pods(), {"a": node(1000)}, node(8))
+    assert fit.spare == COUNTED_UP_TO
+
+
+def test_the_room_beyond_is_counted_in_the_buffers_largest_shape() -> None:
+    # whichever is written first: a 1-core and a 2-core pod, 3 cores beyond them
+    small = {"pods": 1, "requests": {"cpu": "1"}}
+    large = {"pods": 1, "requests": {"cpu": "2"}}
+    for written in ([small, large], [large, small]):
+        buffers = [CapacityBuffer.model_validate(b) for b in written]
+        assert fit_buffer(buffers, {"a": node(6)}, node(8)).spare == 1
 
 
 def test_a_buffer_short_of_room_has_none_beyond() -> None:
@@ -63,43 +72,87 @@ def test_an_empty_buffer_counts_no_room() -> None:
 
 # --- when to look again ---------------------------------------------------------------------
 
-
-def learnt(per_minute: float, gap: timedelta = timedelta(minutes=1)) -> Arrivals:
-    """Pods counted at T0, arriving at `per_minute`, counted every `gap` lately."""
-    return Arrivals(50, T0, per_minute, T0 - timedelta(hours=1), gap)
-
-
 BOOT = timedelta(minutes=3)
+MINUTE = timedelta(minutes=1)
+
+
+def counted(pods: int, per_minute: float = 6, gap: timedelta = MINUTE) -> Arrivals:
+    """The group's pods counted at T0, arriving at `per_minute` at most lately, its counts
+    `gap` apart lately."""
+    return Arrivals(pods, T0, per_minute, T0 - timedelta(hours=1), gap)
+
+
+def recheck(
+    buffer: int, spare: int | None, before: SpareSeen | None, arrivals: Arrivals, **given: Any
+) -> Recheck:
+    """`buffer_recheck` at T0, a boot of 3 minutes unless `given`."""
+    boot = given.get("boot", BOOT)
+    return buffer_recheck(buffer, spare, before, arrivals=arrivals, boot=boot, now=T0)
+
+
+def a_minute_ago(spare: int, group_pods: int = 40, per_minute: float = 0.0) -> SpareSeen:
+    return SpareSeen(spare, T0 - MINUTE, group_pods, per_minute)
 
 
 def test_the_look_comes_when_the_pod_past_the_spare_room_arrives() -> None:
-    # 6 pods a minute, 2 beyond a buffer of 4: the third eats into it 30 s from now, and
-    # a node asked for at the tick (a minute on) would be Ready after the room is gone
-    assert buffer_recheck(4, 2, learnt(6), BOOT, T0) == T0 + timedelta(seconds=30)
+    # 6 pods came in a minute, 6 pods' room went, 2 left beyond a buffer of 4: the third
+    # eats into it 30 s from now, and a node asked for at the tick would come too late
+    found = recheck(4, 2, a_minute_ago(8), counted(46))
+    assert found == Recheck(T0 + timedelta(seconds=30), SpareSeen(2, T0, 46, 6.0))
+
+
+def test_the_faster_of_the_rooms_rate_and_the_pods_arrival_rate_counts() -> None:
+    # 2 pods' room went in a minute, but pods arrive at 12 a minute at most lately: the
+    # third pod comes in 15 s; and room going faster than pods (larger pods) counts too
+    assert recheck(4, 2, a_minute_ago(4), counted(46, 12)).at == T0 + timedelta(seconds=15)
+    assert recheck(4, 2, a_minute_ago(14), counted(41, 1)).at == T0 + timedelta(seconds=15)
 
 
 def test_no_look_when_the_next_tick_comes_first() -> None:
-    assert buffer_recheck(4, 5, learnt(6), BOOT, T0) is None  # the sixth pod at the minute
+    assert recheck(4, 5, a_minute_ago(11), counted(46)).at is None  # the sixth at the minute
 
 
 def test_no_look_where_the_buffer_covers_a_boot_and_a_tick_at_the_rate() -> None:
     # 40 pods' room at 6 a minute lasts 7 minutes: the tick's node is in time
-    assert buffer_recheck(40, 0, learnt(6), BOOT, T0) is None
+    assert recheck(40, 0, a_minute_ago(6), counted(46)).at is None
     # which a boot of 7 minutes would not be
-    assert buffer_recheck(40, 0, learnt(6), timedelta(minutes=7), T0) is not None
+    later = recheck(40, 0, a_minute_ago(6), counted(46), boot=timedelta(minutes=7))
+    assert later.at is not None
 
 
-def test_no_look_without_arrivals_or_a_whole_buffer() -> None:
-    assert buffer_recheck(4, 0, learnt(0), BOOT, T0) is None
-    assert buffer_recheck(4, None, learnt(60), BOOT, T0) is None  # short: this one buys
+def test_no_look_when_no_pod_came_however_fast_they_came_before() -> None:
+    # a burst over: 120 a minute lately, none since the count a minute ago
+    assert recheck(4, 2, a_minute_ago(2, 46), counted(46, 120)) == Recheck(
+        None, SpareSeen(2, T0, 46, 0.0)
+    )
+    # a node came: the room grew, and lasts past the tick
+    assert recheck(4, 17, a_minute_ago(1), counted(46)) == Recheck(None, SpareSeen(17, T0, 46, 6))
+    assert recheck(4, 2, None, counted(46)) == Recheck(None, SpareSeen(2, T0, 46, 0.0))
+    stale = SpareSeen(60, T0 - timedelta(minutes=16), 10)
+    assert recheck(4, 2, stale, counted(46)).at is None
+
+
+def test_a_buffer_short_now_asks_no_look_and_forgets_its_count() -> None:
+    assert recheck(4, None, a_minute_ago(8), counted(46)) == Recheck(None, None)
+
+
+def test_a_count_stands_until_a_minute_old_with_its_rate() -> None:
+    # the tick 5 s ago counted 8 beyond, pods coming at 6 a minute, and asked for a look;
+    # an evaluation now that saw none come keeps the tick's count, and its rate stands
+    tick = SpareSeen(2, T0 - timedelta(seconds=5), 46, 6.0)
+    assert recheck(4, 2, tick, counted(46)) == Recheck(T0 + timedelta(seconds=30), tick)
+    # one that saw pods come measures from the tick's count too
+    assert recheck(4, 1, tick, counted(47)).seen == tick
+    # a minute on, this count is the one measured from, with the rate it found
+    assert recheck(4, 8, a_minute_ago(8, 46), counted(46)).seen == SpareSeen(8, T0, 46, 0.0)
 
 
 def test_the_look_is_never_sooner_than_the_fast_paths_slot() -> None:
-    assert buffer_recheck(4, 0, learnt(600), BOOT, T0) == T0 + timedelta(seconds=10)
+    assert recheck(4, 0, a_minute_ago(600), counted(46)).at == T0 + timedelta(seconds=10)
 
 
-def test_before_a_gap_between_looks_is_learnt_no_look_is_asked() -> None:
-    assert buffer_recheck(4, 0, learnt(6, timedelta(0)), BOOT, T0) is None
+def test_before_a_gap_between_counts_is_learnt_no_look_is_asked() -> None:
+    assert recheck(4, 0, a_minute_ago(6), counted(46, gap=timedelta(0))).at is None
 
 
 # --- the fast path asks when one comes due -------------------------------------------------
@@ -184,7 +237,7 @@ def test_a_group_whose_recheck_has_come_is_asked_once_for_it() -> None:
 
     assert times.asked[0] == ("web-a", "web-b")  # the groups that keep a buffer, alone
     assert [(r.node_group, r.cause) for r in sent.requests] == [
-        ("web-a", "fast path: its buffer's room runs short at its pods' rate by 08:59:58Z")
+        ("web-a", "fast path: its buffer's room runs short at the rate it goes by 08:59:58Z")
     ]
     assert look.next_recheck == T0 + timedelta(seconds=20)
 
@@ -219,13 +272,25 @@ def test_a_group_asked_within_the_slot_waits_and_is_asked_at_the_next_look() -> 
 
 
 @pytest.mark.parametrize("error", [StateUnavailableError("state-table: throttled")])
-def test_the_times_unreadable_fail_the_look_and_ask_nothing(error: Exception) -> None:
+def test_the_times_unreadable_are_said_and_back_off_no_other_look(error: Exception) -> None:
     path, sent = fast_path(Times(error))
 
     look = path.act(path.look(path.watch()))
 
-    assert look.failed and sent.requests == []
+    assert sent.requests == []
     assert look.state_error == "the groups' recheck times: state-table: throttled"
+    assert not look.failed  # the pods' and queues' looks go on every 5 s; the tick looks
+
+
+def test_a_recheck_time_in_another_zone_is_told_in_utc() -> None:
+    from zoneinfo import ZoneInfo
+
+    paris = (T0 - timedelta(seconds=2)).astimezone(ZoneInfo("Europe/Paris"))
+    path, sent = fast_path(Times({"web-a": paris}))
+
+    path.act(path.look(path.watch()))
+
+    assert sent.requests[0].cause.endswith("by 08:59:58Z")
 
 
 def test_without_a_group_that_keeps_a_buffer_no_time_is_read() -> None:

@@ -3,6 +3,7 @@ policy's maxReplicas, the Auto Scaling group's MaxSize, or one of the cluster's 
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 
 from nodescaler.domain.cluster.snapshot import Pod, Resources, Snapshot
@@ -76,3 +77,10 @@ def test_a_cluster_limit_with_room_left_does_not_take_the_groups_name() -> None:
     # the limit leaves the group room beyond its own maximum: its maximum binds
     reason = waiting_reason(web(5, 5), 50, ClusterLimits(max_nodes=100))
     assert reason == "web-ng-a: at its maximum size, 5 nodes (its Auto Scaling group's MaxSize)"
+
+
+def test_an_eks_managed_groups_scaling_config_is_named_where_it_binds() -> None:
+    scaling = "EKS node group web-ng-a of cluster prod's scalingConfig"
+    group = dataclasses.replace(web(6, 6), bounds_from=scaling)
+    reason = waiting_reason(group, 50, None)
+    assert reason == f"web-ng-a: at its maximum size, 6 nodes ({scaling})"

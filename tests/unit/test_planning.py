@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from nodescaler.domain.ahead.arrivals import Arrivals
+from nodescaler.domain.ahead.recheck import SpareSeen
 from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup, WarmPool
 from nodescaler.domain.groups.optin import PauseDirection
 from nodescaler.domain.scale_down.leaving import Removable
@@ -126,22 +127,28 @@ def test_the_plan_carries_the_buffers_room_only_where_a_reading_looked() -> None
 
 
 def test_the_plan_asks_to_look_again_when_the_pods_arriving_eat_the_buffers_room() -> None:
-    # Given 40 pods counted a minute ago, 46 now (6 a minute), 2 pods' room beyond the buffer
+    # Given counts a minute apart lately, and the room beyond the buffer down from 8 pods
+    # a minute ago to 2 now (6 a minute)
     counted = Arrivals(40, NOW - timedelta(minutes=1), 0.0, NOW - timedelta(hours=1))
-    state = GroupState("web", arrivals=counted)
+    counted = dataclasses.replace(counted, longest_gap=timedelta(minutes=1))
+    before = SpareSeen(8, NOW - timedelta(minutes=1))
+    state = GroupState("web", arrivals=counted, spare_seen=before)
     pending = MetricReading(value=0, at=NOW, group_pods=46, buffer_spare=2)
     readings = {"jobs": MetricReading(value=16, at=NOW), "pending-pods": pending}
-    # When planned, Then the third pod to come (30 s on) is when to look again
+    # When planned, Then the third pod to come (30 s on) is when to look again, and this
+    # count is the one the next evaluations measure from
     planned = plan(facts(state=state, readings=readings))
     assert planned.state.recheck == NOW + timedelta(seconds=30)
-    # and with room for the minute's arrivals, or no reading of it, the tick looks
+    assert planned.state.spare_seen == SpareSeen(2, NOW, 46, 6.0)
+    # and with room for the minute's use, or no reading of it, the tick looks
     roomy = {**readings, "pending-pods": pending.model_copy(update={"buffer_spare": 6})}
     assert plan(facts(state=state, readings=roomy)).state.recheck is None
     unread = {"jobs": MetricReading(value=16, at=NOW)}
     assert plan(facts(state=state, readings=unread)).state.recheck is None
-    # nor does a group at its maximum, which could buy nothing then
+    # nor does a group at its maximum, which could buy nothing then (its count is kept)
     full = dataclasses.replace(GROUP, max_size=GROUP.desired)
-    assert plan(facts(state=state, readings=readings, group=full)).state.recheck is None
+    at_max = plan(facts(state=state, readings=readings, group=full)).state
+    assert (at_max.recheck, at_max.spare_seen) == (None, SpareSeen(2, NOW, 46, 6.0))
 
 
 def test_while_scale_in_is_paused_the_plan_marks_no_node_and_nothing_leaves() -> None:

@@ -141,7 +141,8 @@ def test_a_group_shedding_the_node_its_buffer_was_placed_on_keeps_it_on_the_node
     spoken = SpokenFor()
     # When spot sheds s0 and keeps s1 whole for its buffer
     found = unneeded_nodes(spot, snapshot, now=T0, buffer=buffer)
-    assert (found.nodes, found.rooms, found.buffer_at) == (("s0",), ("s1",), {"s1": cores(4)})
+    assert (found.nodes, found.rooms) == (("s0",), ("s1",))
+    assert found.buffer_at == {"s0": Taken(), "s1": cores(4)}  # on what stays alone
     spoken.record("spot", found.nodes, found.moved, found.buffer_at)
     spoken.commit("spot", 1)
     # Then od sees s0 gone and s1 spoken for, and keeps o1: its pods have nowhere to go
@@ -152,3 +153,20 @@ def test_a_group_shedding_the_node_its_buffer_was_placed_on_keeps_it_on_the_node
     spoken.record("spot", found.nodes, found.moved, found.buffer_at)
     spoken.commit("spot", 0)
     assert spoken.reserved_for("od", {"o1"}, placed) == placed
+
+
+def test_a_group_shedding_fewer_than_its_unneeded_counts_its_buffer_once() -> None:
+    # Given spot's three empty nodes, its buffer a whole node's room, placed by the plan on
+    # s1; s0 and s1 unneeded, s2 kept for the buffer
+    spot = [node("s0", "spot"), node("s1", "spot"), node("s2", "spot")]
+    snapshot = Snapshot(tuple(spot), ())
+    buffer = [Pod("nodescaler-buffer", f"b{n}", None, Resources(1000, GIB, 1)) for n in range(4)]
+    found = unneeded_nodes(spot, snapshot, now=T0, buffer=buffer)
+    assert (found.nodes, found.rooms) == (("s0", "s1"), ("s2",))
+    spoken = SpokenFor()
+    spoken.record("spot", found.nodes, found.moved, found.buffer_at)
+    # When its decision sheds one of the two
+    spoken.commit("spot", 1)
+    # Then another group counts the buffer on s2 alone, not on s1 as well
+    reserved = spoken.reserved_for("od", set(), {"s1": cores(4)})
+    assert reserved == {"s0": None, "s1": Taken(), "s2": cores(4)}

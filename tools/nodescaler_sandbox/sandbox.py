@@ -397,7 +397,9 @@ class Sandbox:
             self._fast_watch = None
             self._found_nothing_at = None
             return
-        found_nothing = not (look.unschedulable or look.requests or look.failed or look.resting)
+        found_nothing = not (
+            look.unschedulable or look.requests or look.failed or look.resting or look.state_error
+        )
         self._found_nothing_at = (
             (version, self.invocations, look.next_recheck) if found_nothing else None
         )

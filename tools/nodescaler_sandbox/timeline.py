@@ -99,23 +99,32 @@ def lines(scenario: Scenario, result: Run) -> list[str]:
 
 
 def _told(scenario: Scenario, events: Iterable[dict[str, Any]]) -> list[tuple[float, str, str]]:
-    """The NotTriggerScaleUp Events on pods no group can take, a line for each moment and
-    message: a hundred queue workers waiting at a capped group are one line, not a hundred."""
-    said: dict[tuple[float, str], list[str]] = {}
+    """The NotTriggerScaleUp Events on pods no group can take, a line for each time shown
+    and message: a hundred queue workers waiting at a capped group are one line, not a
+    hundred (at the first of their times)."""
+    said: dict[tuple[str, str], tuple[float, list[str]]] = {}
     for event in events:
         if event.get("reason") == "NotTriggerScaleUp":
             at = minutes_since(scenario, event["firstTimestamp"])
-            said.setdefault((at, event["message"]), []).append(event["involvedObject"]["name"])
-    return [(at, _pods(names), message) for (at, message), names in sorted(said.items())]
+            key = (_when(scenario, at), event["message"])
+            first, names = said.setdefault(key, (at, []))
+            said[key] = (min(first, at), [*names, event["involvedObject"]["name"]])
+    told = sorted((at, message, names) for (_, message), (at, names) in said.items())
+    return [(at, _pods(names), message) for at, message, names in told]
 
 
 def _pods(names: list[str]) -> str:
     """ "pod worker-1", "pods worker-1, worker-2", "pods worker-1, worker-2 and 98 more"."""
-    names = sorted(names)
+    names = sorted(names, key=_in_number_order)
     if len(names) == 1:
         return f"pod {names[0]}"
     shown = ", ".join(names[:2])
     return f"pods {shown}" + (f" and {len(names) - 2} more" if len(names) > 2 else "")
+
+
+def _in_number_order(name: str) -> list[tuple[int, int | str]]:
+    """A sort key: "worker-2" before "worker-10"."""
+    return [(0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", name)]
 
 
 def _why(row: dict[str, Any], current: int) -> str:

@@ -319,7 +319,7 @@ class UnschedulablePods(Protocol):  # KubernetesCluster; the fast path's light r
     def nodes(self) -> list[Node]: ...
 
 
-class Rechecks(Protocol):  # DynamoStateStore; the fast path's read of the groups' state
+class Rechecks(Protocol):  # RecheckTimes; the fast path's read of the groups' state
     def rechecks(self, groups: Sequence[str]) -> Mapping[str, datetime]:
         """When each group whose buffer runs short before its next tick asked to be looked
         at again (`domain.ahead.recheck`); `StateUnavailableError` when it can't be read."""

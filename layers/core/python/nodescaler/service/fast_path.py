@@ -15,7 +15,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from nodescaler.domain.cluster.predicates import NodeTemplate, live_template
 from nodescaler.domain.cluster.snapshot import Pod
@@ -108,7 +108,9 @@ class Look:
     kubernetes_error: str | None = None
     queues_gone: list[str] = field(default_factory=list)  # and Prometheus queries refused
     queue_errors: list[str] = field(default_factory=list)  # throttled, unreachable
-    state_error: str | None = None  # the groups' recheck times could not be read
+    # the groups' recheck times could not be read: said and counted, and the tick looks;
+    # not a reason to back off the pods' and queues' looks
+    state_error: str | None = None
     send_error: str | None = None
     unqueued: frozenset[str] = frozenset()  # the groups SQS did not take: asked again
     unschedulable: int = 0
@@ -117,10 +119,9 @@ class Look:
 
     @property
     def failed(self) -> bool:
-        """Worth backing off: the API server or SQS failed (a deleted queue is not)."""
-        return bool(
-            self.kubernetes_error or self.queue_errors or self.send_error or self.state_error
-        )
+        """Worth backing off: the API server or SQS failed (a deleted queue is not, nor a
+        failed read of the recheck times, which the tick stands in for)."""
+        return bool(self.kubernetes_error or self.queue_errors or self.send_error)
 
     def ask(self, group: str, why: str) -> None:
         self.requests.setdefault(group, []).append(why)
@@ -140,7 +141,8 @@ class Look:
 
     def ask_recheck(self, group: str, due: datetime) -> None:
         self.rechecked[group] = due
-        self.ask(group, f"its buffer's room runs short at its pods' rate by {due:%H:%M:%S}Z")
+        at = due.astimezone(UTC)
+        self.ask(group, f"its buffer's room runs short at the rate it goes by {at:%H:%M:%S}Z")
 
     def asked(self, group: str) -> list[str]:
         """What the group's request asks: its pods' uids, its queues' needs (with the look's
@@ -293,7 +295,7 @@ class FastPath:
         once for that time; a group asked within the slot waits (its evaluation is coming)."""
         try:
             due = source.rechecks(groups)
-        except StateUnavailableError as error:  # throttled, unreachable: backed off
+        except StateUnavailableError as error:  # throttled, refused, unreachable
             look.state_error = f"the groups' recheck times: {outside(str(error), 300)}"
             return
         for group, at in sorted(due.items()):

@@ -50,10 +50,10 @@ class ClusterLimiter:
         ]
         return ceiling(self.limits, self._usage(group, group.desired), others), claims
 
-    def room(self, groups: Sequence[NodeGroup], now: datetime) -> dict[str, Ceiling]:
+    def room(self, groups: Sequence[NodeGroup], now: datetime) -> dict[str, tuple[int, str]]:
         """How many nodes each of `groups` (every managed group) may add while the others
-        keep theirs, and the limit that says so, read from one look at the claims: for
-        planning, not for claiming."""
+        keep theirs, and the limit that says so ("maximum of 200 vCPUs"), read from one
+        look at the claims: for planning, not for claiming."""
         claims = self._ledger.load_claims()
         usage = {g.name: self._usage(g, self._counted(g, claims, now)) for g in groups}
         room = {}
@@ -62,7 +62,7 @@ class ClusterLimiter:
             limit = ceiling(self.limits, usage[group.name], others)
             if limit is not None:
                 left = max(limit.nodes - usage[group.name].nodes, 0)
-                room[group.name] = Ceiling(left, limit.limit)
+                room[group.name] = (left, limit.limit)
         return room
 
     def usage(self, now: datetime) -> ClusterUsage:

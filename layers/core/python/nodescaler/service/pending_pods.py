@@ -123,7 +123,7 @@ class PendingPodsPlanner:
         policy = self._policies.policy_of(group)
         if policy is not None and policy.spec.max_replicas < group.max_size:
             return policy.spec.max_replicas, "its policy's maxReplicas"
-        return group.max_size, "its Auto Scaling group's MaxSize"
+        return group.max_size, group.bounds_from or "its Auto Scaling group's MaxSize"
 
     def backed_off(self, groups: Sequence[str], now: datetime) -> frozenset[str]:
         if self._backoffs is None:
@@ -236,10 +236,10 @@ class PendingPodsPlanner:
             room[group.name] = max(highest - group.desired, 0)
             full[group.name] = f"at its maximum size, {highest} nodes ({which})"
         if self._limiter is not None:
-            for name, limit in self._limiter.room(groups, now).items():
-                if limit.nodes < room.get(name, limit.nodes + 1):
-                    room[name] = limit.nodes
-                    full[name] = f"at the cluster's {limit.limit}"
+            for name, (left, limit) in self._limiter.room(groups, now).items():
+                if left < room.get(name, left + 1):
+                    room[name] = left
+                    full[name] = f"at the cluster's {limit}"
         return room, full
 
 

@@ -53,22 +53,13 @@ def fast_path(
         ),
         clock=clock,
         sleep=sleep or time.sleep,
-        rechecks=rechecks(settings, policies, clients),
+        # read only while a policy keeps a buffer (`Watch.buffered`): a stored policy may
+        rechecks=RecheckTimes(clients.dynamodb, settings.state_table),
         report=report or (lambda look, wait: None),
         allowed=settings.allowed,
         interval_seconds=settings.interval_seconds,
         backoff=Backoff(maximum=settings.backoff_cap_seconds),
     )
-
-
-def rechecks(
-    settings: FastPathSettings, policies: PolicyBook, clients: AwsClients
-) -> RecheckTimes | None:
-    """The groups' state, when a policy keeps a buffer: when each asked to be looked at
-    again (`domain.ahead.recheck`)."""
-    if not any(p.buffers for p in policies.policies.values()):
-        return None
-    return RecheckTimes(clients.dynamodb, settings.state_table)
 
 
 def unschedulable_pods(

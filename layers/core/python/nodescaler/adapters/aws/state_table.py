@@ -36,6 +36,7 @@ from nodescaler.adapters.aws.recheck_times import stored_recheck
 from nodescaler.adapters.state_keys import RECHECK, STATE_SK, group_pk
 from nodescaler.domain.ahead.arrivals import Arrivals
 from nodescaler.domain.ahead.forecast import DemandHistory
+from nodescaler.domain.ahead.recheck import SpareSeen
 from nodescaler.domain.groups.optin import PauseDirection
 from nodescaler.domain.scale_up.backoff import Backoff, Provisioning
 from nodescaler.domain.scaling.decision import Decision
@@ -71,6 +72,10 @@ def _state_item(state: GroupState) -> dict[str, Any]:
         item["failures"] = {"S": state.failures.model_dump_json()}
     if state.recheck is not None:
         item[RECHECK] = {"S": state.recheck.isoformat()}
+    if state.spare_seen is not None:
+        seen = state.spare_seen
+        counted = [seen.pods, seen.at.isoformat(), seen.group_pods, seen.per_minute]
+        item["spare_seen"] = {"S": json.dumps(counted)}
     if state.resized is not None:
         desired, at = state.resized
         item["resized"] = {"S": json.dumps([desired, at.isoformat()])}
@@ -100,6 +105,22 @@ def _resized(item: Mapping[str, Any]) -> tuple[int, datetime] | None:
 def _optional(model: type[M], item: Mapping[str, Any], name: str) -> M | None:
     stored = item.get(name, {}).get("S")
     return model.model_validate_json(stored) if stored else None
+
+
+def _spare_seen(item: Mapping[str, Any]) -> SpareSeen | None:
+    """The buffer's room as last counted; an unreadable count is none: the next counts
+    measure afresh (`domain.ahead.recheck`), the tick looks meanwhile."""
+    try:
+        pods, at, group_pods, rate = json.loads(item["spare_seen"]["S"])
+        when = datetime.fromisoformat(at)
+    except (KeyError, TypeError, ValueError):
+        return None
+    counts = (pods, 0 if group_pods is None else group_pods)
+    if not all(isinstance(n, int) and n >= 0 for n in counts) or when.tzinfo is None:
+        return None
+    if not isinstance(rate, (int, float)) or not 0 <= rate < 1e6:
+        return None
+    return SpareSeen(pods, when, group_pods, float(rate))
 
 
 def _failures(item: Mapping[str, Any]) -> MetricFailures:
@@ -164,6 +185,7 @@ class DynamoStateStore:
                 demand=self._demand(group, item),
                 arrivals=_arrivals(item),
                 recheck=stored_recheck(item),
+                spare_seen=_spare_seen(item),
                 failures=_failures(item),
                 pause=_pause(item),
             )

@@ -11,9 +11,10 @@ and the buffer to its `minPods`, within the hour. The pods it sizes are rate × 
 group's boot time + the time between looks), to the nearest pod, within the buffer's
 bounds. The boot time is the forecast's lead time (`domain.forecast.lead_time`: the p90
 of its launches as measured). The time between looks is there because the room is seen
-only when the group is evaluated (the fast path watches pending pods, not a buffer's
-room): room that runs short just after one evaluation is asked for at the next, so the
-buffer also holds what arrives until then, the longest gap between counts lately (a
+only when the group is evaluated (the fast path watches pending pods, and asks for an
+evaluation when a buffer's room runs short only where the rate says it would be missed:
+`domain.ahead.recheck`): room that runs short just after one evaluation is asked for at
+the next, so the buffer also holds what arrives until then, the longest gap between counts lately (a
 tick's interval, though the fast path brings some evaluations forward). Karpenter users
 ask for this as a spare-capacity buffer (aws/karpenter-provider-aws#3240); Cluster
 Autoscaler's users size overprovisioning placeholders by hand.

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from nodescaler.domain.ahead.recheck import COUNTED_UP_TO
 from nodescaler.domain.cluster.predicates import NodeTemplate, pack, place, why_not
 from nodescaler.domain.cluster.snapshot import (
     Placement,
@@ -56,8 +57,8 @@ class BufferFit:
     fit_now: int
     nodes: int
     problem: str | None = None  # a buffer pod no node of the group can ever hold
-    # with all of it fitting, the pods of its first shape that fit beyond it, counted up
-    # to as many as it keeps (enough to tell when arrivals eat into it); None: it doesn't
+    # with all of it fitting, the pods of its largest shape that fit beyond it, counted
+    # up to `COUNTED_UP_TO` (`domain.ahead.recheck`); None: it doesn't fit
     spare: int | None = None
 
     def describe(self) -> str:
@@ -97,8 +98,9 @@ def fit_buffer(
         return BufferFit(text, len(pods), len(pods) - len(stranded), nodes)
     if not pods:
         return BufferFit(text, 0, 0, 0)
-    beyond = place([pods[0]] * len(pods), free | taken)[1]
-    return BufferFit(text, len(pods), len(pods), 0, spare=len(pods) - len(beyond))
+    largest = max(pods, key=lambda p: (p.requests.cpu_millis, p.requests.memory_bytes))
+    beyond = place([largest] * COUNTED_UP_TO, free | taken)[1]
+    return BufferFit(text, len(pods), len(pods), 0, spare=COUNTED_UP_TO - len(beyond))
 
 
 def buffer_holds(pods: Sequence[Pod], rooms: Mapping[str, NodeTemplate]) -> bool:

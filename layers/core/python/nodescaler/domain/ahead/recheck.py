@@ -5,37 +5,95 @@ A buffer's room is checked when the group is evaluated: at each tick, and when t
 path brings an evaluation forward for an unschedulable pod. Pods that land in the room
 make no pod unschedulable, so a buffer used up just after a tick is seen a tick later:
 Cluster Autoscaler's placeholder pods, preempted, are pending pods it acts on within its
-10-second loop. So each evaluation that finds the buffer whole works out, at the group's
-arrival rate (`domain.ahead.arrivals`), when the pod past the room beyond it arrives (the
-buffer then runs short) and when the pod past all the room arrives (one then waits). If a
-node asked for at the next look would be Ready only after that, and the buffer runs short
-before that look, the group's state says when it runs short, and the fast path asks for an
-evaluation then, which buys the node its shortfall calls for. Nothing is bought ahead of
-need, the look is only brought forward; and where the buffer covers a boot and a tick at
-the rate the pods come, nothing changes: its node would be in time anyway.
+10-second loop. So each evaluation that finds the buffer whole counts the room beyond it,
+in pods of the buffer's largest shape, and whether pods keep coming: the room went down,
+or the group's pods rose, since a count at least a minute before (over seconds they may
+not have: an evaluation 5 s after the tick would see none come, and forget a look to
+come). While they come, at the faster of the rate the room goes and the group's pods'
+arrival rate (the highest lately, `domain.ahead.arrivals`: a minute's count alone is
+noise, three pods one minute and five the next), it works out when the pod past that
+room arrives (the buffer then runs short) and when the pod past all the room does (one
+then waits). If the buffer runs short before the next look, and a node asked for at that
+look would be Ready only after all the room is gone, the group's state says when it runs
+short, and the fast path asks for an evaluation then, which buys the node the shortfall
+calls for. Nothing is bought ahead of need, the look is only brought forward. Where the
+buffer covers a boot and a tick at that rate, or no pod comes (a burst over, a quiet
+hour), nothing changes.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from nodescaler.domain.ahead.arrivals import Arrivals
 
 SOONEST = timedelta(seconds=10)  # the fast path's slot: a group is not asked more often
+MEASURED_OVER = timedelta(minutes=1)  # the least time the room's use is measured over
+STALE = timedelta(minutes=15)  # a count older than this measures nothing
+COUNTED_UP_TO = 64  # pods beyond the buffer counted: more room than that needs no look
+
+
+@dataclass(frozen=True)
+class SpareSeen:
+    """The room beyond a whole buffer, in pods of its largest shape, counted at `at`, with
+    the group's pods then: what later counts tell whether pods keep coming from; and the
+    rate the room went at then, which stands until a count a minute on can tell anew."""
+
+    pods: int
+    at: datetime
+    group_pods: int | None = None
+    per_minute: float = 0.0
+
+
+@dataclass(frozen=True)
+class Recheck:
+    at: datetime | None  # when the fast path is to ask for an evaluation
+    seen: SpareSeen | None  # the count the next evaluation measures from
 
 
 def buffer_recheck(
-    buffer: int, spare: int | None, arrivals: Arrivals, boot: timedelta, now: datetime
-) -> datetime | None:
-    """When the pods arriving at the group's rate will have eaten into its `buffer` (with
-    `spare` pods' room beyond it), if that comes before its next look and a node asked for
-    then would come after the room is gone; None when the buffer is not whole (the
-    evaluation is buying for it), no pods arrive, or the next look is in time."""
-    if spare is None or arrivals.per_minute <= 0:
-        return None
-    short = timedelta(minutes=(spare + 1) / arrivals.per_minute)  # the buffer runs short
-    waits = timedelta(minutes=(buffer + spare + 1) / arrivals.per_minute)  # a pod finds none
-    look = arrivals.between_looks(now)
+    buffer: int,
+    spare: int | None,
+    before: SpareSeen | None,
+    *,
+    arrivals: Arrivals,
+    boot: timedelta,
+    now: datetime,
+) -> Recheck:
+    """When the room beyond the `buffer` (`spare` pods now, `before` at an earlier count)
+    will be gone while pods keep coming (the room went down, or the group's pods as
+    `arrivals` counted them now rose, since `before`), at the faster of the rate the room
+    went and the pods' arrival rate; if that comes before the next look and a node asked
+    for then would be Ready (a `boot` later) only after all the room is gone. None when
+    the buffer is not whole (this evaluation buys for it), no pod came, or the next look
+    is in time."""
+    if spare is None:
+        return Recheck(None, None)
+    group_pods, arriving, look = arrivals.pods, arrivals.per_minute, arrivals.between_looks(now)
+    rate = _coming(before, spare, group_pods, arriving, now)
+    seen = SpareSeen(spare, now, group_pods, rate)
+    if before is not None and before.pods >= spare and before.at <= now < before.at + MEASURED_OVER:
+        seen = before  # measured from until a minute old, while the room does not grow
+        rate = rate or before.per_minute  # too soon to tell none came: its rate stands
+    if rate <= 0:
+        return Recheck(None, seen)
+    short = timedelta(minutes=(spare + 1) / rate)
+    waits = timedelta(minutes=(buffer + spare + 1) / rate)
     if short >= look or waits >= look + boot:
-        return None
-    return now + max(short, SOONEST)
+        return Recheck(None, seen)
+    return Recheck(now + max(short, SOONEST), seen)
+
+
+def _coming(
+    before: SpareSeen | None, spare: int, group_pods: int | None, arriving: float, now: datetime
+) -> float:
+    """Pods of room going a minute, while pods come since `before`: the faster of the
+    room's own rate and the pods `arriving`; none when no pod came (or no count to tell
+    by, or one too old)."""
+    if before is None or not timedelta(0) < now - before.at <= STALE:
+        return 0.0
+    going = max(before.pods - spare, 0) / ((now - before.at) / timedelta(minutes=1))
+    counted = before.group_pods
+    rose = group_pods is not None and counted is not None and group_pods > counted
+    return max(going, arriving) if going > 0 or rose else 0.0

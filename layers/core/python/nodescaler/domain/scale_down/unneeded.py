@@ -210,14 +210,15 @@ class _Shedding:
         return None
 
     def buffer_kept(self) -> dict[str, Taken]:
-        """What the buffer takes of each of the group's nodes that stay once those taken go
-        (none on most: they are listed, so another group counts the room left there, not
-        where the plan first placed the buffer, which may be a node that goes)."""
+        """What the buffer takes of each of the group's nodes once those taken go: its
+        place on the nodes that stay, nothing on the rest (listed too, so another group
+        counts this, not where the plan first placed the buffer, which may be a node that
+        goes, or one of the unneeded the decision keeps)."""
         if not self.buffer:
             return {}
-        stays = {k: r for k, r in self.rooms.items() if k in self.own and k not in self.gone}
-        placed = place(self.buffer, stays)[0]
-        return {k: Taken.between(r, placed.get(k, r)) for k, r in stays.items()}
+        own = {k: r for k, r in self.rooms.items() if k in self.own}
+        placed = place(self.buffer, {k: r for k, r in own.items() if k not in self.gone})[0]
+        return {k: Taken.between(r, placed.get(k, r)) for k, r in own.items()}
 
     def _buffer_fits_without(self, node: str, placed: Mapping[str, NodeTemplate]) -> bool:
         if not self.buffer:

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from nodescaler.domain.ahead.arrivals import Arrivals
 from nodescaler.domain.ahead.forecast import DemandHistory
+from nodescaler.domain.ahead.recheck import SpareSeen
 from nodescaler.domain.outside_text import bounded_problems
 from nodescaler.domain.scale_up.backoff import Backoff, Provisioning
 from nodescaler.domain.scaling.decision import Decision
@@ -39,9 +40,11 @@ class GroupState:
     demand: DemandHistory = field(default_factory=DemandHistory)
     # How fast its pods arrive, for a buffer sized from arrivals (`domain.arrivals`).
     arrivals: Arrivals = field(default_factory=Arrivals)
-    # When its buffer's room runs short at that rate, before the next tick: the fast path
-    # asks for an evaluation then (`domain.ahead.recheck`).
+    # When its buffer's room runs short at the rate it goes, before the next tick: the
+    # fast path asks for an evaluation then; and the room's count that rate is measured
+    # from (`domain.ahead.recheck`).
     recheck: datetime | None = None
+    spare_seen: SpareSeen | None = None
     # How long each metric with a fallback has been failing, for its failureThreshold.
     failures: MetricFailures = field(default_factory=MetricFailures)
     # An operator's `nodescaler pause`, running or expired (written only by it and resume).

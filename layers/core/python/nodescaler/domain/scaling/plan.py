@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from nodescaler.domain.ahead.arrivals import Arrivals
 from nodescaler.domain.ahead.forecast import NamedHistory, forecast_readings, lead_time
-from nodescaler.domain.ahead.recheck import buffer_recheck
+from nodescaler.domain.ahead.recheck import Recheck, buffer_recheck
 from nodescaler.domain.ahead.warm_pool import WarmPoolPlan, plan_warm_pool, usable_pool, warm_launch
 from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.groups.zonal_shift import ZoneHold, hold_for_zones
@@ -161,8 +161,9 @@ def plan(facts: Facts) -> Plan:
         if decision.demand is None
         else state.demand.record(now, decision.demand),
         arrivals=arrivals,
-        recheck=_recheck(facts, arrivals),
     )
+    recheck = _recheck(facts, arrivals)
+    state = replace(state, recheck=recheck.at, spare_seen=recheck.seen)
     decision = _as_chosen(_with_warm_pool(policy, group, decision, readings), facts)
     return Plan(
         group,
@@ -366,19 +367,23 @@ def _arrivals(arrivals: Arrivals, readings: Mapping[str, Reading], now: datetime
     return arrivals.observed(now, known[0]) if known else arrivals
 
 
-def _recheck(facts: Facts, arrivals: Arrivals) -> datetime | None:
+def _recheck(facts: Facts, arrivals: Arrivals) -> Recheck:
     """When the fast path is to ask for the group's evaluation, its buffer's room eaten
-    before the tick would buy in time (`domain.ahead.recheck`); none for a group at its
+    before the tick would buy in time (`domain.ahead.recheck`); never for a group at its
     maximum, which could buy nothing then."""
-    readings = facts.readings.values()
-    spares = [r.buffer_spare for r in readings if isinstance(r, MetricReading)]
-    spare = min((s for s in spares if s is not None), default=None)
+    spares = [r.buffer_spare for r in facts.readings.values() if isinstance(r, MetricReading)]
     group = facts.group
-    if spare is None or group.desired >= min(group.max_size, facts.policy.spec.max_replicas):
-        return None
-    boot = timedelta(seconds=boot_time(group, facts.state).seconds)
-    buffer = sum(b.least for b in facts.policy.buffers)
-    return buffer_recheck(buffer, spare, arrivals, boot, facts.now)
+    found = buffer_recheck(
+        sum(b.least for b in facts.policy.buffers),
+        min((s for s in spares if s is not None), default=None),
+        facts.state.spare_seen,
+        arrivals=arrivals,
+        boot=timedelta(seconds=boot_time(group, facts.state).seconds),
+        now=facts.now,
+    )
+    if group.desired >= min(group.max_size, facts.policy.spec.max_replicas):
+        return Recheck(None, found.seen)
+    return found
 
 
 def _as_chosen(decision: Decision, facts: Facts) -> Decision:
