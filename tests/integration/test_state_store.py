@@ -543,16 +543,27 @@ def test_an_unreadable_recheck_time_is_none_and_the_state_still_loads(
         overwrite("web-a", "recheck", stored)
         assert store.load("web-a").recheck is None
         assert RecheckTimes(client("dynamodb"), TABLE).rechecks(["web-a"]) == {}
-    # so is an unreadable count of the room: too short, a negative count or rate, no zone
+    # so is an unreadable count of the room: too short, a negative count or rate, a rate
+    # past any real one, no zone
     at = "2026-11-30T09:00:00"
     for stored in (
         "[6]",
         f'[-1, "{at}+00:00", 40, 1]',
+        f'[6, "{at}+00:00", -1, 1]',
         f'[6, "{at}+00:00", 40, -1]',
+        f'[6, "{at}+00:00", 40, 1000000]',
         f'[6, "{at}", 40, 1]',
     ):
         overwrite("web-a", "spare_seen", stored)
         assert store.load("web-a").spare_seen is None
+
+
+def test_a_count_of_no_room_with_no_pods_counted_and_no_rate_round_trips(
+    store: DynamoStateStore,
+) -> None:
+    for seen in (SpareSeen(0, T0, None, 0.0), SpareSeen(0, T0, 0, 999999.5)):
+        store.save(replace(store.load("web-a"), spare_seen=seen))
+        assert store.load("web-a").spare_seen == seen
 
 
 def test_recheck_times_unreachable_are_a_state_unavailable_error() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from nodescaler.domain.ahead.arrivals import Arrivals
-from nodescaler.domain.ahead.group_buffers import fit_buffer
+from nodescaler.domain.ahead.group_buffers import BufferFit, fit_buffer
 from nodescaler.domain.ahead.recheck import COUNTED_UP_TO, Recheck, SpareSeen, buffer_recheck
 from nodescaler.domain.cluster.predicates import NodeTemplate
 from nodescaler.domain.cluster.snapshot import Pod, Resources
@@ -67,7 +67,8 @@ def test_an_empty_buffer_counts_no_room() -> None:
     # a buffer sized from arrivals in a quiet cluster: its least, none
     quiet = {"fromArrivals": {"maxPods": 8}, "requests": {"cpu": "1"}}
     sized_to_nothing = [CapacityBuffer.model_validate(quiet)]
-    assert fit_buffer(sized_to_nothing, {"a": node(3)}, node(8)).spare is None
+    fit = fit_buffer(sized_to_nothing, {"a": node(3)}, node(8))
+    assert fit == BufferFit("room for 0..8 × 1 cpu (from arrivals)", 0, 0, 0, spare=None)
 
 
 # --- when to look again ---------------------------------------------------------------------
@@ -145,6 +146,36 @@ def test_a_count_stands_until_a_minute_old_with_its_rate() -> None:
     assert recheck(4, 1, tick, counted(47)).seen == tick
     # a minute on, this count is the one measured from, with the rate it found
     assert recheck(4, 8, a_minute_ago(8, 46), counted(46)).seen == SpareSeen(8, T0, 46, 0.0)
+
+
+def test_the_rooms_own_rate_is_per_minute_of_the_time_since_its_count() -> None:
+    # 6 pods' room went in 30 s: 12 a minute, pods arriving at 1: the third in 15 s
+    half = SpareSeen(8, T0 - timedelta(seconds=30), 45, 0.0)
+    assert recheck(4, 2, half, counted(46, 1)).at == T0 + timedelta(seconds=15)
+
+
+def test_a_single_pods_room_gone_is_pods_coming_with_no_pods_counted() -> None:
+    # one pod's room went in a minute; the group's pods were not counted then
+    assert recheck(4, 2, SpareSeen(3, T0 - MINUTE), counted(46)).at is not None
+
+
+def test_a_count_of_the_same_instant_measures_nothing_and_stands() -> None:
+    same = SpareSeen(8, T0, 40, 0.0)
+    assert recheck(4, 2, same, counted(46)) == Recheck(None, same)
+
+
+def test_a_count_fifteen_minutes_old_still_measures_and_an_older_one_does_not() -> None:
+    old = SpareSeen(92, T0 - timedelta(minutes=15), 40)  # 6 a minute
+    assert recheck(4, 2, old, counted(46, 1)).at == T0 + timedelta(seconds=30)
+    older = SpareSeen(92, T0 - timedelta(minutes=15, seconds=1), 40)
+    assert recheck(4, 2, older, counted(46, 1)).at is None
+
+
+def test_the_look_is_asked_exactly_while_the_tick_would_leave_a_pod_waiting() -> None:
+    # 6 a minute, 2 beyond: the room lasts (buffer + 3) / 6 minutes, the tick's node
+    # comes in 1 + 3: a buffer of 21 lasts exactly that (in time), one of 20 does not
+    assert recheck(21, 2, a_minute_ago(8), counted(46)).at is None
+    assert recheck(20, 2, a_minute_ago(8), counted(46)).at == T0 + timedelta(seconds=30)
 
 
 def test_the_look_is_never_sooner_than_the_fast_paths_slot() -> None:
@@ -228,12 +259,14 @@ def fast_path(times: Times, clock: Clock | None = None) -> tuple[FastPath, Sent]
 
 
 def test_a_group_whose_recheck_has_come_is_asked_once_for_it() -> None:
+    clock = Clock()
     times = Times({"web-a": T0 - timedelta(seconds=2), "web-b": T0 + timedelta(seconds=20)})
-    path, sent = fast_path(times)
+    path, sent = fast_path(times, clock)
     watch = path.watch()
 
     look = path.act(path.look(watch))
-    path.act(path.look(watch))  # the same time read again: not asked again
+    clock.at = T0 + timedelta(seconds=15)  # past the slot: the same time is not asked again
+    path.act(path.look(watch))
 
     assert times.asked[0] == ("web-a", "web-b")  # the groups that keep a buffer, alone
     assert [(r.node_group, r.cause) for r in sent.requests] == [

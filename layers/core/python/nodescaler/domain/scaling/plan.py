@@ -372,10 +372,13 @@ def _recheck(facts: Facts, arrivals: Arrivals) -> Recheck:
     before the tick would buy in time (`domain.ahead.recheck`); never for a group at its
     maximum, which could buy nothing then."""
     spares = [r.buffer_spare for r in facts.readings.values() if isinstance(r, MetricReading)]
+    spare = min((s for s in spares if s is not None), default=None)
+    if spare is None:  # no buffer kept whole: nothing to measure (nor a boot to work out)
+        return Recheck(None, None)
     group = facts.group
     found = buffer_recheck(
         sum(b.least for b in facts.policy.buffers),
-        min((s for s in spares if s is not None), default=None),
+        spare,
         facts.state.spare_seen,
         arrivals=arrivals,
         boot=timedelta(seconds=boot_time(group, facts.state).seconds),
