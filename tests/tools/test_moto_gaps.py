@@ -99,6 +99,14 @@ def test_an_instance_a_hook_holds_is_terminating_wait_in_its_group_until_complet
         "AutoScalingInstances"
     ]
     assert held["AvailabilityZone"] == "eu-west-1a"
+    # and its group lists it among its instances, as Auto Scaling does until it terminates
+    # (https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_Instance.html:
+    # LifecycleState Terminating:Wait)
+    (group,) = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["web"])[
+        "AutoScalingGroups"
+    ]
+    listed = {i["InstanceId"]: i["LifecycleState"] for i in group["Instances"]}
+    assert listed == {leaving: "Terminating:Wait", staying: "InService"}
 
     # Then, its action completed, the group has let it go
     autoscaling.complete_lifecycle_action(
@@ -109,6 +117,10 @@ def test_an_instance_a_hook_holds_is_terminating_wait_in_its_group_until_complet
         LifecycleActionResult="CONTINUE",
     )
     assert states(autoscaling, leaving) == {}
+    (group,) = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["web"])[
+        "AutoScalingGroups"
+    ]
+    assert [i["InstanceId"] for i in group["Instances"]] == [staying]
 
 
 # --- DescribeScalingActivities ---------------------------------------------------------

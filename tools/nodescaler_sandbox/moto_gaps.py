@@ -4,7 +4,8 @@ moto-backed client, answering as AWS would:
 - `AwsRefusal`: SetDesiredCapacity outside the group's [min, max] is refused (moto sets it);
 - `LifecycleActionRecorder`: CompleteLifecycleAction and RecordLifecycleActionHeartbeat,
   which moto lacks, for the lifecycle actions a hook holds, and those instances in
-  Terminating:Wait in DescribeAutoScalingInstances (moto's hooks never hold one);
+  Terminating:Wait in DescribeAutoScalingInstances and in their group's Instances in
+  DescribeAutoScalingGroups (moto's hooks never hold one);
 - `ScalingActivities`: DescribeScalingActivities, which moto always answers empty, with the
   failed launches the sandbox makes;
 - `MetricMath`: GetMetricData with a metric-math expression, which moto leaves empty.
@@ -70,6 +71,7 @@ def _refused(message: str) -> tuple[AWSResponse, dict[str, Any]]:
 
 LIFECYCLE_OPERATIONS = ("CompleteLifecycleAction", "RecordLifecycleActionHeartbeat")
 DESCRIBE_INSTANCES = "DescribeAutoScalingInstances"
+DESCRIBE_GROUPS = "DescribeAutoScalingGroups"
 # Where a terminate hook holds an instance until its action is completed or times out:
 # https://docs.aws.amazon.com/autoscaling/ec2/userguide/lifecycle-hooks-overview.html
 HELD_STATE = "Terminating:Wait"
@@ -97,8 +99,8 @@ class LifecycleActionRecorder:
     accepted heartbeat moves on, as Auto Scaling's does.
 
     While held, the instance is in its group in Terminating:Wait, and
-    DescribeAutoScalingInstances says so: moto's answer is corrected (moto has it
-    InService, or has dropped it from the group already).
+    DescribeAutoScalingInstances and DescribeAutoScalingGroups say so: moto's answers are
+    corrected (moto has it InService, or has dropped it from the group already).
     """
 
     def __init__(
@@ -123,7 +125,25 @@ class LifecycleActionRecorder:
         unique = f"lifecycle-recorder-{id(self)}-{DESCRIBE_INSTANCES}"
         events.register(f"before-call.autoscaling.{DESCRIBE_INSTANCES}", _asked, f"{unique}-in")
         events.register(f"after-call.autoscaling.{DESCRIBE_INSTANCES}", self._held, f"{unique}-out")
+        events.register(
+            f"after-call.autoscaling.{DESCRIBE_GROUPS}",
+            self._held_in_groups,
+            unique_id=f"lifecycle-recorder-{id(self)}-{DESCRIBE_GROUPS}",
+        )
         return autoscaling
+
+    def _held_in_groups(self, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        """Each described group's held instances among its Instances, in Terminating:Wait,
+        as Auto Scaling lists an instance until it is terminated."""
+        for group in parsed.get("AutoScalingGroups", []):
+            name = group.get("AutoScalingGroupName")
+            listed = {i["InstanceId"]: i for i in group.get("Instances", [])}
+            for held_group, _hook, instance_id in self.held:
+                if held_group == name:
+                    found = listed.get(instance_id) or _held_instance(context, instance_id)
+                    listed[instance_id] = found | {"LifecycleState": HELD_STATE}
+            if listed:
+                group["Instances"] = list(listed.values())
 
     def _held(self, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         """The held instances asked for, in Terminating:Wait in their group."""
