@@ -17,11 +17,11 @@ from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.groups.optin import TagNames
 from nodescaler.domain.policy import CapacityBuffer
 from nodescaler.errors import StateUnavailableError
-from nodescaler.events.evaluation_request import EvaluationRequest
 from nodescaler.service.fast_path import FastPath
 from nodescaler.service.policy_resolver import PolicyBook
 
 from tests.builders import policy
+from tests.unit.test_fast_path_prometheus import Sent
 
 GIB = 2**30
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -198,14 +198,6 @@ class Groups:
             NodeGroup("web-b", 3, 0, 10, 3, tags=tags),
             NodeGroup("plain", 3, 0, 10, 3, tags=plain),
         ]
-
-
-class Sent:
-    def __init__(self) -> None:
-        self.requests: list[EvaluationRequest] = []
-
-    def send(self, requests: list[EvaluationRequest]) -> None:
-        self.requests += requests
 
 
 class Times:

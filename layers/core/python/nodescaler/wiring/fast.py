@@ -53,7 +53,7 @@ def fast_path(
         ),
         clock=clock,
         sleep=sleep or time.sleep,
-        # read only while a policy keeps a buffer (`Watch.buffered`): a stored policy may
+        # always wired (a policy stored later may keep a buffer); read only while one does
         rechecks=RecheckTimes(clients.dynamodb, settings.state_table),
         report=report or (lambda look, wait: None),
         allowed=settings.allowed,
