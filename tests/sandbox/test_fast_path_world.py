@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nodescaler_sandbox import latency, runner
+from nodescaler_sandbox import latency, runner, simulation
 from nodescaler_sandbox.sandbox import FAST_PATH
 from nodescaler_sandbox.scenario_file import Scenario, load_scenario
 
@@ -70,6 +70,25 @@ def test_given_the_fast_path_off_the_tick_alone_answers_the_backlog(tmp_path: Pa
     assert scaled[0]["minute"] == 2
     reaction = summary["reaction_s"]["queue"]["max"]
     assert reaction == charged(scaled[0]["group"], 30, latency.TICK, 120) >= 90
+
+
+def test_given_steps_of_a_minute_pods_are_charged_the_look_that_saw_them(
+    tmp_path: Path,
+) -> None:
+    # Given steps of a minute: the tick acts in each step before the fast path looks, so
+    # the tick asks for the jobs arriving over the minute to 00:10 (managed-from-zero)
+    jobs = load_scenario(SCENARIOS / "17-managed-from-zero.yaml").model_copy(
+        update={"minutes": 13, "step_seconds": 60}
+    )
+    run = simulation.simulate(
+        jobs, runner.NODESCALER, tmp_path, None, simulation.step_times(jobs, None)
+    )
+    asked = [(r["minute"], r["to"]) for r in run.scale_requests if r["group"] == "batch-ng"]
+    assert asked == [(10, 4)]
+    # Then the nodes boot from the fast path's look after the first job came and the chain
+    # after it, within the minute, not from the tick: both run, the first to ask counts
+    launched = {p.node_launched for p in run.pods if p.name.startswith("jobs-")}
+    assert len(launched) == 1 and 9 < launched.pop() < 10
 
 
 def test_given_pods_in_the_steps_after_a_scale_up_each_is_asked_for_in_its_own_step(

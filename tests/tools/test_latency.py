@@ -25,6 +25,34 @@ def test_nodescaler_tick_charges_the_minute_phase_without_a_look():
     assert effective == pytest.approx(60 + 1.0 + 0.45 + 0.25)
 
 
+MINUTE_STEP = 60
+
+
+def test_a_tick_s_request_for_a_pod_new_in_the_step_is_the_fast_path_s_when_sooner():
+    # Given steps of a minute: a pod arriving at 3 s, answered by the tick at 60 s (in a
+    # step the tick acts before the fast path looks), while the fast path looked at 5 s
+    ours = Nodescaler().effective(3, latency.TICK, requested=60, step=MINUTE_STEP, pod=True)
+    # Then the request is the look's: whichever asks first makes it
+    assert ours == pytest.approx(5 + AFTER_LOOK)
+    # a pod arriving at 59 s: the tick at 60 s asks first, without a look
+    late = Nodescaler().effective(59, latency.TICK, requested=60, step=MINUTE_STEP, pod=True)
+    assert late == pytest.approx(60 + AFTER_LOOK - 0.5)
+
+
+@pytest.mark.parametrize(
+    ("side", "arrival", "path", "pod"),
+    [
+        (Nodescaler(fast_path=False), 3, latency.TICK, True),  # the stack turned it off
+        (Nodescaler(), -30, latency.TICK, True),  # waiting since before the step: not new
+        (Nodescaler(), 3, latency.EVENT, True),  # an alarm's or a launch failure's event
+        (Nodescaler(), 3, latency.TICK, False),  # a queue's task: charged as the tick
+    ],
+)
+def test_the_tick_stands_where_the_fast_path_would_not_have_asked(side, arrival, path, pod):
+    ours = side.effective(arrival, path, requested=60, step=MINUTE_STEP, pod=pod)
+    assert ours == pytest.approx(60 + AFTER_LOOK - 0.5)
+
+
 def test_cluster_autoscaler_frequent_loop_skips_a_pod_too_new_for_one_scan():
     # a loop right at 3 s finds the pod 0 s old (< 2 s): it waits its loop (1 s) and a
     # scan (10 s), loops again at 14 s and scales up at that loop's end, 15 s

@@ -5,12 +5,14 @@ says when it turned Ready in its Ready condition, as the kubelet does."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from nodescaler_sandbox import charging, latency, runner
 from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.kube.apiserver import Cluster
 from nodescaler_sandbox.provision import create_group, launch_configuration
+from nodescaler_sandbox.scenario_file import load_scenario
 from nodescaler_sandbox.virtual_clock import VirtualClock
 
 from tests.aws import REGION, aws, client  # noqa: F401  (moto for every test here)
@@ -18,6 +20,7 @@ from tests.aws import REGION, aws, client  # noqa: F401  (moto for every test he
 START = datetime.fromisoformat("2026-11-23T09:00:00+00:00")
 BOOT = timedelta(minutes=3)
 STEP = 10
+SCENARIOS = Path(__file__).parents[2] / "scenarios"
 
 
 def a_group() -> SimulatedCluster:
@@ -141,3 +144,53 @@ def test_a_request_at_the_first_step_launches_no_earlier_than_the_start() -> Non
     takes_effect = charging.takes_effect(world, runner.NODESCALER, charge)  # type: ignore[arg-type]
     assert charge.effective(charge.arrival(0, early), 0, latency.FAST_PATH, gpu=False) < 0
     assert takes_effect("web", "fast path: 1 new unschedulable pod") == START
+
+
+@pytest.mark.parametrize(
+    ("cause", "path"),
+    [
+        ("tick", latency.TICK),
+        ("fast path: 2 new unschedulable pods", latency.FAST_PATH),
+        ("alarm ml-training-queue-backlog", latency.EVENT),
+        ("launch failure in web", latency.EVENT),
+        (None, latency.EVENT),
+    ],
+)
+def test_a_request_s_path_is_read_from_its_cause(cause: str | None, path: str) -> None:
+    assert charging.request_path(runner.NODESCALER, cause) == path
+    assert charging.request_path(runner.BASELINE, cause) == latency.SCAN
+
+
+def test_a_tick_s_request_for_pods_new_in_a_minute_step_starts_at_the_fast_path_s_look() -> None:
+    # Given steps of a minute and a pod that came 50 s before the step's tick at 120 s
+    step = 60
+    name = next(f"web-{n}" for n in range(200) if latency.arrival_offset(f"web-{n}", step) == 50)
+    world = Waiting(120, [(name, 120, False)])
+
+    def request_at(side: latency.Nodescaler) -> datetime:
+        takes_effect = charging.takes_effect(world, runner.NODESCALER, latency.Charged(side, step))  # type: ignore[arg-type]
+        return takes_effect("web", "tick")
+
+    # Then it starts at the look after its arrival (70 s → 70 s), not at the tick's
+    assert request_at(latency.Nodescaler()) == START + timedelta(seconds=70 + 2.2)
+    # unless the stack runs no fast path (cdk.json fastPath: false)
+    off = latency.Nodescaler(fast_path=False)
+    assert request_at(off) == START + timedelta(seconds=120 + 1.7)
+
+
+@pytest.mark.parametrize(
+    ("environment", "races"),
+    [
+        ({}, True),  # as deployed
+        ({"FAST_PATH": "false"}, False),  # cdk.json fastPath: false
+        ({"FAST_PATH_INTERVAL_SECONDS": "60"}, False),  # refused: every invocation fails
+        ({"FAST_PATH_INTERVAL_SECONDS": "30"}, True),
+    ],
+)
+def test_the_tick_races_the_fast_path_only_where_it_runs(
+    environment: dict[str, str], races: bool
+) -> None:
+    scenario = load_scenario(SCENARIOS / "17-managed-from-zero.yaml")
+    scenario = scenario.model_copy(update={"environment": environment})
+    side = charging.charge(runner.NODESCALER, scenario, {}).side
+    assert isinstance(side, latency.Nodescaler) and side.fast_path is races

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from nodescaler_sandbox import (
     latency,
@@ -16,6 +18,7 @@ from nodescaler_sandbox.baseline import (
 )
 from nodescaler_sandbox.cadence import MINUTE
 from nodescaler_sandbox.controllers import NODESCALER
+from nodescaler_sandbox.sandbox import FAST_PATH
 from nodescaler_sandbox.scenario_file import Scenario
 from nodescaler_sandbox.world import World
 
@@ -25,11 +28,13 @@ if TYPE_CHECKING:
 
 def request_path(controller: str, cause: str | None) -> str:
     """What brought a scale request, for its latencies (`latency`): a CA loop; the fast
-    path's look; else nodescaler's tick (an alarm's or a launch failure's event alike),
-    from the `cause` of the evaluation that made it."""
+    path's look; nodescaler's tick; else an event (an alarm's, a launch failure's), from
+    the `cause` of the evaluation that made it."""
     if controller != NODESCALER:
         return latency.SCAN
-    return latency.FAST_PATH if (cause or "").startswith(latency.FAST_PATH) else latency.TICK
+    if (cause or "").startswith(latency.FAST_PATH):
+        return latency.FAST_PATH
+    return latency.TICK if cause == latency.TICK else latency.EVENT
 
 
 def takes_effect(
@@ -43,7 +48,7 @@ def takes_effect(
     def second(group: str, cause: str | None) -> datetime:
         path, at = request_path(controller, cause), world.at
         seconds = [
-            charge.effective(charge.arrival(seen, name), at, path, gpu=gpu)
+            charge.effective(charge.arrival(seen, name), at, path, gpu=gpu, pod=True)
             for name, seen, gpu in world.waiting_for(group)
         ]
         first = min(seconds, default=charge.effective(at - charge.step + 1, at, path, gpu=False))
@@ -61,8 +66,22 @@ def charge(controller: str, scenario: Scenario, settings: dict[str, Any]) -> lat
     step = scenario.step_seconds
     if controller == NODESCALER:
         poll = float(scenario.environment.get("FAST_PATH_INTERVAL_SECONDS", latency.POLL_S))
-        side = latency.Nodescaler(poll=poll, tick=scenario.tick_minutes * MINUTE)
+        on = scenario.environment.get(FAST_PATH) != "false" and _fast_path_takes(poll)
+        side = latency.Nodescaler(poll=poll, tick=scenario.tick_minutes * MINUTE, fast_path=on)
         return latency.Charged(side, step)
     flags = settings.get("flags") or {}
     frequent = bool(flags.get("--frequent-loops-enabled", Flags().frequent_loops_enabled))
     return latency.Charged(latency.ClusterAutoscaler(frequent_loops=frequent), step)
+
+
+def _fast_path_takes(poll: float) -> bool:
+    """Whether the fast path accepts looking every `poll` seconds: one it refuses fails
+    every invocation at its start, and the tick alone answers (as cdk.json fastPath off)."""
+    from nodescaler.config import FastPathSettings
+
+    field = FastPathSettings.model_fields["interval_seconds"]
+    try:
+        TypeAdapter(Annotated[float, *field.metadata]).validate_python(poll)
+    except ValidationError:
+        return False
+    return True

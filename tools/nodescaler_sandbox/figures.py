@@ -310,7 +310,9 @@ class Charge(Protocol):
     """A side's latencies (`latency.Charged`): the seconds from demand arriving in the
     step of `since` (a minute) to `answer` taking effect."""
 
-    def reaction(self, since: float, name: str, answer: ScaleUp, *, gpu: bool) -> float: ...
+    def reaction(
+        self, since: float, name: str, answer: ScaleUp, *, gpu: bool, pod: bool = False
+    ) -> float: ...
 
     def arrival(self, seen: int, name: str) -> int:
         """The second demand named `name`, first seen at the step of `seen`, arrived."""
@@ -344,7 +346,9 @@ def pod_reactions(
         if charge is None:
             reactions.append((pod.takers, min(s.minute for s in answers) - since))
         else:  # the first to take effect, of requests in one step by different paths
-            seconds = min(charge.reaction(since, pod.name, s, gpu=pod.gpu) for s in answers)
+            seconds = min(
+                charge.reaction(since, pod.name, s, gpu=pod.gpu, pod=True) for s in answers
+            )
             reactions.append((pod.takers, seconds / 60))
     return reactions
 

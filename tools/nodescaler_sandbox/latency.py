@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 FAST_PATH = "fast path"  # a request's path: the fast path's look
-TICK = "tick"  # the schedule's tick (or an alarm): evaluate from the minute's event
+TICK = "tick"  # the schedule's tick: evaluate from the minute's event
+EVENT = "event"  # an alarm's or a launch failure's event, charged as the tick is
 SCAN = "scan"  # a Cluster Autoscaler loop
 
 # nodescaler (docs/sandbox.md, "Latencies", says where each comes from)
@@ -59,7 +60,13 @@ class Nodescaler:
     """nodescaler's chain: the fast path's next look (or the minute's tick when the
     request came from it), the look, SQS FIFO to evaluate, a cold start (charged on every
     request: the sandbox does not track a container's warmth, which leans CA's way), and
-    evaluate's reads before SetDesiredCapacity."""
+    evaluate's reads before SetDesiredCapacity.
+
+    The tick and the fast path run side by side, and the first to ask for a pod makes the
+    request. In a step the tick acts before the fast path looks, so a tick's request for
+    a pod that arrived within the step is charged the fast path's chain when that comes
+    sooner (`fast_path`: it runs, as it does unless the stack turns it off): with steps of
+    a minute, the look 5 s after the pod came, not the next minute's tick."""
 
     poll: float = POLL_S
     look: float = LOOK_S
@@ -67,18 +74,25 @@ class Nodescaler:
     cold_start: float = COLD_START_S
     reads: float = READS_S
     tick: float = TICK_S
+    fast_path: bool = True
 
     def after_look(self, path: str) -> float:
         """The seconds from the look (or the tick) to the request taking effect."""
         looked = self.look if path == FAST_PATH else 0.0
         return looked + self.sqs + self.cold_start + self.reads
 
-    def effective(self, arrival: float, path: str, requested: float, step: int) -> float:
+    def effective(
+        self, arrival: float, path: str, requested: float, step: int, *, pod: bool = False
+    ) -> float:
         """The second a request made at the step ending `requested` takes effect, for a pod
-        (or task) that arrived at `arrival`."""
+        (`pod`) or a task that arrived at `arrival`."""
         every = self.poll if path == FAST_PATH else self.tick
         looked = _next(max(arrival, requested - step + 1), every)
-        return looked + self.after_look(path)
+        at = looked + self.after_look(path)
+        new_in_step = arrival > requested - step
+        if path == TICK and pod and new_in_step and self.fast_path:  # the look saw it too
+            return min(at, self.effective(arrival, FAST_PATH, requested, step))
+        return at
 
 
 @dataclass(frozen=True)
@@ -117,23 +131,28 @@ class Charged:
     side: Nodescaler | ClusterAutoscaler
     step: int
 
-    def reaction(self, since: float, name: str, answer: ScaleUpLike, *, gpu: bool) -> float:
+    def reaction(
+        self, since: float, name: str, answer: ScaleUpLike, *, gpu: bool, pod: bool = False
+    ) -> float:
         """Seconds from the arrival of demand seen at the step of `since` (minutes), the
-        pod or queue named `name`, to the second `answer` takes effect."""
+        pod (`pod`) or queue named `name`, to the second `answer` takes effect."""
         arrival = self.arrival(round(since * 60), name)
         requested = round(answer.minute * 60)
-        return self.effective(arrival, requested, answer.path, gpu=gpu) - arrival
+        return self.effective(arrival, requested, answer.path, gpu=gpu, pod=pod) - arrival
 
     def arrival(self, seen: int, name: str) -> int:
         """The second demand named `name`, first seen at the step of `seen` (seconds),
         arrived."""
         return seen - arrival_offset(name, self.step)
 
-    def effective(self, arrival: float, requested: int, path: str, *, gpu: bool) -> float:
+    def effective(
+        self, arrival: float, requested: int, path: str, *, gpu: bool, pod: bool = False
+    ) -> float:
         """The second a request made at the step of `requested` (seconds), by `path`, for
-        demand arrived at `arrival`, takes effect: when the world starts its instances."""
+        demand (a pod: `pod`) arrived at `arrival`, takes effect: when the world starts its
+        instances."""
         if isinstance(self.side, Nodescaler):
-            return self.side.effective(arrival, path or TICK, requested, self.step)
+            return self.side.effective(arrival, path or TICK, requested, self.step, pod=pod)
         return self.side.effective(arrival, requested, self.step, gpu=gpu)
 
 
