@@ -1,15 +1,18 @@
 """Plan, then act: the evaluator reads, plans (`domain.scaling.plan`, pure) and hands the plan to
-its actuator (`service.actuation`). A dry run makes the same plan and acts on none of it."""
+its actuator (`service.actuation`). A dry run makes the same plan (asking for no look
+again) and acts on none of it."""
 
 from __future__ import annotations
 
 import dataclasses
 import types
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from nodescaler.domain.ahead.arrivals import Arrivals
+from nodescaler.domain.ahead.recheck import SpareSeen
 from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.policy import MetricBase, SqsQueueMetric
 from nodescaler.domain.scale_down.leaving import Removable
@@ -206,3 +209,41 @@ def test_an_excess_nodescaler_did_not_ask_for_marks_nothing() -> None:
     assert actuation._awaiting(made(up, down)) == 1
     # and none when the plan names the instances that go itself (an EKS managed group)
     assert actuation._awaiting(made(up, down, leaving=("i-3",))) == 0
+
+
+class Buffered(World):
+    """The same group, its buffer's room going: 8 pods beyond it a minute ago, 2 now (6 a
+    minute: the third pod comes in 30 s); `tags` added to the group's own."""
+
+    def __init__(self, **tags: str) -> None:
+        super().__init__()
+        self.tags = tags
+
+    def get(self, name: str) -> NodeGroup | None:
+        return dataclasses.replace(GROUP, tags={**GROUP.tags, **self.tags})
+
+    def load(self, group: str) -> GroupState:
+        if self.saved:
+            return self.saved[-1]
+        counted = Arrivals(40, NOW - timedelta(minutes=1), 0.0, NOW - timedelta(hours=1))
+        counted = dataclasses.replace(counted, longest_gap=timedelta(minutes=1))
+        before = SpareSeen(8, NOW - timedelta(minutes=1))
+        return GroupState(group, arrivals=counted, spare_seen=before)
+
+    def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
+        return MetricReading(value=4, at=now, group_pods=46, buffer_spare=2)
+
+
+@pytest.mark.parametrize("by", ["setting", "tag"])
+def test_a_dry_run_records_no_time_to_look_again_and_a_live_group_does(
+    by: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the group's buffer room going, in dry-run by the deployment's setting or its tag
+    tagged = Buffered(**{"nodescaler/dry-run": "true"}) if by == "tag" else Buffered()
+    dry, _, dry_outcome = evaluated(by == "setting", monkeypatch, tagged)
+    live, _, outcome = evaluated(False, monkeypatch, Buffered())
+    # Then the live group's state says when to look again; the dry run's, which buys
+    # nothing then, does not, and keeps the count its next evaluation measures from
+    assert (outcome, live.saved[-1].recheck) == (Outcome.ACTED, NOW + timedelta(seconds=30))
+    assert (dry_outcome, dry.saved[-1].recheck) == (Outcome.DRY_RUN, None)
+    assert dry.saved[-1].spare_seen == live.saved[-1].spare_seen == SpareSeen(2, NOW, 46, 6.0)

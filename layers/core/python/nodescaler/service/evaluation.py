@@ -144,9 +144,8 @@ class Evaluator:
 
         # 6. Act on the plan: a scale-up claimed against the cluster's limits first (planned
         # again under them); a dry run plans under them and only records it.
-        dry_run = choice.dry_run or self.setup.dry_run
-        planned = self.actuator.claim_limits(facts, planned, dry_run)
-        if dry_run:
+        planned = self.actuator.claim_limits(facts, planned, facts.dry_run)
+        if facts.dry_run:
             outcome = Outcome.DRY_RUN if planned.resizes else Outcome.UNCHANGED
             return self.actuator.record(planned, planned.state, event_id, outcome)
         return self.actuator.act(planned, event_id)
@@ -202,6 +201,8 @@ class Evaluator:
             problems=choice.problems,
             cluster_name=self.setup.cluster_name,
             zones=self._zones(group, now),
+            # its plan asks no look it could buy nothing at (`domain.scaling.plan_recheck`)
+            dry_run=choice.dry_run or self.setup.dry_run,
         )
 
     def cluster_usage(self) -> ClusterUsage | None:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from nodescaler.domain.ahead.arrivals import Arrivals
 from nodescaler.domain.ahead.forecast import NamedHistory, forecast_readings, lead_time
-from nodescaler.domain.ahead.recheck import Recheck, buffer_recheck
 from nodescaler.domain.ahead.warm_pool import WarmPoolPlan, plan_warm_pool, usable_pool, warm_launch
 from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.groups.zonal_shift import ZoneHold, hold_for_zones
@@ -37,6 +36,7 @@ from nodescaler.domain.scaling.group_state import GroupState, failure_key
 from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.limits import Ceiling
 from nodescaler.domain.scaling.pause import Pause, hold
+from nodescaler.domain.scaling.plan_recheck import plan_recheck
 from nodescaler.domain.scaling.pods_floor import BootTime
 from nodescaler.domain.scaling.readings import MetricReading, Reading
 
@@ -77,6 +77,7 @@ class Facts:
     problems: tuple[str, ...] = ()  # what is wrong with its tags or policy, if anything
     cluster_name: str = ""
     zones: ZoneHold | None = None  # what zonal shifts hold of it (or their read's doubt)
+    dry_run: bool = False  # its plan is recorded, nothing acted on (its tag, or the deployment's)
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,8 @@ def plan(facts: Facts) -> Plan:
         else state.demand.record(now, decision.demand),
         arrivals=arrivals,
     )
-    recheck = _recheck(facts, arrivals)
+    boot = timedelta(seconds=boot_time(group, facts.state).seconds)
+    recheck = plan_recheck(facts, arrivals, boot=boot, desired=decision.desired)
     state = replace(state, recheck=recheck.at, spare_seen=recheck.seen)
     decision = _as_chosen(_with_warm_pool(policy, group, decision, readings), facts)
     return Plan(
@@ -365,28 +367,6 @@ def _arrivals(arrivals: Arrivals, readings: Mapping[str, Reading], now: datetime
     counts = [r.group_pods for r in readings.values() if isinstance(r, MetricReading)]
     known = [c for c in counts if c is not None]
     return arrivals.observed(now, known[0]) if known else arrivals
-
-
-def _recheck(facts: Facts, arrivals: Arrivals) -> Recheck:
-    """When the fast path is to ask for the group's evaluation, its buffer's room eaten
-    before the tick would buy in time (`domain.ahead.recheck`); never for a group at its
-    maximum, which could buy nothing then."""
-    spares = [r.buffer_spare for r in facts.readings.values() if isinstance(r, MetricReading)]
-    spare = min((s for s in spares if s is not None), default=None)
-    if spare is None:  # no buffer kept whole: nothing to measure (nor a boot to work out)
-        return Recheck(None, None)
-    group = facts.group
-    found = buffer_recheck(
-        sum(b.least for b in facts.policy.buffers),
-        spare,
-        facts.state.spare_seen,
-        arrivals=arrivals,
-        boot=timedelta(seconds=boot_time(group, facts.state).seconds),
-        now=facts.now,
-    )
-    if group.desired >= min(group.max_size, facts.policy.spec.max_replicas):
-        return Recheck(None, found.seen)
-    return found
 
 
 def _as_chosen(decision: Decision, facts: Facts) -> Decision:
