@@ -146,21 +146,34 @@ def test_unschedulable_pod_minutes_count_each_minute_once_whatever_the_groups() 
 
 def test_a_budget_is_short_only_after_it_was_first_met() -> None:
     looks = [
-        (0, "web", False),  # its pods still starting: nothing disrupted them
-        (1, "web", True),
-        (3, "web", False),  # a disruption
-        (3.5, "web", False),  # the same minute again: counted once
-        (4, "web", True),
-        (6, "web", False),
-        (6, "db", True),
-        (7, "db", False),
-        (9, "jobs", False),  # never met: never short
+        (0, "web", 0, 2),  # its pods still starting: nothing disrupted them
+        (1, "web", 3, 2),
+        (3, "web", 1, 2),  # a disruption
+        (3.5, "web", 1, 2),  # the same minute again: counted once
+        (4, "web", 2, 2),
+        (6, "web", 1, 2),
+        (6, "db", 1, 1),
+        (7, "db", 0, 1),
+        (9, "jobs", 0, 1),  # never met: never short
     ]
     assert budget_short_minutes(looks) == [3, 6, 7]
 
 
+def test_a_budget_asking_for_more_while_new_pods_start_is_not_short() -> None:
+    # Given a budget of 80 % met by 10 pods, and its deployment scaled to 20
+    looks = [
+        (1, "web", 10, 8),
+        (2, "web", 10, 16),  # the 10 new pods starting: none lost
+        (3, "web", 14, 16),  # 4 of them Ready
+        (4, "web", 13, 16),  # then one evicted: a disruption
+        (5, "web", 14, 16),  # its replacement Ready: back to the most since it was met
+        (6, "web", 16, 16),
+    ]
+    assert budget_short_minutes(looks) == [4]
+
+
 def test_two_budgets_short_in_one_minute_count_one_minute() -> None:
-    looks = [(0, "web", True), (0, "db", True), (5, "web", False), (5, "db", False)]
+    looks = [(0, "web", 2, 2), (0, "db", 1, 1), (5, "web", 1, 2), (5, "db", 0, 1)]
     assert budget_short_minutes(looks) == [5]
     assert (
         disruption(evictions_asked=0, evicted=0, nodes_removed=0, killed=0, budget_short=[5])[

@@ -194,17 +194,21 @@ def unschedulable_pod_minutes(rows: Iterable[Mapping[str, Any]], step_minutes: f
     return round(sum(pending.values()) * step_minutes, 1)
 
 
-def budget_short_minutes(looks: Iterable[tuple[float, str, bool]]) -> list[int]:
-    """The minutes in which a disruption budget had too few healthy pods after it was first
-    met: a disruption. Before then its pods are still starting, which nothing disrupted.
-    `looks`: (minute, budget, met), in the order they were taken."""
-    met_once: set[str] = set()
+def budget_short_minutes(looks: Iterable[tuple[float, str, int, int]]) -> list[int]:
+    """The minutes in which a disruption budget had too few healthy pods, and fewer than it
+    had had since it was last met: a disruption. Before it is first met its pods are still
+    starting; and one short only because it asks for more (its deployment scaled up, the
+    new pods starting) has lost no pod: nothing disrupted them. `looks`: (minute, budget,
+    healthy pods, pods it asks to be healthy), in the order they were taken."""
+    most: dict[str, int] = {}  # the healthy pods most since the budget was last met
     short: set[int] = set()
-    for minute, budget, met in looks:
-        if met:
-            met_once.add(budget)
-        elif budget in met_once:
-            short.add(int(minute))
+    for minute, budget, healthy, desired in looks:
+        if healthy >= desired:
+            most[budget] = healthy
+        elif budget in most:
+            if healthy < most[budget]:
+                short.add(int(minute))
+            most[budget] = max(most[budget], healthy)
     return sorted(short)
 
 

@@ -97,7 +97,7 @@ class World:
             for t in scenario.request_traces
         ]
         # each budget, each time the cluster reacted: (minute, budget, enough healthy pods)
-        self.budget_looks: list[tuple[float, str, bool]] = []
+        self.budget_looks: list[tuple[float, str, int, int]] = []
         self.start = box.clock.now()
         self.tasks_lost = 0  # sent while their queue was deleted
         self.pods: dict[str, PodRecord] = {}  # uid → what happened to the pod
@@ -238,8 +238,8 @@ class World:
     def _check_budgets(self) -> None:
         for (_, name), budget in self.cluster.store.objects["poddisruptionbudgets"].items():
             status = self.cluster.store.budget_status(budget)
-            met = status["currentHealthy"] >= status["desiredHealthy"]
-            self.budget_looks.append((self.minute, name, met))  # figures.budget_short_minutes
+            healthy, desired = status["currentHealthy"], status["desiredHealthy"]
+            self.budget_looks.append((self.minute, name, healthy, desired))  # figures
 
     def record_pods(self) -> None:
         """What each pod went through since the last look: created, found no node (and
