@@ -125,3 +125,55 @@ def test_given_a_field_named_with_terminal_escapes_then_validate_prints_it_inert
     (said,) = capsys.readouterr().err.splitlines()
     assert said.startswith(f"{hostile}: spec.[2J ]0;pwned kkk") and said.endswith("unknown field")
     assert said.isprintable() and len(said) < 400
+
+
+RESERVATION = """apiVersion: nodescaler.io/v1alpha1
+kind: NodeGroupPolicy
+metadata: {name: reserve}
+spec:
+  minReplicas: 1
+  maxReplicas: 50
+  metrics:
+    - type: CapacityReservation
+      capacityReservation: {resource: memory}
+      target: {type: %s}
+    - type: PendingPods
+"""
+
+
+def test_given_a_reservation_targeting_an_average_value_then_validate_warns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a reservation of 70 written as a count a node: 1 node per 70 % requested
+    path = tmp_path / "reserve.yaml"
+    path.write_text(RESERVATION % "AverageValue, averageValue: 70")
+    assert main(["validate", str(path)]) == 0
+    valid, warning = capsys.readouterr().out.splitlines()
+    assert valid == f"{path}: policy 'reserve' is valid"
+    # Then it names the metric, what the target does, and the target it likely meant
+    assert warning.startswith(f"{path}: warning: policy 'reserve' metric 'reservation-memory':")
+    assert "60 % requested asks for 1 node, whatever the group's size" in warning
+    assert warning.endswith("write target: {type: Utilization, averageUtilization: 70}")
+    # and a Utilization target is what it means: no warning
+    path.write_text(RESERVATION % "Utilization, averageUtilization: 70")
+    assert main(["validate", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"{path}: policy 'reserve' is valid"]
+
+
+def test_given_a_scenario_whose_group_has_such_a_policy_then_simulate_warns_too(
+    tmp_path: Path,
+) -> None:
+    from nodescaler_sandbox.scenario_file import load_scenario
+    from nodescaler_sandbox.worker_fit import warnings
+
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "reserve.yaml").write_text(
+        RESERVATION % "AverageValue, averageValue: 35"
+    )
+    (tmp_path / "s.yaml").write_text(
+        "name: s\nminutes: 5\npolicies: policies\n"
+        "groups:\n  - {name: g, policy: reserve, max: 4, instanceType: m5.xlarge}\n"
+    )
+    (said,) = warnings(load_scenario(tmp_path / "s.yaml"))
+    assert said.startswith("policy 'reserve' metric 'reservation-memory':")
+    assert "60 % requested asks for 2 nodes" in said

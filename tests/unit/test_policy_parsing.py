@@ -72,6 +72,17 @@ def test_a_duration_that_is_not_a_whole_number_says_its_unit(field: str, says: s
     assert problems(BASE + field) == (f"p.yaml: {says}",)
 
 
+def test_a_list_too_short_or_too_long_says_how_many_in_words() -> None:
+    empty = BASE.replace("metrics: [{type: PendingPods}]", "metrics: []")
+    assert problems(empty) == ("p.yaml: spec.metrics: should list at least 1 item; got 0",)
+    buffer = "{pods: 1, requests: {cpu: '1'}}"
+    nine = f"pendingPods: {{buffer: [{', '.join([buffer] * 9)}]}}"
+    many = BASE.replace("{type: PendingPods}", f"{{type: PendingPods, {nine}}}")
+    assert problems(many) == (
+        "p.yaml: spec.metrics[0].pendingPods.buffer: should list at most 8 items; got 9",
+    )
+
+
 def test_a_name_only_loosely_like_a_field_is_no_suggestion() -> None:
     assert did_you_mean("maxRep", ["maxReplicas"]) == ""
     assert did_you_mean("maxRepl", ["maxReplicas"]) == " (did you mean maxReplicas?)"

@@ -28,8 +28,13 @@ def _validate(args: argparse.Namespace) -> int:
     paths = [*args.paths, *(args.filenames or [])] or [DEFAULT_POLICIES]
     scenarios = [path for path in paths if _is_scenario(path)]
     if policy_paths := [path for path in paths if path not in scenarios]:
+        from nodescaler.domain.policy.advice import advice
+
         for document in read_documents(policy_paths):
-            print(f"{document.source}: policy {document.policy.name!r} is valid")
+            name = document.policy.name
+            print(f"{document.source}: policy {name!r} is valid")
+            for warning in advice(document.policy):
+                print(f"{document.source}: warning: policy {name!r} {warning}")
     for path in scenarios:
         _validate_scenario(path)
     return 0

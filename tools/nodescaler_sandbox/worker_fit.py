@@ -232,13 +232,17 @@ def buffers_never_kept(
 
 
 def warnings(scenario: Scenario) -> list[str]:
-    """The scenario's unfit queue targets, buffers no node holds and pods no group's node
-    holds, in words (its policies loaded from its folder)."""
+    """The scenario's unfit queue targets, buffers no node holds, pods no group's node
+    holds and its groups' policies' own warnings (`domain.policy.advice`), in words (its
+    policies loaded from its folder)."""
     from nodescaler.adapters.deployed_policies import load_policies
+    from nodescaler.domain.policy.advice import advice
 
     policies = load_policies(scenario.policies_path)
     types = {g.instance_type for g in scenario.groups if g.node is None}
     shapes = {t: shape for t in types if (shape := instance_shape(t)) is not None}
     unfit = [u.describe() for u in unfit_queue_targets(scenario, policies, shapes)]
     unkept = buffers_never_kept(scenario, policies, shapes)
-    return unfit + unkept + too_big(scenario, shapes)
+    used = sorted({g.policy for g in scenario.groups if g.policy in policies})
+    advised = [f"policy {p!r} {w}" for p in used for w in advice(policies[p])]
+    return unfit + unkept + too_big(scenario, shapes) + advised

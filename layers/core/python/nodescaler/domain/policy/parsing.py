@@ -145,6 +145,13 @@ def _message(error: Any, fields: Callable[[], Iterable[str]] = _policy_fields) -
     if kind == "string_pattern_mismatch" and error["ctx"]["pattern"] in PATTERN_WORDS:
         words = PATTERN_WORDS[error["ctx"]["pattern"]]
         return f"should be {words}; got {outside(repr(error['input']))}"
+    if kind in ("too_short", "too_long"):  # "List should have at least 1 item after ..."
+        ctx = error["ctx"]
+        bound, most = (
+            (ctx["min_length"], "least") if kind == "too_short" else (ctx["max_length"], "most")
+        )
+        items = "item" if bound == 1 else "items"
+        return f"should list at {most} {bound} {items}; got {ctx['actual_length']}"
     unit = _unit(error["loc"])
     if kind in ("int_type", "int_parsing", "int_from_float") and unit:
         example = " (120 for two minutes)" if unit == "seconds" else ""
