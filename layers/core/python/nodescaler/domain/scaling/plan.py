@@ -36,7 +36,7 @@ from nodescaler.domain.scaling.group_state import GroupState, failure_key
 from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.limits import Ceiling
 from nodescaler.domain.scaling.pause import Pause, hold
-from nodescaler.domain.scaling.plan_recheck import plan_recheck
+from nodescaler.domain.scaling.plan_recheck import Buying, plan_recheck
 from nodescaler.domain.scaling.pods_floor import BootTime
 from nodescaler.domain.scaling.readings import MetricReading, Reading
 
@@ -163,8 +163,15 @@ def plan(facts: Facts) -> Plan:
         else state.demand.record(now, decision.demand),
         arrivals=arrivals,
     )
-    boot = timedelta(seconds=boot_time(group, facts.state).seconds)
-    recheck = plan_recheck(facts, arrivals, boot=boot, desired=decision.desired)
+    recheck = plan_recheck(
+        facts.readings,
+        sum(b.least for b in policy.buffers),
+        facts.state.spare_seen,
+        arrivals=arrivals,
+        boot=timedelta(seconds=boot_time(group, facts.state).seconds),
+        now=now,
+        buying=_buying(facts, decision.desired),
+    )
     state = replace(state, recheck=recheck.at, spare_seen=recheck.seen)
     decision = _as_chosen(_with_warm_pool(policy, group, decision, readings), facts)
     return Plan(
@@ -367,6 +374,16 @@ def _arrivals(arrivals: Arrivals, readings: Mapping[str, Reading], now: datetime
     counts = [r.group_pods for r in readings.values() if isinstance(r, MetricReading)]
     known = [c for c in counts if c is not None]
     return arrivals.observed(now, known[0]) if known else arrivals
+
+
+def _buying(facts: Facts, desired: int) -> Buying:
+    """What says whether the group's evaluation could buy it a node (`plan_recheck`)."""
+    group, ceiling = facts.group, facts.ceiling
+    most = min(group.max_size, facts.policy.spec.max_replicas)
+    if ceiling is not None:
+        most = min(most, ceiling.nodes)
+    size = max(group.desired, desired)
+    return Buying(size, most, facts.pauses, facts.dry_run)
 
 
 def _as_chosen(decision: Decision, facts: Facts) -> Decision:
