@@ -30,6 +30,19 @@ def queue_burst(**changes: Any) -> Scenario:
     return loaded.model_copy(update=changes)
 
 
+def visible_published(cloudwatch: Any, burst: Scenario, *, minutes: int) -> list[Any]:
+    """The queue's ApproximateNumberOfMessagesVisible datapoints SQS published."""
+    return cloudwatch.get_metric_statistics(  # type: ignore[no-any-return]
+        Namespace="AWS/SQS",
+        MetricName="ApproximateNumberOfMessagesVisible",
+        Dimensions=[{"Name": "QueueName", "Value": QUEUE}],
+        StartTime=burst.start,
+        EndTime=burst.start + timedelta(minutes=minutes),
+        Period=60,
+        Statistics=["Maximum"],
+    )["Datapoints"]
+
+
 def test_sqs_publishes_once_a_minute_and_the_alarm_fires_on_its_period(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -50,20 +63,12 @@ def test_sqs_publishes_once_a_minute_and_the_alarm_fires_on_its_period(
         for at in steps(burst.minutes, burst.step_seconds):
             world.step(at)
             act(at, burst.step_seconds)  # the step ending at `at`
-            depths[at] = world.queue_depths()[QUEUE]
+            depths[at] = world.queue_depths(visible_only=True)[QUEUE]
             (alarm,) = cloudwatch.describe_alarms(AlarmNames=[ALARM])["MetricAlarms"]
             states[at] = alarm["StateValue"]
             box.advance(burst.step_seconds / 60, between=world.react)
-        published = cloudwatch.get_metric_statistics(
-            Namespace="AWS/SQS",
-            MetricName="ApproximateNumberOfMessagesVisible",
-            Dimensions=[{"Name": "QueueName", "Value": QUEUE}],
-            StartTime=burst.start,
-            EndTime=burst.start + timedelta(minutes=5),
-            Period=60,
-            Statistics=["Maximum"],
-        )["Datapoints"]
-    # Then SQS published once a minute, on the minute, what the queue held then
+        published = visible_published(cloudwatch, burst, minutes=5)
+    # Then SQS published once a minute, on the minute, what the queue held visible then
     # ("pushed to CloudWatch at one-minute intervals":
     # https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html)
     by_second = {
@@ -80,6 +85,44 @@ def test_sqs_publishes_once_a_minute_and_the_alarm_fires_on_its_period(
     assert states[60] == "ALARM"
     # and nodescaler's tick came at the stack's rate, not at every step
     assert ticks == [burst.start + timedelta(minutes=m) for m in (0, 2, 4)]
+
+
+def test_a_worker_at_work_has_received_its_message_in_flight_not_visible(
+    tmp_path: Path,
+) -> None:
+    # Given 8 tasks sent at 00:00, their workers Ready once their nodes boot (3 minutes)
+    burst = queue_burst(minutes=6)
+    burst = burst.model_copy(
+        update={"queues": [burst.queues[0].model_copy(update={"tasks": {0: 8}})]}
+    )
+    seen: dict[int, tuple[int, int, str]] = {}
+    with sandbox(burst.policies_path, tmp_path, boot=timedelta(minutes=3)) as box:
+        world = World(burst, box, hooks=True)
+        act = controllers.acting(burst, scenarios.NODESCALER, box, world, Outages([], box))
+        sqs, cloudwatch = box.client("sqs"), box.client("cloudwatch")
+        url = sqs.get_queue_url(QueueName=QUEUE)["QueueUrl"]
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        # When the world steps under nodescaler
+        for at in steps(burst.minutes, burst.step_seconds):
+            world.step(at)
+            act(at, burst.step_seconds)
+            counts = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+            (alarm,) = cloudwatch.describe_alarms(AlarmNames=[ALARM])["MetricAlarms"]
+            seen[at] = (*(int(counts[n]) for n in names), alarm["StateValue"])
+            box.advance(burst.step_seconds / 60, between=world.react)
+        published = visible_published(cloudwatch, burst, minutes=6)
+    # Then the tasks wait visible until their workers are at work, then are in flight (a
+    # received message is hidden until deleted: "Amazon SQS visibility timeout",
+    # https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-visibility-timeout.html)
+    assert seen[60][:2] == (8, 0)
+    assert seen[300][:2] == (0, 8)
+    # and SQS publishes the visible ones: the alarm on "more than 0 visible" fired, then
+    # went back to OK as the workers took them, while the queue still holds all 8
+    by_minute = {
+        int((p["Timestamp"] - burst.start).total_seconds()) // 60: p["Maximum"] for p in published
+    }
+    assert by_minute[1] == 8 and by_minute[5] == 0
+    assert seen[60][2] == "ALARM" and seen[330][2] == "OK"
 
 
 def test_an_alarm_is_evaluated_on_the_minute_not_at_every_step(tmp_path: Path) -> None:

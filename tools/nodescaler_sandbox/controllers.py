@@ -80,7 +80,7 @@ def _nodescaler(
         if scenario.prometheus:
             box.publish_gauges(world.gauges())
         if EVERY_MINUTE.due(at, step) and (scenario.queues or scenario.request_traces):
-            box.publish_queue_metrics(world.queue_depths())  # SQS's, once a minute
+            box.publish_queue_metrics(world.queue_depths(visible_only=True))  # SQS's
         if scenario.alarms:
             box.evaluate_alarms()  # each alarm when its evaluation is due
         if tick.due(at, step):

@@ -448,6 +448,11 @@ class RequestQueue:
         """Waiting and in flight, as KEDA counts them (scaleOnInFlight)."""
         return len(self._waiting) + len(self._busy)
 
+    @property
+    def busy(self) -> int:
+        """Requests a worker has received and not finished: in flight."""
+        return len(self._busy)
+
     def work(self, store: Cluster, at: float) -> int:
         """Busy workers that finished, or were removed; each Ready worker then takes the
         waiting requests one after another, from the second it was free (its last request's

@@ -186,6 +186,12 @@ class QueueWork:
             self._polled, self._target, self._done = poll, min(messages, self.max_workers), 0
         return max(self._target - self._done, 0)
 
+    def working(self, store: Cluster) -> int:
+        """The workers at a task: Ready, each has received its message."""
+        return sum(
+            1 for p in self.workers.pods(store) if READY_AT in p["metadata"].get("annotations", {})
+        )
+
     def finish(self, store: Cluster, now: datetime) -> int:
         """Removes the workers whose task is done; how many."""
         done = self._finish(store, now)

@@ -152,6 +152,7 @@ class World:
                 self.tasks_lost += arrived
             done = queue.finish(self.cluster.store, self.box.clock.now())
             _consume(queue.queue, done, self.cluster.region)
+            _in_flight(queue.queue, queue.working(self.cluster.store), self.cluster.region)
         self._replay(at)
         self.react()
 
@@ -167,6 +168,7 @@ class World:
                     sqs = self.box.client("sqs")
                     fill_queue(sqs, served.queue, arrived, region=self.cluster.region)
                 _consume(served.queue, served.work(store, at), self.cluster.region)
+                _in_flight(served.queue, served.busy, self.cluster.region)
 
     def replicas(self, deployment: Deployment) -> int:
         """The deployment's replicas at this step: its curve's change from the last minute
@@ -289,10 +291,12 @@ class World:
     def _minutes(self, at: str) -> float:
         return (datetime.fromisoformat(at) - self.start).total_seconds() / 60
 
-    def queue_depths(self) -> dict[str, int]:
-        """Each queue's messages (a queue a fault deleted is not there)."""
+    def queue_depths(self, *, visible_only: bool = False) -> dict[str, int]:
+        """Each queue's messages, or those no worker has received (`visible_only`: what
+        SQS publishes as ApproximateNumberOfMessagesVisible); a queue a fault deleted is
+        not there."""
         return {
-            name: _messages(name, self.cluster.region)
+            name: _messages(name, self.cluster.region, visible_only=visible_only)
             for name in self.queue_names
             if _store(name, self.cluster.region) is not None
         }
@@ -403,9 +407,30 @@ def _store(queue: str, region: str) -> Any:
         return None
 
 
-def _messages(queue: str, region: str) -> int:
+def _messages(queue: str, region: str, *, visible_only: bool = False) -> int:
     store = _store(queue, region)
-    return len(store._messages) if store is not None else 0
+    if store is None:
+        return 0
+    return len(store.messages) if visible_only else len(store._messages)
+
+
+# A received message is in flight until deleted or its visibility timeout ends (SQS:
+# https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-visibility-timeout.html).
+# moto times that on the wall clock, not the sandbox's: a worker's message is hidden for
+# good, and shown again as the worker's count falls (its task goes back, as the
+# timeout would give it to the next worker).
+HIDDEN_FOR_GOOD = float("inf")
+
+
+def _in_flight(queue: str, working: int, region: str) -> None:
+    """The first `working` messages received by the workers at work (in flight: counted in
+    ApproximateNumberOfMessagesNotVisible), the rest visible. Tasks done delete the
+    first messages (`_consume`): those in flight."""
+    store = _store(queue, region)
+    if store is None:
+        return
+    for index, message in enumerate(store._messages):
+        message.visible_at = HIDDEN_FOR_GOOD if index < working else 0.0
 
 
 def _consume(queue: str, tasks: int, region: str) -> None:
