@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from nodescaler_sandbox.cluster import SimulatedCluster
+from nodescaler_sandbox.cluster import READY_AT, SimulatedCluster
 from nodescaler_sandbox.kube.apiserver import ApiError, Cluster, is_ready
 from nodescaler_sandbox.workloads import Deployment, QueueWork, pod
 
@@ -160,3 +160,42 @@ def test_keda_makes_a_queues_workers_at_its_30_second_polls_only() -> None:
     work._done += 1  # a worker finished (`finish`)
     assert work.wanted(20, 9) == 2
     assert work.wanted(30, 9) == 8
+
+
+def test_a_queue_worker_gone_at_its_task_loses_its_work_and_one_done_loses_none() -> None:
+    # Given three workers of 10-minute tasks: two Ready at 00:00, one still starting
+    store = Cluster()
+    work = QueueWork("q", {0: 3}, 10, Deployment("q-worker", "1", "1Gi", [(0, 3)]), 3)
+    work.workers.resize(store, 3, T0)
+    names = sorted(p["metadata"]["name"] for p in work.workers.pods(store))
+    for name in names[:2]:
+        store.objects["pods"][("default", name)]["metadata"]["annotations"][READY_AT] = (
+            T0.isoformat()
+        )
+    assert work.take_stock(store, T0 + timedelta(minutes=4)) == 2  # each at its task
+    # When one is evicted (a scale-in) and the other finishes its task
+    store.delete("pods", ("default", names[0]))
+    assert work.finish(store, T0 + timedelta(minutes=10)) == 1
+    # Then the evicted one's 4 minutes of work (to the last stock-take) are lost, the
+    # finished one's are not, and the starting one had none to lose
+    assert work.take_stock(store, T0 + timedelta(minutes=10)) == 0
+    assert work.lost_minutes == 4
+    store.delete("pods", ("default", names[2]))
+    assert work.take_stock(store, T0 + timedelta(minutes=11)) == 0
+    assert work.lost_minutes == 4
+
+
+def test_a_run_s_lost_job_minutes_count_its_queue_workers_work() -> None:
+    from nodescaler_sandbox import run_summary
+    from nodescaler_sandbox.observation import Run
+    from nodescaler_sandbox.scenario_file import load_scenario
+
+    from tests.sandbox.conftest import SCENARIOS
+
+    burst = load_scenario(SCENARIOS / "1-queue-burst.yaml")
+    run = Run("nodescaler", queue_work_lost_minutes=12.34)
+    figures = run_summary._replay_figures(burst, run, [], 10 / 60)
+    assert figures["lost_job_minutes"] == 12.3
+    # a scenario of neither queues nor pod traces has no such figure
+    no_queue = burst.model_copy(update={"queues": [], "alarms": []})
+    assert "lost_job_minutes" not in run_summary._replay_figures(no_queue, run, [], 10 / 60)

@@ -192,11 +192,9 @@ def _replay_figures(
         ),
         "cost_usd": replay_figures.cost_usd(groups, hours, scenario.priced()),
     }
-    if scenario.pod_traces:
-        replay["lost_job_minutes"] = round(
-            sum(t["lost_job_minutes"] for t in result.replayed.values() if "lost_job_minutes" in t),
-            1,
-        )
+    if scenario.pod_traces or scenario.queues:  # Jobs' work, and queue workers'
+        traced = (t.get("lost_job_minutes", 0) for t in result.replayed.values())
+        replay["lost_job_minutes"] = round(sum(traced) + result.queue_work_lost_minutes, 1)
     if result.replayed:
         replay["traces"] = result.replayed
     return replay

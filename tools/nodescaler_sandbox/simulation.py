@@ -151,6 +151,7 @@ def _collect(
     result.termination_asked = list(box.termination.invocations)
     result.termination_failed = len(box.termination.failures)
     result.tasks_lost = world.tasks_lost
+    result.queue_work_lost_minutes = sum(q.lost_minutes for q in world.queues)
     result.replayed = replay_figures.replayed(world)
     result.workloads = {k: v for t in world.pod_traces for k, v in t.workloads.items()}
     result.writes = dict(box.writes)

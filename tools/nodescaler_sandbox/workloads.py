@@ -173,6 +173,9 @@ class QueueWork:
     _polled: int = -1  # the last poll's number
     _target: int = 0  # the workers the last poll asked for
     _done: int = 0  # of those, done since
+    lost_minutes: float = 0.0  # work of workers gone at their task (evicted, lost with a node)
+    _at_work: dict[str, datetime] = field(default_factory=dict)  # worker → Ready since
+    _looked: datetime | None = None  # the last stock-take
 
     @property
     def task_time(self) -> timedelta:
@@ -186,11 +189,20 @@ class QueueWork:
             self._polled, self._target, self._done = poll, min(messages, self.max_workers), 0
         return max(self._target - self._done, 0)
 
-    def working(self, store: Cluster) -> int:
-        """The workers at a task: Ready, each has received its message."""
-        return sum(
-            1 for p in self.workers.pods(store) if READY_AT in p["metadata"].get("annotations", {})
-        )
+    def take_stock(self, store: Cluster, now: datetime) -> int:
+        """The workers at a task now (Ready: each has received its message). A worker at
+        its task at the last stock-take and gone since without finishing lost its work
+        (counted up to that stock-take: the least it lost)."""
+        at_work = {
+            p["metadata"]["name"]: datetime.fromisoformat(p["metadata"]["annotations"][READY_AT])
+            for p in self.workers.pods(store)
+            if READY_AT in p["metadata"].get("annotations", {})
+        }
+        if self._looked is not None:
+            gone = [since for name, since in self._at_work.items() if name not in at_work]
+            self.lost_minutes += sum((self._looked - s).total_seconds() for s in gone) / 60
+        self._at_work, self._looked = at_work, now
+        return len(at_work)
 
     def finish(self, store: Cluster, now: datetime) -> int:
         """Removes the workers whose task is done; how many."""
@@ -207,5 +219,6 @@ class QueueWork:
                     store.delete(
                         "pods", (found["metadata"]["namespace"], found["metadata"]["name"])
                     )
+                    self._at_work.pop(found["metadata"]["name"], None)  # done: nothing lost
                     done += 1
         return done

@@ -152,7 +152,8 @@ class World:
                 self.tasks_lost += arrived
             done = queue.finish(self.cluster.store, self.box.clock.now())
             _consume(queue.queue, done, self.cluster.region)
-            _in_flight(queue.queue, queue.working(self.cluster.store), self.cluster.region)
+            working = queue.take_stock(self.cluster.store, self.box.clock.now())
+            _in_flight(queue.queue, working, self.cluster.region)
         self._replay(at)
         self.react()
 
