@@ -262,7 +262,7 @@ def test_a_group_whose_recheck_has_come_is_asked_once_for_it() -> None:
 
     assert times.asked[0] == ("web-a", "web-b")  # the groups that keep a buffer, alone
     assert [(r.node_group, r.cause) for r in sent.requests] == [
-        ("web-a", "fast path: its buffer's room runs short at the rate it goes by 08:59:58Z")
+        ("web-a", "fast path: its last evaluation asked for a look by 08:59:58Z")
     ]
     assert look.next_recheck == T0 + timedelta(seconds=20)
 

@@ -142,7 +142,7 @@ class Look:
     def ask_recheck(self, group: str, due: datetime) -> None:
         self.rechecked[group] = due
         at = due.astimezone(UTC)
-        self.ask(group, f"its buffer's room runs short at the rate it goes by {at:%H:%M:%S}Z")
+        self.ask(group, f"its last evaluation asked for a look by {at:%H:%M:%S}Z")
 
     def asked(self, group: str) -> list[str]:
         """What the group's request asks: its pods' uids, its queues' needs (with the look's
@@ -222,8 +222,12 @@ class FastPath:
             self._look_at_pods(look, watch, self.pods)
         for queue in watch.queues:
             self._look_at_queue(look, queue)
-        if self.rechecks is not None and watch.buffered:
-            self._look_at_rechecks(look, watch.buffered, self.rechecks)
+        # the groups asked to be looked at again: those keeping a buffer; and, while pods
+        # wait, every pending-pods group (its coming nodes due Ready with pods counted
+        # onto them: `domain.scaling.plan_recheck`)
+        rechecked = watch.pending_groups if look.unschedulable else watch.buffered
+        if self.rechecks is not None and rechecked:
+            self._look_at_rechecks(look, rechecked, self.rechecks)
         return look
 
     def act(self, look: Look) -> Look:
@@ -291,8 +295,8 @@ class FastPath:
         return known
 
     def _look_at_rechecks(self, look: Look, groups: Sequence[str], source: Rechecks) -> None:
-        """Each group whose buffer's room, by its last evaluation, runs short by now, asked
-        once for that time; a group asked within the slot waits (its evaluation is coming)."""
+        """Each group whose last evaluation asked for a look by now, asked once for that
+        time; a group asked within the slot waits (its evaluation is coming)."""
         try:
             due = source.rechecks(groups)
         except StateUnavailableError as error:  # throttled, refused, unreachable

@@ -40,8 +40,9 @@ class GroupState:
     demand: DemandHistory = field(default_factory=DemandHistory)
     # How fast its pods arrive, for a buffer sized from arrivals (`domain.arrivals`).
     arrivals: Arrivals = field(default_factory=Arrivals)
-    # When its buffer's room runs short at the rate it goes, before the next tick: the
-    # fast path asks for an evaluation then; and the room's count that rate is measured
+    # When the fast path is to ask for an evaluation (its buffer's room running short
+    # before the next tick, or its coming nodes due Ready with pods counted onto them:
+    # `domain.scaling.plan_recheck`); and the room's count the buffer's rate is measured
     # from (`domain.ahead.recheck`).
     recheck: datetime | None = None
     spare_seen: SpareSeen | None = None
@@ -49,6 +50,11 @@ class GroupState:
     failures: MetricFailures = field(default_factory=MetricFailures)
     # An operator's `nodescaler pause`, running or expired (written only by it and resume).
     pause: Pause | None = None
+
+    @property
+    def grown_at(self) -> datetime | None:
+        """When its scale-up in flight was asked, if one is."""
+        return self.provisioning.since if self.provisioning is not None else None
 
     def seen(self, event_id: str) -> bool:
         return event_id in self.recent_events

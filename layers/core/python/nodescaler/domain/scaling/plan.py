@@ -170,7 +170,10 @@ def plan(facts: Facts) -> Plan:
         arrivals=arrivals,
         boot=timedelta(seconds=boot_time(group, facts.state).seconds),
         now=now,
-        buying=_buying(facts, decision.desired),
+        buying=Buying.of(facts.group, facts.policy, facts.ceiling, decision.desired).held_by(
+            facts.pauses, dry_run=facts.dry_run
+        ),
+        grown_at=now if decision.desired > decision.current else state.grown_at,
     )
     state = replace(state, recheck=recheck.at, spare_seen=recheck.seen)
     decision = _as_chosen(_with_warm_pool(policy, group, decision, readings), facts)
@@ -374,16 +377,6 @@ def _arrivals(arrivals: Arrivals, readings: Mapping[str, Reading], now: datetime
     counts = [r.group_pods for r in readings.values() if isinstance(r, MetricReading)]
     known = [c for c in counts if c is not None]
     return arrivals.observed(now, known[0]) if known else arrivals
-
-
-def _buying(facts: Facts, desired: int) -> Buying:
-    """What says whether the group's evaluation could buy it a node (`plan_recheck`)."""
-    group, ceiling = facts.group, facts.ceiling
-    most = min(group.max_size, facts.policy.spec.max_replicas)
-    if ceiling is not None:
-        most = min(most, ceiling.nodes)
-    size = max(group.desired, desired)
-    return Buying(size, most, facts.pauses, facts.dry_run)
 
 
 def _as_chosen(decision: Decision, facts: Facts) -> Decision:

@@ -1,21 +1,31 @@
 """The recheck a group's plan records: when the fast path is to ask for its evaluation
-again, its buffer's room eaten before the tick would buy in time (`domain.ahead.recheck`),
-and never where that evaluation could buy nothing: the group has the most nodes it may
-have (its maximum, or all the cluster's limits leave it), its scale-out is paused then,
-or it runs as a dry run. The count of its room is kept either way: the next evaluation
-measures from it.
+again. Its buffer's room eaten before the tick would buy in time (`domain.ahead.recheck`);
+or pending pods counted onto its nodes on their way, once those nodes should be Ready:
+the count is an estimate of packing, and a pod the scheduler then finds no room for is
+no longer new to the fast path, so without this it waits for the tick (Cluster
+Autoscaler's loop sees it within 10 s). Never where that evaluation could buy nothing:
+the group has the most nodes it may have (its maximum, or all the cluster's limits leave
+it), its scale-out is paused then, or it runs as a dry run. The count of its room is kept
+either way: the next evaluation measures from it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from nodescaler.domain.ahead.arrivals import Arrivals
 from nodescaler.domain.ahead.recheck import Recheck, SpareSeen, buffer_recheck
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.scaling.limits import Ceiling
 from nodescaler.domain.scaling.pause import Pause
 from nodescaler.domain.scaling.readings import MetricReading, Reading
+
+# After the nodes should be Ready: the scheduler binds what fits on a node just Ready
+# within a second or two, so a pod still pending then needs another node.
+LANDED = timedelta(seconds=10)
 
 
 @dataclass(frozen=True)
@@ -27,6 +37,19 @@ class Buying:
     # only for a plan that grows: `Actuator.claim_limits`)
     pauses: Sequence[Pause] = ()
     dry_run: bool = False
+
+    @classmethod
+    def of(
+        cls, group: NodeGroup, policy: NodeGroupPolicy, ceiling: Ceiling | None, desired: int
+    ) -> Buying:
+        """The group's size once planned (`desired`), and the most it may have."""
+        most = min(group.max_size, policy.spec.max_replicas)
+        if ceiling is not None:
+            most = min(most, ceiling.nodes)
+        return cls(max(group.desired, desired), most)
+
+    def held_by(self, pauses: Sequence[Pause], *, dry_run: bool) -> Buying:
+        return replace(self, pauses=pauses, dry_run=dry_run)
 
     def could_buy(self, at: datetime) -> bool:
         """Not a dry run, nor its scale-out held by a pause still in force `at`, and room
@@ -44,14 +67,18 @@ def plan_recheck(
     boot: timedelta,
     now: datetime,
     buying: Buying,
+    grown_at: datetime | None = None,
 ) -> Recheck:
     """The recheck for a group keeping `buffered` pods of room (its buffers' least), its
-    room last counted as `seen`, a node a `boot` away."""
-    spares = [r.buffer_spare for r in readings.values() if isinstance(r, MetricReading)]
-    spare = min((s for s in spares if s is not None), default=None)
-    if spare is None:  # no buffer kept whole: nothing to measure
-        return Recheck(None, None)
-    found = buffer_recheck(buffered, spare, seen, arrivals=arrivals, boot=boot, now=now)
-    if found.at is None or buying.could_buy(found.at):
-        return found
-    return Recheck(None, found.seen)
+    room last counted as `seen`, a node a `boot` away, its last scale-up asked `grown_at`
+    (None: none in flight)."""
+    pending = [r for r in readings.values() if isinstance(r, MetricReading)]
+    spare = min((r.buffer_spare for r in pending if r.buffer_spare is not None), default=None)
+    found = Recheck(None, None)
+    if spare is not None:  # a buffer kept whole: how fast its room goes
+        found = buffer_recheck(buffered, spare, seen, arrivals=arrivals, boot=boot, now=now)
+    landed = None
+    if grown_at is not None and any(r.pending_pods for r in pending):
+        landed = grown_at + boot + LANDED  # the pods its coming nodes are to take
+    times = [t for t in (found.at, landed) if t is not None and t > now and buying.could_buy(t)]
+    return Recheck(min(times, default=None), found.seen)
