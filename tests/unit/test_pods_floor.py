@@ -245,3 +245,40 @@ def test_the_plan_keeps_nodes_one_p90_of_the_groups_own_launches() -> None:
     assert (
         "re-acquiring one takes 210s (p90 of the last 5 cold launches)" in planned.decision.reason
     )
+
+
+@pytest.mark.parametrize(("consolidation", "floor"), [("WhenEmpty", 11), (None, 3)])
+def test_a_policy_that_moves_no_pod_keeps_every_node_pods_run_on(
+    consolidation: str | None, floor: int
+) -> None:
+    # Given 16 workers' nodes, 5 of them empty, whose pods would pack onto 3, and the
+    # queue's metric asking for none
+    pending: dict[str, object] = {"type": "PendingPods"}
+    if consolidation:
+        pending["pendingPods"] = {"consolidation": consolidation}
+    workers = policy(
+        queue_metric("jobs", per_node=5),
+        pending,
+        behavior={
+            "scaleDown": {
+                "stabilizationWindowSeconds": 0,
+                "policies": [{"type": "Percent", "value": 100, "periodSeconds": 1}],
+            }
+        },
+    )
+    view = MetricReading(
+        value=0, at=T0, empty_nodes=5, unneeded_nodes=5 if consolidation else 13, needed_nodes=3
+    )
+    decided = decide(
+        node_group="workers-ng",
+        policy=workers,
+        size=GroupSize(current=16),
+        readings={**readings(T0, jobs=0), "pending-pods": view},
+        history=QUIET,
+        now=T0,
+        boot=None,
+    )
+    # Then a policy that sheds only empty nodes goes no lower than the 11 its workers run
+    # on (another metric's scale-in would drain them); one that packs, to the 3 they need
+    assert decided.decision.desired == floor
+    assert Limit.PODS_NEED_NODES in decided.decision.limited_by

@@ -2,8 +2,10 @@
 
 Now: no scale-in below the nodes the group's pods need, in the cluster's view (an estimate
 of their packing), beyond the nodes that view found it could shed (unneeded, or empty):
-their pods would be evicted into no room, wait, and ask again (churn). Limit
-`pods-need-nodes`.
+their pods would be evicted into no room, wait, and ask again (churn). Where the policy
+moves no pod (`consolidation: WhenEmpty`), no scale-in below the nodes pods run on
+either: another metric's scale-in would drain them (a worker evicted starts its task
+again). Limit `pods-need-nodes`.
 
 Recently: no scale-in below the most nodes they needed within one re-acquire time, as long
 as getting a node back would take. When a group's pods leave its nodes (KEDA lets its
@@ -32,7 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.policy import NodeGroupPolicy, PendingPodsMetric
+from nodescaler.domain.policy.pending_pods_source import Consolidation
 from nodescaler.domain.scaling.decision import Limit, MetricOutcome, MetricStatus
 from nodescaler.domain.scaling.history import History
 
@@ -91,7 +94,7 @@ def floors_under_scale_in(
     (each read in force until the next), by a read no older than the scale-down window
     (the window counts from a read, as it does for a recommendation), never above the
     current size. Returned with the history holding what they need now."""
-    desired = not_below_pods_need(desired, current, outcomes, limits)
+    desired = not_below_pods_need(desired, current, outcomes, limits, moves_pods(policy))
     keep, need = keep_seconds(policy, boot), pods_need(outcomes)
     # an evaluation that could not read the cluster ends the read before it (recorded as
     # needing nothing it knows of): read again later, that old read would otherwise count
@@ -114,13 +117,30 @@ def floors_under_scale_in(
     return Kept(floor, recorded, why)
 
 
+def moves_pods(policy: NodeGroupPolicy) -> bool:
+    """Whether the group's scale-in may move pods to pack them: not where a PendingPods
+    metric sheds only empty nodes."""
+    return not any(
+        isinstance(m, PendingPodsMetric)
+        and m.pending_pods.consolidation is Consolidation.WHEN_EMPTY
+        for m in policy.spec.metrics
+    )
+
+
 def not_below_pods_need(
-    desired: int, current: int, outcomes: Sequence[MetricOutcome], limits: list[Limit]
+    desired: int,
+    current: int,
+    outcomes: Sequence[MetricOutcome],
+    limits: list[Limit],
+    packs: bool = True,
 ) -> int:
     """No scale-in below the nodes the group's pods need now, beyond the nodes the
-    cluster's view found it could shed."""
+    cluster's view found it could shed; nor, where it moves no pod (not `packs`), below
+    the nodes that view did not find it could shed."""
     floors = [
         min(o.pods_need, current - _sheddable(o, current))
+        if packs
+        else current - _sheddable(o, current)
         for o in outcomes
         if o.pods_need is not None
     ]
