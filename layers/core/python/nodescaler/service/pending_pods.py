@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from nodescaler.domain.ahead.group_buffers import buffer_pods
 from nodescaler.domain.cluster.predicates import (
@@ -34,6 +34,11 @@ from nodescaler.domain.scale_up.pending_pods_plan import Plan, plan
 from nodescaler.ports import Backoffs, InstanceTypes, NodeGroupDiscovery, ZonalShiftSource
 from nodescaler.service.limiter import ClusterLimiter
 from nodescaler.service.policy_resolver import PolicyBook
+
+# A node Ready for less than this has its pending pods still to be bound by the scheduler
+# (a node's startup taints lifted, its pods retried): they are counted onto its room, as
+# onto a node on its way, not asked a new node for.
+JUST_READY = timedelta(seconds=30)
 
 
 @dataclass(frozen=True)
@@ -150,17 +155,21 @@ class PendingPodsPlanner:
         arriving: dict[str, tuple[Pod, ...]] = {}
         on_their_way: dict[str, int] = {}
         for group in participants:
+            # a node Ready for seconds: the scheduler has yet to bind what fits its room
+            landed = self._just_ready(group, snapshot, now)
+            pods, placed = _onto_rooms(pods, landed)
             template = None if group.name in backed_off else templates.get(group.name)
             booting = group.desired - sum(
                 1 for n in snapshot.nodes if n.ready and belongs(n, group)
             )
-            if template is None or booting <= 0:
-                continue
-            on_their_way[group.name] = booting
-            _, placed = pack([p for p in pods if why_not(p, template) is None], template, booting)
-            arriving[group.name] = placed
-            taken = {p.key for p in placed}
-            pods = [p for p in pods if p.key not in taken]
+            if template is not None and booting > 0:
+                on_their_way[group.name] = booting
+                fit = [p for p in pods if why_not(p, template) is None]
+                placed += pack(fit, template, booting)[1]
+            if placed:
+                arriving[group.name] = tuple(placed)
+                taken = {p.key for p in placed}
+                pods = [p for p in pods if p.key not in taken]
         # 2. The rest, among the groups with room to grow.
         room, full = self.room(groups, now)
         result = plan(
@@ -186,6 +195,26 @@ class PendingPodsPlanner:
             desired,
             reserved,
         )
+
+    @staticmethod
+    def _just_ready(group: NodeGroup, snapshot: Snapshot, now: datetime) -> list[NodeTemplate]:
+        """The free room of the group's nodes Ready for less than `JUST_READY`."""
+        nodes = [
+            n
+            for n in snapshot.nodes
+            if n.ready
+            and n.schedulable
+            and n.ready_since is not None
+            and now - n.ready_since < JUST_READY
+            and belongs(n, group)
+        ]
+        if not nodes:
+            return []
+        on: dict[str, list[Pod]] = {}
+        for pod in snapshot.pods:
+            if pod.node_name is not None:
+                on.setdefault(pod.node_name, []).append(pod)
+        return [room_of(n, on.get(n.name, [])) for n in nodes]
 
     def _reserved(self, groups: Sequence[NodeGroup], snapshot: Snapshot) -> dict[str, Taken]:
         """Each group's capacity buffer placed on the free room of its Ready nodes, as its
@@ -254,3 +283,14 @@ def group_pods(group: NodeGroup, snapshot: Snapshot, planned: Planned) -> list[P
         for p in movable(by_node.get(n.name, ()))
     ]
     return pods + planned.coming(group.name)[1]
+
+
+def _onto_rooms(pods: list[Pod], rooms: Sequence[NodeTemplate]) -> tuple[list[Pod], list[Pod]]:
+    """The pods left, and those the `rooms` take (each room a node's, packed in turn)."""
+    placed: list[Pod] = []
+    for room in rooms:
+        _, took = pack([p for p in pods if why_not(p, room) is None], room, 1)
+        placed += took
+        taken = {p.key for p in took}
+        pods = [p for p in pods if p.key not in taken]
+    return pods, placed
