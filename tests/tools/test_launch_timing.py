@@ -20,7 +20,8 @@ from tests.aws import REGION, aws, client  # noqa: F401  (moto for every test he
 START = datetime.fromisoformat("2026-11-23T09:00:00+00:00")
 BOOT = timedelta(minutes=3)
 STEP = 10
-SCENARIOS = Path(__file__).parents[2] / "scenarios"
+REPO = Path(__file__).parents[2]
+SCENARIOS = REPO / "scenarios"
 
 
 def a_group() -> SimulatedCluster:
@@ -194,3 +195,32 @@ def test_the_tick_races_the_fast_path_only_where_it_runs(
     scenario = scenario.model_copy(update={"environment": environment})
     side = charging.charge(runner.NODESCALER, scenario, {}).side
     assert isinstance(side, latency.Nodescaler) and side.fast_path is races
+
+
+def test_the_tick_races_no_look_of_a_group_it_does_not_watch_or_while_it_fails(
+    tmp_path: Path,
+) -> None:
+    # Given a scenario whose second group's policy takes no pending pods (ownPendingPods
+    # false, no PendingPods metric), and fast-path looks that failed at 100 s
+    (tmp_path / "policies").mkdir()
+    queue = (REPO / "policies" / "gpu-training.yaml").read_text(encoding="utf-8")
+    (tmp_path / "policies" / "queue.yaml").write_text(
+        queue.replace("spec:\n", "spec:\n  ownPendingPods: false\n", 1), encoding="utf-8"
+    )
+    (tmp_path / "policies" / "batch.yaml").write_text(
+        (SCENARIOS / "policies" / "batch.yaml").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    (tmp_path / "s.yaml").write_text(
+        "name: s\nminutes: 5\npolicies: policies\ngroups:\n"
+        "  - {name: jobs-ng, policy: batch, max: 4, instanceType: m5.xlarge}\n"
+        "  - {name: gpu-ng, policy: gpu-training, max: 4, instanceType: m5.xlarge}\n",
+        encoding="utf-8",
+    )
+    charge = charging.charge(
+        runner.NODESCALER, load_scenario(tmp_path / "s.yaml"), {}, lambda: [100.0]
+    )
+    # Then the fast path is taken to watch the pending-pods group while it looks
+    assert charge.watched("jobs-ng", 60) and charge.watched("jobs-ng", 160)
+    assert not charge.watched("jobs-ng", 100) and not charge.watched("jobs-ng", 159)
+    # and never the group it does not watch
+    assert not charge.watched("gpu-ng", 60)

@@ -4,7 +4,7 @@ answers a pod waiting."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -48,7 +48,9 @@ def takes_effect(
     def second(group: str, cause: str | None) -> datetime:
         path, at = request_path(controller, cause), world.at
         seconds = [
-            charge.effective(charge.arrival(seen, name), at, path, gpu=gpu, pod=True)
+            charge.effective(
+                charge.arrival(seen, name), at, path, gpu=gpu, pod=charge.watched(group, at)
+            )
             for name, seen, gpu in world.waiting_for(group)
         ]
         first = min(seconds, default=charge.effective(at - charge.step + 1, at, path, gpu=False))
@@ -59,19 +61,43 @@ def takes_effect(
     return second
 
 
-def charge(controller: str, scenario: Scenario, settings: dict[str, Any]) -> latency.Charged:
+def charge(
+    controller: str,
+    scenario: Scenario,
+    settings: dict[str, Any],
+    failed_looks: Callable[[], Sequence[float]] = tuple,
+) -> latency.Charged:
     """The side's latencies (`latency`), at their defaults: the same for every scenario
     but the stack's tick and fast-path rates; CA's loops frequent as its flags say (`settings`: CA
-    tuned's; the untuned run's are 1.37's defaults, `Flags`)."""
+    tuned's; the untuned run's are 1.37's defaults, `Flags`). `failed_looks`: the seconds
+    the fast path's looks failed so far, its invocation down until the next minute's."""
     step = scenario.step_seconds
     if controller == NODESCALER:
         poll = float(scenario.environment.get("FAST_PATH_INTERVAL_SECONDS", latency.POLL_S))
         on = scenario.environment.get(FAST_PATH) != "false" and _fast_path_takes(poll)
         side = latency.Nodescaler(poll=poll, tick=scenario.tick_minutes * MINUTE, fast_path=on)
-        return latency.Charged(side, step)
+        watching = _pending_pods_groups(scenario)
+
+        def watched(group: str, at: float) -> bool:
+            down = any(at - MINUTE < failed <= at for failed in failed_looks())
+            return group in watching and not down
+
+        return latency.Charged(side, step, watched)
     flags = settings.get("flags") or {}
     frequent = bool(flags.get("--frequent-loops-enabled", Flags().frequent_loops_enabled))
     return latency.Charged(latency.ClusterAutoscaler(frequent_loops=frequent), step)
+
+
+def _pending_pods_groups(scenario: Scenario) -> frozenset[str]:
+    """The groups whose policy takes pending pods: those the fast path watches."""
+    from nodescaler.adapters.deployed_policies import load_policies
+
+    policies = load_policies(scenario.policies_path)
+    return frozenset(
+        g.name
+        for g in scenario.groups
+        if (policy := policies.get(g.policy)) is not None and policy.takes_pending_pods
+    )
 
 
 def _fast_path_takes(poll: float) -> bool:

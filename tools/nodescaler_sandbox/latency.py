@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -124,12 +125,19 @@ class ClusterAutoscaler:
         return started + self.loop
 
 
+def always(group: str, at: float) -> bool:
+    return True
+
+
 @dataclass(frozen=True)
 class Charged:
-    """A side's latencies over a run of `step`-second steps (`figures.Charge`)."""
+    """A side's latencies over a run of `step`-second steps (`figures.Charge`).
+    `watched(group, at)`: whether nodescaler's fast path watched the group's pending pods
+    and was looking at the second `at` (a tick's request races its look only then)."""
 
     side: Nodescaler | ClusterAutoscaler
     step: int
+    watched: Callable[[str, float], bool] = always
 
     def reaction(
         self, since: float, name: str, answer: ScaleUpLike, *, gpu: bool, pod: bool = False
@@ -138,6 +146,7 @@ class Charged:
         pod (`pod`) or queue named `name`, to the second `answer` takes effect."""
         arrival = self.arrival(round(since * 60), name)
         requested = round(answer.minute * 60)
+        pod = pod and self.watched(answer.group, requested)
         return self.effective(arrival, requested, answer.path, gpu=gpu, pod=pod) - arrival
 
     def arrival(self, seen: int, name: str) -> int:
@@ -164,3 +173,6 @@ class ScaleUpLike(Protocol):
 
     @property
     def path(self) -> str: ...
+
+    @property
+    def group(self) -> str: ...

@@ -47,6 +47,7 @@ class Run:
     faults_injected: dict[str, int] = field(default_factory=dict)  # kind → calls failed
     tasks_lost: int = 0  # sent while their queue was deleted
     queue_work_lost_minutes: float = 0.0  # of queue workers gone at their task
+    fast_path_failed: list[float] = field(default_factory=list)  # seconds its looks failed
     failed_invocations: int = 0  # of the functions, which Lambda would retry
     termination_asked: list[tuple[str, list[str]]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)  # Kubernetes Events written

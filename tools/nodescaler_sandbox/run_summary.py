@@ -82,7 +82,8 @@ def _reactions(scenario: Scenario, result: Run, groups: list[str]) -> dict[str, 
     """Each group's longest demand-to-scale-request time, and the reactions' spread, in
     seconds, as the side's latencies are charged (`charging.charge`)."""
     scale_ups = _scale_ups(result)
-    charge = charging.charge(result.controller, scenario, result.settings)
+    failed = result.fast_path_failed
+    charge = charging.charge(result.controller, scenario, result.settings, lambda: failed)
     return {
         "longest_demand_to_scale_request_minutes": figures.longest(
             figures.demand_to_scale_request(result.pods, scale_ups, groups, scenario.minutes),

@@ -102,9 +102,10 @@ def _steps(
     acts, and what the step leaves (a row a group, the pods existing) into `result`."""
     controller = result.controller
     act = controllers.acting(scenario, controller, box, world, outages, settings=result.settings)
-    box.takes_effect = charging.takes_effect(
-        world, controller, charging.charge(controller, scenario, result.settings)
+    charge = charging.charge(
+        controller, scenario, result.settings, lambda: _failed_looks(box, scenario)
     )
+    box.takes_effect = charging.takes_effect(world, controller, charge)
     decisions = observation.Decisions(box) if controller == NODESCALER else None
     shapes: dict[str, oracle.Shape] = {}
     kept = observation.Unchanged(world)
@@ -151,6 +152,7 @@ def _collect(
     result.termination_asked = list(box.termination.invocations)
     result.termination_failed = len(box.termination.failures)
     result.tasks_lost = world.tasks_lost
+    result.fast_path_failed = _failed_looks(box, scenario)
     result.queue_work_lost_minutes = sum(q.lost_minutes for q in world.queues)
     result.replayed = replay_figures.replayed(world)
     result.workloads = {k: v for t in world.pod_traces for k, v in t.workloads.items()}
@@ -177,6 +179,11 @@ def _collect(
     result.node_sizes = {
         g.name: _node_size(box.client("ec2"), g.instance_type) for g in scenario.groups
     }
+
+
+def _failed_looks(box: Sandbox, scenario: Scenario) -> list[float]:
+    """The seconds from the start the fast path's looks failed at."""
+    return [(at - scenario.start).total_seconds() for at, _ in box.fast_path_failures]
 
 
 def _node_size(ec2: Any, instance_type: str) -> tuple[float, float]:
