@@ -132,7 +132,7 @@ def not_below_pods_need(
     current: int,
     outcomes: Sequence[MetricOutcome],
     limits: list[Limit],
-    packs: bool = True,
+    packs: bool,
 ) -> int:
     """No scale-in below the nodes the group's pods need now, beyond the nodes the
     cluster's view found it could shed; nor, where it moves no pod (not `packs`), below
