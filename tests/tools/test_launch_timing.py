@@ -185,6 +185,7 @@ def test_a_tick_s_request_for_pods_new_in_a_minute_step_starts_at_the_fast_path_
         ({}, True),  # as deployed
         ({"FAST_PATH": "false"}, False),  # cdk.json fastPath: false
         ({"FAST_PATH_INTERVAL_SECONDS": "60"}, False),  # refused: every invocation fails
+        ({"FAST_PATH_INTERVAL_SECONDS": "abc"}, False),  # refused too: not a number
         ({"FAST_PATH_INTERVAL_SECONDS": "30"}, True),
     ],
 )

@@ -20,11 +20,12 @@ from tests.unit.test_full_groups import GIB, NOW, web
 
 @pytest.mark.parametrize(
     ("ready_for", "new_nodes"),
-    [(timedelta(seconds=5), 0), (JUST_READY, 1), (timedelta(minutes=5), 1)],
+    [(timedelta(seconds=5), 0), (JUST_READY, 1), (timedelta(minutes=5), 1), (None, 1)],
 )
 def test_a_pod_pending_on_a_node_just_ready_waits_for_the_scheduler(
-    ready_for: timedelta, new_nodes: int
+    ready_for: timedelta | None, new_nodes: int
 ) -> None:
+    # (None: its Ready condition says no time: not taken as just Ready)
     # Given a group of two Ready nodes, one full and one Ready `ready_for` with room, and
     # two one-core pods pending since before it was
     group = web(2, 10)
@@ -32,7 +33,8 @@ def test_a_pod_pending_on_a_node_just_ready_waits_for_the_scheduler(
     planner = PendingPodsPlanner(Groups([group]), book, M5Xlarge(), CHAIN)
     full, fresh = web_node(group.name, 0), web_node(group.name, 1)
     full = dataclasses.replace(full, ready_since=NOW - timedelta(hours=1))
-    fresh = dataclasses.replace(fresh, ready_since=NOW - ready_for)
+    since = None if ready_for is None else NOW - ready_for
+    fresh = dataclasses.replace(fresh, ready_since=since)
     busy = Pod("default", "busy", full.name, Resources(3900, GIB, 1))
     pods = [
         Pod("default", f"web-{i}", None, Resources(1000, GIB, 1), unschedulable=True)

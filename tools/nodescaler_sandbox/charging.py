@@ -73,8 +73,9 @@ def charge(
     the fast path's looks failed so far, its invocation down until the next minute's."""
     step = scenario.step_seconds
     if controller == NODESCALER:
-        poll = float(scenario.environment.get("FAST_PATH_INTERVAL_SECONDS", latency.POLL_S))
-        on = scenario.environment.get(FAST_PATH) != "false" and _fast_path_takes(poll)
+        poll = _fast_path_poll(scenario.environment.get("FAST_PATH_INTERVAL_SECONDS"))
+        on = scenario.environment.get(FAST_PATH) != "false" and poll is not None
+        poll = latency.POLL_S if poll is None else poll
         side = latency.Nodescaler(poll=poll, tick=scenario.tick_minutes * MINUTE, fast_path=on)
         watching = _pending_pods_groups(scenario)
 
@@ -100,14 +101,16 @@ def _pending_pods_groups(scenario: Scenario) -> frozenset[str]:
     )
 
 
-def _fast_path_takes(poll: float) -> bool:
-    """Whether the fast path accepts looking every `poll` seconds: one it refuses fails
-    every invocation at its start, and the tick alone answers (as cdk.json fastPath off)."""
+def _fast_path_poll(written: str | None) -> float | None:
+    """The seconds between the fast path's looks, as it reads its setting; None for one it
+    refuses (not a number, or out of its range): each invocation then fails at its start,
+    and the tick alone answers (as cdk.json fastPath off)."""
     from nodescaler.config import FastPathSettings
 
     field = FastPathSettings.model_fields["interval_seconds"]
     try:
-        TypeAdapter(Annotated[float, *field.metadata]).validate_python(poll)
+        return TypeAdapter(Annotated[float, *field.metadata]).validate_python(
+            latency.POLL_S if written is None else written
+        )
     except ValidationError:
-        return False
-    return True
+        return None
