@@ -47,10 +47,9 @@ def takes_effect(
 
     def second(group: str, cause: str | None) -> datetime:
         path, at = request_path(controller, cause), world.at
+        watched = charge.watched(group, at)  # once a request, not once a pod
         seconds = [
-            charge.effective(
-                charge.arrival(seen, name), at, path, gpu=gpu, pod=charge.watched(group, at)
-            )
+            charge.effective(charge.arrival(seen, name), at, path, gpu=gpu, pod=watched)
             for name, seen, gpu in world.waiting_for(group)
         ]
         first = min(seconds, default=charge.effective(at - charge.step + 1, at, path, gpu=False))

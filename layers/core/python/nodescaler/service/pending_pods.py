@@ -156,20 +156,17 @@ class PendingPodsPlanner:
         on_their_way: dict[str, int] = {}
         for group in participants:
             # a node Ready for seconds: the scheduler has yet to bind what fits its room
-            landed = self._just_ready(group, snapshot, now)
-            pods, placed = _onto_rooms(pods, landed)
+            rooms = [(room, 1) for room in self._just_ready(group, snapshot, now)]
             template = None if group.name in backed_off else templates.get(group.name)
             booting = group.desired - sum(
                 1 for n in snapshot.nodes if n.ready and belongs(n, group)
             )
             if template is not None and booting > 0:
                 on_their_way[group.name] = booting
-                fit = [p for p in pods if why_not(p, template) is None]
-                placed += pack(fit, template, booting)[1]
+                rooms.append((template, booting))
+            pods, placed = _onto(pods, rooms)
             if placed:
                 arriving[group.name] = tuple(placed)
-                taken = {p.key for p in placed}
-                pods = [p for p in pods if p.key not in taken]
         # 2. The rest, among the groups with room to grow.
         room, full = self.room(groups, now)
         result = plan(
@@ -199,8 +196,8 @@ class PendingPodsPlanner:
     @staticmethod
     def _just_ready(group: NodeGroup, snapshot: Snapshot, now: datetime) -> list[NodeTemplate]:
         """The free room of the group's nodes Ready for less than `JUST_READY`."""
-        nodes = [
-            n
+        return [
+            room_of(n, snapshot.pods_by_node.get(n.name, ()))
             for n in snapshot.nodes
             if n.ready
             and n.schedulable
@@ -208,13 +205,6 @@ class PendingPodsPlanner:
             and now - n.ready_since < JUST_READY
             and belongs(n, group)
         ]
-        if not nodes:
-            return []
-        on: dict[str, list[Pod]] = {}
-        for pod in snapshot.pods:
-            if pod.node_name is not None:
-                on.setdefault(pod.node_name, []).append(pod)
-        return [room_of(n, on.get(n.name, [])) for n in nodes]
 
     def _reserved(self, groups: Sequence[NodeGroup], snapshot: Snapshot) -> dict[str, Taken]:
         """Each group's capacity buffer placed on the free room of its Ready nodes, as its
@@ -285,11 +275,14 @@ def group_pods(group: NodeGroup, snapshot: Snapshot, planned: Planned) -> list[P
     return pods + planned.coming(group.name)[1]
 
 
-def _onto_rooms(pods: list[Pod], rooms: Sequence[NodeTemplate]) -> tuple[list[Pod], list[Pod]]:
-    """The pods left, and those the `rooms` take (each room a node's, packed in turn)."""
+def _onto(
+    pods: list[Pod], rooms: Sequence[tuple[NodeTemplate, int]]
+) -> tuple[list[Pod], list[Pod]]:
+    """The pods left, and those the `rooms` take: each that many nodes of its shape (a
+    node's free room, or the group's template), packed in turn."""
     placed: list[Pod] = []
-    for room in rooms:
-        _, took = pack([p for p in pods if why_not(p, room) is None], room, 1)
+    for room, nodes in rooms:
+        _, took = pack([p for p in pods if why_not(p, room) is None], room, nodes)
         placed += took
         taken = {p.key for p in took}
         pods = [p for p in pods if p.key not in taken]

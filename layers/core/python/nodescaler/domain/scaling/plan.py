@@ -170,8 +170,13 @@ def plan(facts: Facts) -> Plan:
         arrivals=arrivals,
         boot=timedelta(seconds=boot_time(group, facts.state).seconds),
         now=now,
-        buying=Buying.of(facts.group, facts.policy, facts.ceiling, decision.desired).held_by(
-            facts.pauses, dry_run=facts.dry_run
+        buying=Buying.of(
+            group,
+            policy,
+            facts.ceiling,
+            decision.desired,
+            pauses=facts.pauses,
+            dry_run=facts.dry_run,
         ),
         grown_at=now if decision.desired > decision.current else state.grown_at,
     )

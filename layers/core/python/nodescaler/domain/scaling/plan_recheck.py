@@ -12,7 +12,7 @@ either way: the next evaluation measures from it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from nodescaler.domain.ahead.arrivals import Arrivals
@@ -40,16 +40,21 @@ class Buying:
 
     @classmethod
     def of(
-        cls, group: NodeGroup, policy: NodeGroupPolicy, ceiling: Ceiling | None, desired: int
+        cls,
+        group: NodeGroup,
+        policy: NodeGroupPolicy,
+        ceiling: Ceiling | None,
+        desired: int,
+        *,
+        pauses: Sequence[Pause] = (),
+        dry_run: bool = False,
     ) -> Buying:
-        """The group's size once planned (`desired`), and the most it may have."""
+        """The group's size once planned (`desired`), the most it may have, and what holds
+        it."""
         most = min(group.max_size, policy.spec.max_replicas)
         if ceiling is not None:
             most = min(most, ceiling.nodes)
-        return cls(max(group.desired, desired), most)
-
-    def held_by(self, pauses: Sequence[Pause], *, dry_run: bool) -> Buying:
-        return replace(self, pauses=pauses, dry_run=dry_run)
+        return cls(max(group.desired, desired), most, pauses, dry_run)
 
     def could_buy(self, at: datetime) -> bool:
         """Not a dry run, nor its scale-out held by a pause still in force `at`, and room
