@@ -148,6 +148,7 @@ class Shared:
             "blocking_system_pod_disruption_timeout_seconds": (
                 self.settings.blocking_system_pod_disruption_timeout_seconds
             ),
+            "startup_taints": self.settings.startup_taints,
         }
 
     @property

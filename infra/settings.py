@@ -25,6 +25,7 @@ from nodescaler.config import (
     EventSettings,
     KubernetesTimeout,
     Seconds,
+    TaintKey,
 )
 from nodescaler.deployment import (
     NAME_MAX_LENGTH,
@@ -206,6 +207,10 @@ class DeploySettings(ContextModel, metaclass=_RaisingSettingsError):
     )
     """Cluster Autoscaler's --blocking-system-pod-distruption-timeout and default (an hour):
     such a kube-system pod keeps its node only this long after its creation."""
+    startup_taints: list[TaintKey] = []  # noqa: RUF012  (a pydantic field: copied, not shared)
+    """Cluster Autoscaler's --startup-taint: keys of taints a node loses once an agent runs
+    on it, beside Cilium's, the EBS and EFS CSI drivers' and CA's prefixes (docs,
+    policies.md "Startup taints"). A node carrying one counts as still starting."""
 
     @field_validator("drain_groups")
     @classmethod

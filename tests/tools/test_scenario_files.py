@@ -56,6 +56,7 @@ def test_every_scenario_in_the_repository_loads() -> None:
         "reservation-first",
         "zone-shifted-burst",
         "azure-llm-code",
+        "startup-taints",
     ]
 
 

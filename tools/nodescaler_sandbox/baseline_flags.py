@@ -35,6 +35,11 @@ LONG_TERMINATING_EXTRA = timedelta(seconds=30)  # utils/drain, PodLongTerminatin
 RELEASE = "cluster-autoscaler-1.37"  # the release whose rules this module follows
 
 
+# utils/taints/taints.go: a taint whose key starts so is a startup taint, whatever the flags
+STARTUP_TAINT_PREFIXES = (
+    "startup-taint.cluster-autoscaler.kubernetes.io/",
+    "ignore-taint.cluster-autoscaler.kubernetes.io/",
+)
 EXPENDABLE_BELOW = -10  # --expendable-pods-priority-cutoff
 TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template/"
 
@@ -50,10 +55,20 @@ class Flags:
     frequent_loops_enabled: bool = True  # on by default since 1.35 (main.go, LoopTrigger)
     ignore_daemonsets_utilization: bool = False
     ignore_mirror_pods_utilization: bool = False
+    startup_taints: tuple[str, ...] = ()  # --startup-taint, once for each key
+
+    def starting(self, node: dict[str, Any]) -> bool:
+        """A node with a startup taint: unready to Cluster Autoscaler, and counted among a
+        group's upcoming nodes (FAQ, "How does Cluster Autoscaler treat nodes with
+        status/startup/ignore taints?")."""
+        return any(
+            t["key"].startswith(STARTUP_TAINT_PREFIXES) or t["key"] in self.startup_taints
+            for t in node["spec"].get("taints") or []
+        )
 
     def as_flags(self) -> dict[str, str | int | float | bool]:
         """The flags as an operator writes them on the command line."""
-        return {
+        flags: dict[str, str | int | float | bool] = {
             "--scan-interval": f"{int(SCAN.total_seconds())}s",
             "--frequent-loops-enabled": self.frequent_loops_enabled,
             "--scale-down-delay-after-add": _go(self.scale_down_delay_after_add),
@@ -74,6 +89,9 @@ class Flags:
             "--node-group-backoff-reset-timeout": _go(BACKOFF_RESET),
             "--expendable-pods-priority-cutoff": EXPENDABLE_BELOW,
         }
+        if self.startup_taints:  # repeated on the command line, one key each
+            flags["--startup-taint"] = ",".join(self.startup_taints)
+        return flags
 
 
 def _go(duration: timedelta) -> str:

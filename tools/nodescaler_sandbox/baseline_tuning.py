@@ -51,7 +51,8 @@ Read from the policy model alone (none of nodescaler's scaling logic), one group
   groups (the sum of their maximums: a whole group may go in one loop), and
   --scale-down-delay-after-add no longer than the shortest unneeded time of a group (a
   global flag: one placeholder preemption's scale-up then holds no deletion longer than
-  the group waits anyway).
+  the group waits anyway); and --startup-taint for the startup taints its groups' nodes
+  register with (`controllers._tune`: the operator set those agents up).
 """
 
 from __future__ import annotations

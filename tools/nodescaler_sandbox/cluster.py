@@ -69,6 +69,8 @@ class SimulatedCluster:
     shapes: dict[str, dict[str, str]] = field(default_factory=dict)  # group → allocatable
     labels: dict[str, dict[str, str]] = field(default_factory=dict)  # group → node labels
     taints: dict[str, list[dict[str, str]]] = field(default_factory=dict)  # group → taints
+    # group → the taints its nodes register with, and how long after Ready each is lifted
+    startup_taints: dict[str, list[tuple[dict[str, str], timedelta]]] = field(default_factory=dict)
     zones: dict[str, str] = field(default_factory=dict)  # group → its zone, where not the a
     instances: dict[str, Instance] = field(default_factory=dict)
     region: str = "eu-west-1"
@@ -109,6 +111,9 @@ class SimulatedCluster:
                 ready = instance.launched + instance.boot
                 if now >= ready and not self.node_of(instance_id):
                     self.store.put("nodes", self._node(instance_id, instance.group, ready))
+                    for _, after in self.startup_taints.get(instance.group, ()):
+                        self.booting(ready + after)  # its agent lifts it at its second
+                self._lift_startup_taints(instance_id, instance.group, ready, now)
             elif instance.held:
                 continue
             elif holds(instance.group) and self.node_of(instance_id):
@@ -117,6 +122,20 @@ class SimulatedCluster:
             else:
                 self.release(instance_id)
         return held
+
+    def _lift_startup_taints(
+        self, instance_id: str, group: str, ready: datetime, now: datetime
+    ) -> None:
+        """Its agents have run: the startup taints due by now leave the node."""
+        due = [t for t, after in self.startup_taints.get(group, ()) if now >= ready + after]
+        name = self.node_of(instance_id)
+        if not due or name is None:
+            return
+        node = self.store.objects["nodes"][("", name)]
+        taints = node["spec"].get("taints") or []
+        if any(t in taints for t in due):
+            node["spec"]["taints"] = [t for t in taints if t not in due]
+            self.store.put("nodes", node)
 
     def release(self, instance_id: str) -> None:
         """The instance is gone: its node, and the pods still bound to it, go too."""
@@ -141,7 +160,9 @@ class SimulatedCluster:
         name = self.node_name(instance_id)
         return name if ("", name) in self.store.objects["nodes"] else None
 
-    def _node(self, instance_id: str, group: str, ready: datetime | None = None) -> dict[str, Any]:
+    def _node(
+        self, instance_id: str, group: str, ready: datetime | None = None, *, starting: bool = True
+    ) -> dict[str, Any]:
         name = self.node_name(instance_id)
         condition = {"type": "Ready", "status": "True"}
         if ready is not None:  # as the kubelet reports it: when the node turned Ready
@@ -155,7 +176,8 @@ class SimulatedCluster:
             },
             "spec": {
                 "providerID": f"aws:///{self.zones.get(group, self.region + 'a')}/{instance_id}",
-                "taints": self.taints.get(group, []),
+                "taints": self.taints.get(group, [])
+                + [t for t, _ in self.startup_taints.get(group, ()) if starting],
             },
             "status": {
                 "allocatable": self.shapes[group],
@@ -164,8 +186,8 @@ class SimulatedCluster:
         }
 
     def empty_node(self, group: str) -> Room:
-        """What a new node of the group would offer a pod."""
-        return Room.of(self._node("i-new", group))
+        """What a new node of the group would offer a pod, once started."""
+        return Room.of(self._node("i-new", group, starting=False))
 
     def group_nodes(self, group: str) -> list[dict[str, Any]]:
         return [

@@ -181,7 +181,9 @@ def _tune(
     ]
     actions = baseline_tuning.ScheduledActions(autoscaling, datetime.min.replace(tzinfo=UTC))
     actions.run(box.clock.now())
-    flags = baseline_tuning.cluster_flags(tunings)
+    # the operator knows the startup taints its nodes register with
+    startup = sorted({t.key for g in scenario.groups for t in g.startup_taints})
+    flags = replace(baseline_tuning.cluster_flags(tunings), startup_taints=tuple(startup))
     settings |= baseline_tuning.settings(flags, tunings, buffers)
     return actions, flags, autoscalers
 

@@ -121,6 +121,10 @@ class Taint(_Spec):
     effect: Literal["NoSchedule", "NoExecute", "PreferNoSchedule"] = "NoSchedule"
 
 
+class StartupTaint(Taint):  # new nodes register with it; their agent lifts it after
+    lifted_after_seconds: Annotated[float, Field(ge=0, le=3600)] = 30
+
+
 class WarmPoolSpec(_Spec):
     """The group's warm pool as its operator configured it (PutWarmPool): the baseline keeps
     it so; a warmPool forecast resizes it under nodescaler."""
@@ -152,6 +156,7 @@ class GroupSpec(_Spec):
     node: NodeShape | None = None
     labels: dict[str, str] = {}
     taints: list[Taint] = []  # only pods that tolerate them are scheduled there
+    startup_taints: list[StartupTaint] = []  # on each new node until its agent runs
     no_capacity: bool = False  # every launch fails, as when EC2 has none of the type
     drain: bool = False  # a terminate lifecycle hook: the drain function runs on scale-in
     warm_pool: WarmPoolSpec | None = None  # pre-initialised instances scale-outs take first

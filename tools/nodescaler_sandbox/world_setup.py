@@ -6,6 +6,7 @@ CapacityBuffers; the alarms on SQS's metrics."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from nodescaler.adapters.aws.instance_types import ARCHITECTURES
@@ -80,6 +81,10 @@ def _group(box: Sandbox, group: GroupSpec, *, hooks: bool) -> None:
     box.cluster.shapes[group.name] = shape
     box.cluster.labels[group.name] = _labels(box, group) | eks_labels
     box.cluster.taints[group.name] = [t.model_dump() for t in group.taints]
+    box.cluster.startup_taints[group.name] = [
+        (t.model_dump(exclude={"lifted_after_seconds"}), timedelta(seconds=t.lifted_after_seconds))
+        for t in group.startup_taints
+    ]
     if group.warm_pool:  # the operator's, before either controller runs
         _put_warm_pool(autoscaling, group.name, group.warm_pool)
     if group.no_capacity:

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from nodescaler.deployment import DEFAULT_DRAIN_HOOK
+from nodescaler.domain.cluster.startup_taints import StartupTaints
 from nodescaler.domain.groups.optin import AllowedGroups, TagNames
 from nodescaler.domain.scale_down.pod_rules import DrainRules
 from nodescaler.domain.scale_up.backoff import BackoffRules
@@ -83,6 +84,14 @@ AllowedGroup = Annotated[str, AfterValidator(_group_or_prefix)]
 
 
 Seconds = Annotated[int, Field(ge=1, le=7 * 24 * 3600)]
+# A taint's key as Kubernetes takes it: an optional DNS prefix (253) and a name (63)
+TaintKey = Annotated[
+    str,
+    Field(
+        max_length=317,
+        pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+    ),
+]
 
 
 class CommonSettings(_Settings):
@@ -109,6 +118,9 @@ class CommonSettings(_Settings):
     blocking_system_pod_disruption_timeout_seconds: Annotated[
         Seconds, Field(alias="BLOCKING_SYSTEM_POD_DISRUPTION_TIMEOUT_SECONDS")
     ] = int(DrainRules.system_pod_timeout.total_seconds())
+    # ... and its --startup-taint: taints a node loses once an agent runs on it (JSON list
+    # of keys), beside the well-known ones (`domain.cluster.startup_taints`)
+    startup_taints: Annotated[Json[list[TaintKey]], Field(alias="STARTUP_TAINTS")] = []
 
     @property
     def tag_names(self) -> TagNames:
@@ -123,6 +135,10 @@ class CommonSettings(_Settings):
             self.skip_nodes_with_system_pods,
             timedelta(seconds=self.blocking_system_pod_disruption_timeout_seconds),
         )
+
+    @property
+    def startup(self) -> StartupTaints:
+        return StartupTaints.also(self.startup_taints)
 
     @property
     def allowed(self) -> AllowedGroups:

@@ -141,7 +141,11 @@ def cluster_view(
     )
     timeout = settings.kubernetes_timeout_seconds  # each answer's, within the invocation's
     cluster = KubernetesCluster(
-        connection, timeout_seconds=timeout, deadline=deadline, buffer_caps=settings.buffer_caps
+        connection,
+        timeout_seconds=timeout,
+        deadline=deadline,
+        buffer_caps=settings.buffer_caps,
+        startup=settings.startup,
     )
     events = KubernetesEvents(connection, timeout_seconds=timeout, deadline=deadline)
     return KubernetesClusterView(

@@ -75,4 +75,6 @@ def unschedulable_pods(
     # imported only here: a fast path that reads no cluster loads no Kubernetes adapter
     from nodescaler.adapters.k8s.core_api import KubernetesCluster
 
-    return KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
+    return KubernetesCluster(
+        connection, timeout_seconds=settings.kubernetes_timeout_seconds, startup=settings.startup
+    )

@@ -35,7 +35,11 @@ def terminator(
     connection = kubernetes_connection(settings, clients, clock)
     cluster = None
     if connection is not None:
-        cluster = KubernetesCluster(connection, timeout_seconds=settings.kubernetes_timeout_seconds)
+        cluster = KubernetesCluster(
+            connection,
+            timeout_seconds=settings.kubernetes_timeout_seconds,
+            startup=settings.startup,
+        )
     dynamodb = clients.client("dynamodb", budget_config(WAITS_TIMEOUT_SECONDS))
     waits = DynamoTerminationWaits(dynamodb, settings.state_table)
     autoscaling = clients.client("autoscaling", budget_config(HOOKS_TIMEOUT_SECONDS))

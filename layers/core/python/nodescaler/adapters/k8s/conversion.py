@@ -35,6 +35,7 @@ from nodescaler.domain.cluster.snapshot import (
     is_extended,
 )
 from nodescaler.domain.cluster.snapshot import pod_requests as effective_requests
+from nodescaler.domain.cluster.startup_taints import KNOWN, StartupTaints
 from nodescaler.domain.scale_down.pod_rules import deletion_deadline
 from nodescaler.errors import QuantityError
 
@@ -52,7 +53,9 @@ def _condition(conditions: Sequence[_C], kind: str) -> _C | None:
     return next((c for c in conditions if c.type == kind), None)
 
 
-def node_from_wire(wire: NodeWire) -> Node:
+def node_from_wire(wire: NodeWire, startup: StartupTaints = KNOWN) -> Node:
+    """The node as the autoscaler counts it: one a startup taint keeps pods off is not yet
+    Ready (`startup`)."""
     ready = _condition(wire.status.conditions, "Ready")
     is_ready = ready is not None and ready.status == "True"
     try:
@@ -60,7 +63,7 @@ def node_from_wire(wire: NodeWire) -> Node:
         extended = extended_resources(wire.status.allocatable)
     except QuantityError:
         allocatable, extended = Resources(), {}  # counts as no capacity: never as free space
-    return Node(
+    node = Node(
         name=wire.metadata.name,
         group=None,
         ready=is_ready,
@@ -73,6 +76,7 @@ def node_from_wire(wire: NodeWire) -> Node:
         scale_down_disabled=wire.metadata.annotations.get(SCALE_DOWN_DISABLED) == "true",
         ready_since=ready.lastTransitionTime if is_ready and ready is not None else None,
     )
+    return startup.as_counted(node)
 
 
 def spec_requests(spec: PodSpec) -> dict[str, int]:
@@ -223,9 +227,9 @@ def pod_from_wire(wire: PodWire) -> Pod:
     )
 
 
-def node_from_json(obj: Mapping[str, Any]) -> Node:
+def node_from_json(obj: Mapping[str, Any], startup: StartupTaints = KNOWN) -> Node:
     """From an already-decoded object (tests, and clients that built one)."""
-    return node_from_wire(msgspec.json.decode(msgspec.json.encode(obj), type=NodeWire))
+    return node_from_wire(msgspec.json.decode(msgspec.json.encode(obj), type=NodeWire), startup)
 
 
 def pod_from_json(obj: Mapping[str, Any]) -> Pod:

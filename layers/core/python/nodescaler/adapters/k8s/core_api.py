@@ -45,6 +45,7 @@ from nodescaler.domain.cluster.snapshot import (
     Snapshot,
     Taint,
 )
+from nodescaler.domain.cluster.startup_taints import KNOWN, StartupTaints
 from nodescaler.domain.outside_text import MAX_MESSAGE, outside
 from nodescaler.domain.scaling.limits import BufferCaps
 from nodescaler.errors import KubernetesUnavailableError, NodescalerError, OutOfTimeError
@@ -242,18 +243,20 @@ class KubernetesCluster:
         timeout_seconds: float = TIMEOUT_SECONDS,
         deadline: Deadline | None = None,
         buffer_caps: BufferCaps | None = None,
+        startup: StartupTaints | None = None,
     ) -> None:
         self._api = CoreApi(
             connection, page_size=page_size, timeout_seconds=timeout_seconds, deadline=deadline
         )
         self._buffer_caps = buffer_caps or BufferCaps()  # the pods buffers may ask room for
+        self._startup = startup or KNOWN  # a node with one is still starting
 
     def nodes(self, label_selector: str | None = None) -> list[Node]:
         from kubernetes import client
 
         query = {"label_selector": label_selector} if label_selector else {}
         return [
-            node_from_wire(item)
+            node_from_wire(item, self._startup)
             for page in self._api.listed(client.CoreV1Api.list_node, NodeList, **query)
             for item in page.items
         ]
