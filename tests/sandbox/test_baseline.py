@@ -207,3 +207,20 @@ def test_a_failed_launch_backs_the_group_off_at_the_next_cache_refresh(
     # minutes, not the 15-minute provision timeout
     assert ours["pod_wait_minutes"]["on-demand-ng"]["max"] == 3.0
     assert ours["final_desired"] == {"spot-ng": 0, "on-demand-ng": 2}
+
+
+def test_each_scale_up_moves_the_provision_timeout_on(sandbox_runs: SandboxRuns) -> None:
+    # Given nodes that take 12 minutes to boot, and jobs asking for a node at 0 and
+    # another at 8: the second request is 20 minutes from the first when its node comes
+    ours = baseline_of(
+        sandbox_runs,
+        minutes=22,
+        bootMinutes=12,
+        groups=[{"name": "batch-ng", "policy": "batch", "max": 5, "instanceType": "m5.xlarge"}],
+        deployments=[jobs(1) | {"replicas": {0: 1, 8: 2}}],
+    )
+    # Then the 15-minute provision timeout counts from the last increase (clusterstate.go,
+    # registerOrUpdateScaleUpNoLock): at 15 the group is not backed off, nor its request
+    # taken back, and both nodes come
+    assert [(r["from"], r["to"]) for r in ours["scale_requests"]] == [(0, 1), (1, 2)]
+    assert ours["final_desired"] == {"batch-ng": 2}

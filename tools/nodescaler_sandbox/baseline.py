@@ -131,7 +131,6 @@ __all__ = [
 @dataclass
 class Asked:
     at: datetime
-    registered: int  # nodes the group had when it asked
 
 
 @dataclass
@@ -219,9 +218,10 @@ class ReactiveBaseline:
         for group, nodes in self._balance(chosen, options, desired).items():
             if nodes <= 0:
                 continue
-            registered = len(self.cluster.group_nodes(group))
             self._set(group, desired[group] + nodes, desired, now)  # pods unschedulable
-            self.asked.setdefault(group, Asked(now, registered))
+            # each increase moves the request's time, and its provision timeout, to now
+            # (clusterstate.go, registerOrUpdateScaleUpNoLock)
+            self.asked[group] = Asked(now)
         self.last_scale_up = now
         return True
 
