@@ -54,12 +54,6 @@ def _real(pods: list[Pod], snapshot: Snapshot) -> list[Pod]:
     return [p for p in pods if p.key not in virtual]
 
 
-def _cluster_buffers(snapshot: Snapshot, planned: Planned) -> str:
-    """A clause per CapacityBuffer of the cluster (the first few, problems first): its
-    pods and where they went, or why it is ignored."""
-    return describe_buffers(snapshot.buffers, planned.plan.pods)
-
-
 # Named for what it serves: the Kubernetes metric types' producer, and the evaluator's
 # `ClusterView` of nodes. It keeps only what it listed (the snapshot, and the pending-pods
 # plan all groups share); what a read finds for a group, it returns (the candidates too).
@@ -196,7 +190,7 @@ class KubernetesClusterView:
         planned, nodes = share
         detail = planned.describe(group.name, nodes)
         if snapshot.buffers:
-            said = _cluster_buffers(snapshot, planned)
+            said = describe_buffers(snapshot.buffers, planned.plan.pods)  # where their pods go
             doubt = any(b.problem for b in snapshot.buffers)
             if doubt and not nodes:  # named, and no scale-in on a buffer it can't read
                 return MetricUnavailable(reason=f"node group {group.name}: {said}")
@@ -212,12 +206,15 @@ class KubernetesClusterView:
                 return MetricReading(value=nodes, at=now, detail=f"{detail}; {fit.describe()}")
             nodes += fit.nodes
             detail += f"; {fit.describe()}"
-        spare = None
+        spare = emptying = None
         if not nodes:  # with WhenEmpty only empty nodes go: no moves, so no plan for them
-            moves = (
-                None if metric.pending_pods.consolidation is Consolidation.WHEN_EMPTY else planned
-            )
+            when_empty = metric.pending_pods.consolidation is Consolidation.WHEN_EMPTY
+            moves = None if when_empty else planned
             spare = self._unneeded(group, snapshot, cutoff, now, buffer=virtual, planned=moves)
+            if when_empty and spare is not None:  # those whose pods fit elsewhere, unmoved
+                emptying = self._unneeded(
+                    group, snapshot, cutoff, now, buffer=virtual, planned=planned, moving=False
+                )
         if spare is not None and spare.nodes:
             detail += f"; {spare.describe()}"
         needed, needed_share = self._needed(group, snapshot, planned, virtual)
@@ -228,6 +225,7 @@ class KubernetesClusterView:
             unneeded_nodes=len(spare.nodes) if spare is not None else None,
             empty_nodes=spare.empty if spare is not None else None,
             candidates=spare.nodes if spare is not None else (),
+            emptying=emptying.nodes[emptying.empty :] if emptying is not None else (),
             rooms=spare.rooms if spare is not None else None,
             needed_nodes=needed,
             needed_share=needed_share,
@@ -348,6 +346,7 @@ class KubernetesClusterView:
         *,
         buffer: Sequence[Pod] = (),
         planned: Planned | None = None,  # with the room other groups' buffers take
+        moving: bool = True,  # its pods' moves spoken for: what a later group cannot take
     ) -> Unneeded | None:
         """The group's nodes nothing needs, when no pending pod could use one of its nodes
         (then none is spare: the pods may be waiting for room here); without `planned`,
@@ -366,7 +365,8 @@ class KubernetesClusterView:
         spare = unneeded_nodes(
             own, snapshot, now=now, buffer=buffer, reserved=reserved, limit=limit, rules=self._rules
         )
-        self._moves.record(group.name, spare.nodes, spare.moved, spare.buffer_at)
+        if moving:
+            self._moves.record(group.name, spare.nodes, spare.moved, spare.buffer_at)
         return spare
 
     def _reservation(

@@ -333,13 +333,13 @@ def _resized(decision: Decision, cluster_name: str) -> ScalingEvent | None:
 def _candidates(
     readings: Mapping[str, Reading], pauses: Sequence[Pause], zones: ZoneHold | None
 ) -> frozenset[str]:
-    """The nodes the pending-pods reading found unneeded, marked to steer new pods off
-    them; none while scale-in is paused or held by a zonal shift (none of them leaves)."""
+    """The nodes the pending-pods reading found unneeded or left to empty, marked to steer
+    new pods off them; none while scale-in is paused or held by a zonal shift (none of them
+    leaves)."""
     if any(p.direction.holds(-1) for p in pauses) or (zones is not None and zones.scale_in):
         return frozenset()
-    return frozenset(
-        node for r in readings.values() if isinstance(r, MetricReading) for node in r.candidates
-    )
+    said = [r for r in readings.values() if isinstance(r, MetricReading)]
+    return frozenset(node for r in said for node in (*r.candidates, *r.emptying))
 
 
 def _rooms(readings: Mapping[str, Reading]) -> frozenset[str] | None:

@@ -31,6 +31,9 @@ class MetricReading(BaseModel):
     empty_nodes: int | None = None
     # ... and those nodes by name: the candidates its evaluation marks to steer pods off
     candidates: tuple[str, ...] = ()
+    # ... and where it sheds only empty nodes (`WhenEmpty`), the nodes whose pods would fit
+    # elsewhere: marked too, so new pods go elsewhere and they empty as theirs finish
+    emptying: tuple[str, ...] = ()
     # ... and the empty nodes it keeps whole for the group's buffer, marked so the
     # scheduler fills other room first (None: not looked at, the marks stay as they are)
     rooms: tuple[str, ...] | None = None
