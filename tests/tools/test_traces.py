@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from nodescaler_sandbox import replay_figures, traces
+from nodescaler_sandbox import replay_figures, run_summary, traces
 from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.figures import PodRecord
 from nodescaler_sandbox.kube.apiserver import Cluster
@@ -256,7 +256,7 @@ def test_cost_is_node_hours_at_the_price_a_user_may_override() -> None:
     prices = replay_figures.prices_for(None, {"g5.xlarge": replay_figures.Price(on_demand=0.5)})
     cost = replay_figures.cost_usd(groups, hours, prices)
     assert cost == {
-        "total": 2.07,
+        "total": None,  # not 2.07: what has no price is not free
         "by_group": {"web": 1.07, "gpu": 1.0, "odd": None, "cheap": None},
         "unpriced_instance_types": ["m5.large (spot)", "x9.huge"],
     }
@@ -369,3 +369,10 @@ def test_the_benchs_two_day_trace_has_its_pods_and_shapes_and_reads_clean(tmp_pa
     assert len(shapes) == trace_replay.SHAPES
     assert rows[-1].arrival_s < trace_replay.DAYS * 24 * 3600
     assert {r.run_s is None for r in rows} == {True, False}  # jobs and services
+
+
+def test_a_run_with_an_unpriced_type_names_it_and_totals_nothing() -> None:
+    cost = {"total": None, "by_group": {"ci": None}, "unpriced_instance_types": ["x9.huge"]}
+    said = run_summary.unpriced({"nodescaler": {"cost_usd": cost}})
+    assert "no price for x9.huge: cost_usd has no total" in said
+    assert run_summary.unpriced({"nodescaler": {"cost_usd": {"total": 1.0}}}) == ""

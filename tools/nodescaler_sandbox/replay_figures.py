@@ -134,7 +134,8 @@ def cost_usd(
     prices: dict[str, Price],
 ) -> dict[str, Any]:
     """Each group's node-hours at its instance type's hourly price for its capacity type
-    (`prices_for`), and the total; a type with no such price is named, its cost None."""
+    (`prices_for`), and the total; a type with no such price is named, its cost None, and
+    so is the total (a sum of the priced groups alone would read as the run's cost)."""
     by_group: dict[str, float | None] = {}
     unpriced = set()
     for group, instance_type, capacity in groups:
@@ -144,7 +145,8 @@ def cost_usd(
             unpriced.add(instance_type if capacity != "spot" else f"{instance_type} (spot)")
         by_group[group] = None if price is None else round(node_hours[group] * price, 2)
     counted = [c for c in by_group.values() if c is not None]
-    return {"total": round(sum(counted), 2), "by_group": by_group} | (
+    total = None if unpriced else round(sum(counted), 2)
+    return {"total": total, "by_group": by_group} | (
         {"unpriced_instance_types": sorted(unpriced)} if unpriced else {}
     )
 

@@ -237,6 +237,20 @@ def _requested(scenario: Scenario, result: Run) -> dict[str, dict[str, float]]:
     return figures
 
 
+def unpriced(summary: dict[str, Any]) -> str:
+    """A line naming the instance types no price was found for (so `cost_usd` has no
+    total, never a cost of 0), or nothing."""
+    types = sorted({t for c in CONTROLLERS if c in summary for t in _unpriced_types(summary[c])})
+    if not types:
+        return ""
+    return f"\n   no price for {', '.join(types)}: cost_usd has no total (set `prices:`)"
+
+
+def _unpriced_types(run: dict[str, Any]) -> list[str]:
+    cost = run.get("cost_usd")
+    return list(cost.get("unpriced_instance_types", ())) if isinstance(cost, dict) else []
+
+
 def side_by_side(summary: dict[str, Any]) -> str:
     """The runs' figures in columns, the first run's naming the rows (nodescaler's)."""
     ran = [c for c in CONTROLLERS if c in summary]
