@@ -553,3 +553,22 @@ def test_a_pod_an_unknown_controller_owns_blocks_its_node(kind: str, blocks: boo
         {"apiVersion": "x/v1", "kind": kind, "name": "app", "uid": "u-1", "controller": True}
     ]
     assert blocks_drain(found, Budgets([]), DrainFlags(), T0) is blocks
+
+
+def test_a_node_with_a_startup_taint_is_upcoming_for_its_first_15_minutes_only() -> None:
+    # Cluster Autoscaler: unready, never a template, and among its group's upcoming nodes
+    # while created less than MaxNodeStartupTime ago (the FAQ on startup taints)
+    created = datetime(2026, 11, 30, 10, tzinfo=UTC)
+    node = {
+        "metadata": {"name": "n", "creationTimestamp": "2026-11-30T10:00:00Z"},
+        "spec": {"taints": [{"key": "node.cilium.io/agent-not-ready", "effect": "NoExecute"}]},
+    }
+    told = Flags(startup_taints=("node.cilium.io/agent-not-ready",))
+    assert told.starting(node) and told.starting(node, created + timedelta(minutes=14))
+    assert not told.starting(node, created + timedelta(minutes=15))
+    assert not Flags().starting(node)  # a key it was not told of is the node's own taint
+    prefixed = {
+        **node,
+        "spec": {"taints": [{"key": "startup-taint.cluster-autoscaler.kubernetes.io/x"}]},
+    }
+    assert Flags().starting(prefixed)

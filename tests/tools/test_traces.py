@@ -260,6 +260,10 @@ def test_cost_is_node_hours_at_the_price_a_user_may_override() -> None:
         "by_group": {"web": 1.07, "gpu": 1.0, "odd": None, "cheap": None},
         "unpriced_instance_types": ["m5.large (spot)", "x9.huge"],
     }
+    # an unpriced group that never ran a node costs nothing: the total stands
+    web_only = {"m5.large": replay_figures.Price(on_demand=0.107)}
+    unused = replay_figures.cost_usd(groups[:2], {"web": 10.0, "gpu": 0.0}, web_only)
+    assert unused == {"total": 1.07, "by_group": {"web": 1.07, "gpu": None}}
     spot = replay_figures.prices_for(None, {"m5.large": replay_figures.Price(spot=0.04)})
     assert replay_figures.cost_usd(groups[:1] + groups[3:], hours, spot) == {
         "total": 1.23,  # 10 on-demand hours at 0.107, 4 Spot hours at 0.04

@@ -5,6 +5,7 @@ on the least-allocated node). No pod is moved and no node with pods is shed for 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 
 from nodescaler.domain.cluster.snapshot import Snapshot
@@ -61,3 +62,14 @@ def test_a_consolidating_group_drains_that_node_instead() -> None:
 def test_the_plan_marks_the_nodes_left_to_empty_beside_the_unneeded() -> None:
     said = MetricReading(value=4, at=AT, candidates=("web-1",), emptying=("web-3",))
     assert plan(idle_facts(Chooser(), readings={"jobs": said})).candidates == {"web-1", "web-3"}
+
+
+def test_no_more_nodes_are_left_to_empty_than_could_then_go() -> None:
+    # Given a group of four (idle_facts) at a floor of three, one node unneeded and two
+    # left to empty: only the unneeded one could go, so none is left to empty
+    said = MetricReading(value=4, at=AT, candidates=("web-1",), emptying=("web-2", "web-3"))
+    facts = idle_facts(Chooser(), readings={"jobs": said})
+    floored = dataclasses.replace(facts, group=dataclasses.replace(facts.group, min_size=3))
+    planned = plan(floored)
+    assert planned.decision.desired == 3
+    assert planned.candidates == {"web-1"}

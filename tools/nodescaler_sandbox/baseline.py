@@ -204,7 +204,7 @@ class ReactiveBaseline:
         if not pending:
             return False
         for group in self.groups:  # pods that will fit on nodes on their way wait for them
-            upcoming = max(desired[group] - len(self._started(group)), 0)
+            upcoming = max(desired[group] - len(self._started(group, now)), 0)
             pending = fill(pending, self._template(group), upcoming)
         options = [
             option
@@ -313,10 +313,10 @@ class ReactiveBaseline:
             # a custom expander (a Lambda function) is not modelled: the chain goes on
         return options[0]
 
-    def _started(self, group: str) -> list[dict[str, Any]]:
-        """The group's registered nodes but those a startup taint it knows of still marks
-        as starting: those are upcoming, and no template (`Flags.starting`)."""
-        return [n for n in self.cluster.group_nodes(group) if not self.settings.starting(n)]
+    def _started(self, group: str, now: datetime | None = None) -> list[dict[str, Any]]:
+        """The group's registered nodes but those still starting (`Flags.starting`, at
+        `now`: upcoming), or with a startup taint at all (None: no template)."""
+        return [n for n in self.cluster.group_nodes(group) if not self.settings.starting(n, now)]
 
     def _template(self, group: str) -> dict[str, Any]:
         """A new node of the group: like a live one, or, at zero, from its instance type

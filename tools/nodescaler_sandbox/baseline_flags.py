@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -15,6 +15,7 @@ UNNEEDED = timedelta(minutes=10)  # --scale-down-unneeded-time
 DELAY_AFTER_ADD = timedelta(minutes=10)  # --scale-down-delay-after-add
 UTILIZATION = 0.5  # --scale-down-utilization-threshold
 PROVISION_TIMEOUT = timedelta(minutes=15)  # --max-node-provision-time
+MAX_NODE_STARTUP = timedelta(minutes=15)  # clusterstate: MaxNodeStartupTime, not a flag
 INITIAL_BACKOFF = timedelta(minutes=5)  # --initial-node-group-backoff-duration
 MAX_BACKOFF = timedelta(minutes=30)  # --max-node-group-backoff-duration
 BACKOFF_RESET = timedelta(hours=3)  # --node-group-backoff-reset-timeout
@@ -57,14 +58,19 @@ class Flags:
     ignore_mirror_pods_utilization: bool = False
     startup_taints: tuple[str, ...] = ()  # --startup-taint, once for each key
 
-    def starting(self, node: dict[str, Any]) -> bool:
-        """A node with a startup taint: unready to Cluster Autoscaler, and counted among a
-        group's upcoming nodes (FAQ, "How does Cluster Autoscaler treat nodes with
+    def starting(self, node: dict[str, Any], now: datetime | None = None) -> bool:
+        """A node with a startup taint: unready to Cluster Autoscaler, never a template,
+        and (given `now`) among its group's upcoming nodes while created less than
+        MaxNodeStartupTime ago (FAQ, "How does Cluster Autoscaler treat nodes with
         status/startup/ignore taints?")."""
-        return any(
+        tainted = any(
             t["key"].startswith(STARTUP_TAINT_PREFIXES) or t["key"] in self.startup_taints
             for t in node["spec"].get("taints") or []
         )
+        if not tainted or now is None:
+            return tainted
+        created = node["metadata"]["creationTimestamp"].replace("Z", "+00:00")
+        return now - datetime.fromisoformat(created) < MAX_NODE_STARTUP
 
     def as_flags(self) -> dict[str, str | int | float | bool]:
         """The flags as an operator writes them on the command line."""

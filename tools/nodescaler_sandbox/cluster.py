@@ -165,15 +165,17 @@ class SimulatedCluster:
     ) -> dict[str, Any]:
         name = self.node_name(instance_id)
         condition = {"type": "Ready", "status": "True"}
+        metadata: dict[str, Any] = {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name} | self.labels.get(group, {}),
+        }
         if ready is not None:  # as the kubelet reports it: when the node turned Ready
             condition["lastTransitionTime"] = (
                 f"{ready:%Y-%m-%dT%H:%M:%SZ}"  # RFC 3339, to the second
             )
+            metadata["creationTimestamp"] = condition["lastTransitionTime"]  # registered then
         return {
-            "metadata": {
-                "name": name,
-                "labels": {"kubernetes.io/hostname": name} | self.labels.get(group, {}),
-            },
+            "metadata": metadata,
             "spec": {
                 "providerID": f"aws:///{self.zones.get(group, self.region + 'a')}/{instance_id}",
                 "taints": self.taints.get(group, [])

@@ -141,7 +141,7 @@ def cost_usd(
     for group, instance_type, capacity in groups:
         known = prices.get(instance_type, Price())
         price = known.spot if capacity == "spot" else known.on_demand
-        if price is None:
+        if price is None and node_hours[group] > 0:  # a group never used costs nothing
             unpriced.add(instance_type if capacity != "spot" else f"{instance_type} (spot)")
         by_group[group] = None if price is None else round(node_hours[group] * price, 2)
     counted = [c for c in by_group.values() if c is not None]

@@ -177,7 +177,7 @@ class KubernetesClusterView:
             snapshot = self.snapshot(now)
         except KubernetesUnavailableError:
             return None
-        return tuple(n.ready_since for n in snapshot.nodes if n.ready and belongs(n, group))
+        return tuple(n.ready_since for n in snapshot.nodes if n.usable and belongs(n, group))
 
     def _pending_pods(
         self, metric: PendingPodsMetric, group: NodeGroup, snapshot: Snapshot, now: datetime
@@ -316,7 +316,7 @@ class KubernetesClusterView:
         rooms = {
             n.name: room_of(n, by_node.get(n.name, ()))
             for n in snapshot.nodes
-            if n.ready and n.schedulable and belongs(n, group)
+            if n.usable and n.schedulable and belongs(n, group)
         }
         coming, coming_pods = planned.coming(group.name)
         return fit_buffer(buffers, rooms, template, coming, coming_pods)

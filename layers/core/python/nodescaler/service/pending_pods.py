@@ -159,7 +159,7 @@ class PendingPodsPlanner:
             rooms = [(room, 1) for room in self._just_ready(group, snapshot, now)]
             template = None if group.name in backed_off else templates.get(group.name)
             booting = group.desired - sum(
-                1 for n in snapshot.nodes if n.ready and belongs(n, group)
+                1 for n in snapshot.nodes if n.usable and belongs(n, group)
             )
             if template is not None and booting > 0:
                 on_their_way[group.name] = booting
@@ -199,7 +199,7 @@ class PendingPodsPlanner:
         return [
             room_of(n, snapshot.pods_by_node.get(n.name, ()))
             for n in snapshot.nodes
-            if n.ready
+            if n.usable
             and n.schedulable
             and n.ready_since is not None
             and now - n.ready_since < JUST_READY
@@ -221,7 +221,7 @@ class PendingPodsPlanner:
         by_node = snapshot.pods_by_node
         by_instance: dict[str, list[Node]] = {}
         for node in snapshot.nodes:  # once, not once a group
-            if node.ready and node.schedulable:
+            if node.usable and node.schedulable:
                 by_instance.setdefault(node.instance_id, []).append(node)
                 label = node.labels.get(EKS_NODEGROUP_LABEL)
                 if label is not None:

@@ -54,8 +54,8 @@ def _condition(conditions: Sequence[_C], kind: str) -> _C | None:
 
 
 def node_from_wire(wire: NodeWire, startup: StartupTaints = KNOWN) -> Node:
-    """The node as the autoscaler counts it: one a startup taint keeps pods off is not yet
-    Ready (`startup`)."""
+    """The node as the autoscaler counts it: one a startup taint keeps pods off is still
+    starting (`startup`)."""
     ready = _condition(wire.status.conditions, "Ready")
     is_ready = ready is not None and ready.status == "True"
     try:
@@ -75,6 +75,7 @@ def node_from_wire(wire: NodeWire, startup: StartupTaints = KNOWN) -> Node:
         extended=extended,
         scale_down_disabled=wire.metadata.annotations.get(SCALE_DOWN_DISABLED) == "true",
         ready_since=ready.lastTransitionTime if is_ready and ready is not None else None,
+        created=wire.metadata.creationTimestamp,
     )
     return startup.as_counted(node)
 

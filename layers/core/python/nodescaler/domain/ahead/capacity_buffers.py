@@ -237,7 +237,7 @@ def with_buffers(snapshot: Snapshot) -> Snapshot:
     rooms = {
         n.name: room_of(n, by_node.get(n.name, ()))
         for n in snapshot.nodes
-        if n.ready and n.schedulable
+        if n.usable and n.schedulable
     }
     settled = tuple(
         replace(b, pods=tuple(_bound(pod, rooms) for pod in b.pods)) for b in snapshot.buffers

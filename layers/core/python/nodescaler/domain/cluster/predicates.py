@@ -51,7 +51,7 @@ def live_template(
     """A new node like the group's first ready, schedulable node (by name), less what its
     DaemonSet pods take (those of `pods_by_node`); None when the group has no such node."""
     live = sorted(
-        (n for n in nodes if n.ready and n.schedulable and belongs(n, group)),
+        (n for n in nodes if n.usable and n.schedulable and belongs(n, group)),
         key=lambda n: n.name,
     )
     if not live:

@@ -57,7 +57,7 @@ def reservation(
     include_daemon_sets: bool = True,
     include_mirror_pods: bool = True,
 ) -> Reservation:
-    counted = {n.name: n for n in nodes if n.group == group and n.ready and n.schedulable}
+    counted = {n.name: n for n in nodes if n.group == group and n.usable and n.schedulable}
     requested = pod_count = 0
     for pod in pods:
         if pod.node_name not in counted or pod.terminal:

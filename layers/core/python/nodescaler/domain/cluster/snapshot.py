@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from nodescaler.domain.cluster.quantity import millicores, parse_quantity, whole_units
@@ -142,6 +142,11 @@ class Taint:
     effect: str = "NoSchedule"  # NoSchedule, PreferNoSchedule, NoExecute
 
 
+# Cluster Autoscaler's MaxNodeStartupTime (15 minutes): a node with a startup taint counts
+# as upcoming that long after its creation, and as a node in trouble after it
+MAX_NODE_STARTUP = timedelta(minutes=15)
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     name: str
@@ -155,6 +160,20 @@ class Node:
     extended: Mapping[str, int] = field(default_factory=dict)  # e.g. nvidia.com/gpu: 4
     scale_down_disabled: bool = False  # annotated so: its instance is protected from scale-in
     ready_since: datetime | None = None  # its Ready condition's lastTransitionTime, when Ready
+    # Ready, but a startup taint keeps pods off while an agent starts on it
+    # (`domain.cluster.startup_taints`): a node on its way, no room yet
+    starting: bool = False
+    created: datetime | None = None  # its creationTimestamp: how long it may be starting
+
+    def young(self, now: datetime) -> bool:
+        """Created less than `MAX_NODE_STARTUP` ago: a startup taint past it is a node's
+        trouble (an agent restarted, or never running), not its start."""
+        return self.created is not None and now - self.created < MAX_NODE_STARTUP
+
+    @property
+    def usable(self) -> bool:
+        """Ready and not still starting: room pods can be placed on now."""
+        return self.ready and not self.starting
 
     @property
     def instance_id(self) -> str:
@@ -312,10 +331,15 @@ class Snapshot:
     buffers: tuple[ClusterBuffer, ...] = ()
 
     def at(self, now: datetime) -> Snapshot:
-        """Without the pods deleted long enough ago to count as gone at `now`."""
-        if not any(p.gone(now) for p in self.pods):
-            return self
-        return replace(self, pods=tuple(p for p in self.pods if not p.gone(now)))
+        """Without the pods deleted long enough ago to count as gone at `now`, and with no
+        node starting longer than a node may (`MAX_NODE_STARTUP`)."""
+        snapshot = self
+        if any(n.starting and not n.young(now) for n in self.nodes):
+            nodes = tuple(n if n.young(now) else replace(n, starting=False) for n in self.nodes)
+            snapshot = replace(snapshot, nodes=nodes)
+        if any(p.gone(now) for p in self.pods):
+            snapshot = replace(snapshot, pods=tuple(p for p in self.pods if not p.gone(now)))
+        return snapshot
 
     @functools.cached_property
     def pods_by_node(self) -> dict[str, list[Pod]]:

@@ -1,9 +1,11 @@
 """Startup taints: taints a node registers with and loses once an agent runs on it (a
 CNI's, a CSI driver's). While it carries one, the node is still starting: it counts as a
 node on its way, whose pods wait for it, never as a Ready node they cannot use, which
-would buy another for them. Cluster Autoscaler does the same ("How does Cluster
-Autoscaler treat nodes with status/startup/ignore taints?" in its FAQ), and Karpenter
-with a NodePool's `startupTaints`.
+would buy another for them, for at most 15 minutes from its creation. Cluster Autoscaler
+counts such a node as upcoming the same way ("How does Cluster Autoscaler treat nodes
+with status/startup/ignore taints?" in its FAQ; it reads a taint's key alone, where this
+also asks that it keep pods off: NoSchedule or NoExecute), and Karpenter a NodePool's
+`startupTaints`.
 """
 
 from __future__ import annotations
@@ -47,10 +49,12 @@ class StartupTaints:
         )
 
     def as_counted(self, node: Node) -> Node:
-        """The node as the autoscaler counts it: not yet Ready while a startup taint keeps
-        its pods off."""
+        """The node as the autoscaler counts it: still starting, while Ready with a startup
+        taint that keeps its pods off (no longer once older than `MAX_NODE_STARTUP`:
+        `Snapshot.at`). Its readiness stays the kubelet's: what a scale-in may do with it
+        and its pods is decided as for any Ready node."""
         if node.ready and any(self.holds(t) for t in node.taints):
-            return replace(node, ready=False, ready_since=None)
+            return replace(node, starting=True)
         return node
 
 
