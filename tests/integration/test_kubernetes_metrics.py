@@ -113,6 +113,17 @@ def test_a_group_with_no_ready_schedulable_node_has_no_reading(
     )
 
 
+def test_a_group_at_zero_nodes_reads_nothing_requested_not_a_missing_metric(
+    served: tuple[KubeApiServer, KubernetesClusterView],
+) -> None:
+    # (a GPU group waiting at zero is not a broken metric: its dashboards stay quiet)
+    _, metrics = served
+    at_zero = NodeGroup("asg-a", 0, 0, 10, 0, eks_nodegroup="a")
+    reading = metrics.read(CPU_60, at_zero, T0)
+    assert isinstance(reading, MetricReading) and reading.value == 0
+    assert reading.detail == "asg-a is at zero nodes"
+
+
 def test_a_401_renews_the_credentials_once_then_reports_the_group_unavailable(
     tmp_path: Path,
 ) -> None:

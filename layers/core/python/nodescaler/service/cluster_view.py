@@ -386,7 +386,9 @@ class KubernetesClusterView:
             )
         except ReservationError as error:
             return MetricUnavailable(reason=str(error))
-        if reserved.percent is None:
+        if reserved.percent is None:  # no node measured: at zero none runs, nothing is asked
+            if group.desired == 0:
+                return MetricReading(value=0, at=now, detail=f"{group.name} is at zero nodes")
             return MetricUnavailable(
                 reason=f"node group {group.name}: no Ready, schedulable node is registered"
             )
