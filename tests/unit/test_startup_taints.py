@@ -101,6 +101,13 @@ def test_a_startup_taint_past_a_nodes_start_is_its_trouble_not_its_start(
     assert not unknown.at(CREATED).nodes[0].starting  # no creation time: no start to wait
 
 
+def test_only_the_nodes_past_their_start_stop_starting() -> None:
+    young = node_from_json(wire(CILIUM, name="young"))
+    old = replace(node_from_json(wire(CILIUM, name="old")), created=CREATED - timedelta(hours=1))
+    nodes = Snapshot((young, old), ()).at(CREATED + timedelta(minutes=1)).nodes
+    assert [n.starting for n in nodes] == [True, False]
+
+
 def test_a_busy_node_whose_agent_restarted_is_drained_by_the_rules_not_taken_as_dead() -> None:
     # Given three Ready nodes, the second re-tainted by Cilium while it runs a pod that may
     # not move and one whose budget allows no disruption
