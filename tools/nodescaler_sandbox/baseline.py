@@ -129,11 +129,6 @@ __all__ = [
 
 
 @dataclass
-class Asked:
-    at: datetime
-
-
-@dataclass
 class ReactiveBaseline:
     cluster: SimulatedCluster
     autoscaling: Any  # an Auto Scaling client the sandbox watches (refusals, write counts)
@@ -143,7 +138,7 @@ class ReactiveBaseline:
     flags: DrainFlags = field(default_factory=DrainFlags)
     settings: Flags = field(default_factory=Flags)
     unneeded: dict[str, datetime] = field(default_factory=dict)  # node → since
-    asked: dict[str, Asked] = field(default_factory=dict)
+    asked: dict[str, datetime] = field(default_factory=dict)  # group → its latest scale-up
     backoff: Backoff = field(default_factory=Backoff)
     updated: dict[str, datetime] = field(default_factory=dict)  # group → last set
     draining: dict[str, str] = field(default_factory=dict)  # node → group
@@ -221,7 +216,7 @@ class ReactiveBaseline:
             self._set(group, desired[group] + nodes, desired, now)  # pods unschedulable
             # each increase moves the request's time, and its provision timeout, to now
             # (clusterstate.go, registerOrUpdateScaleUpNoLock)
-            self.asked[group] = Asked(now)
+            self.asked[group] = now
         self.last_scale_up = now
         return True
 
@@ -373,12 +368,12 @@ class ReactiveBaseline:
                 self._set(group, max(len(instances), self.groups[group].min), desired, now)
 
     def _time_out_provisioning(self, now: datetime, desired: dict[str, int]) -> None:
-        for group, asked in list(self.asked.items()):
+        for group, asked_at in list(self.asked.items()):
             registered = len(self.cluster.group_nodes(group))
             if registered >= desired[group]:
                 del self.asked[group]
                 self.backoff.succeeded(group)
-            elif now - asked.at >= PROVISION_TIMEOUT:  # not registered in 15 min: backed off
+            elif now - asked_at >= PROVISION_TIMEOUT:  # not registered in 15 min: backed off
                 del self.asked[group]
                 self.backoff.fail(group, now)
                 self._set(group, max(registered, self.groups[group].min), desired, now)

@@ -182,7 +182,6 @@ def plan(facts: Facts) -> Plan:
     )
     state = replace(state, recheck=recheck.at, spare_seen=recheck.seen)
     decision = _as_chosen(_with_warm_pool(policy, group, decision, readings), facts)
-    floor = max(group.min_size, policy.spec.min_replicas)
     return Plan(
         group,
         decision,
@@ -194,7 +193,7 @@ def plan(facts: Facts) -> Plan:
         leaving=leaving,
         candidates=frozenset()
         if group.bounds_doubt
-        else _candidates(readings, facts.pauses, facts.zones, decision.current - floor),
+        else _candidates(readings, facts.pauses, facts.zones, decision),
         rooms=None if group.bounds_doubt else _rooms(readings),
         warm_pool=_warm_pool_change(group, decision),
         announce=_backoff_started(facts, state),
@@ -335,17 +334,18 @@ def _candidates(
     readings: Mapping[str, Reading],
     pauses: Sequence[Pause],
     zones: ZoneHold | None,
-    above_floor: int,
+    decision: Decision,
 ) -> frozenset[str]:
     """The nodes the pending-pods reading found unneeded, and of those it left to empty as
-    many as could then go (`above_floor` the group's minimum, beyond the unneeded), marked
-    to steer new pods off them; none while scale-in is paused or held by a zonal shift."""
+    many as could then go (above the group's minimum, beyond the unneeded), marked to
+    steer new pods off them; none while scale-in is paused or held by a zonal shift."""
     if any(p.direction.holds(-1) for p in pauses) or (zones is not None and zones.scale_in):
         return frozenset()
     said = [r for r in readings.values() if isinstance(r, MetricReading)]
     unneeded = {node for r in said for node in r.candidates}
     emptying = [node for r in said for node in r.emptying if node not in unneeded]
-    return frozenset([*unneeded, *emptying[: max(above_floor - len(unneeded), 0)]])
+    room = decision.current - decision.min_replicas - len(unneeded)
+    return frozenset([*unneeded, *emptying[: max(room, 0)]])
 
 
 def _rooms(readings: Mapping[str, Reading]) -> frozenset[str] | None:
