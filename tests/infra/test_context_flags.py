@@ -115,6 +115,11 @@ def test_given_a_bad_value_in_one_c_nodescaler_deployment_then_its_entry_is_name
     )
 
 
+def test_given_a_startup_taint_that_is_no_taint_key_then_the_setting_is_named() -> None:
+    said = problem({"startupTaints": '["node.cilium.io/agent not ready"]'})
+    assert said.startswith("-c startupTaints (given") and "is not a taint's key" in said
+
+
 def test_given_c_keys_that_set_nothing_then_each_is_named_with_what_it_may_mean() -> None:
     # Given the app's context: cdk.json's keys, the CDK's own, and two mistyped -c keys
     context = {

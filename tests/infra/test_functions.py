@@ -26,6 +26,7 @@ from tests.infra.stack_template import (
     role_statements,
     statement_for,
 )
+from tests.infra.test_fast_path import fast_path_function
 from tests.infra.test_stack import synth
 
 
@@ -157,6 +158,20 @@ def test_cluster_autoscalers_skip_nodes_flags_in_the_context_reach_every_functio
     for folder in ("evaluate", "terminate", "drain"):
         settings = CommonSettings.from_environment(environment(changed, folder))
         assert settings.drain_rules == DrainRules(False, False, timedelta(minutes=10))
+
+
+def test_the_operators_startup_taints_reach_every_function_that_reads_nodes(
+    template: Template,
+) -> None:
+    changed = synth(startupTaints=["example.com/agent-not-ready"])
+    for found in (template, changed):
+        ((_, fast),) = fast_path_function(found)
+        variables = {k: render(v) for k, v in fast["Environment"]["Variables"].items()}
+        read = [environment(found, "evaluate"), environment(found, "terminate"), variables]
+        told = [CommonSettings.from_environment(v).startup for v in read]
+        mine = "example.com/agent-not-ready" in told[0].keys
+        assert all(("example.com/agent-not-ready" in t.keys) is mine for t in told)
+        assert mine is (found is changed)
 
 
 # What CloudFormation puts for the pseudo parameters in a value the template joins.

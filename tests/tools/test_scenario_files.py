@@ -79,6 +79,22 @@ def test_a_deployment_of_bare_local_storage_or_kube_system_pods_loads_and_a_bad_
         load_scenario(write(tmp_path, kinds.replace("emptyDir", "tmpfs")))
 
 
+def test_a_startup_taint_the_sandbox_cannot_lift_is_named(tmp_path: Path) -> None:
+    tainted = GOOD.replace(
+        "max: 3}}",
+        "max: 3, startupTaints: [{{key: node.cilium.io/agent-not-ready, "
+        "liftedAfterSeconds: 40}}]}}",
+    )
+    (taint,) = load_scenario(write(tmp_path, tainted)).groups[0].startup_taints
+    assert (taint.key, taint.effect, taint.lifted_after_seconds) == (
+        "node.cilium.io/agent-not-ready",
+        "NoSchedule",
+        40,
+    )
+    with pytest.raises(ScenarioError, match=r"groups\.0\.startupTaints\.0\.liftedAfterSeconds"):
+        load_scenario(write(tmp_path, tainted.replace("40", "-1")))
+
+
 def test_the_judged_minutes_must_leave_something_to_judge(tmp_path: Path) -> None:
     judged = load_scenario(
         write(tmp_path, GOOD.replace("minutes: 10", "minutes: 10\njudgedFrom: 4"))

@@ -84,14 +84,24 @@ AllowedGroup = Annotated[str, AfterValidator(_group_or_prefix)]
 
 
 Seconds = Annotated[int, Field(ge=1, le=7 * 24 * 3600)]
+_TAINT_KEY = re.compile(
+    r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?"  # a DNS subdomain and /, if any
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"  # the name
+)
+
+
+def _taint_key(key: str) -> str:
+    if not _TAINT_KEY.fullmatch(key):
+        raise ValueError(
+            f"{key[:80]!r} is not a taint's key: an optional DNS prefix and '/', then a name "
+            "of letters, digits, '-', '_' and '.' (63 at most) that starts and ends with a "
+            "letter or digit"
+        )
+    return key
+
+
 # A taint's key as Kubernetes takes it: an optional DNS prefix (253) and a name (63)
-TaintKey = Annotated[
-    str,
-    Field(
-        max_length=317,
-        pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
-    ),
-]
+TaintKey = Annotated[str, AfterValidator(_taint_key)]
 
 
 class CommonSettings(_Settings):
