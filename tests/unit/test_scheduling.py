@@ -460,3 +460,45 @@ def test_an_eks_node_group_naming_only_labels_is_named_as_a_source() -> None:
     )
     assert template.source == "instance type g5.xlarge, its EKS node group and its tags"
     assert template.labels["team"] == "ml"
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        Taint("node.kubernetes.io/memory-pressure", "", "NoSchedule"),
+        Taint("node.kubernetes.io/disk-pressure", "", "NoSchedule"),
+        Taint("node.cloudprovider.kubernetes.io/uninitialized", "true", "NoSchedule"),
+        Taint("NodeWithImpairedVolumes", "true", "NoSchedule"),
+        Taint("ToBeDeletedByClusterAutoscaler", "1700000000", "NoSchedule"),
+        Taint("status-taint.cluster-autoscaler.kubernetes.io/gpu-health", "", "NoSchedule"),
+        Taint("node.cilium.io/agent-not-ready", "true", "NoExecute"),
+        Taint("startup-taint.cluster-autoscaler.kubernetes.io/init", "", "NoSchedule"),
+    ],
+)
+def test_a_live_template_leaves_out_the_taints_of_its_nodes_state(state: Taint) -> None:
+    # Given the group's only live node, under pressure (or being deleted, or starting), and
+    # dedicated to web as every node of the group
+    group = NodeGroup("web", 1, 0, 5, 1, instance_ids=frozenset({"i-1"}))
+    dedicated = Taint("dedicated", "web", "NoSchedule")
+    nodes = [
+        Node(
+            "a",
+            None,
+            ready=True,
+            schedulable=True,
+            allocatable=Resources(4000, 16 * GIB, 110),
+            taints=(dedicated, state),
+            provider_id="aws:///eu-west-1a/i-1",
+        )
+    ]
+    # When its template is made
+    template = live_template(group, nodes, {})
+    # Then a new node of the group has the group's taint and not the node's state: a pod
+    # tolerating the group's taint fits it
+    assert template is not None
+    assert template.taints == (dedicated,)
+    web = pending_pod(tolerations=(Toleration("dedicated", "Equal", "web"),))
+    assert why_not(web, template) is None
+    assert why_not(pending_pod(tolerations=()), template) == (
+        "does not tolerate taint dedicated=web:NoSchedule"
+    )

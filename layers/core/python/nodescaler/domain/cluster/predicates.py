@@ -15,12 +15,33 @@ from dataclasses import dataclass, field, replace
 
 from nodescaler.domain.cluster.quantity import millicores, whole_units
 from nodescaler.domain.cluster.snapshot import Node, Placement, Pod, Resources, Taint, is_extended
+from nodescaler.domain.cluster.startup_taints import KNOWN
 from nodescaler.domain.groups.node_group import NodeGroup, belongs
 from nodescaler.errors import QuantityError
 
 NOTHING = Resources()
 HOSTNAME_LABEL = "kubernetes.io/hostname"  # a template stands for a node not yet named
 ENFORCED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+# Taints that tell a node's state, not what the group's nodes are: a new node has none of
+# them. A template from a live node leaves them out (as Cluster Autoscaler's SanitizeTaints
+# does), or one node under memory pressure would say its group can take no pod at all.
+NODE_STATE_TAINTS = frozenset(
+    {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+        "node.kubernetes.io/unschedulable",
+        "node.kubernetes.io/memory-pressure",
+        "node.kubernetes.io/disk-pressure",
+        "node.kubernetes.io/pid-pressure",
+        "node.kubernetes.io/network-unavailable",
+        "node.cloudprovider.kubernetes.io/uninitialized",  # until the cloud controller runs
+        "node.cloudprovider.kubernetes.io/shutdown",
+        "NodeWithImpairedVolumes",  # AWS: volumes stuck attaching
+        "ToBeDeletedByClusterAutoscaler",
+        "DeletionCandidateOfClusterAutoscaler",
+    }
+)
+STATUS_TAINT_PREFIX = "status-taint.cluster-autoscaler.kubernetes.io/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,12 +58,18 @@ class NodeTemplate:
 
     @classmethod
     def from_node(cls, group: str, node: Node, daemon_sets: Resources = NOTHING) -> NodeTemplate:
-        """A new node like this one, less what the DaemonSets will take on it."""
+        """A new node like this one, less what the DaemonSets will take on it and the taints
+        of its state (`NODE_STATE_TAINTS`, status and startup taints)."""
         labels = {k: v for k, v in node.labels.items() if k != HOSTNAME_LABEL}
         free = node.allocatable - daemon_sets
-        return cls(
-            group, free, labels, node.taints, f"node {node.name}", node.extended, daemon_sets
-        )
+        taints = tuple(t for t in node.taints if not _node_state(t))
+        return cls(group, free, labels, taints, f"node {node.name}", node.extended, daemon_sets)
+
+
+def _node_state(taint: Taint) -> bool:
+    """A taint of the node's state (a condition, an autoscaler's, an agent not yet running)."""
+    key = taint.key
+    return key in NODE_STATE_TAINTS or key.startswith(STATUS_TAINT_PREFIX) or KNOWN.names(key)
 
 
 def live_template(

@@ -43,10 +43,12 @@ class StartupTaints:
         """The well-known keys and the operator's."""
         return cls(WELL_KNOWN | frozenset(keys))
 
+    def names(self, key: str) -> bool:
+        """Whether a taint so keyed is a startup taint, whatever its effect."""
+        return key in self.keys or key.startswith(PREFIXES)
+
     def holds(self, taint: Taint) -> bool:
-        return taint.effect in _BLOCKING and (
-            taint.key in self.keys or taint.key.startswith(PREFIXES)
-        )
+        return taint.effect in _BLOCKING and self.names(taint.key)
 
     def as_counted(self, node: Node) -> Node:
         """The node as the autoscaler counts it: still starting, while Ready with a startup
