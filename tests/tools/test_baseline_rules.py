@@ -327,6 +327,26 @@ def test_a_gpu_pod_moves_to_a_tainted_gpu_node_with_a_gpu_free() -> None:
     assert fit_elsewhere([gpu_pod("t1")], "gpu-a", rooms) is False  # its GPU is taken
 
 
+def spread_pod(name: str, on: str) -> dict[str, Any]:
+    own = {"labelSelector": {"matchLabels": {"app": "zk"}}, "topologyKey": "kubernetes.io/hostname"}
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [own]}}
+    found = pod(name, on, cpu="100m", memory="100Mi", spec={"affinity": anti})
+    found["metadata"]["labels"] = {"app": "zk"}
+    return found
+
+
+def test_a_replica_spread_one_a_node_moves_only_to_a_node_without_one() -> None:
+    # InterPodAffinity: a required anti-affinity on the node keeps it off b, which runs one
+    rooms = places((node("a"), [spread_pod("zk-a", "a")]), (node("b"), [spread_pod("zk-b", "b")]))
+    assert fit_elsewhere([spread_pod("zk-a", "a")], "a", rooms) is False
+    rooms = places((node("a"), [spread_pod("zk-a", "a")]), (node("b"), []), (node("c"), []))
+    assert fit_elsewhere([spread_pod("zk-a", "a")], "a", rooms) is True
+    # two moving at once take a node each: b and c, never both on b
+    both = [spread_pod("zk-1", "a"), spread_pod("zk-2", "a")]
+    assert fit_elsewhere(both, "a", places((node("a"), both), (node("b"), []))) is False
+    assert fit_elsewhere(both, "a", rooms) is True
+
+
 # --- Cluster Autoscaler 1.37's rules, each on a hand-made case ---------------------------
 
 

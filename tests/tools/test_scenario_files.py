@@ -57,6 +57,7 @@ def test_every_scenario_in_the_repository_loads() -> None:
         "zone-shifted-burst",
         "azure-llm-code",
         "startup-taints",
+        "one-per-node",
     ]
 
 

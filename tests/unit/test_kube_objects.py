@@ -215,3 +215,52 @@ def test_a_pods_creation_time_is_read_with_its_zone_and_none_when_it_has_none() 
     created = datetime(2026, 11, 23, 7, tzinfo=UTC)
     assert pod_from_json(stamped).created == created
     assert pod_from_json(pod("agent", "n1")).created is None  # the rule keeps its node
+
+
+def _spread(term: dict[str, Any], **fields: Any) -> frozenset[str]:
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    spec = {"affinity": anti}
+    found = pod_from_json(pod("zk-1", labels={"app": "zk", "tier": "db"}, spec=spec, **fields))
+    assert found.placement is not None
+    return found.placement.apart
+
+
+ZK = {"matchLabels": {"app": "zk"}}
+ON_NODE = "kubernetes.io/hostname"
+
+
+@pytest.mark.parametrize(
+    ("term", "apart"),
+    [
+        ({"labelSelector": ZK, "topologyKey": ON_NODE}, True),
+        (
+            {
+                "labelSelector": {
+                    "matchExpressions": [{"key": "app", "operator": "In", "values": ["zk"]}]
+                },
+                "topologyKey": ON_NODE,
+            },
+            True,
+        ),
+        ({"labelSelector": ZK, "topologyKey": ON_NODE, "namespaces": ["default"]}, True),
+        # another workload's pods: a new node holds none of them
+        ({"labelSelector": {"matchLabels": {"app": "kafka"}}, "topologyKey": ON_NODE}, False),
+        # its own, in another namespace only
+        ({"labelSelector": ZK, "topologyKey": ON_NODE, "namespaces": ["other"]}, False),
+        # one a zone: not read (a new node's zone is Auto Scaling's choice)
+        ({"labelSelector": ZK, "topologyKey": "topology.kubernetes.io/zone"}, False),
+        ({"topologyKey": ON_NODE}, False),  # a null selector selects nothing
+    ],
+)
+def test_a_required_anti_affinity_on_the_node_selecting_the_pod_itself_keeps_it_apart(
+    term: dict[str, Any], apart: bool
+) -> None:
+    assert bool(_spread(term)) is apart
+
+
+def test_a_host_port_keeps_pods_asking_it_apart() -> None:
+    ports = [{"containerPort": 8080}, {"containerPort": 9100, "hostPort": 9100}]
+    container = {"name": "exporter", "resources": {"requests": {"cpu": "100m"}}, "ports": ports}
+    found = pod_from_json(pod("exporter-1", spec={"containers": [container]}))
+    assert found.placement is not None
+    assert found.placement.apart == frozenset({"host port TCP/9100"})

@@ -100,6 +100,19 @@ def test_a_gpu_pod_needs_a_gpu_left_on_the_node_it_moves_to() -> None:
     assert spare(nodes, pods[:1]) == ("b",)  # the empty GPU node; t1 has no GPU to go to
 
 
+def test_a_pod_spread_one_a_node_moves_only_to_a_node_without_one_of_its_own() -> None:
+    # Given three roomy nodes, each with one replica of a workload spread one a node
+    spread = Placement(apart=frozenset({"anti-affinity default/zk"}))
+    nodes = [node("a"), node("b"), node("c")]
+    pods = [pod(f"zk-{n.name}", n.name, 500, placement=spread) for n in nodes]
+    # Then none can go: each replica would land beside another (Cluster Autoscaler's
+    # simulation refuses the move too)
+    assert spare(nodes, pods) == ()
+    # and beside a node holding another workload's pod, a replica moves there
+    other = pod("cache", "d", 500, local_storage=True)  # which keeps d
+    assert spare([*nodes, node("d")], [*pods, other]) == ("a",)
+
+
 def test_kept_cordoned_and_not_ready_nodes_are_never_unneeded() -> None:
     kept = node("kept", scale_down_disabled=True)
     cordoned = Node("cordoned", "web", True, False, Resources(4000, 16 * GIB, 110))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from nodescaler.domain.cluster.predicates import (
     InstanceShape,
@@ -131,6 +133,23 @@ def test_first_fit_decreasing_packs_big_pods_first() -> None:
     assert nodes_needed(small, template) == 2  # 5 cores at 4 a node
     slots = NodeTemplate("ng", Resources(64000, 256 * GIB, 10))
     assert nodes_needed([pending_pod(cpu=10) for _ in range(25)], slots) == 3  # 10 pods a node
+
+
+def test_pods_that_may_share_no_node_take_a_new_node_each_and_others_fill_the_room() -> None:
+    # Given five replicas spread one a node (or asking one host port), and small pods
+    template = NodeTemplate("ng", Resources(16000, 64 * GIB, 110))
+    for key in ("anti-affinity default/zk", "host port TCP/9100"):
+        spread = [pending_pod(cpu=500, apart=frozenset({key})) for _ in range(5)]
+        small = [pending_pod(cpu=500) for _ in range(10)]
+        # Then they need five nodes, which the others share, where without it one would do
+        assert nodes_needed(spread, template) == 5
+        assert nodes_needed([*spread, *small], template) == 5
+        assert nodes_for([*spread, *small], template) == 5
+        assert nodes_needed([replace(p, placement=Placement()) for p in spread], template) == 1
+        # and a node holding one already takes none of them
+        held = replace(template, holding=frozenset({key}))
+        assert why_not(spread[0], held) == f"may not share a node with the pods there ({key})"
+        assert why_not(small[0], held) is None
 
 
 def test_expendable_pods_below_the_cutoff_wait() -> None:

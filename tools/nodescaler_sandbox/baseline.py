@@ -55,8 +55,8 @@ Autoscaler itself:
   (--max-drain-parallelism), empty ones first; never below the group's minimum. Whether
   a node's pods would fit elsewhere is asked of every predicate the sandbox's pods and
   nodes carry (CPU, memory, pod slots, extended resources,
-  nodeSelector, required node affinity, taints), with the baseline's own check, not
-  nodescaler's.
+  nodeSelector, required node affinity, taints, a required anti-affinity on the node
+  and host ports), with the baseline's own check, not nodescaler's.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ drain, and whether a node's pods fit elsewhere (`baseline` runs them)."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -22,7 +23,7 @@ from nodescaler_sandbox.baseline_flags import (
     DrainFlags,
     Flags,
 )
-from nodescaler_sandbox.cluster import quantities, requests
+from nodescaler_sandbox.cluster import apart_keys, quantities, requests
 
 SAFE_TO_EVICT = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 UNNEEDED_TIME_TAG = TEMPLATE_TAG + "autoscaling-options/scaledownunneededtime"
@@ -246,6 +247,7 @@ class Place:
     free: dict[str, int]  # cpu (millicores), memory (bytes), pods, extended resources
     labels: dict[str, str]
     taints: list[dict[str, str]]  # NoSchedule and NoExecute: the ones that filter
+    held: Counter[str] = field(default_factory=Counter)  # its pods' `apart_keys`
     # whether the node's labels and taints admit a pod, by the pod's id: a plan asks it of
     # every node for every pod it moves; the pod is kept with its answer, so no id is reused
     _admitted: dict[int, tuple[dict[str, Any], bool]] = field(
@@ -271,7 +273,11 @@ class Place:
         return place
 
     def fits(self, pod: dict[str, Any]) -> bool:
-        return all(self.free.get(k, 0) >= n for k, n in asks(pod).items()) and self.admits(pod)
+        return (
+            all(self.free.get(k, 0) >= n for k, n in asks(pod).items())
+            and self.admits(pod)
+            and not (self.held and any(self.held[k] > 0 for k in apart_keys(pod["spec"])))
+        )
 
     def admits(self, pod: dict[str, Any]) -> bool:
         """The pod's nodeSelector, required node affinity and tolerations let it here."""
@@ -289,6 +295,8 @@ class Place:
     def take(self, pod: dict[str, Any]) -> None:
         for name, amount in asks(pod).items():
             self.free[name] = self.free.get(name, 0) - amount
+        if keys := apart_keys(pod["spec"]):
+            self.held.update(keys)
 
 
 def asks(pod: dict[str, Any]) -> dict[str, int]:
@@ -350,17 +358,21 @@ def fit_elsewhere(pods: list[dict[str, Any]], name: str, free: dict[str, Place])
     if not pods:
         return True
     taken: dict[str, dict[str, int]] = {}
+    went: dict[str, set[str]] = {}  # the `apart_keys` of the pods moved to each node
     for found in pods:
-        asked = asks(found)
+        asked, keys = asks(found), apart_keys(found["spec"])
         cpu, memory = asked["cpu"], asked["memory"]
         for other, place in free.items():
             room = taken.get(other, place.free)
             if room.get("cpu", 0) < cpu or room.get("memory", 0) < memory or other == name:
                 continue
+            if any(place.held[k] > 0 or k in went.get(other, ()) for k in keys):
+                continue  # InterPodAffinity, NodePorts
             if all(room.get(k, 0) >= n for k, n in asked.items()) and place.admits(found):
                 room = taken[other] = dict(room)
                 for resource, amount in asked.items():
                     room[resource] = room.get(resource, 0) - amount
+                went.setdefault(other, set()).update(keys)
                 break
         else:
             return False

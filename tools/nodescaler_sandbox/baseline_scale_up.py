@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from nodescaler_sandbox.baseline_flags import BACKOFF_RESET, INITIAL_BACKOFF, MAX_BACKOFF
-from nodescaler_sandbox.cluster import Room, requests
+from nodescaler_sandbox.cluster import Room, apart_keys, requests
 
 
 @dataclass
@@ -102,12 +102,14 @@ def first_fit(
 
 
 def _likeness(spec: dict[str, Any]) -> str:
-    """What `Room.fits` reads of a pod: its requests, nodeSelector and tolerations."""
+    """What `Room.fits` reads of a pod: its requests, nodeSelector, tolerations and what it
+    may share no node with (pods alike hold the same keys: a node one took takes no other)."""
     return json.dumps(
         [
             [(c.get("resources") or {}).get("requests") for c in spec.get("containers", [])],
             spec.get("nodeSelector"),
             spec.get("tolerations"),
+            apart_keys(spec),
         ],
         sort_keys=True,
     )

@@ -7,7 +7,8 @@ the node's Ready condition says when, in its `lastTransitionTime`); when it leav
 its group its node goes, and the pods on it with it (unless a lifecycle hook holds it:
 then it stays, cordoned or not, until `release`). The scheduler binds pending pods,
 oldest first, to Ready, schedulable nodes with room for their CPU and memory requests, a
-matching nodeSelector and tolerated taints (kube-scheduler's LeastAllocated spread, a
+matching nodeSelector, tolerated taints and none of the pods a required anti-affinity on
+the node or a host port keeps it from (`apart_keys`) (kube-scheduler's LeastAllocated spread, a
 node with a PreferNoSchedule taint only when no other fits); a bound pod turns Ready
 `ready_after` later. Pending pods are taken highest priority first (PrioritySort), then
 oldest. A pod no node fits preempts, as kube-scheduler's DefaultPreemption does: on the
@@ -25,6 +26,8 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import json
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -38,6 +41,7 @@ from nodescaler_sandbox.kube.apiserver import Cluster, is_ready, is_terminating
 from nodescaler_sandbox.provision import group_sizes
 
 NAMESPACE = "default"
+HOSTNAME = "kubernetes.io/hostname"
 BOUND_AT = "sandbox.nodescaler.io/bound-at"  # when the scheduler bound the pod
 READY_AFTER = "sandbox.nodescaler.io/ready-after-seconds"
 READY_AT = "sandbox.nodescaler.io/ready-at"  # when it turned Ready
@@ -427,6 +431,7 @@ class Room:
     schedulable: bool
     extended: dict[str, int] = field(default_factory=dict)  # nvidia.com/gpu: 1
     avoided: bool = False  # a PreferNoSchedule taint: scored below every other node
+    apart: Counter[str] = field(default_factory=Counter)  # `apart_keys` of the pods on it
 
     @classmethod
     def of(cls, node: dict[str, Any]) -> Room:
@@ -466,6 +471,7 @@ class Room:
             and all(self.extended.get(k, 0) >= n for k, n in extended_requests(spec).items())
             and all(self.labels.get(k) == v for k, v in selector.items())
             and all(any(t.tolerates(taint) for t in tolerations) for taint in self.taints)
+            and not (self.apart and any(self.apart[key] > 0 for key in apart_keys(spec)))
         )
 
     def take(self, cpu: int, memory: int, spec: dict[str, Any]) -> None:
@@ -473,6 +479,8 @@ class Room:
         self.memory -= memory
         for name, amount in extended_requests(spec).items():
             self.extended[name] = self.extended.get(name, 0) - amount
+        if keys := apart_keys(spec):
+            self.apart.update(keys)
 
     def give(self, cpu: int, memory: int, spec: dict[str, Any]) -> None:
         """A pod's requests back: it left the node."""
@@ -480,3 +488,21 @@ class Room:
         self.memory += memory
         for name, amount in extended_requests(spec).items():
             self.extended[name] = self.extended.get(name, 0) + amount
+        if keys := apart_keys(spec):
+            self.apart.subtract(keys)
+
+
+def apart_keys(spec: dict[str, Any]) -> list[str]:
+    """What a pod may share no node with, as the scheduler's InterPodAffinity and NodePorts
+    filters judge it here: each required pod anti-affinity term on the node (the sandbox's
+    are a workload's to its own pods, `workloads.pod`), and each host port it asks."""
+    keys = []
+    if affinity := spec.get("affinity"):
+        anti = affinity.get("podAntiAffinity") or {}
+        for term in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
+            if term["topologyKey"] == HOSTNAME:
+                keys.append(json.dumps(term["labelSelector"], sort_keys=True))
+    for container in spec.get("containers", ()):
+        if ports := container.get("ports"):
+            keys += [f"port {p['hostPort']}" for p in ports if p.get("hostPort")]
+    return keys

@@ -22,14 +22,7 @@ from nodescaler.domain.cluster.predicates import TEMPLATE_TAG
 from nodescaler.domain.outside_text import bounded_problems
 from nodescaler.domain.policy import CloudWatchMetric, PrometheusMetric
 from nodescaler.errors import PermanentError, PolicyError
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    model_validator,
-)
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from nodescaler_sandbox import metric_math, replay_figures, traces
@@ -246,6 +239,9 @@ class DeploymentSpec(PodShape):
     name: str
     replicas: dict[Minute, Count] = Field(min_length=1)  # a curve: linear between points
     disruption_budget: Budget | None = None
+    # Its pods spread one a node: a required podAntiAffinity on kubernetes.io/hostname
+    # selecting its own app label (an HA workload's replicas)
+    one_per_node: bool = False
 
 
 class QueueSpec(_Spec):

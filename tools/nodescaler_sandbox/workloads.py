@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from itertools import pairwise
 from typing import Any
 
-from nodescaler_sandbox.cluster import NAMESPACE, READY_AFTER, READY_AT, uid_order
+from nodescaler_sandbox.cluster import HOSTNAME, NAMESPACE, READY_AFTER, READY_AT, uid_order
 from nodescaler_sandbox.kube.apiserver import Cluster, is_terminating
 
 
@@ -34,9 +34,11 @@ def pod(
     bare: bool = False,
     local_storage: str | None = None,
     annotations: dict[str, str] | None = None,
+    one_per_node: bool = False,
 ) -> dict[str, Any]:
     """A pod of the workload `app`: made by its ReplicaSet (the controller), unless `bare`
-    (as `kubectl run` makes one); `local_storage`: an emptyDir or hostPath volume."""
+    (as `kubectl run` makes one); `local_storage`: an emptyDir or hostPath volume;
+    `one_per_node`: a required anti-affinity to its own workload on each node."""
     asked = {"cpu": cpu, "memory": memory} | {k: str(n) for k, n in (extended or {}).items()}
     spec: dict[str, Any] = {"containers": [{"name": "main", "resources": {"requests": asked}}]}
     if local_storage == "emptyDir":
@@ -49,6 +51,11 @@ def pod(
         spec["nodeSelector"] = node_selector
     if tolerations:
         spec["tolerations"] = [t | {"operator": "Equal"} for t in tolerations]
+    if one_per_node:
+        own = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": HOSTNAME}
+        spec["affinity"] = {
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [own]}
+        }
     metadata: dict[str, Any] = {
         "name": name,
         "namespace": namespace,
@@ -96,6 +103,7 @@ class Deployment:
     bare: bool = False  # its pods have no controller (a script keeps their number)
     local_storage: str | None = None  # "emptyDir" or "hostPath"
     annotations: dict[str, str] = field(default_factory=dict)
+    one_per_node: bool = False  # its pods spread one a node (a required anti-affinity)
     created: int = 0
 
     def reconcile(self, store: Cluster, minute: float, now: datetime) -> None:
@@ -135,6 +143,7 @@ class Deployment:
             bare=self.bare,
             local_storage=self.local_storage,
             annotations=self.annotations,
+            one_per_node=self.one_per_node,
         )
 
     def pods(self, store: Cluster) -> list[dict[str, Any]]:

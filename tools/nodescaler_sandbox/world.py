@@ -68,7 +68,8 @@ class World:
         self._recorded = -1  # the store's version at the last look at the pods
         self._next_ready = datetime.max.replace(tzinfo=UTC)  # a bound pod due to turn Ready
         self.deployments = [
-            _deployment(d.name, d, sorted(d.replicas.items())) for d in scenario.deployments
+            _deployment(d.name, d, sorted(d.replicas.items()), one_per_node=d.one_per_node)
+            for d in scenario.deployments
         ]
         self.queues = [
             QueueWork(
@@ -378,7 +379,9 @@ def within_the_minute(seed: str, count: int, steps: int) -> list[int]:
     return sorted(draw.randrange(steps) for _ in range(count))
 
 
-def _deployment(name: str, shape: PodShape, curve: list[tuple[float, int]]) -> Deployment:
+def _deployment(
+    name: str, shape: PodShape, curve: list[tuple[float, int]], *, one_per_node: bool = False
+) -> Deployment:
     return Deployment(
         name,
         shape.cpu,
@@ -393,6 +396,7 @@ def _deployment(name: str, shape: PodShape, curve: list[tuple[float, int]]) -> D
         shape.bare,
         shape.local_storage,
         dict(shape.annotations),
+        one_per_node=one_per_node,
     )
 
 

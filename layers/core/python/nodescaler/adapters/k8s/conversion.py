@@ -8,6 +8,7 @@ the group it runs on loses its reservation reading.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import msgspec
@@ -105,22 +106,68 @@ _PLACEMENTS: dict[tuple[Any, ...], Placement] = {}
 _MAX_PLACEMENTS = 10_000
 
 
-def shared_placement(spec: PodSpec, extended: dict[str, int] | None = None) -> Placement:
-    """`placement_of(spec)`, the same object for the same nodeSelector, affinity,
-    tolerations and extended requests (`extended`, when already counted)."""
+def shared_placement(
+    spec: PodSpec, extended: dict[str, int] | None = None, metadata: ObjectMeta | None = None
+) -> Placement:
+    """`placement_of(spec, metadata)`, the same object for the same nodeSelector,
+    affinity, tolerations, extended requests (`extended`, when already counted) and keys
+    it may share no node with (`apart_keys`)."""
     extended = extended_requests(spec) if extended is None else extended
+    apart = apart_keys(spec, metadata) if metadata is not None else frozenset()
     key = (
         tuple(sorted(spec.nodeSelector.items())),
         bytes(spec.affinity),
         bytes(spec.tolerations),
         tuple(sorted(extended.items())),
+        apart,
     )
     found = _PLACEMENTS.get(key)
     if found is None:
         if len(_PLACEMENTS) >= _MAX_PLACEMENTS:  # a bound on a warm container's memory
             _PLACEMENTS.clear()
-        found = _PLACEMENTS[key] = placement_of(spec, extended)
+        found = _PLACEMENTS[key] = replace(placement_of(spec, extended), apart=apart)
     return found
+
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def apart_keys(spec: PodSpec, metadata: ObjectMeta) -> frozenset[str]:
+    """What the pod may share no node with (`Placement.apart`): each host port it asks, and
+    each required pod anti-affinity term on the node (`kubernetes.io/hostname`) that
+    selects the pod itself, as a workload spread one a node writes it. A term selecting
+    other pods only is not read: a new node holds none of them."""
+    keys = {
+        f"host port {port.protocol}/{port.hostPort}"
+        for container in spec.containers
+        for port in container.ports
+        if port.hostPort
+    }
+    if b"podAntiAffinity" in bytes(spec.affinity):
+        anti = (msgspec.json.decode(spec.affinity).get("podAntiAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ) or ()
+        keys |= {
+            f"anti-affinity {metadata.namespace}/{msgspec.json.encode(term['labelSelector'])!r}"
+            for term in anti
+            if term.get("topologyKey") == HOSTNAME
+            and (metadata.namespace in (term.get("namespaces") or [metadata.namespace]))
+            and _selects(term.get("labelSelector"), metadata.labels)
+        }
+    return frozenset(keys)
+
+
+def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """A label selector's answer for `labels` (a null selector selects nothing)."""
+    if selector is None:
+        return False
+    expressions = (
+        Requirement(e["key"], e["operator"], tuple(e.get("values") or ()))
+        for e in selector.get("matchExpressions") or ()
+    )
+    return all(labels.get(k) == v for k, v in (selector.get("matchLabels") or {}).items()) and all(
+        r.matches(labels) for r in expressions
+    )
 
 
 def placement_of(spec: PodSpec, extended: dict[str, int] | None = None) -> Placement:
@@ -201,7 +248,8 @@ def pod_from_wire(wire: PodWire) -> Pod:
     try:
         amounts = spec_requests(spec)
         requests = _resources(amounts)
-        placement = shared_placement(spec, {k: v for k, v in amounts.items() if is_extended(k)})
+        extended = {k: v for k, v in amounts.items() if is_extended(k)}
+        placement = shared_placement(spec, extended, metadata)
     except QuantityError as error:
         requests, problem = Resources(pods=1), f"resources.requests: {error}"
     return Pod(

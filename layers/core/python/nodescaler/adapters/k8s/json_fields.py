@@ -78,9 +78,15 @@ class ResourceRequirements(msgspec.Struct, frozen=True, gc=False):
     requests: Quantities = {}
 
 
+class ContainerPort(msgspec.Struct, frozen=True, gc=False):
+    hostPort: int = 0  # noqa: N815  (0: none; one pod a node may hold it)
+    protocol: str = "TCP"
+
+
 class Container(msgspec.Struct, frozen=True, gc=False):
     resources: ResourceRequirements = ResourceRequirements()
     restartPolicy: str = ""  # noqa: N815  (Always on an init container: a native sidecar)
+    ports: list[ContainerPort] = []
 
 
 class Volume(msgspec.Struct, frozen=True, gc=False):

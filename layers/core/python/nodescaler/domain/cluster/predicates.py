@@ -15,33 +15,13 @@ from dataclasses import dataclass, field, replace
 
 from nodescaler.domain.cluster.quantity import millicores, whole_units
 from nodescaler.domain.cluster.snapshot import Node, Placement, Pod, Resources, Taint, is_extended
-from nodescaler.domain.cluster.startup_taints import KNOWN
+from nodescaler.domain.cluster.state_taints import of_state
 from nodescaler.domain.groups.node_group import NodeGroup, belongs
 from nodescaler.errors import QuantityError
 
 NOTHING = Resources()
 HOSTNAME_LABEL = "kubernetes.io/hostname"  # a template stands for a node not yet named
 ENFORCED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
-# Taints that tell a node's state, not what the group's nodes are: a new node has none of
-# them. A template from a live node leaves them out (as Cluster Autoscaler's SanitizeTaints
-# does), or one node under memory pressure would say its group can take no pod at all.
-NODE_STATE_TAINTS = frozenset(
-    {
-        "node.kubernetes.io/not-ready",
-        "node.kubernetes.io/unreachable",
-        "node.kubernetes.io/unschedulable",
-        "node.kubernetes.io/memory-pressure",
-        "node.kubernetes.io/disk-pressure",
-        "node.kubernetes.io/pid-pressure",
-        "node.kubernetes.io/network-unavailable",
-        "node.cloudprovider.kubernetes.io/uninitialized",  # until the cloud controller runs
-        "node.cloudprovider.kubernetes.io/shutdown",
-        "NodeWithImpairedVolumes",  # AWS: volumes stuck attaching
-        "ToBeDeletedByClusterAutoscaler",
-        "DeletionCandidateOfClusterAutoscaler",
-    }
-)
-STATUS_TAINT_PREFIX = "status-taint.cluster-autoscaler.kubernetes.io/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,21 +35,17 @@ class NodeTemplate:
     # What DaemonSets take of each node, already off `allocatable` (a live node's template):
     # the node registers both, which is how similar groups are compared.
     daemon_sets: Resources = NOTHING
+    # the `Placement.apart` keys of the pods on it (a node's room): a pod holding one stays off
+    holding: frozenset[str] = frozenset()
 
     @classmethod
     def from_node(cls, group: str, node: Node, daemon_sets: Resources = NOTHING) -> NodeTemplate:
         """A new node like this one, less what the DaemonSets will take on it and the taints
-        of its state (`NODE_STATE_TAINTS`, status and startup taints)."""
+        of its state (`state_taints`)."""
         labels = {k: v for k, v in node.labels.items() if k != HOSTNAME_LABEL}
         free = node.allocatable - daemon_sets
-        taints = tuple(t for t in node.taints if not _node_state(t))
+        taints = tuple(t for t in node.taints if not of_state(t))
         return cls(group, free, labels, taints, f"node {node.name}", node.extended, daemon_sets)
-
-
-def _node_state(taint: Taint) -> bool:
-    """A taint of the node's state (a condition, an autoscaler's, an agent not yet running)."""
-    key = taint.key
-    return key in NODE_STATE_TAINTS or key.startswith(STATUS_TAINT_PREFIX) or KNOWN.names(key)
 
 
 def live_template(
@@ -236,12 +212,24 @@ def why_not(pod: Pod, template: NodeTemplate) -> str | None:
         all(r.matches(template.labels) for r in term) for term in placement.required_terms
     ):
         return "required node affinity does not match"
-    for taint in template.taints:
-        if taint.effect in ENFORCED_EFFECTS and not any(
-            t.tolerates(taint) for t in placement.tolerations
-        ):
-            return f"does not tolerate taint {taint.key}={taint.value}:{taint.effect}"
+    if (taint := _untolerated(placement, template)) is not None:
+        return f"does not tolerate taint {taint.key}={taint.value}:{taint.effect}"
+    if shared := placement.apart & template.holding:
+        return f"may not share a node with the pods there ({min(shared)})"
     return None
+
+
+def _untolerated(placement: Placement, template: NodeTemplate) -> Taint | None:
+    """The first of the template's taints that keeps pods off and the pod does not tolerate."""
+    return next(
+        (
+            taint
+            for taint in template.taints
+            if taint.effect in ENFORCED_EFFECTS
+            and not any(t.tolerates(taint) for t in placement.tolerations)
+        ),
+        None,
+    )
 
 
 def _size(pod: Pod) -> tuple[int, int]:
@@ -258,21 +246,26 @@ def pack(
 ) -> tuple[int, tuple[Pod, ...]]:
     """First-fit decreasing onto new nodes of the template, at most `max_nodes` of them:
     the nodes used, and the pods they hold (a pod that would need one more is left out)."""
-    free: list[tuple[Resources, dict[str, int]]] = []  # what is left on each new node
+    # what is left on each new node, and the `apart` keys its pods hold
+    free: list[tuple[Resources, dict[str, int], frozenset[str]]] = []
     placed: list[Pod] = []
     for pod in sorted(pods, key=_size, reverse=True):
         extended = pod.placement.extended_resources if pod.placement else {}
-        for index, (room, spare) in enumerate(free):
-            if room.covers(pod.requests) and all(
-                amount <= spare.get(name, 0) for name, amount in extended.items()
+        apart = pod.placement.apart if pod.placement else frozenset()
+        for index, (room, spare, held) in enumerate(free):
+            if (
+                room.covers(pod.requests)
+                and all(amount <= spare.get(name, 0) for name, amount in extended.items())
+                and not apart & held
             ):
-                free[index] = (room - pod.requests, _minus(spare, extended))
+                free[index] = (room - pod.requests, _minus(spare, extended), held | apart)
                 placed.append(pod)
                 break
         else:
             if max_nodes is not None and len(free) >= max_nodes:
                 continue
-            free.append((template.allocatable - pod.requests, _minus(template.extended, extended)))
+            room, spare = template.allocatable - pod.requests, _minus(template.extended, extended)
+            free.append((room, spare, apart))
             placed.append(pod)
     return len(free), tuple(placed)
 
@@ -294,9 +287,11 @@ def nodes_and_share(pods: Sequence[Pod], template: NodeTemplate) -> tuple[int, f
     have = template.allocatable
     total = Resources()
     shapes: Counter[tuple[int, int, int]] = Counter()
+    apart: Counter[str] = Counter()  # pods that may share no node: one node each
     for pod in pods:
         total = total + pod.requests
         shapes[(pod.requests.cpu_millis, pod.requests.memory_bytes, pod.requests.pods)] += 1
+        apart.update(pod.placement.apart if pod.placement else ())
     pairs = (
         (total.cpu_millis, have.cpu_millis),
         (total.memory_bytes, have.memory_bytes),
@@ -313,6 +308,9 @@ def nodes_and_share(pods: Sequence[Pod], template: NodeTemplate) -> tuple[int, f
         )
         alone = max(alone, -(-count // max(per_node, 1)))
         alone_fraction = max(alone_fraction, count / max(per_node, 1))
+    if apart:
+        most = max(apart.values())
+        alone, alone_fraction = max(alone, most), max(alone_fraction, float(most))
     return max(summed, alone), max(fraction, alone_fraction)
 
 
@@ -335,18 +333,24 @@ def pending(pods: Iterable[Pod], expendable_priority_cutoff: int) -> list[Pod]:
 
 
 def room_of(node: Node, pods: Sequence[Pod]) -> NodeTemplate:
-    """What is left on a node: its allocatable less what its pods request."""
+    """What is left on a node: its allocatable less what its pods request, and the keys
+    its pods hold (`Placement.apart`)."""
     used = Resources()
     extended = dict(node.extended)
+    holding: frozenset[str] = frozenset()
     for pod in pods:
         if pod.terminal:
             continue
         used = used + pod.requests
-        for name, amount in (pod.placement.extended_resources if pod.placement else {}).items():
+        if pod.placement is None:
+            continue
+        for name, amount in pod.placement.extended_resources.items():
             extended[name] = extended.get(name, 0) - amount
+        holding |= pod.placement.apart
     free = node.allocatable - used
+    source = f"node {node.name}"
     return NodeTemplate(
-        node.group or "", free, node.labels, node.taints, f"node {node.name}", extended
+        node.group or "", free, node.labels, node.taints, source, extended, holding=holding
     )
 
 
@@ -364,10 +368,12 @@ def place(
             stranded.append(pod)
             continue
         room = changed.get(target, rooms[target])
-        extended = dict(room.extended)
-        for name, amount in (pod.placement.extended_resources if pod.placement else {}).items():
-            extended[name] = extended.get(name, 0) - amount
+        extended, holding = dict(room.extended), room.holding
+        if pod.placement is not None:
+            for name, amount in pod.placement.extended_resources.items():
+                extended[name] = extended.get(name, 0) - amount
+            holding |= pod.placement.apart
         changed[target] = replace(
-            room, allocatable=room.allocatable - pod.requests, extended=extended
+            room, allocatable=room.allocatable - pod.requests, extended=extended, holding=holding
         )
     return changed, stranded

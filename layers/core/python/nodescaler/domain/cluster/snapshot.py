@@ -233,6 +233,10 @@ class Placement:
     tolerations: tuple[Toleration, ...] = ()
     # extended resources it requests (nvidia.com/gpu...): only some nodes have them
     extended_resources: Mapping[str, int] = field(default_factory=dict)
+    # what it may share no node with: its own workload's pods under a required pod
+    # anti-affinity on the node, or pods asking the same host port (a pod holding one of
+    # these keys keeps every other pod holding it off its node)
+    apart: frozenset[str] = frozenset()
 
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
