@@ -5,6 +5,7 @@ failed looks back off doubling to a cap."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from nodescaler.domain.cluster.predicates import NodeTemplate
@@ -104,6 +105,11 @@ TEMPLATES = {
     "gpu": NodeTemplate("gpu", Resources(16000, 64 * GIB, 110), {}, (GPU_TAINT,)),
 }
 GROUPS = ("small", "big", "gpu", "new")  # "new": no live node, no template
+
+
+def test_a_daemon_sets_pod_is_asked_of_no_group() -> None:
+    # it waits for the one node it is made for: no new node helps it
+    assert fitting_groups(replace(pending(), daemon_set=True), TEMPLATES, GROUPS) == ()
 
 
 def test_a_pod_is_asked_of_the_groups_whose_nodes_could_take_it_by_the_planners_test() -> None:

@@ -159,6 +159,13 @@ def test_expendable_pods_below_the_cutoff_wait() -> None:
     assert pending([keep, drop, bound], expendable_priority_cutoff=-10) == [keep]
 
 
+def test_a_daemon_sets_pod_waiting_for_its_node_asks_no_new_node() -> None:
+    # Cluster Autoscaler's filter_out_daemon_sets: it is made for one node, full now
+    agent = Pod("kube-system", "agent", None, Resources(), unschedulable=True, daemon_set=True)
+    web = Pod("d", "web", None, Resources(), unschedulable=True)
+    assert pending([agent, web], expendable_priority_cutoff=-10) == [web]
+
+
 def test_a_template_from_a_live_node_drops_its_name_and_daemon_set_share() -> None:
     node = Node(
         "ip-1",

@@ -324,11 +324,16 @@ def _minus(spare: Mapping[str, int], used: Mapping[str, int]) -> dict[str, int]:
 
 def pending(pods: Iterable[Pod], expendable_priority_cutoff: int) -> list[Pod]:
     """Unschedulable pods worth a node: below the cutoff they may wait (Cluster Autoscaler);
-    one whose requests can't be read can't be sized, so it is left to its owner."""
+    one whose requests can't be read can't be sized, so it is left to its owner; and a
+    DaemonSet's pod waits for the one node it is made for, which no new node helps (as
+    Cluster Autoscaler filters them out)."""
     return [
         p
         for p in pods
-        if p.unschedulable and p.priority >= expendable_priority_cutoff and p.problem is None
+        if p.unschedulable
+        and p.priority >= expendable_priority_cutoff
+        and p.problem is None
+        and not p.daemon_set
     ]
 
 

@@ -37,7 +37,9 @@ def fitting_groups(
 ) -> tuple[str, ...]:
     """The groups of `groups` whose new nodes could take `pod`, by the planner's own test
     (`scheduling.why_not`); a group with no template (no live node to copy) is kept on
-    doubt: its evaluation will tell."""
+    doubt: its evaluation will tell. None for a DaemonSet's pod (`predicates.pending`)."""
+    if pod.daemon_set:
+        return ()
     return tuple(
         group
         for group in groups
