@@ -528,3 +528,15 @@ def test_a_live_template_leaves_out_the_taints_of_its_nodes_state(state: Taint) 
     assert why_not(pending_pod(tolerations=()), template) == (
         "does not tolerate taint dedicated=web:NoSchedule"
     )
+
+
+def test_a_live_template_is_taken_from_a_node_without_a_taint_its_peers_lack() -> None:
+    # Given the group's first node by name still tainted by an agent of the operator's own
+    # (not named in STARTUP_TAINTS), its second not, and a soft taint on the third
+    group = NodeGroup("web", 3, 0, 5, 3, instance_ids=frozenset({"i-1", "i-2", "i-3"}))
+    starting = replace(node("a", "i-1"), taints=(Taint("example.com/agent-not-ready"),))
+    soft = replace(node("b", "i-3"), taints=(Taint("soft", "", "PreferNoSchedule"),))
+    # When its template is made, then it is the untainted node's, and the group takes pods
+    template = live_template(group, [starting, soft, node("c", "i-2")], {})
+    assert template is not None and template.source == "node b"
+    assert why_not(pending_pod(tolerations=()), template) is None

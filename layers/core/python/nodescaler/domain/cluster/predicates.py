@@ -51,11 +51,13 @@ class NodeTemplate:
 def live_template(
     group: NodeGroup, nodes: Iterable[Node], pods_by_node: Mapping[str, Sequence[Pod]]
 ) -> NodeTemplate | None:
-    """A new node like the group's first ready, schedulable node (by name), less what its
-    DaemonSet pods take (those of `pods_by_node`); None when the group has no such node."""
+    """A new node like the group's first ready, schedulable node (by name) of those with
+    the fewest taints that keep pods off, less what its DaemonSet pods take (those of
+    `pods_by_node`); None when the group has no such node. A taint some of its nodes carry
+    and others do not is a node's (an agent of its own still starting), not the group's."""
     live = sorted(
         (n for n in nodes if n.usable and n.schedulable and belongs(n, group)),
-        key=lambda n: n.name,
+        key=lambda n: (sum(t.effect in ENFORCED_EFFECTS for t in n.taints), n.name),
     )
     if not live:
         return None
