@@ -80,6 +80,16 @@ def test_a_node_whose_pods_fit_on_the_others_is_unneeded_and_its_pods_take_their
     assert spare(nodes, pods) == ("a",)
 
 
+def test_pods_moved_to_a_node_move_again_when_that_node_goes_too() -> None:
+    # Given a's and b's pods (1.5 cores each) and c's (2.5 cores, too busy to go), on nodes
+    # of 4 cores: a's pod moves to b, the roomiest
+    nodes = [node("a"), node("b"), node("c")]
+    pods = [pod("a1", "a", 1500), pod("b1", "b", 1500), pod("c1", "c", 2500)]
+    # Then b stays: its own pod and a's would have 1.5 cores left on c for 3 (moving b's
+    # own alone would fit, and lose a's pod on the way)
+    assert spare(nodes, pods) == ("a",)
+
+
 def test_pods_that_may_not_go_elsewhere_keep_their_node() -> None:
     tainted = node("other", group="gpu", taints=(Taint("nvidia.com/gpu", "true", "NoSchedule"),))
     labelled = node("labelled", group="db", labels={"tier": "db"})

@@ -366,8 +366,17 @@ def place(
 ) -> tuple[dict[str, NodeTemplate], list[Pod]]:
     """The rooms after moving the pods, first fit, most room first; and the pods that fit
     nowhere."""
+    changed, stranded, _ = place_each(pods, rooms)
+    return changed, stranded
+
+
+def place_each(
+    pods: Sequence[Pod], rooms: dict[str, NodeTemplate]
+) -> tuple[dict[str, NodeTemplate], list[Pod], dict[str, list[Pod]]]:
+    """`place`, and the pods each room took."""
     changed: dict[str, NodeTemplate] = {}
     stranded: list[Pod] = []
+    took: dict[str, list[Pod]] = {}
     order = sorted(rooms, key=lambda k: (-rooms[k].allocatable.cpu_millis, k))
     for pod in sorted(pods, key=lambda p: (-p.requests.cpu_millis, -p.requests.memory_bytes)):
         target = next((k for k in order if why_not(pod, changed.get(k, rooms[k])) is None), None)
@@ -383,4 +392,5 @@ def place(
         changed[target] = replace(
             room, allocatable=room.allocatable - pod.requests, extended=extended, holding=holding
         )
-    return changed, stranded
+        took.setdefault(target, []).append(pod)
+    return changed, stranded, took

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from nodescaler.domain.cluster.predicates import NodeTemplate, place, room_of
+from nodescaler.domain.cluster.predicates import NodeTemplate, place, place_each, room_of
 from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Snapshot
 from nodescaler.domain.scale_down.pod_rules import (
     CA_DEFAULTS,
@@ -149,17 +149,19 @@ class _Shedding:
     kept: list[Kept] = field(default_factory=list)
     buffer_rooms: list[str] = field(default_factory=list)  # empty nodes kept for it
     moved: list[tuple[str, dict[str, Taken]]] = field(default_factory=list)
+    arrived: dict[str, list[Pod]] = field(default_factory=dict)  # the pods moved to each node
 
     empty: int = 0
     simulated: int = 0
 
     def consider(self, node: Node) -> None:
         """Take the node if it can go after the nodes taken before it, else say why not.
-        Its own pods only: those of a node taken before that move to it are not moved
-        again (Cluster Autoscaler keeps them for the next candidate, so it sheds a node
-        less); the termination policy, which looks at the cluster as it is, never takes a
-        node whose pods cannot go."""
-        pods = movable(self.snapshot.pods_by_node.get(node.name, ()))
+        Its pods are its own and those the nodes taken before it moved to it: they move
+        again, as Cluster Autoscaler's simulation keeps each removal's moves for the next
+        (`persistSuccessfulSimulations`), or a chain of nodes each passing its pods on
+        would all count as unneeded, and the pods none of them holds any more."""
+        own = movable(self.snapshot.pods_by_node.get(node.name, ()))
+        pods = [*own, *self.arrived.get(node.name, ())]
         kept = self._move_off(node, pods) if pods else self._take_empty(node)
         if kept is not None:
             self.kept.append(kept)
@@ -192,11 +194,11 @@ class _Shedding:
             return Kept(node.name, DISRUPTION_BUDGET, tuple(p.key for p in refused))
         open_rooms = {k: r for k, r in self.rooms.items() if k != node.name and k not in self.gone}
         # the buffer's room last, where its mark has the scheduler put them (`marks.ROOM_TAINT`)
-        placed, stranded = place(
+        placed, stranded, took = place_each(
             pods, {k: r for k, r in open_rooms.items() if k not in self.buffer_rooms}
         )
         if stranded:
-            placed, stranded = place(pods, open_rooms)
+            placed, stranded, took = place_each(pods, open_rooms)
         if stranded:
             return Kept(node.name, WOULD_NOT_FIT, tuple(p.key for p in stranded))
         if not self._buffer_fits_without(node.name, placed):
@@ -205,6 +207,8 @@ class _Shedding:
             (node.name, {k: Taken.between(self.rooms[k], r) for k, r in placed.items()})
         )
         self.rooms.update(placed)
+        for destination, arriving in took.items():
+            self.arrived.setdefault(destination, []).extend(arriving)
         self.drawn.update(_budgets_of(pods, budgets))
         self.gone.append(node.name)
         return None
