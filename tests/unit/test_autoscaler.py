@@ -610,7 +610,7 @@ def test_the_decision_carries_every_input_and_the_reason() -> None:
         "protected": 0,
         "cluster_limit": "",
         "scale_in_window": "",
-        "kept_for_reacquire": "",
+        "kept_recently_needed": "",
         "demand": None,  # a metric is missing: the group's demand is not known
         "warm_pool": None,  # no forecast with warmPool: no warm pool sized
         "warm_pool_note": "",

@@ -1,6 +1,6 @@
-"""A node its pods needed stays one re-acquire time, the group's own launch time, before a
-scale-in takes it (`domain.scaling.pods_floor`): the ski-rental rule. Capped by the
-policy's scale-down window, only where the cluster is read, never adding a node."""
+"""A node its pods needed stays the policy's scale-down window before a scale-in takes it
+(`domain.scaling.pods_floor`), as Cluster Autoscaler keeps a node its unneeded time: only
+where the cluster is read, never adding a node."""
 
 from __future__ import annotations
 
@@ -74,85 +74,78 @@ def _workers_left(**kwargs: object) -> History:
     return full.history
 
 
-def test_given_workers_left_their_nodes_then_the_nodes_stay_one_launch_time_then_go() -> None:
+def test_given_workers_left_their_nodes_then_the_nodes_stay_the_window_then_go() -> None:
     history = _workers_left()
     # When the next evaluation, a minute later, finds 13 nodes empty
     emptied = _decide(60, _need(3, 13, T0 + timedelta(seconds=60)), history)
-    # Then they stay: a burst within a launch time finds them, and says why
+    # Then they stay: a burst within the window finds them, and says why
     decision = emptied.decision
     assert decision.desired == 16
-    assert Limit.REACQUIRE_TIME in decision.limited_by
+    assert Limit.RECENTLY_NEEDED in decision.limited_by
     assert (
-        "keeps 13 of the nodes its pods needed within 180s: re-acquiring one takes 180s "
-        "(p90 of the last 20 cold launches)" in decision.reason
+        "keeps 13 of the nodes its pods needed within its 600s window: re-acquiring one "
+        "takes 180s (p90 of the last 20 cold launches)" in decision.reason
     )
-    # And they are kept for one launch time from when they were last read needed (the
-    # 16 were read until the evaluation at 60 s), then go all at once
+    # And they are kept the window from the last read that saw them needed (the 16, read
+    # at 0 s), then go all at once
     history = emptied.history
-    for seconds in (120, 239):
+    for seconds in (120, 599):
         held = _decide(seconds, _need(3, 13, T0 + timedelta(seconds=seconds)), history)
         assert held.decision.desired == 16, seconds
         history = held.history
-    gone = _decide(241, _need(3, 13, T0 + timedelta(seconds=241)), history)
+    gone = _decide(600, _need(3, 13, T0 + timedelta(seconds=600)), history)
     assert gone.decision.desired == 3
-    assert Limit.REACQUIRE_TIME not in gone.decision.limited_by
+    assert Limit.RECENTLY_NEEDED not in gone.decision.limited_by
 
 
-def test_given_no_launch_time_then_emptied_nodes_go_at_once_as_before() -> None:
+def test_given_no_launch_time_then_the_nodes_stay_all_the_same_and_none_is_named() -> None:
     history = _workers_left(boot=None)
     emptied = _decide(60, _need(3, 13, T0 + timedelta(seconds=60)), history, boot=None)
-    assert emptied.decision.desired == 3
+    assert emptied.decision.desired == 16
+    assert "within its 600s window (" not in emptied.decision.reason
+    assert "re-acquiring" not in emptied.decision.reason
 
 
 @pytest.mark.parametrize(
     ("window", "kept_until"),
     [
         (0, None),  # the user asked for nodes to go at once: they do
-        # a window shorter than a launch: kept for the window from the read that saw
-        # the 16 needed (at 0 s), as the window holds a recommendation from its read
+        # the window from the read that saw the 16 needed (at 0 s), as the window holds a
+        # recommendation from its read
         (120, 120),
-        (600, 240),  # a longer one: kept one launch time
+        (300, 300),
     ],
 )
-def test_the_keep_is_never_longer_than_the_policys_scale_down_window(
-    window: int, kept_until: int | None
-) -> None:
+def test_the_keep_is_the_policys_scale_down_window(window: int, kept_until: int | None) -> None:
     the_policy = _queue_policy(window)
     history = _workers_left(the_policy=the_policy)
-    after = 60
-    for seconds in (60, 120, 179, 181, 239, 241):
+    for seconds in (60, 119, 120, 299, 300):
         at = T0 + timedelta(seconds=seconds)
         evaluation = _decide(seconds, _need(3, 13, at), history, the_policy=the_policy)
         history = evaluation.history
         kept = kept_until is not None and seconds < kept_until
         assert evaluation.decision.desired == (16 if kept else 3), (window, seconds)
-        # and a keep the window cuts short of a launch time says so
-        capped = f"kept no longer than the {window}s scale-down window"
-        assert (capped in evaluation.decision.reason) == (kept and window < 180)
-        after = seconds
-    assert after == 241
 
 
-def test_given_the_cluster_unread_then_an_old_read_holds_nothing_beyond_its_launch_time() -> None:
+def test_given_the_cluster_unread_then_an_old_read_holds_nothing_beyond_the_window() -> None:
     history = _workers_left()
     unread = MetricUnavailable(reason="Kubernetes API unreachable")
-    # Within a launch time of the last read (16 needed at T0), nothing is shed on a guess
-    assert _decide(60, unread, history).decision.desired == 16
+    # Within the window of the last read (16 needed at T0), nothing is shed on a guess
+    assert _decide(599, unread, history).decision.desired == 16
     # Beyond it, the 16 read at T0 hold nothing: the queue's metric decides
-    assert _decide(181, unread, history).decision.desired == 0
+    assert _decide(600, unread, history).decision.desired == 0
 
 
 def test_a_gap_with_the_cluster_unread_ends_the_read_before_it() -> None:
     history = _workers_left()  # 16 needed at T0
     unread = MetricUnavailable(reason="Kubernetes API unreachable")
     gap = _decide(60, unread, history)
-    # the read at T0 counts until the gap began (60 s), one launch time on: to 240 s
     later = _decide(200, unread, gap.history)
     assert later.decision.desired == 16
-    # When read again at 241 s, nothing needed: the read at T0 is not stretched over the gap
-    again = _decide(241, _need(0, 16, T0 + timedelta(seconds=241)), later.history)
+    # When read again, nothing needed, a window after the 16 were read: they hold nothing
+    again = _decide(600, _need(0, 16, T0 + timedelta(seconds=600)), later.history)
     assert again.decision.desired == 0
-    assert Limit.REACQUIRE_TIME not in again.decision.limited_by
+    assert Limit.RECENTLY_NEEDED not in again.decision.limited_by
 
 
 def test_a_keep_never_adds_a_node_and_never_holds_above_the_current_size() -> None:
@@ -172,7 +165,7 @@ def test_a_keep_never_adds_a_node_and_never_holds_above_the_current_size() -> No
         own_pending=_need(3, 13, at),
         boot=LAUNCH,
     )
-    assert grown.decision.desired == 16 and Limit.REACQUIRE_TIME not in grown.decision.limited_by
+    assert grown.decision.desired == 16 and Limit.RECENTLY_NEEDED not in grown.decision.limited_by
 
 
 def _at(seconds: float) -> datetime:
@@ -220,7 +213,7 @@ def test_a_stored_history_round_trips_its_needs_and_one_stored_before_them_loads
     assert History.model_validate_json('{"recommendations": [], "scale_events": []}') == History()
 
 
-def test_the_plan_keeps_nodes_one_p90_of_the_groups_own_launches() -> None:
+def test_the_plan_keeps_nodes_the_window_and_says_how_long_getting_one_back_takes() -> None:
     # Given a group whose last five cold launches took 150 s, four times, and 250 s once
     demand = DemandHistory(cold=(150.0, 150.0, 150.0, 150.0, 250.0))
     group = dataclasses.replace(
@@ -240,7 +233,7 @@ def test_the_plan_keeps_nodes_one_p90_of_the_groups_own_launches() -> None:
             own_pending=_need(3, 13, at),
         )
     )
-    # Then its 16 stay, for one p90 of its launches: 210 s
+    # Then its 16 stay, and the reason says one p90 of its launches: 210 s
     assert planned.decision.desired == 16
     assert (
         "re-acquiring one takes 210s (p90 of the last 5 cold launches)" in planned.decision.reason

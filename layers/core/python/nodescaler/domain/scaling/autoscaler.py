@@ -109,7 +109,7 @@ def decide(
         protected=size.protected,
         cluster_limit=ceiling.limit if Limit.CLUSTER_LIMIT in limits and ceiling else "",
         scale_in_window=steered.window,
-        kept_for_reacquire=steered.kept,
+        kept_recently_needed=steered.kept,
         demand=demand([o for o in voted.outcomes if o.name not in voted.bounds], in_service),
     )
     reason = explain(decision, policy.spec.behavior.down.stabilization_window_seconds)
@@ -190,7 +190,7 @@ class _Steered:
     history: History  # with this recommendation, when one was learned
     limits: tuple[Limit, ...]
     window: str = ""  # the open scale-in window that held the decision back, in words
-    kept: str = ""  # the nodes kept for re-acquire time, in words
+    kept: str = ""  # the nodes kept for their pods' recent need, in words
 
 
 def _steer(

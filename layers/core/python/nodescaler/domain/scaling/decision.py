@@ -45,8 +45,8 @@ class Limit(StrEnum):
     EMPTY_ONLY = "empty-only"
     # no scale-in below the nodes the group's pods need now: theirs would wait for room
     PODS_NEED_NODES = "pods-need-nodes"
-    # no scale-in below the nodes its pods needed within one re-acquire time (`pods_floor`)
-    REACQUIRE_TIME = "reacquire-time"
+    # no scale-in below the nodes its pods needed within its scale-down window (`pods_floor`)
+    RECENTLY_NEEDED = "recently-needed"
     # past the window: empty nodes unneeded a whole scale-down window went (`unneeded_time`)
     UNNEEDED_TIME = "unneeded-time"
 
@@ -132,7 +132,7 @@ class Decision(BaseModel):
     protected: int = 0  # instances protected from scale-in when decided
     cluster_limit: str = ""  # which of the cluster's limits capped it, when one did
     scale_in_window: str = ""  # the open window that held a scale-in back, when one did
-    kept_for_reacquire: str = ""  # the nodes kept one re-acquire time, and why, when any were
+    kept_recently_needed: str = ""  # the nodes kept for their pods' recent need, and why
     # what the live metrics asked for, the forecast aside, in nodes (pending pods' need
     # before it rounds up: 7.5 where their requests fill seven and a half): recorded for
     # later forecasts
@@ -196,7 +196,7 @@ def _cut(decision: Decision, limit: int, waiting: int) -> Decision:
         "reason",
         "cluster_limit",
         "scale_in_window",
-        "kept_for_reacquire",
+        "kept_recently_needed",
         "warm_pool_note",
         "paused",
     )

@@ -36,8 +36,8 @@ def _limit_phrase(limit: Limit, decision: Decision, down_window_seconds: int) ->
         return f"capped by the cluster's {decision.cluster_limit}"
     if limit is Limit.SCALE_IN_WINDOW:
         return decision.scale_in_window
-    if limit is Limit.REACQUIRE_TIME:
-        return decision.kept_for_reacquire
+    if limit is Limit.RECENTLY_NEEDED:
+        return decision.kept_recently_needed
     if limit is Limit.FALLBACK:
         return "; ".join(
             f"{o.name} in fallback {o.fallback}"

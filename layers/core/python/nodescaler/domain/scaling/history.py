@@ -50,7 +50,7 @@ class History(BaseModel):
     recommendations: tuple[TimedRecommendation, ...] = ()
     scale_events: tuple[ScaleEvent, ...] = ()
     # the nodes the group's pods needed (the cluster's view) at recent evaluations, kept one
-    # re-acquire time: a node they needed that recently is not shed (`pods_floor`)
+    # scale-down window: a node they needed that recently is not shed (`pods_floor`)
     needs: tuple[TimedRecommendation, ...] = ()
     # each node unneeded at every evaluation since when (Cluster Autoscaler's unneeded time),
     # and when they were last read
