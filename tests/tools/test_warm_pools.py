@@ -5,16 +5,19 @@ what it costs."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.figures import node_hours
 from nodescaler_sandbox.kube.apiserver import Cluster
 from nodescaler_sandbox.provision import create_group, launch_configuration
+from nodescaler_sandbox.scenario_file import ScenarioError, load_scenario
 from nodescaler_sandbox.warm_pools import WarmPools, pool_size, waiting_share
 
 from tests.aws import REGION, aws, client  # noqa: F401  (moto for every test here)
 
+REPOSITORY = Path(__file__).parents[2]
 START = datetime.fromisoformat("2026-11-23T09:00:00+00:00")
 COLD, WARM = timedelta(minutes=3), timedelta(minutes=1)
 
@@ -132,12 +135,33 @@ def test_a_pool_costs_its_initialising_instances_in_full_and_its_waiting_ones_th
 def test_a_waiting_instance_costs_its_volume_against_its_running_price(
     state: str, instance_type: str, share: float
 ) -> None:
-    assert waiting_share(state, instance_type) == pytest.approx(share)
+    prices = {"m5.4xlarge": 0.856, "m5.large": 0.107}
+    assert waiting_share(state, instance_type, prices) == pytest.approx(share)
+    # any instance type EC2 describes, at the price the scenario gives it (r5.2xlarge: 64 GiB)
+    hibernated = waiting_share("Hibernated", "r5.2xlarge", {"r5.2xlarge": 0.564})
+    assert hibernated == pytest.approx((20 + 64) * 0.088 / 730 / 0.564)
 
 
-def test_a_pool_of_an_instance_type_without_a_price_is_refused_by_name() -> None:
-    with pytest.raises(ValueError, match=r"warm pool of x9\.huge instances: no price known"):
-        waiting_share("Stopped", "x9.huge")
+def test_a_warm_pool_of_an_instance_type_without_a_price_is_refused_by_name(
+    tmp_path: Path,
+) -> None:
+    # A scenario whose warm pool is of a type the sandbox has no price for, none given
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "web.yaml").write_text((REPOSITORY / "policies" / "web.yaml").read_text())
+    scenario = tmp_path / "warm.yaml"
+    scenario.write_text(
+        "name: warm\nminutes: 10\npolicies: policies\ngroups:\n"
+        "  - {name: memory, policy: web, min: 1, max: 5, instanceType: r5.2xlarge,"
+        " warmPool: {minSize: 2}}\n"
+    )
+    with pytest.raises(
+        ScenarioError, match=r"groups\.0\.warmPool: no on-demand price for r5\.2xlarge"
+    ):
+        load_scenario(scenario)
+    # and with its price given, it loads
+    scenario.write_text(scenario.read_text() + "prices: {r5.2xlarge: 0.564}\n")
+    assert load_scenario(scenario).groups[0].warm_pool is not None
 
 
 def test_node_hours_count_warm_pools_at_what_they_cost() -> None:

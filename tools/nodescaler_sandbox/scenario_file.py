@@ -355,8 +355,7 @@ class Scenario(_Spec):
     prometheus: PrometheusSpec | None = None
     pod_traces: list[PodTraceSpec] = []  # demand read from CSV files beside the scenario
     request_traces: list[RequestTraceSpec] = []
-    # $ an hour of an instance type, over the sandbox's on-demand table (cost_usd)
-    # $ an hour of an instance type (on demand), or {onDemand, spot}: over the table file's
+    # $ an hour of an instance type (on demand), or {onDemand, spot}, over the table's (cost_usd)
     prices: replay_figures.PriceTable = {}
     price_table: str | None = None  # a YAML file of prices, relative to the scenario
     path: Path = Field(default=Path("."), exclude=True)
@@ -428,7 +427,7 @@ def _check_references(scenario: Scenario) -> None:
     _check_zones_and_buffers(where, scenario)
     _check_gauges(where, scenario)
     try:
-        scenario.priced()
+        prices = scenario.priced()
     except traces.TraceError as error:
         raise ScenarioError(f"{where}: priceTable: {error}") from None
     _check_traces(where, scenario)
@@ -436,6 +435,12 @@ def _check_references(scenario: Scenario) -> None:
         if group.min > group.max:
             raise ScenarioError(
                 f"{where}: groups.{index}: min {group.min} is above max {group.max}"
+            )
+        price = prices.get(group.instance_type)
+        if group.warm_pool and (price is None or price.on_demand is None):
+            raise ScenarioError(
+                f"{where}: groups.{index}.warmPool: no on-demand price for {group.instance_type}, "
+                "which a waiting instance pays a share of: give one under prices"
             )
     _check_policies(where, scenario)
 

@@ -18,6 +18,7 @@ fills: the sandbox keeps each pool's instances as Auto Scaling does.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -40,18 +41,16 @@ ON_DEMAND = {
 }
 
 
-def waiting_share(state: str, instance_type: str) -> float:
-    """What a warm instance in `state` costs, as a share of the same instance running."""
+def waiting_share(state: str, instance_type: str, prices: Mapping[str, float]) -> float:
+    """What a warm instance in `state` costs, as a share of the same instance running at
+    its on-demand price in `prices` (the scenario's: loading it asks one of a warm pool)."""
     if state == "Running":
         return 1.0
-    if instance_type not in ON_DEMAND:
-        raise ValueError(
-            f"warm pool of {instance_type} instances: no price known for it "
-            "(add it to nodescaler_sandbox.warm_pools.ON_DEMAND)"
-        )
-    price, memory_gib = ON_DEMAND[instance_type]
+    from moto.ec2.models.instance_types import INSTANCE_TYPES
+
+    memory_gib = INSTANCE_TYPES[instance_type]["MemoryInfo"]["SizeInMiB"] / 1024
     volume = ROOT_VOLUME_GIB + (memory_gib if state == "Hibernated" else 0)
-    return volume * GP3_PER_GIB_HOUR / price
+    return volume * GP3_PER_GIB_HOUR / prices[instance_type]
 
 
 @dataclass
@@ -63,6 +62,10 @@ class WarmPools:
     warm_boot: timedelta  # from the pool to a Ready node
     pools: dict[str, list[datetime]] = field(default_factory=dict)  # group → ready times
     shares: dict[str, float] = field(default_factory=dict)  # group → `waiting_share`
+    # on-demand $ an hour: the sandbox's, or the scenario's (`world_setup`)
+    prices: dict[str, float] = field(
+        default_factory=lambda: {t: p for t, (p, _) in ON_DEMAND.items()}
+    )
 
     def refill(self, now: datetime) -> None:
         """Each pool to its size, as Auto Scaling keeps it."""
@@ -71,7 +74,8 @@ class WarmPools:
             if configured is None:
                 self.pools.pop(name, None)
                 continue
-            self.shares[name] = waiting_share(configured.pool_state, group.instance_type)
+            state = configured.pool_state
+            self.shares[name] = waiting_share(state, group.instance_type, self.prices)
             pool = self.pools.setdefault(name, [])
             size = pool_size(
                 configured.min_size,

@@ -28,6 +28,8 @@ def create(scenario: Scenario, box: Sandbox, queue_names: list[str], *, hooks: b
     """Everything the scenario has, in this order: its groups (`hooks`: with the drain
     hook and the custom termination policy where they ask, as nodescaler's stack puts
     them), its queues, its budgets, its buffers and its alarms."""
+    prices = {t: p.on_demand for t, p in scenario.priced().items() if p.on_demand is not None}
+    box.warm_pools.prices = prices  # what a waiting warm instance pays a share of
     for group in scenario.groups:
         _group(box, group, hooks=hooks)
     sqs = box.client("sqs")
