@@ -1,7 +1,8 @@
-"""An empty node kept whole for the group's buffer, while the group sheds another: marked
-as buffer room, taken last by the termination policy, never marked as a deletion
-candidate; so the node the evaluation meant goes, not the buffer's room (which the group
-would buy back a minute later)."""
+"""The group's buffer's room, held: the nodes the buffer sits on (an empty node kept whole
+for it among them) are marked as buffer room, so new pods and those a scale-in moves
+take other room first, as around Cluster Autoscaler's placeholder pods; taken last by the
+termination policy, never marked as a deletion candidate, so the node the evaluation
+meant goes, not the buffer's room (which the group would buy back a minute later)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from nodescaler.domain.scale_down.leaving import awaiting_removal, removable
 from nodescaler.domain.scale_down.marks import (
     CANDIDATE_TAINT,
     ROOM_TAINT,
-    being_drained,
     mark_changes,
 )
 from nodescaler.domain.scale_down.unneeded import BUFFER, Kept, unneeded_nodes
@@ -64,8 +64,8 @@ def test_an_empty_node_the_buffer_needs_whole_is_named_as_its_room() -> None:
     assert result.kept == (Kept("e", BUFFER, ()),)
     assert result.rooms == ("e",)
     assert result.nodes == ("g1",)
-    # and a buffer that fits beside keeps no room
-    assert unneeded_nodes(group_nodes, snapshot, buffer=buffer_of(1000), now=T0).rooms == ()
+    # and a buffer that fits beside keeps no empty room: the node it sits on is its room
+    assert unneeded_nodes(group_nodes, snapshot, buffer=buffer_of(1000), now=T0).rooms == ("g1",)
 
 
 def test_a_scale_in_of_one_takes_the_node_meant_not_the_room_marked_for_the_buffer() -> None:
@@ -95,16 +95,18 @@ def test_the_nodes_marked_to_leave_next_pass_over_the_buffers_room() -> None:
     assert awaiting_removal(WEB, snapshot, 1) == {"e"}
 
 
-def test_the_room_is_marked_only_while_another_node_leaves() -> None:
+def test_the_room_is_marked_while_the_buffer_sits_on_it() -> None:
     group_nodes = [node("e"), node("g1")]
     # While g1 leaves: g1 a deletion candidate, e the buffer's room
     assert sorted(mark_changes(group_nodes, frozenset({"g1"}), frozenset({"e"}))) == [
         ("e", ROOM_TAINT, True),
         ("g1", CANDIDATE_TAINT, True),
     ]
-    # Once none leaves, the room's mark is cleared: the scheduler spreads pods as it would
+    # With none leaving, the room keeps its mark: pods land on other room first
     marked = [replace(group_nodes[0], taints=(ROOM_TAINT,)), group_nodes[1]]
-    assert mark_changes(marked, frozenset(), frozenset({"e"})) == [("e", ROOM_TAINT, False)]
+    assert mark_changes(marked, frozenset(), frozenset({"e"})) == []
+    # and once the buffer no longer sits on it, its mark is cleared
+    assert mark_changes(marked, frozenset(), frozenset()) == [("e", ROOM_TAINT, False)]
     # and a room the group lets go after all (nothing else could go) is a candidate, its
     # room mark cleared: a node waiting to leave is never left unmarked
     assert set(mark_changes(marked, frozenset({"e"}), frozenset({"e"}))) == {
@@ -119,6 +121,25 @@ def test_the_room_is_marked_only_while_another_node_leaves() -> None:
         replace(group_nodes[1], taints=(CANDIDATE_TAINT,)),
     ]
     assert mark_changes(both, frozenset({"g1"}), frozenset({"e"})) == []
+
+
+def test_a_busy_node_the_buffer_sits_on_is_its_room() -> None:
+    # Given the group's g1 running a 1-core pod, its e empty, and a buffer of two 1.5-core
+    # pods: e goes (the buffer fits beside g1's pod), and the buffer sits on g1
+    one = Pod("default", "one", "g1", Resources(1000, GIB, 1), placement=Placement())
+    snapshot = Snapshot((node("e"), node("g1")), (one,))
+    two = tuple(
+        Pod("nodescaler-buffer", f"buffer-0-{i}", None, Resources(1500, GIB, 1)) for i in (0, 1)
+    )
+    found = unneeded_nodes(list(snapshot.nodes), snapshot, now=T0, buffer=two)
+    assert found.nodes == ("e",)
+    # Then g1 is its room, marked so that new pods take other room first and the
+    # buffer's stays whole (a node left with a fraction no buffer pod fits is bought again)
+    assert found.rooms == ("g1",)
+    assert mark_changes(list(snapshot.nodes), frozenset(found.nodes), frozenset(found.rooms)) == [
+        ("e", CANDIDATE_TAINT, True),
+        ("g1", ROOM_TAINT, True),
+    ]
 
 
 def test_the_pods_a_drain_moves_never_count_on_the_room_marked_for_the_buffer() -> None:
@@ -172,20 +193,3 @@ def test_a_group_shedding_its_last_free_nodes_marks_the_room_to_leave_when_nothi
         ("e", CANDIDATE_TAINT, True),
         ("e", ROOM_TAINT, False),
     }
-
-
-def test_the_room_stays_marked_while_a_drain_moves_pods_off_a_cordoned_node() -> None:
-    # Given e marked as the buffer's room and g1 cordoned by its drain, its pod still on it
-    snapshot = cluster(room_marked=True)
-    e, g1 = (n for n in snapshot.nodes if n.group == "web")
-    cordoned = replace(snapshot, nodes=(snapshot.nodes[0], e, replace(g1, schedulable=False)))
-    group_nodes = [n for n in cordoned.nodes if n.group == "web"]
-    # When nothing else leaves (the drain hook holds the instance: no excess, no candidate)
-    # Then the room keeps its mark: the drain's pods land elsewhere, not in the buffer's room
-    assert being_drained(group_nodes, cordoned)
-    assert mark_changes(group_nodes, frozenset(), frozenset({"e"}), draining=True) == []
-    # and once the cordoned node's pods are gone, or none is cordoned, it is cleared
-    emptied = replace(cordoned, pods=())
-    assert not being_drained(group_nodes, emptied)
-    assert not being_drained([e, g1], snapshot)
-    assert mark_changes(group_nodes, frozenset(), frozenset({"e"})) == [("e", ROOM_TAINT, False)]

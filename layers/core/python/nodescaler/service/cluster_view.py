@@ -31,7 +31,7 @@ from nodescaler.domain.policy import (
     TargetType,
 )
 from nodescaler.domain.scale_down.leaving import Removable, awaiting_removal, removable
-from nodescaler.domain.scale_down.marks import being_drained, mark_changes
+from nodescaler.domain.scale_down.marks import mark_changes
 from nodescaler.domain.scale_down.pod_rules import CA_DEFAULTS, DrainRules, keeps_node
 from nodescaler.domain.scale_down.spoken_for import SpokenFor
 from nodescaler.domain.scale_down.unneeded import SIMULATED_PER_CALL, Unneeded, unneeded_nodes
@@ -162,8 +162,7 @@ class KubernetesClusterView:
             return
         own = [n for n in snapshot.nodes if belongs(n, group)]
         leaving = candidates | awaiting_removal(group, snapshot, excess, rooms or frozenset())
-        drained = being_drained(own, snapshot)
-        for node, taint, marked in mark_changes(own, leaving, rooms, draining=drained):
+        for node, taint, marked in mark_changes(own, leaving, rooms):
             try:
                 self._marks.mark(node, taint, marked)
             except Exception:  # a hint, never a reason to fail the evaluation (or the rest)

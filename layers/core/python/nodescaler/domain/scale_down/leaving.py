@@ -106,17 +106,17 @@ def _rooms(
     """The empty nodes the group's evaluation kept as its buffer's room
     (`marks.ROOM_TAINT`), taken last so the node it meant goes (else the room went, and was
     bought back a minute later); and the nodes no pod a drain moves may count on: those,
-    and other groups' marked so."""
+    and other groups' empty nodes marked so (a busy node a buffer sits on, marked too, is
+    offered and counted on as any other)."""
     by_node = snapshot.pods_by_node
+
+    def empty_room(n: Node) -> bool:
+        return kept_as_room(n) and not movable(by_node.get(n.name, ()))
+
     rooms = sorted(
-        n.name
-        for n in offered
-        if kept_as_room(n)
-        and not movable(by_node.get(n.name, ()))
-        and n.schedulable
-        and not n.scale_down_disabled
+        n.name for n in offered if empty_room(n) and n.schedulable and not n.scale_down_disabled
     )
-    others = [n.name for n in snapshot.nodes if kept_as_room(n) and n.name not in mine]
+    others = [n.name for n in snapshot.nodes if empty_room(n) and n.name not in mine]
     return rooms, dict.fromkeys([*rooms, *others])
 
 

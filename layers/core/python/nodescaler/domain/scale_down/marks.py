@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nodescaler.domain.cluster.snapshot import Node, Snapshot, Taint
-from nodescaler.domain.scale_down.pod_rules import movable
+from nodescaler.domain.cluster.snapshot import Node, Taint
 
 # Nodes a group means to shed carry this soft taint (Cluster Autoscaler's
 # DeletionCandidateOfClusterAutoscaler): the scheduler then prefers other nodes, so a pod
@@ -38,36 +37,24 @@ def mark_changes(
     group_nodes: Sequence[Node],
     leaving: frozenset[str],
     rooms: frozenset[str] | None,
-    *,
-    draining: bool = False,
 ) -> list[tuple[str, Taint, bool]]:
     """The soft taints to change on the group's nodes, (node, taint, marked): the deletion
     candidate's on the nodes `leaving`, and the buffer room's on `rooms` (None: those
-    marked so already), the empty nodes kept whole for its buffer, only while some node
-    is leaving or `draining` (a cordoned node's pods still to move). Then the pods moved
-    off the leaving nodes land on other room than the buffer's, and the termination
-    policy takes the nodes meant (`removable`); else the buffer's room is taken, and
-    bought back a minute later. The rest of the time the scheduler spreads pods as it
-    would."""
+    marked so already), the nodes its buffer sits on. The scheduler then puts new pods,
+    and those moved off the leaving nodes, on other room first, and the termination
+    policy takes the nodes meant (`removable`): the buffer's room is held whole, as
+    Cluster Autoscaler's placeholder pods hold theirs, rather than spread over by pods
+    smaller than its own (each node left a fraction no buffer pod fits) and bought
+    again."""
     if rooms is None:
         rooms = frozenset(n.name for n in group_nodes if kept_as_room(n))
     # a room the group lets go after all (nothing else can go) is a candidate as any other
-    rooms = rooms - leaving if leaving or draining else frozenset()
+    rooms = rooms - leaving
     return [
         (node, taint, marked)
         for taint, names in ((CANDIDATE_TAINT, leaving), (ROOM_TAINT, rooms))
         for node, marked in candidate_marks(group_nodes, names, taint).items()
     ]
-
-
-def being_drained(group_nodes: Sequence[Node], snapshot: Snapshot) -> bool:
-    """Whether one of the group's nodes is cordoned with pods still to move: a drain under
-    way (its instance held by the drain hook, so no longer counted as leaving), whose
-    evicted pods must not land in the buffer's room (`marks.mark_changes`)."""
-    by_node = snapshot.pods_by_node
-    return any(
-        n.ready and not n.schedulable and movable(by_node.get(n.name, ())) for n in group_nodes
-    )
 
 
 def kept_as_room(node: Node) -> bool:

@@ -62,7 +62,9 @@ class Unneeded:
     nodes: tuple[str, ...] = ()  # in the order they could go
     empty: int = 0  # of those, nodes with nothing to move
     kept: tuple[Kept, ...] = field(default_factory=tuple)
-    rooms: tuple[str, ...] = ()  # empty nodes kept whole for the buffer (`ROOM_TAINT`)
+    # the buffer's room, marked to hold it (`ROOM_TAINT`): empty nodes kept whole for it,
+    # and the nodes it sits on once `nodes` go
+    rooms: tuple[str, ...] = ()
     # for each node whose pods move, in order, what they take on the nodes they move to
     moved: tuple[tuple[str, Mapping[str, Taken]], ...] = ()
     # what the group's buffer takes of each of its nodes that stay once all `nodes` go:
@@ -122,13 +124,15 @@ def unneeded_nodes(
     shedding = _Shedding(snapshot, rules, now, limit, buffer, own, rooms)
     for node in candidates:
         shedding.consider(node)
+    buffer_at = shedding.buffer_kept()
+    sits_on = [k for k, taken in buffer_at.items() if taken != Taken()]
     return Unneeded(
         tuple(shedding.gone),
         shedding.empty,
         tuple(shedding.kept),
-        tuple(shedding.buffer_rooms),
+        tuple(dict.fromkeys([*shedding.buffer_rooms, *sits_on])),
         tuple(shedding.moved),
-        shedding.buffer_kept(),
+        buffer_at,
     )
 
 
