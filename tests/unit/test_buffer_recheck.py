@@ -4,6 +4,7 @@ buffer, works out when, and the fast path asks for an evaluation then, once."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -327,3 +328,19 @@ def test_without_a_group_that_keeps_a_buffer_no_time_is_read() -> None:
     path.look(unbuffered)
 
     assert times.asked == []
+
+
+class DaemonSetPodPending(NoPods):
+    def unschedulable_pods(self) -> dict[str, Pod]:
+        agent = Pod("kube-system", "agent-x", None, Resources(100, 2**20, 1), daemon_set=True)
+        return {"uid-agent": replace(agent, phase="Pending", unschedulable=True)}
+
+
+def test_a_daemon_sets_pod_waiting_for_its_node_is_no_pod_to_look_for() -> None:
+    # Given only a DaemonSet's pod unschedulable (its node is full)
+    path, sent = fast_path(Times({}))
+    path.pods = DaemonSetPodPending()
+    look = path.act(path.look(path.watch()))
+    # Then no group is asked for it, and the look counts no pod waiting
+    assert look.unschedulable == 0
+    assert sent.requests == []

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 import pytest
 from nodescaler.domain.ahead.forecast import DemandHistory
 from nodescaler.domain.scaling.autoscaler import Evaluation, decide
-from nodescaler.domain.scaling.decision import Limit
+from nodescaler.domain.scaling.decision import Decision, Limit
 from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.group_state import GroupState
 from nodescaler.domain.scaling.history import History, TimedRecommendation
@@ -275,3 +275,17 @@ def test_a_policy_that_moves_no_pod_keeps_every_node_pods_run_on(
     # on (another metric's scale-in would drain them); one that packs, to the 3 they need
     assert decided.decision.desired == floor
     assert Limit.PODS_NEED_NODES in decided.decision.limited_by
+
+
+def test_a_decision_stored_under_the_limits_old_name_still_reads() -> None:
+    # Given a decision the keep held, stored before the limit was renamed (2026-11-30)
+    history = _workers_left()
+    held = _decide(60, _need(3, 13, T0 + timedelta(seconds=60)), history).decision
+    stored = held.model_dump_json().replace('"recently-needed"', '"reacquire-time"')
+    stored = stored.replace('"kept_recently_needed"', '"kept_for_reacquire"')
+    assert "reacquire-time" in stored
+    # When it is read back, Then it says what it said
+    read = Decision.model_validate_json(stored)
+    assert Limit.RECENTLY_NEEDED in read.limited_by
+    assert read.kept_recently_needed == held.kept_recently_needed != ""
+    assert (read.desired, read.reason) == (held.desired, held.reason)

@@ -540,3 +540,33 @@ def test_a_live_template_is_taken_from_a_node_without_a_taint_its_peers_lack() -
     template = live_template(group, [starting, soft, node("c", "i-2")], {})
     assert template is not None and template.source == "node b"
     assert why_not(pending_pod(tolerations=()), template) is None
+
+
+def test_a_live_template_holds_its_daemon_sets_host_ports() -> None:
+    # Given the group's node running node-exporter, a DaemonSet's pod on host port 9100
+    group = NodeGroup("web", 1, 0, 5, 1, instance_ids=frozenset({"i-1"}))
+    port = frozenset({"host port TCP/9100"})
+    exporter = pod("exporter", Resources(100, GIB, 1), daemon_set=True)
+    exporter = replace(exporter, node_name="a", placement=Placement(apart=port))
+    template = live_template(group, [node("a", "i-1")], {"a": [exporter]})
+    # Then a new node of the group holds that port too: a pod asking it fits none
+    assert template is not None and template.holding == port
+    assert why_not(pending_pod(apart=port), template) is not None
+    assert why_not(pending_pod(), template) is None
+
+
+def test_the_taints_of_a_nodes_state_do_not_count_against_it_as_the_template() -> None:
+    # Given a node under memory and disk pressure, and one with an agent's own taint
+    group = NodeGroup("web", 2, 0, 5, 2, instance_ids=frozenset({"i-1", "i-2"}))
+    pressed = replace(
+        node("a", "i-1"),
+        taints=(
+            Taint("node.kubernetes.io/memory-pressure"),
+            Taint("node.kubernetes.io/disk-pressure"),
+        ),
+    )
+    agent = replace(node("b", "i-2"), taints=(Taint("example.com/agent-not-ready"),))
+    # Then the template is the pressed node's, less its state: pods fit it
+    template = live_template(group, [pressed, agent], {})
+    assert template is not None and template.source == "node a"
+    assert why_not(pending_pod(tolerations=()), template) is None

@@ -4,8 +4,10 @@ Cluster Autoscaler's placeholder pods and its one simulation for every group hav
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from nodescaler.domain.cluster.predicates import NodeTemplate, room_of
-from nodescaler.domain.cluster.snapshot import Node, Pod, Resources, Snapshot
+from nodescaler.domain.cluster.snapshot import Node, Placement, Pod, Resources, Snapshot
 from nodescaler.domain.scale_down.spoken_for import SpokenFor, Taken
 from nodescaler.domain.scale_down.unneeded import WOULD_NOT_FIT, Kept, unneeded_nodes
 
@@ -63,6 +65,21 @@ def test_what_is_taken_is_a_difference_of_rooms_and_adds_up() -> None:
     gpu = NodeTemplate("gpu", Resources(4000, GIB, 10), extended={"nvidia.com/gpu": 4})
     used = Taken(extended={"nvidia.com/gpu": 1})
     assert used.plus(used).off(gpu).extended == {"nvidia.com/gpu": 2}
+
+
+def test_a_replica_another_groups_scale_in_moves_somewhere_keeps_the_next_off_it() -> None:
+    # Given batch's scale-in moving a replica spread one a node onto b0 (a key it holds)
+    spread = Placement(apart=frozenset({"anti-affinity default/zk"}))
+    zk = Pod("default", "zk-1", "x", Resources(500, GIB, 1), placement=spread)
+    moved = Taken.between(room_of(NODES[1], ()), room_of(NODES[1], [zk]))
+    assert moved.holding == spread.apart
+    # When web's own replica on w1 would move, Then b0 is no place for it: w1 stays
+    replica = replace(zk, name="zk-2", node_name="w1")
+    snapshot = replace(SNAPSHOT, pods=(replica, pod("full", "b1", 4000)))
+    found = unneeded_nodes(WEB, snapshot, now=T0, reserved={"b0": moved})
+    assert found.nodes == ()
+    # and with nothing spoken for, it moves there
+    assert unneeded_nodes(WEB, snapshot, now=T0).nodes == ("w1",)
 
 
 def test_each_group_counts_the_others_decided_moves_and_buffers_not_its_own() -> None:

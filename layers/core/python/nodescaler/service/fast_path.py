@@ -255,7 +255,9 @@ class FastPath:
         """Each new unschedulable pod asked of the groups whose nodes could take it, one
         request a group for all its new pods; a group asked within the slot waits."""
         try:
-            pods = source.unschedulable_pods()
+            # a DaemonSet's pod waits for its one node: no group's new node helps it
+            listed = source.unschedulable_pods()
+            pods = {uid: pod for uid, pod in listed.items() if not pod.daemon_set}
             templates = self._group_templates(watch, source) if pods else {}
         except RetryableError as error:  # slow, down, refused: nothing asked, backed off
             look.kubernetes_error = str(error)

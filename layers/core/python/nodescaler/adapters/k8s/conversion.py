@@ -143,24 +143,39 @@ def apart_keys(spec: PodSpec, metadata: ObjectMeta) -> frozenset[str]:
         for port in container.ports
         if port.hostPort
     }
-    if b"podAntiAffinity" in bytes(spec.affinity):
-        anti = (msgspec.json.decode(spec.affinity).get("podAntiAffinity") or {}).get(
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        ) or ()
-        keys |= {
-            f"anti-affinity {metadata.namespace}/{msgspec.json.encode(term['labelSelector'])!r}"
-            for term in anti
-            if term.get("topologyKey") == HOSTNAME
-            and (metadata.namespace in (term.get("namespaces") or [metadata.namespace]))
-            and _selects(term.get("labelSelector"), metadata.labels)
-        }
+    for selector, namespaces in _on_the_node(bytes(spec.affinity)):
+        if metadata.namespace in (namespaces or (metadata.namespace,)) and _selects(
+            selector, metadata.labels
+        ):
+            keys.add(f"anti-affinity {metadata.namespace}/{msgspec.json.encode(selector)!r}")
     return frozenset(keys)
 
 
-def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """A label selector's answer for `labels` (a null selector selects nothing)."""
-    if selector is None:
-        return False
+_ANTI_TERMS: dict[bytes, tuple[tuple[Mapping[str, Any], tuple[str, ...]], ...]] = {}
+
+
+def _on_the_node(affinity: bytes) -> tuple[tuple[Mapping[str, Any], tuple[str, ...]], ...]:
+    """The required pod anti-affinity terms on the node (`kubernetes.io/hostname`) of an
+    affinity as sent, each (labelSelector, namespaces): parsed once for a workload's pods."""
+    if b"podAntiAffinity" not in affinity:
+        return ()
+    found = _ANTI_TERMS.get(affinity)
+    if found is None:
+        if len(_ANTI_TERMS) >= _MAX_PLACEMENTS:  # a bound on a warm container's memory
+            _ANTI_TERMS.clear()
+        anti = (msgspec.json.decode(affinity).get("podAntiAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ) or ()
+        found = _ANTI_TERMS[affinity] = tuple(
+            (term["labelSelector"], tuple(term.get("namespaces") or ()))
+            for term in anti
+            if term.get("topologyKey") == HOSTNAME and term.get("labelSelector") is not None
+        )
+    return found
+
+
+def _selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """A label selector's answer for `labels`."""
     expressions = (
         Requirement(e["key"], e["operator"], tuple(e.get("values") or ()))
         for e in selector.get("matchExpressions") or ()

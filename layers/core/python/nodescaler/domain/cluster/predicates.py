@@ -57,16 +57,24 @@ def live_template(
     and others do not is a node's (an agent of its own still starting), not the group's."""
     live = sorted(
         (n for n in nodes if n.usable and n.schedulable and belongs(n, group)),
-        key=lambda n: (sum(t.effect in ENFORCED_EFFECTS for t in n.taints), n.name),
+        key=lambda n: (sum(_blocks(t) for t in n.taints), n.name),
     )
     if not live:
         return None
     node = live[0]
-    daemon_sets = Resources()
+    daemon_sets, holding = Resources(), frozenset[str]()
     for pod in pods_by_node.get(node.name, ()):
         if pod.daemon_set and not pod.terminal:
             daemon_sets = daemon_sets + pod.requests
-    return NodeTemplate.from_node(group.name, node, daemon_sets)
+            holding |= pod.placement.apart if pod.placement else frozenset()
+    # a new node runs them too: their host ports are taken there as well
+    template = NodeTemplate.from_node(group.name, node, daemon_sets)
+    return replace(template, holding=holding) if holding else template
+
+
+def _blocks(taint: Taint) -> bool:
+    """A taint that keeps pods off a node and is the node's own, not its state's."""
+    return taint.effect in ENFORCED_EFFECTS and not of_state(taint)
 
 
 @dataclass(frozen=True, slots=True)

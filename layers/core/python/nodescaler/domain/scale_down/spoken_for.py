@@ -13,27 +13,38 @@ from nodescaler.domain.cluster.snapshot import Resources
 
 @dataclass(frozen=True)
 class Taken:
-    """What is spoken for on one node: requests, and extended resources (GPUs)."""
+    """What is spoken for on one node: requests, extended resources (GPUs), and the keys of
+    the pods that may share no node with the likes of them (`Placement.apart`)."""
 
     requests: Resources = field(default_factory=Resources)
     extended: Mapping[str, int] = field(default_factory=dict)
+    holding: frozenset[str] = frozenset()
 
     @classmethod
     def between(cls, before: NodeTemplate, after: NodeTemplate) -> Taken:
         """What was taken of a node's room from `before` to `after`."""
         extended = {k: v - after.extended.get(k, 0) for k, v in before.extended.items()}
-        return cls(before.allocatable - after.allocatable, {k: v for k, v in extended.items() if v})
+        return cls(
+            before.allocatable - after.allocatable,
+            {k: v for k, v in extended.items() if v},
+            after.holding - before.holding,
+        )
 
     def plus(self, other: Taken) -> Taken:
         extended = dict(self.extended)
         for name, amount in other.extended.items():
             extended[name] = extended.get(name, 0) + amount
-        return Taken(self.requests + other.requests, extended)
+        return Taken(self.requests + other.requests, extended, self.holding | other.holding)
 
     def off(self, room: NodeTemplate) -> NodeTemplate:
         """The node's room less what is spoken for."""
         extended = {k: v - self.extended.get(k, 0) for k, v in room.extended.items()}
-        return replace(room, allocatable=room.allocatable - self.requests, extended=extended)
+        return replace(
+            room,
+            allocatable=room.allocatable - self.requests,
+            extended=extended,
+            holding=room.holding | self.holding,
+        )
 
 
 # for each node whose pods move, in order, what they take on the nodes they move to

@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, AwareDatetime, BaseModel, ConfigDict, Field
 
 from nodescaler.domain.outside_text import MAX_OUTSIDE, MAX_PROBLEM, outside
 from nodescaler.domain.scale_up.backoff import Backoff
@@ -49,6 +49,15 @@ class Limit(StrEnum):
     RECENTLY_NEEDED = "recently-needed"
     # past the window: empty nodes unneeded a whole scale-down window went (`unneeded_time`)
     UNNEEDED_TIME = "unneeded-time"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Limit | None:
+        """A decision stored before a limit was renamed still reads (its state, an audit)."""
+        return RENAMED.get(str(value))
+
+
+# a limit's name before → now: 2026-11-30 the re-acquire keep became the window's
+RENAMED = {"reacquire-time": Limit.RECENTLY_NEEDED}
 
 
 class MetricStatus(StrEnum):
@@ -132,7 +141,10 @@ class Decision(BaseModel):
     protected: int = 0  # instances protected from scale-in when decided
     cluster_limit: str = ""  # which of the cluster's limits capped it, when one did
     scale_in_window: str = ""  # the open window that held a scale-in back, when one did
-    kept_recently_needed: str = ""  # the nodes kept for their pods' recent need, and why
+    # the nodes kept for their pods' recent need, and why (stored before as kept_for_reacquire)
+    kept_recently_needed: str = Field(
+        default="", validation_alias=AliasChoices("kept_recently_needed", "kept_for_reacquire")
+    )
     # what the live metrics asked for, the forecast aside, in nodes (pending pods' need
     # before it rounds up: 7.5 where their requests fill seven and a half): recorded for
     # later forecasts
