@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from nodescaler.domain.cluster.quantity import millicores, whole_units
 from nodescaler.domain.cluster.snapshot import Node, Placement, Pod, Resources, Taint, is_extended
-from nodescaler.domain.cluster.state_taints import of_state
+from nodescaler.domain.cluster.state_taints import keeps_pods_off, of_state
 from nodescaler.domain.groups.node_group import NodeGroup, belongs
 from nodescaler.errors import QuantityError
 
@@ -57,7 +57,7 @@ def live_template(
     and others do not is a node's (an agent of its own still starting), not the group's."""
     live = sorted(
         (n for n in nodes if n.usable and n.schedulable and belongs(n, group)),
-        key=lambda n: (sum(_blocks(t) for t in n.taints), n.name),
+        key=lambda n: (sum(keeps_pods_off(t) for t in n.taints), n.name),
     )
     if not live:
         return None
@@ -70,11 +70,6 @@ def live_template(
     # a new node runs them too: their host ports are taken there as well
     template = NodeTemplate.from_node(group.name, node, daemon_sets)
     return replace(template, holding=holding) if holding else template
-
-
-def _blocks(taint: Taint) -> bool:
-    """A taint that keeps pods off a node and is the node's own, not its state's."""
-    return taint.effect in ENFORCED_EFFECTS and not of_state(taint)
 
 
 @dataclass(frozen=True, slots=True)

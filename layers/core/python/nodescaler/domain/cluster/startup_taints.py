@@ -31,7 +31,7 @@ WELL_KNOWN = frozenset(
         "efs.csi.aws.com/agent-not-ready",  # the Amazon EFS CSI driver
     }
 )
-_BLOCKING = frozenset({"NoSchedule", "NoExecute"})  # PreferNoSchedule keeps no pod off
+BLOCKING = frozenset({"NoSchedule", "NoExecute"})  # PreferNoSchedule keeps no pod off
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +48,7 @@ class StartupTaints:
         return key in self.keys or key.startswith(PREFIXES)
 
     def holds(self, taint: Taint) -> bool:
-        return taint.effect in _BLOCKING and self.names(taint.key)
+        return taint.effect in BLOCKING and self.names(taint.key)
 
     def as_counted(self, node: Node) -> Node:
         """The node as the autoscaler counts it: still starting, while Ready with a startup

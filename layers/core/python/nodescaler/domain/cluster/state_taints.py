@@ -7,7 +7,7 @@ node under memory pressure would say its group can take no pod at all.
 from __future__ import annotations
 
 from nodescaler.domain.cluster.snapshot import Taint
-from nodescaler.domain.cluster.startup_taints import KNOWN
+from nodescaler.domain.cluster.startup_taints import BLOCKING, KNOWN
 
 NODE_STATE_TAINTS = frozenset(
     {
@@ -32,3 +32,8 @@ def of_state(taint: Taint) -> bool:
     """A taint of the node's state (a condition, an autoscaler's, an agent not yet running)."""
     key = taint.key
     return key in NODE_STATE_TAINTS or key.startswith(STATUS_TAINT_PREFIX) or KNOWN.names(key)
+
+
+def keeps_pods_off(taint: Taint) -> bool:
+    """A taint that keeps pods off a node and is the node's own, not its state's."""
+    return taint.effect in BLOCKING and not of_state(taint)
