@@ -60,6 +60,22 @@ def test_memory_fills_a_node_before_cpu_does() -> None:
     assert packed_node_hours(steps, {"ng": node("4", "8Gi")})["packed_node_hours"] == 2.0
 
 
+def test_replicas_spread_one_a_node_take_a_node_each_in_the_bound_too() -> None:
+    # Given 4 small replicas with a required anti-affinity to their own, and 4 small pods
+    own = {"labelSelector": {"matchLabels": {"app": "zk"}}, "topologyKey": "kubernetes.io/hostname"}
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [own]}}
+    spread = pod("100m", "1Gi", affinity=anti)
+    steps = minutes(60, *[spread] * 4, *[pod("100m", "1Gi")] * 4)
+    # Then four nodes an hour (the small pods beside them), where packing alone says one
+    assert packed_node_hours(steps, {"ng": node("4", "16Gi")})["packed_node_hours"] == 4.0
+    bound = oracle_node_hours(steps, {"ng": node("4", "16Gi")}, Bounds({}))
+    assert bound["oracle_node_hours"] == 4.0
+    assert packed_node_hours(minutes(60, *[pod("100m", "1Gi")] * 8), {"ng": node("4", "16Gi")}) == {
+        "packed_node_hours": 1.0,
+        "packed_pods_left_out": 0,
+    }
+
+
 def test_capacity_follows_the_pods_minute_by_minute() -> None:
     # Given one pod for 30 minutes, then five (a node holds four), then none
     one, five = minutes(30, pod("1", "1Gi")), minutes(30, *[pod("1", "1Gi")] * 5)

@@ -8,10 +8,11 @@ pods only it can take divided by one node's allocatable, rounded up (and at leas
 group's minimum, at most its maximum); and all the groups together at least, over
 resources, the sum of each pod's request divided by the largest allocatable of the
 groups it can use (a pod that can use several groups is counted on the roomiest, so the
-figure stays below whatever a placement takes). The larger of the two, summed over the
-judged steps. The demand counts a new pod once a node could have booted for it, so a run
-that puts each pod on a node within a boot of its arrival cannot come out below it; a run
-whose pods wait longer holds fewer than the demand and may.
+figure stays below whatever a placement takes); and at least as many nodes as pods that
+may share none (a workload's replicas spread one a node, pods asking one host port). The
+largest, summed over the judged steps. The demand counts a new pod once a node could have
+booted for it, so a run that puts each pod on a node within a boot of its arrival cannot
+come out below it; a run whose pods wait longer holds fewer than the demand and may.
 
 The packing (`Oracle`): every step, the pods then existing in a run (running or waiting)
 packed onto new nodes of the scenario's groups, by the sandbox's own placement rule
@@ -35,12 +36,13 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Protocol
 
-from nodescaler_sandbox.cluster import Room, extended_requests, requests
+from nodescaler_sandbox.cluster import Room, apart_keys, extended_requests, requests
 
 
 @dataclass(frozen=True, order=True)
 class Shape:
-    """What placing a pod depends on: its requests, nodeSelector and tolerations."""
+    """What placing a pod depends on: its requests, nodeSelector, tolerations, and what it
+    may share no node with (its pod anti-affinity and host ports: `cluster.apart_keys`)."""
 
     cpu: int  # millicores
     memory: int  # bytes
@@ -54,16 +56,21 @@ class Shape:
             "tolerations": spec.get("tolerations") or [],
             "extended": extended_requests(dict(spec)),
         }
+        if apart_keys(dict(spec)):
+            ports = [p for c in spec.get("containers", ()) for p in c.get("ports") or ()]
+            placement |= {"affinity": spec.get("affinity") or {}, "ports": ports}
         return cls(*requests(dict(pod)), json.dumps(placement, sort_keys=True))
 
     @cached_property
     def spec(self) -> dict[str, Any]:
         """A pod spec `Room.fits` reads as it would read the pod's."""
         placement = json.loads(self.placement)
+        container = {"resources": {"requests": placement["extended"]}}
         return {
             "nodeSelector": placement["nodeSelector"],
             "tolerations": placement["tolerations"],
-            "containers": [{"resources": {"requests": placement["extended"]}}],
+            "affinity": placement.get("affinity"),
+            "containers": [container | {"ports": placement.get("ports") or []}],
         }
 
 
@@ -133,7 +140,7 @@ class Oracle:
 
 def _fill(room: Room, shape: Shape, most: int) -> tuple[Room, int]:
     """A copy of `room` with as many of the shape's pods (up to `most`) as fit it."""
-    room = replace(room, extended=dict(room.extended))
+    room = replace(room, extended=dict(room.extended), apart=Counter(room.apart))
     placed = 0
     while placed < most and room.fits(shape.cpu, shape.memory, shape.spec):
         room.take(shape.cpu, shape.memory, shape.spec)
@@ -279,6 +286,7 @@ def lower_bound(step: Step, templates: Mapping[str, Room], bounds: Bounds) -> Pa
     alone: dict[str, dict[str, float]] = {g: {} for g in templates}  # pods only g takes
     pooled: dict[str, float] = {}  # each pod's requests over its roomiest group's
     left_out = 0
+    apart: Counter[str] = Counter()  # pods that may share no node: one node each at least
     for shape, count in step:
         usable = [
             g for g, room in templates.items() if room.fits(shape.cpu, shape.memory, shape.spec)
@@ -286,6 +294,7 @@ def lower_bound(step: Step, templates: Mapping[str, Room], bounds: Bounds) -> Pa
         if not usable:
             left_out += count
             continue
+        apart.update({key: count for key in apart_keys(shape.spec)})
         for resource, amount in _asked(shape).items():
             if not amount:
                 continue
@@ -301,7 +310,7 @@ def lower_bound(step: Step, templates: Mapping[str, Room], bounds: Bounds) -> Pa
         each += max(low, min(high, math.ceil(need - EPSILON)))
     most = sum(high for _, high in bounds.groups.values()) if bounds.groups else 10**9
     together = min(most, math.ceil(max(pooled.values(), default=0) - EPSILON))
-    nodes = max(each, together)
+    nodes = max(each, together, min(most, max(apart.values(), default=0)))
     return Packing(nodes if bounds.nodes is None else min(nodes, bounds.nodes), left_out)
 
 
