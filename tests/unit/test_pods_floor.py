@@ -289,3 +289,33 @@ def test_a_decision_stored_under_the_limits_old_name_still_reads() -> None:
     assert Limit.RECENTLY_NEEDED in read.limited_by
     assert read.kept_recently_needed == held.kept_recently_needed != ""
     assert (read.desired, read.reason) == (held.desired, held.reason)
+
+
+def test_a_scale_up_is_never_cut_to_a_size_the_pods_needed_before() -> None:
+    # Given a group at 10 whose pods needed 16 nodes a minute ago, and a queue asking 12
+    history = _workers_left()
+    at = T0 + timedelta(seconds=60)
+    grown = decide(
+        node_group="gpu-ng",
+        policy=QUEUE,  # type: ignore[arg-type]
+        size=GroupSize(current=10),
+        readings=readings(at, jobs=60),
+        history=history,
+        now=at,
+        own_pending=_need(10, 0, at),
+        boot=LAUNCH,
+    )
+    # Then it grows to 12: the keep holds scale-ins only
+    assert grown.decision.desired == 12
+    assert Limit.RECENTLY_NEEDED not in grown.decision.limited_by
+
+
+def test_the_last_node_the_pods_needed_stays_the_window_too() -> None:
+    # Given one node its workers needed, and now none: the queue asks for none
+    one = _decide(0, _need(1, 0, T0), QUIET, current=1)
+    assert one.decision.desired == 1
+    emptied = _decide(60, _need(0, 1, T0 + timedelta(seconds=60)), one.history, current=1)
+    # Then it stays within the window, and goes after it
+    assert emptied.decision.desired == 1
+    gone = _decide(600, _need(0, 1, T0 + timedelta(seconds=600)), emptied.history, current=1)
+    assert gone.decision.desired == 0

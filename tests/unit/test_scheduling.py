@@ -14,7 +14,9 @@ from nodescaler.domain.cluster.predicates import (
     nodes_needed,
     pack,
     pending,
+    place,
     reserved_cpu_millis,
+    room_of,
     template_from_instance_type,
     why_not,
 )
@@ -570,3 +572,19 @@ def test_the_taints_of_a_nodes_state_do_not_count_against_it_as_the_template() -
     template = live_template(group, [pressed, agent], {})
     assert template is not None and template.source == "node a"
     assert why_not(pending_pod(tolerations=()), template) is None
+
+
+def test_a_node_holds_every_key_of_the_pods_on_it_packed_moved_or_running() -> None:
+    # Given pods holding two keys, small enough to share a node but for their keys
+    a, b = frozenset({"host port TCP/80"}), frozenset({"host port TCP/443"})
+    a1, b1, a2 = (pending_pod(cpu=100, apart=k) for k in (a, b, a))
+    template = NodeTemplate("ng", Resources(4000, 16 * GIB, 110))
+    # Then packed: a1 and b1 share the first node, a2 needs the second
+    assert nodes_needed([a1, b1, a2], template) == 2
+    # a node running both holds both
+    on_node = [replace(p, node_name="n1", phase="Running") for p in (a1, b1)]
+    live = Node("n1", "ng", True, True, Resources(4000, 16 * GIB, 110))
+    assert room_of(live, on_node).holding == a | b
+    # and moved onto a room one after the other, the room holds both: a2 goes elsewhere
+    rooms, stranded = place([a1, b1, a2], {"n2": template})
+    assert rooms["n2"].holding == a | b and stranded == [a2]

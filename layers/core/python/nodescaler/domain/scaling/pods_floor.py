@@ -95,7 +95,7 @@ def floors_under_scale_in(
     if desired >= current or keep <= 0:
         return Kept(desired, recorded)
     since = now - timedelta(seconds=keep)
-    needed = history.needed_since(since, since, read_again=None if need is None else now)
+    needed = history.needed_since(since, since)  # a read within the window, in force or not
     if needed is None or needed <= max(desired, need or 0):
         return Kept(desired, recorded)
     floor = min(needed, current)
