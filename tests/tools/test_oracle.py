@@ -378,3 +378,18 @@ def test_a_request_traces_new_workers_count_once_their_node_could_have_booted(
     shape = shape_of(scenario.request_traces[0].worker)
     booted = [sum(n for _, n in step) for step in demand(scenario, settle={shape: 60})]
     assert booted[:27] == [1] * 26 + [3]
+
+
+def test_a_deployments_replicas_spread_one_a_node_are_kept_apart_in_the_demand() -> None:
+    from nodescaler_sandbox.cluster import apart_keys
+    from nodescaler_sandbox.demand import shape_of
+    from nodescaler_sandbox.scenario_file import DeploymentSpec
+
+    def shape(name: str, spread: bool) -> Shape:
+        spec = {"name": name, "replicas": {0: 3}, "onePerNode": spread}
+        return shape_of(DeploymentSpec.model_validate(spec))
+
+    # each deployment spread one a node apart from its own replicas, not another's
+    zk, kafka = apart_keys(shape("zk", True).spec), apart_keys(shape("kafka", True).spec)
+    assert zk and kafka and zk != kafka
+    assert apart_keys(shape("web", False).spec) == []

@@ -43,23 +43,26 @@ from dataclasses import dataclass, field
 from nodescaler_sandbox import traces
 from nodescaler_sandbox.baseline_flags import EXPENDABLE_BELOW
 from nodescaler_sandbox.oracle import Shape, Step, step_of
-from nodescaler_sandbox.scenario_file import PodShape, RequestTraceSpec, Scenario
+from nodescaler_sandbox.scenario_file import DeploymentSpec, PodShape, RequestTraceSpec, Scenario
 from nodescaler_sandbox.workloads import keda_poll, pod, replicas_at
 
 MINUTE = 60
 
 
 def shape_of(shape: PodShape) -> Shape:
-    """The oracle's shape of a scenario's pod shape."""
+    """The oracle's shape of a scenario's pod shape (a deployment's spread one a node is
+    kept apart from its own, as its pods are)."""
+    spread = shape.name if isinstance(shape, DeploymentSpec) and shape.one_per_node else ""
     return Shape.of(
         pod(
             "demand",
-            "demand",
+            spread or "demand",
             shape.cpu,
             shape.memory,
             extended=dict(shape.extended),
             node_selector=dict(shape.node_selector),
             tolerations=[t.model_dump() for t in shape.tolerations],
+            one_per_node=bool(spread),
         )
     )
 
