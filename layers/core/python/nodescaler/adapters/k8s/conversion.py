@@ -16,6 +16,7 @@ import msgspec
 from nodescaler.adapters.k8s.json_fields import (
     BudgetWire,
     Condition,
+    ContainerPort,
     NodeWire,
     ObjectMeta,
     PodSpec,
@@ -130,6 +131,7 @@ def shared_placement(
 
 
 HOSTNAME = "kubernetes.io/hostname"
+NONE_APART: frozenset[str] = frozenset()
 
 
 def apart_keys(spec: PodSpec, metadata: ObjectMeta) -> frozenset[str]:
@@ -137,10 +139,13 @@ def apart_keys(spec: PodSpec, metadata: ObjectMeta) -> frozenset[str]:
     each required pod anti-affinity term on the node (`kubernetes.io/hostname`) that
     selects the pod itself, as a workload spread one a node writes it. A term selecting
     other pods only is not read: a new node holds none of them."""
+    ports = [bytes(c.ports) for c in spec.containers if b"hostPort" in bytes(c.ports)]
+    if not ports and b"podAntiAffinity" not in bytes(spec.affinity):
+        return NONE_APART  # most pods: nothing parsed
     keys = {
         f"host port {port.protocol}/{port.hostPort}"
-        for container in spec.containers
-        for port in container.ports
+        for listed in ports
+        for port in msgspec.json.decode(listed, type=list[ContainerPort])
         if port.hostPort
     }
     for selector, namespaces in _on_the_node(bytes(spec.affinity)):

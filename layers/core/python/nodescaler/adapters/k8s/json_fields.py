@@ -86,7 +86,7 @@ class ContainerPort(msgspec.Struct, frozen=True, gc=False):
 class Container(msgspec.Struct, frozen=True, gc=False):
     resources: ResourceRequirements = ResourceRequirements()
     restartPolicy: str = ""  # noqa: N815  (Always on an init container: a native sidecar)
-    ports: list[ContainerPort] = []
+    ports: msgspec.Raw = NULL  # decoded only where it names a hostPort (`list[ContainerPort]`)
 
 
 class Volume(msgspec.Struct, frozen=True, gc=False):

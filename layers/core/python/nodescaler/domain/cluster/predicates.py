@@ -261,7 +261,7 @@ def pack(
             if (
                 room.covers(pod.requests)
                 and all(amount <= spare.get(name, 0) for name, amount in extended.items())
-                and not apart & held
+                and not (apart and apart & held)
             ):
                 free[index] = (room - pod.requests, _minus(spare, extended), held | apart)
                 placed.append(pod)
@@ -296,7 +296,8 @@ def nodes_and_share(pods: Sequence[Pod], template: NodeTemplate) -> tuple[int, f
     for pod in pods:
         total = total + pod.requests
         shapes[(pod.requests.cpu_millis, pod.requests.memory_bytes, pod.requests.pods)] += 1
-        apart.update(pod.placement.apart if pod.placement else ())
+        if pod.placement is not None and pod.placement.apart:
+            apart.update(pod.placement.apart)
     pairs = (
         (total.cpu_millis, have.cpu_millis),
         (total.memory_bytes, have.memory_bytes),
