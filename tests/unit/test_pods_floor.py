@@ -67,6 +67,22 @@ def _decide(
     )
 
 
+def _queue_asks(
+    at: datetime, history: History, *, current: int, jobs: int, own: Reading
+) -> Evaluation:
+    """The group at `current` when its queue holds `jobs` at `at`."""
+    return decide(
+        node_group="gpu-ng",
+        policy=QUEUE,  # type: ignore[arg-type]
+        size=GroupSize(current=current),
+        readings=readings(at, jobs=jobs),
+        history=history,
+        now=at,
+        own_pending=own,
+        boot=LAUNCH,
+    )
+
+
 def _workers_left(**kwargs: object) -> History:
     """16 nodes full of workers at T0; at T0 + 60 s KEDA has let 13 of them go."""
     full = _decide(0, _need(16, 0, T0), QUIET, **kwargs)  # type: ignore[arg-type]
@@ -155,16 +171,7 @@ def test_a_keep_never_adds_a_node_and_never_holds_above_the_current_size() -> No
     evaluation = _decide(60, _need(3, 7, at), history, current=10)
     assert evaluation.decision.desired == 10
     # And a group the queue grows is not touched
-    grown = decide(
-        node_group="gpu-ng",
-        policy=QUEUE,  # type: ignore[arg-type]
-        size=GroupSize(current=16),
-        readings=readings(at, jobs=100),
-        history=history,
-        now=at,
-        own_pending=_need(3, 13, at),
-        boot=LAUNCH,
-    )
+    grown = _queue_asks(at, history, current=16, jobs=100, own=_need(3, 13, at))
     assert grown.decision.desired == 16 and Limit.RECENTLY_NEEDED not in grown.decision.limited_by
 
 
@@ -295,16 +302,7 @@ def test_a_scale_up_is_never_cut_to_a_size_the_pods_needed_before() -> None:
     # Given a group at 10 whose pods needed 16 nodes a minute ago, and a queue asking 12
     history = _workers_left()
     at = T0 + timedelta(seconds=60)
-    grown = decide(
-        node_group="gpu-ng",
-        policy=QUEUE,  # type: ignore[arg-type]
-        size=GroupSize(current=10),
-        readings=readings(at, jobs=60),
-        history=history,
-        now=at,
-        own_pending=_need(10, 0, at),
-        boot=LAUNCH,
-    )
+    grown = _queue_asks(at, history, current=10, jobs=60, own=_need(10, 0, at))
     # Then it grows to 12: the keep holds scale-ins only
     assert grown.decision.desired == 12
     assert Limit.RECENTLY_NEEDED not in grown.decision.limited_by
