@@ -264,3 +264,33 @@ def test_a_host_port_keeps_pods_asking_it_apart() -> None:
     found = pod_from_json(pod("exporter-1", spec={"containers": [container]}))
     assert found.placement is not None
     assert found.placement.apart == frozenset({"host port TCP/9100"})
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [7]}}},
+        {
+            "affinity": {
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "topologyKey": ON_NODE,
+                            "labelSelector": {"matchExpressions": [{"values": []}]},
+                        }
+                    ]
+                }
+            }
+        },
+        {"containers": [{"name": "a", "ports": [{"hostPort": "eighty"}]}]},
+    ],
+)
+def test_a_pod_whose_placement_is_not_as_the_api_sends_it_is_named_and_left_alone(
+    spec: dict[str, Any],
+) -> None:
+    # Given one pod's anti-affinity or ports malformed, When it is read, Then it is kept,
+    # its problem named, and no other pod's reading is touched
+    found = pod_from_json(pod("zk-1", labels={"app": "zk"}, spec=spec))
+    assert found.problem is not None
+    assert found.problem.startswith("spec.affinity or a container's ports: not as the API")
+    assert pod_from_json(pod("web-1")).problem is None

@@ -38,6 +38,7 @@ from nodescaler.domain.cluster.snapshot import (
 )
 from nodescaler.domain.cluster.snapshot import pod_requests as effective_requests
 from nodescaler.domain.cluster.startup_taints import KNOWN, StartupTaints
+from nodescaler.domain.outside_text import outside
 from nodescaler.domain.scale_down.pod_rules import deletion_deadline
 from nodescaler.errors import QuantityError
 
@@ -272,6 +273,10 @@ def pod_from_wire(wire: PodWire) -> Pod:
         placement = shared_placement(spec, extended, metadata)
     except QuantityError as error:
         requests, problem = Resources(pods=1), f"resources.requests: {error}"
+    except (KeyError, TypeError, AttributeError, msgspec.MsgspecError) as error:
+        # where it may run is unknown: left to its owner, as a pod that can't be sized
+        problem = f"spec.affinity or a container's ports: not as the API sends them ({error!r})"
+        problem = outside(problem, 300)
     return Pod(
         namespace=metadata.namespace,
         name=metadata.name,
