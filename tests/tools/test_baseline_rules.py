@@ -22,7 +22,7 @@ from nodescaler_sandbox.baseline_scale_down import (
     Budgets,
     Place,
     blocks_drain,
-    fit_elsewhere,
+    moves_elsewhere,
     underutilized,
     utilization,
     utilization_threshold,
@@ -160,6 +160,7 @@ def test_a_drain_a_budget_blocks_gives_up_after_2_minutes_and_uncordons() -> Non
     kept, other = sorted(n["metadata"]["name"] for n in cluster.store.objects["nodes"].values())
     for name in ("db-0", "db-1"):
         cluster.store.put("pods", pod(name, kept, labels={"app": "db"}))
+    cluster.store.put("pods", pod("web-0", other, cpu="100m"))  # not empty: `kept` is first
     cluster.store.put("poddisruptionbudgets", pdb("db", {"app": "db"}, minAvailable=1))
     baseline.unneeded = {kept: T0 - 11 * MINUTE, other: T0}  # only `kept` is due
     baseline.act(T0)
@@ -170,7 +171,8 @@ def test_a_drain_a_budget_blocks_gives_up_after_2_minutes_and_uncordons() -> Non
     assert kept not in baseline.draining
     assert cluster.store.objects["nodes"][("", kept)]["spec"]["unschedulable"] is False
     assert desired() == 2
-    assert [p["spec"]["nodeName"] for p in cluster.store.objects["pods"].values()] == [kept]
+    pods = cluster.store.objects["pods"].values()
+    assert [p["spec"]["nodeName"] for p in pods if p["metadata"]["name"] != "web-0"] == [kept]
     baseline.act(T0 + 3 * MINUTE)  # --scale-down-delay-after-failure: 3 minutes of rest
     assert cluster.store.objects["nodes"][("", kept)]["spec"]["unschedulable"] is False
 
@@ -315,16 +317,16 @@ def test_a_pod_moves_only_to_a_node_every_filter_passes(
     # scheduler framework's filters pass (NodeResourcesFit, NodeAffinity, TaintToleration)
     already_there = [pod("other", "b", cpu="100m", memory="100Mi")]
     rooms = places((node("a"), [moving]), (destination, already_there))
-    assert fit_elsewhere([moving], "a", rooms) is fits
+    assert (moves_elsewhere([moving], "a", rooms) is not None) is fits
 
 
 def test_a_gpu_pod_moves_to_a_tainted_gpu_node_with_a_gpu_free() -> None:
     gpu_node = node("gpu-b", taints=[GPU_TAINT])
     gpu_node["status"]["allocatable"]["nvidia.com/gpu"] = "1"
     rooms = places((node("gpu-a"), [gpu_pod("train")]), (gpu_node, []))
-    assert fit_elsewhere([gpu_pod("train")], "gpu-a", rooms) is True
+    assert moves_elsewhere([gpu_pod("train")], "gpu-a", rooms) == {"gpu-b": [gpu_pod("train")]}
     rooms = places((node("gpu-a"), [gpu_pod("t1")]), (gpu_node, [gpu_pod("t2")]))
-    assert fit_elsewhere([gpu_pod("t1")], "gpu-a", rooms) is False  # its GPU is taken
+    assert moves_elsewhere([gpu_pod("t1")], "gpu-a", rooms) is None  # its GPU is taken
 
 
 def spread_pod(name: str, on: str) -> dict[str, Any]:
@@ -338,13 +340,15 @@ def spread_pod(name: str, on: str) -> dict[str, Any]:
 def test_a_replica_spread_one_a_node_moves_only_to_a_node_without_one() -> None:
     # InterPodAffinity: a required anti-affinity on the node keeps it off b, which runs one
     rooms = places((node("a"), [spread_pod("zk-a", "a")]), (node("b"), [spread_pod("zk-b", "b")]))
-    assert fit_elsewhere([spread_pod("zk-a", "a")], "a", rooms) is False
+    assert (moves_elsewhere([spread_pod("zk-a", "a")], "a", rooms) is not None) is False
     rooms = places((node("a"), [spread_pod("zk-a", "a")]), (node("b"), []), (node("c"), []))
-    assert fit_elsewhere([spread_pod("zk-a", "a")], "a", rooms) is True
+    assert (moves_elsewhere([spread_pod("zk-a", "a")], "a", rooms) is not None) is True
     # two moving at once take a node each: b and c, never both on b
     both = [spread_pod("zk-1", "a"), spread_pod("zk-2", "a")]
-    assert fit_elsewhere(both, "a", places((node("a"), both), (node("b"), []))) is False
-    assert fit_elsewhere(both, "a", rooms) is True
+    assert (
+        moves_elsewhere(both, "a", places((node("a"), both), (node("b"), []))) is not None
+    ) is False
+    assert (moves_elsewhere(both, "a", rooms) is not None) is True
 
 
 # --- Cluster Autoscaler 1.37's rules, each on a hand-made case ---------------------------
@@ -385,6 +389,74 @@ def test_the_planner_spends_a_budget_over_the_nodes_it_finds_removable() -> None
 
 
 @pytest.mark.usefixtures("aws")
+def test_the_planner_keeps_each_removable_nodes_moves_for_the_next() -> None:
+    # simulator/cluster.go, SimulateNodeRemoval: planner.go builds the removal simulator
+    # with persistSuccessfulSimulations true, so a removable node's pods stay where they
+    # were placed for the next candidate, and move with it if it goes too
+    # Given a and b each a quarter used (1.25 cores) and c needed (2.5 cores: 1.5 free),
+    # when the planner runs, then a's pod goes to b, and b, holding both, cannot go: only
+    # one of the two is unneeded (without the moves kept, both were: their pods to c's 1.5)
+    cluster, baseline = a_group_of(3)
+    first, second, third = nodes_of(cluster)
+    for name, cpu in ((first, "1250m"), (second, "1250m"), (third, "2500m")):
+        cluster.store.put("pods", pod(f"web-{name}", name, cpu=cpu, labels={"app": "web"}))
+    baseline.act(T0)
+    assert set(baseline.unneeded) == {first}
+
+
+@pytest.mark.usefixtures("aws")
+def test_empty_nodes_then_the_last_loops_unneeded_ones_are_simulated_first() -> None:
+    # scaledowncandidates' sorting processor (builder: EmptySorting, then
+    # PreviousCandidates): with each removal's moves kept, the first simulated goes
+    # Given a quarter-used node first by name and an empty one, when the planner runs, then
+    # the empty one goes and the other, its pod with nowhere left to go, stays
+    cluster, baseline = a_group_of(2)
+    busy, empty = nodes_of(cluster)
+    cluster.store.put("pods", pod("web-0", busy, cpu="1"))
+    baseline.act(T0)
+    assert set(baseline.unneeded) == {empty}
+    # Given both a quarter used, the second unneeded at the last loop, then it goes first
+    cluster.store.put("pods", pod("web-1", empty, cpu="1"))
+    baseline.unneeded = {empty: T0}
+    baseline.act(T0 + timedelta(seconds=10))
+    assert set(baseline.unneeded) == {empty}
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_node_found_unremovable_is_looked_at_again_only_after_5_minutes() -> None:
+    # eligibility.go, IsRecent: a node whose pods had no place (NoPlaceToMovePods) is
+    # skipped for --unremovable-node-recheck-timeout (5m; planner.go, AddTimeout)
+    # Given a quarter-used node whose pod fits nowhere, when room appears on another node
+    # 10 s later, then it is unneeded only once 5 minutes have passed since it was found
+    cluster, baseline = a_group_of(3)
+    small, roomy, full = nodes_of(cluster)
+    cluster.store.put("pods", pod("web-0", small, cpu="1"))
+    for name in (roomy, full):
+        cluster.store.put("pods", pod(f"big-{name}", name, cpu="3500m"))
+    baseline.act(T0)
+    assert small not in baseline.unneeded
+    cluster.store.delete("pods", ("default", f"big-{roomy}"))
+    cluster.store.put("pods", pod("half", roomy, cpu="2500m"))  # 1.5 cores free, needed
+    baseline.act(T0 + timedelta(seconds=10))
+    baseline.act(T0 + 5 * MINUTE - timedelta(seconds=10))
+    assert small not in baseline.unneeded
+    baseline.act(T0 + 5 * MINUTE)
+    assert small in baseline.unneeded
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_node_goes_once_its_unneeded_time_is_strictly_past() -> None:
+    # core/scaledown/unneeded/nodes.go, unremovableReason: NotUnneededLongEnough unless
+    # since + the unneeded time is before now: at exactly 10 minutes it stays a loop more
+    cluster, baseline = a_group_of(2)
+    baseline.unneeded = dict.fromkeys(nodes_of(cluster), T0 - 10 * MINUTE)
+    baseline.act(T0)
+    assert desired() == 2
+    baseline.act(T0 + timedelta(seconds=10))
+    assert desired() == 0
+
+
+@pytest.mark.usefixtures("aws")
 def test_unneeded_nodes_get_the_deletion_candidate_soft_taint_and_lose_it_when_needed() -> None:
     # core/scaledown/actuation/softtaint.go, UpdateSoftDeletionTaints (called from
     # static_autoscaler.go, scaleDown, in every loop): unneeded nodes get the
@@ -418,8 +490,9 @@ def test_at_most_10_nodes_are_soft_tainted_a_loop() -> None:
 def test_a_node_exactly_at_the_threshold_is_unneeded() -> None:
     # eligibility.go, isNodeAtOrBelowUtilizationThreshold: 2 of 4 cores is 0.5, not above
     cluster, baseline = a_group_of(2)
-    half, _ = nodes_of(cluster)
+    half, other = nodes_of(cluster)
     cluster.store.put("pods", pod("web-0", half, cpu="2", memory="1Gi"))
+    cluster.store.put("pods", pod("web-1", other, cpu="1", memory="1Gi"))  # its room, kept
     baseline.act(T0)
     assert half in baseline.unneeded
 

@@ -83,6 +83,7 @@ from nodescaler_sandbox.baseline_flags import (
     SCAN,
     TEMPLATE_TAG,
     UNNEEDED,
+    UNREMOVABLE_RECHECK,
     DrainFlags,
     Flags,
     GroupSpec,
@@ -94,9 +95,9 @@ from nodescaler_sandbox.baseline_scale_down import (
     Budgets,
     Place,
     blocks_drain,
-    fit_elsewhere,
     gives_up,
     has_gpu,
+    moves_elsewhere,
     soft_tainted,
     to_move,
     underutilized,
@@ -138,6 +139,7 @@ class ReactiveBaseline:
     flags: DrainFlags = field(default_factory=DrainFlags)
     settings: Flags = field(default_factory=Flags)
     unneeded: dict[str, datetime] = field(default_factory=dict)  # node → since
+    unremovable: dict[str, datetime] = field(default_factory=dict)  # node → looked at again
     asked: dict[str, datetime] = field(default_factory=dict)  # group → its latest scale-up
     backoff: Backoff = field(default_factory=Backoff)
     updated: dict[str, datetime] = field(default_factory=dict)  # group → last set
@@ -399,10 +401,16 @@ class ReactiveBaseline:
         pods_on: dict[str, list[dict[str, Any]]],
         now: datetime,
     ) -> set[str]:
-        """The nodes that are unneeded now (planner.go, categorizeNodes): not being deleted,
-        at or below their utilization threshold, no pod on them that may not move (its
-        budget's disruptions spent by the nodes found removable before it, pdb/basic.go), and
-        their pods fitting on the other nodes, none of them a node found removable."""
+        """The nodes that are unneeded now (planner.go, categorizeNodes): not being deleted
+        nor found unremovable in the last --unremovable-node-recheck-timeout (eligibility.go,
+        IsRecent), at or below their utilization threshold, no pod on them that may not
+        move (its budget's disruptions spent by the nodes found removable before it,
+        pdb/basic.go), and their pods fitting on the other nodes, none of them a node found
+        removable, beside the pods those moved there, which move again if their new node is
+        found removable too: the planner's removal simulator keeps each successful
+        simulation for the next (simulator/cluster.go, withForkedSnapshot; planner.go builds
+        it with persistSuccessfulSimulations true), while eligibility reads utilization
+        before."""
         free = {  # each schedulable node's room, worked out once for every candidate
             name: Place.of(node, pods_on[name])
             for name, node in nodes.items()
@@ -410,22 +418,38 @@ class ReactiveBaseline:
         }
         budgets = Budgets.of(self.cluster.store)
         unneeded: set[str] = set()
-        for name in sorted(nodes):
+        arrived: dict[str, list[dict[str, Any]]] = {}  # pods a removable node's moves put here
+        self.unremovable = {n: t for n, t in self.unremovable.items() if t > now and n in nodes}
+        for name in self._candidates_in_order(pods_on):
             node, pods = nodes[name], pods_on[name]
-            if name in self.draining:  # filterOutOngoingDeletions
+            if name in self.draining or name in self.unremovable:  # ongoing, IsRecent
                 continue
-            used = utilization(node, pods, now, self.settings)
+            used = utilization(node, pods, now, self.settings)  # as the cluster is
             if not underutilized(used, self._threshold_for(node)):
                 continue
-            if any(blocks_drain(p, budgets, self.flags, now) for p in pods):
+            pods = pods + arrived.get(name, [])  # the snapshot's node, moves kept
+            moving, blocked = (
+                to_move(pods),
+                any(blocks_drain(p, budgets, self.flags, now) for p in pods),
+            )
+            moves = None if blocked else moves_elsewhere(moving, name, free)
+            if moves is None:  # BlockedByPod, NoPlaceToMovePods: not looked at for a while
+                self.unremovable[name] = now + UNREMOVABLE_RECHECK
                 continue
-            moving = to_move(pods)
-            if not fit_elsewhere(moving, name, free):
-                continue
+            for other, arriving in moves.items():
+                for found in arriving:
+                    free[other].take(found)
+                arrived.setdefault(other, []).extend(arriving)
             budgets.remove(moving)
             free.pop(name, None)  # no pod goes to a node that goes
             unneeded.add(name)
         return unneeded
+
+    def _candidates_in_order(self, pods_on: dict[str, list[dict[str, Any]]]) -> list[str]:
+        """Empty nodes first, then the ones unneeded at the last loop, then by name
+        (scaledowncandidates' sorting processor with CA's two comparers, EmptySorting and
+        PreviousCandidates): with each removal's moves kept, the order decides which go."""
+        return sorted(pods_on, key=lambda n: (bool(to_move(pods_on[n])), n not in self.unneeded, n))
 
     def _soft_taint(self, nodes: dict[str, dict[str, Any]], now: datetime) -> None:
         """The DeletionCandidateOfClusterAutoscaler PreferNoSchedule taint on unneeded nodes,
@@ -467,7 +491,7 @@ class ReactiveBaseline:
             (
                 n
                 for n, since in self.unneeded.items()
-                if now - since >= self._unneeded_for(nodes[n])
+                if now - since > self._unneeded_for(nodes[n])  # strictly past: nodes.go
             ),
             key=lambda n: (bool(to_move(pods_on[n])), n),  # empty nodes first
         )

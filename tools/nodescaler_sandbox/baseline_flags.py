@@ -26,6 +26,7 @@ DELAY_AFTER_FAILURE = timedelta(minutes=3)  # --scale-down-delay-after-failure
 GPU_UTILIZATION = 0.5  # --scale-down-gpu-utilization-threshold
 BSP_DISRUPTION_TIMEOUT = timedelta(hours=1)  # --blocking-system-pod-distruption-timeout
 MAX_BULK_SOFT_TAINT_COUNT = 10  # --max-bulk-soft-taint-count
+UNREMOVABLE_RECHECK = timedelta(minutes=5)  # --unremovable-node-recheck-timeout
 # cloudprovider/aws/aws_manager.go, refreshInterval: the Auto Scaling cache (bounds, failed
 # launches) is regenerated at most once a minute (AwsManager.Refresh, each loop)
 CLOUD_REFRESH = timedelta(minutes=1)

@@ -349,16 +349,18 @@ def _meets(expression: dict[str, Any], value: str | None) -> bool:
     return False  # Gt, Lt: no pod here asks for them
 
 
-def fit_elsewhere(pods: list[dict[str, Any]], name: str, free: dict[str, Place]) -> bool:
-    """Whether `pods` fit, first-fit, on the other schedulable nodes, every candidate
-    simulated on the cluster as it is: what its pods would take is kept beside the rooms
-    (`taken`, a node's room copied when a pod first goes to it), never in them. A pod's
-    requests are read once, not once a node; CPU and memory, then the rest, are compared
-    before the node's filters (`Place.admits`)."""
-    if not pods:
-        return True
+def moves_elsewhere(
+    pods: list[dict[str, Any]], name: str, free: dict[str, Place]
+) -> dict[str, list[dict[str, Any]]] | None:
+    """Where `pods` go, first-fit, on the other schedulable nodes (node → the pods it takes),
+    or None when one fits nowhere. The rooms are left as they are: what the pods would take
+    is kept beside them (`taken`, a node's room copied when a pod first goes to it) until
+    the caller keeps the moves (`Place.take`). A pod's requests are read once, not once a
+    node; CPU and memory, then the rest, are compared before the node's filters
+    (`Place.admits`)."""
     taken: dict[str, dict[str, int]] = {}
     went: dict[str, set[str]] = {}  # the `apart_keys` of the pods moved to each node
+    moves: dict[str, list[dict[str, Any]]] = {}
     for found in pods:
         asked, keys = asks(found), apart_keys(found["spec"])
         cpu, memory = asked["cpu"], asked["memory"]
@@ -373,7 +375,8 @@ def fit_elsewhere(pods: list[dict[str, Any]], name: str, free: dict[str, Place])
                 for resource, amount in asked.items():
                     room[resource] = room.get(resource, 0) - amount
                 went.setdefault(other, set()).update(keys)
+                moves.setdefault(other, []).append(found)
                 break
         else:
-            return False
-    return True
+            return None
+    return moves
