@@ -97,6 +97,7 @@ from nodescaler_sandbox.baseline_scale_down import (
     blocks_drain,
     gives_up,
     has_gpu,
+    in_planner_order,
     moves_elsewhere,
     soft_tainted,
     to_move,
@@ -406,11 +407,8 @@ class ReactiveBaseline:
         IsRecent), at or below their utilization threshold, no pod on them that may not
         move (its budget's disruptions spent by the nodes found removable before it,
         pdb/basic.go), and their pods fitting on the other nodes, none of them a node found
-        removable, beside the pods those moved there, which move again if their new node is
-        found removable too: the planner's removal simulator keeps each successful
-        simulation for the next (simulator/cluster.go, withForkedSnapshot; planner.go builds
-        it with persistSuccessfulSimulations true), while eligibility reads utilization
-        before."""
+        removable, beside those moved there, which move on with it (simulator/cluster.go:
+        persistSuccessfulSimulations, true in planner.go, keeps each for the next)."""
         free = {  # each schedulable node's room, worked out once for every candidate
             name: Place.of(node, pods_on[name])
             for name, node in nodes.items()
@@ -420,7 +418,7 @@ class ReactiveBaseline:
         unneeded: set[str] = set()
         arrived: dict[str, list[dict[str, Any]]] = {}  # pods a removable node's moves put here
         self.unremovable = {n: t for n, t in self.unremovable.items() if t > now and n in nodes}
-        for name in self._candidates_in_order(pods_on):
+        for name in in_planner_order(pods_on, self.unneeded):
             node, pods = nodes[name], pods_on[name]
             if name in self.draining or name in self.unremovable:  # ongoing, IsRecent
                 continue
@@ -428,28 +426,19 @@ class ReactiveBaseline:
             if not underutilized(used, self._threshold_for(node)):
                 continue
             pods = pods + arrived.get(name, [])  # the snapshot's node, moves kept
-            moving, blocked = (
-                to_move(pods),
-                any(blocks_drain(p, budgets, self.flags, now) for p in pods),
-            )
+            moving = to_move(pods)
+            blocked = any(blocks_drain(p, budgets, self.flags, now) for p in pods)
             moves = None if blocked else moves_elsewhere(moving, name, free)
             if moves is None:  # BlockedByPod, NoPlaceToMovePods: not looked at for a while
                 self.unremovable[name] = now + UNREMOVABLE_RECHECK
                 continue
             for other, arriving in moves.items():
-                for found in arriving:
-                    free[other].take(found)
+                free[other].take(*arriving)
                 arrived.setdefault(other, []).extend(arriving)
             budgets.remove(moving)
             free.pop(name, None)  # no pod goes to a node that goes
             unneeded.add(name)
         return unneeded
-
-    def _candidates_in_order(self, pods_on: dict[str, list[dict[str, Any]]]) -> list[str]:
-        """Empty nodes first, then the ones unneeded at the last loop, then by name
-        (scaledowncandidates' sorting processor with CA's two comparers, EmptySorting and
-        PreviousCandidates): with each removal's moves kept, the order decides which go."""
-        return sorted(pods_on, key=lambda n: (bool(to_move(pods_on[n])), n not in self.unneeded, n))
 
     def _soft_taint(self, nodes: dict[str, dict[str, Any]], now: datetime) -> None:
         """The DeletionCandidateOfClusterAutoscaler PreferNoSchedule taint on unneeded nodes,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -292,11 +293,12 @@ class Place:
             known = self._admitted[id(pod)] = (pod, admitted)
         return known[1]
 
-    def take(self, pod: dict[str, Any]) -> None:
-        for name, amount in asks(pod).items():
-            self.free[name] = self.free.get(name, 0) - amount
-        if keys := apart_keys(pod["spec"]):
-            self.held.update(keys)
+    def take(self, *pods: dict[str, Any]) -> None:
+        for pod in pods:
+            for name, amount in asks(pod).items():
+                self.free[name] = self.free.get(name, 0) - amount
+            if keys := apart_keys(pod["spec"]):
+                self.held.update(keys)
 
 
 def asks(pod: dict[str, Any]) -> dict[str, int]:
@@ -347,6 +349,15 @@ def _meets(expression: dict[str, Any], value: str | None) -> bool:
     if operator in ("Exists", "DoesNotExist"):
         return (value is not None) == (operator == "Exists")
     return False  # Gt, Lt: no pod here asks for them
+
+
+def in_planner_order(
+    pods_on: dict[str, list[dict[str, Any]]], unneeded: Collection[str]
+) -> list[str]:
+    """The nodes, empty first, then those unneeded at the last loop, then by name
+    (scaledowncandidates' sorting processor with CA's two comparers, EmptySorting and
+    PreviousCandidates): with each removal's moves kept, the order decides which go."""
+    return sorted(pods_on, key=lambda n: (bool(to_move(pods_on[n])), n not in unneeded, n))
 
 
 def moves_elsewhere(
