@@ -284,3 +284,45 @@ def test_the_drain_hook_is_read_by_its_deployments_name_within_a_budget_of_its_o
     config = hooks._autoscaling.meta.config  # type: ignore[attr-defined]
     assert (config.connect_timeout, config.read_timeout) == (0.15, 0.15)
     assert config.retries["total_max_attempts"] == 1
+
+
+def test_a_busy_node_in_a_group_without_the_drain_hook_stays_said_and_counted(
+    tmp_path: Path, clock: VirtualClock, output: Any
+) -> None:
+    # Given the opted-in web group without this deployment's drain hook, whose two nodes
+    # are a quarter used (node-0) and half used (node-1): node-0's pod fits beside node-1's
+    with KubeApiServer(token="secret") as server:
+        make_state_table(TABLE)
+        make_asg("web", tags=OPTED_IN, desired=2)
+        [group] = client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+        ids = [i["InstanceId"] for i in group["Instances"]]
+        for index, (instance, cpu) in enumerate(zip(ids, ("1", "2"), strict=True)):
+            name = f"node-{index}"
+            server.cluster.put(
+                "nodes", node(name, None, provider_id=f"aws:///eu-west-1a/{instance}")
+            )
+            server.cluster.put("pods", pod(f"app-{index}", name, cpu=cpu))
+        settings = TerminateSettings.from_environment(
+            {
+                "POLICIES_PATH": str(ROOT / "policies"),
+                "STATE_TABLE_NAME": TABLE,
+                "KUBECONFIG_PATH": str(kubeconfig(tmp_path / "kubeconfig", server.url)),
+            }
+        )
+        chooser = wiring.terminator(
+            settings, wiring.AwsClients(boto3.Session(region_name=REGION)), clock
+        )
+        offered = [i | {"InstanceId": n} for i, n in zip(SAMPLE["Instances"], ids, strict=True)]
+        # When its scale-in asks for one
+        answer = invoke(SAMPLE | {"Instances": offered}, chooser)
+    # Then none goes (nothing would evict node-0's pod first), the warning names the
+    # instance and what to do, and the count per group says how many stayed so
+    assert answer == {"InstanceIDs": []}
+    printed = output()
+    [warning] = [m for m in printed.messages("WARNING") if "drain hook" in m]
+    assert warning == (
+        f"termination policy for web: {ids[0]} stays while its pods run: the group has no "
+        "drain hook, so its scale-ins take only empty nodes (give it the drain hook: "
+        "docs/deploy.md)"
+    )
+    assert printed.metric("InstancesUndrained", node_group="web") == [1]

@@ -139,10 +139,13 @@ def test_a_node_with_pods_to_move_stays_in_a_group_whose_nodes_are_not_drained(
     # why it could not be read is kept apart: logged and counted (`report_termination`)
     unread = "node group web: Throttling: Rate exceeded" if drains is None else ""
     assert choice.hook_unread == unread
+    # a group without the hook is told apart (`InstancesUndrained`): it sheds only empty nodes
+    assert choice.undrained == ((IDS[1],) if drains is False else ())
     # with the hook the same ask takes the light node too
     hooked = choose(Cluster(nodes, pods), offered, capacity=4, hooks=Hooks(True))
     assert hooked.instance_ids == (IDS[3], IDS[4], IDS[2], IDS[1])
     assert "stays while its pods run" not in hooked.reason
+    assert hooked.undrained == ()
 
 
 def test_the_drain_hook_is_asked_only_when_a_node_with_pods_would_go() -> None:

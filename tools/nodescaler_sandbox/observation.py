@@ -52,6 +52,8 @@ class Run:
     termination_asked: list[tuple[str, list[str]]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)  # Kubernetes Events written
     termination_failed: int = 0
+    # per group, the busy nodes its terminate answers kept for want of a drain hook
+    undrained: dict[str, int] = field(default_factory=dict)
     # each group's node as the cluster's limits count it (its instance type): vCPUs, GiB
     node_sizes: dict[str, tuple[float, float]] = field(default_factory=dict)
     steps: list[oracle.Step] = field(default_factory=list)  # the pods existing, each step

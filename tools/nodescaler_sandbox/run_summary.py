@@ -4,7 +4,7 @@ columns, as the runner prints them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from nodescaler_sandbox import (
@@ -13,7 +13,7 @@ from nodescaler_sandbox import (
     replay_figures,
 )
 from nodescaler_sandbox.cadence import MINUTE
-from nodescaler_sandbox.controllers import CONTROLLERS, LABELS
+from nodescaler_sandbox.controllers import CONTROLLERS, LABELS, NODESCALER
 from nodescaler_sandbox.observation import Run
 from nodescaler_sandbox.scenario_file import Scenario
 from nodescaler_sandbox.timeline import clock
@@ -154,6 +154,8 @@ def _actions(scenario: Scenario, result: Run) -> dict[str, Any]:
             "instances_allowed": sum(len(ids) for _, ids in result.termination_asked),
             "failed": result.termination_failed,
         }
+        if result.undrained:
+            summary["termination_policy"]["undrained"] = result.undrained
     if result.launch_failures:
         summary["launch_failures_at_minute"] = [m for m, _ in result.launch_failures]
     if scenario.deployments:
@@ -244,6 +246,23 @@ def unpriced(summary: dict[str, Any]) -> str:
     if not types:
         return ""
     return f"\n   no price for {', '.join(types)}: cost_usd has no total (set `prices:`)"
+
+
+def notes(summary: dict[str, Any]) -> str:
+    """What follows the figures: the unpriced instance types, the undrained groups."""
+    return unpriced(summary) + "".join(f"\n   {note}" for note in undrained(summary))
+
+
+def undrained(summary: Mapping[str, Any]) -> list[str]:
+    """A note for each group whose scale-ins kept nodes with pods as it has no drain hook
+    (their pods would end with the instance: only empty nodes leave it)."""
+    kept = (summary.get(NODESCALER) or {}).get("termination_policy", {}).get("undrained", {})
+    return [
+        f"{group}: {count} times a node with pods stayed at a scale-in, as the group has no "
+        "drain hook (only its empty nodes leave; Cluster Autoscaler drains the others): "
+        "give it `drain: true` (deployed: the drain hook, docs/deploy.md)"
+        for group, count in sorted(kept.items())
+    ]
 
 
 def _unpriced_types(run: dict[str, Any]) -> list[str]:

@@ -144,7 +144,7 @@ def run(
     _write_runs(folder, summary, runs)
     if chart:
         chart_series.draw(scenario, runs, folder / "chart.png")
-    write(run_summary.side_by_side(summary) + run_summary.unpriced(summary))
+    write(run_summary.side_by_side(summary) + run_summary.notes(summary))
     write(f"   → {folder}/ (timeline.txt, summary.json{', chart.png' if chart else ''}, logs)")
     return summary
 

@@ -85,7 +85,21 @@ def simulate(
         _steps(scenario, result, box, world, outages, times=times, progress=progress)
         _collect(result, scenario, box, world, outages)
     _requests_made(result, scenario, box)
+    result.undrained = _undrained(folder / f"logs-{controller}.jsonl")
     return result
+
+
+def _undrained(log: Path) -> dict[str, int]:
+    """Per group, the instances the terminate function kept as it has no drain hook (its
+    `InstancesUndrained` records in the run's log)."""
+    kept: dict[str, int] = {}
+    with log.open() as lines:
+        for line in lines:
+            if '"InstancesUndrained"' in line and '"NodeGroup"' in line:
+                record = json.loads(line)
+                group = record["NodeGroup"]
+                kept[group] = kept.get(group, 0) + int(sum(record["InstancesUndrained"]))
+    return kept
 
 
 def _steps(

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from nodescaler_sandbox import seeds
+from nodescaler_sandbox.run_summary import undrained
 
 NODESCALER = "nodescaler"
 TUNED = "cluster-autoscaler-tuned"
@@ -138,19 +139,26 @@ def _line(name: str, comparisons: Sequence[Comparison], width: int) -> str:
     return f"  {name:<{width}}  " + " · ".join(parts)
 
 
+def _lines(
+    name: str, comparisons: Sequence[Comparison], notes: Sequence[str], width: int
+) -> list[str]:
+    """The scenario's line, then what its run says about why (`run_summary.undrained`)."""
+    return [_line(name, comparisons, width), *(f"  {'':<{width}}  ↳ {n}" for n in notes)]
+
+
 def verdict(
     summaries: Sequence[Mapping[str, Any]], table: Path | None, charts: Sequence[Path] = ()
 ) -> list[str]:
     """The verdict's lines: a heading, a line a scenario (those nodescaler loses on
     something first), a count, and where the table and the charts are."""
-    judged = [(str(s.get("scenario", "?")), compare(s)) for s in summaries]
+    judged = [(str(s.get("scenario", "?")), compare(s), undrained(s)) for s in summaries]
     judged.sort(key=lambda item: not any(c.mark == "worse" for c in item[1]))
-    width = max((len(name) for name, _ in judged), default=0)
-    losing = sum(any(c.mark == "worse" for c in compared) for _, compared in judged)
+    width = max((len(name) for name, _, _ in judged), default=0)
+    losing = sum(any(c.mark == "worse" for c in compared) for _, compared, _ in judged)
     lines = [
         f"Verdict: nodescaler against {REFERENCE_NAME}, ratios nodescaler / CA "
         f"(below 1 is better; within {RELATIVE_NOISE:.0%} or one step is noise)",
-        *(_line(name, compared, width) for name, compared in judged),
+        *(line for item in judged for line in _lines(*item, width)),
         f"nodescaler is worse on something in {losing} of {len(judged)} "
         f"scenario{'s' if len(judged) != 1 else ''}.",
     ]

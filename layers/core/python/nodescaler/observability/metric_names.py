@@ -96,3 +96,5 @@ class MetricName(StrEnum):
     TERMINATIONS_FORCED = "TerminationsForced"
     TERMINATION_ERRORS = "TerminationErrors"  # the choice failed: answered none for now
     DRAIN_HOOKS_UNREAD = "DrainHooksUnread"  # whether a group drains unread: its busy node stayed
+    # a node with pods to move stayed: its group has no drain hook, so only empty nodes go
+    INSTANCES_UNDRAINED = "InstancesUndrained"

@@ -284,6 +284,8 @@ def report_termination(choice: TerminationChoice, wanted: int) -> None:
             figures[MetricName.TERMINATIONS_FORCED] = 1
         if choice.hook_unread:
             figures[MetricName.DRAIN_HOOKS_UNREAD] = 1
+        if choice.undrained:
+            figures[MetricName.INSTANCES_UNDRAINED] = len(choice.undrained)
     else:
         figures = {MetricName.TERMINATION_LEFT_TO_GROUP: 1}
     log = logger.warning if choice.forced else logger.info
@@ -298,6 +300,12 @@ def report_termination(choice: TerminationChoice, wanted: int) -> None:
         logger.warning(
             f"termination policy for {choice.group}: a node with pods to move stays, as "
             f"whether the group drains could not be read: {choice.hook_unread}"
+        )
+    if choice.undrained:
+        logger.warning(
+            f"termination policy for {choice.group}: {', '.join(choice.undrained)} stays "
+            "while its pods run: the group has no drain hook, so its scale-ins take only empty "
+            "nodes (give it the drain hook: docs/deploy.md)"
         )
     if choice.not_nodes:
         logger.warning(

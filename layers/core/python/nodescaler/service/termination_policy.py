@@ -63,6 +63,7 @@ class TerminationChoice:
     problem: str = ""  # bad input (an unknown Cause): logged as an error, counted
     unkept: str = ""  # why how long a cause waited could not be read or written
     hook_unread: str = ""  # why whether the group drains could not be read: its node stays
+    undrained: tuple[str, ...] = ()  # busy nodes' instances that stay: no drain hook
 
 
 class TerminationChooser:
@@ -106,10 +107,8 @@ class TerminationChooser:
     def _from_the_cluster(
         self, request: TerminationRequest, group: NodeGroup, snapshot: Snapshot, now: datetime
     ) -> TerminationChoice:
-        found, hook_unread = self._drained(
-            request.group,
-            removable(group, request.offered, request.wanted, snapshot, self._rules, now=now),
-        )
+        wanted = removable(group, request.offered, request.wanted, snapshot, self._rules, now=now)
+        found, hook_unread, no_hook = self._drained(request.group, wanted)
         choice = TerminationChoice(
             request.group,
             found.instance_ids,
@@ -117,6 +116,7 @@ class TerminationChooser:
             found.reason,
             found.not_nodes,
             hook_unread=hook_unread,
+            undrained=wanted.busy if no_hook else (),
         )
         cause = known_cause(request.cause)
         if cause is Cause.SCALE_IN or not request.wanted:
@@ -131,21 +131,22 @@ class TerminationChooser:
         reason = f"{request.cause or 'no Cause'}: {found.reason}"
         return self._cannot_wait(request, replace(choice, reason=reason), group, snapshot)
 
-    def _drained(self, group: str, found: Removable) -> tuple[Removable, str]:
+    def _drained(self, group: str, found: Removable) -> tuple[Removable, str, bool]:
         """A node with pods to move goes only from a group whose drain hook evicts them
         first, as Cluster Autoscaler evicts before it deletes: else its instance would end
         with them running, past their disruption budgets. The hook is asked only then; when
-        Auto Scaling cannot say, the node stays, and why it could not is returned."""
+        Auto Scaling cannot say, the node stays, and why it could not is returned; when the
+        group has no hook, that is said too (True): it sheds only empty nodes."""
         if not found.busy:
-            return found, ""
+            return found, "", False
         if self._drain_hooks is None:
-            return found.undrained("no drain hook known to this deployment"), ""
+            return found.undrained("no drain hook known to this deployment"), "", True
         try:
             if self._drain_hooks.drains(group):
-                return found, ""
+                return found, "", False
         except DrainHookUnreadError as error:
-            return found.undrained("its drain hook unread"), str(error)
-        return found.undrained("no drain hook on the group"), ""
+            return found.undrained("its drain hook unread"), str(error), False
+        return found.undrained("no drain hook on the group"), "", True
 
     def _cannot_wait(
         self,
