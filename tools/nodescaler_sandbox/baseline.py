@@ -83,7 +83,6 @@ from nodescaler_sandbox.baseline_flags import (
     SCAN,
     TEMPLATE_TAG,
     UNNEEDED,
-    UNREMOVABLE_RECHECK,
     DrainFlags,
     Flags,
     GroupSpec,
@@ -430,7 +429,7 @@ class ReactiveBaseline:
             blocked = any(blocks_drain(p, budgets, self.flags, now) for p in pods)
             moves = None if blocked else moves_elsewhere(moving, name, free)
             if moves is None:  # BlockedByPod, NoPlaceToMovePods: not looked at for a while
-                self.unremovable[name] = now + UNREMOVABLE_RECHECK
+                self.unremovable[name] = now + self.settings.unremovable_node_recheck_timeout
                 continue
             for other, arriving in moves.items():
                 free[other].take(*arriving)

@@ -52,6 +52,7 @@ class Flags:
     defaults in the release it follows (config/flags/flags.go)."""
 
     scale_down_delay_after_add: timedelta = DELAY_AFTER_ADD
+    unremovable_node_recheck_timeout: timedelta = UNREMOVABLE_RECHECK
     max_scale_down_parallelism: int = MAX_SCALE_DOWN_PARALLELISM
     max_drain_parallelism: int = MAX_DRAIN_PARALLELISM
     frequent_loops_enabled: bool = True  # on by default since 1.35 (main.go, LoopTrigger)
@@ -79,6 +80,7 @@ class Flags:
             "--scan-interval": f"{int(SCAN.total_seconds())}s",
             "--frequent-loops-enabled": self.frequent_loops_enabled,
             "--scale-down-delay-after-add": _go(self.scale_down_delay_after_add),
+            "--unremovable-node-recheck-timeout": _go(self.unremovable_node_recheck_timeout),
             "--scale-down-unneeded-time": _go(UNNEEDED),
             "--scale-down-utilization-threshold": UTILIZATION,
             "--scale-down-gpu-utilization-threshold": GPU_UTILIZATION,

@@ -76,6 +76,7 @@ from nodescaler_sandbox.baseline_flags import (
     DELAY_AFTER_ADD,
     MAX_SCALE_DOWN_PARALLELISM,
     TEMPLATE_TAG,
+    UNREMOVABLE_RECHECK,
     Flags,
 )
 from nodescaler_sandbox.baseline_proportional import Proportional
@@ -263,6 +264,7 @@ def cluster_flags(tunings: Sequence[GroupTuning]) -> Flags:
     shortest = min((unneeded_time(t.tags) for t in tunings), default=DELAY_AFTER_ADD)
     return Flags(
         scale_down_delay_after_add=min(DELAY_AFTER_ADD, shortest),
+        unremovable_node_recheck_timeout=min(UNREMOVABLE_RECHECK, shortest),
         max_scale_down_parallelism=max(
             MAX_SCALE_DOWN_PARALLELISM, sum(t.max_size for t in tunings)
         ),
