@@ -12,14 +12,13 @@ holds that group's scale-in and nothing else. The listing itself is a port
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 
 from nodescaler.domain.ahead.capacity_buffers import describe_all as describe_buffers
 from nodescaler.domain.ahead.capacity_buffers import with_buffers
 from nodescaler.domain.ahead.group_buffers import BufferFit, buffer_pods, fit_buffer
 from nodescaler.domain.cluster.predicates import nodes_and_share, pending, room_of, why_not
-from nodescaler.domain.cluster.reservation import reservation
+from nodescaler.domain.cluster.reservation import read_reservation
 from nodescaler.domain.cluster.snapshot import Pod, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup, belongs
 from nodescaler.domain.policy import (
@@ -28,7 +27,6 @@ from nodescaler.domain.policy import (
     Consolidation,
     MetricBase,
     PendingPodsMetric,
-    TargetType,
 )
 from nodescaler.domain.scale_down.leaving import Removable, awaiting_removal, removable
 from nodescaler.domain.scale_down.marks import mark_changes
@@ -38,7 +36,7 @@ from nodescaler.domain.scale_down.unneeded import SIMULATED_PER_CALL, Unneeded, 
 from nodescaler.domain.scaling.own_pods import OWN_PENDING_PODS
 from nodescaler.domain.scaling.plan import ChooseLeaving
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
-from nodescaler.errors import KubernetesUnavailableError, ReservationError
+from nodescaler.errors import KubernetesUnavailableError
 from nodescaler.ports import NodeMarks, SnapshotSource
 from nodescaler.service.pending_pods import PendingPodsPlanner, Planned, group_pods
 from nodescaler.service.unplaced_pod_events import UnplacedPodEvents
@@ -108,7 +106,7 @@ class KubernetesClusterView:
         except KubernetesUnavailableError as error:
             return MetricUnavailable(reason=str(error))
         if isinstance(metric, CapacityReservationMetric):
-            return self._reservation(metric, group, snapshot, now)
+            return read_reservation(metric, group, snapshot, now)
         if isinstance(metric, PendingPodsMetric) and self._pending is not None:
             return self._pending_pods(metric, group, snapshot, now)
         return MetricUnavailable(reason=f"no {metric.type_name} producer is configured")
@@ -367,31 +365,3 @@ class KubernetesClusterView:
         if moving:
             self._moves.record(group.name, spare.nodes, spare.moved, spare.buffer_at)
         return spare
-
-    def _reservation(
-        self, metric: CapacityReservationMetric, group: NodeGroup, snapshot: Snapshot, now: datetime
-    ) -> Reading:
-        nodes = [replace(n, group=group.name) for n in snapshot.nodes if belongs(n, group)]
-        pods = [p for n in nodes for p in snapshot.pods_by_node.get(n.name, ())]
-        source = metric.capacity_reservation
-        try:
-            reserved = reservation(
-                group.name,
-                nodes,
-                pods,
-                source.resource,
-                include_daemon_sets=source.include_daemon_sets,
-                include_mirror_pods=source.include_mirror_pods,
-            )
-        except ReservationError as error:
-            return MetricUnavailable(reason=str(error))
-        if reserved.percent is None:  # no node measured: at zero none runs, nothing is asked
-            if group.desired == 0:
-                return MetricReading(value=0, at=now, detail=f"{group.name} is at zero nodes")
-            return MetricUnavailable(
-                reason=f"node group {group.name}: no Ready, schedulable node is registered"
-            )
-        utilization = metric.target.type is TargetType.UTILIZATION
-        value = reserved.percent if utilization else reserved.amount
-        measured = reserved.nodes if utilization else None
-        return MetricReading(value=value, at=now, detail=reserved.detail, measured_nodes=measured)
