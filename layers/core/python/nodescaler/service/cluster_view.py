@@ -32,7 +32,12 @@ from nodescaler.domain.scale_down.leaving import Removable, awaiting_removal, re
 from nodescaler.domain.scale_down.marks import mark_changes
 from nodescaler.domain.scale_down.pod_rules import CA_DEFAULTS, DrainRules, keeps_node
 from nodescaler.domain.scale_down.spoken_for import SpokenFor
-from nodescaler.domain.scale_down.unneeded import SIMULATED_PER_CALL, Unneeded, unneeded_nodes
+from nodescaler.domain.scale_down.unneeded import (
+    SIMULATED_PER_CALL,
+    Unneeded,
+    held_for_buffers,
+    unneeded_nodes,
+)
 from nodescaler.domain.scaling.own_pods import OWN_PENDING_PODS
 from nodescaler.domain.scaling.plan import ChooseLeaving
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
@@ -46,10 +51,7 @@ WAITING_SHOWN = 20  # pods that fit no group, named in a decision
 
 def _real(pods: list[Pod], snapshot: Snapshot) -> list[Pod]:
     """The pods that exist: not a CapacityBuffer's virtual ones."""
-    if not snapshot.buffers:
-        return pods
-    virtual = {p.key for b in snapshot.buffers for p in b.pods}
-    return [p for p in pods if p.key not in virtual]
+    return [p for p in pods if p.key not in snapshot.virtual] if snapshot.buffers else pods
 
 
 # Named for what it serves: the Kubernetes metric types' producer, and the evaluator's
@@ -151,7 +153,8 @@ class KubernetesClusterView:
     ) -> None:
         """Soft-taint `candidates` (a pending-pods reading's unneeded), the nodes the group
         lets go next while `excess` more are in service than it desires, and meanwhile
-        its buffer's `rooms` (`mark_changes`). Best effort: a refusal changes nothing else."""
+        its buffer's `rooms` and the cluster's CapacityBuffers' (`mark_changes`). Best
+        effort: a refusal changes nothing else."""
         if self._marks is None:
             return
         try:
@@ -160,7 +163,8 @@ class KubernetesClusterView:
             return
         own = [n for n in snapshot.nodes if belongs(n, group)]
         leaving = candidates | awaiting_removal(group, snapshot, excess, rooms or frozenset())
-        for node, taint, marked in mark_changes(own, leaving, rooms):
+        held = frozenset(held_for_buffers(own, snapshot))
+        for node, taint, marked in mark_changes(own, leaving, rooms, held):
             try:
                 self._marks.mark(node, taint, marked)
             except Exception:  # a hint, never a reason to fail the evaluation (or the rest)

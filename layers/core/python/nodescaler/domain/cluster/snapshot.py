@@ -353,3 +353,9 @@ class Snapshot:
             if pod.node_name is not None:
                 index.setdefault(pod.node_name, []).append(pod)
         return index
+
+    @functools.cached_property
+    def virtual(self) -> frozenset[str]:
+        """The keys of its CapacityBuffers' virtual pods, bound to nodes or pending
+        (`with_buffers`): room they hold, not pods that exist."""
+        return frozenset(p.key for b in self.buffers for p in b.pods)
