@@ -11,13 +11,14 @@ from dataclasses import replace
 
 from nodescaler.domain.ahead.capacity_buffers import with_buffers
 from nodescaler.domain.cluster.snapshot import ClusterBuffer, Pod, Resources, Snapshot
+from nodescaler.domain.scale_down.leaving import awaiting_removal, removable
 from nodescaler.domain.scale_down.marks import CANDIDATE_TAINT, ROOM_TAINT, mark_changes
 from nodescaler.domain.scale_down.unneeded import held_for_buffers, unneeded_nodes
 from nodescaler.domain.scaling.readings import MetricReading
 
 from tests.builders import T0
 from tests.unit.test_balance import NOW, PENDING, web_node
-from tests.unit.test_buffer_room import GIB, node
+from tests.unit.test_buffer_room import GIB, IDS, WEB, node
 from tests.unit.test_cluster_view import GROUP, Marks, view
 
 
@@ -92,3 +93,39 @@ def test_the_view_marks_a_capacity_buffers_room_when_the_group_reads_or_grows() 
     marks = Marks()
     view(listed, marks).mark_candidates(GROUP, frozenset(), NOW)
     assert marks.rooms == {"web-a-1": True}
+
+
+def test_a_node_holding_only_a_capacity_buffers_pods_is_the_cheapest_to_let_go() -> None:
+    # Given the group one node over its desired capacity: e holding only a CapacityBuffer's
+    # 2-core virtual pod, marked as its room, and g1 a real 1-core pod; no drain hook
+    listed = Snapshot((node("e", taints=(ROOM_TAINT,)), node("g1")), (running("one", "g1", 1000),))
+    snapshot = with_buffers(replace(listed, buffers=(reports_buffer(2000),)))
+    assert held_for_buffers(list(snapshot.nodes), snapshot) == ["e"]
+    # When the node it lets go next is chosen: e, whose pods are virtual (no eviction; the
+    # buffer's pod fits beside g1's), not g1, whose real pod would need a drain
+    leaving = awaiting_removal(WEB, snapshot, 1)
+    assert leaving == {"e"}
+    # Then e is marked to leave, its room mark cleared, and the termination policy (which
+    # lists no CapacityBuffer: e is empty to it) takes it; marked as room, it took neither
+    # and none left, the group one over its desired capacity for good
+    assert set(mark_changes(list(snapshot.nodes), leaving, None, frozenset({"e"}))) == {
+        ("e", CANDIDATE_TAINT, True),
+        ("e", ROOM_TAINT, False),
+    }
+    candidate = replace(listed, nodes=(node("e", taints=(CANDIDATE_TAINT,)), node("g1")))
+    chosen = removable(WEB, [IDS["e"], IDS["g1"]], 1, candidate, now=T0)
+    assert chosen.instance_ids == (IDS["e"],)
+    assert chosen.undrained("no drain hook").instance_ids == (IDS["e"],)
+
+
+def test_of_the_nodes_a_scale_in_may_simulate_the_one_holding_only_virtual_pods_comes_first() -> (
+    None
+):
+    # Given e holding only a CapacityBuffer's 2-core virtual pod and g1 a real 1-core pod,
+    # and room to simulate one node's moves
+    listed = Snapshot((node("e"), node("g1")), (running("one", "g1", 1000),))
+    snapshot = with_buffers(replace(listed, buffers=(reports_buffer(2000),)))
+    # When the group's unneeded nodes are found, Then e goes, its virtual pod moved beside
+    # g1's (no eviction), rather than g1, whose pod a drain would have to move
+    found = unneeded_nodes(list(snapshot.nodes), snapshot, now=T0, limit=1)
+    assert (found.nodes, found.rooms) == (("e",), ("g1",))

@@ -51,7 +51,7 @@ WAITING_SHOWN = 20  # pods that fit no group, named in a decision
 
 def _real(pods: list[Pod], snapshot: Snapshot) -> list[Pod]:
     """The pods that exist: not a CapacityBuffer's virtual ones."""
-    return [p for p in pods if p.key not in snapshot.virtual] if snapshot.buffers else pods
+    return snapshot.real(pods) if snapshot.buffers else pods
 
 
 # Named for what it serves: the Kubernetes metric types' producer, and the evaluator's

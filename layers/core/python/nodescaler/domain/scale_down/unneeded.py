@@ -104,7 +104,7 @@ def unneeded_nodes(
     by_node = snapshot.pods_by_node
     candidates = sorted(
         (n for n in group_nodes if n.ready and n.schedulable and not n.scale_down_disabled),
-        key=lambda n: cost_to_empty(movable(by_node.get(n.name, ())), n.name),
+        key=lambda n: cost_to_empty(snapshot.real(movable(by_node.get(n.name, ()))), n.name),
     )
     if not candidates:
         return Unneeded(rooms=tuple(held_for_buffers(group_nodes, snapshot)))
