@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from nodescaler_sandbox import runner as scenarios
+from nodescaler_sandbox.scenario_file import CapacityBufferSpec, DeploymentSpec
 
 from tests.sandbox.conftest import SandboxRuns, run, scenario
 
@@ -124,3 +125,41 @@ def test_during_a_zonal_shift_the_other_zones_grow_and_the_shifted_one_keeps_its
         r["group"] == "web-a" and r["minute"] >= 4 and r["to"] > r["from"]
         for r in theirs["scale_requests"]
     )
+
+
+def test_a_capacity_buffers_room_is_held_on_the_nodes_bought_for_it(
+    sandbox_runs: SandboxRuns,
+) -> None:
+    # Given a reports team's CapacityBuffer of two 4-core pods on 8-core nodes that web pods
+    # of half a core ramp up on, 20 to 90 over half an hour
+    base = scenario("namespace-buffer")
+    group = base.groups[0].model_copy(update={"instance_type": "m5.2xlarge", "max": 40})
+    web = DeploymentSpec.model_validate(
+        {"name": "web", "cpu": "500m", "memory": "1Gi", "replicas": {0: 20, 30: 90}}
+    )
+    reports = DeploymentSpec.model_validate(
+        {"name": "reports", "namespace": "reports", "cpu": "4", "memory": "8Gi", "replicas": {0: 1}}
+    )
+    headroom = CapacityBufferSpec.model_validate(
+        {
+            "name": "headroom",
+            "namespace": "reports",
+            "replicas": 2,
+            "pod": {"cpu": "4", "memory": "8Gi"},
+        }
+    )
+    ramp = base.model_copy(
+        update={
+            "name": "buffer-beside-small-pods",
+            "minutes": 30,
+            "groups": [group],
+            "deployments": [web, reports],
+            "capacity_buffers": [headroom],
+        }
+    )
+    # When nodescaler runs it
+    summary, _, _ = run(sandbox_runs, ramp, (NODESCALER,))
+    # Then the nodes its virtual pods are bound to are held (marked buffer-room): the top's
+    # 49 cores of pods and the buffer's 8 take 8 nodes (one more allowed for a tie's luck).
+    # Unmarked, each node bought for the buffer took web pods before its pods: 11
+    assert summary[NODESCALER]["peak_desired"]["shop-ng"] <= 9

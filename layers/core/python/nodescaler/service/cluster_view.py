@@ -12,14 +12,13 @@ holds that group's scale-in and nothing else. The listing itself is a port
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 
 from nodescaler.domain.ahead.capacity_buffers import describe_all as describe_buffers
 from nodescaler.domain.ahead.capacity_buffers import with_buffers
 from nodescaler.domain.ahead.group_buffers import BufferFit, buffer_pods, fit_buffer
 from nodescaler.domain.cluster.predicates import nodes_and_share, pending, room_of, why_not
-from nodescaler.domain.cluster.reservation import reservation
+from nodescaler.domain.cluster.reservation import read_reservation
 from nodescaler.domain.cluster.snapshot import Pod, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup, belongs
 from nodescaler.domain.policy import (
@@ -28,17 +27,21 @@ from nodescaler.domain.policy import (
     Consolidation,
     MetricBase,
     PendingPodsMetric,
-    TargetType,
 )
 from nodescaler.domain.scale_down.leaving import Removable, awaiting_removal, removable
 from nodescaler.domain.scale_down.marks import mark_changes
 from nodescaler.domain.scale_down.pod_rules import CA_DEFAULTS, DrainRules, keeps_node
 from nodescaler.domain.scale_down.spoken_for import SpokenFor
-from nodescaler.domain.scale_down.unneeded import SIMULATED_PER_CALL, Unneeded, unneeded_nodes
+from nodescaler.domain.scale_down.unneeded import (
+    SIMULATED_PER_CALL,
+    Unneeded,
+    held_for_buffers,
+    unneeded_nodes,
+)
 from nodescaler.domain.scaling.own_pods import OWN_PENDING_PODS
 from nodescaler.domain.scaling.plan import ChooseLeaving
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
-from nodescaler.errors import KubernetesUnavailableError, ReservationError
+from nodescaler.errors import KubernetesUnavailableError
 from nodescaler.ports import NodeMarks, SnapshotSource
 from nodescaler.service.pending_pods import PendingPodsPlanner, Planned, group_pods
 from nodescaler.service.unplaced_pod_events import UnplacedPodEvents
@@ -48,10 +51,7 @@ WAITING_SHOWN = 20  # pods that fit no group, named in a decision
 
 def _real(pods: list[Pod], snapshot: Snapshot) -> list[Pod]:
     """The pods that exist: not a CapacityBuffer's virtual ones."""
-    if not snapshot.buffers:
-        return pods
-    virtual = {p.key for b in snapshot.buffers for p in b.pods}
-    return [p for p in pods if p.key not in virtual]
+    return snapshot.real(pods) if snapshot.buffers else pods
 
 
 # Named for what it serves: the Kubernetes metric types' producer, and the evaluator's
@@ -108,7 +108,7 @@ class KubernetesClusterView:
         except KubernetesUnavailableError as error:
             return MetricUnavailable(reason=str(error))
         if isinstance(metric, CapacityReservationMetric):
-            return self._reservation(metric, group, snapshot, now)
+            return read_reservation(metric, group, snapshot, now)
         if isinstance(metric, PendingPodsMetric) and self._pending is not None:
             return self._pending_pods(metric, group, snapshot, now)
         return MetricUnavailable(reason=f"no {metric.type_name} producer is configured")
@@ -153,7 +153,8 @@ class KubernetesClusterView:
     ) -> None:
         """Soft-taint `candidates` (a pending-pods reading's unneeded), the nodes the group
         lets go next while `excess` more are in service than it desires, and meanwhile
-        its buffer's `rooms` (`mark_changes`). Best effort: a refusal changes nothing else."""
+        its buffer's `rooms` and the cluster's CapacityBuffers' (`mark_changes`). Best
+        effort: a refusal changes nothing else."""
         if self._marks is None:
             return
         try:
@@ -162,7 +163,8 @@ class KubernetesClusterView:
             return
         own = [n for n in snapshot.nodes if belongs(n, group)]
         leaving = candidates | awaiting_removal(group, snapshot, excess, rooms or frozenset())
-        for node, taint, marked in mark_changes(own, leaving, rooms):
+        held = frozenset(held_for_buffers(own, snapshot))
+        for node, taint, marked in mark_changes(own, leaving, rooms, held):
             try:
                 self._marks.mark(node, taint, marked)
             except Exception:  # a hint, never a reason to fail the evaluation (or the rest)
@@ -367,31 +369,3 @@ class KubernetesClusterView:
         if moving:
             self._moves.record(group.name, spare.nodes, spare.moved, spare.buffer_at)
         return spare
-
-    def _reservation(
-        self, metric: CapacityReservationMetric, group: NodeGroup, snapshot: Snapshot, now: datetime
-    ) -> Reading:
-        nodes = [replace(n, group=group.name) for n in snapshot.nodes if belongs(n, group)]
-        pods = [p for n in nodes for p in snapshot.pods_by_node.get(n.name, ())]
-        source = metric.capacity_reservation
-        try:
-            reserved = reservation(
-                group.name,
-                nodes,
-                pods,
-                source.resource,
-                include_daemon_sets=source.include_daemon_sets,
-                include_mirror_pods=source.include_mirror_pods,
-            )
-        except ReservationError as error:
-            return MetricUnavailable(reason=str(error))
-        if reserved.percent is None:  # no node measured: at zero none runs, nothing is asked
-            if group.desired == 0:
-                return MetricReading(value=0, at=now, detail=f"{group.name} is at zero nodes")
-            return MetricUnavailable(
-                reason=f"node group {group.name}: no Ready, schedulable node is registered"
-            )
-        utilization = metric.target.type is TargetType.UTILIZATION
-        value = reserved.percent if utilization else reserved.amount
-        measured = reserved.nodes if utilization else None
-        return MetricReading(value=value, at=now, detail=reserved.detail, measured_nodes=measured)

@@ -8,10 +8,14 @@ NotReady nodes count on neither side, so draining a node does not look like free
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 
-from nodescaler.domain.cluster.snapshot import Node, Pod
+from nodescaler.domain.cluster.snapshot import Node, Pod, Snapshot
+from nodescaler.domain.groups.node_group import NodeGroup, belongs
+from nodescaler.domain.policy import CapacityReservationMetric, TargetType
 from nodescaler.domain.policy import ReservationResource as Resource
+from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
 from nodescaler.errors import ReservationError
 
 _UNITS = {
@@ -70,3 +74,35 @@ def reservation(
         pod_count += 1
     allocatable = sum(n.allocatable.of(resource) for n in counted.values())
     return Reservation(resource, requested, allocatable, len(counted), pod_count)
+
+
+def read_reservation(
+    metric: CapacityReservationMetric, group: NodeGroup, snapshot: Snapshot, now: datetime
+) -> Reading:
+    """The CapacityReservation metric's reading for the group, from the snapshot: its pods'
+    requests over its Ready, schedulable nodes' allocatable, as a share (`Utilization`)
+    or an amount; unavailable when no such node is registered while it runs nodes."""
+    nodes = [replace(n, group=group.name) for n in snapshot.nodes if belongs(n, group)]
+    pods = [p for n in nodes for p in snapshot.pods_by_node.get(n.name, ())]
+    source = metric.capacity_reservation
+    try:
+        reserved = reservation(
+            group.name,
+            nodes,
+            pods,
+            source.resource,
+            include_daemon_sets=source.include_daemon_sets,
+            include_mirror_pods=source.include_mirror_pods,
+        )
+    except ReservationError as error:
+        return MetricUnavailable(reason=str(error))
+    if reserved.percent is None:  # no node measured: at zero none runs, nothing is asked
+        if group.desired == 0:
+            return MetricReading(value=0, at=now, detail=f"{group.name} is at zero nodes")
+        return MetricUnavailable(
+            reason=f"node group {group.name}: no Ready, schedulable node is registered"
+        )
+    utilization = metric.target.type is TargetType.UTILIZATION
+    value = reserved.percent if utilization else reserved.amount
+    measured = reserved.nodes if utilization else None
+    return MetricReading(value=value, at=now, detail=reserved.detail, measured_nodes=measured)

@@ -353,3 +353,14 @@ class Snapshot:
             if pod.node_name is not None:
                 index.setdefault(pod.node_name, []).append(pod)
         return index
+
+    @functools.cached_property
+    def virtual(self) -> frozenset[str]:
+        """The keys of its CapacityBuffers' virtual pods, bound to nodes or pending
+        (`with_buffers`): room they hold, not pods that exist."""
+        return frozenset(p.key for b in self.buffers for p in b.pods)
+
+    def real(self, pods: Iterable[Pod]) -> list[Pod]:
+        """The pods that exist: not its CapacityBuffers' virtual ones, which a scale-in
+        moves without an eviction (room held, found again on the nodes that stay)."""
+        return [p for p in pods if p.key not in self.virtual]

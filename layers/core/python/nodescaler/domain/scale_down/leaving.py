@@ -148,7 +148,7 @@ def awaiting_removal(
         ),
         key=lambda n: (
             (n.name in rooms or kept_as_room(n)) and not movable(by_node.get(n.name, ())),
-            cost_to_empty(movable(by_node.get(n.name, ())), n.name),
+            cost_to_empty(snapshot.real(movable(by_node.get(n.name, ()))), n.name),
         ),
     )
     return frozenset(n.name for n in nodes[: max(excess, 0)])

@@ -1,7 +1,7 @@
 """nodescaler's soft taints on a group's nodes, which steer the scheduler and the
 termination policy's order, never a pod's eviction: the deletion candidate's on the nodes
-a scale-in means to take, and the buffer room's on the empty nodes kept whole for the
-group's buffer while it sheds another."""
+a scale-in means to take, and the buffer room's on the nodes the group's buffer, or a
+cluster CapacityBuffer, sits on."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from nodescaler.domain.cluster.snapshot import Node, Taint
 # DeletionCandidateOfClusterAutoscaler): the scheduler then prefers other nodes, so a pod
 # evicted from one leaving node does not land on the next to go.
 CANDIDATE_TAINT = Taint("nodescaler.io/deletion-candidate", "", "PreferNoSchedule")
-# An empty node kept as the group's buffer room carries this one: the scheduler then fills
-# the cluster's other room first, so pods a scale-in moves do not land in the buffer's room
-# (to be bought back a minute later), and the buffer's room stays whole for a burst, which
-# still lands on it once nothing else fits. Cluster Autoscaler's placeholder pods hold
-# their room the same way, but as pods.
+# A node the group's buffer (or a cluster CapacityBuffer) sits on carries this one: the
+# scheduler then fills the cluster's other room first, so new pods and those a scale-in
+# moves do not land in the buffer's room (to be bought back a minute later), and the
+# buffer's room stays whole for a burst, which still lands on it once nothing else fits.
+# Cluster Autoscaler's placeholder pods hold their room the same way, but as pods.
 ROOM_TAINT = Taint("nodescaler.io/buffer-room", "", "PreferNoSchedule")
 
 
@@ -37,6 +37,7 @@ def mark_changes(
     group_nodes: Sequence[Node],
     leaving: frozenset[str],
     rooms: frozenset[str] | None,
+    held: frozenset[str] = frozenset(),
 ) -> list[tuple[str, Taint, bool]]:
     """The soft taints to change on the group's nodes, (node, taint, marked): the deletion
     candidate's on the nodes `leaving`, and the buffer room's on `rooms` (None: those
@@ -45,11 +46,13 @@ def mark_changes(
     policy takes the nodes meant (`removable`): the buffer's room is held whole, as
     Cluster Autoscaler's placeholder pods hold theirs, rather than spread over by pods
     smaller than its own (each node left a fraction no buffer pod fits) and bought
-    again."""
+    again. `held`: the nodes the cluster's CapacityBuffers sit on now
+    (`unneeded.held_for_buffers`), their room in every evaluation, the group growing or
+    not (`rooms` None)."""
     if rooms is None:
         rooms = frozenset(n.name for n in group_nodes if kept_as_room(n))
     # a room the group lets go after all (nothing else can go) is a candidate as any other
-    rooms = rooms - leaving
+    rooms = (rooms | held) - leaving
     return [
         (node, taint, marked)
         for taint, names in ((CANDIDATE_TAINT, leaving), (ROOM_TAINT, rooms))

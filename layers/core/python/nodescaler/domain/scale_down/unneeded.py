@@ -63,7 +63,7 @@ class Unneeded:
     empty: int = 0  # of those, nodes with nothing to move
     kept: tuple[Kept, ...] = field(default_factory=tuple)
     # the buffer's room, marked to hold it (`ROOM_TAINT`): empty nodes kept whole for it,
-    # and the nodes it sits on once `nodes` go
+    # and the nodes it sits on once `nodes` go, the cluster's CapacityBuffers' as the group's
     rooms: tuple[str, ...] = ()
     # for each node whose pods move, in order, what they take on the nodes they move to
     moved: tuple[tuple[str, Mapping[str, Taken]], ...] = ()
@@ -104,10 +104,10 @@ def unneeded_nodes(
     by_node = snapshot.pods_by_node
     candidates = sorted(
         (n for n in group_nodes if n.ready and n.schedulable and not n.scale_down_disabled),
-        key=lambda n: cost_to_empty(movable(by_node.get(n.name, ())), n.name),
+        key=lambda n: cost_to_empty(snapshot.real(movable(by_node.get(n.name, ()))), n.name),
     )
     if not candidates:
-        return Unneeded()
+        return Unneeded(rooms=tuple(held_for_buffers(group_nodes, snapshot)))
     rooms = {
         n.name: room_of(n, by_node.get(n.name, ()))
         for n in snapshot.nodes
@@ -126,11 +126,12 @@ def unneeded_nodes(
         shedding.consider(node)
     buffer_at = shedding.buffer_kept()
     sits_on = [k for k, taken in buffer_at.items() if taken != Taken()]
+    held = held_for_buffers(group_nodes, snapshot, shedding.gone, shedding.arrived)
     return Unneeded(
         tuple(shedding.gone),
         shedding.empty,
         tuple(shedding.kept),
-        tuple(dict.fromkeys([*shedding.buffer_rooms, *sits_on])),
+        tuple(dict.fromkeys([*shedding.buffer_rooms, *sits_on, *held])),
         tuple(shedding.moved),
         buffer_at,
     )
@@ -236,6 +237,31 @@ class _Shedding:
             k: placed.get(k, r) for k, r in self.rooms.items() if k in self.own and k not in leaving
         }
         return not place(self.buffer, stays)[1]
+
+
+def held_for_buffers(
+    group_nodes: Sequence[Node],
+    snapshot: Snapshot,
+    gone: Sequence[str] = (),
+    arrived: Mapping[str, Sequence[Pod]] | None = None,
+) -> list[str]:
+    """The group's nodes a cluster CapacityBuffer's virtual pods sit on once the nodes
+    `gone` have gone: bound to them in the snapshot (`capacity_buffers.with_buffers`), or
+    moved to them off a node that goes (`arrived`). Their room is held, marked as a
+    group's buffer's is (`marks.ROOM_TAINT`), as Cluster Autoscaler's placeholder pods
+    hold theirs: else pods smaller than the buffer's spread over it, and the node bought
+    for the buffer is bought again."""
+    if not snapshot.virtual:
+        return []
+    by_node, moved = snapshot.pods_by_node, arrived or {}
+    return [
+        n.name
+        for n in group_nodes
+        if n.name not in gone
+        and any(
+            p.key in snapshot.virtual for p in (*by_node.get(n.name, ()), *moved.get(n.name, ()))
+        )
+    ]
 
 
 def _underutilized(node: Node, on_node: Sequence[Pod]) -> bool:
