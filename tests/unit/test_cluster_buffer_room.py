@@ -129,3 +129,19 @@ def test_of_the_nodes_a_scale_in_may_simulate_the_one_holding_only_virtual_pods_
     # g1's (no eviction), rather than g1, whose pod a drain would have to move
     found = unneeded_nodes(list(snapshot.nodes), snapshot, now=T0, limit=1)
     assert (found.nodes, found.rooms) == (("e",), ("g1",))
+
+
+def test_the_room_this_evaluation_keeps_for_a_capacity_buffer_is_let_go_last() -> None:
+    # Given e holding only a CapacityBuffer's 3-core virtual pod, and g1 and g2 a 1.5-core
+    # pod each: g1's pod fits beside g2's, the buffer's nowhere but on e
+    g2 = replace(node("g1"), name="g2", provider_id="aws:///eu-west-1a/i-000000000000000b2")
+    listed = Snapshot(
+        (node("e"), node("g1"), g2), (running("a", "g1", 1500), running("b", "g2", 1500))
+    )
+    snapshot = with_buffers(replace(listed, buffers=(reports_buffer(3000),)))
+    found = unneeded_nodes(list(snapshot.nodes), snapshot, now=T0)
+    assert found.nodes == ("g1",) and "e" in found.rooms
+    # When the node the group lets go next is chosen, Then g1, never the buffer's room
+    # (marked to leave, e would lose its mark and be taken as an empty node)
+    web = replace(WEB, instance_ids=WEB.instance_ids | {"i-000000000000000b2"})
+    assert awaiting_removal(web, snapshot, 1, frozenset(found.rooms)) == {"g1"}

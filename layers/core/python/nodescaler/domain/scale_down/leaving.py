@@ -147,7 +147,10 @@ def awaiting_removal(
             and n.instance_id not in group.protected_ids
         ),
         key=lambda n: (
-            (n.name in rooms or kept_as_room(n)) and not movable(by_node.get(n.name, ())),
+            # last, the rooms: this evaluation's hold no real pod (a CapacityBuffer's
+            # virtual ones stay on it), a room marked before none
+            (n.name in rooms and not snapshot.real(movable(by_node.get(n.name, ()))))
+            or (kept_as_room(n) and not movable(by_node.get(n.name, ()))),
             cost_to_empty(snapshot.real(movable(by_node.get(n.name, ()))), n.name),
         ),
     )
