@@ -22,9 +22,9 @@ def test_the_terminate_functions_count_is_read_back_per_group(
         choice = TerminationChoice(group, () if kept else ("i-9",), True, "why", undrained=kept)
         report_termination(choice, wanted=len(kept) or 1)
     log = tmp_path / "logs-nodescaler.jsonl"
-    log.write_text(capsys.readouterr().out)
+    log.write_text(capsys.readouterr().out + '{"_aws": {"torn": "InstancesUndrained"\n')
     # Then the run's log reads back as 3 for web, nothing for batch (the service-wide
-    # record, without a group, is not counted twice)
+    # record, without a group, is not counted twice; a torn line is passed over)
     assert _undrained(log) == {"web": 3}
 
 
@@ -34,8 +34,8 @@ def test_a_group_that_kept_busy_nodes_is_named_under_its_verdict() -> None:
         "nodescaler": {"termination_policy": {"undrained": {"web-ng": 173}}},
     }
     note = (
-        "web-ng: 173 times a node with pods stayed at a scale-in, as the group has no drain "
-        "hook (only its empty nodes leave; Cluster Autoscaler drains the others): give it "
+        "web-ng: its termination policy's answers kept a node with pods 173 times, as the group "
+        "has no drain hook (only its empty nodes leave; Cluster Autoscaler drains the others): give it "
         "`drain: true` (deployed: the drain hook, docs/deploy.md)"
     )
     assert undrained(summary) == [note]

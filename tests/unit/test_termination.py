@@ -192,6 +192,9 @@ def test_past_its_patience_a_refresh_takes_the_least_bad_even_without_a_drain_ho
     answers = policy.ask_every("INSTANCE_REFRESH", IDS[:2], minutes=5, for_minutes=30, whole=True)
     assert all(not answers[at].instance_ids for at in range(0, 30, 5))
     assert answers[30].forced and len(answers[30].instance_ids) == 1
+    # undrained while it waits; the one that goes is not said to stay
+    assert answers[0].undrained == (IDS[0],)
+    assert not set(answers[30].undrained) & set(answers[30].instance_ids)
 
 
 def test_never_ready_then_empty_then_cheapest_to_move_and_never_one_whose_pods_cannot() -> None:

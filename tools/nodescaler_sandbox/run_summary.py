@@ -258,9 +258,9 @@ def undrained(summary: Mapping[str, Any]) -> list[str]:
     (their pods would end with the instance: only empty nodes leave it)."""
     kept = (summary.get(NODESCALER) or {}).get("termination_policy", {}).get("undrained", {})
     return [
-        f"{group}: {count} times a node with pods stayed at a scale-in, as the group has no "
-        "drain hook (only its empty nodes leave; Cluster Autoscaler drains the others): "
-        "give it `drain: true` (deployed: the drain hook, docs/deploy.md)"
+        f"{group}: its termination policy's answers kept a node with pods {count} times, as "
+        "the group has no drain hook (only its empty nodes leave; Cluster Autoscaler drains "
+        "the others): give it `drain: true` (deployed: the drain hook, docs/deploy.md)"
         for group, count in sorted(kept.items())
     ]
 

@@ -5,6 +5,7 @@ before it closes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -95,9 +96,11 @@ def _undrained(log: Path) -> dict[str, int]:
     kept: dict[str, int] = {}
     with log.open() as lines:
         for line in lines:
-            if '"InstancesUndrained"' in line and '"NodeGroup"' in line:
+            if not line.startswith('{"_aws"') or '"InstancesUndrained"' not in line:
+                continue  # a log line, or another record
+            with contextlib.suppress(ValueError, KeyError, TypeError):  # one torn line
                 record = json.loads(line)
-                group = record["NodeGroup"]
+                group = str(record["NodeGroup"])  # the service-wide record has none
                 kept[group] = kept.get(group, 0) + int(sum(record["InstancesUndrained"]))
     return kept
 

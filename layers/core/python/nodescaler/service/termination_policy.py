@@ -177,6 +177,7 @@ class TerminationChooser:
             choice,
             instance_ids=worst,
             forced=bool(worst),
+            undrained=tuple(i for i in choice.undrained if i not in worst),  # it goes
             reason=f"{choice.reason}; asked since {wait.since:%H:%M:%SZ}, past its patience "
             f"({wait.until:%H:%M:%SZ}): the least-bad instance goes, {', '.join(worst)}",
         )
