@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from nodescaler_sandbox.baseline import ReactiveBaseline
 from nodescaler_sandbox.baseline_flags import (
+    CLOUD_REFRESH,
     MAX_SCALE_DOWN_PARALLELISM,
     DrainFlags,
     Flags,
@@ -454,6 +455,25 @@ def test_a_node_goes_once_its_unneeded_time_is_strictly_past() -> None:
     assert desired() == 2
     baseline.act(T0 + timedelta(seconds=10))
     assert desired() == 0
+
+
+@pytest.mark.usefixtures("aws")
+def test_a_group_at_its_minimum_has_no_candidate_yet_its_nodes_take_pods() -> None:
+    # PreFilteringScaleDownNodeProcessor: GetScaleDownCandidates drops the nodes of a group
+    # whose size is at or below its minimum; GetPodDestinationCandidates keeps every node
+    # Given two quarter-used nodes of a group whose minimum is 2, then neither is unneeded
+    cluster, baseline = a_group_of(2)
+    first, second = nodes_of(cluster)
+    for name in (first, second):
+        cluster.store.put("pods", pod(f"web-{name}", name, cpu="1"))
+    client("autoscaling").update_auto_scaling_group(AutoScalingGroupName="web", MinSize=2)
+    baseline.act(T0 + CLOUD_REFRESH)  # read at the Auto Scaling cache's refresh
+    assert baseline.groups["web"].min == 2
+    assert baseline.unneeded == {}
+    # and with a minimum of 1, one of them is: its pod to the other
+    client("autoscaling").update_auto_scaling_group(AutoScalingGroupName="web", MinSize=1)
+    baseline.act(T0 + 2 * CLOUD_REFRESH)
+    assert len(baseline.unneeded) == 1
 
 
 @pytest.mark.usefixtures("aws")

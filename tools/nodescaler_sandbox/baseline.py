@@ -388,7 +388,7 @@ class ReactiveBaseline:
         for found in self.cluster.store.objects["pods"].values():
             if found["spec"].get("nodeName") in pods_on:
                 pods_on[found["spec"]["nodeName"]].append(found)
-        unneeded = self._plan(nodes, pods_on, now)
+        unneeded = self._plan(nodes, pods_on, desired, now)
         self.unneeded = {n: self.unneeded.get(n, now) for n in unneeded}
         self._soft_taint(nodes, now)
         if self._may_scale_down(now):
@@ -399,15 +399,16 @@ class ReactiveBaseline:
         self,
         nodes: dict[str, dict[str, Any]],
         pods_on: dict[str, list[dict[str, Any]]],
+        desired: dict[str, int],
         now: datetime,
     ) -> set[str]:
-        """The nodes that are unneeded now (planner.go, categorizeNodes): not being deleted
-        nor found unremovable in the last --unremovable-node-recheck-timeout (eligibility.go,
-        IsRecent), at or below their utilization threshold, no pod on them that may not
-        move (its budget's disruptions spent by the nodes found removable before it,
-        pdb/basic.go), and their pods fitting on the other nodes, none of them a node found
-        removable, beside those moved there, which move on with it (simulator/cluster.go:
-        persistSuccessfulSimulations, true in planner.go, keeps each for the next)."""
+        """The nodes unneeded now (planner.go, categorizeNodes): of a group above its minimum
+        (PreFilteringScaleDownNodeProcessor; the others' nodes still take pods), not being
+        deleted nor found unremovable within --unremovable-node-recheck-timeout (IsRecent),
+        at or below their utilization threshold, no pod on them that may not move (budgets
+        spent by the nodes found removable before, pdb/basic.go), their pods fitting on the
+        other nodes, none found removable, beside those moved there, which move on with it
+        (simulator/cluster.go: persistSuccessfulSimulations, true in planner.go)."""
         free = {  # each schedulable node's room, worked out once for every candidate
             name: Place.of(node, pods_on[name])
             for name, node in nodes.items()
@@ -419,7 +420,10 @@ class ReactiveBaseline:
         self.unremovable = {n: t for n, t in self.unremovable.items() if t > now and n in nodes}
         for name in in_planner_order(pods_on, self.unneeded):
             node, pods = nodes[name], pods_on[name]
-            if name in self.draining or name in self.unremovable:  # ongoing, IsRecent
+            spec = self.groups.get(group := self._group_of(node))
+            if spec is None or desired.get(group, 0) <= spec.min or name in self.unremovable:
+                continue  # pre-filtered out, or IsRecent
+            if name in self.draining:  # filterOutOngoingDeletions
                 continue
             used = utilization(node, pods, now, self.settings)  # as the cluster is
             if not underutilized(used, self._threshold_for(node)):
@@ -454,12 +458,9 @@ class ReactiveBaseline:
             budget -= 1
             taints = [t for t in node["spec"].get("taints") or [] if t["key"] != DELETION_CANDIDATE]
             if mark:
+                at = str(int(now.timestamp()))
                 taints.append(
-                    {
-                        "key": DELETION_CANDIDATE,
-                        "value": str(int(now.timestamp())),
-                        "effect": "PreferNoSchedule",
-                    }
+                    {"key": DELETION_CANDIDATE, "value": at, "effect": "PreferNoSchedule"}
                 )
             node["spec"]["taints"] = taints
             self.cluster.store.put("nodes", node)

@@ -354,9 +354,10 @@ def _meets(expression: dict[str, Any], value: str | None) -> bool:
 def in_planner_order(
     pods_on: dict[str, list[dict[str, Any]]], unneeded: Collection[str]
 ) -> list[str]:
-    """The nodes, empty first, then those unneeded at the last loop, then by name
-    (scaledowncandidates' sorting processor with CA's two comparers, EmptySorting and
-    PreviousCandidates): with each removal's moves kept, the order decides which go."""
+    """The nodes, empty first, then those unneeded at the last loop (scaledowncandidates'
+    sorting processor with CA's two comparers, EmptySorting and PreviousCandidates), then
+    by name, a stand-in for the lister's order: with each removal's moves kept, the order
+    decides which go."""
     return sorted(pods_on, key=lambda n: (bool(to_move(pods_on[n])), n not in unneeded, n))
 
 
