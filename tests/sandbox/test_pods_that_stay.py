@@ -86,18 +86,5 @@ def test_the_baseline_keeps_the_nodes_of_pods_cluster_autoscaler_would_not_move(
     assert len(staying) == 4 and all(p["gone"] is None for p in staying)
     kept = {p["node"] for p in staying}
     assert as_ca_starts[BASELINE]["final_desired"]["web-ng"] >= len(kept)
-    flags_off = shortened.model_copy(
-        update={
-            "environment": shortened.environment
-            | {"SKIP_NODES_WITH_LOCAL_STORAGE": "false", "SKIP_NODES_WITH_SYSTEM_PODS": "false"}
-        }
-    )
-    ours = run(sandbox_runs, flags_off, (BASELINE,)).summary[BASELINE]
-    # the web pods' budget (maxUnavailable 1) lets one node of them be unneeded at a time:
-    # the planner spends it on the first it finds removable (core/scaledown/planner,
-    # categorizeNodes; pdb/basic.go, RemovePods), so the next starts its 10 unneeded
-    # minutes only once that one is gone: one node more gone by minute 45, not all of them
-    # (3 left of 4 before launches were timed to the second, 2 of 3 since)
-    before = as_ca_starts[BASELINE]
-    assert ours["final_desired"]["web-ng"] == before["final_desired"]["web-ng"] - 1
-    assert ours["nodes_removed"] == before["nodes_removed"] + 1
+    # (the flags turned off let these pods move: tests/tools/test_baseline_rules.py; here,
+    # by minute 45, the web pods' budget and the planner's recheck timeout decide alone)

@@ -538,6 +538,22 @@ def test_a_kube_system_pod_without_a_budget_blocks_for_an_hour(
     assert blocks_drain(found, covered, DrainFlags(), T0) is False
 
 
+def test_the_skip_flags_turned_off_let_system_and_local_storage_pods_move() -> None:
+    # --skip-nodes-with-system-pods and --skip-nodes-with-local-storage (true by default;
+    # the scenario's SKIP_NODES_WITH_*): a kube-system pod no budget selects, and a pod with
+    # an emptyDir volume, block their node only while the flag is on
+    scratch = pod("render-0", "a", spec={"volumes": [{"name": "tmp", "emptyDir": {}}]})
+    system = system_pod(T0 - MINUTE)
+    for found in (scratch, system):  # each a ReplicaSet's (a pod no controller owns blocks)
+        found["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "controller": True}]
+    off = DrainFlags.of(
+        {"SKIP_NODES_WITH_LOCAL_STORAGE": "false", "SKIP_NODES_WITH_SYSTEM_PODS": "false"}
+    )
+    for found in (scratch, system):
+        assert blocks_drain(found, Budgets([]), DrainFlags(), T0) is True
+        assert blocks_drain(found, Budgets([]), off, T0) is False
+
+
 def test_a_kube_system_pod_past_its_hour_is_drainable_whatever_the_later_rules_say() -> None:
     # rules/rules.go, Rules.Drainable: the first rule with an outcome decides; the system
     # rule comes before notsafetoevict and localstorage, and past the timeout answers
