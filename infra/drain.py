@@ -10,6 +10,7 @@ from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
 from nodescaler.config import DrainSettings
+from nodescaler.deployment import DRAIN_HOOK_DEFAULT_RESULT, DRAIN_HOOK_HEARTBEAT_SECONDS
 from nodescaler.events import LIFECYCLE_ACTION, REBALANCE_RECOMMENDATION, SPOT_INTERRUPTION
 
 from . import permissions
@@ -21,7 +22,8 @@ from .functions import NodescalerFunction, Shared, secure_queue
 DRAIN_TIMEOUT = Duration.seconds(900)
 # Auto Scaling waits this long for a heartbeat (the drain sends one a minute) before it lets
 # the instance go undrained (DefaultResult): long enough for a cold start and a slow minute.
-HOOK_HEARTBEAT_TIMEOUT = Duration.minutes(5)
+# evaluate puts the same hook on an opted-in group (`adapters.aws.drain_hooks`).
+HOOK_HEARTBEAT_TIMEOUT = Duration.seconds(DRAIN_HOOK_HEARTBEAT_SECONDS)
 # Past the hook's timeout the instance is gone: an older terminate event is not worth acting on.
 DRAIN_MAX_EVENT_AGE = HOOK_HEARTBEAT_TIMEOUT
 
@@ -127,7 +129,7 @@ class DrainFunction:
                 lifecycle_hook_name=settings.drain_hook,
                 lifecycle_transition="autoscaling:EC2_INSTANCE_TERMINATING",
                 heartbeat_timeout=int(HOOK_HEARTBEAT_TIMEOUT.to_seconds()),
-                default_result="CONTINUE",
+                default_result=DRAIN_HOOK_DEFAULT_RESULT,
             )
             for group in settings.drain_groups
         ]

@@ -46,6 +46,11 @@ class EvaluateFunction:
                 # a failed request is made visible again within seconds, or dead-lettered
                 evaluation_queue_url=shared.evaluation_queue.queue_url,
                 dead_letter_queue_url=shared.evaluation_dead_letters.queue_url,
+                # opted-in groups given the drain hook before their scale-in: with a cluster,
+                # whose drain function answers it
+                drain_opted_in_groups=settings.drain_opted_in_groups
+                and bool(settings.cluster_name),
+                drain_hook=settings.drain_hook,
                 **shared.capacity,
                 **shared.events,
                 **shared.cluster_connection,
@@ -76,13 +81,18 @@ class EvaluateFunction:
         # One not started for lack of time goes back to its queue as a new message, which
         # spends none of the receives that would dead-letter it (adapters/aws/batch.py).
         shared.evaluation_queue.grant_send_messages(self.lambda_.role)
+        # the drain hook read and put on an opted-in group before its scale-in
+        hooks = bool(settings.cluster_name) and settings.drain_opted_in_groups
         self.lambda_.allow(
-            permissions.describe_node_groups("DescribeScalingActivities"),
+            permissions.describe_node_groups(
+                "DescribeScalingActivities", *(["DescribeLifecycleHooks"] if hooks else [])
+            ),
             permissions.write_opted_in_groups(
                 [
                     "SetDesiredCapacity",
                     "SetInstanceProtection",
                     "TerminateInstanceInAutoScalingGroup",
+                    *(["PutLifecycleHook"] if hooks else []),
                     # only where a policy's forecast sizes warm pools
                     *(
                         ["PutWarmPool"]

@@ -185,6 +185,10 @@ class DeploySettings(ContextModel, metaclass=_RaisingSettingsError):
     drain_groups: list[GroupName] = []  # noqa: RUF012  (a pydantic field: copied, not shared)
     """The Auto Scaling groups the stack puts the drain's terminate lifecycle hook on;
     README shows the command for any other."""
+    drain_opted_in_groups: bool = runtime_default(EvaluateSettings, "drain_opted_in_groups")
+    """Each opted-in group given that hook too, by evaluate before its first scale-in, so a
+    node with pods is drained before its instance goes; false: only `drainGroups` and
+    groups hooked by hand drain (with a cluster: its drain answers the hook)."""
     drain: DrainContext = DrainContext()
     """How the drain function drains a node."""
     zonal_shift: ZonalShiftContext = ZonalShiftContext()

@@ -65,6 +65,29 @@ def test_evaluate_may_read_scaling_activities_which_take_no_resource_scope(
     assert (describe["Resource"], describe.get("Condition")) == ("*", None)
 
 
+def test_evaluate_may_put_the_drain_hook_on_opted_in_groups_only_where_it_drains_them(
+    template: Template,
+) -> None:
+    # Given the sample deployment (a cluster, drainOptedInGroups by default)
+    statements = role_statements(template, "evaluate")
+    put = statement_for(statements, "autoscaling:PutLifecycleHook")
+    # Then evaluate may put the hook on the groups it may resize, under the same conditions
+    assert put == statement_for(statements, "autoscaling:SetDesiredCapacity")
+    read = statement_for(statements, "autoscaling:DescribeLifecycleHooks")
+    assert (read["Resource"], read.get("Condition")) == ("*", None)  # no resource scope
+    variables = environment(template, "evaluate")
+    assert (variables["DRAIN_OPTED_IN_GROUPS"], variables["DRAIN_HOOK_NAME"]) == (
+        "true",
+        "nodescaler-my-cluster-drain",
+    )
+    # and neither right where the deployment leaves hooking to its operator
+    without = synth(drainOptedInGroups=False)
+    kept = role_statements(without, "evaluate")
+    assert not statements_for(kept, "autoscaling:PutLifecycleHook")
+    assert not statements_for(kept, "autoscaling:DescribeLifecycleHooks")
+    assert environment(without, "evaluate")["DRAIN_OPTED_IN_GROUPS"] == "false"
+
+
 @pytest.mark.parametrize(
     ("function", "action"),
     [

@@ -36,7 +36,8 @@ def test_a_group_that_kept_busy_nodes_is_named_under_its_verdict() -> None:
     note = (
         "web-ng: its termination policy's answers kept a node with pods 173 times, as the group "
         "has no drain hook (only its empty nodes leave; Cluster Autoscaler drains the others): give it "
-        "`drain: true` (deployed: the drain hook, docs/deploy.md)"
+        "`drain: true`, or leave DRAIN_OPTED_IN_GROUPS on (deployed: drainOptedInGroups, "
+        "docs/deploy.md)"
     )
     assert undrained(summary) == [note]
     assert notes(summary) == f"\n   {note}"  # after the run's figures

@@ -115,7 +115,10 @@ class World:
 
 
 def evaluated(
-    dry_run: bool, monkeypatch: pytest.MonkeyPatch, world: World | None = None
+    dry_run: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    world: World | None = None,
+    drain_hooks: Any = None,
 ) -> tuple[World, list[Plan], Outcome]:
     """The group evaluated once, in a world of its own; the plans it made."""
     world, plans = world or World(), []
@@ -134,6 +137,7 @@ def evaluated(
         clock=VirtualClock(NOW),
         setup=Setup(dry_run=dry_run),
         cluster=ClusterSay(world),
+        drain_hooks=drain_hooks,
     )
     outcome = evaluator.evaluate("web", "m-0").outcome
     monkeypatch.setattr(evaluation, "plan", planner)
@@ -188,6 +192,71 @@ def test_a_scale_in_left_to_the_termination_policy_marks_the_group_as_it_leaves_
     # Then, before the resize, the three its termination policy lets go next are marked
     # with the candidates, so new pods steer clear of them (`awaiting_removal`)
     assert world.log[1] == ("mark_candidates", ["web-1", "web-2"], 3, ["i-0"])
+
+
+class DrainHook:
+    """The deployment's drain hook on the group: put when missing, or refused."""
+
+    def __init__(self, world: World, refused: Exception | None = None) -> None:
+        self.world, self.refused, self.carried = world, refused, False
+
+    def keep(self, group: NodeGroup) -> bool:
+        self.world.log.append(("keep_drain_hook", group.name))
+        if self.refused is not None:
+            raise self.refused
+        put, self.carried = not self.carried, True
+        return put
+
+
+class Growing(SelfManaged):
+    def read(self, metric: MetricBase, group: NodeGroup, now: datetime) -> Reading:
+        return MetricReading(value=40, at=now)  # ten nodes' worth of jobs
+
+
+def test_a_scale_in_gives_a_self_managed_group_the_drain_hook_before_the_resize(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a self-managed group of four whose queue needs one node, in a deployment that
+    # drains opted-in groups, the group not carrying the hook yet
+    world = SelfManaged()
+    _, plans, outcome = evaluated(False, monkeypatch, world, DrainHook(world))
+    # Then the hook is put on it before the scale-in is claimed and made: its termination
+    # policy, asked once the desired capacity drops, finds it and may take a node with pods
+    assert outcome is Outcome.ACTED
+    calls = [entry[0] for entry in world.log]
+    assert calls.index("keep_drain_hook") < calls.index("save") < calls.index("set_desired")
+    # and the decision recorded says so
+    recorded = world.saved[-1].last_decision
+    assert recorded is not None and recorded.desired == 1
+    assert "drain hook put on the group" in recorded.reason
+    assert "drain hook" not in plans[0].decision.reason  # the plan's own, before acting
+
+
+def test_a_drain_hook_that_cannot_be_put_is_a_problem_and_the_scale_in_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given the same scale-in, Auto Scaling refusing the hook (a role without the right)
+    world = SelfManaged()
+    refusal = RuntimeError("AccessDenied: autoscaling:PutLifecycleHook " + "x" * 2000)
+    _, _, outcome = evaluated(False, monkeypatch, world, DrainHook(world, refusal))
+    # Then the group still scales in (its termination policy then takes empty nodes only)
+    assert outcome is Outcome.ACTED and ("set_desired", 1) in world.log
+    # and the group's state names the problem, Auto Scaling's answer bounded
+    problems = world.saved[-1].problems
+    assert len(problems) == 1 and problems[0].startswith("drain hook: it could not be put")
+    assert "AccessDenied" in problems[0] and len(problems[0]) < 700
+
+
+@pytest.mark.parametrize("world_of", [World, Growing], ids=["eks-managed", "scale-up"])
+def test_no_drain_hook_is_put_on_a_managed_group_nor_for_a_scale_up(
+    world_of: type[World], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an EKS managed group's scale-in (EKS drains its nodes), or a scale-up
+    world = world_of()
+    _, _, outcome = evaluated(False, monkeypatch, world, DrainHook(world))
+    # Then it is acted on, and the hook is never asked for
+    assert outcome is Outcome.ACTED
+    assert all(entry[0] != "keep_drain_hook" for entry in world.log)
 
 
 def test_an_excess_nodescaler_did_not_ask_for_marks_nothing() -> None:

@@ -11,6 +11,8 @@ import json
 import uuid
 from typing import Any
 
+TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
+
 
 def create_state_table(dynamodb: Any, name: str) -> None:
     dynamodb.create_table(
@@ -184,11 +186,25 @@ def group_sizes(region: str) -> dict[str, tuple[int, list[str]]]:
 def moto_groups(region: str) -> dict[str, Any]:
     """moto's own Auto Scaling groups, by name (its server runs in this process): what
     the sandbox reads, and supplies, where moto's API does not."""
+    groups: dict[str, Any] = _autoscaling(region).autoscaling_groups
+    return groups
+
+
+def terminate_hooked(region: str, hook: str) -> set[str]:
+    """The groups carrying `hook` on the way out, read from moto's store: Auto Scaling holds
+    a leaving instance of each, whoever put the hook there (the stack, or evaluate)."""
+    return {
+        found.auto_scaling_group_name
+        for found in _autoscaling(region).lifecycle_hooks.values()
+        if found.name == hook and found.lifecycle_transition == TERMINATING
+    }
+
+
+def _autoscaling(region: str) -> Any:
     from moto.autoscaling.models import autoscaling_backends
     from moto.core.models import DEFAULT_ACCOUNT_ID
 
-    groups: dict[str, Any] = autoscaling_backends[DEFAULT_ACCOUNT_ID][region].autoscaling_groups
-    return groups
+    return autoscaling_backends[DEFAULT_ACCOUNT_ID][region]
 
 
 class MotoItems:

@@ -260,7 +260,8 @@ def undrained(summary: Mapping[str, Any]) -> list[str]:
     return [
         f"{group}: its termination policy's answers kept a node with pods {count} times, as "
         "the group has no drain hook (only its empty nodes leave; Cluster Autoscaler drains "
-        "the others): give it `drain: true` (deployed: the drain hook, docs/deploy.md)"
+        "the others): give it `drain: true`, or leave DRAIN_OPTED_IN_GROUPS on (deployed: "
+        "drainOptedInGroups, docs/deploy.md)"
         for group, count in sorted(kept.items())
     ]
 

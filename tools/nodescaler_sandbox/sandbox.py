@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
+from nodescaler import deployment
 
 from nodescaler_sandbox import botocore_models, cloudwatch_alarms
 from nodescaler_sandbox.capacity_reservations import CapacityReservations
@@ -62,6 +63,7 @@ from nodescaler_sandbox.provision import (
     create_evaluation_queue,
     create_state_table,
     fail_launches,
+    terminate_hooked,
 )
 from nodescaler_sandbox.virtual_clock import START, VirtualClock
 from nodescaler_sandbox.warm_pools import WarmPools
@@ -73,8 +75,8 @@ if TYPE_CHECKING:
 REGION = "eu-west-1"
 ACCOUNT = "123456789012"
 TABLE = "nodescaler-state"
-DRAIN_HOOK = "nodescaler-drain"  # the stack's terminate hook
-HOOK_HEARTBEAT_TIMEOUT = timedelta(minutes=5)  # the stack's
+DRAIN_HOOK = deployment.DEFAULT_DRAIN_HOOK  # the deployment's terminate hook
+HOOK_HEARTBEAT_TIMEOUT = timedelta(seconds=deployment.DRAIN_HOOK_HEARTBEAT_SECONDS)  # as put
 # A scenario's environment: "true" runs the fast path as cdk.json `fastPath: true` deploys
 # it. Off by default for now: with it, evaluate overshoots pods whose nodes boot (issue 32).
 FAST_PATH = "FAST_PATH"
@@ -141,7 +143,6 @@ class Sandbox:
         self.drained: list[dict[str, Any]] = []  # the drain function's results
         self.failed_invocations: list[tuple[datetime, str, str]] = []  # (when, function, why)
         self.invocations = 0  # of dispatch and evaluate: what may have changed the state
-        self._hooked: set[str] = set()  # groups with the drain hook
         self._waiting: dict[str, None] = {}  # instances a lifecycle action holds, in order
         self._alarm_states: dict[str, str] = {}
         self.causes: dict[str, str] = {}  # group → its last evaluation request's cause
@@ -463,16 +464,16 @@ class Sandbox:
             AutoScalingGroupName=group,
             LifecycleTransition="autoscaling:EC2_INSTANCE_TERMINATING",
             HeartbeatTimeout=int(HOOK_HEARTBEAT_TIMEOUT.total_seconds()),
-            DefaultResult="CONTINUE",
+            DefaultResult=deployment.DRAIN_HOOK_DEFAULT_RESULT,
         )
-        self._hooked.add(group)
 
     def sync(self, between: Callable[[], None] = lambda: None) -> None:
         """Nodes follow the instances; an instance leaving a hooked group is held in
         Terminating:Wait and the drain function is sent its lifecycle action."""
         now = self.clock.now()
         self.termination.retry()  # groups still above their desired capacity ask again
-        for instance_id in self.cluster.sync(now, holds=self._hooked.__contains__):
+        hooked = terminate_hooked(REGION, DRAIN_HOOK)  # the stack's, or evaluate's
+        for instance_id in self.cluster.sync(now, holds=hooked.__contains__):
             self._terminating(instance_id)
             between()
         self.warm_pools.refill(now)  # after the scale-outs took their warm instances

@@ -283,6 +283,12 @@ class EvaluateSettings(CapacitySettings, ClusterConnectionSettings, PrometheusTo
         int, Field(alias="CLUSTER_BUFFERS_MAX_PODS", ge=0, le=100_000)
     ] = BufferCaps.total
 
+    # Each opted-in group given the deployment's terminate hook before its scale-in, so the
+    # drain function evicts a node's pods before its instance goes (cdk.json's
+    # drainOptedInGroups; infra sets it false without a cluster: no drain answers the hook).
+    drain_opted_in_groups: Annotated[bool, Field(alias="DRAIN_OPTED_IN_GROUPS")] = True
+    drain_hook: DrainHookName = DEFAULT_DRAIN_HOOK
+
     @property
     def buffer_caps(self) -> BufferCaps:
         return BufferCaps(self.cluster_buffer_max_pods, self.cluster_buffers_max_pods)

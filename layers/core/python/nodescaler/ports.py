@@ -134,6 +134,14 @@ class DrainHooks(Protocol):
         ...
 
 
+class DrainHookKeeper(Protocol):
+    def keep(self, group: NodeGroup) -> bool:
+        """The deployment's terminate hook on the group, put there when it is missing;
+        whether it was put now. Raises what Auto Scaling raised when it could not say or
+        refused the put."""
+        ...
+
+
 # --- metrics ---------------------------------------------------------------------------
 
 

@@ -305,7 +305,8 @@ def report_termination(choice: TerminationChoice, wanted: int) -> None:
         logger.warning(
             f"termination policy for {choice.group}: {', '.join(choice.undrained)} stays "
             "while its pods run: the group has no drain hook, so its scale-ins take only empty "
-            "nodes (give it the drain hook: docs/deploy.md)"
+            "nodes (drainOptedInGroups has evaluate put it on opted-in groups; else give it the "
+            "drain hook: docs/deploy.md)"
         )
     if choice.not_nodes:
         logger.warning(

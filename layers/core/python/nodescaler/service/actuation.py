@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.outside_text import outside
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.scaling.autoscaler import record_scale
 from nodescaler.domain.scaling.decision import Decision, Limit
@@ -23,7 +24,7 @@ from nodescaler.domain.scaling.group_state import GroupState
 from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.plan import Facts, Plan, Rejection, plan, rejection
 from nodescaler.errors import ActuationError, RefusedError, StateConflictError
-from nodescaler.ports import ClusterView, NodeGroups, ScalingEvents, StateStore
+from nodescaler.ports import ClusterView, DrainHookKeeper, NodeGroups, ScalingEvents, StateStore
 from nodescaler.service.limiter import ClusterLimiter
 
 if TYPE_CHECKING:  # its models load with the first event told, not at a cold start
@@ -61,6 +62,7 @@ class Actuator:
     events: ScalingEvents | None = None
     cluster_name: str = ""
     limiter: ClusterLimiter | None = None  # the cluster's limits, when any is set
+    drain_hooks: DrainHookKeeper | None = None  # where the deployment drains opted-in groups
 
     def act(self, plan: Plan, event_id: str) -> EvaluationResult:
         """Carry out the plan: protection and marks first, then the resize, claimed before
@@ -78,6 +80,9 @@ class Actuator:
             return self._keep_warm_pool(plan, self.record(plan, state, event_id, Outcome.UNCHANGED))
         if plan.grows:  # watched until in service, or overdue
             state = replace(state, provisioning=plan.provisioning)
+        else:  # before the scale-in: its termination policy reads the hook
+            plan = self._with_drain_hook(plan)
+            decision = plan.decision
         claimed = self.state.save(
             replace(
                 state.after(history=plan.history, decision=decision, problems=plan.problems),
@@ -106,6 +111,31 @@ class Actuator:
         self._shed(plan, 0 if aborted else decision.current - decision.desired)
         result = EvaluationResult(group.name, Outcome.ACTED, decision, plan.problems)
         return self._keep_warm_pool(plan, result)
+
+    def _with_drain_hook(self, plan: Plan) -> Plan:
+        """The plan, its group given the deployment's drain hook first where the deployment
+        drains opted-in groups: its termination policy may then take a node with pods,
+        drained before its instance goes, where without the hook it waits for the node to
+        empty (an EKS managed group's nodes EKS drains). A hook that could not be put is
+        the group's problem, never the evaluation's failure: the scale-in then takes
+        empty nodes only, and the next one tries again."""
+        if self.drain_hooks is None or plan.group.is_eks_managed:
+            return plan
+        try:
+            put = self.drain_hooks.keep(plan.group)
+        except Exception as error:
+            problem = (
+                "drain hook: it could not be put on the group, so its scale-in takes only "
+                f"empty nodes: {outside(error)}"
+            )
+            return replace(plan, problems=(*plan.problems, problem))
+        if not put:
+            return plan
+        reason = (
+            f"{plan.decision.reason} | the deployment's drain hook put on the group: a node "
+            "with pods may now go, its pods evicted first"
+        )
+        return replace(plan, decision=plan.decision.model_copy(update={"reason": reason}))
 
     def _shed(self, plan: Plan, count: int) -> None:
         """Tell the cluster's view how many of its unneeded nodes the group sheds now (none

@@ -28,6 +28,7 @@ from nodescaler.errors import StateConflictError
 from nodescaler.ports import (
     Clock,
     ClusterView,
+    DrainHookKeeper,
     MetricHistory,
     NodeGroups,
     ScalingEvents,
@@ -88,6 +89,7 @@ class Evaluator:
     cluster: ClusterSay = field(default_factory=ClusterSay)
     histories: MetricHistory | None = None  # the metrics forecasts name, when any does
     events: ScalingEvents | None = None  # each resize and backoff told on EventBridge
+    drain_hooks: DrainHookKeeper | None = None  # opted-in groups given the drain hook
     # the invocation's time left, which its network reads share (the handler starts it)
     deadline: Deadline = field(default_factory=_no_deadline)
 
@@ -100,6 +102,7 @@ class Evaluator:
             self.events,
             self.setup.cluster_name,
             self.cluster.limiter,
+            self.drain_hooks,
         )
 
     def evaluate(

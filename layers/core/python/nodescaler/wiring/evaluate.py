@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from nodescaler.adapters.aws.cloudwatch import CloudWatchMetricHistory
+from nodescaler.adapters.aws.drain_hooks import AsgDrainHookKeeper
 from nodescaler.adapters.aws.evaluation_queue import SqsRedelivery
 from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
 from nodescaler.adapters.aws.state_table import DynamoStateStore
@@ -71,6 +72,9 @@ def evaluator(
         histories=CloudWatchMetricHistory(clients.cloudwatch),  # forecasts from a named metric
         events=scaling_events(settings, clients),
         deadline=deadline,
+        drain_hooks=AsgDrainHookKeeper(clients.autoscaling, settings.drain_hook, clock)
+        if settings.drain_opted_in_groups
+        else None,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from nodescaler.adapters.aws.custom_expander import budget_config
-from nodescaler.adapters.aws.lifecycle import AsgDrainHooks
+from nodescaler.adapters.aws.drain_hooks import AsgDrainHooks
 from nodescaler.adapters.aws.termination_waits import DynamoTerminationWaits
 from nodescaler.adapters.k8s.core_api import KubernetesCluster
 from nodescaler.service.termination_policy import TerminationChooser

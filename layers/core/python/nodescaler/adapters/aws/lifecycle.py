@@ -4,22 +4,16 @@ action, which group an instance is in and in which state, and how EC2 launched i
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
-from nodescaler.domain.outside_text import outside
 from nodescaler.domain.scale_down.drain import LifecycleAction, LifecycleResult, Membership
-from nodescaler.errors import DrainHookUnreadError, LifecycleActionExpiredError
-
-if TYPE_CHECKING:
-    from nodescaler.ports import Clock
+from nodescaler.errors import LifecycleActionExpiredError
 
 # What Auto Scaling answers (ValidationError) once the action's heartbeat timeout has
 # passed or the action was completed: "No active Lifecycle Action found with instance ID i-…"
 NO_ACTIVE_ACTION = "No active Lifecycle Action found"
-TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
 
 
 class AsgLifecycleActions:
@@ -57,44 +51,6 @@ class AsgLifecycleActions:
                     f"or it was completed already); {operation} answered: {message}"
                 ) from None
             raise
-
-
-class AsgDrainHooks:
-    """`DrainHooks` over EC2 Auto Scaling: DescribeLifecycleHooks for the deployment's hook,
-    each group's answer kept `KEPT` (Auto Scaling asks again every short while a
-    scale-in waits; a hook added is seen within that), an unread one raised, never kept. The client
-    given here should carry a budget of its own: the termination policy answers within
-    Auto Scaling's two seconds (`wiring.terminator`)."""
-
-    KEPT = timedelta(minutes=1)
-
-    def __init__(self, autoscaling: Any, hook: str, clock: Clock) -> None:
-        self._autoscaling = autoscaling
-        self._hook = hook
-        self._clock = clock
-        self._known: dict[str, tuple[datetime, bool]] = {}  # group → (read at, drains)
-
-    def drains(self, group: str) -> bool:
-        now = self._clock.now()
-        known = self._known.get(group)
-        if known is not None and known[0] <= now < known[0] + self.KEPT:
-            return known[1]
-        try:
-            found = self._autoscaling.describe_lifecycle_hooks(
-                AutoScalingGroupName=group, LifecycleHookNames=[self._hook]
-            )
-        except (BotoCoreError, ClientError) as error:
-            raise DrainHookUnreadError(
-                f"node group {group}: DescribeLifecycleHooks for hook {self._hook} failed: "
-                f"{outside(f'{type(error).__name__}: {error}')}"
-            ) from None
-        drains = any(
-            hook.get("LifecycleHookName") == self._hook
-            and hook.get("LifecycleTransition") == TERMINATING
-            for hook in found.get("LifecycleHooks", [])
-        )
-        self._known[group] = (now, drains)
-        return drains
 
 
 class AsgInstanceGroups:
