@@ -127,8 +127,8 @@ def test_the_termination_policy_reads_the_cluster_through_the_secret(
     printed = output()
     assert printed.messages("WARNING") == [
         f"termination policy for web: {ids[0]} stays while its pods run: the group has no "
-        "drain hook, so its scale-ins take only empty nodes (give it the drain hook: "
-        "docs/deploy.md)",
+        "drain hook, so its scale-ins take only empty nodes (drainOptedInGroups has evaluate "
+        "put it on opted-in groups; else give it the drain hook: docs/deploy.md)",
         "termination policy for web: a node with pods to move stays, as whether the group "
         "drains could not be read: node group web: DescribeLifecycleHooks for hook "
         f"{terminate_settings.drain_hook} failed: ClientError: An error occurred "

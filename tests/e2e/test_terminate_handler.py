@@ -322,7 +322,7 @@ def test_a_busy_node_in_a_group_without_the_drain_hook_stays_said_and_counted(
     [warning] = [m for m in printed.messages("WARNING") if "drain hook" in m]
     assert warning == (
         f"termination policy for web: {ids[0]} stays while its pods run: the group has no "
-        "drain hook, so its scale-ins take only empty nodes (give it the drain hook: "
-        "docs/deploy.md)"
+        "drain hook, so its scale-ins take only empty nodes (drainOptedInGroups has evaluate "
+        "put it on opted-in groups; else give it the drain hook: docs/deploy.md)"
     )
     assert printed.metric("InstancesUndrained", node_group="web") == [1]

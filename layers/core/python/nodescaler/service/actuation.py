@@ -80,8 +80,8 @@ class Actuator:
             return self._keep_warm_pool(plan, self.record(plan, state, event_id, Outcome.UNCHANGED))
         if plan.grows:  # watched until in service, or overdue
             state = replace(state, provisioning=plan.provisioning)
-        else:  # before the scale-in: its termination policy reads the hook
-            plan = self._with_drain_hook(plan)
+        elif Limit.BACKOFF not in decision.limited_by:  # a scale-in, not a launch given up
+            plan = self._with_drain_hook(plan)  # before it: its termination policy reads it
             decision = plan.decision
         claimed = self.state.save(
             replace(
