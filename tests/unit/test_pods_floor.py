@@ -317,3 +317,42 @@ def test_the_last_node_the_pods_needed_stays_the_window_too() -> None:
     assert emptied.decision.desired == 1
     gone = _decide(600, _need(0, 1, T0 + timedelta(seconds=600)), emptied.history, current=1)
     assert gone.decision.desired == 0
+
+
+def _window_passed() -> History:
+    """The 16 nodes of `_workers_left`, kept the window while 3 were needed: at 599 s."""
+    history = _workers_left()
+    for seconds in (60, 300, 599):
+        history = _decide(seconds, _need(3, 13, T0 + timedelta(seconds=seconds)), history).history
+    return history
+
+
+def test_no_node_goes_while_the_demand_rises_though_the_window_has_passed() -> None:
+    # Given the window passed as a new batch starts: 10 jobs queued where there were none
+    history, at = _window_passed(), T0 + timedelta(seconds=600)
+    rising = _queue_asks(at, history, current=16, jobs=10, own=_need(3, 13, at))
+    # Then no node goes: one let go now would be bought back a boot later
+    assert rising.decision.desired == 16
+    assert Limit.RISING_DEMAND in rising.decision.limited_by
+    assert "no node goes while its demand rises" in rising.decision.reason
+    # and once the demand holds still (10 jobs again: the same 2 nodes), the nodes go
+    later = at + timedelta(seconds=60)
+    steady = _queue_asks(later, rising.history, current=16, jobs=10, own=_need(3, 13, later))
+    assert steady.decision.desired == 3
+    assert Limit.RISING_DEMAND not in steady.decision.limited_by
+
+
+def test_a_rising_demand_holds_nothing_where_the_cluster_is_unread() -> None:
+    # Given the same rise, the cluster unread (a queue policy alone: the HPA's semantics)
+    at = T0 + timedelta(seconds=600)
+    rising = decide(
+        node_group="gpu-ng",
+        policy=QUEUE,  # type: ignore[arg-type]
+        size=GroupSize(current=16),
+        readings=readings(at, jobs=10),
+        history=_window_passed(),
+        now=at,
+    )
+    # Then it scales in as before: to the 3 nodes the pods needed at the last read
+    assert rising.decision.desired == 3
+    assert Limit.RISING_DEMAND not in rising.decision.limited_by

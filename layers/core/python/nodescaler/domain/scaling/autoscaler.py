@@ -219,6 +219,8 @@ def _steer(
     # item) waits a full scale-down window before removing anything.
     # A lower bound (a schedule's count) applies after it: the window remembers demand only.
     recommendation, limits = voted.demand, list(voted.limits)
+    before = history.recommended_before(now)
+    rising = before is not None and recommendation > before
     if not history.recommendations:
         history = history.with_recommendation(now, current, keep_seconds=0)
     stabilized = stabilize(recommendation, current, history=history, now=now, up=up, down=down)
@@ -242,6 +244,7 @@ def _steer(
         now=now,
         boot=boot,
         limits=limits,
+        rising=rising,
     )
     steered = _window_cap(policy, current, kept, now, limits)
     if steered.desired >= within:  # a floor or a window held them all the same

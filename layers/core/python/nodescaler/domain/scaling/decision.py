@@ -49,6 +49,8 @@ class Limit(StrEnum):
     RECENTLY_NEEDED = "recently-needed"
     # past the window: empty nodes unneeded a whole scale-down window went (`unneeded_time`)
     UNNEEDED_TIME = "unneeded-time"
+    # no node goes while the demand rises: it would be bought back a boot later (`pods_floor`)
+    RISING_DEMAND = "rising-demand"
 
     @classmethod
     def _missing_(cls, value: object) -> Limit | None:

@@ -18,6 +18,7 @@ _LIMIT_PHRASES = {
     Limit.BOUNDS_UNREAD: "its EKS node group's scaling config is unread, so no scale-in",
     Limit.EMPTY_ONLY: "a metric is missing, stale or invalid, so only nodes empty of pods go",
     Limit.PODS_NEED_NODES: "no scale-in below the nodes its pods need: they would wait for room",
+    Limit.RISING_DEMAND: "no node goes while its demand rises: it would be needed again",
 }
 
 

@@ -84,6 +84,10 @@ class History(BaseModel):
         kept = _timed(self.recommendations, at, replicas, keep_seconds)
         return self.model_copy(update={"recommendations": kept})
 
+    def recommended_before(self, at: datetime) -> int | None:
+        """The latest recommendation recorded before `at`: the last evaluation's."""
+        return next((r.replicas for r in reversed(self.recommendations) if r.at < at), None)
+
     def with_need(self, at: datetime, nodes: int, keep_seconds: float) -> History:
         """Add the nodes the group's pods need, read at `at` (each read in force until the
         next); drop the reads no longer in force `keep_seconds` before `at`. Of a run of

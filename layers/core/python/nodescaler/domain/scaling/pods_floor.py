@@ -19,6 +19,12 @@ idle. Its memory is the nodes the pods needed at each evaluation (`History.needs
 read in force until the next), kept one window; a window of 0 sheds at once; a read
 older than the window holds nothing while the cluster is unread; it never adds a node.
 Limit `recently-needed`.
+
+Rising: no node goes while the demand rises (this evaluation's recommendation above the
+last one's). The window may end as a cron's next batch lands: a node let go then, or
+drained of the workers just placed on it, is bought back a boot later (a helper's quarter-
+hourly export batches: waits 1.5 times Cluster Autoscaler tuned's, whose nodes each keep
+their own unneeded time and took the batch). Limit `rising-demand`.
 """
 
 from __future__ import annotations
@@ -78,6 +84,7 @@ def floors_under_scale_in(
     now: datetime,
     boot: BootTime | None,
     limits: list[Limit],
+    rising: bool = False,
 ) -> Kept:
     """Both floors, each named in `limits` when it holds the scale-in back: first the nodes
     the group's pods need now (`not_below_pods_need`); then no scale-in below the most nodes
@@ -85,13 +92,17 @@ def floors_under_scale_in(
     (each read in force until the next), by a read no older than the window (it counts
     from a read, as it does for a recommendation), never above the current size; `boot`,
     how long re-acquiring one takes, is said with it. Returned with the history holding
-    what they need now."""
+    what they need now. Last, while the demand rises (`rising`: this evaluation's
+    recommendation above the last one's), no node goes at all."""
     desired = not_below_pods_need(desired, current, outcomes, limits, moves_pods(policy))
     keep, need = keep_seconds(policy), pods_need(outcomes)
     # an evaluation that could not read the cluster ends the read before it (recorded as
     # needing nothing it knows of): read again later, that old read would otherwise count
     # as in force all through the gap, and bring back nodes the gap let go
     recorded = history.with_need(now, UNREAD if need is None else need, keep)
+    if desired < current and rising and need is not None:
+        limits.append(Limit.RISING_DEMAND)
+        return Kept(current, recorded)
     if desired >= current or keep <= 0:
         return Kept(desired, recorded)
     since = now - timedelta(seconds=keep)
