@@ -16,6 +16,7 @@ from nodescaler_sandbox.figures import PodRecord
 from nodescaler_sandbox.kube.apiserver import Cluster
 from nodescaler_sandbox.scenario_file import ScenarioError, load_scenario
 from nodescaler_sandbox.traces import PodTrace, RequestQueue, TraceError, TraceWindow
+from nodescaler_sandbox.verdict import verdict
 from nodescaler_sandbox.workloads import Deployment
 
 T0 = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
@@ -377,6 +378,10 @@ def test_the_benchs_two_day_trace_has_its_pods_and_shapes_and_reads_clean(tmp_pa
 
 def test_a_run_with_an_unpriced_type_names_it_and_totals_nothing() -> None:
     cost = {"total": None, "by_group": {"ci": None}, "unpriced_instance_types": ["x9.huge"]}
-    said = run_summary.unpriced({"nodescaler": {"cost_usd": cost}})
-    assert "no price for x9.huge: cost_usd has no total" in said
-    assert run_summary.unpriced({"nodescaler": {"cost_usd": {"total": 1.0}}}) == ""
+    summary = {"scenario": "ci", "nodescaler": {"cost_usd": cost}}
+    note = "no price for x9.huge: cost_usd has no total (set `prices:`)"
+    assert run_summary.unpriced(summary) == [note]
+    assert run_summary.unpriced({"nodescaler": {"cost_usd": {"total": 1.0}}}) == []
+    # said after the run's figures, and under its verdict line (with seeds, the only one)
+    assert run_summary.notes(summary) == f"\n   {note}"
+    assert verdict([summary], None)[2] == f"  {'':<2}  ↳ {note}"

@@ -239,18 +239,23 @@ def _requested(scenario: Scenario, result: Run) -> dict[str, dict[str, float]]:
     return figures
 
 
-def unpriced(summary: dict[str, Any]) -> str:
-    """A line naming the instance types no price was found for (so `cost_usd` has no
-    total, never a cost of 0), or nothing."""
+def unpriced(summary: Mapping[str, Any]) -> list[str]:
+    """A note naming the instance types no price was found for (so `cost_usd` has no
+    total, never a cost of 0), or none."""
     types = sorted({t for c in CONTROLLERS if c in summary for t in _unpriced_types(summary[c])})
     if not types:
-        return ""
-    return f"\n   no price for {', '.join(types)}: cost_usd has no total (set `prices:`)"
+        return []
+    return [f"no price for {', '.join(types)}: cost_usd has no total (set `prices:`)"]
 
 
 def notes(summary: dict[str, Any]) -> str:
     """What follows the figures: the unpriced instance types, the undrained groups."""
-    return unpriced(summary) + "".join(f"\n   {note}" for note in undrained(summary))
+    return "".join(f"\n   {note}" for note in why_notes(summary))
+
+
+def why_notes(summary: Mapping[str, Any]) -> list[str]:
+    """What a run says beside its figures: the unpriced types, the undrained groups."""
+    return unpriced(summary) + undrained(summary)
 
 
 def undrained(summary: Mapping[str, Any]) -> list[str]:
@@ -266,7 +271,7 @@ def undrained(summary: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _unpriced_types(run: dict[str, Any]) -> list[str]:
+def _unpriced_types(run: Mapping[str, Any]) -> list[str]:
     cost = run.get("cost_usd")
     return list(cost.get("unpriced_instance_types", ())) if isinstance(cost, dict) else []
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from nodescaler_sandbox import seeds
-from nodescaler_sandbox.run_summary import undrained
+from nodescaler_sandbox.run_summary import why_notes
 
 NODESCALER = "nodescaler"
 TUNED = "cluster-autoscaler-tuned"
@@ -142,7 +142,7 @@ def _line(name: str, comparisons: Sequence[Comparison], width: int) -> str:
 def _lines(
     name: str, comparisons: Sequence[Comparison], notes: Sequence[str], width: int
 ) -> list[str]:
-    """The scenario's line, then what its run says about why (`run_summary.undrained`)."""
+    """The scenario's line, then what its run says beside it (`run_summary.why_notes`)."""
     return [_line(name, comparisons, width), *(f"  {'':<{width}}  ↳ {n}" for n in notes)]
 
 
@@ -151,7 +151,7 @@ def verdict(
 ) -> list[str]:
     """The verdict's lines: a heading, a line a scenario (those nodescaler loses on
     something first), a count, and where the table and the charts are."""
-    judged = [(str(s.get("scenario", "?")), compare(s), undrained(s)) for s in summaries]
+    judged = [(str(s.get("scenario", "?")), compare(s), why_notes(s)) for s in summaries]
     judged.sort(key=lambda item: not any(c.mark == "worse" for c in item[1]))
     width = max((len(name) for name, _, _ in judged), default=0)
     losing = sum(any(c.mark == "worse" for c in compared) for _, compared, _ in judged)
