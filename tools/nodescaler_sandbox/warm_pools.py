@@ -30,12 +30,16 @@ from nodescaler_sandbox.provision import moto_groups
 GP3_PER_GIB_HOUR = 0.088 / 730
 ROOT_VOLUME_GIB = 20
 # Linux on-demand $ an hour in eu-west-1 and memory (GiB) of the instance types the
-# scenarios use (https://aws.amazon.com/ec2/pricing/on-demand/)
+# scenarios use (https://aws.amazon.com/ec2/pricing/on-demand/); the 2xlarge and 8xlarge
+# sizes of the same families at their sizes' multiple, as EC2 prices a family's sizes
 ON_DEMAND = {
     "m5.large": (0.107, 8),
     "m5.xlarge": (0.214, 16),
+    "m5.2xlarge": (0.428, 32),
     "m5.4xlarge": (0.856, 64),
+    "m5.8xlarge": (1.712, 128),
     "c5.xlarge": (0.192, 8),
+    "c5.2xlarge": (0.384, 16),
     "c5.4xlarge": (0.768, 32),
     "g5.xlarge": (1.123, 16),
 }
