@@ -92,7 +92,6 @@ class EvaluateFunction:
                     "SetDesiredCapacity",
                     "SetInstanceProtection",
                     "TerminateInstanceInAutoScalingGroup",
-                    *(["PutLifecycleHook"] if hooks else []),
                     # only where a policy's forecast sizes warm pools
                     *(
                         ["PutWarmPool"]
@@ -105,6 +104,11 @@ class EvaluateFunction:
                 settings.allowed_groups,
             ),
             *permissions.resize_eks_node_groups(settings.cluster_name, tags),
+            *(
+                [permissions.put_drain_hooks(tags, settings.cluster_name, settings.allowed_groups)]
+                if hooks
+                else []
+            ),
             permissions.deny_tag_changes(),
             permissions.put_scaling_events(settings.event_bus),
             permissions.read_cloudwatch_metrics(),

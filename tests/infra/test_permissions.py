@@ -71,8 +71,14 @@ def test_evaluate_may_put_the_drain_hook_on_opted_in_groups_only_where_it_drains
     # Given the sample deployment (a cluster, drainOptedInGroups by default)
     statements = role_statements(template, "evaluate")
     put = statement_for(statements, "autoscaling:PutLifecycleHook")
-    # Then evaluate may put the hook on the groups it may resize, under the same conditions
-    assert put == statement_for(statements, "autoscaling:SetDesiredCapacity")
+    # Then evaluate may put the hook on the groups it may resize, under the same conditions,
+    # but not on an EKS managed node group's Auto Scaling group (EKS drains its nodes)
+    resize = statement_for(statements, "autoscaling:SetDesiredCapacity")
+    assert put["Action"] == "autoscaling:PutLifecycleHook"
+    assert put["Resource"] == resize["Resource"]
+    assert put["Condition"] == resize["Condition"] | {
+        "Null": {"aws:ResourceTag/eks:nodegroup-name": "true"}
+    }
     read = statement_for(statements, "autoscaling:DescribeLifecycleHooks")
     assert (read["Resource"], read.get("Condition")) == ("*", None)  # no resource scope
     variables = environment(template, "evaluate")

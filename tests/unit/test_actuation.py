@@ -243,19 +243,24 @@ def test_a_drain_hook_that_cannot_be_put_is_a_problem_and_the_scale_in_goes_on(
     assert outcome is Outcome.ACTED and ("set_desired", 1) in world.log
     # and the group's state names the problem, Auto Scaling's answer bounded
     problems = world.saved[-1].problems
-    assert len(problems) == 1 and problems[0].startswith("drain hook: it could not be put")
+    assert len(problems) == 1 and problems[0].startswith("drain hook: it could not be read")
     assert "AccessDenied" in problems[0] and len(problems[0]) < 700
 
 
-@pytest.mark.parametrize("world_of", [World, Growing], ids=["eks-managed", "scale-up"])
-def test_no_drain_hook_is_put_on_a_managed_group_nor_for_a_scale_up(
-    world_of: type[World], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("world_of", "dry_run"),
+    [(World, False), (Growing, False), (SelfManaged, True)],
+    ids=["eks-managed", "scale-up", "dry-run"],
+)
+def test_no_drain_hook_is_put_on_a_managed_group_for_a_scale_up_or_in_a_dry_run(
+    world_of: type[World], dry_run: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given an EKS managed group's scale-in (EKS drains its nodes), or a scale-up
+    # Given an EKS managed group's scale-in (EKS drains its nodes), a scale-up, or a
+    # self-managed group's scale-in in a dry run (which acts on nothing)
     world = world_of()
-    _, _, outcome = evaluated(False, monkeypatch, world, DrainHook(world))
-    # Then it is acted on, and the hook is never asked for
-    assert outcome is Outcome.ACTED
+    _, _, outcome = evaluated(dry_run, monkeypatch, world, DrainHook(world))
+    # Then the hook is never asked for
+    assert outcome is (Outcome.DRY_RUN if dry_run else Outcome.ACTED)
     assert all(entry[0] != "keep_drain_hook" for entry in world.log)
 
 

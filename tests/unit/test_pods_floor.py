@@ -356,3 +356,22 @@ def test_a_rising_demand_holds_nothing_where_the_cluster_is_unread() -> None:
     # Then it scales in as before: to the 3 nodes the pods needed at the last read
     assert rising.decision.desired == 3
     assert Limit.RISING_DEMAND not in rising.decision.limited_by
+
+
+def test_a_scale_down_window_of_0_sheds_at_once_though_the_demand_rises() -> None:
+    # Given the queue policy with no window, its nodes idle, and a batch starting
+    no_window = _queue_policy(0)
+    history = _decide(0, _need(3, 13, T0), QUIET, the_policy=no_window).history
+    at = T0 + timedelta(seconds=60)
+    rising = decide(
+        node_group="gpu-ng",
+        policy=no_window,  # type: ignore[arg-type]
+        size=GroupSize(current=16),
+        readings=readings(at, jobs=10),
+        history=history,
+        now=at,
+        own_pending=_need(3, 13, at),
+    )
+    # Then the nodes go as the user asked: none is held for the rise
+    assert rising.decision.desired == 3
+    assert Limit.RISING_DEMAND not in rising.decision.limited_by

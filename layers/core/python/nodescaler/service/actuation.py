@@ -125,8 +125,8 @@ class Actuator:
             put = self.drain_hooks.keep(plan.group)
         except Exception as error:
             problem = (
-                "drain hook: it could not be put on the group, so its scale-in takes only "
-                f"empty nodes: {outside(error)}"
+                "drain hook: it could not be read or put on the group, so its scale-in may "
+                f"take only empty nodes: {outside(error)}"
             )
             return replace(plan, problems=(*plan.problems, problem))
         if not put:

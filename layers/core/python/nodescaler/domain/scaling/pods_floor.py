@@ -22,9 +22,10 @@ Limit `recently-needed`.
 
 Rising: no node goes while the demand rises (this evaluation's recommendation above the
 last one's). The window may end as a cron's next batch lands: a node let go then, or
-drained of the workers just placed on it, is bought back a boot later (a helper's quarter-
-hourly export batches: waits 1.5 times Cluster Autoscaler tuned's, whose nodes each keep
-their own unneeded time and took the batch). Limit `rising-demand`.
+drained of the workers just placed on it, is bought back a boot later (quarter-hourly
+export batches, `tests/sandbox/test_rising_demand.py`: waits 1.5 times Cluster Autoscaler
+tuned's, whose nodes each keep their own unneeded time and took the batch). A window of 0
+sheds at once all the same. Limit `rising-demand`.
 """
 
 from __future__ import annotations
@@ -93,14 +94,15 @@ def floors_under_scale_in(
     from a read, as it does for a recommendation), never above the current size; `boot`,
     how long re-acquiring one takes, is said with it. Returned with the history holding
     what they need now. Last, while the demand rises (`rising`: this evaluation's
-    recommendation above the last one's), no node goes at all."""
+    recommendation above the last one's), no node goes at all (a window of 0 sheds at
+    once all the same)."""
     desired = not_below_pods_need(desired, current, outcomes, limits, moves_pods(policy))
     keep, need = keep_seconds(policy), pods_need(outcomes)
     # an evaluation that could not read the cluster ends the read before it (recorded as
     # needing nothing it knows of): read again later, that old read would otherwise count
     # as in force all through the gap, and bring back nodes the gap let go
     recorded = history.with_need(now, UNREAD if need is None else need, keep)
-    if desired < current and rising and need is not None:
+    if desired < current and rising and need is not None and keep > 0:
         limits.append(Limit.RISING_DEMAND)
         return Kept(current, recorded)
     if desired >= current or keep <= 0:
