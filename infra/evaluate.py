@@ -81,12 +81,8 @@ class EvaluateFunction:
         # One not started for lack of time goes back to its queue as a new message, which
         # spends none of the receives that would dead-letter it (adapters/aws/batch.py).
         shared.evaluation_queue.grant_send_messages(self.lambda_.role)
-        # the drain hook read and put on an opted-in group before its scale-in
-        hooks = bool(settings.cluster_name) and settings.drain_opted_in_groups
         self.lambda_.allow(
-            permissions.describe_node_groups(
-                "DescribeScalingActivities", *(["DescribeLifecycleHooks"] if hooks else [])
-            ),
+            permissions.describe_node_groups("DescribeScalingActivities"),
             permissions.write_opted_in_groups(
                 [
                     "SetDesiredCapacity",
@@ -104,17 +100,16 @@ class EvaluateFunction:
                 settings.allowed_groups,
             ),
             *permissions.resize_eks_node_groups(settings.cluster_name, tags),
-            *(
-                [permissions.put_drain_hooks(tags, settings.cluster_name, settings.allowed_groups)]
-                if hooks
-                else []
-            ),
             permissions.deny_tag_changes(),
             permissions.put_scaling_events(settings.event_bus),
             permissions.read_cloudwatch_metrics(),
             permissions.read_write_state(shared.table.table_arn),
             permissions.deny_policy_writes(shared.table.table_arn),
         )
+        if settings.cluster_name and settings.drain_opted_in_groups:  # before a scale-in
+            self.lambda_.allow(
+                *permissions.keep_drain_hooks(tags, settings.cluster_name, settings.allowed_groups)
+            )
         queues = permissions.read_policy_queues(shared.policies.values())
         if queues is not None:
             self.lambda_.allow(queues)

@@ -92,18 +92,21 @@ def write_opted_in_groups(
 EKS_NODEGROUP_TAG = "aws:ResourceTag/eks:nodegroup-name"
 
 
-def put_drain_hooks(
+def keep_drain_hooks(
     tags: TagNames, cluster_name: str, allowed: Iterable[str] | None = None
-) -> iam.PolicyStatement:
-    """PutLifecycleHook on the opted-in groups evaluate may resize, but never on the Auto
-    Scaling group of an EKS managed node group (tagged `eks:nodegroup-name`): EKS drains
-    those nodes itself."""
+) -> list[iam.PolicyStatement]:
+    """DescribeLifecycleHooks (no resource-level scope), and PutLifecycleHook on the
+    opted-in groups evaluate may resize, but never on the Auto Scaling group of an EKS
+    managed node group (tagged `eks:nodegroup-name`): EKS drains those nodes itself."""
     resources = [group_arn(entry) for entry in allowed] if allowed else [ALL_GROUPS]
     conditions = opted_in(tags, cluster_name)
     conditions["Null"] = {**conditions.get("Null", {}), EKS_NODEGROUP_TAG: "true"}
-    return iam.PolicyStatement(
-        actions=["autoscaling:PutLifecycleHook"], resources=resources, conditions=conditions
-    )
+    return [
+        iam.PolicyStatement(actions=["autoscaling:DescribeLifecycleHooks"], resources=["*"]),
+        iam.PolicyStatement(
+            actions=["autoscaling:PutLifecycleHook"], resources=resources, conditions=conditions
+        ),
+    ]
 
 
 LIFECYCLE_ACTIONS = ("CompleteLifecycleAction", "RecordLifecycleActionHeartbeat")
