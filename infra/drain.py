@@ -10,7 +10,11 @@ from aws_cdk import aws_events_targets as events_targets
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
 from nodescaler.config import DrainSettings
-from nodescaler.deployment import DRAIN_HOOK_DEFAULT_RESULT, DRAIN_HOOK_HEARTBEAT_SECONDS
+from nodescaler.deployment import (
+    DRAIN_HOOK_DEFAULT_RESULT,
+    DRAIN_HOOK_HEARTBEAT_SECONDS,
+    DRAIN_HOOK_TRANSITION,
+)
 from nodescaler.events import LIFECYCLE_ACTION, REBALANCE_RECOMMENDATION, SPOT_INTERRUPTION
 
 from . import permissions
@@ -127,7 +131,7 @@ class DrainFunction:
                 f"DrainHook-{group}",  # by name: reordering the list replaces nothing
                 auto_scaling_group_name=group,
                 lifecycle_hook_name=settings.drain_hook,
-                lifecycle_transition="autoscaling:EC2_INSTANCE_TERMINATING",
+                lifecycle_transition=DRAIN_HOOK_TRANSITION,
                 heartbeat_timeout=int(HOOK_HEARTBEAT_TIMEOUT.to_seconds()),
                 default_result=DRAIN_HOOK_DEFAULT_RESULT,
             )

@@ -8,6 +8,8 @@ https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_PutLifecycleHook.ht
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from botocore.exceptions import EndpointConnectionError
 from nodescaler.adapters.aws.drain_hooks import AsgDrainHookKeeper, AsgDrainHooks
@@ -75,13 +77,19 @@ def test_an_answer_quoted_in_the_error_is_bounded() -> None:
     assert len(str(unread.value)) < 400 and "(cut, " in str(unread.value)
 
 
-def test_a_groups_answer_is_kept_a_minute_and_an_unread_one_never() -> None:
-    make_asg("web")
-    autoscaling, clock = client("autoscaling"), VirtualClock()
+def counted_reads(autoscaling: Any) -> list[str]:
+    """Each DescribeLifecycleHooks the client makes, from now on, as one entry."""
     asked: list[str] = []
     autoscaling.meta.events.register(
         "before-call.autoscaling.DescribeLifecycleHooks", lambda **_: asked.append("asked")
     )
+    return asked
+
+
+def test_a_groups_answer_is_kept_a_minute_and_an_unread_one_never() -> None:
+    make_asg("web")
+    autoscaling, clock = client("autoscaling"), VirtualClock()
+    asked = counted_reads(autoscaling)
     hooks = AsgDrainHooks(autoscaling, HOOK, clock)
     assert hooks.drains("web") is False
     hook("web")  # added: seen once the answer kept has aged
@@ -138,10 +146,7 @@ def test_evaluate_puts_the_deployments_hook_on_a_group_without_it_as_the_stack_d
 def test_a_group_seen_with_the_hook_is_not_asked_again_for_an_hour() -> None:
     make_asg("web")
     autoscaling, clock = client("autoscaling"), VirtualClock()
-    asked: list[str] = []
-    autoscaling.meta.events.register(
-        "before-call.autoscaling.DescribeLifecycleHooks", lambda **_: asked.append("asked")
-    )
+    asked = counted_reads(autoscaling)
     keeper = AsgDrainHookKeeper(autoscaling, HOOK, clock)
     assert keeper.keep(group("web")) is True and len(asked) == 1
     clock.advance(minutes=59)

@@ -68,12 +68,19 @@ def _decide(
 
 
 def _queue_asks(
-    at: datetime, history: History, *, current: int, jobs: int, own: Reading
+    at: datetime,
+    history: History,
+    *,
+    current: int,
+    jobs: int,
+    own: Reading | None,
+    the_policy: object = QUEUE,
 ) -> Evaluation:
-    """The group at `current` when its queue holds `jobs` at `at`."""
+    """The group at `current` when its queue holds `jobs` at `at` (`own` None: the
+    cluster unread)."""
     return decide(
         node_group="gpu-ng",
-        policy=QUEUE,  # type: ignore[arg-type]
+        policy=the_policy,  # type: ignore[arg-type]
         size=GroupSize(current=current),
         readings=readings(at, jobs=jobs),
         history=history,
@@ -345,14 +352,7 @@ def test_no_node_goes_while_the_demand_rises_though_the_window_has_passed() -> N
 def test_a_rising_demand_holds_nothing_where_the_cluster_is_unread() -> None:
     # Given the same rise, the cluster unread (a queue policy alone: the HPA's semantics)
     at = T0 + timedelta(seconds=600)
-    rising = decide(
-        node_group="gpu-ng",
-        policy=QUEUE,  # type: ignore[arg-type]
-        size=GroupSize(current=16),
-        readings=readings(at, jobs=10),
-        history=_window_passed(),
-        now=at,
-    )
+    rising = _queue_asks(at, _window_passed(), current=16, jobs=10, own=None)
     # Then it scales in as before: to the 3 nodes the pods needed at the last read
     assert rising.decision.desired == 3
     assert Limit.RISING_DEMAND not in rising.decision.limited_by
@@ -363,15 +363,8 @@ def test_a_scale_down_window_of_0_sheds_at_once_though_the_demand_rises() -> Non
     no_window = _queue_policy(0)
     history = _decide(0, _need(3, 13, T0), QUIET, the_policy=no_window).history
     at = T0 + timedelta(seconds=60)
-    rising = decide(
-        node_group="gpu-ng",
-        policy=no_window,  # type: ignore[arg-type]
-        size=GroupSize(current=16),
-        readings=readings(at, jobs=10),
-        history=history,
-        now=at,
-        own_pending=_need(3, 13, at),
-    )
+    own = _need(3, 13, at)
+    rising = _queue_asks(at, history, current=16, jobs=10, own=own, the_policy=no_window)
     # Then the nodes go as the user asked: none is held for the rise
     assert rising.decision.desired == 3
     assert Limit.RISING_DEMAND not in rising.decision.limited_by

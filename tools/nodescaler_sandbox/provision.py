@@ -11,7 +11,7 @@ import json
 import uuid
 from typing import Any
 
-TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
+from nodescaler.deployment import DRAIN_HOOK_TRANSITION
 
 
 def create_state_table(dynamodb: Any, name: str) -> None:
@@ -196,7 +196,7 @@ def terminate_hooked(region: str, hook: str) -> set[str]:
     return {
         found.auto_scaling_group_name
         for found in _autoscaling(region).lifecycle_hooks.values()
-        if found.name == hook and found.lifecycle_transition == TERMINATING
+        if found.name == hook and found.lifecycle_transition == DRAIN_HOOK_TRANSITION
     }
 
 

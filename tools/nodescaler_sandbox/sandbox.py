@@ -462,7 +462,7 @@ class Sandbox:
         self.client("autoscaling").put_lifecycle_hook(  # the stack's doing, not counted
             LifecycleHookName=DRAIN_HOOK,
             AutoScalingGroupName=group,
-            LifecycleTransition="autoscaling:EC2_INSTANCE_TERMINATING",
+            LifecycleTransition=deployment.DRAIN_HOOK_TRANSITION,
             HeartbeatTimeout=int(HOOK_HEARTBEAT_TIMEOUT.total_seconds()),
             DefaultResult=deployment.DRAIN_HOOK_DEFAULT_RESULT,
         )
@@ -493,7 +493,7 @@ class Sandbox:
             "AutoScalingGroupName": group,
             "LifecycleHookName": DRAIN_HOOK,
             "EC2InstanceId": instance_id,
-            "LifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING",
+            "LifecycleTransition": deployment.DRAIN_HOOK_TRANSITION,
             "Origin": "AutoScalingGroup",
             "Destination": "EC2",
         }

@@ -31,6 +31,7 @@ DEFAULT_DRAIN_HOOK = drain_hook(PREFIX)
 # The hook as the stack and evaluate put it on a group: the drain heartbeats every minute,
 # so five are ample; past them Auto Scaling lets the instance go (CONTINUE) undrained.
 DRAIN_HOOK_HEARTBEAT_SECONDS = 300
+DRAIN_HOOK_TRANSITION = "autoscaling:EC2_INSTANCE_TERMINATING"
 DRAIN_HOOK_DEFAULT_RESULT = "CONTINUE"
 
 # The stack outputs the Nodescaler construct publishes and the operator CLI reads, by key.

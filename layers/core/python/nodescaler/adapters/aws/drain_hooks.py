@@ -9,15 +9,17 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from nodescaler.deployment import DRAIN_HOOK_DEFAULT_RESULT, DRAIN_HOOK_HEARTBEAT_SECONDS
+from nodescaler.deployment import (
+    DRAIN_HOOK_DEFAULT_RESULT,
+    DRAIN_HOOK_HEARTBEAT_SECONDS,
+    DRAIN_HOOK_TRANSITION,
+)
 from nodescaler.domain.outside_text import outside
 from nodescaler.errors import DrainHookUnreadError
 
 if TYPE_CHECKING:
     from nodescaler.domain.groups.node_group import NodeGroup
     from nodescaler.ports import Clock
-
-TERMINATING = "autoscaling:EC2_INSTANCE_TERMINATING"
 
 
 def carries_drain_hook(autoscaling: Any, group: str, hook: str) -> bool:
@@ -34,7 +36,7 @@ def carries_drain_hook(autoscaling: Any, group: str, hook: str) -> bool:
         ) from None
     return any(
         described.get("LifecycleHookName") == hook
-        and described.get("LifecycleTransition") == TERMINATING
+        and described.get("LifecycleTransition") == DRAIN_HOOK_TRANSITION
         for described in found.get("LifecycleHooks", [])
     )
 
@@ -88,7 +90,7 @@ class AsgDrainHookKeeper:
             self._autoscaling.put_lifecycle_hook(
                 AutoScalingGroupName=group.name,
                 LifecycleHookName=self._hook,
-                LifecycleTransition=TERMINATING,
+                LifecycleTransition=DRAIN_HOOK_TRANSITION,
                 HeartbeatTimeout=DRAIN_HOOK_HEARTBEAT_SECONDS,
                 DefaultResult=DRAIN_HOOK_DEFAULT_RESULT,
             )
