@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from nodescaler.domain.scaling.history import MAX_UNNEEDED, History
+from nodescaler.domain.scaling.history import MAX_ENTRIES, MAX_UNNEEDED, History
 
 T = datetime(2026, 3, 2, 12, tzinfo=UTC)
 
@@ -68,3 +68,16 @@ def test_a_node_unneeded_for_exactly_the_window_counts_and_a_second_less_does_no
     assert history.unneeded_for(600, at_window - timedelta(seconds=1), {"a", "b", "c"}) == 0
     assert history.unneeded_for(600, at_window, {"a"}) == 1  # only the nodes asked about
     assert history.unneeded_for(0, T + timedelta(seconds=60), {"c"}) == 1
+
+
+def test_a_history_full_to_every_bound_fits_a_dynamodb_item() -> None:
+    # an evaluation every few seconds (the fast path), each count new: nothing to fold
+    history = History()
+    for i in range(MAX_ENTRIES + 50):
+        at = T + timedelta(seconds=2 * i)
+        history = history.with_recommendation(at, 1000 + i, keep_seconds=3600)
+        history = history.with_need(at, 1000 + i, keep_seconds=3600)
+    assert len(history.recommendations) == len(history.needs) == MAX_ENTRIES
+    names = [f"{i:03}" + "x" * 250 for i in range(MAX_UNNEEDED)]
+    full = history.with_unneeded(T, names, trusted_seconds=3600)
+    assert len(full.model_dump_json()) < 300_000  # DynamoDB allows 400 KB an item
