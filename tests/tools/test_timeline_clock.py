@@ -43,14 +43,15 @@ def test_a_rows_reason_shows_the_driver_and_the_hold_and_says_when_another_decis
 
     # a scale-in shows both the metric that drove it and the window that held the rest
     shrink = {
-        "why": "scale down 87 → 78 | pending-pods: 14 unneeded → 75 | recommendation "
-        "75 must hold for 600s first",
+        "why": "scale down 87 → 78 | pending-pods: 14 unneeded → 75 | held by the scale-down "
+        "window: no lower than its highest recommendation of the last 600s",
         "current": 87,
         "decided": 78,
         "desired": 78,
     }
     assert _why(shrink, 87) == (
-        "pending-pods: 14 unneeded → 75 | recommendation 75 must hold for 600s first"
+        "pending-pods: 14 unneeded → 75 | held by the scale-down window: no lower than its "
+        "highest recommendation of the last 600s"
     )
     # a step whose last decision only holds what an earlier one raised says so
     hold = {"why": "hold at 8", "current": 8, "decided": 8, "desired": 8}

@@ -874,7 +874,8 @@ def test_a_backoff_does_not_name_another_limit_with_its_own_words() -> None:
     decision = run(the_policy, 5, readings(jobs=8), backoff=backoff()).decision
     assert decision.limited_by == (Limit.STABILIZATION,)
     assert decision.reason == (
-        "hold at 5 | jobs: 8 against 4/replica → 2 | recommendation 2 must hold for 600s first"
+        "hold at 5 | jobs: 8 against 4/replica → 2 | held by the scale-down window: no lower "
+        "than its highest recommendation of the last 600s"
     )
 
 

@@ -55,8 +55,9 @@ def _window_phrase(limit: Limit, decision: Decision, down_window_seconds: int) -
     if limit is Limit.UNNEEDED_TIME:
         return f"but nodes empty and unneeded for {down_window_seconds}s go"
     if limit is Limit.STABILIZATION and decision.recommendation < decision.current:
-        return (
-            f"recommendation {decision.recommendation} must hold for {down_window_seconds}s first"
+        return (  # the window's highest, not a timer on this one (which a reader took it for)
+            f"held by the scale-down window: no lower than its highest recommendation of the "
+            f"last {down_window_seconds}s"
         )
     return ""
 
