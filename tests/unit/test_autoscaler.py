@@ -331,12 +331,14 @@ def test_given_a_hold_for_a_missing_metric_then_nothing_is_recorded() -> None:
     assert evaluation.history == history
 
 
-def test_given_equal_recommendations_then_only_the_newest_is_kept() -> None:
+def test_given_a_run_of_equal_recommendations_then_its_first_and_latest_are_kept() -> None:
     the_policy = policy(
         value_metric("a", 10), behavior=_behavior(down={"stabilizationWindowSeconds": 300})
     )
-    after = run(the_policy, 10, readings(a=8), _history((4, 8), (3, 9), (2, 8))).history
-    assert [(r.at, r.replicas) for r in after.recommendations] == [(T0 - minutes(3), 9), (T0, 8)]
+    history = _history((4, 8), (3, 9), (2, 8), (1, 8))
+    after = run(the_policy, 10, readings(a=8), history).history
+    kept = [(r.at, r.replicas) for r in after.recommendations]
+    assert kept == [(T0 - minutes(4), 8), (T0 - minutes(3), 9), (T0 - minutes(2), 8), (T0, 8)]
 
 
 def test_given_booting_nodes_then_value_and_utilization_scale_the_ready_ones() -> None:
@@ -361,9 +363,11 @@ def test_every_raw_recommendation_is_remembered_and_old_ones_are_dropped() -> No
     the_policy = policy(
         value_metric("a", 10), behavior=_behavior(down={"stabilizationWindowSeconds": 300})
     )
-    history = _history((10, 3), (4, 8))
+    history = _history((12, 6), (10, 3), (4, 8))
     after = run(the_policy, 10, readings(a=5), history).history
-    assert [(r.at, r.replicas) for r in after.recommendations] == [(T0 - minutes(4), 8), (T0, 5)]
+    # the one of 10 minutes ago was in force as the window began (5 minutes ago): kept
+    kept = [(r.at, r.replicas) for r in after.recommendations]
+    assert kept == [(T0 - minutes(10), 3), (T0 - minutes(4), 8), (T0, 5)]
 
 
 # --- behavior: rate policies -------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy, SelectPolicy
 from nodescaler.domain.policy.descriptors import metric_type
@@ -26,7 +26,12 @@ from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.limits import Ceiling
 from nodescaler.domain.scaling.metric_outcome import evaluate_metric
 from nodescaler.domain.scaling.own_pods import OWN_PENDING_PODS, as_floor
-from nodescaler.domain.scaling.pods_floor import BootTime, Kept, floors_under_scale_in
+from nodescaler.domain.scaling.pods_floor import (
+    BootTime,
+    Kept,
+    floors_under_scale_in,
+    pods_need,
+)
 from nodescaler.domain.scaling.proportional import Tolerances
 from nodescaler.domain.scaling.readings import Reading
 from nodescaler.domain.scaling.scale_in_windows import HOUR, scale_in_room
@@ -223,7 +228,7 @@ def _steer(
     rising = before is not None and recommendation > before
     if not history.recommendations:
         history = history.with_recommendation(now, current, keep_seconds=0)
-    stabilized = stabilize(recommendation, current, history=history, now=now, up=up, down=down)
+    stabilized = _stabilized(policy, voted, history, now, current)
     if stabilized != recommendation and (voted.bound is None or stabilized > voted.bound):
         limits.append(Limit.STABILIZATION)
     keep = max(up.stabilization_window_seconds, down.stabilization_window_seconds)
@@ -250,6 +255,32 @@ def _steer(
     if steered.desired >= within:  # a floor or a window held them all the same
         return replace(steered, limits=tuple(x for x in limits if x is not Limit.UNNEEDED_TIME))
     return steered
+
+
+def _stabilized(
+    policy: NodeGroupPolicy, voted: _Voted, history: History, now: datetime, current: int
+) -> int:
+    """The demand within the recent recommendations (`behavior.stabilize`). Where the cluster
+    is read and the group bought nodes back within a window of letting them go in the last
+    hour (churn), the window holds the recommendation in force as it began too: it covers
+    time, and at a minute's cadence the HPA's strict cutoff lets a node go 60 to 120 s after
+    its demand fell, before Cluster Autoscaler's unneeded time (a web tier's jitter bought
+    them back a minute later). Elsewhere the HPA's rule stands: it sheds sooner."""
+    up, down = policy.spec.behavior.up, policy.spec.behavior.down
+    window, churned = down.stabilization_window_seconds, history.bought_back_at
+    churning = churned is not None and now - churned <= HOUR
+    at_start = None
+    if window > 0 and churning and pods_need(voted.outcomes) is not None:
+        at_start = history.in_force_at(now - timedelta(seconds=window), window)
+    return stabilize(
+        voted.demand,
+        current,
+        history=history,
+        now=now,
+        up=up,
+        down=down,
+        in_force_at_start=at_start,
+    )
 
 
 def _rated(
@@ -357,4 +388,5 @@ def record_scale(history: History, policy: NodeGroupPolicy, decision: Decision) 
     keep = longest_period(policy.spec.behavior.up, policy.spec.behavior.down)
     if policy.spec.scale_in_windows:
         keep = max(keep, int(HOUR.total_seconds()))
-    return history.with_scale_event(decision.at, decision.current, decision.desired, keep)
+    window = policy.spec.behavior.down.stabilization_window_seconds
+    return history.with_scale_event(decision.at, decision.current, decision.desired, keep, window)

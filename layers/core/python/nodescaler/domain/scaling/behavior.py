@@ -1,7 +1,9 @@
 """`behavior`, exactly as the upstream HPA applies it: stabilization, then rate policies and bounds.
 
 Stabilization bounds the current count between the lowest recommendation inside the
-scale-up window and the highest inside the scale-down window (the new one included).
+scale-up window and the highest inside the scale-down window (the new one included);
+where the caller asks, the one in force as the scale-down window began counts too
+(`in_force_at_start`: the window covers time, not only the evaluations made in it).
 Rate policies then cap the change against the scale events inside each policy's period;
 `selectPolicy` picks the policy allowing the most (Max) or least (Min) change.
 """
@@ -17,11 +19,19 @@ from nodescaler.domain.scaling.history import History
 
 
 def stabilize(
-    recommendation: int, current: int, *, history: History, now: datetime, up: Rules, down: Rules
+    recommendation: int,
+    current: int,
+    *,
+    history: History,
+    now: datetime,
+    up: Rules,
+    down: Rules,
+    in_force_at_start: int | None = None,
 ) -> int:
     up_cutoff = now - timedelta(seconds=up.stabilization_window_seconds)
     down_cutoff = now - timedelta(seconds=down.stabilization_window_seconds)
-    up_floor = down_ceiling = recommendation
+    up_floor = recommendation
+    down_ceiling = max(recommendation, in_force_at_start or 0)
     for past in history.recommendations:
         if past.at > up_cutoff:
             up_floor = min(up_floor, past.replicas)

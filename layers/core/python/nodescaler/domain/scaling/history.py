@@ -56,6 +56,10 @@ class History(BaseModel):
     # and when they were last read
     unneeded: tuple[UnneededSince, ...] = ()
     unneeded_read: AwareDatetime | None = None
+    # its last scale-in, and the last scale-up that bought nodes back within a scale-down
+    # window of one (churn: the window let go what the demand wanted back)
+    scaled_in_at: AwareDatetime | None = None
+    bought_back_at: AwareDatetime | None = None
 
     def with_unneeded(self, at: datetime, nodes: Sequence[str], trusted_seconds: float) -> History:
         """The nodes found unneeded at `at`, each since it has been at every evaluation: a
@@ -76,33 +80,33 @@ class History(BaseModel):
         return sum(1 for u in self.unneeded if u.node in nodes and u.since <= cutoff)
 
     def with_recommendation(self, at: datetime, replicas: int, keep_seconds: int) -> History:
-        """Add a raw recommendation; drop those no stabilization window can still see.
-
-        An older entry with the same count as a newer one is dropped too: whenever it is
-        inside a window the newer one is as well, so the windows' min and max are unchanged.
-        """
-        kept = _timed(self.recommendations, at, replicas, keep_seconds)
-        return self.model_copy(update={"recommendations": kept})
+        """Add a raw recommendation (each in force until the next); drop those no longer in
+        force `keep_seconds` before `at`, the longest window. Of a run of equal ones only the
+        first and the latest are kept: whenever one between is in a window, so is the latest."""
+        read = TimedRecommendation(at=at, replicas=replicas)
+        return self.model_copy(
+            update={"recommendations": _in_runs(self.recommendations, read, keep_seconds)}
+        )
 
     def recommended_before(self, at: datetime) -> int | None:
         """The latest recommendation recorded before `at`: the last evaluation's."""
         return next((r.replicas for r in reversed(self.recommendations) if r.at < at), None)
+
+    def in_force_at(self, at: datetime, trusted_seconds: float) -> int | None:
+        """The recommendation in force at `at`: the latest made at or before it, by no more
+        than `trusted_seconds` (past a longer gap with no evaluation, what held is not
+        known). None: none was."""
+        latest = next((r for r in reversed(self.recommendations) if r.at <= at), None)
+        trusted = latest is not None and at - latest.at <= timedelta(seconds=trusted_seconds)
+        return latest.replicas if latest is not None and trusted else None
 
     def with_need(self, at: datetime, nodes: int, keep_seconds: float) -> History:
         """Add the nodes the group's pods need, read at `at` (each read in force until the
         next); drop the reads no longer in force `keep_seconds` before `at`. Of a run of
         equal reads only the first and the latest are kept: when it began, and when it was
         last read."""
-        needs = list(self.needs)
         read = TimedRecommendation(at=at, replicas=nodes)
-        if len(needs) >= 2 and needs[-2].replicas == needs[-1].replicas == nodes:
-            needs[-1] = read
-        else:
-            needs.append(read)
-        cutoff = at - timedelta(seconds=keep_seconds)
-        kept = [n for n, after in pairwise(needs) if after.at > cutoff]
-        kept.append(needs[-1])
-        return self.model_copy(update={"needs": tuple(kept[-MAX_ENTRIES:])})
+        return self.model_copy(update={"needs": _in_runs(self.needs, read, keep_seconds)})
 
     def needed_since(
         self, since: datetime, read_after: datetime, read_again: datetime | None = None
@@ -120,13 +124,26 @@ class History(BaseModel):
         ]
         return max(in_force, default=None)
 
-    def with_scale_event(self, at: datetime, before: int, after: int, keep_seconds: int) -> History:
-        """Record an acted-on change; drop events older than the longest rate-policy period."""
+    def with_scale_event(
+        self, at: datetime, before: int, after: int, keep_seconds: int, churn_seconds: float = 0
+    ) -> History:
+        """Record an acted-on change; drop events older than the longest rate-policy period.
+        A scale-up within `churn_seconds` of the last scale-in bought nodes back."""
         cutoff = at - timedelta(seconds=keep_seconds)
         kept = [e for e in self.scale_events if e.at > cutoff]
+        update: dict[str, object] = {}
         if after != before:
             kept.append(ScaleEvent(at=at, change=after - before))
-        return self.model_copy(update={"scale_events": tuple(kept[-MAX_ENTRIES:])})
+        if after < before:
+            update["scaled_in_at"] = at
+        last_in = self.scaled_in_at
+        if (
+            after > before
+            and last_in is not None
+            and at - last_in <= timedelta(seconds=churn_seconds)
+        ):
+            update["bought_back_at"] = at
+        return self.model_copy(update={"scale_events": tuple(kept[-MAX_ENTRIES:]), **update})
 
     def replicas_changed_within(self, seconds: int, now: datetime, *, up: bool) -> int:
         """Replicas added (up) or removed (down) by events strictly newer than `seconds` ago."""
@@ -136,10 +153,17 @@ class History(BaseModel):
         )
 
 
-def _timed(
-    entries: tuple[TimedRecommendation, ...], at: datetime, count: int, keep_seconds: float
+def _in_runs(
+    entries: tuple[TimedRecommendation, ...], read: TimedRecommendation, keep_seconds: float
 ) -> tuple[TimedRecommendation, ...]:
-    cutoff = at - timedelta(seconds=keep_seconds)
-    kept = [e for e in entries if e.at >= cutoff and e.replicas != count]
-    kept.append(TimedRecommendation(at=at, replicas=count))
-    return tuple(kept[-MAX_ENTRIES:])
+    """`entries` with `read` added, each in force until the next: a run of equal counts kept
+    as its first and its latest, and only those in force within `keep_seconds` of it."""
+    kept = list(entries)
+    if len(kept) >= 2 and kept[-2].replicas == kept[-1].replicas == read.replicas:
+        kept[-1] = read
+    else:
+        kept.append(read)
+    cutoff = read.at - timedelta(seconds=keep_seconds)
+    in_force = [n for n, after in pairwise(kept) if after.at > cutoff]
+    in_force.append(kept[-1])
+    return tuple(in_force[-MAX_ENTRIES:])
