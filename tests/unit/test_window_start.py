@@ -52,7 +52,13 @@ def test_after_churn_the_recommendation_made_exactly_a_window_ago_still_holds() 
     # the 8 of T0 was in force as the window of 120 s began; from 60 s on, 3 were
     decisions = _burst_then_calm(60, 120, 180)
     assert [d.desired for d in decisions] == [8, 8, 8, 3]
-    assert Limit.STABILIZATION in decisions[2].limited_by
+    assert decisions[2].limited_by == (Limit.STABILIZATION, Limit.CHURNED)
+    assert decisions[2].reason.endswith(
+        "held by the scale-down window: no lower than its highest recommendation of the last "
+        "120s, and by the count in force as it began, as nodes let go lately were bought back "
+        "within it"
+    )
+    assert Limit.CHURNED not in decisions[1].limited_by  # held by the window all the same
 
 
 def test_without_churn_the_hpas_strict_cutoff_stands() -> None:

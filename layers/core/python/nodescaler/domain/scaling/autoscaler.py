@@ -228,9 +228,9 @@ def _steer(
     rising = before is not None and recommendation > before
     if not history.recommendations:
         history = history.with_recommendation(now, current, keep_seconds=0)
-    stabilized = _stabilized(policy, voted, history, now, current)
+    stabilized, churn_held = _stabilized(policy, voted, history, now, current)
     if stabilized != recommendation and (voted.bound is None or stabilized > voted.bound):
-        limits.append(Limit.STABILIZATION)
+        limits.extend([Limit.STABILIZATION, Limit.CHURNED] if churn_held else [Limit.STABILIZATION])
     keep = max(up.stabilization_window_seconds, down.stabilization_window_seconds)
     history = history.with_recommendation(now, recommendation, keep)
     if voted.bound is not None:
@@ -259,20 +259,21 @@ def _steer(
 
 def _stabilized(
     policy: NodeGroupPolicy, voted: _Voted, history: History, now: datetime, current: int
-) -> int:
-    """The demand within the recent recommendations (`behavior.stabilize`). Where the cluster
-    is read and the group bought nodes back within a window of letting them go in the last
-    hour (churn), the window holds the recommendation in force as it began too: it covers
-    time, and at a minute's cadence the HPA's strict cutoff lets a node go 60 to 120 s after
-    its demand fell, before Cluster Autoscaler's unneeded time (a web tier's jitter bought
-    them back a minute later). Elsewhere the HPA's rule stands: it sheds sooner."""
+) -> tuple[int, bool]:
+    """The demand within the recent recommendations (`behavior.stabilize`), and whether
+    churn held it higher. Where the cluster is read and the group bought nodes back within
+    a window of letting them go in the last hour, the window holds the recommendation in
+    force as it began too: it covers time, and at a minute's cadence the HPA's strict
+    cutoff lets a node go 60 to 120 s after its demand fell, before Cluster Autoscaler's
+    unneeded time (a web tier's jitter bought them back a minute later). Elsewhere the
+    HPA's rule stands: it sheds sooner."""
     up, down = policy.spec.behavior.up, policy.spec.behavior.down
     window, churned = down.stabilization_window_seconds, history.bought_back_at
-    churning = churned is not None and now - churned <= HOUR
-    at_start = None
-    if window > 0 and churning and pods_need(voted.outcomes) is not None:
-        at_start = history.in_force_at(now - timedelta(seconds=window), window)
-    return stabilize(
+    strict = stabilize(voted.demand, current, history=history, now=now, up=up, down=down)
+    if window <= 0 or churned is None or now - churned > HOUR or pods_need(voted.outcomes) is None:
+        return strict, False
+    at_start = history.in_force_at(now - timedelta(seconds=window), window)
+    held = stabilize(
         voted.demand,
         current,
         history=history,
@@ -281,6 +282,7 @@ def _stabilized(
         down=down,
         in_force_at_start=at_start,
     )
+    return held, held > strict
 
 
 def _rated(

@@ -51,6 +51,8 @@ class Limit(StrEnum):
     UNNEEDED_TIME = "unneeded-time"
     # no node goes while the demand rises: it would be bought back a boot later (`pods_floor`)
     RISING_DEMAND = "rising-demand"
+    # the window held from the recommendation in force as it began: the group churned
+    CHURNED = "churned"
 
     @classmethod
     def _missing_(cls, value: object) -> Limit | None:

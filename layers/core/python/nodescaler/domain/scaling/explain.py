@@ -19,6 +19,8 @@ _LIMIT_PHRASES = {
     Limit.EMPTY_ONLY: "a metric is missing, stale or invalid, so only nodes empty of pods go",
     Limit.PODS_NEED_NODES: "no scale-in below the nodes its pods need: they would wait for room",
     Limit.RISING_DEMAND: "no node goes while its demand rises: it would be needed again",
+    Limit.CHURNED: "and by the count in force as it began, as nodes let go lately were "
+    "bought back within it",
 }
 
 
