@@ -65,6 +65,8 @@ def test_without_churn_the_hpas_strict_cutoff_stands() -> None:
     assert _desired(60, 120, history=QUIET) == [8, 8, 3]
     long_ago = CHURNED.model_copy(update={"bought_back_at": _at(-3601 + 120)})
     assert _desired(60, 120, history=long_ago) == [8, 8, 3]  # over an hour before
+    an_hour = CHURNED.model_copy(update={"bought_back_at": _at(-3600 + 120)})
+    assert _desired(60, 120, history=an_hour) == [8, 8, 8]
 
 
 def test_a_metric_policy_keeps_the_hpas_strict_cutoff() -> None:
