@@ -7,7 +7,10 @@ Cluster Autoscaler's unneeded time would. Elsewhere the HPA's rule stands."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import cast
 
+from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.scaling.autoscaler import record_scale
 from nodescaler.domain.scaling.decision import Decision, Limit
 from nodescaler.domain.scaling.history import History, TimedRecommendation
 from nodescaler.domain.scaling.readings import Reading
@@ -23,9 +26,7 @@ def _at(seconds: float) -> datetime:
 
 
 # 8 nodes let go to 4 at T0 - 10 min, bought back a minute later: the group churned
-CHURNED = QUIET.with_scale_event(_at(-600), 8, 4, 60, churn_seconds=120).with_scale_event(
-    _at(-540), 4, 8, 60, churn_seconds=120
-)
+CHURNED = QUIET.with_churn(_at(-600), 8, 4, 120).with_churn(_at(-540), 4, 8, 120)
 
 
 def _burst_then_calm(
@@ -80,14 +81,37 @@ def test_a_recommendation_older_than_a_window_before_the_start_holds_nothing() -
 
 
 def test_a_scale_up_within_the_window_of_a_scale_in_is_churn_and_one_after_is_not() -> None:
-    scaled_in = History().with_scale_event(_at(0), 8, 4, 60, churn_seconds=120)
+    scaled_in = History().with_churn(_at(0), 8, 4, 120)
     assert (scaled_in.scaled_in_at, scaled_in.bought_back_at) == (_at(0), None)
-    back = scaled_in.with_scale_event(_at(120), 4, 6, 60, churn_seconds=120)
-    assert back.bought_back_at == _at(120)
-    later = scaled_in.with_scale_event(_at(121), 4, 6, 60, churn_seconds=120)
-    assert later.bought_back_at is None
-    held = scaled_in.with_scale_event(_at(60), 4, 4, 60, churn_seconds=120)
+    assert scaled_in.with_churn(_at(120), 4, 6, 120).bought_back_at == _at(120)
+    assert scaled_in.with_churn(_at(121), 4, 6, 120).bought_back_at is None
+    held = scaled_in.with_churn(_at(60), 4, 4, 120)
     assert (held.scaled_in_at, held.bought_back_at) == (_at(0), None)
+
+
+def _acted(seconds: float, current: int, desired: int, *limits: Limit) -> Decision:
+    return Decision(
+        node_group="gpu-ng",
+        policy="queue",
+        at=_at(seconds),
+        current=current,
+        desired=desired,
+        in_service=current,
+        min_replicas=0,
+        max_replicas=16,
+        recommendation=desired,
+        metrics=(),
+        limited_by=limits,
+        reason="",
+    )
+
+
+def test_acting_marks_churn_but_an_aborted_scale_up_lets_no_node_go() -> None:
+    policy = cast(NodeGroupPolicy, WINDOW)
+    let_go = record_scale(History(), policy, _acted(0, 8, 4))
+    assert record_scale(let_go, policy, _acted(60, 4, 6)).bought_back_at == _at(60)
+    aborted = record_scale(History(), policy, _acted(0, 8, 4, Limit.BACKOFF))
+    assert (aborted.scaled_in_at, len(aborted.scale_events)) == (None, 1)
 
 
 def test_in_force_at_is_the_latest_made_at_or_before_it_within_the_trusted_time() -> None:

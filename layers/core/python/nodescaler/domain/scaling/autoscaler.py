@@ -386,9 +386,13 @@ def _held_back(
 
 def record_scale(history: History, policy: NodeGroupPolicy, decision: Decision) -> History:
     """The history after acting on `decision`: its change now counts against the rate
-    policies (and, for an hour, against its scale-in windows)."""
+    policies (and, for an hour, against its scale-in windows), and a scale-up within a
+    scale-down window of a scale-in marks the group churned (`_stabilized`)."""
     keep = longest_period(policy.spec.behavior.up, policy.spec.behavior.down)
     if policy.spec.scale_in_windows:
         keep = max(keep, int(HOUR.total_seconds()))
+    recorded = history.with_scale_event(decision.at, decision.current, decision.desired, keep)
+    if Limit.BACKOFF in decision.limited_by:  # a scale-up undone: no node let go or bought
+        return recorded
     window = policy.spec.behavior.down.stabilization_window_seconds
-    return history.with_scale_event(decision.at, decision.current, decision.desired, keep, window)
+    return recorded.with_churn(decision.at, decision.current, decision.desired, window)

@@ -124,26 +124,27 @@ class History(BaseModel):
         ]
         return max(in_force, default=None)
 
-    def with_scale_event(
-        self, at: datetime, before: int, after: int, keep_seconds: int, churn_seconds: float = 0
-    ) -> History:
-        """Record an acted-on change; drop events older than the longest rate-policy period.
-        A scale-up within `churn_seconds` of the last scale-in bought nodes back."""
+    def with_scale_event(self, at: datetime, before: int, after: int, keep_seconds: int) -> History:
+        """Record an acted-on change; drop events older than the longest rate-policy period."""
         cutoff = at - timedelta(seconds=keep_seconds)
         kept = [e for e in self.scale_events if e.at > cutoff]
-        update: dict[str, object] = {}
         if after != before:
             kept.append(ScaleEvent(at=at, change=after - before))
-        if after < before:
-            update["scaled_in_at"] = at
+        return self.model_copy(update={"scale_events": tuple(kept[-MAX_ENTRIES:])})
+
+    def with_churn(self, at: datetime, before: int, after: int, window_seconds: float) -> History:
+        """Mark a scale-in (nodes let go), or a scale-up within `window_seconds` of the last
+        one (nodes bought back: churn)."""
         last_in = self.scaled_in_at
+        if after < before:
+            return self.model_copy(update={"scaled_in_at": at})
         if (
             after > before
             and last_in is not None
-            and at - last_in <= timedelta(seconds=churn_seconds)
+            and at - last_in <= timedelta(seconds=window_seconds)
         ):
-            update["bought_back_at"] = at
-        return self.model_copy(update={"scale_events": tuple(kept[-MAX_ENTRIES:]), **update})
+            return self.model_copy(update={"bought_back_at": at})
+        return self
 
     def replicas_changed_within(self, seconds: int, now: datetime, *, up: bool) -> int:
         """Replicas added (up) or removed (down) by events strictly newer than `seconds` ago."""
