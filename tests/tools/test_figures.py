@@ -331,6 +331,33 @@ def test_a_pod_bound_to_a_node_on_its_way_before_it_waited_asked_nothing_new() -
     }
 
 
+class _Early:
+    """A side's latencies whose demand arrives 5 s before the step that saw it, and whose
+    answers take effect in their own step."""
+
+    def arrival(self, seen: int, name: str) -> int:
+        return seen - 5
+
+    def reaction(
+        self, since: float, name: str, answer: ScaleUp, *, gpu: bool, pod: bool = False
+    ) -> float:
+        return (answer.minute - since) * 60 + 5
+
+
+_EARLY = _Early()
+
+
+def test_a_pod_bound_to_a_node_there_from_the_start_asked_nothing_new() -> None:
+    # Given a pod unschedulable in the first step (its arrival charged seconds before the
+    # start) that bound at 3:00 to the group's first node, launched at 0:00 as the world
+    # began, and a scale-up at 0:10 for a buffer's placeholders
+    pod = PodRecord("api-0", 0, unschedulable=0, bound=3, node_launched=0, takers=CPU)
+    # When the reactions are figured, then it is not a reaction to that scale-up
+    assert pod_reactions([pod], [ScaleUp(1 / 6, "cpu-ng")], end=60, charge=_EARLY) == []
+    # while a pod bound to the node a scale-up of its own step launched is one
+    assert pod_reactions([pod], [ScaleUp(0, "cpu-ng")], end=60, charge=_EARLY) == [(CPU, 5 / 60)]
+
+
 def test_reaction_to_a_queue_runs_from_passing_its_target_to_the_next_scale_up() -> None:
     # Given a queue of 4 messages a node, past 1 node at 0:10 (8 messages), answered by a
     # scale-up at 0:40; then past 2 nodes beyond tolerance at 2:00, answered at once

@@ -50,7 +50,7 @@ def test_given_a_scenario_nodescaler_loses_then_its_loss_comes_first_named_as_wo
     assert first.split()[0] == "own-cluster"  # the losing scenario first, whatever the order
     assert first.split("·")[0].strip().endswith("WORSE: pod-minutes waiting 2.30× (23 vs 10)")
     assert "better: idle node-hours 0.50× (1 vs 2)" in first
-    assert "within noise: reaction (p50) 1.00×" in first
+    assert "within noise: reaction (p50) 1.00× (30 s vs 30 s)" in first
     assert second.split()[0] == "queue-burst" and "WORSE" not in second
     assert "nodescaler is worse on something in 1 of 2 scenarios." in lines
     assert lines[-2:] == ["Summary: out/demo/summary.md", "Charts: p.png"]

@@ -333,20 +333,20 @@ def pod_reactions(
     """Each pod that turned unschedulable and that a group could take: the time to a
     scale-up of such a group before it bound or went (from its arrival second to the
     second the first of them takes effect, given a `charge`). A pod that found room without one
-    (a node already on its way, another pod gone) asked nothing new: it is not counted,
-    whatever scale-up came before it bound (one for other pods, or a buffer)."""
+    (a node already on its way or there from the start, another pod gone) asked nothing
+    new: it is not counted, whatever scale-up came before it bound (one for other pods, or
+    a buffer)."""
     reactions = []
     for pod in pods:
         if pod.unschedulable is None or not pod.takers:
             continue
         since = pod.unschedulable
-        arrived = since if charge is None else charge.arrival(round(since * 60), pod.name) / 60
-        if pod.node_launched is not None and pod.node_launched < arrived:
-            continue  # bound to a node launched before it needed one (its launch's second)
         room = min((t for t in (pod.bound, pod.gone) if t is not None and t >= since), default=end)
         answers = [s for s in _answers(scale_ups, pod.takers, since) if s.minute <= room]
-        if not answers:
-            continue
+        first = min((s.minute for s in answers), default=None)
+        launched = pod.node_launched
+        if first is None or (launched is not None and round(launched, 3) < first):
+            continue  # no answer, or bound to a node launched before the first of them
         if charge is None:
             reactions.append((pod.takers, min(s.minute for s in answers) - since))
         else:  # the first to take effect, of requests in one step by different paths

@@ -43,6 +43,7 @@ class Figure:
     key: str  # the summary's key; `<key>_spread`, when there, is its spread over seeds
     read: Callable[[Mapping[str, Any]], float | None]
     resolution: Callable[[float], float]
+    unit: str = ""  # after each figure, where the label does not say it
 
 
 def _number(value: Any) -> float | None:
@@ -65,8 +66,8 @@ FIGURES = (
         _key("unschedulable_pod_minutes"),
         lambda s: s / 60,
     ),
-    Figure("reaction (p50)", "reaction_s", _reaction("p50"), lambda s: s),
-    Figure("reaction (p99)", "reaction_s_p99", _reaction("p99"), lambda s: s),
+    Figure("reaction (p50)", "reaction_s", _reaction("p50"), lambda s: s, " s"),
+    Figure("reaction (p99)", "reaction_s_p99", _reaction("p99"), lambda s: s, " s"),
 )
 # Harm a workload pays for the savings, said only where either run has some: a worker or
 # pod that went with its instance, and the work of Jobs evicted and restarted.
@@ -95,6 +96,7 @@ class Comparison:
     ours: float
     theirs: float
     mark: str  # better, worse or within noise
+    unit: str = ""
 
     @property
     def ratio(self) -> float:
@@ -104,7 +106,8 @@ class Comparison:
 
     def text(self) -> str:
         ratio = "∞" if math.isinf(self.ratio) else f"{self.ratio:.2f}×"
-        return f"{self.label} {ratio} ({self.ours:g} vs {self.theirs:g})"
+        ours, theirs = f"{self.ours:g}{self.unit}", f"{self.theirs:g}{self.unit}"
+        return f"{self.label} {ratio} ({ours} vs {theirs})"
 
 
 def compare(summary: Mapping[str, Any]) -> list[Comparison]:
@@ -122,7 +125,9 @@ def compare(summary: Mapping[str, Any]) -> list[Comparison]:
         floor = max(RELATIVE_NOISE * abs(other), figure.resolution(step))
         mark = seeds.mark(mine, other, spreads, floor)
         compared.append(
-            Comparison(figure.label, mine, other, mark.replace("within", "within noise"))
+            Comparison(
+                figure.label, mine, other, mark.replace("within", "within noise"), figure.unit
+            )
         )
     order = {"worse": 0, "better": 1, "within noise": 2}
     return sorted(compared, key=lambda c: order[c.mark])
