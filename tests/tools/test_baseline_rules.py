@@ -6,6 +6,7 @@ API server store."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -136,7 +137,13 @@ def desired() -> int:
 
 
 @pytest.mark.usefixtures("aws")
-def test_a_scan_deletes_at_most_10_empty_nodes() -> None:
+def said(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The baseline's log lines printed since the last call (its run's log, `baseline_log`)."""
+    lines = capsys.readouterr().out.splitlines()
+    return [json.loads(line)["message"] for line in lines if '"cluster-autoscaler"' in line]
+
+
+def test_a_scan_deletes_at_most_10_empty_nodes(capsys: pytest.CaptureFixture[str]) -> None:
     # core/scaledown/budgets/budgets.go, CropNodes: at most --max-scale-down-parallelism (10)
     # nodes, empty or drained, are deleted in parallel
     # Given 12 empty nodes unneeded for 11 minutes, when one scan runs, then 10 go
@@ -145,12 +152,19 @@ def test_a_scan_deletes_at_most_10_empty_nodes() -> None:
     baseline.unneeded = dict.fromkeys(names, T0 - 11 * MINUTE)
     baseline.act(T0)  # one scan
     assert desired() == 12 - MAX_SCALE_DOWN_PARALLELISM
+    # and its log says which went, and for how long they had been unneeded
+    lines, first = said(capsys), sorted(names)[0]
+    assert lines[0] == f"Scale-down: removing empty node {first} of web (unneeded 660s)"
+    assert f"Scale-down: node {first} removed, group web size 11" in lines
+    assert sum(" removed, group web size " in line for line in lines) == 10
     baseline.act(T0 + timedelta(seconds=10))  # the next scan takes the rest
     assert desired() == 0
 
 
 @pytest.mark.usefixtures("aws")
-def test_a_drain_a_budget_blocks_gives_up_after_2_minutes_and_uncordons() -> None:
+def test_a_drain_a_budget_blocks_gives_up_after_2_minutes_and_uncordons(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     # the FAQ ("Does CA work with PodDisruptionBudget in scale-down?"): it evicts "retrying,
     # if needed, for up to 2 min ... If one of the evictions fails, the node is saved and it
     # is not terminated"; core/scaledown/actuation/drain.go: MaxPodEvictionTime 2 minutes
@@ -170,6 +184,10 @@ def test_a_drain_a_budget_blocks_gives_up_after_2_minutes_and_uncordons() -> Non
     assert kept in baseline.draining  # still retrying
     baseline.act(T0 + 2 * MINUTE)
     assert kept not in baseline.draining
+    assert said(capsys) == [
+        f"Scale-down: removing node, pods to move {kept} of web (unneeded 660s)",
+        f"Scale-down: failed to drain node {kept} in time, given up",
+    ]
     assert cluster.store.objects["nodes"][("", kept)]["spec"]["unschedulable"] is False
     assert desired() == 2
     pods = cluster.store.objects["pods"].values()
@@ -615,7 +633,9 @@ class FailedLaunches:
 
 
 @pytest.mark.usefixtures("aws")
-def test_a_failed_launch_is_seen_at_the_auto_scaling_caches_next_refresh() -> None:
+def test_a_failed_launch_is_seen_at_the_auto_scaling_caches_next_refresh(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     # cloudprovider/aws/aws_manager.go, Refresh: the ASG cache (where
     # createPlaceholdersForDesiredNonStartedInstances reads failed activities) is
     # regenerated at most every refreshInterval, 1 minute
@@ -636,6 +656,10 @@ def test_a_failed_launch_is_seen_at_the_auto_scaling_caches_next_refresh() -> No
     faulty.now = T0 + MINUTE
     baseline.act(faulty.now)
     assert baseline.backoff.active("web", faulty.now)
+    assert said(capsys) == [
+        "Scale-up: setting group web size to 2 (was 1)",
+        "Failed to launch, backing off: setting group web size to 1 (was 2)",
+    ]
 
 
 # --- utilization: simulator/utilization/info.go, Calculate ------------------------------

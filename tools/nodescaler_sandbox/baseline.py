@@ -1,62 +1,59 @@
-"""A reactive baseline in the manner of Cluster Autoscaler, scaling the same sandbox world,
-so a scenario's summary can show what a metrics-driven policy buys.
+"""A reactive baseline in the manner of Cluster Autoscaler, scaling the same sandbox world, so a
+scenario's summary can show what a metrics-driven policy buys.
 
-A model of Cluster Autoscaler 1.37 (`RELEASE`: its rules as the cluster-autoscaler-release-1.37
-branch has them, each cited where it is modelled; its flags in `Flags`), not Cluster
-Autoscaler itself:
+A model of Cluster Autoscaler 1.37 (`RELEASE`: its rules as the
+cluster-autoscaler-release-1.37 branch has them, each cited where it is modelled; its flags in
+`Flags`), not Cluster Autoscaler itself:
 - it looks at pending pods only (no queues, no reservation targets), every 10 s (`SCAN`,
-  --scan-interval): the sandbox calls `act` at each scan, on a world that moves every
-  10 s too (`cadence`); where the world's step is longer, one call stands for the scans
-  within the step;
+  --scan-interval): the sandbox calls `act` at each scan, on a world that moves every 10 s too
+  (`cadence`); where the world's step is longer, one call stands for the scans within the
+  step;
 - scale-up: the unschedulable pods (not the expendable: priority below -10) are offered to
   every group below its maximum, not backed off, with room under the cluster's limits
   (`--max-nodes-total`, `--cores-total`, `--memory-total`: the scenario's CLUSTER_MAX_*
   settings) and whose new node fits some of them; each option asks for as many nodes as a
-  first-fit packing of its pods needs (after filling the nodes already on their way),
-  capped by the group's maximum and the limits. The scenario's expander chain (the same
-  EXPANDERS the functions read: priority, weighted-priority by tier, least-waste,
-  most-pods, random as the first left) picks one; with `balance` last in the chain
-  (--balance-similar-node-groups) its nodes are split over the options of similar groups
-  that take all of its pods (nodescaler's own test of similarity), the smallest first,
-  within each one's room. A new node is modelled on a live node
-  of the group; a group at zero is read as Cluster Autoscaler reads it, from its instance
-  type and its node-template tags (labels, taints, resources): without them it cannot
-  take pods that need them; an EKS managed node group's labels and taints from
-  DescribeNodegroup are added (the AWS provider's managed node group cache). A group
-  whose launch failed is backed off at the Auto Scaling cache's next refresh (at most
-  once a minute, when it also reads the groups' bounds), as the AWS provider learns it: it
-  lists the group's scaling activities while the group has fewer instances than it asked
-  for, and a Failed one since its last
-  SetDesiredCapacity makes the missing instances placeholders that cannot come, which are
-  deleted (desired back to the instances it has) and the group backed off
+  first-fit packing of its pods needs (after filling the nodes already on their way), capped
+  by the group's maximum and the limits. The scenario's expander chain (the same EXPANDERS the
+  functions read: priority, weighted-priority by tier, least-waste, most-pods, random as the
+  first left) picks one; with `balance` last in the chain (--balance-similar-node-groups) its
+  nodes are split over the options of similar groups that take all of its pods (nodescaler's
+  own test of similarity), the smallest first, within each one's room. A new node is modelled
+  on a live node of the group; a group at zero is read as Cluster Autoscaler reads it, from
+  its instance type and its node-template tags (labels, taints, resources): without them it
+  cannot take pods that need them; an EKS managed node group's labels and taints from
+  DescribeNodegroup are added (the AWS provider's managed node group cache). A group whose
+  launch failed is backed off at the Auto Scaling cache's next refresh (at most once a minute,
+  when it also reads the groups' bounds), as the AWS provider learns it: it lists the group's
+  scaling activities while the group has fewer instances than it asked for, and a Failed one
+  since its last SetDesiredCapacity makes the missing instances placeholders that cannot come,
+  which are deleted (desired back to the instances it has) and the group backed off
   (cloudprovider/aws/auto_scaling_groups.go, createPlaceholdersForDesiredNonStartedInstances
-  and isNodeGroupAvailable). A group whose nodes have not registered 15 minutes after it
-  asked (max-node-provision-time) is backed off too and its request taken back. A backoff
-  lasts 5 minutes, doubles at each failure after one ends, up to 30, is forgotten 3 hours
-  after the last failure and ends when a scale-up of the group completes
+  and isNodeGroupAvailable). A group whose nodes have not registered 15 minutes after it asked
+  (max-node-provision-time) is backed off too and its request taken back. A backoff lasts 5
+  minutes, doubles at each failure after one ends, up to 30, is forgotten 3 hours after the
+  last failure and ends when a scale-up of the group completes
   (utils/backoff/exponential_backoff.go; clusterstate.updateScaleRequests);
 - scale-down, planned in every loop (one that scaled up too): a node whose utilization
-  (`utilization`: its pods' requests over its allocatable, the larger of CPU and memory,
-  its GPUs' alone on a GPU node) is at or below half (its group's
-  scaledownutilizationthreshold tag when it has one), and whose pods would fit on the
-  other nodes (none of them a node found removable before it), is unneeded, unless a pod
-  on it may not be moved (simulator/drainability/rules: no controller, a kube-system pod
-  no budget selects for its first hour, local storage, safe-to-evict "false", a budget
-  with no disruption left, spent over the nodes found removable; `DrainFlags`). Unneeded
-  nodes carry the DeletionCandidateOfClusterAutoscaler PreferNoSchedule taint, ten put or
-  taken off a loop. After 10 minutes unneeded (its group's scaledownunneededtime tag
-  when it has one; and --scale-down-delay-after-add after the last scale-up) it
-  is removed: the node cordoned and its pods evicted,
-  those a PodDisruptionBudget keeps tried again at each scan for up to 2 minutes, after
-  which the drain fails, the node is uncordoned and scale-down waits 3 minutes (the FAQ:
-  "retrying, if needed, for up to 2 min"; --scale-down-delay-after-failure); once it is
-  empty, the instance terminated with the desired capacity decremented. Up to 10 nodes
-  are deleted at once (--max-scale-down-parallelism), one of them drained
-  (--max-drain-parallelism), empty ones first; never below the group's minimum. Whether
-  a node's pods would fit elsewhere is asked of every predicate the sandbox's pods and
-  nodes carry (CPU, memory, pod slots, extended resources,
-  nodeSelector, required node affinity, taints, a required anti-affinity on the node
-  and host ports), with the baseline's own check, not nodescaler's.
+  (`utilization`: its pods' requests over its allocatable, the larger of CPU and memory, its
+  GPUs' alone on a GPU node) is at or below half (its group's scaledownutilizationthreshold
+  tag when it has one), and whose pods would fit on the other nodes (none of them a node found
+  removable before it), is unneeded, unless a pod on it may not be moved
+  (simulator/drainability/rules: no controller, a kube-system pod no budget selects for its
+  first hour, local storage, safe-to-evict "false", a budget with no disruption left, spent
+  over the nodes found removable; `DrainFlags`). Unneeded nodes carry the
+  DeletionCandidateOfClusterAutoscaler PreferNoSchedule taint, ten put or taken off a loop.
+  After 10 minutes unneeded (its group's scaledownunneededtime tag when it has one; and
+  --scale-down-delay-after-add after the last scale-up) it is removed: the node cordoned and
+  its pods evicted, those a PodDisruptionBudget keeps tried again at each scan for up to 2
+  minutes, after which the drain fails, the node is uncordoned and scale-down waits 3 minutes
+  (the FAQ: "retrying, if needed, for up to 2 min"; --scale-down-delay-after-failure); once it
+  is empty, the instance terminated with the desired capacity decremented. Up to 10 nodes are
+  deleted at once (--max-scale-down-parallelism), one of them drained
+  (--max-drain-parallelism), empty ones first; never below the group's minimum. Whether a
+  node's pods would fit elsewhere is asked of every predicate the sandbox's pods and nodes
+  carry (CPU, memory, pod slots, extended resources, nodeSelector, required node affinity,
+  taints, a required anti-affinity on the node and host ports), with the baseline's own check,
+  not nodescaler's.
 """
 
 from __future__ import annotations
@@ -74,7 +71,6 @@ from nodescaler.domain.scale_up.balance import IGNORED_LABELS, even_split, simil
 
 from nodescaler_sandbox.baseline_flags import (
     CLOUD_REFRESH,
-    DELAY_AFTER_FAILURE,
     DELETION_CANDIDATE,
     EXPENDABLE_BELOW,
     GPU_UTILIZATION,
@@ -89,6 +85,7 @@ from nodescaler_sandbox.baseline_flags import (
     Limits,
     managed_node_group,
 )
+from nodescaler_sandbox.baseline_log import say
 from nodescaler_sandbox.baseline_scale_down import (
     GPU_UTILIZATION_TAG,
     Budgets,
@@ -96,6 +93,7 @@ from nodescaler_sandbox.baseline_scale_down import (
     blocks_drain,
     gives_up,
     has_gpu,
+    in_cooldown,
     in_planner_order,
     moves_elsewhere,
     soft_tainted,
@@ -215,7 +213,7 @@ class ReactiveBaseline:
         for group, nodes in self._balance(chosen, options, desired).items():
             if nodes <= 0:
                 continue
-            self._set(group, desired[group] + nodes, desired, now)  # pods unschedulable
+            self._set(group, desired[group] + nodes, desired, now, "Scale-up")  # pods unschedulable
             # each increase moves the request's time, and its provision timeout, to now
             # (clusterstate.go, registerOrUpdateScaleUpNoLock)
             self.asked[group] = now
@@ -367,7 +365,8 @@ class ReactiveBaseline:
             if launch_failed_since(activities, self.updated.get(group, now)):
                 del self.asked[group]
                 self.backoff.fail(group, now)
-                self._set(group, max(len(instances), self.groups[group].min), desired, now)
+                wanted = max(len(instances), self.groups[group].min)
+                self._set(group, wanted, desired, now, "Failed to launch, backing off")
 
     def _time_out_provisioning(self, now: datetime, desired: dict[str, int]) -> None:
         for group, asked_at in list(self.asked.items()):
@@ -378,7 +377,8 @@ class ReactiveBaseline:
             elif now - asked_at >= PROVISION_TIMEOUT:  # not registered in 15 min: backed off
                 del self.asked[group]
                 self.backoff.fail(group, now)
-                self._set(group, max(registered, self.groups[group].min), desired, now)
+                wanted = max(registered, self.groups[group].min)
+                self._set(group, wanted, desired, now, "Provisioning timed out, backing off")
 
     # --- scale-down ----------------------------------------------------------------------
 
@@ -391,7 +391,8 @@ class ReactiveBaseline:
         unneeded = self._plan(nodes, pods_on, desired, now)
         self.unneeded = {n: self.unneeded.get(n, now) for n in unneeded}
         self._soft_taint(nodes, now)
-        if self._may_scale_down(now):
+        last = (self.last_scale_up, self.last_failed_scale_down)
+        if not in_cooldown(now, *last, self.settings.scale_down_delay_after_add):
             self._start_deletions(nodes, pods_on, desired, now, scans)
         self._carry_on_draining(nodes, pods_on, desired, now)
 
@@ -501,7 +502,9 @@ class ReactiveBaseline:
             drains -= needs_drain
             self.draining[name] = group
             self.drain_started[name] = now
-            del self.unneeded[name]
+            unneeded = int((now - self.unneeded.pop(name)).total_seconds())
+            kind = "node, pods to move" if needs_drain else "empty node"
+            say(now, f"Scale-down: removing {kind} {name} of {group} (unneeded {unneeded}s)")
 
     def _carry_on_draining(
         self,
@@ -520,7 +523,9 @@ class ReactiveBaseline:
                 )
                 desired[group] -= 1
                 self._stop_draining(name)
+                say(now, f"Scale-down: node {name} removed, group {group} size {desired[group]}")
             elif gives_up(self.drain_started[name], now):
+                say(now, f"Scale-down: failed to drain node {name} in time, given up")
                 self._uncordon(nodes[name])
                 self._stop_draining(name)
                 self.last_failed_scale_down = now
@@ -536,18 +541,6 @@ class ReactiveBaseline:
         if has_gpu(node):
             return utilization_threshold(tags, GPU_UTILIZATION_TAG, GPU_UTILIZATION)
         return utilization_threshold(tags)
-
-    def _may_scale_down(self, now: datetime) -> bool:
-        """Not within --scale-down-delay-after-add of a scale-up, nor 3 minutes of a failed
-        scale-down (static_autoscaler.go, isScaleDownInCooldown)."""
-        delay = self.settings.scale_down_delay_after_add
-        return not (
-            (self.last_scale_up and now - self.last_scale_up < delay)
-            or (
-                self.last_failed_scale_down
-                and now - self.last_failed_scale_down < DELAY_AFTER_FAILURE
-            )
-        )
 
     def _stop_draining(self, name: str) -> None:
         del self.draining[name]
@@ -589,10 +582,11 @@ class ReactiveBaseline:
         # Read from moto's store: a scan's describe call would cost more than the model.
         return {name: size for name, (size, _) in group_sizes(self.cluster.region).items()}
 
-    def _set(self, group: str, wanted: int, desired: dict[str, int], now: datetime) -> None:
-        """The group's desired capacity, in AWS and in the scan's view of it."""
-        self.autoscaling.set_desired_capacity(AutoScalingGroupName=group, DesiredCapacity=wanted)
-        desired[group] = wanted
+    def _set(self, group: str, size: int, desired: dict[str, int], now: datetime, why: str) -> None:
+        """The group's desired capacity, in AWS and in the scan's view of it; logged."""
+        self.autoscaling.set_desired_capacity(AutoScalingGroupName=group, DesiredCapacity=size)
+        say(now, f"{why}: setting group {group} size to {size} (was {desired[group]})")
+        desired[group] = size
         self.updated[group] = now
 
     def _group_of(self, node: dict[str, Any]) -> str:

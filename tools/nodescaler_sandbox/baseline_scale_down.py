@@ -13,6 +13,7 @@ from typing import Any
 from nodescaler.domain.cluster.quantity import whole_units
 
 from nodescaler_sandbox.baseline_flags import (
+    DELAY_AFTER_FAILURE,
     DELETION_CANDIDATE,
     GPU_LABEL,
     GPU_RESOURCES,
@@ -229,6 +230,15 @@ def _older_than(pod: dict[str, Any], age: timedelta, now: datetime) -> bool:
     if not created:
         return False
     return now > datetime.fromisoformat(created.replace("Z", "+00:00")) + age
+
+
+def in_cooldown(
+    now: datetime, last_scale_up: datetime | None, last_failed: datetime | None, delay: timedelta
+) -> bool:
+    """Within --scale-down-delay-after-add (`delay`) of a scale-up, or 3 minutes of a failed
+    scale-down (static_autoscaler.go, isScaleDownInCooldown)."""
+    added = last_scale_up is not None and now - last_scale_up < delay
+    return added or (last_failed is not None and now - last_failed < DELAY_AFTER_FAILURE)
 
 
 def gives_up(started: datetime, now: datetime) -> bool:
