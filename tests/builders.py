@@ -9,7 +9,8 @@ from typing import Any
 import yaml
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy
 from nodescaler.domain.scale_up.backoff import Backoff
-from nodescaler.domain.scaling.autoscaler import Evaluation, decide, record_scale
+from nodescaler.domain.scaling.acted import record_scale
+from nodescaler.domain.scaling.autoscaler import Evaluation, decide
 from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.group_state import GroupState
 from nodescaler.domain.scaling.history import History

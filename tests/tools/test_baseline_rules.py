@@ -136,13 +136,13 @@ def desired() -> int:
     return group_sizes(REGION)["web"][0]
 
 
-@pytest.mark.usefixtures("aws")
 def said(capsys: pytest.CaptureFixture[str]) -> list[str]:
     """The baseline's log lines printed since the last call (its run's log, `baseline_log`)."""
     lines = capsys.readouterr().out.splitlines()
     return [json.loads(line)["message"] for line in lines if '"cluster-autoscaler"' in line]
 
 
+@pytest.mark.usefixtures("aws")
 def test_a_scan_deletes_at_most_10_empty_nodes(capsys: pytest.CaptureFixture[str]) -> None:
     # core/scaledown/budgets/budgets.go, CropNodes: at most --max-scale-down-parallelism (10)
     # nodes, empty or drained, are deleted in parallel

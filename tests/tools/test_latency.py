@@ -128,3 +128,22 @@ def test_of_two_answers_in_one_step_the_first_to_take_effect_answers_the_pod():
         got = reaction_seconds(pod_reactions([pod], answers, 30, charge=ours), [])["overall"]
         # Then the reaction is the fast path's, the one that took effect first
         assert got["p99"] == round(poll + AFTER_LOOK - arrival)
+
+
+def test_a_pod_bound_to_the_node_its_answer_launched_is_a_reaction_though_it_came_mid_step():
+    # Given a pod seen at the step of 10:00 and the fast path's answer in that step, which
+    # takes effect (and launches its node) seconds before 10:00
+    pod = PodRecord("web-1", created=10, unschedulable=10, takers=frozenset({"g"}))
+    ours = latency.Charged(Nodescaler(), STEP)
+    arrival = 600 - latency.arrival_offset(pod.name, STEP)
+    effect = Nodescaler().effective(arrival, latency.FAST_PATH, requested=600, step=STEP)
+    assert effect < 600
+    answer = [ScaleUp(10, "g", latency.FAST_PATH)]
+    # When it binds to that node, then it is a reaction, from its arrival to the effect
+    pod.node_launched = effect / 60
+    assert pod_reactions([pod], answer, 60, charge=ours) == [
+        (frozenset({"g"}), pytest.approx((effect - arrival) / 60))
+    ]
+    # and a node launched a second before that was on its way already: none
+    pod.node_launched = (effect - 1) / 60
+    assert pod_reactions([pod], answer, 60, charge=ours) == []

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.scaling.autoscaler import Evaluation, decide, record_scale
+from nodescaler.domain.scaling.acted import record_scale
+from nodescaler.domain.scaling.autoscaler import Evaluation, decide
 from nodescaler.domain.scaling.decision import Limit, MetricStatus
 from nodescaler.domain.scaling.fallback import MetricFailures
 from nodescaler.domain.scaling.group_size import GroupSize

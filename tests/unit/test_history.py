@@ -77,7 +77,9 @@ def test_a_history_full_to_every_bound_fits_a_dynamodb_item() -> None:
         at = T + timedelta(seconds=2 * i)
         history = history.with_recommendation(at, 1000 + i, keep_seconds=3600)
         history = history.with_need(at, 1000 + i, keep_seconds=3600)
+        history = history.with_scale_event(at, 1000 + i, 1001 + i, keep_seconds=3600)
     assert len(history.recommendations) == len(history.needs) == MAX_ENTRIES
+    assert len(history.scale_events) == MAX_ENTRIES
     names = [f"{i:03}" + "x" * 250 for i in range(MAX_UNNEEDED)]
     full = history.with_unneeded(T, names, trusted_seconds=3600)
     assert len(full.model_dump_json()) < 300_000  # DynamoDB allows 400 KB an item

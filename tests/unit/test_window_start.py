@@ -10,13 +10,14 @@ from datetime import datetime, timedelta
 from typing import cast
 
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.scaling.autoscaler import record_scale
-from nodescaler.domain.scaling.decision import Decision, Limit
+from nodescaler.domain.scaling.acted import record_scale
+from nodescaler.domain.scaling.decision import Decision, Limit, MetricOutcome, MetricStatus
 from nodescaler.domain.scaling.history import History, TimedRecommendation
-from nodescaler.domain.scaling.readings import Reading
+from nodescaler.domain.scaling.readings import MetricReading, Reading
 
-from tests.builders import T0
+from tests.builders import T0, act, minutes, policy, queue_metric, run
 from tests.unit.test_pods_floor import QUIET, _need, _queue_asks, _queue_policy
+from tests.unit.test_schedule_bound import schedule
 
 WINDOW = _queue_policy(120)  # 5 jobs a node, a 120 s window, no scale-down rate
 
@@ -26,7 +27,7 @@ def _at(seconds: float) -> datetime:
 
 
 # 8 nodes let go to 4 at T0 - 10 min, bought back a minute later: the group churned
-CHURNED = QUIET.with_churn(_at(-600), 8, 4, 120).with_churn(_at(-540), 4, 8, 120)
+CHURNED = QUIET.with_scale_in(_at(-600)).with_bought_back(_at(-540), 120)
 
 
 def _burst_then_calm(
@@ -70,7 +71,7 @@ def test_without_churn_the_hpas_strict_cutoff_stands() -> None:
     assert _desired(60, 120, history=an_hour) == [8, 8, 8]
 
 
-def test_a_metric_policy_keeps_the_hpas_strict_cutoff() -> None:
+def test_with_the_cluster_unread_the_hpas_strict_cutoff_stands() -> None:
     assert _desired(60, 120, read=False) == [8, 8, 3]
 
 
@@ -81,15 +82,25 @@ def test_a_recommendation_older_than_a_window_before_the_start_holds_nothing() -
 
 
 def test_a_scale_up_within_the_window_of_a_scale_in_is_churn_and_one_after_is_not() -> None:
-    scaled_in = History().with_churn(_at(0), 8, 4, 120)
+    scaled_in = History().with_scale_in(_at(0))
     assert (scaled_in.scaled_in_at, scaled_in.bought_back_at) == (_at(0), None)
-    assert scaled_in.with_churn(_at(120), 4, 6, 120).bought_back_at == _at(120)
-    assert scaled_in.with_churn(_at(121), 4, 6, 120).bought_back_at is None
-    held = scaled_in.with_churn(_at(60), 4, 4, 120)
-    assert (held.scaled_in_at, held.bought_back_at) == (_at(0), None)
+    assert scaled_in.with_bought_back(_at(120), 120).bought_back_at == _at(120)
+    assert scaled_in.with_bought_back(_at(121), 120).bought_back_at is None
+    assert History().with_bought_back(_at(0), 120).bought_back_at is None  # none let go
 
 
-def _acted(seconds: float, current: int, desired: int, *limits: Limit) -> Decision:
+def _acted(seconds: float, current: int, desired: int, *limits: Limit, jobs: int = 0) -> Decision:
+    """A decision acted on, its queue's metric voting `jobs` nodes."""
+    voted = MetricOutcome(
+        name="jobs",
+        type="SQSQueue",
+        target="5/replica",
+        value=jobs * 5,
+        at=_at(seconds),
+        recommendation=jobs,
+        status=MetricStatus.OK,
+        detail="",
+    )
     return Decision(
         node_group="gpu-ng",
         policy="queue",
@@ -100,18 +111,24 @@ def _acted(seconds: float, current: int, desired: int, *limits: Limit) -> Decisi
         min_replicas=0,
         max_replicas=16,
         recommendation=desired,
-        metrics=(),
+        metrics=(voted,),
         limited_by=limits,
         reason="",
     )
 
 
-def test_acting_marks_churn_but_an_aborted_scale_up_lets_no_node_go() -> None:
+def test_acting_marks_churn_only_for_a_scale_in_chosen_and_a_scale_up_demanded() -> None:
     policy = cast(NodeGroupPolicy, WINDOW)
-    let_go = record_scale(History(), policy, _acted(0, 8, 4))
-    assert record_scale(let_go, policy, _acted(60, 4, 6)).bought_back_at == _at(60)
-    aborted = record_scale(History(), policy, _acted(0, 8, 4, Limit.BACKOFF))
-    assert (aborted.scaled_in_at, len(aborted.scale_events)) == (None, 1)
+    let_go = record_scale(History(), policy, _acted(0, 8, 4, jobs=4))
+    assert let_go.scaled_in_at == _at(0)
+    assert record_scale(let_go, policy, _acted(60, 4, 6, jobs=6)).bought_back_at == _at(60)
+    # a scale-up its demand did not ask for (a raised minimum, a schedule): no churn
+    raised = record_scale(let_go, policy, _acted(60, 4, 6, Limit.MIN, jobs=3))
+    assert raised.bought_back_at is None
+    # an aborted scale-up, or a group back inside a lowered maximum, let no node go
+    for forced in (Limit.BACKOFF, Limit.MAX):
+        kept = record_scale(History(), policy, _acted(0, 8, 4, forced, jobs=2))
+        assert (kept.scaled_in_at, len(kept.scale_events)) == (None, 1)
 
 
 def test_in_force_at_is_the_latest_made_at_or_before_it_within_the_trusted_time() -> None:
@@ -129,3 +146,20 @@ def test_in_force_at_is_the_latest_made_at_or_before_it_within_the_trusted_time(
     assert history.in_force_at(_at(59), trusted_seconds=120) is None  # none made before
     assert history.in_force_at(_at(300), trusted_seconds=60) == 5
     assert history.in_force_at(_at(301), trusted_seconds=60) is None
+
+
+def test_a_scale_up_to_a_schedules_count_is_no_churn_and_one_the_queue_asks_is() -> None:
+    the_policy = policy(schedule(6), queue_metric("jobs", 5), max_replicas=20)
+    let_go = History().with_scale_in(T0 - minutes(1))
+
+    def grown(jobs: int) -> History:
+        values = {
+            "schedule": MetricReading(value=6, at=T0),
+            "jobs": MetricReading(value=jobs, at=T0),
+        }
+        evaluation = run(the_policy, 4, values, let_go)  # type: ignore[arg-type]
+        assert evaluation.decision.desired > 4
+        return act(the_policy, evaluation)  # type: ignore[arg-type]
+
+    assert grown(jobs=15).bought_back_at is None  # 3 nodes asked: the schedule's 6 grew it
+    assert grown(jobs=40).bought_back_at == T0  # 8 nodes asked

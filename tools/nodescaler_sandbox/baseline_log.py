@@ -1,8 +1,9 @@
 """What the Cluster Autoscaler baseline did, in its run's log (`logs-cluster-autoscaler*.jsonl`,
 where the sandbox sends what is printed during a run): a JSON line for each change of a
-group's size and each node it starts deleting, removes or gives up draining, worded as
-CA 1.37's own log lines (klog: "Scale-up: setting group ... size to ...", "Scale-down:
-removing empty node ..."), so a reader can tell why CA kept or let go a node."""
+group's size and each node it starts deleting, removes or gives up draining, worded after
+Cluster Autoscaler's own log lines (its "Scale-up: setting group ... size to ...",
+"Scale-down: removing empty node ...") but not quoting them, so a reader can tell why the
+baseline kept or let go a node."""
 
 from __future__ import annotations
 

@@ -237,8 +237,8 @@ def demand_to_scale_request(
 ) -> dict[str, float]:
     """Per group, the longest time from a pod it could take turning unschedulable to a
     scale-up of a group that can take that pod (or the pod bound or gone first). A pod
-    bound to a node launched before it needed one was answered before it asked (as in
-    `pod_reactions`: a worker KEDA made after the queue's nodes were asked for)."""
+    bound to a node launched before it needed one was answered before it asked (a worker
+    KEDA made after the queue's nodes were asked for)."""
     longest = dict.fromkeys(groups, 0.0)
     for pod in pods:
         if pod.unschedulable is None or not pod.takers:
@@ -323,6 +323,11 @@ class Charge(Protocol):
         ...
 
 
+# How much earlier than the answer's second a node may be stamped launched and still be its
+# (the two are figured apart: the launch from the run's clock, the answer from its charge)
+LAUNCHED_WITH_IT = 0.5 / 60
+
+
 def pod_reactions(
     pods: Iterable[PodRecord],
     scale_ups: Sequence[ScaleUp],
@@ -343,17 +348,21 @@ def pod_reactions(
         since = pod.unschedulable
         room = min((t for t in (pod.bound, pod.gone) if t is not None and t >= since), default=end)
         answers = [s for s in _answers(scale_ups, pod.takers, since) if s.minute <= room]
-        first = min((s.minute for s in answers), default=None)
-        launched = pod.node_launched
-        if first is None or (launched is not None and round(launched, 3) < first):
-            continue  # no answer, or bound to a node launched before the first of them
+        if not answers:
+            continue
         if charge is None:
-            reactions.append((pod.takers, min(s.minute for s in answers) - since))
+            arrived, waited = since, min(s.minute for s in answers) - since
         else:  # the first to take effect, of requests in one step by different paths
-            seconds = min(
-                charge.reaction(since, pod.name, s, gpu=pod.gpu, pod=True) for s in answers
+            arrived = charge.arrival(round(since * 60), pod.name) / 60
+            waited = (
+                min(charge.reaction(since, pod.name, s, gpu=pod.gpu, pod=True) for s in answers)
+                / 60
             )
-            reactions.append((pod.takers, seconds / 60))
+        # a node launched before the first answer took effect (it launches at that second,
+        # which may fall inside the step before the request's) was not launched for the pod
+        launched = pod.node_launched
+        if launched is None or launched >= arrived + waited - LAUNCHED_WITH_IT:
+            reactions.append((pod.takers, waited))
     return reactions
 
 

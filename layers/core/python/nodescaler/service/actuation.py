@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.outside_text import outside
 from nodescaler.domain.policy import NodeGroupPolicy
-from nodescaler.domain.scaling.autoscaler import record_scale
+from nodescaler.domain.scaling.acted import record_scale
 from nodescaler.domain.scaling.decision import Decision, Limit
 from nodescaler.domain.scaling.group_state import GroupState
 from nodescaler.domain.scaling.history import History

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from nodescaler.domain.policy import MetricBase, NodeGroupPolicy, SelectPolicy
 from nodescaler.domain.policy.descriptors import metric_type
 from nodescaler.domain.scale_up.backoff import Backoff
-from nodescaler.domain.scaling.behavior import RateResult, limit_rate, longest_period, stabilize
+from nodescaler.domain.scaling.behavior import RateResult, limit_rate, stabilize
 from nodescaler.domain.scaling.combine import combine, demand, empty_nodes
 from nodescaler.domain.scaling.decision import Decision, Limit, MetricOutcome
 from nodescaler.domain.scaling.explain import explain
@@ -382,17 +382,3 @@ def _held_back(
         desired = floor
         limits.append(Limit.PROTECTED)
     return desired
-
-
-def record_scale(history: History, policy: NodeGroupPolicy, decision: Decision) -> History:
-    """The history after acting on `decision`: its change now counts against the rate
-    policies (and, for an hour, against its scale-in windows), and a scale-up within a
-    scale-down window of a scale-in marks the group churned (`_stabilized`)."""
-    keep = longest_period(policy.spec.behavior.up, policy.spec.behavior.down)
-    if policy.spec.scale_in_windows:
-        keep = max(keep, int(HOUR.total_seconds()))
-    recorded = history.with_scale_event(decision.at, decision.current, decision.desired, keep)
-    if Limit.BACKOFF in decision.limited_by:  # a scale-up undone: no node let go or bought
-        return recorded
-    window = policy.spec.behavior.down.stabilization_window_seconds
-    return recorded.with_churn(decision.at, decision.current, decision.desired, window)

@@ -132,19 +132,17 @@ class History(BaseModel):
             kept.append(ScaleEvent(at=at, change=after - before))
         return self.model_copy(update={"scale_events": tuple(kept[-MAX_ENTRIES:])})
 
-    def with_churn(self, at: datetime, before: int, after: int, window_seconds: float) -> History:
-        """Mark a scale-in (nodes let go), or a scale-up within `window_seconds` of the last
-        one (nodes bought back: churn)."""
+    def with_scale_in(self, at: datetime) -> History:
+        """The group let nodes go at `at`."""
+        return self.model_copy(update={"scaled_in_at": at})
+
+    def with_bought_back(self, at: datetime, window_seconds: float) -> History:
+        """A scale-up its demand asked for at `at`: churn when it came within
+        `window_seconds` of the last scale-in (nodes bought back)."""
         last_in = self.scaled_in_at
-        if after < before:
-            return self.model_copy(update={"scaled_in_at": at})
-        if (
-            after > before
-            and last_in is not None
-            and at - last_in <= timedelta(seconds=window_seconds)
-        ):
-            return self.model_copy(update={"bought_back_at": at})
-        return self
+        if last_in is None or at - last_in > timedelta(seconds=window_seconds):
+            return self
+        return self.model_copy(update={"bought_back_at": at})
 
     def replicas_changed_within(self, seconds: int, now: datetime, *, up: bool) -> int:
         """Replicas added (up) or removed (down) by events strictly newer than `seconds` ago."""

@@ -29,7 +29,8 @@ from nodescaler.domain.scale_up.backoff import (
     after_failure,
     provision_check,
 )
-from nodescaler.domain.scaling.autoscaler import Evaluation, decide, record_scale
+from nodescaler.domain.scaling.acted import record_scale
+from nodescaler.domain.scaling.autoscaler import Evaluation, decide
 from nodescaler.domain.scaling.decision import Decision, Limit, fit_to_store
 from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.group_state import GroupState, failure_key
