@@ -144,6 +144,9 @@ def test_a_pod_bound_to_the_node_its_answer_launched_is_a_reaction_though_it_cam
     assert pod_reactions([pod], answer, 60, charge=ours) == [
         (frozenset({"g"}), pytest.approx((effect - arrival) / 60))
     ]
-    # and a node launched a second before that was on its way already: none
-    pod.node_launched = (effect - 1) / 60
+    # and so it is when the request launched its node for an earlier pod of the step
+    pod.node_launched = (arrival + 0.5) / 60
+    assert len(pod_reactions([pod], answer, 60, charge=ours)) == 1
+    # while a node launched before the pod arrived was on its way already: none
+    pod.node_launched = (arrival - 1) / 60
     assert pod_reactions([pod], answer, 60, charge=ours) == []

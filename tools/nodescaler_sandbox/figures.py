@@ -323,11 +323,6 @@ class Charge(Protocol):
         ...
 
 
-# How much earlier than the answer's second a node may be stamped launched and still be its
-# (the two are figured apart: the launch from the run's clock, the answer from its charge)
-LAUNCHED_WITH_IT = 0.5 / 60
-
-
 def pod_reactions(
     pods: Iterable[PodRecord],
     scale_ups: Sequence[ScaleUp],
@@ -358,10 +353,11 @@ def pod_reactions(
                 min(charge.reaction(since, pod.name, s, gpu=pod.gpu, pod=True) for s in answers)
                 / 60
             )
-        # a node launched before the first answer took effect (it launches at that second,
-        # which may fall inside the step before the request's) was not launched for the pod
-        launched = pod.node_launched
-        if launched is None or launched >= arrived + waited - LAUNCHED_WITH_IT:
+        # a node launched before the pod arrived, or there from the start when no request of
+        # the first step answered it, was not launched for the pod (one request launches
+        # for all the pods it answers, at the first one's second: no later pod's is its own)
+        launched, first = pod.node_launched, min(s.minute for s in answers)
+        if launched is None or not (launched < arrived or launched <= 0 < first):
             reactions.append((pod.takers, waited))
     return reactions
 
