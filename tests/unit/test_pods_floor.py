@@ -17,6 +17,7 @@ from nodescaler.domain.scaling.history import History, TimedRecommendation
 from nodescaler.domain.scaling.plan import plan
 from nodescaler.domain.scaling.pods_floor import BootTime
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
+from pydantic import ValidationError
 
 from tests.builders import T0, policy, queue_metric, readings
 from tests.unit.test_planning import GROUP, facts
@@ -368,3 +369,18 @@ def test_a_scale_down_window_of_0_sheds_at_once_though_the_demand_rises() -> Non
     # Then the nodes go as the user asked: none is held for the rise
     assert rising.decision.desired == 3
     assert Limit.RISING_DEMAND not in rising.decision.limited_by
+
+
+def test_a_decision_a_later_release_stored_reads_without_its_new_limit() -> None:
+    # Given a decision stored by a later release, naming a limit this one does not know
+    history = _workers_left()
+    held = _decide(60, _need(3, 13, T0 + timedelta(seconds=60)), history).decision
+    stored = held.model_dump_json().replace('"recently-needed"', '"recently-needed","held-by-x"')
+    assert "held-by-x" in stored
+    # When it is read back (a rollback reads its state), Then the limits it knows stay
+    read = Decision.model_validate_json(stored)
+    assert read.limited_by == held.limited_by
+    assert Limit.RECENTLY_NEEDED in read.limited_by
+    # but what is no limit's name at all is still refused
+    with pytest.raises(ValidationError, match="limited_by"):
+        Decision.model_validate_json(stored.replace('"held-by-x"', '"Held By X!"'))

@@ -6,10 +6,11 @@ log line, the EMF metrics and the audit item.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import AliasChoices, AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from nodescaler.domain.outside_text import MAX_OUTSIDE, MAX_PROBLEM, outside
 from nodescaler.domain.scale_up.backoff import Backoff
@@ -62,6 +63,9 @@ class Limit(StrEnum):
 
 # a limit's name before → now: 2026-11-30 the re-acquire keep became the window's
 RENAMED = {"reacquire-time": Limit.RECENTLY_NEEDED}
+_KNOWN = frozenset({*(limit.value for limit in Limit), *RENAMED})
+# what a limit's name looks like: one a later release adds reads as none here
+_LATER_LIMIT = re.compile(r"[a-z][a-z0-9-]{0,63}")
 
 
 class MetricStatus(StrEnum):
@@ -159,6 +163,22 @@ class Decision(BaseModel):
     # the pauses in force, described (who, which way, until when): "" when none is
     paused: str = ""
     would_desire: int | None = None  # held by a pause: the size it would have set
+
+    @field_validator("limited_by", mode="before")
+    @classmethod
+    def _known_limits(cls, stored: object) -> object:
+        """A decision a later release stored, naming a limit this one does not know, still
+        reads (a rollback reads its state and claimed decision): that limit is left out,
+        its reason still says it; what is not a limit's name at all is refused, as ever."""
+        if not isinstance(stored, list | tuple):
+            return stored
+        return tuple(
+            limit
+            for limit in stored
+            if not (
+                isinstance(limit, str) and _LATER_LIMIT.fullmatch(limit) and limit not in _KNOWN
+            )
+        )
 
     @property
     def change(self) -> int:
