@@ -83,3 +83,19 @@ def test_a_history_full_to_every_bound_fits_a_dynamodb_item() -> None:
     names = [f"{i:03}" + "x" * 250 for i in range(MAX_UNNEEDED)]
     full = history.with_unneeded(T, names, trusted_seconds=3600)
     assert len(full.model_dump_json()) < 300_000  # DynamoDB allows 400 KB an item
+
+
+def test_past_its_bound_the_oldest_recommendations_fold_into_their_highest() -> None:
+    # Given more changes within one window than the history keeps: a high count first,
+    # then counts jittering below it (no run to fold)
+    history = History().with_recommendation(T, 40, keep_seconds=3600)
+    for i in range(1, MAX_ENTRIES + 5):
+        at = T + timedelta(seconds=2 * i)
+        history = history.with_recommendation(at, 10 + i % 2 + (i // 2) % 3, keep_seconds=3600)
+    kept = history.recommendations
+    # Then the history is bounded, and its oldest entry carries the 40 a scale-in waits for,
+    # at the latest time of those folded into it; the newest are as they were
+    assert len(kept) == MAX_ENTRIES
+    assert kept[0].replicas == 40 and kept[0].at == T + timedelta(seconds=2 * 5)
+    assert max(r.replicas for r in kept[1:]) < 40
+    assert kept[-1].at == T + timedelta(seconds=2 * (MAX_ENTRIES + 4))

@@ -230,7 +230,9 @@ def _steer(
         history = history.with_recommendation(now, current, keep_seconds=0)
     stabilized, churn_held = _stabilized(policy, voted, history, now, current)
     if stabilized != recommendation and (voted.bound is None or stabilized > voted.bound):
-        limits.extend([Limit.STABILIZATION, Limit.CHURNED] if churn_held else [Limit.STABILIZATION])
+        limits.append(Limit.STABILIZATION)
+        if churn_held:
+            limits.append(Limit.CHURNED)
     keep = max(up.stabilization_window_seconds, down.stabilization_window_seconds)
     history = history.with_recommendation(now, recommendation, keep)
     if voted.bound is not None:

@@ -156,7 +156,10 @@ def _in_runs(
     entries: tuple[TimedRecommendation, ...], read: TimedRecommendation, keep_seconds: float
 ) -> tuple[TimedRecommendation, ...]:
     """`entries` with `read` added, each in force until the next: a run of equal counts kept
-    as its first and its latest, and only those in force within `keep_seconds` of it."""
+    as its first and its latest, and only those in force within `keep_seconds` of it. Past
+    `MAX_ENTRIES` (more changes within a window than evaluations come), the oldest fold
+    into one: their highest count, at the latest of their times, so a scale-in still waits
+    for it (errs towards holding), where dropping them would shed early."""
     kept = list(entries)
     if len(kept) >= 2 and kept[-2].replicas == kept[-1].replicas == read.replicas:
         kept[-1] = read
@@ -165,4 +168,8 @@ def _in_runs(
     cutoff = read.at - timedelta(seconds=keep_seconds)
     in_force = [n for n, after in pairwise(kept) if after.at > cutoff]
     in_force.append(kept[-1])
-    return tuple(in_force[-MAX_ENTRIES:])
+    if len(in_force) <= MAX_ENTRIES:
+        return tuple(in_force)
+    oldest, rest = in_force[: len(in_force) - MAX_ENTRIES + 1], in_force[-MAX_ENTRIES + 1 :]
+    folded = TimedRecommendation(at=oldest[-1].at, replicas=max(n.replicas for n in oldest))
+    return (folded, *rest)
