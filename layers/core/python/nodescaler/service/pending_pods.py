@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from nodescaler.domain.ahead.group_buffers import buffer_pods
+from nodescaler.domain.cluster.daemon_sets import less_daemon_sets
 from nodescaler.domain.cluster.predicates import (
     NodeTemplate,
     live_template,
@@ -121,7 +122,8 @@ class PendingPodsPlanner:
         labels = zone_labels(group.zones)  # a pod pinned to its zone can grow it from zero
         labels |= {EKS_NODEGROUP_LABEL: group.eks_nodegroup} if group.eks_nodegroup else {}
         managed = self._instance_types.nodegroup_labels(group)
-        return template_from_instance_type(group.name, shape, group.tags, labels, managed)
+        whole = template_from_instance_type(group.name, shape, group.tags, labels, managed)
+        return less_daemon_sets(whole, snapshot.daemon_sets)
 
     def _highest(self, group: NodeGroup) -> tuple[int, str]:
         """The most nodes the group may have, and which maximum that is."""

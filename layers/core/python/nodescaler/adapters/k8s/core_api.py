@@ -2,14 +2,13 @@
 
 The client does the HTTP, TLS and auth; we ask it not to build model objects
 (`_preload_content=False`) and decode each page ourselves, only the fields we read
-(`wire.py`), into compact views, one page at a time, so memory holds one page plus the
-views. Pages of 500, as kubectl uses.
-"""
+(`json_fields.py`), into compact views, a page at a time (500, as kubectl's pages)."""
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -24,6 +23,7 @@ from nodescaler.adapters.k8s.conversion import (
 from nodescaler.adapters.k8s.json_fields import (
     BudgetList,
     CapacityBufferList,
+    DaemonSetList,
     DeploymentList,
     ListMeta,
     NodeList,
@@ -226,10 +226,11 @@ def _late(seconds: float, cut: bool) -> NodescalerError:
     return KubernetesUnavailableError(f"Kubernetes API: no answer within {seconds:g}s")
 
 
-def _template_pod(metadata: ObjectMeta, template: PodTemplateSpec) -> Pod:
-    """A pod of a template, named for its owner: what a CapacityBuffer asks room for."""
+def _template_pod(metadata: ObjectMeta, template: PodTemplateSpec, *, daemon: bool = False) -> Pod:
+    """A pod of a template, named for its owner: what a CapacityBuffer asks room for, or a
+    DaemonSet's pod (`daemon`) takes of a node."""
     labelled = msgspec.structs.replace(metadata, labels=template.metadata.labels)
-    return pod_from_wire(PodWire(labelled, template.spec))
+    return replace(pod_from_wire(PodWire(labelled, template.spec)), daemon_set=daemon)
 
 
 class KubernetesCluster:
@@ -346,6 +347,19 @@ class KubernetesCluster:
         read = [read_buffer(item, templates, workloads, caps.per_buffer) for item in found]
         return within(read, caps.total)
 
+    def daemon_sets(self) -> tuple[Pod, ...] | None:
+        """A pod of each DaemonSet, as its template asks (`daemon_sets.less_daemon_sets`);
+        None when they cannot be listed (a role without the right): nodes taken whole."""
+        from kubernetes import client
+        from kubernetes.client.exceptions import ApiException
+
+        listing = partial(self._api.request, client.AppsV1Api.list_daemon_set_for_all_namespaces)
+        try:
+            read = [i for p in pages(listing, DaemonSetList, self._api.page_size) for i in p.items]
+        except ApiException:
+            return None
+        return tuple(_template_pod(i.metadata, i.spec.template, daemon=True) for i in read)
+
     def _pod_templates(self) -> dict[tuple[str, str], Pod]:
         from kubernetes import client
 
@@ -378,7 +392,9 @@ class KubernetesCluster:
         gc.disable()
         try:
             nodes, pods = tuple(self.nodes()), tuple(self.pods())
-            return Snapshot(nodes, pods, self.budgets(), self.capacity_buffers())
+            return Snapshot(
+                nodes, pods, self.budgets(), self.capacity_buffers(), self.daemon_sets()
+            )
         finally:
             if collecting:
                 gc.enable()

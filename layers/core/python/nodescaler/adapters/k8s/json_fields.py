@@ -238,3 +238,17 @@ class DeploymentWire(msgspec.Struct, frozen=True, gc=False):
 class DeploymentList(msgspec.Struct, frozen=True, gc=False):
     metadata: ListMeta = ListMeta()
     items: list[DeploymentWire] = []
+
+
+class DaemonSetSpec(msgspec.Struct, frozen=True, gc=False):
+    template: PodTemplateSpec = PodTemplateSpec()
+
+
+class DaemonSetWire(msgspec.Struct, frozen=True, gc=False):
+    metadata: ObjectMeta
+    spec: DaemonSetSpec = DaemonSetSpec()
+
+
+class DaemonSetList(msgspec.Struct, frozen=True, gc=False):
+    metadata: ListMeta = ListMeta()
+    items: list[DaemonSetWire] = []

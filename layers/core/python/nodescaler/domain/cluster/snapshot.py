@@ -326,13 +326,15 @@ class DisruptionBudget:
 @dataclass(frozen=True)
 class Snapshot:
     """The cluster's nodes and non-terminal pods, as listed at one moment, its disruption
-    budgets (None: they could not be read, so no eviction can be counted on), and its
-    CapacityBuffers (`domain.ahead.capacity_buffers`)."""
+    budgets (None: they could not be read, so no eviction can be counted on), its
+    CapacityBuffers (`domain.ahead.capacity_buffers`), and a pod of each DaemonSet, as its
+    template asks (None: they could not be read)."""
 
     nodes: tuple[Node, ...]
     pods: tuple[Pod, ...]
     budgets: tuple[DisruptionBudget, ...] | None = ()
     buffers: tuple[ClusterBuffer, ...] = ()
+    daemon_sets: tuple[Pod, ...] | None = ()
 
     def at(self, now: datetime) -> Snapshot:
         """Without the pods deleted long enough ago to count as gone at `now`, and with no

@@ -1,0 +1,97 @@
+"""A new node of a group at zero holds the cluster's DaemonSet pods besides the pods planned
+onto it: its template is less what those that would run there ask, as Cluster
+Autoscaler's template node holds them (`domain.cluster.daemon_sets`)."""
+
+from __future__ import annotations
+
+from nodescaler.domain.cluster.daemon_sets import less_daemon_sets, runs_on
+from nodescaler.domain.cluster.predicates import NodeTemplate
+from nodescaler.domain.cluster.snapshot import (
+    Placement,
+    Pod,
+    Requirement,
+    Resources,
+    Snapshot,
+    Taint,
+    Toleration,
+)
+from nodescaler.domain.groups.node_group import NodeGroup
+from nodescaler.domain.groups.optin import TagNames
+from nodescaler.domain.scaling.readings import MetricReading
+from nodescaler.service.cluster_view import KubernetesClusterView
+from nodescaler.service.pending_pods import PendingPodsPlanner
+from nodescaler.service.policy_resolver import PolicyBook
+
+from tests.builders import policy
+from tests.unit.test_balance import CHAIN, ENABLED, NOW, PENDING, Cluster, Groups, M5Xlarge, pods
+
+MIB = 2**20
+GPU_TAINT = Taint("nvidia.com/gpu", "true", "NoSchedule")
+NODE = NodeTemplate(
+    "web-a", Resources(3920, 15_000 * MIB, 110), {"kubernetes.io/os": "linux", "tier": "web"}
+)
+
+
+def daemon(name: str, cpu: int, memory_mib: int, **placement: object) -> Pod:
+    where = Placement(**placement)  # type: ignore[arg-type]
+    requests = Resources(cpu, memory_mib * MIB, 1)
+    return Pod("kube-system", name, None, requests, daemon_set=True, placement=where)
+
+
+AGENTS = (
+    daemon("kube-proxy", 100, 0),
+    daemon("aws-node", 25, 0),
+    daemon("fluent-bit", 100, 200, node_selector={"kubernetes.io/os": "linux"}),
+    daemon("dcgm-exporter", 500, 500, node_selector={"nvidia.com/gpu.present": "true"}),
+)
+
+
+def test_a_daemon_set_runs_where_its_selector_and_affinity_match_and_it_tolerates() -> None:
+    assert runs_on(AGENTS[0], NODE)
+    assert runs_on(AGENTS[2], NODE)
+    assert not runs_on(AGENTS[3], NODE)  # its nodeSelector names a label the node lacks
+    windows = Requirement("kubernetes.io/os", "In", ("windows",))
+    assert not runs_on(daemon("win", 100, 0, required_terms=((windows,),)), NODE)
+    linux = Requirement("kubernetes.io/os", "In", ("linux",))
+    assert runs_on(daemon("lin", 100, 0, required_terms=((windows,), (linux,))), NODE)
+    # a taint that keeps pods off keeps the DaemonSet off unless it tolerates it ...
+    tainted = NodeTemplate("gpu", NODE.allocatable, NODE.labels, (GPU_TAINT,))
+    assert not runs_on(AGENTS[0], tainted)
+    everything = (Toleration(operator="Exists"),)
+    assert runs_on(daemon("kube-proxy", 100, 0, tolerations=everything), tainted)
+    # ... but a soft one does not
+    soft = NodeTemplate(
+        "soft", NODE.allocatable, NODE.labels, (Taint("a", "", "PreferNoSchedule"),)
+    )
+    assert runs_on(AGENTS[0], soft)
+
+
+def test_a_template_is_less_the_daemon_sets_that_run_on_it_and_says_so() -> None:
+    less = less_daemon_sets(NODE, AGENTS)
+    assert less.allocatable == Resources(3920 - 225, 14_800 * MIB, 107)
+    assert less.daemon_sets == Resources(225, 200 * MIB, 3)
+    assert less.source.endswith("less what 3 DaemonSets ask (225m cpu, 200Mi)")
+    # none to run there, or none read: the template as it was
+    assert less_daemon_sets(NODE, AGENTS[3:]) == NODE
+    assert less_daemon_sets(NODE, None) == NODE
+    assert less_daemon_sets(NODE, ()) == NODE
+
+
+def _nodes_asked(daemon_sets: tuple[Pod, ...] | None) -> float:
+    group = NodeGroup("web-a", 0, 0, 10, 0, tags=ENABLED, instance_type="m5.xlarge")
+    book = PolicyBook({"web": policy(PENDING, name="web")}, TagNames())
+    planner = PendingPodsPlanner(Groups([group]), book, M5Xlarge(), CHAIN)
+    snapshot = Snapshot((), tuple(pods(8, cpu=1800)), daemon_sets=daemon_sets)
+    reading = KubernetesClusterView(Cluster(snapshot), pending=planner).read(PENDING, group, NOW)
+    assert isinstance(reading, MetricReading)
+    return reading.value
+
+
+def test_a_group_at_zero_buys_for_its_pods_and_the_daemon_sets_beside_them() -> None:
+    # Given a group at zero of m5.xlarge (3,920m allocatable) and 8 pending pods of 1,800m:
+    # two fit a node taken whole, one a node its DaemonSets take 400m of
+    agents = (daemon("kube-proxy", 100, 0), daemon("log-agent", 300, 256))
+    # When the pending pods are read, Then the nodes asked are those the pods fit once the
+    # DaemonSets' pods run beside them; the DaemonSets unread, as before
+    assert _nodes_asked(None) == 4
+    assert _nodes_asked(agents) == 8
