@@ -59,6 +59,33 @@ def test_a_rows_reason_shows_the_driver_and_the_hold_and_says_when_another_decis
     assert _why(hold, 8) == "hold at 8"
 
 
+def test_an_earlier_decision_of_the_step_is_named_by_its_time_and_cause() -> None:
+    from nodescaler_sandbox.timeline import _earlier, _said, _why
+
+    # Given a minute's step whose last decision (the tick) holds at 7, and the writes of
+    # the run: the fast path set 7 within the step, another group and an earlier step 6
+    row = {"minute": 93.0, "group": "gpu", "why": "hold at 7", "current": 7, "decided": 7}
+    row["desired"] = 7
+    writes = [
+        (91.5, "gpu", 6, "tick"),
+        (92.25, "web", 7, "tick"),
+        (92.75, "gpu", 7, "fast path: 1 new unschedulable pods"),
+        (93.0, "gpu", 7, None),
+    ]
+    # When its reason is told, Then it names the last write of that group in the step
+    # that set what the row shows: its second and cause
+    earlier = _earlier(row, writes[:3], step_seconds=60)
+    assert earlier == (92.75, 7, "fast path: 1 new unschedulable pods")
+    assert _why(row, 6, _said(earlier)) == (
+        "changed by an earlier decision in the step (at 01:32:45, fast path: 1 new "
+        "unschedulable pods); then hold at 7"
+    )
+    assert _said(_earlier(row, writes, step_seconds=60) or (0, 0, "")) == "at 01:33"
+    # a write of another step, or none that set it: no name
+    assert _earlier(row, writes[:1], step_seconds=60) is None
+    assert _earlier(row | {"desired": 8}, writes, step_seconds=60) is None
+
+
 def test_the_waiting_pods_told_at_one_moment_with_one_message_are_one_line() -> None:
     from nodescaler_sandbox.observation import Run
     from nodescaler_sandbox.timeline import lines

@@ -883,6 +883,19 @@ def test_a_backoff_does_not_name_another_limit_with_its_own_words() -> None:
     )
 
 
+def test_a_scale_in_the_window_cut_short_says_it_went_only_so_far() -> None:
+    # Given a group at 13 whose queue now asks for 2, and 11 recommended 4 minutes ago
+    the_policy = policy(queue_metric("jobs", 4))  # a 600 s scale-down window
+    history = _history((4, 11))
+    decision = run(the_policy, 13, readings(jobs=8), history=history).decision
+    # Then it scales in to 11, saying the window let it go that far and no further
+    assert (decision.desired, decision.limited_by) == (11, (Limit.STABILIZATION,))
+    assert decision.reason == (
+        "scale down 13 → 11 | jobs: 8 against 4/replica → 2 | only as far as the scale-down "
+        "window: no lower than its highest recommendation of the last 600s"
+    )
+
+
 def test_a_rate_limited_scale_in_is_named_as_the_rate_not_the_window() -> None:
     down = {
         "scaleDown": {

@@ -35,6 +35,8 @@ class Run:
     scale_requests: list[dict[str, Any]] = field(default_factory=list)
     # raises set back within their step, which `scale_requests` (from the rows) never shows
     undone_raises: list[dict[str, Any]] = field(default_factory=list)
+    # each write of a group's desired capacity: (minute, group, desired, the cause)
+    desired_writes: list[tuple[float, str, int, str | None]] = field(default_factory=list)
     writes: dict[str, int] = field(default_factory=dict)
     launch_failures: list[tuple[float, str]] = field(default_factory=list)
     budget_short: list[int] = field(default_factory=list)  # minutes a budget was short

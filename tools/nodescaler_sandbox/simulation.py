@@ -157,6 +157,7 @@ def _requests_made(result: observation.Run, scenario: Scenario, box: Sandbox) ->
     result.undone_raises = figures.undone_raises(
         result.minutes, writes, step_seconds=scenario.step_seconds
     )
+    result.desired_writes = writes
 
 
 def _collect(

@@ -88,7 +88,9 @@ def lines(scenario: Scenario, result: Run) -> list[str]:
         if key == seen.get(row["group"]) and row["minute"] % every:
             continue
         seen[row["group"]] = key
-        why = on_the_timeline_clock(_why(row, current), scenario, row["minute"])
+        earlier = _earlier(row, result.desired_writes, scenario.step_seconds)
+        why = _why(row, current, None if earlier is None else _said(earlier))
+        why = on_the_timeline_clock(why, scenario, row["minute"])
         if row.get("cause"):  # the path that brought the decision
             why = f"{why} [{_path(row['cause'])}]"
         lines.append(
@@ -127,17 +129,43 @@ def _in_number_order(name: str) -> list[tuple[int, int | str]]:
     return [(0, int(t)) if t.isdigit() else (1, t) for t in re.split(r"(\d+)", name)]
 
 
-def _why(row: dict[str, Any], current: int) -> str:
+def _why(row: dict[str, Any], current: int, earlier: str | None = None) -> str:
     """The step's last decision's reason, less what the row already shows ("scale up 2 →
     3"): the metric that drove it and what held it. When an earlier decision of the step
-    made the change this one only holds, it says so: its reason is in the logs."""
+    made the change this one only holds, it says so, and which (`earlier`: its time and
+    cause, where the run's writes tell it); its reason is in the logs."""
     what, *rest = (row.get("why") or "").split(" | ")
     why = " | ".join(rest) or what
     if row.get("current") == row.get("decided") and current != row["desired"]:
-        return f"changed by an earlier decision in the step; then {what}" + (
-            f" | {why}" if rest else ""
+        by = (
+            f"an earlier decision in the step ({earlier})"
+            if earlier
+            else "an earlier decision in the step"
         )
+        return f"changed by {by}; then {what}" + (f" | {why}" if rest else "")
     return why
+
+
+def _earlier(
+    row: dict[str, Any], writes: Iterable[tuple[float, str, int, str | None]], step_seconds: int
+) -> tuple[float, int, str | None] | None:
+    """The last write of the row's group within its step that set what the row shows:
+    (minute, desired, cause)."""
+    since = row["minute"] - step_seconds / 60
+    found = [
+        (minute, desired, cause)
+        for minute, group, desired, cause in writes
+        if group == row["group"]
+        and since < minute <= row["minute"] + 1e-6
+        and desired == row["desired"]
+    ]
+    return found[-1] if found else None
+
+
+def _said(write: tuple[float, int, str | None]) -> str:
+    """ "at 01:32:45, fast path: 1 new unschedulable pods" """
+    minute, _, cause = write
+    return f"at {clock(minute)}, {cause}" if cause else f"at {clock(minute)}"
 
 
 def _path(cause: str) -> str:
