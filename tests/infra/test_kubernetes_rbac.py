@@ -36,11 +36,11 @@ def test_evaluate_may_read_the_cluster_tell_a_pod_why_it_waits_and_mark_leaving_
             ("autoscaling.x-k8s.io", "capacitybuffers"),  # a namespace's own buffers
             ("", "podtemplates"),  # the pods they ask room for
             ("apps", "deployments"),  # ... or the workload they scale
-            ("apps", "daemonsets"),  # what their pods take of a new node
         )
         for verb in ("get", "list", "watch")
     } | {
         ("policy", "poddisruptionbudgets", "list"),
+        ("apps", "daemonsets", "list"),  # what their pods take of a new node
         ("", "events", "create"),
         ("", "nodes", "patch"),  # its soft taint alone, by the admission policy
     }

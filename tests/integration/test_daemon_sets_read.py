@@ -55,3 +55,12 @@ def test_given_daemon_sets_that_cannot_be_listed_then_none_and_the_rest_is_read(
         snapshot = cluster.snapshot()
     assert snapshot.daemon_sets is None
     assert snapshot.budgets == ()  # the snapshot is still read
+
+
+def test_given_daemon_sets_unasked_then_none_is_listed(tmp_path: Path) -> None:
+    # terminate's reader: which instances go needs no new node's template
+    with KubeApiServer(Cluster()) as server:
+        connection = KubeconfigConnection(kubeconfig(tmp_path / "kc", server.url))
+        snapshot = KubernetesCluster(connection, daemon_sets=False).snapshot()
+    assert snapshot.daemon_sets is None
+    assert not any("/daemonsets" in r for r in server.requests)

@@ -59,7 +59,12 @@ def test_a_daemon_set_runs_where_its_selector_and_affinity_match_and_it_tolerate
     assert not runs_on(AGENTS[0], tainted)
     everything = (Toleration(operator="Exists"),)
     assert runs_on(daemon("kube-proxy", 100, 0, tolerations=everything), tainted)
-    # ... but a soft one does not
+    # ... but a soft one does not, nor one of a node's state (the controller tolerates
+    # the conditions' taints itself; a startup taint is lifted by the DaemonSets' agents)
+    state = Taint("node.kubernetes.io/not-ready", "", "NoExecute")
+    assert runs_on(AGENTS[0], NodeTemplate("new", NODE.allocatable, NODE.labels, (state,)))
+    # and an empty required term matches no node
+    assert not runs_on(daemon("none", 100, 0, required_terms=((),)), NODE)
     soft = NodeTemplate(
         "soft", NODE.allocatable, NODE.labels, (Taint("a", "", "PreferNoSchedule"),)
     )
@@ -71,6 +76,9 @@ def test_a_template_is_less_the_daemon_sets_that_run_on_it_and_says_so() -> None
     assert less.allocatable == Resources(3920 - 225, 14_800 * MIB, 107)
     assert less.daemon_sets == Resources(225, 200 * MIB, 3)
     assert less.source.endswith("less what 3 DaemonSets ask (225m cpu, 200Mi)")
+    # a DaemonSet's host port is taken on the new node too
+    exporter = daemon("node-exporter", 100, 64, apart=frozenset({"port 9100"}))
+    assert less_daemon_sets(NODE, (exporter,)).holding == frozenset({"port 9100"})
     # none to run there, or none read: the template as it was
     assert less_daemon_sets(NODE, AGENTS[3:]) == NODE
     assert less_daemon_sets(NODE, None) == NODE

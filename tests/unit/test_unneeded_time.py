@@ -97,6 +97,8 @@ def test_empty_nodes_unneeded_a_whole_window_go_though_the_window_remembers_the_
     assert due.decision.desired == 6
     assert Limit.UNNEEDED_TIME in due.decision.limited_by
     assert "but nodes empty and unneeded for 300s go" in due.decision.reason
+    # the window held all of it: not told as a window that let some go
+    assert "held by the scale-down window" in due.decision.reason
     assert [u.since for u in due.history.unneeded] == [T0] * 4  # timed from the first read
     # (without their own time, the window's end would have let them go only at T0 + 360 s)
     assert _decide(early.history, WINDOW + 60).decision.desired == 6

@@ -39,6 +39,7 @@ def terminator(
             connection,
             timeout_seconds=settings.kubernetes_timeout_seconds,
             startup=settings.startup,
+            daemon_sets=False,  # which instances go needs no new node's template
         )
     dynamodb = clients.client("dynamodb", budget_config(WAITS_TIMEOUT_SECONDS))
     waits = DynamoTerminationWaits(dynamodb, settings.state_table)

@@ -51,10 +51,9 @@ from nodescaler.domain.scaling.limits import BufferCaps
 from nodescaler.errors import KubernetesUnavailableError, NodescalerError, OutOfTimeError
 
 PAGE_SIZE = 500
-# Seconds to connect, and for each whole answer (a page): not only each socket read, which
-# a server dripping its bytes would hold for ever. The client's own default is to wait
-# forever: a hung API server would hold the evaluation until Lambda's timeout, and the
-# scale-up its other metrics ask for would be lost with it.
+# Seconds to connect, and for each whole answer (a page), not each socket read, which a
+# server dripping its bytes would hold for ever. The client's default, forever, would hold
+# the evaluation until Lambda's timeout, and lose the scale-up its other metrics ask for.
 TIMEOUT_SECONDS = 5.0
 
 
@@ -73,7 +72,6 @@ class Connection(Protocol):
     """A configured `kubernetes.client.ApiClient`, and a way to renew its credentials."""
 
     def api(self) -> Any: ...
-
     def renew(self) -> None: ...
 
 
@@ -227,8 +225,7 @@ def _late(seconds: float, cut: bool) -> NodescalerError:
 
 
 def _template_pod(metadata: ObjectMeta, template: PodTemplateSpec, *, daemon: bool = False) -> Pod:
-    """A pod of a template, named for its owner: what a CapacityBuffer asks room for, or a
-    DaemonSet's pod (`daemon`) takes of a node."""
+    """A pod of a template, named for its owner: a CapacityBuffer's room, or a DaemonSet's."""
     labelled = msgspec.structs.replace(metadata, labels=template.metadata.labels)
     return replace(pod_from_wire(PodWire(labelled, template.spec)), daemon_set=daemon)
 
@@ -245,12 +242,14 @@ class KubernetesCluster:
         deadline: Deadline | None = None,
         buffer_caps: BufferCaps | None = None,
         startup: StartupTaints | None = None,
+        daemon_sets: bool = True,  # read for a group at zero's template: evaluate's alone
     ) -> None:
         self._api = CoreApi(
             connection, page_size=page_size, timeout_seconds=timeout_seconds, deadline=deadline
         )
         self._buffer_caps = buffer_caps or BufferCaps()  # the pods buffers may ask room for
         self._startup = startup or KNOWN  # a node with one is still starting
+        self._daemon_sets = daemon_sets
 
     def nodes(self, label_selector: str | None = None) -> list[Node]:
         from kubernetes import client
@@ -349,15 +348,17 @@ class KubernetesCluster:
 
     def daemon_sets(self) -> tuple[Pod, ...] | None:
         """A pod of each DaemonSet, as its template asks (`daemon_sets.less_daemon_sets`);
-        None when they cannot be listed (a role without the right): nodes taken whole."""
+        None if refused (a role without the right: nodes taken whole, as before)."""
         from kubernetes import client
         from kubernetes.client.exceptions import ApiException
 
         listing = partial(self._api.request, client.AppsV1Api.list_daemon_set_for_all_namespaces)
         try:
             read = [i for p in pages(listing, DaemonSetList, self._api.page_size) for i in p.items]
-        except ApiException:
-            return None
+        except ApiException as error:
+            if error.status in (403, 404):
+                return None
+            raise _refused_by_reason(error) from None  # as a list of nodes or pods would
         return tuple(_template_pod(i.metadata, i.spec.template, daemon=True) for i in read)
 
     def _pod_templates(self) -> dict[tuple[str, str], Pod]:
@@ -392,9 +393,8 @@ class KubernetesCluster:
         gc.disable()
         try:
             nodes, pods = tuple(self.nodes()), tuple(self.pods())
-            return Snapshot(
-                nodes, pods, self.budgets(), self.capacity_buffers(), self.daemon_sets()
-            )
+            daemon_sets = self.daemon_sets() if self._daemon_sets else None
+            return Snapshot(nodes, pods, self.budgets(), self.capacity_buffers(), daemon_sets)
         finally:
             if collecting:
                 gc.enable()

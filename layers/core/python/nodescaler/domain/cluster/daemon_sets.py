@@ -18,39 +18,46 @@ from dataclasses import replace
 
 from nodescaler.domain.cluster.predicates import ENFORCED_EFFECTS, NodeTemplate
 from nodescaler.domain.cluster.snapshot import Placement, Pod, Resources
+from nodescaler.domain.cluster.state_taints import of_state
 
 
 def runs_on(pod: Pod, template: NodeTemplate) -> bool:
     """Whether the DaemonSet controller puts its pod on a node like `template`: its
-    nodeSelector and required node affinity match the node's labels, and it tolerates the
-    node's taints that keep pods off (NoSchedule, NoExecute). Its requests are not asked:
-    a DaemonSet's pod is made for every such node, room or not."""
+    nodeSelector and required node affinity match the node's labels (an empty term matches
+    nothing), and it tolerates the node's taints that keep pods off (NoSchedule,
+    NoExecute), but those of a node's state (`state_taints`: the controller tolerates the
+    conditions' taints itself, and Cluster Autoscaler's template has none of them). Its
+    requests are not asked: a DaemonSet's pod is made for every such node, room or not."""
     placement = pod.placement or Placement()
     labels = template.labels
     if any(labels.get(key) != value for key, value in placement.node_selector.items()):
         return False
     terms = placement.required_terms
-    if terms and not any(all(r.matches(labels) for r in term) for term in terms):
+    if terms and not any(term and all(r.matches(labels) for r in term) for term in terms):
         return False
     return all(
         any(toleration.tolerates(taint) for toleration in placement.tolerations)
         for taint in template.taints
-        if taint.effect in ENFORCED_EFFECTS
+        if taint.effect in ENFORCED_EFFECTS and not of_state(taint)
     )
 
 
 def less_daemon_sets(template: NodeTemplate, daemon_sets: Sequence[Pod] | None) -> NodeTemplate:
     """`template` (a node of a group at zero) less what the DaemonSets that run on it ask,
-    said in its source; as it was when none does, or they could not be read (None)."""
+    and holding their host ports, said in its source; as it was when none does, or they
+    could not be read (None)."""
     running = [pod for pod in daemon_sets or () if runs_on(pod, template)]
     if not running:
         return template
     taken = sum((pod.requests for pod in running), Resources())
+    # their host ports are taken on the new node too (`live_template` holds them alike)
+    holding = frozenset().union(*(p.placement.apart for p in running if p.placement))
     said = f"{taken.cpu_millis}m cpu, {taken.memory_bytes // 2**20}Mi"
     count = f"{len(running)} DaemonSet{'s' if len(running) > 1 else ''}"
     return replace(
         template,
         allocatable=template.allocatable - taken,
         daemon_sets=template.daemon_sets + taken,
+        holding=template.holding | holding,
         source=f"{template.source}, less what {count} ask ({said})",
     )

@@ -59,7 +59,10 @@ def _window_phrase(limit: Limit, decision: Decision, down_window_seconds: int) -
     if limit is Limit.STABILIZATION and decision.recommendation < decision.current:
         # the window's highest, not a timer on this one (which a reader took it for); and
         # a scale-in it cut short says it went only so far (read as no scale-in at all)
-        held = "only as far as" if decision.desired < decision.current else "held by"
+        went = (
+            decision.desired < decision.current and Limit.UNNEEDED_TIME not in decision.limited_by
+        )
+        held = "only as far as" if went else "held by"
         return (
             f"{held} the scale-down window: no lower than its highest recommendation of the "
             f"last {down_window_seconds}s"

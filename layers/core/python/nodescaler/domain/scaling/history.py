@@ -159,7 +159,8 @@ def _in_runs(
     as its first and its latest, and only those in force within `keep_seconds` of it. Past
     `MAX_ENTRIES` (more changes within a window than evaluations come), the oldest fold
     into one: their highest count, at the latest of their times, so a scale-in still waits
-    for it (errs towards holding), where dropping them would shed early."""
+    for it (errs towards holding: while the overflow lasts, that count stays), where
+    dropping them would shed early."""
     kept = list(entries)
     if len(kept) >= 2 and kept[-2].replicas == kept[-1].replicas == read.replicas:
         kept[-1] = read
