@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from nodescaler_sandbox.scenario_file import ScenarioError, load_scenario
+from nodescaler_sandbox.scenario_checks import ScenarioError
+from nodescaler_sandbox.scenario_file import load_scenario
 
 RENDER = Path(__file__).parents[2] / "scenarios" / "policies" / "prometheus-render.yaml"
 SCENARIO = """\

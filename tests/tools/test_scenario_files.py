@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from nodescaler_sandbox import replay_figures
 from nodescaler_sandbox.runner import scenario_files
-from nodescaler_sandbox.scenario_file import ScenarioError, load_scenario
+from nodescaler_sandbox.scenario_checks import ScenarioError
+from nodescaler_sandbox.scenario_file import load_scenario
 
 GOOD = """\
 name: tiny

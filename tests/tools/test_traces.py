@@ -14,7 +14,8 @@ from nodescaler_sandbox import replay_figures, run_summary, traces
 from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.figures import PodRecord
 from nodescaler_sandbox.kube.apiserver import Cluster
-from nodescaler_sandbox.scenario_file import ScenarioError, load_scenario
+from nodescaler_sandbox.scenario_checks import ScenarioError
+from nodescaler_sandbox.scenario_file import load_scenario
 from nodescaler_sandbox.traces import PodTrace, RequestQueue, TraceError, TraceWindow
 from nodescaler_sandbox.verdict import verdict
 from nodescaler_sandbox.workloads import Deployment

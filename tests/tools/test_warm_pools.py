@@ -12,7 +12,8 @@ from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.figures import node_hours
 from nodescaler_sandbox.kube.apiserver import Cluster
 from nodescaler_sandbox.provision import create_group, launch_configuration
-from nodescaler_sandbox.scenario_file import ScenarioError, load_scenario
+from nodescaler_sandbox.scenario_checks import ScenarioError
+from nodescaler_sandbox.scenario_file import load_scenario
 from nodescaler_sandbox.warm_pools import WarmPools, pool_size, waiting_share
 
 from tests.aws import REGION, aws, client  # noqa: F401  (moto for every test here)

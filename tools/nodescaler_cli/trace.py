@@ -171,7 +171,7 @@ def _groups(path: Path, instance_types: list[str]) -> list[dict[str, Any]]:
     GROUP=TYPE` sets a group's type (status does not show it). Each has the drain hook
     unless its entry says `drain: false`."""
     import yaml
-    from nodescaler_sandbox.scenario_file import ScenarioError
+    from nodescaler_sandbox.scenario_checks import ScenarioError
 
     try:
         document = yaml.safe_load(path.read_text())

@@ -317,8 +317,8 @@ class ReactiveBaseline:
         """A new node of the group: like a live one, or, at zero, from its instance type
         and node-template tags, as Cluster Autoscaler builds it."""
         live = self._started(group)
-        if live:
-            return live[0]
+        if live:  # less its DaemonSets' pods, here and at zero, as CA's template holds them
+            return self.cluster.less_daemons(live[0])
         spec = self.groups[group]
         allocatable = dict(spec.capacity)
         labels = dict(spec.labels)
@@ -340,14 +340,16 @@ class ReactiveBaseline:
         # taints beside them (cloudprovider/aws/aws_manager.go, buildNodeFromTemplate)
         labels |= spec.eks_labels
         taints += spec.eks_taints
-        return {
-            "metadata": {"name": f"template-{group}", "labels": labels},
-            "spec": {"taints": taints},
-            "status": {
-                "allocatable": allocatable,
-                "conditions": [{"type": "Ready", "status": "True"}],
-            },
-        }
+        return self.cluster.less_daemons(
+            {
+                "metadata": {"name": f"template-{group}", "labels": labels},
+                "spec": {"taints": taints},
+                "status": {
+                    "allocatable": allocatable,
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+        )
 
     def _abort_failed_launches(self, now: datetime, desired: dict[str, int]) -> None:
         """A group short of the instances it asked for whose scaling activities show a

@@ -87,6 +87,8 @@ class SimulatedCluster:
     booting: Callable[[datetime], None] = lambda ready: None
     # group → the second its scale request since the last sync took effect (`request`)
     requested: dict[str, datetime] = field(default_factory=dict)
+    # the scenario's DaemonSets, as the API has them: a pod of each on every node it takes
+    daemon_sets: list[dict[str, Any]] = field(default_factory=list)
 
     def request(self, group: str, at: datetime) -> None:
         """A scale request of the group takes effect at `at`: the instances the next sync
@@ -115,6 +117,7 @@ class SimulatedCluster:
                 ready = instance.launched + instance.boot
                 if now >= ready and not self.node_of(instance_id):
                     self.store.put("nodes", self._node(instance_id, instance.group, ready))
+                    self._start_daemons(instance_id, instance.group, ready)
                     for _, after in self.startup_taints.get(instance.group, ()):
                         self.booting(ready + after)  # its agent lifts it at its second
                 self._lift_startup_taints(instance_id, instance.group, ready, now)
@@ -141,6 +144,39 @@ class SimulatedCluster:
             node["spec"]["taints"] = [t for t in taints if t not in due]
             self.store.put("nodes", node)
 
+    def daemons_on(self, node: dict[str, Any]) -> list[dict[str, Any]]:
+        """The DaemonSets that put a pod on `node`: their nodeSelector matches its labels
+        and they tolerate its NoSchedule and NoExecute taints (the DaemonSet controller's
+        rule; a startup taint aside: the node's agents, its DaemonSets, lift it)."""
+        room = Room.of(node)
+        return [d for d in self.daemon_sets if room.fits(0, 0, d["spec"]["template"]["spec"])]
+
+    def _start_daemons(self, instance_id: str, group: str, ready: datetime) -> None:
+        """A pod of each DaemonSet the node takes, running on it as it registers."""
+        name, at = self.node_name(instance_id), ready.isoformat()
+        for daemon in self.daemons_on(self._node(instance_id, group, ready, starting=False)):
+            metadata = daemon["metadata"]
+            owner = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": metadata["name"]}
+            template = json.loads(json.dumps(daemon["spec"]["template"]))
+            self.store.put(
+                "pods",
+                {
+                    "metadata": template["metadata"]
+                    | {
+                        "name": f"{metadata['name']}-{name}",
+                        "namespace": metadata["namespace"],
+                        "ownerReferences": [owner | {"uid": metadata["uid"], "controller": True}],
+                        "creationTimestamp": f"{ready:%Y-%m-%dT%H:%M:%SZ}",
+                        "annotations": {BOUND_AT: at, READY_AT: at},
+                    },
+                    "spec": template["spec"] | {"nodeName": name},
+                    "status": {
+                        "phase": "Running",
+                        "conditions": [{"type": "Ready", "status": "True"}],
+                    },
+                },
+            )
+
     def release(self, instance_id: str) -> None:
         """The instance is gone: its node, and the pods still bound to it, go too."""
         self.instances.pop(instance_id, None)
@@ -151,7 +187,7 @@ class SimulatedCluster:
         with self.store.lock:
             for key, pod in list(self.store.objects["pods"].items()):
                 if pod["spec"].get("nodeName") == node:
-                    if not is_terminating(pod):  # not evicted: killed with the instance
+                    if not is_terminating(pod) and not is_daemon(pod):  # killed, not evicted
                         self.killed.append(pod["metadata"]["name"])
                     self.store.delete("pods", key)
             self.store.delete("nodes", ("", node))
@@ -192,8 +228,22 @@ class SimulatedCluster:
         }
 
     def empty_node(self, group: str) -> Room:
-        """What a new node of the group would offer a pod, once started."""
-        return Room.of(self._node("i-new", group, starting=False))
+        """What a new node of the group would offer a pod, once started: less what its
+        DaemonSets' pods take."""
+        return Room.of(self.less_daemons(self._node("i-new", group, starting=False)))
+
+    def less_daemons(self, node: dict[str, Any]) -> dict[str, Any]:
+        """A node like `node`, its allocatable less what the DaemonSets' pods on such a
+        node ask: what it offers other pods, as Cluster Autoscaler's template node holds
+        them (`daemonset.GetDaemonSetPodsForNode`)."""
+        cpu, memory = quantities(node["status"]["allocatable"])
+        for daemon in self.daemons_on(node):
+            taken = requests({"spec": daemon["spec"]["template"]["spec"]})
+            cpu, memory = cpu - taken[0], memory - taken[1]
+        left = {"cpu": f"{max(cpu, 0)}m", "memory": str(max(memory, 0))}
+        return node | {
+            "status": node["status"] | {"allocatable": node["status"]["allocatable"] | left}
+        }
 
     def group_nodes(self, group: str) -> list[dict[str, Any]]:
         return [
@@ -316,6 +366,11 @@ class SimulatedCluster:
             self.store.put("pods", pod)
 
 
+def is_daemon(pod: dict[str, Any]) -> bool:
+    """A DaemonSet's pod: it goes with its node, never evicted nor rescheduled."""
+    return any(o.get("kind") == "DaemonSet" for o in pod["metadata"].get("ownerReferences", ()))
+
+
 def priority(pod: dict[str, Any]) -> int:
     return int(pod["spec"].get("priority") or 0)
 
@@ -329,13 +384,13 @@ def _victims(
     pod: dict[str, Any], room: Room, bound: list[dict[str, Any]]
 ) -> list[dict[str, Any]] | None:
     """The fewest of `bound` (pods of lower priority than `pod`, lowest priority and then
-    newest first) whose going lets `pod` fit in `room`; None when even all of them would
-    not (or the node takes no pods)."""
+    newest first; no DaemonSet's, made again on their node at once) whose going lets `pod`
+    fit in `room`; None when even all of them would not (or the node takes no pods)."""
     cpu, memory = requests(pod)
     if not room.schedulable:
         return None
     lower = sorted(
-        (p for p in bound if priority(p) < priority(pod)),
+        (p for p in bound if priority(p) < priority(pod) and not is_daemon(p)),
         key=lambda p: (priority(p), -uid_order(p)),
     )
     freed = Room(room.cpu, room.memory, room.labels, room.taints, True, dict(room.extended))

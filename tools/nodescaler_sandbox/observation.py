@@ -15,7 +15,7 @@ from nodescaler_sandbox import (
     figures,
     oracle,
 )
-from nodescaler_sandbox.cluster import Room, extended_requests, requests
+from nodescaler_sandbox.cluster import Room, extended_requests, is_daemon, requests
 from nodescaler_sandbox.figures import PodRecord
 from nodescaler_sandbox.provision import group_sizes
 from nodescaler_sandbox.sandbox import REGION, Sandbox
@@ -164,7 +164,9 @@ def pods_existing(world: World, shapes: dict[str, oracle.Shape]) -> oracle.Step:
     return oracle.step_of(
         shapes.get(uid) or shapes.setdefault(uid, oracle.Shape.of(pod))
         for pod in pods
-        if (uid := pod["metadata"]["uid"]) and not baseline_tuning.is_placeholder(pod)
+        if (uid := pod["metadata"]["uid"])
+        and not baseline_tuning.is_placeholder(pod)
+        and not is_daemon(pod)  # a node's own: taken off what its group's nodes offer
     )
 
 

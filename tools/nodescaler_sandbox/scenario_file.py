@@ -21,20 +21,12 @@ from nodescaler.adapters.deployed_policies import load_policies
 from nodescaler.domain.cluster.predicates import TEMPLATE_TAG
 from nodescaler.domain.outside_text import bounded_problems
 from nodescaler.domain.policy import CloudWatchMetric, PrometheusMetric
-from nodescaler.errors import PermanentError, PolicyError
+from nodescaler.errors import PolicyError
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from nodescaler_sandbox import metric_math, replay_figures, traces
-
-
-class ScenarioError(PermanentError, ValueError):
-    """A scenario file that cannot be run; the message names the file and the field, and
-    `problems` each of its schema defects, a line each."""
-
-    def __init__(self, message: str, problems: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.problems = problems
+from nodescaler_sandbox.scenario_checks import ScenarioError, check_fault, check_zones_and_names
 
 
 def _minute(value: Any) -> Any:
@@ -49,6 +41,7 @@ def _minute(value: Any) -> Any:
 
 
 Minute = Annotated[float, BeforeValidator(_minute), Field(ge=0)]
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"  # a namespace's or an object's name
 Count = Annotated[int, Field(ge=0)]
 DEFAULT_START = "2026-11-23 09:00 UTC"  # a Monday morning
 
@@ -193,7 +186,7 @@ class PodShape(_Spec):
     tolerations: list[Taint] = []  # each tolerates the taint with its key, value and effect
     # The pods' priority; below -10 they are expendable: no scale-up for them.
     priority: Annotated[int, Field(ge=-(2**31), le=10**9)] = 0
-    namespace: str = Field(default="default", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    namespace: str = Field(default="default", pattern=DNS_LABEL)
     # Pods no controller made (as `kubectl run` makes one); the sandbox keeps their number.
     bare: bool = False
     # A volume that goes with the node: an emptyDir (scratch space) or a hostPath.
@@ -221,10 +214,18 @@ class CapacityBufferSpec(_Spec):
     """A namespace's CapacityBuffer (autoscaling.x-k8s.io/v1alpha1): `replicas` pods of the
     shape of a PodTemplate of its own (`pod`), which the sandbox writes beside it."""
 
-    name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-    namespace: str = Field(default="default", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    name: str = Field(pattern=DNS_LABEL)
+    namespace: str = Field(default="default", pattern=DNS_LABEL)
     replicas: Count
     pod: TemplatePod
+
+
+class DaemonSetSpec(TemplatePod):
+    """A DaemonSet (kube-proxy, the CNI, a log agent): a pod of this shape on each node its
+    nodeSelector and tolerations take, from the moment the node registers."""
+
+    name: str = Field(pattern=DNS_LABEL)
+    namespace: str = Field(default="kube-system", pattern=DNS_LABEL)
 
 
 class ZonalShiftSpec(_Spec):
@@ -314,9 +315,7 @@ FAULT_KINDS = (
     "kubernetes-slow",  # the API server answers `seconds` late
     "throttling",  # target: a service (autoscaling, cloudwatch, dynamodb, ec2, eks, sqs)
 )
-SANDBOX_ZONES = ("eu-west-1a", "eu-west-1b", "eu-west-1c")  # the sandbox's region's
 STEP_CHOICES = tuple(s for s in range(1, 61) if 60 % s == 0)
-THROTTLED_SERVICES = ("autoscaling", "cloudwatch", "dynamodb", "ec2", "eks", "sqs")
 
 
 class FaultSpec(_Spec):
@@ -351,6 +350,7 @@ class Scenario(_Spec):
     alarms: list[AlarmSpec] = []
     faults: list[FaultSpec] = []
     capacity_buffers: list[CapacityBufferSpec] = []
+    daemon_sets: list[DaemonSetSpec] = []
     zonal_shifts: list[ZonalShiftSpec] = []
     prometheus: PrometheusSpec | None = None
     pod_traces: list[PodTraceSpec] = []  # demand read from CSV files beside the scenario
@@ -423,8 +423,8 @@ def _check_references(scenario: Scenario) -> None:
                 f"{where}: alarms.{index}.queue: no queue named {alarm.queue!r} in the scenario"
             )
     for index, fault in enumerate(scenario.faults):
-        _check_fault(f"{where}: faults.{index}", fault, queues)
-    _check_zones_and_buffers(where, scenario)
+        check_fault(f"{where}: faults.{index}", fault, queues)
+    check_zones_and_names(where, scenario)
     _check_gauges(where, scenario)
     try:
         prices = scenario.priced()
@@ -553,48 +553,3 @@ def _check_gauges(where: Path, scenario: Scenario) -> None:
                 f"{where}: prometheus.gauges.{index}.deployment: no deployment named "
                 f"{gauge.deployment!r} in the scenario"
             )
-
-
-def _check_zones_and_buffers(where: Path, scenario: Scenario) -> None:
-    """Zones of the sandbox's region; a shift that ends after it starts; a buffer once."""
-    zones = [(f"groups.{i}.zone", g.zone) for i, g in enumerate(scenario.groups)]
-    zones += [(f"zonalShifts.{i}.zone", s.zone) for i, s in enumerate(scenario.zonal_shifts)]
-    for field, zone in zones:
-        if zone is not None and zone not in SANDBOX_ZONES:
-            raise ScenarioError(
-                f"{where}: {field}: {zone} is not a zone of the sandbox's region "
-                f"({', '.join(SANDBOX_ZONES)})"
-            )
-    for index, shift in enumerate(scenario.zonal_shifts):
-        if shift.until <= shift.start:
-            raise ScenarioError(
-                f"{where}: zonalShifts.{index}.until: {shift.until:g} is not after from "
-                f"({shift.start:g})"
-            )
-    seen: set[tuple[str, str]] = set()
-    for index, buffer in enumerate(scenario.capacity_buffers):
-        if (buffer.namespace, buffer.name) in seen:
-            raise ScenarioError(
-                f"{where}: capacityBuffers.{index}: {buffer.namespace}/{buffer.name} appears twice"
-            )
-        seen.add((buffer.namespace, buffer.name))
-
-
-def _check_fault(where: str, fault: FaultSpec, queues: set[str]) -> None:
-    if fault.until <= fault.start:
-        raise ScenarioError(f"{where}.until: {fault.until:g} is not after from ({fault.start:g})")
-    if fault.kind == "queue-deleted" and fault.target not in queues:
-        raise ScenarioError(
-            f"{where}.target: a queue-deleted fault names a queue of the scenario "
-            f"({', '.join(sorted(queues)) or 'it has none'}), not {fault.target!r}"
-        )
-    if fault.kind == "throttling" and fault.target not in THROTTLED_SERVICES:
-        raise ScenarioError(
-            f"{where}.target: throttling names a service ({', '.join(THROTTLED_SERVICES)}), "
-            f"not {fault.target!r}"
-        )
-    if fault.kind not in ("queue-deleted", "throttling") and fault.target is not None:
-        raise ScenarioError(f"{where}.target: a {fault.kind} fault takes no target")
-    # checked here, as `seconds` has a default: given to another kind it would do nothing
-    if fault.kind != "kubernetes-slow" and "seconds" in fault.model_fields_set:
-        raise ScenarioError(f"{where}.seconds: a {fault.kind} fault takes no seconds")

@@ -46,6 +46,7 @@ def create(scenario: Scenario, box: Sandbox, queue_names: list[str], *, hooks: b
                 },
             )
     _write_buffers(scenario, box)
+    _write_daemon_sets(scenario, box)
     cloudwatch = box.client("cloudwatch")
     for alarm in scenario.alarms:
         cloudwatch.put_metric_alarm(
@@ -152,6 +153,37 @@ def _write_buffers(scenario: Scenario, box: Sandbox) -> None:
                 "spec": {"podTemplateRef": {"name": buffer.name}, "replicas": buffer.replicas},
             },
         )
+
+
+def _write_daemon_sets(scenario: Scenario, box: Sandbox) -> None:
+    """Each DaemonSet, as its owner applies it before either controller runs: the cluster
+    puts a pod of it on each node it takes (`SimulatedCluster.daemons_on`)."""
+    for daemon in scenario.daemon_sets:
+        made = pod(
+            daemon.name,
+            daemon.name,
+            daemon.cpu,
+            daemon.memory,
+            extended=dict(daemon.extended),
+            priority=daemon.priority,
+            node_selector=dict(daemon.node_selector),
+            tolerations=[t.model_dump() for t in daemon.tolerations],
+            namespace=daemon.namespace,
+        )
+        labels = {"app": daemon.name}
+        written = box.cluster.store.put(
+            "daemonsets",
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {"name": daemon.name, "namespace": daemon.namespace},
+                "spec": {
+                    "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels}, "spec": made["spec"]},
+                },
+            },
+        )
+        box.cluster.daemon_sets.append(written)
 
 
 def _launch(box: Sandbox, group: GroupSpec) -> str | None:
