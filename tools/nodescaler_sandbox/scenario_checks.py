@@ -41,20 +41,17 @@ def check_zones_and_names(where: Path, scenario: Scenario) -> None:
                 f"{where}: zonalShifts.{index}.until: {shift.until:g} is not after from "
                 f"({shift.start:g})"
             )
+    _once(where, "capacityBuffers", [(b.namespace, b.name) for b in scenario.capacity_buffers])
+    _once(where, "daemonSets", [(d.namespace, d.name) for d in scenario.daemon_sets])
+
+
+def _once(where: Path, field: str, names: list[tuple[str, str]]) -> None:
+    """Each (namespace, name) of `field` given once."""
     seen: set[tuple[str, str]] = set()
-    for index, buffer in enumerate(scenario.capacity_buffers):
-        if (buffer.namespace, buffer.name) in seen:
-            raise ScenarioError(
-                f"{where}: capacityBuffers.{index}: {buffer.namespace}/{buffer.name} appears twice"
-            )
-        seen.add((buffer.namespace, buffer.name))
-    named: set[tuple[str, str]] = set()
-    for index, daemon in enumerate(scenario.daemon_sets):
-        if (daemon.namespace, daemon.name) in named:
-            raise ScenarioError(
-                f"{where}: daemonSets.{index}: {daemon.namespace}/{daemon.name} appears twice"
-            )
-        named.add((daemon.namespace, daemon.name))
+    for index, (namespace, name) in enumerate(names):
+        if (namespace, name) in seen:
+            raise ScenarioError(f"{where}: {field}.{index}: {namespace}/{name} appears twice")
+        seen.add((namespace, name))
 
 
 def check_fault(where: str, fault: FaultSpec, queues: set[str]) -> None:

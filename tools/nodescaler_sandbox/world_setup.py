@@ -2,7 +2,7 @@
 either controller runs, as the operator and the teams make them: each group's ASG (or EKS
 managed node group) with its tags, launch, warm pool and drain hook, its nodes' shape and
 labels; the queues; each deployment's PodDisruptionBudget; the namespaces'
-CapacityBuffers; the alarms on SQS's metrics."""
+CapacityBuffers; the DaemonSets; the alarms on SQS's metrics."""
 
 from __future__ import annotations
 
@@ -19,7 +19,13 @@ from nodescaler_sandbox.workloads import pod
 
 if TYPE_CHECKING:
     from nodescaler_sandbox.sandbox import Sandbox
-    from nodescaler_sandbox.scenario_file import GroupSpec, NodeShape, Scenario, WarmPoolSpec
+    from nodescaler_sandbox.scenario_file import (
+        GroupSpec,
+        NodeShape,
+        Scenario,
+        TemplatePod,
+        WarmPoolSpec,
+    )
 
 ZONE_LABEL = "topology.kubernetes.io/zone"  # as the kubelet sets it on EC2 (a group's zone given)
 
@@ -129,17 +135,7 @@ def _write_buffers(scenario: Scenario, box: Sandbox) -> None:
     """Each namespace's CapacityBuffer, and the PodTemplate it refers to, as its team
     applies them (`kubectl apply`) before either controller runs."""
     for buffer in scenario.capacity_buffers:
-        shape = buffer.pod
-        made = pod(
-            buffer.name,
-            buffer.name,
-            shape.cpu,
-            shape.memory,
-            extended=dict(shape.extended),
-            priority=shape.priority,
-            node_selector=dict(shape.node_selector),
-            tolerations=[t.model_dump() for t in shape.tolerations],
-        )
+        made = _template_pod(buffer.name, buffer.pod, "default")
         metadata = {"name": buffer.name, "namespace": buffer.namespace}
         box.cluster.store.put(
             "podtemplates", {"metadata": metadata, "template": {"spec": made["spec"]}}
@@ -155,21 +151,26 @@ def _write_buffers(scenario: Scenario, box: Sandbox) -> None:
         )
 
 
+def _template_pod(name: str, shape: TemplatePod, namespace: str) -> dict[str, Any]:
+    """A pod of a template's shape: what it asks for and where it may run."""
+    return pod(
+        name,
+        name,
+        shape.cpu,
+        shape.memory,
+        extended=dict(shape.extended),
+        priority=shape.priority,
+        node_selector=dict(shape.node_selector),
+        tolerations=[t.model_dump() for t in shape.tolerations],
+        namespace=namespace,
+    )
+
+
 def _write_daemon_sets(scenario: Scenario, box: Sandbox) -> None:
     """Each DaemonSet, as its owner applies it before either controller runs: the cluster
     puts a pod of it on each node it takes (`SimulatedCluster.daemons_on`)."""
     for daemon in scenario.daemon_sets:
-        made = pod(
-            daemon.name,
-            daemon.name,
-            daemon.cpu,
-            daemon.memory,
-            extended=dict(daemon.extended),
-            priority=daemon.priority,
-            node_selector=dict(daemon.node_selector),
-            tolerations=[t.model_dump() for t in daemon.tolerations],
-            namespace=daemon.namespace,
-        )
+        made = _template_pod(daemon.name, daemon, daemon.namespace)
         labels = {"app": daemon.name}
         written = box.cluster.store.put(
             "daemonsets",
