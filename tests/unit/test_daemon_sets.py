@@ -78,7 +78,9 @@ def test_a_template_is_less_the_daemon_sets_that_run_on_it_and_says_so() -> None
     assert less.source.endswith("less what 3 DaemonSets ask (225m cpu, 200Mi)")
     # a DaemonSet's host port is taken on the new node too
     exporter = daemon("node-exporter", 100, 64, apart=frozenset({"port 9100"}))
-    assert less_daemon_sets(NODE, (exporter,)).holding == frozenset({"port 9100"})
+    one = less_daemon_sets(NODE, (exporter,))
+    assert one.holding == frozenset({"port 9100"})
+    assert one.source.endswith("less what 1 DaemonSet asks (100m cpu, 64Mi)")
     # none to run there, or none read: the template as it was
     assert less_daemon_sets(NODE, AGENTS[3:]) == NODE
     assert less_daemon_sets(NODE, None) == NODE

@@ -53,11 +53,11 @@ def less_daemon_sets(template: NodeTemplate, daemon_sets: Sequence[Pod] | None) 
     # their host ports are taken on the new node too (`live_template` holds them alike)
     holding = frozenset().union(*(p.placement.apart for p in running if p.placement))
     said = f"{taken.cpu_millis}m cpu, {taken.memory_bytes // 2**20}Mi"
-    count = f"{len(running)} DaemonSet{'s' if len(running) > 1 else ''}"
+    count = f"{len(running)} DaemonSets ask" if len(running) > 1 else "1 DaemonSet asks"
     return replace(
         template,
         allocatable=template.allocatable - taken,
         daemon_sets=template.daemon_sets + taken,
         holding=template.holding | holding,
-        source=f"{template.source}, less what {count} ask ({said})",
+        source=f"{template.source}, less what {count} ({said})",
     )
