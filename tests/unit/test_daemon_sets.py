@@ -59,6 +59,10 @@ def test_a_daemon_set_runs_where_its_selector_and_affinity_match_and_it_tolerate
     assert not runs_on(AGENTS[0], tainted)
     everything = (Toleration(operator="Exists"),)
     assert runs_on(daemon("kube-proxy", 100, 0, tolerations=everything), tainted)
+    gpu = (Toleration("nvidia.com/gpu", "Equal", "true", "NoSchedule"),)
+    assert runs_on(daemon("dcgm", 100, 0, tolerations=gpu), tainted)
+    other = (Toleration("dedicated", "Equal", "true", "NoSchedule"),)
+    assert not runs_on(daemon("dcgm", 100, 0, tolerations=other), tainted)
     # ... but a soft one does not, nor one of a node's state (the controller tolerates
     # the conditions' taints itself; a startup taint is lifted by the DaemonSets' agents)
     state = Taint("node.kubernetes.io/not-ready", "", "NoExecute")
@@ -81,6 +85,8 @@ def test_a_template_is_less_the_daemon_sets_that_run_on_it_and_says_so() -> None
     one = less_daemon_sets(NODE, (exporter,))
     assert one.holding == frozenset({"port 9100"})
     assert one.source.endswith("less what 1 DaemonSet asks (100m cpu, 64Mi)")
+    two = less_daemon_sets(NODE, AGENTS[:2])
+    assert two.source.endswith("less what 2 DaemonSets ask (125m cpu, 0Mi)")
     # none to run there, or none read: the template as it was
     assert less_daemon_sets(NODE, AGENTS[3:]) == NODE
     assert less_daemon_sets(NODE, None) == NODE
