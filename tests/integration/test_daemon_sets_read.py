@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from nodescaler.adapters.k8s.connection import KubeconfigConnection
 from nodescaler.adapters.k8s.core_api import KubernetesCluster
 from nodescaler_sandbox.kube.apiserver import Cluster, KubeApiServer
@@ -64,3 +65,26 @@ def test_given_daemon_sets_unasked_then_none_is_listed(tmp_path: Path) -> None:
         snapshot = KubernetesCluster(connection, daemon_sets=False).snapshot()
     assert snapshot.daemon_sets is None
     assert not any("/daemonsets" in r for r in server.requests)
+
+
+def test_given_daemon_sets_answering_500_then_the_cluster_read_fails_naming_it(
+    tmp_path: Path,
+) -> None:
+    # Given a server whose DaemonSet list alone fails (500): not a role without the right
+    from kubernetes.client.exceptions import ApiException
+    from nodescaler.errors import KubernetesUnavailableError
+
+    with KubeApiServer(Cluster()) as server:
+        connection = KubeconfigConnection(kubeconfig(tmp_path / "kc", server.url))
+        cluster = KubernetesCluster(connection)
+        request = cluster._api.request
+
+        def failing(call: object, *args: object, **query: object) -> bytes:
+            if "daemon_set" in getattr(call, "__name__", ""):
+                raise ApiException(status=500, reason="InternalError")
+            return request(call, *args, **query)  # type: ignore[arg-type]
+
+        cluster._api.request = failing  # type: ignore[method-assign]
+        # When the snapshot is read, Then the read fails as a list of nodes would, naming it
+        with pytest.raises(KubernetesUnavailableError, match="500 InternalError"):
+            cluster.snapshot()

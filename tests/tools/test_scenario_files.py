@@ -220,6 +220,21 @@ def test_times_are_minutes_or_hours_and_minutes(tmp_path: Path) -> None:
             ),
             "capacityBuffers.0.pod.bare: Extra inputs are not permitted",
         ),
+        (
+            (
+                "minutes: 10",
+                "minutes: 10\ndaemonSets: [{{name: agent, cpu: 100m}}, {{name: agent}}]",
+            ),
+            "daemonSets.1: kube-system/agent appears twice",
+        ),
+        (
+            ("minutes: 10", "minutes: 10\ndaemonSets: [{{name: Log_Agent}}]"),
+            "daemonSets.0.name: String should match pattern",
+        ),
+        (
+            ("minutes: 10", "minutes: 10\ndaemonSets: [{{name: agent, replicas: 3}}]"),
+            "daemonSets.0.replicas: Extra inputs are not permitted",
+        ),
     ],
 )
 def test_a_mistake_names_the_file_and_the_field(
