@@ -148,6 +148,8 @@ class SimulatedCluster:
         """The DaemonSets that put a pod on `node`: their nodeSelector matches its labels
         and they tolerate its NoSchedule and NoExecute taints (the DaemonSet controller's
         rule; a startup taint aside: the node's agents, its DaemonSets, lift it)."""
+        if not self.daemon_sets:  # most scenarios: no Room to build, on the baseline's loop
+            return []
         room = Room.of(node)
         return [d for d in self.daemon_sets if room.fits(0, 0, d["spec"]["template"]["spec"])]
 
@@ -236,8 +238,11 @@ class SimulatedCluster:
         """A node like `node`, its allocatable less what the DaemonSets' pods on such a
         node ask: what it offers other pods, as Cluster Autoscaler's template node holds
         them (`daemonset.GetDaemonSetPodsForNode`)."""
+        daemons = self.daemons_on(node)
+        if not daemons:
+            return node
         cpu, memory = quantities(node["status"]["allocatable"])
-        for daemon in self.daemons_on(node):
+        for daemon in daemons:
             taken = requests({"spec": daemon["spec"]["template"]["spec"]})
             cpu, memory = cpu - taken[0], memory - taken[1]
         left = {"cpu": f"{max(cpu, 0)}m", "memory": str(max(memory, 0))}

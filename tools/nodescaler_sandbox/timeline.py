@@ -88,7 +88,11 @@ def lines(scenario: Scenario, result: Run) -> list[str]:
         if key == seen.get(row["group"]) and row["minute"] % every:
             continue
         seen[row["group"]] = key
-        earlier = _earlier(row, result.desired_writes, scenario.step_seconds)
+        earlier = (
+            _earlier(row, result.desired_writes, scenario.step_seconds)
+            if _held_only(row, current)
+            else None
+        )
         why = _why(row, current, None if earlier is None else _said(earlier))
         why = on_the_timeline_clock(why, scenario, row["minute"])
         if row.get("cause"):  # the path that brought the decision
@@ -136,7 +140,7 @@ def _why(row: dict[str, Any], current: int, earlier: str | None = None) -> str:
     cause, where the run's writes tell it); its reason is in the logs."""
     what, *rest = (row.get("why") or "").split(" | ")
     why = " | ".join(rest) or what
-    if row.get("current") == row.get("decided") and current != row["desired"]:
+    if _held_only(row, current):
         by = (
             f"an earlier decision in the step ({earlier})"
             if earlier
@@ -144,6 +148,11 @@ def _why(row: dict[str, Any], current: int, earlier: str | None = None) -> str:
         )
         return f"changed by {by}; then {what}" + (f" | {why}" if rest else "")
     return why
+
+
+def _held_only(row: dict[str, Any], current: int) -> bool:
+    """Whether the step's last decision only held what an earlier one of the step set."""
+    return row.get("current") == row.get("decided") and current != row["desired"]
 
 
 def _earlier(
