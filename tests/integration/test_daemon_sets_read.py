@@ -88,3 +88,21 @@ def test_given_daemon_sets_answering_500_then_the_cluster_read_fails_naming_it(
         # When the snapshot is read, Then the read fails as a list of nodes would, naming it
         with pytest.raises(KubernetesUnavailableError, match="500 InternalError"):
             cluster.snapshot()
+
+
+def test_given_daemon_sets_when_read_then_their_bytes_count_in_what_the_look_cost(
+    tmp_path: Path,
+) -> None:
+    def bytes_read(served: Cluster) -> int:
+        with KubeApiServer(served) as server:
+            cluster = KubernetesCluster(
+                KubeconfigConnection(kubeconfig(tmp_path / "kc", server.url))
+            )
+            cluster.snapshot()
+            return cluster.bytes_read
+
+    with_agents = Cluster()
+    for n in range(20):
+        with_agents.put("daemonsets", daemon_set(f"agent-{n}", "100m", "64Mi", {}))
+    # Twenty DaemonSets' objects are well over a kilobyte on the wire, read or refused.
+    assert bytes_read(with_agents) - bytes_read(Cluster()) > 1000

@@ -118,7 +118,7 @@ class CoreApi:
         self._timeout_seconds = timeout_seconds
         self._refused = refused
         self._deadline = deadline  # the invocation's: no answer is waited for past it
-        self.bytes_read = 0  # answers' bodies, counted: what a look costs the API server
+        self.bytes_read = 0  # every answer's body, counted: what a look costs the API server
 
     def listed(
         self, list_call: Callable[..., Any], page_type: type[Page], **query: Any
@@ -149,11 +149,6 @@ class CoreApi:
 
     def answer(self, call: Callable[..., Any], *args: Any, **query: Any) -> bytes:
         """The raw answer to a call that must succeed: any refusal is unavailability."""
-        data = self._answer(call, *args, **query)
-        self.bytes_read += len(data)
-        return data
-
-    def _answer(self, call: Callable[..., Any], *args: Any, **query: Any) -> bytes:
         from kubernetes.client.exceptions import ApiException
 
         try:
@@ -172,7 +167,9 @@ class CoreApi:
             try:
                 owner = getattr(client, call.__qualname__.partition(".")[0])  # CoreV1Api, ...
                 api = owner(watched_client(self.connection.api()))
-                return self._whole_answer(partial(call, api, *args, **query))
+                data = self._whole_answer(partial(call, api, *args, **query))
+                self.bytes_read += len(data)
+                return data
             except ApiException as error:
                 if error.status == 401 and attempt == 1:  # the token expired: renew, once
                     self.connection.renew()
