@@ -14,7 +14,7 @@ import pytest
 from botocore.exceptions import ClientError
 from nodescaler.adapters.aws.instance_types import Ec2InstanceTypes
 from nodescaler.adapters.aws.node_groups import AsgNodeGroups
-from nodescaler.domain.cluster.predicates import NodegroupLabels
+from nodescaler.domain.cluster.instance_templates import NodegroupLabels
 from nodescaler.domain.cluster.snapshot import Taint
 from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.groups.optin import TagNames

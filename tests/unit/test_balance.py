@@ -8,7 +8,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from nodescaler.domain.cluster.predicates import InstanceShape, NodeTemplate
+from nodescaler.domain.cluster.instance_templates import InstanceShape
+from nodescaler.domain.cluster.predicates import NodeTemplate
 from nodescaler.domain.cluster.snapshot import (
     Node,
     Placement,

@@ -5,7 +5,7 @@ Autoscaler's template node holds them (`domain.cluster.daemon_sets`)."""
 from __future__ import annotations
 
 from nodescaler.domain.cluster.daemon_sets import less_daemon_sets, runs_on
-from nodescaler.domain.cluster.predicates import NodeTemplate
+from nodescaler.domain.cluster.predicates import NodeTemplate, why_not
 from nodescaler.domain.cluster.snapshot import (
     Placement,
     Pod,
@@ -91,6 +91,26 @@ def test_a_template_is_less_the_daemon_sets_that_run_on_it_and_says_so() -> None
     assert less_daemon_sets(NODE, AGENTS[3:]) == NODE
     assert less_daemon_sets(NODE, None) == NODE
     assert less_daemon_sets(NODE, ()) == NODE
+
+
+def test_a_pod_their_daemon_sets_leave_no_room_for_is_told_so_with_the_numbers() -> None:
+    less = less_daemon_sets(NODE, AGENTS)  # 225m cpu, 200Mi and 3 pods go to DaemonSets
+    said = "needs more cpu than a node of the group has once its DaemonSets take 225m"
+    assert why_not(daemon_free("web", 3800, 1024), less) == f"{said} (3695m left, 3800m asked)"
+    assert why_not(daemon_free("web", 3695, 1024), less) is None
+    assert why_not(daemon_free("big", 1000, 14_900), less) == (
+        "needs more memory than a node of the group has once its DaemonSets take 200Mi"
+        " (14800Mi left, 14900Mi asked)"
+    )
+    # more than a node holds even without them: no word of the DaemonSets
+    assert why_not(daemon_free("web", 3921, 1024), less) == (
+        "needs more cpu than a node of the group has"
+    )
+    assert why_not(daemon_free("web", 3800, 1024), NODE) is None
+
+
+def daemon_free(name: str, cpu: int, memory_mib: int) -> Pod:
+    return Pod("default", name, None, Resources(cpu, memory_mib * MIB, 1))
 
 
 def _nodes_asked(daemon_sets: tuple[Pod, ...] | None) -> float:

@@ -5,9 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from nodescaler.domain.cluster.predicates import (
+from nodescaler.domain.cluster.instance_templates import (
     InstanceShape,
     NodegroupLabels,
+    reserved_cpu_millis,
+    template_from_instance_type,
+)
+from nodescaler.domain.cluster.predicates import (
     NodeTemplate,
     live_template,
     nodes_for,
@@ -15,9 +19,7 @@ from nodescaler.domain.cluster.predicates import (
     pack,
     pending,
     place,
-    reserved_cpu_millis,
     room_of,
-    template_from_instance_type,
     why_not,
 )
 from nodescaler.domain.cluster.snapshot import (

@@ -4,7 +4,8 @@ template does, so a pod pinned to the zone can grow the group from zero."""
 
 from __future__ import annotations
 
-from nodescaler.domain.cluster.predicates import NodeTemplate, why_not, zone_labels
+from nodescaler.domain.cluster.instance_templates import zone_labels
+from nodescaler.domain.cluster.predicates import NodeTemplate, why_not
 from nodescaler.domain.cluster.snapshot import Placement, Pod, Resources, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.groups.optin import TagNames

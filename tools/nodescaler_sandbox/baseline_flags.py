@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
-from nodescaler.domain.cluster.predicates import EKS_TAINT_EFFECTS
+from nodescaler.domain.cluster.instance_templates import EKS_TAINT_EFFECTS
 
 SCAN = timedelta(seconds=10)  # --scan-interval: how often `act` runs
 UNNEEDED = timedelta(minutes=10)  # --scale-down-unneeded-time

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
-from nodescaler.domain.cluster.predicates import zone_labels
+from nodescaler.domain.cluster.instance_templates import zone_labels
 
 from nodescaler_sandbox import (
     baseline_proportional,

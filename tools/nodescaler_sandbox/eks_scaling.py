@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import ClientError
-from nodescaler.domain.cluster.predicates import EKS_TAINT_EFFECTS
+from nodescaler.domain.cluster.instance_templates import EKS_TAINT_EFFECTS
 
 SIZES = ("minSize", "maxSize", "desiredSize")
 SIZES_TAKEN = "nodescaler-sandbox-scaling"  # in the call's context, from check to apply

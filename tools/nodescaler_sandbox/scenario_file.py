@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from nodescaler.adapters.deployed_policies import load_policies
-from nodescaler.domain.cluster.predicates import TEMPLATE_TAG
+from nodescaler.domain.cluster.instance_templates import TEMPLATE_TAG
 from nodescaler.domain.outside_text import bounded_problems
 from nodescaler.domain.policy import CloudWatchMetric, PrometheusMetric
 from nodescaler.errors import PolicyError

@@ -199,12 +199,12 @@ def buffers_never_kept(
     from moto.ec2.models.instance_types import INSTANCE_TYPES
     from nodescaler.adapters.aws.instance_types import shape_of
     from nodescaler.domain.ahead.group_buffers import buffer_pod
-    from nodescaler.domain.cluster.predicates import (
+    from nodescaler.domain.cluster.instance_templates import (
         NodegroupLabels,
         template_from_instance_type,
-        why_not,
         zone_labels,
     )
+    from nodescaler.domain.cluster.predicates import why_not
     from nodescaler.domain.cluster.snapshot import Taint
 
     found = []

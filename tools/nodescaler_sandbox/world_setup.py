@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from nodescaler.adapters.aws.instance_types import ARCHITECTURES
-from nodescaler.domain.cluster.predicates import instance_labels
+from nodescaler.domain.cluster.instance_templates import instance_labels
 from nodescaler.domain.groups.node_group import EKS_NODEGROUP_LABEL
 
 from nodescaler_sandbox.eks_scaling import create_managed_node_group

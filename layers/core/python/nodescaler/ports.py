@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from nodescaler.deadline import Deadline
-    from nodescaler.domain.cluster.predicates import InstanceShape, NodegroupLabels
+    from nodescaler.domain.cluster.instance_templates import InstanceShape, NodegroupLabels
     from nodescaler.domain.cluster.snapshot import DisruptionBudget, Node, Pod, Snapshot, Taint
     from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup, ScalingActivity
     from nodescaler.domain.groups.scaling_events import ScalingEvent

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from nodescaler.domain.ahead.group_buffers import buffer_pods
 from nodescaler.domain.cluster.daemon_sets import less_daemon_sets
+from nodescaler.domain.cluster.instance_templates import template_from_instance_type, zone_labels
 from nodescaler.domain.cluster.predicates import (
     NodeTemplate,
     live_template,
@@ -20,9 +21,7 @@ from nodescaler.domain.cluster.predicates import (
     pending,
     place,
     room_of,
-    template_from_instance_type,
     why_not,
-    zone_labels,
 )
 from nodescaler.domain.cluster.snapshot import Node, Pod, Snapshot
 from nodescaler.domain.groups.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs

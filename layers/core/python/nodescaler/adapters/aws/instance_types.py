@@ -16,7 +16,11 @@ from typing import Any, Generic, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from nodescaler.domain.cluster.predicates import EKS_TAINT_EFFECTS, InstanceShape, NodegroupLabels
+from nodescaler.domain.cluster.instance_templates import (
+    EKS_TAINT_EFFECTS,
+    InstanceShape,
+    NodegroupLabels,
+)
 from nodescaler.domain.cluster.snapshot import Taint
 from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.errors import InstanceTypeUnknownError

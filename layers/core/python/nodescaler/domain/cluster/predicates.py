@@ -1,23 +1,21 @@
 """Would a pending pod fit a new node of this group? The scheduler's predicates, and packing.
 
-A node template stands for a node the group would launch: from a live node of the group,
-or, for a group at zero, from its instance type and Cluster Autoscaler's node-template
-tags. Each predicate says why a pod does not fit, so a decision can explain itself.
-First-fit-decreasing packing then estimates how many new nodes the fitting pods need.
+A node template stands for a node the group would launch: from a live node of the group
+(`live_template`), or, for a group at zero, from its instance type and Cluster Autoscaler's
+node-template tags (`instance_templates`). Each predicate says why a pod does not fit, so
+a decision can explain itself. First-fit-decreasing packing then estimates how many new
+nodes the fitting pods need.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from nodescaler.domain.cluster.quantity import millicores, whole_units
-from nodescaler.domain.cluster.snapshot import Node, Placement, Pod, Resources, Taint, is_extended
+from nodescaler.domain.cluster.snapshot import Node, Placement, Pod, Resources, Taint
 from nodescaler.domain.cluster.state_taints import keeps_pods_off, of_state
 from nodescaler.domain.groups.node_group import NodeGroup, belongs
-from nodescaler.errors import QuantityError
 
 NOTHING = Resources()
 HOSTNAME_LABEL = "kubernetes.io/hostname"  # a template stands for a node not yet named
@@ -72,141 +70,22 @@ def live_template(
     return replace(template, holding=holding) if holding else template
 
 
-@dataclass(frozen=True, slots=True)
-class InstanceShape:
-    """What EC2 says of an instance type (DescribeInstanceTypes)."""
-
-    instance_type: str
-    vcpus: int
-    memory_mib: int
-    architecture: str = "amd64"  # as Kubernetes names it: amd64, arm64
-    nvidia_gpus: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class NodegroupLabels:
-    """What EKS says a managed node group's nodes register with (DescribeNodegroup):
-    read for a group at zero, where its ASG often carries no node-template tags."""
-
-    labels: Mapping[str, str] = field(default_factory=dict)
-    taints: tuple[Taint, ...] = ()
-
-
-# EKS's names of the taint effects → Kubernetes'.
-EKS_TAINT_EFFECTS = {
-    "NO_SCHEDULE": "NoSchedule",
-    "NO_EXECUTE": "NoExecute",
-    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
-}
-
-
-# Cluster Autoscaler's tags describing the nodes of a group at zero.
-TEMPLATE_TAG = "k8s.io/cluster-autoscaler/node-template/"
-DEFAULT_MAX_PODS = 110
-EVICTION_THRESHOLD_MIB = 100
-
-
-def reserved_cpu_millis(vcpus: int) -> int:
-    """EKS's kube-reserved CPU: 6% of the first core, 1% of the second, 0.5% of the next
-    two, 0.25% of the rest."""
-    shares = [60, 10, 5, 5] + [2.5] * max(vcpus - 4, 0)
-    return round(sum(shares[:vcpus]))
-
-
-def instance_labels(instance_type: str, architecture: str) -> dict[str, str]:
-    """The well-known labels the kubelet and the cloud provider put on every EKS node."""
-    return {
-        "node.kubernetes.io/instance-type": instance_type,
-        "kubernetes.io/arch": architecture,
-        "kubernetes.io/os": "linux",
-    }
-
-
-def zone_labels(zones: Sequence[str]) -> dict[str, str]:
-    """The zone and region labels a new node of a group in one Availability Zone registers
-    with (the kubelet's, and the EBS CSI driver's zone), as Cluster Autoscaler's AWS
-    template gives them (`aws_manager.go`, `buildGenericLabels`), the region its parent
-    region (`us-west-2` for the Local Zone `us-west-2-lax-1a`, where Cluster Autoscaler's
-    takes the zone less its letter). A group of several zones gets none: Auto Scaling picks
-    the zone, so a pod pinned to one is no reason to grow it (Cluster Autoscaler takes the
-    group's first zone, and may launch where the pod cannot go)."""
-    if len(zones) != 1:
-        return {}
-    (zone,) = zones
-    parent = _REGION.match(zone)
-    return {
-        "topology.kubernetes.io/zone": zone,
-        "topology.kubernetes.io/region": parent.group(0) if parent else zone[:-1],
-        "topology.ebs.csi.aws.com/zone": zone,
-    }
-
-
-_REGION = re.compile(r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d+")  # eu-west-1, us-gov-west-1
-
-
-def template_from_instance_type(
-    group: str,
-    shape: InstanceShape,
-    tags: Mapping[str, str],
-    extra_labels: Mapping[str, str],
-    managed: NodegroupLabels | None = None,
-) -> NodeTemplate:
-    """A node of a group at zero, as EKS would register it (with its managed node group's
-    labels and taints), overridden by the CA tags: where a tag and EKS name the same label
-    or taint key, the tag wins, as in Cluster Autoscaler."""
-    managed = managed or NodegroupLabels()
-    labels = (
-        instance_labels(shape.instance_type, shape.architecture)
-        | dict(extra_labels)
-        | dict(managed.labels)
-    )
-    taints: list[Taint] = []
-    amounts: dict[str, int] = {}  # resources/<name> tags: millicores for cpu, else units
-    for key, value in tags.items():
-        if not key.startswith(TEMPLATE_TAG):
-            continue
-        kind, _, name = key.removeprefix(TEMPLATE_TAG).partition("/")
-        if kind == "label":
-            labels[name] = value
-        elif kind == "taint":
-            # "value:Effect", as Cluster Autoscaler reads it; a bare "value" is NoSchedule
-            taint_value, colon, effect = value.rpartition(":")
-            if not colon:
-                taint_value, effect = value, ""
-            taints.append(Taint(name, taint_value, effect or "NoSchedule"))
-        elif kind == "resources":
-            try:
-                amounts[name] = millicores(value) if name == "cpu" else whole_units(value)
-            except QuantityError as error:
-                raise QuantityError(f"tag {key}: {error}") from None
-    pods = amounts.pop("pods", DEFAULT_MAX_PODS)
-    memory_mib = shape.memory_mib - (255 + 11 * pods) - EVICTION_THRESHOLD_MIB
-    allocatable = Resources(
-        amounts.pop("cpu", shape.vcpus * 1000 - reserved_cpu_millis(shape.vcpus)),
-        amounts.pop("memory", max(memory_mib, 0) * 2**20),
-        pods,
-    )
-    extended = {"nvidia.com/gpu": shape.nvidia_gpus} if shape.nvidia_gpus else {}
-    extended |= {name: amount for name, amount in amounts.items() if is_extended(name)}
-    tagged = {t.key for t in taints}
-    taints = [t for t in managed.taints if t.key not in tagged] + taints
-    source = f"instance type {shape.instance_type} and its tags"
-    if managed.labels or managed.taints:
-        source = f"instance type {shape.instance_type}, its EKS node group and its tags"
-    return NodeTemplate(group, allocatable, labels, tuple(taints), source, extended)
-
-
 def why_not(pod: Pod, template: NodeTemplate) -> str | None:
     """None if the pod fits an empty node of the template, else the first reason it does not."""
     placement = pod.placement or Placement()
-    need, have = pod.requests, template.allocatable
-    for name, wanted, available in (
-        ("cpu", need.cpu_millis, have.cpu_millis),
-        ("memory", need.memory_bytes, have.memory_bytes),
-        ("pods", need.pods, have.pods),
+    need, have, daemons = pod.requests, template.allocatable, template.daemon_sets
+    for name, wanted, available, taken in (
+        ("cpu", need.cpu_millis, have.cpu_millis, daemons.cpu_millis),
+        ("memory", need.memory_bytes, have.memory_bytes, daemons.memory_bytes),
+        ("pods", need.pods, have.pods, daemons.pods),
     ):
         if wanted > available:
-            return f"needs more {name} than a node of the group has"
+            return f"needs more {name} than a node of the group has" + (
+                f" once its DaemonSets take {_amount(name, taken)} ({_amount(name, available)}"
+                f" left, {_amount(name, wanted)} asked)"
+                if wanted <= available + taken  # a node without them would hold it
+                else ""
+            )
     for name, wanted in placement.extended_resources.items():
         if wanted > template.extended.get(name, 0):
             return f"needs more {name} than a node of the group has"
@@ -222,6 +101,10 @@ def why_not(pod: Pod, template: NodeTemplate) -> str | None:
     if shared := placement.apart & template.holding:
         return f"may not share a node with the pods there ({min(shared)})"
     return None
+
+
+def _amount(resource: str, amount: int) -> str:
+    return {"cpu": f"{amount}m", "memory": f"{amount // 2**20}Mi"}.get(resource, str(amount))
 
 
 def _untolerated(placement: Placement, template: NodeTemplate) -> Taint | None:
