@@ -36,6 +36,13 @@ def test_given_the_drain_handler_when_imported_then_no_policy_module_is_loaded()
     } & loaded == set()
 
 
+def test_given_the_terminate_handler_when_imported_then_no_policy_model_is_built() -> None:
+    # The snapshot it reads counted nodes in a policy's enum, which built every policy model.
+    loaded = loaded_by_import("functions.terminate.handler")
+    assert "nodescaler.domain.cluster.snapshot" in loaded
+    assert {"nodescaler.domain.policy", "croniter", "yaml"} & loaded == set()
+
+
 def test_given_the_evaluate_handler_when_imported_then_policies_wait_for_the_first_event() -> None:
     loaded = loaded_by_import("functions.evaluate.handler")
     assert "boto3" in loaded

@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from nodescaler.domain.cluster.snapshot import Node, Pod, Snapshot
+from nodescaler.domain.cluster.snapshot import ReservationResource as Resource
 from nodescaler.domain.groups.node_group import NodeGroup, belongs
 from nodescaler.domain.policy import CapacityReservationMetric, TargetType
-from nodescaler.domain.policy import ReservationResource as Resource
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
 from nodescaler.errors import ReservationError
 

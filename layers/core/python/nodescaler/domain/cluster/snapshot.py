@@ -11,10 +11,10 @@ import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Protocol
 
 from nodescaler.domain.cluster.quantity import millicores, parse_quantity, whole_units
-from nodescaler.domain.policy import ReservationResource as Resource
 
 # Resources the scheduler counts that are not extended resources a pod must find on a node.
 STANDARD_RESOURCES = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
@@ -78,6 +78,14 @@ def pod_requests(
     return total
 
 
+class ReservationResource(StrEnum):
+    """A resource a node's requests are counted in: what a reservation target names."""
+
+    CPU = "cpu"
+    MEMORY = "memory"
+    PODS = "pods"
+
+
 @dataclass(frozen=True, slots=True)
 class Resources:
     """Amounts the scheduler adds up: millicores, bytes, pod slots."""
@@ -127,11 +135,11 @@ class Resources:
             max(self.pods, other.pods),
         )
 
-    def of(self, resource: Resource) -> int:
+    def of(self, resource: ReservationResource) -> int:
         return {
-            Resource.CPU: self.cpu_millis,
-            Resource.MEMORY: self.memory_bytes,
-            Resource.PODS: self.pods,
+            ReservationResource.CPU: self.cpu_millis,
+            ReservationResource.MEMORY: self.memory_bytes,
+            ReservationResource.PODS: self.pods,
         }[resource]
 
 

@@ -10,6 +10,7 @@ versions).
 
 from __future__ import annotations
 
+from nodescaler.domain.cluster.snapshot import ReservationResource
 from nodescaler.domain.policy.behavior_model import (
     DEFAULT_SCALE_DOWN,
     DEFAULT_SCALE_UP,
@@ -63,7 +64,6 @@ from nodescaler.domain.policy.sources import (
     PredictiveSource,
     PrometheusSource,
     ReservationHeadroom,
-    ReservationResource,
     ScheduleEntry,
     ScheduleSource,
     SqsQueueSource,

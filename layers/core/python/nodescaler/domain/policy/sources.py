@@ -15,6 +15,7 @@ from pydantic import (
     model_validator,
 )
 
+from nodescaler.domain.cluster.snapshot import ReservationResource
 from nodescaler.domain.policy.spec import PositiveAmount, Spec, check_cron, check_zone
 from nodescaler.domain.token_origins import origin
 
@@ -233,12 +234,6 @@ class ScheduleSource(Spec):
     @property
     def zone(self) -> ZoneInfo:
         return ZoneInfo(self.time_zone)
-
-
-class ReservationResource(StrEnum):
-    CPU = "cpu"
-    MEMORY = "memory"
-    PODS = "pods"
 
 
 class ReservationHeadroom(StrEnum):
