@@ -310,9 +310,10 @@ class ClusterView(Protocol):
         """The group's decision sheds `count` of the unneeded nodes its reading found."""
         ...
 
-    def own_pending_pods(self, group: NodeGroup, now: datetime) -> Reading:
+    def own_pending_pods(self, group: NodeGroup, now: datetime, *, steer: bool = False) -> Reading:
         """The nodes the pending-pods plan gives the group for the pods its nodes would
-        take, where its policy has no PendingPods metric (`domain.scaling.own_pods`)."""
+        take, where its policy has no PendingPods metric (`domain.scaling.own_pods`); with
+        `steer` (its scale-in moves no pod), the nodes to empty as their pods finish."""
         ...
 
     def listed_since(self, at: datetime) -> None:
