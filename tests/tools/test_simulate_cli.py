@@ -30,6 +30,13 @@ def test_simulate_piped_prints_the_verdict_for_the_scenario(
     assert (tmp_path / "pareto.png").is_file()
 
 
+def python(code: str) -> subprocess.CompletedProcess[str]:
+    run = [sys.executable, "-c", code]
+    return subprocess.run(
+        run, cwd=REPO, env=os.environ, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
 @pytest.mark.parametrize(
     "command",
     [["simulate"], ["invoke", "dispatch", "events/schedule-tick.json"]],
@@ -40,17 +47,19 @@ def test_without_the_dev_extras_the_sandbox_commands_say_what_to_install(
     # moto missing, as in an install without the dev extras
     code = "import sys; sys.modules['moto'] = None; from nodescaler_cli.main import main; "
     code += f"sys.exit(main({command!r}))"
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=REPO,
-        env=os.environ,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = python(code)
     assert result.returncode == 1
     assert result.stderr == (
         f"nodescaler {command[0]}: the sandbox needs the dev extras (moto is missing): run "
         "make setup in a checkout, or pip install 'nodescaler[dev]'\n"
     )
+
+
+def test_a_module_of_its_own_failing_to_import_is_not_blamed_on_the_dev_extras() -> None:
+    # a checkout mid-change: one of the sandbox's own modules cannot be imported
+    code = "import sys; sys.modules['nodescaler_sandbox.runner'] = None; "
+    code += "from nodescaler_cli.main import main; sys.exit(main(['simulate']))"
+    result = python(code)
+    assert result.returncode == 1
+    assert "dev extras" not in result.stderr
+    assert "nodescaler_sandbox.runner" in result.stderr.splitlines()[-1]

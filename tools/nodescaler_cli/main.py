@@ -83,6 +83,8 @@ def _sandbox() -> Any:
         import moto  # noqa: F401
         from nodescaler_sandbox import runner
     except ImportError as error:
+        if (error.name or "").partition(".")[0].startswith("nodescaler"):
+            raise  # our own module failed (a checkout mid-change): its traceback says why
         raise OperatorError(
             f"the sandbox needs the dev extras ({error.name or 'a package'} is missing): "
             "run make setup in a checkout, or pip install 'nodescaler[dev]'"
