@@ -71,3 +71,7 @@ def test_each_node_runs_the_daemon_sets_it_takes_and_a_new_one_offers_what_they_
     cluster.release(instance)
     assert len([p for p in store.objects["pods"].values() if is_daemon(p)]) == 3
     assert cluster.killed == []
+    # When a drain evicts one (as Cluster Autoscaler's does), it counts apart from work moved
+    agent = next(p for p in store.objects["pods"].values() if is_daemon(p))
+    store.evict("kube-system", agent["metadata"]["name"])
+    assert (store.evicted, store.daemons_evicted) == (1, 1)

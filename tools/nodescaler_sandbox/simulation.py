@@ -185,8 +185,9 @@ def _collect(
         for _, name, _ in world.cluster.store.evictions
         if name.startswith(baseline_tuning.PLACEHOLDER_PREFIX)
     )
-    result.evictions_asked = len(world.cluster.store.evictions) - held_room
-    result.evicted = world.cluster.store.evicted - held_room
+    not_work = held_room + world.cluster.store.daemons_evicted  # nor DaemonSets' pods
+    result.evictions_asked = len(world.cluster.store.evictions) - not_work
+    result.evicted = world.cluster.store.evicted - not_work
     result.pods = [
         p for p in world.pods.values() if not p.name.startswith(baseline_tuning.PLACEHOLDER_PREFIX)
     ]

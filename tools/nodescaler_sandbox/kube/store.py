@@ -99,6 +99,9 @@ class Cluster:
     # every eviction asked of an existing pod: (namespace, name, deleteOptions.gracePeriodSeconds)
     evictions: list[tuple[str, str, int | None]] = field(default_factory=list)
     evicted: int = 0  # of those, the ones the budgets allowed
+    # ... and of those, DaemonSets' pods (Cluster Autoscaler evicts them from a node it
+    # drains): they go with the node, no work moved, so the figures leave them out
+    daemons_evicted: int = 0
     # Resources of CRDs not installed ("capacitybuffers"): answered 404, as a real server does
     not_installed: frozenset[str] = frozenset()
 
@@ -170,6 +173,8 @@ class Cluster:
             if phase not in ("Succeeded", "Failed", "Pending") and not is_terminating(pod):
                 self._check_budgets(pod)
             self.evicted += 1
+            owners = pod["metadata"].get("ownerReferences") or ()
+            self.daemons_evicted += any(o.get("kind") == "DaemonSet" for o in owners)
             self.delete_pod(namespace, name, grace_seconds)
 
     def _check_budgets(self, pod: dict[str, Any]) -> None:

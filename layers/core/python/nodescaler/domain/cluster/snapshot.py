@@ -78,9 +78,9 @@ def pod_requests(
     return total
 
 
+# A resource a node's requests are counted in: what a reservation target names (no
+# docstring: a policy's JSON schema would carry it)
 class ReservationResource(StrEnum):
-    """A resource a node's requests are counted in: what a reservation target names."""
-
     CPU = "cpu"
     MEMORY = "memory"
     PODS = "pods"
