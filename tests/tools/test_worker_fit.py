@@ -40,16 +40,16 @@ queues:
     tasks: {0: 200}
     taskMinutes: 5
     worker: {cpu: "1", memory: 3Gi}
-    maxWorkers: 200
+    maxWorkers: 400
 """
 
 
-def scenario(tmp_path: Path, per_node: int, extra: str = "") -> Path:
+def scenario(tmp_path: Path, per_node: int, extra: str = "", most: int = 400) -> Path:
     (tmp_path / "policies").mkdir()
     policy = POLICY.format(per_node=per_node, extra=extra)
     (tmp_path / "policies" / "first-queue.yaml").write_text(policy)
     path = tmp_path / "scenario.yaml"
-    path.write_text(SCENARIO)
+    path.write_text(SCENARIO.replace("maxWorkers: 400", f"maxWorkers: {most}"))
     return path
 
 
@@ -222,3 +222,16 @@ def test_a_buffer_the_groups_node_holds_by_its_well_known_labels_or_gpus_is_not_
     path.write_text(untainted.replace("m5.large", instance_type))
     # Then nothing is said: the node at zero is the plan's own template of the group
     assert warnings(load_scenario(path)) == []
+
+
+def test_given_fewer_workers_than_its_maximum_fills_then_the_nodes_past_them_are_named(
+    tmp_path: Path,
+) -> None:
+    # Given 4 tasks a node (4 workers fit an m5.xlarge) and at most 150 workers: 38 nodes
+    said = warnings(load_scenario(scenario(tmp_path, 4, most=150)))
+    # Then the policy's 100 nodes are named against the 38 its workers fill, and the fix
+    assert said == [
+        "group workers-ng: policy 'first-queue' metric 'jobs' may grow it to 100 nodes, but "
+        "the workers at most (jobs-queue's 150 (4 a node)) fill 38: nodes past 38 would "
+        "wait empty; a maxReplicas of 38 (the workers' maximum / workers a node) keeps them off"
+    ]

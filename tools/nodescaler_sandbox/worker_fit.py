@@ -1,5 +1,6 @@
-"""Warnings for a scenario's queue policies whose tasks per node cannot fit on a node, and
-for its pods no group's node can hold (`too_big`).
+"""Warnings for a scenario's queue policies whose tasks per node cannot fit on a node, or
+that may grow a group past what the queue's workers fill (`nodes_past_workers`), and for
+its pods no group's node can hold (`too_big`).
 
 A queue metric's `AverageValue` target says how many tasks a node takes; each task is a
 worker pod (KEDA's ScaledJob makes one a message, a request trace's one a `queueLength`),
@@ -112,6 +113,39 @@ def _known(
         allocatable = _allocatable(group, instance_types)
         if policy is not None and allocatable is not None:
             yield group, policy, allocatable
+
+
+def nodes_past_workers(
+    scenario: Scenario,
+    policies: Mapping[str, NodeGroupPolicy],
+    instance_types: Mapping[str, Mapping[str, str]],
+) -> list[str]:
+    """Each group a queue metric may grow past the nodes its queues' workers fill at their
+    maximum: those nodes would wait empty (no worker comes) until its window lets them go."""
+    most = {q.name: q.max_workers for q in scenario.queues}
+    most |= {t.name: t.max_workers for t in scenario.request_traces}
+    workers, found = _workers(scenario), []
+    for group, policy, allocatable in _known(scenario, policies, instance_types):
+        read: dict[str, list[tuple[str, int]]] = {}
+        for metric, queue, per_node in _queue_targets(policy):
+            if queue in workers:
+                shape, per_worker = workers[queue]
+                worker = {r: parse_quantity(getattr(shape, r)) for r in RESOURCES}
+                fit = min(int(allocatable[r] // worker[r]) for r in RESOURCES if worker[r] > 0)
+                a_node = max(min(math.ceil(per_node / per_worker), fit), 1)
+                read.setdefault(metric.key, []).append((queue, a_node))
+        allowed = min(policy.spec.max_replicas, group.max)
+        for metric_key, queues in read.items():
+            filled = sum(math.ceil(most[q] / a_node) for q, a_node in queues)
+            if allowed > filled:
+                said = " and ".join(f"{q}'s {most[q]} ({a} a node)" for q, a in queues)
+                found.append(
+                    f"group {group.name}: policy {policy.name!r} metric {metric_key!r} may "
+                    f"grow it to {allowed} nodes, but the workers at most ({said}) fill "
+                    f"{filled}: nodes past {filled} would wait empty; a maxReplicas of "
+                    f"{filled} (the workers' maximum / workers a node) keeps them off"
+                )
+    return found
 
 
 def _workers(scenario: Scenario) -> dict[str, tuple[PodShape, int]]:
@@ -245,4 +279,5 @@ def warnings(scenario: Scenario) -> list[str]:
     unkept = buffers_never_kept(scenario, policies, shapes)
     used = sorted({g.policy for g in scenario.groups if g.policy in policies})
     advised = [f"policy {p!r} {w}" for p in used for w in advice(policies[p])]
-    return unfit + unkept + too_big(scenario, shapes) + advised
+    past = nodes_past_workers(scenario, policies, shapes)
+    return unfit + past + unkept + too_big(scenario, shapes) + advised
