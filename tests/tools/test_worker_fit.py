@@ -235,3 +235,14 @@ def test_given_fewer_workers_than_its_maximum_fills_then_the_nodes_past_them_are
         "the workers at most (jobs-queue's 150 (4 a node)) fill 38: nodes past 38 would "
         "wait empty; a maxReplicas of 38 (the workers' maximum / workers a node) keeps them off"
     ]
+
+
+def test_a_group_at_its_policys_maximum_is_asked_nothing_by_its_queue(tmp_path: Path) -> None:
+    # Given a group of MaxSize 100 whose policy stops at 38 (its workers' maximum fills 38)
+    from nodescaler_sandbox.run_summary import largest_sizes
+
+    path = scenario(tmp_path, 4, extra="", most=150)
+    policy = tmp_path / "policies" / "first-queue.yaml"
+    policy.write_text(policy.read_text().replace("maxReplicas: 100", "maxReplicas: 38"))
+    # Then its largest size, past which no request answers a queue, is the policy's
+    assert largest_sizes(load_scenario(path)) == {"workers-ng": 38}

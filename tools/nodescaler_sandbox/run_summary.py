@@ -98,7 +98,7 @@ def _reactions(scenario: Scenario, result: Run, groups: list[str]) -> dict[str, 
                 {g.name: g.min for g in scenario.groups},
                 scenario.minutes,
                 charge=charge,
-                most={g.name: g.max for g in scenario.groups},
+                most=largest_sizes(scenario),
             ),
         ),
     }
@@ -201,6 +201,18 @@ def _replay_figures(
     if result.replayed:
         replay["traces"] = result.replayed
     return replay
+
+
+def largest_sizes(scenario: Scenario) -> dict[str, int]:
+    """Each group's largest size: its MaxSize, or its policy's maxReplicas inside it (which
+    nodescaler keeps and CA tuned's MaxSize is set to): past it no request can answer."""
+    from nodescaler.adapters.deployed_policies import load_policies
+
+    policies = load_policies(scenario.policies_path)
+    return {
+        g.name: min(g.max, p.spec.max_replicas) if (p := policies.get(g.policy)) else g.max
+        for g in scenario.groups
+    }
 
 
 def _queue_targets(scenario: Scenario) -> dict[str, list[tuple[str, float]]]:
