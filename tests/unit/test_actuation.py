@@ -106,7 +106,7 @@ class World:
     def shed(self, group: str, count: int) -> None:
         self.log.append(("shed", group, count))
 
-    def own_pending_pods(self, group: NodeGroup, now: datetime, *, steer: bool = False) -> Reading:
+    def own_pending_pods(self, group: NodeGroup, now: datetime) -> Reading:
         return MetricReading(value=0, at=now)  # none of its pods waits
 
     # the queue's producer: one node's worth of jobs

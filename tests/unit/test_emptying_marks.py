@@ -24,9 +24,9 @@ from tests.unit.test_planning import NOW as AT
 from tests.unit.test_planning import Chooser, idle_facts
 
 
-def viewed(metric: dict[str, object]) -> tuple[PolicyBook, KubernetesClusterView]:
-    """web-a under a policy of `metric`: node 0 runs two one-core pods, node 1 one, node 2
-    none."""
+def read(consolidation: str) -> MetricReading:
+    """web-a's reading: node 0 runs two one-core pods, node 1 one, node 2 none."""
+    metric = {"type": "PendingPods", "pendingPods": {"consolidation": consolidation}}
     nodes = [web_node("web-a", i) for i in range(3)]
     running = [
         replace(p, node_name=nodes[0 if i < 2 else 1].name, phase="Running", unschedulable=False)
@@ -34,14 +34,9 @@ def viewed(metric: dict[str, object]) -> tuple[PolicyBook, KubernetesClusterView
     ]
     book = PolicyBook({"web": policy(metric, name="web")}, TagNames())
     planner = PendingPodsPlanner(Groups([GROUP]), book, M5Xlarge(), CHAIN)
-    cluster = Cluster(Snapshot(tuple(nodes), tuple(running), ()))
-    return book, KubernetesClusterView(cluster, pending=planner)
-
-
-def read(consolidation: str) -> MetricReading:
-    """web-a's pending-pods reading."""
-    metric = {"type": "PendingPods", "pendingPods": {"consolidation": consolidation}}
-    book, view = viewed(metric)
+    view = KubernetesClusterView(
+        Cluster(Snapshot(tuple(nodes), tuple(running), ())), pending=planner
+    )
     spec = book.policies["web"].spec.metrics[0]
     assert isinstance(spec, PendingPodsMetric)
     reading = view.read(spec, GROUP, NOW)
@@ -78,29 +73,3 @@ def test_no_more_nodes_are_left_to_empty_than_could_then_go() -> None:
     planned = plan(floored)
     assert planned.decision.desired == 3
     assert planned.candidates == {"web-1"}
-
-
-def test_a_queue_group_steers_its_workers_off_as_many_nodes_as_its_queue_would_shed() -> None:
-    # Given a group of four whose queue (4 tasks a node) asks for 3, and its own pods'
-    # reading leaving three nodes to empty (their workers fit elsewhere, never moved)
-    own = MetricReading(value=0, at=AT, emptying=("web-1", "web-2", "web-3"))
-    queue = {"jobs": MetricReading(value=12, at=AT)}
-    facts = idle_facts(Chooser(), readings=queue, own_pending=own)
-    # Then only the one node the queue would shed is marked: new workers go elsewhere
-    assert plan(facts).candidates == {"web-1"}
-    # And with the queue asking for one node, all three
-    quiet = {"jobs": MetricReading(value=4, at=AT)}
-    steered = dataclasses.replace(facts, readings=quiet)
-    assert plan(steered).candidates == {"web-1", "web-2", "web-3"}
-
-
-def test_a_queue_groups_own_pods_reading_names_the_nodes_to_empty_only_when_asked() -> None:
-    queue = {"type": "SQSQueue", "sqsQueue": {"queue": "jobs"}}
-    metric = {**queue, "target": {"type": "AverageValue", "averageValue": 3}}
-    _, view = viewed(metric)
-    steered = view.own_pending_pods(GROUP, NOW, steer=True)
-    assert isinstance(steered, MetricReading)
-    # the empty node is timed; the one whose worker would fit on node 0 is left to empty
-    assert (steered.candidates, steered.emptying) == (("web-a-2",), ("web-a-1",))
-    plain = view.own_pending_pods(GROUP, NOW)
-    assert isinstance(plain, MetricReading) and plain.emptying == ()

@@ -16,7 +16,7 @@ from nodescaler.domain.scaling.history import History
 from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable, Reading
 from pydantic import ValidationError
 
-from tests.builders import T0, UNLIMITED, minutes, policy, queue_metric, readings, value_metric
+from tests.builders import T0, UNLIMITED, minutes, policy, queue_metric, readings
 
 # The issue's first queue policy: 10 tasks a node, on nodes that fit 3 workers.
 FIRST_QUEUE = policy(queue_metric("jobs", per_node=10), max_replicas=100, behavior=UNLIMITED)
@@ -194,38 +194,13 @@ def test_given_the_queue_sheds_nodes_its_pods_still_need_then_they_stay() -> Non
     assert held.decision.desired == 16
     assert Limit.PODS_NEED_NODES in held.decision.limited_by
     assert "no scale-in below the nodes its pods need" in held.decision.reason
-    # And with 10 nodes' worth of workers left, spread over the 16, none is moved to pack
-    # them (a worker evicted starts its task again): a node goes once its workers are done
-    assert _decide(FIRST_QUEUE, 16, readings(jobs=40), need(10)).decision.desired == 16
-    # And where the queue asks for more than the group has, the queue decides
-    assert _decide(FIRST_QUEUE, 16, readings(jobs=200), need(3)).decision.desired == 20
-    # And the view's empty nodes are never held: 3 of the 16 go
+    # And as the workers go (10 nodes' worth left), the group follows them down
+    assert _decide(FIRST_QUEUE, 16, readings(jobs=40), need(10)).decision.desired == 10
+    # And where the pods need fewer than the queue asks, the queue decides
+    assert _decide(FIRST_QUEUE, 16, readings(jobs=120), need(3)).decision.desired == 12
+    # And the estimate never holds a node the view found empty: 3 of the 16 go
     empty = MetricReading(value=0, at=T0, empty_nodes=3, needed_nodes=16)
     assert _decide(FIRST_QUEUE, 16, readings(jobs=40), empty).decision.desired == 13
     # And with the cluster unread there is no such floor: the queue's 4
     unread = MetricUnavailable(reason="Kubernetes API unreachable")
     assert _decide(FIRST_QUEUE, 16, readings(jobs=40), unread).decision.desired == 4
-
-
-def test_which_policies_move_pods_to_pack_their_nodes() -> None:
-    pending: dict[str, object] = {"type": "PendingPods", "name": "pods", "pendingPods": {}}
-    when_empty = {**pending, "pendingPods": {"consolidation": "WhenEmpty"}}
-    # a queue's workers are never moved; a PendingPods metric says how its group packs
-    assert not FIRST_QUEUE.moves_pods
-    assert policy(pending).moves_pods
-    assert policy(queue_metric(), pending).moves_pods
-    assert not policy(queue_metric(), when_empty).moves_pods
-    assert not policy(when_empty).moves_pods
-    assert policy(value_metric("cpu", 50)).moves_pods
-
-
-def test_given_a_queue_beside_a_pending_pods_metric_then_its_workers_are_packed() -> None:
-    packs = policy(
-        queue_metric("jobs", per_node=10),
-        {"type": "PendingPods", "name": "pods", "pendingPods": {}},
-        max_replicas=100,
-        behavior=UNLIMITED,
-    )
-    need = MetricReading(value=0, at=T0, empty_nodes=0, needed_nodes=10)
-    both = {**readings(jobs=40), "pods": need}
-    assert _decide(packs, 16, both, None).decision.desired == 10

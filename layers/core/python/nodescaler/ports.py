@@ -310,10 +310,9 @@ class ClusterView(Protocol):
         """The group's decision sheds `count` of the unneeded nodes its reading found."""
         ...
 
-    def own_pending_pods(self, group: NodeGroup, now: datetime, *, steer: bool = False) -> Reading:
+    def own_pending_pods(self, group: NodeGroup, now: datetime) -> Reading:
         """The nodes the pending-pods plan gives the group for the pods its nodes would
-        take, where its policy has no PendingPods metric (`domain.scaling.own_pods`); with
-        `steer` (its scale-in moves no pod), the nodes to empty as their pods finish."""
+        take, where its policy has no PendingPods metric (`domain.scaling.own_pods`)."""
         ...
 
     def listed_since(self, at: datetime) -> None:

@@ -239,14 +239,12 @@ class KubernetesClusterView:
             },
         )
 
-    def own_pending_pods(self, group: NodeGroup, now: datetime, *, steer: bool = False) -> Reading:
+    def own_pending_pods(self, group: NodeGroup, now: datetime) -> Reading:
         """The nodes the pending-pods plan gives a group whose policy has no PendingPods
         metric, for the pods its nodes would take (`domain.scaling.own_pods`), and with
         none for it, its nodes empty of pods: never a vote to shed them, only what lets them
-        leave past the default scale-down rate once its own metrics shed. With `steer` (its
-        scale-in moves no pod: a queue's workers), also the nodes whose pods would fit
-        elsewhere, to be marked so they empty as their pods finish, as `WhenEmpty`'s are.
-        Unavailable when the cluster can't say."""
+        leave past the default scale-down rate once its own metrics shed. Unavailable when
+        the cluster can't say."""
         try:
             snapshot = self.snapshot(now)
         except KubernetesUnavailableError as error:
@@ -261,9 +259,6 @@ class KubernetesClusterView:
         spare = None if nodes else self._unneeded(group, snapshot, cutoff, now)
         # its template read already (`_unneeded`): a floor under a scale-in, never a vote
         needed = self._needed(group, snapshot, planned, ()) if spare else None
-        emptying = None
-        if steer and spare is not None:
-            emptying = self._unneeded(group, snapshot, cutoff, now, planned=planned, moving=False)
         return MetricReading(
             value=nodes,
             at=now,
@@ -271,7 +266,6 @@ class KubernetesClusterView:
             pending_pods=len(planned.coming(group.name)[1]),
             empty_nodes=spare.empty if spare is not None else None,
             candidates=spare.nodes if spare is not None else (),  # all empty: timed, not marked
-            emptying=emptying.nodes[emptying.empty :] if emptying is not None else (),
             needed_nodes=needed[0] if needed else None,
             needed_share=needed[1] if needed else None,
         )

@@ -186,7 +186,7 @@ class Evaluator:
             now,
             readings=self.producers.read_all(policy, group, now),
             # a policy without PendingPods still grows for its own pending pods (`own_pods`)
-            own_pending=cluster.own_pending_pods(group, now, steer=not policy.moves_pods)
+            own_pending=cluster.own_pending_pods(group, now)
             if cluster is not None and policy.counts_own_pending_pods
             else None,
             histories=named_histories(policy, self.histories, now),

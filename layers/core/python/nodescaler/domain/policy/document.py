@@ -19,9 +19,8 @@ from nodescaler.domain.policy.metrics import (
     MetricBase,
     MetricSpec,
     PendingPodsMetric,
-    SqsQueueMetric,
 )
-from nodescaler.domain.policy.pending_pods_source import CapacityBuffer, Consolidation
+from nodescaler.domain.policy.pending_pods_source import CapacityBuffer
 from nodescaler.domain.policy.spec import Spec
 from nodescaler.domain.token_origins import TokenOrigins
 
@@ -123,18 +122,6 @@ class NodeGroupPolicy(Spec):
         """Whether, without a PendingPods metric, its group still grows for the pending pods
         its nodes would take, where the cluster is read (`domain.scaling.own_pods`)."""
         return self.spec.own_pending_pods and not self.reads_pending_pods
-
-    @property
-    def moves_pods(self) -> bool:
-        """Whether its group's scale-in may move pods to pack them: as its PendingPods
-        metrics say (not where one sheds only empty nodes); without one, not where a queue
-        sizes the group: its pods are the queue's workers, and one evicted starts its task
-        again (the docs' queue policy restarted 17 of a seed's tasks where Cluster
-        Autoscaler tuned, whose nodes wait out their unneeded time, restarted none)."""
-        pending = [m.pending_pods for m in self.spec.metrics if isinstance(m, PendingPodsMetric)]
-        if pending:
-            return all(p.consolidation is not Consolidation.WHEN_EMPTY for p in pending)
-        return not any(isinstance(m, SqsQueueMetric) for m in self.spec.metrics)
 
     @property
     def takes_pending_pods(self) -> bool:

@@ -1,18 +1,13 @@
 """nodescaler's soft taints on a group's nodes, which steer the scheduler and the
 termination policy's order, never a pod's eviction: the deletion candidate's on the nodes
 a scale-in means to take, and the buffer room's on the nodes the group's buffer, or a
-cluster CapacityBuffer, sits on. Which nodes an evaluation marks (`marked`,
-`buffer_rooms`), and how a group's marks change (`mark_changes`)."""
+cluster CapacityBuffer, sits on."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from nodescaler.domain.cluster.snapshot import Node, Taint
-from nodescaler.domain.groups.zonal_shift import ZoneHold
-from nodescaler.domain.scaling.decision import Decision
-from nodescaler.domain.scaling.pause import Pause
-from nodescaler.domain.scaling.readings import MetricReading, Reading
 
 # Nodes a group means to shed carry this soft taint (Cluster Autoscaler's
 # DeletionCandidateOfClusterAutoscaler): the scheduler then prefers other nodes, so a pod
@@ -68,36 +63,3 @@ def mark_changes(
 def kept_as_room(node: Node) -> bool:
     """Whether an evaluation kept the node as its group's buffer room (`ROOM_TAINT`)."""
     return any(t.key == ROOM_TAINT.key for t in node.taints)
-
-
-def marked(
-    readings: Mapping[str, Reading],
-    pauses: Sequence[Pause],
-    zones: ZoneHold | None,
-    decision: Decision,
-    own_pending: Reading | None = None,
-) -> frozenset[str]:
-    """The nodes the pending-pods reading found unneeded, and of those it left to empty as
-    many as could then go (above the group's minimum, beyond the unneeded), marked to
-    steer new pods off them; none while scale-in is paused or held by a zonal shift. Of
-    those its own pods' reading left to empty (a queue's workers, never moved), as many as
-    its metrics would shed."""
-    if any(p.direction.holds(-1) for p in pauses) or (zones is not None and zones.scale_in):
-        return frozenset()
-    said = [r for r in readings.values() if isinstance(r, MetricReading)]
-    unneeded = {node for r in said for node in r.candidates}
-    emptying = [node for r in said for node in r.emptying if node not in unneeded]
-    if isinstance(own_pending, MetricReading):
-        excess = decision.current - max(decision.recommendation, decision.min_replicas)
-        emptying += [n for n in own_pending.emptying if n not in unneeded][: max(excess, 0)]
-    room = decision.current - decision.min_replicas - len(unneeded)
-    return frozenset([*unneeded, *emptying[: max(room, 0)]])
-
-
-def buffer_rooms(readings: Mapping[str, Reading]) -> frozenset[str] | None:
-    """The empty nodes a pending-pods reading keeps whole for the group's buffer; None
-    when no reading looked (the group grows, or its cluster could not be read)."""
-    looked = [r.rooms for r in readings.values() if isinstance(r, MetricReading)]
-    if all(rooms is None for rooms in looked):
-        return None
-    return frozenset(node for rooms in looked for node in rooms or ())

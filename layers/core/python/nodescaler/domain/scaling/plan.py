@@ -23,7 +23,6 @@ from nodescaler.domain.groups.zonal_shift import ZoneHold, hold_for_zones
 from nodescaler.domain.outside_text import bounded_problems
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.scale_down.leaving import Removable
-from nodescaler.domain.scale_down.marks import buffer_rooms, marked
 from nodescaler.domain.scale_up.backoff import (
     BackoffRules,
     Provisioning,
@@ -195,8 +194,8 @@ def plan(facts: Facts) -> Plan:
         leaving=leaving,
         candidates=frozenset()
         if group.bounds_doubt
-        else marked(readings, facts.pauses, facts.zones, decision, facts.own_pending),
-        rooms=None if group.bounds_doubt else buffer_rooms(readings),
+        else _candidates(readings, facts.pauses, facts.zones, decision),
+        rooms=None if group.bounds_doubt else _rooms(readings),
         warm_pool=_warm_pool_change(group, decision),
         announce=_backoff_started(facts, state),
         announce_resized=_resized(decision, facts.cluster_name),
@@ -330,6 +329,33 @@ def _resized(decision: Decision, cluster_name: str) -> ScalingEvent | None:
     from nodescaler.domain.groups.scaling_events import resized
 
     return resized(decision, cluster_name)
+
+
+def _candidates(
+    readings: Mapping[str, Reading],
+    pauses: Sequence[Pause],
+    zones: ZoneHold | None,
+    decision: Decision,
+) -> frozenset[str]:
+    """The nodes the pending-pods reading found unneeded, and of those it left to empty as
+    many as could then go (above the group's minimum, beyond the unneeded), marked to
+    steer new pods off them; none while scale-in is paused or held by a zonal shift."""
+    if any(p.direction.holds(-1) for p in pauses) or (zones is not None and zones.scale_in):
+        return frozenset()
+    said = [r for r in readings.values() if isinstance(r, MetricReading)]
+    unneeded = {node for r in said for node in r.candidates}
+    emptying = [node for r in said for node in r.emptying if node not in unneeded]
+    room = decision.current - decision.min_replicas - len(unneeded)
+    return frozenset([*unneeded, *emptying[: max(room, 0)]])
+
+
+def _rooms(readings: Mapping[str, Reading]) -> frozenset[str] | None:
+    """The empty nodes a pending-pods reading keeps whole for the group's buffer; None
+    when no reading looked (the group grows, or its cluster could not be read)."""
+    looked = [r.rooms for r in readings.values() if isinstance(r, MetricReading)]
+    if all(rooms is None for rooms in looked):
+        return None
+    return frozenset(node for rooms in looked for node in rooms or ())
 
 
 def _with_warm_pool(

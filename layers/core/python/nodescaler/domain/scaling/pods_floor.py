@@ -3,10 +3,9 @@
 Now: no scale-in below the nodes the group's pods need, in the cluster's view (an estimate
 of their packing), beyond the nodes that view found it could shed (unneeded, or empty):
 their pods would be evicted into no room, wait, and ask again (churn). Where the policy
-moves no pod (`consolidation: WhenEmpty`, or a queue's backlog sizing the group without a
-PendingPods metric), no scale-in below the nodes pods run on either: another metric's
-scale-in would drain them (a worker evicted starts its task again). Limit
-`pods-need-nodes`.
+moves no pod (`consolidation: WhenEmpty`), no scale-in below the nodes pods run on
+either: another metric's scale-in would drain them (a worker evicted starts its task
+again). Limit `pods-need-nodes`.
 
 Recently: no scale-in below the most nodes they needed within the policy's scale-down
 window. When a group's pods leave its nodes (KEDA lets its workers go, a burst ends), the
@@ -35,7 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from nodescaler.domain.policy import NodeGroupPolicy
+from nodescaler.domain.policy import NodeGroupPolicy, PendingPodsMetric
+from nodescaler.domain.policy.pending_pods_source import Consolidation
 from nodescaler.domain.scaling.decision import Limit, MetricOutcome, MetricStatus
 from nodescaler.domain.scaling.history import History
 
@@ -96,7 +96,7 @@ def floors_under_scale_in(
     what they need now. Last, while the demand rises (`rising`: this evaluation's
     recommendation above the last one's), no node goes at all (a window of 0 sheds at
     once all the same)."""
-    desired = not_below_pods_need(desired, current, outcomes, limits, policy.moves_pods)
+    desired = not_below_pods_need(desired, current, outcomes, limits, moves_pods(policy))
     keep, need = keep_seconds(policy), pods_need(outcomes)
     # an evaluation that could not read the cluster ends the read before it (recorded as
     # needing nothing it knows of): read again later, that old read would otherwise count
@@ -117,6 +117,16 @@ def floors_under_scale_in(
     if boot is not None:
         why += f": re-acquiring one takes {boot.seconds:.0f}s ({boot.source})"
     return Kept(floor, recorded, why)
+
+
+def moves_pods(policy: NodeGroupPolicy) -> bool:
+    """Whether the group's scale-in may move pods to pack them: not where a PendingPods
+    metric sheds only empty nodes."""
+    return not any(
+        isinstance(m, PendingPodsMetric)
+        and m.pending_pods.consolidation is Consolidation.WHEN_EMPTY
+        for m in policy.spec.metrics
+    )
 
 
 def not_below_pods_need(
