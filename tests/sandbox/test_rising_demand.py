@@ -3,8 +3,7 @@ messages every 15 minutes, 5 minutes a task, 4 workers a node). The `scaleDown` 
 over the queue ends as the half hour's batch lands: before, that tick let the nodes the
 last batch emptied go, and the batch bought them back a boot later, where Cluster
 Autoscaler's nodes, each on its own unneeded time, took it (waits 1.5 times CA tuned's
-over 105 minutes). Now no node goes while the demand rises (`domain.scaling.pods_floor`),
-nor one whose workers still run (a queue's workers are never moved)."""
+over 105 minutes). Now no node goes while the demand rises (`domain.scaling.pods_floor`)."""
 
 from __future__ import annotations
 
@@ -49,11 +48,9 @@ def test_no_node_goes_as_a_cron_batch_lands(tmp_path: Path) -> None:
     )
     ours = runner.run_one(scenario, runner.NODESCALER, tmp_path / "ours")
     tuned = runner.run_one(scenario, runner.TUNED, tmp_path / "tuned")
-    # The half hour's tick finds 13 of its 60 messages and keeps every node for them: the
-    # last batch's workers still run on them (a queue's workers are never moved), and the
-    # demand rises
+    # The half hour's tick finds 13 of its 60 messages and keeps every node for them
     lines = (tmp_path / "ours" / "timeline.txt").read_text().splitlines()
     (half_hour,) = [line for line in lines if line.startswith("00:30 | exports-ng |")]
-    assert "10 → 10" in half_hour and "no scale-in below the nodes its pods need" in half_hour
+    assert "10 → 10" in half_hour and "no node goes while its demand rises" in half_hour
     # and its workers wait no longer than under Cluster Autoscaler tuned (0.89x)
     assert ours["unschedulable_pod_minutes"] <= tuned["unschedulable_pod_minutes"]
