@@ -104,5 +104,5 @@ def test_given_daemon_sets_when_read_then_their_bytes_count_in_what_the_look_cos
     with_agents = Cluster()
     for n in range(20):
         with_agents.put("daemonsets", daemon_set(f"agent-{n}", "100m", "64Mi", {}))
-    # Twenty DaemonSets' objects are well over a kilobyte on the wire, read or refused.
+    # Twenty DaemonSets' objects are well over a kilobyte on the wire.
     assert bytes_read(with_agents) - bytes_read(Cluster()) > 1000

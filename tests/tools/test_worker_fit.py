@@ -246,3 +246,18 @@ def test_a_group_at_its_policys_maximum_is_asked_nothing_by_its_queue(tmp_path: 
     policy.write_text(policy.read_text().replace("maxReplicas: 100", "maxReplicas: 38"))
     # Then its largest size, past which no request answers a queue, is the policy's
     assert largest_sizes(load_scenario(path)) == {"workers-ng": 38}
+
+
+def test_gpu_workers_fill_a_node_each_and_workers_asking_nothing_are_no_error(
+    tmp_path: Path,
+) -> None:
+    # Given 16 one-GPU workers at 4 tasks a node on g5.xlarge (one GPU): 16 nodes, not 4
+    path = scenario(tmp_path, 4, most=16)
+    text = path.read_text().replace("m5.xlarge", "g5.xlarge")
+    path.write_text(text.replace("memory: 3Gi}", "memory: 3Gi, nvidia.com/gpu: 1}"))
+    (said,) = [w for w in warnings(load_scenario(path)) if "wait empty" in w]
+    assert "(jobs-queue's 16 (1 a node)) fill 16: nodes past 16" in said
+    # And workers that ask nothing take the target's count a node, with no error
+    path.write_text(text.replace('cpu: "1", memory: 3Gi', 'cpu: "0", memory: "0"'))
+    (said,) = [w for w in warnings(load_scenario(path)) if "wait empty" in w]
+    assert "(jobs-queue's 16 (4 a node)) fill 4: nodes past 4" in said

@@ -102,6 +102,9 @@ def test_a_pod_their_daemon_sets_leave_no_room_for_is_told_so_with_the_numbers()
         "needs more memory than a node of the group has once its DaemonSets take 200Mi"
         " (14800Mi left, 14900Mi asked)"
     )
+    # a byte more than is left never reads as no more
+    byte_more = Pod("default", "web", None, Resources(1000, 14_800 * MIB + 1, 1))
+    assert str(why_not(byte_more, less)).endswith("(14800Mi left, 14801Mi asked)")
     # more than a node holds even without them: no word of the DaemonSets
     assert why_not(daemon_free("web", 3921, 1024), less) == (
         "needs more cpu than a node of the group has"

@@ -128,10 +128,9 @@ def nodes_past_workers(
     for group, policy, allocatable in _known(scenario, policies, instance_types):
         read: dict[str, list[tuple[str, int]]] = {}
         for metric, queue, per_node in _queue_targets(policy):
-            if queue in workers:
-                shape, per_worker = workers[queue]
-                worker = {r: parse_quantity(getattr(shape, r)) for r in RESOURCES}
-                fit = min(int(allocatable[r] // worker[r]) for r in RESOURCES if worker[r] > 0)
+            shape, per_worker = workers.get(queue, (None, 1))
+            fit = None if shape is None else _fit(shape, group, allocatable)
+            if fit is not None:  # its workers' and the node's every resource known
                 a_node = max(min(math.ceil(per_node / per_worker), fit), 1)
                 read.setdefault(metric.key, []).append((queue, a_node))
         allowed = min(policy.spec.max_replicas, group.max)
@@ -146,6 +145,32 @@ def nodes_past_workers(
                     f"{filled} (the workers' maximum / workers a node) keeps them off"
                 )
     return found
+
+
+def _fit(shape: PodShape, group: GroupSpec, allocatable: Mapping[str, Decimal]) -> int | None:
+    """How many of these workers a node of the group holds (any number, for a worker that
+    asks nothing); None where it asks an extended resource the node's count of is unknown."""
+    asked = {r: parse_quantity(getattr(shape, r)) for r in RESOURCES}
+    has = dict(allocatable)
+    for name, count in shape.extended.items():
+        held = group.node.extended.get(name) if group.node is not None else None
+        if held is None and name == "nvidia.com/gpu" and group.node is None:
+            held = _gpus(group.instance_type)
+        if held is None:
+            return None
+        asked[name], has[name] = Decimal(count), Decimal(held)
+    fits = [int(has[r] // amount) for r, amount in asked.items() if amount > 0]
+    return min(fits, default=2**31)  # a worker that asks nothing: as many as come
+
+
+def _gpus(instance_type: str) -> int | None:
+    """An instance type's NVIDIA GPUs, as EC2 describes it (None if unknown)."""
+    from moto.ec2.models.instance_types import INSTANCE_TYPES
+
+    described = INSTANCE_TYPES.get(instance_type)
+    if described is None:
+        return None
+    return sum(int(g.get("Count", 0)) for g in described.get("GpuInfo", {}).get("Gpus", []))
 
 
 def _workers(scenario: Scenario) -> dict[str, tuple[PodShape, int]]:

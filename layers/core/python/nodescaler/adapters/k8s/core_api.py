@@ -118,7 +118,7 @@ class CoreApi:
         self._timeout_seconds = timeout_seconds
         self._refused = refused
         self._deadline = deadline  # the invocation's: no answer is waited for past it
-        self.bytes_read = 0  # every answer's body, counted: what a look costs the API server
+        self.bytes_read = 0  # every answer's body read, counted: what a look costs the API server
 
     def listed(
         self, list_call: Callable[..., Any], page_type: type[Page], **query: Any

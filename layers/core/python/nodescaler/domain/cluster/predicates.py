@@ -82,7 +82,7 @@ def why_not(pod: Pod, template: NodeTemplate) -> str | None:
         if wanted > available:
             return f"needs more {name} than a node of the group has" + (
                 f" once its DaemonSets take {_amount(name, taken)} ({_amount(name, available)}"
-                f" left, {_amount(name, wanted)} asked)"
+                f" left, {_amount(name, wanted, up=True)} asked)"
                 if wanted <= available + taken  # a node without them would hold it
                 else ""
             )
@@ -103,8 +103,9 @@ def why_not(pod: Pod, template: NodeTemplate) -> str | None:
     return None
 
 
-def _amount(resource: str, amount: int) -> str:
-    return {"cpu": f"{amount}m", "memory": f"{amount // 2**20}Mi"}.get(resource, str(amount))
+def _amount(resource: str, amount: int, *, up: bool = False) -> str:
+    mib = -(-amount // 2**20) if up else amount // 2**20  # what is asked never reads as less
+    return {"cpu": f"{amount}m", "memory": f"{mib}Mi"}.get(resource, str(amount))
 
 
 def _untolerated(placement: Placement, template: NodeTemplate) -> Taint | None:
