@@ -8,8 +8,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from nodescaler_sandbox.cluster import SimulatedCluster, is_daemon
+from nodescaler_sandbox.cluster import SimulatedCluster
 from nodescaler_sandbox.kube.apiserver import Cluster
+from nodescaler_sandbox.kube.store import is_daemon
 from nodescaler_sandbox.provision import create_group, launch_configuration
 from nodescaler_sandbox.workloads import pod
 

@@ -38,6 +38,7 @@ from nodescaler.domain.cluster.quantity import millicores, whole_units
 from nodescaler.domain.cluster.snapshot import Taint, Toleration, is_extended
 
 from nodescaler_sandbox.kube.apiserver import Cluster, is_ready, is_terminating
+from nodescaler_sandbox.kube.store import is_daemon
 from nodescaler_sandbox.provision import group_sizes
 
 NAMESPACE = "default"
@@ -369,11 +370,6 @@ class SimulatedCluster:
                 UNSCHEDULABLE_SINCE, now.isoformat()
             )
             self.store.put("pods", pod)
-
-
-def is_daemon(pod: dict[str, Any]) -> bool:
-    """A DaemonSet's pod: it goes with its node, never evicted nor rescheduled."""
-    return any(o.get("kind") == "DaemonSet" for o in pod["metadata"].get("ownerReferences", ()))
 
 
 def priority(pod: dict[str, Any]) -> int:

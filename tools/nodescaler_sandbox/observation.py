@@ -15,8 +15,9 @@ from nodescaler_sandbox import (
     figures,
     oracle,
 )
-from nodescaler_sandbox.cluster import Room, extended_requests, is_daemon, requests
+from nodescaler_sandbox.cluster import Room, extended_requests, requests
 from nodescaler_sandbox.figures import PodRecord
+from nodescaler_sandbox.kube.store import is_daemon
 from nodescaler_sandbox.provision import group_sizes
 from nodescaler_sandbox.sandbox import REGION, Sandbox
 from nodescaler_sandbox.world import World

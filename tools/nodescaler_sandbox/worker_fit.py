@@ -166,11 +166,10 @@ def _fit(shape: PodShape, group: GroupSpec, allocatable: Mapping[str, Decimal]) 
 def _gpus(instance_type: str) -> int | None:
     """An instance type's NVIDIA GPUs, as EC2 describes it (None if unknown)."""
     from moto.ec2.models.instance_types import INSTANCE_TYPES
+    from nodescaler.adapters.aws.instance_types import shape_of
 
     described = INSTANCE_TYPES.get(instance_type)
-    if described is None:
-        return None
-    return sum(int(g.get("Count", 0)) for g in described.get("GpuInfo", {}).get("Gpus", []))
+    return None if described is None else shape_of(instance_type, described).nvidia_gpus
 
 
 def _workers(scenario: Scenario) -> dict[str, tuple[PodShape, int]]:

@@ -43,6 +43,12 @@ def is_terminating(pod: dict[str, Any]) -> bool:
     return "deletionTimestamp" in pod["metadata"]
 
 
+def is_daemon(pod: dict[str, Any]) -> bool:
+    """A DaemonSet's pod: it goes with its node, never rescheduled (a drain may evict it)."""
+    owners = pod["metadata"].get("ownerReferences") or ()
+    return any(o.get("kind") == "DaemonSet" for o in owners)
+
+
 def is_ready(pod: dict[str, Any]) -> bool:
     if pod.get("status", {}).get("phase") != "Running":
         return False
@@ -173,8 +179,7 @@ class Cluster:
             if phase not in ("Succeeded", "Failed", "Pending") and not is_terminating(pod):
                 self._check_budgets(pod)
             self.evicted += 1
-            owners = pod["metadata"].get("ownerReferences") or ()
-            self.daemons_evicted += any(o.get("kind") == "DaemonSet" for o in owners)
+            self.daemons_evicted += is_daemon(pod)
             self.delete_pod(namespace, name, grace_seconds)
 
     def _check_budgets(self, pod: dict[str, Any]) -> None:
