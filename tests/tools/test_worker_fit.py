@@ -261,3 +261,14 @@ def test_gpu_workers_fill_a_node_each_and_workers_asking_nothing_are_no_error(
     path.write_text(text.replace('cpu: "1", memory: 3Gi', 'cpu: "0", memory: "0"'))
     (said,) = [w for w in warnings(load_scenario(path)) if "wait empty" in w]
     assert "(jobs-queue's 16 (4 a node)) fill 4: nodes past 4" in said
+
+
+def test_a_worker_asking_a_resource_the_nodes_count_is_unknown_is_not_guessed(
+    tmp_path: Path,
+) -> None:
+    # Given workers asking an FPGA of m5.xlarge nodes, whose count EC2's table does not give
+    path = scenario(tmp_path, 4, most=16)
+    text = path.read_text().replace("memory: 3Gi}", "memory: 3Gi, example.com/fpga: 1}")
+    path.write_text(text)
+    # Then no fill is guessed for them (and nothing fails)
+    assert not [w for w in warnings(load_scenario(path)) if "wait empty" in w]
