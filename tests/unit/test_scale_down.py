@@ -524,6 +524,15 @@ def test_a_node_whose_pods_may_not_move_does_not_stop_the_next_from_going() -> N
     assert [k.node for k in result.kept] == ["a"]
 
 
+def test_a_node_a_job_runs_on_comes_after_one_with_more_pods_of_a_deployment() -> None:
+    # Given a with one Job's worker (moved, it starts its task again), b with two pods
+    # of a Deployment, and another group's empty c to move them to
+    nodes = [node("a"), node("b"), node("c", group="batch")]
+    pods = [pod("worker", "a", 100, job=True), pod("b1", "b", 100), pod("b2", "b", 100)]
+    # When found unneeded, Then b is the first to go, though it has more pods to move
+    assert spare(nodes, pods) == ("b", "a")
+
+
 def test_a_busy_node_passed_over_does_not_stop_the_next_from_going() -> None:
     # Given a with one 3-core pod (over half its cpu) and b with two small pods
     nodes = [node("a"), node("b"), node("c", group="batch")]

@@ -11,6 +11,7 @@ instance lifetime for as long as the instance is past it).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -212,6 +213,25 @@ def test_never_ready_then_empty_then_cheapest_to_move_and_never_one_whose_pods_c
     assert choice.instance_ids == (IDS[3], IDS[4], IDS[2], IDS[1])
     assert choice.chosen and choice.not_nodes == (IDS[4],)
     assert choose(cluster, offered, capacity=2).instance_ids == (IDS[3], IDS[4])
+
+
+def test_a_node_a_job_runs_on_is_never_drained_on_a_scale_in_and_goes_once_it_ends() -> None:
+    # Given node 0 running a Job's worker (a queue's, as KEDA's ScaledJob makes them), node
+    # 1 two Deployment pods, and node 2 empty: all three pods fit on any one node
+    nodes = [node(0), node(1), node(2)]
+    worker = pod("worker", 0, 500, job=True)
+    web = [pod("web-a", 1, 500), pod("web-b", 1, 500)]
+    # When a scale-in asks for all three
+    choice = choose(Cluster(nodes, [worker, *web]), IDS[:3], capacity=3)
+    # Then the empty node and the Deployment's go; the worker's stays (moved, it would
+    # start its task again), though its one pod is the cheapest to move
+    assert choice.instance_ids == (IDS[2], IDS[1])
+    # And with node 1 too busy to go, room for the worker on it, the worker's still stays
+    busy = pod("busy", 1, 3000)
+    assert choose(Cluster(nodes, [worker, busy]), IDS[:3], capacity=2).instance_ids == (IDS[2],)
+    # And once its Job is done, its node goes as an empty one
+    done = replace(worker, phase="Succeeded")
+    assert choose(Cluster(nodes, [done]), IDS[:1], capacity=1).instance_ids == (IDS[0],)
 
 
 def test_a_node_gone_not_ready_with_pods_on_it_is_not_taken_first_as_never_ready() -> None:

@@ -35,10 +35,12 @@ def pod(
     local_storage: str | None = None,
     annotations: dict[str, str] | None = None,
     one_per_node: bool = False,
+    job: bool = False,
 ) -> dict[str, Any]:
-    """A pod of the workload `app`: made by its ReplicaSet (the controller), unless `bare`
-    (as `kubectl run` makes one); `local_storage`: an emptyDir or hostPath volume;
-    `one_per_node`: a required anti-affinity to its own workload on each node."""
+    """A pod of the workload `app`: made by its ReplicaSet (the controller), or by a Job of
+    its own (`job`: a KEDA ScaledJob's worker), unless `bare` (as `kubectl run` makes one);
+    `local_storage`: an emptyDir or hostPath volume; `one_per_node`: a required
+    anti-affinity to its own workload on each node."""
     asked = {"cpu": cpu, "memory": memory} | {k: str(n) for k, n in (extended or {}).items()}
     spec: dict[str, Any] = {"containers": [{"name": "main", "resources": {"requests": asked}}]}
     if local_storage == "emptyDir":
@@ -62,7 +64,10 @@ def pod(
         "labels": {"app": app},
         "annotations": (annotations or {}) | {READY_AFTER: str(ready_after_seconds)},
     }
-    if not bare:
+    if job:
+        owner = {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": f"job-{name}"}
+        metadata["ownerReferences"] = [owner | {"controller": True}]
+    elif not bare:
         owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": app, "uid": f"rs-{app}"}
         metadata["ownerReferences"] = [owner | {"controller": True}]
     if created is not None:
@@ -104,6 +109,7 @@ class Deployment:
     local_storage: str | None = None  # "emptyDir" or "hostPath"
     annotations: dict[str, str] = field(default_factory=dict)
     one_per_node: bool = False  # its pods spread one a node (a required anti-affinity)
+    jobs: bool = False  # each pod a Job of its own (a queue's workers, as KEDA's ScaledJob)
     created: int = 0
 
     def reconcile(self, store: Cluster, minute: float, now: datetime) -> None:
@@ -144,6 +150,7 @@ class Deployment:
             local_storage=self.local_storage,
             annotations=self.annotations,
             one_per_node=self.one_per_node,
+            job=self.jobs,
         )
 
     def pods(self, store: Cluster) -> list[dict[str, Any]]:

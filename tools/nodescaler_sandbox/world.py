@@ -76,7 +76,7 @@ class World:
                 q.name,
                 dict(q.tasks),
                 q.task_minutes,
-                _deployment(f"{q.name}-worker", q.worker, [(0, 0)]),
+                _deployment(f"{q.name}-worker", q.worker, [(0, 0)], jobs=True),
                 q.max_workers,
             )
             for q in scenario.queues
@@ -380,7 +380,12 @@ def within_the_minute(seed: str, count: int, steps: int) -> list[int]:
 
 
 def _deployment(
-    name: str, shape: PodShape, curve: list[tuple[float, int]], *, one_per_node: bool = False
+    name: str,
+    shape: PodShape,
+    curve: list[tuple[float, int]],
+    *,
+    one_per_node: bool = False,
+    jobs: bool = False,
 ) -> Deployment:
     return Deployment(
         name,
@@ -397,6 +402,7 @@ def _deployment(
         shape.local_storage,
         dict(shape.annotations),
         one_per_node=one_per_node,
+        jobs=jobs,
     )
 
 

@@ -242,6 +242,12 @@ def is_controlled(metadata: ObjectMeta) -> bool:
     return any(o.controller and o.kind in REPLICATED_KINDS for o in metadata.ownerReferences)
 
 
+def is_job(metadata: ObjectMeta) -> bool:
+    """A Job controls it (a KEDA ScaledJob's worker, a batch task): evicted, it starts its
+    work again."""
+    return any(o.controller and o.kind == "Job" for o in metadata.ownerReferences)
+
+
 def has_controller(metadata: ObjectMeta) -> bool:
     """Any controller made it, and will remake it: what a drain evicts from a node that is
     going anyway (a Spot interruption, a rebalance), rather than let it die with the node.
@@ -288,6 +294,7 @@ def pod_from_wire(wire: PodWire) -> Pod:
         not_safe_to_evict=metadata.annotations.get(SAFE_TO_EVICT) == "false",
         safe_to_evict=metadata.annotations.get(SAFE_TO_EVICT) == "true",
         controlled=is_controlled(metadata),
+        job=is_job(metadata),
         local_storage=has_local_storage(spec.volumes),
         gone_after=deletion_deadline(
             metadata.deletionTimestamp, spec.terminationGracePeriodSeconds

@@ -267,6 +267,7 @@ class Pod:
     labels: Mapping[str, str] = field(default_factory=dict)  # what disruption budgets select
     # What Cluster Autoscaler's drainability rules read (`domain.scale_down.pod_rules`)
     controlled: bool = True  # an ownerReference names its controller
+    job: bool = False  # a Job made it: moved, it starts its work again
     local_storage: bool = False  # an emptyDir or hostPath volume
     safe_to_evict: bool = False  # annotated safe-to-evict=true
     gone_after: datetime | None = None  # deleted: taken as gone after this (`deletion_deadline`)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from nodescaler.domain.cluster.snapshot import Node, Snapshot
+from nodescaler.domain.cluster.snapshot import Node, Pod, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup, belongs
 from nodescaler.domain.scale_down.marks import kept_as_room
 from nodescaler.domain.scale_down.pod_rules import CA_DEFAULTS, DrainRules, keeps_node, movable
@@ -78,8 +78,10 @@ def removable(
     )
     # Empty nodes together, a node with pods to move one at a time (as Cluster Autoscaler
     # drains them): two drains side by side would move pods onto each other. The group
-    # asks again shortly for the rest.
-    one_busy = spare.nodes[: spare.empty + 1]
+    # asks again shortly for the rest. Never one a Job runs on: moved, it starts its work
+    # again; the node goes once its Jobs end, marked meanwhile (`awaiting_removal`).
+    drainable = [n for n in spare.nodes[spare.empty :] if not runs_job(by_node.get(n, ()))]
+    one_busy = [*spare.nodes[: spare.empty], *drainable[:1]]
     # a node gone NotReady with pods bound: last, once nothing better can go (its pods may
     # be lost with it, but a dead instance must still be able to leave)
     dead = [i for i in offered if i in nodes and not nodes[i].ready and i not in unready]
@@ -98,6 +100,11 @@ def removable(
         # what may stand in for a busy node no drain moves: never the buffer's room
         tuple(i for i in ordered[count:] if i not in room_ids),
     )
+
+
+def runs_job(pods: Sequence[Pod]) -> bool:
+    """Whether a Job's pod is at work among `pods` (a queue's worker, a batch task)."""
+    return any(p.job and not p.terminal for p in pods)
 
 
 def _rooms(
@@ -174,10 +181,10 @@ def least_bad(
     nodes = {n.instance_id: n for n in snapshot.nodes if belongs(n, group)}
     by_node = snapshot.pods_by_node
 
-    def harm(instance: str) -> tuple[bool, bool, bool, tuple[int, int, int, str]]:
+    def harm(instance: str) -> tuple[bool, bool, bool, tuple[int, int, int, int, str]]:
         node = nodes.get(instance)
         if node is None:
-            return (False, False, False, (0, 0, 0, instance))
+            return (False, False, False, (0, 0, 0, 0, instance))
         pods = by_node.get(node.name, ())
         moved = movable(pods)
         budgets = snapshot.budgets

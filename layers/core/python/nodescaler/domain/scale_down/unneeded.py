@@ -302,9 +302,11 @@ def over_budget(
     ]
 
 
-def cost_to_empty(pods: Sequence[Pod], name: str) -> tuple[int, int, int, str]:
-    """Cheapest to move first: fewest pods, then least requested."""
+def cost_to_empty(pods: Sequence[Pod], name: str) -> tuple[int, int, int, int, str]:
+    """Cheapest to move first: fewest Jobs' pods (each moved starts its work again), then
+    fewest pods, then least requested."""
     return (
+        sum(p.job for p in pods),
         len(pods),
         sum(p.requests.cpu_millis for p in pods),
         sum(p.requests.memory_bytes for p in pods),
