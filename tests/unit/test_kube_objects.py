@@ -190,11 +190,16 @@ def test_a_pod_counts_as_replicated_only_by_a_controller_cluster_autoscaler_know
 ) -> None:
     # rules/replicated/rule.go with --skip-nodes-with-custom-controller-pods (true)
     assert pod_from_json(pod("p", "n1", owner=owner)).controlled is controlled
-    # a Job's pod, moved, starts its work again: a scale-in waits for it to end
-    assert pod_from_json(pod("p", "n1", owner=owner)).job is (owner == "Job")
     # a drain of a node going anyway evicts any controller's pod (it is remade elsewhere)
     wire = msgspec.json.decode(json.dumps(pod("p", "n1", owner=owner)), type=EvictedPod)
     assert _drain_pod(wire).controlled is (owner is not None)
+
+
+def test_a_pod_is_a_jobs_only_when_a_job_is_its_controller() -> None:
+    owned = pod("p", "n1", owner="Job")
+    assert pod_from_json(owned).job
+    owned["metadata"]["ownerReferences"][0]["controller"] = False  # a Job merely owns it
+    assert not pod_from_json(owned).job
 
 
 def test_given_a_pod_deleted_past_its_grace_period_then_the_snapshot_drops_it() -> None:

@@ -106,6 +106,20 @@ def test_an_eks_scale_in_plan_names_who_leaves_what_is_marked_and_protected() ->
     assert planned.announce == ()
 
 
+def test_an_eks_scale_in_marks_the_nodes_that_go_once_their_jobs_end() -> None:
+    # Given an EKS group of four whose queue needs one node; the cluster lets one go now,
+    # and web-3, a queue's worker at its task on it, once the worker is done
+    def chooser(count: int) -> Removable:
+        return Removable(("i-1",), f"1 of {count} asked; 1 left while…", waiting=("web-3",))
+
+    # When planned
+    planned = plan(idle_facts(Chooser(), choose_leaving=chooser))
+    # Then one leaves, and web-3 is marked with the reading's unneeded, so the queue's next
+    # workers land on the nodes that stay and it empties
+    assert (planned.decision.desired, planned.leaving) == (3, ("i-1",))
+    assert planned.candidates == {"web-1", "web-2", "web-3"}
+
+
 def test_the_plan_carries_the_buffers_room_only_where_a_reading_looked() -> None:
     # Given the queue's reading (it keeps no room) and a pending-pods reading that looked
     looked = MetricReading(value=0, at=NOW, rooms=("web-3",))

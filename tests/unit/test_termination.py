@@ -234,6 +234,34 @@ def test_a_node_a_job_runs_on_is_never_drained_on_a_scale_in_and_goes_once_it_en
     assert choose(Cluster(nodes, [done]), IDS[:1], capacity=1).instance_ids == (IDS[0],)
 
 
+@pytest.mark.parametrize(
+    ("worker", "drained"),
+    [
+        (pod("worker", 0, 500, job=True), False),  # at its task
+        (pod("worker", 0, 500, job=True, phase="Pending"), True),  # still starting
+        (pod("worker", 0, 500, job=True, safe_to_evict=True), True),  # its owner's word
+        (pod("worker", 0, 500), True),  # a Deployment's: it runs elsewhere the same
+    ],
+)
+def test_a_job_at_its_task_waits_marked_and_a_restart_that_costs_nothing_is_drained(
+    worker: Pod, drained: bool
+) -> None:
+    from nodescaler.domain.scale_down.leaving import awaiting_removal, removable
+
+    # Given the worker on node 0 and node 1 too busy to go, with room for the worker
+    nodes = [node(0), node(1)]
+    snapshot = Snapshot(tuple(nodes), (worker, pod("busy", 1, 3000)))
+    group = NodeGroup("web", 2, 0, 10, 2, instance_ids=frozenset(IDS[:2]))
+    # When a scale-in asks for one
+    found = removable(group, IDS[:2], 1, snapshot, now=T0)
+    # Then node 0 is drained, or left while its Job runs, named, and marked meanwhile:
+    # it, not node 1 (fewer pods to move, but its one never ends)
+    assert found.instance_ids == ((IDS[0],) if drained else ())
+    assert found.waiting == (() if drained else ("node-0",))
+    assert ("left while their Jobs run, then taken: node-0" in found.reason) is not drained
+    assert awaiting_removal(group, snapshot, 1) == {"node-0"}
+
+
 def test_a_node_gone_not_ready_with_pods_on_it_is_not_taken_first_as_never_ready() -> None:
     # node 1 was Ready and went NotReady with a pod bound; node 2 is empty and Ready
     nodes = [node(0), node(1, ready=False), node(2)]
@@ -338,17 +366,21 @@ def test_an_eks_managed_groups_scale_in_asks_for_what_can_go_and_names_the_insta
         reason="scale down 4 → 1",
     )
 
-    def which_go(cluster: Any, group: NodeGroup = eks) -> tuple[Decision, tuple[str, ...]]:
+    def which_go(
+        cluster: Any, group: NodeGroup = eks
+    ) -> tuple[Decision, tuple[str, ...], frozenset[str]]:
         return which_leave(group, decision, lambda count: cluster.removable(group, count, at))
 
-    two = Removable((IDS[0], IDS[1]), "2 of 3 asked: ...")
-    adjusted, removing = which_go(Chosen(two))
-    assert (adjusted.desired, removing) == (2, (IDS[0], IDS[1]))
+    # two go, and node-3, a Job at work on it, goes once the Job ends: marked meanwhile
+    two = Removable((IDS[0], IDS[1]), "2 of 3 asked: ...", waiting=("node-3",))
+    adjusted, removing, marked = which_go(Chosen(two))
+    assert (adjusted.desired, removing, marked) == (2, (IDS[0], IDS[1]), {"node-3"})
     assert adjusted.reason == "scale down 4 → 1 | 2 of 3 asked: ..."
-    held, none = which_go(Chosen(None))  # the cluster cannot say: nothing leaves
-    assert (held.desired, none) == (4, ())
+    held, none, unmarked = which_go(Chosen(None))  # the cluster cannot say: nothing leaves
+    assert (held.desired, none, unmarked) == (4, (), frozenset())
+    assert held.reason == "scale down 4 → 1 | the cluster cannot be read: no instance chosen"
     asg = NodeGroup("web", 4, 0, 10, 4)  # a plain ASG: its termination policy chooses
-    assert which_go(Chosen(two), asg) == (decision, ())
+    assert which_go(Chosen(two), asg) == (decision, (), frozenset())
 
 
 def test_an_instance_protected_from_scale_in_is_never_chosen_for_an_eks_group() -> None:

@@ -5,7 +5,8 @@ The group stays in charge of when and how much to remove (the desired capacity n
 set); this says which. In order: instances that never became Ready nodes, then empty nodes
 (only DaemonSet and mirror pods), then one node whose pods fit on the nodes that stay and
 whose disruption budgets allow their eviction (`scale_down.leaving.removable`: cheapest to
-move first; one at a time, as Cluster Autoscaler drains them), and that only from a group
+move first; one at a time, as Cluster Autoscaler drains them; none a Job is at work on,
+which goes once its Jobs end), and that only from a group
 carrying the deployment's drain hook: without it nothing would evict those pods before the
 instance ends them, where Cluster Autoscaler evicts before it deletes. Never a node kept by
 annotation, one holding a pod that may not move (`domain.scale_down.pod_rules`), one whose pods

@@ -8,13 +8,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from nodescaler.domain.cluster.snapshot import Node, Pod, Snapshot
+from nodescaler.domain.cluster.snapshot import Node, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup, belongs
 from nodescaler.domain.scale_down.marks import kept_as_room
-from nodescaler.domain.scale_down.pod_rules import CA_DEFAULTS, DrainRules, keeps_node, movable
+from nodescaler.domain.scale_down.pod_rules import (
+    CA_DEFAULTS,
+    DrainRules,
+    keeps_node,
+    movable,
+    restarts_when_moved,
+)
 from nodescaler.domain.scale_down.unneeded import (
     SIMULATED_PER_CALL,
     cost_to_empty,
+    cost_to_move,
     over_budget,
     unneeded_nodes,
 )
@@ -29,6 +36,7 @@ class Removable:
     not_nodes: tuple[str, ...] = ()
     busy: tuple[str, ...] = ()  # of those, a node with pods to move: a drain must move them
     next_in_order: tuple[str, ...] = ()  # past `count`: the dead nodes' instances
+    waiting: tuple[str, ...] = ()  # nodes that go once their Jobs end, none drained now
 
     def undrained(self, why: str) -> Removable:
         """These without the node whose pods a drain would move, where no drain runs (`why`
@@ -78,9 +86,11 @@ def removable(
     )
     # Empty nodes together, a node with pods to move one at a time (as Cluster Autoscaler
     # drains them): two drains side by side would move pods onto each other. The group
-    # asks again shortly for the rest. Never one a Job runs on: moved, it starts its work
-    # again; the node goes once its Jobs end, marked meanwhile (`awaiting_removal`).
-    drainable = [n for n in spare.nodes[spare.empty :] if not runs_job(by_node.get(n, ()))]
+    # asks again shortly for the rest. Never one a Job is at work on: moved, it starts
+    # its work again; the node waits, marked (`awaiting_removal`, or the plan's
+    # candidates), and goes once empty.
+    jobs = [n for n in spare.nodes if any(map(restarts_when_moved, by_node.get(n, ())))]
+    drainable = [n for n in spare.nodes[spare.empty :] if n not in jobs]
     one_busy = [*spare.nodes[: spare.empty], *drainable[:1]]
     # a node gone NotReady with pods bound: last, once nothing better can go (its pods may
     # be lost with it, but a dead instance must still be able to leave)
@@ -91,6 +101,9 @@ def removable(
     reason = f"{len(chosen)} of {count} asked: {len(unready)} never Ready; {spare.describe()}"
     if rooms:
         reason += f"; {len(rooms)} empty kept as the buffer's room, taken last"
+    waiting = tuple(jobs[: max(count - len(chosen), 0)])
+    if waiting:
+        reason += f"; {len(waiting)} left while their Jobs run, then taken: {', '.join(waiting)}"
     busy = {by_name[name] for name in one_busy[spare.empty :]}
     return Removable(
         chosen,
@@ -99,12 +112,8 @@ def removable(
         tuple(i for i in chosen if i in busy),
         # what may stand in for a busy node no drain moves: never the buffer's room
         tuple(i for i in ordered[count:] if i not in room_ids),
+        waiting,
     )
-
-
-def runs_job(pods: Sequence[Pod]) -> bool:
-    """Whether a Job's pod is at work among `pods` (a queue's worker, a batch task)."""
-    return any(p.job and not p.terminal for p in pods)
 
 
 def _rooms(
@@ -190,6 +199,6 @@ def least_bad(
         budgets = snapshot.budgets
         held = bool(moved) and (budgets is None or bool(over_budget(moved, budgets, {})))
         kept = keeps_node(node, pods, rules, budgets, now=now)
-        return (True, kept, held, cost_to_empty(moved, node.name))
+        return (True, kept, held, cost_to_move(moved, node.name))
 
     return tuple(sorted(offered, key=harm))

@@ -156,6 +156,13 @@ def movable(pods: Iterable[Pod]) -> list[Pod]:
     return [p for p in pods if not p.terminal and not p.daemon_set and not p.mirror]
 
 
+def restarts_when_moved(pod: Pod) -> bool:
+    """A Job's pod at work (a queue's worker made by KEDA's ScaledJob, a batch task): moved,
+    it starts its work again. Not one still starting (nothing done yet), nor one annotated
+    safe-to-evict "true" (its owner says a restart costs nothing)."""
+    return pod.job and pod.phase == "Running" and not pod.safe_to_evict
+
+
 def keeps_node(
     node: Node,
     pods: Iterable[Pod],

@@ -17,8 +17,9 @@ and mirror pods
   `disruption-budget`. When the budgets could not be read, only empty nodes are unneeded;
 - and leaves room for the group's capacity buffer on the group's nodes that stay, else
   `capacity-buffer`.
-Nodes are taken greedily, cheapest to move first (fewest pods, then least requested); a
-pod moved takes room the next node's pods cannot use. Empty nodes cost nothing to find; at
+Nodes are taken greedily, cheapest to move first (fewest Jobs' pods at work, which moved
+start their work again, then fewest pods, then least requested); a pod moved takes room
+the next node's pods cannot use. Empty nodes cost nothing to find; at
 most `limit` others are simulated a call, since a group sheds only a few nodes a minute.
 """
 
@@ -36,6 +37,7 @@ from nodescaler.domain.scale_down.pod_rules import (
     DrainRules,
     blocking_pods,
     movable,
+    restarts_when_moved,
 )
 from nodescaler.domain.scale_down.spoken_for import Taken
 
@@ -104,7 +106,7 @@ def unneeded_nodes(
     by_node = snapshot.pods_by_node
     candidates = sorted(
         (n for n in group_nodes if n.ready and n.schedulable and not n.scale_down_disabled),
-        key=lambda n: cost_to_empty(snapshot.real(movable(by_node.get(n.name, ()))), n.name),
+        key=lambda n: cost_to_move(snapshot.real(movable(by_node.get(n.name, ()))), n.name),
     )
     if not candidates:
         return Unneeded(rooms=tuple(held_for_buffers(group_nodes, snapshot)))
@@ -302,11 +304,15 @@ def over_budget(
     ]
 
 
-def cost_to_empty(pods: Sequence[Pod], name: str) -> tuple[int, int, int, int, str]:
-    """Cheapest to move first: fewest Jobs' pods (each moved starts its work again), then
-    fewest pods, then least requested."""
+def cost_to_move(pods: Sequence[Pod], name: str) -> tuple[int, int, int, int, str]:
+    """Cheapest to drain first: fewest pods that would start their work again
+    (`restarts_when_moved`), then `cost_to_empty`."""
+    return (sum(map(restarts_when_moved, pods)), *cost_to_empty(pods, name))
+
+
+def cost_to_empty(pods: Sequence[Pod], name: str) -> tuple[int, int, int, str]:
+    """Cheapest to empty first: fewest pods, then least requested."""
     return (
-        sum(p.job for p in pods),
         len(pods),
         sum(p.requests.cpu_millis for p in pods),
         sum(p.requests.memory_bytes for p in pods),

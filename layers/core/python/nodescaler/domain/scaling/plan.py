@@ -44,8 +44,7 @@ from nodescaler.domain.scaling.readings import MetricReading, Reading
 if TYPE_CHECKING:  # its models load with the first event told, not at a cold start
     from nodescaler.domain.groups.scaling_events import ScalingEvent
 
-# The cluster's choice of up to n of the group's instances a scale-in may take, from the
-# nodes and pods it listed; None when it cannot say now.
+# The cluster's choice of up to n of the group's instances to take; None: it cannot say now
 ChooseLeaving = Callable[[int], Removable | None]
 
 
@@ -152,7 +151,7 @@ def plan(facts: Facts) -> Plan:
         policy, state.demand, now, facts.histories, warm_pool=usable_pool(group) is not None
     )
     evaluation = _decided(facts, state, readings, len(protection.protected))
-    decision, leaving = which_leave(group, evaluation.decision, facts.choose_leaving)
+    decision, leaving, waiting = which_leave(group, evaluation.decision, facts.choose_leaving)
     arrivals = _arrivals(state.arrivals, facts.readings, now)
     state = replace(
         state,
@@ -194,7 +193,7 @@ def plan(facts: Facts) -> Plan:
         leaving=leaving,
         candidates=frozenset()
         if group.bounds_doubt
-        else _candidates(readings, facts.pauses, facts.zones, decision),
+        else _candidates(readings, facts.pauses, facts.zones, decision) | waiting,
         rooms=None if group.bounds_doubt else _rooms(readings),
         warm_pool=_warm_pool_change(group, decision),
         announce=_backoff_started(facts, state),
@@ -293,22 +292,23 @@ def protect(group: NodeGroup, state: GroupState, must_stay: frozenset[str] | Non
 
 def which_leave(
     group: NodeGroup, decision: Decision, choose: ChooseLeaving | None
-) -> tuple[Decision, tuple[str, ...]]:
+) -> tuple[Decision, tuple[str, ...], frozenset[str]]:
     """An EKS managed node group takes no custom termination policy: on its scale-in
-    nodescaler chooses the instances (never Ready, empty, then one whose pods can
-    move) and terminates them itself, as Cluster Autoscaler does; the decision then
-    asks for no more than can go (a node with pods among them too: EKS drains a managed
-    group's nodes before it terminates them). Other groups: their termination policy
-    chooses, a node with pods only where the drain hook is."""
+    nodescaler chooses the instances (never Ready, empty, then one whose pods can move)
+    and terminates them itself, as Cluster Autoscaler does; the decision then asks for no
+    more than can go (a node with pods among them too: EKS drains a managed group's nodes
+    before it terminates them), and names the nodes to mark that go once their Jobs end.
+    Other groups: their termination policy chooses, a node with pods only where the drain
+    hook is."""
     if not group.is_eks_managed or decision.desired >= decision.current or choose is None:
-        return decision, ()
+        return decision, (), frozenset()
     found = choose(decision.current - decision.desired)
     if found is None:  # the cluster can't say now: nothing leaves on a guess
-        held = f"{decision.reason} | the cluster cannot be read: no instance chosen"
-        return decision.model_copy(update={"desired": decision.current, "reason": held}), ()
+        found = Removable((), "the cluster cannot be read: no instance chosen")
     desired = decision.current - len(found.instance_ids)
     reason = f"{decision.reason} | {found.reason}"
-    return decision.model_copy(update={"desired": desired, "reason": reason}), found.instance_ids
+    chosen = decision.model_copy(update={"desired": desired, "reason": reason})
+    return chosen, found.instance_ids, frozenset(found.waiting)
 
 
 def _backoff_started(facts: Facts, state: GroupState) -> tuple[ScalingEvent, ...]:
