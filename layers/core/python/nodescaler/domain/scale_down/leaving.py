@@ -4,11 +4,11 @@ it lets go next, which its evaluation marks (`awaiting_removal`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from nodescaler.domain.cluster.snapshot import Node, Snapshot
+from nodescaler.domain.cluster.snapshot import Node, Pod, Snapshot
 from nodescaler.domain.groups.node_group import NodeGroup, belongs
 from nodescaler.domain.scale_down.marks import kept_as_room
 from nodescaler.domain.scale_down.pod_rules import (
@@ -20,6 +20,7 @@ from nodescaler.domain.scale_down.pod_rules import (
 )
 from nodescaler.domain.scale_down.unneeded import (
     SIMULATED_PER_CALL,
+    Unneeded,
     cost_to_empty,
     cost_to_move,
     over_budget,
@@ -84,14 +85,7 @@ def removable(
         reserved=reserved,
         rules=rules,
     )
-    # Empty nodes together, a node with pods to move one at a time (as Cluster Autoscaler
-    # drains them): two drains side by side would move pods onto each other. The group
-    # asks again shortly for the rest. Never one a Job is at work on: moved, it starts
-    # its work again; the node waits, marked (`awaiting_removal`, or the plan's
-    # candidates), and goes once empty.
-    jobs = [n for n in spare.nodes if any(map(restarts_when_moved, by_node.get(n, ())))]
-    drainable = [n for n in spare.nodes[spare.empty :] if n not in jobs]
-    one_busy = [*spare.nodes[: spare.empty], *drainable[:1]]
+    one_busy, jobs = _empty_then_one_busy(spare, by_node)
     # a node gone NotReady with pods bound: last, once nothing better can go (its pods may
     # be lost with it, but a dead instance must still be able to leave)
     dead = [i for i in offered if i in nodes and not nodes[i].ready and i not in unready]
@@ -114,6 +108,19 @@ def removable(
         tuple(i for i in ordered[count:] if i not in room_ids),
         waiting,
     )
+
+
+def _empty_then_one_busy(
+    spare: Unneeded, by_node: Mapping[str, Sequence[Pod]]
+) -> tuple[list[str], list[str]]:
+    """Of the unneeded nodes, the empty ones together and one with pods to move (as
+    Cluster Autoscaler drains them one at a time: two drains side by side would move pods
+    onto each other; the group asks again shortly for the rest), never one a Job is at
+    work on: moved, it starts its work again. And those the Jobs hold: each waits, marked
+    (`awaiting_removal`, or the plan's candidates), and goes once empty."""
+    jobs = [n for n in spare.nodes if any(map(restarts_when_moved, by_node.get(n, ())))]
+    drainable = [n for n in spare.nodes[spare.empty :] if n not in jobs]
+    return [*spare.nodes[: spare.empty], *drainable[:1]], jobs
 
 
 def _rooms(
