@@ -19,8 +19,8 @@ and mirror pods
   `capacity-buffer`.
 Nodes are taken greedily, cheapest to move first (fewest Jobs' pods at work, which moved
 start their work again, then fewest pods, then least requested); a pod moved takes room
-the next node's pods cannot use. Empty nodes cost nothing to find; at
-most `limit` others are simulated a call, since a group sheds only a few nodes a minute.
+the next node's pods cannot use. Empty nodes cost nothing to find; at most `limit` others
+are simulated a call, since a group sheds only a few nodes a minute.
 """
 
 from __future__ import annotations
