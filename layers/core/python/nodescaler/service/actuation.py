@@ -274,8 +274,8 @@ def _awaiting(plan: Plan) -> int:
     """How many of the group's instances in service its termination policy takes next: the
     excess over the desired capacity this plan leaves, while nodescaler's latest change was
     a scale-in (an excess of another cause, an instance refresh or a rebalance, is Auto
-    Scaling's to choose); none when the plan names the instances that go itself."""
-    events = plan.resized_history.scale_events
-    if plan.leaving or not events or events[-1].change >= 0:
+    Scaling's to choose), however long its termination policy waits (a Job's node goes
+    when its Job ends); none when the plan names the instances that go itself."""
+    if plan.leaving or not plan.resized_history.shrinking:
         return 0
     return max(plan.group.in_service - plan.decision.desired, 0)
