@@ -17,7 +17,7 @@ from nodescaler.domain.groups.node_group import LaunchFailure, NodeGroup
 from nodescaler.domain.policy import MetricBase, SqsQueueMetric
 from nodescaler.domain.scale_down.leaving import Removable
 from nodescaler.domain.scaling.group_state import GroupState
-from nodescaler.domain.scaling.history import History
+from nodescaler.domain.scaling.history import History, ScaleEvent
 from nodescaler.domain.scaling.plan import ChooseLeaving, Plan
 from nodescaler.domain.scaling.readings import MetricReading, Reading
 from nodescaler.service import actuation, evaluation
@@ -268,25 +268,23 @@ def test_an_excess_nodescaler_did_not_ask_for_marks_nothing() -> None:
     # Given a self-managed group of four in service at a desired three (an instance
     # refresh launching before it terminates), whose latest change was a scale-up
     group = dataclasses.replace(GROUP, eks_cluster=None, eks_nodegroup=None, desired=3)
-    earlier, later = NOW - timedelta(hours=1), NOW - timedelta(minutes=30)
+    up, down = ScaleEvent(at=NOW, change=+1), ScaleEvent(at=NOW, change=-1)
 
-    def made(up: Any = None, down: Any = None, leaving: tuple[str, ...] = ()) -> Any:
+    def made(last: ScaleEvent | None, leaving: tuple[str, ...] = ()) -> Any:
         return types.SimpleNamespace(
             group=group,
             leaving=leaving,
             decision=types.SimpleNamespace(desired=3),
-            resized_history=History(scaled_up_at=up, scaled_in_at=down),
+            resized_history=History(last_change=last),  # no scale event kept: all old
         )
 
     # Then none of its nodes is marked; after a scale-in of nodescaler's, the one over is,
     # however long ago it was (its termination policy waits for a Job to end: the scale
     # events, kept a rate period, have long gone)
-    assert (actuation._awaiting(made(up=later)), actuation._awaiting(made())) == (0, 0)
-    assert actuation._awaiting(made(up=later, down=earlier)) == 0
-    assert actuation._awaiting(made(up=earlier, down=later)) == 1
-    assert actuation._awaiting(made(down=earlier)) == 1
+    assert (actuation._awaiting(made(up)), actuation._awaiting(made(None))) == (0, 0)
+    assert actuation._awaiting(made(down)) == 1
     # and none when the plan names the instances that go itself (an EKS managed group)
-    assert actuation._awaiting(made(up=earlier, down=later, leaving=("i-3",))) == 0
+    assert actuation._awaiting(made(down, leaving=("i-3",))) == 0
 
 
 class Buffered(World):

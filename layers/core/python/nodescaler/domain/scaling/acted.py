@@ -24,10 +24,8 @@ def record_scale(history: History, policy: NodeGroupPolicy, decision: Decision) 
     window = policy.spec.behavior.down.stabilization_window_seconds
     if decision.desired < decision.current and _let_go(decision):
         return recorded.with_scale_in(decision.at)
-    if decision.desired > decision.current:
-        recorded = recorded.with_scale_up(decision.at)
-        if _demanded(policy, decision):
-            return recorded.with_bought_back(decision.at, window)
+    if decision.desired > decision.current and _demanded(policy, decision):
+        return recorded.with_bought_back(decision.at, window)
     return recorded
 
 

@@ -59,8 +59,9 @@ class History(BaseModel):
     # its last scale-in, and the last scale-up that bought nodes back within a scale-down
     # window of one (churn: the window let go what the demand wanted back)
     scaled_in_at: AwareDatetime | None = None
-    scaled_up_at: AwareDatetime | None = None  # its last scale-up, of any cause
     bought_back_at: AwareDatetime | None = None
+    # its last acted-on change, however old (`scale_events` keep only a rate period's)
+    last_change: ScaleEvent | None = None
 
     def with_unneeded(self, at: datetime, nodes: Sequence[str], trusted_seconds: float) -> History:
         """The nodes found unneeded at `at`, each since it has been at every evaluation: a
@@ -129,25 +130,23 @@ class History(BaseModel):
         """Record an acted-on change; drop events older than the longest rate-policy period."""
         cutoff = at - timedelta(seconds=keep_seconds)
         kept = [e for e in self.scale_events if e.at > cutoff]
-        if after != before:
-            kept.append(ScaleEvent(at=at, change=after - before))
-        return self.model_copy(update={"scale_events": tuple(kept[-MAX_ENTRIES:])})
+        if after == before:
+            return self.model_copy(update={"scale_events": tuple(kept[-MAX_ENTRIES:])})
+        change = ScaleEvent(at=at, change=after - before)
+        kept.append(change)
+        return self.model_copy(
+            update={"scale_events": tuple(kept[-MAX_ENTRIES:]), "last_change": change}
+        )
 
     def with_scale_in(self, at: datetime) -> History:
         """The group let nodes go at `at`."""
         return self.model_copy(update={"scaled_in_at": at})
 
-    def with_scale_up(self, at: datetime) -> History:
-        return self.model_copy(update={"scaled_up_at": at})
-
     @property
     def shrinking(self) -> bool:
-        """Whether the group's latest change was a scale-in it chose, however long ago
-        (its scale events are kept only a rate period): its termination policy may still
-        be waiting for the nodes it means to take."""
-        if self.scaled_in_at is None:
-            return False
-        return self.scaled_up_at is None or self.scaled_up_at < self.scaled_in_at
+        """Whether the group's latest change was a scale-in, however long ago: its
+        termination policy may still be waiting for the nodes it means to take."""
+        return self.last_change is not None and self.last_change.change < 0
 
     def with_bought_back(self, at: datetime, window_seconds: float) -> History:
         """A scale-up its demand asked for at `at`: churn when it came within
