@@ -12,6 +12,7 @@ from typing import cast
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.scaling.acted import record_scale
 from nodescaler.domain.scaling.decision import Decision, Limit, MetricOutcome, MetricStatus
+from nodescaler.domain.scaling.group_size import GroupSize
 from nodescaler.domain.scaling.history import History, TimedRecommendation
 from nodescaler.domain.scaling.readings import MetricReading, Reading
 
@@ -135,6 +136,19 @@ def test_acting_marks_churn_only_for_a_scale_in_chosen_and_a_scale_up_demanded()
     for forced in (Limit.BACKOFF, Limit.MAX):
         kept = record_scale(History(), policy, _acted(0, 8, 4, forced, jobs=2))
         assert (kept.scaled_in_at, len(kept.scale_events)) == (None, 1)
+
+
+def test_a_scale_in_is_done_once_no_more_are_in_service_than_desired() -> None:
+    # Given a group whose last change, an hour ago, took it from 6 to 5
+    shrunk = record_scale(History(), cast(NodeGroupPolicy, WINDOW), _acted(0, 6, 5, jobs=5))
+    at = _at(3600)
+    # When it is read with 6 in service (a node its termination policy waits for), then 5
+    waiting = run(WINDOW, 5, {}, shrunk, at, GroupSize(current=5, ready=6)).history
+    done = run(WINDOW, 5, {}, waiting, at, GroupSize(current=5, ready=5)).history
+    # Then it shrinks while the node waits, and not once it is gone: an excess later (an
+    # instance refresh launching first) is not its scale-in's, and marks nothing
+    assert waiting.shrinking and not done.shrinking
+    assert not run(WINDOW, 5, {}, done, at, GroupSize(current=5, ready=6)).history.shrinking
 
 
 def test_in_force_at_is_the_latest_made_at_or_before_it_within_the_trusted_time() -> None:

@@ -118,9 +118,8 @@ def decide(
         demand=demand([o for o in voted.outcomes if o.name not in voted.bounds], in_service),
     )
     reason = explain(decision, policy.spec.behavior.down.stabilization_window_seconds)
-    return Evaluation(
-        decision.model_copy(update={"reason": reason}), steered.history, voted.failures
-    )
+    history = steered.history.settled(in_service, size.current)  # before this decision's
+    return Evaluation(decision.model_copy(update={"reason": reason}), history, voted.failures)
 
 
 @dataclass(frozen=True)

@@ -144,9 +144,16 @@ class History(BaseModel):
 
     @property
     def shrinking(self) -> bool:
-        """Whether the group's latest change was a scale-in, however long ago: its
+        """Whether the group's latest change was a scale-in not yet done (`settled`): its
         termination policy may still be waiting for the nodes it means to take."""
         return self.last_change is not None and self.last_change.change < 0
+
+    def settled(self, in_service: int, desired: int) -> History:
+        """Once no more are in service than desired, the last change is done: an excess
+        after it has another cause (an instance refresh, a rebalance), not this one."""
+        if self.last_change is None or in_service > desired:
+            return self
+        return self.model_copy(update={"last_change": None})
 
     def with_bought_back(self, at: datetime, window_seconds: float) -> History:
         """A scale-up its demand asked for at `at`: churn when it came within
