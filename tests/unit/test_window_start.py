@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import cast
 
+import pydantic
+import pytest
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.scaling.acted import record_scale
 from nodescaler.domain.scaling.decision import Decision, Limit, MetricOutcome, MetricStatus
@@ -183,3 +185,15 @@ def test_a_scale_up_to_a_schedules_count_is_no_churn_and_one_the_queue_asks_is()
 
     assert grown(jobs=15).bought_back_at is None  # 3 nodes asked: the schedule's 6 grew it
     assert grown(jobs=40).bought_back_at == T0  # 8 nodes asked
+
+
+def test_the_last_change_is_stored_and_an_item_without_it_or_with_it_wrong_is_told() -> None:
+    shrunk = record_scale(History(), cast(NodeGroupPolicy, WINDOW), _acted(0, 6, 5, jobs=5))
+    assert History.model_validate_json(shrunk.model_dump_json()) == shrunk
+    # an item the code before it saved loads, shrinking nothing
+    assert not History.model_validate_json('{"scale_events": []}').shrinking
+    # a change that is not a count is refused by name (the state table says which group)
+    with pytest.raises(pydantic.ValidationError, match=r"last_change\.change"):
+        History.model_validate_json(
+            '{"last_change": {"at": "2026-03-02T12:00:00Z", "change": "x"}}'
+        )
