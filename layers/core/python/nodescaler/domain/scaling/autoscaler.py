@@ -118,7 +118,7 @@ def decide(
         demand=demand([o for o in voted.outcomes if o.name not in voted.bounds], in_service),
     )
     reason = explain(decision, policy.spec.behavior.down.stabilization_window_seconds)
-    history = steered.history.settled(in_service, size.current)  # before this decision's
+    history = steered.history.settled(in_service, size.current)  # an earlier scale-in done?
     return Evaluation(decision.model_copy(update={"reason": reason}), history, voted.failures)
 
 

@@ -130,12 +130,12 @@ class History(BaseModel):
         """Record an acted-on change; drop events older than the longest rate-policy period."""
         cutoff = at - timedelta(seconds=keep_seconds)
         kept = [e for e in self.scale_events if e.at > cutoff]
-        if after == before:
-            return self.model_copy(update={"scale_events": tuple(kept[-MAX_ENTRIES:])})
-        change = ScaleEvent(at=at, change=after - before)
-        kept.append(change)
+        last = self.last_change
+        if after != before:
+            last = ScaleEvent(at=at, change=after - before)
+            kept.append(last)
         return self.model_copy(
-            update={"scale_events": tuple(kept[-MAX_ENTRIES:]), "last_change": change}
+            update={"scale_events": tuple(kept[-MAX_ENTRIES:]), "last_change": last}
         )
 
     def with_scale_in(self, at: datetime) -> History:
