@@ -1,7 +1,10 @@
 """DaemonSets in a scenario: a pod of each on every node it takes, from the moment the node
 registers. A group at zero then buys for its pods and its DaemonSets' beside them, under
 both controllers (nodescaler lists the DaemonSets; Cluster Autoscaler's template node holds
-their pods), and the lower bound packs the pods into what the DaemonSets leave."""
+their pods), and the lower bound packs the pods into what the DaemonSets leave. Once the
+pods are gone, a node holding its DaemonSets' pods alone is empty to both: CA tuned leaves
+them out of utilization (--ignore-daemonsets-utilization), as an operator whose `WhenEmpty`
+group has a threshold of 0 must, or it would keep every such node for good."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ pytestmark = pytest.mark.slow  # moto's server and the API server, two runs
 # 1,800m, or one beside 600m of DaemonSets
 SCENARIO = {
     "name": "daemon-sets",
-    "minutes": 12,
+    "minutes": 14,
     "bootMinutes": 3,
     "groups": [
         {"name": "app-ng", "policy": "batch", "max": 10, "instanceType": "m5.xlarge"},
@@ -29,7 +32,7 @@ SCENARIO = {
         {"name": "log-agent", "cpu": "500m", "memory": "256Mi"},
         {"name": "gpu-agent", "cpu": "1", "memory": "1Gi", "nodeSelector": {"gpu": "true"}},
     ],
-    "deployments": [{"name": "api", "cpu": "1800m", "memory": "2Gi", "replicas": {0: 6}}],
+    "deployments": [{"name": "api", "cpu": "1800m", "memory": "2Gi", "replicas": {0: 6, 7: 0}}],
 }
 
 
@@ -47,5 +50,7 @@ def test_a_group_at_zero_buys_for_its_pods_beside_its_daemon_sets(tmp_path: Path
         assert run["pod_wait_minutes"]["overall"]["max"] <= 3.5, run["pod_wait_minutes"]
         # a DaemonSet's pod goes with its node: never counted as killed with it
         assert run["pods_killed_with_their_instance"] == 0
+        # the pods gone at minute 7, a node with DaemonSets' pods alone goes
+        assert run["final_desired"]["app-ng"] == 0, run["final_desired"]
     # the tainted group, at zero, grew for nothing: its DaemonSets are no demand
     assert ours["peak_desired"]["gpu-ng"] == tuned["peak_desired"]["gpu-ng"] == 0

@@ -392,14 +392,15 @@ def test_cluster_flags_size_parallelism_to_the_groups_and_the_delay_to_the_unnee
     # --max-scale-down-parallelism: the groups' maximums (a whole group may go at once);
     # --scale-down-delay-after-add: at most the shortest unneeded time, as is
     # --unremovable-node-recheck-timeout (5m): a node is looked at again within the time it
-    # would have to be unneeded; frequent loops on
+    # would have to be unneeded; frequent loops on; DaemonSets' pods left out of utilization
     quick = GroupTuning("a", 0, 600, {UNNEEDED_TIME_TAG: "2m0s"}, {})
     slow = GroupTuning("b", 0, 20, {}, {})
     flags = cluster_flags([quick, slow])
     assert flags.max_scale_down_parallelism == 620
     assert flags.scale_down_delay_after_add == 2 * MINUTE
     assert flags.unremovable_node_recheck_timeout == 2 * MINUTE
-    assert flags.frequent_loops_enabled
+    assert flags.frequent_loops_enabled and flags.ignore_daemonsets_utilization
+    assert flags.as_flags()["--ignore-daemonsets-utilization"] is True
     small = cluster_flags([GroupTuning("c", 0, 3, {}, {})])
     assert (small.max_scale_down_parallelism, small.scale_down_delay_after_add) == (10, UNNEEDED)
     assert small.unremovable_node_recheck_timeout == 5 * MINUTE  # the default: 10m is longer

@@ -51,7 +51,10 @@ Read from the policy model alone (none of nodescaler's scaling logic), one group
   groups (the sum of their maximums: a whole group may go in one loop), and
   --scale-down-delay-after-add no longer than the shortest unneeded time of a group (a
   global flag: one placeholder preemption's scale-up then holds no deletion longer than
-  the group waits anyway); and --startup-taint for the startup taints its groups' nodes
+  the group waits anyway); --ignore-daemonsets-utilization (a DaemonSet's pod is on every
+  node and goes with it: counted, it keeps a node that holds nothing else above a `WhenEmpty`
+  group's threshold of 0 for good, and every node busier than its workload); and
+  --startup-taint for the startup taints its groups' nodes
   register with (`controllers._tune`: the operator set those agents up).
 """
 
@@ -269,6 +272,7 @@ def cluster_flags(tunings: Sequence[GroupTuning]) -> Flags:
             MAX_SCALE_DOWN_PARALLELISM, sum(t.max_size for t in tunings)
         ),
         frequent_loops_enabled=True,
+        ignore_daemonsets_utilization=True,
     )
 
 
