@@ -106,6 +106,26 @@ def test_the_judged_minutes_must_leave_something_to_judge(tmp_path: Path) -> Non
         load_scenario(write(tmp_path, GOOD.replace("minutes: 10", "minutes: 10\njudgedFrom: 10")))
 
 
+def test_a_point_past_the_end_of_the_run_is_named_with_what_hh_mm_counts_from(
+    tmp_path: Path,
+) -> None:
+    # "00:10" is the run's last minute: it takes effect; "20:00" read as the clock never would
+    last = load_scenario(write(tmp_path, GOOD.replace('"00:05": 3', '"00:10": 3')))
+    assert last.deployments[0].replicas == {0: 1, 10: 3}
+    with pytest.raises(ScenarioError) as raised:
+        load_scenario(write(tmp_path, GOOD.replace('"00:05": 3', '"20:00": 3')))
+    assert str(raised.value) == (
+        f"{tmp_path / 'scenario.yaml'}: deployments.0.replicas: minute 1200 (20:00) is past "
+        "the end of the run (minute 10), so it never takes effect: "
+        '"HH:MM" counts from the start of the run, not the clock'
+    )
+    queued = (
+        GOOD + "queues:\n  - {{name: q, tasks: {{0: 5, 11: 5}}, taskMinutes: 1, maxWorkers: 2}}\n"
+    )
+    with pytest.raises(ScenarioError, match=r"queues\.0\.tasks: minute 11 \(00:11\) is past"):
+        load_scenario(write(tmp_path, queued))
+
+
 def test_the_world_steps_every_ten_seconds_unless_a_divisor_of_a_minute_is_given(
     tmp_path: Path,
 ) -> None:

@@ -1,5 +1,5 @@
 """The checks of a scenario that no field can make alone (`scenario_file`): zones, a
-shift's end, names given twice, and what a fault names."""
+shift's end, names given twice, what a fault names, and points within the run."""
 
 from __future__ import annotations
 
@@ -52,6 +52,23 @@ def _once(where: Path, field: str, names: list[tuple[str, str]]) -> None:
         if (namespace, name) in seen:
             raise ScenarioError(f"{where}: {field}.{index}: {namespace}/{name} appears twice")
         seen.add((namespace, name))
+
+
+def check_points(where: Path, scenario: Scenario) -> None:
+    """No replica or task point past the end of the run, where it would never take effect:
+    the trap of "HH:MM" read as the clock, when it counts from the start."""
+    points = [
+        (f"deployments.{i}.replicas", d.replicas) for i, d in enumerate(scenario.deployments)
+    ] + [(f"queues.{i}.tasks", q.tasks) for i, q in enumerate(scenario.queues)]
+    for field, curve in points:
+        late = [m for m in curve if m > scenario.minutes]
+        if late:
+            hours, minutes = divmod(round(late[0]), 60)
+            raise ScenarioError(
+                f"{where}: {field}: minute {late[0]:g} ({hours:02d}:{minutes:02d}) is past the "
+                f"end of the run (minute {scenario.minutes}), so it never takes effect: "
+                '"HH:MM" counts from the start of the run, not the clock'
+            )
 
 
 def check_fault(where: str, fault: FaultSpec, queues: set[str]) -> None:

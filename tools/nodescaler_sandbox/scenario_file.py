@@ -26,7 +26,12 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic.alias_generators import to_camel
 
 from nodescaler_sandbox import metric_math, replay_figures, traces
-from nodescaler_sandbox.scenario_checks import ScenarioError, check_fault, check_zones_and_names
+from nodescaler_sandbox.scenario_checks import (
+    ScenarioError,
+    check_fault,
+    check_points,
+    check_zones_and_names,
+)
 
 
 def _minute(value: Any) -> Any:
@@ -416,6 +421,7 @@ def _check_references(scenario: Scenario) -> None:
     then the policies the groups name (the first problem named, by file and field)."""
     where = scenario.path
     _check_run(where, scenario)
+    check_points(where, scenario)
     queues = {q.name for q in scenario.queues}
     for index, alarm in enumerate(scenario.alarms):
         if alarm.queue not in queues:
