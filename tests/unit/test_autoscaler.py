@@ -640,6 +640,26 @@ def test_the_decision_carries_every_input_and_the_reason() -> None:
     assert decision.change == 100
 
 
+def test_nodes_in_service_over_the_desired_count_say_where_their_reason_is() -> None:
+    # 9 in service for 3 desired, for hours, while the termination policy keeps 6 whose
+    # pods' budget allows no eviction: "hold at 3" alone left a user with nothing to read
+    queue = policy(queue_metric("jobs", 4))
+    kept = run(queue, 3, readings(jobs=12), size=GroupSize(current=3, ready=9)).decision
+    assert kept.reason == (
+        "hold at 3 | jobs: 12 against 4/replica → 3 | 6 in service over the desired count "
+        "leave as the termination policy frees them (the terminate function logs what keeps each)"
+    )
+    # nodes booting, or a scale-in decided now, leave nothing over: nothing said
+    assert (
+        "in service over"
+        not in run(queue, 3, readings(jobs=12), size=GroupSize(current=3, ready=1)).decision.reason
+    )
+    assert (
+        "in service over"
+        not in run(queue, 9, readings(jobs=12), size=GroupSize(current=9, ready=9)).decision.reason
+    )
+
+
 def test_the_same_inputs_give_the_same_decision() -> None:
     first = run(GPU_BURST, 3, readings(jobs=100))
     second = run(GPU_BURST, 3, readings(jobs=100))

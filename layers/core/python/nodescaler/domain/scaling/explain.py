@@ -95,4 +95,11 @@ def explain(decision: Decision, down_window_seconds: int) -> str:
         phrases.append(f"recommendation {decision.recommendation}")
     if phrases:
         parts.append(", ".join(phrases))
+    if (over := (decision.in_service or 0) - max(desired, current)) > 0:
+        # a scale-in its termination policy keeps waiting (a budget, a pod that stays, a
+        # Job) reads "hold" for hours; this says where the rest of the answer is
+        parts.append(
+            f"{over} in service over the desired count leave as the termination policy "
+            "frees them (the terminate function logs what keeps each)"
+        )
     return " | ".join(parts)
