@@ -32,7 +32,9 @@ SCENARIO = {
         {"name": "log-agent", "cpu": "500m", "memory": "256Mi"},
         {"name": "gpu-agent", "cpu": "1", "memory": "1Gi", "nodeSelector": {"gpu": "true"}},
     ],
-    "deployments": [{"name": "api", "cpu": "1800m", "memory": "2Gi", "replicas": {0: 6, 7: 0}}],
+    "deployments": [
+        {"name": "api", "cpu": "1800m", "memory": "2Gi", "replicas": {0: 6, 6: 6, 7: 0}}
+    ],
 }
 
 

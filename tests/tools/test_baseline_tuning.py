@@ -401,6 +401,7 @@ def test_cluster_flags_size_parallelism_to_the_groups_and_the_delay_to_the_unnee
     assert flags.unremovable_node_recheck_timeout == 2 * MINUTE
     assert flags.frequent_loops_enabled and flags.ignore_daemonsets_utilization
     assert flags.as_flags()["--ignore-daemonsets-utilization"] is True
+    assert flags.as_flags()["--ignore-mirror-pods-utilization"] is True
     small = cluster_flags([GroupTuning("c", 0, 3, {}, {})])
     assert (small.max_scale_down_parallelism, small.scale_down_delay_after_add) == (10, UNNEEDED)
     assert small.unremovable_node_recheck_timeout == 5 * MINUTE  # the default: 10m is longer

@@ -106,24 +106,29 @@ def test_the_judged_minutes_must_leave_something_to_judge(tmp_path: Path) -> Non
         load_scenario(write(tmp_path, GOOD.replace("minutes: 10", "minutes: 10\njudgedFrom: 10")))
 
 
-def test_a_point_past_the_end_of_the_run_is_named_with_what_hh_mm_counts_from(
+def test_a_time_past_the_end_of_the_run_is_named_with_what_hh_mm_counts_from(
     tmp_path: Path,
 ) -> None:
-    # "00:10" is the run's last minute: it takes effect; "20:00" read as the clock never would
-    last = load_scenario(write(tmp_path, GOOD.replace('"00:05": 3', '"00:10": 3')))
-    assert last.deployments[0].replicas == {0: 1, 10: 3}
+    # a curve's later point past the end still shapes its ramp (a run shortened from a
+    # longer one); its first past the end leaves it flat: "20:00" read as the clock
+    ramp = load_scenario(write(tmp_path, GOOD.replace('"00:05": 3', '"20:00": 3')))
+    assert ramp.deployments[0].replicas == {0: 1, 1200: 3}
     with pytest.raises(ScenarioError) as raised:
-        load_scenario(write(tmp_path, GOOD.replace('"00:05": 3', '"20:00": 3')))
+        load_scenario(write(tmp_path, GOOD.replace('"00:00": 1, "00:05"', '"20:00": 1, "21:00"')))
     assert str(raised.value) == (
         f"{tmp_path / 'scenario.yaml'}: deployments.0.replicas: minute 1200 (20:00) is past "
-        "the end of the run (minute 10), so it never takes effect: "
+        "the end of the run (minute 10), so the curve never changes in the run: "
         '"HH:MM" counts from the start of the run, not the clock'
     )
-    queued = (
-        GOOD + "queues:\n  - {{name: q, tasks: {{0: 5, 11: 5}}, taskMinutes: 1, maxWorkers: 2}}\n"
-    )
+    queue = "queues:\n  - {{name: q, tasks: {{0: 5, 11: 5}}, taskMinutes: 1, maxWorkers: 2}}\n"
     with pytest.raises(ScenarioError, match=r"queues\.0\.tasks: minute 11 \(00:11\) is past"):
-        load_scenario(write(tmp_path, queued))
+        load_scenario(write(tmp_path, GOOD + queue))
+    fault = 'faults:\n  - {{from: "18:00", until: "19:00", kind: cloudwatch-outage}}\n'
+    with pytest.raises(ScenarioError, match=r"faults\.0\.from: minute 1080 .* so it never starts"):
+        load_scenario(write(tmp_path, GOOD + fault))
+    # the last minute is a step of the run: a task sent then is sent
+    last = GOOD + queue.replace("11: 5", "10: 5")
+    assert load_scenario(write(tmp_path, last)).queues[0].tasks == {0: 5, 10: 5}
 
 
 def test_the_world_steps_every_ten_seconds_unless_a_divisor_of_a_minute_is_given(

@@ -641,23 +641,24 @@ def test_the_decision_carries_every_input_and_the_reason() -> None:
 
 
 def test_nodes_in_service_over_the_desired_count_say_where_their_reason_is() -> None:
-    # 9 in service for 3 desired, for hours, while the termination policy keeps 6 whose
-    # pods' budget allows no eviction: "hold at 3" alone left a user with nothing to read
+    # 9 in service for 3 desired, for hours after nodescaler's scale-in, while the
+    # termination policy keeps 6 whose pods' budget allows no eviction: "hold at 3" alone
+    # left a user with nothing to read
     queue = policy(queue_metric("jobs", 4))
-    kept = run(queue, 3, readings(jobs=12), size=GroupSize(current=3, ready=9)).decision
+    scaled_in = History(last_change=ScaleEvent(at=T0 - minutes(300), change=-6))
+    nine = GroupSize(current=3, ready=9)
+    kept = run(queue, 3, readings(jobs=12), scaled_in, size=nine).decision
     assert kept.reason == (
-        "hold at 3 | jobs: 12 against 4/replica → 3 | 6 in service over the desired count "
-        "leave as the termination policy frees them (the terminate function logs what keeps each)"
+        "hold at 3 | jobs: 12 against 4/replica → 3 | 6 in service over the desired 3 leave "
+        "as the termination policy frees them (the terminate function logs what keeps each)"
     )
-    # nodes booting, or a scale-in decided now, leave nothing over: nothing said
-    assert (
-        "in service over"
-        not in run(queue, 3, readings(jobs=12), size=GroupSize(current=3, ready=1)).decision.reason
-    )
-    assert (
-        "in service over"
-        not in run(queue, 9, readings(jobs=12), size=GroupSize(current=9, ready=9)).decision.reason
-    )
+    # an excess nodescaler did not ask for (an instance refresh launching first), nodes
+    # booting, or a scale-up: nothing said
+    said = "in service over"
+    assert said not in run(queue, 3, readings(jobs=12), size=nine).decision.reason
+    booting = GroupSize(current=3, ready=1)
+    assert said not in run(queue, 3, readings(jobs=12), scaled_in, size=booting).decision.reason
+    assert said not in run(queue, 3, readings(jobs=40), scaled_in, size=nine).decision.reason
 
 
 def test_the_same_inputs_give_the_same_decision() -> None:

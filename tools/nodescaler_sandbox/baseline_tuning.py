@@ -53,7 +53,8 @@ Read from the policy model alone (none of nodescaler's scaling logic), one group
   global flag: one placeholder preemption's scale-up then holds no deletion longer than
   the group waits anyway); --ignore-daemonsets-utilization (a DaemonSet's pod is on every
   node and goes with it: counted, it keeps a node that holds nothing else above a `WhenEmpty`
-  group's threshold of 0 for good, and every node busier than its workload); and
+  group's threshold of 0 for good, and every node busier than its workload) and
+  --ignore-mirror-pods-utilization (nodescaler's own rule leaves both out); and
   --startup-taint for the startup taints its groups' nodes
   register with (`controllers._tune`: the operator set those agents up).
 """
@@ -273,6 +274,7 @@ def cluster_flags(tunings: Sequence[GroupTuning]) -> Flags:
         ),
         frequent_loops_enabled=True,
         ignore_daemonsets_utilization=True,
+        ignore_mirror_pods_utilization=True,  # as nodescaler's own rule leaves them out
     )
 
 

@@ -55,18 +55,31 @@ def _once(where: Path, field: str, names: list[tuple[str, str]]) -> None:
 
 
 def check_points(where: Path, scenario: Scenario) -> None:
-    """No replica or task point past the end of the run, where it would never take effect:
-    the trap of "HH:MM" read as the clock, when it counts from the start."""
-    points = [
-        (f"deployments.{i}.replicas", d.replicas) for i, d in enumerate(scenario.deployments)
-    ] + [(f"queues.{i}.tasks", q.tasks) for i, q in enumerate(scenario.queues)]
-    for field, curve in points:
-        late = [m for m in curve if m > scenario.minutes]
-        if late:
-            hours, minutes = divmod(round(late[0]), 60)
+    """No time past the end of the run where it would change nothing in it: the trap of
+    "HH:MM" read as the clock, when it counts from the start. A replica curve's later points
+    still shape its ramp (linear between points), so only its first may not be past the end;
+    a task sent, a fault or a shift starting past the end never happens in the run."""
+    late: list[tuple[str, float, str]] = [
+        (f"deployments.{i}.replicas", min(d.replicas), "the curve never changes in the run")
+        for i, d in enumerate(scenario.deployments)
+    ]
+    late += [
+        (f"queues.{i}.tasks", max(q.tasks, default=0), "those tasks are never sent")
+        for i, q in enumerate(scenario.queues)
+    ]
+    late += [
+        (f"faults.{i}.from", f.start, "it never starts") for i, f in enumerate(scenario.faults)
+    ]
+    late += [
+        (f"zonalShifts.{i}.from", z.start, "it never starts")
+        for i, z in enumerate(scenario.zonal_shifts)
+    ]
+    for field, minute, so in late:
+        if minute > scenario.minutes:
+            hours, minutes = divmod(int(minute), 60)
             raise ScenarioError(
-                f"{where}: {field}: minute {late[0]:g} ({hours:02d}:{minutes:02d}) is past the "
-                f"end of the run (minute {scenario.minutes}), so it never takes effect: "
+                f"{where}: {field}: minute {minute:g} ({hours:02d}:{minutes:02d}) is past the "
+                f"end of the run (minute {scenario.minutes}), so {so}: "
                 '"HH:MM" counts from the start of the run, not the clock'
             )
 

@@ -117,8 +117,9 @@ def decide(
         kept_recently_needed=steered.kept,
         demand=demand([o for o in voted.outcomes if o.name not in voted.bounds], in_service),
     )
-    reason = explain(decision, policy.spec.behavior.down.stabilization_window_seconds)
     history = steered.history.settled(in_service, size.current)  # an earlier scale-in done?
+    leaving = in_service - size.current if history.shrinking else 0
+    reason = explain(decision, policy.spec.behavior.down.stabilization_window_seconds, leaving)
     return Evaluation(decision.model_copy(update={"reason": reason}), history, voted.failures)
 
 

@@ -70,8 +70,10 @@ def _window_phrase(limit: Limit, decision: Decision, down_window_seconds: int) -
     return ""
 
 
-def explain(decision: Decision, down_window_seconds: int) -> str:
-    """One line a human can act on: what happens, which metric drove it, what held it back."""
+def explain(decision: Decision, down_window_seconds: int, leaving: int = 0) -> str:
+    """One line a human can act on: what happens, which metric drove it, what held it back;
+    `leaving`: the instances in service over the desired count that nodescaler's own
+    scale-in is still taking (an excess of another cause, a refresh, is not its to tell)."""
     current, desired = decision.current, decision.desired
     if desired > current:
         parts = [f"scale up {current} → {desired}"]
@@ -95,11 +97,11 @@ def explain(decision: Decision, down_window_seconds: int) -> str:
         phrases.append(f"recommendation {decision.recommendation}")
     if phrases:
         parts.append(", ".join(phrases))
-    if (over := (decision.in_service or 0) - max(desired, current)) > 0:
+    if leaving > 0 and desired <= current:
         # a scale-in its termination policy keeps waiting (a budget, a pod that stays, a
         # Job) reads "hold" for hours; this says where the rest of the answer is
         parts.append(
-            f"{over} in service over the desired count leave as the termination policy "
+            f"{leaving} in service over the desired {current} leave as the termination policy "
             "frees them (the terminate function logs what keeps each)"
         )
     return " | ".join(parts)
