@@ -16,7 +16,7 @@ from nodescaler.service.cluster_view import KubernetesClusterView
 from nodescaler.service.pending_pods import PendingPodsPlanner
 from nodescaler.service.policy_resolver import PolicyBook
 
-from tests.builders import policy, queue_metric
+from tests.builders import policy, queue_metric, reservation_metric
 from tests.unit.test_balance import (
     CHAIN,
     ENABLED,
@@ -242,3 +242,25 @@ def test_a_group_with_more_in_service_than_desired_marks_the_nodes_it_lets_go_ne
     marks = Marks()
     view(Snapshot(left, running), marks).mark_candidates(group, frozenset(), NOW)
     assert marks.marked == {"jobs-2": False, "jobs-3": False}
+
+
+def test_a_reservation_counts_the_pods_waiting_for_the_groups_room() -> None:
+    # Given web-a's two Ready nodes full (three one-core pods each on 3.92 cores) and a
+    # third on its way (desired 3), and three more pods pending, which the plan gives the
+    # node on its way
+    nodes = (web_node("web-a", 0), web_node("web-a", 1))
+    bound = [
+        replace(p, node_name=f"web-a-{i // 3}", phase="Running", unschedulable=False)
+        for i, p in enumerate(pods(6, prefix="bound"))
+    ]
+    snapshot = Snapshot(nodes, (*bound, *pods(3)))
+    [cpu] = policy(reservation_metric("cpu", 75)).spec.metrics
+    # When its reservation is read
+    reading = view(snapshot).read(cpu, replace(GROUP, in_service=2), NOW)
+    # Then the pods waiting count as requested: 9 cores of 7.84, not 6 (76.5 %, within a
+    # 75 % target's tolerance, where the node on its way leaves no room for the next)
+    assert isinstance(reading, MetricReading)
+    assert (
+        reading.detail
+        == "9 pods (3 waiting for its room) request 9 of 7.84 cores on 2 nodes (114.8%)"
+    )

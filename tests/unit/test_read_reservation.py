@@ -43,6 +43,22 @@ def test_the_share_of_its_ready_nodes_its_pods_request() -> None:
     assert reading.detail == "2 pods request 3 of 8 cores on 2 nodes (37.5%)"
 
 
+def test_pods_waiting_for_the_groups_room_count_as_requested() -> None:
+    # a ramp fills each node as it comes: counted alone, full nodes read about 89 % and ask
+    # one node at a time while more pods wait; the pods waiting count as if bound
+    waiting = [pod("w1", None, 2000), pod("w2", None, 3000)]
+    reading = read_reservation(metric(), WEB, CLUSTER, T0, waiting=waiting)
+    assert isinstance(reading, MetricReading)
+    assert (reading.value, reading.measured_nodes) == (100.0, 2)
+    assert (
+        reading.detail == "4 pods (2 waiting for its room) request 8 of 8 cores on 2 nodes (100.0%)"
+    )
+    broken = replace(waiting[0], problem="requests.cpu: 'x' is not a quantity")
+    assert isinstance(
+        read_reservation(metric(), WEB, CLUSTER, T0, waiting=[broken]), MetricUnavailable
+    )
+
+
 def test_an_average_value_target_reads_the_amount_in_cores() -> None:
     target = {"type": "AverageValue", "averageValue": 2}
     reading = read_reservation(metric(target), WEB, CLUSTER, T0)

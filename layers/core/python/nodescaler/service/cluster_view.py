@@ -108,10 +108,21 @@ class KubernetesClusterView:
         except KubernetesUnavailableError as error:
             return MetricUnavailable(reason=str(error))
         if isinstance(metric, CapacityReservationMetric):
-            return read_reservation(metric, group, snapshot, now)
+            waiting = self._waiting_for(group, snapshot, now)
+            return read_reservation(metric, group, snapshot, now, waiting=waiting)
         if isinstance(metric, PendingPodsMetric) and self._pending is not None:
             return self._pending_pods(metric, group, snapshot, now)
         return MetricUnavailable(reason=f"no {metric.type_name} producer is configured")
+
+    def _waiting_for(self, group: NodeGroup, snapshot: Snapshot, now: datetime) -> list[Pod]:
+        """The pending pods the plan gives the group's room (its nodes on their way, or
+        planned): its reservation counts them as requested, or a ramp that fills each node
+        as it comes reads full nodes alone and asks one node at a time."""
+        if self._pending is None:
+            return []
+        cutoff = OWN_PENDING_PODS.pending_pods.expendable_priority_cutoff
+        planned = self._planned(group, snapshot, cutoff, now)
+        return [] if group.name in planned.problems else planned.coming(group.name)[1]
 
     def protected(self, group: NodeGroup, now: datetime) -> frozenset[str] | None:
         """The group's instances whose nodes must stay (None: the cluster can't say now)."""
