@@ -16,7 +16,7 @@ from nodescaler.service.cluster_view import KubernetesClusterView
 from nodescaler.service.pending_pods import PendingPodsPlanner
 from nodescaler.service.policy_resolver import PolicyBook
 
-from tests.builders import policy, queue_metric, reservation_metric
+from tests.builders import metric, policy, queue_metric, reservation_metric
 from tests.unit.test_balance import (
     CHAIN,
     ENABLED,
@@ -260,7 +260,22 @@ def test_a_reservation_counts_the_pods_waiting_for_the_groups_room() -> None:
     # Then the pods waiting count as requested: 9 cores of 7.84, not 6 (76.5 %, within a
     # 75 % target's tolerance, where the node on its way leaves no room for the next)
     assert isinstance(reading, MetricReading)
-    assert (
-        reading.detail
-        == "9 pods (3 waiting for its room) request 9 of 7.84 cores on 2 nodes (114.8%)"
+    assert reading.detail == (
+        "9 pods (3 waiting for its room) request 9 of 7.84 cores on 2 nodes (114.8%)"
     )
+    # With no node on its way, the pods the plan puts on new nodes count the same
+    steady = replace(GROUP, desired=2, in_service=2)
+    planned = planned_view(snapshot, steady, PENDING).read(cpu, steady, NOW)
+    assert isinstance(planned, MetricReading) and planned.value == reading.value
+    # Pods below the cutoff of the group's own PendingPods metric may wait: not counted
+    low = Snapshot(nodes, (*bound, *(replace(p, priority=-5) for p in pods(3))))
+    waits = metric({"type": "PendingPods", "pendingPods": {"expendablePriorityCutoff": 0}})
+    alone = planned_view(low, steady, waits).read(cpu, steady, NOW)
+    assert isinstance(alone, MetricReading) and alone.detail.startswith("6 pods request 6 of")
+
+
+def planned_view(snapshot: Snapshot, group: NodeGroup, pending: object) -> KubernetesClusterView:
+    """A view of `group` alone, under a `web` policy of the `pending` metric."""
+    book = PolicyBook({"web": policy(pending, name="web")}, TagNames())
+    planner = PendingPodsPlanner(Groups([group]), book, M5Xlarge(), CHAIN)
+    return KubernetesClusterView(Cluster(snapshot), pending=planner)

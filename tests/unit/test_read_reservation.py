@@ -1,7 +1,8 @@
 """The CapacityReservation metric's reading of a group from the cluster
-(`domain.cluster.reservation.read_reservation`): its pods' requests over its Ready,
-schedulable nodes' allocatable, a share or an amount as the target asks; 0 at zero nodes,
-unavailable when it runs nodes none of which is registered, or a pod cannot be read."""
+(`domain.cluster.reservation.read_reservation`): its pods' requests, and those of the pods
+waiting for its room, over its Ready, schedulable nodes' allocatable, a share or an amount
+as the target asks; 0 at zero nodes, unavailable when it runs nodes none of which is
+registered, or a pod cannot be read."""
 
 from __future__ import annotations
 

@@ -118,10 +118,12 @@ class KubernetesClusterView:
         """The pending pods the plan gives the group's room (its nodes on their way, or
         planned): its reservation counts them as requested, or a ramp that fills each node
         as it comes reads full nodes alone and asks one node at a time."""
-        if self._pending is None:
+        if self._pending is None or not self._pending.participants([group]):
             return []
-        cutoff = OWN_PENDING_PODS.pending_pods.expendable_priority_cutoff
-        planned = self._planned(group, snapshot, cutoff, now)
+        try:
+            planned = self._planned(group, snapshot, self._pending.cutoff(group), now)
+        except Exception:  # the pending-pods reading names it: read as before this plan
+            return []
         return [] if group.name in planned.problems else planned.coming(group.name)[1]
 
     def protected(self, group: NodeGroup, now: datetime) -> frozenset[str] | None:

@@ -27,10 +27,12 @@ from nodescaler.domain.cluster.snapshot import Node, Pod, Snapshot
 from nodescaler.domain.groups.node_group import EKS_NODEGROUP_LABEL, NodeGroup, belongs
 from nodescaler.domain.groups.optin import AllowedGroups
 from nodescaler.domain.groups.zonal_shift import confined
+from nodescaler.domain.policy import PendingPodsMetric
 from nodescaler.domain.scale_down.pod_rules import movable
 from nodescaler.domain.scale_down.spoken_for import Taken
 from nodescaler.domain.scale_up.expanders import Expander
 from nodescaler.domain.scale_up.pending_pods_plan import Plan, plan
+from nodescaler.domain.scaling.own_pods import OWN_PENDING_PODS
 from nodescaler.ports import Backoffs, InstanceTypes, NodeGroupDiscovery, ZonalShiftSource
 from nodescaler.service.limiter import ClusterLimiter
 from nodescaler.service.policy_resolver import PolicyBook
@@ -112,6 +114,15 @@ class PendingPodsPlanner:
             for g in groups
             if self._policies.takes_pending_pods(g) and self._allowed.allows(g.name)
         ]
+
+    def cutoff(self, group: NodeGroup) -> int:
+        """The priority below which the group's policy lets pending pods wait: its PendingPods
+        metric's, else the one its own pods are read with (`domain.scaling.own_pods`)."""
+        policy = self._policies.policy_of(group)
+        for metric in policy.spec.metrics if policy is not None else ():
+            if isinstance(metric, PendingPodsMetric):
+                return metric.pending_pods.expendable_priority_cutoff
+        return OWN_PENDING_PODS.pending_pods.expendable_priority_cutoff
 
     def template(self, group: NodeGroup, snapshot: Snapshot) -> NodeTemplate:
         live = live_template(group, snapshot.nodes, snapshot.pods_by_node)

@@ -246,7 +246,8 @@ class ReservationHeadroom(StrEnum):
 
 
 class CapacityReservationSource(Spec):
-    """Requests of the pods on the group's Ready, schedulable nodes over their allocatable."""
+    """Requests of the pods on the group's Ready, schedulable nodes, and of the pending pods
+    its room is to take, over those nodes' allocatable."""
 
     resource: ReservationResource
     include_daemon_sets: Annotated[bool, Field(strict=True)] = True
