@@ -70,24 +70,23 @@ def reservation(
 ) -> Reservation:
     """`waiting`: pending pods the group's room is to take, requested as if bound."""
     counted = {n.name: n for n in nodes if n.group == group and n.usable and n.schedulable}
-    requested = pod_count = 0
-    for pod in pods:
-        if pod.node_name not in counted or pod.terminal:
-            continue
-        if (pod.daemon_set and not include_daemon_sets) or (pod.mirror and not include_mirror_pods):
-            continue
+    bound = [
+        pod
+        for pod in pods
+        if pod.node_name in counted
+        and not pod.terminal
+        and not (pod.daemon_set and not include_daemon_sets)
+        and not (pod.mirror and not include_mirror_pods)
+    ]
+    waited = list(waiting)
+    requested = 0
+    for pod in (*bound, *waited):
         if pod.problem is not None:
             raise ReservationError(f"node group {group}: pod {pod.key}: {pod.problem}")
         requested += pod.requests.of(resource)
-        pod_count += 1
-    waited = 0
-    for pod in waiting:
-        if pod.problem is not None:
-            raise ReservationError(f"node group {group}: pod {pod.key}: {pod.problem}")
-        requested += pod.requests.of(resource)
-        waited += 1
     allocatable = sum(n.allocatable.of(resource) for n in counted.values())
-    return Reservation(resource, requested, allocatable, len(counted), pod_count + waited, waited)
+    pods_counted = len(bound) + len(waited)
+    return Reservation(resource, requested, allocatable, len(counted), pods_counted, len(waited))
 
 
 def read_reservation(
