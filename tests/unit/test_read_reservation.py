@@ -84,3 +84,20 @@ def test_a_pod_that_cannot_be_read_makes_it_unavailable_naming_the_pod() -> None
     assert reading == MetricUnavailable(
         reason="node group web: pod default/broken: requests: cpu: '1x' is not a quantity"
     )
+
+
+def test_its_average_pod_is_the_workloads_daemon_sets_and_mirror_pods_aside() -> None:
+    # Given a DaemonSet's and a mirror pod beside the 1- and 2-core pods, and one waiting
+    agent = replace(pod("agent", "e", 500), daemon_set=True)
+    static = replace(pod("static", "g1", 500), mirror=True)
+    cluster = Snapshot(CLUSTER.nodes, (*CLUSTER.pods, agent, static))
+    waiting = [pod("w1", None, 3000)]
+    reading = read_reservation(metric(), WEB, cluster, T0, waiting=waiting)
+    # Then the value counts every request (7 of 8 cores), its pod the workload's: 2 cores
+    assert isinstance(reading, MetricReading)
+    assert (reading.value, reading.pod_share) == (87.5, 25.0)
+    # and a reading of no workload pod, or of an amount, has none
+    bare = read_reservation(metric(), WEB, Snapshot(CLUSTER.nodes, (agent,)), T0)
+    amount = read_reservation(metric({"type": "Value", "value": 2}), WEB, CLUSTER, T0)
+    assert isinstance(bare, MetricReading) and isinstance(amount, MetricReading)
+    assert (bare.pod_share, amount.pod_share) == (None, None)

@@ -90,7 +90,7 @@ class Watch:
     pending_groups: tuple[str, ...]
     queues: tuple[QueueWatch, ...]
     pending: tuple[NodeGroup, ...] = ()  # the pending-pods groups: whose nodes take what
-    buffered: tuple[str, ...] = ()  # the groups whose policy keeps a buffer: rechecked
+    buffered: tuple[str, ...] = ()  # the groups keeping a buffer or a reservation: rechecked
 
 
 @dataclass
@@ -174,7 +174,7 @@ class FastPath:
     prometheus: PrometheusValues
     clock: Clock
     sleep: Callable[[float], None]
-    rechecks: Rechecks | None = None  # None: no group keeps a buffer
+    rechecks: Rechecks | None = None  # None: no recheck times to read
     report: Callable[[Look, float], None] = lambda look, wait: None  # after each look
     allowed: AllowedGroups = field(default_factory=AllowedGroups)
     interval_seconds: float = INTERVAL_SECONDS
@@ -199,10 +199,11 @@ class FastPath:
     def watch(self) -> Watch:
         groups = [g for g in self.node_groups.discover() if self.allowed.allows(g.name)]
         pending = tuple(g for g in groups if self.policies.takes_pending_pods(g))
-        buffered = tuple(
+        buffered = tuple(  # room kept: its use between looks may call for a look sooner
             g.name
-            for g in pending
-            if (policy := self.policies.policy_of(g)) is not None and policy.buffers
+            for g in groups
+            if (policy := self.policies.policy_of(g)) is not None
+            and (policy.buffers or policy.reserved_shares)
         )
         queues = tuple(
             QueueWatch(group, policy, metric, source)
@@ -222,10 +223,12 @@ class FastPath:
             self._look_at_pods(look, watch, self.pods)
         for queue in watch.queues:
             self._look_at_queue(look, queue)
-        # the groups asked to be looked at again: those keeping a buffer; and, while pods
+        # the groups asked to be looked at again: those keeping room; and, while pods
         # wait, every pending-pods group (its coming nodes due Ready with pods counted
         # onto them: `domain.scaling.plan_recheck`)
-        rechecked = watch.pending_groups if look.unschedulable else watch.buffered
+        rechecked = watch.buffered
+        if look.unschedulable:
+            rechecked = tuple(dict.fromkeys((*watch.pending_groups, *watch.buffered)))
         if self.rechecks is not None and rechecked:
             self._look_at_rechecks(look, rechecked, self.rechecks)
         return look

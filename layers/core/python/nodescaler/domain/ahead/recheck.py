@@ -19,14 +19,22 @@ short, and the fast path asks for an evaluation then, which buys the node the sh
 calls for. Nothing is bought ahead of need, the look is only brought forward. Where the
 buffer covers a boot and a tick at that rate, or no pod comes (a burst over, a quiet
 hour), nothing changes.
+
+A reservation's `Utilization` target keeps room the same way, and is used up the same
+way between looks: its room is counted in pods of the group's average shape (`reserved_room`),
+the pods its Ready nodes take before an evaluation would buy a node standing for the
+room beyond a buffer, and the rest, until they are full, for the buffer itself. Where
+a group keeps both, the room that runs short first is the one watched.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from nodescaler.domain.ahead.arrivals import Arrivals
+from nodescaler.domain.scaling.readings import MetricReading
 
 SOONEST = timedelta(seconds=10)  # the fast path's slot: a group is not asked more often
 MEASURED_OVER = timedelta(minutes=1)  # the least time the room's use is measured over
@@ -50,6 +58,34 @@ class SpareSeen:
 class Recheck:
     at: datetime | None  # when the fast path is to ask for an evaluation
     seen: SpareSeen | None  # the count the next evaluation measures from
+
+
+@dataclass(frozen=True)
+class Room:
+    """Room a group keeps, in pods: `kept` of it what its policy holds (a buffer's pods, or
+    a reservation's share from its target until its nodes are full), `spare` beyond it."""
+
+    kept: int
+    spare: int
+
+
+def reserved_room(
+    target: float, reading: MetricReading, desired: int, tolerance: float
+) -> Room | None:
+    """A reservation's room at `target` % in pods of its average shape: beyond the kept
+    room, those its Ready nodes take before an evaluation would buy a node (the value past
+    the target by the scale-up `tolerance`, and past what the `desired` nodes hold); kept,
+    the rest until those nodes are full. None when no pod or node was measured, or an
+    evaluation would buy now (the reservation is short already)."""
+    share, measured = reading.pod_share, reading.measured_nodes
+    if not share or not measured:
+        return None
+    buys_past = target * max(1 + tolerance, desired / measured)
+    if reading.value > buys_past:
+        return None
+    full = max(math.floor((100 - reading.value) / share), 0)
+    spare = min(math.floor((buys_past - reading.value) / share), full)
+    return Room(full - spare, spare)
 
 
 def buffer_recheck(

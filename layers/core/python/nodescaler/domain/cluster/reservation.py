@@ -37,6 +37,7 @@ class Reservation:
     nodes: int
     pods: int
     waiting: int = 0  # of `pods`, those pending for the group's room (counted in `requested`)
+    per_pod: float | None = None  # its average pod's request, DaemonSets' and mirror pods aside
 
     @property
     def percent(self) -> float | None:
@@ -79,14 +80,19 @@ def reservation(
         and not (pod.mirror and not include_mirror_pods)
     ]
     waited = list(waiting)
-    requested = 0
+    requested = workload = workload_pods = 0
     for pod in (*bound, *waited):
         if pod.problem is not None:
             raise ReservationError(f"node group {group}: pod {pod.key}: {pod.problem}")
         requested += pod.requests.of(resource)
+        if not (pod.daemon_set or pod.mirror):  # one a node: no new pod is shaped so
+            workload, workload_pods = workload + pod.requests.of(resource), workload_pods + 1
     allocatable = sum(n.allocatable.of(resource) for n in counted.values())
     pods_counted = len(bound) + len(waited)
-    return Reservation(resource, requested, allocatable, len(counted), pods_counted, len(waited))
+    per_pod = workload / workload_pods if workload_pods else None
+    return Reservation(
+        resource, requested, allocatable, len(counted), pods_counted, len(waited), per_pod
+    )
 
 
 def read_reservation(
@@ -115,13 +121,20 @@ def read_reservation(
         )
     except ReservationError as error:
         return MetricUnavailable(reason=str(error))
-    if reserved.percent is None:  # no node measured: at zero none runs, nothing is asked
+    percent = reserved.percent
+    if percent is None:  # no node measured: at zero none runs, nothing is asked
         if group.desired == 0:
             return MetricReading(value=0, at=now, detail=f"{group.name} is at zero nodes")
         return MetricUnavailable(
             reason=f"node group {group.name}: no Ready, schedulable node is registered"
         )
-    utilization = metric.target.type is TargetType.UTILIZATION
-    value = reserved.percent if utilization else reserved.amount
-    measured = reserved.nodes if utilization else None
-    return MetricReading(value=value, at=now, detail=reserved.detail, measured_nodes=measured)
+    if metric.target.type is not TargetType.UTILIZATION:
+        return MetricReading(value=reserved.amount, at=now, detail=reserved.detail)
+    share = None if reserved.per_pod is None else 100 * reserved.per_pod / reserved.allocatable
+    return MetricReading(
+        value=percent,
+        at=now,
+        detail=reserved.detail,
+        measured_nodes=reserved.nodes,
+        pod_share=share,
+    )

@@ -19,6 +19,7 @@ from nodescaler.domain.policy.metrics import (
     MetricBase,
     MetricSpec,
     PendingPodsMetric,
+    TargetType,
 )
 from nodescaler.domain.policy.pending_pods_source import CapacityBuffer
 from nodescaler.domain.policy.spec import Spec
@@ -115,6 +116,16 @@ class NodeGroupPolicy(Spec):
             for m in self.spec.metrics
             if isinstance(m, PendingPodsMetric)
             for b in m.pending_pods.buffer
+        )
+
+    @property
+    def reserved_shares(self) -> tuple[CapacityReservationMetric, ...]:
+        """Its CapacityReservation metrics with a `Utilization` target: room its group
+        keeps free as a share of its nodes."""
+        return tuple(
+            m
+            for m in self.spec.metrics
+            if isinstance(m, CapacityReservationMetric) and m.target.type is TargetType.UTILIZATION
         )
 
     @property

@@ -165,7 +165,7 @@ def plan(facts: Facts) -> Plan:
     )
     recheck = plan_recheck(
         facts.readings,
-        sum(b.least for b in policy.buffers),
+        policy,
         facts.state.spare_seen,
         arrivals=arrivals,
         boot=timedelta(seconds=boot_time(group, facts.state).seconds),

@@ -1,5 +1,6 @@
 """The recheck a group's plan records: when the fast path is to ask for its evaluation
-again. Its buffer's room eaten before the tick would buy in time (`domain.ahead.recheck`);
+again. Its buffer's or its reservation's room eaten before the tick would buy in time
+(`domain.ahead.recheck`);
 or pending pods counted onto its nodes on their way, once those nodes should be Ready:
 the count is an estimate of packing, and a pod the scheduler then finds no room for is
 no longer new to the fast path, so without this it waits for the tick (Cluster
@@ -16,7 +17,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from nodescaler.domain.ahead.arrivals import Arrivals
-from nodescaler.domain.ahead.recheck import Recheck, SpareSeen, buffer_recheck
+from nodescaler.domain.ahead.recheck import (
+    Recheck,
+    Room,
+    SpareSeen,
+    buffer_recheck,
+    reserved_room,
+)
 from nodescaler.domain.groups.node_group import NodeGroup
 from nodescaler.domain.policy import NodeGroupPolicy
 from nodescaler.domain.scaling.limits import Ceiling
@@ -65,7 +72,7 @@ class Buying:
 
 def plan_recheck(
     readings: Mapping[str, Reading],
-    buffered: int,
+    policy: NodeGroupPolicy,
     seen: SpareSeen | None,
     *,
     arrivals: Arrivals,
@@ -74,16 +81,31 @@ def plan_recheck(
     buying: Buying,
     grown_at: datetime | None = None,
 ) -> Recheck:
-    """The recheck for a group keeping `buffered` pods of room (its buffers' least), its
-    room last counted as `seen`, a node a `boot` away, its last scale-up asked `grown_at`
-    (None: none in flight)."""
+    """The recheck for a group of `policy`, its room last counted as `seen`, a node a
+    `boot` away, its last scale-up asked `grown_at` (None: none in flight)."""
     pending = [r for r in readings.values() if isinstance(r, MetricReading)]
-    spare = min((r.buffer_spare for r in pending if r.buffer_spare is not None), default=None)
+    rooms = _rooms(readings, policy, buying.size)
     found = Recheck(None, None)
-    if spare is not None:  # a buffer kept whole: how fast its room goes
-        found = buffer_recheck(buffered, spare, seen, arrivals=arrivals, boot=boot, now=now)
+    if rooms:  # room kept whole: how fast the room that runs short first goes
+        room = min(rooms, key=lambda r: (r.spare, r.kept))
+        found = buffer_recheck(room.kept, room.spare, seen, arrivals=arrivals, boot=boot, now=now)
     landed = None
     if grown_at is not None and any(r.pending_pods for r in pending):
         landed = grown_at + boot + LANDED  # the pods its coming nodes are to take
     times = [t for t in (found.at, landed) if t is not None and t > now and buying.could_buy(t)]
     return Recheck(min(times, default=None), found.seen)
+
+
+def _rooms(readings: Mapping[str, Reading], policy: NodeGroupPolicy, desired: int) -> list[Room]:
+    """The room its buffers keep (their least, with the room beyond the fullest) and each
+    reservation's, where whole."""
+    read = [r for r in readings.values() if isinstance(r, MetricReading)]
+    spare = min((r.buffer_spare for r in read if r.buffer_spare is not None), default=None)
+    rooms = [] if spare is None else [Room(sum(b.least for b in policy.buffers), spare)]
+    tolerance = policy.spec.behavior.up.tolerance
+    for metric in policy.reserved_shares:
+        reading = readings.get(metric.key)
+        if isinstance(reading, MetricReading):
+            room = reserved_room(metric.target.amount, reading, desired, tolerance)
+            rooms += [room] if room is not None else []
+    return rooms

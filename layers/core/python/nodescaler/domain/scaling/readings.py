@@ -56,6 +56,10 @@ class MetricReading(BaseModel):
     # group's room holds beyond it (at most as many as it keeps), which the arrival rate
     # turns into when to look again (`domain.ahead.recheck`); None: no buffer, or short
     buffer_spare: int | None = None
+    # For a reservation's `Utilization`: the points its average pod adds (DaemonSets' and
+    # mirror pods aside), which turn the room it reads into pods and, with the arrival
+    # rate, into when to look again (`domain.ahead.recheck`); None: no such pod counted
+    pod_share: float | None = None
     # For a forecast that sizes a warm pool: its highest over the time a warm instance
     # takes to prepare (a cold boot), which the pool must hold before it is needed
     peak: int | None = None
