@@ -70,7 +70,7 @@ class FastPathFunction:
             permissions.describe_node_groups(),
             permissions.deny_tag_changes(),
             permissions.read_stored_policies(shared.table.table_arn),
-            # when a group's buffer runs short (a policy stored later may keep one too)
+            # when a group's room runs short (a policy stored later may keep some too)
             permissions.read_recheck_times(shared.table.table_arn),
             permissions.deny_policy_writes(shared.table.table_arn),
             *([queues] if queues else []),

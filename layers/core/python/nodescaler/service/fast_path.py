@@ -1,6 +1,6 @@
 """The fast path: a look every few seconds, between ticks, at what only needs a light read
 (unschedulable pods, the policies' SQS queues and Prometheus queries, and when the groups
-that keep a buffer asked to be looked at again: `domain.ahead.recheck`), asking for an
+that keep room asked to be looked at again: `domain.ahead.recheck`), asking for an
 evaluation of the groups concerned as soon as something new appears or comes due.
 
 It brings a decision forward, never decides: the request is the tick's (the same queue, the
@@ -90,7 +90,7 @@ class Watch:
     pending_groups: tuple[str, ...]
     queues: tuple[QueueWatch, ...]
     pending: tuple[NodeGroup, ...] = ()  # the pending-pods groups: whose nodes take what
-    buffered: tuple[str, ...] = ()  # the groups keeping a buffer or a reservation: rechecked
+    buffered: tuple[str, ...] = ()  # the groups whose room is watched: rechecked
 
 
 @dataclass
@@ -199,11 +199,10 @@ class FastPath:
     def watch(self) -> Watch:
         groups = [g for g in self.node_groups.discover() if self.allowed.allows(g.name)]
         pending = tuple(g for g in groups if self.policies.takes_pending_pods(g))
-        buffered = tuple(  # room kept: its use between looks may call for a look sooner
+        buffered = tuple(
             g.name
-            for g in groups
-            if (policy := self.policies.policy_of(g)) is not None
-            and (policy.buffers or policy.reserved_shares)
+            for g in pending
+            if (policy := self.policies.policy_of(g)) is not None and policy.room_watched
         )
         queues = tuple(
             QueueWatch(group, policy, metric, source)
@@ -226,9 +225,7 @@ class FastPath:
         # the groups asked to be looked at again: those keeping room; and, while pods
         # wait, every pending-pods group (its coming nodes due Ready with pods counted
         # onto them: `domain.scaling.plan_recheck`)
-        rechecked = watch.buffered
-        if look.unschedulable:
-            rechecked = tuple(dict.fromkeys((*watch.pending_groups, *watch.buffered)))
+        rechecked = watch.pending_groups if look.unschedulable else watch.buffered
         if self.rechecks is not None and rechecked:
             self._look_at_rechecks(look, rechecked, self.rechecks)
         return look

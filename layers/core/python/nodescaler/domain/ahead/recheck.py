@@ -21,10 +21,12 @@ buffer covers a boot and a tick at that rate, or no pod comes (a burst over, a q
 hour), nothing changes.
 
 A reservation's `Utilization` target keeps room the same way, and is used up the same
-way between looks: its room is counted in pods of the group's average shape (`reserved_room`),
-the pods its Ready nodes take before an evaluation would buy a node standing for the
-room beyond a buffer, and the rest, until they are full, for the buffer itself. Where
-a group keeps both, the room that runs short first is the one watched.
+way between looks: its room is counted in pods of the group's average shape
+(`reserved_room`), the pods its Ready nodes take before an evaluation would buy a node
+standing for the room beyond a buffer, and the rest, until they are full, for the buffer
+itself; of several reservations (CPU and memory), the least of each. A group that keeps
+a buffer too is watched by its buffer's room: one count, in one shape, is measured from
+one evaluation to the next.
 """
 
 from __future__ import annotations
@@ -44,9 +46,10 @@ COUNTED_UP_TO = 64  # pods beyond the buffer counted: more room than that needs 
 
 @dataclass(frozen=True)
 class SpareSeen:
-    """The room beyond a whole buffer, in pods of its largest shape, counted at `at`, with
-    the group's pods then: what later counts tell whether pods keep coming from; and the
-    rate the room went at then, which stands until a count a minute on can tell anew."""
+    """The room beyond a whole buffer, in pods of its largest shape (a reservation's: in
+    its average pod, `reserved_room`), counted at `at`, with the group's pods then: what
+    later counts tell whether pods keep coming from; and the rate the room went at then,
+    which stands until a count a minute on can tell anew."""
 
     pods: int
     at: datetime

@@ -129,6 +129,13 @@ class NodeGroupPolicy(Spec):
         )
 
     @property
+    def room_watched(self) -> bool:
+        """Whether its evaluations may ask for a look before the tick as its room runs short
+        (`domain.ahead.recheck`): it keeps a buffer, or a `Utilization` reservation whose
+        group's arrivals its PendingPods metric counts."""
+        return bool(self.buffers) or (self.reads_pending_pods and bool(self.reserved_shares))
+
+    @property
     def counts_own_pending_pods(self) -> bool:
         """Whether, without a PendingPods metric, its group still grows for the pending pods
         its nodes would take, where the cluster is read (`domain.scaling.own_pods`)."""

@@ -40,6 +40,7 @@ class Buying:
     """What says whether an evaluation could buy the group a node."""
 
     size: int  # the nodes it has, or this plan gives it (a scale-up to the limit: none)
+    planned: int  # the nodes this plan gives it: the next evaluation's current count
     most: int  # its maximum, the policy's, or what the cluster's limits leave it (read
     # only for a plan that grows: `Actuator.claim_limits`)
     pauses: Sequence[Pause] = ()
@@ -61,7 +62,7 @@ class Buying:
         most = min(group.max_size, policy.spec.max_replicas)
         if ceiling is not None:
             most = min(most, ceiling.nodes)
-        return cls(max(group.desired, desired), most, pauses, dry_run)
+        return cls(max(group.desired, desired), desired, most, pauses, dry_run)
 
     def could_buy(self, at: datetime) -> bool:
         """Not a dry run, nor its scale-out held by a pause still in force `at`, and room
@@ -84,10 +85,9 @@ def plan_recheck(
     """The recheck for a group of `policy`, its room last counted as `seen`, a node a
     `boot` away, its last scale-up asked `grown_at` (None: none in flight)."""
     pending = [r for r in readings.values() if isinstance(r, MetricReading)]
-    rooms = _rooms(readings, policy, buying.size)
+    room = _room(readings, policy, buying.planned)
     found = Recheck(None, None)
-    if rooms:  # room kept whole: how fast the room that runs short first goes
-        room = min(rooms, key=lambda r: (r.spare, r.kept))
+    if room is not None:  # room kept whole: how fast it goes
         found = buffer_recheck(room.kept, room.spare, seen, arrivals=arrivals, boot=boot, now=now)
     landed = None
     if grown_at is not None and any(r.pending_pods for r in pending):
@@ -96,16 +96,22 @@ def plan_recheck(
     return Recheck(min(times, default=None), found.seen)
 
 
-def _rooms(readings: Mapping[str, Reading], policy: NodeGroupPolicy, desired: int) -> list[Room]:
-    """The room its buffers keep (their least, with the room beyond the fullest) and each
-    reservation's, where whole."""
+def _room(readings: Mapping[str, Reading], policy: NodeGroupPolicy, desired: int) -> Room | None:
+    """The room its buffers keep, its policy's or the cluster's (their least, and the room
+    beyond the fullest), else its reservations' (the least of each, `desired` nodes
+    planned); None where none is whole."""
     read = [r for r in readings.values() if isinstance(r, MetricReading)]
     spare = min((r.buffer_spare for r in read if r.buffer_spare is not None), default=None)
-    rooms = [] if spare is None else [Room(sum(b.least for b in policy.buffers), spare)]
+    if spare is not None or policy.buffers:
+        return None if spare is None else Room(sum(b.least for b in policy.buffers), spare)
     tolerance = policy.spec.behavior.up.tolerance
-    for metric in policy.reserved_shares:
-        reading = readings.get(metric.key)
-        if isinstance(reading, MetricReading):
-            room = reserved_room(metric.target.amount, reading, desired, tolerance)
-            rooms += [room] if room is not None else []
-    return rooms
+    rooms = [
+        reserved_room(metric.target.amount, reading, desired, tolerance)
+        for metric in policy.reserved_shares
+        if isinstance(reading := readings.get(metric.key), MetricReading)
+    ]
+    whole = [r for r in rooms if r is not None]
+    if not whole or len(whole) < len(rooms):  # one short: this evaluation buys
+        return None
+    spare = min(r.spare for r in whole)
+    return Room(min(r.kept + r.spare for r in whole) - spare, spare)
