@@ -261,7 +261,8 @@ def test_a_reservation_counts_the_pods_waiting_for_the_groups_room() -> None:
     # 75 % target's tolerance, where the node on its way leaves no room for the next)
     assert isinstance(reading, MetricReading)
     assert reading.detail == (
-        "9 pods (3 waiting for its room) request 9 of 7.84 cores on 2 nodes (114.8%)"
+        "9 pods (3 waiting for its room) request 9 of 7.84 cores on 2 nodes, 2 with no room "
+        "for another pod of 1 core, counted full (138.3%)"
     )
     # With no node on its way, the pods the plan puts on new nodes count the same
     steady = replace(GROUP, desired=2, in_service=2)
@@ -279,3 +280,32 @@ def planned_view(snapshot: Snapshot, group: NodeGroup, pending: object) -> Kuber
     book = PolicyBook({"web": policy(pending, name="web")}, TagNames())
     planner = PendingPodsPlanner(Groups([group]), book, M5Xlarge(), CHAIN)
     return KubernetesClusterView(Cluster(snapshot), pending=planner)
+
+
+def test_room_expendable_pods_hold_is_free_to_a_reservation_and_a_buffer() -> None:
+    # Given web-a's two Ready nodes, one with a one-core pod, and three one-core filler
+    # pods below the cutoff (-10) filling the other's room but a sliver
+    nodes = (web_node("web-a", 0), web_node("web-a", 1))
+    running = [replace(p, node_name="web-a-0", phase="Running") for p in pods(1)]
+    filler = [
+        replace(p, node_name="web-a-1", phase="Running", unschedulable=False, priority=-20)
+        for p in pods(3, prefix="filler")
+    ]
+    running = [replace(p, unschedulable=False) for p in running]
+    snapshot = Snapshot(nodes, (*running, *filler))
+    steady = replace(GROUP, desired=2, in_service=2)
+    [cpu] = policy(reservation_metric("cpu", 75)).spec.metrics
+    # When its reservation is read: the filler's room is free, not taken
+    reading = planned_view(snapshot, steady, PENDING).read(cpu, steady, NOW)
+    assert isinstance(reading, MetricReading)
+    assert reading.detail == "1 pods request 1 of 7.84 cores on 2 nodes (12.8%)"
+    # And a buffer of five one-core pods fits in the room (a node's whole, and the other's
+    # less the pod it runs), where with the filler counted it would ask for a node
+    buffered = {
+        "type": "PendingPods",
+        "pendingPods": {"buffer": [{"pods": 5, "requests": {"cpu": "1"}}]},
+    }
+    [pending] = policy(buffered).spec.metrics
+    read = planned_view(snapshot, steady, buffered).read(pending, steady, NOW)
+    assert isinstance(read, MetricReading) and read.detail is not None
+    assert "5 of 5 fit now" in read.detail, read.detail

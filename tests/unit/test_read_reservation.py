@@ -16,6 +16,8 @@ from nodescaler.domain.scaling.readings import MetricReading, MetricUnavailable
 from tests.builders import T0, policy, reservation_metric
 from tests.unit.test_buffer_room import GIB, WEB, node
 
+MIB = 2**20
+
 
 def metric(target: dict[str, object] | None = None) -> CapacityReservationMetric:
     written = reservation_metric("cpu", 60)
@@ -93,11 +95,36 @@ def test_its_average_pod_is_the_workloads_daemon_sets_and_mirror_pods_aside() ->
     cluster = Snapshot(CLUSTER.nodes, (*CLUSTER.pods, agent, static))
     waiting = [pod("w1", None, 3000)]
     reading = read_reservation(metric(), WEB, cluster, T0, waiting=waiting)
-    # Then the value counts every request (7 of 8 cores), its pod the workload's: 2 cores
+    # Then the value counts every request (7 of 8 cores) and g1's last 1.5 cores, too few
+    # for its pod, the workload's: 2 cores
     assert isinstance(reading, MetricReading)
-    assert (reading.value, reading.pod_share) == (87.5, 25.0)
+    assert (reading.value, reading.pod_share) == (106.25, 25.0)
     # and a reading of no workload pod, or of an amount, has none
     bare = read_reservation(metric(), WEB, Snapshot(CLUSTER.nodes, (agent,)), T0)
     amount = read_reservation(metric({"type": "Value", "value": 2}), WEB, CLUSTER, T0)
     assert isinstance(bare, MetricReading) and isinstance(amount, MetricReading)
     assert (bare.pod_share, amount.pod_share) == (None, None)
+
+
+def test_a_nodes_last_sliver_too_small_for_the_groups_pod_counts_as_taken() -> None:
+    # Given three 4 GiB pods and a 320 MiB DaemonSet's pod on a 16 GiB node (77 %
+    # requested, 3.69 GiB left: no room for a fourth), and a 4 GiB pod on another
+    [memory] = policy(reservation_metric("memory", 70)).spec.metrics
+    assert isinstance(memory, CapacityReservationMetric)
+    java = [Pod("default", f"java-{n}", "e", Resources(500, 4 * GIB, 1)) for n in range(3)]
+    agent = replace(Pod("kube-system", "agent", "e", Resources(100, 320 * MIB, 1)), daemon_set=True)
+    roomy = Pod("default", "java-3", "g1", Resources(500, 4 * GIB, 1))
+    cluster = Snapshot(CLUSTER.nodes[:2], (*java, agent, roomy))
+    reading = read_reservation(memory, WEB, cluster, T0)
+    # Then the full node's sliver counts as taken: 16.31 GiB requested and 3.69 GiB
+    # stranded of 32 (62.5 %, where the requests alone read 51 %)
+    assert isinstance(reading, MetricReading)
+    assert reading.value == 62.5
+    assert reading.detail == (
+        "5 pods request 16.3125 of 32 GiB on 2 nodes, 1 with no room for another pod of "
+        "4 GiB, counted full (62.5%)"
+    )
+    # and a sliver as large as the pod is room
+    ample = replace(agent, requests=Resources(100, 0, 1))
+    spacious = read_reservation(memory, WEB, Snapshot(CLUSTER.nodes[:2], (*java, ample, roomy)), T0)
+    assert isinstance(spacious, MetricReading) and spacious.value == 50.0

@@ -109,7 +109,8 @@ class KubernetesClusterView:
             return MetricUnavailable(reason=str(error))
         if isinstance(metric, CapacityReservationMetric):
             waiting = self._waiting_for(group, snapshot, now)
-            return read_reservation(metric, group, snapshot, now, waiting=waiting)
+            below = None if self._pending is None else self._pending.cutoff(group)
+            return read_reservation(metric, group, snapshot, now, waiting, expendable=below)
         if isinstance(metric, PendingPodsMetric) and self._pending is not None:
             return self._pending_pods(metric, group, snapshot, now)
         return MetricUnavailable(reason=f"no {metric.type_name} producer is configured")
@@ -213,7 +214,7 @@ class KubernetesClusterView:
         virtual = buffer_pods(buffers)
         fit = None
         if buffers:
-            fit = self._buffer(buffers, group, snapshot, planned)
+            fit = self._buffer(buffers, group, snapshot, planned, cutoff)
             if fit.problem and not nodes:  # named, and no scale-in on a buffer it can't check
                 return MetricUnavailable(reason=f"node group {group.name}: {fit.describe()}")
             if fit.problem:  # the pending pods still get their nodes
@@ -321,14 +322,17 @@ class KubernetesClusterView:
         group: NodeGroup,
         snapshot: Snapshot,
         planned: Planned,
+        cutoff: int,
     ) -> BufferFit:
         """The group's capacity buffer against the free room of its Ready nodes and of the
-        nodes on their way or planned for pending pods."""
+        nodes on their way or planned for pending pods. Room a pod below the `cutoff` holds
+        is free: a pod of the group's takes it by preemption, and a buffer that counted it
+        taken would buy a node for expendable pods, which then fill that one too."""
         assert self._pending is not None
         template = self._pending.template(group, snapshot)  # its problems end the reading first
         by_node = snapshot.pods_by_node
         rooms = {
-            n.name: room_of(n, by_node.get(n.name, ()))
+            n.name: room_of(n, [p for p in by_node.get(n.name, ()) if p.priority >= cutoff])
             for n in snapshot.nodes
             if n.usable and n.schedulable and belongs(n, group)
         }

@@ -7,6 +7,9 @@ The pending pods the group's room is to take (the pending-pods plan's, on its no
 their way or planned) count as requested too: a ramp fills each node as it comes, and
 full nodes alone read about 89 %, so the reservation would ask one node at a time while
 pods wait (the reference design's "pod fails to schedule" edge case, from the other side).
+Two departures, both for room a new pod can use: a node's last sliver, too small for the
+group's average pod, counts as taken; and room held by pods below the group's expendable
+cutoff counts as free (the group's pods take it by preemption).
 """
 
 from __future__ import annotations
@@ -38,10 +41,13 @@ class Reservation:
     pods: int
     waiting: int = 0  # of `pods`, those pending for the group's room (counted in `requested`)
     per_pod: float | None = None  # its average pod's request, DaemonSets' and mirror pods aside
+    stranded: int = 0  # the room of nodes with none for another such pod, counted as taken
+    full: int = 0  # those nodes
 
     @property
     def percent(self) -> float | None:
-        return 100 * self.requested / self.allocatable if self.allocatable else None
+        taken = self.requested + self.stranded
+        return 100 * taken / self.allocatable if self.allocatable else None
 
     @property
     def amount(self) -> float:
@@ -53,9 +59,14 @@ class Reservation:
         scale, unit = _UNITS[self.resource]
         share = f" ({self.percent:.1f}%)" if self.percent is not None else ""
         waiting = f" ({self.waiting} waiting for its room)" if self.waiting else ""
+        full = ""
+        if self.full and self.per_pod is not None:
+            size = float(f"{self.per_pod / scale:.3g}")
+            pod = f"{size:g} {'core' if unit == 'cores' and size == 1 else unit}"
+            full = f", {self.full} with no room for another pod of {pod}, counted full"
         return (
             f"{self.pods} pods{waiting} request {self.requested / scale:g} of "
-            f"{self.allocatable / scale:g} {unit} on {self.nodes} nodes{share}"
+            f"{self.allocatable / scale:g} {unit} on {self.nodes} nodes{full}{share}"
         )
 
 
@@ -68,9 +79,15 @@ def reservation(
     include_daemon_sets: bool = True,
     include_mirror_pods: bool = True,
     waiting: Iterable[Pod] = (),
+    expendable: int | None = None,
 ) -> Reservation:
-    """`waiting`: pending pods the group's room is to take, requested as if bound."""
+    """`waiting`: pending pods the group's room is to take, requested as if bound.
+    `expendable`: the priority below which a pod's room counts as free (a pod of the
+    group's takes it by preemption, and a reservation that counted it taken would buy
+    nodes for pods that may wait, which then fill them too)."""
     counted = {n.name: n for n in nodes if n.group == group and n.usable and n.schedulable}
+    if expendable is not None:
+        pods = [p for p in pods if p.priority >= expendable]
     bound = [
         pod
         for pod in pods
@@ -90,9 +107,28 @@ def reservation(
     allocatable = sum(n.allocatable.of(resource) for n in counted.values())
     pods_counted = len(bound) + len(waited)
     per_pod = workload / workload_pods if workload_pods else None
-    return Reservation(
+    made = Reservation(
         resource, requested, allocatable, len(counted), pods_counted, len(waited), per_pod
     )
+    return _with_stranded(made, counted.values(), pods)
+
+
+def _with_stranded(made: Reservation, nodes: Iterable[Node], pods: Iterable[Pod]) -> Reservation:
+    """Room no pod of the group's average shape fits on, a node's last sliver, counted as
+    taken: a target's room is room a new pod can use (three 4 GiB pods fill a 16 GiB node
+    at 77 %, and a 70 % target would read a group of full nodes as within its tolerance)."""
+    if made.per_pod is None:
+        return made
+    taken: dict[str, int] = {}
+    for pod in pods:  # every pod on the node takes its room, whatever the reading counts
+        if pod.node_name is not None and not pod.terminal:
+            taken[pod.node_name] = taken.get(pod.node_name, 0) + pod.requests.of(made.resource)
+    slivers = [
+        free
+        for node in nodes
+        if 0 < (free := node.allocatable.of(made.resource) - taken.get(node.name, 0)) < made.per_pod
+    ]
+    return replace(made, stranded=sum(slivers), full=len(slivers))
 
 
 def read_reservation(
@@ -101,6 +137,8 @@ def read_reservation(
     snapshot: Snapshot,
     now: datetime,
     waiting: Iterable[Pod] = (),
+    *,
+    expendable: int | None = None,
 ) -> Reading:
     """The CapacityReservation metric's reading for the group, from the snapshot: its pods'
     requests (and those of the pending pods `waiting` for its room) over its Ready,
@@ -118,6 +156,7 @@ def read_reservation(
             include_daemon_sets=source.include_daemon_sets,
             include_mirror_pods=source.include_mirror_pods,
             waiting=waiting,
+            expendable=expendable,
         )
     except ReservationError as error:
         return MetricUnavailable(reason=str(error))
