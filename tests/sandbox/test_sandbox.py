@@ -209,16 +209,21 @@ def test_invoke_runs_one_function_on_a_sample_event_in_the_sandbox(
 
 
 def test_a_gpu_group_at_zero_grows_from_its_node_template_tags(sandbox_runs: SandboxRuns) -> None:
-    summary = run(sandbox_runs, scenario("gpu-from-zero", minutes=25)).summary
+    ran = run(sandbox_runs, scenario("gpu-from-zero", minutes=25))
+    summary = ran.summary
     for controller in (NODESCALER, BASELINE):
         figures = summary[controller]
         asked = [r["to"] for r in figures["scale_requests"] if r["group"] == "gpu-ng"]
         assert max(asked[:4]) == 6, controller  # a GPU a pod, from zero, as they come
         assert figures["pods_that_fit_no_group"] == {"count": 1, "first": ["too-big-1"]}
     # then nodescaler's 80 % CPU reservation keeps its fifth free: a node's last core fits
-    # no 3-core pod, so each full node reads full, and 6 pods keep 8 nodes
-    assert summary[NODESCALER]["peak_desired"]["gpu-ng"] == 8
+    # no 3-core pod, so each full node reads full, and 6 pods keep 8 nodes, no more
+    ours = [r["to"] for r in summary[NODESCALER]["scale_requests"] if r["group"] == "gpu-ng"]
+    assert ours == [1, 3, 4, 6, 8]
     assert summary[BASELINE]["peak_desired"]["gpu-ng"] == 6
+    # the reservation itself asks for 8, at 75 % of them (the group's maximum binds not)
+    [at_20] = [r for r in ran.timeline(NODESCALER) if r["group"] == "gpu-ng" and r["minute"] == 20]
+    assert at_20["metrics"]["reservation-cpu"]["recommendation"] == 8
     # the pods arrive within the first minute; those after its tick wait for the next
     assert summary[NODESCALER]["longest_demand_to_scale_request_minutes"]["gpu-ng"] <= 1
     # nodescaler tells the pod why, with a NotTriggerScaleUp Event on it

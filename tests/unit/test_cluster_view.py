@@ -262,7 +262,7 @@ def test_a_reservation_counts_the_pods_waiting_for_the_groups_room() -> None:
     assert isinstance(reading, MetricReading)
     assert reading.detail == (
         "9 pods (3 waiting for its room) request 9 of 7.84 cores on 2 nodes, 2 with no room "
-        "for another pod of 1 core, counted full (138.3%)"
+        "for another of its pods (the least asks 1 core), counted full (138.3%)"
     )
     # With no node on its way, the pods the plan puts on new nodes count the same
     steady = replace(GROUP, desired=2, in_service=2)

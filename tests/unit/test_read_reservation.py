@@ -95,10 +95,10 @@ def test_its_average_pod_is_the_workloads_daemon_sets_and_mirror_pods_aside() ->
     cluster = Snapshot(CLUSTER.nodes, (*CLUSTER.pods, agent, static))
     waiting = [pod("w1", None, 3000)]
     reading = read_reservation(metric(), WEB, cluster, T0, waiting=waiting)
-    # Then the value counts every request (7 of 8 cores) and g1's last 1.5 cores, too few
-    # for its pod, the workload's: 2 cores
+    # Then the value counts every request (7 of 8 cores; g1's last 1.5 cores fit its
+    # smallest pod, so they are room), its average pod the workload's: 2 cores
     assert isinstance(reading, MetricReading)
-    assert (reading.value, reading.pod_share) == (106.25, 25.0)
+    assert (reading.value, reading.pod_share) == (87.5, 25.0)
     # and a reading of no workload pod, or of an amount, has none
     bare = read_reservation(metric(), WEB, Snapshot(CLUSTER.nodes, (agent,)), T0)
     amount = read_reservation(metric({"type": "Value", "value": 2}), WEB, CLUSTER, T0)
@@ -121,10 +121,39 @@ def test_a_nodes_last_sliver_too_small_for_the_groups_pod_counts_as_taken() -> N
     assert isinstance(reading, MetricReading)
     assert reading.value == 62.5
     assert reading.detail == (
-        "5 pods request 16.3125 of 32 GiB on 2 nodes, 1 with no room for another pod of "
-        "4 GiB, counted full (62.5%)"
+        "5 pods request 16.3125 of 32 GiB on 2 nodes, 1 with no room for another of its pods "
+        "(the least asks 4 GiB), counted full (62.5%)"
     )
     # and a sliver as large as the pod is room
     ample = replace(agent, requests=Resources(100, 0, 1))
     spacious = read_reservation(memory, WEB, Snapshot(CLUSTER.nodes[:2], (*java, ample, roomy)), T0)
     assert isinstance(spacious, MetricReading) and spacious.value == 50.0
+
+
+def test_a_sliver_is_measured_by_the_smallest_pod_and_only_where_the_group_runs_one() -> None:
+    # Given e with a 3-core pod (1 core left) and g1 empty but for a DaemonSet's 3.5 cores
+    big = pod("big", "e", 3000)
+    agent = replace(pod("agent", "g1", 3500), daemon_set=True)
+    alone = read_reservation(metric(), WEB, Snapshot(CLUSTER.nodes[:2], (big, agent)), T0)
+    # Then e's last core, too small for the 3-core pod, counts taken; g1's half core, on a
+    # node none of the group's pods runs on, does not
+    assert isinstance(alone, MetricReading) and alone.value == 100 * (3 + 3.5 + 1) / 8
+    # and beside a 1-core pod, e's last core fits the smallest: room
+    small = pod("small", "g1", 1000)
+    agent_less = replace(agent, requests=Resources(2000, GIB, 1))
+    both = read_reservation(
+        metric(), WEB, Snapshot(CLUSTER.nodes[:2], (big, agent_less, small)), T0
+    )
+    assert isinstance(both, MetricReading) and both.value == 100 * (3 + 2 + 1) / 8
+
+
+def test_expendable_pods_are_left_out_only_beside_a_pod_that_would_take_their_room() -> None:
+    # Given a 1-core pod at priority 0 and a 2-core one at -20, cutoff -10
+    low = replace(pod("filler", "g1", 2000), priority=-20)
+    web = pod("web", "e", 1000)
+    nodes = CLUSTER.nodes[:2]
+    with_web = read_reservation(metric(), WEB, Snapshot(nodes, (web, low)), T0, expendable=-10)
+    alone = read_reservation(metric(), WEB, Snapshot(nodes, (low,)), T0, expendable=-10)
+    # Then the filler's room is free beside the web pod; alone, it counts as ever
+    assert isinstance(with_web, MetricReading) and with_web.value == 12.5
+    assert isinstance(alone, MetricReading) and alone.value == 25.0

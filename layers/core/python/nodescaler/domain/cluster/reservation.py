@@ -14,7 +14,7 @@ cutoff counts as free (the group's pods take it by preemption).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -41,8 +41,9 @@ class Reservation:
     pods: int
     waiting: int = 0  # of `pods`, those pending for the group's room (counted in `requested`)
     per_pod: float | None = None  # its average pod's request, DaemonSets' and mirror pods aside
-    stranded: int = 0  # the room of nodes with none for another such pod, counted as taken
+    stranded: int = 0  # the room of nodes with none for another of its pods, counted taken
     full: int = 0  # those nodes
+    smallest: int | None = None  # its smallest pod's request, the measure of that room
 
     @property
     def percent(self) -> float | None:
@@ -51,8 +52,8 @@ class Reservation:
 
     @property
     def amount(self) -> float:
-        """The requests in natural units: cores, GiB, pods."""
-        return self.requested / _UNITS[self.resource][0]
+        """The requests, and the room no pod fits, in natural units: cores, GiB, pods."""
+        return (self.requested + self.stranded) / _UNITS[self.resource][0]
 
     @property
     def detail(self) -> str:
@@ -60,10 +61,11 @@ class Reservation:
         share = f" ({self.percent:.1f}%)" if self.percent is not None else ""
         waiting = f" ({self.waiting} waiting for its room)" if self.waiting else ""
         full = ""
-        if self.full and self.per_pod is not None:
-            size = float(f"{self.per_pod / scale:.3g}")
+        if self.full and self.smallest is not None:
+            size = float(f"{self.smallest / scale:.3g}")
             pod = f"{size:g} {'core' if unit == 'cores' and size == 1 else unit}"
-            full = f", {self.full} with no room for another pod of {pod}, counted full"
+            least = f"(the least asks {pod})"
+            full = f", {self.full} with no room for another of its pods {least}, counted full"
         return (
             f"{self.pods} pods{waiting} request {self.requested / scale:g} of "
             f"{self.allocatable / scale:g} {unit} on {self.nodes} nodes{full}{share}"
@@ -84,9 +86,11 @@ def reservation(
     """`waiting`: pending pods the group's room is to take, requested as if bound.
     `expendable`: the priority below which a pod's room counts as free (a pod of the
     group's takes it by preemption, and a reservation that counted it taken would buy
-    nodes for pods that may wait, which then fill them too)."""
+    nodes for pods that may wait, which then fill them too), where the group runs a pod
+    at or above it to take it: a cutoff above all its pods leaves none out."""
     counted = {n.name: n for n in nodes if n.group == group and n.usable and n.schedulable}
-    if expendable is not None:
+    pods = list(pods)
+    if expendable is not None and any(_takes(p, expendable) for p in pods):
         pods = [p for p in pods if p.priority >= expendable]
     bound = [
         pod
@@ -113,22 +117,35 @@ def reservation(
     return _with_stranded(made, counted.values(), pods)
 
 
-def _with_stranded(made: Reservation, nodes: Iterable[Node], pods: Iterable[Pod]) -> Reservation:
-    """Room no pod of the group's average shape fits on, a node's last sliver, counted as
-    taken: a target's room is room a new pod can use (three 4 GiB pods fill a 16 GiB node
-    at 77 %, and a 70 % target would read a group of full nodes as within its tolerance)."""
-    if made.per_pod is None:
+def _takes(pod: Pod, expendable: int) -> bool:
+    """A pod of the group's workload at or above the cutoff: one that preempts below it."""
+    return not (pod.daemon_set or pod.mirror or pod.terminal) and pod.priority >= expendable
+
+
+def _with_stranded(made: Reservation, nodes: Iterable[Node], pods: Sequence[Pod]) -> Reservation:
+    """Room no pod of the group's fits on, the last sliver of a node its pods run on, counted
+    as taken: a target's room is room a new pod can use (three 4 GiB pods fill a 16 GiB
+    node at 77 %, and a 70 % target would read a group of full nodes as within its
+    tolerance). Its smallest pod is the measure, so room any of them fits is room; a node
+    without one of its pods (empty, or just Ready) has no sliver."""
+    running = [p for p in pods if p.node_name is not None and not p.terminal]
+    workload = [p for p in running if not (p.daemon_set or p.mirror)]
+    if not workload:
         return made
+    smallest = min(p.requests.of(made.resource) for p in workload)
     taken: dict[str, int] = {}
-    for pod in pods:  # every pod on the node takes its room, whatever the reading counts
-        if pod.node_name is not None and not pod.terminal:
-            taken[pod.node_name] = taken.get(pod.node_name, 0) + pod.requests.of(made.resource)
+    for pod in running:  # every pod on the node takes its room, whatever the reading counts
+        taken[pod.node_name or ""] = taken.get(pod.node_name or "", 0) + pod.requests.of(
+            made.resource
+        )
+    hosts = {p.node_name for p in workload}
     slivers = [
         free
         for node in nodes
-        if 0 < (free := node.allocatable.of(made.resource) - taken.get(node.name, 0)) < made.per_pod
+        if node.name in hosts
+        and 0 < (free := node.allocatable.of(made.resource) - taken.get(node.name, 0)) < smallest
     ]
-    return replace(made, stranded=sum(slivers), full=len(slivers))
+    return replace(made, stranded=sum(slivers), full=len(slivers), smallest=smallest)
 
 
 def read_reservation(
